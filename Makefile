@@ -1,0 +1,40 @@
+# Two entry points (README): `make demo` and `make test`. Everything else is a step they use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Downloads are cached outside the repository so repeated runs (and CI re-runs) are fast.
+CACHE  ?= $(HOME)/.cache/cudnnload
+PIP    := $(PY) -m pip --disable-pip-version-check -q --cache-dir $(CACHE)/pip
+DEMO_CUDNN ?= nvidia-cudnn-cu12==9.28.0.42
+
+.PHONY: demo test wheels venv lint bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -e '.[test]'
+	touch $@
+
+# The real cuDNN wheels the tests run against, unpacked side by side (fixtures/wheels.py).
+wheels: venv
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) fixtures/wheels.py
+
+demo: venv wheels
+	$(PIP) install --find-links $(CACHE)/wheels '$(DEMO_CUDNN)'
+	$(VENV)/bin/cudnnload which || true
+	$(VENV)/bin/cudnnload inspect "$$($(PY) -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))')"
+
+test: venv wheels
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) -m pytest -q -ra
+
+lint: venv
+	$(PIP) install ruff mypy
+	$(VENV)/bin/ruff check cudnnload plugins tests bench fixtures
+	$(VENV)/bin/mypy cudnnload
+
+bench: venv wheels
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_inspect.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,249 @@
+"""What each cuDNN generation looks like on disk: the single source of truth.
+
+Every other stage asks this module, never hard-codes a soname or a status code.
+Facts come from the real wheels (8.9.7.29, 9.0.0.312, 9.28.0.42 cu12/cu13, read
+with readelf, LD_DEBUG and the headers) and, for cuDNN 7, from the 7.6 headers;
+see ../shared/reference/cudnn-facts.md sections 1, 1.2, 1.5 and 4.3.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Opener = Literal["app", "shim", "graph"]
+
+
+@dataclass(frozen=True)
+class SubLibrary:
+    """One file of a cuDNN generation (the shim counts as one too)."""
+
+    key: str  # short name used everywhere: "shim", "graph", "ops_infer", ...
+    stem: str  # file name without ".so.N": "libcudnn_graph"
+    major: int
+    opened_by: Opener  # who dlopens it at run time
+    needs: tuple[str, ...]  # keys of the cuDNN libraries it DT_NEEDs
+    version_check: str | None  # its cudnn*VersionCheck, exported by the shim
+    version_symbol: str | None  # exported u32 (major<<16|minor<<8|patch), cudnn-facts §2
+    required: bool = True  # an install without it is broken
+
+    @property
+    def soname(self) -> str:
+        return f"{self.stem}.so.{self.major}"
+
+    def names_tried(self, release: Release | None) -> tuple[str, ...]:
+        """File names the opener asks dlopen for, most specific first.
+
+        The v9 shim and graph try ``X.so.M.m.p``, ``X.so.M.m``, ``X.so.M`` and
+        finally the bare ``X.so`` (format strings ``%s.%d.%d.%d``/``%s.%d.%d`` in
+        the 9.28 shim, LD_DEBUG traces). The v8 shim asks for exactly ``X.so.8``.
+        """
+        if self.opened_by == "app" or self.major < 9:
+            return (self.soname,)
+        full = () if release is None else (
+            f"{self.stem}.so.{release.major}.{release.minor}.{release.patch}",
+            f"{self.stem}.so.{release.major}.{release.minor}",
+        )
+        return (*full, self.soname, f"{self.stem}.so")
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def number(self) -> int:
+        """The value ``cudnnGetVersion()`` returns for this release (cudnn_version.h)."""
+        if self.major >= 9:
+            return self.major * 10000 + self.minor * 100 + self.patch
+        return self.major * 1000 + self.minor * 100 + self.patch
+
+
+def decode_version(value: int) -> Release:
+    """``cudnnGetVersion()`` to a release: 8907 -> 8.9.7, 92800 -> 9.28.0 (cudnn-facts §1.5)."""
+    if value <= 0:
+        raise ValueError(f"not a cuDNN version number: {value}")
+    if value < 10000:
+        return Release(value // 1000, value % 1000 // 100, value % 100)
+    return Release(value // 10000, value % 10000 // 100, value % 100)
+
+
+def decode_packed_version(value: int) -> Release:
+    """An exported version constant (``cudnn_graph_version`` ...) to a release: 0x091C00 -> 9.28.0."""
+    return Release(value >> 16 & 0xFF, value >> 8 & 0xFF, value & 0xFF)
+
+
+_VERSION_TEXT = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.\d+)*\s*$")
+
+
+def parse_release(text: str) -> Release:
+    """``"9.28"``, ``"9.28.0.42"`` or ``"8"`` to a release; ValueError names the text."""
+    match = _VERSION_TEXT.match(text)
+    if not match:
+        raise ValueError(f"not a cuDNN version: {text!r} (expected e.g. 9.28.0 or 8.9)")
+    major, minor, patch = (int(part or 0) for part in match.groups())
+    return Release(major, minor, patch)
+
+
+def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
+        symbol: str | None = None, required: bool = True) -> SubLibrary:
+    stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
+    return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required)
+
+
+def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None) -> SubLibrary:
+    stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
+    return SubLibrary(key, stem, 8, "app" if key == "shim" else "shim", needs, check, symbol)
+
+
+@dataclass(frozen=True)
+class Generation:
+    major: int
+    libraries: tuple[SubLibrary, ...]  # in load order: leaves first, shim last
+    statuses: dict[int, str]
+    shim_rpath_note: str = ""
+
+    @property
+    def shim(self) -> SubLibrary:
+        return self.library("shim")
+
+    def library(self, key: str) -> SubLibrary:
+        for lib in self.libraries:
+            if lib.key == key:
+                return lib
+        raise KeyError(f"cuDNN {self.major} has no sub-library {key!r}")
+
+    @property
+    def sublibraries(self) -> tuple[SubLibrary, ...]:
+        return tuple(lib for lib in self.libraries if lib.key != "shim")
+
+    def status_name(self, code: int) -> str:
+        return self.statuses.get(code, f"CUDNN_UNKNOWN_STATUS ({code})")
+
+
+# cudnnStatus_t, cudnn_ops_infer.h (8.x); 7.x is the same table without 14.
+_STATUS_V8 = {
+    0: "CUDNN_STATUS_SUCCESS", 1: "CUDNN_STATUS_NOT_INITIALIZED", 2: "CUDNN_STATUS_ALLOC_FAILED",
+    3: "CUDNN_STATUS_BAD_PARAM", 4: "CUDNN_STATUS_INTERNAL_ERROR", 5: "CUDNN_STATUS_INVALID_VALUE",
+    6: "CUDNN_STATUS_ARCH_MISMATCH", 7: "CUDNN_STATUS_MAPPING_ERROR", 8: "CUDNN_STATUS_EXECUTION_FAILED",
+    9: "CUDNN_STATUS_NOT_SUPPORTED", 10: "CUDNN_STATUS_LICENSE_ERROR",
+    11: "CUDNN_STATUS_RUNTIME_PREREQUISITE_MISSING", 12: "CUDNN_STATUS_RUNTIME_IN_PROGRESS",
+    13: "CUDNN_STATUS_RUNTIME_FP_OVERFLOW", 14: "CUDNN_STATUS_VERSION_MISMATCH",
+}
+_STATUS_V7 = {code: name for code, name in _STATUS_V8.items() if code != 14}
+
+# cudnnStatus_t, cudnn_graph.h (9.28); category = code // 1000. 1008, 2011, 2012,
+# 3013 and 3014 are new since 9.0 and unknown to 9.0's cudnnGetErrorString.
+_STATUS_V9 = {
+    0: "CUDNN_STATUS_SUCCESS",
+    1001: "CUDNN_STATUS_NOT_INITIALIZED", 1002: "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH",
+    1003: "CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH", 1004: "CUDNN_STATUS_DEPRECATED",
+    1005: "CUDNN_STATUS_LICENSE_ERROR", 1006: "CUDNN_STATUS_RUNTIME_IN_PROGRESS",
+    1007: "CUDNN_STATUS_RUNTIME_FP_OVERFLOW", 1008: "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED",
+    2000: "CUDNN_STATUS_BAD_PARAM", 2001: "CUDNN_STATUS_INVALID_VALUE",
+    2002: "CUDNN_STATUS_BAD_PARAM_NULL_POINTER", 2003: "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER",
+    2004: "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED", 2005: "CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND",
+    2006: "CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT", 2007: "CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH",
+    2008: "CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH", 2009: "CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES",
+    2010: "CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE", 2011: "CUDNN_STATUS_BAD_PARAM_CUDA_GRAPH_MISMATCH",
+    2012: "CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE",
+    3000: "CUDNN_STATUS_NOT_SUPPORTED", 3001: "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN",
+    3002: "CUDNN_STATUS_NOT_SUPPORTED_SHAPE", 3003: "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE",
+    3004: "CUDNN_STATUS_NOT_SUPPORTED_LAYOUT",
+    3005: "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER",
+    3006: "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART",
+    3007: "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH",
+    3008: "CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING",
+    3009: "CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE",
+    3010: "CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT",
+    3011: "CUDNN_STATUS_NOT_SUPPORTED_PADDING", 3012: "CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM",
+    3013: "CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API",
+    3014: "CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE",
+    4000: "CUDNN_STATUS_INTERNAL_ERROR", 4001: "CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED",
+    4002: "CUDNN_STATUS_INTERNAL_ERROR_UNEXPECTED_VALUE",
+    4003: "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED",
+    4004: "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
+    4005: "CUDNN_STATUS_INTERNAL_ERROR_BAD_LAUNCH_PARAM",
+    4006: "CUDNN_STATUS_INTERNAL_ERROR_TEXTURE_CREATION_FAILED",
+    5000: "CUDNN_STATUS_EXECUTION_FAILED", 5001: "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER",
+    5002: "CUDNN_STATUS_EXECUTION_FAILED_CUBLAS", 5003: "CUDNN_STATUS_EXECUTION_FAILED_CUDART",
+    5004: "CUDNN_STATUS_EXECUTION_FAILED_CURAND",
+}
+
+# cuDNN 9 (cudnn-facts §1, §1.1). Load order = leaves first: graph, what graph
+# opens, ops, then cnn/adv/ext, shim last (loading-in-the-wild, "safe preload").
+# ext and tensor_ir are absent from 9.0; ext is expected only when the shim
+# exports cudnnSubquadraticOpsVersionCheck (discovery checks that).
+V9 = Generation(9, (
+    _v9("graph", "shim", (), "cudnnGraphVersionCheck", "cudnn_graph_version"),
+    _v9("heuristic", "graph", ("graph",)),
+    _v9("engines_precompiled", "graph", ("graph",)),
+    _v9("engines_runtime_compiled", "graph", ("graph",)),
+    _v9("engines_tensor_ir", "graph", ("graph",), required=False),
+    _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version"),
+    _v9("cnn", "shim", ("ops", "graph"), "cudnnCnnVersionCheck"),
+    _v9("adv", "shim", ("ops", "graph"), "cudnnAdvVersionCheck", "cudnn_adv_infer_version"),
+    _v9("ext", "shim", (), "cudnnSubquadraticOpsVersionCheck", required=False),
+    _v9("shim", "app", ()),
+), _STATUS_V9)
+
+# cuDNN 8: the infer/train split; the v8 shim opens exactly "X.so.8" and aborts
+# the process when one is missing (cudnn-facts §1.2).
+V8 = Generation(8, (
+    _v8("ops_infer", (), "cudnnOpsInferVersionCheck", "cudnn_ops_infer_version"),
+    _v8("ops_train", ("ops_infer",), "cudnnOpsTrainVersionCheck", "cudnn_ops_train_version"),
+    _v8("cnn_infer", ("ops_infer",), "cudnnCnnInferVersionCheck", "cudnn_cnn_infer_version"),
+    _v8("cnn_train", ("ops_infer", "ops_train", "cnn_infer"), "cudnnCnnTrainVersionCheck", None),
+    _v8("adv_infer", ("ops_infer",), "cudnnAdvInferVersionCheck", "cudnn_adv_infer_version"),
+    _v8("adv_train", ("ops_infer", "ops_train", "adv_infer"), "cudnnAdvTrainVersionCheck", None),
+    _v8("shim", (), None, None),
+), _STATUS_V8)
+
+# cuDNN 7: one monolithic library, no VersionCheck, no sub-libraries.
+V7 = Generation(7, (SubLibrary("shim", "libcudnn", 7, "app", (), None, None),), _STATUS_V7)
+
+GENERATIONS: dict[int, Generation] = {7: V7, 8: V8, 9: V9}
+
+
+def generation(major: int) -> Generation:
+    try:
+        return GENERATIONS[major]
+    except KeyError:
+        raise ValueError(f"cuDNN {major} is not a known generation (known: 7, 8, 9)") from None
+
+
+_SONAME = re.compile(r"^(libcudnn(?:_[a-z_]+)?)\.so(?:\.(\d+))?(?:\.\d+)*$")
+
+
+def classify(file_name: str) -> SubLibrary | None:
+    """The catalog entry a file name belongs to: ``libcudnn_ops.so.9.28.0`` -> v9 ops."""
+    match = _SONAME.match(file_name)
+    if not match or match.group(2) is None:
+        return None
+    stem, major = match.group(1), int(match.group(2))
+    gen = GENERATIONS.get(major)
+    if gen is None:
+        return None
+    return next((lib for lib in gen.libraries if lib.stem == stem), None)
+
+
+# Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
+# cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
+# $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
+DEPENDENCY_SOURCES: dict[str, str] = {
+    "libcuda.so.1": "the NVIDIA driver (not pip-installable)",
+    "libz.so.1": "zlib (apt install zlib1g / dnf install zlib)",
+    "libcublas.so.11": "pip install nvidia-cublas-cu11",
+    "libcublasLt.so.11": "pip install nvidia-cublas-cu11",
+    "libcublas.so.12": "pip install nvidia-cublas-cu12",
+    "libcublasLt.so.12": "pip install nvidia-cublas-cu12",
+    "libcublasLt.so.13": "pip install nvidia-cublas",
+    "libnvrtc.so.12": "pip install nvidia-cuda-nvrtc-cu12",
+    "libnvrtc.so.13": "pip install nvidia-cuda-nvrtc",
+}

@@ -1,0 +1,31 @@
+"""One error hierarchy: every error names the file (or call), the reason, and a fix."""
+
+from __future__ import annotations
+
+
+class CudnnloadError(Exception):
+    """Base of every error cudnnload raises on purpose."""
+
+    def __init__(self, reason: str, *, path: str | None = None, fix: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        self.fix = fix
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        tail = f" (fix: {self.fix})" if self.fix else ""
+        return f"{where}{self.reason}{tail}"
+
+
+class UsageError(CudnnloadError):
+    """The caller asked for something malformed: a bad version range, an unknown name."""
+
+
+class ElfError(CudnnloadError):
+    """A file could not be read as the ELF shared object it claims to be."""
+
+
+class LoadError(CudnnloadError):
+    """A library could not be loaded or failed its checks."""
