@@ -1,0 +1,324 @@
+"""Load a cuDNN set in a child process and report what happened, whatever happens.
+
+The cuDNN 8 shim calls abort() when a sub-library cannot be loaded, and the v9
+shim aborts when libcudnn_graph is missing (../shared/reference/cudnn-facts.md
+§1.2); neither can be caught in Python, so every real load is tried here first.
+
+Parent side: `probe` starts ``python -I -S -c <bootstrap>`` with a JSON request
+on stdin and turns the child's answer, its death by a signal, or a timeout into
+a `ProbeResult`; it never raises for what happens in the child.
+
+Child side (`child_main`): dlopen each file by absolute path, in the given
+order (leaves first, shim last), with RTLD_GLOBAL, timing each; then through
+the shim the version getters, cudnnGetProperty, every VersionCheck of the
+generation the shim exports, and optionally cudnnCreate. Each step is written
+as one JSON line on a private copy of stdout as soon as it ends, so a crash
+loses only the step that crashed. Before each step the child writes a marker
+on stderr, which attributes what cuDNN prints there ("Invalid handle. Cannot
+load symbol ...", "Could not load library ...") to the step that printed it.
+The child imports only the standard library and cudnnload's catalog, errors
+and capi: the bootstrap skips cudnnload/__init__.py and what it re-exports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .capi import CudnnApi, LibraryProperty
+from .catalog import Release, decode_version, generation
+
+Outcome = Literal["completed", "signal", "timeout", "error"]
+
+# Libraries worth reporting from /proc/self/maps ("libcuda" also covers a dynamic libcudart).
+_MAPPED_PREFIXES = ("libcudnn", "libcublas", "libnvrtc", "libcuda")
+_MARKER = "\x1e"  # ASCII record separator: starts a step marker line on the child's stderr
+_MARKERS = re.compile(_MARKER + r"([^\n]*)\n")
+_NO_DRIVER = "no NVIDIA driver (libcuda.so.1)"
+
+# Installs a bare `cudnnload` package object so that importing cudnnload.probe
+# does not run cudnnload/__init__.py and whatever it re-exports.
+_BOOTSTRAP = """\
+import sys, types
+package = types.ModuleType("cudnnload")
+package.__path__ = [sys.argv[1]]
+sys.modules["cudnnload"] = package
+from cudnnload.probe import child_main
+sys.exit(child_main())
+"""
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    """One dlopen or one C call in the child."""
+
+    name: str  # "dlopen graph", "cudnnGetVersion", "cudnnGetProperty(MAJOR_VERSION)", "cudnnOpsVersionCheck"
+    ok: bool
+    seconds: float
+    status: int | None = None  # cudnnStatus_t, for calls that return one
+    status_name: str | None = None  # from the catalog table of the probed generation
+    value: int | None = None  # what a getter returned
+    detail: str = ""  # dlerror text, or cuDNN's last error string
+    expected: bool = False  # failed, but normal on this machine; `note` says why
+    note: str = ""
+    stderr: str = ""  # what the libraries printed on stderr during this step
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    major: int
+    files: tuple[tuple[str, str], ...]  # (catalog key, path) as requested, in load order
+    outcome: Outcome
+    verdict: str  # one line for people
+    steps: tuple[ProbeStep, ...]
+    mapped: tuple[str, ...]  # mapped_libraries() of the child at the end
+    not_exported: tuple[str, ...]  # optional functions of the generation the shim lacks
+    died_in: str | None  # the step running when the child died or ran out of time
+    returncode: int | None
+    signal: str | None  # "SIGABRT", "SIGSEGV", ...
+    stderr: str  # the child's whole stderr, markers removed
+    seconds: float  # round trip, child start to answer
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome == "completed"
+
+    @property
+    def failures(self) -> tuple[ProbeStep, ...]:
+        """Steps that failed and are not expected to on this machine."""
+        return _unexpected(self.steps)
+
+    @property
+    def ok(self) -> bool:
+        return self.completed and not self.failures
+
+    def step(self, name: str) -> ProbeStep | None:
+        return next((step for step in self.steps if step.name == name), None)
+
+    @property
+    def release(self) -> Release | None:
+        version = self.step("cudnnGetVersion")
+        return None if version is None or not version.value else decode_version(version.value)
+
+
+def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, create: bool = False,
+          timeout: float = 60.0, environ: Mapping[str, str] | None = None) -> ProbeResult:
+    """Load ``files`` (catalog key, path) in order in a child process and call through the ``shim`` entry.
+
+    ``environ`` is the child's whole environment (default: this process's);
+    LD_LIBRARY_PATH in it decides where the shim's own dlopen calls look.
+    """
+    import subprocess  # here rather than at the top: the child imports this module and never needs it
+
+    requested = tuple((key, os.fspath(path)) for key, path in files)
+    request = json.dumps({"files": requested, "major": major, "create": create}).encode()
+    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, os.path.dirname(os.path.abspath(__file__))]
+    start = time.perf_counter()
+    try:
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ if environ is None else environ))
+    except OSError as exc:
+        return _result(major, requested, b"", f"could not start {sys.executable}: {exc}".encode(), None, False,
+                       timeout, 0.0)
+    try:
+        out, err = child.communicate(request, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        timed_out = True
+    return _result(major, requested, out, err, child.returncode, timed_out, timeout, time.perf_counter() - start)
+
+
+def _result(major: int, files: tuple[tuple[str, str], ...], out: bytes, err: bytes, returncode: int | None,
+            timed_out: bool, timeout: float, seconds: float) -> ProbeResult:
+    """Read the child's two streams and its exit into a result."""
+    records = _records(out)
+    pieces = _MARKERS.split(err.decode(errors="replace"))
+    # pieces = [before the first marker, name 1, text 1, name 2, text 2, ...]; marker i begins step i.
+    began, printed = pieces[1::2], [text.strip() for text in pieces[2::2]]
+    steps = tuple(ProbeStep(**{**record["step"], "stderr": printed[i]})
+                  for i, record in enumerate(record for record in records if "step" in record))
+    end = next((record["end"] for record in records if "end" in record), None)
+    died_in = began[len(steps)] if len(began) > len(steps) else None
+    sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 and not timed_out else None
+    stderr = "".join(pieces[0::2]).strip()
+    outcome: Outcome
+    if timed_out:
+        outcome, verdict = "timeout", f"no answer within {timeout:g} s; stuck in {died_in or 'start-up'}"
+    elif sig:
+        # The dying step's last words, e.g. the v8 shim's "Could not load library ..." (§1.2).
+        last_words = printed[len(steps)].splitlines()[-1:] if died_in else []
+        outcome, verdict = "signal", f"child killed by {sig} during {died_in or 'start-up'}" + "".join(
+            f": {line}" for line in last_words)
+    elif end is not None and returncode == 0:
+        outcome, verdict = "completed", _completed_verdict(steps)
+    else:
+        outcome = "error"
+        verdict = f"child failed (exit status {returncode})" + "".join(f": {line}" for line in stderr.splitlines()[-1:])
+    return ProbeResult(
+        major=major, files=files, outcome=outcome, verdict=verdict, steps=steps,
+        mapped=tuple(end["mapped"]) if end else (), not_exported=tuple(end["not_exported"]) if end else (),
+        died_in=died_in, returncode=returncode, signal=sig, stderr=stderr, seconds=seconds)
+
+
+def _records(out: bytes) -> list[dict[str, Any]]:
+    """The child's JSON lines; a line cut short by a kill is dropped."""
+    records = []
+    for line in out.decode(errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def _unexpected(steps: tuple[ProbeStep, ...]) -> tuple[ProbeStep, ...]:
+    return tuple(step for step in steps if not step.ok and not step.expected)
+
+
+def _completed_verdict(steps: tuple[ProbeStep, ...]) -> str:
+    failed = _unexpected(steps)
+    expected = [step for step in steps if step.expected]
+    text = f"completed, {len(failed)} failure(s)"
+    if failed:
+        text += ": " + "; ".join(_describe(step) for step in failed)
+    if expected:
+        text += f" ({len(expected)} expected here: " + "; ".join(f"{step.name}: {step.note}" for step in expected) + ")"
+    return text
+
+
+def _describe(step: ProbeStep) -> str:
+    what = step.status_name and f"{step.status_name} ({step.status})"
+    return f"{step.name}: " + ", ".join(part for part in (what, step.detail) if part)
+
+
+# ---- child side -------------------------------------------------------------------------------------------
+
+
+class _Child:
+    """Runs one request: each step writes its marker, does its work, then emits one JSON line."""
+
+    def __init__(self, major: int) -> None:
+        self.generation = generation(major)
+        self.results = os.dup(1)
+        os.dup2(2, 1)  # anything cuDNN prints on stdout (CUDNN_LOGDEST_DBG=stdout) joins the captured stderr
+
+    def begin(self, name: str) -> float:
+        os.write(2, f"{_MARKER}{name}\n".encode())
+        return time.perf_counter()
+
+    def emit(self, record: dict[str, object]) -> None:
+        os.write(self.results, (json.dumps(record) + "\n").encode())
+
+    def finish(self, step: ProbeStep) -> None:
+        self.emit({"step": asdict(step)})
+
+    def dlopen(self, key: str, path: str) -> ctypes.CDLL | None:
+        name = f"dlopen {key}"
+        started = self.begin(name)
+        try:
+            handle = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        except OSError as exc:
+            seconds = time.perf_counter() - started
+            note = _expected_failure(str(exc))
+            self.finish(ProbeStep(name, False, seconds, detail=str(exc), expected=bool(note), note=note))
+            return None
+        self.finish(ProbeStep(name, True, time.perf_counter() - started))
+        return handle
+
+    def getter(self, api: CudnnApi, name: str) -> None:
+        """A ``size_t f(void)`` version getter."""
+        started = self.begin(name)
+        value = int(api.symbol(name)())
+        self.finish(ProbeStep(name, True, time.perf_counter() - started, value=value))
+
+    def call(self, api: CudnnApi, name: str, function: str, *args: object, out: ctypes.c_int | None = None) -> int:
+        """A call returning cudnnStatus_t; ``out`` is an int it writes through a pointer.
+        On failure the detail is cuDNN's last error string."""
+        started = self.begin(name)
+        status = int(api.symbol(function)(*args))
+        seconds = time.perf_counter() - started
+        self.finish(ProbeStep(name, status == 0, seconds, status=status,
+                              status_name=self.generation.status_name(status), value=None if out is None else out.value,
+                              detail="" if status == 0 else api.last_error() or ""))
+        return status
+
+    def run(self, files: list[tuple[str, str]], create: bool) -> None:
+        shim = None
+        for key, path in files:
+            handle = self.dlopen(key, path)
+            if key == "shim":
+                shim = handle
+        not_exported = [] if shim is None else self.calls(CudnnApi(shim, self.generation), create)
+        self.emit({"end": {"mapped": mapped_libraries(), "not_exported": not_exported}})
+
+    def calls(self, api: CudnnApi, create: bool) -> list[str]:
+        """Every call of the request, in order; returns the optional functions the shim lacks."""
+        missing = [name for name in ("cudnnGetMaxDeviceVersion", *api.version_checks()) if not api.exports(name)]
+        for name in ("cudnnGetVersion", "cudnnGetCudartVersion", "cudnnGetMaxDeviceVersion"):
+            if name not in missing:
+                self.getter(api, name)
+        for kind in LibraryProperty:
+            value = ctypes.c_int(-1)
+            self.call(api, f"cudnnGetProperty({kind.name})", "cudnnGetProperty", kind, ctypes.byref(value), out=value)
+        for name in api.version_checks():
+            if name not in missing:
+                self.call(api, name, name)
+        if create:
+            handle = ctypes.c_void_p()
+            # cuDNN 8 has no cudnnGetLastErrorString: its reason comes through the error callback (capi).
+            with api.record_errors():
+                if self.call(api, "cudnnCreate", "cudnnCreate", ctypes.byref(handle)) == 0:
+                    self.call(api, "cudnnDestroy", "cudnnDestroy", handle)
+        return missing
+
+
+def _expected_failure(error: str) -> str:
+    """Why a dlopen failure is normal here, or "" when it is not.
+
+    9.28's libcudnn_engines_runtime_compiled.so.9 DT_NEEDs libcuda.so.1, which
+    only the NVIDIA driver provides (§1 notes, §6): on a machine without one
+    that library cannot load, and that says nothing about the install.
+    """
+    if not error.startswith("libcuda.so.1: cannot open shared object file"):
+        return ""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return _NO_DRIVER
+    return ""
+
+
+def mapped_libraries() -> tuple[str, ...]:
+    """The CUDA-family files (libcudnn*, libcublas*, libnvrtc*, libcuda*) mapped into this process, sorted.
+
+    /proc/self/maps shows the real path of each file: a library opened through
+    a symlink appears under its target.
+    """
+    paths: set[str] = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and os.path.basename(fields[5].rstrip()).startswith(_MAPPED_PREFIXES):
+                paths.add(fields[5].rstrip())
+    return tuple(sorted(paths))
+
+
+def child_main() -> int:
+    """Entry point of the child: a JSON request on stdin, JSON lines out (see the module docstring)."""
+    request = json.load(sys.stdin)
+    _Child(request["major"]).run([(key, path) for key, path in request["files"]], bool(request["create"]))
+    return 0
+
+
+if __name__ == "__main__":  # python -m cudnnload.probe < request.json
+    sys.exit(child_main())
