@@ -1,0 +1,58 @@
+"""cudnnload: find, inspect, preload and diagnose NVIDIA cuDNN.
+
+The public API is what this module re-exports; everything else is internal.
+Names are imported on first use, so ``import cudnnload`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
+TYPE_CHECKING = False
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "find": "cudnnload.discovery",
+    "inspect": "cudnnload.discovery",
+    "Inventory": "cudnnload.discovery",
+    "Install": "cudnnload.discovery",
+    "Candidate": "cudnnload.discovery",
+    "Finding": "cudnnload.discovery",
+    "Step": "cudnnload.discovery",
+    "which": "cudnnload.which",
+    "Which": "cudnnload.which",
+    "read_elf": "cudnnload.elf",
+    "ElfInfo": "cudnnload.elf",
+    "GpuCode": "cudnnload.fatbin",
+    "Release": "cudnnload.catalog",
+    "CudnnloadError": "cudnnload.errors",
+    "ElfError": "cudnnload.errors",
+    "UsageError": "cudnnload.errors",
+    "LoadError": "cudnnload.errors",
+    "to_jsonable": "cudnnload.report",
+}
+
+__all__ = [
+    "Candidate", "CudnnloadError", "ElfError", "ElfInfo", "Finding", "GpuCode", "Install", "Inventory",
+    "LoadError", "Release", "Step", "UsageError", "Which", "find", "inspect", "read_elf", "to_jsonable", "which",
+]
+
+if TYPE_CHECKING:
+    from cudnnload.catalog import Release
+    from cudnnload.discovery import Candidate, Finding, Install, Inventory, Step, find, inspect
+    from cudnnload.elf import ElfInfo, read_elf
+    from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
+    from cudnnload.fatbin import GpuCode
+    from cudnnload.report import to_jsonable
+    from cudnnload.which import Which, which
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cudnnload' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

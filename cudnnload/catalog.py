@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Opener = Literal["app", "shim", "graph"]
+# typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Opener = Literal["app", "shim", "graph"]
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,16 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, ClassVar
 
 from cudnnload.catalog import GENERATIONS, Release, decode_packed_version
 from cudnnload.errors import ElfError
 from cudnnload.fatbin import GpuCode, read_gpu_code
 
+# typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from elftools.elf.elffile import ELFFile
 
 ELF_MAGIC = b"\x7fELF"
@@ -67,8 +70,6 @@ class ElfInfo:
     release: Release | None  # from an exported version constant, without running code
     release_symbol: str | None
     gpu_code: GpuCode | None
-
-    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("version_checks",)
 
     @property
     def version_checks(self) -> tuple[str, ...]:
@@ -130,7 +131,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
     """Inspect one file. Raises ElfError naming the file and the reason."""
     name = os.fspath(path)
     try:
-        handle = open(name, "rb")
+        handle = open(name, "rb")  # noqa: SIM115 (closed by the with below; open's own error is reported here)
     except OSError as exc:
         raise ElfError(exc.strerror or str(exc), path=name) from None
     with handle:

@@ -10,23 +10,47 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Hashable, Mapping
 
 from cudnnload.elf import ElfInfo, read_elf
 
-FORMAT = 1  # bump when ElfInfo's fields change
+# typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cudnnload.linker import LinkerDefaults
+
+FORMAT = 2  # bump when ElfInfo's fields or the file layout change
 
 
-def cache_file(environ: Mapping[str, str] | None = None) -> Path | None:
+def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
     """Where the memo lives, or None when ``CUDNNLOAD_NO_CACHE`` is set."""
     env = os.environ if environ is None else environ
     if env.get("CUDNNLOAD_NO_CACHE"):
         return None
     root = env.get("CUDNNLOAD_CACHE") or os.path.join(
         env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cudnnload")
-    return Path(root) / f"elf-v{FORMAT}.pickle"
+    return os.path.join(root, f"elf-v{FORMAT}.pickle")
+
+
+def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaults:
+    """The real ld.so's defaults (linker.probe_linker_defaults, a child process), remembered for
+    this boot of this machine and these tunables: they depend on the CPU, glibc and GLIBC_TUNABLES.
+    Kept as plain fields, so reading the memo does not import the linker model."""
+    import dataclasses
+
+    from cudnnload.linker import LinkerDefaults, probe_linker_defaults
+
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        return probe_linker_defaults(environ)
+    key = ("linker-defaults", boot, os.confstr("CS_GNU_LIBC_VERSION"), environ.get("GLIBC_TUNABLES"),
+           environ.get("LD_HWCAP_MASK"))
+    fields = cache.memo(key, lambda: dataclasses.asdict(probe_linker_defaults(environ)))
+    return LinkerDefaults(**fields)
 
 
 def _key(stat: os.stat_result) -> tuple[int, int, int, int]:
@@ -36,12 +60,20 @@ def _key(stat: os.stat_result) -> tuple[int, int, int, int]:
 class ElfCache:
     """Read-through memo. ``inspect(path)`` returns the same ElfInfo ``read_elf`` would."""
 
-    def __init__(self, location: Path | None) -> None:
+    def __init__(self, location: str | None) -> None:
         self.location = location
         self.entries: dict[str, tuple[tuple[int, int, int, int], ElfInfo]] = {}
+        self.facts: dict[Hashable, Any] = {}  # other machine facts worth remembering (memo())
         self.dirty = False
         if location is not None:
-            self.entries = _load(location)
+            self.entries, self.facts = _load(location)
+
+    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """A remembered fact of this machine; ``key`` must name everything the fact depends on."""
+        if key not in self.facts:
+            self.facts[key] = compute()
+            self.dirty = True
+        return self.facts[key]
 
     def inspect(self, path: str) -> ElfInfo:
         stat = os.stat(path)
@@ -59,22 +91,25 @@ class ElfCache:
         if self.location is None or not self.dirty:
             return
         try:
-            self.location.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.location.parent, prefix=".elf-", suffix=".tmp")
+            import tempfile  # 6 ms to import: only when something new must be written
+
+            folder = os.path.dirname(self.location)
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".elf-", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump((FORMAT, self.entries), handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((FORMAT, self.entries, self.facts), handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.location)
             self.dirty = False
         except OSError:
             pass
 
 
-def _load(location: Path) -> dict[str, tuple[tuple[int, int, int, int], ElfInfo]]:
+def _load(location: str) -> tuple[dict[str, tuple[tuple[int, int, int, int], ElfInfo]], dict[Hashable, Any]]:
     try:
         with open(location, "rb") as handle:
-            version, entries = pickle.load(handle)
+            version, entries, facts = pickle.load(handle)
     except Exception:  # missing, truncated, garbage, or an old class layout: rebuild
-        return {}
-    if version != FORMAT or not isinstance(entries, dict):
-        return {}
-    return entries
+        return {}, {}
+    if version != FORMAT or not isinstance(entries, dict) or not isinstance(facts, dict):
+        return {}, {}
+    return entries, facts

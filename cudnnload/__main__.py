@@ -1,0 +1,3 @@
+from cudnnload.cli import main
+
+main()

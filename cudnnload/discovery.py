@@ -1,0 +1,584 @@
+"""Every cuDNN on the machine, grouped into installs, each with a verdict and its reasons.
+
+Takes folders from ``sources``, facts about each file from ``elf`` (through the
+on-disk memo) and search answers from ``linker``; adds the cuDNN semantics
+from ``catalog``: which sub-libraries an install must have, which file the
+shim's own ``dlopen`` would get for each, and whether they agree.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from cudnnload import linker
+from cudnnload.catalog import DEPENDENCY_SOURCES, Generation, Release, SubLibrary, classify, generation, parse_release
+from cudnnload.elf import ElfInfo, max_version
+from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.errors import ElfError, UsageError
+from cudnnload.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+# Machine this Python runs on, as pyelftools names e_machine.
+HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem (or notable fact), with a stable code other tools can match on."""
+
+    code: str
+    severity: str  # "error", "warning" or "info"
+    message: str
+    path: str | None = None
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One cuDNN file found on disk."""
+
+    path: str  # as found (symlinks not resolved)
+    real_path: str | None  # None for a broken symlink or a loop
+    library: str | None  # catalog key: "shim", "ops", "cnn_infer", ...
+    elf: ElfInfo | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def usable(self) -> bool:
+        return self.elf is not None and not any(f.severity == ERROR for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the run-time linker would give one requested library, and why."""
+
+    library: str  # catalog key, or the dependency's soname
+    requested_by: str | None  # path of the object that asks
+    names_tried: tuple[str, ...]
+    path: str | None
+    rule: str  # linker rule that chose it: "rpath", "runpath", "ld-cache", ... or "not-found"
+    inside_install: bool
+    release: Release | None
+    trail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Install:
+    """One folder holding one cuDNN generation."""
+
+    folder: str
+    major: int
+    release: Release | None
+    release_source: str | None
+    found_via: str
+    distribution: str | None  # "nvidia-cudnn-cu12 9.28.0.42"
+    cuda_major: int | None  # the CUDA the build targets (cu12 -> 12), where known
+    files: tuple[Candidate, ...]
+    plan: tuple[Step, ...]  # the shim's (and graph's) run-time dlopen of each sub-library
+    dependencies: tuple[Step, ...]  # libz, libcuda, cuBLASLt, NVRTC
+    findings: tuple[Finding, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity == ERROR for f in self.all_findings)
+
+    @property
+    def all_findings(self) -> tuple[Finding, ...]:
+        return self.findings + tuple(f for c in self.files for f in c.findings)
+
+    def file(self, key: str) -> Candidate | None:
+        return next((c for c in self.files if c.library == key), None)
+
+
+@dataclass(frozen=True)
+class Host:
+    machine: str
+    glibc: tuple[int, ...] | None
+    libstdcxx: str | None  # path of the libstdc++.so.6 that would load
+    glibcxx: tuple[int, ...] | None
+    cxxabi: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    host: Host
+    installs: tuple[Install, ...]
+    findings: tuple[Finding, ...]  # not tied to one install: RECORD conflicts, bad paths
+    distributions: tuple[Distribution, ...] = field(default=())
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity == ERROR for f in self.findings) and all(i.healthy for i in self.installs)
+
+
+# --- host -----------------------------------------------------------------
+
+def host_facts(env: linker.LinkerEnv, cache: ElfCache) -> Host:
+    version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    glibc = max_version([version.replace(" ", "_")]) if version else None
+    stdcxx = linker.resolve("libstdc++.so.6", None, env).path
+    defs: tuple[str, ...] = ()
+    if stdcxx:
+        try:
+            defs = cache.inspect(stdcxx).version_defs
+        except (OSError, ElfError):
+            defs = ()
+    return Host(
+        machine=HOST_MACHINES.get(platform.machine(), platform.machine()),
+        glibc=glibc,
+        libstdcxx=stdcxx,
+        glibcxx=max_version(d for d in defs if d.startswith("GLIBCXX_")),
+        cxxabi=max_version(d for d in defs if d.startswith("CXXABI_")),
+    )
+
+
+# --- one file ---------------------------------------------------------------
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def inspect_file(path: str, cache: ElfCache, host: Host | None = None) -> Candidate:
+    """One file's candidate record; problems become findings, never exceptions."""
+    lib = classify(os.path.basename(path))
+    key = lib.key if lib else None
+    try:
+        real = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Candidate(path, None, key, None, (Finding(
+                "symlink-loop", ERROR, "symbolic link loop", path, "remove the looping link"),))
+        target = os.readlink(path) if os.path.islink(path) else None
+        code, message = ("broken-symlink", f"symbolic link to {target}, which does not exist") if target \
+            else ("missing-file", exc.strerror or "does not exist")
+        return Candidate(path, None, key, None, (Finding(code, ERROR, message, path,
+                                                         "reinstall the package that owns it"),))
+    try:
+        info = cache.inspect(real)
+    except ElfError as exc:
+        code = "empty-file" if "0 bytes" in exc.reason else "truncated" if "truncated" in exc.reason \
+            else "not-elf" if exc.reason == "not an ELF file" else "unreadable" if "ermission" in exc.reason \
+            else "damaged-elf"
+        return Candidate(path, real, key, None, (Finding(
+            code, ERROR, exc.reason, path, "reinstall the package that owns it (pip install --force-reinstall)"),))
+    except OSError as exc:
+        return Candidate(path, real, key, None, (Finding("unreadable", ERROR, exc.strerror or str(exc), path),))
+    return Candidate(path, real, key, info, tuple(_file_findings(path, lib, info, host)))
+
+
+def _file_findings(path: str, lib: SubLibrary | None, info: ElfInfo, host: Host | None) -> Iterable[Finding]:
+    if host is not None and (info.elf_class != 64 or info.machine != host.machine):
+        yield Finding("foreign-elf", ERROR,
+                      f"ELF{info.elf_class} for {info.machine}; this machine needs ELF64 for {host.machine}", path,
+                      "install the cuDNN build for this machine's architecture")
+        return
+    if lib and info.soname and info.soname != lib.soname:
+        yield Finding("soname-mismatch", WARNING, f"SONAME is {info.soname}, expected {lib.soname}", path)
+    if host is None:
+        return
+    for prefix, have, what in (("GLIBC_", host.glibc, "glibc"), ("GLIBCXX_", host.glibcxx, "libstdc++"),
+                               ("CXXABI_", host.cxxabi, "libstdc++ (C++ ABI)")):
+        need = info.max_needed(prefix)
+        if need and have and need > have:
+            code = "glibc-too-old" if prefix == "GLIBC_" else "libstdcxx-too-old"
+            yield Finding(code, ERROR, f"needs {prefix}{_dotted(need)}, this machine's {what} "
+                          f"provides {prefix}{_dotted(have)}", path,
+                          "use an older cuDNN release or a newer OS image (glibc >= 2.27 for cuDNN 9.28)"
+                          if prefix == "GLIBC_" else "install a newer libstdc++ (GCC >= 7) or conda's libstdcxx-ng")
+
+
+# --- one install --------------------------------------------------------------
+
+_FULL_VERSION = re.compile(r"\.so\.(\d+\.\d+\.\d+)$")
+
+
+def _scan(folder: str) -> dict[int, list[str]]:
+    """cuDNN files in one folder, by generation major. Unknown libcudnn names are kept under 0."""
+    found: dict[int, list[str]] = {}
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.name.startswith("libcudnn") or ".so" not in entry.name:
+            continue
+        lib = classify(entry.name)
+        found.setdefault(lib.major if lib else 0, []).append(entry.path)
+    return found
+
+
+def _pick(paths: Sequence[str], lib: SubLibrary) -> str:
+    """Of several names for one library (X.so.9 -> X.so.9.28.0), the one the linker asks for."""
+    by_name = {os.path.basename(p): p for p in paths}
+    return by_name.get(lib.soname) or max(paths, key=len)
+
+
+def _release_of(
+    files: Sequence[Candidate], folder: str, dist: Distribution | None
+) -> tuple[Release | None, str | None]:
+    if dist is not None:
+        try:
+            return parse_release(dist.version), f"{dist.name} {dist.version} metadata"
+        except ValueError:
+            pass
+    for cand in files:
+        if cand.elf and cand.elf.release:
+            return cand.elf.release, f"{cand.elf.release_symbol} in {os.path.basename(cand.path)}"
+    header = _header_release(folder)
+    if header:
+        return header, "cudnn_version.h"
+    for cand in files:
+        match = _FULL_VERSION.search(cand.path)
+        if match:
+            return parse_release(match.group(1)), f"file name {os.path.basename(cand.path)}"
+    return None, None
+
+
+def _header_release(folder: str) -> Release | None:
+    for include in (os.path.join(folder, "..", "include"), "/usr/include", "/usr/include/x86_64-linux-gnu"):
+        for name in ("cudnn_version.h", "cudnn_version_v9.h", "cudnn_version_v8.h"):
+            try:
+                with open(os.path.join(include, name), encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            parts = [re.search(rf"#define CUDNN_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCHLEVEL")]
+            if all(parts):
+                return Release(*(int(p.group(1)) for p in parts if p))
+    return None
+
+
+def _cuda_major(dist: Distribution | None, files: Sequence[Candidate]) -> int | None:
+    if dist is not None:
+        match = re.search(r"-cu(\d+)$", dist.name)
+        if match:
+            return int(match.group(1))
+    for cand in files:
+        if cand.elf and any(p.endswith("/cu13/lib") for p in cand.elf.runpath):
+            return 13
+    return None
+
+
+def _distribution_for(folder: str, dists: Sequence[Distribution]) -> Distribution | None:
+    real = os.path.realpath(folder)
+    return next((d for d in dists if any(os.path.realpath(f) == real for f in d.lib_folders)), None)
+
+
+def requester(path: str, cache: ElfCache) -> linker.Requester | None:
+    """The object opened as ``path`` (symlinks kept: they decide $ORIGIN), or None when unreadable."""
+    try:
+        info = cache.inspect(os.path.realpath(path))
+    except (OSError, ElfError):
+        return None
+    return linker.Requester.from_elf(path, info)
+
+
+def python_requester(cache: ElfCache) -> linker.Requester | None:
+    """This Python as the executable of the process that loads cuDNN (its RPATH counts, e.g. conda's).
+
+    An executable's $ORIGIN is its resolved folder (/proc/self/exe), unlike a library's.
+    """
+    found = requester(sys.executable, cache)
+    return found and replace(found, origin=os.path.dirname(os.path.realpath(sys.executable)))
+
+
+def _chain(*links: linker.Requester | None) -> linker.Chain:
+    return linker.Chain(tuple(link for link in links if link is not None))
+
+
+def build_install(
+    folder: str, major: int, paths: Sequence[str], found_via: str, *, cache: ElfCache, host: Host,
+    env: linker.LinkerEnv, dists: Sequence[Distribution] = (),
+) -> Install:
+    gen = generation(major)
+    by_key: dict[str, list[str]] = {}
+    for path in paths:
+        lib = classify(os.path.basename(path))
+        if lib is not None:
+            by_key.setdefault(lib.key, []).append(path)
+    files = tuple(inspect_file(_pick(by_key[lib.key], lib), cache, host)
+                  for lib in gen.libraries if lib.key in by_key)
+    dist = _distribution_for(folder, dists)
+    release, source = _release_of(files, folder, dist)
+    findings: list[Finding] = []
+    findings += _missing(gen, files, folder)
+    findings += _mixed(files, release)
+    if dist is not None:
+        findings += [Finding("record-missing-file", ERROR, f"{dist.name} {dist.version} lists it in RECORD but "
+                             "it is not on disk", path, f"pip install --force-reinstall {dist.name}=={dist.version}")
+                     for path in dist.missing]
+    shim = next((c for c in files if c.library == "shim"), None)
+    plan = _plan(gen, shim, files, folder, release, cache, env)
+    for step in plan:
+        findings += _step_findings(step, folder, release)
+    deps = _dependencies(gen, files, _cuda_major(dist, files), release, cache, env)
+    findings += [f for step in deps for f in _dependency_findings(step, major)]
+    if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
+        findings += _symlinked_shim(shim, gen, folder)
+    return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
+                   _cuda_major(dist, files), files, plan, deps, tuple(findings))
+
+
+def _expected(gen: Generation, files: Sequence[Candidate]) -> tuple[SubLibrary, ...]:
+    """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck."""
+    shim = next((c for c in files if c.library == "shim" and c.elf), None)
+    checks = set(shim.elf.version_checks) if shim and shim.elf else set()
+    return tuple(lib for lib in gen.sublibraries if lib.required or (lib.version_check in checks))
+
+
+def _missing(gen: Generation, files: Sequence[Candidate], folder: str) -> Iterable[Finding]:
+    present = {c.library for c in files}
+    if "shim" not in present:
+        yield Finding("missing-shim", WARNING if gen.major == 9 else ERROR,
+                      f"no {gen.shim.soname} in this folder: only the sub-libraries are here", folder,
+                      "install the complete cuDNN package")
+    if gen.major == 7:
+        return
+    for lib in _expected(gen, files):
+        if lib.key not in present:
+            yield Finding("missing-sublibrary", ERROR, f"{lib.soname} is missing", os.path.join(folder, lib.soname),
+                          "reinstall the complete cuDNN (pip install --force-reinstall nvidia-cudnn-cuXX, or the "
+                          "distribution package that owns this folder)")
+
+
+def _mixed(files: Sequence[Candidate], release: Release | None) -> Iterable[Finding]:
+    for cand in files:
+        if release and cand.elf and cand.elf.release and cand.elf.release != release:
+            yield Finding("mixed-release", ERROR, f"is cuDNN {cand.elf.release}, the rest of the folder is {release}",
+                          cand.path, "replace the folder with one complete release; sub-libraries bind to "
+                          "release-private symbols of libcudnn_graph and fail to load across releases")
+
+
+def _plan(gen: Generation, shim: Candidate | None, files: Sequence[Candidate], folder: str,
+          release: Release | None, cache: ElfCache, env: linker.LinkerEnv) -> tuple[Step, ...]:
+    """Simulate the shim's dlopen of each sub-library, and graph's of the engines (v9)."""
+    if gen.major == 7:
+        return ()
+    shim_path = shim.path if shim else os.path.join(folder, gen.shim.soname)
+    shim_req = requester(shim_path, cache) if shim else None
+    steps: list[Step] = []
+    graph_path: str | None = None
+    for lib in gen.sublibraries:
+        # A dlopen'd object has no loader (glibc l_loader): the shim's calls search with the
+        # shim's own paths, graph's calls with graph's, plus the executable's RPATH (linker.Chain).
+        if lib.opened_by == "shim":
+            chain, requested_by = _chain(shim_req), shim_path if shim_req else None
+        else:
+            chain, requested_by = _chain(requester(graph_path, cache) if graph_path else None), graph_path
+        names = lib.names_tried(release)
+        res = linker.resolve_many(names, chain, env)
+        if lib.key == "graph":
+            graph_path = res.path
+        if res.path or lib.required:  # ext, tensor_ir: absent from older releases, and not asked for
+            steps.append(make_step(lib.key, requested_by, names, res, folder, cache, env))
+    return tuple(steps)
+
+
+def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: linker.Resolution,
+              folder: str | None, cache: ElfCache, env: linker.LinkerEnv, *,
+              found: tuple[str, str] | None = None) -> Step:
+    """A Step from a linker answer; ``found`` (path, rule) overrides it (a shim found by path)."""
+    path, rule = found or (res.path, res.rule)
+    release = None
+    if path:
+        try:
+            release = cache.inspect(os.path.realpath(path)).release
+        except (OSError, ElfError):
+            release = None
+    inside = bool(path and folder) and os.path.realpath(os.path.dirname(path or "")) == os.path.realpath(folder or "")
+    return Step(key, requested_by, names, path, rule, inside, release, condensed_trail(res, env.defaults.subdirs))
+
+
+def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str, ...]:
+    """The search trail, one line per (rule, folder, name). glibc tries every folder with each
+    hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
+    shown only when something was in it."""
+    nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
+    lines: dict[tuple[str, str, str], str] = {}
+    for attempt in res.trail:
+        folder, name = os.path.split(attempt.path)
+        if attempt.outcome in ("absent", "no-dir") and folder.endswith(nested):
+            continue
+        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
+    return tuple(lines.values())
+
+
+def _step_findings(step: Step, folder: str, release: Release | None) -> Iterable[Finding]:
+    if step.path is None or step.inside_install:
+        return
+    if release and step.release and step.release != release:
+        yield Finding("mixed-release", ERROR, f"the shim would load {step.library} from {step.path} "
+                      f"(cuDNN {step.release}, found via {step.rule}), not this install's {release}", folder,
+                      "remove the stray copy from LD_LIBRARY_PATH / the system, or complete this install")
+    else:
+        yield Finding("sublibrary-elsewhere", WARNING, f"the shim would load {step.library} from {step.path} "
+                      f"(via {step.rule}), outside this install", folder,
+                      "keep every cuDNN sub-library in the shim's folder")
+
+
+def _symlinked_shim(shim: Candidate, gen: Generation, folder: str) -> Iterable[Finding]:
+    if all(os.path.lexists(os.path.join(folder, lib.soname)) for lib in gen.sublibraries if lib.required):
+        return
+    yield Finding("origin-through-symlink", ERROR,
+                  f"the shim is a symbolic link to {shim.real_path}; $ORIGIN is the folder of the link "
+                  f"({folder}), where the sub-libraries are not", shim.path,
+                  f"link the whole folder, or add {os.path.dirname(shim.real_path or '')} to LD_LIBRARY_PATH")
+
+
+def _dependencies(gen: Generation, files: Sequence[Candidate], cuda: int | None, release: Release | None,
+                  cache: ElfCache, env: linker.LinkerEnv) -> tuple[Step, ...]:
+    """Non-cuDNN libraries the install needs: DT_NEEDED ones, and those cuDNN dlopens itself."""
+    steps: dict[str, Step] = {}
+    for cand in files:
+        if cand.elf is None:
+            continue
+        req = linker.Requester.from_elf(cand.path, cand.elf)
+        for needed in cand.elf.needed:
+            if needed in steps or needed.startswith("libcudnn") or needed in SYSTEM_LIBRARIES:
+                continue
+            res = linker.resolve(needed, _chain(req), env)
+            steps[needed] = make_step(needed, cand.path, (needed,), res, os.path.dirname(cand.path), cache, env)
+    # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
+    opener = next((c for c in files if c.library in ("engines_precompiled", "graph", "cnn_infer") and c.elf), None)
+    if opener is not None and opener.elf is not None and cuda and gen.major >= 8:
+        req = linker.Requester.from_elf(opener.path, opener.elf)
+        for soname in (f"libcublasLt.so.{cuda}", f"libnvrtc.so.{cuda}"):
+            if soname not in steps:
+                res = linker.resolve(soname, _chain(req), env)
+                steps[soname] = make_step(soname, opener.path, (soname,), res, os.path.dirname(opener.path),
+                                          cache, env)
+    return tuple(steps.values())
+
+
+# Always present with glibc and the compiler runtime; not worth a search each.
+SYSTEM_LIBRARIES = frozenset({
+    "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libgcc_s.so.1",
+    "libstdc++.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+})
+
+
+def _dependency_findings(step: Step, major: int) -> Iterable[Finding]:
+    if step.path is not None:
+        return
+    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
+    where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
+    source = DEPENDENCY_SOURCES.get(step.library, "install the package that provides it")
+    if step.library == "libcuda.so.1":
+        yield Finding("no-driver", INFO, "libcuda.so.1 (the NVIDIA driver) is not installed: "
+                      "libcudnn_engines_runtime_compiled cannot load and no handle can be created; expected on a "
+                      "machine without an NVIDIA GPU", step.requested_by, "install the NVIDIA driver")
+    elif step.library.startswith(("libcublasLt", "libnvrtc")):
+        severity = ERROR if step.library.startswith("libcublasLt") else WARNING
+        yield Finding("missing-dependency", severity, f"cuDNN dlopens {step.library} at run time and it would not "
+                      f"be found ({where})", step.requested_by, source)
+    else:
+        yield Finding("missing-dependency", ERROR, f"needs {step.library}, which would not be found ({where})",
+                      step.requested_by, source)
+
+
+# --- the whole machine ---------------------------------------------------------
+
+def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[str, list[str]]]:
+    """User-given files and folders: folders are searched, files stand alone."""
+    origins: list[Origin] = []
+    findings: list[Finding] = []
+    single: dict[str, list[str]] = {}
+    for raw in paths:
+        path = os.path.abspath(raw)
+        if os.path.isdir(path):
+            if not _scan(path):
+                findings.append(Finding("no-cudnn", ERROR, "no libcudnn*.so* files in this folder", path))
+            origins.append(Origin(path, "given on the command line"))
+        elif os.path.lexists(path):
+            single.setdefault(os.path.dirname(path), []).append(path)
+        else:
+            findings.append(Finding("missing-file", ERROR, "no such file or folder", path))
+    return origins, findings, single
+
+
+def _record_conflicts(dists: Sequence[Distribution]) -> Iterable[Finding]:
+    owners: dict[str, list[Distribution]] = {}
+    for dist in dists:
+        for path in dist.files:
+            owners.setdefault(os.path.realpath(path), []).append(dist)
+    for path, claim in sorted(owners.items()):
+        if len(claim) > 1:
+            names = " and ".join(sorted(f"{d.name} {d.version}" for d in claim))
+            yield Finding("record-conflict", ERROR, f"claimed by {names}: one overwrote the other's file", path,
+                          f"pip uninstall {' '.join(sorted(d.name for d in claim))}, then install exactly one")
+
+
+def find(
+    paths: Sequence[str] = (),
+    *,
+    environ: Mapping[str, str] | None = None,
+    site_paths: Sequence[str] | None = None,
+    system: bool | None = None,
+    use_cache: bool = True,
+) -> Inventory:
+    """Every cuDNN install on the machine (or only under ``paths`` when given), with verdicts.
+
+    ``system`` (default: True unless ``paths`` are given) adds the ld.so cache, the default
+    linker folders and /usr/local/cuda*; ``site_paths`` (default ``sys.path``) is where pip
+    distributions are looked for. Nothing is loaded.
+    """
+    env_vars = dict(os.environ if environ is None else environ)
+    cache = ElfCache(cache_file(env_vars) if use_cache else None)
+    link_env = linker.LinkerEnv.from_environ(env_vars, executable=python_requester(cache),
+                                             defaults=linker_defaults(cache, env_vars))
+    host = host_facts(link_env, cache)
+    origins, findings, single = _explicit(paths)
+    searching = not paths
+    sites = list(sys.path if site_paths is None else site_paths) if searching or site_paths else []
+    # a given .../site-packages/nvidia/cudnn/lib folder: read its wheel's metadata too
+    sites += [os.path.normpath(os.path.join(o.folder, "..", "..", "..")) for o in origins
+              if o.folder.endswith(os.path.join("nvidia", "cudnn", "lib"))]
+    dists = cudnn_distributions(sites) if sites else ()
+    if searching:
+        ctx = SearchContext(env_vars, link_env, system=True if system is None else system, distributions=dists)
+        origins += search(ctx)
+    installs: list[Install] = []
+    seen: set[tuple[str, int]] = set()
+    for origin in origins:
+        for major, files in _scan(origin.folder).items():
+            real = (os.path.realpath(origin.folder), major)
+            if real in seen:
+                continue
+            seen.add(real)
+            installs += _installs_for(origin.folder, major, files, origin.found_via, cache, host, link_env, dists,
+                                      findings)
+    for folder, files in single.items():
+        by_major: dict[int, list[str]] = {}
+        for path in files:
+            lib = classify(os.path.basename(path))
+            by_major.setdefault(lib.major if lib else 0, []).append(path)
+        for major, group in by_major.items():
+            installs += _installs_for(folder, major, group, "given on the command line", cache, host, link_env,
+                                      dists, findings)
+    findings += _record_conflicts(dists)
+    cache.save()
+    return Inventory(host, tuple(installs), tuple(findings), tuple(dists))
+
+
+def _installs_for(folder: str, major: int, files: list[str], found_via: str, cache: ElfCache, host: Host,
+                  env: linker.LinkerEnv, dists: Sequence[Distribution], findings: list[Finding]) -> list[Install]:
+    if major == 0:
+        # libcudnn* names no generation knows (libcudnn.so.6, libcudnn_foo.so): report each file
+        findings += [Finding("unknown-library", WARNING, "a libcudnn file of no known cuDNN generation "
+                             "(7, 8, 9)", path) for path in files]
+        return []
+    return [build_install(folder, major, files, found_via, cache=cache, host=host, env=env, dists=dists)]
+
+
+def inspect(paths: Sequence[str], *, environ: Mapping[str, str] | None = None, use_cache: bool = True) -> Inventory:
+    """Inventory and verdicts for the given files and folders only."""
+    if not paths:
+        raise UsageError("inspect() needs at least one file or folder")
+    return find(paths, environ=environ, system=False, use_cache=use_cache)

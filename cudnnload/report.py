@@ -1,0 +1,152 @@
+"""Turn stage results into JSON and terminal text. Formatting only: no searching, no loading."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from cudnnload.catalog import Release
+from cudnnload.discovery import Candidate, Finding, Install, Inventory, Step
+from cudnnload.elf import ElfInfo
+from cudnnload.fatbin import GpuCode
+from cudnnload.which import Which
+
+SCHEMA = 1
+
+
+# Derived values worth having in JSON beside the fields.
+JSON_PROPERTIES: dict[type, tuple[str, ...]] = {
+    ElfInfo: ("version_checks",), Install: ("healthy",), Inventory: ("healthy",), Which: ("healthy",),
+}
+
+
+def to_jsonable(value: Any) -> Any:
+    """One encoder for every result: dataclasses become objects, tuples lists, releases "9.28.0"."""
+    if isinstance(value, Release):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name in JSON_PROPERTIES.get(type(value), ()):
+            out[name] = to_jsonable(getattr(value, name))
+        return out
+    if isinstance(value, (tuple, list)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def dumps(kind: str, value: Any) -> str:
+    return json.dumps({"schema": SCHEMA, "kind": kind, "result": to_jsonable(value)}, indent=2)
+
+
+# --- text ---------------------------------------------------------------------
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:7.1f} MB"
+
+
+def _gpu(code: GpuCode | None) -> str:
+    if code is None:
+        return "-"
+    sass = " ".join(a.arch.removeprefix("sm_") for a in code.sass)
+    ptx = " ".join(a.arch.removeprefix("sm_") for a in code.ptx)
+    return f"SASS {sass or '-'}; PTX {ptx or '-'}"
+
+
+def _search_path(cand: Candidate) -> str:
+    if cand.elf is None:
+        return "-"
+    if cand.elf.rpath:
+        return "RPATH " + ":".join(cand.elf.rpath)
+    if cand.elf.runpath:
+        return "RUNPATH " + ":".join(p.replace("$ORIGIN/../../", "../../") for p in cand.elf.runpath)
+    return "-"
+
+
+def finding_line(f: Finding) -> str:
+    where = f"{f.path}: " if f.path else ""
+    fix = f"\n      fix: {f.fix}" if f.fix else ""
+    return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{fix}"
+
+
+def _step_line(step: Step, install_folder: str | None) -> str:
+    if step.path is None:
+        return f"    {step.library:<26} -> NOT FOUND (tried {', '.join(step.names_tried)})"
+    shown = os.path.basename(step.path) if step.inside_install else step.path
+    where = "this install" if step.inside_install else "ELSEWHERE"
+    return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]"
+
+
+def install_text(install: Install, verbose: bool = False) -> str:
+    status = "OK" if install.healthy else "PROBLEMS"
+    release = f"cuDNN {install.release}" if install.release else f"cuDNN {install.major}.x (release unknown)"
+    dist = f" ({install.distribution})" if install.distribution else ""
+    lines = [f"{release}{dist}  [{status}]", f"  folder:    {install.folder}", f"  found via: {install.found_via}"]
+    if install.release_source:
+        lines.append(f"  release from: {install.release_source}")
+    lines.append(f"  {'file':<40} {'size':>10}  {'exports':>7}  {'search path':<34} GPU code")
+    for cand in install.files:
+        name = os.path.basename(cand.path)
+        if cand.elf is None:
+            lines.append(f"  {name:<40} {'-':>10}  {'-':>7}  unusable: see findings")
+            continue
+        lines.append(f"  {name:<40} {_mb(cand.elf.size):>10}  {cand.elf.exported_count:>7}  "
+                     f"{_search_path(cand)[:34]:<34} {_gpu(cand.elf.gpu_code)}")
+    if install.plan:
+        lines.append("  what the shim would load at run time:")
+        lines += [_step_line(step, install.folder) for step in install.plan]
+    if install.dependencies:
+        lines.append("  dependencies:")
+        lines += [_step_line(step, None) for step in install.dependencies]
+    if verbose:
+        for cand in install.files:
+            if cand.elf:
+                lines.append(f"  {os.path.basename(cand.path)}: soname {cand.elf.soname}, build-id "
+                             f"{cand.elf.build_id}, VersionCheck {', '.join(cand.elf.version_checks) or '-'}, "
+                             f"needs {', '.join(cand.elf.needed)}")
+    findings = install.all_findings
+    if findings:
+        lines.append("  findings:")
+        lines += [finding_line(f) for f in findings]
+    return "\n".join(lines)
+
+
+def inventory_text(inv: Inventory, verbose: bool = False) -> str:
+    host = inv.host
+    glibc = ".".join(map(str, host.glibc)) if host.glibc else "?"
+    glibcxx = ".".join(map(str, host.glibcxx)) if host.glibcxx else "?"
+    parts = [f"host: {host.machine}, glibc {glibc}, libstdc++ GLIBCXX_{glibcxx} ({host.libstdcxx or 'not found'})"]
+    if not inv.installs:
+        parts.append("no cuDNN found")
+    parts += [install_text(i, verbose) for i in inv.installs]
+    if inv.findings:
+        parts.append("findings:\n" + "\n".join(finding_line(f) for f in inv.findings))
+    return "\n\n".join(parts)
+
+
+def findings_summary(findings: Iterable[Finding]) -> str:
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return ", ".join(f"{n} {sev}{'s' if n != 1 else ''}" for sev, n in counts.items()) or "no problems"
+
+
+def which_text(result: Which, verbose: bool = False) -> str:
+    lines = [f"as loaded by: {result.consumer}"]
+    if result.loaded:
+        lines.append("already mapped in this process: " + ", ".join(result.loaded))
+    for step in result.steps:
+        target = step.path or "NOT FOUND"
+        release = f" (cuDNN {step.release})" if step.release else ""
+        lines.append(f"  {step.library:<26} -> {target}{release}")
+        lines.append(f"  {'':<26}    via {step.rule}; tried {', '.join(step.names_tried)}")
+        if verbose:
+            lines += [f"  {'':<26}      {attempt}" for attempt in step.trail]
+    if result.findings:
+        lines.append("findings:")
+        lines += [finding_line(f) for f in result.findings]
+    return "\n".join(lines)

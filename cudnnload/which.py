@@ -1,0 +1,180 @@
+"""Which file each cuDNN name resolves to for a given consumer, and by which rule.
+
+The consumer is this Python process (default) or a shared object such as
+``libtorch_cuda.so``. The shim is looked up as the consumer's ``dlopen`` would;
+each sub-library as the shim's own run-time ``dlopen`` would (the part ``ldd``
+cannot see), with the shim and the consumer as the loader chain.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cudnnload import linker
+from cudnnload.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
+from cudnnload.discovery import ERROR, INFO, WARNING, Finding, Step, make_step, python_requester, requester
+from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.errors import ElfError, UsageError
+from cudnnload.sources import cudnn_distributions
+
+
+@dataclass(frozen=True)
+class Which:
+    consumer: str
+    loaded: tuple[str, ...]  # cuDNN files already mapped in the consumer process
+    steps: tuple[Step, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity == ERROR for f in self.findings)
+
+
+def mapped_libraries(maps: str = "/proc/self/maps") -> dict[str, str]:
+    """soname-ish file name -> path of every shared object mapped in a process."""
+    found: dict[str, str] = {}
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                path = line.split(maxsplit=5)[-1].strip() if line.count(" ") >= 5 else ""
+                if path.startswith("/") and ".so" in path:
+                    found.setdefault(os.path.basename(path), path)
+    except OSError:
+        pass
+    return found
+
+
+def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
+    libs: list[SubLibrary] = []
+    for name in requested:
+        lib = classify(name) or next(
+            (found for major in (9, 8, 7) if (found := classify(f"libcudnn_{name}.so.{major}"))), None) or (
+            GENERATIONS[9].shim if name in ("shim", "libcudnn") else None)
+        if lib is None:
+            raise UsageError(f"not a cuDNN library name: {name!r} (try libcudnn_ops.so.9, ops, or cnn_infer)")
+        libs.append(lib)
+    return tuple(libs) or None
+
+
+def _release_near(path: str, cache: ElfCache) -> Release | None:
+    folder = os.path.dirname(path)
+    for key in ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_ops_infer.so.8"):
+        candidate = os.path.join(folder, key)
+        if os.path.exists(candidate):
+            try:
+                release = cache.inspect(os.path.realpath(candidate)).release
+            except (OSError, ElfError):
+                continue
+            if release:
+                return release
+    return None
+
+
+def which(
+    names: Sequence[str] = (),
+    *,
+    consumer: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    site_paths: Sequence[str] | None = None,
+    use_cache: bool = True,
+) -> Which:
+    """Resolve cuDNN names (default: the v9 shim and every sub-library) as the consumer would."""
+    env_vars = dict(os.environ if environ is None else environ)
+    cache = ElfCache(cache_file(env_vars) if use_cache else None)
+    mapped = mapped_libraries() if consumer is None else {}
+    loaded = {name: path for name, path in mapped.items() if name.startswith("libcudnn")}
+    env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=python_requester(cache),
+                                        defaults=linker_defaults(cache, env_vars))
+    consumer_path = consumer or sys.executable
+    consumer_req = requester(consumer, cache) if consumer else None
+    if consumer and consumer_req is None:
+        raise UsageError("cannot read the consumer as an ELF shared object", path=consumer)
+    requested = _names(names)
+    gens = sorted({lib.major for lib in requested}, reverse=True) if requested else [9, 8, 7]
+    steps: list[Step] = []
+    findings: list[Finding] = []
+    for major in gens:
+        gen = GENERATIONS[major]
+        libs = tuple(lib for lib in requested if lib.major == major) if requested else gen.libraries
+        shim_step = _shim(gen, consumer_req, env, cache, site_paths)
+        if shim_step.path is None and not requested:
+            continue  # this generation is not here; try the next older one
+        steps += _resolve_generation(gen, libs, shim_step, env, cache, findings, explicit=bool(requested))
+        if not requested:
+            break
+    if not steps:
+        findings.append(Finding("not-found", ERROR, "no cuDNN shim (libcudnn.so.9/.8/.7) is reachable by the "
+                                "linker or installed as a pip wheel", consumer_path,
+                                "pip install nvidia-cudnn-cu12 (or -cu13), or set LD_LIBRARY_PATH to the folder "
+                                "holding libcudnn.so.9"))
+    cache.save()
+    return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
+
+
+def _shim(gen: Generation, consumer: linker.Requester | None, env: linker.LinkerEnv, cache: ElfCache,
+          site_paths: Sequence[str] | None) -> Step:
+    """The shim as the consumer's dlopen (or DT_NEEDED) would find it; None consumer: the executable asks."""
+    shim = gen.shim
+    asker = consumer.path if consumer else sys.executable
+    res = linker.resolve(shim.soname, linker.Chain((consumer,)) if consumer else None, env)
+    if res.path:
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), cache, env)
+    # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path.
+    for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
+        for folder in dist.lib_folders:
+            path = os.path.join(folder, shim.soname)
+            if os.path.exists(path):
+                rule = f"by-path (pip wheel {dist.name} {dist.version}; not on any linker path)"
+                return make_step("shim", asker, (shim.soname,), res, folder, cache, env, found=(path, rule))
+    return make_step("shim", asker, (shim.soname,), res, None, cache, env)
+
+
+def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, env: linker.LinkerEnv,
+                        cache: ElfCache, findings: list[Finding], explicit: bool) -> list[Step]:
+    """Steps for ``libs``; an optional library (ext, tensor_ir) that is nowhere is left out unless asked for."""
+    steps: list[Step] = []
+    if shim_step.path is None:
+        findings.append(Finding("not-found", ERROR, f"{gen.shim.soname} would not be found", shim_step.requested_by,
+                                "pip install nvidia-cudnn-cu12, or add its folder to LD_LIBRARY_PATH"))
+        return [shim_step] if any(lib.key == "shim" for lib in libs) else []
+    if shim_step.rule.startswith("by-path"):
+        findings.append(Finding("only-by-path", INFO, f"{gen.shim.soname} is not on any linker search path; it "
+                                "is found only by programs that load it by absolute path (PyTorch, JAX do)",
+                                shim_step.path))
+    folder = os.path.dirname(shim_step.path)
+    release = _release_near(shim_step.path, cache) or shim_step.release
+    shim_req = requester(shim_step.path, cache)
+    graph_req: linker.Requester | None = None
+    if gen.shim in libs:
+        steps.append(shim_step)
+    for lib in gen.sublibraries:
+        # a dlopen'd object has no loader: only the opener's own paths (and the executable's) count
+        opener = shim_req if lib.opened_by == "shim" else graph_req
+        names = lib.names_tried(release)
+        res = linker.resolve_many(names, linker.Chain((opener,)) if opener else None, env)
+        step = make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)
+        if lib.key == "graph" and res.path:
+            graph_req = requester(res.path, cache)
+        if lib in libs and (step.path or lib.required or explicit):
+            steps.append(step)
+            findings += _findings(step, lib, folder, release)
+    return steps
+
+
+def _findings(step: Step, lib: SubLibrary, folder: str, release: Release | None) -> list[Finding]:
+    if step.path is None:
+        severity = ERROR if lib.required else INFO
+        return [Finding("missing-sublibrary", severity, f"the shim would find none of {', '.join(step.names_tried)}",
+                        folder, "reinstall the complete cuDNN next to the shim")]
+    if step.inside_install:
+        return []
+    if release and step.release and step.release != release:
+        return [Finding("mixed-release", ERROR, f"{lib.soname} would come from {step.path} (cuDNN {step.release}, "
+                        f"via {step.rule}) while the shim is {release}", step.path,
+                        "remove the stray copy or complete the shim's folder")]
+    return [Finding("sublibrary-elsewhere", WARNING, f"{lib.soname} would come from outside the shim's folder "
+                    f"(via {step.rule})", step.path, "keep every cuDNN sub-library in the shim's folder")]
+

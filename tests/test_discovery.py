@@ -1,0 +1,173 @@
+"""Installs, verdicts and the shim's dlopen plan on real wheels and on layouts built from them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudnnload.catalog import Release
+from cudnnload.discovery import Install, Inventory, find
+from tests.wheels import lib_folder, site_folder
+
+pytestmark = pytest.mark.wheels
+
+ENV: dict[str, str] = {"CUDNNLOAD_NO_CACHE": "1", "PATH": os.environ.get("PATH", "")}
+
+
+def _codes(install: Install) -> set[str]:
+    return {f.code for f in install.all_findings}
+
+
+def _only(inv: Inventory) -> Install:
+    assert len(inv.installs) == 1, [i.folder for i in inv.installs]
+    return inv.installs[0]
+
+
+def _farm(tmp: Path, source: Path, skip: tuple[str, ...] = (), extra: dict[str, Path] | None = None) -> Path:
+    """A site-packages-like tree whose nvidia/cudnn/lib holds symlinks to the real files."""
+    lib = tmp / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    for path in source.glob("libcudnn*.so*"):
+        if path.name not in skip:
+            (lib / path.name).symlink_to(path)
+    for name, target in (extra or {}).items():
+        (lib / name).symlink_to(target)
+    return lib
+
+
+def test_complete_928_wheel_is_one_install_whose_shim_loads_every_sublibrary_from_itself() -> None:
+    install = _only(find([str(lib_folder("cu12-9.28.0.42"))], environ=ENV))
+    assert install.major == 9 and install.release == Release(9, 28, 0)
+    assert install.distribution == "nvidia-cudnn-cu12 9.28.0.42" and install.cuda_major == 12
+    assert len(install.files) == 10
+    plan = {step.library: step for step in install.plan}
+    assert set(plan) == {"graph", "heuristic", "engines_precompiled", "engines_runtime_compiled",
+                         "engines_tensor_ir", "ops", "cnn", "adv", "ext"}
+    assert all(step.inside_install for step in plan.values())
+    assert plan["ops"].rule == "rpath"  # the 9.28 shim's DT_RPATH $ORIGIN
+    assert plan["ops"].names_tried[0] == "libcudnn_ops.so.9.28.0"
+    assert plan["engines_precompiled"].rule == "runpath"  # graph opens the engines through its RUNPATH
+    assert {"missing-sublibrary", "mixed-release"}.isdisjoint(_codes(install))
+
+
+def test_unpacked_wheel_without_cublas_reports_the_missing_runtime_dependency() -> None:
+    install = _only(find([str(lib_folder("cu12-9.28.0.42"))], environ=ENV))
+    missing = [f for f in install.all_findings if f.code == "missing-dependency"]
+    assert any("libcublasLt.so.12" in f.message and f.fix == "pip install nvidia-cublas-cu12" for f in missing)
+
+
+def test_driverless_machine_gets_an_info_not_an_error_for_libcuda() -> None:
+    install = _only(find([str(lib_folder("cu13-9.28.0.42"))], environ=ENV))
+    no_driver = [f for f in install.all_findings if f.code == "no-driver"]
+    if Path("/usr/lib/x86_64-linux-gnu/libcuda.so.1").exists():
+        pytest.skip("this machine has an NVIDIA driver")
+    assert no_driver and no_driver[0].severity == "info"
+    assert install.cuda_major == 13
+
+
+def test_cudnn8_shim_asks_for_exactly_so8_names() -> None:
+    install = _only(find([str(lib_folder("cu12-8.9.7.29"))], environ=ENV))
+    assert install.release == Release(8, 9, 7)
+    assert {step.library for step in install.plan} == {"ops_infer", "ops_train", "cnn_infer", "cnn_train",
+                                                       "adv_infer", "adv_train"}
+    assert all(step.names_tried == (f"libcudnn_{step.library}.so.8",) for step in install.plan)
+    assert all(step.inside_install and step.rule == "runpath" for step in install.plan)
+
+
+def test_folder_missing_a_sublibrary_names_it(tmp_path: Path) -> None:
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",))
+    install = _only(find([str(lib)], environ=ENV))
+    missing = [f for f in install.all_findings if f.code == "missing-sublibrary"]
+    assert [f.path for f in missing] == [str(lib / "libcudnn_ops.so.9")]
+    assert not install.healthy
+    assert next(s for s in install.plan if s.library == "ops").path is None
+
+
+def test_missing_sublibrary_taken_from_ld_library_path_is_a_mixed_release(tmp_path: Path) -> None:
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",))
+    old = str(lib_folder("cu12-9.0.0.312"))
+    install = _only(find([str(lib)], environ={**ENV, "LD_LIBRARY_PATH": old}))
+    ops = next(s for s in install.plan if s.library == "ops")
+    assert ops.path == os.path.join(old, "libcudnn_ops.so.9") and ops.rule == "ld-library-path"
+    assert ops.release == Release(9, 0, 0)
+    assert "mixed-release" in _codes(install)
+
+
+def test_sublibrary_from_another_release_in_the_folder_is_flagged(tmp_path: Path) -> None:
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",),
+                extra={"libcudnn_ops.so.9": lib_folder("cu12-9.0.0.312") / "libcudnn_ops.so.9"})
+    install = _only(find([str(lib)], environ=ENV))
+    mixed = [f for f in install.all_findings if f.code == "mixed-release"]
+    assert mixed and mixed[0].path == str(lib / "libcudnn_ops.so.9") and "9.0.0" in mixed[0].message
+
+
+def test_symlink_farm_holding_only_the_shim_breaks_origin(tmp_path: Path) -> None:
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    (farm / "libcudnn.so.9").symlink_to(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9")
+    install = _only(find([str(farm)], environ=ENV))
+    assert {"missing-sublibrary", "origin-through-symlink"} <= _codes(install)
+    assert all(step.path is None for step in install.plan if step.library in ("graph", "ops"))
+
+
+def test_bad_files_become_findings_that_name_the_file(tmp_path: Path) -> None:
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9", "libcudnn_cnn.so.9",
+                                                               "libcudnn_adv.so.9", "libcudnn_ext.so.9"))
+    (lib / "libcudnn_ops.so.9").write_bytes(b"")
+    (lib / "libcudnn_cnn.so.9").write_text("garbage\n")
+    (lib / "libcudnn_adv.so.9").symlink_to(tmp_path / "gone.so")
+    (lib / "libcudnn_ext.so.9").symlink_to(lib / "libcudnn_ext.so.9")
+    install = _only(find([str(lib)], environ=ENV))
+    by_path = {f.path: f.code for f in install.all_findings}
+    assert by_path[str(lib / "libcudnn_ops.so.9")] == "empty-file"
+    assert by_path[str(lib / "libcudnn_cnn.so.9")] == "not-elf"
+    assert by_path[str(lib / "libcudnn_adv.so.9")] == "broken-symlink"
+    assert by_path[str(lib / "libcudnn_ext.so.9")] == "symlink-loop"
+    assert (lib / "libcudnn_cnn.so.9").read_text() == "garbage\n"  # nothing the user had is changed
+
+
+def test_folder_without_cudnn_and_missing_path_are_findings(tmp_path: Path) -> None:
+    (tmp_path / "junk.txt").write_text("x")
+    inv = find([str(tmp_path), str(tmp_path / "nope")], environ=ENV)
+    assert not inv.installs and not inv.healthy
+    assert {(f.code, f.path) for f in inv.findings} == {("no-cudnn", str(tmp_path)),
+                                                        ("missing-file", str(tmp_path / "nope"))}
+
+
+def _site_copy(tmp: Path, tag: str, skip: tuple[str, ...] = ()) -> Path:
+    """A site folder: the wheel's dist-info copied, its library folder symlinked file by file."""
+    source = site_folder(tag)
+    for info in source.glob("*.dist-info"):
+        shutil.copytree(info, tmp / info.name)
+    lib = tmp / "nvidia" / "cudnn" / "lib"
+    if not lib.exists():
+        _farm(tmp, lib_folder(tag), skip=skip)
+    return tmp
+
+
+def test_pip_distribution_is_found_and_its_record_checked(tmp_path: Path) -> None:
+    site = _site_copy(tmp_path, "cu12-9.28.0.42", skip=("libcudnn_cnn.so.9",))
+    inv = find(environ=ENV, site_paths=[str(site)], system=False)
+    install = _only(inv)
+    assert install.found_via == "wheel nvidia-cudnn-cu12 9.28.0.42"
+    record = [f for f in install.all_findings if f.code == "record-missing-file"]
+    assert [f.path for f in record] == [str(site / "nvidia/cudnn/lib/libcudnn_cnn.so.9")]
+
+
+def test_two_distributions_claiming_the_same_files_conflict(tmp_path: Path) -> None:
+    site = _site_copy(tmp_path, "cu12-9.28.0.42")
+    _site_copy(site, "cu13-9.28.0.42")
+    inv = find(environ=ENV, site_paths=[str(site)], system=False)
+    conflicts = [f for f in inv.findings if f.code == "record-conflict"]
+    assert conflicts and "nvidia-cudnn-cu12 9.28.0.42 and nvidia-cudnn-cu13 9.28.0.42" in conflicts[0].message
+
+
+def test_variables_and_ld_library_path_are_searched_and_labelled(tmp_path: Path) -> None:
+    env = {**ENV, "LD_LIBRARY_PATH": str(lib_folder("cu12-9.0.0.312")),
+           "CUDNN_PATH": str(site_folder("cu12-8.9.7.29") / "nvidia" / "cudnn")}
+    inv = find(environ=env, site_paths=[str(tmp_path)], system=False)
+    via = {i.release: i.found_via for i in inv.installs}
+    assert via == {Release(9, 0, 0): "LD_LIBRARY_PATH", Release(8, 9, 7): "CUDNN_PATH"}
