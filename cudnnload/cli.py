@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cudnnload.errors import CudnnloadError
+from cudnnload.errors import CudnnloadError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +83,45 @@ def make_cli() -> click.Group:
             click.echo(report.inventory_text(inventory, verbose))
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
+    @cli.command("doctor")
+    @_json_option
+    @_friendly
+    def doctor_command(as_json: bool) -> None:
+        """Run every check (find, resolve, probe, driver and GPU, consumers) and say what to fix."""
+        from cudnnload import report
+        from cudnnload.doctor import doctor, report_text
+
+        result = doctor()
+        click.echo(report.dumps("doctor", result) if as_json else report_text(result))
+        sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
+
+    @cli.command("diff")
+    @click.argument("left", type=click.Path(exists=True, dir_okay=False))
+    @click.argument("right", type=click.Path(exists=True, dir_okay=False))
+    @_friendly
+    def diff_command(left: str, right: str) -> None:
+        """Compare two saved `doctor --json` reports (one where it works, one where it does not)."""
+        from cudnnload.doctor import diff_reports, diff_text
+
+        docs = [_read_report(path) for path in (left, right)]
+        differences = diff_reports(docs[0], docs[1])
+        click.echo(diff_text(differences, left, right))
+        sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
+
     return cli
+
+
+def _read_report(path: str) -> dict[str, Any]:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"not a readable JSON report: {exc}", path=path) from None
+    if not isinstance(doc, dict) or doc.get("kind") != "doctor":
+        raise UsageError("not a `cudnnload doctor --json` report", path=path)
+    return doc
 
 
 def main() -> None:

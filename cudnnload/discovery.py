@@ -317,7 +317,7 @@ def build_install(
     shim = next((c for c in files if c.library == "shim"), None)
     plan = _plan(gen, shim, files, folder, release, cache, env)
     for step in plan:
-        findings += _step_findings(step, folder, release)
+        findings += step_findings(step, folder, release)
     deps = _dependencies(gen, files, _cuda_major(dist, files), release, cache, env)
     findings += [f for step in deps for f in _dependency_findings(step, major)]
     if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
@@ -381,17 +381,27 @@ def _plan(gen: Generation, shim: Candidate | None, files: Sequence[Candidate], f
     return tuple(steps)
 
 
+def release_near(path: str, cache: ElfCache) -> Release | None:
+    """The release of the file at ``path``: its own version constant, else that of the graph or
+    ops library beside it (the shim, cnn, the engines and heuristic carry none, cudnn-facts §2)."""
+    folder = os.path.dirname(path)
+    for candidate in (path, *(os.path.join(folder, name) for name in (
+            "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_ops_infer.so.8"))):
+        try:
+            release = cache.inspect(os.path.realpath(candidate)).release
+        except (OSError, ElfError):
+            continue
+        if release:
+            return release
+    return None
+
+
 def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: linker.Resolution,
               folder: str | None, cache: ElfCache, env: linker.LinkerEnv, *,
               found: tuple[str, str] | None = None) -> Step:
     """A Step from a linker answer; ``found`` (path, rule) overrides it (a shim found by path)."""
     path, rule = found or (res.path, res.rule)
-    release = None
-    if path:
-        try:
-            release = cache.inspect(os.path.realpath(path)).release
-        except (OSError, ElfError):
-            release = None
+    release = release_near(path, cache) if path else None
     inside = bool(path and folder) and os.path.realpath(os.path.dirname(path or "")) == os.path.realpath(folder or "")
     return Step(key, requested_by, names, path, rule, inside, release, condensed_trail(res, env.defaults.subdirs))
 
@@ -410,17 +420,20 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
     return tuple(lines.values())
 
 
-def _step_findings(step: Step, folder: str, release: Release | None) -> Iterable[Finding]:
+def step_findings(step: Step, folder: str, release: Release | None) -> Iterable[Finding]:
+    """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder."""
     if step.path is None or step.inside_install:
         return
+    opener = os.path.basename(step.requested_by) if step.requested_by else "the shim"
+    stray = os.path.dirname(step.path)
+    fix = (f"remove {stray} from LD_LIBRARY_PATH" if step.rule == "ld-library-path"
+           else f"remove the stray cuDNN in {stray}, or complete this install")
     if release and step.release and step.release != release:
-        yield Finding("mixed-release", ERROR, f"the shim would load {step.library} from {step.path} "
-                      f"(cuDNN {step.release}, found via {step.rule}), not this install's {release}", folder,
-                      "remove the stray copy from LD_LIBRARY_PATH / the system, or complete this install")
+        yield Finding("mixed-release", ERROR, f"{opener} would load {step.library} from {step.path} "
+                      f"(cuDNN {step.release}, found via {step.rule}), not this install's {release}", folder, fix)
     else:
-        yield Finding("sublibrary-elsewhere", WARNING, f"the shim would load {step.library} from {step.path} "
-                      f"(via {step.rule}), outside this install", folder,
-                      "keep every cuDNN sub-library in the shim's folder")
+        yield Finding("sublibrary-elsewhere", WARNING, f"{opener} would load {step.library} from {step.path} "
+                      f"(via {step.rule}), outside this install", folder, fix)
 
 
 def _symlinked_shim(shim: Candidate, gen: Generation, folder: str) -> Iterable[Finding]:

@@ -10,16 +10,16 @@ from typing import Any
 
 from cudnnload.catalog import Release
 from cudnnload.discovery import Candidate, Finding, Install, Inventory, Step
-from cudnnload.elf import ElfInfo
 from cudnnload.fatbin import GpuCode
 from cudnnload.which import Which
 
 SCHEMA = 1
 
 
-# Derived values worth having in JSON beside the fields.
-JSON_PROPERTIES: dict[type, tuple[str, ...]] = {
-    ElfInfo: ("version_checks",), Install: ("healthy",), Inventory: ("healthy",), Which: ("healthy",),
+# Derived values worth having in JSON beside the fields, by class name.
+JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
+    "Report": ("healthy",), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
 }
 
 
@@ -29,7 +29,7 @@ def to_jsonable(value: Any) -> Any:
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for name in JSON_PROPERTIES.get(type(value), ()):
+        for name in JSON_PROPERTIES.get(type(value).__name__, ()):
             out[name] = to_jsonable(getattr(value, name))
         return out
     if isinstance(value, (tuple, list)):
@@ -73,9 +73,11 @@ def finding_line(f: Finding) -> str:
     return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{fix}"
 
 
-def _step_line(step: Step, install_folder: str | None) -> str:
+def _step_line(step: Step, dependency: bool = False) -> str:
     if step.path is None:
         return f"    {step.library:<26} -> NOT FOUND (tried {', '.join(step.names_tried)})"
+    if dependency:
+        return f"    {step.library:<26} -> {os.path.normpath(step.path)}  [via {step.rule}]"
     shown = os.path.basename(step.path) if step.inside_install else step.path
     where = "this install" if step.inside_install else "ELSEWHERE"
     return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]"
@@ -98,10 +100,10 @@ def install_text(install: Install, verbose: bool = False) -> str:
                      f"{_search_path(cand)[:34]:<34} {_gpu(cand.elf.gpu_code)}")
     if install.plan:
         lines.append("  what the shim would load at run time:")
-        lines += [_step_line(step, install.folder) for step in install.plan]
+        lines += [_step_line(step) for step in install.plan]
     if install.dependencies:
         lines.append("  dependencies:")
-        lines += [_step_line(step, None) for step in install.dependencies]
+        lines += [_step_line(step, dependency=True) for step in install.dependencies]
     if verbose:
         for cand in install.files:
             if cand.elf:
@@ -139,12 +141,18 @@ def which_text(result: Which, verbose: bool = False) -> str:
     lines = [f"as loaded by: {result.consumer}"]
     if result.loaded:
         lines.append("already mapped in this process: " + ", ".join(result.loaded))
+    shim_folder = next((os.path.dirname(s.path) for s in result.steps if s.library == "shim" and s.path), None)
     for step in result.steps:
-        target = step.path or "NOT FOUND"
-        release = f" (cuDNN {step.release})" if step.release else ""
-        lines.append(f"  {step.library:<26} -> {target}{release}")
-        lines.append(f"  {'':<26}    via {step.rule}; tried {', '.join(step.names_tried)}")
+        if step.path is None:
+            target = "NOT FOUND"
+        elif shim_folder and step.library != "shim" and os.path.dirname(step.path) == shim_folder:
+            target = f"{os.path.basename(step.path)} (beside the shim)"
+        else:
+            target = step.path
+        release = f", cuDNN {step.release}" if step.release else ""
+        lines.append(f"  {step.library:<26} -> {target}  [{step.rule}{release}]")
         if verbose:
+            lines.append(f"  {'':<26}    tried {', '.join(step.names_tried)}")
             lines += [f"  {'':<26}      {attempt}" for attempt in step.trail]
     if result.findings:
         lines.append("findings:")

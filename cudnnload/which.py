@@ -15,9 +15,18 @@ from dataclasses import dataclass
 
 from cudnnload import linker
 from cudnnload.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
-from cudnnload.discovery import ERROR, INFO, WARNING, Finding, Step, make_step, python_requester, requester
+from cudnnload.discovery import (
+    ERROR,
+    INFO,
+    Finding,
+    Step,
+    make_step,
+    python_requester,
+    requester,
+    step_findings,
+)
 from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
-from cudnnload.errors import ElfError, UsageError
+from cudnnload.errors import UsageError
 from cudnnload.sources import cudnn_distributions
 
 
@@ -57,20 +66,6 @@ def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
             raise UsageError(f"not a cuDNN library name: {name!r} (try libcudnn_ops.so.9, ops, or cnn_infer)")
         libs.append(lib)
     return tuple(libs) or None
-
-
-def _release_near(path: str, cache: ElfCache) -> Release | None:
-    folder = os.path.dirname(path)
-    for key in ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_ops_infer.so.8"):
-        candidate = os.path.join(folder, key)
-        if os.path.exists(candidate):
-            try:
-                release = cache.inspect(os.path.realpath(candidate)).release
-            except (OSError, ElfError):
-                continue
-            if release:
-                return release
-    return None
 
 
 def which(
@@ -145,7 +140,7 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
                                 "is found only by programs that load it by absolute path (PyTorch, JAX do)",
                                 shim_step.path))
     folder = os.path.dirname(shim_step.path)
-    release = _release_near(shim_step.path, cache) or shim_step.release
+    release = shim_step.release
     shim_req = requester(shim_step.path, cache)
     graph_req: linker.Requester | None = None
     if gen.shim in libs:
@@ -169,12 +164,5 @@ def _findings(step: Step, lib: SubLibrary, folder: str, release: Release | None)
         severity = ERROR if lib.required else INFO
         return [Finding("missing-sublibrary", severity, f"the shim would find none of {', '.join(step.names_tried)}",
                         folder, "reinstall the complete cuDNN next to the shim")]
-    if step.inside_install:
-        return []
-    if release and step.release and step.release != release:
-        return [Finding("mixed-release", ERROR, f"{lib.soname} would come from {step.path} (cuDNN {step.release}, "
-                        f"via {step.rule}) while the shim is {release}", step.path,
-                        "remove the stray copy or complete the shim's folder")]
-    return [Finding("sublibrary-elsewhere", WARNING, f"{lib.soname} would come from outside the shim's folder "
-                    f"(via {step.rule})", step.path, "keep every cuDNN sub-library in the shim's folder")]
+    return list(step_findings(step, folder, release))
 

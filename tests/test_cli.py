@@ -92,8 +92,8 @@ def _run_fresh(*args: str, env: dict[str, str]) -> tuple[int, str]:
 def test_which_through_ld_library_path_shows_each_sublibrary_and_the_trail() -> None:
     folder = str(lib_folder("cu12-9.28.0.42"))
     code, out = _run_fresh("which", "-v", env={"LD_LIBRARY_PATH": folder})
-    assert f"shim                       -> {folder}/libcudnn.so.9" in out
-    assert "via ld-library-path" in out and "via rpath" in out
+    assert f"shim                       -> {folder}/libcudnn.so.9  [ld-library-path, cuDNN 9.28.0]" in out
+    assert "ops                        -> libcudnn_ops.so.9 (beside the shim)  [rpath, cuDNN 9.28.0]" in out
     assert "rpath: " in out  # -v prints the trail
     assert code == EXIT_OK
 

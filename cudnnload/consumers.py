@@ -1,0 +1,597 @@
+"""What PyTorch, JAX, ONNX Runtime and TensorFlow installed here need from cuDNN, and whether an install gives it.
+
+Read without importing any framework into this process, from three sources:
+
+- the ``Requires-Dist`` pins on ``nvidia-cudnn-*`` in their metadata (parsed
+  here: ``packaging`` is not a dependency), with environment markers evaluated
+  for this interpreter and ``extra == ...`` pins kept as conditional;
+- the ``libcudnn*`` sonames their shared objects NEED (``elf.read_elf``
+  through the on-disk memo), for the files their RECORD lists directly in the
+  folders that hold CUDA libraries (``torch/lib``, ``onnxruntime/capi`` ...);
+- the cuDNN version they were built with: PyTorch and JAX only expose it from
+  compiled code, so it is read in a child process with a timeout, the children
+  of all frameworks running side by side; TensorFlow writes it into
+  ``tensorflow/python/platform/build_info.py``, read here as a literal; ONNX
+  Runtime does not record it (its ``build_and_package_info.py`` has the CUDA
+  version only), so only the NEEDED soname speaks for it.
+
+`consumer_findings` then applies each framework's own rule to the install
+that would load for it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import PurePosixPath
+from typing import Literal
+
+from cudnnload.catalog import Release, classify, decode_version, parse_release
+from cudnnload.discovery import ERROR, WARNING, Finding
+from cudnnload.elfcache import ElfCache, cache_file
+from cudnnload.errors import ElfError
+
+# --- version specifiers and markers (PEP 440 / PEP 508, the subset cuDNN pins use) -------------------
+
+_NUMBERS = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
+_SPECIFIER = re.compile(r"^\s*(~=|===|==|!=|<=|>=|<|>)\s*(\S+?)\s*$")
+
+
+def _numbers(text: str) -> tuple[int, ...] | None:
+    """The release segment of a version, "9.1.0.70rc1+cu12" -> (9, 1, 0, 70); None when there is none."""
+    match = _NUMBERS.match(text)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+def _compare(left: tuple[int, ...], right: tuple[int, ...]) -> int:
+    width = max(len(left), len(right))
+    padded_left, padded_right = left + (0,) * (width - len(left)), right + (0,) * (width - len(right))
+    return (padded_left > padded_right) - (padded_left < padded_right)
+
+
+@dataclass(frozen=True)
+class Specifier:
+    """One clause of a version specifier: ``>=9.8``, ``==9.1.0.70``, ``==9.*``."""
+
+    operator: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.operator}{self.version}"
+
+    def allows(self, candidate: tuple[int, ...], *, partial: bool = False) -> bool:
+        """Whether ``candidate`` satisfies this clause (numeric release segments only).
+
+        ``partial``: the candidate lacks trailing components (a cuDNN release
+        9.1.0 whose wheel build number is unknown), so the clause's version is
+        cut to the candidate's length: ``==9.1.0.70`` allows 9.1.0.
+        """
+        if self.operator == "===":
+            return ".".join(map(str, candidate)) == self.version
+        wildcard = self.version.endswith(".*")
+        target = _numbers(self.version[:-2] if wildcard else self.version)
+        if target is None:
+            return False
+        if partial and len(candidate) < len(target):
+            target = target[:len(candidate)]
+        if wildcard:
+            prefix = (candidate + (0,) * len(target))[:len(target)] == target
+            return prefix if self.operator == "==" else not prefix
+        order = _compare(candidate, target)
+        if self.operator == "~=":  # ~=9.1.2 means >=9.1.2, ==9.1.*
+            return order >= 0 and (candidate + (0,) * len(target))[:len(target) - 1] == target[:-1]
+        return {"==": order == 0, "!=": order != 0, "<": order < 0, "<=": order <= 0, ">": order > 0,
+                ">=": order >= 0}[self.operator]
+
+
+def parse_specifiers(text: str) -> tuple[Specifier, ...]:
+    """``">=9.8,<10.0"`` or ``"(==8.9.2.26)"`` to its clauses; ValueError names a clause it cannot read."""
+    clauses = []
+    for part in text.strip().strip("()").split(","):
+        if not part.strip():
+            continue
+        match = _SPECIFIER.match(part)
+        if not match:
+            raise ValueError(f"not a version specifier: {part.strip()!r}")
+        clauses.append(Specifier(match.group(1), match.group(2)))
+    return tuple(clauses)
+
+
+_TOKEN = re.compile(r"""\s*(?:(?P<string>'[^']*'|"[^"]*")|(?P<op>===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b)"""
+                    r"""|(?P<paren>[()])|(?P<logic>and\b|or\b)|(?P<name>[A-Za-z_][A-Za-z0-9_.]*))""")
+
+
+def marker_environment() -> dict[str, str]:
+    """PEP 508 marker variables for this interpreter."""
+    return {
+        "os_name": os.name, "sys_platform": sys.platform, "platform_machine": platform.machine(),
+        "platform_system": platform.system(), "platform_release": platform.release(),
+        "platform_version": platform.version(), "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "python_full_version": platform.python_version(), "implementation_name": sys.implementation.name,
+        "platform_python_implementation": platform.python_implementation(),
+    }
+
+
+class _Marker:
+    """Recursive-descent evaluation of a PEP 508 marker. Every ``extra`` comparison is true, and the
+    extra named is recorded: which extras were installed is not recorded anywhere."""
+
+    def __init__(self, text: str, environment: Mapping[str, str]) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        while position < len(text.rstrip()):
+            match = _TOKEN.match(text, position)
+            if not match or match.end() == position:
+                raise ValueError(f"cannot read marker {text!r} at {position}")
+            kind = match.lastgroup or ""
+            self.tokens.append((kind, match.group(kind)))
+            position = match.end()
+        self.environment = environment
+        self.extras: list[str] = []
+        self.at = 0
+
+    def evaluate(self) -> bool:
+        value = self._or()
+        if self.at != len(self.tokens):
+            raise ValueError(f"unexpected {self.tokens[self.at][1]!r} in marker")
+        return value
+
+    def _next(self, kind: str) -> str:
+        if self.at >= len(self.tokens) or self.tokens[self.at][0] != kind:
+            raise ValueError(f"marker: expected {kind}")
+        self.at += 1
+        return self.tokens[self.at - 1][1]
+
+    def _peek(self, value: str) -> bool:
+        return self.at < len(self.tokens) and self.tokens[self.at][1] == value
+
+    def _or(self) -> bool:
+        value = self._and()
+        while self._peek("or"):
+            self.at += 1
+            value = self._and() or value  # evaluate both sides: extras on either are recorded
+        return value
+
+    def _and(self) -> bool:
+        value = self._atom()
+        while self._peek("and"):
+            self.at += 1
+            value = self._atom() and value
+        return value
+
+    def _atom(self) -> bool:
+        if self._peek("("):
+            self.at += 1
+            value = self._or()
+            self._next("paren")
+            return value
+        left = self._value()
+        operator = " ".join(self._next("op").split())
+        right = self._value()
+        if "extra" in (left[0], right[0]):
+            self.extras.append(right[1] if left[0] == "extra" else left[1])
+            return True
+        return _compare_marker(left[1], operator, right[1])
+
+    def _value(self) -> tuple[str, str]:
+        """(variable name or "", value)."""
+        if self.at < len(self.tokens) and self.tokens[self.at][0] == "string":
+            return "", self._next("string")[1:-1]
+        name = self._next("name")
+        return name, self.environment.get(name, "")
+
+
+def _compare_marker(left: str, operator: str, right: str) -> bool:
+    if operator == "in":
+        return left in right
+    if operator == "not in":
+        return left not in right
+    version = _numbers(left)
+    if version is not None and operator in ("<", "<=", ">", ">=", "~=", "==", "!=") and _numbers(right):
+        return Specifier(operator, right).allows(version)
+    return {"==": left == right, "!=": left != right, "===": left == right}.get(operator, False)
+
+
+def evaluate_marker(text: str, environment: Mapping[str, str] | None = None) -> tuple[bool, tuple[str, ...]]:
+    """(applies here, extras it names). A marker that cannot be read is taken as applying."""
+    marker = _Marker(text, marker_environment() if environment is None else environment)
+    try:
+        return marker.evaluate(), tuple(marker.extras)
+    except ValueError:
+        return True, tuple(marker.extras)
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name: "NVIDIA_cuDNN.cu12" -> "nvidia-cudnn-cu12"."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# --- what a consumer is -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A consumer's ``Requires-Dist`` on an nvidia-cudnn-* distribution that applies on this platform."""
+
+    distribution: str  # normalized, "nvidia-cudnn-cu12"
+    specifiers: tuple[Specifier, ...]
+    extras: tuple[str, ...]  # the extras that bring it in (empty: always required)
+    installed: str | None  # version of ``distribution`` installed on the same site paths
+
+    @property
+    def requirement(self) -> str:
+        return self.distribution + ",".join(map(str, self.specifiers))
+
+    def allows(self, version: str | Release) -> bool:
+        """Whether a wheel version ("9.1.0.70") or a cuDNN release (9.1.0, build number unknown) satisfies it."""
+        numbers: tuple[int, ...]
+        if isinstance(version, Release):
+            numbers, partial = (version.major, version.minor, version.patch), True
+        else:
+            numbers, partial = _numbers(version) or (), False
+        return all(spec.allows(numbers, partial=partial) for spec in self.specifiers)
+
+
+@dataclass(frozen=True)
+class Need:
+    """A libcudnn soname one of the consumer's shared objects has as DT_NEEDED."""
+
+    soname: str
+    path: str
+
+    @property
+    def major(self) -> int | None:
+        lib = classify(self.soname)
+        return lib.major if lib else None
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """One installed framework distribution that uses cuDNN."""
+
+    framework: str  # "torch", "jax", "onnxruntime", "tensorflow"
+    distribution: str  # "torch", "jax-cuda12-plugin", "onnxruntime-gpu", ...
+    version: str
+    site: str  # the folder holding its .dist-info
+    pins: tuple[Pin, ...]
+    needs: tuple[Need, ...]
+    build: Release | None  # the cuDNN it was compiled against, when recorded in full
+    build_major: int | None  # its major, also when only the major is recorded (TensorFlow)
+    build_source: str  # where build came from, or why it is unknown
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution} {self.version}"
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework's own compatibility rule for the cuDNN it finds at run time."""
+
+    name: str
+    # "minor": same major, runtime minor >= build minor (PyTorch torch/backends/cudnn/__init__.py;
+    #   TensorFlow/XLA stream_executor cuda_dnn.cc "needs to have matching major version and equal or
+    #   higher minor version"); "release": runtime major.minor >= build major.minor, patch ignored
+    #   (JAX jax_plugins/cuda/__init__.py, scale_for_comparison=100, and its message "must be at least as
+    #   new as the version against which JAX was built"; that check now divides only the build version by
+    #   100, so JAX itself no longer stops an older cuDNN); None: no build version to compare.
+    rule: Literal["minor", "release"] | None
+    skip_variable: str | None  # set, the framework's own check does not stop a mismatch
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    "torch": Framework("torch", "minor", "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"),
+    "jax": Framework("jax", "release", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK"),
+    "tensorflow": Framework("tensorflow", "minor", None),
+    "onnxruntime": Framework("onnxruntime", None, None),
+}
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where to look in one distribution."""
+
+    framework: str
+    folders: tuple[str, ...]  # RECORD folders whose shared objects may NEED libcudnn (direct children only)
+    build_module: str | None = None  # imported in a child, where ``build_function`` returns the build version
+    build_function: str | None = None  # dotted attribute of the module: (major, minor, patch) or 91000
+    build_marker: str | None = None  # RECORD path prefix that shows the child has something to read
+    build_file: str | None = None  # RECORD path of a Python literal build record (TensorFlow)
+
+
+def _jax(package: str) -> _Source:
+    # jax_plugins/cuda/__init__.py imports `<package>._versions` as `cuda_versions` (jax-ml/jax).
+    return _Source("jax", (package.replace(".", "/"),), f"{package}._versions", "cudnn_build_version",
+                   f"{package.replace('.', '/')}/_versions")
+
+
+_TENSORFLOW = _Source("tensorflow", ("tensorflow",), build_file="tensorflow/python/platform/build_info.py")
+_ONNXRUNTIME = _Source("onnxruntime", ("onnxruntime/capi",))
+
+SOURCES: dict[str, _Source] = {
+    # torch/backends/cudnn/__init__.py compares torch._C._cudnn.getCompileVersion() with the runtime.
+    "torch": _Source("torch", ("torch/lib",), "torch._C", "_cudnn.getCompileVersion", "torch/lib/libtorch_cuda"),
+    "jax-cuda13-plugin": _jax("jax_cuda13_plugin"),
+    "jax-cuda12-plugin": _jax("jax_cuda12_plugin"),
+    "jaxlib": _jax("jaxlib.cuda"),  # jaxlib's own CUDA builds, from before the jax-cuda*-plugin wheels
+    "onnxruntime-gpu": _ONNXRUNTIME,
+    "onnxruntime": _ONNXRUNTIME,
+    "tensorflow": _TENSORFLOW,
+    "tf-nightly": _TENSORFLOW,
+}
+
+# The child puts the site paths first, calls the function, and answers on one line after this mark.
+_ANSWER = "cudnnload-build-answer:"
+_CHILD = f"""\
+import importlib, json, sys
+sys.path[:0] = json.loads(sys.argv[1])
+try:
+    target = importlib.import_module(sys.argv[2])
+    for name in sys.argv[3].split("."):
+        target = getattr(target, name)
+    value = target()
+    answer = {{"value": list(value) if isinstance(value, tuple) else int(value)}}
+except BaseException as error:
+    answer = {{"error": f"{{type(error).__name__}}: {{error}}"}}
+print({_ANSWER!r} + json.dumps(answer), flush=True)
+"""
+
+
+def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
+                   timeout: float = 60.0) -> tuple[Consumer, ...]:
+    """Every installed cuDNN consumer on ``site_paths`` (default ``sys.path``).
+
+    A known framework distribution counts when it pins nvidia-cudnn-*, NEEDs
+    a libcudnn, or records a cuDNN build version (a CPU-only torch does none).
+    ``environ`` is the build-reading children's environment; ``timeout`` bounds
+    them all together.
+    """
+    paths = list(sys.path if site_paths is None else site_paths)
+    env = dict(os.environ if environ is None else environ)
+    installed: dict[str, str] = {}
+    found: dict[tuple[str, str], metadata.Distribution] = {}
+    for dist in metadata.distributions(path=paths):
+        name = normalize(dist.metadata["Name"] or "")
+        installed.setdefault(name, dist.version)
+        if name in SOURCES:
+            found.setdefault((os.path.realpath(str(dist.locate_file(""))), name), dist)
+    cache = ElfCache(cache_file(env))
+    candidates = [(name, dist, _pins(dist, installed), _needs(dist, SOURCES[name].folders, cache))
+                  for (_, name), dist in found.items()]
+    cache.save()
+    builds = _read_builds([(name, dist) for name, dist, _, _ in candidates], paths, env, timeout)
+    consumers = []
+    for (name, dist, pins, needs), (build, build_major, source) in zip(candidates, builds, strict=True):
+        if pins or needs or build_major is not None:
+            consumers.append(Consumer(SOURCES[name].framework, name, dist.version, str(dist.locate_file("")),
+                                      pins, needs, build, build_major, source))
+    return tuple(consumers)
+
+
+_REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;@]*?)\s*"
+                          r"(?:;\s*(?P<marker>.*))?$")
+
+
+def _pins(dist: metadata.Distribution, installed: Mapping[str, str]) -> tuple[Pin, ...]:
+    pins = []
+    for requirement in dist.requires or ():
+        match = _REQUIREMENT.match(requirement)
+        if not match or not normalize(match.group("name")).startswith("nvidia-cudnn-"):
+            continue
+        applies, extras = evaluate_marker(match.group("marker")) if match.group("marker") else (True, ())
+        if not applies:
+            continue
+        try:
+            specifiers = parse_specifiers(match.group("spec"))
+        except ValueError:
+            continue  # a direct reference or a specifier beyond PEP 440's operators: no version to check
+        name = normalize(match.group("name"))
+        pins.append(Pin(name, specifiers, extras, installed.get(name)))
+    return tuple(pins)
+
+
+def _needs(dist: metadata.Distribution, folders: tuple[str, ...], cache: ElfCache) -> tuple[Need, ...]:
+    needs: list[Need] = []
+    for file in dist.files or ():
+        relative = PurePosixPath(str(file))
+        if str(relative.parent) not in folders or ".so" not in relative.name:
+            continue
+        path = str(dist.locate_file(file))
+        try:
+            info = cache.inspect(path)
+        except (OSError, ElfError):
+            continue  # a missing or damaged file is discovery's business, not a cuDNN need
+        needs.extend(Need(soname, path) for soname in info.needed if soname.startswith("libcudnn"))
+    return tuple(needs)
+
+
+_Build = tuple[Release | None, int | None, str]
+
+
+def _read_builds(candidates: Sequence[tuple[str, metadata.Distribution]], paths: Sequence[str],
+                 env: Mapping[str, str], timeout: float) -> list[_Build]:
+    """The build version of each candidate: static files here, compiled ones in children run side by side."""
+    pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
+    results: list[_Build] = []
+    for index, (name, dist) in enumerate(candidates):
+        source = SOURCES[name]
+        files = [str(file) for file in dist.files or ()]
+        if source.build_file and source.build_file in files:
+            results.append(_tensorflow_build(str(dist.locate_file(source.build_file)), source.build_file))
+        elif source.build_module and source.build_function and source.build_marker \
+                and any(f.startswith(source.build_marker) for f in files):
+            command = [sys.executable, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
+                       source.build_function]
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=dict(env))
+            pending[index] = (child, f"{source.build_module}.{source.build_function}()")
+            results.append((None, None, ""))
+        else:
+            results.append((None, None, f"{name} does not record the cuDNN it was built with"))
+    deadline = time.monotonic() + timeout
+    for index, (child, what) in pending.items():
+        results[index] = _answer(child, what, deadline, timeout)
+    return results
+
+
+def _answer(child: subprocess.Popen[bytes], what: str, deadline: float, timeout: float) -> _Build:
+    where = f"{what} in a child process"
+    try:
+        out, err = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return None, None, f"{where}: no answer within {timeout:g} s"
+    lines = [line for line in out.decode(errors="replace").splitlines() if line.startswith(_ANSWER)]
+    if not lines:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+        return None, None, f"{where} failed: {last[0]}"
+    answer = json.loads(lines[-1][len(_ANSWER):])
+    if "error" in answer:
+        return None, None, f"{where} failed: {answer['error']}"
+    value = answer["value"]
+    release = Release(*value) if isinstance(value, list) else decode_version(value) if value else None
+    return release, release.major if release else None, where
+
+
+def _tensorflow_build(path: str, name: str) -> _Build:
+    """TensorFlow's generated ``build_info = collections.OrderedDict([...])`` (or a dict literal)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        value = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == "build_info" for t in node.targets))
+        literal = value.args[0] if isinstance(value, ast.Call) and value.args else value
+        info = dict(ast.literal_eval(literal))
+    except (OSError, SyntaxError, ValueError, StopIteration, TypeError) as exc:
+        return None, None, f"{name} could not be read: {exc}"
+    if not info.get("is_cuda_build"):
+        return None, None, f"{name}: not a CUDA build"
+    # "9" on Linux, "64_8" (cudnn64_8.dll) on Windows; possibly a full version.
+    text = str(info.get("cudnn_version", "")).rpartition("_")[2]
+    try:
+        release = parse_release(text)
+    except ValueError:
+        return None, None, f"{name}: no cuDNN version in it"
+    return (release if "." in text else None), release.major, name
+
+
+# --- findings -----------------------------------------------------------------------------------------
+
+_KnownBad = Callable[[Consumer, Release, int | None], Finding | None]
+
+
+def _cudnn_9_10_0(consumer: Consumer, release: Release, device_count: int | None) -> Finding | None:
+    # jax_plugins/cuda/__init__.py, citing the cuDNN 9.10.1 release notes: 9.10.0 reordered enum values
+    # of block-scale data types, breaking binary compatibility with other builds.
+    if release != Release(9, 10, 0) or consumer.build in (None, Release(9, 10, 0)):
+        return None
+    return Finding("consumer-known-bad", ERROR, f"{consumer.label} was built with cuDNN {consumer.build}; cuDNN "
+                   "9.10.0 broke binary compatibility by reordering the enum values of block-scale data types",
+                   fix="install cuDNN 9.10.1 or newer")
+
+
+def _multi_gpu_before_9_10_1(consumer: Consumer, release: Release, device_count: int | None) -> Finding | None:
+    # jax_plugins/cuda/__init__.py, citing the cuDNN 9.10.0 release notes: before 9.10.1, an execution
+    # plan finalized once and run on several GPUs computed wrong matmuls with cuBLASLt >= 12.9.
+    if release >= Release(9, 10, 1) or device_count is None or device_count < 2:
+        return None
+    return Finding("consumer-known-bad", WARNING, f"cuDNN {release} with {device_count} GPUs: before 9.10.1 some "
+                   "multi-GPU matmuls are wrong when cuBLASLt is 12.9 or newer, and JAX refuses that combination",
+                   fix="install cuDNN 9.10.1 or newer")
+
+
+KNOWN_BAD: dict[str, tuple[_KnownBad, ...]] = {"jax": (_cudnn_9_10_0, _multi_gpu_before_9_10_1)}
+
+
+def consumer_findings(consumer: Consumer, install_release: Release | None, install_major: int, *,
+                      install_version: str | None = None, device_count: int | None = None,
+                      environ: Mapping[str, str] | None = None) -> tuple[Finding, ...]:
+    """The consumer's needs against the install that would load for it.
+
+    ``install_version`` is the wheel version ("9.1.0.70") when the install
+    came from one: pins are then checked exactly, else on the release.
+    ``device_count`` enables the known-bad rules that depend on it. A pin
+    not met is a warning (the framework may still work); a different major,
+    a runtime older than the build, and a known-bad release are errors.
+    """
+    env = os.environ if environ is None else environ
+    findings = [finding for pin in consumer.pins
+                if (finding := _pin_finding(consumer, pin, install_version or install_release)) is not None]
+    other = _other_major(consumer, install_major)
+    if other:
+        return (*findings, *other)
+    if install_release is None:
+        return tuple(findings)
+    framework = FRAMEWORKS[consumer.framework]
+    older = _older_than_build(consumer, framework, install_release)
+    if older is not None:
+        skipped = framework.skip_variable and env.get(framework.skip_variable, "0") not in ("", "0")
+        findings.append(Finding(
+            "consumer-runtime-older-than-build", ERROR,
+            f"{consumer.label} was built with cuDNN {consumer.build} and {older}; the cuDNN that loads is "
+            f"{install_release}" + (f" ({framework.skip_variable} is set, so {consumer.framework}'s own check will "
+                                    "not stop it)" if skipped else ""),
+            fix=_install_fix(consumer, install_release.major, f"cuDNN {consumer.build} or a newer "
+                                                              f"{install_release.major}.x")))
+    findings.extend(finding for rule in KNOWN_BAD.get(consumer.framework, ())
+                    if (finding := rule(consumer, install_release, device_count)) is not None)
+    return tuple(findings)
+
+
+def _pin_finding(consumer: Consumer, pin: Pin, loading: str | Release | None) -> Finding | None:
+    fix = f'pip install "{pin.requirement}"'
+    if loading is not None and (pin.installed is not None or not pin.extras) and not pin.allows(loading):
+        wheel = f" ({pin.distribution} {pin.installed} is installed)" if pin.installed else ""
+        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}, but the cuDNN "
+                       f"that loads is {loading}{wheel}", fix=fix)
+    if pin.installed is not None and not pin.allows(pin.installed):
+        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}; "
+                       f"{pin.distribution} {pin.installed} is installed", fix=fix)
+    if pin.installed is None and not pin.extras:
+        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}, which is not "
+                       "installed (a package manager that skipped its nvidia-* dependencies?)", fix=fix)
+    return None
+
+
+def _other_major(consumer: Consumer, install_major: int) -> list[Finding]:
+    evidence: dict[int, tuple[str, str | None]] = {}
+    for need in consumer.needs:
+        if need.major is not None:
+            evidence.setdefault(need.major, (f"{os.path.basename(need.path)} NEEDs {need.soname}", need.path))
+    if consumer.build_major is not None:
+        evidence.setdefault(consumer.build_major, (f"it was built with cuDNN {consumer.build or consumer.build_major}",
+                                                   None))
+    return [Finding("consumer-needs-other-major", ERROR, f"{consumer.label} needs cuDNN {major} ({why}), but the "
+                    f"cuDNN that loads for it is {install_major}.x", path=path,
+                    fix=_install_fix(consumer, major, f"a cuDNN {major}.x"))
+            for major, (why, path) in sorted(evidence.items()) if major != install_major]
+
+
+def _install_fix(consumer: Consumer, major: int, wanted: str) -> str:
+    """What the consumer pins for ``major`` (else ``wanted``), or a build of the consumer for the loading cuDNN."""
+    pinned = next((pin.requirement for pin in consumer.pins
+                   if pin.specifiers and (_numbers(pin.specifiers[0].version) or (0,))[0] == major), None)
+    first = f'pip install "{pinned}"' if pinned else f"install {wanted}"
+    return f"{first}, or a {consumer.distribution} built for the cuDNN that loads"
+
+
+def _older_than_build(consumer: Consumer, framework: Framework, release: Release) -> str | None:
+    """The framework's rule as text when ``release`` breaks it, else None."""
+    build = consumer.build
+    if build is None or framework.rule is None or build.major != release.major:
+        return None
+    if framework.rule == "minor" and release.minor < build.minor:
+        return f"needs the same major and a minor of at least {build.minor}"
+    if framework.rule == "release" and (release.major, release.minor) < (build.major, build.minor):
+        return f"needs at least {build.major}.{build.minor} (the patch level may differ)"
+    return None

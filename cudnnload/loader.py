@@ -1,0 +1,353 @@
+"""Load one coherent cuDNN into this process, after proving in a child that it loads.
+
+``load()`` picks an install (the best one found, or the one given, within an
+optional version range), probes it in a child process (a cuDNN 8 ``abort()``
+there becomes a verdict), remembers the verdict on disk, then opens the same
+files here by absolute path with ``RTLD_GLOBAL``, leaves first, and runs every
+``cudnn*VersionCheck``. Later loads by soname (PyTorch, JAX, ONNX Runtime) then
+get these files: the linker returns an already-loaded soname before any search
+(loading-in-the-wild §4).
+
+The second call in a process returns the first result; 32 threads calling at
+once share one load. Once the verdict is remembered, a new process skips the
+search and the probe: it checks that every file still has the size, mtime and
+inode the verdict was made on, and loads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cudnnload.capi import CudnnApi
+from cudnnload.catalog import Release, generation, parse_release
+from cudnnload.discovery import Finding, Install
+from cudnnload.errors import LoadError, UsageError
+from cudnnload.probe import mapped_libraries, probe
+from cudnnload.status import check
+
+# Findings that mean the set would not load or would mix releases; others are reported, not fatal.
+BLOCKING = frozenset({
+    "missing-sublibrary", "mixed-release", "not-elf", "empty-file", "truncated", "damaged-elf", "unreadable",
+    "broken-symlink", "symlink-loop", "foreign-elf", "glibc-too-old", "libstdcxx-too-old", "origin-through-symlink",
+    "missing-file",
+})
+PLAN_FORMAT = 2
+
+_OPERATORS = (">=", "<=", "==", "!=", ">", "<")
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """A constraint such as ``">=9.1,<10"``; a bare ``"9.28"`` means ``==9.28`` (any patch)."""
+
+    text: str
+    clauses: tuple[tuple[str, Release, int], ...]  # operator, release, how many parts were written
+
+    @classmethod
+    def parse(cls, text: str) -> VersionRange:
+        clauses = []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            op = next((o for o in _OPERATORS if part.startswith(o)), "==")
+            number = part[len(op):].strip() if part.startswith(op) else part
+            try:
+                release = parse_release(number)
+            except ValueError as exc:
+                raise UsageError(f"bad version range {text!r}: {exc}",
+                                 fix="write it like '>=9.1,<10' or '9.28'") from None
+            clauses.append((op, release, len(number.split("."))))
+        if not clauses:
+            raise UsageError(f"empty version range {text!r}", fix="write it like '>=9.1,<10' or '9.28'")
+        return cls(text, tuple(clauses))
+
+    def admits(self, release: Release) -> bool:
+        for op, bound, parts in self.clauses:
+            have = (release.major, release.minor, release.patch)[:parts]
+            want = (bound.major, bound.minor, bound.patch)[:parts]
+            if not {"==": have == want, "!=": have != want, ">=": have >= want, "<=": have <= want,
+                    ">": have > want, "<": have < want}[op]:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One timed step of the in-process load."""
+
+    name: str  # "dlopen graph", "cudnnOpsVersionCheck"
+    seconds: float
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The cuDNN now loaded in this process."""
+
+    folder: str
+    major: int
+    release: Release
+    files: tuple[tuple[str, str], ...]  # (catalog key, path), in load order
+    skipped: tuple[tuple[str, str, str], ...]  # (key, path, why): expected failures on this machine
+    verdict: str  # the child probe's one-line verdict
+    verdict_cached: bool
+    findings: tuple[Finding, ...]  # what discovery noted that does not stop the load (e.g. no cuBLASLt)
+    stages: tuple[Stage, ...]
+    seconds: float
+    api: CudnnApi = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A remembered, probed choice: what to load, and what it was proven on."""
+
+    folder: str
+    major: int
+    release: Release
+    files: tuple[tuple[str, str], ...]
+    skipped: tuple[tuple[str, str, str], ...]
+    verdict: str
+    findings: tuple[Finding, ...]
+    stamps: tuple[tuple[int, int, int], ...]  # (size, mtime_ns, inode) of each file and skipped file
+
+
+_lock = threading.Lock()
+_loaded: Loaded | None = None
+
+
+def loaded() -> Loaded | None:
+    """What ``load()`` loaded in this process, if anything."""
+    return _loaded
+
+
+def load(
+    source: str | os.PathLike[str] | Install | None = None,
+    *,
+    version: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    timeout: float = 60.0,
+) -> Loaded:
+    """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
+
+    ``source``: an install folder, a shim path, an :class:`Install`, or None for the best one
+    found on the machine. ``version``: a range such as ``">=9.1,<10"``.
+    Raises LoadError (naming the files and the reason) when nothing suitable loads, or when
+    another cuDNN release is already mapped in this process.
+    """
+    global _loaded
+    wanted = VersionRange.parse(version) if version else None
+    with _lock:
+        if _loaded is not None:
+            _check_same(_loaded, source, wanted)
+            return _loaded
+        env = dict(os.environ if environ is None else environ)
+        start = time.perf_counter()
+        plan, cached = _plan(source, wanted, env, use_cache, timeout)
+        _refuse_mixing(plan)
+        stages, api = _load_here(plan)
+        _loaded = Loaded(plan.folder, plan.major, plan.release, plan.files, plan.skipped, plan.verdict, cached,
+                         plan.findings, stages, time.perf_counter() - start, api)
+        return _loaded
+
+
+preload = load
+
+
+def _check_same(current: Loaded, source: object, wanted: VersionRange | None) -> None:
+    if wanted is not None and not wanted.admits(current.release):
+        raise LoadError(f"cuDNN {current.release} from {current.folder} is already loaded in this process, "
+                        f"outside the requested range {wanted.text}",
+                        fix="request the range before anything loads cuDNN, or restart the process")
+    if isinstance(source, (str, os.PathLike)):
+        folder = os.fspath(source)
+        folder = folder if os.path.isdir(folder) else os.path.dirname(folder)
+        if os.path.realpath(folder) != os.path.realpath(current.folder):
+            raise LoadError(f"cuDNN {current.release} from {current.folder} is already loaded in this process; "
+                            f"refusing to load a second one from {folder}",
+                            fix="load one cuDNN per process")
+
+
+# --- choosing and proving -------------------------------------------------------
+
+def _plan(source: object, wanted: VersionRange | None, env: dict[str, str], use_cache: bool,
+          timeout: float) -> tuple[_Plan, bool]:
+    store = _plan_file(env) if use_cache else None
+    key = _request_key(source, wanted, env)
+    plan = _remembered(store, key)
+    if plan is not None:
+        return plan, True
+    install = _choose(source, wanted, env)
+    plan = _prove(install, env, timeout)
+    if store is not None:
+        _remember(store, key, plan)
+    return plan, False
+
+
+def _request_key(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> str:
+    where = source.folder if isinstance(source, Install) else os.fspath(source) if source is not None else ""
+    relevant = [env.get(name, "") for name in ("LD_LIBRARY_PATH", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME",
+                                               "CUDA_PATH", "CONDA_PREFIX")]
+    text = "\0".join([where, wanted.text if wanted else "", sys.executable, *relevant, *sys.path])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _choose(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
+    from cudnnload.discovery import find  # the search is only needed when no verdict is remembered
+
+    if isinstance(source, Install):
+        installs: Sequence[Install] = (source,)
+    else:
+        where = os.fspath(source) if source is not None else None  # type: ignore[arg-type]
+        paths = [where if os.path.isdir(where) else os.path.dirname(where)] if where else []
+        installs = find(paths, environ=env).installs
+    best, rejected = choose_install(installs, wanted)
+    if best is None:
+        where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
+        raise LoadError(f"no loadable cuDNN{where}" + (f" matching {wanted.text}" if wanted else "") +
+                        ("; rejected: " + "; ".join(rejected) if rejected else ": none installed"),
+                        fix="pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
+    return best
+
+
+def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None
+                   ) -> tuple[Install | None, tuple[str, ...]]:
+    """The install load() would take: the newest release without blocking findings inside
+    ``wanted`` (among equals, the first found: pip wheels are searched first); and why each
+    other one was passed over."""
+    rejected: list[str] = []
+    usable: list[Install] = []
+    for install in installs:
+        blocking = [f for f in install.all_findings if f.code in BLOCKING]
+        if install.release is None:
+            rejected.append(f"{install.folder}: release unknown")
+        elif wanted is not None and not wanted.admits(install.release):
+            rejected.append(f"{install.folder}: cuDNN {install.release} is outside {wanted.text}")
+        elif blocking:
+            rejected.append(f"{install.folder}: {blocking[0].code}: {blocking[0].message}")
+        elif install.file("shim") is None:
+            rejected.append(f"{install.folder}: no shim")
+        else:
+            usable.append(install)
+    best = max(usable, key=lambda i: i.release or Release(0, 0, 0)) if usable else None
+    return best, tuple(rejected)
+
+
+def probe_files(install: Install) -> tuple[tuple[str, str], ...]:
+    """(key, path) of the install's readable files, in load order: leaves first, shim last."""
+    gen = generation(install.major)
+    return tuple((lib.key, cand.path) for lib in gen.libraries
+                 if (cand := install.file(lib.key)) is not None and cand.elf is not None)
+
+
+def _prove(install: Install, env: Mapping[str, str], timeout: float) -> _Plan:
+    files = probe_files(install)
+    result = probe(files, install.major, environ=env, timeout=timeout)
+    if not result.ok:
+        raise LoadError(f"cuDNN {install.release} in {install.folder} fails in a child process: {result.verdict}",
+                        path=install.folder, fix="run `cudnnload doctor` for the cause and the fix")
+    skipped = tuple((key, path, step.note) for key, path in files
+                    if (step := result.step(f"dlopen {key}")) is not None and not step.ok and step.expected)
+    kept = tuple(f for f in files if f[0] not in {s[0] for s in skipped})
+    release = result.release or install.release
+    assert release is not None
+    notes = tuple(f for f in install.all_findings if f.severity != "info")
+    return _Plan(install.folder, install.major, release, kept, skipped, result.verdict, notes,
+                 tuple(_stamp(path) for _, path in kept) + tuple(_stamp(path) for _, path, _ in skipped))
+
+
+def _stamp(path: str) -> tuple[int, int, int]:
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+# --- the remembered verdicts ----------------------------------------------------
+
+def _plan_file(env: Mapping[str, str]) -> str | None:
+    from cudnnload.elfcache import cache_file
+
+    memo = cache_file(env)
+    return None if memo is None else os.path.join(os.path.dirname(memo), f"plans-v{PLAN_FORMAT}.pickle")
+
+
+def _read_plans(store: str) -> dict[str, _Plan]:
+    try:
+        with open(store, "rb") as handle:
+            version, plans = pickle.load(handle)
+    except Exception:  # missing, corrupt or from another version: start over
+        return {}
+    return plans if version == PLAN_FORMAT and isinstance(plans, dict) else {}
+
+
+def _remembered(store: str | None, key: str) -> _Plan | None:
+    if store is None:
+        return None
+    plan = _read_plans(store).get(key)
+    if not isinstance(plan, _Plan):
+        return None
+    paths = [path for _, path in plan.files] + [path for _, path, _ in plan.skipped]
+    try:
+        if tuple(_stamp(path) for path in paths) != plan.stamps:
+            return None  # a file changed since it was proven
+    except OSError:
+        return None
+    return plan
+
+
+def _remember(store: str, key: str, plan: _Plan) -> None:
+    plans = _read_plans(store)
+    plans[key] = plan
+    try:
+        os.makedirs(os.path.dirname(store), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(store), prefix=".plans-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump((PLAN_FORMAT, plans), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, store)
+    except OSError:
+        pass  # an unwritable cache folder only costs the next process a probe
+
+
+# --- loading here ---------------------------------------------------------------
+
+def _refuse_mixing(plan: _Plan) -> None:
+    """Refuse when a cuDNN from elsewhere is already mapped: its sonames would win over ours."""
+    ours = {os.path.realpath(path) for _, path in plan.files}
+    for mapped in mapped_libraries():
+        name = os.path.basename(mapped)
+        if name.startswith("libcudnn") and os.path.realpath(mapped) not in ours:
+            raise LoadError(f"{mapped} is already loaded in this process (by another library), and cuDNN "
+                            f"{plan.release} from {plan.folder} would mix with it: the linker hands the loaded "
+                            f"copy to anyone asking for {name.split('.so')[0]}.so.{plan.major}",
+                            path=mapped, fix="call cudnnload.load() before importing the framework that loaded "
+                            "it, or load that same cuDNN")
+
+
+def _load_here(plan: _Plan) -> tuple[tuple[Stage, ...], CudnnApi]:
+    stages: list[Stage] = []
+    handles: dict[str, ctypes.CDLL] = {}
+    mode = os.RTLD_NOW | os.RTLD_GLOBAL
+    for key, path in plan.files:
+        start = time.perf_counter()
+        try:
+            handles[key] = ctypes.CDLL(path, mode=mode)
+        except OSError as exc:
+            raise LoadError(f"dlopen failed in this process although it worked in the probe: {exc}", path=path,
+                            fix="something changed the process environment; run `cudnnload doctor`") from None
+        stages.append(Stage(f"dlopen {key}", time.perf_counter() - start))
+    api = CudnnApi(handles["shim"], plan.major)
+    for name in api.version_checks():
+        function = api.optional(name)
+        if function is None:
+            continue
+        start = time.perf_counter()
+        status = function()
+        stages.append(Stage(name, time.perf_counter() - start, status))
+        check(status, name, api)
+    return tuple(stages), api

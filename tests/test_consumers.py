@@ -1,0 +1,325 @@
+"""What installed frameworks need from cuDNN, read from fake distributions in a temporary site folder, and
+the frameworks' own rules applied to the install that would load for them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cudnnload.catalog import Release
+from cudnnload.consumers import (
+    Consumer,
+    Need,
+    Pin,
+    Specifier,
+    consumer_findings,
+    evaluate_marker,
+    find_consumers,
+    parse_specifiers,
+)
+from cudnnload.discovery import ERROR, WARNING
+
+NO_CACHE = {**os.environ, "CUDNNLOAD_NO_CACHE": "1"}  # keep the ELF memo out of the user's cache
+LINUX_X86 = {"platform_system": "Linux", "platform_machine": "x86_64", "sys_platform": "linux",
+             "python_version": "3.11", "python_full_version": "3.11.9", "os_name": "posix"}
+
+
+@pytest.fixture(scope="module")
+def needs_cudnn(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """``needs_cudnn(9)``: a tiny shared object with DT_NEEDED libcudnn.so.9, linked against a stub."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the shared objects these tests read")
+    folder = tmp_path_factory.mktemp("needs")
+    source = folder / "empty.c"
+    source.write_text("int cudnnload_test_symbol;\n")
+    built = {}
+    for major in (8, 9):
+        stub = folder / f"libcudnn.so.{major}"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", stub, source, f"-Wl,-soname,libcudnn.so.{major}"],
+                       check=True)
+        # --no-as-needed keeps the DT_NEEDED although no symbol of the stub is used.
+        built[major] = folder / f"needs{major}.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", built[major], source, "-Wl,--no-as-needed",
+                        f"-L{folder}", f"-l:libcudnn.so.{major}"], check=True)
+    return lambda major: built[major]
+
+
+def install(site: Path, name: str, version: str, requires: tuple[str, ...] = (),
+            files: dict[str, str | Path] | None = None) -> None:
+    """A distribution as pip leaves it: its files, and a .dist-info with METADATA and RECORD.
+    ``files`` maps a site-relative path to text or to a file to copy."""
+    listed = []
+    for relative, content in (files or {}).items():
+        target = site / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copy(content, target)
+        else:
+            target.write_text(textwrap.dedent(content))
+        listed.append(relative)
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\n" f"Name: {name}\nVersion: {version}\n"
+                                   + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires))
+    (info / "RECORD").write_text("".join(f"{path},,\n" for path in [*listed, f"{info.name}/METADATA",
+                                                                    f"{info.name}/RECORD"]))
+
+
+TORCH_C = """
+class _cudnn:
+    @staticmethod
+    def getCompileVersion():
+        return (9, 1, 0)
+"""
+
+
+def install_torch(site: Path, needs: Path, torch_c: str = TORCH_C) -> None:
+    install(site, "torch", "2.5.1", (
+        'nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux" and platform_machine == "x86_64"',
+        'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux"', "filelock"),
+        {"torch/__init__.py": "", "torch/_C.py": torch_c, "torch/lib/libtorch_cuda.so": needs})
+
+
+# --- reading what is installed ---------------------------------------------------------------------------
+
+
+def test_torch_pin_needed_soname_and_build_version_are_read(tmp_path: Path,
+                                                            needs_cudnn: Callable[[int], Path]) -> None:
+    install_torch(tmp_path, needs_cudnn(9))
+    install(tmp_path, "nvidia-cudnn-cu12", "9.1.0.70")
+
+    (torch,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
+    assert (torch.framework, torch.label, torch.site) == ("torch", "torch 2.5.1", str(tmp_path))
+    assert torch.pins == (Pin("nvidia-cudnn-cu12", (Specifier("==", "9.1.0.70"),), (), "9.1.0.70"),)
+    assert torch.needs == (Need("libcudnn.so.9", str(tmp_path / "torch/lib/libtorch_cuda.so")),)
+    assert (torch.build, torch.build_major) == (Release(9, 1, 0), 9)
+    assert torch.build_source == "torch._C._cudnn.getCompileVersion() in a child process"
+
+
+def test_jax_plugin_pin_is_conditional_on_its_extra_and_other_platforms_pins_are_dropped(tmp_path: Path) -> None:
+    install(tmp_path, "jax-cuda12-plugin", "0.6.2", (
+        'nvidia-cudnn-cu12<10.0,>=9.8; extra == "with-cuda"', 'nvidia-cudnn-cu12==8.0.0; sys_platform == "win32"'),
+        {"jax_cuda12_plugin/__init__.py": "",
+         "jax_cuda12_plugin/_versions.py": "def cudnn_build_version():\n    return 91000\n"})
+
+    (jax,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
+    assert jax.framework == "jax"
+    assert jax.pins == (Pin("nvidia-cudnn-cu12", (Specifier("<", "10.0"), Specifier(">=", "9.8")), ("with-cuda",),
+                            None),)
+    assert (jax.build, jax.build_source) == (Release(9, 10, 0),
+                                             "jax_cuda12_plugin._versions.cudnn_build_version() in a child process")
+
+
+def test_cpu_only_torch_is_not_a_cudnn_consumer(tmp_path: Path) -> None:
+    install(tmp_path, "torch", "2.5.1+cpu", ("filelock",), {"torch/__init__.py": "", "torch/lib/libc10.so": ""})
+
+    assert find_consumers([str(tmp_path)], environ=NO_CACHE) == ()
+
+
+def test_a_build_reader_that_hangs_is_cut_off_and_named(tmp_path: Path, needs_cudnn: Callable[[int], Path]) -> None:
+    install_torch(tmp_path, needs_cudnn(9), torch_c="import time\ntime.sleep(60)\n")
+
+    (torch,) = find_consumers([str(tmp_path)], environ=NO_CACHE, timeout=1.0)
+
+    assert (torch.build, torch.build_major) == (None, None)
+    assert torch.build_source == "torch._C._cudnn.getCompileVersion() in a child process: no answer within 1 s"
+    assert torch.needs  # what was read without the child stays
+
+
+def test_a_build_reader_that_fails_reports_the_error(tmp_path: Path, needs_cudnn: Callable[[int], Path]) -> None:
+    install_torch(tmp_path, needs_cudnn(9), torch_c="")  # a torch built without cuDNN has no _cudnn
+
+    (torch,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
+    assert torch.build is None
+    assert torch.build_source.startswith("torch._C._cudnn.getCompileVersion() in a child process failed: "
+                                         "AttributeError")
+
+
+BUILD_INFO = """\
+import collections
+
+build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-18/bin/clang'), ('cuda_version', '12.5.1'),
+    ('cudnn_version', '{cudnn}'), ('is_cuda_build', {cuda}), ('is_rocm_build', False)])
+"""
+
+
+def test_tensorflow_build_major_is_read_from_build_info_without_importing_it(tmp_path: Path) -> None:
+    install(tmp_path, "tensorflow", "2.18.0", ('nvidia-cudnn-cu12==9.3.0.75; extra == "and-cuda"',),
+            {"tensorflow/__init__.py": "raise SystemExit('imported')\n",
+             "tensorflow/python/platform/build_info.py": BUILD_INFO.format(cudnn="9", cuda=True)})
+
+    (tensorflow,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
+    assert (tensorflow.build, tensorflow.build_major) == (None, 9)  # TensorFlow records only the major
+    assert tensorflow.build_source == "tensorflow/python/platform/build_info.py"
+
+
+def test_a_cpu_tensorflow_without_pins_is_not_a_consumer(tmp_path: Path) -> None:
+    install(tmp_path, "tensorflow", "2.18.0", (),
+            {"tensorflow/python/platform/build_info.py": BUILD_INFO.format(cudnn="", cuda=False)})
+
+    assert find_consumers([str(tmp_path)], environ=NO_CACHE) == ()
+
+
+def test_onnxruntime_speaks_through_the_soname_its_cuda_provider_needs(tmp_path: Path,
+                                                                       needs_cudnn: Callable[[int], Path]) -> None:
+    install(tmp_path, "onnxruntime-gpu", "1.20.1", (),
+            {"onnxruntime/capi/libonnxruntime_providers_cuda.so": needs_cudnn(8),
+             "onnxruntime/capi/build_and_package_info.py": "package_name = 'onnxruntime-gpu'\ncuda_version = '11.8'\n"})
+
+    (ort,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
+    assert [need.soname for need in ort.needs] == ["libcudnn.so.8"]
+    assert (ort.build_major, ort.build_source) == (None, "onnxruntime-gpu does not record the cuDNN it was built with")
+
+
+# --- version specifiers and markers, against packaging as an independent reading -----------------------
+
+SPECIFIERS = ["==9.1.0.70", ">=9.8,<10.0", "<10", "~=9.1", "~=9.1.0", "==9.*", "!=9.10.0", "!=9.10.*", ">9.1",
+              "<=9.1", ">=8.9.2.26,<9"]
+VERSIONS = ["9.1.0.70", "9.1.0.71", "9.1", "9.1.0", "9.1.0.5", "9.10.0", "9.10.2.21", "9.28.0.42", "10.0",
+            "8.9.2.26", "8.9.7.29"]
+
+
+@pytest.mark.parametrize("spec", SPECIFIERS)
+def test_specifiers_agree_with_packaging(spec: str) -> None:
+    specifiers = pytest.importorskip("packaging.specifiers")
+    pin = Pin("nvidia-cudnn-cu12", parse_specifiers(spec), (), None)
+
+    assert {v: pin.allows(v) for v in VERSIONS} == {v: specifiers.SpecifierSet(spec).contains(v) for v in VERSIONS}
+
+
+def test_a_release_without_build_number_satisfies_a_four_part_pin_of_that_release() -> None:
+    pin = Pin("nvidia-cudnn-cu12", parse_specifiers("==9.1.0.70"), (), None)
+
+    assert pin.allows(Release(9, 1, 0)) and not pin.allows(Release(9, 1, 1)) and not pin.allows("9.1.0")
+
+
+MARKERS = ['platform_system == "Linux" and platform_machine == "x86_64"', 'sys_platform == "win32"',
+           'python_version < "3.10"', 'python_version >= "3.9" and (os_name == "nt" or sys_platform == "linux")',
+           '"linux" in sys_platform', "platform_machine != 'aarch64'"]
+
+
+@pytest.mark.parametrize("marker", MARKERS)
+def test_markers_agree_with_packaging(marker: str) -> None:
+    markers = pytest.importorskip("packaging.markers")
+
+    assert evaluate_marker(marker, LINUX_X86) == (markers.Marker(marker).evaluate(LINUX_X86), ())
+
+
+def test_extra_comparisons_hold_and_name_the_extra() -> None:
+    assert evaluate_marker('extra == "with-cuda" and platform_system == "Linux"', LINUX_X86) == (True, ("with-cuda",))
+    assert evaluate_marker('extra == "and-cuda" and sys_platform == "win32"', LINUX_X86) == (False, ("and-cuda",))
+
+
+# --- the frameworks' rules -------------------------------------------------------------------------------
+
+
+BUILD_9_1 = Release(9, 1, 0)
+
+
+def consumer(framework: str = "torch", build: Release | None = BUILD_9_1, *, pins: tuple[Pin, ...] = (),
+             needs: tuple[Need, ...] = ()) -> Consumer:
+    names = {"torch": "torch", "jax": "jax-cuda12-plugin", "tensorflow": "tensorflow", "onnxruntime": "onnxruntime-gpu"}
+    return Consumer(framework, names[framework], "1.0", "/site", pins, needs, build, build.major if build else None,
+                    "test")
+
+
+def pin(spec: str, installed: str | None = None, extras: tuple[str, ...] = ()) -> Pin:
+    return Pin("nvidia-cudnn-cu12", parse_specifiers(spec), extras, installed)
+
+
+def codes(findings: tuple[object, ...]) -> list[tuple[str, str]]:
+    return [(f.code, f.severity) for f in findings]  # type: ignore[attr-defined]
+
+
+def test_pytorch_accepts_a_newer_minor_of_the_same_major() -> None:
+    assert consumer_findings(consumer(), Release(9, 28, 0), 9) == ()
+
+
+def test_pytorch_refuses_an_older_minor_and_names_its_pin() -> None:
+    findings = consumer_findings(consumer(build=Release(9, 5, 0), pins=(pin("==9.5.1.17", "9.5.1.17"),)),
+                                 Release(9, 1, 0), 9, environ={})
+
+    assert codes(findings) == [("consumer-pin-unmet", WARNING), ("consumer-runtime-older-than-build", ERROR)]
+    older = findings[1]
+    assert older.message == ("torch 1.0 was built with cuDNN 9.5.0 and needs the same major and a minor of at least "
+                             "5; the cuDNN that loads is 9.1.0")
+    assert older.fix == 'pip install "nvidia-cudnn-cu12==9.5.1.17", or a torch built for the cuDNN that loads'
+
+
+def test_skipping_pytorchs_own_check_is_pointed_out() -> None:
+    findings = consumer_findings(consumer(build=Release(9, 5, 0)), Release(9, 1, 0), 9,
+                                 environ={"PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK": "1"})
+
+    assert "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK is set" in findings[0].message
+
+
+def test_a_needed_soname_of_another_major_is_an_error_naming_the_file() -> None:
+    needs = (Need("libcudnn.so.8", "/site/torch/lib/libtorch_cuda.so"),)
+
+    (finding,) = consumer_findings(consumer(build=None, needs=needs), Release(9, 28, 0), 9)
+
+    assert (finding.code, finding.severity, finding.path) == ("consumer-needs-other-major", ERROR,
+                                                              "/site/torch/lib/libtorch_cuda.so")
+    assert finding.message == ("torch 1.0 needs cuDNN 8 (libtorch_cuda.so NEEDs libcudnn.so.8), but the cuDNN that "
+                               "loads for it is 9.x")
+
+
+def test_tensorflows_recorded_major_is_checked_even_without_a_full_version() -> None:
+    tensorflow = Consumer("tensorflow", "tensorflow", "2.15.0", "/site", (), (), None, 8, "build_info.py")
+
+    assert codes(consumer_findings(tensorflow, Release(9, 3, 0), 9)) == [("consumer-needs-other-major", ERROR)]
+
+
+def test_jax_ignores_the_patch_level() -> None:
+    assert consumer_findings(consumer("jax", Release(9, 8, 2)), Release(9, 8, 0), 9) == ()
+
+
+def test_jax_refuses_an_older_minor() -> None:
+    assert codes(consumer_findings(consumer("jax", Release(9, 12, 0)), Release(9, 10, 1), 9, environ={})) == [
+        ("consumer-runtime-older-than-build", ERROR)]
+
+
+@pytest.mark.parametrize(("build", "expected"), [(Release(9, 8, 0), [("consumer-known-bad", ERROR)]),
+                                                 (Release(9, 10, 0), [])], ids=["built-with-9.8", "built-with-9.10.0"])
+def test_jax_knows_cudnn_9_10_0_breaks_other_builds(build: Release, expected: list[tuple[str, str]]) -> None:
+    assert codes(consumer_findings(consumer("jax", build), Release(9, 10, 0), 9)) == expected
+
+
+@pytest.mark.parametrize(("devices", "expected"), [(2, [("consumer-known-bad", WARNING)]), (1, []), (None, [])])
+def test_jax_warns_of_multi_gpu_matmuls_before_9_10_1(devices: int | None, expected: list[tuple[str, str]]) -> None:
+    assert codes(consumer_findings(consumer("jax", Release(9, 8, 0)), Release(9, 8, 0), 9,
+                                   device_count=devices)) == expected
+
+
+def test_a_pin_the_loading_cudnn_misses_is_a_warning_naming_both() -> None:
+    (finding,) = consumer_findings(consumer(pins=(pin("==9.1.0.70", "9.1.0.70"),)), Release(9, 28, 0), 9,
+                                   install_version="9.28.0.42")
+
+    assert (finding.code, finding.severity) == ("consumer-pin-unmet", WARNING)
+    assert finding.message == ("torch 1.0 requires nvidia-cudnn-cu12==9.1.0.70, but the cuDNN that loads is "
+                               "9.28.0.42 (nvidia-cudnn-cu12 9.1.0.70 is installed)")
+
+
+def test_a_required_pin_that_is_not_installed_is_reported_and_an_optional_one_is_not() -> None:
+    required = consumer_findings(consumer(pins=(pin("==9.1.0.70"),)), None, 9)
+    optional = consumer_findings(consumer(pins=(pin(">=9.8", extras=("with-cuda",)),)), Release(9, 1, 0), 9)
+
+    assert codes(required) == [("consumer-pin-unmet", WARNING)] and "not installed" in required[0].message
+    assert optional == ()
+
+
+def test_onnxruntime_has_no_build_version_so_only_the_major_counts() -> None:
+    ort = consumer("onnxruntime", None, needs=(Need("libcudnn.so.9", "/site/onnxruntime/capi/p.so"),))
+
+    assert consumer_findings(ort, Release(9, 0, 0), 9) == ()

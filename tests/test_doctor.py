@@ -1,0 +1,91 @@
+"""doctor: every check in one report with fixes; diff: only what matters between two reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudnnload.cli import EXIT_PROBLEMS, EXIT_USAGE, make_cli
+from cudnnload.doctor import diff_reports, doctor
+from tests.wheels import lib_folder, site_folder
+
+pytestmark = pytest.mark.wheels
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(tmp_path / "cache"), **extra}
+
+
+def _checks(report) -> dict[str, str]:
+    return {c.name: c.status for c in report.checks}
+
+
+def _fresh(tmp_path: Path, site: Path, **extra: str) -> dict:
+    """`doctor --json` in a new process: this one has a cuDNN mapped already, which doctor would report."""
+    env = {**_env(tmp_path, **extra), "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode in (0, EXIT_PROBLEMS) and "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout)["result"]
+
+
+def test_doctor_on_a_pip_wheel_reports_each_check_and_the_missing_cublas(tmp_path: Path) -> None:
+    report = doctor(_env(tmp_path), site_paths=[str(site_folder("cu12-9.28.0.42"))])
+    assert report.release == "9.28.0" and report.distribution == "nvidia-cudnn-cu12 9.28.0.42"
+    checks = _checks(report)
+    assert checks["installs"] == "ok" and checks["coherent"] == "ok" and checks["probe"] == "ok"
+    assert report.probe is not None and report.probe.step("cudnnGetVersion").value == 92800
+    codes = {f.code for f in report.findings}
+    assert "missing-dependency" in codes  # the unpacked wheel has no nvidia-cublas-cu12 beside it
+    if not report.gpu.driver_found:
+        assert checks["handle"] in ("skip", "fail") and "NOT_INITIALIZED" in next(
+            c.summary for c in report.checks if c.name == "handle")
+
+
+def test_doctor_blames_ld_library_path_for_a_mixed_release(tmp_path: Path) -> None:
+    stray = str(lib_folder("cu12-9.0.0.312"))
+    report = _fresh(tmp_path, site_folder("cu12-9.28.0.42"), LD_LIBRARY_PATH=stray)
+    mixed = [f for f in report["findings"] if f["code"] == "mixed-release"]
+    assert mixed and all(f["fix"] == f"remove {stray} from LD_LIBRARY_PATH" for f in mixed)
+    assert "libcudnn_graph.so.9 would load engines_precompiled" in " ".join(f["message"] for f in mixed)
+    assert not report["healthy"]
+
+
+def test_doctor_with_no_cudnn_says_how_to_install_it(tmp_path: Path) -> None:
+    report = _fresh(tmp_path, tmp_path)
+    assert report["chosen"] is None and {c["name"]: c["status"] for c in report["checks"]}["installs"] == "fail"
+    assert any(f["code"] == "not-found" and "pip install nvidia-cudnn-cu12" in (f["fix"] or "")
+               for f in report["findings"])
+
+
+def test_diff_shows_the_variable_and_the_files_that_changed(tmp_path: Path) -> None:
+    site = site_folder("cu12-9.28.0.42")
+    good = {"kind": "doctor", "result": _fresh(tmp_path, site)}
+    stray = str(lib_folder("cu12-9.0.0.312"))
+    bad = {"kind": "doctor", "result": _fresh(tmp_path, site, LD_LIBRARY_PATH=stray)}
+    changed = {d.what: (d.left, d.right) for d in diff_reports(good, bad)}
+    assert changed["$LD_LIBRARY_PATH"] == (None, stray)
+    assert any(key.startswith("finding mixed-release") for key in changed)
+    assert diff_reports(good, good) == ()
+
+
+def test_diff_of_a_file_that_is_not_a_report_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "b.json").write_text("not json")
+    result = CliRunner().invoke(make_cli(), ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert result.exit_code == EXIT_USAGE and "Traceback" not in result.output
+    assert result.stderr.startswith(f"cudnnload: error: {tmp_path / 'a.json'}: not a `cudnnload doctor --json`")
+
+
+def test_doctor_command_exit_code_follows_the_findings(tmp_path: Path) -> None:
+    result = CliRunner().invoke(make_cli(), ["doctor"], env=_env(tmp_path, LD_LIBRARY_PATH=str(
+        lib_folder("cu12-9.28.0.42"))))
+    assert result.exit_code in (0, EXIT_PROBLEMS) and "Traceback" not in result.output
+    assert "cudnnload doctor: cuDNN 9.28.0" in result.stdout

@@ -1,0 +1,311 @@
+"""Driver and GPU facts, and the checks of a cuDNN build against them.
+
+On this CPU machine the no-driver path is real; the device and driver checks
+run on synthetic facts against the real GPU code of the 9.28, 9.0 and 8.9.7
+wheels. The tests marked ``gpu`` need an NVIDIA GPU and an installed
+nvidia-cudnn-cu13 (or -cu12) wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudnnload.catalog import Release
+from cudnnload.discovery import ERROR, INFO, WARNING
+from cudnnload.elf import read_elf
+from cudnnload.fatbin import GpuCode
+from cudnnload.gpu import (
+    Device,
+    GpuFacts,
+    device_findings,
+    driver_findings,
+    gpu_facts,
+    gpu_findings,
+    kernel_module_version,
+    presence_findings,
+)
+from cudnnload.probe import probe
+from cudnnload.report import to_jsonable
+from tests._wheels import needs_no_driver
+from tests.gpu import installed_cudnn, require_gpus, run_child
+from tests.wheels import lib_folder
+
+CUDNN_928 = Release(9, 28, 0)
+CUDNN_90 = Release(9, 0, 0)
+# The libraries whose kernels a convolution needs (legacy API: ops, cnn; engines for the backend API).
+KERNEL_LIBRARIES = {9: ("libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_engines_precompiled.so.9"),
+                    8: ("libcudnn_ops_infer.so.8", "libcudnn_cnn_infer.so.8")}
+
+
+def gpu_code_of(folder: Path, major: int) -> dict[str, GpuCode | None]:
+    return {name: read_elf(folder / name).gpu_code for name in KERNEL_LIBRARIES[major]}
+
+
+def facts(*devices: tuple[int, int], driver: int | None = 13000, visible: str | None = None,
+          hardware: tuple[str, ...] = ("/dev/nvidia0", "/dev/nvidiactl", "/proc/driver/nvidia"),
+          error: str | None = None, reason: str | None = None) -> GpuFacts:
+    """Facts of a machine whose GPUs have the given compute capabilities."""
+    return GpuFacts(
+        bindings="13.4.4", driver_found=driver is not None, driver_version=driver,
+        devices=tuple(Device(i, f"GPU-{major}{minor}", (major, minor), 80 << 30, f"0000:{i:02x}:00.0")
+                      for i, (major, minor) in enumerate(devices)),
+        error=error, reason=reason, visible_devices=visible, kernel_module="580.65.06" if driver else None,
+        hardware=hardware)
+
+
+def codes(findings: tuple[object, ...]) -> list[tuple[str, str]]:
+    return [(f.code, f.severity) for f in findings]  # type: ignore[attr-defined]
+
+
+# --- no driver, no cuda-python: a diagnosis, never a traceback ----------------------------------------
+
+
+@needs_no_driver
+def test_no_driver_gives_facts_with_a_reason_and_an_info_finding_here() -> None:
+    found = gpu_facts()
+
+    assert (found.driver_found, found.driver_version, found.devices) == (False, None, ())
+    assert found.error == "DynamicLibNotFoundError" and "libcuda.so.1" in (found.reason or "")
+    assert found.hardware == ()  # this machine has no NVIDIA hardware, so the absence is not a fault
+    (finding,) = presence_findings(found, release=CUDNN_928, version_checks_passed=True)
+    assert (finding.code, finding.severity) == ("no-driver", INFO)
+    assert finding.message == ("cuDNN 9.28 loads and passes its version checks, but no NVIDIA driver was found "
+                               "(libcuda.so.1): handles cannot be created")
+
+
+def test_missing_cuda_python_is_a_warning_not_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", None)  # import now raises ImportError
+
+    found = gpu_facts()
+
+    assert (found.bindings, found.driver_found, found.error) == (None, False, "ImportError")
+    (finding,) = presence_findings(found)
+    assert (finding.code, finding.severity) == ("driver-unchecked", WARNING)
+    assert "cuda-python is not importable" in finding.message and "pip install cuda-python" in (finding.fix or "")
+
+
+def test_no_driver_where_the_kernel_module_is_loaded_is_an_error_pointing_at_the_container() -> None:
+    found = GpuFacts(bindings="13.4.4", driver_found=False, driver_version=None, devices=(),
+                     error="DynamicLibNotFoundError", reason="no NVIDIA driver was found", visible_devices=None,
+                     kernel_module="580.65.06", hardware=("/proc/driver/nvidia",))
+
+    (finding,) = presence_findings(found)
+
+    assert (finding.code, finding.severity) == ("no-driver", ERROR)
+    assert "/proc/driver/nvidia" in finding.message and "580.65.06" in finding.message
+    assert "--gpus all" in (finding.fix or "")
+
+
+@pytest.mark.parametrize("visible", ["", "-1", "7"])
+def test_cuda_visible_devices_hiding_every_gpu_is_named_in_the_error(visible: str) -> None:
+    found = facts(visible=visible, error="CUDA_ERROR_NO_DEVICE")
+
+    (finding,) = presence_findings(found)
+
+    assert (finding.code, finding.severity) == ("no-gpu-visible", ERROR)
+    assert f"CUDA_VISIBLE_DEVICES={visible!r}" in finding.message and "unset" in (finding.fix or "")
+
+
+def test_driver_with_no_device_and_no_mask_points_at_the_machine() -> None:
+    (finding,) = presence_findings(facts(error="CUDA_ERROR_NO_DEVICE"))
+
+    assert (finding.code, finding.severity) == ("no-gpu-visible", ERROR)
+    assert "CUDA_VISIBLE_DEVICES" not in finding.message and "nvidia-smi" in (finding.fix or "")
+
+
+def test_cuinit_failure_other_than_no_device_is_a_driver_error_with_its_remedy() -> None:
+    found = facts(error="CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+                  reason="cuInit returned CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803): system has unsupported display "
+                         "driver / cuda driver combination")
+
+    (finding,) = presence_findings(found)
+
+    assert (finding.code, finding.severity) == ("driver-error", ERROR)
+    assert "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in finding.message and "reboot" in (finding.fix or "")
+
+
+def test_usable_gpus_raise_no_presence_finding() -> None:
+    assert presence_findings(facts((9, 0))) == ()
+
+
+def test_facts_give_the_drivers_cuda_and_each_devices_sm_and_serialize() -> None:
+    found = facts((9, 0), driver=12090)
+
+    assert (found.driver_cuda, found.devices[0].sm) == ("12.9", 90)
+    assert to_jsonable(found)["devices"][0]["capability"] == [9, 0]
+
+
+@pytest.mark.parametrize(("line", "version"), [
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024", "535.183.01"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  "
+     "Thu Oct 30 2025", "580.159.04"),  # the open kernel module, as read on the GPU machine
+    ("", None),
+], ids=["proprietary", "open", "empty"])
+def test_kernel_module_version_is_read_from_either_module_flavour(line: str, version: str | None) -> None:
+    assert kernel_module_version(line + "\n") == version
+
+
+# --- driver against the CUDA runtime inside cuDNN ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("driver", "cudart", "expected"), [
+    (12020, 13050, [("driver-too-old", ERROR)]),  # a CUDA 12 driver cannot run a CUDA 13 build
+    (13000, 13050, [("driver-minor-compat", INFO)]),  # same major: minor-version compatibility
+    (13050, 13050, []),
+    (13000, 12090, []),  # newer drivers run older builds
+    (10010, 10020, [("driver-too-old", ERROR)]),  # no minor-version compatibility before CUDA 11
+], ids=["12.2-vs-13.5", "13.0-vs-13.5", "13.5-vs-13.5", "13.0-vs-12.9", "10.1-vs-10.2"])
+def test_driver_cuda_is_checked_against_cudnns_cudart(driver: int, cudart: int,
+                                                       expected: list[tuple[str, str]]) -> None:
+    assert codes(driver_findings(facts((9, 0), driver=driver), cudart, release=CUDNN_928)) == expected
+
+
+def test_driver_too_old_names_both_versions_and_both_ways_out() -> None:
+    (finding,) = driver_findings(facts((9, 0), driver=12020), 13050, release=CUDNN_928)
+
+    assert "cuDNN 9.28 was built with CUDA 13.5 (cudnnGetCudartVersion 13050)" in finding.message
+    assert "supports CUDA 12.2 (cuDriverGetVersion 12020)" in finding.message
+    assert finding.fix == ("upgrade the NVIDIA driver to R580 or newer, or install the cuDNN build for CUDA 12 "
+                           "(pip install nvidia-cudnn-cu12)")
+
+
+# --- devices against the GPU code in the libraries ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def code_928() -> dict[str, GpuCode | None]:
+    return gpu_code_of(lib_folder("cu13-9.28.0.42"), 9)
+
+
+@pytest.fixture(scope="module")
+def code_90() -> dict[str, GpuCode | None]:
+    return gpu_code_of(lib_folder("cu12-9.0.0.312"), 9)
+
+
+def test_volta_is_too_old_for_cudnn_9_28(code_928: dict[str, GpuCode | None]) -> None:
+    findings = device_findings(facts((7, 0)), release=CUDNN_928, max_device_version=1210, gpu_code=code_928)
+
+    assert codes(findings) == [("gpu-too-old", ERROR)]  # one finding, not one per library
+    assert "needs compute capability 7.5 (Turing) or newer; GPU 0 (GPU-70, sm_70) is 7.0" in findings[0].message
+    assert "nvidia-cudnn-cu12<9.11" in (findings[0].fix or "")
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)],
+                         ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+def test_gpus_cudnn_9_28_was_built_for_raise_nothing(capability: tuple[int, int],
+                                                    code_928: dict[str, GpuCode | None]) -> None:
+    assert device_findings(facts(capability), release=CUDNN_928, max_device_version=1210,
+                           gpu_code=code_928) == ()
+
+
+def test_an_architecture_missing_from_every_library_is_reported_per_library(
+        code_928: dict[str, GpuCode | None]) -> None:
+    # sm_110 (Jetson Thor) is below cudnnGetMaxDeviceVersion, yet the x86-64 wheel carries nothing for it.
+    findings = device_findings(facts((11, 0)), release=CUDNN_928, max_device_version=1210, gpu_code=code_928)
+
+    assert codes(findings) == [("no-kernels-for-gpu", ERROR)] * 3
+    assert findings[0].message.startswith("libcudnn_ops.so.9 has no code that runs on GPU 0 (GPU-110, sm_110): "
+                                          "SASS sm_75 sm_80 sm_90a sm_100f sm_120f; PTX sm_120f")
+
+
+def test_a_gpu_newer_than_the_build_without_usable_ptx_is_an_error(code_928: dict[str, GpuCode | None]) -> None:
+    # 9.28 has PTX only for the sm_120 family, which cannot be JIT-compiled for a 13.x GPU.
+    findings = device_findings(facts((13, 0)), release=CUDNN_928, max_device_version=1210, gpu_code=code_928,
+                               cudart_version=13050)
+
+    assert codes(findings) == [("gpu-too-new", ERROR)]
+    assert "cudnnGetMaxDeviceVersion 1210, sm_121" in findings[0].message
+
+
+def test_a_gpu_newer_than_the_build_with_ptx_runs_in_forward_compatibility_mode(
+        code_90: dict[str, GpuCode | None]) -> None:
+    findings = device_findings(facts((10, 0)), release=CUDNN_90, max_device_version=900, gpu_code=code_90,
+                               cudart_version=12030)
+
+    assert codes(findings) == [("gpu-too-new", WARNING)]
+    assert "forward-compatibility mode" in findings[0].message and "CUDNN_LIB_CONFIG=FULL" in (findings[0].fix or "")
+
+
+def test_cudnn_8_has_no_forward_compatibility_even_with_ptx() -> None:
+    code = gpu_code_of(lib_folder("cu12-8.9.7.29"), 8)
+
+    findings = device_findings(facts((10, 0)), release=Release(8, 9, 7), max_device_version=900, gpu_code=code,
+                               cudart_version=12020)
+
+    assert codes(findings) == [("gpu-too-new", ERROR)]
+
+
+def test_a_gpu_older_than_every_architecture_is_too_old(code_90: dict[str, GpuCode | None]) -> None:
+    findings = device_findings(facts((3, 5)), release=CUDNN_90, max_device_version=900, gpu_code=code_90)
+
+    assert codes(findings) == [("gpu-too-old", ERROR)]
+    assert "the oldest is sm_50" in findings[0].message
+
+
+def test_each_device_is_checked_on_its_own(code_928: dict[str, GpuCode | None]) -> None:
+    findings = device_findings(facts((9, 0), (7, 0)), release=CUDNN_928, max_device_version=1210,
+                               gpu_code=code_928)
+
+    assert [(f.code, "GPU 1" in f.message) for f in findings] == [("gpu-too-old", True)]
+
+
+def test_without_a_driver_only_the_presence_finding_is_reported(code_928: dict[str, GpuCode | None]) -> None:
+    found = facts(driver=None, hardware=())
+
+    findings = gpu_findings(found, release=CUDNN_928, cudart_version=13050, max_device_version=1210,
+                            gpu_code=code_928)
+
+    assert codes(findings) == [("no-driver", INFO)]
+
+
+def test_all_checks_combine_driver_and_device_findings(code_928: dict[str, GpuCode | None]) -> None:
+    findings = gpu_findings(facts((7, 0), driver=12020), release=CUDNN_928, cudart_version=13050,
+                            max_device_version=1210, gpu_code=code_928)
+
+    assert codes(findings) == [("driver-too-old", ERROR), ("gpu-too-old", ERROR)]
+
+
+# --- on a GPU machine -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_doctor_facts_are_all_green_on_this_gpu_machine() -> None:
+    found = require_gpus(1)
+    shim, major = installed_cudnn()
+    result = probe([("shim", shim)], major)
+    assert result.ok, result.verdict
+    values = {step.name: step.value for step in result.steps}
+
+    findings = gpu_findings(found, release=result.release, cudart_version=values["cudnnGetCudartVersion"],
+                            max_device_version=values.get("cudnnGetMaxDeviceVersion"),
+                            gpu_code=gpu_code_of(shim.parent, major), version_checks_passed=True)
+
+    assert found.driver_version and found.driver_version >= 12000
+    assert found.kernel_module is None or re.fullmatch(r"\d+\.\d+(\.\d+)*", found.kernel_module)
+    assert all(device.name and device.total_memory > 0 and device.pci_bus_id for device in found.devices)
+    assert [f for f in findings if f.severity != INFO] == []
+
+
+_HIDDEN = """
+import json
+from cudnnload.gpu import gpu_facts, presence_findings
+facts = gpu_facts()
+print(json.dumps({"devices": len(facts.devices), "error": facts.error,
+                  "findings": [[f.code, f.severity, f.message] for f in presence_findings(facts)]}))
+"""
+
+
+@pytest.mark.gpu
+def test_hiding_every_gpu_with_cuda_visible_devices_is_diagnosed() -> None:
+    require_gpus(1)
+
+    answer = run_child(_HIDDEN, environ={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+
+    assert (answer["devices"], answer["error"]) == (0, "CUDA_ERROR_NO_DEVICE")
+    assert [finding[:2] for finding in answer["findings"]] == [["no-gpu-visible", ERROR]]
+    assert "CUDA_VISIBLE_DEVICES=''" in answer["findings"][0][2]

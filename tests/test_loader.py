@@ -1,0 +1,129 @@
+"""load(): probe first, remember the verdict, load in order here; idempotent, thread-safe, never mixing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cudnnload.catalog import Release
+from cudnnload.errors import LoadError, UsageError
+from cudnnload.loader import VersionRange, load
+from tests.wheels import lib_folder
+
+pytestmark = pytest.mark.wheels
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(code: str, cache: Path, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh Python (one cuDNN per process); it prints one JSON object last."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env={**os.environ, "CUDNNLOAD_CACHE": str(cache), "PYTHONPATH": str(ROOT), **(env or {})},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+LOAD = """
+import json, sys, cudnnload.loader as L
+got = L.load(sys.argv[1] if len(sys.argv) > 1 else {folder!r})
+print(json.dumps({{"release": str(got.release), "files": [k for k, _ in got.files],
+                  "skipped": [k for k, _, _ in got.skipped], "cached": got.verdict_cached,
+                  "stages": [s.name for s in got.stages], "version": got.api.version()}}))
+"""
+
+
+def test_version_range_admits_by_the_parts_written() -> None:
+    r = VersionRange.parse(">=9.1,<10")
+    assert r.admits(Release(9, 28, 0)) and not r.admits(Release(9, 0, 0)) and not r.admits(Release(10, 0, 0))
+    assert VersionRange.parse("9.28").admits(Release(9, 28, 3))
+    assert not VersionRange.parse("!=8.9.7").admits(Release(8, 9, 7))
+
+
+@pytest.mark.parametrize("text", ["", ">=nine", "9..1", ">=9,<"])
+def test_bad_version_range_is_a_usage_error_naming_it(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        VersionRange.parse(text)
+    assert repr(text) in caught.value.reason
+
+
+def test_load_probes_then_loads_in_order_and_a_new_process_reuses_the_verdict(tmp_path: Path) -> None:
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    first = _child(LOAD.format(folder=folder), tmp_path)
+    assert first["release"] == "9.28.0" and first["version"] == 92800 and first["cached"] is False
+    assert first["files"][0] == "graph" and first["files"][-1] == "shim"
+    assert first["stages"][-5:] == ["cudnnGraphVersionCheck", "cudnnOpsVersionCheck", "cudnnCnnVersionCheck",
+                                    "cudnnAdvVersionCheck", "cudnnSubquadraticOpsVersionCheck"]
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+        assert first["skipped"] == ["engines_runtime_compiled"]  # NEEDs libcuda.so.1: expected here
+    second = _child(LOAD.format(folder=folder), tmp_path)
+    assert second["cached"] is True and second["files"] == first["files"]
+
+
+def test_changed_file_invalidates_the_remembered_verdict(tmp_path: Path) -> None:
+    farm = tmp_path / "lib"
+    farm.mkdir()
+    for path in lib_folder("cu12-9.0.0.312").iterdir():
+        if path.name == "libcudnn_cnn.so.9":
+            (farm / path.name).write_bytes(path.read_bytes())  # 4.7 MB: a real file we may touch
+        else:
+            (farm / path.name).symlink_to(path)
+    code = LOAD.format(folder=str(farm))
+    assert _child(code, tmp_path / "cache")["cached"] is False
+    assert _child(code, tmp_path / "cache")["cached"] is True
+    stat = (farm / "libcudnn_cnn.so.9").stat()
+    os.utime(farm / "libcudnn_cnn.so.9", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert _child(code, tmp_path / "cache")["cached"] is False
+
+
+def test_thirty_two_threads_get_one_load_and_the_same_result(tmp_path: Path) -> None:
+    code = f"""
+    import json, threading, cudnnload.loader as L
+    results, barrier = [], threading.Barrier(32)
+    def go():
+        barrier.wait()
+        results.append(L.load({str(lib_folder("cu12-9.28.0.42"))!r}))
+    threads = [threading.Thread(target=go) for _ in range(32)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    print(json.dumps({{"n": len(results), "distinct": len({{id(r) for r in results}})}}))
+    """
+    assert _child(code, tmp_path) == {"n": 32, "distinct": 1}
+
+
+def test_another_release_already_mapped_is_refused_naming_both(tmp_path: Path) -> None:
+    old, new = lib_folder("cu12-9.0.0.312"), lib_folder("cu12-9.28.0.42")
+    code = f"""
+    import ctypes, json, os, cudnnload.loader as L
+    from cudnnload.errors import LoadError
+    ctypes.CDLL({str(old / "libcudnn_graph.so.9")!r}, mode=os.RTLD_GLOBAL)
+    try:
+        L.load({str(new)!r})
+        print(json.dumps({{"refused": False}}))
+    except LoadError as exc:
+        print(json.dumps({{"refused": True, "message": exc.message}}))
+    """
+    out = _child(code, tmp_path)
+    assert out["refused"] and str(old / "libcudnn_graph.so.9") in out["message"] and str(new) in out["message"]
+
+
+def test_cudnn8_layout_that_aborts_is_refused_and_this_process_survives(tmp_path: Path) -> None:
+    farm = tmp_path / "lib"
+    farm.mkdir()
+    for path in lib_folder("cu12-8.9.7.29").iterdir():
+        if path.name != "libcudnn_cnn_infer.so.8":
+            (farm / path.name).symlink_to(path)
+    with pytest.raises(LoadError) as caught:
+        load(farm, environ={**os.environ, "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
+    assert "libcudnn_cnn_infer.so.8" in caught.value.message
+
+
+def test_nothing_in_range_lists_what_was_rejected(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as caught:
+        load(lib_folder("cu12-8.9.7.29"), version=">=9", environ={**os.environ, "CUDNNLOAD_CACHE": str(tmp_path)})
+    assert "cuDNN 8.9.7 is outside >=9" in caught.value.message
