@@ -22,8 +22,9 @@ wheels: venv
 
 demo: venv wheels
 	$(PIP) install --find-links $(CACHE)/wheels '$(DEMO_CUDNN)'
-	$(VENV)/bin/cudnnload which || true
 	$(VENV)/bin/cudnnload inspect "$$($(PY) -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))')"
+	$(VENV)/bin/cudnnload which
+	$(VENV)/bin/cudnnload doctor
 
 test: venv wheels
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) -m pytest -q -ra
@@ -35,6 +36,7 @@ lint: venv
 
 bench: venv wheels
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_inspect.py
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_preload.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -19,7 +19,7 @@ _EXPORTS = {
     "Inventory": "cudnnload.discovery",
     "Install": "cudnnload.discovery",
     "Candidate": "cudnnload.discovery",
-    "Finding": "cudnnload.discovery",
+    "Finding": "cudnnload.findings",
     "Step": "cudnnload.discovery",
     "which": "cudnnload.which",
     "Which": "cudnnload.which",
@@ -32,19 +32,27 @@ _EXPORTS = {
     "UsageError": "cudnnload.errors",
     "LoadError": "cudnnload.errors",
     "to_jsonable": "cudnnload.report",
+    "load": "cudnnload.loader",
+    "preload": "cudnnload.loader",
+    "Loaded": "cudnnload.loader",
+    "doctor": "cudnnload.doctor",
 }
 
 __all__ = [
     "Candidate", "CudnnloadError", "ElfError", "ElfInfo", "Finding", "GpuCode", "Install", "Inventory",
-    "LoadError", "Release", "Step", "UsageError", "Which", "find", "inspect", "read_elf", "to_jsonable", "which",
+    "LoadError", "Loaded", "Release", "Step", "UsageError", "Which", "doctor", "find", "inspect", "load", "preload",
+    "read_elf", "to_jsonable", "which",
 ]
 
 if TYPE_CHECKING:
     from cudnnload.catalog import Release
-    from cudnnload.discovery import Candidate, Finding, Install, Inventory, Step, find, inspect
+    from cudnnload.discovery import Candidate, Install, Inventory, Step, find, inspect
+    from cudnnload.doctor import doctor
     from cudnnload.elf import ElfInfo, read_elf
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
     from cudnnload.fatbin import GpuCode
+    from cudnnload.findings import Finding
+    from cudnnload.loader import Loaded, load, preload
     from cudnnload.report import to_jsonable
     from cudnnload.which import Which, which
 

@@ -36,9 +36,9 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from cudnnload.catalog import Release, classify, decode_version, parse_release
-from cudnnload.discovery import ERROR, WARNING, Finding
 from cudnnload.elfcache import ElfCache, cache_file
 from cudnnload.errors import ElfError
+from cudnnload.findings import ERROR, WARNING, Finding
 
 # --- version specifiers and markers (PEP 440 / PEP 508, the subset cuDNN pins use) -------------------
 

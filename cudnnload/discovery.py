@@ -21,23 +21,11 @@ from cudnnload.catalog import DEPENDENCY_SOURCES, Generation, Release, SubLibrar
 from cudnnload.elf import ElfInfo, max_version
 from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
-
-ERROR, WARNING, INFO = "error", "warning", "info"
 
 # Machine this Python runs on, as pyelftools names e_machine.
 HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem (or notable fact), with a stable code other tools can match on."""
-
-    code: str
-    severity: str  # "error", "warning" or "info"
-    message: str
-    path: str | None = None
-    fix: str | None = None
 
 
 @dataclass(frozen=True)

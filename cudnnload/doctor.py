@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudnnload import __version__
-from cudnnload.discovery import ERROR, INFO, WARNING, Finding, Install, Inventory, find
+from cudnnload.discovery import Install, Inventory, find
+from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.loader import choose_install, probe_files
 from cudnnload.probe import ProbeResult, probe
 from cudnnload.which import Which, which

@@ -12,6 +12,7 @@ import os
 import pickle
 from collections.abc import Callable, Hashable, Mapping
 
+from cudnnload.cachedir import cache_dir
 from cudnnload.elf import ElfInfo, read_elf
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
@@ -26,12 +27,8 @@ FORMAT = 2  # bump when ElfInfo's fields or the file layout change
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
     """Where the memo lives, or None when ``CUDNNLOAD_NO_CACHE`` is set."""
-    env = os.environ if environ is None else environ
-    if env.get("CUDNNLOAD_NO_CACHE"):
-        return None
-    root = env.get("CUDNNLOAD_CACHE") or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cudnnload")
-    return os.path.join(root, f"elf-v{FORMAT}.pickle")
+    root = cache_dir(environ)
+    return None if root is None else os.path.join(root, f"elf-v{FORMAT}.pickle")
 
 
 def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaults:

@@ -24,9 +24,9 @@ from types import ModuleType
 from typing import Any
 
 from cudnnload.catalog import Release
-from cudnnload.discovery import ERROR, INFO, WARNING, Finding
 from cudnnload.errors import LoadError
 from cudnnload.fatbin import GpuCode
+from cudnnload.findings import ERROR, INFO, WARNING, Finding
 
 # Evidence that NVIDIA hardware and its kernel module are present. /proc/driver/nvidia is
 # the kernel module's own folder and shows in containers too; /dev/nvidia* appear only

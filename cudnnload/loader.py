@@ -21,18 +21,23 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cudnnload.cachedir import cache_dir
 from cudnnload.capi import CudnnApi
 from cudnnload.catalog import Release, generation, parse_release
-from cudnnload.discovery import Finding, Install
 from cudnnload.errors import LoadError, UsageError
+from cudnnload.findings import Finding
 from cudnnload.probe import mapped_libraries, probe
 from cudnnload.status import check
+
+# discovery (and the linker model behind it) is imported only when no verdict is remembered.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudnnload.discovery import Install
 
 # Findings that mean the set would not load or would mix releases; others are reported, not fatal.
 BLOCKING = frozenset({
@@ -192,7 +197,8 @@ def _plan(source: object, wanted: VersionRange | None, env: dict[str, str], use_
 
 
 def _request_key(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> str:
-    where = source.folder if isinstance(source, Install) else os.fspath(source) if source is not None else ""
+    folder = getattr(source, "folder", None)  # an Install
+    where = folder if folder is not None else os.fspath(source) if source is not None else ""  # type: ignore
     relevant = [env.get(name, "") for name in ("LD_LIBRARY_PATH", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME",
                                                "CUDA_PATH", "CONDA_PREFIX")]
     text = "\0".join([where, wanted.text if wanted else "", sys.executable, *relevant, *sys.path])
@@ -200,7 +206,7 @@ def _request_key(source: object, wanted: VersionRange | None, env: Mapping[str, 
 
 
 def _choose(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
-    from cudnnload.discovery import find  # the search is only needed when no verdict is remembered
+    from cudnnload.discovery import Install, find
 
     if isinstance(source, Install):
         installs: Sequence[Install] = (source,)
@@ -271,10 +277,8 @@ def _stamp(path: str) -> tuple[int, int, int]:
 # --- the remembered verdicts ----------------------------------------------------
 
 def _plan_file(env: Mapping[str, str]) -> str | None:
-    from cudnnload.elfcache import cache_file
-
-    memo = cache_file(env)
-    return None if memo is None else os.path.join(os.path.dirname(memo), f"plans-v{PLAN_FORMAT}.pickle")
+    root = cache_dir(env)
+    return None if root is None else os.path.join(root, f"plans-v{PLAN_FORMAT}.pickle")
 
 
 def _read_plans(store: str) -> dict[str, _Plan]:
@@ -305,6 +309,8 @@ def _remember(store: str, key: str, plan: _Plan) -> None:
     plans = _read_plans(store)
     plans[key] = plan
     try:
+        import tempfile  # only when a new verdict is written
+
         os.makedirs(os.path.dirname(store), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(store), prefix=".plans-", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:

@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from cudnnload.catalog import Release
-from cudnnload.discovery import Candidate, Finding, Install, Inventory, Step
+from cudnnload.discovery import Candidate, Install, Inventory, Step
 from cudnnload.fatbin import GpuCode
+from cudnnload.findings import Finding
 from cudnnload.which import Which
 
 SCHEMA = 1

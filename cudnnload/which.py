@@ -15,18 +15,10 @@ from dataclasses import dataclass
 
 from cudnnload import linker
 from cudnnload.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
-from cudnnload.discovery import (
-    ERROR,
-    INFO,
-    Finding,
-    Step,
-    make_step,
-    python_requester,
-    requester,
-    step_findings,
-)
+from cudnnload.discovery import Step, make_step, python_requester, requester, step_findings
 from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import UsageError
+from cudnnload.findings import ERROR, INFO, Finding
 from cudnnload.sources import cudnn_distributions
 
 

@@ -23,7 +23,7 @@ from cudnnload.consumers import (
     find_consumers,
     parse_specifiers,
 )
-from cudnnload.discovery import ERROR, WARNING
+from cudnnload.findings import ERROR, WARNING
 
 NO_CACHE = {**os.environ, "CUDNNLOAD_NO_CACHE": "1"}  # keep the ELF memo out of the user's cache
 LINUX_X86 = {"platform_system": "Linux", "platform_machine": "x86_64", "sys_platform": "linux",

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from cudnnload.catalog import Release
-from cudnnload.discovery import ERROR, INFO, WARNING
 from cudnnload.elf import read_elf
 from cudnnload.fatbin import GpuCode
+from cudnnload.findings import ERROR, INFO, WARNING
 from cudnnload.gpu import (
     Device,
     GpuFacts,

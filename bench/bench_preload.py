@@ -1,0 +1,120 @@
+"""Preload cost against the raw ctypes sequence, measured side by side in one run (issue 3).
+
+    python bench/bench_preload.py [--runs N] [--folder PATH]
+
+Each figure is the median over N fresh processes (after one untimed run each,
+so both read from a warm page cache):
+- raw ctypes: ``import ctypes``, dlopen every file of the set by absolute path
+  with RTLD_GLOBAL, leaves first, then every ``cudnn*VersionCheck`` (on a GPU
+  machine the first one creates the CUDA context);
+- cudnnload.load(): the same files, the same calls, once its verdict is
+  remembered on disk; the call itself, and separately the one-time
+  ``import cudnnload.loader`` (mostly CPython's dataclasses/enum machinery);
+- probe: the child-process probe's round trip as seen by the caller.
+Both sequences skip the files that cannot load on this machine (9.28's
+engines_runtime_compiled without libcuda.so.1), as load() does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BUDGET = {"ratio": 1.2, "probe_ms": 400.0}
+
+RAW = """
+import sys, time, json, ctypes, os
+t = time.perf_counter()
+files, checks = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+handles = [ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL) for path in files]
+for name in checks:
+    assert getattr(handles[-1], name)() == 0, name
+print((time.perf_counter() - t) * 1000)
+"""
+OURS = """
+import sys, time
+t = time.perf_counter()
+import cudnnload.loader
+t1 = time.perf_counter()
+got = cudnnload.loader.load(sys.argv[1])
+assert got.verdict_cached
+print((time.perf_counter() - t1) * 1000, (t1 - t) * 1000)
+"""
+
+
+def _child_ms(cmd: list[str], env: dict[str, str]) -> list[float]:
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd[2][:40]!r}... failed: {done.stderr[-2000:]}")
+    return [float(x) for x in done.stdout.strip().splitlines()[-1].split()]
+
+
+def _median(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
+    """Median of each number the child prints, over ``runs`` runs after one untimed run."""
+    _child_ms(cmd, env)
+    samples = [_child_ms(cmd, env) for _ in range(runs)]
+    return [statistics.median(column) for column in zip(*samples, strict=True)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--folder", default=None, help="a cuDNN lib folder (default: the 9.28 cu12 test wheel)")
+    args = parser.parse_args()
+    if args.folder:
+        folder = args.folder
+    else:
+        from tests.wheels import lib_folder
+
+        folder = str(lib_folder("cu12-9.28.0.42"))
+    compileall.compile_dir(str(ROOT / "cudnnload"), quiet=1)
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "CUDNNLOAD_CACHE": cache, "PYTHONPATH": str(ROOT)}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        # Prove and remember the set once; its plan says which files load here and in which order.
+        plan = subprocess.run(
+            [sys.executable, "-c", "import json, sys, cudnnload.loader as L; g = L.load(sys.argv[1]); "
+             "print(json.dumps([[p for _, p in g.files], [s.name for s in g.stages if s.status is not None], "
+             "str(g.release)]))", folder], env=env, capture_output=True, text=True, timeout=300)
+        if plan.returncode != 0:
+            raise SystemExit(plan.stderr[-2000:])
+        files, checks, release = json.loads(plan.stdout.strip().splitlines()[-1])
+        (raw,) = _median([sys.executable, "-c", RAW, json.dumps(files), json.dumps(checks)], env, args.runs)
+        ours, imports = _median([sys.executable, "-c", OURS, folder], env, args.runs)
+        from cudnnload.probe import probe
+
+        keys = [(os.path.basename(p), p) for p in files]  # names only label the steps here
+        probe(keys, int(release.split(".")[0]), environ=env)
+        probes = []
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            result = probe(keys, int(release.split(".")[0]), environ=env)
+            probes.append((time.perf_counter() - start) * 1000)
+        probe_ms = statistics.median(probes)
+    print(f"preload of cuDNN {release} from {folder}: {len(files)} files, {len(checks)} VersionChecks, "
+          f"median of {args.runs} fresh processes")
+    print(f"{'what':<44} {'ms':>8} {'ratio':>7}")
+    print(f"{'raw ctypes: dlopen each + VersionChecks':<44} {raw:>8.1f} {1:>7.2f}")
+    print(f"{'cudnnload.load(), verdict remembered':<44} {ours:>8.1f} {ours / raw:>7.2f}  "
+          f"(budget {BUDGET['ratio']}x)")
+    print(f"{'  + import cudnnload.loader (once a process)':<44} {imports:>8.1f} {(ours + imports) / raw:>7.2f}  "
+          "(load() with its import)")
+    print(f"{'child-process probe, round trip':<44} {probe_ms:>8.1f} {probe_ms / raw:>7.2f}  "
+          f"(budget {BUDGET['probe_ms']:.0f} ms; verdict: {result.verdict})")
+    ok = ours / raw <= BUDGET["ratio"] and probe_ms <= BUDGET["probe_ms"]
+    print("all budgets met" if ok else "BUDGET MISSED")
+
+
+if __name__ == "__main__":
+    main()
