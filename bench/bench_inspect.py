@@ -91,7 +91,8 @@ def main() -> None:
     files = sorted(str(p) for p in folder.glob("libcudnn*.so*"))
     compileall.compile_dir(str(ROOT / "cudnnload"), quiet=1)  # as an installed package would have
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "CUDNNLOAD_CACHE": cache, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "CUDNNLOAD_CACHE": cache,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         runs = args.runs
         bare, _, _ = _median([sys.executable, "-c", "pass"], env, runs)

@@ -80,7 +80,8 @@ def main() -> None:
         folder = str(lib_folder("cu12-9.28.0.42"))
     compileall.compile_dir(str(ROOT / "cudnnload"), quiet=1)
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "CUDNNLOAD_CACHE": cache, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "CUDNNLOAD_CACHE": cache,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         # Prove and remember the set once; its plan says which files load here and in which order.
         plan = subprocess.run(

@@ -19,7 +19,7 @@ LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -15
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -4 | tee "$OUT/pytest-all.txt"
+python3 -m pytest -q -rfs --tb=short -p no:cacheprovider tests > "$OUT/pytest-all.txt" 2>&1; tail -4 "$OUT/pytest-all.txt"
 python3 -m cudnnload doctor 2>&1 | tee "$OUT/doctor.txt"
 python3 -m cudnnload doctor --json > "$OUT/doctor.json" 2>&1
 { python3 -m cudnnload which; python3 -m cudnnload inspect "$LIB"; } > "$OUT/resolve.txt" 2>&1

@@ -198,6 +198,12 @@ def _scan(folder: str) -> dict[int, list[str]]:
         if not entry.name.startswith("libcudnn") or ".so" not in entry.name:
             continue
         lib = classify(entry.name)
+        if lib is None and entry.is_symlink():
+            # libcudnn_ops.so -> libcudnn_ops.so.9: a development link (apt's libcudnn9-dev): a
+            # name for a file this scan sees anyway, not a library of its own
+            target = os.path.normpath(os.path.join(folder, os.readlink(entry.path)))
+            if os.path.dirname(target) == os.path.normpath(folder) and classify(os.path.basename(target)):
+                continue
         found.setdefault(lib.major if lib else 0, []).append(entry.path)
     return found
 

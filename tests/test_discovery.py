@@ -171,3 +171,10 @@ def test_variables_and_ld_library_path_are_searched_and_labelled(tmp_path: Path)
     inv = find(environ=env, site_paths=[str(tmp_path)], system=False)
     via = {i.release: i.found_via for i in inv.installs}
     assert via == {Release(9, 0, 0): "LD_LIBRARY_PATH", Release(8, 9, 7): "CUDNN_PATH"}
+
+
+def test_development_links_are_names_for_the_library_not_unknown_files(tmp_path: Path) -> None:
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"))
+    (lib / "libcudnn_ops.so").symlink_to("libcudnn_ops.so.9")  # as apt's libcudnn9-dev installs it
+    inv = find([str(lib)], environ=ENV)
+    assert not inv.findings and len(_only(inv).files) == 10
