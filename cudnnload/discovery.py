@@ -228,10 +228,11 @@ def _release_of(
     header = _header_release(folder)
     if header:
         return header, "cudnn_version.h"
-    for cand in files:
-        match = _FULL_VERSION.search(cand.path)
-        if match:
-            return parse_release(match.group(1)), f"file name {os.path.basename(cand.path)}"
+    for cand in files:  # libcudnn.so.7 -> libcudnn.so.7.6.5: the link's target names the release
+        for name in (cand.path, cand.real_path or ""):
+            match = _FULL_VERSION.search(name)
+            if match:
+                return parse_release(match.group(1)), f"file name {os.path.basename(name)}"
     return None, None
 
 

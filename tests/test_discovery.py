@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudnnload.catalog import Release
-from cudnnload.discovery import Install, Inventory, find
+from cudnnload.discovery import Host, Install, Inventory, find, inspect_file
+from cudnnload.elfcache import ElfCache
 from tests.wheels import lib_folder, site_folder
 
 pytestmark = pytest.mark.wheels
@@ -178,3 +179,22 @@ def test_development_links_are_names_for_the_library_not_unknown_files(tmp_path:
     (lib / "libcudnn_ops.so").symlink_to("libcudnn_ops.so.9")  # as apt's libcudnn9-dev installs it
     inv = find([str(lib)], environ=ENV)
     assert not inv.findings and len(_only(inv).files) == 10
+
+
+def test_cudnn7_is_one_monolithic_install_with_its_release_from_the_file_name(synthetic_dir: Path) -> None:
+    install = _only(find([str(synthetic_dir / "cudnn7")], environ=ENV))
+    assert install.major == 7 and install.release == Release(7, 6, 5) and install.plan == ()
+    assert [c.library for c in install.files] == ["shim"] and install.healthy
+
+
+def test_library_for_another_machine_is_foreign(synthetic_dir: Path) -> None:
+    install = _only(find([str(synthetic_dir / "bad" / "wrong-machine")], environ=ENV))
+    foreign = [f for f in install.all_findings if f.code == "foreign-elf"]
+    assert foreign and "EM_AARCH64" in foreign[0].message
+
+
+def test_library_needing_a_newer_glibc_than_the_host_is_flagged() -> None:
+    old_host = Host("EM_X86_64", (2, 17), None, (3, 4, 30), (1, 3, 13))  # a CentOS 7 glibc
+    cand = inspect_file(str(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9"), ElfCache(None), old_host)
+    too_old = [f for f in cand.findings if f.code == "glibc-too-old"]
+    assert too_old and "needs GLIBC_2.27" in too_old[0].message and "GLIBC_2.17" in too_old[0].message
