@@ -152,7 +152,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
                 raise ElfError(f"damaged ELF file ({type(exc).__name__}: {exc})", path=name) from None
 
 
-def _elffile(handle: object) -> ELFFile:
+def _elffile(handle: BinaryIO) -> ELFFile:
     from elftools.elf.elffile import ELFFile  # 85 ms import: only when a file is really parsed
 
     return ELFFile(handle)

@@ -39,6 +39,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.discovery import Install
 
+    Source = str | os.PathLike[str] | Install | None
+
 # Findings that mean the set would not load or would mix releases; others are reported, not fatal.
 BLOCKING = frozenset({
     "missing-sublibrary", "mixed-release", "not-elf", "empty-file", "truncated", "damaged-elf", "unreadable",
@@ -182,7 +184,7 @@ def _check_same(current: Loaded, source: object, wanted: VersionRange | None) ->
 
 # --- choosing and proving -------------------------------------------------------
 
-def _plan(source: object, wanted: VersionRange | None, env: dict[str, str], use_cache: bool,
+def _plan(source: Source, wanted: VersionRange | None, env: dict[str, str], use_cache: bool,
           timeout: float) -> tuple[_Plan, bool]:
     store = _plan_file(env) if use_cache else None
     key = _request_key(source, wanted, env)
@@ -196,22 +198,22 @@ def _plan(source: object, wanted: VersionRange | None, env: dict[str, str], use_
     return plan, False
 
 
-def _request_key(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> str:
+def _request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, str]) -> str:
     folder = getattr(source, "folder", None)  # an Install
-    where = folder if folder is not None else os.fspath(source) if source is not None else ""  # type: ignore
+    where = folder if isinstance(folder, str) else os.fspath(source) if source is not None else ""  # type: ignore[arg-type]
     relevant = [env.get(name, "") for name in ("LD_LIBRARY_PATH", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME",
                                                "CUDA_PATH", "CONDA_PREFIX")]
     text = "\0".join([where, wanted.text if wanted else "", sys.executable, *relevant, *sys.path])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _choose(source: object, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
+def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
     from cudnnload.discovery import Install, find
 
     if isinstance(source, Install):
         installs: Sequence[Install] = (source,)
     else:
-        where = os.fspath(source) if source is not None else None  # type: ignore[arg-type]
+        where = os.fspath(source) if source is not None else None
         paths = [where if os.path.isdir(where) else os.path.dirname(where)] if where else []
         installs = find(paths, environ=env).installs
     best, rejected = choose_install(installs, wanted)
