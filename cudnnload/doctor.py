@@ -84,7 +84,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, site_paths: list[str] | 
     facts = gpu_facts(env)
     cudart = result.step("cudnnGetCudartVersion") if result else None
     max_sm = result.step("cudnnGetMaxDeviceVersion") if result else None
-    passed = bool(result and result.ok)
+    passed = bool(result and result.completed and all(s.ok for s in result.steps if s.name.endswith("VersionCheck")))
     gpu = gpu_findings(facts, release=install.release if install else None,
                        cudart_version=cudart.value if cudart else None,
                        max_device_version=max_sm.value if max_sm else None,
