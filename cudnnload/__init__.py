@@ -36,17 +36,47 @@ _EXPORTS = {
     "preload": "cudnnload.loader",
     "Loaded": "cudnnload.loader",
     "doctor": "cudnnload.doctor",
+    "conv": "cudnnload.dispatch",
+    "conv_backward_data": "cudnnload.dispatch",
+    "conv_backward_filter": "cudnnload.dispatch",
+    "activation": "cudnnload.dispatch",
+    "activation_backward": "cudnnload.dispatch",
+    "Dispatcher": "cudnnload.dispatch",
+    "TensorRef": "cudnnload.tensors",
+    "ConvSpec": "cudnnload.backends",
+    "ActivationSpec": "cudnnload.backends",
+    "Backend": "cudnnload.backends",
+    "BackendStatus": "cudnnload.backends",
+    "Registry": "cudnnload.backends",
+    "list_backends": "cudnnload.backends",
+    "ArgumentError": "cudnnload.dispatch_errors",
+    "ShapeError": "cudnnload.dispatch_errors",
+    "DtypeError": "cudnnload.dispatch_errors",
+    "DeviceError": "cudnnload.dispatch_errors",
+    "UnsupportedError": "cudnnload.dispatch_errors",
 }
 
 __all__ = [
-    "Candidate", "CudnnloadError", "ElfError", "ElfInfo", "Finding", "GpuCode", "Install", "Inventory",
-    "LoadError", "Loaded", "Release", "Step", "UsageError", "Which", "doctor", "find", "inspect", "load", "preload",
-    "read_elf", "to_jsonable", "which",
+    "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "ConvSpec", "CudnnloadError",
+    "DeviceError", "Dispatcher", "DtypeError", "ElfError", "ElfInfo", "Finding", "GpuCode", "Install", "Inventory",
+    "LoadError", "Loaded", "Registry", "Release", "ShapeError", "Step", "TensorRef", "UnsupportedError", "UsageError",
+    "Which", "activation", "activation_backward", "conv", "conv_backward_data", "conv_backward_filter", "doctor",
+    "find", "inspect", "list_backends", "load", "preload", "read_elf", "to_jsonable", "which",
 ]
 
 if TYPE_CHECKING:
+    from cudnnload.backends import ActivationSpec, Backend, BackendStatus, ConvSpec, Registry, list_backends
     from cudnnload.catalog import Release
     from cudnnload.discovery import Candidate, Install, Inventory, Step, find, inspect
+    from cudnnload.dispatch import (
+        Dispatcher,
+        activation,
+        activation_backward,
+        conv,
+        conv_backward_data,
+        conv_backward_filter,
+    )
+    from cudnnload.dispatch_errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
     from cudnnload.doctor import doctor
     from cudnnload.elf import ElfInfo, read_elf
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
@@ -54,6 +84,7 @@ if TYPE_CHECKING:
     from cudnnload.findings import Finding
     from cudnnload.loader import Loaded, load, preload
     from cudnnload.report import to_jsonable
+    from cudnnload.tensors import TensorRef
     from cudnnload.which import Which, which
 
 

@@ -108,6 +108,18 @@ def make_cli() -> click.Group:
         click.echo(diff_text(differences, left, right))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
+    @cli.command("backends")
+    @_json_option
+    @_friendly
+    def backends_command(as_json: bool) -> None:
+        """The convolution backends installed: where each comes from, whether it can run here, and why not."""
+        from cudnnload import report
+        from cudnnload.backends import list_backends
+
+        statuses = list_backends()
+        click.echo(report.dumps("backends", statuses) if as_json else report.backends_text(statuses))
+        sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
+
     return cli
 
 

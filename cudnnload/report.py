@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from cudnnload.backends import ENTRY_POINT_GROUP, BackendStatus
 from cudnnload.catalog import Release
 from cudnnload.discovery import Candidate, Install, Inventory, Step
 from cudnnload.fatbin import GpuCode
@@ -158,4 +159,18 @@ def which_text(result: Which, verbose: bool = False) -> str:
     if result.findings:
         lines.append("findings:")
         lines += [finding_line(f) for f in result.findings]
+    return "\n".join(lines)
+
+
+def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
+    """``cudnnload backends``: a line per backend (name, state, where it comes from), and why it cannot run."""
+    if not statuses:
+        return f"no backend plugins installed (entry-point group {ENTRY_POINT_GROUP})"
+    width = max(len(status.name) for status in statuses)
+    lines = []
+    for status in statuses:
+        state = "BROKEN" if status.broken else "available" if status.available else "unavailable"
+        lines.append(f"{status.name:<{width}}  {state:<11}  {status.source}")
+        if status.reason:
+            lines.append(f"{'':<{width}}  {'':<11}  {status.reason}")
     return "\n".join(lines)

@@ -1,0 +1,248 @@
+"""What both cuDNN backends need around a call: geometry, this thread's handle, workspace, timing.
+
+- Geometry (pure functions): a `TensorRef` in a layout's axis order as cuDNN wants it,
+  (N, C, *spatial) dims with the caller's strides, a 1-D problem widened to 2-D (cuDNN's
+  convolution descriptors take 2 or 3 spatial axes), the filter formats cuDNN accepts,
+  and the alignment a pointer guarantees.
+- `Runtime` (one per loaded cuDNN): the per-call part of `cudnnload.handles.HandlePool`
+  made cheap. The pool makes the device's primary context current through cuda.bindings on
+  every ``get`` (microseconds); a thread here keeps the handle it last bound, and a call
+  with the same device and stream only checks, with one ctypes call to the driver's
+  ``cuCtxGetCurrent``, that nobody made another context current since (a framework that
+  switched devices, say). A workspace per (thread, device, stream) grows by ``cudaMalloc``
+  and is never shared between threads, so a growing buffer can be freed while no other
+  thread holds its address; backends that keep the address (cuDNN graph variant packs)
+  are told when it is freed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cudnnload.algos import ChoiceStore, scope_key
+from cudnnload.capi import CudnnApi, DataType
+from cudnnload.errors import LoadError
+from cudnnload.handles import HandlePool
+from cudnnload.tensors import TensorRef
+
+# cudnnDataType_t of each dtype cudnnload passes (cudnn_graph.h; cudnn-facts §4.3).
+DATA_TYPES = {"float32": DataType.FLOAT, "float64": DataType.DOUBLE, "float16": DataType.HALF,
+              "bfloat16": DataType.BFLOAT16}
+
+# Workspaces grow in steps of this many bytes, so that a sequence of slightly larger needs
+# does not free and reallocate (and so drop cached variant packs) each time.
+_WORKSPACE_STEP = 1 << 20
+
+# CUDA_SUCCESS (cuda.h CUresult) and cudaSuccess (driver_types.h cudaError_t) are both 0.
+_CUDA_SUCCESS = 0
+
+
+def bind(api: CudnnApi, name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
+    """A typed function of the loaded shim that `cudnnload.capi` does not declare."""
+    try:
+        function = api.library[name]
+    except AttributeError:
+        raise LoadError(f"{name} is not exported by this cuDNN {api.major} shim", path=api.path,
+                        fix="use a cuDNN release that has it") from None
+    function.restype = restype
+    function.argtypes = argtypes
+    return function
+
+
+# --- geometry --------------------------------------------------------------------------------------
+
+def nc_dims(ref: TensorRef, layout: str, widen: bool = True) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``ref``'s (N, C, *spatial) dims and strides (elements). With ``widen``, one spatial axis
+    becomes two: a unit axis in front, so that (N, C, W) reads as (N, C, 1, W) in memory."""
+    view = ref.channels_first(layout)
+    dims, strides = tuple(view.shape), tuple(view.strides)
+    if widen and len(dims) == 3:
+        # The unit axis's stride only has to be positive; extent times stride of the axis
+        # it precedes keeps NCW as packed NCHW and NWC as packed NHWC.
+        dims = (dims[0], dims[1], 1, dims[2])
+        strides = (strides[0], strides[1], max(strides[2] * dims[3], 1), strides[2])
+    return dims, strides
+
+
+def widened(values: tuple[int, ...], unit: int) -> tuple[int, ...]:
+    """A per-spatial-axis parameter (stride, padding, dilation) for the widened 1-D problem."""
+    return (unit, *values) if len(values) == 1 else values
+
+
+def packed(dims: tuple[int, ...], strides: tuple[int, ...], order: tuple[int, ...]) -> bool:
+    """Whether the axes lie in memory densely from ``order[0]`` (outermost) to ``order[-1]``;
+    the strides of unit axes do not matter (they are never stepped over)."""
+    step = 1
+    for axis in reversed(order):
+        if dims[axis] != 1 and strides[axis] != step:
+            return False
+        step *= dims[axis]
+    return True
+
+
+def channels_last_order(rank: int) -> tuple[int, ...]:
+    """(0, 2, ..., rank-1, 1): NHWC, NDHWC, KRSC."""
+    return (0, *range(2, rank), 1)
+
+
+def alignment(ptr: int) -> int:
+    """The largest power of two up to 16 that divides ``ptr`` (16 for a pointer not yet known, 0)."""
+    return 16 if ptr == 0 else min(16, ptr & -ptr)
+
+
+def usable_strides(ref: TensorRef) -> str | None:
+    """Why cuDNN cannot address ``ref`` (zero or negative strides), or None."""
+    if any(stride <= 0 and extent > 1 for stride, extent in zip(ref.strides, ref.shape, strict=True)):
+        return f"strides {tuple(ref.strides)} include zero or negative ones, which cuDNN descriptors cannot express"
+    return None
+
+
+# --- per-thread state ------------------------------------------------------------------------------
+
+class ThreadState:
+    """One thread's handle binding and workspaces. Only its thread reads or changes it."""
+
+    __slots__ = ("context", "current", "current_ref", "device", "handle", "stream", "workspaces")
+
+    def __init__(self) -> None:
+        self.device: int | None = None  # what the handle was last bound to
+        self.stream = -1
+        self.handle = 0
+        self.context = 0  # the CUcontext current when it was bound
+        self.current = ctypes.c_void_p()  # cuCtxGetCurrent's output
+        self.current_ref = ctypes.pointer(self.current)
+        self.workspaces: dict[tuple[int, int], tuple[int, int]] = {}  # (device, stream) -> (ptr, bytes)
+
+
+WorkspaceFreed = Callable[[int], None]  # called, on the thread that freed it, with the freed address
+
+
+class Runtime:
+    """Handles, workspaces and timing for the backends of one loaded cuDNN (``api``)."""
+
+    def __init__(self, api: CudnnApi, release: str) -> None:
+        self.api = api
+        self.release = release
+        self.pool = HandlePool(api)
+        self._local = threading.local()
+        self._listeners: list[WorkspaceFreed] = []
+        self._stores: dict[int, ChoiceStore] = {}
+        self._lock = threading.Lock()
+        from cuda.bindings import runtime  # ~15 ms on top of the driver module handles.py imports
+
+        self._cudart = runtime
+        libcuda = ctypes.CDLL("libcuda.so.1")  # loaded already by cuda.bindings; here for a direct call
+        self._ctx_get_current = libcuda.cuCtxGetCurrent
+        self._ctx_get_current.restype = ctypes.c_int
+        self._ctx_get_current.argtypes = (ctypes.POINTER(ctypes.c_void_p),)
+
+    def state(self) -> ThreadState:
+        """This thread's state."""
+        try:
+            return self._local.state  # type: ignore[no-any-return]
+        except AttributeError:
+            self._local.state = ThreadState()
+            return self._local.state  # type: ignore[no-any-return]
+
+    def handle(self, state: ThreadState, device: int, stream: int) -> int:
+        """The thread's handle for ``device``, bound to ``stream``, with the device's context current."""
+        if (state.device == device and state.stream == stream
+                and self._ctx_get_current(state.current_ref) == _CUDA_SUCCESS
+                and state.current.value == state.context):
+            return state.handle
+        handle = self.pool.get(device, stream)  # makes the primary context current, binds the stream
+        if self._ctx_get_current(state.current_ref) != _CUDA_SUCCESS:
+            raise LoadError("cuCtxGetCurrent failed right after the handle pool made a context current")
+        state.device, state.stream, state.handle, state.context = device, stream, handle, state.current.value or 0
+        return handle
+
+    def on_workspace_freed(self, listener: WorkspaceFreed) -> None:
+        """Call ``listener(address)`` whenever this thread's workspace at ``address`` is freed."""
+        self._listeners.append(listener)
+
+    def workspace(self, state: ThreadState, device: int, stream: int, nbytes: int) -> int:
+        """At least ``nbytes`` of device memory for this thread, device and stream (0 for none).
+
+        Call after `handle` (its context must be current). A larger need frees the old buffer
+        (``cudaFree`` waits for the device, so no queued work still uses it) and allocates anew.
+        """
+        if nbytes <= 0:
+            return state.workspaces.get((device, stream), (0, 0))[0]
+        ptr, size = state.workspaces.get((device, stream), (0, 0))
+        if nbytes <= size:
+            return ptr
+        if ptr:
+            self._cuda("cudaFree", self._cudart.cudaFree(ptr))
+            del state.workspaces[(device, stream)]
+            for listener in self._listeners:
+                listener(ptr)
+        size = -(-nbytes // _WORKSPACE_STEP) * _WORKSPACE_STEP
+        ptr = int(self._cuda("cudaMalloc", self._cudart.cudaMalloc(size)))
+        state.workspaces[(device, stream)] = (ptr, size)
+        return ptr
+
+    def choices(self, device: int) -> ChoiceStore:
+        """The remembered algorithm choices for ``device``'s GPU model and this cuDNN release."""
+        store = self._stores.get(device)
+        if store is None:
+            with self._lock:
+                store = self._stores.get(device)
+                if store is None:
+                    name, capability = self._device(device)
+                    store = self._stores[device] = ChoiceStore(scope_key(name, capability, self.release))
+        return store
+
+    def time_ms(self, stream: int, run: Callable[[], None], repeats: int) -> float:
+        """Median time of ``run()`` on ``stream`` over ``repeats`` runs, after one untimed run (CUDA events)."""
+        rt = self._cudart
+        run()
+        start = self._cuda("cudaEventCreate", rt.cudaEventCreate())
+        stop = self._cuda("cudaEventCreate", rt.cudaEventCreate())
+        times = []
+        try:
+            for _ in range(repeats):
+                self._cuda("cudaEventRecord", rt.cudaEventRecord(start, stream))
+                run()
+                self._cuda("cudaEventRecord", rt.cudaEventRecord(stop, stream))
+                self._cuda("cudaEventSynchronize", rt.cudaEventSynchronize(stop))
+                times.append(float(self._cuda("cudaEventElapsedTime", rt.cudaEventElapsedTime(start, stop))))
+        finally:
+            rt.cudaEventDestroy(start)
+            rt.cudaEventDestroy(stop)
+        return sorted(times)[len(times) // 2]
+
+    def _device(self, device: int) -> tuple[str, tuple[int, int]]:
+        from cudnnload.gpu import gpu_facts
+
+        for found in gpu_facts().devices:
+            if found.index == device:
+                return found.name, found.capability
+        raise LoadError(f"the driver shows no CUDA device {device}")
+
+    def _cuda(self, call: str, result: Any) -> Any:
+        """The value of a cuda.bindings runtime call's ``(error, value...)``; LoadError unless cudaSuccess."""
+        error, *values = result
+        if int(error) != _CUDA_SUCCESS:
+            raise LoadError(f"{call} returned {getattr(error, 'name', error)}",
+                            fix="check free GPU memory (nvidia-smi) and the driver")
+        return values[0] if values else None
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> Runtime:
+    """The process's `Runtime`, over the cuDNN `cudnnload.loader.load` loads (once per process)."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                from cudnnload.loader import load
+
+                loaded = load()
+                _runtime = Runtime(loaded.api, str(loaded.release))
+    return _runtime
