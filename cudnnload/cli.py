@@ -108,6 +108,38 @@ def make_cli() -> click.Group:
         click.echo(diff_text(differences, left, right))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
+    @cli.command("trace", context_settings={"ignore_unknown_options": True})
+    @click.option("--lazy", "modes", flag_value="lazy", multiple=True, help="Open only the shim, as frameworks do.")
+    @click.option("--preload", "modes", flag_value="preload", multiple=True, help="cudnnload.load() the whole set.")
+    @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold processes.")
+    @click.option("--folder", type=click.Path(exists=True, file_okay=False), help="The cuDNN lib folder to trace.")
+    @click.option("--backend", default="auto", show_default=True, help="Backend for the convolution stages.")
+    @click.option("--shape", default="32,64,64,56", show_default=True, metavar="N,C,K,HW",
+                  help="3x3 convolution, padding 1, then ReLU.")
+    @click.option("--dtype", type=click.Choice(["float32", "float16"]), default="float16", show_default=True)
+    @click.option("--no-conv", is_flag=True, help="Stop after cudnnCreate.")
+    @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Also draw the waterfall (PNG/SVG).")
+    @click.argument("command", nargs=-1, type=click.UNPROCESSED)
+    @_json_option
+    @_friendly
+    def trace_command(modes: tuple[str, ...], runs: int, folder: str | None, backend: str, shape: str, dtype: str,
+                      no_conv: bool, plot_path: str | None, command: tuple[str, ...], as_json: bool) -> None:
+        """First-call latency stage by stage: of cudnnload's own path, or of `-- COMMAND...` (any program)."""
+        from cudnnload import report, trace
+
+        if command:
+            result = trace.trace_program(command)
+            click.echo(report.dumps("trace-program", result) if as_json else trace.program_text(result))
+            sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
+        where, major = _trace_target(folder)
+        conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
+        traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
+                  for mode in (modes or ("lazy", "preload"))]
+        click.echo(report.dumps("trace", traces) if as_json else trace.loader_text(traces))
+        if plot_path:
+            trace.plot(traces, plot_path)
+        sys.exit(EXIT_OK if all(t.runs for t in traces) else EXIT_PROBLEMS)
+
     @cli.command("backends")
     @_json_option
     @_friendly
@@ -121,6 +153,26 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
 
     return cli
+
+
+def _trace_target(folder: str | None) -> tuple[str, int]:
+    """The install to trace: the given folder, or the one load() would take."""
+    from cudnnload.discovery import find
+    from cudnnload.loader import choose_install
+
+    install, rejected = choose_install(find([folder] if folder else []).installs)
+    if install is None:
+        raise UsageError("no loadable cuDNN to trace" + (f" ({'; '.join(rejected)})" if rejected else ""),
+                         path=folder, fix="pip install nvidia-cudnn-cu12, or pass --folder")
+    return install.folder, install.major
+
+
+def _conv_shape(text: str) -> dict[str, int]:
+    try:
+        n, c, k, size = (int(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--shape wants N,C,K,HW (four integers), not {text!r}") from None
+    return {"n": n, "c": c, "k": k, "size": size}
 
 
 def _read_report(path: str) -> dict[str, Any]:

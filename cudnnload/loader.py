@@ -23,7 +23,7 @@ import pickle
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudnnload.cachedir import cache_dir
@@ -141,13 +141,16 @@ def load(
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
     timeout: float = 60.0,
+    observer: Callable[[str], None] | None = None,
 ) -> Loaded:
     """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
 
     ``source``: an install folder, a shim path, an :class:`Install`, or None for the best one
     found on the machine. ``version``: a range such as ``">=9.1,<10"``.
     Raises LoadError (naming the files and the reason) when nothing suitable loads, or when
-    another cuDNN release is already mapped in this process.
+    another cuDNN release is already mapped in this process. ``observer`` is called with each
+    stage's name as it ends ("resolve", "dlopen graph", "cudnnGraphVersionCheck", ...): the hook
+    ``cudnnload trace`` times them with.
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
@@ -159,7 +162,9 @@ def load(
         start = time.perf_counter()
         plan, cached = _plan(source, wanted, env, use_cache, timeout)
         _refuse_mixing(plan)
-        stages, api = _load_here(plan)
+        if observer is not None:
+            observer("resolve")
+        stages, api = _load_here(plan, observer)
         _loaded = Loaded(plan.folder, plan.major, plan.release, plan.files, plan.skipped, plan.verdict, cached,
                          plan.findings, stages, time.perf_counter() - start, api)
         return _loaded
@@ -337,7 +342,7 @@ def _refuse_mixing(plan: _Plan) -> None:
                             "it, or load that same cuDNN")
 
 
-def _load_here(plan: _Plan) -> tuple[tuple[Stage, ...], CudnnApi]:
+def _load_here(plan: _Plan, observer: Callable[[str], None] | None) -> tuple[tuple[Stage, ...], CudnnApi]:
     stages: list[Stage] = []
     handles: dict[str, ctypes.CDLL] = {}
     mode = os.RTLD_NOW | os.RTLD_GLOBAL
@@ -349,6 +354,8 @@ def _load_here(plan: _Plan) -> tuple[tuple[Stage, ...], CudnnApi]:
             raise LoadError(f"dlopen failed in this process although it worked in the probe: {exc}", path=path,
                             fix="something changed the process environment; run `cudnnload doctor`") from None
         stages.append(Stage(f"dlopen {key}", time.perf_counter() - start))
+        if observer is not None:
+            observer(stages[-1].name)
     api = CudnnApi(handles["shim"], plan.major)
     for name in api.version_checks():
         function = api.optional(name)
@@ -357,5 +364,7 @@ def _load_here(plan: _Plan) -> tuple[tuple[Stage, ...], CudnnApi]:
         start = time.perf_counter()
         status = function()
         stages.append(Stage(name, time.perf_counter() - start, status))
+        if observer is not None:
+            observer(name)
         check(status, name, api)
     return tuple(stages), api

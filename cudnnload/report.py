@@ -21,7 +21,8 @@ SCHEMA = 1
 # Derived values worth having in JSON beside the fields, by class name.
 JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
-    "Report": ("healthy",), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
+    "Report": ("healthy",),
+    "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
 }
 
 

@@ -1,0 +1,350 @@
+"""``cudnnload trace``: where a cold process spends its time before the first cuDNN result.
+
+Two subjects:
+- our own path: N cold child processes, each timing its stages (interpreter start, import, the
+  loader's resolve / dlopen / VersionCheck stages, CUDA context, ``cudnnCreate``, first and
+  second convolution, first activation) and noting which libraries became mapped during each;
+  ``--lazy`` (open the shim only, as frameworks do) against ``--preload`` (``cudnnload.load()``).
+- any program (``cudnnload trace -- python app.py``): run unmodified with cuDNN's API log on
+  (apilog.py), the parent sampling the child's /proc/PID/maps to see when each library arrived.
+A stage that cannot run here (no driver: ``cudnnCreate`` fails) ends the trace with cuDNN's
+diagnosis instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cudnnload.apilog import ApiSummary, parse, summarize
+
+_WATCHED = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
+
+
+# --- results ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StageStats:
+    name: str
+    ms: tuple[float, ...]  # one per run
+    libraries: tuple[str, ...]  # mapped during this stage (first run), file names
+
+    @property
+    def min(self) -> float:
+        return min(self.ms)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ms)
+
+    @property
+    def max(self) -> float:
+        return max(self.ms)
+
+
+@dataclass(frozen=True)
+class LoaderTrace:
+    mode: str  # "preload" or "lazy"
+    runs: int
+    stages: tuple[StageStats, ...]
+    stopped: str | None  # why the trace ended early (cuDNN's diagnosis), or None
+    total_ms: tuple[float, ...]  # process start to the last stage, per run
+
+
+@dataclass(frozen=True)
+class LibraryArrival:
+    name: str
+    at_ms: float  # since the program started, as sampled
+
+
+@dataclass(frozen=True)
+class ProgramTrace:
+    command: tuple[str, ...]
+    returncode: int
+    wall_ms: float
+    apis: tuple[ApiSummary, ...]
+    libraries: tuple[LibraryArrival, ...]
+    log_lines: int
+
+
+# --- our own path: the child ---------------------------------------------------------
+
+def _mapped(pid: str = "self") -> set[str]:
+    names: set[str] = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                path = line.rsplit(" ", 1)[-1].strip()
+                name = os.path.basename(path)
+                if path.startswith("/") and name.startswith(_WATCHED):
+                    names.add(name)
+    except OSError:
+        pass
+    return names
+
+
+class _Emitter:
+    """Writes one JSON line per finished stage: its name, end time and the libraries it mapped."""
+
+    def __init__(self) -> None:
+        self.seen = _mapped()
+
+    def __call__(self, stage: str, error: str | None = None) -> None:
+        now = time.monotonic()
+        mapped = _mapped()
+        new, self.seen = sorted(mapped - self.seen), mapped
+        print(json.dumps({"stage": stage, "t": now, "libs": new, "error": error}), flush=True)
+
+
+def child_main(started: float) -> None:
+    """The traced process (``python -c``): ``started`` is its first monotonic reading."""
+    request = json.loads(sys.argv[1])
+    print(json.dumps({"stage": "interpreter start", "t": started, "libs": [], "error": None}), flush=True)
+    emit = _Emitter()
+    import ctypes
+
+    from cudnnload import loader, status
+    from cudnnload.capi import CudnnApi
+    from cudnnload.errors import CudnnloadError
+
+    emit("import")
+    try:
+        if request["mode"] == "preload":
+            api = loader.load(request["folder"], observer=emit).api
+        else:
+            shim = os.path.join(request["folder"], f"libcudnn.so.{request['major']}")
+            emit("resolve")
+            api = CudnnApi(ctypes.CDLL(shim, mode=os.RTLD_NOW | os.RTLD_GLOBAL), request["major"])
+            emit("dlopen shim")
+            api.cudnnGetVersion()
+            emit("cudnnGetVersion")
+        reason = _context()
+        emit("CUDA context", reason)
+        handle = ctypes.c_void_p()
+        status.check(api.cudnnCreate(ctypes.byref(handle)), "cudnnCreate", api)
+        emit("cudnnCreate")
+    except CudnnloadError as exc:
+        emit("stopped", exc.message)
+        return
+    if request.get("conv"):
+        _convolutions(request["conv"], emit)
+
+
+def _context() -> str | None:
+    """Create device 0's primary context explicitly; the reason when it cannot be (no driver)."""
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.gpu import checked, initialized_driver
+
+    try:
+        driver = initialized_driver()
+        device = checked(driver, "cuDeviceGet", 0)
+        context = checked(driver, "cuDevicePrimaryCtxRetain", device)
+        checked(driver, "cuCtxSetCurrent", context)
+    except CudnnloadError as exc:  # no driver, no device: cudnnCreate then says why, in cuDNN's words
+        return exc.message
+    return None
+
+
+def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
+    """First and second convolution (descriptors, algorithm choice and kernels included) and a ReLU."""
+    import numpy as np
+
+    from cudnnload import dispatch
+    from cudnnload.errors import CudnnloadError
+
+    n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
+    dtype = str(spec["dtype"])
+    try:
+        x = _device_array(np.random.default_rng(0).standard_normal((n, c, size, size)), dtype)
+        w = _device_array(np.random.default_rng(1).standard_normal((k, c, 3, 3)) * 0.05, dtype)
+        y = _device_array(np.empty((n, k, size, size)), dtype)
+        emit("inputs on the GPU")
+        for stage in ("first convolution", "second convolution"):
+            dispatch.conv(x, w, padding=1, out=y, backend=str(spec["backend"]))
+            _synchronize()
+            emit(stage)
+        dispatch.activation(y, "relu", out=y, backend=str(spec["backend"]))
+        _synchronize()
+        emit("first activation")
+    except CudnnloadError as exc:
+        emit("stopped", exc.message)
+
+
+class _DeviceArray:
+    """Device memory exposed through ``__cuda_array_interface__`` (version 3), from cuda-python."""
+
+    def __init__(self, pointer: int, shape: tuple[int, ...], typestr: str) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (pointer, False),
+                                         "version": 3, "strides": None, "stream": None}
+
+
+def _device_array(values: object, dtype: str) -> _DeviceArray:
+    import numpy as np
+
+    from cudnnload.gpu import checked, initialized_driver
+
+    host = np.ascontiguousarray(values, dtype={"float32": np.float32, "float16": np.float16}[dtype])
+    driver = initialized_driver()
+    pointer = int(checked(driver, "cuMemAlloc", host.nbytes))
+    checked(driver, "cuMemcpyHtoD", pointer, host.ctypes.data, host.nbytes)
+    return _DeviceArray(pointer, host.shape, host.dtype.str)
+
+
+def _synchronize() -> None:
+    from cudnnload.gpu import checked, initialized_driver
+
+    checked(initialized_driver(), "cuCtxSynchronize")
+
+
+_BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.trace import child_main; child_main(t)"
+
+
+# --- our own path: the parent ----------------------------------------------------------
+
+def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 5,
+                 conv: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None,
+                 timeout: float = 300.0) -> LoaderTrace:
+    """Run ``runs`` cold children through the stages; min/median/max per stage across them."""
+    env = dict(os.environ if environ is None else environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})
+    per_run: list[list[dict[str, object]]] = []
+    for _ in range(runs):
+        spawned = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if not records:
+            tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+            return LoaderTrace(mode, 0, (), f"the traced process failed: {tail[0]}", ())
+        previous = spawned
+        for record in records:
+            record["ms"] = (float(record["t"]) - previous) * 1000  # type: ignore[arg-type]
+            previous = float(record["t"])  # type: ignore[arg-type]
+        per_run.append(records)
+    first = per_run[0]
+    stopped = next((str(r["error"]) for r in first if r["stage"] == "stopped"), None)
+    names = [str(r["stage"]) for r in first if r["stage"] != "stopped"]
+    stages = tuple(
+        StageStats(name, tuple(float(r["ms"]) for run in per_run for r in run if r["stage"] == name),  # type: ignore[arg-type]
+                   tuple(next(r["libs"] for r in first if r["stage"] == name)))  # type: ignore[arg-type]
+        for name in names)
+    context_error = next((str(r["error"]) for r in first if r["stage"] == "CUDA context" and r["error"]), None)
+    if stopped and context_error:
+        stopped = f"{stopped}; CUDA context: {context_error}"
+    totals = tuple(sum(float(r["ms"]) for r in run) for run in per_run)  # type: ignore[arg-type]
+    return LoaderTrace(mode, len(per_run), stages, stopped, totals)
+
+
+# --- any program ---------------------------------------------------------------------------
+
+def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                  sample_s: float = 0.002) -> ProgramTrace:
+    """Run ``command`` with cuDNN's API log on; per API, its first call against later ones."""
+    env = dict(os.environ if environ is None else environ)
+    with tempfile.TemporaryDirectory(prefix="cudnnload-trace-") as folder:
+        log = os.path.join(folder, "cudnn.log")
+        # 9.x reads CUDNN_LOGLEVEL_DBG, 8.x the legacy switch (cudnn-facts §6.1).
+        env.update(CUDNN_LOGLEVEL_DBG="3", CUDNN_LOGINFO_DBG="1", CUDNN_LOGDEST_DBG=log)
+        started_wall, started = time.time(), time.monotonic()
+        child = subprocess.Popen(list(command), env=env)
+        arrivals: dict[str, float] = {}
+        watcher = threading.Thread(target=_watch, args=(child, started, sample_s, arrivals), daemon=True)
+        watcher.start()
+        returncode = child.wait()
+        wall = (time.monotonic() - started) * 1000
+        watcher.join()
+        try:
+            with open(log, encoding="utf-8", errors="replace") as handle:
+                lines = handle.readlines()
+        except OSError:
+            lines = []
+    calls = tuple(c for c in parse(lines) if c.process == child.pid)
+    return ProgramTrace(tuple(command), returncode, wall, summarize(calls, started_wall),
+                        tuple(LibraryArrival(name, ms) for name, ms in sorted(arrivals.items(), key=lambda x: x[1])),
+                        len(lines))
+
+
+def _watch(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float]) -> None:
+    pid = str(child.pid)
+    while child.poll() is None:
+        now = (time.monotonic() - started) * 1000
+        for name in _mapped(pid):
+            arrivals.setdefault(name, now)
+        time.sleep(period)
+
+
+# --- text --------------------------------------------------------------------------------
+
+def loader_text(traces: Sequence[LoaderTrace], width: int = 40) -> str:
+    lines: list[str] = []
+    for trace in traces:
+        lines.append(f"{trace.mode}: {trace.runs} cold process(es); ms min / median / max; waterfall of medians")
+        total = sum(s.median for s in trace.stages) or 1.0
+        start = 0.0
+        for stage in trace.stages:
+            left = int(start / total * width)
+            bar = max(1, int(stage.median / total * width))
+            libs = ", ".join(stage.libraries)
+            lines.append(f"  {stage.name:<32} {stage.min:8.1f} {stage.median:8.1f} {stage.max:8.1f}  "
+                         f"{' ' * left}{'█' * bar}{' ' * max(0, width - left - bar)}  {libs}")
+            start += stage.median
+        if trace.total_ms:
+            lines.append(f"  {'total (process start to last stage)':<32} {min(trace.total_ms):8.1f} "
+                         f"{statistics.median(trace.total_ms):8.1f} {max(trace.total_ms):8.1f}")
+        if trace.stopped:
+            lines.append(f"  stopped: {trace.stopped}")
+    return "\n".join(lines)
+
+
+def program_text(trace: ProgramTrace) -> str:
+    lines = [f"{' '.join(trace.command)}: exit {trace.returncode}, {trace.wall_ms:.0f} ms, "
+             f"{trace.log_lines} log lines"]
+    if trace.apis:
+        lines.append(f"  {'cuDNN API':<44} {'calls':>6} {'first at':>9} {'first ms':>9} {'later ms':>9}")
+        for api in trace.apis:
+            first = f"{api.first_ms:9.2f}" if api.first_ms is not None else f"{'-':>9}"
+            later = f"{api.later_median_ms:9.3f}" if api.later_median_ms is not None else f"{'-':>9}"
+            lines.append(f"  {api.function:<44} {api.calls:>6} {api.first_at_ms:9.1f} {first} {later}"
+                         + (f"  ({api.errors} error)" if api.errors else ""))
+    else:
+        lines.append("  no cuDNN API call was logged (the program did not use cuDNN, or it was not loaded)")
+    if trace.libraries:
+        lines.append("  libraries, when first seen mapped (ms since start):")
+        lines += [f"    {lib.at_ms:8.1f}  {lib.name}" for lib in trace.libraries]
+    return "\n".join(lines)
+
+
+def plot(traces: Sequence[LoaderTrace], path: str) -> None:
+    """A waterfall of median stage times to PNG or SVG (matplotlib, the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        from cudnnload.errors import UsageError
+
+        raise UsageError("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'") from None
+    figure, axes = plt.subplots(len(traces), 1, figsize=(10, 0.35 * sum(len(t.stages) for t in traces) + 1.5),
+                                squeeze=False)
+    for ax, trace in zip(axes[:, 0], traces, strict=True):
+        start = 0.0
+        for row, stage in enumerate(trace.stages):
+            ax.barh(row, stage.median, left=start)
+            start += stage.median
+        ax.set_yticks(range(len(trace.stages)), [s.name for s in trace.stages])
+        ax.invert_yaxis()
+        ax.set_xlabel("ms since process start (medians)")
+        ax.set_title(f"cudnnload trace --{trace.mode}")
+    figure.tight_layout()
+    figure.savefig(path)
