@@ -7,15 +7,23 @@ float16 and bfloat16 NHWC and float32 NCHW, each method on the SAME tensors, in 
 - torch benchmark: the same with ``benchmark = True`` (cuDNN's exhaustive search, first call)
 - graph: ``cudnnload.dispatch.conv(..., backend="cudnn-graph")`` (heuristics mode A)
 - graph autotune: the same with ``autotune=True``
+- graph INSTANT: a cudnn-graph backend asking heuristics mode INSTANT (then FALLBACK), as PyTorch does
 - legacy: ``backend="cudnn-legacy"`` (cudnnGetConvolutionForwardAlgorithm_v7)
 - frontend: NVIDIA's cuDNN frontend (``import cudnn``; heuristics A, then FALLBACK) where installed
 
 float32 runs with TF32 allowed everywhere, as PyTorch's default (torch.backends.cudnn.allow_tf32).
+In float16, conv + bias + ReLU too: PyTorch's ``F.relu(F.conv2d(x, w, b))`` against one fused cudnn-graph plan.
 
 Kernel time: CUDA events around each call, queued behind a ``torch.cuda._sleep`` so that the
 host's launch cost never shows in them; median of ``--reps`` after ``--warmup`` calls,
 alternating between two input sets (x and output). Host time: wall time of ``--calls`` back-to-back
 calls (the GPU only queues them), per call. Prints a table and writes Markdown to ``--out``.
+
+Outputs: PyTorch makes a new output each call, which its caching allocator places in the block the
+previous call freed; ``--outputs 1`` (default) gives cudnnload one output buffer too, ``--outputs 2``
+alternates two, as the 2026-11-22 results did; there the memory-bound shapes whose working set fits
+the L2 cache only with one output ran up to 1.24x slower on every cuDNN path (bench/results/
+2026-11-22-h200-conv.md gives the evidence; the one-buffer rerun is still to be made).
 """
 
 from __future__ import annotations
@@ -122,6 +130,7 @@ def frontend_call(x: list[Any], w: Any, y: list[Any], stride: int, padding: int,
 def bench(args: argparse.Namespace) -> str:
     import cudnnload_cudnn_graph
     import cudnnload_cudnn_legacy
+    from cudnnload_cudnn_graph.backend_api import HeuristicMode
 
     from cudnnload.backends import Registry
     from cudnnload.dispatch import Dispatcher
@@ -133,12 +142,17 @@ def bench(args: argparse.Namespace) -> str:
         plugin.register(registry)
     d = Dispatcher(registry)
     graph_backend, _ = registry.get("cudnn-graph")
+    direct = cudnnload_cudnn_graph.GraphBackend(record_after=None)  # cudnnBackendExecute on every call
+    instant = cudnnload_cudnn_graph.GraphBackend(heuristics=(HeuristicMode.INSTANT, HeuristicMode.FALLBACK))
+    assert direct.availability() is None and instant.availability() is None
     lines = [f"# Convolution benchmark, {datetime.date.today()}", "",
              f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}), "
              f"cudnnload's cuDNN {loaded.release} from {loaded.folder}; batch {args.batch}; kernel time: median of "
-             f"{args.reps} (CUDA events, GPU kept busy), host time: {args.calls} back-to-back calls", ""]
-    methods = ["torch default", "torch benchmark", "graph", "graph autotune", "legacy", "frontend"]
+             f"{args.reps} (CUDA events, GPU kept busy), host time: {args.calls} back-to-back calls; "
+             f"{args.outputs} output buffer(s) for cudnnload", ""]
+    methods = ["torch default", "torch benchmark", "graph", "graph autotune", "graph INSTANT", "legacy", "frontend"]
     summary: list[str] = []
+    fused: list[tuple[float, str]] = []
     host_rows: list[str] = []
     frontend_note = ""
     for dtype_name in args.dtypes.split(","):
@@ -148,8 +162,8 @@ def bench(args: argparse.Namespace) -> str:
         ratios: dict[str, list[tuple[float, str]]] = {m: [] for m in methods[1:]}
         hosts: dict[str, list[float]] = {}
         for name, c, k, size, kernel, stride, padding in SHAPES[:args.shapes]:
-            times, frontend_note = bench_shape(args, d, graph_backend, dtype, layout, c, k, size, kernel, stride,
-                                               padding, hosts)
+            times, frontend_note = bench_shape(args, d, graph_backend, direct, instant, dtype, layout, c, k, size,
+                                               kernel, stride, padding, hosts)
             base = times["torch default"]
             cells = [f"{base:.4f} ms"]
             for method in methods[1:]:
@@ -159,6 +173,8 @@ def bench(args: argparse.Namespace) -> str:
                 else:
                     cells.append("-")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            if "graph fused conv+bias+relu" in times:
+                fused.append((times["graph fused conv+bias+relu"] / times["torch conv+bias+relu"], name))
             print(f"{dtype_name} {name}: " + ", ".join(f"{m} {t:.4f}" for m, t in times.items()), flush=True)
         lines.append("")
         for method, found in ratios.items():
@@ -168,6 +184,10 @@ def bench(args: argparse.Namespace) -> str:
                 summary.append(f"| {dtype_name} | {method} | {geomean:.3f}x | {worst[0]:.2f}x ({worst[1]}) |")
         for what, values in hosts.items():
             host_rows.append(f"| {dtype_name} | {what} | {statistics.median(values):.1f} | {min(values):.1f} |")
+    if fused:
+        geomean = math.exp(sum(math.log(r) for r, _ in fused) / len(fused))
+        summary.append(f"| fp16 | graph fused conv+bias+relu / torch conv+bias+relu | {geomean:.3f}x | "
+                       f"{max(fused)[0]:.2f}x ({max(fused)[1]}) |")
     lines += ["## Kernel time against PyTorch default (geometric mean over shapes, worst shape)", "",
               "| dtype | method | geomean | worst |", "|---|---|---|---|", *summary, "",
               "## Host time per call (µs; median and minimum over shapes)", "",
@@ -176,9 +196,9 @@ def bench(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any, layout: str, c: int, k: int,
-                size: int, kernel: int, stride: int, padding: int, hosts: dict[str, list[float]]
-                ) -> tuple[dict[str, float], str]:
+def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, direct: Any, instant: Any, dtype: Any,
+                layout: str, c: int, k: int, size: int, kernel: int, stride: int, padding: int,
+                hosts: dict[str, list[float]]) -> tuple[dict[str, float], str]:
     """Kernel time of every method on one shape (same tensors for all); host times appended to ``hosts``."""
     memory = torch.channels_last if layout == "NHWC" else torch.contiguous_format
     x = [torch.randn(args.batch, c, size, size, device="cuda", dtype=dtype).to(memory_format=memory)
@@ -186,7 +206,11 @@ def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any
     w = (torch.randn(k, c, kernel, kernel, device="cuda", dtype=dtype) / math.sqrt(c * kernel * kernel)
          ).to(memory_format=memory)
     out = 1 + (size + 2 * padding - kernel) // stride
-    y = [torch.empty(args.batch, k, out, out, device="cuda", dtype=dtype).to(memory_format=memory) for _ in range(2)]
+    # Outputs: --outputs buffers, taken in turn. PyTorch allocates its output on every call, and its caching
+    # allocator hands back the block the previous call freed: one buffer, warm in L2 (50 MB on an H200).
+    made = [torch.empty(args.batch, k, out, out, device="cuda", dtype=dtype).to(memory_format=memory)
+            for _ in range(args.outputs)]
+    y = [made[i % args.outputs] for i in range(2)]
 
     def view(t: Any) -> Any:  # cudnnload takes tensors in layout order: NHWC views of channels_last tensors
         return t.permute(0, 2, 3, 1) if layout == "NHWC" else t
@@ -196,7 +220,7 @@ def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any
     def torch_call(i: int) -> Any:
         return F.conv2d(x[i % 2], w, stride=stride, padding=padding)
 
-    def ours(backend: str, autotune: bool = False, out: bool = True) -> Call:
+    def ours(backend: Any, autotune: bool = False, out: bool = True) -> Call:
         def call(i: int) -> Any:
             return d.conv(xl[i % 2], wl, stride=stride, padding=padding, layout=layout, allow_tf32=True,
                           backend=backend, autotune=autotune, out=yl[i % 2] if out else None)
@@ -204,7 +228,7 @@ def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any
         return call
 
     calls = {"graph": ours("cudnn-graph"), "graph autotune": ours("cudnn-graph", True),
-             "legacy": ours("cudnn-legacy")}
+             "graph INSTANT": ours(instant), "legacy": ours("cudnn-legacy")}
     frontend, frontend_note = frontend_call(x, w, y, stride, padding, dtype)
     times: dict[str, float] = {}
     torch.backends.cudnn.benchmark = False
@@ -223,8 +247,15 @@ def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any
     if "graph" in times:
         hosts.setdefault("cudnnload graph, output made", []).append(host_us(ours("cudnn-graph", out=False),
                                                                            args.calls))
-        hosts.setdefault("graph backend alone (TensorRefs ready)", []).append(
-            _backend_host(graph_backend, xl, wl, yl, stride, padding, layout, args.calls))
+        hosts.setdefault("cudnnload graph, out=, no CUDA graph replay", []).append(host_us(ours(direct), args.calls))
+        _backend_host(graph_backend, xl, wl, yl, stride, padding, layout, args.calls, hosts)
+    if args.fused and dtype == torch.float16:  # conv + bias + ReLU: PyTorch's kernels against one fused graph
+        bias = torch.randn(k, device="cuda", dtype=dtype)
+        times["torch conv+bias+relu"] = kernel_ms(
+            lambda i: F.relu(F.conv2d(x[i % 2], w, bias, stride=stride, padding=padding)), args.reps, args.warmup)
+        times["graph fused conv+bias+relu"] = kernel_ms(
+            lambda i: d.conv(xl[i % 2], wl, bias, stride=stride, padding=padding, layout=layout, activation="relu",
+                             backend="cudnn-graph", out=yl[i % 2]), args.reps, args.warmup)
     if frontend is not None:
         times["frontend"] = kernel_ms(frontend, args.reps, args.warmup)
         hosts.setdefault("cuDNN frontend execute", []).append(host_us(frontend, args.calls))
@@ -232,14 +263,27 @@ def bench_shape(args: argparse.Namespace, d: Any, graph_backend: Any, dtype: Any
 
 
 def _backend_host(backend: Any, xl: list[Any], wl: Any, yl: list[Any], stride: int, padding: int, layout: str,
-                  calls: int) -> float:
-    """Host time of the graph backend's conv_forward alone, TensorRefs and spec made beforehand."""
+                  calls: int, hosts: dict[str, list[float]]) -> None:
+    """Host time of the graph backend's conv_forward alone (TensorRefs and spec made beforehand), and of
+    the bare cudnnBackendExecute it ends in (cuDNN's own host cost)."""
     from cudnnload.backends import ConvSpec
+    from cudnnload.execution import runtime
     from cudnnload.tensors import TensorRef
 
     spec = ConvSpec((stride, stride), (padding, padding), (1, 1), 1, layout, True)
     refs = [(TensorRef.from_array(xl[i]), TensorRef.from_array(wl), TensorRef.from_array(yl[i])) for i in range(2)]
-    return host_us(lambda i: backend.conv_forward(refs[i % 2][0], refs[i % 2][1], None, refs[i % 2][2], spec), calls)
+    hosts.setdefault("graph backend alone (TensorRefs ready)", []).append(
+        host_us(lambda i: backend.conv_forward(refs[i % 2][0], refs[i % 2][1], None, refs[i % 2][2], spec), calls))
+    x, w, y = refs[0]
+    state = runtime().state()
+    run = state.bound.get(backend, {}).get((x.ptr, w.ptr, y.ptr, 0, False, x.shape, x.strides, w.shape, w.strides,
+                                            y.strides, x.dtype, None))
+    if run is not None:
+        execute, launch, handle = backend._execute, backend._launch, state.handle
+        hosts.setdefault("cudnnBackendExecute alone", []).append(
+            host_us(lambda i: execute(handle, run.plan, run.pack), calls))
+        if run.graph:
+            hosts.setdefault("cuGraphLaunch alone", []).append(host_us(lambda i: launch(run.graph, 0), calls))
 
 
 def main() -> None:
@@ -251,6 +295,10 @@ def main() -> None:
     parser.add_argument("--dtypes", default="fp16,bf16,fp32")
     parser.add_argument("--shapes", type=int, default=len(SHAPES), help="only the first N shapes")
     parser.add_argument("--out", default=None, help="Markdown file to write (default: print only)")
+    parser.add_argument("--outputs", type=int, choices=(1, 2), default=1,
+                        help="output buffers cudnnload writes to in turn (results of 2026-11-22: 2)")
+    parser.add_argument("--no-fused", dest="fused", action="store_false",
+                        help="skip the float16 conv + bias + ReLU comparison")
     args = parser.parse_args()
     report = bench(args)
     print(report)

@@ -17,6 +17,7 @@ process the question again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -101,8 +102,12 @@ def _write(path: str, content: dict[str, Any]) -> None:
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".algos-", suffix=".tmp")
+    except OSError:
+        return  # an unwritable cache folder only costs the next process the heuristic query
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(content, handle, sort_keys=True)
         os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half of one
     except OSError:
-        pass  # an unwritable cache folder only costs the next process the heuristic query
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -1,4 +1,4 @@
-"""What both cuDNN backends need around a call: geometry, this thread's handle, workspace, timing.
+"""What both cuDNN backends need around a call: geometry, this thread's handle, workspace, graphs, timing.
 
 - Geometry (pure functions): a `TensorRef` in a layout's axis order as cuDNN wants it,
   (N, C, *spatial) dims with the caller's strides, a 1-D problem widened to 2-D (cuDNN's
@@ -12,7 +12,8 @@
   switched devices, say). A workspace per (thread, device, stream) grows by ``cudaMalloc``
   and is never shared between threads, so a growing buffer can be freed while no other
   thread holds its address; backends that keep the address (cuDNN graph variant packs)
-  are told when it is freed.
+  are told when it is freed. `Runtime.record` records queued work into a CUDA graph, which
+  ``cuGraphLaunch`` replays for a few microseconds of host time.
 """
 
 from __future__ import annotations
@@ -103,9 +104,10 @@ def usable_strides(ref: TensorRef) -> str | None:
 # --- per-thread state ------------------------------------------------------------------------------
 
 class ThreadState:
-    """One thread's handle binding and workspaces. Only its thread reads or changes it."""
+    """One thread's handle binding, workspaces, and what backends bound to them. Only its thread uses it."""
 
-    __slots__ = ("context", "current", "current_ref", "device", "handle", "stream", "workspaces")
+    __slots__ = ("bound", "capture_streams", "context", "current", "current_ref", "device", "handle", "stream",
+                 "workspaces")
 
     def __init__(self) -> None:
         self.device: int | None = None  # what the handle was last bound to
@@ -115,9 +117,11 @@ class ThreadState:
         self.current = ctypes.c_void_p()  # cuCtxGetCurrent's output
         self.current_ref = ctypes.pointer(self.current)
         self.workspaces: dict[tuple[int, int], tuple[int, int]] = {}  # (device, stream) -> (ptr, bytes)
+        self.bound: dict[Any, Any] = {}  # backend -> its objects holding this thread's workspace (variant packs)
+        self.capture_streams: dict[int, int] = {}  # device -> the stream this thread records CUDA graphs on
 
 
-WorkspaceFreed = Callable[[int], None]  # called, on the thread that freed it, with the freed address
+WorkspaceFreed = Callable[[ThreadState, int], None]  # called on the thread that freed it, with the freed address
 
 
 class Runtime:
@@ -135,9 +139,19 @@ class Runtime:
 
         self._cudart = runtime
         libcuda = ctypes.CDLL("libcuda.so.1")  # loaded already by cuda.bindings; here for a direct call
-        self._ctx_get_current = libcuda.cuCtxGetCurrent
-        self._ctx_get_current.restype = ctypes.c_int
-        self._ctx_get_current.argtypes = (ctypes.POINTER(ctypes.c_void_p),)
+        # cuCtxGetCurrent(CUcontext *pctx) (cuda.h): what `handle` checks on every call; public so that
+        # a backend's per-call path can make the same check inline.
+        self.ctx_get_current = libcuda.cuCtxGetCurrent
+        self.ctx_get_current.restype = ctypes.c_int
+        self.ctx_get_current.argtypes = (ctypes.POINTER(ctypes.c_void_p),)
+        # cuGraphLaunch(CUgraphExec, CUstream) (cuda.h): replays a recorded graph; a cudaGraphExec_t is a
+        # CUgraphExec (the runtime's types are the driver's).
+        self.graph_launch = libcuda.cuGraphLaunch
+        self.graph_launch.restype = ctypes.c_int
+        self.graph_launch.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+        self._graph_exec_destroy = libcuda.cuGraphExecDestroy  # cuGraphExecDestroy(CUgraphExec) (cuda.h)
+        self._graph_exec_destroy.restype = ctypes.c_int
+        self._graph_exec_destroy.argtypes = (ctypes.c_void_p,)
 
     def state(self) -> ThreadState:
         """This thread's state."""
@@ -150,17 +164,17 @@ class Runtime:
     def handle(self, state: ThreadState, device: int, stream: int) -> int:
         """The thread's handle for ``device``, bound to ``stream``, with the device's context current."""
         if (state.device == device and state.stream == stream
-                and self._ctx_get_current(state.current_ref) == _CUDA_SUCCESS
+                and self.ctx_get_current(state.current_ref) == _CUDA_SUCCESS
                 and state.current.value == state.context):
             return state.handle
         handle = self.pool.get(device, stream)  # makes the primary context current, binds the stream
-        if self._ctx_get_current(state.current_ref) != _CUDA_SUCCESS:
+        if self.ctx_get_current(state.current_ref) != _CUDA_SUCCESS:
             raise LoadError("cuCtxGetCurrent failed right after the handle pool made a context current")
         state.device, state.stream, state.handle, state.context = device, stream, handle, state.current.value or 0
         return handle
 
     def on_workspace_freed(self, listener: WorkspaceFreed) -> None:
-        """Call ``listener(address)`` whenever this thread's workspace at ``address`` is freed."""
+        """Call ``listener(state, address)`` whenever a thread's workspace at ``address`` is freed."""
         self._listeners.append(listener)
 
     def workspace(self, state: ThreadState, device: int, stream: int, nbytes: int) -> int:
@@ -178,11 +192,56 @@ class Runtime:
             self._cuda("cudaFree", self._cudart.cudaFree(ptr))
             del state.workspaces[(device, stream)]
             for listener in self._listeners:
-                listener(ptr)
+                listener(state, ptr)
         size = -(-nbytes // _WORKSPACE_STEP) * _WORKSPACE_STEP
         ptr = int(self._cuda("cudaMalloc", self._cudart.cudaMalloc(size)))
         state.workspaces[(device, stream)] = (ptr, size)
         return ptr
+
+    def record(self, state: ThreadState, device: int, enqueue: Callable[[int], None]) -> int:
+        """A CUDA graph of what ``enqueue(stream)`` queues on a capture stream, instantiated; its CUgraphExec.
+
+        Recorded in cudaStreamCaptureModeRelaxed (driver_types.h: Global=0, ThreadLocal=1, Relaxed=2), so
+        that calls other threads make meanwhile are not refused. LoadError when the work cannot be
+        recorded (cuDNN engines that synchronise, say); the caller then runs it directly.
+        """
+        rt = self._cudart
+        stream = state.capture_streams.get(device)
+        if stream is None:  # cudaStreamNonBlocking = 1: it never waits for the legacy default stream
+            stream = state.capture_streams[device] = int(
+                self._cuda("cudaStreamCreateWithFlags", rt.cudaStreamCreateWithFlags(1)))
+        self._cuda("cudaStreamBeginCapture",
+                   rt.cudaStreamBeginCapture(stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed))
+        failure: BaseException | None = None
+        try:
+            enqueue(stream)
+        except BaseException as exc:  # end the capture before anything else: the stream is unusable until then
+            failure = exc
+        error, graph = rt.cudaStreamEndCapture(stream)
+        if failure is not None or int(error) != _CUDA_SUCCESS:
+            if int(error) == _CUDA_SUCCESS:
+                rt.cudaGraphDestroy(graph)
+            if failure is not None:
+                raise failure
+            raise LoadError(f"cudaStreamEndCapture returned {getattr(error, 'name', error)}")
+        try:
+            executable = self._cuda("cudaGraphInstantiate", rt.cudaGraphInstantiate(graph, 0))
+        finally:
+            rt.cudaGraphDestroy(graph)
+        return int(executable)
+
+    def destroy_graph(self, executable: int) -> None:
+        self._graph_exec_destroy(executable)
+
+    def launch_error(self, code: int) -> LoadError:
+        """The error for a failed cuGraphLaunch."""
+        from cudnnload.gpu import driver_module
+
+        driver = driver_module()
+        result = driver.CUresult(code)
+        _, text = driver.cuGetErrorString(result)
+        return LoadError(f"cuGraphLaunch returned {result.name}: {(text or b'').decode(errors='replace')}",
+                         fix="check the GPU with nvidia-smi and rerun with CUDA_LAUNCH_BLOCKING=1")
 
     def choices(self, device: int) -> ChoiceStore:
         """The remembered algorithm choices for ``device``'s GPU model and this cuDNN release."""

@@ -217,32 +217,48 @@ def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})
-    per_run: list[list[dict[str, object]]] = []
+    per_run: list[list[_Record]] = []
     for _ in range(runs):
         spawned = time.monotonic()
         done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request], env=env, capture_output=True,
                               text=True, timeout=timeout)
-        records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        records = _records(done.stdout, spawned)
         if not records:
             tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
             return LoaderTrace(mode, 0, (), f"the traced process failed: {tail[0]}", ())
-        previous = spawned
-        for record in records:
-            record["ms"] = (float(record["t"]) - previous) * 1000  # type: ignore[arg-type]
-            previous = float(record["t"])  # type: ignore[arg-type]
         per_run.append(records)
     first = per_run[0]
-    stopped = next((str(r["error"]) for r in first if r["stage"] == "stopped"), None)
-    names = [str(r["stage"]) for r in first if r["stage"] != "stopped"]
+    stopped = next((r.error for r in first if r.stage == "stopped"), None)
     stages = tuple(
-        StageStats(name, tuple(float(r["ms"]) for run in per_run for r in run if r["stage"] == name),  # type: ignore[arg-type]
-                   tuple(next(r["libs"] for r in first if r["stage"] == name)))  # type: ignore[arg-type]
-        for name in names)
-    context_error = next((str(r["error"]) for r in first if r["stage"] == "CUDA context" and r["error"]), None)
+        StageStats(record.stage, tuple(r.ms for run in per_run for r in run if r.stage == record.stage),
+                   record.libraries)
+        for record in first if record.stage != "stopped")
+    context_error = next((r.error for r in first if r.stage == "CUDA context" and r.error), None)
     if stopped and context_error:
         stopped = f"{stopped}; CUDA context: {context_error}"
-    totals = tuple(sum(float(r["ms"]) for r in run) for run in per_run)  # type: ignore[arg-type]
+    totals = tuple(sum(r.ms for r in run) for run in per_run)
     return LoaderTrace(mode, len(per_run), stages, stopped, totals)
+
+
+@dataclass(frozen=True)
+class _Record:
+    stage: str
+    ms: float  # since the previous stage ended (the first: since the process was spawned)
+    libraries: tuple[str, ...]
+    error: str | None
+
+
+def _records(stdout: str, spawned: float) -> list[_Record]:
+    records: list[_Record] = []
+    previous = spawned
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue  # the program's own output
+        raw = json.loads(line)
+        records.append(_Record(str(raw["stage"]), (float(raw["t"]) - previous) * 1000, tuple(raw["libs"]),
+                               raw["error"]))
+        previous = float(raw["t"])
+    return records
 
 
 # --- any program ---------------------------------------------------------------------------

@@ -31,12 +31,12 @@ from cudnnload.tensors import TensorRef, _make, contiguous_strides, strides_in_o
 from tests import gpu
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "plugins"))  # until the plugins are installed through pyproject's entry points
+sys.path.insert(0, str(REPO / "plugins"))  # a checkout runs these without reinstalling the plugin packages
 
 from cudnnload_cudnn_graph.backend import GraphBackend  # noqa: E402
 from cudnnload_cudnn_graph.backend_api import PointwiseMode  # noqa: E402
 from cudnnload_cudnn_graph.graphs import conv_graph  # noqa: E402
-from cudnnload_cudnn_legacy.backend import LegacyBackend  # noqa: E402
+from cudnnload_cudnn_legacy.backend import STRICT_BACKWARD, LegacyBackend  # noqa: E402
 from cudnnload_cudnn_legacy.descriptors import Descriptors, filter_format, math_type, output_dims  # noqa: E402
 from cudnnload_cudnn_legacy.functions import LegacyFunctions  # noqa: E402
 
@@ -101,6 +101,16 @@ def test_a_corrupt_choice_file_is_ignored_and_rewritten(tmp_path: Path, content:
     store.put("cudnn-legacy", "p", {"algo": 6, "math": 1})
     assert json.loads(path.read_text())["scopes"][SCOPE]["cudnn-legacy"]["p"] == {"algo": 6, "math": 1}
     assert ChoiceStore(SCOPE, env).get("cudnn-legacy", "p") == {"algo": 6, "math": 1}
+
+
+def test_an_unwritable_cache_folder_keeps_choices_in_memory(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    store = ChoiceStore(SCOPE, {"CUDNNLOAD_CACHE": str(blocker / "cache")})
+    store.put("cudnn-graph", "p", {"engine": 1, "knobs": []})
+
+    assert store.get("cudnn-graph", "p") == {"engine": 1, "knobs": []}
+    assert blocker.read_text() == "not a folder"
 
 
 def test_no_cache_keeps_choices_in_memory_only(tmp_path: Path) -> None:
@@ -318,11 +328,11 @@ for act in (None, "relu", "clipped_relu", "elu", "sigmoid", "tanh", "swish"):
         spec = ConvSpec((1, 1), (1, 1), (1, 1), 1, "NHWC", False, act, 0.5)
         tensors = (t((8, 32, 16, 16), layout="NHWC"), t((64, 32, 3, 3), layout="NHWC"),
                    t((64,)) if bias else None, t((8, 64, 16, 16), layout="NHWC"))
-        counts[f"forward {act} bias={bias}"] = engine_count(g, build(g, conv_graph("conv_forward", tensors, spec)))
+        counts[f"forward {act} bias={bias}"] = engine_count(g, build(g, conv_graph("conv_forward", tensors, spec), 0))
 spec = ConvSpec((2, 2, 1), (1, 1, 0), (1, 1, 1), 2, "NCHW", True)
 x, dy, w = t((2, 8, 9, 9, 5), "float32"), t((2, 6, 5, 5, 5), "float32"), t((6, 4, 3, 3, 1), "float32")
-counts["backward data 3d"] = engine_count(g, build(g, conv_graph("conv_backward_data", (dy, w, x), spec)))
-counts["backward filter 3d"] = engine_count(g, build(g, conv_graph("conv_backward_filter", (x, dy, w), spec)))
+counts["backward data 3d"] = engine_count(g, build(g, conv_graph("conv_backward_data", (dy, w, x), spec), 0))
+counts["backward filter 3d"] = engine_count(g, build(g, conv_graph("conv_backward_filter", (x, dy, w), spec), 0))
 print(json.dumps(counts))
 """
 
@@ -481,7 +491,7 @@ class _Checker:
     def conv(self, family: str, backend: str, dtype: str, layout: str, x_shape: tuple[int, ...],
              w_shape: tuple[int, ...], stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1,
              bias: bool = False, activation: str | None = None, tf32: bool = False, view: str | None = None,
-             autotune: bool = False, stream: Any = None, optional: bool = False, name: str = "") -> None:
+             autotune: bool = False, stream: Any = None, optional: bool = False, calls: int = 1) -> None:
         torch = self.torch
         functional = torch.nn.functional
         spatial = len(x_shape) - 2
@@ -490,13 +500,15 @@ class _Checker:
         fan_in = w_shape[1] * int(torch.tensor(w_shape[2:]).prod())
         x, w = self.randn(x_shape, dtype), self.randn(w_shape, dtype, fan_in ** -0.5)
         b = self.randn((w_shape[0],), dtype) if bias else None
-        kwargs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+        kwargs: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
 
         def run() -> tuple[Any, Any, Any]:
             xd, wd = self.device(x, dtype, layout, view), self.device(w, dtype, layout)
             bd = None if b is None else self.device(b, dtype, None)
-            y = self.d.conv(xd, wd, bd, activation=activation, coef=coef, layout=layout, allow_tf32=tf32,
-                            backend=backend, autotune=autotune, stream=stream, poison=True, **kwargs)
+            y: Any = None
+            for _ in range(calls):  # a new output, poisoned, each time; the graph backend replays from the third
+                y = self.d.conv(xd, wd, bd, activation=activation, coef=coef, layout=layout, allow_tf32=tf32,
+                                backend=backend, autotune=autotune, stream=stream, poison=True, **kwargs)
             if stream is not None:
                 stream.synchronize()
             host = [None if t is None else self.to_layout(t, layout).contiguous().numpy() for t in (x, w)]
@@ -507,9 +519,9 @@ class _Checker:
                     torch_ref)
 
         tolerance = TOLERANCE["tf32" if tf32 else dtype]
-        label = name or (f"{backend} {dtype} {layout} x{x_shape} w{w_shape} s{stride} p{padding} d{dilation} "
-                         f"g{groups}" + (" bias" if bias else "") + (f" {activation}" if activation else "")
-                         + (f" {view}" if view else "") + (" tf32" if tf32 else ""))
+        label = (f"{backend} {dtype} {layout} x{x_shape} w{w_shape} s{stride} p{padding} d{dilation} g{groups}"
+                 + (" bias" if bias else "") + (f" {activation}" if activation else "") + (f" {view}" if view else "")
+                 + (" tf32" if tf32 else "") + (f" x{calls} calls" if calls > 1 else ""))
         self.record(family, label, run, tolerance, optional)
 
     def backward(self, family: str, backend: str, dtype: str, layout: str, x_shape: tuple[int, ...],
@@ -518,7 +530,7 @@ class _Checker:
         torch = self.torch
         spatial = len(x_shape) - 2
         grad = torch.nn.grad
-        kwargs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+        kwargs: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
         out = tuple(1 + (size + 2 * padding - ((k - 1) * dilation + 1)) // stride
                     for size, k in zip(x_shape[2:], w_shape[2:], strict=True))
         x, w = self.randn(x_shape, dtype), self.randn(w_shape, dtype, 0.3)
@@ -551,7 +563,8 @@ class _Checker:
         self.record(family, f"{backend} {dtype} {layout} x{x_shape} w{w_shape} s{stride} p{padding} d{dilation} "
                     f"g{groups}", run, TOLERANCE[dtype])
 
-    def activation(self, direction: str, mode: str, dtype: str, shape: tuple[int, ...], view: str | None) -> None:
+    def activation(self, direction: str, mode: str, dtype: str, shape: tuple[int, ...], view: str | None,
+                   optional: bool = False) -> None:
         coef = COEF.get(mode)
         x, dy = self.randn(shape, dtype), self.randn(shape, dtype)
 
@@ -570,7 +583,7 @@ class _Checker:
             return dx.double().cpu(), numpy_ref, leaf.grad
 
         self.record(f"activation-{direction}", f"{mode} {dtype} {shape}" + (f" {view}" if view else ""), run,
-                    TOLERANCE[dtype])
+                    TOLERANCE[dtype], optional)
 
 
 # The problems gpu_remembered runs again in a new process, with the heuristic queries made to fail.
@@ -591,14 +604,17 @@ def gpu_checks() -> None:
             c.conv("forward", backend, dtype, "NHWC", (2, 16, 10, 12), (32, 16, 1, 1), stride=2)
             c.conv("forward", backend, dtype, "NCHW", (2, 4, 7, 9, 6), (6, 4, 3, 3, 3), padding=1)  # 3-D
             c.conv("forward", backend, dtype, "NHWC", (2, 6, 31), (8, 3, 5), padding=2, groups=2)  # 1-D
-            for view in ("batch-slice", "padded-rows"):  # the graph's engines may refuse strided views
-                c.conv("forward", backend, dtype, "NHWC", (3, 8, 9, 9), (8, 8, 3, 3), padding=1, view=view,
-                       optional=backend == "cudnn-graph")
+            # A batch slice must run; rows padded apart may be refused with a reason (cuDNN 9.19 lists no
+            # legacy algorithm for them, measured).
+            c.conv("forward", backend, dtype, "NHWC", (3, 8, 9, 9), (8, 8, 3, 3), padding=1, view="batch-slice")
+            c.conv("forward", backend, dtype, "NHWC", (3, 8, 9, 9), (8, 8, 3, 3), padding=1, view="padded-rows",
+                   optional=True)
         c.conv("forward", backend, "float32", "NCHW", (4, 16, 20, 20), (32, 16, 3, 3), padding=1, tf32=True)
         for activation in MODES:
             for dtype, layout in (("float16", "NHWC"), ("float32", "NCHW"), ("bfloat16", "NHWC")):
+                # cuDNN 9.19 has no engine for some float32 fusions (swish, measured): refused with a reason.
                 c.conv("forward-fused", backend, dtype, layout, (2, 16, 12, 12), (32, 16, 3, 3), padding=1,
-                       bias=True, activation=activation)
+                       bias=True, activation=activation, optional=backend == "cudnn-graph" and dtype == "float32")
         c.conv("forward-fused", backend, "float16", "NHWC", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True)
         c.conv("forward-fused", backend, "float16", "NHWC", (2, 16, 12, 12), (32, 16, 3, 3), padding=1,
                activation="relu")
@@ -612,34 +628,39 @@ def gpu_checks() -> None:
         c.conv("autotune", backend, "float32", "NCHW", (4, 16, 20, 20), (32, 16, 3, 3), padding=1, bias=True,
                activation="relu", autotune=True)
         c.conv("stream", backend, "float16", "NHWC", (4, 16, 14, 14), (32, 16, 3, 3), padding=1, bias=True,
-               activation="relu", stream=c.torch.cuda.Stream())
+               activation="relu", stream=c.torch.cuda.Stream(), calls=4)
         _reuse(c, backend)
+    for activation in MODES:  # backend="auto": the graph backend, or cudnn-legacy where the graph refuses
+        c.conv("forward-fused", "auto", "float32", "NCHW", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True,
+               activation=activation)
     for mode in MODES:
         for dtype in ("float32", "float16", "bfloat16"):
             for direction in ("forward", "backward"):
                 c.activation(direction, mode, dtype, (3, 5, 7, 9), None)
         c.activation("forward", mode, "float32", (37,), None)
-        c.activation("backward", mode, "float16", (4, 6, 10), "padded-rows")
+        c.activation("backward", mode, "float16", (4, 6, 10), "padded-rows", optional=mode in STRICT_BACKWARD)
     print(json.dumps({"cases": c.cases}))
 
 
 def _reuse(c: _Checker, backend: str) -> None:
-    """The same output and weights again with new input data (the same pointers), then new tensors."""
+    """The same output and weights again with new input data (the same pointers: the graph backend's cached
+    variant pack, then its CUDA graph replay from the third call), then new tensors."""
     torch = c.torch
     functional = torch.nn.functional
     y = torch.empty((4, 14, 14, 32), dtype=torch.float16, device="cuda")
     w = c.randn((32, 16, 3, 3), "float16", 0.25)
     wd = c.device(w, "float16", "NHWC")
     xd = torch.empty((4, 14, 14, 16), dtype=torch.float16, device="cuda")
-    for step in ("first", "same pointers, new data", "new tensors"):
+    for step, calls in (("first call", 1), ("same pointers, new data, 4 calls", 4), ("new tensors", 1)):
         x = c.randn((4, 16, 14, 14), "float16")
 
-        def run(x: Any = x, step: str = step) -> tuple[Any, Any, Any]:
+        def run(x: Any = x, step: str = step, calls: int = calls) -> tuple[Any, Any, Any]:
             nonlocal xd, y
             if step == "new tensors":
                 xd, y = torch.empty_like(xd), torch.empty_like(y)
             xd.copy_(c.to_layout(x, "NHWC"))
-            c.d.conv(xd, wd, layout="NHWC", padding=1, backend=backend, out=y, poison=True)
+            for _ in range(calls):  # each call poisons y first: the last one must write all of it
+                c.d.conv(xd, wd, layout="NHWC", padding=1, backend=backend, out=y, poison=True)
             numpy_ref = c.d.conv(c.to_layout(x, "NHWC").contiguous().numpy(), c.to_layout(w, "NHWC").contiguous()
                                  .numpy(), layout="NHWC", padding=1, backend="numpy")
             return (c.from_layout(y.double().cpu(), "NHWC"), c.from_layout(torch.from_numpy(numpy_ref), "NHWC"),

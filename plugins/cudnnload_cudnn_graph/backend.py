@@ -13,13 +13,16 @@ Per call: one dict lookup keyed by the pointers, shapes and strides (the paramet
 compared by identity first: the dispatcher passes the same `ConvSpec` object for a problem),
 this thread's handle (`cudnnload.execution.Runtime.handle`: rebinds only when the device,
 stream or current context changed), and ``cudnnBackendExecute(handle, plan, variant pack)``.
-Variant packs are per thread, as the workspace they hold is; each thread keeps at most
-`MAX_RUNS`, dropping the oldest.
+That call alone costs ~9 µs of host time (H200, cuDNN 9.19, measured), so after `RECORD_AFTER`
+executions a run is recorded into a CUDA graph and later calls replay it with ``cuGraphLaunch``
+(~2 µs); an engine that cannot be recorded keeps being executed directly. Runs are per thread,
+as the workspace they hold is; each thread keeps at most `MAX_RUNS`, dropping the oldest.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import threading
 from collections.abc import Callable
@@ -27,7 +30,7 @@ from typing import Any
 
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec
 from cudnnload.errors import CudnnloadError
-from cudnnload.execution import Runtime, runtime, usable_strides
+from cudnnload.execution import Runtime, ThreadState, runtime, usable_strides
 from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
@@ -35,23 +38,40 @@ from .backend_api import GraphApi, HeuristicMode
 from .graphs import ROLES, GraphSpec, OperationGraph, build, conv_graph
 from .plans import EngineConfig, Plan, allowed, config_from_choice, heuristic_configs, make_plan, variant_pack
 
+log = logging.getLogger(__name__)
+
 NAME = "cudnn-graph"
 DTYPES = ("float32", "float16", "bfloat16")
 MAX_RUNS = 1024  # variant packs kept per thread
-AUTOTUNE_CANDIDATES = 8  # configurations timed by autotune=True (heuristics A first, then FALLBACK)
+# A run executed this many times directly is recorded into a CUDA graph and replayed from then on:
+# cudnnBackendExecute costs ~9.5 µs of host time on an H200 with cuDNN 9.19 (measured), cuGraphLaunch a
+# fraction of it. The first executions also load the engine's kernels, which recording must not include.
+RECORD_AFTER = 2
+AUTOTUNE_CANDIDATES = 12  # configurations timed by autotune=True, from AUTOTUNE_HEURISTICS in order
 AUTOTUNE_REPEATS = 5
+AUTOTUNE_BATCH = 10  # executions recorded into one CUDA graph per timing, so no host gap is timed
+HEURISTICS = (HeuristicMode.A, HeuristicMode.FALLBACK)
+# INSTANT too: it is what PyTorch asks (aten/src/ATen/native/cudnn/Conv_v8.cpp), so PyTorch's default
+# choice is among the candidates.
+AUTOTUNE_HEURISTICS = (HeuristicMode.A, HeuristicMode.INSTANT, HeuristicMode.FALLBACK)
+
+
+def _unavailable(*args: Any) -> Any:
+    raise NotSupported(3000, NAME, major=9, detail=f"{NAME} is not available here (see availability())")
 
 
 class Run:
-    """What one call needs: the plan and variant pack (as ready ctypes arguments)."""
+    """What one call needs: the plan and variant pack (as ready ctypes arguments), and once recorded, a CUDA graph."""
 
-    __slots__ = ("pack", "plan", "spec", "workspace")
+    __slots__ = ("calls", "graph", "pack", "plan", "spec", "workspace")
 
     def __init__(self, plan: int, pack: int, spec: Spec, workspace: int) -> None:
         self.plan = ctypes.c_void_p(plan)
         self.pack = ctypes.c_void_p(pack)
         self.spec = spec
         self.workspace = workspace
+        self.calls = 0  # direct executions so far
+        self.graph = 0  # CUgraphExec replaying the execution, once recorded
 
 
 class GraphBackend:
@@ -59,14 +79,23 @@ class GraphBackend:
 
     name = NAME
 
-    def __init__(self) -> None:
+    def __init__(self, *, record_after: int | None = RECORD_AFTER,
+                 heuristics: tuple[HeuristicMode, ...] = HEURISTICS) -> None:
+        """``record_after``: direct executions of a run before it is recorded into a CUDA graph; None: never.
+        ``heuristics``: the modes asked for engine configurations, in order."""
+        self._record_after = -1 if record_after is None else record_after
+        self._heuristics = heuristics
         self._runtime: Runtime | None = None
         self._graph_api: GraphApi | None = None
-        self._execute: Callable[..., int] | None = None
-        self._graphs: dict[GraphSpec, OperationGraph] = {}
+        self._graphs: dict[tuple[int, GraphSpec], OperationGraph] = {}
         self._plans: dict[tuple[int, bool, GraphSpec], Plan] = {}
-        self._local = threading.local()  # .runs: this thread's {key: Run}
         self._lock = threading.RLock()  # serialises graph and plan building
+        # Set by availability(); bound methods and C functions the per-call path uses without a lookup.
+        self._thread: Callable[[], ThreadState] = _unavailable
+        self._execute: Callable[..., int] = _unavailable
+        self._ctx_get_current: Callable[..., int] = _unavailable
+        self._launch: Callable[..., int] = _unavailable
+        self._api: Any = None
 
     # --- Backend ----------------------------------------------------------------------------------
 
@@ -82,8 +111,9 @@ class GraphBackend:
             return f"cuDNN could not be loaded: {exc}"
         if rt.api.major < 9:
             return f"{NAME} speaks the cuDNN 9 backend API; the loaded cuDNN is {rt.release}"
-        self._runtime, self._graph_api = rt, GraphApi(rt.api)
-        self._execute = self._graph_api.execute
+        self._runtime, self._graph_api, self._api = rt, GraphApi(rt.api), rt.api
+        self._thread, self._execute, self._ctx_get_current = rt.state, self._graph_api.execute, rt.ctx_get_current
+        self._launch = rt.graph_launch
         rt.on_workspace_freed(self._forget_workspace)
         return None
 
@@ -109,20 +139,31 @@ class GraphBackend:
 
     def conv_forward(self, x: TensorRef, w: TensorRef, bias: TensorRef | None, y: TensorRef, spec: ConvSpec, *,
                      autotune: bool = False, stream: int = 0) -> None:
-        try:
-            runs = self._local.runs
-        except AttributeError:
-            runs = self._local.runs = {}
+        # The per-call path: everything here runs on every call, so it is written out in one function.
+        state = self._thread()
+        runs = state.bound.get(self) or self._runs(state)
         key = (x.ptr, w.ptr, y.ptr, stream, autotune, x.shape, x.strides, w.shape, w.strides, y.strides, x.dtype,
                None if bias is None else (bias.ptr, bias.strides))
         run = runs.get(key)
         if run is None or (run.spec is not spec and run.spec != spec):
-            run = self._new_run(runs, key, "conv_forward", (x, w, bias, y), spec, autotune, stream)
-        rt = self._runtime
-        assert rt is not None and self._execute is not None and x.device is not None
-        status = self._execute(rt.handle(rt.state(), x.device, stream), run.plan, run.pack)
+            run = self._new_run(state, key, "conv_forward", (x, w, bias, y), spec, autotune, stream)
+        if run.graph:  # only the device's context must be current: the graph carries the rest
+            if (state.device != x.device or self._ctx_get_current(state.current_ref)
+                    or state.current.value != state.context):
+                self._rebind(state, x.device, stream)
+            status = self._launch(run.graph, stream)
+            if status:
+                raise self._runtime.launch_error(status)  # type: ignore[union-attr]
+            return
+        if (state.device != x.device or state.stream != stream or self._ctx_get_current(state.current_ref)
+                or state.current.value != state.context):
+            self._rebind(state, x.device, stream)
+        status = self._execute(state.handle, run.plan, run.pack)
         if status:
-            check(status, "cudnnBackendExecute", rt.api)
+            check(status, "cudnnBackendExecute", self._api)
+        run.calls += 1
+        if run.calls == self._record_after:
+            self._record(state, run, x.device)
 
     def conv_backward_data(self, dy: TensorRef, w: TensorRef, dx: TensorRef, spec: ConvSpec, *,
                            autotune: bool = False, stream: int = 0) -> None:
@@ -142,47 +183,81 @@ class GraphBackend:
     # --- runs: a plan bound to data -----------------------------------------------------------------
 
     def _call(self, op: str, tensors: tuple[TensorRef, ...], spec: ConvSpec, autotune: bool, stream: int) -> None:
-        try:
-            runs = self._local.runs
-        except AttributeError:
-            runs = self._local.runs = {}
-        key = (op, stream, autotune, *((t.ptr, t.shape, t.strides) for t in tensors), tensors[0].dtype)
-        run = runs.get(key)
-        if run is None or (run.spec is not spec and run.spec != spec):
-            run = self._new_run(runs, key, op, tensors, spec, autotune, stream)
-        rt = self._runtime
+        state = self._thread()
         device = tensors[0].device
-        assert rt is not None and self._execute is not None and device is not None
-        status = self._execute(rt.handle(rt.state(), device, stream), run.plan, run.pack)
+        key = (op, stream, autotune, *((t.ptr, t.shape, t.strides) for t in tensors), tensors[0].dtype)
+        run = (state.bound.get(self) or self._runs(state)).get(key)
+        if run is None or (run.spec is not spec and run.spec != spec):
+            run = self._new_run(state, key, op, tensors, spec, autotune, stream)
+        self._rebind(state, device, stream)
+        if run.graph:
+            status = self._launch(run.graph, stream)
+            if status:
+                raise self._runtime.launch_error(status)  # type: ignore[union-attr]
+            return
+        status = self._execute(state.handle, run.plan, run.pack)
         if status:
-            check(status, "cudnnBackendExecute", rt.api)
+            check(status, "cudnnBackendExecute", self._api)
+        run.calls += 1
+        if run.calls == self._record_after:
+            self._record(state, run, device)
 
-    def _new_run(self, runs: dict[Any, Run], key: Any, op: str, tensors: tuple[TensorRef | None, ...],
+    def _new_run(self, state: ThreadState, key: Any, op: str, tensors: tuple[TensorRef | None, ...],
                  spec: ConvSpec, autotune: bool, stream: int) -> Run:
         rt, g = self._runtime, self._graph_api
         device = tensors[0].device if tensors[0] is not None else None
         assert rt is not None and g is not None and device is not None
         plan, graph = self._plan(op, tensors, spec, autotune, stream)
-        state = rt.state()
         rt.handle(state, device, stream)
         workspace = rt.workspace(state, device, stream, plan.workspace)
         pack = variant_pack(g, [uid for uid in graph.io if uid], [t.ptr for t in tensors if t is not None],
                             workspace)
+        runs = self._runs(state)
         replaced = runs.pop(key, None)  # same pointers, other parameters
         if replaced is not None:
-            g.destroy(replaced.pack.value or 0)
+            self._drop(replaced)
         if len(runs) >= MAX_RUNS:
-            g.destroy(runs.pop(next(iter(runs))).pack.value or 0)  # the oldest
+            self._drop(runs.pop(next(iter(runs))))  # the oldest
         run = runs[key] = Run(plan.desc, pack, spec, workspace)
         return run
 
-    def _forget_workspace(self, ptr: int) -> None:
-        """This thread's workspace at ``ptr`` was freed: drop the variant packs that hold it."""
-        runs: dict[Any, Run] | None = getattr(self._local, "runs", None)
-        if not runs or self._graph_api is None:
-            return
+    def _runs(self, state: ThreadState) -> dict[Any, Run]:
+        """This backend's runs on this thread (in the thread's state: they hold its workspace)."""
+        runs: dict[Any, Run] | None = state.bound.get(self)
+        if runs is None:
+            runs = state.bound[self] = {}
+        return runs
+
+    def _rebind(self, state: ThreadState, device: int | None, stream: int) -> None:
+        assert self._runtime is not None and device is not None
+        self._runtime.handle(state, device, stream)
+
+    def _record(self, state: ThreadState, run: Run, device: int | None) -> None:
+        """Record the run's execution into a CUDA graph; if cuDNN's engine cannot be recorded, keep executing it."""
+        rt = self._runtime
+        assert rt is not None and device is not None
+
+        def enqueue(stream: int) -> None:
+            status = self._execute(rt.handle(state, device, stream), run.plan, run.pack)
+            if status:
+                check(status, "cudnnBackendExecute (recording a CUDA graph)", self._api)
+
+        try:
+            run.graph = rt.record(state, device, enqueue)
+        except CudnnloadError as exc:
+            log.debug("%s: runs directly, its execution could not be recorded: %s", NAME, exc)
+
+    def _drop(self, run: Run) -> None:
+        assert self._graph_api is not None and self._runtime is not None
+        if run.graph:
+            self._runtime.destroy_graph(run.graph)
+        self._graph_api.destroy(run.pack.value or 0)
+
+    def _forget_workspace(self, state: ThreadState, ptr: int) -> None:
+        """A thread's workspace at ``ptr`` was freed: drop that thread's runs (variant packs, graphs) that hold it."""
+        runs = self._runs(state)
         for key in [key for key, run in runs.items() if run.workspace == ptr]:
-            self._graph_api.destroy(runs.pop(key).pack.value or 0)
+            self._drop(runs.pop(key))
 
     # --- plans --------------------------------------------------------------------------------------
 
@@ -203,13 +278,14 @@ class GraphBackend:
             plan = self._plans.get(key)
             if plan is not None:
                 return plan, graph_spec
-            graph = self._graphs.get(graph_spec)
-            if graph is None:
-                graph = self._graphs[graph_spec] = build(g, graph_spec)
             state = rt.state()
             handle = rt.handle(state, device, stream)
+            graph = self._graphs.get((device, graph_spec))
+            if graph is None:
+                graph = self._graphs[(device, graph_spec)] = build(g, graph_spec, handle)
             store = rt.choices(device)
-            persisted_as = ("autotune|" if autotune else "heuristic|") + graph_spec.text()
+            modes = "+".join(mode.name for mode in self._heuristics)
+            persisted_as = ("autotune|" if autotune else f"heuristic {modes}|") + graph_spec.text()
             plan = self._remembered(graph, handle, store.get(NAME, persisted_as))
             if plan is None:
                 plan = (self._tuned(graph, graph_spec, handle, state, device, stream, tensors) if autotune
@@ -228,14 +304,15 @@ class GraphBackend:
         except (CudnnloadError, KeyError, TypeError, ValueError):
             return None  # from another cuDNN build, or damaged: ask again
 
-    def _candidates(self, graph: OperationGraph, graph_spec: GraphSpec, failures: list[str]) -> list[EngineConfig]:
-        """Heuristics mode A's configurations, then FALLBACK's, without repeats or ones the data rules out.
+    def _candidates(self, graph: OperationGraph, graph_spec: GraphSpec, modes: tuple[HeuristicMode, ...],
+                    failures: list[str]) -> list[EngineConfig]:
+        """The configurations of the heuristic ``modes``, in order, without repeats or ones the data rules out.
         A mode whose query fails adds its reason to ``failures``."""
         g = self._graph_api
         assert g is not None
         kept: list[EngineConfig] = []
         seen: set[tuple[int, Any]] = set()
-        for mode in (HeuristicMode.A, HeuristicMode.FALLBACK):
+        for mode in modes:
             try:
                 configs = heuristic_configs(g, graph, mode)
             except CudnnloadError as exc:
@@ -253,7 +330,7 @@ class GraphBackend:
         g = self._graph_api
         assert g is not None
         failures: list[str] = []
-        candidates = self._candidates(graph, graph_spec, failures)
+        candidates = self._candidates(graph, graph_spec, self._heuristics, failures)
         for index, config in enumerate(candidates):
             try:
                 plan = make_plan(g, handle, config)
@@ -263,8 +340,9 @@ class GraphBackend:
             for rest in candidates[index + 1:]:
                 rest.destroy(g)
             return plan
+        modes = ", ".join(mode.name for mode in self._heuristics)
         raise NotSupported(3000, "cudnnBackendFinalize(execution plan)", major=g.api.major,
-                           detail=f"no engine configuration of the {len(candidates)} the heuristics (A, FALLBACK) "
+                           detail=f"no engine configuration of the {len(candidates)} the heuristics ({modes}) "
                            f"offered builds for {graph_spec.op}" + (f"; {'; '.join(failures[:3])}" if failures else ""))
 
     def _tuned(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int, state: Any, device: int, stream: int,
@@ -273,7 +351,7 @@ class GraphBackend:
         rt, g = self._runtime, self._graph_api
         assert rt is not None and g is not None and self._execute is not None
         plans: list[Plan] = []
-        for config in self._candidates(graph, graph_spec, []):
+        for config in self._candidates(graph, graph_spec, AUTOTUNE_HEURISTICS, []):
             if len(plans) == AUTOTUNE_CANDIDATES:
                 config.destroy(g)
                 continue
@@ -290,7 +368,7 @@ class GraphBackend:
         for index, plan in enumerate(plans):
             pack = variant_pack(g, uids, pointers, workspace)
             try:
-                timed.append((self._time(handle, plan, pack, stream), index))
+                timed.append((self._time(state, device, stream, plan, pack), index))
             except CudnnloadError:
                 timed.append((math.inf, index))
             finally:
@@ -301,13 +379,35 @@ class GraphBackend:
                 plan.destroy(g)
         return plans[best]
 
-    def _time(self, handle: int, plan: Plan, pack: int, stream: int) -> float:
+    def _time(self, state: ThreadState, device: int, stream: int, plan: Plan, pack: int) -> float:
+        """Milliseconds per execution of ``plan``: AUTOTUNE_BATCH executions recorded into a CUDA graph and
+        replayed, so that the host's ~10 µs per execute never leaves the GPU idle inside the timing (timing
+        single executes measured host cost and picked slow engines for small convolutions); executed
+        directly when the engine cannot be recorded."""
         rt, execute = self._runtime, self._execute
-        assert rt is not None and execute is not None
+        assert rt is not None
 
-        def run() -> None:
-            status = execute(handle, plan.desc, pack)
+        def direct(on: int) -> None:
+            status = execute(rt.handle(state, device, on), plan.desc, pack)
             if status:
                 check(status, "cudnnBackendExecute", rt.api)
 
-        return rt.time_ms(stream, run, AUTOTUNE_REPEATS)
+        def batch(on: int) -> None:
+            for _ in range(AUTOTUNE_BATCH):
+                direct(on)
+
+        direct(stream)  # loads the engine's kernels outside any recording
+        try:
+            graph = rt.record(state, device, batch)
+        except CudnnloadError:
+            return rt.time_ms(stream, lambda: direct(stream), AUTOTUNE_REPEATS)
+        try:
+            def replay() -> None:
+                status = rt.graph_launch(graph, stream)
+                if status:
+                    raise rt.launch_error(status)
+
+            rt.handle(state, device, stream)  # the context current again for the launches
+            return rt.time_ms(stream, replay, AUTOTUNE_REPEATS) / AUTOTUNE_BATCH
+        finally:
+            rt.destroy_graph(graph)

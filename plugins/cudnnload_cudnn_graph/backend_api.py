@@ -101,6 +101,10 @@ class Attribute(IntEnum):
     OPERATION_POINTWISE_XDESC = 751
     OPERATION_POINTWISE_BDESC = 752
     OPERATION_POINTWISE_YDESC = 753
+    # Deprecated in 9.28 and optional for building a graph on a CPU (cudnn-facts §5), but the only source of
+    # the device's properties before 9.8's DEVICEPROP: without it cuDNN 9.19 on an H200 ranked engines for
+    # "smVersion 0", and their plans failed at execution with NOT_SUPPORTED_ARCH_MISMATCH (measured).
+    OPERATIONGRAPH_HANDLE = 800
     OPERATIONGRAPH_OPS = 801
     OPERATIONGRAPH_ENGINE_GLOBAL_COUNT = 802
     TENSOR_BYTE_ALIGNMENT = 900

@@ -181,8 +181,9 @@ class OperationGraph:
         self.owned.clear()
 
 
-def build(g: GraphApi, spec: GraphSpec) -> OperationGraph:
-    """Make and finalize the descriptors of ``spec`` (cudnn-facts §5, steps 1-6)."""
+def build(g: GraphApi, spec: GraphSpec, handle: int) -> OperationGraph:
+    """Make and finalize the descriptors of ``spec`` (cudnn-facts §5, steps 1-6) for the device of
+    ``handle`` (0: no device, enough to finalize the graph but not to rank engines for a GPU)."""
     owned: list[int] = []
 
     def make(kind: D) -> int:
@@ -239,7 +240,8 @@ def build(g: GraphApi, spec: GraphSpec) -> OperationGraph:
             g.finalize(op, f"pointwise {p.mode.name} operation")
             operations.append(op)
         graph = make(D.OPERATIONGRAPH)
-        # OPERATIONGRAPH_HANDLE is deprecated and not needed in 9.0 or 9.28 (cudnn-facts §5).
+        if handle:
+            g.set(graph, A.OPERATIONGRAPH_HANDLE, T.HANDLE, [handle])
         g.set(graph, A.OPERATIONGRAPH_OPS, T.BACKEND_DESCRIPTOR, operations)
         g.finalize(graph, "operation graph")
     except Exception:

@@ -40,6 +40,10 @@ NAME = "cudnn-legacy"
 _SCALARS = {False: (ctypes.c_float(1.0), ctypes.c_float(0.0)), True: (ctypes.c_double(1.0), ctypes.c_double(0.0))}
 _ONE_ZERO = {double: (ctypes.addressof(one), ctypes.addressof(zero)) for double, (one, zero) in _SCALARS.items()}
 
+# Activation modes whose backward pass cuDNN 9.19 refused (CUDNN_STATUS_NOT_SUPPORTED) at run time for x
+# with padded rows while y, dy and dx were dense; sigmoid, tanh and elu ran (measured on an H200).
+STRICT_BACKWARD = frozenset({"relu", "clipped_relu", "swish"})
+
 # The largest workspace cudnnFind*AlgorithmEx may use; algorithms that need more are skipped.
 FIND_WORKSPACE_LIMIT = 1 << 30
 
@@ -170,6 +174,11 @@ class LegacyBackend:
         if op in ("activation_forward", "activation_backward"):
             if len(present[0].shape) > MAX_DIMS:
                 return f"cuDNN tensors have at most {MAX_DIMS} dims"
+            assert isinstance(spec, ActivationSpec)
+            if (op == "activation_backward" and spec.mode in STRICT_BACKWARD
+                    and not (all(t.is_dense for t in present) and len({tuple(t.strides) for t in present}) == 1)):
+                return (f"cudnnActivationBackward runs {spec.mode} only on dense tensors that share their strides "
+                        "(measured: NOT_SUPPORTED for a strided x on cuDNN 9.19)")
             return None
         return f"{NAME} does not implement {op}"
 
