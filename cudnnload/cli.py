@@ -111,6 +111,8 @@ def make_cli() -> click.Group:
     @cli.command("trace", context_settings={"ignore_unknown_options": True})
     @click.option("--lazy", "modes", flag_value="lazy", multiple=True, help="Open only the shim, as frameworks do.")
     @click.option("--preload", "modes", flag_value="preload", multiple=True, help="cudnnload.load() the whole set.")
+    @click.option("--warm", "modes", flag_value="warm", multiple=True,
+                  help="cudnnload.load(warmup=[the traced problem]) first, as an app's start-up would.")
     @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold processes.")
     @click.option("--folder", type=click.Path(exists=True, file_okay=False), help="The cuDNN lib folder to trace.")
     @click.option("--backend", default="auto", show_default=True, help="Backend for the convolution stages.")

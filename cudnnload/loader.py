@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cudnnload.cachedir import cache_dir
 from cudnnload.capi import CudnnApi
@@ -38,6 +38,7 @@ from cudnnload.status import check
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.discovery import Install
+    from cudnnload.warmup import Background, Problem, Warmed
 
     Source = str | os.PathLike[str] | Install | None
 
@@ -109,6 +110,7 @@ class Loaded:
     stages: tuple[Stage, ...]
     seconds: float
     api: CudnnApi = field(compare=False, repr=False)
+    warmup: Warmed | Background | None = field(default=None, compare=False)  # see load(warmup=...)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ def load(
     use_cache: bool = True,
     timeout: float = 60.0,
     observer: Callable[[str], None] | None = None,
+    warmup: Sequence[Problem] = (),
+    background: bool = False,
 ) -> Loaded:
     """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
 
@@ -150,27 +154,40 @@ def load(
     Raises LoadError (naming the files and the reason) when nothing suitable loads, or when
     another cuDNN release is already mapped in this process. ``observer`` is called with each
     stage's name as it ends ("resolve", "dlopen graph", "cudnnGraphVersionCheck", ...): the hook
-    ``cudnnload trace`` times them with.
+    ``cudnnload trace`` times them with. ``warmup``: convolutions (`cudnnload.warmup.Problem`) to
+    run once now on scratch memory, so that the application's first real call finds the CUDA
+    context, the handle, the loaded kernels and the chosen algorithm ready; with ``background``
+    they run in a thread (``loaded().warmup.wait()``).
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
-            return _loaded
-        env = dict(os.environ if environ is None else environ)
-        start = time.perf_counter()
-        plan, cached = _plan(source, wanted, env, use_cache, timeout)
-        _refuse_mixing(plan)
-        if observer is not None:
-            observer("resolve")
-        stages, api = _load_here(plan, observer)
-        _loaded = Loaded(plan.folder, plan.major, plan.release, plan.files, plan.skipped, plan.verdict, cached,
-                         plan.findings, stages, time.perf_counter() - start, api)
-        return _loaded
+        else:
+            env = dict(os.environ if environ is None else environ)
+            start = time.perf_counter()
+            plan, cached = _plan(source, wanted, env, use_cache, timeout)
+            _refuse_mixing(plan)
+            if observer is not None:
+                observer("resolve")
+            stages, api = _load_here(plan, observer)
+            _loaded = Loaded(plan.folder, plan.major, plan.release, plan.files, plan.skipped, plan.verdict,
+                             cached, plan.findings, stages, time.perf_counter() - start, api)
+        current = _loaded
+    if warmup and current.warmup is None:
+        # outside the lock: the backends the warm-up runs call load() themselves
+        current = _loaded = replace(current, warmup=_warm(warmup, background))
+    return current
 
 
 preload = load
+
+
+def _warm(problems: Sequence[Problem], background: bool) -> Warmed | Background:
+    from cudnnload.warmup import Background, warm_up
+
+    return Background(problems) if background else warm_up(problems)
 
 
 def _check_same(current: Loaded, source: object, wanted: VersionRange | None) -> None:

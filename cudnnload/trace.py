@@ -117,8 +117,10 @@ def child_main(started: float) -> None:
 
     emit("import")
     try:
-        if request["mode"] == "preload":
+        if request["mode"] in ("preload", "warm"):
             api = loader.load(request["folder"], observer=emit).api
+            if request["mode"] == "warm" and request.get("conv"):
+                _warm(request["conv"], emit)
         else:
             shim = os.path.join(request["folder"], f"libcudnn.so.{request['major']}")
             emit("resolve")
@@ -136,6 +138,18 @@ def child_main(started: float) -> None:
         return
     if request.get("conv"):
         _convolutions(request["conv"], emit)
+
+
+def _warm(spec: Mapping[str, object], emit: _Emitter) -> None:
+    """preload(warmup=...) of the traced problem: what the application's start-up would pay."""
+    from cudnnload import loader
+    from cudnnload.warmup import Problem
+
+    n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
+    problem = Problem((n, c, size, size), (k, c, 3, 3), str(spec["dtype"]), padding=1, activation="relu",
+                      backend=str(spec["backend"]))
+    warmed = loader.load(warmup=[problem]).warmup
+    emit("warm-up (conv + ReLU, fused)", getattr(warmed, "error", None))
 
 
 def _context() -> str | None:
@@ -159,13 +173,17 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
 
     from cudnnload import dispatch
     from cudnnload.errors import CudnnloadError
+    from cudnnload.warmup import DeviceBuffer
 
     n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
     dtype = str(spec["dtype"])
+    host = {"float32": np.float32, "float16": np.float16}[dtype]
     try:
-        x = _device_array(np.random.default_rng(0).standard_normal((n, c, size, size)), dtype)
-        w = _device_array(np.random.default_rng(1).standard_normal((k, c, 3, 3)) * 0.05, dtype)
-        y = _device_array(np.empty((n, k, size, size)), dtype)
+        x = DeviceBuffer((n, c, size, size), dtype,
+                         np.random.default_rng(0).standard_normal((n, c, size, size)).astype(host))
+        w = DeviceBuffer((k, c, 3, 3), dtype, (np.random.default_rng(1).standard_normal((k, c, 3, 3)) * 0.05)
+                         .astype(host))
+        y = DeviceBuffer((n, k, size, size), dtype)
         emit("inputs on the GPU")
         for stage in ("first convolution", "second convolution"):
             dispatch.conv(x, w, padding=1, out=y, backend=str(spec["backend"]))
@@ -176,26 +194,6 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         emit("first activation")
     except CudnnloadError as exc:
         emit("stopped", exc.message)
-
-
-class _DeviceArray:
-    """Device memory exposed through ``__cuda_array_interface__`` (version 3), from cuda-python."""
-
-    def __init__(self, pointer: int, shape: tuple[int, ...], typestr: str) -> None:
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (pointer, False),
-                                         "version": 3, "strides": None, "stream": None}
-
-
-def _device_array(values: object, dtype: str) -> _DeviceArray:
-    import numpy as np
-
-    from cudnnload.gpu import checked, initialized_driver
-
-    host = np.ascontiguousarray(values, dtype={"float32": np.float32, "float16": np.float16}[dtype])
-    driver = initialized_driver()
-    pointer = int(checked(driver, "cuMemAlloc", host.nbytes))
-    checked(driver, "cuMemcpyHtoD", pointer, host.ctypes.data, host.nbytes)
-    return _DeviceArray(pointer, host.shape, host.dtype.str)
 
 
 def _synchronize() -> None:

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for issues 4 and 5: gpu-marked tests, the ResNet-50 conv bench (one output
+# buffer), cold start to the first verified result, and trace of the three modes. Results in $OUT.
+#   bash bench/gpu_run_conv.sh        (needs the pyelftools wheel in .whl/)
+set -u
+OUT=${OUT:-/tmp/cudnnload-out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 CUDNNLOAD_CACHE=/tmp/cudnnload-cache
+LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))')
+python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests > "$OUT/pytest-gpu.txt" 2>&1; tail -3 "$OUT/pytest-gpu.txt"
+python3 bench/bench_first_call.py --folder "$LIB" --runs 5 2>&1 | tee "$OUT/first_call.txt"
+python3 -m cudnnload trace --lazy --preload --warm --runs 3 --folder "$LIB" --plot "$OUT/trace.png" 2>&1 \
+  | tee "$OUT/trace.txt"
+python3 -m cudnnload trace --json --warm --runs 3 --folder "$LIB" > "$OUT/trace.json" 2>&1
+timeout 240 python3 bench/bench_conv.py --outputs 1 --out "$OUT/conv.md" > "$OUT/conv.txt" 2>&1; tail -25 "$OUT/conv.txt"
+python3 -m cudnnload backends 2>&1 | tee -a "$OUT/trace.txt"
