@@ -179,10 +179,9 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
     dtype = str(spec["dtype"])
     host = {"float32": np.float32, "float16": np.float16}[dtype]
     try:
-        x = DeviceBuffer((n, c, size, size), dtype,
-                         np.random.default_rng(0).standard_normal((n, c, size, size)).astype(host))
-        w = DeviceBuffer((k, c, 3, 3), dtype, (np.random.default_rng(1).standard_normal((k, c, 3, 3)) * 0.05)
-                         .astype(host))
+        rng = np.random.default_rng(0)  # uniform float32 draws: ten times faster than normal ones
+        x = DeviceBuffer((n, c, size, size), dtype, (rng.random((n, c, size, size), np.float32) - 0.5).astype(host))
+        w = DeviceBuffer((k, c, 3, 3), dtype, ((rng.random((k, c, 3, 3), np.float32) - 0.5) * 0.1).astype(host))
         y = DeviceBuffer((n, k, size, size), dtype)
         emit("inputs on the GPU")
         for stage in ("first convolution", "second convolution"):
