@@ -8,12 +8,16 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from cudnnload.backends import ENTRY_POINT_GROUP, BackendStatus
 from cudnnload.catalog import Release
 from cudnnload.discovery import Candidate, Install, Inventory, Step
 from cudnnload.fatbin import GpuCode
 from cudnnload.findings import Finding
 from cudnnload.which import Which
+
+# The backends pull in numpy (90 ms): imported only by the command that lists them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudnnload.backends import BackendStatus
 
 SCHEMA = 1
 
@@ -164,6 +168,8 @@ def which_text(result: Which, verbose: bool = False) -> str:
 
 
 def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
+    from cudnnload.backends import ENTRY_POINT_GROUP
+
     """``cudnnload backends``: a line per backend (name, state, where it comes from), and why it cannot run."""
     if not statuses:
         return f"no backend plugins installed (entry-point group {ENTRY_POINT_GROUP})"
