@@ -20,7 +20,6 @@ in its pyproject.toml and load exactly the same way.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from cudnnload.entrypoints import EntryPoint, entry_points
 from cudnnload.errors import UsageError
 from cudnnload.tensors import TensorRef
 
@@ -187,7 +187,7 @@ class Registry:
             found.append(BackendStatus(name, entry.source, reason is None, reason, entry.broken))
         return (*found, *self._plugin_failures)
 
-    def load_plugin(self, point: importlib.metadata.EntryPoint) -> None:
+    def load_plugin(self, point: EntryPoint) -> None:
         """Import the entry point and call it with this registry; on any exception, undo its additions and record it."""
         source = _describe(point)
         if self._restrict is not None and point.name not in self._restrict:
@@ -233,9 +233,8 @@ class Registry:
         return f" ({RESTRICT_VARIABLE}={','.join(sorted(self._restrict))})"
 
 
-def _describe(point: importlib.metadata.EntryPoint) -> str:
-    dist = point.dist
-    return f"{point.value} ({dist.name} {dist.version})" if dist is not None else point.value
+def _describe(point: EntryPoint) -> str:
+    return f"{point.value} ({point.distribution} {point.version})"
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -256,7 +255,7 @@ def load_registry(environ: Mapping[str, str] | None = None) -> Registry:
     Plugins are imported here (in entry-point name order); backends are made on first use.
     """
     registry = Registry(restriction(os.environ if environ is None else environ))
-    for point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+    for point in sorted(entry_points(ENTRY_POINT_GROUP), key=lambda p: p.name):
         registry.load_plugin(point)
     return registry
 

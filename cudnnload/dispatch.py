@@ -542,6 +542,11 @@ activation = _default.activation
 activation_backward = _default.activation_backward
 
 
+def registry() -> Registry:
+    """The default dispatcher's registry (what ``backend="auto"`` chooses among)."""
+    return _default.registry
+
+
 def reload(environ: Mapping[str, str] | None = None) -> None:
     """Rebuild the default dispatcher's registry (after installing a plugin, or to apply CUDNNLOAD_BACKENDS)."""
     _default.reload(environ)

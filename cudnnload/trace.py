@@ -167,15 +167,18 @@ def _context() -> str | None:
 
 
 def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
-    """First and second convolution (descriptors, algorithm choice and kernels included) and a ReLU."""
+    """The dispatcher and its plugins, the backend made ready, first and second convolution (plan,
+    i.e. descriptors and algorithm choice, then the kernels) and a ReLU."""
     import numpy as np
 
     from cudnnload import dispatch
+    from cudnnload.backends import PREFERENCE
     from cudnnload.errors import CudnnloadError
     from cudnnload.warmup import DeviceBuffer
 
+    emit("import dispatch (numpy, plugins)")
     n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
-    dtype = str(spec["dtype"])
+    dtype, backend = str(spec["dtype"]), str(spec["backend"])
     host = {"float32": np.float32, "float16": np.float16}[dtype]
     try:
         rng = np.random.default_rng(0)  # uniform float32 draws: ten times faster than normal ones
@@ -183,11 +186,14 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         w = DeviceBuffer((k, c, 3, 3), dtype, ((rng.random((k, c, 3, 3), np.float32) - 0.5) * 0.1).astype(host))
         y = DeviceBuffer((n, k, size, size), dtype)
         emit("inputs on the GPU")
-        for stage in ("first convolution", "second convolution"):
-            dispatch.conv(x, w, padding=1, out=y, backend=str(spec["backend"]))
+        names = PREFERENCE if backend == "auto" else (backend,)
+        ready = next((name for name in names if dispatch.registry().get(name)[0] is not None), backend)
+        emit(f"backend ready ({ready})")
+        for stage in ("first convolution (plan + kernels)", "second convolution"):
+            dispatch.conv(x, w, padding=1, out=y, backend=backend)
             _synchronize()
             emit(stage)
-        dispatch.activation(y, "relu", out=y, backend=str(spec["backend"]))
+        dispatch.activation(y, "relu", out=y, backend=backend)
         _synchronize()
         emit("first activation")
     except CudnnloadError as exc:

@@ -1,5 +1,5 @@
 """Backend plugins found through real entry points: small distributions written into a temporary site folder
-(a dist-info with METADATA and entry_points.txt, and the plugin module) that importlib.metadata reads from
+(a dist-info with METADATA and entry_points.txt, and the plugin module) that cudnnload.entrypoints reads from
 sys.path, as it reads any installed package; restriction by CUDNNLOAD_BACKENDS; broken plugins reported
 and skipped while the others load."""
 
