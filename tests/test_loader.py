@@ -127,3 +127,18 @@ def test_nothing_in_range_lists_what_was_rejected(tmp_path: Path) -> None:
     with pytest.raises(LoadError) as caught:
         load(lib_folder("cu12-8.9.7.29"), version=">=9", environ={**os.environ, "CUDNNLOAD_CACHE": str(tmp_path)})
     assert "cuDNN 8.9.7 is outside >=9" in caught.value.message
+
+
+def test_warmup_without_a_gpu_reports_why_and_the_load_stands(tmp_path: Path) -> None:
+    if os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+        pytest.skip("this machine has an NVIDIA driver: the warm-up would run")
+    code = f"""
+    import json, cudnnload
+    from cudnnload.warmup import Problem
+    got = cudnnload.preload({str(lib_folder("cu12-9.28.0.42"))!r},
+                            warmup=[Problem((1, 8, 16, 16), (8, 8, 3, 3), "float32", padding=1)], background=True)
+    warmed = got.warmup.wait(60)
+    print(json.dumps({{"release": str(got.release), "done": len(warmed.problems), "error": warmed.error}}))
+    """
+    out = _child(code, tmp_path)
+    assert out["release"] == "9.28.0" and out["done"] == 0 and "driver" in out["error"]
