@@ -215,8 +215,11 @@ def _pick(paths: Sequence[str], lib: SubLibrary) -> str:
 
 
 def _release_of(
-    files: Sequence[Candidate], folder: str, dist: Distribution | None
+    files: Sequence[Candidate], folder: str, major: int, dist: Distribution | None
 ) -> tuple[Release | None, str | None]:
+    """The install's release, from the most to the least direct evidence: its wheel's metadata,
+    an exported version constant, a fully versioned file name, then a ``cudnn_version.h`` that
+    belongs to the folder (``../include``; the system headers only for a system library folder)."""
     if dist is not None:
         try:
             return parse_release(dist.version), f"{dist.name} {dist.version} metadata"
@@ -225,28 +228,39 @@ def _release_of(
     for cand in files:
         if cand.elf and cand.elf.release:
             return cand.elf.release, f"{cand.elf.release_symbol} in {os.path.basename(cand.path)}"
-    header = _header_release(folder)
-    if header:
-        return header, "cudnn_version.h"
     for cand in files:  # libcudnn.so.7 -> libcudnn.so.7.6.5: the link's target names the release
         for name in (cand.path, cand.real_path or ""):
             match = _FULL_VERSION.search(name)
             if match:
                 return parse_release(match.group(1)), f"file name {os.path.basename(name)}"
+    for include in _header_folders(folder):
+        header = _header_release(include)
+        if header and header.major == major:
+            return header, f"{include}/cudnn_version.h"
     return None, None
 
 
-def _header_release(folder: str) -> Release | None:
-    for include in (os.path.join(folder, "..", "include"), "/usr/include", "/usr/include/x86_64-linux-gnu"):
-        for name in ("cudnn_version.h", "cudnn_version_v9.h", "cudnn_version_v8.h"):
-            try:
-                with open(os.path.join(include, name), encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            parts = [re.search(rf"#define CUDNN_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCHLEVEL")]
-            if all(parts):
-                return Release(*(int(p.group(1)) for p in parts if p))
+_SYSTEM_LIBRARY_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+                           "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+
+
+def _header_folders(folder: str) -> tuple[str, ...]:
+    own = os.path.normpath(os.path.join(folder, "..", "include"))
+    if os.path.normpath(folder) in _SYSTEM_LIBRARY_FOLDERS:  # apt/dnf put the headers here
+        return own, "/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"
+    return (own,)
+
+
+def _header_release(include: str) -> Release | None:
+    for name in ("cudnn_version.h", "cudnn_version_v9.h", "cudnn_version_v8.h"):
+        try:
+            with open(os.path.join(include, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        parts = [re.search(rf"#define CUDNN_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCHLEVEL")]
+        if all(parts):
+            return Release(*(int(p.group(1)) for p in parts if p))
     return None
 
 
@@ -301,7 +315,7 @@ def build_install(
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), cache, host)
                   for lib in gen.libraries if lib.key in by_key)
     dist = _distribution_for(folder, dists)
-    release, source = _release_of(files, folder, dist)
+    release, source = _release_of(files, folder, major, dist)
     findings: list[Finding] = []
     findings += _missing(gen, files, folder)
     findings += _mixed(files, release)

@@ -198,3 +198,17 @@ def test_library_needing_a_newer_glibc_than_the_host_is_flagged() -> None:
     cand = inspect_file(str(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9"), ElfCache(None), old_host)
     too_old = [f for f in cand.findings if f.code == "glibc-too-old"]
     assert too_old and "needs GLIBC_2.27" in too_old[0].message and "GLIBC_2.17" in too_old[0].message
+
+
+def test_a_header_of_another_cudnn_does_not_name_this_installs_release(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libcudnn.so.7").symlink_to(lib_folder("cu12-8.9.7.29") / "libcudnn.so.8")  # a v7 name, no version
+    include = tmp_path / "include"
+    include.mkdir()
+    header = "#define CUDNN_MAJOR {}\n#define CUDNN_MINOR {}\n#define CUDNN_PATCHLEVEL {}\n"
+    (include / "cudnn_version.h").write_text(header.format(9, 14, 0))
+    assert _only(find([str(lib)], environ=ENV)).release is None  # a 9.14 header says nothing about cuDNN 7
+    (include / "cudnn_version.h").write_text(header.format(7, 6, 5))
+    install = _only(find([str(lib)], environ=ENV))
+    assert install.release == Release(7, 6, 5) and install.release_source == f"{include}/cudnn_version.h"
