@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Release and its decoders live in versions.py (no dataclasses import on the ELF memo path); re-exported here.
+from cudnnload.versions import Release, decode_packed_version, decode_version, parse_release  # noqa: F401
+
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,49 +53,6 @@ class SubLibrary:
             f"{self.stem}.so.{release.major}.{release.minor}",
         )
         return (*full, self.soname, f"{self.stem}.so")
-
-
-@dataclass(frozen=True, order=True)
-class Release:
-    major: int
-    minor: int
-    patch: int
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-    @property
-    def number(self) -> int:
-        """The value ``cudnnGetVersion()`` returns for this release (cudnn_version.h)."""
-        if self.major >= 9:
-            return self.major * 10000 + self.minor * 100 + self.patch
-        return self.major * 1000 + self.minor * 100 + self.patch
-
-
-def decode_version(value: int) -> Release:
-    """``cudnnGetVersion()`` to a release: 8907 -> 8.9.7, 92800 -> 9.28.0 (cudnn-facts §1.5)."""
-    if value <= 0:
-        raise ValueError(f"not a cuDNN version number: {value}")
-    if value < 10000:
-        return Release(value // 1000, value % 1000 // 100, value % 100)
-    return Release(value // 10000, value % 10000 // 100, value % 100)
-
-
-def decode_packed_version(value: int) -> Release:
-    """An exported version constant (``cudnn_graph_version`` ...) to a release: 0x091C00 -> 9.28.0."""
-    return Release(value >> 16 & 0xFF, value >> 8 & 0xFF, value & 0xFF)
-
-
-_VERSION_TEXT = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.\d+)*\s*$")
-
-
-def parse_release(text: str) -> Release:
-    """``"9.28"``, ``"9.28.0.42"`` or ``"8"`` to a release; ValueError names the text."""
-    match = _VERSION_TEXT.match(text)
-    if not match:
-        raise ValueError(f"not a cuDNN version: {text!r} (expected e.g. 9.28.0 or 8.9)")
-    major, minor, patch = (int(part or 0) for part in match.groups())
-    return Release(major, minor, patch)
 
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,

@@ -15,11 +15,11 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from dataclasses import dataclass
 
-from cudnnload.catalog import GENERATIONS, Release, decode_packed_version
 from cudnnload.errors import ElfError
 from cudnnload.fatbin import GpuCode, read_gpu_code
+from cudnnload.records import record
+from cudnnload.versions import VERSION_SYMBOLS, Release, decode_packed_version
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
@@ -36,13 +36,7 @@ STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 STV_DEFAULT, STV_PROTECTED = 0, 3
 
-# Exported constants that hold the release as major<<16|minor<<8|patch (cudnn-facts §2).
-VERSION_SYMBOLS: frozenset[str] = frozenset(
-    lib.version_symbol for gen in GENERATIONS.values() for lib in gen.libraries if lib.version_symbol
-)
-
-
-@dataclass(frozen=True)
+@record
 class VersionNeed:
     """One DT_VERNEED entry: versions of ``library`` this file's symbols bind to."""
 
@@ -50,7 +44,7 @@ class VersionNeed:
     versions: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class ElfInfo:
     path: str
     size: int
@@ -93,7 +87,7 @@ def max_version(names: object) -> tuple[int, ...] | None:
     return best
 
 
-@dataclass(frozen=True)
+@record
 class _Section:
     name: str
     type: str
@@ -200,7 +194,7 @@ def _inspect(path: str, size: int, handle: BinaryIO, data: mmap.mmap) -> ElfInfo
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Dynamic:
     soname: str | None
     needed: tuple[str, ...]

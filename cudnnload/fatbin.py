@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from dataclasses import dataclass
+
+from cudnnload.records import record
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header_size, fat_size
@@ -22,13 +23,13 @@ FLAG_FAMILY_SPECIFIC = 0x200000  # sm_100f, sm_120f
 FLAG_LZ4, FLAG_ZSTD = 0x2000, 0x8000
 
 
-@dataclass(frozen=True)
+@record
 class ArchCount:
     arch: str  # "sm_90a"
     count: int
 
 
-@dataclass(frozen=True)
+@record
 class GpuCode:
     """What one library carries for the GPU."""
 

@@ -12,6 +12,7 @@ from cudnnload.catalog import Release
 from cudnnload.discovery import Candidate, Install, Inventory, Step
 from cudnnload.fatbin import GpuCode
 from cudnnload.findings import Finding
+from cudnnload.records import is_record
 from cudnnload.which import Which
 
 # The backends pull in numpy (90 ms): imported only by the command that lists them.
@@ -34,8 +35,9 @@ def to_jsonable(value: Any) -> Any:
     """One encoder for every result: dataclasses become objects, tuples lists, releases "9.28.0"."""
     if isinstance(value, Release):
         return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if is_record(value) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        names = value._fields if is_record(value) else [f.name for f in dataclasses.fields(value)]
+        out = {name: to_jsonable(getattr(value, name)) for name in names}
         for name in JSON_PROPERTIES.get(type(value).__name__, ()):
             out[name] = to_jsonable(getattr(value, name))
         return out

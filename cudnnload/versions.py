@@ -1,0 +1,53 @@
+"""cuDNN release numbers: the record and the three encodings it is read from (cudnn-facts §1.5, §2)."""
+
+from __future__ import annotations
+
+from cudnnload.records import record
+
+
+@record
+class Release:
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def number(self) -> int:
+        """The value ``cudnnGetVersion()`` returns for this release (cudnn_version.h)."""
+        if self.major >= 9:
+            return self.major * 10000 + self.minor * 100 + self.patch
+        return self.major * 1000 + self.minor * 100 + self.patch
+
+
+def decode_version(value: int) -> Release:
+    """``cudnnGetVersion()`` to a release: 8907 -> 8.9.7, 92800 -> 9.28.0 (cudnn-facts §1.5)."""
+    if value <= 0:
+        raise ValueError(f"not a cuDNN version number: {value}")
+    if value < 10000:
+        return Release(value // 1000, value % 1000 // 100, value % 100)
+    return Release(value // 10000, value % 10000 // 100, value % 100)
+
+
+def decode_packed_version(value: int) -> Release:
+    """An exported version constant (``cudnn_graph_version`` ...) to a release: 0x091C00 -> 9.28.0."""
+    return Release(value >> 16 & 0xFF, value >> 8 & 0xFF, value & 0xFF)
+
+
+def parse_release(text: str) -> Release:
+    """``"9.28"``, ``"9.28.0.42"`` or ``"8"`` to a release; ValueError names the text."""
+    parts = text.strip().split(".")
+    if not all(part.isdigit() and part.isascii() for part in parts) or not parts[0]:
+        raise ValueError(f"not a cuDNN version: {text!r} (expected e.g. 9.28.0 or 8.9)")
+    major, minor, patch = (int(parts[i]) if i < len(parts) else 0 for i in range(3))
+    return Release(major, minor, patch)
+
+
+# Exported u32 constants that hold the release as major<<16|minor<<8|patch (cudnn-facts §2); the
+# catalog names the library of each (tests/test_catalog.py keeps the two in step).
+VERSION_SYMBOLS = frozenset({
+    "cudnn_graph_version", "cudnn_ops_infer_version", "cudnn_adv_infer_version", "cudnn_ops_train_version",
+    "cudnn_cnn_infer_version",
+})

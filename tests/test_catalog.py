@@ -1,0 +1,44 @@
+"""The catalog's facts agree with each other and with the encodings in versions.py."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from cudnnload.catalog import GENERATIONS, Release, classify, decode_version, parse_release
+from cudnnload.report import to_jsonable
+from cudnnload.versions import VERSION_SYMBOLS, decode_packed_version
+
+
+def test_version_symbols_are_those_the_catalog_names() -> None:
+    named = {lib.version_symbol for gen in GENERATIONS.values() for lib in gen.libraries if lib.version_symbol}
+    assert named == VERSION_SYMBOLS
+
+
+@pytest.mark.parametrize("number, release", [(7605, Release(7, 6, 5)), (8907, Release(8, 9, 7)),
+                                             (90000, Release(9, 0, 0)), (92800, Release(9, 28, 0))])
+def test_get_version_numbers_decode_both_ways(number: int, release: Release) -> None:
+    assert decode_version(number) == release and release.number == number
+
+
+def test_packed_constant_and_text_decode() -> None:
+    assert decode_packed_version(0x091C00) == Release(9, 28, 0) == parse_release(" 9.28.0.42 ")
+    assert parse_release("8") == Release(8, 0, 0) and str(Release(9, 1, 2)) == "9.1.2"
+    for bad in ("", "nine", "9..1", "9.-1", "v9"):
+        with pytest.raises(ValueError, match="not a cuDNN version"):
+            parse_release(bad)
+
+
+def test_releases_order_hash_pickle_and_serialise_like_values() -> None:
+    assert Release(9, 0, 0) < Release(9, 1, 0) < Release(10, 0, 0) and len({Release(9, 1, 0), Release(9, 1, 0)}) == 1
+    assert pickle.loads(pickle.dumps(Release(9, 28, 0))) == Release(9, 28, 0)
+    with pytest.raises(AttributeError):
+        Release(9, 28, 0).major = 8  # type: ignore[misc]
+    assert to_jsonable({"r": Release(9, 28, 0)}) == {"r": "9.28.0"}
+
+
+def test_file_names_are_classified_by_generation() -> None:
+    assert classify("libcudnn_ops.so.9.28.0").key == "ops"  # type: ignore[union-attr]
+    assert classify("libcudnn_cnn_infer.so.8").major == 8  # type: ignore[union-attr]
+    assert classify("libcudnn.so.7").key == "shim" and classify("libcudnn_foo.so.9") is None  # type: ignore[union-attr]
