@@ -28,6 +28,8 @@ def record(cls: type[T]) -> type[T]:
     """Turn ``cls`` (annotated fields, optional defaults, methods) into a named-tuple class."""
     names = tuple(cls.__dict__.get("__annotations__", {}))
     defaults = [cls.__dict__[name] for name in names if name in cls.__dict__]
+    if any(name not in cls.__dict__ for name in names[len(names) - len(defaults):]):
+        raise TypeError(f"{cls.__name__}: fields with defaults must come last")
     base = namedtuple(cls.__name__, names, defaults=defaults or None)  # type: ignore[misc]
     namespace = {key: value for key, value in cls.__dict__.items()
                  if key not in names and key not in ("__dict__", "__weakref__", "__annotations__")}

@@ -42,3 +42,13 @@ def test_file_names_are_classified_by_generation() -> None:
     assert classify("libcudnn_ops.so.9.28.0").key == "ops"  # type: ignore[union-attr]
     assert classify("libcudnn_cnn_infer.so.8").major == 8  # type: ignore[union-attr]
     assert classify("libcudnn.so.7").key == "shim" and classify("libcudnn_foo.so.9") is None  # type: ignore[union-attr]
+
+
+def test_a_record_with_a_default_before_a_required_field_is_refused() -> None:
+    from cudnnload.records import record
+
+    with pytest.raises(TypeError, match="defaults must come last"):
+        @record
+        class Bad:
+            a: int = 0
+            b: int
