@@ -298,18 +298,22 @@ def _expected_failure(error: str) -> str:
     return ""
 
 
-def mapped_libraries() -> tuple[str, ...]:
-    """The CUDA-family files (libcudnn*, libcublas*, libnvrtc*, libcuda*) mapped into this process, sorted.
+def mapped_libraries(pid: str = "self") -> tuple[str, ...]:
+    """The CUDA-family files (libcudnn*, libcublas*, libnvrtc*, libcuda*) mapped into a process
+    (default: this one), sorted; () when the process is gone.
 
-    /proc/self/maps shows the real path of each file: a library opened through
+    /proc/PID/maps shows the real path of each file: a library opened through
     a symlink appears under its target.
     """
     paths: set[str] = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split(maxsplit=5)
-            if len(fields) == 6 and os.path.basename(fields[5].rstrip()).startswith(_MAPPED_PREFIXES):
-                paths.add(fields[5].rstrip())
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and os.path.basename(fields[5].rstrip()).startswith(_MAPPED_PREFIXES):
+                    paths.add(fields[5].rstrip())
+    except OSError:
+        return ()
     return tuple(sorted(paths))
 
 

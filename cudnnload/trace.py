@@ -26,9 +26,6 @@ from dataclasses import dataclass
 
 from cudnnload.apilog import ApiSummary, parse, summarize
 
-_WATCHED = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
-
-
 # --- results ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -78,17 +75,10 @@ class ProgramTrace:
 # --- our own path: the child ---------------------------------------------------------
 
 def _mapped(pid: str = "self") -> set[str]:
-    names: set[str] = set()
-    try:
-        with open(f"/proc/{pid}/maps") as maps:
-            for line in maps:
-                path = line.rsplit(" ", 1)[-1].strip()
-                name = os.path.basename(path)
-                if path.startswith("/") and name.startswith(_WATCHED):
-                    names.add(name)
-    except OSError:
-        pass
-    return names
+    """File names of the CUDA-family libraries mapped in a process."""
+    from cudnnload.probe import mapped_libraries
+
+    return {os.path.basename(path) for path in mapped_libraries(pid)}
 
 
 class _Emitter:

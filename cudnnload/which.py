@@ -19,6 +19,7 @@ from cudnnload.discovery import Step, make_step, python_requester, requester, st
 from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import UsageError
 from cudnnload.findings import ERROR, INFO, Finding
+from cudnnload.probe import mapped_libraries
 from cudnnload.sources import cudnn_distributions
 
 
@@ -32,20 +33,6 @@ class Which:
     @property
     def healthy(self) -> bool:
         return not any(f.severity == ERROR for f in self.findings)
-
-
-def mapped_libraries(maps: str = "/proc/self/maps") -> dict[str, str]:
-    """soname-ish file name -> path of every shared object mapped in a process."""
-    found: dict[str, str] = {}
-    try:
-        with open(maps, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                path = line.split(maxsplit=5)[-1].strip() if line.count(" ") >= 5 else ""
-                if path.startswith("/") and ".so" in path:
-                    found.setdefault(os.path.basename(path), path)
-    except OSError:
-        pass
-    return found
 
 
 def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
@@ -71,8 +58,8 @@ def which(
     """Resolve cuDNN names (default: the v9 shim and every sub-library) as the consumer would."""
     env_vars = dict(os.environ if environ is None else environ)
     cache = ElfCache(cache_file(env_vars) if use_cache else None)
-    mapped = mapped_libraries() if consumer is None else {}
-    loaded = {name: path for name, path in mapped.items() if name.startswith("libcudnn")}
+    mapped = mapped_libraries() if consumer is None else ()
+    loaded = {os.path.basename(path): path for path in mapped if os.path.basename(path).startswith("libcudnn")}
     env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=python_requester(cache),
                                         defaults=linker_defaults(cache, env_vars))
     consumer_path = consumer or sys.executable
