@@ -324,15 +324,18 @@ def build_install(
                              "it is not on disk", path, f"pip install --force-reinstall {dist.name}=={dist.version}")
                      for path in dist.missing]
     shim = next((c for c in files if c.library == "shim"), None)
-    plan = _plan(gen, shim, files, folder, release, cache, env)
-    for step in plan:
+    # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
+    steps = () if gen.major == 7 else tuple(
+        step for lib, step in plan(gen, shim.path if shim else None, folder, release, cache, env)
+        if step.path or lib.required)
+    for step in steps:
         findings += step_findings(step, folder, release)
     deps = _dependencies(gen, files, _cuda_major(dist, files), release, cache, env)
     findings += [f for step in deps for f in _dependency_findings(step, major)]
     if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
         findings += _symlinked_shim(shim, gen, folder)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
-                   _cuda_major(dist, files), files, plan, deps, tuple(findings))
+                   _cuda_major(dist, files), files, steps, deps, tuple(findings))
 
 
 def _expected(gen: Generation, files: Sequence[Candidate]) -> tuple[SubLibrary, ...]:
@@ -365,28 +368,22 @@ def _mixed(files: Sequence[Candidate], release: Release | None) -> Iterable[Find
                           "release-private symbols of libcudnn_graph and fail to load across releases")
 
 
-def _plan(gen: Generation, shim: Candidate | None, files: Sequence[Candidate], folder: str,
-          release: Release | None, cache: ElfCache, env: linker.LinkerEnv) -> tuple[Step, ...]:
-    """Simulate the shim's dlopen of each sub-library, and graph's of the engines (v9)."""
-    if gen.major == 7:
-        return ()
-    shim_path = shim.path if shim else os.path.join(folder, gen.shim.soname)
-    shim_req = requester(shim_path, cache) if shim else None
-    steps: list[Step] = []
-    graph_path: str | None = None
+def plan(gen: Generation, shim_path: str | None, folder: str, release: Release | None, cache: ElfCache,
+         env: linker.LinkerEnv) -> tuple[tuple[SubLibrary, Step], ...]:
+    """Simulate the shim's dlopen of each sub-library, and graph's of the engines (v9); every
+    sub-library gets a step, found or not. ``shim_path``: the shim as opened (None: there is none)."""
+    shim_req = requester(shim_path, cache) if shim_path else None
+    graph_req: linker.Requester | None = None
+    steps: list[tuple[SubLibrary, Step]] = []
     for lib in gen.sublibraries:
         # A dlopen'd object has no loader (glibc l_loader): the shim's calls search with the
         # shim's own paths, graph's calls with graph's, plus the executable's RPATH (linker.Chain).
-        if lib.opened_by == "shim":
-            chain, requested_by = _chain(shim_req), shim_path if shim_req else None
-        else:
-            chain, requested_by = _chain(requester(graph_path, cache) if graph_path else None), graph_path
+        opener = shim_req if lib.opened_by == "shim" else graph_req
         names = lib.names_tried(release)
-        res = linker.resolve_many(names, chain, env)
-        if lib.key == "graph":
-            graph_path = res.path
-        if res.path or lib.required:  # ext, tensor_ir: absent from older releases, and not asked for
-            steps.append(make_step(lib.key, requested_by, names, res, folder, cache, env))
+        res = linker.resolve_many(names, _chain(opener), env)
+        if lib.key == "graph" and res.path:
+            graph_req = requester(res.path, cache)
+        steps.append((lib, make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)))
     return tuple(steps)
 
 

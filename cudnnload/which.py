@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cudnnload import linker
 from cudnnload.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
-from cudnnload.discovery import Step, make_step, python_requester, requester, step_findings
+from cudnnload.discovery import Step, make_step, plan, python_requester, requester, step_findings
 from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import UsageError
 from cudnnload.findings import ERROR, INFO, Finding
@@ -119,22 +119,12 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
                                 "is found only by programs that load it by absolute path (PyTorch, JAX do)",
                                 shim_step.path))
     folder = os.path.dirname(shim_step.path)
-    release = shim_step.release
-    shim_req = requester(shim_step.path, cache)
-    graph_req: linker.Requester | None = None
     if gen.shim in libs:
         steps.append(shim_step)
-    for lib in gen.sublibraries:
-        # a dlopen'd object has no loader: only the opener's own paths (and the executable's) count
-        opener = shim_req if lib.opened_by == "shim" else graph_req
-        names = lib.names_tried(release)
-        res = linker.resolve_many(names, linker.Chain((opener,)) if opener else None, env)
-        step = make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)
-        if lib.key == "graph" and res.path:
-            graph_req = requester(res.path, cache)
+    for lib, step in plan(gen, shim_step.path, folder, shim_step.release, cache, env):
         if lib in libs and (step.path or lib.required or explicit):
             steps.append(step)
-            findings += _findings(step, lib, folder, release)
+            findings += _findings(step, lib, folder, shim_step.release)
     return steps
 
 
