@@ -185,6 +185,18 @@ class GraphApi:
     def destroy(self, desc: int) -> None:
         check(self._destroy(desc), "cudnnBackendDestroyDescriptor", self.api)
 
+    def create_owned(self, kind: DescriptorType, owned: list[int]) -> int:
+        """Create a descriptor and record it in ``owned`` (destroyed together, newest first)."""
+        desc = self.create(kind)
+        owned.append(desc)
+        return desc
+
+    def destroy_all(self, owned: list[int]) -> None:
+        """Destroy what ``owned`` records, newest first, and empty it."""
+        for desc in reversed(owned):
+            self.destroy(desc)
+        owned.clear()
+
     def finalize(self, desc: int, what: str) -> None:
         check(self._finalize(desc), f"cudnnBackendFinalize({what})", self.api)
 

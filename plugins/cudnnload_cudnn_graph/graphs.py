@@ -176,9 +176,7 @@ class OperationGraph:
     owned: list[int]
 
     def destroy(self, graph_api: GraphApi) -> None:
-        for desc in reversed(self.owned):
-            graph_api.destroy(desc)
-        self.owned.clear()
+        graph_api.destroy_all(self.owned)
 
 
 def build(g: GraphApi, spec: GraphSpec, handle: int) -> OperationGraph:
@@ -187,9 +185,7 @@ def build(g: GraphApi, spec: GraphSpec, handle: int) -> OperationGraph:
     owned: list[int] = []
 
     def make(kind: D) -> int:
-        desc = g.create(kind)
-        owned.append(desc)
-        return desc
+        return g.create_owned(kind, owned)
 
     try:
         tensors: dict[int, int] = {}

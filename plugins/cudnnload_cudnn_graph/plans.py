@@ -46,9 +46,7 @@ class EngineConfig:
         return {"engine": self.engine, "knobs": [list(knob) for knob in self.knobs]}
 
     def destroy(self, g: GraphApi) -> None:
-        for desc in reversed(self.owned):
-            g.destroy(desc)
-        self.owned.clear()
+        g.destroy_all(self.owned)
 
 
 @dataclass
@@ -112,8 +110,7 @@ def describe(g: GraphApi, desc: int) -> EngineConfig:
         knobs = tuple((int(g.get(c, A.KNOB_CHOICE_KNOB_TYPE, T.KNOB_TYPE, 1)[0]),
                        int(g.get(c, A.KNOB_CHOICE_KNOB_VALUE, T.INT64, 1)[0])) for c in choices)
     except Exception:
-        for made in reversed(owned):
-            g.destroy(made)
+        g.destroy_all(owned)
         raise
     return EngineConfig(desc, index, knobs, notes, owned)
 
@@ -130,9 +127,7 @@ def config_from_choice(g: GraphApi, graph: OperationGraph, choice: dict[str, Any
     owned: list[int] = []
 
     def make(kind: D) -> int:
-        desc = g.create(kind)
-        owned.append(desc)
-        return desc
+        return g.create_owned(kind, owned)
 
     try:
         engine = make(D.ENGINE)
@@ -153,8 +148,7 @@ def config_from_choice(g: GraphApi, graph: OperationGraph, choice: dict[str, Any
             g.set(config, A.ENGINECFG_KNOB_CHOICES, T.BACKEND_DESCRIPTOR, choices)
         g.finalize(config, f"engine config {engine_index}")
     except Exception:
-        for made in reversed(owned):
-            g.destroy(made)
+        g.destroy_all(owned)
         raise
     owned.remove(config)
     return EngineConfig(config, engine_index, knobs, notes, [config, *owned])
