@@ -35,6 +35,11 @@ _EXPORTS = {
     "load": "cudnnload.loader",
     "preload": "cudnnload.loader",
     "Loaded": "cudnnload.loader",
+    "start": "cudnnload.starting",
+    "Starting": "cudnnload.starting",
+    "Problem": "cudnnload.warmup",
+    "Activation": "cudnnload.warmup",
+    "DeviceBuffer": "cudnnload.warmup",
     "doctor": "cudnnload.doctor",
     "conv": "cudnnload.dispatch",
     "conv_backward_data": "cudnnload.dispatch",
@@ -57,11 +62,12 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "ConvSpec", "CudnnloadError",
-    "DeviceError", "Dispatcher", "DtypeError", "ElfError", "ElfInfo", "Finding", "GpuCode", "Install", "Inventory",
-    "LoadError", "Loaded", "Registry", "Release", "ShapeError", "Step", "TensorRef", "UnsupportedError", "UsageError",
-    "Which", "activation", "activation_backward", "conv", "conv_backward_data", "conv_backward_filter", "doctor",
-    "find", "inspect", "list_backends", "load", "preload", "read_elf", "to_jsonable", "which",
+    "Activation", "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "ConvSpec",
+    "CudnnloadError", "DeviceBuffer", "DeviceError", "Dispatcher", "DtypeError", "ElfError", "ElfInfo", "Finding",
+    "GpuCode", "Install", "Inventory", "LoadError", "Loaded", "Problem", "Registry", "Release", "ShapeError",
+    "Starting", "Step", "TensorRef", "UnsupportedError", "UsageError", "Which", "activation", "activation_backward",
+    "conv", "conv_backward_data", "conv_backward_filter", "doctor", "find", "inspect", "list_backends", "load",
+    "preload", "read_elf", "start", "to_jsonable", "which",
 ]
 
 if TYPE_CHECKING:
@@ -84,7 +90,9 @@ if TYPE_CHECKING:
     from cudnnload.findings import Finding
     from cudnnload.loader import Loaded, load, preload
     from cudnnload.report import to_jsonable
+    from cudnnload.starting import Starting, start
     from cudnnload.tensors import TensorRef
+    from cudnnload.warmup import Activation, DeviceBuffer, Problem
     from cudnnload.which import Which, which
 
 

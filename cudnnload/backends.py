@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +47,27 @@ ACTIVATIONS = ("sigmoid", "relu", "tanh", "clipped_relu", "elu", "identity", "sw
 LAYOUTS = ("NCHW", "NHWC")
 # backend="auto" tries these first, in this order, then any other backend by name.
 PREFERENCE = ("cudnn-graph", "cudnn-legacy", "numpy")
+
+_warming = threading.local()
+
+
+@contextmanager
+def warming(before_own_plans: Callable[[], None]) -> Iterator[None]:
+    """Mark this thread's calls as a warm-up (`cudnnload.warmup`). A backend with a quick way to a
+    first result (cudnn-graph's quick plans) may make that ready first, then call ``before_own_plans()``
+    (the warm-up's other first-time work ends meanwhile), then build the problem's own plan; calls
+    from other threads run the quick way until that plan is ready."""
+    previous = getattr(_warming, "hook", None)
+    _warming.hook = before_own_plans
+    try:
+        yield
+    finally:
+        _warming.hook = previous
+
+
+def warming_hook() -> Callable[[], None] | None:
+    """This thread's `warming` hook, or None outside a warm-up."""
+    return getattr(_warming, "hook", None)
 
 
 @dataclass(frozen=True)
@@ -154,6 +176,7 @@ class Registry:
         self._entries: dict[str, _Entry] = {}
         self._plugin_failures: list[BackendStatus] = []  # plugins that raised, or were not loaded
         self._source = "added directly"  # the plugin whose register() is running
+        self._check_lock = threading.RLock()  # one backend object per name, also when threads ask at once
 
     def add(self, name: str, factory: BackendFactory) -> None:
         """Add a backend; what a plugin's ``register(registry)`` calls. The factory runs on first use."""
@@ -215,15 +238,23 @@ class Registry:
             self._source = "added directly"
 
     def _check(self, name: str, entry: _Entry) -> None:
-        entry.checked = True
+        with self._check_lock:
+            if not entry.checked:
+                self._make(name, entry)
+
+    def _make(self, name: str, entry: _Entry) -> None:
+        """Make the backend and ask it; ``checked`` is set last, so that a thread that finds it set
+        (without the lock) finds the answer too."""
         try:
             backend = entry.factory()
             entry.reason = backend.availability()
         except Exception as exc:  # as in load_plugin: a broken backend is reported, never raised
             entry.reason, entry.broken = _exception_text(exc), True
             log.warning("backend %s (%s) is broken: %s", name, entry.source, entry.reason)
+            entry.checked = True
             return
         entry.backend = backend
+        entry.checked = True
         if entry.reason is not None:
             log.debug("backend %s is unavailable: %s", name, entry.reason)
 

@@ -113,6 +113,8 @@ def make_cli() -> click.Group:
     @click.option("--preload", "modes", flag_value="preload", multiple=True, help="cudnnload.load() the whole set.")
     @click.option("--warm", "modes", flag_value="warm", multiple=True,
                   help="cudnnload.load(warmup=[the traced problem]) first, as an app's start-up would.")
+    @click.option("--start", "modes", flag_value="start", multiple=True,
+                  help="cudnnload.start(warmup=[...]) as the first statement: load and warm-up in threads.")
     @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold processes.")
     @click.option("--folder", type=click.Path(exists=True, file_okay=False), help="The cuDNN lib folder to trace.")
     @click.option("--backend", default="auto", show_default=True, help="Backend for the convolution stages.")

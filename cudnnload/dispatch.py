@@ -27,6 +27,7 @@ import contextlib
 import math
 import operator
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,12 +84,17 @@ class Dispatcher:
         self._registry = registry
         self._environ = environ
         self._plans: dict[Any, _Plan] = {}
+        self._lock = threading.Lock()  # one registry, also when threads (a background warm-up) ask at once
 
     @property
     def registry(self) -> Registry:
-        if self._registry is None:
-            self._registry = load_registry(os.environ if self._environ is None else self._environ)
-        return self._registry
+        registry = self._registry
+        if registry is None:
+            with self._lock:
+                if self._registry is None:
+                    self._registry = load_registry(os.environ if self._environ is None else self._environ)
+                registry = self._registry
+        return registry
 
     def reload(self, environ: Mapping[str, str] | None = None) -> None:
         """Forget every plan and rebuild the registry from the installed plugins and ``environ``."""

@@ -5,11 +5,11 @@
   convolution descriptors take 2 or 3 spatial axes), the filter formats cuDNN accepts,
   and the alignment a pointer guarantees.
 - `Runtime` (one per loaded cuDNN): the per-call part of `cudnnload.handles.HandlePool`
-  made cheap. The pool makes the device's primary context current through cuda.bindings on
+  made cheap. The pool makes the device's primary context current through the driver on
   every ``get`` (microseconds); a thread here keeps the handle it last bound, and a call
   with the same device and stream only checks, with one ctypes call to the driver's
   ``cuCtxGetCurrent``, that nobody made another context current since (a framework that
-  switched devices, say). A workspace per (thread, device, stream) grows by ``cudaMalloc``
+  switched devices, say). A workspace per (thread, device, stream) grows by ``cuMemAlloc``
   and is never shared between threads, so a growing buffer can be freed while no other
   thread holds its address; backends that keep the address (cuDNN graph variant packs)
   are told when it is freed. `Runtime.record` records queued work into a CUDA graph, which
@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from cudnnload import cudadriver
 from cudnnload.algos import ChoiceStore, scope_key
 from cudnnload.capi import CudnnApi, DataType
 from cudnnload.errors import LoadError
@@ -37,8 +38,8 @@ DATA_TYPES = {"float32": DataType.FLOAT, "float64": DataType.DOUBLE, "float16": 
 # does not free and reallocate (and so drop cached variant packs) each time.
 _WORKSPACE_STEP = 1 << 20
 
-# CUDA_SUCCESS (cuda.h CUresult) and cudaSuccess (driver_types.h cudaError_t) are both 0.
-_CUDA_SUCCESS = 0
+_CUDA_SUCCESS = 0  # CUDA_SUCCESS (cuda.h CUresult)
+_CAPTURE_RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED (cuda.h)
 
 
 def bind(api: CudnnApi, name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
@@ -135,10 +136,7 @@ class Runtime:
         self._listeners: list[WorkspaceFreed] = []
         self._stores: dict[int, ChoiceStore] = {}
         self._lock = threading.Lock()
-        from cuda.bindings import runtime  # ~15 ms on top of the driver module handles.py imports
-
-        self._cudart = runtime
-        libcuda = ctypes.CDLL("libcuda.so.1")  # loaded already by cuda.bindings; here for a direct call
+        libcuda = cudadriver.library()
         # cuCtxGetCurrent(CUcontext *pctx) (cuda.h): what `handle` checks on every call; public so that
         # a backend's per-call path can make the same check inline.
         self.ctx_get_current = libcuda.cuCtxGetCurrent
@@ -181,7 +179,7 @@ class Runtime:
         """At least ``nbytes`` of device memory for this thread, device and stream (0 for none).
 
         Call after `handle` (its context must be current). A larger need frees the old buffer
-        (``cudaFree`` waits for the device, so no queued work still uses it) and allocates anew.
+        (after waiting for the device, so no queued work still uses it) and allocates anew.
         """
         if nbytes <= 0:
             return state.workspaces.get((device, stream), (0, 0))[0]
@@ -189,45 +187,44 @@ class Runtime:
         if nbytes <= size:
             return ptr
         if ptr:
-            self._cuda("cudaFree", self._cudart.cudaFree(ptr))
+            self._cuda("cuCtxSynchronize", cudadriver.cuCtxSynchronize())  # nothing queued still uses it
+            self._cuda("cuMemFree", cudadriver.cuMemFree(ptr))
             del state.workspaces[(device, stream)]
             for listener in self._listeners:
                 listener(state, ptr)
         size = -(-nbytes // _WORKSPACE_STEP) * _WORKSPACE_STEP
-        ptr = int(self._cuda("cudaMalloc", self._cudart.cudaMalloc(size)))
+        ptr = int(self._cuda("cuMemAlloc", cudadriver.cuMemAlloc(size)))
         state.workspaces[(device, stream)] = (ptr, size)
         return ptr
 
     def record(self, state: ThreadState, device: int, enqueue: Callable[[int], None]) -> int:
         """A CUDA graph of what ``enqueue(stream)`` queues on a capture stream, instantiated; its CUgraphExec.
 
-        Recorded in cudaStreamCaptureModeRelaxed (driver_types.h: Global=0, ThreadLocal=1, Relaxed=2), so
+        Recorded in CU_STREAM_CAPTURE_MODE_RELAXED (cuda.h: GLOBAL=0, THREAD_LOCAL=1, RELAXED=2), so
         that calls other threads make meanwhile are not refused. LoadError when the work cannot be
         recorded (cuDNN engines that synchronise, say); the caller then runs it directly.
         """
-        rt = self._cudart
+        drv = cudadriver
         stream = state.capture_streams.get(device)
-        if stream is None:  # cudaStreamNonBlocking = 1: it never waits for the legacy default stream
-            stream = state.capture_streams[device] = int(
-                self._cuda("cudaStreamCreateWithFlags", rt.cudaStreamCreateWithFlags(1)))
-        self._cuda("cudaStreamBeginCapture",
-                   rt.cudaStreamBeginCapture(stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed))
+        if stream is None:  # CU_STREAM_NON_BLOCKING = 1: it never waits for the legacy default stream
+            stream = state.capture_streams[device] = int(self._cuda("cuStreamCreate", drv.cuStreamCreate(1)))
+        self._cuda("cuStreamBeginCapture", drv.cuStreamBeginCapture(stream, _CAPTURE_RELAXED))
         failure: BaseException | None = None
         try:
             enqueue(stream)
         except BaseException as exc:  # end the capture before anything else: the stream is unusable until then
             failure = exc
-        error, graph = rt.cudaStreamEndCapture(stream)
+        error, graph = drv.cuStreamEndCapture(stream)
         if failure is not None or int(error) != _CUDA_SUCCESS:
             if int(error) == _CUDA_SUCCESS:
-                rt.cudaGraphDestroy(graph)
+                drv.cuGraphDestroy(graph)
             if failure is not None:
                 raise failure
-            raise LoadError(f"cudaStreamEndCapture returned {getattr(error, 'name', error)}")
+            raise LoadError(f"cuStreamEndCapture returned {error.name}")
         try:
-            executable = self._cuda("cudaGraphInstantiate", rt.cudaGraphInstantiate(graph, 0))
+            executable = self._cuda("cuGraphInstantiate", drv.cuGraphInstantiate(graph, 0))
         finally:
-            rt.cudaGraphDestroy(graph)
+            drv.cuGraphDestroy(graph)
         return int(executable)
 
     def destroy_graph(self, executable: int) -> None:
@@ -235,11 +232,10 @@ class Runtime:
 
     def launch_error(self, code: int) -> LoadError:
         """The error for a failed cuGraphLaunch."""
-        from cudnnload.gpu import driver_module
+        from cudnnload import cudadriver
 
-        driver = driver_module()
-        result = driver.CUresult(code)
-        _, text = driver.cuGetErrorString(result)
+        result = cudadriver.CUresult(code)
+        _, text = cudadriver.cuGetErrorString(result)
         return LoadError(f"cuGraphLaunch returned {result.name}: {(text or b'').decode(errors='replace')}",
                          fix="check the GPU with nvidia-smi and rerun with CUDA_LAUNCH_BLOCKING=1")
 
@@ -256,33 +252,33 @@ class Runtime:
 
     def time_ms(self, stream: int, run: Callable[[], None], repeats: int) -> float:
         """Median time of ``run()`` on ``stream`` over ``repeats`` runs, after one untimed run (CUDA events)."""
-        rt = self._cudart
+        drv = cudadriver
         run()
-        start = self._cuda("cudaEventCreate", rt.cudaEventCreate())
-        stop = self._cuda("cudaEventCreate", rt.cudaEventCreate())
+        start = self._cuda("cuEventCreate", drv.cuEventCreate(0))
+        stop = self._cuda("cuEventCreate", drv.cuEventCreate(0))
         times = []
         try:
             for _ in range(repeats):
-                self._cuda("cudaEventRecord", rt.cudaEventRecord(start, stream))
+                self._cuda("cuEventRecord", drv.cuEventRecord(start, stream))
                 run()
-                self._cuda("cudaEventRecord", rt.cudaEventRecord(stop, stream))
-                self._cuda("cudaEventSynchronize", rt.cudaEventSynchronize(stop))
-                times.append(float(self._cuda("cudaEventElapsedTime", rt.cudaEventElapsedTime(start, stop))))
+                self._cuda("cuEventRecord", drv.cuEventRecord(stop, stream))
+                self._cuda("cuEventSynchronize", drv.cuEventSynchronize(stop))
+                times.append(float(self._cuda("cuEventElapsedTime", drv.cuEventElapsedTime(start, stop))))
         finally:
-            rt.cudaEventDestroy(start)
-            rt.cudaEventDestroy(stop)
+            drv.cuEventDestroy(start)
+            drv.cuEventDestroy(stop)
         return sorted(times)[len(times) // 2]
 
     def _device(self, device: int) -> tuple[str, tuple[int, int]]:
-        from cudnnload.gpu import gpu_facts
+        from cudnnload.gpu import CudaError, device_model
 
-        for found in gpu_facts().devices:
-            if found.index == device:
-                return found.name, found.capability
-        raise LoadError(f"the driver shows no CUDA device {device}")
+        try:
+            return device_model(device)
+        except CudaError as exc:
+            raise LoadError(f"the driver shows no CUDA device {device}: {exc.reason}") from None
 
     def _cuda(self, call: str, result: Any) -> Any:
-        """The value of a cuda.bindings runtime call's ``(error, value...)``; LoadError unless cudaSuccess."""
+        """The value of a `cudnnload.cudadriver` call's ``(CUresult, value...)``; LoadError unless it succeeded."""
         error, *values = result
         if int(error) != _CUDA_SUCCESS:
             raise LoadError(f"{call} returned {getattr(error, 'name', error)}",

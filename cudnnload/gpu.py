@@ -106,15 +106,31 @@ def _unreachable(exc: RuntimeError) -> DriverUnavailable:
 
 
 def initialized_driver() -> ModuleType:
-    """``cuda.bindings.driver`` after ``cuInit(0)``; DriverUnavailable says why not."""
-    driver = driver_module()
+    """The driver after ``cuInit(0)``, as `cudnnload.cudadriver` (ctypes; cuda.bindings' calling
+    convention, without its import cost); DriverUnavailable says why not."""
+    from cudnnload import cudadriver
+
     try:
-        checked(driver, "cuInit", 0)
-    except RuntimeError as exc:
-        raise _unreachable(exc) from None
+        checked(cudadriver, "cuInit", 0)  # type: ignore[arg-type]
     except CudaError as exc:
         raise DriverUnavailable(exc.result_name, exc.reason, fix=exc.fix) from None
-    return driver
+    return cudadriver  # type: ignore[return-value]
+
+
+def device_count() -> tuple[int, str | None]:
+    """How many CUDA devices the driver shows, and why none when it shows none: the backends' cheap
+    check (`gpu_facts` imports cuda-python for the doctor's fuller report)."""
+    try:
+        count = int(checked(initialized_driver(), "cuDeviceGetCount"))
+    except (DriverUnavailable, CudaError) as exc:
+        return 0, exc.reason
+    return count, None if count else "the driver reports no CUDA device"
+
+
+def device_model(index: int) -> tuple[str, tuple[int, int]]:
+    """Device ``index``'s name and compute capability, through `cudnnload.cudadriver`."""
+    found = _device(initialized_driver(), index)
+    return found.name, found.capability
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ inode the verdict was made on, and loads.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import pickle
 import sys
@@ -32,13 +31,14 @@ from cudnnload.catalog import Release, generation, parse_release
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.findings import Finding
 from cudnnload.probe import mapped_libraries, probe
+from cudnnload.starting import GPU_DEVICE_NODE, wait_for_start
 from cudnnload.status import check
 
 # discovery (and the linker model behind it) is imported only when no verdict is remembered.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.discovery import Install
-    from cudnnload.warmup import Background, Problem, Warmed
+    from cudnnload.warmup import Activation, Background, Problem, Warmed
 
     Source = str | os.PathLike[str] | Install | None
 
@@ -144,7 +144,7 @@ def load(
     use_cache: bool = True,
     timeout: float = 60.0,
     observer: Callable[[str], None] | None = None,
-    warmup: Sequence[Problem] = (),
+    warmup: Sequence[Problem | Activation] = (),
     background: bool = False,
 ) -> Loaded:
     """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
@@ -161,12 +161,18 @@ def load(
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
+    if _loaded is None:
+        wait_for_start()  # start() is loading: use its result (or, if it failed, try here)
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
         else:
             env = dict(os.environ if environ is None else environ)
             start = time.perf_counter()
+            if os.path.exists(GPU_DEVICE_NODE):
+                from cudnnload.cudadriver import prepare_context
+
+                prepare_context()  # the context (~230 ms) grows while the files are found and opened
             plan, cached = _plan(source, wanted, env, use_cache, timeout)
             _refuse_mixing(plan)
             if observer is not None:
@@ -177,14 +183,23 @@ def load(
         current = _loaded
     if warmup and current.warmup is None:
         # outside the lock: the backends the warm-up runs call load() themselves
-        current = _loaded = replace(current, warmup=_warm(warmup, background))
+        current = with_warmup(_warm(warmup, background))
     return current
 
 
 preload = load
 
 
-def _warm(problems: Sequence[Problem], background: bool) -> Warmed | Background:
+def with_warmup(result: Warmed | Background) -> Loaded:
+    """The loaded cuDNN, now with its warm-up's result (`cudnnload.starting` sets it too)."""
+    global _loaded
+    with _lock:
+        assert _loaded is not None
+        _loaded = replace(_loaded, warmup=result)
+        return _loaded
+
+
+def _warm(problems: Sequence[Problem | Activation], background: bool) -> Warmed | Background:
     from cudnnload.warmup import Background, warm_up
 
     return Background(problems) if background else warm_up(problems)
@@ -225,8 +240,8 @@ def _request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, 
     where = folder if isinstance(folder, str) else os.fspath(source) if source is not None else ""  # type: ignore[arg-type]
     relevant = [env.get(name, "") for name in ("LD_LIBRARY_PATH", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME",
                                                "CUDA_PATH", "CONDA_PREFIX")]
-    text = "\0".join([where, wanted.text if wanted else "", sys.executable, *relevant, *sys.path])
-    return hashlib.sha256(text.encode()).hexdigest()
+    # The text itself, not a digest of it: hashlib's OpenSSL binding costs ~5 ms to import.
+    return "\0".join([where, wanted.text if wanted else "", sys.executable, *relevant, *sys.path])
 
 
 def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:

@@ -366,15 +366,15 @@ def _from_cuda_array_interface(obj: Any, stream: Stream) -> TensorRef:
 
 
 def _synchronize(stream: int) -> None:
-    from cuda.bindings import runtime
+    from cudnnload import cudadriver
 
-    (result,) = runtime.cudaStreamSynchronize(stream)
-    if result != runtime.cudaError_t.cudaSuccess:
-        raise LoadError(f"cudaStreamSynchronize({stream:#x}) returned {result.name}, waiting for the producer's "
+    (result,) = cudadriver.cuStreamSynchronize(stream)
+    if result != 0:
+        raise LoadError(f"cuStreamSynchronize({stream:#x}) returned {result.name}, waiting for the producer's "
                         "stream named by __cuda_array_interface__")
 
 
-_driver: Any = None  # cuda.bindings.driver once cuInit succeeded
+_driver: Any = None  # cudnnload.cudadriver once cuInit succeeded
 
 
 def _pointer_device(ptr: int) -> int:
@@ -520,19 +520,21 @@ def poison(ref: TensorRef, stream: Stream = 0) -> None:
 
 
 def _memset(ptr: int, nbytes: int, device: int, stream: Stream) -> None:
-    from cuda.bindings import runtime
+    """Fill with `_POISON_BYTE` on ``stream``, with ``device``'s primary context current meanwhile."""
+    from cudnnload import cudadriver as drv
 
-    def check(call: str, result: Any) -> Any:
+    def check(call: str, result: tuple[Any, ...]) -> Any:
         error, *value = result
-        if error != runtime.cudaError_t.cudaSuccess:
+        if error != 0:
             raise LoadError(f"{call} returned {error.name} while filling the output with NaN")
         return value[0] if value else None
 
-    current = check("cudaGetDevice", runtime.cudaGetDevice())
-    if current != device:
-        check("cudaSetDevice", runtime.cudaSetDevice(device))
+    previous = check("cuCtxGetCurrent", drv.cuCtxGetCurrent())
+    context = check("primary_context", drv.primary_context(device))
+    if previous != context:
+        check("cuCtxSetCurrent", drv.cuCtxSetCurrent(context))
     try:
-        check("cudaMemsetAsync", runtime.cudaMemsetAsync(ptr, _POISON_BYTE, nbytes, stream))
+        check("cuMemsetD8Async", drv.cuMemsetD8Async(ptr, _POISON_BYTE, nbytes, stream))
     finally:
-        if current != device:
-            check("cudaSetDevice", runtime.cudaSetDevice(current))
+        if previous != context:
+            check("cuCtxSetCurrent", drv.cuCtxSetCurrent(previous))

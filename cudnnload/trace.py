@@ -4,7 +4,9 @@ Two subjects:
 - our own path: N cold child processes, each timing its stages (interpreter start, import, the
   loader's resolve / dlopen / VersionCheck stages, CUDA context, ``cudnnCreate``, first and
   second convolution, first activation) and noting which libraries became mapped during each;
-  ``--lazy`` (open the shim only, as frameworks do) against ``--preload`` (``cudnnload.load()``).
+  ``--lazy`` (open the shim only, as frameworks do) against ``--preload`` (``cudnnload.load()``),
+  ``--warm`` (``load(warmup=...)`` first) and ``--start`` (``cudnnload.start(warmup=...)`` as the
+  first statement: the program's own stages, with the load and the warm-up in threads meanwhile).
 - any program (``cudnnload trace -- python app.py``): run unmodified with cuDNN's API log on
   (apilog.py), the parent sampling the child's /proc/PID/maps to see when each library arrived.
 A stage that cannot run here (no driver: ``cudnnCreate`` fails) ends the trace with cuDNN's
@@ -49,7 +51,7 @@ class StageStats:
 
 @dataclass(frozen=True)
 class LoaderTrace:
-    mode: str  # "preload" or "lazy"
+    mode: str  # "lazy", "preload", "warm" or "start"
     runs: int
     stages: tuple[StageStats, ...]
     stopped: str | None  # why the trace ended early (cuDNN's diagnosis), or None
@@ -106,6 +108,9 @@ def child_main(started: float) -> None:
     from cudnnload.errors import CudnnloadError
 
     emit("import")
+    if request["mode"] == "start":
+        _started(request, emit)
+        return
     try:
         if request["mode"] in ("preload", "warm"):
             api = loader.load(request["folder"], observer=emit).api
@@ -139,6 +144,33 @@ def _warm(spec: Mapping[str, object], emit: _Emitter) -> None:
     problem = Problem((n, c, size, size), (k, c, 3, 3), str(spec["dtype"]), padding=1, backend=str(spec["backend"]))
     warmed = loader.load(warmup=[problem]).warmup
     emit("warm-up (the convolution)", getattr(warmed, "error", None))
+
+
+def _started(request: Mapping[str, object], emit: _Emitter) -> None:
+    """cudnnload.start(warmup=[the traced convolution and ReLU]) as the program's first statement: the
+    stages are the program's own (its imports and data, its calls); the load and the warm-up run in
+    threads meanwhile, and the last stage waits for them to finish."""
+    import cudnnload
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.warmup import Activation, Problem
+
+    spec = request.get("conv")
+    warmup: list[Problem | Activation] = []
+    if isinstance(spec, Mapping):
+        n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))
+        dtype, backend = str(spec["dtype"]), str(spec["backend"])
+        warmup = [Problem((n, c, size, size), (k, c, 3, 3), dtype, padding=1, backend=backend),
+                  Activation((n, k, size, size), dtype, "relu")]
+    starting = cudnnload.start(str(request["folder"]), warmup=warmup)
+    emit("start() returned")
+    if isinstance(spec, Mapping):
+        _convolutions(spec, emit)
+    try:
+        warmed = starting.wait().warmup
+    except CudnnloadError as exc:
+        emit("stopped", exc.message)
+        return
+    emit("background load + warm-up done", getattr(warmed, "error", None))
 
 
 def _context() -> str | None:
@@ -256,7 +288,7 @@ def _records(stdout: str, spawned: float) -> list[_Record]:
 # --- any program ---------------------------------------------------------------------------
 
 def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
-                  sample_s: float = 0.002) -> ProgramTrace:
+                  sample_s: float = 0.01) -> ProgramTrace:
     """Run ``command`` with cuDNN's API log on; per API, its first call against later ones."""
     env = dict(os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="cudnnload-trace-") as folder:
@@ -283,6 +315,9 @@ def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None =
 
 
 def _watch(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float]) -> None:
+    """Note when each library first shows in the child's maps. Every read of /proc/PID/maps takes the
+    child's mmap lock, which its own mmap()s and page faults then wait for, so it is read every
+    ``period`` (10 ms by default: the resolution of the arrival times reported)."""
     pid = str(child.pid)
     while child.poll() is None:
         now = (time.monotonic() - started) * 1000

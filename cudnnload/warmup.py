@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from cudnnload.errors import CudnnloadError
+from cudnnload.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     """One convolution the application will run (shapes in ``layout`` axis order)."""
 
@@ -34,9 +38,24 @@ class Problem:
     backend: str = "auto"
 
 
-@dataclass(frozen=True)
+@record
+class Activation:
+    """One activation the application will run on its own (not fused into a convolution): cuDNN loads
+    its kernels separately, 35-50 ms on an H200 the first time (anchors.md)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float16"
+    mode: str = "relu"
+    coef: float | None = None
+    backend: str = "auto"
+
+
+Warmable = Problem | Activation  # what warm_up runs
+
+
+@record
 class Warmed:
-    problems: tuple[Problem, ...]
+    problems: tuple[Warmable, ...]
     seconds: float
     error: str | None  # why warming stopped early (the message of the error), or None
 
@@ -47,10 +66,11 @@ class DeviceBuffer:
     _TYPESTR = {"float32": "<f4", "float16": "<f2", "float64": "<f8", "bfloat16": "<u2"}
     _ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2}
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, values: object = None) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: str, values: object = None, device: int = 0) -> None:
         from cudnnload.gpu import checked, initialized_driver
 
         self._driver = initialized_driver()
+        _make_current(self._driver, device)
         count = 1
         for extent in shape:
             count *= extent
@@ -80,32 +100,91 @@ class DeviceBuffer:
             self.pointer = 0
 
 
-def warm_up(problems: Sequence[Problem]) -> Warmed:
-    """Run each problem once (then synchronise) on scratch memory; errors end it and are returned."""
+def _make_current(driver: Any, device: int) -> None:
+    """Make ``device``'s primary context current on this thread."""
+    from cudnnload.gpu import checked
+
+    checked(driver, "cuCtxSetCurrent", checked(driver, "primary_context", device))
+
+
+def warm_up(problems: Sequence[Warmable]) -> Warmed:
+    """Run each problem once (then synchronise) on scratch memory; errors end it and are returned.
+
+    Activations run in a second thread meanwhile: their kernels load from another library than
+    the convolutions' (cudnn_ops), so the two first-time loads overlap.
+    """
     from cudnnload import dispatch
-    from cudnnload.gpu import checked, initialized_driver
 
     start = time.perf_counter()
-    done: list[Problem] = []
+    # The dispatcher and its plugins imported first, before anything waits for the driver: started by
+    # cudnnload.start, this Python work then runs while the CUDA context is being made.
+    dispatch.registry()
+    convolutions = [p for p in problems if isinstance(p, Problem)]
+    activations = [p for p in problems if isinstance(p, Activation)]
+    side: list[Warmed] = []
+    helper = None
+    if convolutions and activations:
+        helper = threading.Thread(target=lambda: side.append(_run(activations, start)),
+                                  name="cudnnload-warmup-activations", daemon=False)
+        helper.start()
+        activations = []
+    main = _run([*convolutions, *activations], start, before_own_plans=helper.join if helper else None)
+    if helper is None:
+        return main
+    helper.join()
+    other = side[0]
+    return Warmed(main.problems + other.problems, time.perf_counter() - start, main.error or other.error)
+
+
+def _run(problems: Sequence[Warmable], start: float, before_own_plans: Callable[[], None] | None = None) -> Warmed:
+    """Run ``problems`` in order. ``before_own_plans``: what a backend with a quick first plan waits for
+    before building a problem's own (`cudnnload.backends.warming`); it is waited for once."""
+    from cudnnload.backends import warming
+    from cudnnload.gpu import checked, initialized_driver
+
+    waited = threading.Event()
+
+    def wait_once() -> None:
+        if before_own_plans is not None and not waited.is_set():
+            before_own_plans()
+        waited.set()
+
+    done: list[Warmable] = []
     try:
         for problem in problems:
-            x = DeviceBuffer(problem.x, problem.dtype)
-            w = DeviceBuffer(problem.w, problem.dtype)
-            y = _output(problem)
-            bias = DeviceBuffer((problem.w[0],), problem.dtype) if problem.bias else None
+            buffers = _buffers(problem)
             try:
-                dispatch.conv(x, w, bias, stride=problem.stride, padding=problem.padding,
-                              dilation=problem.dilation, groups=problem.groups, activation=problem.activation,
-                              layout=problem.layout, backend=problem.backend, out=y)
+                with warming(wait_once):
+                    _call(problem, buffers)
                 checked(initialized_driver(), "cuCtxSynchronize")
             finally:
-                for buffer in (x, w, y, bias):
+                for buffer in buffers:
                     if buffer is not None:
                         buffer.free()
             done.append(problem)
     except CudnnloadError as exc:
         return Warmed(tuple(done), time.perf_counter() - start, exc.message)
     return Warmed(tuple(done), time.perf_counter() - start, None)
+
+
+def _buffers(problem: Warmable) -> tuple[DeviceBuffer | None, ...]:
+    if isinstance(problem, Activation):
+        return (DeviceBuffer(problem.shape, problem.dtype), DeviceBuffer(problem.shape, problem.dtype))
+    bias = DeviceBuffer((problem.w[0],), problem.dtype) if problem.bias else None
+    return (DeviceBuffer(problem.x, problem.dtype), DeviceBuffer(problem.w, problem.dtype), bias, _output(problem))
+
+
+def _call(problem: Warmable, buffers: tuple[DeviceBuffer | None, ...]) -> None:
+    from cudnnload import dispatch
+
+    if isinstance(problem, Activation):
+        x, y = buffers
+        dispatch.activation(x, problem.mode, coef=problem.coef, backend=problem.backend, out=y)
+        return
+    x, w, bias, y = buffers
+    dispatch.conv(x, w, bias, stride=problem.stride, padding=problem.padding, dilation=problem.dilation,
+                  groups=problem.groups, activation=problem.activation, layout=problem.layout,
+                  backend=problem.backend, out=y)
 
 
 def _output(problem: Problem) -> DeviceBuffer:
@@ -130,13 +209,13 @@ def _output(problem: Problem) -> DeviceBuffer:
 class Background:
     """A warm-up running in a thread; ``wait()`` returns its result."""
 
-    def __init__(self, problems: Sequence[Problem]) -> None:
+    def __init__(self, problems: Sequence[Warmable]) -> None:
         self._result: Warmed | None = None
         self._thread = threading.Thread(target=self._run, args=(tuple(problems),), name="cudnnload-warmup",
-                                        daemon=True)
+                                        daemon=False)
         self._thread.start()
 
-    def _run(self, problems: tuple[Problem, ...]) -> None:
+    def _run(self, problems: tuple[Warmable, ...]) -> None:
         self._result = warm_up(problems)
 
     def wait(self, timeout: float | None = None) -> Warmed | None:

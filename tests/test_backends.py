@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -177,3 +179,33 @@ def test_the_listing_as_text_and_json(site: Callable[[str, str], None]) -> None:
         "                          ImportError: no",
     ]
     assert '"kind": "backends"' in dumps("backends", statuses) and '"broken": true' in dumps("backends", statuses)
+
+
+def test_threads_asking_at_once_get_one_backend_object() -> None:
+    made: list[object] = []
+
+    class Slow:
+        name = "slow"
+
+        def __init__(self) -> None:
+            made.append(self)
+            time.sleep(0.05)  # every thread arrives while the first is still making it
+
+        def availability(self) -> str | None:
+            return None
+
+    registry = Registry()
+    registry.add("slow", Slow)  # type: ignore[arg-type]
+    barrier, got = threading.Barrier(8), []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(registry.get("slow"))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(made) == 1 and got == [(made[0], None)] * 8

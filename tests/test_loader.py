@@ -142,3 +142,64 @@ def test_warmup_without_a_gpu_reports_why_and_the_load_stands(tmp_path: Path) ->
     """
     out = _child(code, tmp_path)
     assert out["release"] == "9.28.0" and out["done"] == 0 and "driver" in out["error"]
+
+
+def test_start_returns_at_once_and_every_load_then_shares_its_result(tmp_path: Path) -> None:
+    code = f"""
+    import json, time, cudnnload
+    began = time.perf_counter()
+    starting = cudnnload.start({str(lib_folder("cu12-9.28.0.42"))!r})
+    returned_ms = (time.perf_counter() - began) * 1000
+    again = cudnnload.start() is starting
+    got = cudnnload.load({str(lib_folder("cu12-9.28.0.42"))!r})  # waits for the started load
+    waited = starting.wait(60)
+    print(json.dumps({{"returned_ms": returned_ms, "load_ms": got.seconds * 1000, "again": again,
+                      "same": got is waited or got == waited, "release": str(got.release), "done": starting.done()}}))
+    """
+    out = _child(code, tmp_path)
+    # The first load of a process with no remembered verdict probes in a child: hundreds of ms.
+    assert out["returned_ms"] < 50 < out["load_ms"], out
+    assert (out["again"], out["same"], out["release"], out["done"]) == (True, True, "9.28.0", True)
+
+
+def test_a_failed_start_is_raised_by_wait_and_a_later_load_still_works(tmp_path: Path) -> None:
+    missing = tmp_path / "no-cudnn-here"
+    code = f"""
+    import json, cudnnload
+    starting = cudnnload.start({str(missing)!r})
+    try:
+        starting.wait(60)
+        error = None
+    except cudnnload.LoadError as exc:
+        error = exc.message
+    got = cudnnload.load({str(lib_folder("cu12-9.28.0.42"))!r})
+    print(json.dumps({{"error": error, "release": str(got.release)}}))
+    """
+    out = _child(code, tmp_path / "cache")
+    assert str(missing) in out["error"] and out["release"] == "9.28.0"
+
+
+def test_a_warmup_with_an_activation_without_a_gpu_reports_why(tmp_path: Path) -> None:
+    if os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+        pytest.skip("this machine has an NVIDIA driver: the warm-up would run")
+    code = f"""
+    import json, cudnnload
+    from cudnnload.warmup import Activation, Problem
+    starting = cudnnload.start({str(lib_folder("cu12-9.28.0.42"))!r}, warmup=[
+        Problem((1, 8, 16, 16), (8, 8, 3, 3), "float32", padding=1), Activation((1, 8, 16, 16), "float32")])
+    warmed = starting.wait(60).warmup
+    print(json.dumps({{"done": len(warmed.problems), "error": warmed.error}}))
+    """
+    out = _child(code, tmp_path)
+    assert out["done"] == 0 and "driver" in out["error"]
+
+
+def test_a_program_that_ends_while_start_is_loading_exits_cleanly(tmp_path: Path) -> None:
+    code = f"""
+    import cudnnload
+    from cudnnload import Activation, Problem
+    cudnnload.start({str(lib_folder("cu12-9.28.0.42"))!r}, warmup=[
+        Problem((1, 8, 16, 16), (8, 8, 3, 3), "float32", padding=1), Activation((1, 8, 16, 16), "float32")])
+    print('{{"ended": true}}')
+    """
+    assert _child(code, tmp_path) == {"ended": True}

@@ -104,3 +104,13 @@ def test_trace_command_json_and_a_bad_shape(tmp_path: Path) -> None:
     assert {"name", "ms", "libraries", "median"} <= set(doc["result"][0]["stages"][0])
     bad = runner.invoke(make_cli(), ["trace", "--shape", "1,2,3", "--folder", folder])
     assert bad.exit_code == 2 and "--shape wants N,C,K,HW" in bad.stderr
+
+
+def test_start_trace_shows_the_programs_own_stages_and_waits_for_the_background(tmp_path: Path) -> None:
+    trace = trace_loader(str(lib_folder("cu12-9.28.0.42")), 9, mode="start", runs=1,
+                         conv={"n": 1, "c": 8, "k": 8, "size": 8, "dtype": "float32", "backend": "auto"},
+                         environ={**os.environ, "CUDNNLOAD_CACHE": str(tmp_path)})
+    names = [s.name for s in trace.stages]
+    assert names[:3] == ["interpreter start", "import", "start() returned"]
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
+        assert trace.stopped and "driver" in trace.stopped  # the inputs cannot reach a GPU: said, not raised

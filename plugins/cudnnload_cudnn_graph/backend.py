@@ -6,6 +6,12 @@ the remembered engine configuration (`cudnnload.algos`), else from heuristics mo
 FALLBACK), or with ``autotune=True`` the fastest of the first `AUTOTUNE_CANDIDATES`
 configurations timed on the caller's data.
 
+Quick plans (``quick_start=True``, the default): a call whose plan another thread is building (the lock
+is held, or a warm-up has claimed the problem through `cudnnload.backends.warming`) runs on a plan from
+`QUICK_HEURISTICS` instead of waiting, and its run is marked provisional: a later call moves it to the
+problem's own plan once that is ready, and provisional runs are never recorded into CUDA graphs. The
+quick configuration is remembered like the others (under "quick|" and the problem).
+
 Per (problem, data pointers, stream), once (`_new_run`): a finalized variant pack binding the
 pointers and this thread's workspace, and ctypes objects for the call.
 
@@ -26,9 +32,9 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec
+from cudnnload.backends import ActivationSpec, ConvSpec, Spec, warming_hook
 from cudnnload.errors import CudnnloadError
 from cudnnload.execution import Runtime, ThreadState, runtime, usable_strides
 from cudnnload.status import NotSupported, check
@@ -37,6 +43,9 @@ from cudnnload.tensors import TensorRef
 from .backend_api import GraphApi, HeuristicMode
 from .graphs import ROLES, GraphSpec, OperationGraph, build, conv_graph
 from .plans import EngineConfig, Plan, allowed, config_from_choice, heuristic_configs, make_plan, variant_pack
+
+if TYPE_CHECKING:
+    from cudnnload.algos import ChoiceStore
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +60,11 @@ AUTOTUNE_CANDIDATES = 12  # configurations timed by autotune=True, from AUTOTUNE
 AUTOTUNE_REPEATS = 5
 AUTOTUNE_BATCH = 10  # executions recorded into one CUDA graph per timing, so no host gap is timed
 HEURISTICS = (HeuristicMode.A, HeuristicMode.FALLBACK)
+# Where a quick plan comes from (see GraphBackend, quick_start): cuDNN's functional fallback engines
+# finalize in under a millisecond in a fresh process and run their first execution in 8-14 ms, where
+# the heuristics' choices (engines 62, 45, 27 for the issue's fp16 3x3 convolution) first spend ~70 ms
+# in cuDNN's lazy initialization (H200, cuDNN 9.19, measured: bench/bench_first_call_parts.py).
+QUICK_HEURISTICS = (HeuristicMode.FALLBACK,)
 # INSTANT too: it is what PyTorch asks (aten/src/ATen/native/cudnn/Conv_v8.cpp), so PyTorch's default
 # choice is among the candidates.
 AUTOTUNE_HEURISTICS = (HeuristicMode.A, HeuristicMode.INSTANT, HeuristicMode.FALLBACK)
@@ -63,13 +77,14 @@ def _unavailable(*args: Any) -> Any:
 class Run:
     """What one call needs: the plan and variant pack (as ready ctypes arguments), and once recorded, a CUDA graph."""
 
-    __slots__ = ("calls", "graph", "pack", "plan", "spec", "workspace")
+    __slots__ = ("calls", "graph", "pack", "plan", "provisional", "spec", "workspace")
 
-    def __init__(self, plan: int, pack: int, spec: Spec, workspace: int) -> None:
+    def __init__(self, plan: int, pack: int, spec: Spec, workspace: int, provisional: bool = False) -> None:
         self.plan = ctypes.c_void_p(plan)
         self.pack = ctypes.c_void_p(pack)
         self.spec = spec
         self.workspace = workspace
+        self.provisional = provisional  # on a quick plan until the problem's own plan is ready
         self.calls = 0  # direct executions so far
         self.graph = 0  # CUgraphExec replaying the execution, once recorded
 
@@ -80,16 +95,26 @@ class GraphBackend:
     name = NAME
 
     def __init__(self, *, record_after: int | None = RECORD_AFTER,
-                 heuristics: tuple[HeuristicMode, ...] = HEURISTICS) -> None:
+                 heuristics: tuple[HeuristicMode, ...] = HEURISTICS, quick_start: bool = True) -> None:
         """``record_after``: direct executions of a run before it is recorded into a CUDA graph; None: never.
-        ``heuristics``: the modes asked for engine configurations, in order."""
+        ``heuristics``: the modes asked for engine configurations, in order. ``quick_start``: a call whose
+        plan another thread is building (a background warm-up, `cudnnload.start`) runs on a quick plan
+        (`QUICK_HEURISTICS`) instead of waiting, and moves to its own plan on a later call once it is ready."""
         self._record_after = -1 if record_after is None else record_after
         self._heuristics = heuristics
+        self._quick_start = quick_start
         self._runtime: Runtime | None = None
         self._graph_api: GraphApi | None = None
         self._graphs: dict[tuple[int, GraphSpec], OperationGraph] = {}
         self._plans: dict[tuple[int, bool, GraphSpec], Plan] = {}
         self._lock = threading.RLock()  # serialises graph and plan building
+        self._quick: dict[tuple[int, bool, GraphSpec], Plan] = {}  # quick plans, each on a graph of its own
+        # Problems a warm-up thread is preparing (key -> its thread ident): other threads run them on the
+        # quick plan until the warm-up has built their own.
+        self._claimed: dict[tuple[int, bool, GraphSpec], int] = {}
+        self._running_quick: set[tuple[int, bool, GraphSpec]] = set()  # claimed, and its owner runs the quick plan
+        self._quick_graphs: list[OperationGraph] = []
+        self._quick_lock = threading.Lock()
         # Set by availability(); bound methods and C functions the per-call path uses without a lookup.
         self._thread: Callable[[], ThreadState] = _unavailable
         self._execute: Callable[..., int] = _unavailable
@@ -100,11 +125,11 @@ class GraphBackend:
     # --- Backend ----------------------------------------------------------------------------------
 
     def availability(self) -> str | None:
-        from cudnnload.gpu import gpu_facts
+        from cudnnload.gpu import device_count
 
-        facts = gpu_facts()
-        if not facts.devices:
-            return f"no CUDA device is visible ({facts.reason or 'the driver shows none'})"
+        count, reason = device_count()
+        if not count:
+            return f"no CUDA device is visible ({reason or 'the driver shows none'})"
         try:
             rt = runtime()
         except (CudnnloadError, OSError) as exc:
@@ -145,8 +170,8 @@ class GraphBackend:
         key = (x.ptr, w.ptr, y.ptr, stream, autotune, x.shape, x.strides, w.shape, w.strides, y.strides, x.dtype,
                None if bias is None else (bias.ptr, bias.strides))
         run = runs.get(key)
-        if run is None or (run.spec is not spec and run.spec != spec):
-            run = self._new_run(state, key, "conv_forward", (x, w, bias, y), spec, autotune, stream)
+        if run is None or (run.spec is not spec and run.spec != spec) or run.provisional:
+            run = self._new_run(state, key, "conv_forward", (x, w, bias, y), spec, autotune, stream, run)
         if run.graph:  # only the device's context must be current: the graph carries the rest
             if (state.device != x.device or self._ctx_get_current(state.current_ref)
                     or state.current.value != state.context):
@@ -162,7 +187,7 @@ class GraphBackend:
         if status:
             check(status, "cudnnBackendExecute", self._api)
         run.calls += 1
-        if run.calls == self._record_after:
+        if run.calls == self._record_after and not run.provisional:
             self._record(state, run, x.device)
 
     def conv_backward_data(self, dy: TensorRef, w: TensorRef, dx: TensorRef, spec: ConvSpec, *,
@@ -187,8 +212,8 @@ class GraphBackend:
         device = tensors[0].device
         key = (op, stream, autotune, *((t.ptr, t.shape, t.strides) for t in tensors), tensors[0].dtype)
         run = (state.bound.get(self) or self._runs(state)).get(key)
-        if run is None or (run.spec is not spec and run.spec != spec):
-            run = self._new_run(state, key, op, tensors, spec, autotune, stream)
+        if run is None or (run.spec is not spec and run.spec != spec) or run.provisional:
+            run = self._new_run(state, key, op, tensors, spec, autotune, stream, run)
         self._rebind(state, device, stream)
         if run.graph:
             status = self._launch(run.graph, stream)
@@ -199,15 +224,17 @@ class GraphBackend:
         if status:
             check(status, "cudnnBackendExecute", self._api)
         run.calls += 1
-        if run.calls == self._record_after:
+        if run.calls == self._record_after and not run.provisional:
             self._record(state, run, device)
 
     def _new_run(self, state: ThreadState, key: Any, op: str, tensors: tuple[TensorRef | None, ...],
-                 spec: ConvSpec, autotune: bool, stream: int) -> Run:
+                 spec: ConvSpec, autotune: bool, stream: int, current: Run | None = None) -> Run:
         rt, g = self._runtime, self._graph_api
         device = tensors[0].device if tensors[0] is not None else None
         assert rt is not None and g is not None and device is not None
-        plan, graph = self._plan(op, tensors, spec, autotune, stream)
+        plan, graph, provisional = self._plan(op, tensors, spec, autotune, stream)
+        if current is not None and current.provisional and provisional and current.plan.value == plan.desc:
+            return current  # its own plan is still being built elsewhere
         rt.handle(state, device, stream)
         workspace = rt.workspace(state, device, stream, plan.workspace)
         pack = variant_pack(g, [uid for uid in graph.io if uid], [t.ptr for t in tensors if t is not None],
@@ -218,7 +245,7 @@ class GraphBackend:
             self._drop(replaced)
         if len(runs) >= MAX_RUNS:
             self._drop(runs.pop(next(iter(runs))))  # the oldest
-        run = runs[key] = Run(plan.desc, pack, spec, workspace)
+        run = runs[key] = Run(plan.desc, pack, spec, workspace, provisional)
         return run
 
     def _runs(self, state: ThreadState) -> dict[Any, Run]:
@@ -262,8 +289,9 @@ class GraphBackend:
     # --- plans --------------------------------------------------------------------------------------
 
     def _plan(self, op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, autotune: bool, stream: int
-              ) -> tuple[Plan, GraphSpec]:
-        """The problem's plan: remembered, heuristic, or (autotune) measured on ``tensors``; made once."""
+              ) -> tuple[Plan, GraphSpec, bool]:
+        """The problem's plan: remembered, heuristic, or (autotune) measured on ``tensors``; made once.
+        Also whether it is a quick plan standing in while another thread builds that one."""
         graph_spec = conv_graph(op, tensors, spec)
         first = tensors[0]
         assert first is not None and first.device is not None
@@ -271,28 +299,132 @@ class GraphBackend:
         key = (device, autotune, graph_spec)
         plan = self._plans.get(key)
         if plan is not None:
-            return plan, graph_spec
+            return plan, graph_spec, False
+        me = threading.get_ident()
+        hook = None
+        if self._quick_start and not autotune:
+            owner = self._claimed.get(key)
+            if owner is not None and (owner != me or key in self._running_quick):
+                quick = self._quick_plan(key, graph_spec, device, stream)
+                if quick is not None:
+                    return quick, graph_spec, True
+            elif owner is None:
+                hook = warming_hook()
+                if hook is not None:
+                    self._claimed[key] = me
+        try:
+            if hook is not None:
+                self._warm_quick(key, op, tensors, spec, stream, hook)
+            if not self._lock.acquire(blocking=not self._quick_start):
+                quick = self._quick_plan(key, graph_spec, device, stream)
+                if quick is not None:
+                    return quick, graph_spec, True
+                self._lock.acquire()
+            try:
+                return self._build_plan(key, graph_spec, tensors, autotune, stream), graph_spec, False
+            finally:
+                self._lock.release()
+        finally:
+            if self._claimed.get(key) == me:
+                del self._claimed[key]
+
+    def _build_plan(self, key: tuple[int, bool, GraphSpec], graph_spec: GraphSpec,
+                    tensors: tuple[TensorRef | None, ...], autotune: bool, stream: int) -> Plan:
+        """`_plan`'s work, with the lock held."""
         rt, g = self._runtime, self._graph_api
         assert rt is not None and g is not None
-        with self._lock:
-            plan = self._plans.get(key)
+        device = key[0]
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        state = rt.state()
+        handle = rt.handle(state, device, stream)
+        graph = self._graphs.get((device, graph_spec))
+        if graph is None:
+            graph = self._graphs[(device, graph_spec)] = build(g, graph_spec, handle)
+        store = rt.choices(device)
+        modes = "+".join(mode.name for mode in self._heuristics)
+        persisted_as = ("autotune|" if autotune else f"heuristic {modes}|") + graph_spec.text()
+        plan = self._remembered(graph, handle, store.get(NAME, persisted_as))
+        if plan is None:
+            plan = (self._tuned(graph, graph_spec, handle, state, device, stream, tensors) if autotune
+                    else self._first_working(graph, graph_spec, handle))
+            store.put(NAME, persisted_as, plan.config.choice)
+            if self._quick_start:
+                self._remember_quick(graph, graph_spec, handle, store)
+        self._plans[key] = plan
+        return plan
+
+    def _remember_quick(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int, store: ChoiceStore
+                        ) -> None:
+        """Remember the problem's quick configuration too (once, with its first plan), so that a later
+        process's `_quick_plan` asks no heuristics."""
+        g = self._graph_api
+        assert g is not None
+        persisted_as = "quick|" + graph_spec.text()
+        if store.get(NAME, persisted_as) is not None:
+            return
+        try:
+            quick = self._first_working(graph, graph_spec, handle, QUICK_HEURISTICS, precompiled=True)
+        except CudnnloadError:
+            return
+        store.put(NAME, persisted_as, quick.config.choice)
+        quick.destroy(g)
+
+    def _warm_quick(self, key: tuple[int, bool, GraphSpec], op: str, tensors: tuple[TensorRef | None, ...],
+                    spec: ConvSpec, stream: int, before_own_plan: Callable[[], None]) -> None:
+        """In a warm-up (`cudnnload.backends.warming`), with ``key`` claimed by this thread: run the problem
+        once on its quick plan, so that other threads' first calls find it ready (its kernels loaded),
+        then let the warm-up's other first-time work end, before the caller goes on to build the
+        problem's own plan, whose first build spends ~70 ms in cuDNN's lazy initialization and would
+        hold those up. `_plan` releases the claim once that plan is built."""
+        self._running_quick.add(key)  # the key is claimed by this thread: every call runs the quick plan now
+        try:
+            if op == "conv_forward":
+                x, w, bias, y = tensors
+                assert x is not None and w is not None and y is not None
+                self.conv_forward(x, w, bias, y, spec, stream=stream)
+            else:
+                self._call(op, tuple(t for t in tensors if t is not None), spec, False, stream)
+            self._synchronize()
+        except CudnnloadError as exc:
+            log.debug("%s: no quick plan to warm: %s", NAME, exc)
+        finally:
+            self._running_quick.discard(key)
+        before_own_plan()
+
+    def _synchronize(self) -> None:
+        from cudnnload.gpu import checked, initialized_driver
+
+        checked(initialized_driver(), "cuCtxSynchronize")
+
+    def _quick_plan(self, key: tuple[int, bool, GraphSpec], graph_spec: GraphSpec, device: int, stream: int
+                    ) -> Plan | None:
+        """A plan from `QUICK_HEURISTICS` (remembered like the others), on an operation graph of its own
+        (the graphs of `_plans` belong to the lock's holder); None where none builds."""
+        rt, g = self._runtime, self._graph_api
+        assert rt is not None and g is not None
+        with self._quick_lock:
+            plan = self._quick.get(key)
             if plan is not None:
-                return plan, graph_spec
-            state = rt.state()
-            handle = rt.handle(state, device, stream)
-            graph = self._graphs.get((device, graph_spec))
-            if graph is None:
-                graph = self._graphs[(device, graph_spec)] = build(g, graph_spec, handle)
+                return plan
+            try:
+                handle = rt.handle(rt.state(), device, stream)
+                graph = build(g, graph_spec, handle)
+            except CudnnloadError:
+                return None
+            self._quick_graphs.append(graph)
             store = rt.choices(device)
-            modes = "+".join(mode.name for mode in self._heuristics)
-            persisted_as = ("autotune|" if autotune else f"heuristic {modes}|") + graph_spec.text()
+            persisted_as = "quick|" + graph_spec.text()
             plan = self._remembered(graph, handle, store.get(NAME, persisted_as))
             if plan is None:
-                plan = (self._tuned(graph, graph_spec, handle, state, device, stream, tensors) if autotune
-                        else self._first_working(graph, graph_spec, handle))
+                try:
+                    plan = self._first_working(graph, graph_spec, handle, QUICK_HEURISTICS, precompiled=True)
+                except CudnnloadError:
+                    return None
                 store.put(NAME, persisted_as, plan.config.choice)
-            self._plans[key] = plan
-            return plan, graph_spec
+            self._quick[key] = plan
+            return plan
 
     def _remembered(self, graph: OperationGraph, handle: int, choice: dict[str, Any] | None) -> Plan | None:
         g = self._graph_api
@@ -326,12 +458,19 @@ class GraphBackend:
                 kept.append(config)
         return kept
 
-    def _first_working(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int) -> Plan:
+    def _first_working(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int,
+                       heuristics: tuple[HeuristicMode, ...] | None = None, *, precompiled: bool = False) -> Plan:
+        """The first configuration of ``heuristics`` (default: the backend's) whose plan builds; with
+        ``precompiled``, none that compiles its kernel at run time."""
         g = self._graph_api
         assert g is not None
+        heuristics = heuristics or self._heuristics
         failures: list[str] = []
-        candidates = self._candidates(graph, graph_spec, self._heuristics, failures)
+        candidates = self._candidates(graph, graph_spec, heuristics, failures)
         for index, config in enumerate(candidates):
+            if precompiled and config.compiles:
+                config.destroy(g)
+                continue
             try:
                 plan = make_plan(g, handle, config)
             except CudnnloadError as exc:
@@ -340,7 +479,7 @@ class GraphBackend:
             for rest in candidates[index + 1:]:
                 rest.destroy(g)
             return plan
-        modes = ", ".join(mode.name for mode in self._heuristics)
+        modes = ", ".join(mode.name for mode in heuristics)
         raise NotSupported(3000, "cudnnBackendFinalize(execution plan)", major=g.api.major,
                            detail=f"no engine configuration of the {len(candidates)} the heuristics ({modes}) "
                            f"offered builds for {graph_spec.op}" + (f"; {'; '.join(failures[:3])}" if failures else ""))

@@ -52,6 +52,7 @@ class AttributeType(IntEnum):
     NUMERICAL_NOTE = 11  # cudnnBackendNumericalNote_t (int32)
     POINTWISE_MODE = 14  # cudnnPointwiseMode_t (int32)
     BACKEND_DESCRIPTOR = 15  # cudnnBackendDescriptor_t
+    BEHAVIOR_NOTE = 19  # cudnnBackendBehaviorNote_t (int32)
 
 
 class Attribute(IntEnum):
@@ -119,6 +120,7 @@ class Attribute(IntEnum):
     ENGINE_OPERATION_GRAPH = 1300
     ENGINE_GLOBAL_INDEX = 1301
     ENGINE_NUMERICAL_NOTE = 1303
+    ENGINE_BEHAVIOR_NOTE = 1305
 
 
 class PointwiseMode(IntEnum):
@@ -149,9 +151,16 @@ class NumericalNote(IntEnum):
     DOWN_CONVERT_INPUTS = 1  # "Engine down-converts inputs to lower precision for compute"
 
 
+class BehaviorNote(IntEnum):
+    """cudnnBackendBehaviorNote_t, the one that decides what a first call costs."""
+
+    RUNTIME_COMPILATION = 0  # the engine's kernel is compiled (NVRTC) when its plan is finalized
+
+
 # Enum-valued attribute types travel as int32 (cudnn-facts §5).
 _INT32_TYPES = frozenset({AttributeType.DATA_TYPE, AttributeType.CONVOLUTION_MODE, AttributeType.HEUR_MODE,
-                          AttributeType.KNOB_TYPE, AttributeType.NUMERICAL_NOTE, AttributeType.POINTWISE_MODE})
+                          AttributeType.KNOB_TYPE, AttributeType.NUMERICAL_NOTE, AttributeType.POINTWISE_MODE,
+                          AttributeType.BEHAVIOR_NOTE})
 _CTYPES: dict[AttributeType, Any] = {
     AttributeType.INT64: ctypes.c_int64, AttributeType.FLOAT: ctypes.c_float, AttributeType.DOUBLE: ctypes.c_double,
     AttributeType.BOOLEAN: ctypes.c_bool, AttributeType.VOID_PTR: ctypes.c_void_p,

@@ -17,8 +17,8 @@ from cudnnload.capi import DataType
 
 from .backend_api import Attribute as A
 from .backend_api import AttributeType as T
+from .backend_api import BehaviorNote, GraphApi, HeuristicMode, NumericalNote
 from .backend_api import DescriptorType as D
-from .backend_api import GraphApi, HeuristicMode, NumericalNote
 from .graphs import GraphSpec, OperationGraph
 
 Knobs = tuple[tuple[int, int], ...]  # (cudnnBackendKnobType_t, value) pairs
@@ -39,6 +39,12 @@ class EngineConfig:
     knobs: Knobs
     notes: tuple[int, ...]  # cudnnBackendNumericalNote_t values
     owned: list[int]
+    behavior: tuple[int, ...] = ()  # cudnnBackendBehaviorNote_t values
+
+    @property
+    def compiles(self) -> bool:
+        """Whether finalizing a plan compiles the engine's kernel (NVRTC): a first call of 100 ms or more."""
+        return BehaviorNote.RUNTIME_COMPILATION in self.behavior
 
     @property
     def choice(self) -> dict[str, Any]:
@@ -103,7 +109,7 @@ def describe(g: GraphApi, desc: int) -> EngineConfig:
         (engine,) = g.get_descriptors(desc, A.ENGINECFG_ENGINE, D.ENGINE, 1)
         owned.append(engine)
         index = int(g.get(engine, A.ENGINE_GLOBAL_INDEX, T.INT64, 1)[0])
-        notes = _notes(g, engine)
+        notes, behavior = _notes(g, engine), _behavior(g, engine)
         choices = g.get_descriptors(desc, A.ENGINECFG_KNOB_CHOICES, D.KNOB_CHOICE,
                                     g.count(desc, A.ENGINECFG_KNOB_CHOICES, T.BACKEND_DESCRIPTOR, MAX_KNOBS))
         owned.extend(choices)
@@ -112,12 +118,17 @@ def describe(g: GraphApi, desc: int) -> EngineConfig:
     except Exception:
         g.destroy_all(owned)
         raise
-    return EngineConfig(desc, index, knobs, notes, owned)
+    return EngineConfig(desc, index, knobs, notes, owned, behavior)
 
 
 def _notes(g: GraphApi, engine: int) -> tuple[int, ...]:
     count = g.count(engine, A.ENGINE_NUMERICAL_NOTE, T.NUMERICAL_NOTE, MAX_NOTES)
     return tuple(int(note) for note in g.get(engine, A.ENGINE_NUMERICAL_NOTE, T.NUMERICAL_NOTE, count))
+
+
+def _behavior(g: GraphApi, engine: int) -> tuple[int, ...]:
+    count = g.count(engine, A.ENGINE_BEHAVIOR_NOTE, T.BEHAVIOR_NOTE, MAX_NOTES)
+    return tuple(int(note) for note in g.get(engine, A.ENGINE_BEHAVIOR_NOTE, T.BEHAVIOR_NOTE, count))
 
 
 def config_from_choice(g: GraphApi, graph: OperationGraph, choice: dict[str, Any]) -> EngineConfig:
@@ -134,7 +145,7 @@ def config_from_choice(g: GraphApi, graph: OperationGraph, choice: dict[str, Any
         g.set(engine, A.ENGINE_OPERATION_GRAPH, T.BACKEND_DESCRIPTOR, [graph.desc])
         g.set(engine, A.ENGINE_GLOBAL_INDEX, T.INT64, [engine_index])
         g.finalize(engine, f"engine {engine_index}")
-        notes = _notes(g, engine)
+        notes, behavior = _notes(g, engine), _behavior(g, engine)
         choices = []
         for kind, value in knobs:
             knob = make(D.KNOB_CHOICE)
@@ -151,7 +162,7 @@ def config_from_choice(g: GraphApi, graph: OperationGraph, choice: dict[str, Any
         g.destroy_all(owned)
         raise
     owned.remove(config)
-    return EngineConfig(config, engine_index, knobs, notes, [config, *owned])
+    return EngineConfig(config, engine_index, knobs, notes, [config, *owned], behavior)
 
 
 def make_plan(g: GraphApi, handle: int, config: EngineConfig) -> Plan:

@@ -138,11 +138,11 @@ class LegacyBackend:
     # --- Backend ----------------------------------------------------------------------------------
 
     def availability(self) -> str | None:
-        from cudnnload.gpu import gpu_facts
+        from cudnnload.gpu import device_count
 
-        facts = gpu_facts()
-        if not facts.devices:
-            return f"no CUDA device is visible ({facts.reason or 'the driver shows none'})"
+        count, reason = device_count()
+        if not count:
+            return f"no CUDA device is visible ({reason or 'the driver shows none'})"
         try:
             self._runtime = runtime()
         except (CudnnloadError, OSError) as exc:

@@ -1,0 +1,128 @@
+"""`start`: load cuDNN and warm it up in a background thread, returning at once.
+
+An application's first convolution waits for the CUDA context (~230 ms on an H200: cuInit ~105,
+the primary context ~125), cuDNN's dlopens and VersionChecks, the handle, the plan and the first
+load of each kernel. `start`, called first thing, begins the context in one thread
+(`cudnnload.cudadriver.prepare_context`) and the load and warm-up in another, and returns; the
+application meanwhile imports its modules and reads its data. The driver and cuDNN calls are
+ctypes calls, which release the GIL, so they overlap the application's Python work; the Python
+work of the load itself (importing the loader, the dispatcher and its plugins) does not, which is
+why this module imports nothing heavy: it runs on the caller's thread before anything overlaps.
+
+The warm-up runs in a third thread from the start, not after the load: its Python work (importing
+the dispatcher and the plugins) then happens while the driver makes the context, and its calls
+wait for the load like any other. `cudnnload.loader.load` called from any other thread while a
+start is loading waits for it and returns its result; a failed start leaves that call to try
+again and raise its own error.
+
+The threads are not daemons: a program that ends while they still run waits for them (a warm-up
+ends ~100 ms after the context) instead of tearing the interpreter down under cuDNN calls in
+flight. As daemons they did: on an H200, a program that printed its result before the warm-up
+ended sometimes exited with no message and a failure status.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from cudnnload.discovery import Install
+    from cudnnload.loader import Loaded
+    from cudnnload.warmup import Activation, Problem, Warmed
+
+# Present where the NVIDIA kernel module made device nodes: only then is a context started early.
+GPU_DEVICE_NODE = "/dev/nvidiactl"
+
+
+class Starting:
+    """A `load` and its warm-up running in a thread (see `start`)."""
+
+    def __init__(self, run: Callable[[Starting], Loaded]) -> None:
+        self.ready = threading.Event()  # set once the load part is over (loaded or failed)
+        self._done = threading.Event()
+        self._result: Loaded | None = None
+        self._error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(run,), name="cudnnload-start", daemon=False)
+
+    def _run(self, run: Callable[[Starting], Loaded]) -> None:
+        try:
+            self._result = run(self)
+        except BaseException as exc:  # given to wait(): a thread has nobody else to raise to
+            self._error = exc
+        finally:
+            self.ready.set()
+            self._done.set()
+
+    def done(self) -> bool:
+        """Whether the load and the warm-up are over."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> Loaded:
+        """The `Loaded` (warm-up included) once it is over; raises what the load raised, or TimeoutError."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"cudnnload.start() is still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+_lock = threading.Lock()
+_current: Starting | None = None
+
+
+def start(source: str | os.PathLike[str] | Install | None = None, *, version: str | None = None,
+          environ: Mapping[str, str] | None = None, use_cache: bool = True, timeout: float = 60.0,
+          warmup: Sequence[Problem | Activation] = ()) -> Starting:
+    """Begin `cudnnload.load` (same arguments) and then the ``warmup`` problems in a background thread,
+    and return at once. Any cudnnload call that needs cuDNN waits for the load part;
+    ``Starting.wait()`` returns the `Loaded` once the warm-up is over too (its result in
+    ``Loaded.warmup``), or raises the load's error. A second call returns the first one's `Starting`.
+    """
+    global _current
+    with _lock:
+        if _current is not None:
+            return _current
+        if os.path.exists(GPU_DEVICE_NODE):
+            from cudnnload.cudadriver import prepare_context
+
+            prepare_context()
+
+        def run(starting: Starting) -> Loaded:
+            # The imports and the warm-up's claims begin at once. Deferring them until cuInit is done (so
+            # as not to compete with the application's own imports) measured worse: 333 ms against 290 to
+            # the first result (H200, 2026-11-22), as the application's first call then came before the
+            # warm-up had claimed its problem, and built cuDNN's plan itself.
+            warmed: list[Warmed] = []
+            helper = None
+            if warmup:  # from now: its imports and plugins are ready by the time the context is
+                from cudnnload.warmup import warm_up
+
+                helper = threading.Thread(target=lambda: warmed.append(warm_up(warmup)), name="cudnnload-warmup",
+                                          daemon=False)
+                helper.start()
+            from cudnnload.loader import load, with_warmup
+
+            try:
+                loaded = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout)
+            finally:
+                starting.ready.set()  # the warm-up's own calls wait for this
+            if helper is None:
+                return loaded
+            helper.join()
+            return with_warmup(warmed[0])
+
+        _current = Starting(run)
+    _current.thread.start()
+    return _current
+
+
+def wait_for_start() -> None:
+    """Wait until a `start` on another thread has loaded (or failed to); at once if none is running."""
+    starting = _current
+    if starting is not None and threading.current_thread() is not starting.thread:
+        starting.ready.wait()
