@@ -96,11 +96,11 @@ print(json.dumps(MARKS))
 REMEMBERED = PRELUDE + """
 def cmark(name):
     mark(name); MARKS["  cpu " + name] = time.process_time() * 1000
-import cudnnload; from cudnnload import cudadriver
-cudadriver.prepare_context().join(); cmark("context")
+import cudnnload; from cudnnload.gpu import checked, initialized_driver
+checked(initialized_driver(), "primary_context", 0); cmark("context")
 cudnnload.load(sys.argv[1]); cmark("load")
 from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec; from cudnnload.gpu import checked, initialized_driver
+from cudnnload.backends import ConvSpec
 from cudnnload.execution import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi
 from cudnnload_cudnn_graph.graphs import build, conv_graph
@@ -150,10 +150,10 @@ print(json.dumps(first))
 """
 ONE_ENGINE = PRELUDE + """
 import cudnnload
-from cudnnload import cudadriver
-cudadriver.prepare_context().join(); cudnnload.load(sys.argv[1]); mark("context + load")
+from cudnnload.gpu import checked, initialized_driver
+checked(initialized_driver(), "primary_context", 0); cudnnload.load(sys.argv[1]); mark("context + load")
 from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec; from cudnnload.gpu import checked, initialized_driver
+from cudnnload.backends import ConvSpec
 from cudnnload.execution import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi
 from cudnnload_cudnn_graph.graphs import build, conv_graph
@@ -176,10 +176,9 @@ print(json.dumps(MARKS))
 # The same convolution through the legacy API (the algorithm remembered by the untimed first run).
 LEGACY = PRELUDE + """
 import cudnnload
-from cudnnload import cudadriver
-cudadriver.prepare_context().join(); cudnnload.load(sys.argv[1]); mark("context + load")
-from cudnnload.warmup import DeviceBuffer
 from cudnnload.gpu import checked, initialized_driver
+checked(initialized_driver(), "primary_context", 0); cudnnload.load(sys.argv[1]); mark("context + load")
+from cudnnload.warmup import DeviceBuffer
 from cudnnload import dispatch; dispatch.registry().get("cudnn-legacy"); mark("legacy backend ready")
 x = DeviceBuffer((32, 64, 56, 56), "float16"); w = DeviceBuffer((64, 64, 3, 3), "float16")
 y = DeviceBuffer((32, 64, 56, 56), "float16"); drv = initialized_driver()

@@ -52,7 +52,7 @@ _warming = threading.local()
 
 
 @contextmanager
-def warming(before_own_plans: Callable[[], None]) -> Iterator[None]:
+def warming(before_own_plans: Callable[[], object]) -> Iterator[None]:
     """Mark this thread's calls as a warm-up (`cudnnload.warmup`). A backend with a quick way to a
     first result (cudnn-graph's quick plans) may make that ready first, then call ``before_own_plans()``
     (the warm-up's other first-time work ends meanwhile), then build the problem's own plan; calls
@@ -65,7 +65,7 @@ def warming(before_own_plans: Callable[[], None]) -> Iterator[None]:
         _warming.hook = previous
 
 
-def warming_hook() -> Callable[[], None] | None:
+def warming_hook() -> Callable[[], object] | None:
     """This thread's `warming` hook, or None outside a warm-up."""
     return getattr(_warming, "hook", None)
 

@@ -16,6 +16,7 @@ released during both the caller goes on with its imports and dlopens meanwhile.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any, ClassVar
 
@@ -185,28 +186,32 @@ def cuPointerGetAttribute(attribute: int, pointer: int) -> tuple[CUresult, int]:
     return result, value.value
 
 
+# Present where the NVIDIA kernel module made device nodes: only then does prepare_context start anything.
+GPU_DEVICE_NODE = "/dev/nvidiactl"
 _prepared: dict[int, threading.Thread] = {}
+_contexts_lock = threading.Lock()  # guards _prepared and _primary
+_primary: dict[int, int] = {}  # device ordinal -> its primary context, retained here for the process
 
 
-def prepare_context(ordinal: int = 0) -> threading.Thread:
-    """Start ``cuInit`` and device ``ordinal``'s primary context in a thread (once per process and device;
-    not a daemon, so that the interpreter never exits under a driver call); returns the thread.
+def prepare_context(ordinal: int = 0) -> threading.Thread | None:
+    """Start ``cuInit`` and device ``ordinal``'s `primary_context` in a thread (once per process and
+    device; not a daemon, so that the interpreter never exits under a driver call); returns the
+    thread, or None where no NVIDIA device node exists (nothing to start).
 
-    The retained reference is kept for the process's life, as the CUDA runtime inside cuDNN keeps
-    its own: the context is the one cuDNN's VersionChecks and ``cudnnCreate`` then find ready.
-    Failures (no driver, no device) are left for the caller's own calls to report.
+    The context is the one cuDNN's VersionChecks and ``cudnnCreate`` then find ready. Failures (no
+    driver, no device) are left for the caller's own calls to report.
     """
+    if not os.path.exists(GPU_DEVICE_NODE):
+        return None
 
     def run() -> None:
         try:
             if cuInit(0)[0] == 0:
-                result, device = cuDeviceGet(ordinal)
-                if result == 0:
-                    cuDevicePrimaryCtxRetain(device)
+                primary_context(ordinal)
         except CudnnloadError:
             pass  # no driver: the loader's own calls say so
 
-    with _lib_lock:
+    with _contexts_lock:
         thread = _prepared.get(ordinal)
         if thread is None:
             thread = _prepared[ordinal] = threading.Thread(target=run, name="cudnnload-context", daemon=False)
@@ -276,15 +281,13 @@ def cuMemsetD8Async(pointer: int, value: int, count: int, stream: int) -> tuple[
                   _void(stream or None)),)
 
 
-_primary: dict[int, int] = {}  # device ordinal -> its primary context, retained here for the process
-
-
 def primary_context(ordinal: int) -> tuple[CUresult, int]:
-    """Device ``ordinal``'s primary context, retained once per process (as the CUDA runtime does)."""
+    """Device ``ordinal``'s primary context, retained once per process and kept for its life (as the
+    CUDA runtime inside cuDNN keeps its own)."""
     context = _primary.get(ordinal)
     if context is not None:
         return CUresult.CUDA_SUCCESS, context
-    with _lib_lock:
+    with _contexts_lock:
         context = _primary.get(ordinal)
         if context is not None:
             return CUresult.CUDA_SUCCESS, context

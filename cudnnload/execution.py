@@ -232,8 +232,6 @@ class Runtime:
 
     def launch_error(self, code: int) -> LoadError:
         """The error for a failed cuGraphLaunch."""
-        from cudnnload import cudadriver
-
         result = cudadriver.CUresult(code)
         _, text = cudadriver.cuGetErrorString(result)
         return LoadError(f"cuGraphLaunch returned {result.name}: {(text or b'').decode(errors='replace')}",

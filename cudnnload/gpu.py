@@ -117,6 +117,11 @@ def initialized_driver() -> ModuleType:
     return cudadriver  # type: ignore[return-value]
 
 
+def synchronize() -> None:
+    """Wait for the work queued in this thread's current context (``cuCtxSynchronize``); CudaError if it failed."""
+    checked(initialized_driver(), "cuCtxSynchronize")
+
+
 def device_count() -> tuple[int, str | None]:
     """How many CUDA devices the driver shows, and why none when it shows none: the backends' cheap
     check (`gpu_facts` imports cuda-python for the doctor's fuller report)."""

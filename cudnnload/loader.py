@@ -31,7 +31,7 @@ from cudnnload.catalog import Release, generation, parse_release
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.findings import Finding
 from cudnnload.probe import mapped_libraries, probe
-from cudnnload.starting import GPU_DEVICE_NODE, wait_for_start
+from cudnnload.starting import wait_for_start
 from cudnnload.status import check
 
 # discovery (and the linker model behind it) is imported only when no verdict is remembered.
@@ -169,10 +169,9 @@ def load(
         else:
             env = dict(os.environ if environ is None else environ)
             start = time.perf_counter()
-            if os.path.exists(GPU_DEVICE_NODE):
-                from cudnnload.cudadriver import prepare_context
+            from cudnnload.cudadriver import prepare_context
 
-                prepare_context()  # the context (~230 ms) grows while the files are found and opened
+            prepare_context()  # the context (~230 ms) grows while the files are found and opened
             plan, cached = _plan(source, wanted, env, use_cache, timeout)
             _refuse_mixing(plan)
             if observer is not None:

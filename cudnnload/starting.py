@@ -32,11 +32,7 @@ if TYPE_CHECKING:
 
     from cudnnload.discovery import Install
     from cudnnload.loader import Loaded
-    from cudnnload.warmup import Activation, Problem, Warmed
-
-# Present where the NVIDIA kernel module made device nodes: only then is a context started early.
-GPU_DEVICE_NODE = "/dev/nvidiactl"
-
+    from cudnnload.warmup import Activation, Problem
 
 class Starting:
     """A `load` and its warm-up running in a thread (see `start`)."""
@@ -87,34 +83,28 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
     with _lock:
         if _current is not None:
             return _current
-        if os.path.exists(GPU_DEVICE_NODE):
-            from cudnnload.cudadriver import prepare_context
+        from cudnnload.cudadriver import prepare_context
 
-            prepare_context()
+        prepare_context()
 
         def run(starting: Starting) -> Loaded:
             # The imports and the warm-up's claims begin at once. Deferring them until cuInit is done (so
             # as not to compete with the application's own imports) measured worse: 333 ms against 290 to
             # the first result (H200, 2026-11-22), as the application's first call then came before the
             # warm-up had claimed its problem, and built cuDNN's plan itself.
-            warmed: list[Warmed] = []
-            helper = None
+            warming = None
             if warmup:  # from now: its imports and plugins are ready by the time the context is
-                from cudnnload.warmup import warm_up
+                from cudnnload.warmup import Background
 
-                helper = threading.Thread(target=lambda: warmed.append(warm_up(warmup)), name="cudnnload-warmup",
-                                          daemon=False)
-                helper.start()
+                warming = Background(warmup)
             from cudnnload.loader import load, with_warmup
 
             try:
                 loaded = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout)
             finally:
                 starting.ready.set()  # the warm-up's own calls wait for this
-            if helper is None:
-                return loaded
-            helper.join()
-            return with_warmup(warmed[0])
+            warmed = warming.wait() if warming is not None else None
+            return loaded if warmed is None else with_warmup(warmed)
 
         _current = Starting(run)
     _current.thread.start()

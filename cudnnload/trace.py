@@ -196,6 +196,7 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
     from cudnnload import dispatch
     from cudnnload.backends import PREFERENCE
     from cudnnload.errors import CudnnloadError
+    from cudnnload.gpu import synchronize
     from cudnnload.warmup import DeviceBuffer
 
     emit("import dispatch (numpy, plugins)")
@@ -213,19 +214,13 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         emit(f"backend ready ({ready})")
         for stage in ("first convolution (plan + kernels)", "second convolution"):
             dispatch.conv(x, w, padding=1, out=y, backend=backend)
-            _synchronize()
+            synchronize()
             emit(stage)
         dispatch.activation(y, "relu", out=y, backend=backend)
-        _synchronize()
+        synchronize()
         emit("first activation")
     except CudnnloadError as exc:
         emit("stopped", exc.message)
-
-
-def _synchronize() -> None:
-    from cudnnload.gpu import checked, initialized_driver
-
-    checked(initialized_driver(), "cuCtxSynchronize")
 
 
 _BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.trace import child_main; child_main(t)"

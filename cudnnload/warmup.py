@@ -121,42 +121,30 @@ def warm_up(problems: Sequence[Warmable]) -> Warmed:
     dispatch.registry()
     convolutions = [p for p in problems if isinstance(p, Problem)]
     activations = [p for p in problems if isinstance(p, Activation)]
-    side: list[Warmed] = []
-    helper = None
-    if convolutions and activations:
-        helper = threading.Thread(target=lambda: side.append(_run(activations, start)),
-                                  name="cudnnload-warmup-activations", daemon=False)
-        helper.start()
-        activations = []
-    main = _run([*convolutions, *activations], start, before_own_plans=helper.join if helper else None)
-    if helper is None:
-        return main
-    helper.join()
-    other = side[0]
+    if not (convolutions and activations):
+        return _run([*convolutions, *activations], start)
+    beside = Background(activations)
+    main = _run(convolutions, start, before_own_plans=beside.wait)
+    other = beside.wait()
+    assert other is not None
     return Warmed(main.problems + other.problems, time.perf_counter() - start, main.error or other.error)
 
 
-def _run(problems: Sequence[Warmable], start: float, before_own_plans: Callable[[], None] | None = None) -> Warmed:
+def _run(problems: Sequence[Warmable], start: float, before_own_plans: Callable[[], object] = lambda: None
+         ) -> Warmed:
     """Run ``problems`` in order. ``before_own_plans``: what a backend with a quick first plan waits for
-    before building a problem's own (`cudnnload.backends.warming`); it is waited for once."""
+    before building a problem's own (`cudnnload.backends.warming`)."""
     from cudnnload.backends import warming
-    from cudnnload.gpu import checked, initialized_driver
-
-    waited = threading.Event()
-
-    def wait_once() -> None:
-        if before_own_plans is not None and not waited.is_set():
-            before_own_plans()
-        waited.set()
+    from cudnnload.gpu import synchronize
 
     done: list[Warmable] = []
     try:
         for problem in problems:
             buffers = _buffers(problem)
             try:
-                with warming(wait_once):
+                with warming(before_own_plans):
                     _call(problem, buffers)
-                checked(initialized_driver(), "cuCtxSynchronize")
+                synchronize()
             finally:
                 for buffer in buffers:
                     if buffer is not None:

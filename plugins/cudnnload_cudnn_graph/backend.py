@@ -10,7 +10,7 @@ Quick plans (``quick_start=True``, the default): a call whose plan another threa
 is held, or a warm-up has claimed the problem through `cudnnload.backends.warming`) runs on a plan from
 `QUICK_HEURISTICS` instead of waiting, and its run is marked provisional: a later call moves it to the
 problem's own plan once that is ready, and provisional runs are never recorded into CUDA graphs. The
-quick configuration is remembered like the others (under "quick|" and the problem).
+quick configuration is remembered like the others (under `_QUICK` and the problem).
 
 Per (problem, data pointers, stream), once (`_new_run`): a finalized variant pack binding the
 pointers and this thread's workspace, and ctypes objects for the call.
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec, warming_hook
 from cudnnload.errors import CudnnloadError
 from cudnnload.execution import Runtime, ThreadState, runtime, usable_strides
+from cudnnload.gpu import synchronize
 from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
@@ -65,6 +66,7 @@ HEURISTICS = (HeuristicMode.A, HeuristicMode.FALLBACK)
 # the heuristics' choices (engines 62, 45, 27 for the issue's fp16 3x3 convolution) first spend ~70 ms
 # in cuDNN's lazy initialization (H200, cuDNN 9.19, measured: bench/bench_first_call_parts.py).
 QUICK_HEURISTICS = (HeuristicMode.FALLBACK,)
+_QUICK = "quick|"  # how the choice store names a problem's quick configuration (then the problem's text)
 # INSTANT too: it is what PyTorch asks (aten/src/ATen/native/cudnn/Conv_v8.cpp), so PyTorch's default
 # choice is among the candidates.
 AUTOTUNE_HEURISTICS = (HeuristicMode.A, HeuristicMode.INSTANT, HeuristicMode.FALLBACK)
@@ -361,18 +363,25 @@ class GraphBackend:
         process's `_quick_plan` asks no heuristics."""
         g = self._graph_api
         assert g is not None
-        persisted_as = "quick|" + graph_spec.text()
-        if store.get(NAME, persisted_as) is not None:
+        if store.get(NAME, _QUICK + graph_spec.text()) is not None:
             return
         try:
-            quick = self._first_working(graph, graph_spec, handle, QUICK_HEURISTICS, precompiled=True)
+            self._quick_on(graph, graph_spec, handle, store).destroy(g)
         except CudnnloadError:
             return
-        store.put(NAME, persisted_as, quick.config.choice)
-        quick.destroy(g)
+
+    def _quick_on(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int, store: ChoiceStore) -> Plan:
+        """A quick plan on ``graph``: from the remembered quick configuration, else the first of
+        `QUICK_HEURISTICS` that needs no run-time compilation (then remembered). CudnnloadError where none builds."""
+        persisted_as = _QUICK + graph_spec.text()
+        plan = self._remembered(graph, handle, store.get(NAME, persisted_as))
+        if plan is None:
+            plan = self._first_working(graph, graph_spec, handle, QUICK_HEURISTICS, precompiled=True)
+            store.put(NAME, persisted_as, plan.config.choice)
+        return plan
 
     def _warm_quick(self, key: tuple[int, bool, GraphSpec], op: str, tensors: tuple[TensorRef | None, ...],
-                    spec: ConvSpec, stream: int, before_own_plan: Callable[[], None]) -> None:
+                    spec: ConvSpec, stream: int, before_own_plan: Callable[[], object]) -> None:
         """In a warm-up (`cudnnload.backends.warming`), with ``key`` claimed by this thread: run the problem
         once on its quick plan, so that other threads' first calls find it ready (its kernels loaded),
         then let the warm-up's other first-time work end, before the caller goes on to build the
@@ -386,17 +395,12 @@ class GraphBackend:
                 self.conv_forward(x, w, bias, y, spec, stream=stream)
             else:
                 self._call(op, tuple(t for t in tensors if t is not None), spec, False, stream)
-            self._synchronize()
+            synchronize()
         except CudnnloadError as exc:
             log.debug("%s: no quick plan to warm: %s", NAME, exc)
         finally:
             self._running_quick.discard(key)
         before_own_plan()
-
-    def _synchronize(self) -> None:
-        from cudnnload.gpu import checked, initialized_driver
-
-        checked(initialized_driver(), "cuCtxSynchronize")
 
     def _quick_plan(self, key: tuple[int, bool, GraphSpec], graph_spec: GraphSpec, device: int, stream: int
                     ) -> Plan | None:
@@ -414,15 +418,10 @@ class GraphBackend:
             except CudnnloadError:
                 return None
             self._quick_graphs.append(graph)
-            store = rt.choices(device)
-            persisted_as = "quick|" + graph_spec.text()
-            plan = self._remembered(graph, handle, store.get(NAME, persisted_as))
-            if plan is None:
-                try:
-                    plan = self._first_working(graph, graph_spec, handle, QUICK_HEURISTICS, precompiled=True)
-                except CudnnloadError:
-                    return None
-                store.put(NAME, persisted_as, plan.config.choice)
+            try:
+                plan = self._quick_on(graph, graph_spec, handle, rt.choices(device))
+            except CudnnloadError:
+                return None
             self._quick[key] = plan
             return plan
 
