@@ -5,7 +5,7 @@ float16 and bfloat16 NHWC and float32 NCHW, each method on the SAME tensors, in 
 
 - torch default: ``F.conv2d`` with ``torch.backends.cudnn.benchmark = False``
 - torch benchmark: the same with ``benchmark = True`` (cuDNN's exhaustive search, first call)
-- graph: ``cudnnload.dispatch.conv(..., backend="cudnn-graph")`` (heuristics mode A)
+- graph: ``cudnnload.dispatch.dispatcher.conv(..., backend="cudnn-graph")`` (heuristics mode A)
 - graph autotune: the same with ``autotune=True``
 - graph INSTANT: a cudnn-graph backend asking heuristics mode INSTANT (then FALLBACK), as PyTorch does
 - legacy: ``backend="cudnn-legacy"`` (cudnnGetConvolutionForwardAlgorithm_v7)
@@ -132,9 +132,9 @@ def bench(args: argparse.Namespace) -> str:
     import cudnnload_cudnn_legacy
     from cudnnload_cudnn_graph.backend_api import HeuristicMode
 
-    from cudnnload.backends import Registry
-    from cudnnload.dispatch import Dispatcher
-    from cudnnload.loader import load
+    from cudnnload.dispatch.backends import Registry
+    from cudnnload.dispatch.dispatcher import Dispatcher
+    from cudnnload.loading.loader import load
 
     loaded = load()
     registry = Registry()
@@ -266,9 +266,9 @@ def _backend_host(backend: Any, xl: list[Any], wl: Any, yl: list[Any], stride: i
                   calls: int, hosts: dict[str, list[float]]) -> None:
     """Host time of the graph backend's conv_forward alone (TensorRefs and spec made beforehand), and of
     the bare cudnnBackendExecute it ends in (cuDNN's own host cost)."""
-    from cudnnload.backends import ConvSpec
-    from cudnnload.execution import runtime
-    from cudnnload.tensors import TensorRef
+    from cudnnload.dispatch.backends import ConvSpec
+    from cudnnload.dispatch.runtime import runtime
+    from cudnnload.dispatch.tensors import TensorRef
 
     spec = ConvSpec((stride, stride), (padding, padding), (1, 1), 1, layout, True)
     refs = [(TensorRef.from_array(xl[i]), TensorRef.from_array(wl), TensorRef.from_array(yl[i])) for i in range(2)]

@@ -52,7 +52,7 @@ cudnnload.start(sys.argv[2], warmup=[cudnnload.Problem(({N}, {C}, {S}, {S}), ({K
                                      cudnnload.Activation(({N}, {K}, {S}, {S}), "float16", "relu")])
 """
 RUN_OURS = """
-from cudnnload.warmup import DeviceBuffer
+from cudnnload.dispatch.warmup import DeviceBuffer
 x, w = DeviceBuffer(X.shape, "float16", X), DeviceBuffer(W.shape, "float16", W)
 y = DeviceBuffer((X.shape[0], W.shape[0], X.shape[2], X.shape[3]), "float16")
 cudnnload.conv(x, w, padding=1, out=y)  # a fused conv+ReLU plan compiles at run time: slower the first time
@@ -120,8 +120,8 @@ print(json.dumps({"ms": (time.monotonic() - T0) * 1000, "first_conv_ms": (time.m
 # First convolution on fresh buffers in a process that preloaded and warmed up the same problem.
 WARM = COMMON + """
 import cudnnload
-from cudnnload.warmup import DeviceBuffer, Problem
-from cudnnload.gpu import checked, initialized_driver
+from cudnnload.dispatch.warmup import DeviceBuffer, Problem
+from cudnnload.loading.gpu import checked, initialized_driver
 cudnnload.load(sys.argv[2], warmup=[Problem(X.shape, W.shape, "float16", padding=1, activation="relu")])
 x, w = DeviceBuffer(X.shape, "float16", X), DeviceBuffer(W.shape, "float16", W)
 y = DeviceBuffer((X.shape[0], W.shape[0], X.shape[2], X.shape[3]), "float16")

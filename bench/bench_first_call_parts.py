@@ -67,11 +67,11 @@ def execute(mark: str, times: int = 2) -> str:
 GRAPH = PRELUDE + """
 import cudnnload; mark("import cudnnload")
 cudnnload.load(sys.argv[1]); mark("load (dlopen, VersionChecks)")
-from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec; from cudnnload.gpu import checked, initialized_driver
+from cudnnload.dispatch.warmup import DeviceBuffer; from cudnnload.dispatch.tensors import as_ref
+from cudnnload.dispatch.backends import ConvSpec; from cudnnload.loading.gpu import checked, initialized_driver
 x = DeviceBuffer((32, 64, 56, 56), "float16"); w = DeviceBuffer((64, 64, 3, 3), "float16")
 y = DeviceBuffer((32, 64, 56, 56), "float16"); mark("buffers")
-from cudnnload.execution import runtime
+from cudnnload.dispatch.runtime import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi, HeuristicMode
 from cudnnload_cudnn_graph.graphs import build, conv_graph
 from cudnnload_cudnn_graph.plans import heuristic_configs, make_plan, variant_pack
@@ -96,12 +96,12 @@ print(json.dumps(MARKS))
 REMEMBERED = PRELUDE + """
 def cmark(name):
     mark(name); MARKS["  cpu " + name] = time.process_time() * 1000
-import cudnnload; from cudnnload.gpu import checked, initialized_driver
+import cudnnload; from cudnnload.loading.gpu import checked, initialized_driver
 checked(initialized_driver(), "primary_context", 0); cmark("context")
 cudnnload.load(sys.argv[1]); cmark("load")
-from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec
-from cudnnload.execution import runtime
+from cudnnload.dispatch.warmup import DeviceBuffer; from cudnnload.dispatch.tensors import as_ref
+from cudnnload.dispatch.backends import ConvSpec
+from cudnnload.dispatch.runtime import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi
 from cudnnload_cudnn_graph.graphs import build, conv_graph
 from cudnnload_cudnn_graph.plans import config_from_choice, heuristic_configs, make_plan, variant_pack
@@ -120,7 +120,7 @@ if choice is None:
 config = config_from_choice(g, graph, choice); cmark("engine config (remembered)")
 plan = make_plan(g, handle, config); cmark("plan")
 """ + execute("cmark") + """
-from cudnnload import dispatch; dispatch.registry().get("cudnn-legacy"); cmark("legacy backend ready")
+from cudnnload.dispatch import dispatcher; dispatcher.registry().get("cudnn-legacy"); cmark("legacy backend ready")
 cudnnload.activation(y, "relu", out=y); checked(drv, "cuCtxSynchronize"); cmark("first ReLU")
 cudnnload.activation(y, "relu", out=y); checked(drv, "cuCtxSynchronize"); cmark("second ReLU")
 print(json.dumps(MARKS))
@@ -131,9 +131,9 @@ print(json.dumps(MARKS))
 ENGINE_CHOICES = PRELUDE + """
 import cudnnload
 cudnnload.load(sys.argv[1])
-from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec
-from cudnnload.execution import runtime
+from cudnnload.dispatch.warmup import DeviceBuffer; from cudnnload.dispatch.tensors import as_ref
+from cudnnload.dispatch.backends import ConvSpec
+from cudnnload.dispatch.runtime import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi, HeuristicMode
 from cudnnload_cudnn_graph.graphs import build, conv_graph
 from cudnnload_cudnn_graph.plans import heuristic_configs
@@ -150,11 +150,11 @@ print(json.dumps(first))
 """
 ONE_ENGINE = PRELUDE + """
 import cudnnload
-from cudnnload.gpu import checked, initialized_driver
+from cudnnload.loading.gpu import checked, initialized_driver
 checked(initialized_driver(), "primary_context", 0); cudnnload.load(sys.argv[1]); mark("context + load")
-from cudnnload.warmup import DeviceBuffer; from cudnnload.tensors import as_ref
-from cudnnload.backends import ConvSpec
-from cudnnload.execution import runtime
+from cudnnload.dispatch.warmup import DeviceBuffer; from cudnnload.dispatch.tensors import as_ref
+from cudnnload.dispatch.backends import ConvSpec
+from cudnnload.dispatch.runtime import runtime
 from cudnnload_cudnn_graph.backend_api import GraphApi
 from cudnnload_cudnn_graph.graphs import build, conv_graph
 from cudnnload_cudnn_graph.plans import config_from_choice, make_plan, variant_pack
@@ -176,10 +176,10 @@ print(json.dumps(MARKS))
 # The same convolution through the legacy API (the algorithm remembered by the untimed first run).
 LEGACY = PRELUDE + """
 import cudnnload
-from cudnnload.gpu import checked, initialized_driver
+from cudnnload.loading.gpu import checked, initialized_driver
 checked(initialized_driver(), "primary_context", 0); cudnnload.load(sys.argv[1]); mark("context + load")
-from cudnnload.warmup import DeviceBuffer
-from cudnnload import dispatch; dispatch.registry().get("cudnn-legacy"); mark("legacy backend ready")
+from cudnnload.dispatch.warmup import DeviceBuffer
+from cudnnload.dispatch import dispatcher; dispatcher.registry().get("cudnn-legacy"); mark("legacy backend ready")
 x = DeviceBuffer((32, 64, 56, 56), "float16"); w = DeviceBuffer((64, 64, 3, 3), "float16")
 y = DeviceBuffer((32, 64, 56, 56), "float16"); drv = initialized_driver()
 cudnnload.conv(x, w, padding=1, out=y, backend="cudnn-legacy"); checked(drv, "cuCtxSynchronize")
@@ -218,7 +218,7 @@ if {"quick", "wait"} & set(sys.argv[2:]):  # whether a call may run on a quick p
     def init(self, **options):
         made(self, **options, quick_start="quick" in sys.argv[2:])
     graph_backend.GraphBackend.__init__ = init
-from cudnnload import cudadriver
+from cudnnload.loading import cudadriver
 starting = cudnnload.start(sys.argv[1], warmup=[cudnnload.Problem((32, 64, 56, 56), (64, 64, 3, 3), "float16",
                                                 padding=1), cudnnload.Activation((32, 64, 56, 56), "float16")])
 mark("start() returned")
@@ -233,13 +233,13 @@ import numpy as np; mark("numpy imported")
 rng = np.random.default_rng(1)
 X = (rng.random((32, 64, 56, 56), np.float32) - 0.5).astype(np.float16)
 W = ((rng.random((64, 64, 3, 3), np.float32) - 0.5) * 0.1).astype(np.float16); mark("inputs made")
-from cudnnload.warmup import DeviceBuffer
+from cudnnload.dispatch.warmup import DeviceBuffer
 x, w = DeviceBuffer(X.shape, "float16", X), DeviceBuffer(W.shape, "float16", W)
 y = DeviceBuffer((32, 64, 56, 56), "float16"); mark("buffers")
 cudnnload.conv(x, w, padding=1, out=y); mark("conv returned")
 cudnnload.activation(y, "relu", out=y); mark("activation returned")
 host = y.to_host(np.empty((32, 64, 56, 56), np.float16)); mark("result on the host")
-from cudnnload import dispatch
+from cudnnload.dispatch import dispatcher as dispatch
 graph = dispatch.registry().get("cudnn-graph")[0]
 MARKS["first conv on a quick plan"] = any(run.provisional for run in graph._runs(graph._runtime.state()).values())
 watcher.join()
@@ -251,10 +251,10 @@ print(json.dumps(MARKS))
 # cudnnload's own imports on the start path, numpy already imported (as in an application).
 IMPORTS = PRELUDE + """
 import numpy; mark("numpy")
-import cudnnload.starting; mark("cudnnload.starting")
-import cudnnload.loader; mark("cudnnload.loader")
-import cudnnload.warmup, cudnnload.dispatch; mark("cudnnload.dispatch")
-registry = cudnnload.dispatch.registry()
+import cudnnload.dispatch.starting; mark("cudnnload.dispatch.starting")
+import cudnnload.loading.loader; mark("cudnnload.loading.loader")
+import cudnnload.dispatch.warmup, cudnnload.dispatch.dispatcher; mark("cudnnload.dispatch.dispatcher")
+registry = cudnnload.dispatch.dispatcher.registry()
 for name in ("cudnn-graph", "cudnn-legacy"):
     registry._entries[name].factory()
 mark("plugins")

@@ -42,7 +42,7 @@ print(next(line.split()[1] for line in open("/proc/self/status") if line.startsw
 ELF = """
 import os, sys, time
 t = time.perf_counter()
-from cudnnload.elfcache import ElfCache, cache_file
+from cudnnload.resolve.elfcache import ElfCache, cache_file
 memo = ElfCache(cache_file() if sys.argv[2] == "1" else None)
 folder = sys.argv[1]
 infos = [memo.inspect(os.path.join(folder, name)) for name in sorted(os.listdir(folder)) if ".so" in name]

@@ -9,7 +9,7 @@ so both read from a warm page cache):
   machine the first one creates the CUDA context);
 - cudnnload.load(): the same files, the same calls, once its verdict is
   remembered on disk; the call itself, and separately the one-time
-  ``import cudnnload.loader`` (mostly CPython's dataclasses/enum machinery);
+  ``import cudnnload.loading.loader`` (mostly CPython's dataclasses/enum machinery);
 - probe: the child-process probe's round trip as seen by the caller.
 Both sequences skip the files that cannot load on this machine (9.28's
 engines_runtime_compiled without libcuda.so.1), as load() does.
@@ -45,9 +45,9 @@ print((time.perf_counter() - t) * 1000)
 OURS = """
 import sys, time
 t = time.perf_counter()
-import cudnnload.loader
+import cudnnload.loading.loader
 t1 = time.perf_counter()
-got = cudnnload.loader.load(sys.argv[1])
+got = cudnnload.loading.loader.load(sys.argv[1])
 assert got.verdict_cached
 print((time.perf_counter() - t1) * 1000, (t1 - t) * 1000)
 """
@@ -85,7 +85,7 @@ def main() -> None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         # Prove and remember the set once; its plan says which files load here and in which order.
         plan = subprocess.run(
-            [sys.executable, "-c", "import json, sys, cudnnload.loader as L; g = L.load(sys.argv[1]); "
+            [sys.executable, "-c", "import json, sys, cudnnload.loading.loader as L; g = L.load(sys.argv[1]); "
              "print(json.dumps([[p for _, p in g.files], [s.name for s in g.stages if s.status is not None], "
              "str(g.release)]))", folder], env=env, capture_output=True, text=True, timeout=300)
         if plan.returncode != 0:
@@ -93,7 +93,7 @@ def main() -> None:
         files, checks, release = json.loads(plan.stdout.strip().splitlines()[-1])
         (raw,) = _median([sys.executable, "-c", RAW, json.dumps(files), json.dumps(checks)], env, args.runs)
         ours, imports = _median([sys.executable, "-c", OURS, folder], env, args.runs)
-        from cudnnload.probe import probe
+        from cudnnload.loading.probe import probe
 
         keys = [(os.path.basename(p), p) for p in files]  # names only label the steps here
         probe(keys, int(release.split(".")[0]), environ=env)
@@ -109,8 +109,8 @@ def main() -> None:
     print(f"{'raw ctypes: dlopen each + VersionChecks':<44} {raw:>8.1f} {1:>7.2f}")
     print(f"{'cudnnload.load(), verdict remembered':<44} {ours:>8.1f} {ours / raw:>7.2f}  "
           f"(budget {BUDGET['ratio']}x)")
-    print(f"{'  + import cudnnload.loader (once a process)':<44} {imports:>8.1f} {(ours + imports) / raw:>7.2f}  "
-          "(load() with its import)")
+    with_import = "  + import cudnnload.loading.loader (once a process)"
+    print(f"{with_import:<44} {imports:>8.1f} {(ours + imports) / raw:>7.2f}  (load() with its import)")
     print(f"{'child-process probe, round trip':<44} {probe_ms:>8.1f} {probe_ms / raw:>7.2f}  "
           f"(budget {BUDGET['probe_ms']:.0f} ms; verdict: {result.verdict})")
     ok = ours / raw <= BUDGET["ratio"] and probe_ms <= BUDGET["probe_ms"]

@@ -1,13 +1,35 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (device tool): the gpu-marked tests, the whole suite, doctor, which/inspect
-# and the benchmarks, over the cuDNN installed there. Results go to $OUT (at most 8 files).
-#   bash bench/gpu_run.sh        (needs the pyelftools wheel in .whl/, see README "Development")
+# One call on the GPU machine (the device tool): cudnnload from this source tree, with the in-tree
+# backend plugins on the path and registered as an install would register them (pyproject.toml), over the
+# cuDNN wheel installed there. Results go to $OUT (at most 8 files come back).
+#
+#   bash bench/gpu_run.sh [STEP...]     (needs the pyelftools wheel in .whl/, see README "Development")
+#
+# Steps, in this order whatever order they are given in (default: tests suite doctor):
+#   tests       the gpu-marked tests                          -> pytest-gpu.txt
+#   suite       the whole test suite                          -> pytest-all.txt
+#   doctor      doctor (text and JSON), which and inspect    -> doctor.txt, doctor.json
+#   loader      bench_preload and bench_inspect              -> bench_loader.txt
+#   first-call  cold start to the first verified result     -> first_call.txt
+#   trace       cudnnload trace of the four modes, and a plot -> trace.txt, trace.png
+#   conv        the ResNet-50 convolution bench against PyTorch -> conv.txt
+#   parts       a cold start taken apart                      -> parts.txt
 set -u
 OUT=${OUT:-/tmp/cudnnload-out}
 mkdir -p "$OUT"
+STEPS=" ${*:-tests suite doctor} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
+
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# The entry points an install of this tree would declare (pyproject.toml), so that the plugins load the
+# way third-party ones do.
+mkdir -p /tmp/site/cudnnload-0.1.0.dist-info
+printf 'Metadata-Version: 2.1\nName: cudnnload\nVersion: 0.1.0\n' > /tmp/site/cudnnload-0.1.0.dist-info/METADATA
+printf '[cudnnload.backends]\nnumpy = cudnnload_numpy:register\ncudnn-legacy = cudnnload_cudnn_legacy:register\ncudnn-graph = cudnnload_cudnn_graph:register\n' \
+  > /tmp/site/cudnnload-0.1.0.dist-info/entry_points.txt
+export PYTHONPATH=/tmp/site:$PWD:$PWD/plugins PYTHONUNBUFFERED=1 CUDNNLOAD_CACHE=/tmp/cudnnload-cache
+unset PYTHONDONTWRITEBYTECODE  # compiled modules are part of a warm start
 LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))')
 {
   date -u
@@ -16,12 +38,39 @@ LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.
               "torch cuDNN", torch.backends.cudnn.version())'
   python3 -m pip show nvidia-cudnn-cu13 cuda-bindings 2>/dev/null | grep -E "^(Name|Version)"
   echo "cuDNN lib: $LIB"
+  echo "steps:$STEPS"
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
-python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -15
-python3 -m pytest -q -rfs --tb=short -p no:cacheprovider tests > "$OUT/pytest-all.txt" 2>&1; tail -4 "$OUT/pytest-all.txt"
-python3 -m cudnnload doctor 2>&1 | tee "$OUT/doctor.txt"
-python3 -m cudnnload doctor --json > "$OUT/doctor.json" 2>&1
-{ python3 -m cudnnload which; python3 -m cudnnload inspect "$LIB"; } > "$OUT/resolve.txt" 2>&1
-python3 bench/bench_preload.py --folder "$LIB" 2>&1 | tee "$OUT/bench_preload.txt"
-python3 bench/bench_inspect.py --folder "$LIB" 2>&1 | tee "$OUT/bench_inspect.txt"
+
+if want tests; then
+  python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests > "$OUT/pytest-gpu.txt" 2>&1; tail -5 "$OUT/pytest-gpu.txt"
+fi
+if want suite; then
+  python3 -m pytest -q -rfs --tb=short -p no:cacheprovider tests > "$OUT/pytest-all.txt" 2>&1; tail -5 "$OUT/pytest-all.txt"
+fi
+if want doctor; then
+  { python3 -m cudnnload doctor; python3 -m cudnnload which; python3 -m cudnnload inspect "$LIB"; } > "$OUT/doctor.txt" 2>&1
+  head -20 "$OUT/doctor.txt"
+  python3 -m cudnnload doctor --json > "$OUT/doctor.json" 2>&1
+fi
+if want loader; then
+  { python3 bench/bench_preload.py --folder "$LIB"; python3 bench/bench_inspect.py --folder "$LIB"; } 2>&1 \
+    | tee "$OUT/bench_loader.txt"
+fi
+if want first-call; then
+  # Then with OpenBLAS's threads off for every path: numpy's import starts 15 of them here, which spin for
+  # ~0.1 s (1.8 s of CPU time, measured) while cudnnload.start's threads and the driver want the cores.
+  { python3 bench/bench_first_call.py --folder "$LIB" --runs 5
+    OPENBLAS_NUM_THREADS=1 python3 bench/bench_first_call.py --folder "$LIB" --runs 5 --no-overhead; } 2>&1 \
+    | tee "$OUT/first_call.txt"
+fi
+if want trace; then
+  { python3 -m cudnnload trace --lazy --preload --warm --start --runs 3 --folder "$LIB" --plot "$OUT/trace.png"
+    python3 -m cudnnload backends; } 2>&1 | tee "$OUT/trace.txt"
+fi
+if want conv; then
+  timeout 240 python3 bench/bench_conv.py --outputs 1 --out "$OUT/conv.md" > "$OUT/conv.txt" 2>&1; tail -25 "$OUT/conv.txt"
+fi
+if want parts; then
+  python3 bench/bench_first_call_parts.py --folder "$LIB" --runs 5 --json "$OUT/parts.json" 2>&1 | tee "$OUT/parts.txt"
+fi

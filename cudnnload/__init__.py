@@ -2,63 +2,74 @@
 
 The public API is what this module re-exports; everything else is internal.
 Names are imported on first use, so ``import cudnnload`` stays cheap.
+
+Until the stages got folders every module sat in ``cudnnload/``; a module imported by its old path
+(``cudnnload.loader``, ``cudnnload.gpu`` ...) is the module at its new path, the same object, with a
+DeprecationWarning naming that path (`_MovedFinder`, here rather than in a module of its own: a
+module more to find and load costs every ``import cudnnload`` 0.13 ms). The plugin interface and the
+modules README documents keep their old paths for good, as modules of their own
+(``cudnnload/backends.py``, ``tensors.py``, ``status.py``, ``handles.py``, ``logs.py``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "find": "cudnnload.discovery",
-    "inspect": "cudnnload.discovery",
-    "Inventory": "cudnnload.discovery",
-    "Install": "cudnnload.discovery",
-    "Candidate": "cudnnload.discovery",
+    "find": "cudnnload.resolve.discovery",
+    "inspect": "cudnnload.resolve.discovery",
+    "Inventory": "cudnnload.resolve.discovery",
+    "Install": "cudnnload.resolve.discovery",
+    "Candidate": "cudnnload.resolve.discovery",
     "Finding": "cudnnload.findings",
-    "Step": "cudnnload.discovery",
-    "which": "cudnnload.which",
-    "Which": "cudnnload.which",
-    "read_elf": "cudnnload.elf",
-    "ElfInfo": "cudnnload.elf",
-    "GpuCode": "cudnnload.fatbin",
-    "Release": "cudnnload.catalog",
+    "Step": "cudnnload.resolve.discovery",
+    "which": "cudnnload.resolve.which",
+    "Which": "cudnnload.resolve.which",
+    "read_elf": "cudnnload.resolve.elf",
+    "ElfInfo": "cudnnload.resolve.elf",
+    "GpuCode": "cudnnload.resolve.fatbin",
+    "Release": "cudnnload.resolve.catalog",
     "CudnnloadError": "cudnnload.errors",
     "ElfError": "cudnnload.errors",
     "UsageError": "cudnnload.errors",
     "LoadError": "cudnnload.errors",
     "to_jsonable": "cudnnload.report",
-    "load": "cudnnload.loader",
-    "preload": "cudnnload.loader",
-    "Loaded": "cudnnload.loader",
-    "start": "cudnnload.starting",
-    "Starting": "cudnnload.starting",
-    "Problem": "cudnnload.warmup",
-    "Activation": "cudnnload.warmup",
-    "DeviceBuffer": "cudnnload.warmup",
-    "doctor": "cudnnload.doctor",
-    "conv": "cudnnload.dispatch",
-    "conv_backward_data": "cudnnload.dispatch",
-    "conv_backward_filter": "cudnnload.dispatch",
-    "activation": "cudnnload.dispatch",
-    "activation_backward": "cudnnload.dispatch",
-    "Dispatcher": "cudnnload.dispatch",
-    "TensorRef": "cudnnload.tensors",
-    "ConvSpec": "cudnnload.backends",
-    "ActivationSpec": "cudnnload.backends",
-    "Backend": "cudnnload.backends",
-    "BackendStatus": "cudnnload.backends",
-    "Registry": "cudnnload.backends",
-    "list_backends": "cudnnload.backends",
-    "ArgumentError": "cudnnload.dispatch_errors",
-    "ShapeError": "cudnnload.dispatch_errors",
-    "DtypeError": "cudnnload.dispatch_errors",
-    "DeviceError": "cudnnload.dispatch_errors",
-    "UnsupportedError": "cudnnload.dispatch_errors",
+    "load": "cudnnload.dispatch.warmup:preload",
+    "preload": "cudnnload.dispatch.warmup",
+    "Loaded": "cudnnload.loading.loader",
+    "start": "cudnnload.dispatch.starting",
+    "Starting": "cudnnload.dispatch.starting",
+    "Problem": "cudnnload.dispatch.warmup",
+    "Activation": "cudnnload.dispatch.warmup",
+    "DeviceBuffer": "cudnnload.dispatch.warmup",
+    "doctor": "cudnnload.diagnose.doctor",
+    "conv": "cudnnload.dispatch.dispatcher",
+    "conv_backward_data": "cudnnload.dispatch.dispatcher",
+    "conv_backward_filter": "cudnnload.dispatch.dispatcher",
+    "activation": "cudnnload.dispatch.dispatcher",
+    "activation_backward": "cudnnload.dispatch.dispatcher",
+    "Dispatcher": "cudnnload.dispatch.dispatcher",
+    "TensorRef": "cudnnload.dispatch.tensors",
+    "ConvSpec": "cudnnload.dispatch.backends",
+    "ActivationSpec": "cudnnload.dispatch.backends",
+    "Backend": "cudnnload.dispatch.backends",
+    "BackendStatus": "cudnnload.dispatch.backends",
+    "Registry": "cudnnload.dispatch.backends",
+    "list_backends": "cudnnload.dispatch.backends",
+    "ArgumentError": "cudnnload.dispatch.errors",
+    "ShapeError": "cudnnload.dispatch.errors",
+    "DtypeError": "cudnnload.dispatch.errors",
+    "DeviceError": "cudnnload.dispatch.errors",
+    "UnsupportedError": "cudnnload.dispatch.errors",
 }
 
 __all__ = [
@@ -71,10 +82,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from cudnnload.backends import ActivationSpec, Backend, BackendStatus, ConvSpec, Registry, list_backends
-    from cudnnload.catalog import Release
-    from cudnnload.discovery import Candidate, Install, Inventory, Step, find, inspect
-    from cudnnload.dispatch import (
+    from cudnnload.diagnose.doctor import doctor
+    from cudnnload.dispatch.backends import ActivationSpec, Backend, BackendStatus, ConvSpec, Registry, list_backends
+    from cudnnload.dispatch.dispatcher import (
         Dispatcher,
         activation,
         activation_backward,
@@ -82,24 +92,81 @@ if TYPE_CHECKING:
         conv_backward_data,
         conv_backward_filter,
     )
-    from cudnnload.dispatch_errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
-    from cudnnload.doctor import doctor
-    from cudnnload.elf import ElfInfo, read_elf
+    from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
+    from cudnnload.dispatch.starting import Starting, start
+    from cudnnload.dispatch.tensors import TensorRef
+    from cudnnload.dispatch.warmup import Activation, DeviceBuffer, Problem, preload
+    from cudnnload.dispatch.warmup import preload as load
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
-    from cudnnload.fatbin import GpuCode
     from cudnnload.findings import Finding
-    from cudnnload.loader import Loaded, load, preload
+    from cudnnload.loading.loader import Loaded
     from cudnnload.report import to_jsonable
-    from cudnnload.starting import Starting, start
-    from cudnnload.tensors import TensorRef
-    from cudnnload.warmup import Activation, DeviceBuffer, Problem
-    from cudnnload.which import Which, which
+    from cudnnload.resolve.catalog import Release
+    from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step, find, inspect
+    from cudnnload.resolve.elf import ElfInfo, read_elf
+    from cudnnload.resolve.fatbin import GpuCode
+    from cudnnload.resolve.which import Which, which
 
 
 def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
+    where = _EXPORTS.get(name)
+    if where is None:
         raise AttributeError(f"module 'cudnnload' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = where.partition(":")  # "module" or "module:attribute it is exported as"
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
+
+
+# --- old module paths -----------------------------------------------------------------------------
+
+_MOVED = {f"cudnnload.{old}": f"cudnnload.{new}" for old, new in {
+    "catalog": "resolve.catalog", "versions": "resolve.versions", "records": "resolve.records",
+    "elf": "resolve.elf", "fatbin": "resolve.fatbin", "elfcache": "resolve.elfcache", "ldcache": "resolve.ldcache",
+    "linker": "resolve.linker", "sources": "resolve.sources", "discovery": "resolve.discovery",
+    "which": "resolve.which",
+    "capi": "loading.capi", "probe": "loading.probe", "loader": "loading.loader", "gpu": "loading.gpu",
+    "cudadriver": "loading.cudadriver",
+    "algos": "dispatch.algos", "execution": "dispatch.runtime", "entrypoints": "dispatch.entrypoints",
+    "dispatch_errors": "dispatch.errors", "warmup": "dispatch.warmup", "starting": "dispatch.starting",
+    "doctor": "diagnose.doctor", "consumers": "diagnose.consumers", "trace": "diagnose.trace",
+    "apilog": "diagnose.apilog",
+}.items()}
+
+
+def _warn_moved(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"{old} has moved to {new}: import it from there", DeprecationWarning, stacklevel=3)
+
+
+class _MovedFinder:
+    """A meta path finder, last in ``sys.meta_path``: asked only about names no other finder knows."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        new = _MOVED.get(name)
+        if new is None:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        # A loader is anything with create_module and exec_module (importlib.abc.Loader is not imported:
+        # this class is defined at every `import cudnnload`).
+        return ModuleSpec(name, _MovedFinder, origin=new)  # type: ignore[arg-type]
+
+    @staticmethod
+    def create_module(spec: ModuleSpec) -> ModuleType:
+        assert spec.origin is not None
+        _warn_moved(spec.name, spec.origin)
+        module = importlib.import_module(spec.origin)
+        spec.loader_state = module.__spec__  # the import system is about to replace it with ``spec``
+        return module
+
+    @staticmethod
+    def exec_module(module: ModuleType) -> None:
+        assert module.__spec__ is not None
+        module.__spec__ = module.__spec__.loader_state  # the module's own spec back
+
+
+if _MovedFinder not in sys.meta_path:
+    sys.meta_path.append(_MovedFinder)

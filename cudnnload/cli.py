@@ -56,7 +56,7 @@ def make_cli() -> click.Group:
     def which_command(names: tuple[str, ...], consumer: str | None, verbose: bool, as_json: bool) -> None:
         """What each cuDNN NAME resolves to (default: the shim and every sub-library), and why."""
         from cudnnload import report
-        from cudnnload.which import which
+        from cudnnload.resolve.which import which
 
         result = which(names, consumer=consumer)
         if as_json:
@@ -74,7 +74,7 @@ def make_cli() -> click.Group:
     def inspect_command(paths: tuple[str, ...], verbose: bool, no_cache: bool, as_json: bool) -> None:
         """Every cuDNN install found (or the given files and folders): inventory and verdicts."""
         from cudnnload import report
-        from cudnnload.discovery import find
+        from cudnnload.resolve.discovery import find
 
         inventory = find(paths, use_cache=not no_cache)
         if as_json:
@@ -89,10 +89,10 @@ def make_cli() -> click.Group:
     def doctor_command(as_json: bool) -> None:
         """Run every check (find, resolve, probe, driver and GPU, consumers) and say what to fix."""
         from cudnnload import report
-        from cudnnload.doctor import doctor, report_text
+        from cudnnload.diagnose.doctor import doctor
 
         result = doctor()
-        click.echo(report.dumps("doctor", result) if as_json else report_text(result))
+        click.echo(report.dumps("doctor", result) if as_json else report.report_text(result))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("diff")
@@ -101,11 +101,12 @@ def make_cli() -> click.Group:
     @_friendly
     def diff_command(left: str, right: str) -> None:
         """Compare two saved `doctor --json` reports (one where it works, one where it does not)."""
-        from cudnnload.doctor import diff_reports, diff_text
+        from cudnnload import report
+        from cudnnload.diagnose.doctor import diff_reports
 
         docs = [_read_report(path) for path in (left, right)]
         differences = diff_reports(docs[0], docs[1])
-        click.echo(diff_text(differences, left, right))
+        click.echo(report.diff_text(differences, left, right))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
     @cli.command("trace", context_settings={"ignore_unknown_options": True})
@@ -129,7 +130,8 @@ def make_cli() -> click.Group:
     def trace_command(modes: tuple[str, ...], runs: int, folder: str | None, backend: str, shape: str, dtype: str,
                       no_conv: bool, plot_path: str | None, command: tuple[str, ...], as_json: bool) -> None:
         """First-call latency stage by stage: of cudnnload's own path, or of `-- COMMAND...` (any program)."""
-        from cudnnload import report, trace
+        from cudnnload import report
+        from cudnnload.diagnose import trace
 
         if command:
             result = trace.trace_program(command)
@@ -150,7 +152,7 @@ def make_cli() -> click.Group:
     def backends_command(as_json: bool) -> None:
         """The convolution backends installed: where each comes from, whether it can run here, and why not."""
         from cudnnload import report
-        from cudnnload.backends import list_backends
+        from cudnnload.dispatch.backends import list_backends
 
         statuses = list_backends()
         click.echo(report.dumps("backends", statuses) if as_json else report.backends_text(statuses))
@@ -161,8 +163,8 @@ def make_cli() -> click.Group:
 
 def _trace_target(folder: str | None) -> tuple[str, int]:
     """The install to trace: the given folder, or the one load() would take."""
-    from cudnnload.discovery import find
-    from cudnnload.loader import choose_install
+    from cudnnload.loading.loader import choose_install
+    from cudnnload.resolve.discovery import find
 
     install, rejected = choose_install(find([folder] if folder else []).installs)
     if install is None:

@@ -29,3 +29,11 @@ class ElfError(CudnnloadError):
 
 class LoadError(CudnnloadError):
     """A library could not be loaded or failed its checks."""
+
+
+class DriverUnavailable(LoadError):
+    """The NVIDIA driver cannot be used: no cuda-python, no libcuda.so.1, or cuInit failed."""
+
+    def __init__(self, code: str, reason: str, fix: str | None = None) -> None:
+        self.code = code  # "ImportError", "DynamicLibNotFoundError", a CUresult name, ...
+        super().__init__(reason, fix=fix)

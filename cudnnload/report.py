@@ -8,17 +8,18 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from cudnnload.catalog import Release
-from cudnnload.discovery import Candidate, Install, Inventory, Step
-from cudnnload.fatbin import GpuCode
 from cudnnload.findings import Finding
-from cudnnload.records import is_record
-from cudnnload.which import Which
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step
+from cudnnload.resolve.fatbin import GpuCode
+from cudnnload.resolve.records import is_record
+from cudnnload.resolve.which import Which
 
 # The backends pull in numpy (90 ms): imported only by the command that lists them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudnnload.backends import BackendStatus
+    from cudnnload.diagnose.doctor import Difference, Report
+    from cudnnload.dispatch.backends import BackendStatus
 
 SCHEMA = 1
 
@@ -170,9 +171,9 @@ def which_text(result: Which, verbose: bool = False) -> str:
 
 
 def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
-    from cudnnload.backends import ENTRY_POINT_GROUP
-
     """``cudnnload backends``: a line per backend (name, state, where it comes from), and why it cannot run."""
+    from cudnnload.dispatch.backends import ENTRY_POINT_GROUP
+
     if not statuses:
         return f"no backend plugins installed (entry-point group {ENTRY_POINT_GROUP})"
     width = max(len(status.name) for status in statuses)
@@ -182,4 +183,30 @@ def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
         lines.append(f"{status.name:<{width}}  {state:<11}  {status.source}")
         if status.reason:
             lines.append(f"{'':<{width}}  {'':<11}  {status.reason}")
+    return "\n".join(lines)
+
+
+# --- doctor and diff ---------------------------------------------------------
+
+def report_text(report: Report) -> str:
+    """``cudnnload doctor``: a line per check, then every finding with its fix."""
+    head = f"cudnnload doctor: cuDNN {report.release} from {report.chosen}" if report.chosen else \
+        "cudnnload doctor: no loadable cuDNN"
+    lines = [head]
+    lines += [f"  {c.status:<5} {c.name:<10} {c.summary}" for c in report.checks]
+    if report.findings:
+        lines.append(f"findings ({findings_summary(report.findings)}):")
+        lines += [finding_line(f) for f in report.findings]
+    lines.append("healthy" if report.healthy else "PROBLEMS FOUND: apply the fixes above, then run doctor again")
+    return "\n".join(lines)
+
+
+def diff_text(differences: tuple[Difference, ...], left_name: str, right_name: str) -> str:
+    """``cudnnload diff``: each fact that differs, as in a unified diff."""
+    if not differences:
+        return f"no difference that matters between {left_name} and {right_name}"
+    lines = [f"--- {left_name}", f"+++ {right_name}"]
+    for d in differences:
+        lines += [d.what, f"  - {d.left if d.left is not None else '(absent)'}",
+                  f"  + {d.right if d.right is not None else '(absent)'}"]
     return "\n".join(lines)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.capi import CudnnApi
-from cudnnload.catalog import Release, generation
-from cudnnload.probe import mapped_libraries
+from cudnnload.loading.capi import CudnnApi
+from cudnnload.resolve.catalog import Release, generation
+from cudnnload.resolve.mapped import mapped_libraries
 from tests.wheels import lib_folder
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from cudnnload.catalog import classify
-from cudnnload.gpu import GpuFacts, gpu_facts
+from cudnnload.loading.gpu import GpuFacts, gpu_facts
+from cudnnload.resolve.catalog import classify
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """Backend plugins found through real entry points: small distributions written into a temporary site folder
-(a dist-info with METADATA and entry_points.txt, and the plugin module) that cudnnload.entrypoints reads from
+(a dist-info with METADATA and entry_points.txt, and the plugin module) that cudnnload.dispatch.entrypoints reads from
 sys.path, as it reads any installed package; restriction by CUDNNLOAD_BACKENDS; broken plugins reported
 and skipped while the others load."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.backends import BackendStatus, Registry, list_backends, load_registry
-from cudnnload.dispatch import Dispatcher
+from cudnnload.dispatch.backends import BackendStatus, Registry, list_backends, load_registry
+from cudnnload.dispatch.dispatcher import Dispatcher
 from cudnnload.report import backends_text, dumps
 
 WORKS = '''

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.capi import (
+from cudnnload.errors import LoadError, UsageError
+from cudnnload.loading.capi import (
     PROTOTYPES,
     ActivationMode,
     ConvolutionFwdAlgoPerf,
@@ -20,8 +21,7 @@ from cudnnload.capi import (
     SymbolMissing,
     TensorFormat,
 )
-from cudnnload.catalog import V8, V9
-from cudnnload.errors import LoadError, UsageError
+from cudnnload.resolve.catalog import V8, V9
 from tests._wheels import CU12_897, CU12_928, Wheel, in_process
 
 BOTH = pytest.mark.parametrize("wheel", [CU12_928, CU12_897], ids=str)

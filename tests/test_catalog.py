@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
-from cudnnload.catalog import GENERATIONS, Release, classify, decode_version, parse_release
 from cudnnload.report import to_jsonable
-from cudnnload.versions import VERSION_SYMBOLS, decode_packed_version
+from cudnnload.resolve.catalog import GENERATIONS, Release, classify, decode_version, parse_release
+from cudnnload.resolve.versions import VERSION_SYMBOLS, decode_packed_version
 
 
 def test_version_symbols_are_those_the_catalog_names() -> None:
@@ -45,7 +45,7 @@ def test_file_names_are_classified_by_generation() -> None:
 
 
 def test_a_record_with_a_default_before_a_required_field_is_refused() -> None:
-    from cudnnload.records import record
+    from cudnnload.resolve.records import record
 
     with pytest.raises(TypeError, match="defaults must come last"):
         @record

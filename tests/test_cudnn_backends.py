@@ -1,4 +1,4 @@
-"""The cudnn-legacy and cudnn-graph backends, and the algorithm choices they remember (cudnnload.algos).
+"""The cudnn-legacy and cudnn-graph backends, and the algorithm choices they remember (cudnnload.dispatch.algos).
 
 CPU: the choice store (round trip, scopes, corrupt files), the geometry both backends share,
 the legacy descriptors on the real 9.28 cu12 shim (their output size agrees with
@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from cudnnload.algos import FORMAT, ChoiceStore, problem_key, scope_key
-from cudnnload.backends import ActivationSpec, ConvSpec
-from cudnnload.execution import alignment, channels_last_order, nc_dims, packed, usable_strides, widened
-from cudnnload.tensors import TensorRef, _make, contiguous_strides, strides_in_order
+from cudnnload.dispatch.algos import FORMAT, ChoiceStore, problem_key, scope_key
+from cudnnload.dispatch.backends import ActivationSpec, ConvSpec
+from cudnnload.dispatch.runtime import alignment, channels_last_order, nc_dims, packed, usable_strides, widened
+from cudnnload.dispatch.tensors import TensorRef, _make, contiguous_strides, strides_in_order
 from tests import gpu
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_legacy_descriptors_give_the_output_size_of_the_spec(case: tuple[Any, ..
 @pytest.mark.wheels
 @pytest.mark.parametrize("mode", ["sigmoid", "relu", "tanh", "clipped_relu", "elu", "swish"])
 def test_legacy_activation_descriptors_carry_mode_and_coefficient(mode: str) -> None:
-    from cudnnload.capi import ActivationMode
+    from cudnnload.loading.capi import ActivationMode
     from tests._wheels import CU12_928, in_process
 
     functions = LegacyFunctions(in_process(CU12_928))
@@ -308,9 +308,9 @@ _GRAPHS_ON_9_0 = r"""
 import ctypes, json, os, sys
 sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "plugins")]
 from tests._wheels import CU12_90
-from cudnnload.capi import CudnnApi
-from cudnnload.backends import ConvSpec
-from cudnnload.tensors import _make, contiguous_strides
+from cudnnload.loading.capi import CudnnApi
+from cudnnload.dispatch.backends import ConvSpec
+from cudnnload.dispatch.tensors import _make, contiguous_strides
 for key, path in CU12_90.files():
     if key != "shim":
         ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
@@ -409,8 +409,8 @@ class _Checker:
         import cudnnload_numpy
         import torch
 
-        from cudnnload.backends import Registry
-        from cudnnload.dispatch import Dispatcher
+        from cudnnload.dispatch.backends import Registry
+        from cudnnload.dispatch.dispatcher import Dispatcher
 
         registry = Registry()
         for plugin in (cudnnload_numpy, cudnnload_cudnn_legacy, cudnnload_cudnn_graph):
@@ -469,7 +469,7 @@ class _Checker:
 
     def record(self, family: str, name: str, run: Any, tolerance: float, optional: bool = False) -> None:
         """Run ``run()`` -> (result, numpy reference, torch reference) in NCHW order; record the errors."""
-        from cudnnload.dispatch_errors import UnsupportedError
+        from cudnnload.dispatch.errors import UnsupportedError
 
         case: dict[str, Any] = {"family": family, "name": name, "problem": None}
         try:

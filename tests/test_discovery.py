@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.catalog import Release
-from cudnnload.discovery import Host, Install, Inventory, find, inspect_file
-from cudnnload.elfcache import ElfCache
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.discovery import Host, Install, Inventory, find, inspect_file
+from cudnnload.resolve.elfcache import ElfCache
 from tests.wheels import lib_folder, site_folder
 
 pytestmark = pytest.mark.wheels

@@ -18,14 +18,14 @@ import cudnnload_numpy
 import numpy as np
 import pytest
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Registry, Spec
-from cudnnload.dispatch import Dispatcher
-from cudnnload.dispatch_errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
-from cudnnload.tensors import TensorRef
+from cudnnload.dispatch.backends import ActivationSpec, ConvSpec, Registry, Spec
+from cudnnload.dispatch.dispatcher import Dispatcher
+from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
+from cudnnload.dispatch.tensors import TensorRef
 
 # --- fakes -------------------------------------------------------------------------------------------------
 
-# dlpack.h, written out again here so that the reader in cudnnload.tensors is checked against it.
+# dlpack.h, written out again here so that the reader in cudnnload.dispatch.tensors is checked against it.
 class _Device(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 

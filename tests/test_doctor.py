@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from cudnnload.cli import EXIT_PROBLEMS, EXIT_USAGE, make_cli
-from cudnnload.doctor import diff_reports, doctor
-from cudnnload.ldcache import read_ld_cache
+from cudnnload.diagnose.doctor import diff_reports, doctor
+from cudnnload.resolve.ldcache import read_ld_cache
 from tests.wheels import lib_folder, site_folder
 
 pytestmark = pytest.mark.wheels

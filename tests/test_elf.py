@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.catalog import Release
-from cudnnload.elf import read_elf
 from cudnnload.errors import ElfError
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.elf import read_elf
 from tests.wheels import WHEEL_RELEASES, lib_folder
 
 pytestmark = pytest.mark.wheels
@@ -116,7 +116,7 @@ def test_compute_capability_check_follows_sass_and_ptx_rules() -> None:
 def test_big_library_is_read_lazily() -> None:
     path = lib_folder("cu12-9.28.0.42") / "libcudnn_engines_precompiled.so.9"
     # VmHWM, not ru_maxrss: the latter survives exec and would count the pytest parent.
-    code = ("import sys; from cudnnload.elf import read_elf; read_elf(sys.argv[1]); "
+    code = ("import sys; from cudnnload.resolve.elf import read_elf; read_elf(sys.argv[1]); "
             "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')))")
     rss_kb = int(subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True,
                                 text=True).stdout)

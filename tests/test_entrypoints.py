@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.entrypoints import entry_points
+from cudnnload.dispatch.entrypoints import entry_points
 
 
 @pytest.mark.parametrize("group", ["console_scripts", "cudnnload.backends", "pytest11"])

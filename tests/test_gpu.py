@@ -15,11 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.catalog import Release
-from cudnnload.elf import read_elf
-from cudnnload.fatbin import GpuCode
 from cudnnload.findings import ERROR, INFO, WARNING
-from cudnnload.gpu import (
+from cudnnload.loading.gpu import (
     Device,
     GpuFacts,
     device_findings,
@@ -29,8 +26,11 @@ from cudnnload.gpu import (
     kernel_module_version,
     presence_findings,
 )
-from cudnnload.probe import probe
+from cudnnload.loading.probe import probe
 from cudnnload.report import to_jsonable
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.elf import read_elf
+from cudnnload.resolve.fatbin import GpuCode
 from tests._wheels import needs_no_driver
 from tests.gpu import installed_cudnn, require_gpus, run_child
 from tests.wheels import lib_folder
@@ -293,7 +293,7 @@ def test_doctor_facts_are_all_green_on_this_gpu_machine() -> None:
 
 _HIDDEN = """
 import json
-from cudnnload.gpu import gpu_facts, presence_findings
+from cudnnload.loading.gpu import gpu_facts, presence_findings
 facts = gpu_facts()
 print(json.dumps({"devices": len(facts.devices), "error": facts.error,
                   "findings": [[f.code, f.severity, f.message] for f in presence_findings(facts)]}))

@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudnnload.errors import UsageError
-from cudnnload.gpu import DriverUnavailable
-from cudnnload.handles import HandlePool, stream_address
-from cudnnload.status import NotInitialized
+from cudnnload.errors import DriverUnavailable, UsageError
+from cudnnload.loading.handles import HandlePool, stream_address
+from cudnnload.loading.status import NotInitialized
 from tests._wheels import CU12_897, CU12_928, Wheel, in_process, needs_no_driver
 from tests.gpu import installed_cudnn, require_gpus, run_child
 
@@ -111,8 +110,8 @@ def test_a_closed_pool_refuses_new_handles_and_closes_once() -> None:
 _PREAMBLE = """
 import ctypes, json, sys, threading
 from cuda.bindings import driver
-from cudnnload.capi import CudnnApi
-from cudnnload.handles import HandlePool
+from cudnnload.loading.capi import CudnnApi
+from cudnnload.loading.handles import HandlePool
 api = CudnnApi(sys.argv[1], int(sys.argv[2]))
 pool = HandlePool(api)
 

@@ -1,4 +1,4 @@
-"""cudnnload.ldcache against ``ldconfig -p``, on this machine's cache and on caches ldconfig writes."""
+"""cudnnload.resolve.ldcache against ``ldconfig -p``, on this machine's cache and on caches ldconfig writes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.ldcache import LD_SO_CACHE, CacheEntry, LdCache, accepted_flags, read_ld_cache
+from cudnnload.resolve.ldcache import LD_SO_CACHE, CacheEntry, LdCache, accepted_flags, read_ld_cache
 
 LDCONFIG = shutil.which("ldconfig") or shutil.which("ldconfig", path="/sbin:/usr/sbin")
 needs_ldconfig = pytest.mark.skipif(LDCONFIG is None, reason="needs glibc's ldconfig")

@@ -1,4 +1,4 @@
-"""cudnnload.linker against the real dynamic linker.
+"""cudnnload.resolve.linker against the real dynamic linker.
 
 Each case runs fixtures/synthetic/probe.c (a dlopen driver) with ``LD_DEBUG=libs``
 and reads back the files the process mapped (``/proc/self/maps``) and the files
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.catalog import V9, Release
-from cudnnload.ldcache import read_ld_cache
-from cudnnload.linker import (
+from cudnnload.resolve.catalog import V9, Release
+from cudnnload.resolve.ldcache import read_ld_cache
+from cudnnload.resolve.linker import (
     Attempt,
     Chain,
     LinkerDefaults,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.catalog import Release
 from cudnnload.errors import LoadError, UsageError
-from cudnnload.loader import VersionRange, load
+from cudnnload.loading.loader import VersionRange, load
+from cudnnload.resolve.catalog import Release
 from tests.wheels import lib_folder
 
 pytestmark = pytest.mark.wheels
@@ -30,7 +30,7 @@ def _child(code: str, cache: Path, env: dict[str, str] | None = None) -> dict:
 
 
 LOAD = """
-import json, sys, cudnnload.loader as L
+import json, sys, cudnnload.loading.loader as L
 got = L.load(sys.argv[1] if len(sys.argv) > 1 else {folder!r})
 print(json.dumps({{"release": str(got.release), "files": [k for k, _ in got.files],
                   "skipped": [k for k, _, _ in got.skipped], "cached": got.verdict_cached,
@@ -83,7 +83,7 @@ def test_changed_file_invalidates_the_remembered_verdict(tmp_path: Path) -> None
 
 def test_thirty_two_threads_get_one_load_and_the_same_result(tmp_path: Path) -> None:
     code = f"""
-    import json, threading, cudnnload.loader as L
+    import json, threading, cudnnload.loading.loader as L
     results, barrier = [], threading.Barrier(32)
     def go():
         barrier.wait()
@@ -99,7 +99,7 @@ def test_thirty_two_threads_get_one_load_and_the_same_result(tmp_path: Path) -> 
 def test_another_release_already_mapped_is_refused_naming_both(tmp_path: Path) -> None:
     old, new = lib_folder("cu12-9.0.0.312"), lib_folder("cu12-9.28.0.42")
     code = f"""
-    import ctypes, json, os, cudnnload.loader as L
+    import ctypes, json, os, cudnnload.loading.loader as L
     from cudnnload.errors import LoadError
     ctypes.CDLL({str(old / "libcudnn_graph.so.9")!r}, mode=os.RTLD_GLOBAL)
     try:
@@ -134,7 +134,7 @@ def test_warmup_without_a_gpu_reports_why_and_the_load_stands(tmp_path: Path) ->
         pytest.skip("this machine has an NVIDIA driver: the warm-up would run")
     code = f"""
     import json, cudnnload
-    from cudnnload.warmup import Problem
+    from cudnnload.dispatch.warmup import Problem
     got = cudnnload.preload({str(lib_folder("cu12-9.28.0.42"))!r},
                             warmup=[Problem((1, 8, 16, 16), (8, 8, 3, 3), "float32", padding=1)], background=True)
     warmed = got.warmup.wait(60)
@@ -184,7 +184,7 @@ def test_a_warmup_with_an_activation_without_a_gpu_reports_why(tmp_path: Path) -
         pytest.skip("this machine has an NVIDIA driver: the warm-up would run")
     code = f"""
     import json, cudnnload
-    from cudnnload.warmup import Activation, Problem
+    from cudnnload.dispatch.warmup import Activation, Problem
     starting = cudnnload.start({str(lib_folder("cu12-9.28.0.42"))!r}, warmup=[
         Problem((1, 8, 16, 16), (8, 8, 3, 3), "float32", padding=1), Activation((1, 8, 16, 16), "float32")])
     warmed = starting.wait(60).warmup

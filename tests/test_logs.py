@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from cudnnload.capi import Severity
-from cudnnload.logs import forward_to_logging, set_log_env
+from cudnnload.loading.capi import Severity
+from cudnnload.loading.logs import forward_to_logging, set_log_env
 from tests._wheels import CU12_928, in_process
 
 pytestmark = pytest.mark.wheels

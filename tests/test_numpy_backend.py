@@ -9,8 +9,8 @@ import cudnnload_numpy as reference
 import numpy as np
 import pytest
 
-from cudnnload.backends import ACTIVATIONS, ConvSpec, Registry
-from cudnnload.dispatch import Dispatcher
+from cudnnload.dispatch.backends import ACTIVATIONS, ConvSpec, Registry
+from cudnnload.dispatch.dispatcher import Dispatcher
 
 
 @pytest.fixture(scope="module")

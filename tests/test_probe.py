@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload import probe as probe_module
-from cudnnload.catalog import Release, generation
-from cudnnload.probe import probe
+from cudnnload.loading import probe as probe_module
+from cudnnload.loading.probe import probe
+from cudnnload.resolve.catalog import Release, generation
 from tests._wheels import ALL, CU12_90, CU12_897, CU12_928, Wheel, needs_no_driver
 
 
@@ -128,14 +128,15 @@ def test_timeout_becomes_a_verdict() -> None:
 
 
 def test_child_imports_nothing_beyond_stdlib_catalog_and_capi() -> None:
-    package = os.path.dirname(probe_module.__file__)
+    package = os.path.dirname(os.path.dirname(probe_module.__file__))
     child = subprocess.run(
         [sys.executable, "-I", "-S", "-X", "importtime", "-c", probe_module._BOOTSTRAP, package],
         input=b'{"files": [], "major": 9, "create": false}', capture_output=True, check=True)
 
     imported = {line.split("|")[-1].strip() for line in child.stderr.decode().splitlines() if "|" in line}
     ours = {name for name in imported if name.startswith("cudnnload")}
-    assert ours == {"cudnnload.probe", "cudnnload.capi", "cudnnload.catalog", "cudnnload.errors",
-                    "cudnnload.versions", "cudnnload.records"}
+    assert ours == {"cudnnload.loading", "cudnnload.loading.probe", "cudnnload.loading.capi", "cudnnload.errors",
+                    "cudnnload.resolve", "cudnnload.resolve.catalog", "cudnnload.resolve.versions",
+                    "cudnnload.resolve.records", "cudnnload.resolve.mapped"}
     assert not imported & {"numpy", "click", "elftools", "subprocess"}
     assert child.stdout.decode().strip() == '{"end": {"mapped": [], "not_exported": []}}'

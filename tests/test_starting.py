@@ -20,8 +20,8 @@ starting = cudnnload.start(sys.argv[1], warmup=[Problem((2, 16, 12, 12), (8, 16,
                                                 Activation((2, 8, 12, 12), "float32", "relu")])
 returned_ms = (time.perf_counter() - T0) * 1000
 import numpy as np
-from cudnnload.gpu import checked, initialized_driver
-import cudnnload.dispatch
+from cudnnload.loading.gpu import checked, initialized_driver
+import cudnnload.dispatch.dispatcher
 rng = np.random.default_rng(5)
 X = rng.standard_normal((2, 16, 12, 12)).astype(np.float32)
 W = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
@@ -37,7 +37,7 @@ got = y.to_host(np.empty((2, 8, 12, 12), np.float32))
 windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
                                                    (3, 3), axis=(2, 3))
 want = np.maximum(np.einsum("nchwij,kcij->nkhw", windows, W.astype(np.float64)), 0)
-graph = cudnnload.dispatch.registry().get("cudnn-graph")[0]
+graph = cudnnload.dispatch.dispatcher.registry().get("cudnn-graph")[0]
 on_quick = any(run.provisional for run in graph._runs(graph._runtime.state()).values())
 print(json.dumps({"returned_ms": returned_ms, "warmed": len(warmed.problems), "error": warmed.error,
                   "on_quick": on_quick, "first_ms": first_ms,
@@ -59,8 +59,8 @@ def test_start_warms_the_convolution_and_the_activation_and_the_calls_are_right(
 _DRIVERS = """
 import json
 from cuda.bindings import driver as bindings
-from cudnnload import cudadriver
-from cudnnload.gpu import _device, checked, initialized_driver
+from cudnnload.loading import cudadriver
+from cudnnload.loading.gpu import _device, checked, initialized_driver
 ours = initialized_driver()
 checked(bindings, "cuInit", 0)
 count = checked(ours, "cuDeviceGetCount")
@@ -107,8 +107,8 @@ _QUICK = """
 import json, sys, threading
 import numpy as np
 import cudnnload
-from cudnnload import dispatch
-from cudnnload.gpu import checked, initialized_driver
+from cudnnload.dispatch import dispatcher as dispatch
+from cudnnload.loading.gpu import checked, initialized_driver
 cudnnload.load(sys.argv[1])
 graph = dispatch.registry().get("cudnn-graph")[0]
 rng = np.random.default_rng(3)

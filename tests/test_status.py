@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.capi import DataType, TensorFormat
 from cudnnload.errors import LoadError, UsageError
-from cudnnload.status import (
+from cudnnload.loading.capi import DataType, TensorFormat
+from cudnnload.loading.status import (
     AllocFailed,
     ArchMismatch,
     BadParam,
@@ -134,8 +134,8 @@ def test_negative_dimension_raises_bad_param_with_cudnns_reason(wheel: Wheel, co
 # through a symlink to the same file would be that already-loaded copy.
 _CHECK_OPS = """
 import json, sys
-from cudnnload.capi import CudnnApi
-from cudnnload.status import check
+from cudnnload.loading.capi import CudnnApi
+from cudnnload.loading.status import check
 api = CudnnApi(sys.argv[1], 9)
 try:
     check(api.cudnnOpsVersionCheck(), "cudnnOpsVersionCheck", api)

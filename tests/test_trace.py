@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudnnload.apilog import parse, summarize
 from cudnnload.cli import make_cli
-from cudnnload.trace import trace_loader, trace_program
+from cudnnload.diagnose.apilog import parse, summarize
+from cudnnload.diagnose.trace import trace_loader, trace_program
 from tests.wheels import lib_folder
 
 pytestmark = pytest.mark.wheels

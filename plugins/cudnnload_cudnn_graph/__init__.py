@@ -4,7 +4,7 @@ Convolution forward with bias and activation fused into one operation graph, bac
 and backward filter; float32 (TF32 on or off), float16 and bfloat16; NCHW, NHWC or any
 strided view; 1, 2 or 3 spatial axes. Plans come from heuristics (mode A, then FALLBACK) or,
 with ``autotune=True``, from timing the candidates; the chosen engine configuration is
-remembered on disk (`cudnnload.algos`). Repeated calls on the same tensors reuse a finalized
+remembered on disk (`cudnnload.dispatch.algos`). Repeated calls on the same tensors reuse a finalized
 variant pack and cost one ``cudnnBackendExecute``. Activations alone are left to cudnn-legacy.
 
 Loaded like any third-party plugin: cudnnload's pyproject.toml declares the entry point

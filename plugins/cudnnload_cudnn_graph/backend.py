@@ -2,7 +2,7 @@
 
 Per problem, once (`_plan`): the operation graph (`graphs.conv_graph`: for the forward
 direction conv -> bias ADD -> activation, fused into one graph), then an execution plan from
-the remembered engine configuration (`cudnnload.algos`), else from heuristics mode A (then
+the remembered engine configuration (`cudnnload.dispatch.algos`), else from heuristics mode A (then
 FALLBACK), or with ``autotune=True`` the fastest of the first `AUTOTUNE_CANDIDATES`
 configurations timed on the caller's data.
 
@@ -17,7 +17,7 @@ pointers and this thread's workspace, and ctypes objects for the call.
 
 Per call: one dict lookup keyed by the pointers, shapes and strides (the parameters are
 compared by identity first: the dispatcher passes the same `ConvSpec` object for a problem),
-this thread's handle (`cudnnload.execution.Runtime.handle`: rebinds only when the device,
+this thread's handle (`cudnnload.dispatch.runtime.Runtime.handle`: rebinds only when the device,
 stream or current context changed), and ``cudnnBackendExecute(handle, plan, variant pack)``.
 That call alone costs ~9 µs of host time (H200, cuDNN 9.19, measured), so after `RECORD_AFTER`
 executions a run is recorded into a CUDA graph and later calls replay it with ``cuGraphLaunch``
@@ -35,9 +35,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec, warming_hook
+from cudnnload.dispatch.runtime import Runtime, ThreadState, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
-from cudnnload.execution import Runtime, ThreadState, runtime, usable_strides
-from cudnnload.gpu import synchronize
+from cudnnload.loading.gpu import synchronize
 from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
@@ -46,7 +46,7 @@ from .graphs import ROLES, GraphSpec, OperationGraph, build, conv_graph
 from .plans import EngineConfig, Plan, allowed, config_from_choice, heuristic_configs, make_plan, variant_pack
 
 if TYPE_CHECKING:
-    from cudnnload.algos import ChoiceStore
+    from cudnnload.dispatch.algos import ChoiceStore
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class GraphBackend:
     # --- Backend ----------------------------------------------------------------------------------
 
     def availability(self) -> str | None:
-        from cudnnload.gpu import device_count
+        from cudnnload.loading.gpu import device_count
 
         count, reason = device_count()
         if not count:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import Any
 
-from cudnnload.capi import CudnnApi
-from cudnnload.execution import bind
+from cudnnload.dispatch.runtime import bind
+from cudnnload.loading.capi import CudnnApi
 from cudnnload.status import check
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudnnload.backends import ConvSpec
-from cudnnload.capi import ConvolutionMode, DataType
-from cudnnload.execution import DATA_TYPES, alignment, nc_dims, widened
+from cudnnload.dispatch.runtime import DATA_TYPES, alignment, nc_dims, widened
+from cudnnload.loading.capi import ConvolutionMode, DataType
 from cudnnload.tensors import TensorRef, strides_in_order
 
 from .backend_api import Attribute as A

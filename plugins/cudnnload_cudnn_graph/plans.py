@@ -1,7 +1,7 @@
 """Engine configurations, execution plans and variant packs (cudnn-facts §5, steps 7-9).
 
 An engine configuration is an engine (its global index in the graph's engine list) and its
-knob choices; that pair is what `cudnnload.algos` remembers, and `config_from_choice` rebuilds
+knob choices; that pair is what `cudnnload.dispatch.algos` remembers, and `config_from_choice` rebuilds
 it in a new process without asking the heuristics. Configurations whose numerical notes the
 data rules out are skipped, as PyTorch's cuDNN v8 path does: for float32 data, engines that
 down-convert inputs, and tensor-core (TF32) engines unless the caller allows TF32.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.capi import DataType
+from cudnnload.loading.capi import DataType
 
 from .backend_api import Attribute as A
 from .backend_api import AttributeType as T
@@ -48,7 +48,7 @@ class EngineConfig:
 
     @property
     def choice(self) -> dict[str, Any]:
-        """What `cudnnload.algos` stores for it."""
+        """What `cudnnload.dispatch.algos` stores for it."""
         return {"engine": self.engine, "knobs": [list(knob) for knob in self.knobs]}
 
     def destroy(self, g: GraphApi) -> None:

@@ -4,7 +4,7 @@ Convolution forward (with bias and activation), backward data and backward filte
 or 3 spatial axes, NCHW or NHWC or any strided view, in float32 (TF32 on or off), float16,
 bfloat16 and float64; activation forward and backward (sigmoid, relu, tanh, clipped relu,
 elu, identity, swish). Heuristic algorithms by default, measured ones with ``autotune=True``,
-both remembered on disk (`cudnnload.algos`).
+both remembered on disk (`cudnnload.dispatch.algos`).
 
 Loaded like any third-party plugin: cudnnload's pyproject.toml declares the entry point
 ``cudnn-legacy = "cudnnload_cudnn_legacy:register"`` in the group ``cudnnload.backends``.

@@ -2,9 +2,9 @@
 
 Per problem (shapes, strides, dtype, parameters), once: the descriptors, then the algorithm
 (``cudnnGetConvolution*Algorithm_v7``'s first working answer, or with ``autotune=True``
-``cudnnFind*AlgorithmEx``'s fastest), remembered on disk by `cudnnload.algos` so a new
+``cudnnFind*AlgorithmEx``'s fastest), remembered on disk by `cudnnload.dispatch.algos` so a new
 process skips the query, and its workspace size. Per call: one dict lookup, this thread's
-handle (`cudnnload.execution.Runtime`), the workspace, and the cuDNN call(s).
+handle (`cudnnload.dispatch.runtime.Runtime`), the workspace, and the cuDNN call(s).
 
 Convolution forward with a bias and ReLU is one ``cudnnConvolutionBiasActivationForward``;
 with any other activation, or a bias alone, it is ``cudnnConvolutionForward``, then
@@ -22,11 +22,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.algos import problem_key
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec
-from cudnnload.capi import ConvolutionFwdAlgoPerf, MathType
+from cudnnload.dispatch.algos import problem_key
+from cudnnload.dispatch.runtime import Runtime, nc_dims, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
-from cudnnload.execution import Runtime, nc_dims, runtime, usable_strides
+from cudnnload.loading.capi import ConvolutionFwdAlgoPerf, MathType
 from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
@@ -138,7 +138,7 @@ class LegacyBackend:
     # --- Backend ----------------------------------------------------------------------------------
 
     def availability(self) -> str | None:
-        from cudnnload.gpu import device_count
+        from cudnnload.loading.gpu import device_count
 
         count, reason = device_count()
         if not count:

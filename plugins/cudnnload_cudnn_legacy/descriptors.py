@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cudnnload.backends import ConvSpec
-from cudnnload.capi import ActivationMode, ConvolutionMode, DataType, MathType, NanPropagation, TensorFormat
-from cudnnload.execution import DATA_TYPES, channels_last_order, packed, widened
+from cudnnload.dispatch.runtime import DATA_TYPES, channels_last_order, packed, widened
+from cudnnload.loading.capi import ActivationMode, ConvolutionMode, DataType, MathType, NanPropagation, TensorFormat
 from cudnnload.status import check
 
 from .functions import LegacyFunctions

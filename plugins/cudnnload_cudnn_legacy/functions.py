@@ -1,8 +1,8 @@
-"""The legacy-API functions this backend calls that `cudnnload.capi` does not declare.
+"""The legacy-API functions this backend calls that `cudnnload.loading.capi` does not declare.
 
 Signatures from the 9.28 headers (cudnn_cnn.h, cudnn_ops.h; cudnn-facts §4.2); the text is
 the same in 8.x. Every ``cudnnConvolution*AlgoPerf_t`` has the layout of
-`cudnnload.capi.ConvolutionFwdAlgoPerf` (48 bytes; cudnn-facts §4.2: "Bwd variants have the
+`cudnnload.loading.capi.ConvolutionFwdAlgoPerf` (48 bytes; cudnn-facts §4.2: "Bwd variants have the
 same shape"). All of these are deprecated, not removed, in 9.x (cudnn-facts §4.1).
 """
 
@@ -12,8 +12,8 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from cudnnload.capi import ConvolutionFwdAlgoPerf, CudnnApi
-from cudnnload.execution import bind
+from cudnnload.dispatch.runtime import bind
+from cudnnload.loading.capi import ConvolutionFwdAlgoPerf, CudnnApi
 
 _p, _i, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
 _ip = ctypes.POINTER(ctypes.c_int)
@@ -45,7 +45,7 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
 
 
 class LegacyFunctions:
-    """`cudnnload.capi.CudnnApi`'s functions, plus the ones above, as attributes."""
+    """`cudnnload.loading.capi.CudnnApi`'s functions, plus the ones above, as attributes."""
 
     def __init__(self, api: CudnnApi) -> None:
         self.api = api

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudnnload import __version__
-from cudnnload.discovery import Install, Inventory, find
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
-from cudnnload.loader import choose_install, probe_files
-from cudnnload.probe import ProbeResult, probe
-from cudnnload.which import Which, which
+from cudnnload.loading.loader import choose_install, probe_files
+from cudnnload.loading.probe import ProbeResult, probe
+from cudnnload.resolve.discovery import Install, Inventory, find
+from cudnnload.resolve.which import Which, which
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
 RELEVANT_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CUDA_PATH",
@@ -61,8 +61,8 @@ class Report:
 def doctor(environ: Mapping[str, str] | None = None, *, site_paths: list[str] | None = None,
            timeout: float = 60.0) -> Report:
     """Run every check on this machine and environment."""
-    from cudnnload.consumers import consumer_findings, find_consumers
-    from cudnnload.gpu import gpu_facts, gpu_findings
+    from cudnnload.diagnose.consumers import consumer_findings, find_consumers
+    from cudnnload.loading.gpu import gpu_facts, gpu_findings
 
     env = dict(os.environ if environ is None else environ)
     # Reading a framework's build version imports it in a child (torch: ~2 s): overlap that with the rest.
@@ -185,22 +185,6 @@ def _handle_check(result: ProbeResult | None, facts: Any) -> Check:
     return Check("handle", status, f"cudnnCreate: {reason}")
 
 
-# --- text ------------------------------------------------------------------------
-
-def report_text(report: Report) -> str:
-    from cudnnload.report import finding_line, findings_summary
-
-    head = f"cudnnload doctor: cuDNN {report.release} from {report.chosen}" if report.chosen else \
-        "cudnnload doctor: no loadable cuDNN"
-    lines = [head]
-    lines += [f"  {c.status:<5} {c.name:<10} {c.summary}" for c in report.checks]
-    if report.findings:
-        lines.append(f"findings ({findings_summary(report.findings)}):")
-        lines += [finding_line(f) for f in report.findings]
-    lines.append("healthy" if report.healthy else "PROBLEMS FOUND: apply the fixes above, then run doctor again")
-    return "\n".join(lines)
-
-
 # --- diff ------------------------------------------------------------------------
 
 def _facts(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -247,13 +231,3 @@ def diff_reports(left: Mapping[str, Any], right: Mapping[str, Any]) -> tuple[Dif
     a, b = _facts(left), _facts(right)
     return tuple(Difference(key, a.get(key), b.get(key)) for key in sorted(set(a) | set(b))
                  if a.get(key) != b.get(key))
-
-
-def diff_text(differences: tuple[Difference, ...], left_name: str, right_name: str) -> str:
-    if not differences:
-        return f"no difference that matters between {left_name} and {right_name}"
-    lines = [f"--- {left_name}", f"+++ {right_name}"]
-    for d in differences:
-        lines += [d.what, f"  - {d.left if d.left is not None else '(absent)'}",
-                  f"  + {d.right if d.right is not None else '(absent)'}"]
-    return "\n".join(lines)

@@ -13,12 +13,16 @@ import threading
 import time
 
 from cudnnload.errors import CudnnloadError
-from cudnnload.records import record
+from cudnnload.resolve.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    import os
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
+
+    from cudnnload.loading.loader import Loaded
+    from cudnnload.resolve.discovery import Install
 
 
 @record
@@ -67,7 +71,7 @@ class DeviceBuffer:
     _ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2}
 
     def __init__(self, shape: tuple[int, ...], dtype: str, values: object = None, device: int = 0) -> None:
-        from cudnnload.gpu import checked, initialized_driver
+        from cudnnload.loading.gpu import checked, initialized_driver
 
         self._driver = initialized_driver()
         _make_current(self._driver, device)
@@ -87,13 +91,13 @@ class DeviceBuffer:
 
     def to_host(self, out: object) -> object:
         """Copy into a host numpy array of the same size."""
-        from cudnnload.gpu import checked
+        from cudnnload.loading.gpu import checked
 
         checked(self._driver, "cuMemcpyDtoH", out.ctypes.data, self.pointer, self.nbytes)  # type: ignore[attr-defined]
         return out
 
     def free(self) -> None:
-        from cudnnload.gpu import checked
+        from cudnnload.loading.gpu import checked
 
         if self.pointer:
             checked(self._driver, "cuMemFree", self.pointer)
@@ -102,9 +106,36 @@ class DeviceBuffer:
 
 def _make_current(driver: Any, device: int) -> None:
     """Make ``device``'s primary context current on this thread."""
-    from cudnnload.gpu import checked
+    from cudnnload.loading.gpu import checked
 
     checked(driver, "cuCtxSetCurrent", checked(driver, "primary_context", device))
+
+
+def preload(
+    source: str | os.PathLike[str] | Install | None = None,
+    *,
+    version: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    timeout: float = 60.0,
+    observer: Callable[[str], None] | None = None,
+    warmup: Sequence[Warmable] = (),
+    background: bool = False,
+) -> Loaded:
+    """`cudnnload.load` and `cudnnload.preload`: load a coherent cuDNN (`cudnnload.loading.loader.load`,
+    same arguments), then warm up ``warmup``: convolutions (`Problem`) and activations run once now on
+    scratch memory, so that the application's first real call finds the CUDA context, the handle,
+    the loaded kernels and the chosen algorithm ready. With ``background`` they run in a thread
+    (``cudnnload.loading.loader.loaded().warmup.wait()``). The result is on ``Loaded.warmup``.
+    """
+    from cudnnload.loading.loader import load, with_warmup
+
+    current = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout,
+                   observer=observer)
+    if warmup and current.warmup is None:
+        # outside the loader's lock: the backends the warm-up runs call load() themselves
+        current = with_warmup(Background(warmup) if background else warm_up(warmup))
+    return current
 
 
 def warm_up(problems: Sequence[Warmable]) -> Warmed:
@@ -113,7 +144,7 @@ def warm_up(problems: Sequence[Warmable]) -> Warmed:
     Activations run in a second thread meanwhile: their kernels load from another library than
     the convolutions' (cudnn_ops), so the two first-time loads overlap.
     """
-    from cudnnload import dispatch
+    from cudnnload.dispatch import dispatcher as dispatch
 
     start = time.perf_counter()
     # The dispatcher and its plugins imported first, before anything waits for the driver: started by
@@ -133,9 +164,9 @@ def warm_up(problems: Sequence[Warmable]) -> Warmed:
 def _run(problems: Sequence[Warmable], start: float, before_own_plans: Callable[[], object] = lambda: None
          ) -> Warmed:
     """Run ``problems`` in order. ``before_own_plans``: what a backend with a quick first plan waits for
-    before building a problem's own (`cudnnload.backends.warming`)."""
-    from cudnnload.backends import warming
-    from cudnnload.gpu import synchronize
+    before building a problem's own (`cudnnload.dispatch.backends.warming`)."""
+    from cudnnload.dispatch.backends import warming
+    from cudnnload.loading.gpu import synchronize
 
     done: list[Warmable] = []
     try:
@@ -163,7 +194,7 @@ def _buffers(problem: Warmable) -> tuple[DeviceBuffer | None, ...]:
 
 
 def _call(problem: Warmable, buffers: tuple[DeviceBuffer | None, ...]) -> None:
-    from cudnnload import dispatch
+    from cudnnload.dispatch import dispatcher as dispatch
 
     if isinstance(problem, Activation):
         x, y = buffers
@@ -177,7 +208,7 @@ def _call(problem: Warmable, buffers: tuple[DeviceBuffer | None, ...]) -> None:
 
 def _output(problem: Problem) -> DeviceBuffer:
     """Scratch output of the problem's result shape (the dispatcher checks it exactly)."""
-    from cudnnload.backends import ConvSpec
+    from cudnnload.dispatch.backends import ConvSpec
 
     spatial = len(problem.x) - 2
     channels_last = problem.layout == "NHWC"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 # Release and its decoders live in versions.py (no dataclasses import on the ELF memo path); re-exported here.
-from cudnnload.versions import Release, decode_packed_version, decode_version, parse_release  # noqa: F401
+from cudnnload.resolve.versions import Release, decode_packed_version, decode_version, parse_release  # noqa: F401
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False

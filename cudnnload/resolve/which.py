@@ -13,14 +13,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload import linker
-from cudnnload.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
-from cudnnload.discovery import Step, make_step, plan, python_requester, requester, step_findings
-from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import UsageError
 from cudnnload.findings import ERROR, INFO, Finding
-from cudnnload.probe import mapped_libraries
-from cudnnload.sources import cudnn_distributions
+from cudnnload.resolve import linker
+from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
+from cudnnload.resolve.discovery import Step, make_step, plan, python_requester, requester, step_findings
+from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.mapped import mapped_libraries
+from cudnnload.resolve.sources import cudnn_distributions
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudnnload.records import record
+from cudnnload.resolve.records import record
 
 
 @record

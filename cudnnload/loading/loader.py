@@ -26,19 +26,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.cachedir import cache_dir
-from cudnnload.capi import CudnnApi
-from cudnnload.catalog import Release, generation, parse_release
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.findings import Finding
-from cudnnload.probe import mapped_libraries, probe
-from cudnnload.starting import wait_for_start
-from cudnnload.status import check
+from cudnnload.loading import pending
+from cudnnload.loading.capi import CudnnApi
+from cudnnload.loading.probe import probe
+from cudnnload.loading.status import check
+from cudnnload.resolve.catalog import Release, generation, parse_release
+from cudnnload.resolve.mapped import mapped_libraries
 
 # discovery (and the linker model behind it) is imported only when no verdict is remembered.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudnnload.discovery import Install
-    from cudnnload.warmup import Activation, Background, Problem, Warmed
+    from cudnnload.resolve.discovery import Install
 
     Source = str | os.PathLike[str] | Install | None
 
@@ -48,7 +48,7 @@ BLOCKING = frozenset({
     "broken-symlink", "symlink-loop", "foreign-elf", "glibc-too-old", "libstdcxx-too-old", "origin-through-symlink",
     "missing-file",
 })
-PLAN_FORMAT = 2
+PLAN_FORMAT = 3  # bump when _Plan's fields, its module path or the file layout change
 
 _OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
@@ -110,7 +110,9 @@ class Loaded:
     stages: tuple[Stage, ...]
     seconds: float
     api: CudnnApi = field(compare=False, repr=False)
-    warmup: Warmed | Background | None = field(default=None, compare=False)  # see load(warmup=...)
+    # What `cudnnload.preload(warmup=...)` (cudnnload.dispatch.warmup) left: its `Warmed` result, or
+    # the `Background` still running it. The loader only keeps it: warming up is dispatch's work.
+    warmup: object | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,6 @@ def load(
     use_cache: bool = True,
     timeout: float = 60.0,
     observer: Callable[[str], None] | None = None,
-    warmup: Sequence[Problem | Activation] = (),
-    background: bool = False,
 ) -> Loaded:
     """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
 
@@ -154,22 +154,20 @@ def load(
     Raises LoadError (naming the files and the reason) when nothing suitable loads, or when
     another cuDNN release is already mapped in this process. ``observer`` is called with each
     stage's name as it ends ("resolve", "dlopen graph", "cudnnGraphVersionCheck", ...): the hook
-    ``cudnnload trace`` times them with. ``warmup``: convolutions (`cudnnload.warmup.Problem`) to
-    run once now on scratch memory, so that the application's first real call finds the CUDA
-    context, the handle, the loaded kernels and the chosen algorithm ready; with ``background``
-    they run in a thread (``loaded().warmup.wait()``).
+    ``cudnnload trace`` times them with. `cudnnload.preload` (cudnnload.dispatch.warmup) is this
+    plus a warm-up of the application's first calls.
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
     if _loaded is None:
-        wait_for_start()  # start() is loading: use its result (or, if it failed, try here)
+        pending.wait()  # start() is loading on another thread: use its result (or, if it failed, try here)
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
         else:
             env = dict(os.environ if environ is None else environ)
             start = time.perf_counter()
-            from cudnnload.cudadriver import prepare_context
+            from cudnnload.loading.cudadriver import prepare_context
 
             prepare_context()  # the context (~230 ms) grows while the files are found and opened
             plan, cached = _plan(source, wanted, env, use_cache, timeout)
@@ -179,29 +177,16 @@ def load(
             stages, api = _load_here(plan, observer)
             _loaded = Loaded(plan.folder, plan.major, plan.release, plan.files, plan.skipped, plan.verdict,
                              cached, plan.findings, stages, time.perf_counter() - start, api)
-        current = _loaded
-    if warmup and current.warmup is None:
-        # outside the lock: the backends the warm-up runs call load() themselves
-        current = with_warmup(_warm(warmup, background))
-    return current
+        return _loaded
 
 
-preload = load
-
-
-def with_warmup(result: Warmed | Background) -> Loaded:
-    """The loaded cuDNN, now with its warm-up's result (`cudnnload.starting` sets it too)."""
+def with_warmup(result: object) -> Loaded:
+    """The loaded cuDNN, now with its warm-up's result (set by cudnnload.dispatch.warmup and .starting)."""
     global _loaded
     with _lock:
         assert _loaded is not None
         _loaded = replace(_loaded, warmup=result)
         return _loaded
-
-
-def _warm(problems: Sequence[Problem | Activation], background: bool) -> Warmed | Background:
-    from cudnnload.warmup import Background, warm_up
-
-    return Background(problems) if background else warm_up(problems)
 
 
 def _check_same(current: Loaded, source: object, wanted: VersionRange | None) -> None:
@@ -244,7 +229,7 @@ def _request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, 
 
 
 def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
-    from cudnnload.discovery import Install, find
+    from cudnnload.resolve.discovery import Install, find
 
     if isinstance(source, Install):
         installs: Sequence[Install] = (source,)

@@ -12,7 +12,7 @@ import os
 import struct
 from collections import Counter
 
-from cudnnload.records import record
+from cudnnload.resolve.records import record
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header_size, fat_size

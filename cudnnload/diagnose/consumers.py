@@ -2,9 +2,10 @@
 
 Read without importing any framework into this process, from three sources:
 
-- the ``Requires-Dist`` pins on ``nvidia-cudnn-*`` in their metadata (parsed
-  here: ``packaging`` is not a dependency), with environment markers evaluated
-  for this interpreter and ``extra == ...`` pins kept as conditional;
+- the ``Requires-Dist`` pins on ``nvidia-cudnn-*`` in their metadata, read with
+  ``packaging`` (pip's own reading of PEP 440 and PEP 508), with environment
+  markers evaluated for this interpreter and ``extra == ...`` pins kept as
+  conditional;
 - the ``libcudnn*`` sonames their shared objects NEED (``elf.read_elf``
   through the on-disk memo), for the files their RECORD lists directly in the
   folders that hold CUDA libraries (``torch/lib``, ``onnxruntime/capi`` ...);
@@ -24,7 +25,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -35,184 +35,40 @@ from importlib import metadata
 from pathlib import PurePosixPath
 from typing import Literal
 
-from cudnnload.catalog import Release, classify, decode_version, parse_release
-from cudnnload.elfcache import ElfCache, cache_file
 from cudnnload.errors import ElfError
 from cudnnload.findings import ERROR, WARNING, Finding
+from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
+from cudnnload.resolve.elfcache import ElfCache, cache_file
 
-# --- version specifiers and markers (PEP 440 / PEP 508, the subset cuDNN pins use) -------------------
-
-_NUMBERS = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
-_SPECIFIER = re.compile(r"^\s*(~=|===|==|!=|<=|>=|<|>)\s*(\S+?)\s*$")
-
-
-def _numbers(text: str) -> tuple[int, ...] | None:
-    """The release segment of a version, "9.1.0.70rc1+cu12" -> (9, 1, 0, 70); None when there is none."""
-    match = _NUMBERS.match(text)
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+# packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
+# consumers check pays it, when it reads a framework's pins.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.specifiers import Specifier
 
 
-def _compare(left: tuple[int, ...], right: tuple[int, ...]) -> int:
-    width = max(len(left), len(right))
-    padded_left, padded_right = left + (0,) * (width - len(left)), right + (0,) * (width - len(right))
-    return (padded_left > padded_right) - (padded_left < padded_right)
+def _cut(spec: Specifier, parts: int) -> Specifier:
+    """``spec`` compared on ``parts`` release components: ``==9.1.0.70`` cut to 3 is ``==9.1.0``."""
+    from packaging.specifiers import Specifier
+    from packaging.version import Version
+
+    if spec.operator == "===" or spec.version.endswith(".*"):
+        return spec
+    release = Version(spec.version).release
+    return spec if len(release) <= parts else Specifier(spec.operator + ".".join(map(str, release[:parts])))
 
 
-@dataclass(frozen=True)
-class Specifier:
-    """One clause of a version specifier: ``>=9.8``, ``==9.1.0.70``, ``==9.*``."""
-
-    operator: str
-    version: str
-
-    def __str__(self) -> str:
-        return f"{self.operator}{self.version}"
-
-    def allows(self, candidate: tuple[int, ...], *, partial: bool = False) -> bool:
-        """Whether ``candidate`` satisfies this clause (numeric release segments only).
-
-        ``partial``: the candidate lacks trailing components (a cuDNN release
-        9.1.0 whose wheel build number is unknown), so the clause's version is
-        cut to the candidate's length: ``==9.1.0.70`` allows 9.1.0.
-        """
-        if self.operator == "===":
-            return ".".join(map(str, candidate)) == self.version
-        wildcard = self.version.endswith(".*")
-        target = _numbers(self.version[:-2] if wildcard else self.version)
-        if target is None:
-            return False
-        if partial and len(candidate) < len(target):
-            target = target[:len(candidate)]
-        if wildcard:
-            prefix = (candidate + (0,) * len(target))[:len(target)] == target
-            return prefix if self.operator == "==" else not prefix
-        order = _compare(candidate, target)
-        if self.operator == "~=":  # ~=9.1.2 means >=9.1.2, ==9.1.*
-            return order >= 0 and (candidate + (0,) * len(target))[:len(target) - 1] == target[:-1]
-        return {"==": order == 0, "!=": order != 0, "<": order < 0, "<=": order <= 0, ">": order > 0,
-                ">=": order >= 0}[self.operator]
-
-
-def parse_specifiers(text: str) -> tuple[Specifier, ...]:
-    """``">=9.8,<10.0"`` or ``"(==8.9.2.26)"`` to its clauses; ValueError names a clause it cannot read."""
-    clauses = []
-    for part in text.strip().strip("()").split(","):
-        if not part.strip():
-            continue
-        match = _SPECIFIER.match(part)
-        if not match:
-            raise ValueError(f"not a version specifier: {part.strip()!r}")
-        clauses.append(Specifier(match.group(1), match.group(2)))
-    return tuple(clauses)
-
-
-_TOKEN = re.compile(r"""\s*(?:(?P<string>'[^']*'|"[^"]*")|(?P<op>===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b)"""
-                    r"""|(?P<paren>[()])|(?P<logic>and\b|or\b)|(?P<name>[A-Za-z_][A-Za-z0-9_.]*))""")
-
-
-def marker_environment() -> dict[str, str]:
-    """PEP 508 marker variables for this interpreter."""
-    return {
-        "os_name": os.name, "sys_platform": sys.platform, "platform_machine": platform.machine(),
-        "platform_system": platform.system(), "platform_release": platform.release(),
-        "platform_version": platform.version(), "python_version": ".".join(platform.python_version_tuple()[:2]),
-        "python_full_version": platform.python_version(), "implementation_name": sys.implementation.name,
-        "platform_python_implementation": platform.python_implementation(),
-    }
-
-
-class _Marker:
-    """Recursive-descent evaluation of a PEP 508 marker. Every ``extra`` comparison is true, and the
-    extra named is recorded: which extras were installed is not recorded anywhere."""
-
-    def __init__(self, text: str, environment: Mapping[str, str]) -> None:
-        self.tokens: list[tuple[str, str]] = []
-        position = 0
-        while position < len(text.rstrip()):
-            match = _TOKEN.match(text, position)
-            if not match or match.end() == position:
-                raise ValueError(f"cannot read marker {text!r} at {position}")
-            kind = match.lastgroup or ""
-            self.tokens.append((kind, match.group(kind)))
-            position = match.end()
-        self.environment = environment
-        self.extras: list[str] = []
-        self.at = 0
-
-    def evaluate(self) -> bool:
-        value = self._or()
-        if self.at != len(self.tokens):
-            raise ValueError(f"unexpected {self.tokens[self.at][1]!r} in marker")
-        return value
-
-    def _next(self, kind: str) -> str:
-        if self.at >= len(self.tokens) or self.tokens[self.at][0] != kind:
-            raise ValueError(f"marker: expected {kind}")
-        self.at += 1
-        return self.tokens[self.at - 1][1]
-
-    def _peek(self, value: str) -> bool:
-        return self.at < len(self.tokens) and self.tokens[self.at][1] == value
-
-    def _or(self) -> bool:
-        value = self._and()
-        while self._peek("or"):
-            self.at += 1
-            value = self._and() or value  # evaluate both sides: extras on either are recorded
-        return value
-
-    def _and(self) -> bool:
-        value = self._atom()
-        while self._peek("and"):
-            self.at += 1
-            value = self._atom() and value
-        return value
-
-    def _atom(self) -> bool:
-        if self._peek("("):
-            self.at += 1
-            value = self._or()
-            self._next("paren")
-            return value
-        left = self._value()
-        operator = " ".join(self._next("op").split())
-        right = self._value()
-        if "extra" in (left[0], right[0]):
-            self.extras.append(right[1] if left[0] == "extra" else left[1])
-            return True
-        return _compare_marker(left[1], operator, right[1])
-
-    def _value(self) -> tuple[str, str]:
-        """(variable name or "", value)."""
-        if self.at < len(self.tokens) and self.tokens[self.at][0] == "string":
-            return "", self._next("string")[1:-1]
-        name = self._next("name")
-        return name, self.environment.get(name, "")
-
-
-def _compare_marker(left: str, operator: str, right: str) -> bool:
-    if operator == "in":
-        return left in right
-    if operator == "not in":
-        return left not in right
-    version = _numbers(left)
-    if version is not None and operator in ("<", "<=", ">", ">=", "~=", "==", "!=") and _numbers(right):
-        return Specifier(operator, right).allows(version)
-    return {"==": left == right, "!=": left != right, "===": left == right}.get(operator, False)
-
-
-def evaluate_marker(text: str, environment: Mapping[str, str] | None = None) -> tuple[bool, tuple[str, ...]]:
-    """(applies here, extras it names). A marker that cannot be read is taken as applying."""
-    marker = _Marker(text, marker_environment() if environment is None else environment)
-    try:
-        return marker.evaluate(), tuple(marker.extras)
-    except ValueError:
-        return True, tuple(marker.extras)
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name: "NVIDIA_cuDNN.cu12" -> "nvidia-cudnn-cu12"."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+def marker_applies(marker: Marker, environment: Mapping[str, str] | None = None) -> tuple[bool, tuple[str, ...]]:
+    """(applies here, extras it names). Which extras were installed is recorded nowhere, so a pin
+    behind ``extra == "x"`` applies when some extra it names makes the marker true, and is then
+    conditional on those extras."""
+    extras = tuple(dict.fromkeys(re.findall(r"""\bextra\s*==\s*['"]([^'"]*)['"]""", str(marker))))
+    env = dict(environment or {})
+    if marker.evaluate({**env, "extra": ""}):
+        return True, ()
+    chosen = tuple(extra for extra in extras if marker.evaluate({**env, "extra": extra}))
+    return bool(chosen), chosen or extras
 
 
 # --- what a consumer is -------------------------------------------------------------------------------
@@ -222,23 +78,44 @@ def normalize(name: str) -> str:
 class Pin:
     """A consumer's ``Requires-Dist`` on an nvidia-cudnn-* distribution that applies on this platform."""
 
-    distribution: str  # normalized, "nvidia-cudnn-cu12"
-    specifiers: tuple[Specifier, ...]
+    distribution: str  # canonical name, "nvidia-cudnn-cu12"
+    specifier: str  # PEP 440 specifier set as packaging writes it, "<10.0,>=9.8"
     extras: tuple[str, ...]  # the extras that bring it in (empty: always required)
     installed: str | None  # version of ``distribution`` installed on the same site paths
 
     @property
     def requirement(self) -> str:
-        return self.distribution + ",".join(map(str, self.specifiers))
+        return self.distribution + self.specifier
 
     def allows(self, version: str | Release) -> bool:
-        """Whether a wheel version ("9.1.0.70") or a cuDNN release (9.1.0, build number unknown) satisfies it."""
-        numbers: tuple[int, ...]
+        """Whether a wheel version ("9.1.0.70") or a cuDNN release (9.1.0, build number unknown) satisfies
+        it. A release lacks the wheel's build number, so each clause is compared on the release's three
+        parts: ``==9.1.0.70`` allows 9.1.0 (some build of 9.1.0 is 9.1.0.70)."""
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        specifiers = SpecifierSet(self.specifier)
         if isinstance(version, Release):
-            numbers, partial = (version.major, version.minor, version.patch), True
-        else:
-            numbers, partial = _numbers(version) or (), False
-        return all(spec.allows(numbers, partial=partial) for spec in self.specifiers)
+            release = Version(str(version))
+            return all(_cut(spec, 3).contains(release, prereleases=True) for spec in specifiers)
+        try:
+            return specifiers.contains(Version(version), prereleases=True)
+        except InvalidVersion:
+            return False
+
+    @property
+    def major(self) -> int | None:
+        """The cuDNN major the pin asks for, from its lower or exact bound (``>=9.8`` -> 9)."""
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        for spec in SpecifierSet(self.specifier):
+            if spec.operator in ("==", "===", "~=", ">=", ">"):
+                try:
+                    return Version(spec.version.removesuffix(".*")).major
+                except InvalidVersion:
+                    continue
+        return None
 
 
 @dataclass(frozen=True)
@@ -355,12 +232,14 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     ``environ`` is the build-reading children's environment; ``timeout`` bounds
     them all together.
     """
+    from packaging.utils import canonicalize_name
+
     paths = list(sys.path if site_paths is None else site_paths)
     env = dict(os.environ if environ is None else environ)
     installed: dict[str, str] = {}
     found: dict[tuple[str, str], metadata.Distribution] = {}
     for dist in metadata.distributions(path=paths):
-        name = normalize(dist.metadata["Name"] or "")
+        name = str(canonicalize_name(dist.metadata["Name"] or ""))
         installed.setdefault(name, dist.version)
         if name in SOURCES:
             found.setdefault((os.path.realpath(str(dist.locate_file(""))), name), dist)
@@ -377,25 +256,22 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     return tuple(consumers)
 
 
-_REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;@]*?)\s*"
-                          r"(?:;\s*(?P<marker>.*))?$")
-
-
 def _pins(dist: metadata.Distribution, installed: Mapping[str, str]) -> tuple[Pin, ...]:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     pins = []
-    for requirement in dist.requires or ():
-        match = _REQUIREMENT.match(requirement)
-        if not match or not normalize(match.group("name")).startswith("nvidia-cudnn-"):
-            continue
-        applies, extras = evaluate_marker(match.group("marker")) if match.group("marker") else (True, ())
-        if not applies:
-            continue
+    for text in dist.requires or ():
         try:
-            specifiers = parse_specifiers(match.group("spec"))
-        except ValueError:
-            continue  # a direct reference or a specifier beyond PEP 440's operators: no version to check
-        name = normalize(match.group("name"))
-        pins.append(Pin(name, specifiers, extras, installed.get(name)))
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue  # not PEP 508: pip would refuse it too
+        name = str(canonicalize_name(requirement.name))
+        if not name.startswith("nvidia-cudnn-") or requirement.url:
+            continue  # another package, or a direct reference: no version to check
+        applies, extras = marker_applies(requirement.marker) if requirement.marker else (True, ())
+        if applies:
+            pins.append(Pin(name, str(requirement.specifier), extras, installed.get(name)))
     return tuple(pins)
 
 
@@ -579,8 +455,7 @@ def _other_major(consumer: Consumer, install_major: int) -> list[Finding]:
 
 def _install_fix(consumer: Consumer, major: int, wanted: str) -> str:
     """What the consumer pins for ``major`` (else ``wanted``), or a build of the consumer for the loading cuDNN."""
-    pinned = next((pin.requirement for pin in consumer.pins
-                   if pin.specifiers and (_numbers(pin.specifiers[0].version) or (0,))[0] == major), None)
+    pinned = next((pin.requirement for pin in consumer.pins if pin.major == major), None)
     first = f'pip install "{pinned}"' if pinned else f"install {wanted}"
     return f"{first}, or a {consumer.distribution} built for the cuDNN that loads"
 

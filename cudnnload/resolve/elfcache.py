@@ -13,16 +13,16 @@ import pickle
 from collections.abc import Callable, Hashable, Mapping
 
 from cudnnload.cachedir import cache_dir
-from cudnnload.elf import ElfInfo, read_elf
+from cudnnload.resolve.elf import ElfInfo, read_elf
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from cudnnload.linker import LinkerDefaults
+    from cudnnload.resolve.linker import LinkerDefaults
 
-FORMAT = 2  # bump when ElfInfo's fields or the file layout change
+FORMAT = 3  # bump when ElfInfo's fields, its module path or the file layout change
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
@@ -37,7 +37,7 @@ def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaul
     Kept as plain fields, so reading the memo does not import the linker model."""
     import dataclasses
 
-    from cudnnload.linker import LinkerDefaults, probe_linker_defaults
+    from cudnnload.resolve.linker import LinkerDefaults, probe_linker_defaults
 
     try:
         with open("/proc/sys/kernel/random/boot_id") as handle:

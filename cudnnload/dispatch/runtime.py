@@ -4,7 +4,7 @@
   (N, C, *spatial) dims with the caller's strides, a 1-D problem widened to 2-D (cuDNN's
   convolution descriptors take 2 or 3 spatial axes), the filter formats cuDNN accepts,
   and the alignment a pointer guarantees.
-- `Runtime` (one per loaded cuDNN): the per-call part of `cudnnload.handles.HandlePool`
+- `Runtime` (one per loaded cuDNN): the per-call part of `cudnnload.loading.handles.HandlePool`
   made cheap. The pool makes the device's primary context current through the driver on
   every ``get`` (microseconds); a thread here keeps the handle it last bound, and a call
   with the same device and stream only checks, with one ctypes call to the driver's
@@ -23,12 +23,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cudnnload import cudadriver
-from cudnnload.algos import ChoiceStore, scope_key
-from cudnnload.capi import CudnnApi, DataType
+from cudnnload.dispatch.algos import ChoiceStore, scope_key
+from cudnnload.dispatch.tensors import TensorRef
 from cudnnload.errors import LoadError
-from cudnnload.handles import HandlePool
-from cudnnload.tensors import TensorRef
+from cudnnload.loading import cudadriver
+from cudnnload.loading.capi import CudnnApi, DataType
+from cudnnload.loading.handles import HandlePool
 
 # cudnnDataType_t of each dtype cudnnload passes (cudnn_graph.h; cudnn-facts §4.3).
 DATA_TYPES = {"float32": DataType.FLOAT, "float64": DataType.DOUBLE, "float16": DataType.HALF,
@@ -43,7 +43,7 @@ _CAPTURE_RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED (cuda.h)
 
 
 def bind(api: CudnnApi, name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
-    """A typed function of the loaded shim that `cudnnload.capi` does not declare."""
+    """A typed function of the loaded shim that `cudnnload.loading.capi` does not declare."""
     try:
         function = api.library[name]
     except AttributeError:
@@ -268,7 +268,7 @@ class Runtime:
         return sorted(times)[len(times) // 2]
 
     def _device(self, device: int) -> tuple[str, tuple[int, int]]:
-        from cudnnload.gpu import CudaError, device_model
+        from cudnnload.loading.gpu import CudaError, device_model
 
         try:
             return device_model(device)
@@ -276,7 +276,8 @@ class Runtime:
             raise LoadError(f"the driver shows no CUDA device {device}: {exc.reason}") from None
 
     def _cuda(self, call: str, result: Any) -> Any:
-        """The value of a `cudnnload.cudadriver` call's ``(CUresult, value...)``; LoadError unless it succeeded."""
+        """The value of a `cudnnload.loading.cudadriver` call's ``(CUresult, value...)``; LoadError unless it
+        succeeded."""
         error, *values = result
         if int(error) != _CUDA_SUCCESS:
             raise LoadError(f"{call} returned {getattr(error, 'name', error)}",
@@ -289,12 +290,12 @@ _runtime_lock = threading.Lock()
 
 
 def runtime() -> Runtime:
-    """The process's `Runtime`, over the cuDNN `cudnnload.loader.load` loads (once per process)."""
+    """The process's `Runtime`, over the cuDNN `cudnnload.loading.loader.load` loads (once per process)."""
     global _runtime
     if _runtime is None:
         with _runtime_lock:
             if _runtime is None:
-                from cudnnload.loader import load
+                from cudnnload.loading.loader import load
 
                 loaded = load()
                 _runtime = Runtime(loaded.api, str(loaded.release))

@@ -17,9 +17,9 @@ import os
 import struct
 
 from cudnnload.errors import ElfError
-from cudnnload.fatbin import GpuCode, read_gpu_code
-from cudnnload.records import record
-from cudnnload.versions import VERSION_SYMBOLS, Release, decode_packed_version
+from cudnnload.resolve.fatbin import GpuCode, read_gpu_code
+from cudnnload.resolve.records import record
+from cudnnload.resolve.versions import VERSION_SYMBOLS, Release, decode_packed_version
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False

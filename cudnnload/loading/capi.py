@@ -8,9 +8,9 @@ AttributeError) from `CudnnApi.symbol` and attribute access.
 
 Signatures, enum values and struct layouts: ../shared/reference/cudnn-facts.md
 §4.1-4.3 (read off the 8.9.7, 9.0 and 9.28 headers; offsets gcc-checked).
-Calls here return raw `cudnnStatus_t` ints; `cudnnload.status.check` turns
+Calls here return raw `cudnnStatus_t` ints; `cudnnload.loading.status.check` turns
 them into typed errors. This module must stay import-light: the probe child
-(`cudnnload.probe`) imports it.
+(`cudnnload.loading.probe`) imports it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from .catalog import Generation, Release, SubLibrary, decode_version, generation
-from .errors import LoadError, UsageError
+from cudnnload.errors import LoadError, UsageError
+from cudnnload.resolve.catalog import Generation, Release, SubLibrary, decode_version, generation
 
 # Opaque handles and descriptors are pointers to incomplete structs; cudaStream_t too (§4.2).
 Handle = ctypes.c_void_p

@@ -16,13 +16,21 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload import linker
-from cudnnload.catalog import DEPENDENCY_SOURCES, Generation, Release, SubLibrary, classify, generation, parse_release
-from cudnnload.elf import ElfInfo, max_version
-from cudnnload.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
-from cudnnload.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+from cudnnload.resolve import linker
+from cudnnload.resolve.catalog import (
+    DEPENDENCY_SOURCES,
+    Generation,
+    Release,
+    SubLibrary,
+    classify,
+    generation,
+    parse_release,
+)
+from cudnnload.resolve.elf import ElfInfo, max_version
+from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
 # Machine this Python runs on, as pyelftools names e_machine.
 HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cudnnload.linker import LinkerEnv
+from cudnnload.resolve.linker import LinkerEnv
 
 CUDNN_DISTRIBUTION_PREFIXES = ("nvidia-cudnn-", "nvidia_cudnn_")
 

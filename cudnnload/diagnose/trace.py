@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.apilog import ApiSummary, parse, summarize
+from cudnnload.diagnose.apilog import ApiSummary, parse, summarize
 
 # --- results ---------------------------------------------------------------------
 
@@ -78,7 +78,7 @@ class ProgramTrace:
 
 def _mapped(pid: str = "self") -> set[str]:
     """File names of the CUDA-family libraries mapped in a process."""
-    from cudnnload.probe import mapped_libraries
+    from cudnnload.resolve.mapped import mapped_libraries
 
     return {os.path.basename(path) for path in mapped_libraries(pid)}
 
@@ -103,9 +103,9 @@ def child_main(started: float) -> None:
     emit = _Emitter()
     import ctypes
 
-    from cudnnload import loader, status
-    from cudnnload.capi import CudnnApi
     from cudnnload.errors import CudnnloadError
+    from cudnnload.loading import loader, status
+    from cudnnload.loading.capi import CudnnApi
 
     emit("import")
     if request["mode"] == "start":
@@ -137,12 +137,11 @@ def child_main(started: float) -> None:
 
 def _warm(spec: Mapping[str, object], emit: _Emitter) -> None:
     """preload(warmup=...) of the traced problem: what the application's start-up would pay."""
-    from cudnnload import loader
-    from cudnnload.warmup import Problem
+    from cudnnload.dispatch.warmup import Problem, preload
 
     n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
     problem = Problem((n, c, size, size), (k, c, 3, 3), str(spec["dtype"]), padding=1, backend=str(spec["backend"]))
-    warmed = loader.load(warmup=[problem]).warmup
+    warmed = preload(warmup=[problem]).warmup
     emit("warm-up (the convolution)", getattr(warmed, "error", None))
 
 
@@ -150,9 +149,9 @@ def _started(request: Mapping[str, object], emit: _Emitter) -> None:
     """cudnnload.start(warmup=[the traced convolution and ReLU]) as the program's first statement: the
     stages are the program's own (its imports and data, its calls); the load and the warm-up run in
     threads meanwhile, and the last stage waits for them to finish."""
-    import cudnnload
+    from cudnnload.dispatch.starting import start  # what cudnnload.start is
+    from cudnnload.dispatch.warmup import Activation, Problem
     from cudnnload.errors import CudnnloadError
-    from cudnnload.warmup import Activation, Problem
 
     spec = request.get("conv")
     warmup: list[Problem | Activation] = []
@@ -161,7 +160,7 @@ def _started(request: Mapping[str, object], emit: _Emitter) -> None:
         dtype, backend = str(spec["dtype"]), str(spec["backend"])
         warmup = [Problem((n, c, size, size), (k, c, 3, 3), dtype, padding=1, backend=backend),
                   Activation((n, k, size, size), dtype, "relu")]
-    starting = cudnnload.start(str(request["folder"]), warmup=warmup)
+    starting = start(str(request["folder"]), warmup=warmup)
     emit("start() returned")
     if isinstance(spec, Mapping):
         _convolutions(spec, emit)
@@ -176,7 +175,7 @@ def _started(request: Mapping[str, object], emit: _Emitter) -> None:
 def _context() -> str | None:
     """Create device 0's primary context explicitly; the reason when it cannot be (no driver)."""
     from cudnnload.errors import CudnnloadError
-    from cudnnload.gpu import checked, initialized_driver
+    from cudnnload.loading.gpu import checked, initialized_driver
 
     try:
         driver = initialized_driver()
@@ -193,11 +192,11 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
     i.e. descriptors and algorithm choice, then the kernels) and a ReLU."""
     import numpy as np
 
-    from cudnnload import dispatch
-    from cudnnload.backends import PREFERENCE
+    from cudnnload.dispatch import dispatcher as dispatch
+    from cudnnload.dispatch.backends import PREFERENCE
+    from cudnnload.dispatch.warmup import DeviceBuffer
     from cudnnload.errors import CudnnloadError
-    from cudnnload.gpu import synchronize
-    from cudnnload.warmup import DeviceBuffer
+    from cudnnload.loading.gpu import synchronize
 
     emit("import dispatch (numpy, plugins)")
     n, c, k, size = (int(spec[key]) for key in ("n", "c", "k", "size"))  # type: ignore[call-overload]
@@ -223,7 +222,7 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         emit("stopped", exc.message)
 
 
-_BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.trace import child_main; child_main(t)"
+_BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.diagnose.trace import child_main; child_main(t)"
 
 
 # --- our own path: the parent ----------------------------------------------------------
@@ -233,7 +232,7 @@ def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 
                  timeout: float = 300.0) -> LoaderTrace:
     """Run ``runs`` cold children through the stages; min/median/max per stage across them."""
     env = dict(os.environ if environ is None else environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds cudnnload/
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})
     per_run: list[list[_Record]] = []

@@ -5,8 +5,8 @@ GIL while it runs, so a start-up in a background thread (`cudnnload.start`) cann
 the application's own imports (H200 machine, 2026-11-22: importing cudnnload's dispatch path and
 the bindings took 390 ms against the 230 ms the driver needs for its context). This module binds
 ``libcuda.so.1`` on first use instead: each function here takes the arguments and returns
-``(CUresult, outputs...)`` as its namesake in ``cuda.bindings.driver`` does, so `cudnnload.gpu.checked`
-calls either. `cudnnload.gpu.gpu_facts` (the doctor's report) still asks cuda-python.
+``(CUresult, outputs...)`` as its namesake in ``cuda.bindings.driver`` does, so `cudnnload.loading.gpu.checked`
+calls either. `cudnnload.loading.gpu.gpu_facts` (the doctor's report) still asks cuda-python.
 
 `prepare_context` starts the device's primary context in a thread: ``cuInit`` and
 ``cuDevicePrimaryCtxRetain`` take about 105 + 125 ms on an H200 (measured), and with the GIL
@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, ClassVar
 
-from cudnnload.errors import CudnnloadError
+from cudnnload.errors import CudnnloadError, DriverUnavailable
 
 _lib: ctypes.CDLL | None = None
 _lib_lock = threading.Lock()
@@ -37,8 +37,6 @@ def library() -> ctypes.CDLL:
                 try:
                     _lib = ctypes.CDLL("libcuda.so.1")
                 except OSError:
-                    from cudnnload.gpu import DriverUnavailable
-
                     raise DriverUnavailable("DynamicLibNotFoundError",
                                             "no NVIDIA driver was found (libcuda.so.1 cannot be loaded)",
                                             fix="install the NVIDIA driver, or in a container run with --gpus all"

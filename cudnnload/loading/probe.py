@@ -33,25 +33,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .capi import CudnnApi, LibraryProperty
-from .catalog import Release, decode_version, generation
+from cudnnload.loading.capi import CudnnApi, LibraryProperty
+from cudnnload.resolve.catalog import Release, decode_version, generation
+from cudnnload.resolve.mapped import mapped_libraries
 
 Outcome = Literal["completed", "signal", "timeout", "error"]
 
-# Libraries worth reporting from /proc/self/maps ("libcuda" also covers a dynamic libcudart).
-_MAPPED_PREFIXES = ("libcudnn", "libcublas", "libnvrtc", "libcuda")
 _MARKER = "\x1e"  # ASCII record separator: starts a step marker line on the child's stderr
 _MARKERS = re.compile(_MARKER + r"([^\n]*)\n")
 _NO_DRIVER = "no NVIDIA driver (libcuda.so.1)"
 
-# Installs a bare `cudnnload` package object so that importing cudnnload.probe
+# Installs a bare `cudnnload` package object so that importing cudnnload.loading.probe
 # does not run cudnnload/__init__.py and whatever it re-exports.
 _BOOTSTRAP = """\
 import sys, types
 package = types.ModuleType("cudnnload")
 package.__path__ = [sys.argv[1]]
 sys.modules["cudnnload"] = package
-from cudnnload.probe import child_main
+from cudnnload.loading.probe import child_main
 sys.exit(child_main())
 """
 
@@ -120,7 +119,8 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
 
     requested = tuple((key, os.fspath(path)) for key, path in files)
     request = json.dumps({"files": requested, "major": major, "create": create}).encode()
-    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, os.path.dirname(os.path.abspath(__file__))]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
+    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package]
     start = time.perf_counter()
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -298,25 +298,6 @@ def _expected_failure(error: str) -> str:
     return ""
 
 
-def mapped_libraries(pid: str = "self") -> tuple[str, ...]:
-    """The CUDA-family files (libcudnn*, libcublas*, libnvrtc*, libcuda*) mapped into a process
-    (default: this one), sorted; () when the process is gone.
-
-    /proc/PID/maps shows the real path of each file: a library opened through
-    a symlink appears under its target.
-    """
-    paths: set[str] = set()
-    try:
-        with open(f"/proc/{pid}/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6 and os.path.basename(fields[5].rstrip()).startswith(_MAPPED_PREFIXES):
-                    paths.add(fields[5].rstrip())
-    except OSError:
-        return ()
-    return tuple(sorted(paths))
-
-
 def child_main() -> int:
     """Entry point of the child: a JSON request on stdin, JSON lines out (see the module docstring)."""
     request = json.load(sys.stdin)
@@ -324,5 +305,5 @@ def child_main() -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m cudnnload.probe < request.json
+if __name__ == "__main__":  # python -m cudnnload.loading.probe < request.json
     sys.exit(child_main())

@@ -3,7 +3,7 @@
 An application's first convolution waits for the CUDA context (~230 ms on an H200: cuInit ~105,
 the primary context ~125), cuDNN's dlopens and VersionChecks, the handle, the plan and the first
 load of each kernel. `start`, called first thing, begins the context in one thread
-(`cudnnload.cudadriver.prepare_context`) and the load and warm-up in another, and returns; the
+(`cudnnload.loading.cudadriver.prepare_context`) and the load and warm-up in another, and returns; the
 application meanwhile imports its modules and reads its data. The driver and cuDNN calls are
 ctypes calls, which release the GIL, so they overlap the application's Python work; the Python
 work of the load itself (importing the loader, the dispatcher and its plugins) does not, which is
@@ -11,9 +11,9 @@ why this module imports nothing heavy: it runs on the caller's thread before any
 
 The warm-up runs in a third thread from the start, not after the load: its Python work (importing
 the dispatcher and the plugins) then happens while the driver makes the context, and its calls
-wait for the load like any other. `cudnnload.loader.load` called from any other thread while a
-start is loading waits for it and returns its result; a failed start leaves that call to try
-again and raise its own error.
+wait for the load like any other. `cudnnload.load` called from any other thread while a start is
+loading waits for it (`cudnnload.loading.pending`) and returns its result; a failed start leaves
+that call to try again and raise its own error.
 
 The threads are not daemons: a program that ends while they still run waits for them (a warm-up
 ends ~100 ms after the context) instead of tearing the interpreter down under cuDNN calls in
@@ -26,13 +26,16 @@ from __future__ import annotations
 import os
 import threading
 
+from cudnnload.loading import pending
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from cudnnload.discovery import Install
-    from cudnnload.loader import Loaded
-    from cudnnload.warmup import Activation, Problem
+    from cudnnload.dispatch.warmup import Activation, Problem
+    from cudnnload.loading.loader import Loaded
+    from cudnnload.resolve.discovery import Install
+
 
 class Starting:
     """A `load` and its warm-up running in a thread (see `start`)."""
@@ -83,7 +86,7 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
     with _lock:
         if _current is not None:
             return _current
-        from cudnnload.cudadriver import prepare_context
+        from cudnnload.loading.cudadriver import prepare_context
 
         prepare_context()
 
@@ -94,10 +97,10 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
             # warm-up had claimed its problem, and built cuDNN's plan itself.
             warming = None
             if warmup:  # from now: its imports and plugins are ready by the time the context is
-                from cudnnload.warmup import Background
+                from cudnnload.dispatch.warmup import Background
 
                 warming = Background(warmup)
-            from cudnnload.loader import load, with_warmup
+            from cudnnload.loading.loader import load, with_warmup
 
             try:
                 loaded = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout)
@@ -107,12 +110,6 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
             return loaded if warmed is None else with_warmup(warmed)
 
         _current = Starting(run)
+        pending.announce(_current.thread, _current.ready)
     _current.thread.start()
     return _current
-
-
-def wait_for_start() -> None:
-    """Wait until a `start` on another thread has loaded (or failed to); at once if none is running."""
-    starting = _current
-    if starting is not None and threading.current_thread() is not starting.thread:
-        starting.ready.wait()

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from cudnnload.catalog import Release
-from cudnnload.errors import LoadError
-from cudnnload.fatbin import GpuCode
+from cudnnload.errors import DriverUnavailable, LoadError
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.fatbin import GpuCode
 
 # Evidence that NVIDIA hardware and its kernel module are present. /proc/driver/nvidia is
 # the kernel module's own folder and shows in containers too; /dev/nvidia* appear only
@@ -66,14 +66,6 @@ class CudaError(LoadError):
                          fix=_INIT_FIXES.get(name, _GENERIC_INIT_FIX))
 
 
-class DriverUnavailable(LoadError):
-    """The driver cannot be used from Python: no cuda-python, no libcuda.so.1, or cuInit failed."""
-
-    def __init__(self, code: str, reason: str, fix: str | None = None) -> None:
-        self.code = code  # "ImportError", "DynamicLibNotFoundError", a CUresult name, ...
-        super().__init__(reason, fix=fix)
-
-
 def driver_module() -> ModuleType:
     """``cuda.bindings.driver``; DriverUnavailable when cuda-python is not importable."""
     try:
@@ -106,9 +98,9 @@ def _unreachable(exc: RuntimeError) -> DriverUnavailable:
 
 
 def initialized_driver() -> ModuleType:
-    """The driver after ``cuInit(0)``, as `cudnnload.cudadriver` (ctypes; cuda.bindings' calling
+    """The driver after ``cuInit(0)``, as `cudnnload.loading.cudadriver` (ctypes; cuda.bindings' calling
     convention, without its import cost); DriverUnavailable says why not."""
-    from cudnnload import cudadriver
+    from cudnnload.loading import cudadriver
 
     try:
         checked(cudadriver, "cuInit", 0)  # type: ignore[arg-type]
@@ -133,7 +125,7 @@ def device_count() -> tuple[int, str | None]:
 
 
 def device_model(index: int) -> tuple[str, tuple[int, int]]:
-    """Device ``index``'s name and compute capability, through `cudnnload.cudadriver`."""
+    """Device ``index``'s name and compute capability, through `cudnnload.loading.cudadriver`."""
     found = _device(initialized_driver(), index)
     return found.name, found.capability
 

@@ -4,7 +4,7 @@
 DLPack or ``__cuda_array_interface__``) without copying them, and returns an output of the
 input's own kind, made by the input's library with the input's memory order, or writes into
 the caller's ``out``. Everything is checked before a backend or the GPU sees it; the typed
-errors of `cudnnload.dispatch_errors` name the argument at fault.
+errors of `cudnnload.dispatch.errors` name the argument at fault.
 
 What a call checked, and which backend it chose, is remembered per problem (shapes, strides,
 dtypes, devices, parameters, backend argument): a repeated call reads its arrays, looks the
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.backends import (
+from cudnnload.dispatch.backends import (
     ACTIVATIONS,
     LAYOUTS,
     PREFERENCE,
@@ -43,8 +43,8 @@ from cudnnload.backends import (
     Spec,
     load_registry,
 )
-from cudnnload.dispatch_errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
-from cudnnload.tensors import TensorRef, as_ref, memory_order, output_maker, poison, strides_in_order
+from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
+from cudnnload.dispatch.tensors import TensorRef, as_ref, memory_order, output_maker, poison, strides_in_order
 
 # Plans remembered per dispatcher; past this many (shapes that never repeat), they are forgotten at once.
 MAX_PLANS = 4096
@@ -71,7 +71,7 @@ def _stream(stream: object) -> int:
     if type(stream) is int:
         return stream
     if _stream_address is None:
-        from cudnnload.handles import stream_address
+        from cudnnload.loading.handles import stream_address
 
         _stream_address = stream_address
     return _stream_address(stream)

@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from cudnnload.elf import ElfInfo, read_elf
-from cudnnload.ldcache import LD_SO_CACHE, LdCache, accepted_flags, read_ld_cache
+from cudnnload.resolve.elf import ElfInfo, read_elf
+from cudnnload.resolve.ldcache import LD_SO_CACHE, LdCache, accepted_flags, read_ld_cache
 
 Rule = Literal[
     "already-loaded", "direct-path", "rpath", "ld-library-path", "runpath", "ld-cache", "default-dirs", "not-found",
@@ -71,7 +71,7 @@ _ABANDON: frozenset[str] = frozenset({"symlink-loop", "open-error"})
 
 DF_1_NODEFLIB = 0x800
 
-# e_machine numbers (elf.h) for the names pyelftools gives; cudnnload.elf reports those names.
+# e_machine numbers (elf.h) for the names pyelftools gives; cudnnload.resolve.elf reports those names.
 MACHINES: dict[str, int] = {
     "EM_386": 3, "EM_PPC64": 21, "EM_S390": 22, "EM_ARM": 40, "EM_X86_64": 62, "EM_AARCH64": 183, "EM_RISCV": 243,
 }

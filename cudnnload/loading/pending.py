@@ -1,0 +1,27 @@
+"""A load another thread has begun, which `load()` on any other thread waits for.
+
+`cudnnload.start` loads in a background thread; an application thread that calls
+`cudnnload.load()` (or a backend that needs cuDNN) meanwhile should get that load's result, not
+race it. The loader learns of such a load here instead of importing whoever began it: the
+starter announces its thread and an event set once the load is over (loaded or failed), and the
+loader waits on it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_current: tuple[threading.Thread, threading.Event] | None = None
+
+
+def announce(thread: threading.Thread, ready: threading.Event) -> None:
+    """``thread`` is loading cuDNN; ``ready`` is set when it has loaded or failed."""
+    global _current
+    _current = (thread, ready)
+
+
+def wait() -> None:
+    """Until an announced load on another thread is over; at once if there is none."""
+    current = _current
+    if current is not None and threading.current_thread() is not current[0]:
+        current[1].wait()

@@ -1,0 +1,216 @@
+"""The package layout stays true: no import circles, and no import against the stage order.
+
+Data flows one way: resolve -> loading -> dispatch -> diagnose, with the CLI and the report on top
+and a few shared modules (errors, findings, cachedir) at the bottom. Every import in
+``cudnnload/`` is read with ``ast`` (module level, inside functions and under ``TYPE_CHECKING``
+alike: a type-only import is still a dependency a reader has to follow), resolved to the module
+it names, and checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "cudnnload"
+
+# Lowest first. A module may import from its own level and any level below it.
+BASE = ("cudnnload.errors", "cudnnload.findings", "cudnnload.cachedir")
+STAGES = ("cudnnload.resolve", "cudnnload.loading", "cudnnload.dispatch", "cudnnload.diagnose")
+
+
+def level(module: str) -> int:
+    """0 for the shared modules, 1-4 for the stages in order, 5 for everything else at the top
+    (``__init__``, ``cli``, ``report``, and the public aliases ``cudnnload.backends`` ...)."""
+    if module in BASE:
+        return 0
+    for index, stage in enumerate(STAGES, start=1):
+        if module == stage or module.startswith(stage + "."):
+            return index
+    return len(STAGES) + 1
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: Mapping[str, Path]) -> Iterator[tuple[str, int]]:
+    """(imported cudnnload module, line) for every import statement in the file, wherever it is.
+    ``from cudnnload import X`` imports the module ``cudnnload.X`` when there is one; a name the
+    package root re-exports (``load``, ``conv``) counts as importing the root itself."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names
+                       if not (base == "cudnnload" and alias.name.startswith("__"))]  # the root's own constants
+        else:
+            continue
+        for target in targets:
+            if target == "cudnnload" or target.startswith("cudnnload."):
+                yield target, node.lineno
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """module -> {imported module: first line}, within the package."""
+    known = modules()
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in known.items():
+        edges = graph.setdefault(name, {})
+        for target, line in imports_of(name, path, known):
+            while target not in known:  # "cudnnload.loading.gpu.checked" style: the module part
+                target = target.rpartition(".")[0]
+            if target != name:
+                edges.setdefault(target, line)
+    return graph
+
+
+def against_the_order(graph: Mapping[str, Mapping[str, int]]) -> list[str]:
+    return [f"{importer}:{line} imports {target} (level {level(target)} > {level(importer)})"
+            for importer, edges in sorted(graph.items()) for target, line in sorted(edges.items())
+            if level(target) > level(importer)]
+
+
+def circles(graph: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_against_the_stage_order() -> None:
+    assert against_the_order(import_graph()) == []
+
+
+def test_the_package_has_no_import_circles() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_stage_check_catches_resolve_importing_from_loading() -> None:
+    graph = {name: dict(edges) for name, edges in import_graph().items()}
+    graph["cudnnload.resolve.catalog"]["cudnnload.loading.capi"] = 1
+    assert against_the_order(graph) == [
+        "cudnnload.resolve.catalog:1 imports cudnnload.loading.capi (level 2 > 1)"]
+
+
+def test_the_circle_check_catches_two_modules_importing_each_other() -> None:
+    graph = {name: dict(edges) for name, edges in import_graph().items()}
+    graph["cudnnload.loading.cudadriver"]["cudnnload.loading.gpu"] = 1  # gpu imports cudadriver already
+    assert circles(graph) == [["cudnnload.loading.cudadriver", "cudnnload.loading.gpu"]]
+
+
+def test_a_stage_module_importing_a_name_the_root_re_exports_is_caught(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text("from cudnnload import load, __version__\nfrom cudnnload import report\n")
+    known = {**modules(), "cudnnload.loading.probe": source}
+    found = dict(imports_of("cudnnload.loading.probe", source, known))
+    assert found == {"cudnnload": 1, "cudnnload.report": 2}
+    assert against_the_order({"cudnnload.loading.probe": found}) == [
+        "cudnnload.loading.probe:1 imports cudnnload (level 5 > 2)",
+        "cudnnload.loading.probe:2 imports cudnnload.report (level 5 > 2)"]
+
+
+def test_every_stage_folder_says_what_it_answers_and_hands_on() -> None:
+    for stage in STAGES:
+        init = PACKAGE / stage.split(".")[1] / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "Hands" in doc or "hands" in doc, f"{init}: say what the stage hands on"
+
+
+# --- the public paths stay --------------------------------------------------------------------------------
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter that imports this checkout, warnings shown as errors' text."""
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), "PYTHONWARNINGS": "always::DeprecationWarning"}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+
+
+def test_an_old_module_path_imports_the_moved_module_with_a_warning_naming_the_new_path() -> None:
+    child = run_python("""
+        import cudnnload.loader as old
+        from cudnnload import gpu
+        import cudnnload.loading.loader as new, cudnnload.loading.gpu
+        assert old is new and gpu is cudnnload.loading.gpu
+        assert new.__spec__.name == "cudnnload.loading.loader"  # its own spec, not the alias's
+        print("ok")
+    """)
+    assert child.stdout.strip() == "ok", child.stderr
+    assert "DeprecationWarning: cudnnload.loader has moved to cudnnload.loading.loader" in child.stderr
+    assert "DeprecationWarning: cudnnload.gpu has moved to cudnnload.loading.gpu" in child.stderr
+
+
+def test_the_old_call_layer_path_answers_with_a_warning() -> None:
+    child = run_python("""
+        from cudnnload import dispatch
+        from cudnnload.dispatch import dispatcher
+        assert dispatch.conv is dispatcher.conv
+        print("ok")
+    """)
+    assert child.stdout.strip() == "ok", child.stderr
+    assert "cudnnload.dispatch.conv has moved to cudnnload.dispatch.dispatcher.conv" in child.stderr
+
+
+def test_the_plugin_interface_and_documented_modules_keep_their_paths_without_a_warning() -> None:
+    child = run_python("""
+        import cudnnload.backends, cudnnload.tensors, cudnnload.status, cudnnload.handles, cudnnload.logs
+        from cudnnload.backends import ConvSpec, Registry
+        from cudnnload.tensors import TensorRef
+        import cudnnload.dispatch.backends, cudnnload.dispatch.tensors, cudnnload.loading.status
+        assert cudnnload.backends is cudnnload.dispatch.backends and ConvSpec is cudnnload.dispatch.backends.ConvSpec
+        assert cudnnload.tensors is cudnnload.dispatch.tensors and cudnnload.status is cudnnload.loading.status
+        print("ok")
+    """)
+    assert child.stdout.strip() == "ok", child.stderr
+    assert "DeprecationWarning" not in child.stderr
+
+
+def test_cudnnload_load_stays_the_function_whatever_was_imported_first() -> None:
+    # the loading stage's folder is not called load/: importing it would make cudnnload.load a module
+    child = run_python("""
+        import cudnnload, cudnnload.loading.loader, cudnnload.dispatch.warmup
+        assert callable(cudnnload.load) and cudnnload.load is cudnnload.preload
+        assert cudnnload.load.__module__ == "cudnnload.dispatch.warmup"
+        print("ok")
+    """)
+    assert child.stdout.strip() == "ok", child.stderr
