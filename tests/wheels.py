@@ -13,8 +13,10 @@ WHEELS = {
     "cu13-9.28.0.42": "nvidia-cudnn-cu13-9.28.0.42",
     "cu12-9.0.0.312": "nvidia-cudnn-cu12-9.0.0.312",
     "cu12-8.9.7.29": "nvidia-cudnn-cu12-8.9.7.29",
+    "cu11-8.5.0.96": "nvidia-cudnn-cu11-8.5.0.96",
+    "cublas-cu12-12.9.1.4": "nvidia-cublas-cu12-12.9.1.4",
 }
-WHEEL_RELEASES = tuple(WHEELS)
+WHEEL_RELEASES = tuple(tag for tag in WHEELS if not tag.startswith("cublas"))  # the cuDNN wheels
 
 
 def cache_root() -> Path:
@@ -30,4 +32,5 @@ def site_folder(tag: str) -> Path:
 
 
 def lib_folder(tag: str) -> Path:
-    return site_folder(tag) / "nvidia" / "cudnn" / "lib"
+    """The wheel's library folder: nvidia/cudnn/lib, or nvidia/cublas/lib for the cuBLAS wheel."""
+    return site_folder(tag) / "nvidia" / ("cublas" if tag.startswith("cublas") else "cudnn") / "lib"

@@ -14,12 +14,34 @@ from dataclasses import dataclass
 # Release and its decoders live in versions.py (no dataclasses import on the ELF memo path); re-exported here.
 from cudnnload.resolve.versions import Release, decode_packed_version, decode_version, parse_release  # noqa: F401
 
-# typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
+# typing costs ~10 ms to import (the probe's child imports this module); type checkers treat any
+# TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
     Opener = Literal["app", "shim", "graph"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call an application makes, as the scenario app (fixtures/scenarios/app.c) and the probe's
+    "as an application" mode make it; ``str()`` is the app's step syntax, ``check:cudnnOpsVersionCheck``."""
+
+    kind: Literal["dlopen", "version", "check", "create", "finalize", "heuristic"]
+    # dlopen: the application's dlopen of the shim (the app's own first step, "dlopen");
+    # version: size_t f(void); check: status f(void); create: status f(void **);
+    # finalize: a backend tensor descriptor created and finalized; heuristic: a backend engine
+    # heuristic descriptor created (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR))
+    function: str
+    # What it returns when everything loads, by status name: None for success (or a value). The
+    # finalize of an empty tensor descriptor is refused with BAD_PARAM; cudnnCreate without a GPU
+    # returns NOT_INITIALIZED, which the caller decides (`needs_gpu`).
+    healthy: str | None = None
+    needs_gpu: bool = False
+
+    def __str__(self) -> str:
+        return self.kind if self.kind == "dlopen" else f"{self.kind}:{self.function}"
 
 
 @dataclass(frozen=True)
@@ -34,6 +56,12 @@ class SubLibrary:
     version_check: str | None  # its cudnn*VersionCheck, exported by the shim
     version_symbol: str | None  # exported u32 (major<<16|minor<<8|patch), cudnn-facts §2
     required: bool = True  # an install without it is broken
+    # What an application reaches it with: the calls the shim routes to it (cudnn-facts §4.1, and the
+    # exports of each sub-library), in words and by example, and the calls of the scenario app that
+    # load it first.
+    serves: str = ""
+    examples: tuple[str, ...] = ()
+    calls: tuple[Call, ...] = ()
 
     @property
     def soname(self) -> str:
@@ -56,14 +84,27 @@ class SubLibrary:
 
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
-        symbol: str | None = None, required: bool = True) -> SubLibrary:
+        symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
+        calls: tuple[Call, ...] = ()) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
-    return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required)
+    checks = (Call("check", check),) if check else ()
+    return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, serves, examples, checks + calls)
 
 
-def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None) -> SubLibrary:
+def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None, serves: str = "",
+        examples: tuple[str, ...] = (), calls: tuple[Call, ...] = ()) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
-    return SubLibrary(key, stem, 8, "app" if key == "shim" else "shim", needs, check, symbol)
+    checks = (Call("check", check),) if check else ()
+    return SubLibrary(key, stem, 8, "app" if key == "shim" else "shim", needs, check, symbol, True, serves, examples,
+                      checks + calls)
+
+
+# The calls of the scenario app and the application-mode probe (fixtures/scenarios/app.c), each at
+# home in one sub-library. Results measured on the 9.0, 9.28 and 8.9.7 wheels (2026-11-24).
+GET_VERSION = Call("version", "cudnnGetVersion")
+CREATE_HANDLE = Call("create", "cudnnCreate", needs_gpu=True)
+FINALIZE = Call("finalize", "cudnnBackendFinalize", healthy="CUDNN_STATUS_BAD_PARAM")
+HEURISTIC = Call("heuristic", "cudnnBackendCreateDescriptor")
 
 
 @dataclass(frozen=True)
@@ -71,7 +112,7 @@ class Generation:
     major: int
     libraries: tuple[SubLibrary, ...]  # in load order: leaves first, shim last
     statuses: dict[int, str]
-    shim_rpath_note: str = ""
+    exercise: tuple[Call, ...] = ()  # what the scenario app and the application-mode probe call, in order
 
     @property
     def shim(self) -> SubLibrary:
@@ -89,6 +130,13 @@ class Generation:
 
     def status_name(self, code: int) -> str:
         return self.statuses.get(code, f"CUDNN_UNKNOWN_STATUS ({code})")
+
+    def status_code(self, name: str) -> int:
+        return next(code for code, known in self.statuses.items() if known == name)
+
+    def serving(self, call: Call) -> tuple[SubLibrary, ...]:
+        """The libraries ``call`` needs, in the order it loads them (graph before the engines it opens)."""
+        return tuple(lib for lib in self.libraries if call in lib.calls)
 
 
 # cudnnStatus_t, cudnn_ops_infer.h (8.x); 7.x is the same table without 14.
@@ -144,33 +192,74 @@ _STATUS_V9 = {
 # opens, ops, then cnn/adv/ext, shim last (loading-in-the-wild, "safe preload").
 # ext and tensor_ir are absent from 9.0; ext is expected only when the shim
 # exports cudnnSubquadraticOpsVersionCheck (discovery checks that).
+_ENGINES = dict(serves="the graph API's execution plans, which PyTorch and JAX run their convolutions through",
+                examples=("cudnnBackendFinalize",), calls=(FINALIZE,))
 V9 = Generation(9, (
-    _v9("graph", "shim", (), "cudnnGraphVersionCheck", "cudnn_graph_version"),
-    _v9("heuristic", "graph", ("graph",)),
-    _v9("engines_precompiled", "graph", ("graph",)),
-    _v9("engines_runtime_compiled", "graph", ("graph",)),
-    _v9("engines_tensor_ir", "graph", ("graph",), required=False),
-    _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version"),
-    _v9("cnn", "shim", ("ops", "graph"), "cudnnCnnVersionCheck"),
-    _v9("adv", "shim", ("ops", "graph"), "cudnnAdvVersionCheck", "cudnn_adv_infer_version"),
-    _v9("ext", "shim", (), "cudnnSubquadraticOpsVersionCheck", required=False),
+    _v9("graph", "shim", (), "cudnnGraphVersionCheck", "cudnn_graph_version",
+        serves="every call that is not an operation: the version and error getters, handles and the graph API",
+        examples=("cudnnGetVersion", "cudnnCreate", "cudnnGetErrorString", "cudnnBackendCreateDescriptor"),
+        calls=(GET_VERSION, FINALIZE, HEURISTIC, CREATE_HANDLE)),
+    _v9("heuristic", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
+    _v9("engines_precompiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
+    _v9("engines_runtime_compiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
+    _v9("engines_tensor_ir", "graph", ("graph",), required=False, **_ENGINES),  # type: ignore[arg-type]
+    _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version",
+        serves="tensor, filter, activation, pooling, softmax and normalization calls",
+        examples=("cudnnCreateTensorDescriptor", "cudnnActivationForward"),
+        calls=(Call("create", "cudnnCreateTensorDescriptor"),)),
+    _v9("cnn", "shim", ("ops", "graph"), "cudnnCnnVersionCheck", serves="convolution calls",
+        examples=("cudnnCreateConvolutionDescriptor", "cudnnConvolutionForward"),
+        calls=(Call("create", "cudnnCreateConvolutionDescriptor"),)),
+    _v9("adv", "shim", ("ops", "graph"), "cudnnAdvVersionCheck", "cudnn_adv_infer_version",
+        serves="RNN, multi-head attention and CTC calls", examples=("cudnnCreateRNNDataDescriptor", "cudnnRNNForward"),
+        calls=(Call("create", "cudnnCreateRNNDataDescriptor"),)),
+    _v9("ext", "shim", (), "cudnnSubquadraticOpsVersionCheck", required=False,
+        serves="the subquadratic and GNN operations", examples=("cudnnCausalConv1dForward",)),
     _v9("shim", "app", ()),
-), _STATUS_V9)
+), _STATUS_V9, exercise=(
+    GET_VERSION, Call("check", "cudnnGraphVersionCheck"), Call("check", "cudnnOpsVersionCheck"),
+    Call("check", "cudnnCnnVersionCheck"), Call("check", "cudnnAdvVersionCheck"),
+    Call("check", "cudnnSubquadraticOpsVersionCheck"), Call("create", "cudnnCreateTensorDescriptor"),
+    Call("create", "cudnnCreateConvolutionDescriptor"), Call("create", "cudnnCreateRNNDataDescriptor"),
+    FINALIZE, HEURISTIC, CREATE_HANDLE))
 
 # cuDNN 8: the infer/train split; the v8 shim opens exactly "X.so.8" and aborts
-# the process when one is missing (cudnn-facts §1.2).
+# the process when one is missing (cudnn-facts §1.2). Even cudnnGetVersion loads ops_infer.
 V8 = Generation(8, (
-    _v8("ops_infer", (), "cudnnOpsInferVersionCheck", "cudnn_ops_infer_version"),
-    _v8("ops_train", ("ops_infer",), "cudnnOpsTrainVersionCheck", "cudnn_ops_train_version"),
-    _v8("cnn_infer", ("ops_infer",), "cudnnCnnInferVersionCheck", "cudnn_cnn_infer_version"),
-    _v8("cnn_train", ("ops_infer", "ops_train", "cnn_infer"), "cudnnCnnTrainVersionCheck", None),
-    _v8("adv_infer", ("ops_infer",), "cudnnAdvInferVersionCheck", "cudnn_adv_infer_version"),
-    _v8("adv_train", ("ops_infer", "ops_train", "adv_infer"), "cudnnAdvTrainVersionCheck", None),
+    _v8("ops_infer", (), "cudnnOpsInferVersionCheck", "cudnn_ops_infer_version",
+        serves="every call: cudnnGetVersion and cudnnCreate load it first; tensor, filter and activation calls",
+        examples=("cudnnGetVersion", "cudnnCreate", "cudnnCreateTensorDescriptor"),
+        calls=(GET_VERSION, Call("create", "cudnnCreateTensorDescriptor"), CREATE_HANDLE)),
+    _v8("ops_train", ("ops_infer",), "cudnnOpsTrainVersionCheck", "cudnn_ops_train_version",
+        serves="the backward of activation, pooling, softmax and normalization",
+        examples=("cudnnActivationBackward",)),
+    _v8("cnn_infer", ("ops_infer",), "cudnnCnnInferVersionCheck", "cudnn_cnn_infer_version",
+        serves="forward convolution and the backend (graph) API",
+        examples=("cudnnCreateConvolutionDescriptor", "cudnnConvolutionForward", "cudnnBackendFinalize"),
+        calls=(Call("create", "cudnnCreateConvolutionDescriptor"), Call("finalize", "cudnnBackendFinalize",
+                                                                        healthy="CUDNN_STATUS_BAD_PARAM"))),
+    _v8("cnn_train", ("ops_infer", "ops_train", "cnn_infer"), "cudnnCnnTrainVersionCheck", None,
+        serves="convolution backward", examples=("cudnnConvolutionBackwardFilter",)),
+    _v8("adv_infer", ("ops_infer",), "cudnnAdvInferVersionCheck", "cudnn_adv_infer_version",
+        serves="RNN inference and multi-head attention forward", examples=("cudnnCreateRNNDataDescriptor",),
+        calls=(Call("create", "cudnnCreateRNNDataDescriptor"),)),
+    _v8("adv_train", ("ops_infer", "ops_train", "adv_infer"), "cudnnAdvTrainVersionCheck", None,
+        serves="RNN training and attention backward", examples=("cudnnRNNBackwardData_v8",)),
     _v8("shim", (), None, None),
-), _STATUS_V8)
+), _STATUS_V8, exercise=(
+    GET_VERSION, Call("check", "cudnnOpsInferVersionCheck"), Call("check", "cudnnOpsTrainVersionCheck"),
+    Call("check", "cudnnCnnInferVersionCheck"), Call("check", "cudnnCnnTrainVersionCheck"),
+    Call("check", "cudnnAdvInferVersionCheck"), Call("check", "cudnnAdvTrainVersionCheck"),
+    Call("create", "cudnnCreateTensorDescriptor"), Call("create", "cudnnCreateConvolutionDescriptor"),
+    Call("create", "cudnnCreateRNNDataDescriptor"), Call("finalize", "cudnnBackendFinalize",
+                                                          healthy="CUDNN_STATUS_BAD_PARAM"), CREATE_HANDLE))
 
-# cuDNN 7: one monolithic library, no VersionCheck, no sub-libraries.
-V7 = Generation(7, (SubLibrary("shim", "libcudnn", 7, "app", (), None, None),), _STATUS_V7)
+# cuDNN 7: one monolithic library, no VersionCheck, no sub-libraries, no graph API.
+_V7_CALLS = (GET_VERSION, Call("create", "cudnnCreateTensorDescriptor"),
+             Call("create", "cudnnCreateConvolutionDescriptor"), CREATE_HANDLE)
+V7 = Generation(7, (SubLibrary("shim", "libcudnn", 7, "app", (), None, None, serves="every call",
+                               examples=("cudnnGetVersion", "cudnnCreate"), calls=_V7_CALLS),),
+                _STATUS_V7, exercise=_V7_CALLS)
 
 GENERATIONS: dict[int, Generation] = {7: V7, 8: V8, 9: V9}
 

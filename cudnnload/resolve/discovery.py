@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -28,6 +29,7 @@ from cudnnload.resolve.catalog import (
     generation,
     parse_release,
 )
+from cudnnload.resolve.consequences import UNLOADABLE, Expectation, Load, Planned, Prediction, plan_loads, predict
 from cudnnload.resolve.elf import ElfInfo, max_version
 from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
@@ -63,6 +65,8 @@ class Step:
     inside_install: bool
     release: Release | None
     trail: tuple[str, ...] = ()
+    outcome: str | None = None  # what opening the file does: "found", "already-loaded", or why it fails
+    error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,9 @@ class Install:
     plan: tuple[Step, ...]  # the shim's (and graph's) run-time dlopen of each sub-library
     dependencies: tuple[Step, ...]  # libz, libcuda, cuBLASLt, NVRTC
     findings: tuple[Finding, ...]
+    # What an application calling cuDNN would see, call by call (consequences.predict), on a
+    # machine with a GPU when libcuda.so.1 was found, else without one.
+    expected: tuple[Expectation, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -233,9 +240,14 @@ def _release_of(
             return parse_release(dist.version), f"{dist.name} {dist.version} metadata"
         except ValueError:
             pass
-    for cand in files:
-        if cand.elf and cand.elf.release:
-            return cand.elf.release, f"{cand.elf.release_symbol} in {os.path.basename(cand.path)}"
+    constants = [cand for cand in files if cand.elf and cand.elf.release]
+    if constants:
+        # the release most of the folder's version constants name: one stray sub-library of another
+        # release (graph included) is then the mixed one, not the rest of the folder
+        counts = Counter(cand.elf.release for cand in constants if cand.elf)
+        best = max(counts, key=lambda release: counts[release])
+        cand = next(c for c in constants if c.elf and c.elf.release == best)
+        return best, f"{cand.elf.release_symbol if cand.elf else ''} in {os.path.basename(cand.path)}"
     for cand in files:  # libcudnn.so.7 -> libcudnn.so.7.6.5: the link's target names the release
         for name in (cand.path, cand.real_path or ""):
             match = _FULL_VERSION.search(name)
@@ -335,15 +347,99 @@ def build_install(
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
     steps = () if gen.major == 7 else tuple(
         step for lib, step in plan(gen, shim.path if shim else None, folder, release, cache, env)
-        if step.path or lib.required)
+        if step.path or lib.required or _asked_for(lib, shim))
     for step in steps:
         findings += step_findings(step, folder, release)
-    deps = _dependencies(gen, files, _cuda_major(dist, files), release, cache, env)
+    deps = _dependencies(gen, files, steps, _cuda_major(dist, files), cache, env)
     findings += [f for step in deps for f in _dependency_findings(step, major)]
     if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
         findings += _symlinked_shim(shim, gen, folder)
+    prediction = predict_install(gen, release, files, steps, deps, cache)
+    files = tuple(replace(cand, findings=_with_consequences(cand.findings, prediction)) for cand in files)
+    said = _with_consequences(findings, prediction)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
-                   _cuda_major(dist, files), files, steps, deps, tuple(findings))
+                   _cuda_major(dist, files), files, steps, deps, said + _unexplained(prediction, said, files, folder),
+                   prediction.expectations)
+
+
+def _asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
+    """An optional sub-library the shim asks for all the same: it exports its VersionCheck (ext in 9.28)."""
+    return bool(lib.version_check and shim and shim.elf and lib.version_check in shim.elf.version_checks)
+
+
+def predict_install(gen: Generation, release: Release | None, files: Sequence[Candidate], steps: Sequence[Step],
+                    deps: Sequence[Step], cache: ElfCache) -> Prediction:
+    """What an application would see with this install (`consequences`): the loads the plan makes,
+    and a consequence per cause of failure."""
+    def elf_of(path: str) -> ElfInfo | None:
+        try:
+            return cache.inspect(os.path.realpath(path))
+        except (OSError, ElfError):
+            return None
+
+    planned = {step.library: Planned(step.path, step.outcome, step.error, step.release) for step in steps}
+    missing = {step.library: step.library for step in deps if step.path is None}
+    shim = next((c for c in files if c.library == "shim"), None)
+    gpu = any(step.library == "libcuda.so.1" and step.path for step in deps)
+    loads = {} if gen.major == 7 else plan_loads(gen, release, planned, missing, elf_of)
+    return predict(gen, release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
+                   shim_fails=_shim_load(shim, missing), elf_of=elf_of, gpu=gpu)
+
+
+def _shim_load(shim: Candidate | None, missing: Mapping[str, str]) -> Load | None:
+    """Why the application's own dlopen of the shim fails, if it does: the file, or a library it NEEDs."""
+    if shim is None:
+        return None
+    if shim.elf is None:
+        problem = next((f.message for f in shim.findings if f.severity == ERROR), "it cannot be read")
+        return Load("shim", shim.path, None, UNLOADABLE, f"{shim.path}: {problem}", "shim")
+    needed = next((name for name in shim.elf.needed if name in missing), None)
+    if needed is not None:
+        return Load("shim", shim.path, None, UNLOADABLE,
+                    f"{needed}: cannot open shared object file: No such file or directory", needed)
+    return None
+
+
+_WOULD_LOAD = re.compile(r" would load (\w+) from ")
+
+
+def subjects(finding: Finding) -> tuple[str, ...]:
+    """What a finding is about: a sub-library's key (and "<key>-release", for what its release does), or
+    a dependency's soname; () when it is about neither."""
+    if finding.code == "origin-through-symlink":
+        return ("graph", "ops_infer")  # what the shim opens first, through the link's $ORIGIN
+    named = classify(os.path.basename(finding.path or ""))
+    if named is not None and named.key != "shim":
+        return (named.key, f"{named.key}-release")
+    loads = _WOULD_LOAD.search(finding.message)
+    if loads is not None:
+        return (loads.group(1), f"{loads.group(1)}-release")
+    soname = next((word for word in finding.message.replace(",", " ").split() if word.startswith("lib")), None)
+    return (soname,) if finding.code in ("missing-dependency", "no-driver") and soname else ()
+
+
+def _with_consequences(findings: Sequence[Finding], prediction: Prediction) -> tuple[Finding, ...]:
+    """The findings, each with what the user will see because of it (info findings get theirs too: the
+    no-driver one says what a machine without a GPU shows)."""
+    out = []
+    for finding in findings:
+        found = tuple(c for cause in subjects(finding) for c in prediction.consequences.get(cause, ()))
+        out.append(replace(finding, consequences=found) if found else finding)
+    return tuple(out)
+
+
+def _unexplained(prediction: Prediction, findings: Sequence[Finding], files: Sequence[Candidate],
+                 folder: str) -> tuple[Finding, ...]:
+    """A finding for each cause of failure no other finding carries, so that none goes unsaid."""
+    said = {c.library for f in [*findings, *(f for c in files for f in c.findings)] for c in f.consequences}
+    extra = []
+    for cause, consequences in prediction.consequences.items():
+        load = prediction.loads.get(cause)
+        if cause in said or load is None:
+            continue
+        extra.append(Finding("sublibrary-unloadable", ERROR, f"{cause} would not load: {load.error}",
+                             load.path or folder, "replace the folder with one complete cuDNN release", consequences))
+    return tuple(extra)
 
 
 def _expected(gen: Generation, files: Sequence[Candidate]) -> tuple[SubLibrary, ...]:
@@ -382,16 +478,19 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
     sub-library gets a step, found or not. ``shim_path``: the shim as opened (None: there is none)."""
     shim_req = requester(shim_path, cache) if shim_path else None
     graph_req: linker.Requester | None = None
+    graph_release = release
     steps: list[tuple[SubLibrary, Step]] = []
     for lib in gen.sublibraries:
         # A dlopen'd object has no loader (glibc l_loader): the shim's calls search with the
         # shim's own paths, graph's calls with graph's, plus the executable's RPATH (linker.Chain).
+        # Each asks for the names of its own release: a 9.0 graph under a 9.28 shim asks for X.so.9.0.0.
         opener = shim_req if lib.opened_by == "shim" else graph_req
-        names = lib.names_tried(release)
+        names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
         res = linker.resolve_many(names, _chain(opener), env)
+        step = make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)
         if lib.key == "graph" and res.path:
-            graph_req = requester(res.path, cache)
-        steps.append((lib, make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)))
+            graph_req, graph_release = requester(res.path, cache), step.release or release
+        steps.append((lib, step))
     return tuple(steps)
 
 
@@ -417,7 +516,8 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
     path, rule = found or (res.path, res.rule)
     release = release_near(path, cache) if path else None
     inside = bool(path and folder) and os.path.realpath(os.path.dirname(path or "")) == os.path.realpath(folder or "")
-    return Step(key, requested_by, names, path, rule, inside, release, condensed_trail(res, env.defaults.subdirs))
+    return Step(key, requested_by, names, path, rule, inside, release, condensed_trail(res, env.defaults.subdirs),
+                "found" if found else res.outcome, None if found else res.error)
 
 
 def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str, ...]:
@@ -435,11 +535,17 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
 
 
 def step_findings(step: Step, folder: str, release: Release | None) -> Iterable[Finding]:
-    """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder."""
+    """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
+    ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
     if step.path is None or step.inside_install:
         return
     opener = os.path.basename(step.requested_by) if step.requested_by else "the shim"
     stray = os.path.dirname(step.path)
+    if step.error is not None:
+        yield Finding("sublibrary-unloadable", ERROR, f"{opener} would load {step.library} from {step.path} "
+                      f"(via {step.rule}), which cannot load: {step.error}", step.path,
+                      f"remove or replace {step.path}")
+        return
     fix = (f"remove {stray} from LD_LIBRARY_PATH" if step.rule == "ld-library-path"
            else f"remove the stray cuDNN in {stray}, or complete this install")
     if release and step.release and step.release != release:
@@ -459,28 +565,36 @@ def _symlinked_shim(shim: Candidate, gen: Generation, folder: str) -> Iterable[F
                   f"link the whole folder, or add {os.path.dirname(shim.real_path or '')} to LD_LIBRARY_PATH")
 
 
-def _dependencies(gen: Generation, files: Sequence[Candidate], cuda: int | None, release: Release | None,
+def _dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Step], cuda: int | None,
                   cache: ElfCache, env: linker.LinkerEnv) -> tuple[Step, ...]:
     """Non-cuDNN libraries the install needs: DT_NEEDED ones, and those cuDNN dlopens itself."""
     steps: dict[str, Step] = {}
-    for cand in files:
-        if cand.elf is None:
-            continue
-        req = linker.Requester.from_elf(cand.path, cand.elf)
-        for needed in cand.elf.needed:
+    # the install's own files, then what the plan loads from elsewhere (LD_LIBRARY_PATH ...)
+    loading = [(cand.path, cand.elf) for cand in files if cand.elf is not None]
+    mine = {os.path.realpath(path) for path, _ in loading}
+    for step in plan:
+        if step.path and step.error is None and os.path.realpath(step.path) not in mine:
+            try:
+                loading.append((step.path, cache.inspect(os.path.realpath(step.path))))
+            except (OSError, ElfError):
+                continue
+    for path, info in loading:
+        req = linker.Requester.from_elf(path, info)
+        for needed in info.needed:
             if needed in steps or needed.startswith("libcudnn") or needed in SYSTEM_LIBRARIES:
                 continue
             res = linker.resolve(needed, _chain(req), env)
-            steps[needed] = make_step(needed, cand.path, (needed,), res, os.path.dirname(cand.path), cache, env)
+            steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), cache, env)
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
-    opener = next((c for c in files if c.library in ("engines_precompiled", "graph", "cnn_infer") and c.elf), None)
-    if opener is not None and opener.elf is not None and cuda and gen.major >= 8:
-        req = linker.Requester.from_elf(opener.path, opener.elf)
+    # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from.
+    opener = next((step.path for step in plan if step.library in ("graph", "cnn_infer") and step.path), None) or \
+        next((c.path for c in files if c.library in ("graph", "cnn_infer") and c.elf), None)
+    opener_req = requester(opener, cache) if opener else None
+    if opener is not None and opener_req is not None and cuda and gen.major >= 8:
         for soname in (f"libcublasLt.so.{cuda}", f"libnvrtc.so.{cuda}"):
             if soname not in steps:
-                res = linker.resolve(soname, _chain(req), env)
-                steps[soname] = make_step(soname, opener.path, (soname,), res, os.path.dirname(opener.path),
-                                          cache, env)
+                res = linker.resolve(soname, _chain(opener_req), env)
+                steps[soname] = make_step(soname, opener, (soname,), res, os.path.dirname(opener), cache, env)
     return tuple(steps.values())
 
 
@@ -512,11 +626,13 @@ def _dependency_findings(step: Step, major: int) -> Iterable[Finding]:
 
 # --- the whole machine ---------------------------------------------------------
 
-def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[str, list[str]]]:
-    """User-given files and folders: folders are searched, files stand alone."""
+def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[tuple[str, int], list[str]]]:
+    """User-given files and folders: folders are searched; a file stands for the install it belongs to,
+    its folder's files of its generation, with the file itself as given (a symlinked shim stays one:
+    its $ORIGIN is the link's folder)."""
     origins: list[Origin] = []
     findings: list[Finding] = []
-    single: dict[str, list[str]] = {}
+    given: dict[tuple[str, int], list[str]] = {}
     for raw in paths:
         path = os.path.abspath(raw)
         if os.path.isdir(path):
@@ -524,10 +640,11 @@ def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[s
                 findings.append(Finding("no-cudnn", ERROR, "no libcudnn*.so* files in this folder", path))
             origins.append(Origin(path, "given on the command line"))
         elif os.path.lexists(path):
-            single.setdefault(os.path.dirname(path), []).append(path)
+            lib = classify(os.path.basename(path))
+            given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
         else:
             findings.append(Finding("missing-file", ERROR, "no such file or folder", path))
-    return origins, findings, single
+    return origins, findings, given
 
 
 def _record_conflicts(dists: Sequence[Distribution]) -> Iterable[Finding]:
@@ -542,6 +659,42 @@ def _record_conflicts(dists: Sequence[Distribution]) -> Iterable[Finding]:
                           f"pip uninstall {' '.join(sorted(d.name for d in claim))}, then install exactly one")
 
 
+@dataclass(frozen=True)
+class Context:
+    """The process a load would happen in: its environment, what ld.so would see there (LD_LIBRARY_PATH,
+    ld.so.cache, the executable, what is already mapped), the host's glibc and libstdc++, the ELF memo."""
+
+    environ: Mapping[str, str]
+    cache: ElfCache
+    linker: linker.LinkerEnv
+    host: Host
+
+
+def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
+            executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None) -> Context:
+    """A process started now with ``environ``; ``executable`` (default: this Python) is its main program."""
+    env_vars = dict(os.environ if environ is None else environ)
+    cache = ElfCache(cache_file(env_vars) if use_cache else None)
+    link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
+                                             defaults=linker_defaults(cache, env_vars))
+    return Context(env_vars, cache, link_env, host_facts(link_env, cache))
+
+
+def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribution] = ()) -> Install | None:
+    """The install the cuDNN file at ``path`` belongs to, as that file would load it: its folder's files of
+    its generation, with ``path`` itself as opened (not resolved: a symlinked shim's $ORIGIN is the
+    link's folder). None when the file is of no known cuDNN generation."""
+    lib = classify(os.path.basename(path))
+    if lib is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    scanned = _scan(folder).get(lib.major, [])
+    same_key = {p for p in scanned if (other := classify(os.path.basename(p))) and other.key == lib.key}
+    paths = [p for p in scanned if p not in same_key] + [os.path.abspath(path)]
+    return build_install(folder, lib.major, paths, found_via, cache=ctx.cache, host=ctx.host, env=ctx.linker,
+                         dists=dists)
+
+
 def find(
     paths: Sequence[str] = (),
     *,
@@ -549,28 +702,28 @@ def find(
     site_paths: Sequence[str] | None = None,
     system: bool | None = None,
     use_cache: bool = True,
+    ctx: Context | None = None,
 ) -> Inventory:
     """Every cuDNN install on the machine (or only under ``paths`` when given), with verdicts.
 
     ``system`` (default: True unless ``paths`` are given) adds the ld.so cache, the default
     linker folders and /usr/local/cuda*; ``site_paths`` (default ``sys.path``) is where pip
-    distributions are looked for. Nothing is loaded.
+    distributions are looked for; ``ctx`` (default: this Python in ``environ``) is the process the
+    loads are judged for. A given file stands for the install it belongs to. Nothing is loaded.
     """
-    env_vars = dict(os.environ if environ is None else environ)
-    cache = ElfCache(cache_file(env_vars) if use_cache else None)
-    link_env = linker.LinkerEnv.from_environ(env_vars, executable=python_requester(cache),
-                                             defaults=linker_defaults(cache, env_vars))
-    host = host_facts(link_env, cache)
-    origins, findings, single = _explicit(paths)
+    ctx = ctx or context(environ, use_cache=use_cache)
+    origins, findings, given = _explicit(paths)
     searching = not paths
     sites = list(sys.path if site_paths is None else site_paths) if searching or site_paths else []
-    # a given .../site-packages/nvidia/cudnn/lib folder: read its wheel's metadata too
-    sites += [os.path.normpath(os.path.join(o.folder, "..", "..", "..")) for o in origins
-              if o.folder.endswith(os.path.join("nvidia", "cudnn", "lib"))]
+    # a given .../site-packages/nvidia/cudnn/lib folder (or a file in one): read its wheel's metadata too
+    folders = [o.folder for o in origins] + [folder for folder, _ in given]
+    sites += [os.path.normpath(os.path.join(folder, "..", "..", "..")) for folder in folders
+              if folder.endswith(os.path.join("nvidia", "cudnn", "lib"))]
     dists = cudnn_distributions(sites) if sites else ()
     if searching:
-        ctx = SearchContext(env_vars, link_env, system=True if system is None else system, distributions=dists)
-        origins += search(ctx)
+        search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
+                                   distributions=dists)
+        origins += search(search_ctx)
     installs: list[Install] = []
     seen: set[tuple[str, int]] = set()
     for origin in origins:
@@ -579,29 +732,30 @@ def find(
             if real in seen:
                 continue
             seen.add(real)
-            installs += _installs_for(origin.folder, major, files, origin.found_via, cache, host, link_env, dists,
-                                      findings)
-    for folder, files in single.items():
-        by_major: dict[int, list[str]] = {}
-        for path in files:
-            lib = classify(os.path.basename(path))
-            by_major.setdefault(lib.major if lib else 0, []).append(path)
-        for major, group in by_major.items():
-            installs += _installs_for(folder, major, group, "given on the command line", cache, host, link_env,
-                                      dists, findings)
+            installs += _installs_for(origin.folder, major, files, origin.found_via, ctx, dists, findings)
+    for (folder, major), files in given.items():
+        if major == 0 or (os.path.realpath(folder), major) in seen:
+            installs += _installs_for(folder, 0, files, "given on the command line", ctx, dists, findings) \
+                if major == 0 else []
+            continue
+        seen.add((os.path.realpath(folder), major))
+        shim = next((path for path in files if (lib := classify(os.path.basename(path))) and lib.key == "shim"),
+                    files[0])
+        installs += [install for install in [install_of(shim, ctx, "given on the command line", dists)] if install]
     findings += _record_conflicts(dists)
-    cache.save()
-    return Inventory(host, tuple(installs), tuple(findings), tuple(dists))
+    ctx.cache.save()
+    return Inventory(ctx.host, tuple(installs), tuple(findings), tuple(dists))
 
 
-def _installs_for(folder: str, major: int, files: list[str], found_via: str, cache: ElfCache, host: Host,
-                  env: linker.LinkerEnv, dists: Sequence[Distribution], findings: list[Finding]) -> list[Install]:
+def _installs_for(folder: str, major: int, files: list[str], found_via: str, ctx: Context,
+                  dists: Sequence[Distribution], findings: list[Finding]) -> list[Install]:
     if major == 0:
         # libcudnn* names no generation knows (libcudnn.so.6, libcudnn_foo.so): report each file
         findings += [Finding("unknown-library", WARNING, "a libcudnn file of no known cuDNN generation "
                              "(7, 8, 9)", path) for path in files]
         return []
-    return [build_install(folder, major, files, found_via, cache=cache, host=host, env=env, dists=dists)]
+    return [build_install(folder, major, files, found_via, cache=ctx.cache, host=ctx.host, env=ctx.linker,
+                          dists=dists)]
 
 
 def inspect(paths: Sequence[str], *, environ: Mapping[str, str] | None = None, use_cache: bool = True) -> Inventory:

@@ -311,3 +311,76 @@ def _build_id(reader: _Reader, sec: _Section | None) -> str | None:
     name_size, desc_size, _type = reader.note.unpack_from(reader.data, sec.offset)
     desc = sec.offset + 12 + (name_size + 3) // 4 * 4
     return reader.data[desc:desc + desc_size].hex()
+
+
+@record
+class DynamicSymbols:
+    """The dynamic symbols of one file by name: those it defines (exports), and those it needs from each
+    version node (cuDNN names its version nodes after the soname: ``libcudnn_ops_train.so.8``)."""
+
+    defined: frozenset[str]
+    needed: dict[str, frozenset[str]]  # version name -> undefined symbols bound to it
+
+    def unresolved(self, version: str, provider: DynamicSymbols) -> tuple[str, ...]:
+        """What this file needs from ``version`` that ``provider`` does not define: dlopen fails on the first
+        ("undefined symbol: NAME, version VERSION")."""
+        return tuple(sorted(self.needed.get(version, frozenset()) - provider.defined))
+
+
+def read_dynamic_symbols(path: str | os.PathLike[str]) -> DynamicSymbols:
+    """Every dynamic symbol's name and binding: for the rare question whether two files of different cuDNN
+    releases link (8.5's libcudnn_ops_train beside 8.9.7's libcudnn_cnn_train does not: cnn_train needs
+    cudnnPooling4dBackward@libcudnn_ops_train.so.8). Not memoised: tens of thousands of names."""
+    name = os.fspath(path)
+    try:
+        handle = open(name, "rb")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise ElfError(exc.strerror or str(exc), path=name) from None
+    with handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        try:
+            elf = _elffile(handle)
+            sections = [_Section(s.name, s["sh_type"], s["sh_offset"], s["sh_size"], s["sh_addr"], s["sh_link"])
+                        for s in elf.iter_sections()]
+            return _dynamic_symbols(_Reader(data, elf.elfclass, elf.little_endian), sections)
+        except Exception as exc:  # pyelftools and struct raise many types on damaged input
+            raise ElfError(f"damaged ELF file ({type(exc).__name__}: {exc})", path=name) from None
+
+
+def _dynamic_symbols(reader: _Reader, sections: list[_Section]) -> DynamicSymbols:
+    by_name = {sec.name: sec for sec in sections}
+    dynsym, versym, verneed = by_name.get(".dynsym"), by_name.get(".gnu.version"), by_name.get(".gnu.version_r")
+    if dynsym is None:
+        return DynamicSymbols(frozenset(), {})
+    versions: dict[int, str] = {}  # vna_other -> version name
+    if verneed is not None:
+        strtab = sections[verneed.link]
+        start, end = strtab.offset, strtab.offset + strtab.size
+        pos = verneed.offset
+        while True:
+            _version, count, _file, aux, following = reader.verneed.unpack_from(reader.data, pos)
+            entry = pos + aux
+            for _ in range(count):
+                _hash, _flags, other, vname, after = reader.vernaux.unpack_from(reader.data, entry)
+                versions[other] = reader.cstring(start, end, vname)
+                entry += after
+            if not following:
+                break
+            pos += following
+    strtab = sections[dynsym.link]
+    start, end = strtab.offset, strtab.offset + strtab.size
+    indices = struct.unpack_from(("<" if reader.u32.format.startswith("<") else ">") + f"{versym.size // 2}H",
+                                 reader.data, versym.offset) if versym is not None else ()
+    defined: set[str] = set()
+    needed: dict[str, set[str]] = {}
+    for index, fields in enumerate(reader.sym.iter_unpack(reader.data[dynsym.offset:dynsym.offset + dynsym.size])):
+        st_name, info, other, shndx = (fields[0], fields[1], fields[2], fields[3]) if reader.wide else \
+            (fields[0], fields[3], fields[4], fields[5])
+        if not st_name or info >> 4 not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE):
+            continue
+        symbol = reader.cstring(start, end, st_name)
+        if shndx != 0:
+            if other & 3 in (STV_DEFAULT, STV_PROTECTED):
+                defined.add(symbol)
+        elif index < len(indices) and (version := versions.get(indices[index] & 0x7FFF)) is not None:
+            needed.setdefault(version, set()).add(symbol)
+    return DynamicSymbols(frozenset(defined), {version: frozenset(names) for version, names in needed.items()})

@@ -239,6 +239,19 @@ class Resolution:
     def found(self) -> bool:
         return self.path is not None and self.error is None
 
+    @property
+    def outcome(self) -> Outcome | Rule | None:
+        """What opening the picked file does ("found", or why it fails: "not-elf", "cut-segments" ...);
+        "already-loaded" for an object already in the process; None when nothing was picked."""
+        if self.rule == "already-loaded":
+            return "already-loaded"
+        return next((attempt.outcome for attempt in reversed(self.trail) if attempt.path == self.path), None)
+
+    @property
+    def kills(self) -> bool:
+        """dlopen of the picked file kills the process (SIGBUS mapping a cut segment) instead of failing."""
+        return self.path is not None and self.outcome == "cut-segments"
+
 
 def split_ld_library_path(value: str) -> tuple[str, ...]:
     """LD_LIBRARY_PATH as _dl_init_paths splits it: on ':' and ';'; empty means unset.
@@ -272,13 +285,14 @@ def resolve_many(names: Sequence[str], chain: Chain | None, env: LinkerEnv) -> R
     """The first of ``names`` that loads, each looked up in full, as the cuDNN 9 shim does with
     ``libX.so.9.28.0``, ``libX.so.9.28``, ``libX.so.9``, ``libX.so`` (cudnn-facts 1.2).
     Its trail holds the attempts for the names before it too; when none loads, the
-    last name's resolution is returned with every attempt."""
+    last name's resolution is returned with every attempt. A name whose file kills the process
+    (cut segments: SIGBUS in dlopen, measured on the 9.28 and 8.9.7 wheels) ends the list there."""
     if not names:
         raise ValueError("resolve_many needs at least one name")
     results: list[Resolution] = []
     for name in names:
         results.append(resolve(name, chain, env))
-        if results[-1].found:
+        if results[-1].found or results[-1].kills:  # a process killed by a name tries no further names
             break
     return replace(results[-1], trail=tuple(attempt for result in results for attempt in result.trail))
 

@@ -1,9 +1,12 @@
 """Which file each cuDNN name resolves to for a given consumer, and by which rule.
 
-The consumer is this Python process (default) or a shared object such as
-``libtorch_cuda.so``. The shim is looked up as the consumer's ``dlopen`` would;
-each sub-library as the shim's own run-time ``dlopen`` would (the part ``ldd``
-cannot see), with the shim and the consumer as the loader chain.
+The consumer is this Python process (default) or a shared object or program such as
+``libtorch_cuda.so``. The shim is looked up as the consumer's ``dlopen`` (or DT_NEEDED entry)
+would; then the install that shim belongs to is judged by `discovery.install_of`, the code
+``inspect`` uses, so ``which`` and ``inspect`` cannot disagree about the same files: each
+sub-library as the shim's own run-time ``dlopen`` would get it (the part ``ldd`` cannot see).
+A consumer that is itself a cuDNN file (a shim or a sub-library, of any generation) stands for
+the install it belongs to.
 """
 
 from __future__ import annotations
@@ -16,9 +19,8 @@ from dataclasses import dataclass
 from cudnnload.errors import UsageError
 from cudnnload.findings import ERROR, INFO, Finding
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify
-from cudnnload.resolve.discovery import Step, make_step, plan, python_requester, requester, step_findings
-from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
+from cudnnload.resolve.discovery import Context, Install, Step, context, install_of, make_step, requester, subjects
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.sources import cudnn_distributions
 
@@ -47,6 +49,20 @@ def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
     return tuple(libs) or None
 
 
+def consumer_generations(consumer: str, ctx: Context) -> tuple[int, ...]:
+    """The cuDNN generations a consumer asks for: its own (a cuDNN file), or those it NEEDs, newest first;
+    every generation when it NEEDs none (it may dlopen one by name)."""
+    own = classify(os.path.basename(consumer))
+    if own is not None:
+        return (own.major,)
+    try:
+        needed = ctx.cache.inspect(os.path.realpath(consumer)).needed
+    except (OSError, Exception):  # noqa: BLE001 (an unreadable consumer asks for every generation)
+        needed = ()
+    majors = sorted({lib.major for name in needed if (lib := classify(name))}, reverse=True)
+    return tuple(majors) or (9, 8, 7)
+
+
 def which(
     names: Sequence[str] = (),
     *,
@@ -55,28 +71,28 @@ def which(
     site_paths: Sequence[str] | None = None,
     use_cache: bool = True,
 ) -> Which:
-    """Resolve cuDNN names (default: the v9 shim and every sub-library) as the consumer would."""
-    env_vars = dict(os.environ if environ is None else environ)
-    cache = ElfCache(cache_file(env_vars) if use_cache else None)
+    """Resolve cuDNN names (default: the newest generation's shim and every sub-library) as the consumer would."""
     mapped = mapped_libraries() if consumer is None else ()
     loaded = {os.path.basename(path): path for path in mapped if os.path.basename(path).startswith("libcudnn")}
-    env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=python_requester(cache),
-                                        defaults=linker_defaults(cache, env_vars))
+    ctx = context(environ, use_cache=use_cache, loaded=loaded)
     consumer_path = consumer or sys.executable
-    consumer_req = requester(consumer, cache) if consumer else None
+    consumer_req = requester(consumer, ctx.cache) if consumer else None
     if consumer and consumer_req is None:
         raise UsageError("cannot read the consumer as an ELF shared object", path=consumer)
     requested = _names(names)
-    gens = sorted({lib.major for lib in requested}, reverse=True) if requested else [9, 8, 7]
+    if requested:
+        gens = sorted({lib.major for lib in requested}, reverse=True)
+    else:
+        gens = list(consumer_generations(consumer, ctx)) if consumer else [9, 8, 7]
     steps: list[Step] = []
     findings: list[Finding] = []
     for major in gens:
         gen = GENERATIONS[major]
         libs = tuple(lib for lib in requested if lib.major == major) if requested else gen.libraries
-        shim_step = _shim(gen, consumer_req, env, cache, site_paths)
+        shim_step = shim_for(gen, consumer, consumer_req, ctx, site_paths)
         if shim_step.path is None and not requested:
             continue  # this generation is not here; try the next older one
-        steps += _resolve_generation(gen, libs, shim_step, env, cache, findings, explicit=bool(requested))
+        steps += _resolve_generation(gen, libs, shim_step, ctx, findings, explicit=bool(requested))
         if not requested:
             break
     if not steps:
@@ -84,32 +100,39 @@ def which(
                                 "linker or installed as a pip wheel", consumer_path,
                                 "pip install nvidia-cudnn-cu12 (or -cu13), or set LD_LIBRARY_PATH to the folder "
                                 "holding libcudnn.so.9"))
-    cache.save()
+    ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 
 
-def _shim(gen: Generation, consumer: linker.Requester | None, env: linker.LinkerEnv, cache: ElfCache,
-          site_paths: Sequence[str] | None) -> Step:
-    """The shim as the consumer's dlopen (or DT_NEEDED) would find it; None consumer: the executable asks."""
+def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Requester | None, ctx: Context,
+             site_paths: Sequence[str] | None = None) -> Step:
+    """The shim as the consumer's dlopen (or DT_NEEDED) would find it; None consumer: the executable asks.
+    A consumer that is a cuDNN file of this generation stands for its own install's shim."""
     shim = gen.shim
-    asker = consumer.path if consumer else sys.executable
-    res = linker.resolve(shim.soname, linker.Chain((consumer,)) if consumer else None, env)
+    asker = consumer_req.path if consumer_req else sys.executable
+    own = classify(os.path.basename(consumer)) if consumer else None
+    if consumer and own is not None and own.major == gen.major:
+        path = consumer if own.key == "shim" else os.path.join(os.path.dirname(consumer), shim.soname)
+        res = linker.resolve(path, None, ctx.linker)
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(path), ctx.cache, ctx.linker)
+    res = linker.resolve(shim.soname, linker.Chain((consumer_req,)) if consumer_req else None, ctx.linker)
     if res.path:
-        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), cache, env)
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), ctx.cache, ctx.linker)
     # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path.
     for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
         for folder in dist.lib_folders:
             path = os.path.join(folder, shim.soname)
             if os.path.exists(path):
                 rule = f"by-path (pip wheel {dist.name} {dist.version}; not on any linker path)"
-                return make_step("shim", asker, (shim.soname,), res, folder, cache, env, found=(path, rule))
-    return make_step("shim", asker, (shim.soname,), res, None, cache, env)
+                return make_step("shim", asker, (shim.soname,), res, folder, ctx.cache, ctx.linker,
+                                 found=(path, rule))
+    return make_step("shim", asker, (shim.soname,), res, None, ctx.cache, ctx.linker)
 
 
-def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, env: linker.LinkerEnv,
-                        cache: ElfCache, findings: list[Finding], explicit: bool) -> list[Step]:
-    """Steps for ``libs``; an optional library (ext, tensor_ir) that is nowhere is left out unless asked for."""
-    steps: list[Step] = []
+def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, ctx: Context,
+                        findings: list[Finding], explicit: bool) -> list[Step]:
+    """Steps for ``libs`` from the install the shim belongs to; an optional library (ext, tensor_ir) that is
+    nowhere is left out unless asked for. Findings: the install's, about these libraries."""
     if shim_step.path is None:
         findings.append(Finding("not-found", ERROR, f"{gen.shim.soname} would not be found", shim_step.requested_by,
                                 "pip install nvidia-cudnn-cu12, or add its folder to LD_LIBRARY_PATH"))
@@ -118,20 +141,21 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
         findings.append(Finding("only-by-path", INFO, f"{gen.shim.soname} is not on any linker search path; it "
                                 "is found only by programs that load it by absolute path (PyTorch, JAX do)",
                                 shim_step.path))
-    folder = os.path.dirname(shim_step.path)
-    if gen.shim in libs:
-        steps.append(shim_step)
-    for lib, step in plan(gen, shim_step.path, folder, shim_step.release, cache, env):
-        if lib in libs and (step.path or lib.required or explicit):
-            steps.append(step)
-            findings += _findings(step, lib, folder, shim_step.release)
+    install = install_of(shim_step.path, ctx, f"as {os.path.basename(shim_step.requested_by or '?')} loads it")
+    assert install is not None  # the shim's name is a cuDNN name
+    steps = [shim_step] if gen.shim in libs else []
+    keys = {lib.key for lib in libs}
+    steps += [step for step in install.plan if step.library in keys]
+    if explicit:
+        planned = {step.library for step in install.plan}
+        steps += [make_step(lib.key, shim_step.path, lib.names_tried(install.release),
+                            linker.Resolution(lib.soname, None, "not-found"), None, ctx.cache, ctx.linker)
+                  for lib in libs if lib.key not in planned and lib.key != "shim"]
+    findings += _about(install, keys)
     return steps
 
 
-def _findings(step: Step, lib: SubLibrary, folder: str, release: Release | None) -> list[Finding]:
-    if step.path is None:
-        severity = ERROR if lib.required else INFO
-        return [Finding("missing-sublibrary", severity, f"the shim would find none of {', '.join(step.names_tried)}",
-                        folder, "reinstall the complete cuDNN next to the shim")]
-    return list(step_findings(step, folder, release))
-
+def _about(install: Install, keys: set[str]) -> list[Finding]:
+    """The install's findings about these sub-libraries (and what they need)."""
+    return [f for f in install.all_findings
+            if keys & set(subjects(f)) or any(c.library in keys for c in f.consequences)]

@@ -1,0 +1,170 @@
+"""The dynamic linker's own account of a run (``LD_DEBUG=libs,files``), read back.
+
+glibc writes one file per process with ``LD_DEBUG_OUTPUT=PREFIX`` (``PREFIX.PID``). The lines this
+reads (glibc 2.36 elf/dl-load.c, dl-open.c, dl-init.c; the format is stable across 2.2x-2.4x)::
+
+    file=libcudnn_ops.so.9 [0];  dynamically loaded by /x/libcudnn.so.9 [0]   a dlopen asks for a name
+    file=libz.so.1 [0];  needed by /x/libcudnn_ops.so.9 [0]                    a DT_NEEDED entry asks
+    find library=libcudnn_ops.so.9 [0]; searching                             a search begins
+     search path=/x:/y		(RPATH from file /x/libcudnn.so.9)                  one search list, and whose
+     search cache=/etc/ld.so.cache                                            ld.so.cache
+      trying file=/x/libcudnn_ops.so.9                                         one candidate
+    file=libcudnn_ops.so.9 [0];  generating link map                          the last candidate is mapped
+    calling init: /x/libcudnn_ops.so.9                                         its initializer runs
+    opening file=/x/libcudnn_ops.so.9 [0]; direct_opencount=2                 dlopen returns an object
+
+An object already in the process is returned without a ``file=`` line: only ``opening file=`` with
+a count above one shows it (the already-loaded rule). A search that never reaches ``generating link
+map`` found nothing (dlopen failed, or for a DT_NEEDED entry the program did not start).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+_PREFIX = re.compile(r"^\s*(\d+):\s?(.*)$")
+_ASKS = re.compile(r"^file=(.+?) \[\d+\];\s+(dynamically loaded by|needed by) (.+?) \[\d+\]$")
+_MAPS = re.compile(r"^file=(.+?) \[\d+\];\s+generating link map$")
+_SEARCH_PATH = re.compile(r"^search path=.*?\t+\((RPATH|RUNPATH) from file (.+)\)$|^search path=.*?\t+\((.+)\)$")
+_TRYING = re.compile(r"^trying file=(.+)$")
+_INIT = re.compile(r"^calling init: (.+)$")
+_OPENING = re.compile(r"^opening file=(.+?) \[\d+\]; direct_opencount=(\d+)$")
+
+_SOURCES = {"LD_LIBRARY_PATH": "ld-library-path", "system search path": "default-dirs"}
+
+
+@dataclass(frozen=True)
+class Opened:
+    """One object the linker mapped, and the rule that found it."""
+
+    path: str  # as opened: the candidate it tried (a symlink stays one; /proc/PID/maps shows its target)
+    name: str  # what was asked for
+    requested_by: str  # the object whose dlopen or DT_NEEDED entry asked
+    how: str  # "dlopen" or "needed"
+    rule: str  # "direct-path", "rpath", "runpath", "ld-library-path", "ld-cache" or "default-dirs"
+    via: str | None  # the object whose RPATH or RUNPATH it came through
+    initialized: bool  # its initializer ran; False when the process ended while mapping it
+
+
+@dataclass(frozen=True)
+class Missed:
+    """A name looked up in vain: nothing loadable was found."""
+
+    name: str
+    requested_by: str
+    how: str
+    tried: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A dlopen answered with an object already in the process (no search: the already-loaded rule)."""
+
+    path: str
+    after: tuple[str, ...]  # the names looked up in vain just before (the shim's more specific names)
+    requested_by: str | None  # whose search those were
+
+
+@dataclass(frozen=True)
+class LinkerLog:
+    pid: int
+    opened: tuple[Opened, ...]
+    missed: tuple[Missed, ...]
+    reused: tuple[Reused, ...]
+    last: str  # the last line: what the linker was doing when the log ends
+
+    def opened_named(self, prefix: str) -> tuple[Opened, ...]:
+        return tuple(o for o in self.opened if os.path.basename(o.path).startswith(prefix))
+
+    @property
+    def dying_in(self) -> Opened | None:
+        """An object mapped but never initialized, when the process ended: it died mapping it (SIGBUS on
+        a cut file) or in its initializer."""
+        return next((o for o in reversed(self.opened) if not o.initialized), None)
+
+
+class _Request:
+    def __init__(self, name: str, how: str, requested_by: str) -> None:
+        self.name, self.how, self.requested_by = name, how, requested_by
+        self.tried: list[tuple[str, str, str | None]] = []  # (path, rule, via)
+        self.rule, self.via = ("direct-path", None) if "/" in name else ("", None)
+
+
+def parse(lines: Iterable[str]) -> dict[int, LinkerLog]:
+    """Every process's log, by pid."""
+    by_pid: dict[int, list[str]] = {}
+    for line in lines:
+        match = _PREFIX.match(line.rstrip("\n"))
+        if match:
+            by_pid.setdefault(int(match.group(1)), []).append(match.group(2).strip())
+    return {pid: _parse_one(pid, body) for pid, body in by_pid.items()}
+
+
+def _parse_one(pid: int, body: Sequence[str]) -> LinkerLog:
+    opened: list[Opened] = []
+    missed: list[Missed] = []
+    reused: list[Reused] = []
+    request: _Request | None = None
+    recent_misses: list[Missed] = []
+    last = ""
+
+    def close() -> None:
+        nonlocal request
+        if request is not None:
+            miss = Missed(request.name, request.requested_by, request.how, tuple(p for p, _, _ in request.tried))
+            missed.append(miss)
+            recent_misses.append(miss)
+        request = None
+
+    for text in body:
+        if not text:
+            continue
+        last = text
+        if (found := _ASKS.match(text)) is not None:
+            close()
+            request = _Request(found.group(1), "dlopen" if found.group(2).startswith("dyn") else "needed",
+                               found.group(3))
+        elif request is not None and (found := _SEARCH_PATH.match(text)) is not None:
+            if found.group(1):
+                request.rule, request.via = found.group(1).lower(), found.group(2)
+            else:
+                request.rule, request.via = _SOURCES.get(found.group(3), found.group(3)), None
+        elif request is not None and text.startswith("search cache="):
+            request.rule, request.via = "ld-cache", None
+        elif request is not None and (found := _TRYING.match(text)) is not None:
+            request.tried.append((found.group(1), request.rule, request.via))
+        elif request is not None and (found := _MAPS.match(text)) is not None:
+            path, rule, via = request.tried[-1] if request.tried else (request.name, request.rule, request.via)
+            opened.append(Opened(path, request.name, request.requested_by, request.how, rule or "direct-path", via,
+                                 False))
+            request = None
+            recent_misses.clear()
+        elif (found := _INIT.match(text)) is not None:
+            index = next((i for i in range(len(opened) - 1, -1, -1) if opened[i].path == found.group(1)), None)
+            if index is not None:
+                o = opened[index]
+                opened[index] = Opened(o.path, o.name, o.requested_by, o.how, o.rule, o.via, True)
+        elif (found := _OPENING.match(text)) is not None:
+            close()
+            if int(found.group(2)) > 1 or all(o.path != found.group(1) for o in opened):
+                asker = recent_misses[-1].requested_by if recent_misses else None
+                reused.append(Reused(found.group(1), tuple(m.name for m in recent_misses), asker))
+            recent_misses.clear()
+    close()
+    return LinkerLog(pid, tuple(opened), tuple(missed), tuple(reused), last)
+
+
+def read(prefix: str) -> dict[int, LinkerLog]:
+    """The logs ``LD_DEBUG_OUTPUT=prefix`` left (``prefix.PID``), by pid; {} when there are none."""
+    lines: list[str] = []
+    for path in sorted(glob.glob(f"{glob.escape(prefix)}.*")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines += handle.readlines()
+        except OSError:
+            continue
+    return parse(lines)

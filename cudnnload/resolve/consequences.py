@@ -1,0 +1,317 @@
+"""What an application will see when it uses an install: which calls return which status, which abort.
+
+From the plan (which file the shim's and graph's dlopen of each sub-library would get, and what
+opening it does) and the catalog (which sub-library serves which calls), without running
+anything. The behaviour of the shims was measured on the real wheels with the scenario app
+(fixtures/scenarios/app.c, 2026-11-24; tests/test_scenarios.py checks every claim against it):
+
+- cuDNN 9: a sub-library the shim cannot load makes each call it serves return 3009
+  CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE after "Invalid handle. Cannot load symbol
+  <function>"; the process goes on. libcudnn_graph is the exception: the calls it serves
+  (cudnnGetVersion first) print the same line and abort(). A library graph opens for the engines
+  makes cudnnBackendFinalize return 1008 (9.28; 1001 in 9.0) after "Unable to load any of {...}".
+  In 9.28, creating an engine heuristic without cuBLASLt aborts ("Invalid handle. Cannot load
+  symbol cublasLtGetVersion"); 9.0 does not need it.
+- cuDNN 8: a sub-library the shim cannot load aborts the first call it serves, after "Could not
+  load library <soname>. Error: <dlerror>"; one of another 8.x release loads, and its VersionCheck
+  returns 14 CUDNN_STATUS_VERSION_MISMATCH.
+- Any generation: a file whose PT_LOAD segments run past its end kills the process with SIGBUS
+  while dlopen maps it, printing nothing. A sub-library whose DT_NEEDED cuDNN library is of another
+  release fails to load with an undefined symbol (sub-libraries bind to release-private symbols).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from cudnnload.errors import ElfError
+from cudnnload.findings import ABORT, NO_START, SIGBUS, STATUS, WRONG_RELEASE, Consequence
+from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
+from cudnnload.resolve.elf import ElfInfo, read_dynamic_symbols
+
+MISSING, UNLOADABLE, KILLS = "missing", "unloadable", "kills"
+
+# Measured (fixtures/scenarios): the 9.28 shim's cudnnCreate looks up this graph function, which
+# 9.0's graph does not export ("Could not load symbol cudnnGetLibConfig. Error: ...", then abort()).
+GRAPH_CONFIG_FUNCTION = "cudnnGetLibConfig"
+# 9.0's graph loads its engines without cuBLASLt and returns 1001 when one is missing; 9.28 needs
+# cuBLASLt for engine heuristics and returns 1008 (releases between were not measured: taken as 9.28).
+FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Where the plan says one sub-library comes from (the parts of a `discovery.Step` that decide its load)."""
+
+    path: str | None
+    outcome: str | None  # the linker's: "found", "already-loaded", "cut-segments", "not-elf" ...
+    error: str | None
+    release: Release | None
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the first dlopen of one sub-library would do."""
+
+    key: str
+    path: str | None  # the file it would get, as opened
+    release: Release | None
+    fails: str | None  # None: it loads; MISSING, UNLOADABLE (dlopen fails) or KILLS (SIGBUS)
+    error: str | None  # dlerror's text when it fails (KILLS: why the process dies)
+    cause: str | None  # what is wrong, when it fails: this library's key, or what it needs
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one call of an application (a `Call` of the catalog) would do with this install."""
+
+    call: Call
+    outcome: str  # "value", "status", "absent" (the shim does not export it), ABORT or SIGBUS
+    status: int | None = None
+    value: int | None = None
+    message: str | None = None
+    cause: str | None = None  # the key or soname whose load decides it, when it is not the healthy result
+
+
+@dataclass(frozen=True)
+class Prediction:
+    loads: Mapping[str, Load]
+    consequences: Mapping[str, tuple[Consequence, ...]]  # by cause: a sub-library key or a dependency's soname
+    expectations: tuple[Expectation, ...]
+
+
+# --- which sub-library loads -------------------------------------------------------------------------
+
+def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, Planned],
+               missing_dependencies: Mapping[str, str], elf_of: Callable[[str], ElfInfo | None]) -> dict[str, Load]:
+    """Each sub-library's load, from where the plan says it comes from, in load order. A library
+    fails when its file is missing or cannot be opened, when a library it NEEDs is missing
+    (``missing_dependencies``: soname -> what was searched), or when a cuDNN library it NEEDs
+    fails or is of another release."""
+    loads: dict[str, Load] = {}
+    for lib in gen.sublibraries:
+        step = planned.get(lib.key)
+        if step is None:
+            continue
+        path, outcome, error, own = step.path, step.outcome, step.error, step.release
+        opener = loads.get("graph") if lib.opened_by == "graph" else None
+        if opener is not None and opener.fails is not None:  # graph opens it: never asked for
+            loads[lib.key] = Load(lib.key, path, own, opener.fails, opener.error, opener.cause)
+            continue
+        if path is None:
+            name = lib.names_tried(release)[-1 if gen.major < 9 else -2]
+            loads[lib.key] = Load(lib.key, None, None, MISSING,
+                                  f"{name}: cannot open shared object file: No such file or directory", lib.key)
+            continue
+        if outcome == "cut-segments":
+            loads[lib.key] = Load(lib.key, path, own, KILLS, error, lib.key)
+            continue
+        if error is not None:
+            loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
+            continue
+        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, elf_of)
+    return loads
+
+
+def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release | None, loads: Mapping[str, Load],
+           missing_dependencies: Mapping[str, str], elf_of: Callable[[str], ElfInfo | None]) -> Load:
+    """The load of a found file, given what it NEEDs. Where two releases meet, the cause is the library of
+    the release the install is not (``install``): the stray one, whichever side of the edge it is on."""
+    info = elf_of(path)
+    for needed in (info.needed if info else ()):
+        if needed in missing_dependencies:
+            return Load(lib.key, path, release, UNLOADABLE,
+                        f"{needed}: cannot open shared object file: No such file or directory", needed)
+    for key in lib.needs:
+        need = loads.get(key)
+        if need is None:
+            continue
+        if need.fails is not None:
+            return Load(lib.key, path, release, need.fails if need.fails == KILLS else UNLOADABLE,
+                        need.error if need.fails == KILLS else f"it needs {key}, which cannot load: {need.error}",
+                        need.cause)
+        if release and need.release and need.release != release and need.path:
+            unresolved = _unresolved(path, need.path, f"{need_lib_soname(lib, key)}")
+            if unresolved is None or unresolved:
+                symbol = f"{unresolved[0]}, version {need_lib_soname(lib, key)}" if unresolved else \
+                    f"(a symbol of cuDNN {release}'s {key}, which {need.path} of {need.release} lacks)"
+                stray = lib.key if install is not None and release != install else key
+                return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray)
+    return Load(lib.key, path, release, None, None, None)
+
+
+def need_lib_soname(lib: SubLibrary, key: str) -> str:
+    return f"libcudnn_{key}.so.{lib.major}"
+
+
+def _unresolved(path: str, provider: str, version: str) -> tuple[str, ...] | None:
+    """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error names
+    when glibc meets it first); None when either file cannot be read. cuDNN 9 sub-libraries bind to
+    graph-internal C++ symbols that change between releases (9.0's ops lacks 9.28 graph's); a cuDNN 8
+    sub-library of an older release loads beside newer ones it needs (8.5 ops_train on 8.9.7 ops_infer)."""
+    try:
+        return read_dynamic_symbols(path).unresolved(version, read_dynamic_symbols(provider))
+    except (OSError, ElfError):
+        return None
+
+
+# --- what the application sees ----------------------------------------------------------------------
+
+def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load], *,
+            missing_dependencies: Mapping[str, str] | None = None, shim: ElfInfo | None = None,
+            shim_fails: Load | None = None, elf_of: Callable[[str], ElfInfo | None] = lambda path: None,
+            gpu: bool = False) -> Prediction:
+    """Every call of ``gen.exercise`` with these loads on a machine with or without a GPU, and a
+    `Consequence` per cause of failure. ``shim_fails``: the application's dlopen of the shim itself
+    fails (or kills it), and nothing else happens."""
+    if shim_fails is not None:
+        opening = Call("dlopen", gen.shim.soname)
+        if shim_fails.fails == KILLS:
+            return Prediction(loads, {"shim": (Consequence(f"dlopen(\"{gen.shim.soname}\")", SIGBUS, "shim",
+                                                           message=f"mapping {shim_fails.path}"),)},
+                              (Expectation(opening, SIGBUS, cause="shim"),))
+        return Prediction(loads, {shim_fails.cause or "shim": (shim_cannot_load(gen, shim_fails.error or ""),)},
+                          (Expectation(opening, "fails", message=shim_fails.error, cause=shim_fails.cause),))
+    missing = dict(missing_dependencies or {})
+    exports = set(shim.cudnn_functions) if shim else None
+    graph = loads.get("graph")
+    graph_info = elf_of(graph.path) if graph and graph.path and graph.fails is None else None
+    expectations: list[Expectation] = []
+    for call in gen.exercise:
+        expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu)
+        expectations.append(expected)
+        if expected.outcome in (ABORT, SIGBUS):
+            break
+    return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu),
+                      tuple(expectations))
+
+
+def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping[str, Load],
+            missing: Mapping[str, str], exports: set[str] | None, graph_info: ElfInfo | None,
+            gpu: bool) -> Expectation:
+    if exports is not None and call.kind in ("check", "version", "create") and call.function not in exports:
+        return Expectation(call, "absent")
+    for lib in gen.serving(call):
+        load = loads.get(lib.key)
+        if load is None:
+            continue
+        if load.fails is not None:
+            return _failed_call(gen, release, call, lib, load, _graph_release(loads))
+        if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
+            # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
+            return Expectation(call, "status", status=14, cause=lib.key)
+    by = _graph_release(loads) or release
+    if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
+        cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
+        if cublas is not None:
+            return Expectation(call, ABORT, message="Invalid handle. Cannot load symbol cublasLtGetVersion",
+                               cause=cublas)
+    graph = loads.get("graph")
+    if call.function == "cudnnCreate" and graph_info is not None and graph is not None and exports is not None \
+            and _shim_is_newer(exports, graph_info) and GRAPH_CONFIG_FUNCTION not in graph_info.cudnn_functions:
+        return Expectation(call, ABORT, message=f"Could not load symbol {GRAPH_CONFIG_FUNCTION}. Error: "
+                           f"{graph.path}: undefined symbol: {GRAPH_CONFIG_FUNCTION}", cause="graph")
+    if call.kind == "version":
+        home = loads.get(gen.serving(call)[0].key) if gen.major > 7 else None
+        number = (home.release if home else release)
+        return Expectation(call, "value", value=number.number if number else None)
+    if call.needs_gpu and not gpu:
+        return Expectation(call, "status", status=1 if gen.major < 9 else 1001)
+    return Expectation(call, "status", status=gen.status_code(call.healthy) if call.healthy else 0)
+
+
+def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubLibrary, load: Load,
+                 graph: Release | None = None) -> Expectation:
+    """What ``call`` does when ``lib``, which serves it, fails to load. Engine failures answer as the graph
+    that loads them was built to (``graph``: its release, else the install's)."""
+    if load.fails == KILLS:
+        return Expectation(call, SIGBUS, message=f"mapping {load.path}, whose file ends inside a segment the dynamic "
+                           "linker maps", cause=load.cause)
+    if gen.major == 9 and lib.opened_by == "graph":
+        by = graph or release
+        status = 1008 if by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR else 1001
+        names = ", ".join(lib.names_tried(by))
+        return Expectation(call, "status", status=status, message=f"Unable to load any of {{{names}}}",
+                           cause=load.cause)
+    if gen.major == 9 and lib.key != "graph":
+        return Expectation(call, "status", status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
+                           cause=load.cause)
+    if gen.major == 9:
+        return Expectation(call, ABORT, message=f"Invalid handle. Cannot load symbol {call.function}", cause=load.cause)
+    return Expectation(call, ABORT, message=f"Could not load library {lib.soname}. Error: {load.error}",
+                       cause=load.cause)
+
+
+def _graph_release(loads: Mapping[str, Load]) -> Release | None:
+    graph = loads.get("graph")
+    return graph.release if graph is not None and graph.fails is None else None
+
+
+def _shim_is_newer(exports: set[str], graph: ElfInfo) -> bool:
+    """The shim forwards graph-API functions the graph it loads does not have: it was built for a newer graph."""
+    return any(name.startswith("cudnnBackend") and name not in graph.cudnn_functions for name in exports)
+
+
+def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, Load], missing: Mapping[str, str],
+                  exports: set[str] | None, graph_info: ElfInfo | None,
+                  gpu: bool) -> dict[str, tuple[Consequence, ...]]:
+    """The consequences of each cause of failure: the calls of every library that fails because of it."""
+    found: dict[str, tuple[Consequence, ...]] = {}
+    for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
+        failing = [gen.library(load.key) for load in loads.values() if load.cause == cause and load.fails]
+        first = next((c for c in gen.exercise for lib in failing if c in lib.calls), None)
+        if first is None:
+            continue
+        home = next(lib for lib in failing if first in lib.calls)
+        expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads))
+        found[cause] = (Consequence(
+            calls=_calls_text(failing, gen), effect=expected.outcome if expected.outcome != "status" else STATUS,
+            library=cause, status=expected.status,
+            status_name=gen.status_name(expected.status) if expected.status is not None else None,
+            message=expected.message, first_call=first.function),)
+    cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
+    by = _graph_release(loads) or release
+    if cublas and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
+        found[cublas] = (Consequence(
+            calls="creating an engine heuristic (the first convolution planned through the graph API, as PyTorch "
+                  "and JAX plan theirs)", effect=ABORT, library=cublas,
+            message="Invalid handle. Cannot load symbol cublasLtGetVersion",
+            first_call="cudnnBackendCreateDescriptor"),)
+    if not gpu and gen.major >= 7:
+        status = 1 if gen.major < 9 else 1001
+        found["libcuda.so.1"] = found.get("libcuda.so.1", ()) + (Consequence(
+            calls="cudnnCreate (cuDNN's reason: \"cudaGetDeviceCount(&count) != cudaSuccess\")", effect=STATUS,
+            library="libcuda.so.1", status=status, status_name=gen.status_name(status), first_call="cudnnCreate"),)
+    graph = loads.get("graph")
+    if graph_info is not None and graph is not None and graph.release and release and graph.release != release:
+        newer = exports is not None and _shim_is_newer(exports, graph_info)
+        crash = newer and GRAPH_CONFIG_FUNCTION not in graph_info.cudnn_functions
+        found["graph-release"] = (Consequence(
+            calls="cudnnGetVersion", effect=WRONG_RELEASE, library="graph", first_call="cudnnGetVersion",
+            message=f"it returns {graph.release.number} ({graph.release}, the release of {graph.path}), not "
+                    f"{release.number}" + ("; cudnnCreate then prints \"Could not load symbol "
+                                            f"{GRAPH_CONFIG_FUNCTION}\" and aborts the process" if crash else "")),)
+    return found
+
+
+def _calls_text(failing: Sequence[SubLibrary], gen: Generation) -> str:
+    """The calls that fail, in words: "cudnnCnnVersionCheck and convolution calls (cudnnCreateConvolutionDescriptor,
+    ...)" for each library, or every call when the library every call needs is among them."""
+    if any(lib.key in ("graph", "ops_infer", "shim") for lib in failing):
+        return "every cuDNN call, from the first one (cudnnGetVersion)"
+    parts: list[str] = []
+    for lib in failing:
+        examples = ", ".join((*lib.examples[:2], "..."))
+        check = f"{lib.version_check} and " if lib.version_check else ""
+        text = f"{check}{lib.serves} ({examples})" if lib.serves else lib.soname
+        if text not in parts:
+            parts.append(text)
+    return ("the first of " if gen.major == 8 else "") + "; ".join(parts)
+
+
+def shim_cannot_load(gen: Generation, error: str) -> Consequence:
+    """The application's own dlopen of the shim (or its DT_NEEDED entry) fails: nothing of cuDNN runs."""
+    return Consequence(calls=f"dlopen(\"{gen.shim.soname}\")", effect=NO_START, library="shim",
+                       message=f"it fails with \"{error}\"; a program that NEEDs it does not start (\"error while "
+                               f"loading shared libraries: {error}\")")
