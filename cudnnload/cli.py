@@ -84,14 +84,23 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
     @cli.command("doctor")
+    @click.argument("target", required=False)
+    @click.option("--python", "python", metavar="PATH", help="Diagnose another interpreter or venv and the "
+                  "frameworks installed there.")
+    @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(0.1),
+                  help="Seconds for each child process (the probe, a framework's build version).")
     @_json_option
     @_friendly
-    def doctor_command(as_json: bool) -> None:
-        """Run every check (find, resolve, probe, driver and GPU, consumers) and say what to fix."""
+    def doctor_command(target: str | None, python: str | None, timeout: float, as_json: bool) -> None:
+        """Run every check and say what the user will see and what to fix.
+
+        TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
+        uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
+        """
         from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
-        result = doctor()
+        result = doctor(target=target, python=python, timeout=timeout)
         click.echo(report.dumps("doctor", result) if as_json else report.report_text(result))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 

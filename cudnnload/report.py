@@ -79,8 +79,9 @@ def _search_path(cand: Candidate) -> str:
 
 def finding_line(f: Finding) -> str:
     where = f"{f.path}: " if f.path else ""
+    seen = "".join(f"\n      you will see: {consequence}" for consequence in f.consequences)
     fix = f"\n      fix: {f.fix}" if f.fix else ""
-    return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{fix}"
+    return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{seen}{fix}"
 
 
 def _step_line(step: Step, dependency: bool = False) -> str:
@@ -189,9 +190,12 @@ def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
 # --- doctor and diff ---------------------------------------------------------
 
 def report_text(report: Report) -> str:
-    """``cudnnload doctor``: a line per check, then every finding with its fix."""
-    head = f"cudnnload doctor: cuDNN {report.release} from {report.chosen}" if report.chosen else \
-        "cudnnload doctor: no loadable cuDNN"
+    """``cudnnload doctor``: what was diagnosed, a line per check, then every finding with what the user
+    will see and the fix."""
+    loads = f"cuDNN {report.release or '(release unknown)'} from {report.chosen}" if report.chosen else \
+        "no loadable cuDNN"
+    head = f"cudnnload doctor: {loads}" if report.target.kind == "environment" else \
+        f"cudnnload doctor: {report.target.description}\n  loads {loads}"
     lines = [head]
     lines += [f"  {c.status:<5} {c.name:<10} {c.summary}" for c in report.checks]
     if report.findings:

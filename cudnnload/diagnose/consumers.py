@@ -224,13 +224,13 @@ print({_ANSWER!r} + json.dumps(answer), flush=True)
 
 
 def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-                   timeout: float = 60.0) -> tuple[Consumer, ...]:
+                   timeout: float = 60.0, interpreter: str | None = None) -> tuple[Consumer, ...]:
     """Every installed cuDNN consumer on ``site_paths`` (default ``sys.path``).
 
     A known framework distribution counts when it pins nvidia-cudnn-*, NEEDs
     a libcudnn, or records a cuDNN build version (a CPU-only torch does none).
     ``environ`` is the build-reading children's environment; ``timeout`` bounds
-    them all together.
+    them all together; ``interpreter`` (default: this one) runs them.
     """
     from packaging.utils import canonicalize_name
 
@@ -247,13 +247,32 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     candidates = [(name, dist, _pins(dist, installed), _needs(dist, SOURCES[name].folders, cache))
                   for (_, name), dist in found.items()]
     cache.save()
-    builds = _read_builds([(name, dist) for name, dist, _, _ in candidates], paths, env, timeout)
+    builds = _read_builds([(name, dist) for name, dist, _, _ in candidates], paths, env, timeout,
+                          interpreter or sys.executable)
     consumers = []
     for (name, dist, pins, needs), (build, build_major, source) in zip(candidates, builds, strict=True):
         if pins or needs or build_major is not None:
             consumers.append(Consumer(SOURCES[name].framework, name, dist.version, str(dist.locate_file("")),
                                       pins, needs, build, build_major, source))
     return tuple(consumers)
+
+
+def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: float = 60.0) -> tuple[Consumer, ...]:
+    """The framework a file belongs to (``.../torch/lib/libtorch_cuda.so`` -> torch), read from the site
+    folder above it; () when none of the known frameworks holds it."""
+    real = os.path.realpath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    while folder != os.path.dirname(folder):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        if any(name.endswith(".dist-info") for name in names):
+            return tuple(c for c in find_consumers([folder], environ=environ, timeout=timeout)
+                         if any(real.startswith(os.path.realpath(os.path.join(c.site, part)) + os.sep)
+                                for part in SOURCES[c.distribution].folders))
+        folder = os.path.dirname(folder)
+    return ()
 
 
 def _pins(dist: metadata.Distribution, installed: Mapping[str, str]) -> tuple[Pin, ...]:
@@ -294,7 +313,7 @@ _Build = tuple[Release | None, int | None, str]
 
 
 def _read_builds(candidates: Sequence[tuple[str, metadata.Distribution]], paths: Sequence[str],
-                 env: Mapping[str, str], timeout: float) -> list[_Build]:
+                 env: Mapping[str, str], timeout: float, interpreter: str) -> list[_Build]:
     """The build version of each candidate: static files here, compiled ones in children run side by side."""
     pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
     results: list[_Build] = []
@@ -305,7 +324,7 @@ def _read_builds(candidates: Sequence[tuple[str, metadata.Distribution]], paths:
             results.append(_tensorflow_build(str(dist.locate_file(source.build_file)), source.build_file))
         elif source.build_module and source.build_function and source.build_marker \
                 and any(f.startswith(source.build_marker) for f in files):
-            command = [sys.executable, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
+            command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
                        source.build_function]
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, env=dict(env))

@@ -1,8 +1,10 @@
-"""``cudnnload doctor``: every check, one short report, a fix for each problem; and ``diff`` of two reports.
+"""``cudnnload doctor [TARGET]``: every check, one short report, a fix for each problem; and ``diff`` of two reports.
 
-Thin: it runs the stages (discovery, which, the child probe, the driver, the
-consumers) and arranges what they return. Nothing here decides a verdict that
-a stage could decide.
+Thin: it reads the target (`targets`: this environment, a cuDNN library, a folder, a program or
+shared object, a soname, another Python), runs the stages on the install that target would load
+(discovery's plan and predicted consequences, the child probe doing what an application does,
+the driver, the consumers) and arranges what they return. Nothing here decides a verdict that a
+stage could decide; where the probe's run and the prediction disagree, that is a finding.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ import platform
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cudnnload import __version__
+from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
-from cudnnload.loading.loader import choose_install, probe_files
 from cudnnload.loading.probe import ProbeResult, probe
-from cudnnload.resolve.discovery import Install, Inventory, find
+from cudnnload.resolve.catalog import decode_version, generation
+from cudnnload.resolve.consequences import disagreements
+from cudnnload.resolve.discovery import Install, Inventory, predict_install
 from cudnnload.resolve.which import Which, which
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
@@ -42,12 +46,13 @@ class Report:
     python: str
     machine: str
     environment: tuple[tuple[str, str], ...]
-    chosen: str | None  # folder of the install load() would take
+    target: Target
+    chosen: str | None  # folder of the install the target would load
     release: str | None
     distribution: str | None
     inventory: Inventory
-    which: Which
-    probe: ProbeResult | None
+    which: Which | None  # for this environment (no target): each name as this Python resolves it
+    probe: ProbeResult | None  # the shim loaded in a child as an application loads it, and its calls
     gpu: Any  # gpu.GpuFacts
     consumers: tuple[Any, ...]  # consumers.Consumer
     checks: tuple[Check, ...]
@@ -58,61 +63,101 @@ class Report:
         return not any(f.severity == ERROR for f in self.findings)
 
 
-def doctor(environ: Mapping[str, str] | None = None, *, site_paths: list[str] | None = None,
-           timeout: float = 60.0) -> Report:
-    """Run every check on this machine and environment."""
-    from cudnnload.diagnose.consumers import consumer_findings, find_consumers
+def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = None, python: str | None = None,
+           site_paths: list[str] | None = None, timeout: float = 60.0) -> Report:
+    """Run every check on ``target`` (default: this Python's environment) in ``environ``. UsageError
+    (naming the target and the reason) when the target cannot be read as one."""
     from cudnnload.loading.gpu import gpu_facts, gpu_findings
 
     env = dict(os.environ if environ is None else environ)
+    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths)
     # Reading a framework's build version imports it in a child (torch: ~2 s): overlap that with the rest.
     pool = ThreadPoolExecutor(max_workers=1)
-    pending = pool.submit(find_consumers, site_paths, environ=env, timeout=timeout)
-    inventory = find(environ=env, site_paths=site_paths)
-    resolved = which(environ=env, site_paths=site_paths)
-    install, rejected = choose_install(inventory.installs)
-    checks: list[Check] = [_installs_check(inventory, install, rejected)]
+    pending = pool.submit(_consumers_of, resolved, env, timeout)
+    install, inventory = resolved.install, resolved.inventory
+    resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
+    checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
     findings: list[Finding] = list(inventory.findings) + list(resolved.findings)
+    findings += list(resolved_which.findings) if resolved_which else []
     findings += [f for i in inventory.installs for f in i.all_findings]
     result: ProbeResult | None = None
+    facts = gpu_facts(env)
     if install is not None:
         checks.append(_coherence_check(install))
-        result = probe(probe_files(install), install.major, create=True, environ=env, timeout=timeout)
-        checks.append(_probe_check(result))
-        findings += _probe_findings(result, install)
-    facts = gpu_facts(env)
+        shim = install.file("shim")
+        if shim is not None:
+            result = probe([("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout)
+            expected = _expected(install, resolved, len(facts.devices) > 0)
+            checks.append(_probe_check(result, install, expected))
+            findings += _probe_findings(result, install, expected)
+    release = install.release if install else None
+    if release is None and result is not None and result.release is not None:
+        release = result.release  # cuDNN 7 and 8 without a version constant or a full file name
     cudart = result.step("cudnnGetCudartVersion") if result else None
     max_sm = result.step("cudnnGetMaxDeviceVersion") if result else None
     passed = bool(result and result.completed and all(s.ok for s in result.steps if s.name.endswith("VersionCheck")))
-    gpu = gpu_findings(facts, release=install.release if install else None,
-                       cudart_version=cudart.value if cudart else None,
+    gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
                        max_device_version=max_sm.value if max_sm else None,
                        gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install else {},
                        version_checks_passed=passed)
     if any(f.code == "no-driver" for f in gpu):  # said once, by the driver check
+        gpu = tuple(_with_driver_consequences(f, findings) for f in gpu)
         findings = [f for f in findings if f.code != "no-driver"]
     findings += gpu
     checks.append(_driver_check(facts, gpu))
     checks.append(_handle_check(result, facts))
-    consumers = pending.result()
+    consumers, consumer_findings_, consumer_summary = pending.result()
     pool.shutdown()
-    for consumer in consumers:
-        if install is not None:
-            findings += consumer_findings(consumer, install.release, install.major, environ=env,
-                                          install_version=install.distribution.split()[-1]
-                                          if install.distribution else None,
-                                          device_count=len(facts.devices))
-    checks.append(Check("consumers", "ok" if not any(f.code.startswith("consumer-") and f.severity == ERROR
-                                                     for f in findings) else "fail",
-                        ", ".join(c.label for c in consumers) or "no PyTorch, JAX, ONNX Runtime or TensorFlow here"))
+    if install is not None:
+        findings += [f for consumer in consumers for f in consumer_findings_(consumer, release, install, facts)]
+    checks.append(Check("consumers", "fail" if any(f.code.startswith("consumer-") and f.severity == ERROR
+                                                   for f in findings) else "ok" if consumers else "skip",
+                        consumer_summary))
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
-        environment=tuple((name, env[name]) for name in RELEVANT_VARIABLES if name in env),
-        chosen=install.folder if install else None, release=str(install.release) if install else None,
-        distribution=install.distribution if install else None, inventory=inventory, which=resolved,
+        environment=tuple((name, env[name]) for name in RELEVANT_VARIABLES if name in env), target=resolved.target,
+        chosen=install.folder if install else None, release=str(release) if release else None,
+        distribution=install.distribution if install else None, inventory=inventory, which=resolved_which,
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=_unique(findings),
     )
+
+
+def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:
+    """The install's predicted calls, for a machine with or without a usable GPU as the driver says."""
+    prediction = predict_install(generation(install.major), install.release, install.files, install.plan,
+                                 install.dependencies, resolved.ctx.cache, gpu=gpu)
+    return prediction.expectations
+
+
+def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Finding:
+    """The driver check's no-driver finding, with what discovery's said a machine without one shows."""
+    said = next((f.consequences for f in others if f.code == "no-driver" and f.consequences), ())
+    return replace(finding, consequences=finding.consequences or said) if finding.code == "no-driver" else finding
+
+
+def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], Any, str]:
+    """The frameworks the target concerns, the function that judges one against the install, and a summary."""
+    from cudnnload.diagnose.consumers import consumer_findings, find_consumers, owner_of
+
+    target = resolved.target
+
+    def judge(consumer: Any, release: Any, install: Install, facts: Any) -> tuple[Finding, ...]:
+        return consumer_findings(consumer, release, install.major, environ=env,
+                                 install_version=install.distribution.split()[-1] if install.distribution else None,
+                                 device_count=len(facts.devices))
+
+    if target.kind in ("environment", "python"):
+        found = find_consumers(list(target.site_paths) if target.site_paths is not None else None, environ=env,
+                               timeout=timeout, interpreter=target.python)
+        where = "this Python" if target.kind == "environment" else target.python
+        none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
+        return found, judge, ", ".join(c.label for c in found) or none
+    if target.kind in ("program", "shared-object") and target.path:
+        owner = owner_of(target.path, environ=env, timeout=timeout)
+        return owner, judge, ", ".join(c.label for c in owner) or \
+            f"{os.path.basename(target.path)} is not part of a PyTorch, JAX, ONNX Runtime or TensorFlow install"
+    return (), judge, f"{target.description} is not a framework: point doctor at one (its library, or --python)"
 
 
 def _unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
@@ -122,47 +167,78 @@ def _unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(seen.values(), key=lambda f: _ORDER.get(f.severity, 3)))
 
 
-def _installs_check(inv: Inventory, install: Install | None, rejected: tuple[str, ...]) -> Check:
-    found = ", ".join(f"{i.release or '?'} in {i.folder}" for i in inv.installs) or "none"
-    if install is None:
-        return Check("installs", "fail", f"no loadable cuDNN ({found})" +
-                     (f"; passed over: {'; '.join(rejected)}" if rejected else ""))
-    where = install.distribution or install.found_via
+def _installs_check(resolved: Resolved) -> Check:
+    target, install, rejected = resolved.target, resolved.install, resolved.rejected
+    found = ", ".join(f"{i.release or '?'} in {i.folder}" for i in resolved.inventory.installs) or "none"
     passed = f"; passed over: {'; '.join(rejected)}" if rejected else ""
-    return Check("installs", "warn" if rejected else "ok",
-                 f"{len(inv.installs)} found; will load cuDNN {install.release} ({where}){passed}")
+    if target.kind in ("environment", "python"):
+        if install is None:
+            return Check("installs", "fail", f"no loadable cuDNN ({found}){passed}")
+        where = install.distribution or install.found_via
+        return Check("installs", "warn" if rejected else "ok",
+                     f"{len(resolved.inventory.installs)} found; will load cuDNN {install.release} ({where}){passed}")
+    if install is None:
+        return Check("installs", "fail", f"{target.description}: no cuDNN it would load")
+    how = f" (found by {target.how})" if target.how else ""
+    release = install.release or f"{install.major}.x"
+    return Check("installs", "ok" if install.healthy else "fail",
+                 f"{target.description}: cuDNN {release} in {install.folder}{how}")
 
 
 def _coherence_check(install: Install) -> Check:
     outside = [s for s in install.plan if not s.inside_install]
+    if not install.plan:
+        return Check("coherent", "ok", "one library: nothing to keep together")
     if not outside:
         return Check("coherent", "ok", f"the shim loads all {len(install.plan)} sub-libraries from its own folder")
     names = ", ".join(f"{s.library} ({s.path or 'not found'})" for s in outside)
     return Check("coherent", "fail", f"the shim would not get these from its folder: {names}")
 
 
-def _probe_check(result: ProbeResult) -> Check:
-    """Loading and version checks; cudnnCreate has its own check ("handle")."""
-    checks = [s for s in result.steps if s.name.endswith("VersionCheck")]
-    passed = sum(1 for s in checks if s.ok)
-    cudart = result.step("cudnnGetCudartVersion")
-    cuda = f", built for CUDA {cudart.value // 1000}.{cudart.value % 1000 // 10}" if cudart and cudart.value else ""
-    failed = [s for s in result.failures if s.name != "cudnnCreate"]
+def _probe_check(result: ProbeResult, install: Install, expected: tuple[Any, ...]) -> Check:
+    """The shim loaded as an application loads it, and the catalog's calls made: against the prediction.
+    cudnnCreate has its own check ("handle")."""
+    from cudnnload.loading.gpu import minimum_driver
+
+    gen = generation(install.major)
+    wrong = disagreements(expected, result.observed(gen))
     took = f"{result.seconds * 1000:.0f} ms in a child process"
-    if result.completed and not failed:
-        return Check("probe", "ok", f"loads; {passed}/{len(checks)} VersionChecks pass{cuda} ({took})")
-    return Check("probe", "fail", f"{result.verdict} ({took})")
+    failing = [e for e in expected if e.cause and e.cause != "libcuda.so.1"]
+    if wrong:
+        return Check("probe", "fail" if result.signal else "warn",
+                     f"the run disagrees with the prediction: {wrong[0]} ({took})")
+    if failing:
+        first = failing[0]
+        what = {"abort": "aborts (SIGABRT)", "sigbus": "dies of SIGBUS", "fails": "fails"}.get(
+            first.outcome, f"returns {first.status} {gen.status_name(first.status) if first.status else ''}")
+        return Check("probe", "fail", f"as predicted: {first.call.function} {what}" +
+                     (f" ({len(failing)} calls fail)" if len(failing) > 1 else "") + f" ({took})")
+    version = result.step("cudnnGetVersion")
+    checks = [s for s in result.steps if s.name.endswith("VersionCheck")]
+    cudart = result.step("cudnnGetCudartVersion")
+    built = ""
+    if cudart and cudart.value:
+        cuda = f"{cudart.value // 1000}.{cudart.value % 1000 // 10}"
+        driver = minimum_driver(cudart.value)
+        built = f", built for CUDA {cuda}" + (f" (driver {driver} or newer)" if driver else "")
+    release = f"cuDNN {decode_version(version.value)}" if version and version.value else "cuDNN"
+    return Check("probe", "ok", f"{release} loads as an application loads it; {len(checks)} VersionChecks pass"
+                 f"{built} ({took})")
 
 
-def _probe_findings(result: ProbeResult, install: Install) -> list[Finding]:
-    if result.completed and not result.failures:
+def _probe_findings(result: ProbeResult, install: Install, expected: tuple[Any, ...]) -> list[Finding]:
+    """What the run showed that the prediction did not: never hidden."""
+    wrong = disagreements(expected, result.observed(generation(install.major)))
+    if not wrong:
         return []
+    findings = [Finding("prediction-disagrees", WARNING, f"the child process and cudnnload's prediction disagree: "
+                        f"{'; '.join(wrong)}", install.folder,
+                        "the findings above may be incomplete: run `cudnnload doctor -- YOUR-PROGRAM` for the "
+                        "linker's own account, and report the layout to cudnnload")]
     if not result.completed:
-        return [Finding("probe-crashed", ERROR, f"loading cuDNN {install.release} kills the process: "
-                        f"{result.verdict}", install.folder, "fix the findings above, or reinstall cuDNN")]
-    failed = [s for s in result.failures if s.name != "cudnnCreate"]
-    return [Finding("probe-failed", ERROR, f"{s.name}: {s.status_name or ''} {s.detail}".strip(), install.folder,
-                    "reinstall the complete cuDNN; `cudnnload inspect` shows which file") for s in failed]
+        findings.append(Finding("probe-crashed", ERROR, f"loading cuDNN {install.release} kills the process: "
+                                f"{result.verdict}", install.folder, "fix the findings above, or reinstall cuDNN"))
+    return findings
 
 
 def _driver_check(facts: Any, findings: tuple[Finding, ...]) -> Check:

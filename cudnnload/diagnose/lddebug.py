@@ -91,7 +91,8 @@ class _Request:
     def __init__(self, name: str, how: str, requested_by: str) -> None:
         self.name, self.how, self.requested_by = name, how, requested_by
         self.tried: list[tuple[str, str, str | None]] = []  # (path, rule, via)
-        self.rule, self.via = ("direct-path", None) if "/" in name else ("", None)
+        self.rule: str = "direct-path" if "/" in name else ""
+        self.via: str | None = None
 
 
 def parse(lines: Iterable[str]) -> dict[int, LinkerLog]:

@@ -38,6 +38,17 @@ _HARDWARE_GLOBS = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/proc/driver/nvidia")
 # (CUDA Compatibility guide, "Minor Version Compatibility", table 1).
 MIN_DRIVER_BRANCH = {13: "R580", 12: "R525", 11: "R450"}
 
+# The oldest Linux x86_64 driver for each CUDA runtime (CUDA Toolkit release notes, "CUDA Toolkit and
+# Corresponding Driver Versions"; CUDA 11 and later: the minor-version-compatible minimum of the major).
+_MIN_DRIVER = {(9, 0): "384.81", (9, 1): "387.26", (9, 2): "396.26", (10, 0): "410.48", (10, 1): "418.39",
+               (10, 2): "440.33", (11, None): "450.80.02", (12, None): "525.60.13", (13, None): "580.65.06"}
+
+
+def minimum_driver(cudart_version: int) -> str | None:
+    """The oldest driver that runs a build of ``cudnnGetCudartVersion()`` (10020: CUDA 10.2 -> 440.33)."""
+    major, minor = cudart_version // 1000, cudart_version % 1000 // 10
+    return _MIN_DRIVER.get((major, minor)) or _MIN_DRIVER.get((major, None))
+
 # cuDNN 9.11 dropped compute capabilities below 7.5: PyTorch refuses it on such GPUs
 # (torch/backends/cudnn/__init__.py: ``__cudnn_version >= 91100 and min_cc < (7, 5)``),
 # and the 9.28 wheels' ops/cnn/adv carry no SASS below sm_75 (cudnn-facts §3.2).

@@ -31,17 +31,21 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cudnnload.loading.capi import CudnnApi, LibraryProperty
-from cudnnload.resolve.catalog import Release, decode_version, generation
+from cudnnload.resolve.catalog import Generation, Release, decode_version, generation
 from cudnnload.resolve.mapped import mapped_libraries
+
+if TYPE_CHECKING:
+    from cudnnload.resolve.consequences import Observed
 
 Outcome = Literal["completed", "signal", "timeout", "error"]
 
 _MARKER = "\x1e"  # ASCII record separator: starts a step marker line on the child's stderr
 _MARKERS = re.compile(_MARKER + r"([^\n]*)\n")
 _NO_DRIVER = "no NVIDIA driver (libcuda.so.1)"
+_TENSOR, _HEURISTIC = 17, 4  # CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR (cudnn_graph.h)
 
 # Installs a bare `cudnnload` package object so that importing cudnnload.loading.probe
 # does not run cudnnload/__init__.py and whatever it re-exports.
@@ -69,6 +73,7 @@ class ProbeStep:
     expected: bool = False  # failed, but normal on this machine; `note` says why
     note: str = ""
     stderr: str = ""  # what the libraries printed on stderr during this step
+    exported: bool = True  # False: the shim does not have this function, and it was not called
 
 
 @dataclass(frozen=True)
@@ -107,18 +112,42 @@ class ProbeResult:
         version = self.step("cudnnGetVersion")
         return None if version is None or not version.value else decode_version(version.value)
 
+    def observed(self, gen: Generation) -> Observed:
+        """This run of the application-mode probe, as the prediction's terms put it (str(call) -> result)."""
+        from cudnnload.resolve.consequences import Observed  # the parent's only: the child stays lean
+
+        calls = {call.function: str(call) for call in gen.exercise}
+        results: dict[str, str] = {}
+        for step in self.steps:
+            if step.name == "dlopen shim":
+                results["dlopen"] = "ok" if step.ok else f"error {step.detail}"
+            elif step.name in calls and not step.exported:
+                results[calls[step.name]] = "missing-symbol"
+            elif step.name in calls:
+                results[calls[step.name]] = (f"status={step.status}" if step.status is not None
+                                             else f"value={step.value}")
+        results.update({calls[name]: "missing-symbol" for name in self.not_exported if name in calls})
+        died = calls.get(self.died_in or "") if self.signal else None
+        printed = tuple(line for step in self.steps for line in step.stderr.splitlines()) + tuple(
+            self.stderr.splitlines())
+        return Observed(results, died, self.signal, tuple(line for line in printed if line.strip()))
+
 
 def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, create: bool = False,
-          timeout: float = 60.0, environ: Mapping[str, str] | None = None) -> ProbeResult:
+          app: bool = False, timeout: float = 60.0, environ: Mapping[str, str] | None = None) -> ProbeResult:
     """Load ``files`` (catalog key, path) in order in a child process and call through the ``shim`` entry.
 
-    ``environ`` is the child's whole environment (default: this process's);
-    LD_LIBRARY_PATH in it decides where the shim's own dlopen calls look.
+    Two requests: load()'s proof (every file by absolute path, leaves first; the getters, every
+    VersionCheck, and with ``create`` cudnnCreate), or with ``app`` what an application does: the
+    shim alone (``files`` is just it), whose own dlopen then gets each sub-library, and the catalog's
+    exercise of the generation, call by call (`cudnnload.resolve.consequences` predicts each).
+    ``environ`` is the child's whole environment (default: this process's); LD_LIBRARY_PATH in it
+    decides where the shim's own dlopen calls look.
     """
     import subprocess  # here rather than at the top: the child imports this module and never needs it
 
     requested = tuple((key, os.fspath(path)) for key, path in files)
-    request = json.dumps({"files": requested, "major": major, "create": create}).encode()
+    request = json.dumps({"files": requested, "major": major, "create": create, "app": app}).encode()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
     command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package]
     start = time.perf_counter()
@@ -252,14 +281,75 @@ class _Child:
                               detail="" if status == 0 else api.last_error() or ""))
         return status
 
-    def run(self, files: list[tuple[str, str]], create: bool) -> None:
+    def run(self, files: list[tuple[str, str]], create: bool, app: bool) -> None:
         shim = None
         for key, path in files:
             handle = self.dlopen(key, path)
             if key == "shim":
                 shim = handle
-        not_exported = [] if shim is None else self.calls(CudnnApi(shim, self.generation), create)
+        not_exported: list[str] = []
+        if shim is not None:
+            api = CudnnApi(shim, self.generation)
+            not_exported = self.exercise(api) if app else self.calls(api, create)
         self.emit({"end": {"mapped": mapped_libraries(), "not_exported": not_exported}})
+
+    def exercise(self, api: CudnnApi) -> list[str]:
+        """What an application does (the catalog's `Generation.exercise`), through the shim alone: it opens
+        its sub-libraries itself, as it would for a framework; returns the calls the shim lacks."""
+        missing: list[str] = []
+        for call in self.generation.exercise:
+            try:
+                function = api.library[call.function]
+            except AttributeError:
+                missing.append(call.function)
+                self.begin(call.function)  # every step has its marker: stderr is attributed by their order
+                self.finish(ProbeStep(call.function, True, 0.0, exported=False))
+                continue
+            started = self.begin(call.function)
+            value, status = self.run_call(api, call.kind, call.function, function)
+            seconds = time.perf_counter() - started
+            if status is None:
+                self.finish(ProbeStep(call.function, True, seconds, value=value))
+            else:
+                healthy = self.generation.status_code(call.healthy) if call.healthy else 0
+                detail = api.last_error() or "" if status not in (0, healthy) and self.generation.major == 9 else ""
+                self.finish(ProbeStep(call.function, status in (0, healthy), seconds, status=status,
+                                      status_name=self.generation.status_name(status), detail=detail))
+            if call.kind == "version":  # the other getters, while graph (ops_infer) is loaded
+                for name in ("cudnnGetCudartVersion", "cudnnGetMaxDeviceVersion"):
+                    if api.exports(name):
+                        self.getter(api, name)
+        return missing
+
+    @staticmethod
+    def run_call(api: CudnnApi, kind: str, name: str, function: Any) -> tuple[int | None, int | None]:
+        """(value, status) of one exercise call; descriptors and handles made are destroyed."""
+        pointer = ctypes.c_void_p()
+        if kind == "version":
+            function.restype, function.argtypes = ctypes.c_size_t, ()
+            return int(function()), None
+        function.restype = ctypes.c_int
+        if kind == "check":
+            function.argtypes = ()
+            return None, int(function())
+        if kind == "create":
+            function.argtypes = (ctypes.POINTER(ctypes.c_void_p),)
+            status = int(function(ctypes.byref(pointer)))
+            if status == 0 and name == "cudnnCreate":
+                api.symbol("cudnnDestroy")(pointer)
+            return None, status
+        # finalize, heuristic: the graph API's descriptors
+        create = api.library["cudnnBackendCreateDescriptor"]
+        create.restype, create.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+        status = int(create(_HEURISTIC if kind == "heuristic" else _TENSOR, ctypes.byref(pointer)))
+        if status == 0 and kind == "finalize":
+            function.argtypes = (ctypes.c_void_p,)
+            status = int(function(pointer))
+        if pointer.value:
+            destroy = api.library["cudnnBackendDestroyDescriptor"]
+            destroy.restype, destroy.argtypes = ctypes.c_int, (ctypes.c_void_p,)
+            destroy(pointer)
+        return None, status
 
     def calls(self, api: CudnnApi, create: bool) -> list[str]:
         """Every call of the request, in order; returns the optional functions the shim lacks."""
@@ -301,7 +391,8 @@ def _expected_failure(error: str) -> str:
 def child_main() -> int:
     """Entry point of the child: a JSON request on stdin, JSON lines out (see the module docstring)."""
     request = json.load(sys.stdin)
-    _Child(request["major"]).run([(key, path) for key, path in request["files"]], bool(request["create"]))
+    _Child(request["major"]).run([(key, path) for key, path in request["files"]], bool(request["create"]),
+                                 bool(request.get("app")))
     return 0
 
 

@@ -100,7 +100,8 @@ def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None,
 
 
 # The calls of the scenario app and the application-mode probe (fixtures/scenarios/app.c), each at
-# home in one sub-library. Results measured on the 9.0, 9.28 and 8.9.7 wheels (2026-11-24).
+# home in one sub-library, in an application's order: the version, the checks, a handle, then the
+# operations. Results measured on the 8.5, 8.9.7, 9.0 and 9.28 wheels (2026-11-24).
 GET_VERSION = Call("version", "cudnnGetVersion")
 CREATE_HANDLE = Call("create", "cudnnCreate", needs_gpu=True)
 FINALIZE = Call("finalize", "cudnnBackendFinalize", healthy="CUDNN_STATUS_BAD_PARAM")
@@ -219,9 +220,9 @@ V9 = Generation(9, (
 ), _STATUS_V9, exercise=(
     GET_VERSION, Call("check", "cudnnGraphVersionCheck"), Call("check", "cudnnOpsVersionCheck"),
     Call("check", "cudnnCnnVersionCheck"), Call("check", "cudnnAdvVersionCheck"),
-    Call("check", "cudnnSubquadraticOpsVersionCheck"), Call("create", "cudnnCreateTensorDescriptor"),
+    Call("check", "cudnnSubquadraticOpsVersionCheck"), CREATE_HANDLE, Call("create", "cudnnCreateTensorDescriptor"),
     Call("create", "cudnnCreateConvolutionDescriptor"), Call("create", "cudnnCreateRNNDataDescriptor"),
-    FINALIZE, HEURISTIC, CREATE_HANDLE))
+    FINALIZE, HEURISTIC))
 
 # cuDNN 8: the infer/train split; the v8 shim opens exactly "X.so.8" and aborts
 # the process when one is missing (cudnn-facts §1.2). Even cudnnGetVersion loads ops_infer.
@@ -249,14 +250,14 @@ V8 = Generation(8, (
 ), _STATUS_V8, exercise=(
     GET_VERSION, Call("check", "cudnnOpsInferVersionCheck"), Call("check", "cudnnOpsTrainVersionCheck"),
     Call("check", "cudnnCnnInferVersionCheck"), Call("check", "cudnnCnnTrainVersionCheck"),
-    Call("check", "cudnnAdvInferVersionCheck"), Call("check", "cudnnAdvTrainVersionCheck"),
+    Call("check", "cudnnAdvInferVersionCheck"), Call("check", "cudnnAdvTrainVersionCheck"), CREATE_HANDLE,
     Call("create", "cudnnCreateTensorDescriptor"), Call("create", "cudnnCreateConvolutionDescriptor"),
     Call("create", "cudnnCreateRNNDataDescriptor"), Call("finalize", "cudnnBackendFinalize",
-                                                          healthy="CUDNN_STATUS_BAD_PARAM"), CREATE_HANDLE))
+                                                          healthy="CUDNN_STATUS_BAD_PARAM")))
 
 # cuDNN 7: one monolithic library, no VersionCheck, no sub-libraries, no graph API.
-_V7_CALLS = (GET_VERSION, Call("create", "cudnnCreateTensorDescriptor"),
-             Call("create", "cudnnCreateConvolutionDescriptor"), CREATE_HANDLE)
+_V7_CALLS = (GET_VERSION, CREATE_HANDLE, Call("create", "cudnnCreateTensorDescriptor"),
+             Call("create", "cudnnCreateConvolutionDescriptor"))
 V7 = Generation(7, (SubLibrary("shim", "libcudnn", 7, "app", (), None, None, serves="every call",
                                examples=("cudnnGetVersion", "cudnnCreate"), calls=_V7_CALLS),),
                 _STATUS_V7, exercise=_V7_CALLS)

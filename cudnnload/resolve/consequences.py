@@ -290,8 +290,12 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
         found["graph-release"] = (Consequence(
             calls="cudnnGetVersion", effect=WRONG_RELEASE, library="graph", first_call="cudnnGetVersion",
             message=f"it returns {graph.release.number} ({graph.release}, the release of {graph.path}), not "
-                    f"{release.number}" + ("; cudnnCreate then prints \"Could not load symbol "
-                                            f"{GRAPH_CONFIG_FUNCTION}\" and aborts the process" if crash else "")),)
+                    f"{release.number}"),)
+        if crash:
+            found["graph-release"] += (Consequence(
+                calls="cudnnCreate (every handle)", effect=ABORT, library="graph", first_call="cudnnCreate",
+                message=f"Could not load symbol {GRAPH_CONFIG_FUNCTION}. Error: {graph.path}: undefined symbol: "
+                        f"{GRAPH_CONFIG_FUNCTION}"),)
     return found
 
 
@@ -315,3 +319,81 @@ def shim_cannot_load(gen: Generation, error: str) -> Consequence:
     return Consequence(calls=f"dlopen(\"{gen.shim.soname}\")", effect=NO_START, library="shim",
                        message=f"it fails with \"{error}\"; a program that NEEDs it does not start (\"error while "
                                f"loading shared libraries: {error}\")")
+
+
+# --- predictions against what happened ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observed:
+    """What a run of the exercise showed: each call's result, and how the process ended."""
+
+    # str(call) -> "status=3009", "value=92800" or "missing-symbol"; "dlopen" -> "ok" or "error ..."
+    results: Mapping[str, str]
+    died_in: str | None  # str(call) running when the process died
+    signal: str | None  # "SIGABRT", "SIGBUS"
+    printed: tuple[str, ...]  # what cuDNN and the linker printed (stderr lines)
+
+    def status(self, call: str) -> int | None:
+        result = self.results.get(call, "")
+        return int(result[7:]) if result.startswith("status=") else None
+
+    def value(self, call: str) -> int | None:
+        result = self.results.get(call, "")
+        return int(result[6:]) if result.startswith("value=") else None
+
+
+def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]:
+    """Where a prediction and an observed run disagree, call by call, in words; [] when they agree."""
+    wrong: list[str] = []
+    for index, expectation in enumerate(expected):
+        call = str(expectation.call)
+        got = truth.results.get(call)
+        said = f"{call}: predicted {_said(expectation)}"
+        if expectation.outcome == "fails":  # the app's dlopen of the shim
+            if not (got or "").startswith("error") or (expectation.message or "") not in (got or ""):
+                wrong.append(f"{said} ({expectation.message}), got {got}")
+            return wrong
+        if expectation.outcome in ("abort", "sigbus"):
+            want = "SIGABRT" if expectation.outcome == "abort" else "SIGBUS"
+            if truth.died_in != call or truth.signal != want:
+                wrong.append(f"{said}, but the process {_fate(truth, call)}")
+            elif expectation.outcome == "abort" and expectation.message and not any(
+                    _same_message(expectation.message, line) for line in truth.printed):
+                wrong.append(f"{said}, and cuDNN printed {truth.printed[-1:]} instead")
+            if index + 1 < len(expected):
+                wrong.append(f"predicted calls after the death at {call}")
+            return wrong
+        if expectation.outcome == "absent":
+            if got != "missing-symbol":
+                wrong.append(f"{said}, got {got or truth.signal}")
+        elif expectation.outcome == "value":
+            if expectation.value is not None and truth.value(call) != expectation.value:
+                wrong.append(f"{said}, got {got or truth.signal}")
+        elif truth.status(call) != expectation.status:
+            wrong.append(f"{said}, got {got or _fate(truth, call)}")
+    if truth.signal:
+        wrong.append(f"the process died of {truth.signal} in {truth.died_in}, which was predicted to return")
+    return wrong
+
+
+def _said(expectation: Expectation) -> str:
+    if expectation.outcome == "status":
+        return f"status={expectation.status}"
+    if expectation.outcome == "value":
+        return f"value={expectation.value}"
+    return expectation.outcome
+
+
+def _fate(truth: Observed, call: str) -> str:
+    if truth.signal:
+        return f"died of {truth.signal} in {truth.died_in}"
+    return f"returned {truth.results.get(call)}"
+
+
+def _same_message(predicted: str, printed: str) -> bool:
+    """cuDNN's line as predicted: exact, except that glibc names whichever undefined symbol it meets first."""
+    if "undefined symbol:" in predicted and ", version " in predicted:
+        head, _, tail = predicted.partition("undefined symbol:")
+        version = tail.rpartition(", version ")[2]
+        return printed.startswith(head) and printed.endswith(f"version {version}")
+    return printed.rstrip(".") == predicted.rstrip(".")

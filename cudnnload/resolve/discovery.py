@@ -230,7 +230,7 @@ def _pick(paths: Sequence[str], lib: SubLibrary) -> str:
 
 
 def _release_of(
-    files: Sequence[Candidate], folder: str, major: int, dist: Distribution | None
+    files: Sequence[Candidate], folder: str, major: int, dist: Distribution | None, cache: ElfCache | None = None
 ) -> tuple[Release | None, str | None]:
     """The install's release, from the most to the least direct evidence: its wheel's metadata,
     an exported version constant, a fully versioned file name, then a ``cudnn_version.h`` that
@@ -257,6 +257,12 @@ def _release_of(
         header = _header_release(include)
         if header and header.major == major:
             return header, f"{include}/cudnn_version.h"
+    linked = next((c for c in files if c.library == "shim" and c.real_path
+                   and os.path.dirname(c.real_path) != os.path.realpath(folder)), None)
+    if linked is not None and linked.real_path and cache is not None:
+        release = release_near(linked.real_path, cache)
+        if release is not None and release.major == major:
+            return release, f"the folder {os.path.dirname(linked.real_path)} the shim links to"
     return None, None
 
 
@@ -290,6 +296,9 @@ def _cuda_major(dist: Distribution | None, files: Sequence[Candidate]) -> int | 
         if match:
             return int(match.group(1))
     for cand in files:
+        if cand.elf and cand.elf.cudart_version:  # the CUDA it was built with (graph, ops_infer, a 7.x shim)
+            return cand.elf.cudart_version // 1000
+    for cand in files:
         if cand.elf and any(p.endswith("/cu13/lib") for p in cand.elf.runpath):
             return 13
     return None
@@ -309,13 +318,13 @@ def requester(path: str, cache: ElfCache) -> linker.Requester | None:
     return linker.Requester.from_elf(path, info)
 
 
-def python_requester(cache: ElfCache) -> linker.Requester | None:
-    """This Python as the executable of the process that loads cuDNN (its RPATH counts, e.g. conda's).
-
-    An executable's $ORIGIN is its resolved folder (/proc/self/exe), unlike a library's.
+def python_requester(cache: ElfCache, executable: str | None = None) -> linker.Requester | None:
+    """This Python (or another interpreter) as the executable of the process that loads cuDNN (its RPATH
+    counts, e.g. conda's). An executable's $ORIGIN is its resolved folder (/proc/self/exe), unlike a library's.
     """
-    found = requester(sys.executable, cache)
-    return found and replace(found, origin=os.path.dirname(os.path.realpath(sys.executable)))
+    program = executable or sys.executable
+    found = requester(program, cache)
+    return found and replace(found, origin=os.path.dirname(os.path.realpath(program)))
 
 
 def _chain(*links: linker.Requester | None) -> linker.Chain:
@@ -335,7 +344,7 @@ def build_install(
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), cache, host)
                   for lib in gen.libraries if lib.key in by_key)
     dist = _distribution_for(folder, dists)
-    release, source = _release_of(files, folder, major, dist)
+    release, source = _release_of(files, folder, major, dist, cache)
     findings: list[Finding] = []
     findings += _missing(gen, files, folder)
     findings += _mixed(files, release)
@@ -355,8 +364,12 @@ def build_install(
     if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
         findings += _symlinked_shim(shim, gen, folder)
     prediction = predict_install(gen, release, files, steps, deps, cache)
+    if any(f.code == "origin-through-symlink" for f in findings) and not any(
+            c.library not in ("shim", None) for c in files):  # only the linked shim here: one cause, said once
+        findings = [f for f in findings if f.code != "missing-sublibrary"]
     files = tuple(replace(cand, findings=_with_consequences(cand.findings, prediction)) for cand in files)
-    said = _with_consequences(findings, prediction)
+    told = {c.library for cand in files for f in cand.findings for c in f.consequences}
+    said = _with_consequences(findings, prediction, told)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    _cuda_major(dist, files), files, steps, deps, said + _unexplained(prediction, said, files, folder),
                    prediction.expectations)
@@ -368,9 +381,10 @@ def _asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
 
 
 def predict_install(gen: Generation, release: Release | None, files: Sequence[Candidate], steps: Sequence[Step],
-                    deps: Sequence[Step], cache: ElfCache) -> Prediction:
+                    deps: Sequence[Step], cache: ElfCache, *, gpu: bool | None = None) -> Prediction:
     """What an application would see with this install (`consequences`): the loads the plan makes,
-    and a consequence per cause of failure."""
+    and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
+    when libcuda.so.1 was found)."""
     def elf_of(path: str) -> ElfInfo | None:
         try:
             return cache.inspect(os.path.realpath(path))
@@ -380,7 +394,8 @@ def predict_install(gen: Generation, release: Release | None, files: Sequence[Ca
     planned = {step.library: Planned(step.path, step.outcome, step.error, step.release) for step in steps}
     missing = {step.library: step.library for step in deps if step.path is None}
     shim = next((c for c in files if c.library == "shim"), None)
-    gpu = any(step.library == "libcuda.so.1" and step.path for step in deps)
+    if gpu is None:
+        gpu = any(step.library == "libcuda.so.1" and step.path for step in deps)
     loads = {} if gen.major == 7 else plan_loads(gen, release, planned, missing, elf_of)
     return predict(gen, release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
                    shim_fails=_shim_load(shim, missing), elf_of=elf_of, gpu=gpu)
@@ -408,22 +423,28 @@ def subjects(finding: Finding) -> tuple[str, ...]:
     a dependency's soname; () when it is about neither."""
     if finding.code == "origin-through-symlink":
         return ("graph", "ops_infer")  # what the shim opens first, through the link's $ORIGIN
+    if finding.code in ("missing-dependency", "no-driver"):  # about what the file at the path needs
+        soname = next((word for word in finding.message.replace(",", " ").split() if word.startswith("lib")), None)
+        return (soname,) if soname else ()
     named = classify(os.path.basename(finding.path or ""))
     if named is not None and named.key != "shim":
         return (named.key, f"{named.key}-release")
     loads = _WOULD_LOAD.search(finding.message)
     if loads is not None:
         return (loads.group(1), f"{loads.group(1)}-release")
-    soname = next((word for word in finding.message.replace(",", " ").split() if word.startswith("lib")), None)
-    return (soname,) if finding.code in ("missing-dependency", "no-driver") and soname else ()
+    return ()
 
 
-def _with_consequences(findings: Sequence[Finding], prediction: Prediction) -> tuple[Finding, ...]:
+def _with_consequences(findings: Sequence[Finding], prediction: Prediction,
+                       told: set[str] | None = None) -> tuple[Finding, ...]:
     """The findings, each with what the user will see because of it (info findings get theirs too: the
     no-driver one says what a machine without a GPU shows)."""
     out = []
+    said = set(told or ())  # each cause's consequences go with the first finding that names it
     for finding in findings:
-        found = tuple(c for cause in subjects(finding) for c in prediction.consequences.get(cause, ()))
+        causes = [cause for cause in subjects(finding) if cause in prediction.consequences and cause not in said]
+        said.update(causes)
+        found = tuple(c for cause in causes for c in prediction.consequences[cause])
         out.append(replace(finding, consequences=found) if found else finding)
     return tuple(out)
 
@@ -432,6 +453,9 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], files: Seq
                  folder: str) -> tuple[Finding, ...]:
     """A finding for each cause of failure no other finding carries, so that none goes unsaid."""
     said = {c.library for f in [*findings, *(f for c in files for f in c.findings)] for c in f.consequences}
+    first = prediction.expectations[0] if prediction.expectations else None
+    if first is not None and first.outcome in ("abort", "sigbus", "fails"):
+        return ()  # the first call already dies of a cause a finding names: nothing else is reached
     extra = []
     for cause, consequences in prediction.consequences.items():
         load = prediction.loads.get(cause)

@@ -64,6 +64,8 @@ class ElfInfo:
     release: Release | None  # from an exported version constant, without running code
     release_symbol: str | None
     gpu_code: GpuCode | None
+    interpreter: str | None = None  # PT_INTERP (.interp): set for a program, not for a shared library
+    cudart_version: int | None = None  # what its cudnnGetCudartVersion returns (12090: CUDA 12.9), read, not run
 
     @property
     def version_checks(self) -> tuple[str, ...]:
@@ -170,7 +172,7 @@ def _inspect(path: str, size: int, handle: BinaryIO, data: mmap.mmap) -> ElfInfo
     reader = _Reader(data, elf.elfclass, elf.little_endian)
     by_name = {sec.name: sec for sec in sections}
     dynamic = _dynamic(reader, sections, by_name.get(".dynamic"))
-    exported, functions, release_symbol, release = _symbols(reader, sections, by_name.get(".dynsym"))
+    exported, functions, release_symbol, release, cudart = _symbols(reader, sections, by_name.get(".dynsym"))
     fatbin = by_name.get(".nv_fatbin")
     return ElfInfo(
         path=path,
@@ -191,7 +193,15 @@ def _inspect(path: str, size: int, handle: BinaryIO, data: mmap.mmap) -> ElfInfo
         release=release,
         release_symbol=release_symbol,
         gpu_code=read_gpu_code(handle.fileno(), fatbin.offset, fatbin.size) if fatbin and fatbin.size else None,
+        interpreter=_interpreter(reader, by_name.get(".interp")),
+        cudart_version=cudart,
     )
+
+
+def _interpreter(reader: _Reader, interp: _Section | None) -> str | None:
+    if interp is None or interp.type == "SHT_NOBITS" or not interp.size:
+        return None
+    return reader.cstring(interp.offset, interp.offset + interp.size, 0) or None
 
 
 @record
@@ -230,11 +240,31 @@ def _dynamic(reader: _Reader, sections: list[_Section], dyn: _Section | None) ->
     )
 
 
+# cudnnGetCudartVersion returns a constant of the build (cudnn-facts §1.5): its body holds it as the
+# immediate of a `mov $imm32, %eax` (opcode B8). Found so in every cuDNN wheel checked (8.5, 8.9.7, 9.0,
+# 9.28 cu12 and cu13: 11070, 12020, 12030, 12090, 13050); a CUDA version is major*1000 + minor*10.
+_CUDART_FUNCTION = "cudnnGetCudartVersion"
+_MOV_EAX = 0xB8
+
+
+def _cudart_constant(reader: _Reader, section: _Section, value: int, size: int) -> int | None:
+    if section.type == "SHT_NOBITS" or not 0 < size <= 4096:
+        return None
+    offset = section.offset + value - section.addr
+    if not section.offset <= offset <= section.offset + section.size - size:
+        return None
+    code = reader.data[offset:offset + size]
+    found = [reader.u32.unpack_from(code, i + 1)[0] for i in range(len(code) - 4) if code[i] == _MOV_EAX]
+    plausible = [number for number in found if 9000 <= number < 30000 and number % 10 == 0]
+    return plausible[-1] if plausible else None
+
+
 def _symbols(
     reader: _Reader, sections: list[_Section], dynsym: _Section | None
-) -> tuple[int, tuple[str, ...], str | None, Release | None]:
+) -> tuple[int, tuple[str, ...], str | None, Release | None, int | None]:
     if dynsym is None:
-        return 0, (), None, None
+        return 0, (), None, None, None
+    cudart: int | None = None
     data, strtab = reader.data, sections[dynsym.link]
     str_start, str_end = strtab.offset, strtab.offset + strtab.size
     exported = 0
@@ -244,9 +274,9 @@ def _symbols(
     wide = reader.wide
     for fields in reader.sym.iter_unpack(data[dynsym.offset:dynsym.offset + dynsym.size]):
         if wide:
-            st_name, info, other, shndx, value, _size = fields
+            st_name, info, other, shndx, value, size = fields
         else:
-            st_name, value, _size, info, other, shndx = fields
+            st_name, value, size, info, other, shndx = fields
         bind, kind, visibility = info >> 4, info & 0xF, other & 3
         if shndx == 0 or bind not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE):
             continue
@@ -258,13 +288,15 @@ def _symbols(
         symbol = reader.cstring(str_start, str_end, st_name)
         if kind in (STT_FUNC, STT_GNU_IFUNC):
             functions.append(symbol)
+            if symbol == _CUDART_FUNCTION and shndx < len(sections):
+                cudart = _cudart_constant(reader, sections[shndx], value, size)
         elif symbol in VERSION_SYMBOLS and release is None and shndx < len(sections):
             section = sections[shndx]
             offset = section.offset + value - section.addr
             if section.type != "SHT_NOBITS" and section.offset <= offset <= section.offset + section.size - 4:
                 release_symbol = symbol
                 release = decode_packed_version(reader.u32.unpack_from(data, offset)[0])
-    return exported, tuple(sorted(functions)), release_symbol, release
+    return exported, tuple(sorted(functions)), release_symbol, release, cudart
 
 
 def _version_needs(reader: _Reader, sections: list[_Section], sec: _Section | None) -> tuple[VersionNeed, ...]:

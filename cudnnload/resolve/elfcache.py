@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from cudnnload.resolve.linker import LinkerDefaults
 
-FORMAT = 3  # bump when ElfInfo's fields, its module path or the file layout change
+FORMAT = 5  # bump when ElfInfo's fields, its module path or the file layout change
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
