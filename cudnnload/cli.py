@@ -83,24 +83,35 @@ def make_cli() -> click.Group:
             click.echo(report.inventory_text(inventory, verbose))
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
-    @cli.command("doctor")
+    @cli.command("doctor", cls=_CommandAfterDashes)
     @click.argument("target", required=False)
     @click.option("--python", "python", metavar="PATH", help="Diagnose another interpreter or venv and the "
                   "frameworks installed there.")
-    @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(0.1),
-                  help="Seconds for each child process (the probe, a framework's build version).")
+    @click.option("--timeout", type=click.FloatRange(0.1), help="Seconds for each child process (the probe, a "
+                  "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @_json_option
     @_friendly
-    def doctor_command(target: str | None, python: str | None, timeout: float, as_json: bool) -> None:
+    def doctor_command(target: str | None, python: str | None, timeout: float | None, as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
         uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
+        `doctor -- COMMAND [ARGS...]` runs the program and explains what it did with cuDNN.
         """
         from cudnnload import report
+
+        command = click.get_current_context().meta.get("command")
+        if command is not None:
+            if target or python:
+                raise UsageError("give a TARGET or `-- COMMAND`, not both")
+            from cudnnload.diagnose.observe import diagnose_program
+
+            seen = diagnose_program(command, timeout=timeout)
+            click.echo(report.dumps("doctor-program", seen) if as_json else report.program_report_text(seen))
+            sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         from cudnnload.diagnose.doctor import doctor
 
-        result = doctor(target=target, python=python, timeout=timeout)
+        result = doctor(target=target, python=python, timeout=timeout or 60.0)
         click.echo(report.dumps("doctor", result) if as_json else report.report_text(result))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
@@ -168,6 +179,17 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
 
     return cli
+
+
+class _CommandAfterDashes(click.Command):
+    """Everything after ``--`` is the program to run (``doctor -- python app.py``), kept apart from TARGET."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta["command"] = tuple(args[at + 1:])
+            args = args[:at]
+        return super().parse_args(ctx, args)
 
 
 def _trace_target(folder: str | None) -> tuple[str, int]:

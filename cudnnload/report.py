@@ -19,6 +19,7 @@ from cudnnload.resolve.which import Which
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.diagnose.doctor import Difference, Report
+    from cudnnload.diagnose.observe import ProgramReport
     from cudnnload.dispatch.backends import BackendStatus
 
 SCHEMA = 1
@@ -27,7 +28,7 @@ SCHEMA = 1
 # Derived values worth having in JSON beside the fields, by class name.
 JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
-    "Report": ("healthy",),
+    "Report": ("healthy",), "ProgramReport": ("healthy",),
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
 }
 
@@ -213,4 +214,42 @@ def diff_text(differences: tuple[Difference, ...], left_name: str, right_name: s
     for d in differences:
         lines += [d.what, f"  - {d.left if d.left is not None else '(absent)'}",
                   f"  + {d.right if d.right is not None else '(absent)'}"]
+    return "\n".join(lines)
+
+
+def program_report_text(report: ProgramReport) -> str:
+    """``cudnnload doctor -- COMMAND``: how the program ended, what the linker mapped and by which rule, what
+    cuDNN printed, the prediction beside it, then the findings."""
+    seen = report.observation
+    program = " ".join(seen.command)
+    if seen.timed_out:
+        end = "killed at the timeout"
+    elif seen.signal:
+        end = f"died of {seen.signal}" + (f" in {seen.died_in}" if seen.died_in else "")
+    else:
+        end = f"exited with status {seen.returncode}"
+    lines = [f"cudnnload doctor -- {program}", f"  {end} after {seen.seconds:.2f} s"
+             + (f" ({seen.processes} processes)" if seen.processes > 1 else "")]
+    if seen.libraries:
+        lines.append("  mapped, in order (the dynamic linker's account):")
+        for opened in seen.libraries:
+            via = f" from {os.path.basename(opened.via)}" if opened.via else ""
+            dying = "" if opened.initialized else "  (never initialized: the process ended mapping it)"
+            lines.append(f"    {os.path.basename(opened.path):<40} {opened.path}  [{opened.rule}{via}, "
+                         f"{opened.how} by {os.path.basename(opened.requested_by)}]{dying}")
+    else:
+        lines.append("  no cuDNN, cuBLAS, NVRTC or driver library was mapped")
+    for reuse in seen.reused:
+        lines.append(f"    already loaded, handed out again: {reuse.path}"
+                     + (f" (after {', '.join(reuse.after)} were not found)" if reuse.after else ""))
+    if seen.messages:
+        lines.append("  cuDNN printed:")
+        lines += [f"    {message}" for message in seen.messages]
+    for comparison in report.comparisons:
+        said = "agrees" if not comparison.disagreements else f"disagrees ({len(comparison.disagreements)})"
+        lines.append(f"  cudnnload's prediction for {comparison.shim} in this environment: {said}")
+    if report.findings:
+        lines.append(f"findings ({findings_summary(report.findings)}):")
+        lines += [finding_line(f) for f in report.findings]
+    lines.append("healthy" if report.healthy else "PROBLEMS FOUND: apply the fixes above, then run it again")
     return "\n".join(lines)

@@ -23,6 +23,7 @@ _HEAD = re.compile(r"^([IWE])! CuDNN \(v(\d+)(?: (\d+))?\) function (\w+)\(\) ca
 _TIME = re.compile(r"^[iwe]! Time: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)")
 _WHO = re.compile(r"^[iwe]! Process=(\d+); Thread=(\d+)")
 _STATUS = re.compile(r"status: type=cudnnStatus_t; val=(\w+)")
+_ERROR = re.compile(r"Error: (CUDNN_STATUS_\w+); Reason: (.*)$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class ApiCall:
     process: int
     thread: int
     status: str | None  # when the block names one
+    reason: str | None = None  # an error block's "Reason: ..." (cuDNN's own words)
 
 
 def parse(lines: Iterable[str]) -> tuple[ApiCall, ...]:
@@ -41,10 +43,11 @@ def parse(lines: Iterable[str]) -> tuple[ApiCall, ...]:
     head: re.Match[str] | None = None
     at: float | None = None
     status: str | None = None
+    reason: str | None = None
     for line in lines:
         match = _HEAD.match(line)
         if match:
-            head, at, status = match, None, None
+            head, at, status, reason = match, None, None, None
             continue
         if head is None:
             continue
@@ -52,9 +55,11 @@ def parse(lines: Iterable[str]) -> tuple[ApiCall, ...]:
             at = datetime.fromisoformat(found.group(1)).timestamp()
         elif (found := _STATUS.search(line)) is not None:
             status = found.group(1)
+        elif (found := _ERROR.search(line)) is not None:
+            status, reason = status or found.group(1), reason or found.group(2).strip()
         elif (found := _WHO.match(line)) is not None and at is not None:
             calls.append(ApiCall(head.group(4), head.group(1), at, int(found.group(1)), int(found.group(2)),
-                                 status))
+                                 status, reason))
             head = None
     return tuple(calls)
 

@@ -96,7 +96,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         release = result.release  # cuDNN 7 and 8 without a version constant or a full file name
     cudart = result.step("cudnnGetCudartVersion") if result else None
     max_sm = result.step("cudnnGetMaxDeviceVersion") if result else None
-    passed = bool(result and result.completed and all(s.ok for s in result.steps if s.name.endswith("VersionCheck")))
+    checked = [s for s in result.steps if s.name.endswith("VersionCheck") or s.name == "cudnnGetVersion"] \
+        if result else []
+    passed = bool(result and result.completed and checked and all(s.ok for s in checked))
     gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
                        max_device_version=max_sm.value if max_sm else None,
                        gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install else {},
@@ -126,7 +128,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
 def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:
     """The install's predicted calls, for a machine with or without a usable GPU as the driver says."""
     prediction = predict_install(generation(install.major), install.release, install.files, install.plan,
-                                 install.dependencies, resolved.ctx.cache, gpu=gpu)
+                                 install.dependencies, resolved.ctx.cache, resolved.ctx.linker, gpu=gpu)
     return prediction.expectations
 
 
@@ -186,6 +188,8 @@ def _installs_check(resolved: Resolved) -> Check:
 
 
 def _coherence_check(install: Install) -> Check:
+    if install.expected and install.expected[0].call.kind == "dlopen":
+        return Check("coherent", "skip", f"the shim itself does not load: {install.expected[0].message}")
     outside = [s for s in install.plan if not s.inside_install]
     if not install.plan:
         return Check("coherent", "ok", "one library: nothing to keep together")

@@ -20,13 +20,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.diagnose.apilog import ApiSummary, parse, summarize
+from cudnnload.diagnose.apilog import ApiSummary, summarize
 
 # --- results ---------------------------------------------------------------------
 
@@ -71,7 +69,7 @@ class ProgramTrace:
     wall_ms: float
     apis: tuple[ApiSummary, ...]
     libraries: tuple[LibraryArrival, ...]
-    log_lines: int
+    log_lines: int  # API calls cuDNN logged
 
 
 # --- our own path: the child ---------------------------------------------------------
@@ -283,41 +281,20 @@ def _records(stdout: str, spawned: float) -> list[_Record]:
 
 def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
                   sample_s: float = 0.01) -> ProgramTrace:
-    """Run ``command`` with cuDNN's API log on; per API, its first call against later ones."""
-    env = dict(os.environ if environ is None else environ)
-    with tempfile.TemporaryDirectory(prefix="cudnnload-trace-") as folder:
-        log = os.path.join(folder, "cudnn.log")
-        # 9.x reads CUDNN_LOGLEVEL_DBG, 8.x the legacy switch (cudnn-facts §6.1).
-        env.update(CUDNN_LOGLEVEL_DBG="3", CUDNN_LOGINFO_DBG="1", CUDNN_LOGDEST_DBG=log)
-        started_wall, started = time.time(), time.monotonic()
-        child = subprocess.Popen(list(command), env=env)
-        arrivals: dict[str, float] = {}
-        watcher = threading.Thread(target=_watch, args=(child, started, sample_s, arrivals), daemon=True)
-        watcher.start()
-        returncode = child.wait()
-        wall = (time.monotonic() - started) * 1000
-        watcher.join()
-        try:
-            with open(log, encoding="utf-8", errors="replace") as handle:
-                lines = handle.readlines()
-        except OSError:
-            lines = []
-    calls = tuple(c for c in parse(lines) if c.process == child.pid)
-    return ProgramTrace(tuple(command), returncode, wall, summarize(calls, started_wall),
+    """Run ``command`` with cuDNN's API log on (every call, level 3: `observe.run`); per API, its first call
+    against later ones, and when each library first showed in the process's maps."""
+    from cudnnload.diagnose.observe import run
+
+    started_wall = time.time()
+    ran = run(command, environ=environ, api_level=3, linker_log=False, sample_s=sample_s)
+    calls = tuple(c for c in ran.api if c.process == ran.pid)
+    arrivals: dict[str, float] = {}
+    for path, ms in ran.arrivals.items():
+        arrivals.setdefault(os.path.basename(path), ms)
+    return ProgramTrace(tuple(command), ran.returncode if ran.returncode is not None else -9, ran.seconds * 1000,
+                        summarize(calls, started_wall),
                         tuple(LibraryArrival(name, ms) for name, ms in sorted(arrivals.items(), key=lambda x: x[1])),
-                        len(lines))
-
-
-def _watch(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float]) -> None:
-    """Note when each library first shows in the child's maps. Every read of /proc/PID/maps takes the
-    child's mmap lock, which its own mmap()s and page faults then wait for, so it is read every
-    ``period`` (10 ms by default: the resolution of the arrival times reported)."""
-    pid = str(child.pid)
-    while child.poll() is None:
-        now = (time.monotonic() - started) * 1000
-        for name in _mapped(pid):
-            arrivals.setdefault(name, now)
-        time.sleep(period)
+                        len(ran.api))
 
 
 # --- text --------------------------------------------------------------------------------
@@ -345,7 +322,7 @@ def loader_text(traces: Sequence[LoaderTrace], width: int = 40) -> str:
 
 def program_text(trace: ProgramTrace) -> str:
     lines = [f"{' '.join(trace.command)}: exit {trace.returncode}, {trace.wall_ms:.0f} ms, "
-             f"{trace.log_lines} log lines"]
+             f"{trace.log_lines} API calls logged"]
     if trace.apis:
         lines.append(f"  {'cuDNN API':<44} {'calls':>6} {'first at':>9} {'first ms':>9} {'later ms':>9}")
         for api in trace.apis:

@@ -29,7 +29,16 @@ from cudnnload.resolve.catalog import (
     generation,
     parse_release,
 )
-from cudnnload.resolve.consequences import UNLOADABLE, Expectation, Load, Planned, Prediction, plan_loads, predict
+from cudnnload.resolve.consequences import (
+    KILLS,
+    UNLOADABLE,
+    Expectation,
+    Load,
+    Planned,
+    Prediction,
+    plan_loads,
+    predict,
+)
 from cudnnload.resolve.elf import ElfInfo, max_version
 from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
@@ -363,9 +372,10 @@ def build_install(
     findings += [f for step in deps for f in _dependency_findings(step, major)]
     if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
         findings += _symlinked_shim(shim, gen, folder)
-    prediction = predict_install(gen, release, files, steps, deps, cache)
-    if any(f.code == "origin-through-symlink" for f in findings) and not any(
-            c.library not in ("shim", None) for c in files):  # only the linked shim here: one cause, said once
+    prediction = predict_install(gen, release, files, steps, deps, cache, env)
+    shim_fails = bool(prediction.expectations) and prediction.expectations[0].call.kind == "dlopen"
+    if (shim_fails or any(f.code == "origin-through-symlink" for f in findings)) and not any(
+            c.library not in ("shim", None) for c in files):  # only the shim here, and it is the cause: said once
         findings = [f for f in findings if f.code != "missing-sublibrary"]
     files = tuple(replace(cand, findings=_with_consequences(cand.findings, prediction)) for cand in files)
     told = {c.library for cand in files for f in cand.findings for c in f.consequences}
@@ -381,7 +391,8 @@ def _asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
 
 
 def predict_install(gen: Generation, release: Release | None, files: Sequence[Candidate], steps: Sequence[Step],
-                    deps: Sequence[Step], cache: ElfCache, *, gpu: bool | None = None) -> Prediction:
+                    deps: Sequence[Step], cache: ElfCache, env: linker.LinkerEnv, *,
+                    gpu: bool | None = None) -> Prediction:
     """What an application would see with this install (`consequences`): the loads the plan makes,
     and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
     when libcuda.so.1 was found)."""
@@ -398,16 +409,17 @@ def predict_install(gen: Generation, release: Release | None, files: Sequence[Ca
         gpu = any(step.library == "libcuda.so.1" and step.path for step in deps)
     loads = {} if gen.major == 7 else plan_loads(gen, release, planned, missing, elf_of)
     return predict(gen, release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
-                   shim_fails=_shim_load(shim, missing), elf_of=elf_of, gpu=gpu)
+                   shim_fails=_shim_load(shim, missing, env), elf_of=elf_of, gpu=gpu)
 
 
-def _shim_load(shim: Candidate | None, missing: Mapping[str, str]) -> Load | None:
+def _shim_load(shim: Candidate | None, missing: Mapping[str, str], env: linker.LinkerEnv) -> Load | None:
     """Why the application's own dlopen of the shim fails, if it does: the file, or a library it NEEDs."""
     if shim is None:
         return None
-    if shim.elf is None:
-        problem = next((f.message for f in shim.findings if f.severity == ERROR), "it cannot be read")
-        return Load("shim", shim.path, None, UNLOADABLE, f"{shim.path}: {problem}", "shim")
+    if shim.elf is None or (shim.real_path and linker.opening(shim.path, env)[0] != "found"):
+        outcome, error = linker.opening(shim.path, env)
+        problem = error or next((f.message for f in shim.findings if f.severity == ERROR), "it cannot be read")
+        return Load("shim", shim.path, None, KILLS if outcome == "cut-segments" else UNLOADABLE, problem, "shim")
     needed = next((name for name in shim.elf.needed if name in missing), None)
     if needed is not None:
         return Load("shim", shim.path, None, UNLOADABLE,
@@ -427,7 +439,7 @@ def subjects(finding: Finding) -> tuple[str, ...]:
         soname = next((word for word in finding.message.replace(",", " ").split() if word.startswith("lib")), None)
         return (soname,) if soname else ()
     named = classify(os.path.basename(finding.path or ""))
-    if named is not None and named.key != "shim":
+    if named is not None:
         return (named.key, f"{named.key}-release")
     loads = _WOULD_LOAD.search(finding.message)
     if loads is not None:
@@ -493,7 +505,7 @@ def _mixed(files: Sequence[Candidate], release: Release | None) -> Iterable[Find
         if release and cand.elf and cand.elf.release and cand.elf.release != release:
             yield Finding("mixed-release", ERROR, f"is cuDNN {cand.elf.release}, the rest of the folder is {release}",
                           cand.path, "replace the folder with one complete release; sub-libraries bind to "
-                          "release-private symbols of libcudnn_graph and fail to load across releases")
+                          "each other's release-private symbols and fail to load across releases")
 
 
 def plan(gen: Generation, shim_path: str | None, folder: str, release: Release | None, cache: ElfCache,

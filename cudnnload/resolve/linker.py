@@ -521,6 +521,12 @@ def _fatal_message(path: str, outcome: Outcome) -> str | None:
     return f"{path}: {reason}" if reason else None
 
 
+def opening(path: str, env: LinkerEnv) -> tuple[Outcome, str | None]:
+    """What dlopen of ``path`` by its full path meets first: the outcome, and dlerror's text when it fails."""
+    outcome = _probe(path, env.defaults)
+    return outcome, _fatal_message(path, outcome) or (None if outcome == "found" else f"{path}: {outcome}")
+
+
 # --- the real linker of this machine -------------------------------------------------
 
 _PROBE_LIB = "/cudnnload-probe-lib"

@@ -1,0 +1,419 @@
+"""``cudnnload doctor -- COMMAND``: run the user's unmodified program and explain what really happened.
+
+The program runs in a child, in its own process group, with its output passed through, and three
+witnesses on: the dynamic linker's own account (``LD_DEBUG=libs,files``, one file per process:
+every cuDNN, cuBLAS, NVRTC and driver file it mapped and by which rule, every name it looked up in
+vain, every dlopen answered by an object already loaded), cuDNN's API log at the error level
+(``CUDNN_LOGLEVEL_DBG=2``; the 8.x switches too), and ``/proc/PID/maps`` sampled while it runs. Its
+end (exit status, or the signal and the library it died in) is read beside them. Then, for each cuDNN
+the program opened, the prediction cudnnload makes for the same shim in the same environment, with
+what was already loaded when the shim came: where observation and prediction disagree, that is a
+finding in itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cudnnload.diagnose import lddebug
+from cudnnload.diagnose.apilog import ApiCall, parse
+from cudnnload.errors import UsageError
+from cudnnload.findings import ERROR, INFO, WARNING, Finding
+from cudnnload.resolve.catalog import classify, generation
+from cudnnload.resolve.mapped import mapped_libraries
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudnnload.resolve.discovery import Context
+
+_FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
+# What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
+# "Invalid handle. Cannot load symbol %s", "Could not load symbol %s. Error: %s"; graph's
+# "Unable to load any of {...}"; cudnn-facts §1.2 and the scenario corpus).
+_CUDNN_LINES = ("Could not load library ", "Invalid handle. Cannot load symbol ", "Could not load symbol ",
+                "Unable to load any of {")
+_TAIL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a program under watch: how it ended, and what each witness saw."""
+
+    command: tuple[str, ...]
+    pid: int
+    returncode: int | None  # None: killed at the timeout
+    signal: str | None
+    timed_out: bool
+    seconds: float
+    stderr_tail: tuple[str, ...]  # the end of what it wrote on stderr (also passed through)
+    logs: dict[int, lddebug.LinkerLog]  # by pid: the program and every child it started
+    api: tuple[ApiCall, ...]  # cuDNN's API log
+    arrivals: dict[str, float] = field(default_factory=dict)  # mapped file -> ms after start, as sampled
+
+
+def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
+        api_level: int = 2, linker_log: bool = True, sample_s: float = 0.02) -> Run:
+    """Run ``command`` and watch it (see the module docstring); UsageError when it cannot be started."""
+    env = dict(os.environ if environ is None else environ)
+    if not command:
+        raise UsageError("no command to run", fix="cudnnload doctor -- python app.py")
+    program = command[0] if "/" in command[0] else shutil.which(command[0], path=env.get("PATH", os.defpath))
+    if program is None or not os.path.exists(program):
+        raise UsageError("no such command", path=command[0], fix="give the program as you would run it")
+    with tempfile.TemporaryDirectory(prefix="cudnnload-observe-") as scratch:
+        prefix, log = os.path.join(scratch, "ld"), os.path.join(scratch, "cudnn.log")
+        if linker_log:
+            env.update(LD_DEBUG="libs,files", LD_DEBUG_OUTPUT=prefix)
+        mine = "CUDNN_LOGDEST_DBG" not in env  # the user's own log settings stand
+        if mine:
+            # 9.x reads CUDNN_LOGLEVEL_DBG, 8.x the legacy switches (cudnn-facts §6.1)
+            env.update(CUDNN_LOGLEVEL_DBG=str(api_level), CUDNN_LOGERR_DBG="1", CUDNN_LOGDEST_DBG=log)
+            if api_level >= 2:
+                env["CUDNN_LOGWARN_DBG"] = "1"
+            if api_level >= 3:
+                env["CUDNN_LOGINFO_DBG"] = "1"
+        started = time.monotonic()
+        try:
+            child = subprocess.Popen(list(command), env=env, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise UsageError(f"cannot run it: {exc.strerror or exc}", path=command[0]) from None
+        tail = _Tee(child)
+        arrivals: dict[str, float] = {}
+        sampler = threading.Thread(target=_sample, args=(child, started, sample_s, arrivals), daemon=True)
+        sampler.start()
+        timed_out = False
+        try:
+            returncode: int | None = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out, returncode = True, None
+            _kill_group(child)
+        seconds = time.monotonic() - started
+        tail.join()
+        sampler.join()
+        logs = lddebug.read(prefix) if linker_log else {}
+        api: tuple[ApiCall, ...] = ()
+        if mine:
+            try:
+                with open(log, encoding="utf-8", errors="replace") as handle:
+                    api = parse(handle)
+            except OSError:
+                api = ()
+    sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
+    return Run(tuple(command), child.pid, returncode, sig, timed_out, seconds, tail.lines(), logs, api, arrivals)
+
+
+class _Tee(threading.Thread):
+    """Passes the child's stderr through to ours as it comes, keeping its last 64 KB."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.child, self.kept = child, bytearray()
+        self.start()
+
+    def run(self) -> None:
+        assert self.child.stderr is not None
+        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        stream = self.child.stderr
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            if out is not None:
+                out.write(chunk)
+                out.flush()
+            else:
+                sys.stderr.write(chunk.decode(errors="replace"))
+            self.kept += chunk
+            del self.kept[:-_TAIL_BYTES]
+
+    def lines(self) -> tuple[str, ...]:
+        return tuple(line for line in self.kept.decode(errors="replace").splitlines() if line.strip())
+
+
+def _sample(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float]) -> None:
+    """When each library first shows in the child's maps. Every read of /proc/PID/maps takes the child's
+    mmap lock, which its own mmap()s then wait for: hence a period, not a busy loop."""
+    pid = str(child.pid)
+    while child.poll() is None:
+        now = (time.monotonic() - started) * 1000
+        for path in mapped_libraries(pid):
+            arrivals.setdefault(path, now)
+        time.sleep(period)
+
+
+def _kill_group(child: subprocess.Popen[bytes]) -> None:
+    """The program and every process it started (its own session): SIGTERM, then SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- what happened ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observation:
+    """What the program did with cuDNN, from the witnesses of a `Run`."""
+
+    command: tuple[str, ...]
+    returncode: int | None
+    signal: str | None
+    timed_out: bool
+    seconds: float
+    libraries: tuple[lddebug.Opened, ...]  # the cuDNN, cuBLAS, NVRTC and driver files mapped, in order
+    missed: tuple[lddebug.Missed, ...]  # the names of those families looked up in vain
+    reused: tuple[lddebug.Reused, ...]  # dlopens answered by an object already in the process
+    messages: tuple[str, ...]  # what cuDNN printed
+    api_errors: tuple[ApiCall, ...]  # the API log's error blocks
+    died_in: str | None  # where the process died, when it died of a signal
+    processes: int  # processes the linker logged (the program and its children)
+
+    @property
+    def shims(self) -> tuple[lddebug.Opened, ...]:
+        return tuple(o for o in self.libraries if (lib := classify(os.path.basename(o.path))) and lib.key == "shim")
+
+
+def observation(ran: Run) -> Observation:
+    logs = ran.logs
+    main = logs.get(ran.pid)
+    order = [main] if main else []
+    order += [log for pid, log in sorted(logs.items()) if pid != ran.pid]
+    libraries = tuple(o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY))
+    missed = tuple(m for log in order for m in log.missed if os.path.basename(m.name).startswith(_FAMILY))
+    reused = tuple(r for log in order for r in log.reused if os.path.basename(r.path).startswith(_FAMILY))
+    messages = tuple(line for line in ran.stderr_tail if line.startswith(_CUDNN_LINES))
+    errors = tuple(call for call in ran.api if call.level == "E")
+    return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
+                       messages, errors, _died_in(ran, main, messages), len(logs))
+
+
+def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...]) -> str | None:
+    """Where a process killed by a signal died: mapping a file (SIGBUS on a cut one), in a library's
+    initializer, or in cuDNN after the line it printed (abort)."""
+    if ran.signal is None:
+        return None
+    dying = log.dying_in if log else None
+    if dying is not None and not dying.initialized and ran.signal in ("SIGBUS", "SIGSEGV"):
+        return f"the dynamic linker, mapping {dying.path} (asked for by {os.path.basename(dying.requested_by)})"
+    if ran.signal == "SIGABRT" and messages:
+        shim = next((o.path for o in reversed(log.opened if log else ()) if classify(os.path.basename(o.path))
+                     and classify(os.path.basename(o.path)).key == "shim"), "the cuDNN shim")  # type: ignore[union-attr]
+        return f"{shim}, which called abort() after printing \"{messages[-1]}\""
+    if dying is not None:
+        return f"{dying.path}, while it was being loaded"
+    return None
+
+
+# --- the program's report ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """The prediction for one shim the program opened, beside what the linker did."""
+
+    shim: str  # as opened
+    release: str | None
+    predicted: tuple[tuple[str, str | None, str], ...]  # (sub-library, path, rule) in this environment alone
+    observed: tuple[tuple[str, str | None, str], ...]  # (sub-library, path, rule) as the linker mapped them
+    disagreements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProgramReport:
+    observation: Observation
+    comparisons: tuple[Comparison, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return self.observation.returncode == 0 and not any(f.severity == ERROR for f in self.findings)
+
+
+def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                     timeout: float | None = None) -> ProgramReport:
+    """Run ``command`` (its output passed through) and explain what it did with cuDNN."""
+    env = dict(os.environ if environ is None else environ)
+    preparing = _Prepare(env)  # the linker model and the memo, while the program runs
+    ran = run(command, environ=env, timeout=timeout)
+    seen = observation(ran)
+    ctx = preparing.result()
+    comparisons: list[Comparison] = []
+    findings: list[Finding] = []
+    explained: dict[str, str] = {}  # function -> the status name the prediction gave it
+    for shim in seen.shims:
+        comparison, said, expected = _compare(shim, seen, env, ctx)
+        comparisons.append(comparison)
+        findings += said
+        explained.update(expected)
+    findings += _run_findings(seen, explained)
+    return ProgramReport(seen, tuple(comparisons), tuple(_unique(findings)))
+
+
+class _Prepare(threading.Thread):
+    """Builds the process model (ld.so's defaults, the ELF memo, the host) beside the running program."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        super().__init__(daemon=True)
+        self.env: Mapping[str, str] = env
+        self.ctx: Context | None = None
+        self.start()
+
+    def run(self) -> None:
+        from cudnnload.resolve.discovery import context
+
+        self.ctx = context(self.env)
+
+    def result(self) -> Context:
+        self.join()
+        assert self.ctx is not None
+        return self.ctx
+
+
+def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str],
+             ctx: Context) -> tuple[Comparison, list[Finding], dict[str, str]]:
+    """The prediction for ``shim`` in this environment, beside the linker's account; and the findings of
+    the prediction made with what was already in the process when the shim came."""
+    from cudnnload.resolve.discovery import context, install_of
+
+    before = {os.path.basename(o.path): o.path for o in seen.libraries[:seen.libraries.index(shim)]
+              if os.path.basename(o.path).startswith("libcudnn")}
+    alone = install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
+    as_run = install_of(shim.path, context(env, loaded=before), "as the program loaded it") if before else alone
+    observed = _observed_plan(shim, seen)
+    predicted = tuple((s.library, s.path, s.rule) for s in alone.plan) if alone else ()
+    wrong: list[str] = []
+    for key, path, rule in observed:
+        guess = next(((p, r) for k, p, r in predicted if k == key), None)
+        if guess is None or _same_file(guess[0], path):
+            continue
+        why = next((f"; it was already in the process (loaded by {os.path.basename(o.requested_by)}) when the shim "
+                    f"asked for it, and the linker hands an already-loaded soname to anyone who asks"
+                    for o in seen.libraries if _same_file(o.path, path) and o.path in before.values()), "")
+        wrong.append(f"{key}: predicted {guess[0] or 'not found'} ({guess[1]}), the linker gave {path} ({rule}){why}")
+    findings = [f for f in (as_run.all_findings if as_run else ()) if f.severity != INFO]
+    if wrong:
+        findings.append(Finding("prediction-disagrees", ERROR if any("already in the process" in w for w in wrong)
+                                else WARNING, f"what {os.path.basename(seen.command[0])} loaded is not what this "
+                                f"environment alone would give {shim.path}: {'; '.join(wrong)}", shim.path,
+                                "load the cuDNN you want before anything else does (import order, or "
+                                "cudnnload.load() first), or remove the other one" if before else
+                                "report this layout: cudnnload's model of the linker missed something"))
+    release = str(alone.release) if alone and alone.release else None
+    gen = generation(as_run.major) if as_run else None
+    expected = {e.call.function: gen.status_name(e.status) for e in (as_run.expected if as_run else ())
+                if gen is not None and e.status is not None and e.outcome == "status"}
+    return Comparison(shim.path, release, predicted, observed, tuple(wrong)), findings, expected
+
+
+def _observed_plan(shim: lddebug.Opened, seen: Observation) -> tuple[tuple[str, str | None, str], ...]:
+    """Each sub-library the shim (or graph) got: the linker's opened file, or the already-loaded one."""
+    got: dict[str, tuple[str, str | None, str]] = {}
+    for opened in seen.libraries:
+        lib = classify(os.path.basename(opened.path)) or classify(opened.name)
+        if lib is not None and lib.key != "shim" and lib.major == (classify(os.path.basename(shim.path)) or lib).major:
+            got.setdefault(lib.key, (lib.key, opened.path, opened.rule))
+    for reuse in seen.reused:
+        lib = classify(os.path.basename(reuse.path))
+        if lib is not None and lib.key != "shim":
+            got[lib.key] = (lib.key, reuse.path, "already-loaded")
+    return tuple(got.values())
+
+
+def _same_file(left: str | None, right: str | None) -> bool:
+    if left is None or right is None:
+        return left == right
+    try:
+        return os.path.samefile(left, right)
+    except OSError:
+        return os.path.realpath(left) == os.path.realpath(right)
+
+
+def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Finding]:
+    program = os.path.basename(seen.command[0])
+    findings: list[Finding] = []
+    if seen.timed_out:
+        findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout and was "
+                                "killed, with every process it started", seen.command[0], "raise --timeout"))
+    if seen.signal:
+        where = f" in {seen.died_in}" if seen.died_in else ""
+        findings.append(Finding("program-died", ERROR, f"{program} died of {seen.signal}{where}", seen.command[0],
+                                _death_fix(seen)))
+    for stem, misses in _failed_lookups(seen).items():
+        names = ", ".join(m.name for m in misses)
+        searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
+                                      if not _nested(os.path.dirname(path))))
+        asker = misses[0].requested_by
+        findings.append(Finding("load-failed", ERROR, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
+                                f"linker found nothing loadable in {', '.join(searched) or 'no folder'}", asker,
+                                "put the library where the asking object's RPATH/RUNPATH, LD_LIBRARY_PATH or "
+                                "ld.so.cache points (the prediction's findings below name the one you need)"))
+    folders: dict[int, set[str]] = {}
+    for opened in seen.libraries:
+        lib = classify(os.path.basename(opened.path))
+        if lib is not None:
+            folders.setdefault(lib.major, set()).add(os.path.dirname(os.path.realpath(opened.path)))
+    for major, places in folders.items():
+        if len(places) > 1:
+            findings.append(Finding("mixed-in-process", ERROR, f"cuDNN {major} libraries from {len(places)} folders "
+                                    f"were mapped in one process: {', '.join(sorted(places))}", None,
+                                    "one cuDNN per process: remove the others from the search paths, or load yours "
+                                    "first"))
+    for call in seen.api_errors:
+        # an error the prediction gave this call (a missing library, no GPU here) is explained by its finding
+        expected = explained.get(call.function) == call.status
+        findings.append(Finding("cudnn-error", INFO if expected else WARNING, f"{call.function} returned "
+                                f"{call.status or 'an error'}" + (f" ({call.reason})" if call.reason else "")
+                                + (" (cuDNN's API log; as predicted)" if expected else " (cuDNN's API log)"), None,
+                                None if expected else "the findings above name the cause when it is a loading one"))
+    if seen.returncode not in (0, None) and not seen.signal and not findings:
+        findings.append(Finding("program-failed", WARNING, f"{program} exited with status {seen.returncode}",
+                                seen.command[0], "its own output says why; nothing of cuDNN's loading failed"))
+    return findings
+
+
+def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
+    """cuDNN libraries looked up in vain under every name tried (the v9 shim tries X.so.9.28.0, X.so.9.28,
+    X.so.9, X.so: a name that fails before one that works is no failure), by library stem."""
+    found = {os.path.basename(o.path).split(".so")[0] for o in seen.libraries} | {
+        os.path.basename(r.path).split(".so")[0] for r in seen.reused}
+    failed: dict[str, list[lddebug.Missed]] = {}
+    for miss in seen.missed:
+        stem = os.path.basename(miss.name).split(".so")[0]
+        if stem.startswith("libcudnn") and stem not in found:
+            failed.setdefault(stem, []).append(miss)
+    return failed
+
+
+_NESTED = ("/glibc-hwcaps/", "/tls", "/x86_64", "/haswell", "/avx512_1")
+
+
+def _nested(folder: str) -> bool:
+    """An hwcaps or legacy platform subfolder ld.so tries inside every folder: not worth naming."""
+    return any(part in folder + "/" for part in _NESTED)
+
+
+def _death_fix(seen: Observation) -> str:
+    if seen.signal == "SIGBUS":
+        return "a library file is cut short (an interrupted download, a full disk): reinstall the package it is from"
+    if seen.signal == "SIGABRT" and seen.messages:
+        return "the other findings name the library cuDNN could not load, and the fix"
+    return "run it under a debugger for the stack"
+
+
+def _unique(findings: Sequence[Finding]) -> list[Finding]:
+    seen: dict[tuple[str, str | None, str], Finding] = {}
+    for f in findings:
+        seen.setdefault((f.code, f.path, f.message), f)
+    order = {ERROR: 0, WARNING: 1, INFO: 2}
+    return sorted(seen.values(), key=lambda f: order.get(f.severity, 3))

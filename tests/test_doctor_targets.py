@@ -1,0 +1,149 @@
+"""`cudnnload doctor TARGET` and `doctor -- COMMAND` from the command line: each form of target, and bad
+input answered in one line with exit 2 (or 1 for a problem it found), never a traceback or a hang."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from tests.wheels import cache_root, lib_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The command in a fresh process (it maps no cuDNN of this test process)."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(cache_root()), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "cudnnload", *args], capture_output=True, text=True, env=environ,
+                          timeout=timeout, check=False)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("cudnnload: error: ") and all(word in done.stderr for word in words), done.stderr
+
+
+def test_a_missing_target_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    one_line_error(cli("doctor", str(tmp_path / "nope.so")), EXIT_USAGE, str(tmp_path / "nope.so"), "no such file")
+
+
+def test_a_file_that_is_not_elf_and_not_cudnn_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# not a library\n")
+    one_line_error(cli("doctor", str(tmp_path / "README.md")), EXIT_USAGE, "not an ELF file")
+
+
+@pytest.mark.parametrize("make", ["fifo", "device"])
+def test_a_fifo_or_a_device_is_refused_at_once_without_reading_it(tmp_path: Path, make: str) -> None:
+    if make == "fifo":
+        target = tmp_path / "libcudnn.so.9"
+        os.mkfifo(target)
+        kind = "a FIFO"
+    else:
+        target, kind = Path("/dev/zero"), "a device"
+    started = time.monotonic()
+    done = cli("doctor", str(target), timeout=30)
+    assert time.monotonic() - started < 20
+    one_line_error(done, EXIT_USAGE, str(target), kind)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_target_is_a_usage_error(tmp_path: Path) -> None:
+    target = tmp_path / "libtool.so"
+    target.write_bytes(b"\x7fELF")
+    target.chmod(0)
+    one_line_error(cli("doctor", str(target)), EXIT_USAGE, "ermission denied")
+    target.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_a_cudnn_named_file_that_is_not_elf_is_a_problem_found_not_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "libcudnn.so.9").write_text("version https://git-lfs.github.com/spec/v1\n")
+    done = cli("doctor", str(tmp_path / "libcudnn.so.9"))
+    assert done.returncode == EXIT_PROBLEMS and "Traceback" not in done.stderr
+    assert "not-elf" in done.stdout and "dlopen(\"libcudnn.so.9\")" in done.stdout
+    assert (tmp_path / "libcudnn.so.9").read_text().startswith("version")  # nothing of the user's is changed
+
+
+def test_a_soname_nothing_provides_says_what_dlopen_will_answer(tmp_path: Path) -> None:
+    done = cli("doctor", "libcudnn.so.7", env={"LD_LIBRARY_PATH": str(tmp_path)})
+    if "ld-cache" in done.stdout:
+        pytest.skip("this machine has a cuDNN 7 in ld.so.cache")
+    assert done.returncode == EXIT_PROBLEMS and "Traceback" not in done.stderr
+    assert "libcudnn.so.7: cannot open shared object file" in done.stdout and "fix:" in done.stdout
+
+
+@pytest.mark.wheels
+def test_a_soname_on_ld_library_path_is_the_install_dlopen_gets() -> None:
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    done = cli("doctor", "libcudnn.so.9", "--json", env={"LD_LIBRARY_PATH": folder})
+    assert done.returncode in (EXIT_OK, EXIT_PROBLEMS), done.stderr
+    import json
+
+    report = json.loads(done.stdout)["result"]
+    assert report["target"]["kind"] == "soname" and report["target"]["how"] == "ld-library-path"
+    assert report["chosen"] == folder and report["release"] == "9.28.0"
+
+
+@pytest.mark.wheels
+def test_which_from_a_cudnn8_shim_resolves_cudnn8_sublibraries() -> None:
+    folder = str(lib_folder("cu12-8.9.7.29"))
+    done = cli("which", "--json", "--from", f"{folder}/libcudnn.so.8")
+    import json
+
+    steps = json.loads(done.stdout)["result"]["steps"]
+    assert {s["library"] for s in steps} == {"shim", "ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer",
+                                             "adv_train"}
+    assert all(s["path"].startswith(folder) for s in steps)
+
+
+@pytest.mark.wheels
+def test_inspect_of_the_shim_file_is_the_install_it_belongs_to() -> None:
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    import json
+
+    by_file = json.loads(cli("inspect", "--json", f"{folder}/libcudnn.so.9").stdout)["result"]["installs"]
+    by_folder = json.loads(cli("inspect", "--json", folder).stdout)["result"]["installs"]
+    assert len(by_file) == len(by_folder) == 1
+    assert by_file[0]["plan"] == by_folder[0]["plan"] and len(by_file[0]["files"]) == 10
+    assert not any(f["code"] == "missing-sublibrary" for f in by_file[0]["findings"])
+
+
+def test_a_command_that_does_not_exist_is_a_usage_error() -> None:
+    one_line_error(cli("doctor", "--", "no-such-program-cudnnload"), EXIT_USAGE, "no-such-program-cudnnload",
+                   "no such command")
+
+
+def test_a_command_that_hangs_is_killed_with_the_children_it_started(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    script = f"sleep 300 & echo $! > {marker}; wait"
+    started = time.monotonic()
+    done = cli("doctor", "--timeout", "2", "--", "sh", "-c", script, timeout=60)
+    assert time.monotonic() - started < 30
+    assert done.returncode == EXIT_PROBLEMS and "program-timed-out" in done.stdout and "Traceback" not in done.stderr
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text().lower()
+
+
+def test_a_program_without_cudnn_is_healthy_and_its_output_passes_through() -> None:
+    done = cli("doctor", "--", sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)")
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert done.stdout.startswith("out\n") and "err" in done.stderr
+    assert "no cuDNN, cuBLAS, NVRTC or driver library was mapped" in done.stdout
+
+
+def test_a_program_that_fails_on_its_own_says_so_without_blaming_cudnn() -> None:
+    done = cli("doctor", "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert done.returncode == EXIT_PROBLEMS
+    assert "program-failed" in done.stdout and "exited with status 3" in done.stdout
+
+
+def test_target_and_command_together_is_a_usage_error(tmp_path: Path) -> None:
+    one_line_error(cli("doctor", str(tmp_path), "--", "true"), EXIT_USAGE, "not both")
