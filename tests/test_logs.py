@@ -44,7 +44,8 @@ def test_setting_log_env_after_cudnn_loaded_warns(monkeypatch: pytest.MonkeyPatc
     in_process(CU12_928)  # libcudnn_graph is now mapped: it has read the variables already
     for name in ("CUDNN_LOGLEVEL_DBG", "CUDNN_LOGERR_DBG", "CUDNN_LOGWARN_DBG", "CUDNN_LOGINFO_DBG",
                  "CUDNN_LOGDEST_DBG"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so that what set_log_env sets is undone after the test
+        monkeypatch.delenv(name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         set_log_env(1)

@@ -61,8 +61,11 @@ class Run:
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
-        api_level: int = 2, linker_log: bool = True, sample_s: float = 0.02) -> Run:
-    """Run ``command`` and watch it (see the module docstring); UsageError when it cannot be started."""
+        api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02) -> Run:
+    """Run ``command`` and watch it (see the module docstring); UsageError when it cannot be started.
+
+    cuDNN's log: a user's own ``CUDNN_LOGDEST_DBG`` file stands, and what the run appends to it is read;
+    ``own_log`` (``trace``, which needs every call) sets cudnnload's own destination all the same."""
     env = dict(os.environ if environ is None else environ)
     if not command:
         raise UsageError("no command to run", fix="cudnnload doctor -- python app.py")
@@ -73,7 +76,9 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
         prefix, log = os.path.join(scratch, "ld"), os.path.join(scratch, "cudnn.log")
         if linker_log:
             env.update(LD_DEBUG="libs,files", LD_DEBUG_OUTPUT=prefix)
-        mine = "CUDNN_LOGDEST_DBG" not in env  # the user's own log settings stand
+        theirs = env.get("CUDNN_LOGDEST_DBG") if not own_log else None  # the user's own log settings stand
+        mine = theirs is None
+        before = _sizes(theirs) if theirs else {}
         if mine:
             # 9.x reads CUDNN_LOGLEVEL_DBG, 8.x the legacy switches (cudnn-facts §6.1)
             env.update(CUDNN_LOGLEVEL_DBG=str(api_level), CUDNN_LOGERR_DBG="1", CUDNN_LOGDEST_DBG=log)
@@ -100,15 +105,43 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
         tail.join()
         sampler.join()
         logs = lddebug.read(prefix) if linker_log else {}
-        api: tuple[ApiCall, ...] = ()
         if mine:
-            try:
-                with open(log, encoding="utf-8", errors="replace") as handle:
-                    api = parse(handle)
-            except OSError:
-                api = ()
+            api = _read_log(log, 0)
+        elif theirs == "stderr":
+            api = parse(line + "\n" for line in tail.lines())
+        else:
+            api = tuple(call for path in _log_paths(theirs or "", logs)
+                        for call in _read_log(path, before.get(path, 0)))
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(tuple(command), child.pid, returncode, sig, timed_out, seconds, tail.lines(), logs, api, arrivals)
+
+
+def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
+    """The files a CUDNN_LOGDEST_DBG destination names for the processes that ran (``%i``: the pid)."""
+    if destination in ("stdout", "stderr", ""):
+        return ()
+    if "%i" not in destination:
+        return (destination,)
+    return tuple(destination.replace("%i", str(pid)) for pid in logs)
+
+
+def _sizes(destination: str) -> dict[str, int]:
+    """How long the user's log files already are: only what the run appends is its own."""
+    if destination in ("stdout", "stderr") or "%i" in destination:
+        return {}
+    try:
+        return {destination: os.path.getsize(destination)}
+    except OSError:
+        return {}
+
+
+def _read_log(path: str, offset: int) -> tuple[ApiCall, ...]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(offset)
+            return parse(handle)
+    except OSError:
+        return ()
 
 
 class _Tee(threading.Thread):

@@ -286,7 +286,7 @@ def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None =
     from cudnnload.diagnose.observe import run
 
     started_wall = time.time()
-    ran = run(command, environ=environ, api_level=3, linker_log=False, sample_s=sample_s)
+    ran = run(command, environ=environ, api_level=3, own_log=True, linker_log=False, sample_s=sample_s)
     calls = tuple(c for c in ran.api if c.process == ran.pid)
     arrivals: dict[str, float] = {}
     for path, ms in ran.arrivals.items():
