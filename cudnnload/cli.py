@@ -115,6 +115,23 @@ def make_cli() -> click.Group:
         click.echo(report.dumps("doctor", result) if as_json else report.report_text(result))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
+    @cli.command("explain")
+    @click.argument("text")
+    @_json_option
+    @_friendly
+    def explain_command(text: str, as_json: bool) -> None:
+        """The known causes of a pasted error message, ranked by what this machine shows.
+
+        TEXT: the message (quote it), or - to read it from standard input.
+        """
+        from cudnnload import report
+        from cudnnload.diagnose.explain import explain
+
+        result = explain(sys.stdin.read() if text == "-" else text)
+        click.echo(report.dumps("explain", result) if as_json else report.explanation_text(result))
+        confirmed = any(c.evidence.holds for m in result.matches for c in m.causes)
+        sys.exit(EXIT_PROBLEMS if confirmed else EXIT_OK)
+
     @cli.command("diff")
     @click.argument("left", type=click.Path(exists=True, dir_okay=False))
     @click.argument("right", type=click.Path(exists=True, dir_okay=False))

@@ -19,6 +19,7 @@ from cudnnload.resolve.which import Which
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.diagnose.doctor import Difference, Report
+    from cudnnload.diagnose.explain import Explanation
     from cudnnload.diagnose.observe import ProgramReport
     from cudnnload.dispatch.backends import BackendStatus
 
@@ -88,11 +89,15 @@ def finding_line(f: Finding) -> str:
 def _step_line(step: Step, dependency: bool = False) -> str:
     if step.path is None:
         return f"    {step.library:<26} -> NOT FOUND (tried {', '.join(step.names_tried)})"
+    fails = ""
+    if step.error is not None:
+        fails = "  KILLS THE PROCESS (SIGBUS): " if step.outcome == "cut-segments" else "  FAILS: "
+        fails += step.error
     if dependency:
-        return f"    {step.library:<26} -> {os.path.normpath(step.path)}  [via {step.rule}]"
+        return f"    {step.library:<26} -> {os.path.normpath(step.path)}  [via {step.rule}]{fails}"
     shown = os.path.basename(step.path) if step.inside_install else step.path
     where = "this install" if step.inside_install else "ELSEWHERE"
-    return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]"
+    return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]{fails}"
 
 
 def install_text(install: Install, verbose: bool = False) -> str:
@@ -102,6 +107,16 @@ def install_text(install: Install, verbose: bool = False) -> str:
     lines = [f"{release}{dist}  [{status}]", f"  folder:    {install.folder}", f"  found via: {install.found_via}"]
     if install.release_source:
         lines.append(f"  release from: {install.release_source}")
+    elif install.release is None:
+        lines.append("  release: no version constant or versioned file name: `cudnnload doctor` reads it with "
+                     "cudnnGetVersion in a child process")
+    built = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
+    if built:
+        from cudnnload.loading.gpu import minimum_driver
+
+        driver = minimum_driver(built)
+        lines.append(f"  built for CUDA {built // 1000}.{built % 1000 // 10}"
+                     + (f": needs an NVIDIA driver {driver} or newer" if driver else ""))
     lines.append(f"  {'file':<40} {'size':>10}  {'exports':>7}  {'search path':<34} GPU code")
     for cand in install.files:
         name = os.path.basename(cand.path)
@@ -253,3 +268,24 @@ def program_report_text(report: ProgramReport) -> str:
         lines += [finding_line(f) for f in report.findings]
     lines.append("healthy" if report.healthy else "PROBLEMS FOUND: apply the fixes above, then run it again")
     return "\n".join(lines)
+
+
+def explanation_text(explanation: Explanation) -> str:
+    """``cudnnload explain``: each message recognized, what it means, its causes (those this machine shows
+    first) with the evidence and the fix."""
+    if not explanation.recognized:
+        return ("no cuDNN message cudnnload knows in this text; `cudnnload doctor` checks this machine, "
+                "`cudnnload doctor -- YOUR-PROGRAM` runs the program and explains what it does")
+    lines: list[str] = []
+    marks = {True: "HERE", None: "?", False: "no"}
+    for match in explanation.matches:
+        lines += [f"{match.line}", f"  from: {match.source}", f"  means: {match.meaning}", "  causes, most likely "
+                  "first (HERE: this machine shows it; no: this machine rules it out; ?: cannot tell from here):"]
+        for number, cause in enumerate(match.causes, 1):
+            lines.append(f"  {number}. [{marks[cause.evidence.holds]}] {cause.title}")
+            lines.append(f"       why: {cause.why}")
+            if cause.evidence.text:
+                lines.append(f"       here: {cause.evidence.text}")
+            lines.append(f"       fix: {cause.fix}")
+        lines.append("")
+    return "\n".join(lines).rstrip()

@@ -163,3 +163,37 @@ def test_doctor_command_explains_an_older_cudnn_loaded_first_by_the_already_load
     assert {"prediction-disagrees", "mixed-in-process", "program-died"} <= codes
     reused = {os.path.basename(r.path) for r in report.observation.reused}
     assert {"libcudnn_graph.so.9", "libcudnn_ops.so.9"} <= reused
+
+
+# --- what the static report says of a few layouts ---------------------------------------------------------
+
+def test_a_cut_sublibrary_is_shown_killing_the_process_not_not_found() -> None:
+    layout = next(layout for layout in CORPUS if layout.name == "truncated-cnn")
+    _needs_wheels(layout)
+    from cudnnload.report import install_text
+    from cudnnload.resolve.discovery import find
+
+    (install,) = find([str(layout.folder() / "site/nvidia/cudnn/lib")], environ={"CUDNNLOAD_NO_CACHE": "1"}).installs
+    cnn = next(step for step in install.plan if step.library == "cnn")
+    assert cnn.path and cnn.path.endswith("libcudnn_cnn.so.9") and cnn.outcome == "cut-segments"
+    assert "KILLS THE PROCESS (SIGBUS)" in install_text(install)
+
+
+def test_a_cudnn7_without_a_versioned_name_gets_its_release_and_cuda_from_the_probe(tmp_path: Path) -> None:
+    layout = next(layout for layout in CORPUS if layout.name == "healthy-cudnn7")
+    _needs_wheels(layout)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copyfile(layout.folder() / "lib" / "libcudnn.so.7.6.5", lib / "libcudnn.so.7")  # one name, no version
+    shutil.copyfile(layout.folder() / "lib" / "libcudart.so.10.2", lib / "libcudart.so.10.2")
+    report = doctor({"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_NO_CACHE": "1"}, target=str(lib / "libcudnn.so.7"))
+    assert report.release == "7.6.5" and report.healthy
+    probe_check = next(c for c in report.checks if c.name == "probe")
+    assert probe_check.status == "ok" and "built for CUDA 10.2 (driver 440.33 or newer)" in probe_check.summary
+
+
+def test_a_cudnn7_whose_cuda_runtime_is_missing_says_which_and_where_to_get_it() -> None:
+    report = diagnosis("cudnn7-without-cudart")
+    missing = next(f for f in report.findings if f.code == "missing-dependency")
+    assert "libcudart.so.10.2" in missing.message and "CUDA 10.2 runtime" in (missing.fix or "")
+    assert [c.effect for c in missing.consequences] == ["no-start"]

@@ -249,15 +249,16 @@ def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str])
 def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None
                    ) -> tuple[Install | None, tuple[str, ...]]:
     """The install load() would take: the newest release without blocking findings inside
-    ``wanted`` (among equals, the first found: pip wheels are searched first); and why each
+    ``wanted`` (among equals, the first found: pip wheels are searched first; an install whose release
+    only the probe can tell, a cuDNN 7 without a versioned name, after those that say it); and why each
     other one was passed over."""
     rejected: list[str] = []
     usable: list[Install] = []
     for install in installs:
         blocking = [f for f in install.all_findings if f.code in BLOCKING]
-        if install.release is None:
-            rejected.append(f"{install.folder}: release unknown")
-        elif wanted is not None and not wanted.admits(install.release):
+        if install.release is None and wanted is not None:
+            rejected.append(f"{install.folder}: release unknown, so not known to be in {wanted.text}")
+        elif install.release is not None and wanted is not None and not wanted.admits(install.release):
             rejected.append(f"{install.folder}: cuDNN {install.release} is outside {wanted.text}")
         elif blocking:
             rejected.append(f"{install.folder}: {blocking[0].code}: {blocking[0].message}")

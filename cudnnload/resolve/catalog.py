@@ -300,4 +300,10 @@ DEPENDENCY_SOURCES: dict[str, str] = {
     "libcublasLt.so.13": "pip install nvidia-cublas",
     "libnvrtc.so.12": "pip install nvidia-cuda-nvrtc-cu12",
     "libnvrtc.so.13": "pip install nvidia-cuda-nvrtc",
+    # a cuDNN built against a shared CUDA runtime (custom 7.x builds; the wheels link it statically)
+    "libcudart.so.10.0": "the CUDA 10.0 runtime (apt install cuda-cudart-10-0, or conda install cudatoolkit=10.0)",
+    "libcudart.so.10.1": "the CUDA 10.1 runtime (apt install cuda-cudart-10-1, or conda install cudatoolkit=10.1)",
+    "libcudart.so.10.2": "the CUDA 10.2 runtime (apt install cuda-cudart-10-2, or conda install cudatoolkit=10.2)",
+    "libcudart.so.11.0": "pip install nvidia-cuda-runtime-cu11",
+    "libcudart.so.12": "pip install nvidia-cuda-runtime-cu12",
 }
