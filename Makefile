@@ -40,6 +40,7 @@ lint: venv
 bench: venv wheels
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_inspect.py
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_preload.py
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_diagnose.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -7,7 +7,9 @@ prints one line naming the path and the reason; no traceback reaches the user.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -98,17 +100,20 @@ def make_cli() -> click.Group:
         uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
         `doctor -- COMMAND [ARGS...]` runs the program and explains what it did with cuDNN.
         """
-        from cudnnload import report
-
         command = click.get_current_context().meta.get("command")
         if command is not None:
             if target or python:
                 raise UsageError("give a TARGET or `-- COMMAND`, not both")
             from cudnnload.diagnose.observe import diagnose_program
 
+            # the program starts first; what explains it is imported while it runs
+            threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
             seen = diagnose_program(command, timeout=timeout)
+            from cudnnload import report
+
             click.echo(report.dumps("doctor-program", seen) if as_json else report.program_report_text(seen))
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
+        from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
         result = doctor(target=target, python=python, timeout=timeout or 60.0)

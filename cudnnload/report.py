@@ -252,11 +252,17 @@ def program_report_text(report: ProgramReport) -> str:
             dying = "" if opened.initialized else "  (never initialized: the process ended mapping it)"
             lines.append(f"    {os.path.basename(opened.path):<40} {opened.path}  [{opened.rule}{via}, "
                          f"{opened.how} by {os.path.basename(opened.requested_by)}]{dying}")
-    else:
+    elif not seen.unlogged:
         lines.append("  no cuDNN, cuBLAS, NVRTC or driver library was mapped")
+    if seen.unlogged:
+        lines.append("  also mapped (seen in /proc/PID/maps; the linker's log does not say how):")
+        lines += [f"    {os.path.basename(path):<40} {path}" for path in seen.unlogged]
+    reuses: dict[tuple[str, tuple[str, ...]], int] = {}
     for reuse in seen.reused:
-        lines.append(f"    already loaded, handed out again: {reuse.path}"
-                     + (f" (after {', '.join(reuse.after)} were not found)" if reuse.after else ""))
+        reuses[(reuse.path, tuple(reuse.after))] = reuses.get((reuse.path, tuple(reuse.after)), 0) + 1
+    for (path, after), count in reuses.items():
+        lines.append(f"    already loaded, handed out again{f' ({count} times)' if count > 1 else ''}: {path}"
+                     + (f" (after {', '.join(after)} were not found)" if after else ""))
     if seen.messages:
         lines.append("  cuDNN printed:")
         lines += [f"    {message}" for message in seen.messages]

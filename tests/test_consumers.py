@@ -95,6 +95,27 @@ def test_torch_pin_needed_soname_and_build_version_are_read(tmp_path: Path,
     assert torch.build_source == "torch._C._cudnn.getCompileVersion() in a child process"
 
 
+def test_a_build_version_read_once_is_remembered_until_the_distribution_changes(
+        tmp_path: Path, needs_cudnn: Callable[[int], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    install_torch(site, needs_cudnn(9))
+    env = {**os.environ, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    (first,) = find_consumers([str(site)], environ=env)  # reads it in a child, remembers it
+    import cudnnload.diagnose.consumers as consumers_module
+
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a child was started for a remembered build version")
+
+    monkeypatch.setattr(consumers_module.subprocess, "Popen", no_child)
+    (second,) = find_consumers([str(site)], environ=env)
+    assert second.build == first.build == Release(9, 1, 0) and second.build_source == first.build_source
+    record = next(site.glob("torch-*.dist-info/RECORD"))
+    stat = record.stat()
+    os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # a reinstall: read it again
+    with pytest.raises(AssertionError, match="a child was started"):
+        find_consumers([str(site)], environ=env)
+
+
 def test_jax_plugin_pin_is_conditional_on_its_extra_and_other_platforms_pins_are_dropped(tmp_path: Path) -> None:
     install(tmp_path, "jax-cuda12-plugin", "0.6.2", (
         'nvidia-cudnn-cu12<10.0,>=9.8; extra == "with-cuda"', 'nvidia-cudnn-cu12==8.0.0; sys_platform == "win32"'),
@@ -113,6 +134,22 @@ def test_cpu_only_torch_is_not_a_cudnn_consumer(tmp_path: Path) -> None:
     install(tmp_path, "torch", "2.5.1+cpu", ("filelock",), {"torch/__init__.py": "", "torch/lib/libc10.so": ""})
 
     assert find_consumers([str(tmp_path)], environ=NO_CACHE) == ()
+
+
+def test_distributions_are_named_by_their_folders_and_an_egg_info_by_its_pkg_info(tmp_path: Path) -> None:
+    """Names and versions come from the .dist-info folder names (no METADATA read for the hundreds of
+    others); a setuptools develop install's .egg-info names itself in PKG-INFO, its pins in requires.txt."""
+    install(tmp_path, "nvidia-cudnn-cu12", "9.1.0.70")
+    egg = tmp_path / "jax_cuda12_plugin.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: jax-cuda12-plugin\nVersion: 0.4.30\n")
+    (egg / "requires.txt").write_text("nvidia-cudnn-cu12<10.0,>=9.1\n")
+    (tmp_path / "not-a-distribution.dist-info.txt").write_text("")
+
+    (jax,) = find_consumers([str(tmp_path), str(tmp_path / "missing")], environ=NO_CACHE)
+
+    assert (jax.distribution, jax.version, jax.site) == ("jax-cuda12-plugin", "0.4.30", str(tmp_path))
+    assert [(p.requirement, p.installed) for p in jax.pins] == [("nvidia-cudnn-cu12<10.0,>=9.1", "9.1.0.70")]
 
 
 def test_a_build_reader_that_hangs_is_cut_off_and_named(tmp_path: Path, needs_cudnn: Callable[[int], Path]) -> None:

@@ -147,3 +147,15 @@ def test_a_program_that_fails_on_its_own_says_so_without_blaming_cudnn() -> None
 
 def test_target_and_command_together_is_a_usage_error(tmp_path: Path) -> None:
     one_line_error(cli("doctor", str(tmp_path), "--", "true"), EXIT_USAGE, "not both")
+
+
+@pytest.mark.wheels
+def test_a_library_the_linker_log_cannot_show_is_still_seen_in_the_maps() -> None:
+    """The program re-executes itself (same process) without LD_DEBUG: its linker writes no log, as for a
+    setuid program; the cuDNN it maps shows in /proc/PID/maps all the same."""
+    shim = lib_folder("cu12-9.28.0.42") / "libcudnn.so.9"
+    program = f"import ctypes, time; ctypes.CDLL({str(shim)!r}); time.sleep(0.6)"
+    done = cli("doctor", "--", "sh", "-c", f'exec env -u LD_DEBUG -u LD_DEBUG_OUTPUT {sys.executable} -c "{program}"')
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert "also mapped (seen in /proc/PID/maps" in done.stdout and "unlogged-load" in done.stdout
+    assert os.path.realpath(shim) in done.stdout and "was mapped" not in done.stdout

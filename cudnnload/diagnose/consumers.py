@@ -23,6 +23,7 @@ that would load for it.
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
 import re
@@ -31,8 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Literal
 
 from cudnnload.errors import ElfError
@@ -231,29 +231,32 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     a libcudnn, or records a cuDNN build version (a CPU-only torch does none).
     ``environ`` is the build-reading children's environment; ``timeout`` bounds
     them all together; ``interpreter`` (default: this one) runs them.
-    """
-    from packaging.utils import canonicalize_name
 
+    What a distribution says (its requirements, the sonames its libraries NEED,
+    its build version) is remembered in the ELF memo under its RECORD's identity:
+    with torch and JAX installed, reading them again costs ~2 s (RECORDs of 25,000
+    files, a child importing torch), recalling them milliseconds.
+    """
     paths = list(sys.path if site_paths is None else site_paths)
     env = dict(os.environ if environ is None else environ)
-    installed: dict[str, str] = {}
-    found: dict[tuple[str, str], metadata.Distribution] = {}
-    for dist in metadata.distributions(path=paths):
-        name = str(canonicalize_name(dist.metadata["Name"] or ""))
-        installed.setdefault(name, dist.version)
-        if name in SOURCES:
-            found.setdefault((os.path.realpath(str(dist.locate_file(""))), name), dist)
+    interpreter = interpreter or sys.executable
+    installed = _installed(paths)
+    versions: dict[str, str] = {}
+    for dist in installed:
+        versions.setdefault(dist.name, dist.version)
+    found: dict[tuple[str, str], _Installed] = {}
+    for dist in installed:
+        if dist.name in SOURCES:
+            found.setdefault((os.path.realpath(dist.site), dist.name), dist)
     cache = ElfCache(cache_file(env))
-    candidates = [(name, dist, _pins(dist, installed), _needs(dist, SOURCES[name].folders, cache))
-                  for (_, name), dist in found.items()]
+    facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache)
     cache.save()
-    builds = _read_builds([(name, dist) for name, dist, _, _ in candidates], paths, env, timeout,
-                          interpreter or sys.executable)
     consumers = []
-    for (name, dist, pins, needs), (build, build_major, source) in zip(candidates, builds, strict=True):
+    for dist, (requires, needs, (build, build_major, source)) in facts:
+        pins = _pins(requires, versions)
         if pins or needs or build_major is not None:
-            consumers.append(Consumer(SOURCES[name].framework, name, dist.version, str(dist.locate_file("")),
-                                      pins, needs, build, build_major, source))
+            consumers.append(Consumer(SOURCES[dist.name].framework, dist.name, dist.version, dist.site, pins,
+                                      needs, build, build_major, source))
     return tuple(consumers)
 
 
@@ -275,12 +278,135 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
     return ()
 
 
-def _pins(dist: metadata.Distribution, installed: Mapping[str, str]) -> tuple[Pin, ...]:
+@dataclass(frozen=True)
+class _Installed:
+    """A distribution's metadata folder, named as installers name it: ``{name}-{version}.dist-info``."""
+
+    name: str  # canonical
+    version: str
+    info: str  # the .dist-info (or .egg-info) folder
+    site: str  # the folder that holds it
+
+    @property
+    def record(self) -> str:
+        return os.path.join(self.info, "RECORD")
+
+
+def _installed(paths: Sequence[str]) -> list[_Installed]:
+    """Every distribution on ``paths``, in path order, from the folder names alone: reading each METADATA
+    instead (importlib.metadata) costs ~0.8 s for the ~400 distributions beside torch and JAX. The first
+    '-' separates name and version (a name's own dashes are written '_', PEP 427)."""
+    from packaging.utils import canonicalize_name
+
+    found = []
+    for site in paths:
+        try:
+            names = sorted(os.listdir(site or "."))
+        except OSError:
+            continue
+        for entry in names:
+            stem, dot, suffix = entry.rpartition(".")
+            if not dot or suffix not in ("dist-info", "egg-info"):
+                continue
+            name, dash, version = stem.partition("-")
+            if suffix == "egg-info" or not dash:  # setuptools' own names carry the Python version, or none
+                name, version = _egg_info(os.path.join(site, entry)) or (name, "")
+            found.append(_Installed(str(canonicalize_name(name)), version, os.path.join(site, entry), site))
+    return found
+
+
+def _egg_info(folder: str) -> tuple[str, str] | None:
+    from importlib import metadata
+
+    try:
+        meta = metadata.PathDistribution(Path(folder)).metadata
+        return meta["Name"] or "", meta["Version"] or ""
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+_Build = tuple[Release | None, int | None, str]
+_Facts = tuple[tuple[str, ...], tuple[Need, ...], _Build]  # requirements, needs, build
+
+
+def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, str], timeout: float,
+           interpreter: str, cache: ElfCache) -> list[tuple[_Installed, _Facts]]:
+    """What each distribution says, recalled from the memo or read: static files here, compiled build
+    versions in children run side by side (importing torch takes ~2 s). Remembered for each installed
+    copy of a distribution (its version, where it is, its RECORD's size, mtime and inode: a reinstall is
+    read again) and the interpreter that read it; a child that timed out or failed is asked again."""
+    pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
+    results: list[tuple[_Installed, _Facts]] = []
+    keys: list[tuple[object, ...] | None] = []
+    for index, dist in enumerate(dists):
+        key = _key(dist, interpreter)
+        keys.append(key)
+        remembered = cache.recall(key) if key else None
+        if remembered is not None:
+            requires, needs, (release, major, said) = remembered
+            results.append((dist, (tuple(requires), tuple(Need(*n) for n in needs),
+                                   (Release(*release) if release else None, major, said))))
+            continue
+        files = _record_files(dist)
+        source = SOURCES[dist.name]
+        build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
+        if source.build_file and source.build_file in files:
+            build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
+        elif source.build_module and source.build_function and source.build_marker \
+                and any(f.startswith(source.build_marker) for f in files):
+            command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
+                       source.build_function]
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=dict(env))
+            pending[index] = (child, f"{source.build_module}.{source.build_function}()")
+        results.append((dist, (_requires(dist), _needs(dist, files, source.folders, cache), build)))
+    deadline = time.monotonic() + timeout
+    for index, (child, what) in pending.items():
+        dist, (requires, needs, _) = results[index]
+        results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
+    for index, (key, (_, (requires, needs, (release, major, said)))) in enumerate(zip(keys, results, strict=True)):
+        answered = index not in pending or major is not None  # not a timeout or a failed import
+        if key is not None and answered and cache.recall(key) is None:
+            cache.remember(key, (requires, tuple((n.soname, n.path) for n in needs),
+                                 ((release.major, release.minor, release.patch) if release else None, major, said)))
+    return results
+
+
+def _key(dist: _Installed, interpreter: str) -> tuple[object, ...] | None:
+    """What remembered facts depend on: this copy of the distribution, and who read it."""
+    try:
+        stat = os.stat(dist.record)
+    except OSError:
+        return None
+    return ("consumer", dist.name, dist.version, os.path.realpath(dist.record), stat.st_size, stat.st_mtime_ns,
+            stat.st_ino, interpreter)
+
+
+def _record_files(dist: _Installed) -> list[str]:
+    """The paths RECORD lists (relative to the site folder), read directly: importlib.metadata's
+    ``files`` stats each of them (25,000 for torch, ~1 s)."""
+    try:
+        with open(dist.record, encoding="utf-8", newline="") as handle:
+            return [row[0] for row in csv.reader(handle) if row]
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return []
+
+
+def _requires(dist: _Installed) -> tuple[str, ...]:
+    from importlib import metadata
+
+    try:
+        return tuple(metadata.PathDistribution(Path(dist.info)).requires or ())
+    except (OSError, ValueError, TypeError):
+        return ()
+
+
+def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, ...]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
     pins = []
-    for text in dist.requires or ():
+    for text in requires:
         try:
             requirement = Requirement(text)
         except InvalidRequirement:
@@ -294,48 +420,19 @@ def _pins(dist: metadata.Distribution, installed: Mapping[str, str]) -> tuple[Pi
     return tuple(pins)
 
 
-def _needs(dist: metadata.Distribution, folders: tuple[str, ...], cache: ElfCache) -> tuple[Need, ...]:
+def _needs(dist: _Installed, files: Sequence[str], folders: tuple[str, ...], cache: ElfCache) -> tuple[Need, ...]:
     needs: list[Need] = []
-    for file in dist.files or ():
-        relative = PurePosixPath(str(file))
-        if str(relative.parent) not in folders or ".so" not in relative.name:
+    for file in files:
+        folder, _, name = file.rpartition("/")
+        if folder not in folders or ".so" not in name:
             continue
-        path = str(dist.locate_file(file))
+        path = os.path.normpath(os.path.join(dist.site, file))
         try:
             info = cache.inspect(path)
         except (OSError, ElfError):
             continue  # a missing or damaged file is discovery's business, not a cuDNN need
         needs.extend(Need(soname, path) for soname in info.needed if soname.startswith("libcudnn"))
     return tuple(needs)
-
-
-_Build = tuple[Release | None, int | None, str]
-
-
-def _read_builds(candidates: Sequence[tuple[str, metadata.Distribution]], paths: Sequence[str],
-                 env: Mapping[str, str], timeout: float, interpreter: str) -> list[_Build]:
-    """The build version of each candidate: static files here, compiled ones in children run side by side."""
-    pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
-    results: list[_Build] = []
-    for index, (name, dist) in enumerate(candidates):
-        source = SOURCES[name]
-        files = [str(file) for file in dist.files or ()]
-        if source.build_file and source.build_file in files:
-            results.append(_tensorflow_build(str(dist.locate_file(source.build_file)), source.build_file))
-        elif source.build_module and source.build_function and source.build_marker \
-                and any(f.startswith(source.build_marker) for f in files):
-            command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
-                       source.build_function]
-            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, env=dict(env))
-            pending[index] = (child, f"{source.build_module}.{source.build_function}()")
-            results.append((None, None, ""))
-        else:
-            results.append((None, None, f"{name} does not record the cuDNN it was built with"))
-    deadline = time.monotonic() + timeout
-    for index, (child, what) in pending.items():
-        results[index] = _answer(child, what, deadline, timeout)
-    return results
 
 
 def _answer(child: subprocess.Popen[bytes], what: str, deadline: float, timeout: float) -> _Build:

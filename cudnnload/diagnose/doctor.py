@@ -71,10 +71,14 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
 
     env = dict(os.environ if environ is None else environ)
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths)
-    # Reading a framework's build version imports it in a child (torch: ~2 s): overlap that with the rest.
-    pool = ThreadPoolExecutor(max_workers=1)
+    # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
+    # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
+    pool = ThreadPoolExecutor(max_workers=2)
     pending = pool.submit(_consumers_of, resolved, env, timeout)
     install, inventory = resolved.install, resolved.inventory
+    shim = install.file("shim") if install is not None else None
+    probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
+        if install is not None and shim is not None else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
@@ -85,9 +89,8 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     facts = gpu_facts(env)
     if install is not None:
         checks.append(_coherence_check(install))
-        shim = install.file("shim")
-        if shim is not None:
-            result = probe([("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout)
+        if probing is not None:
+            result = probing.result()
             expected = _expected(install, resolved, len(facts.devices) > 0)
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
@@ -140,22 +143,26 @@ def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Fi
 
 def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], Any, str]:
     """The frameworks the target concerns, the function that judges one against the install, and a summary."""
-    from cudnnload.diagnose.consumers import consumer_findings, find_consumers, owner_of
-
     target = resolved.target
 
     def judge(consumer: Any, release: Any, install: Install, facts: Any) -> tuple[Finding, ...]:
+        from cudnnload.diagnose.consumers import consumer_findings
+
         return consumer_findings(consumer, release, install.major, environ=env,
                                  install_version=install.distribution.split()[-1] if install.distribution else None,
                                  device_count=len(facts.devices))
 
     if target.kind in ("environment", "python"):
+        from cudnnload.diagnose.consumers import find_consumers
+
         found = find_consumers(list(target.site_paths) if target.site_paths is not None else None, environ=env,
                                timeout=timeout, interpreter=target.python)
         where = "this Python" if target.kind == "environment" else target.python
         none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
         return found, judge, ", ".join(c.label for c in found) or none
     if target.kind in ("program", "shared-object") and target.path:
+        from cudnnload.diagnose.consumers import owner_of
+
         owner = owner_of(target.path, environ=env, timeout=timeout)
         return owner, judge, ", ".join(c.label for c in owner) or \
             f"{os.path.basename(target.path)} is not part of a PyTorch, JAX, ONNX Runtime or TensorFlow install"

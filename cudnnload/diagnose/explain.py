@@ -237,6 +237,7 @@ def _serving(function: str) -> SubLibrary | None:
 def _could_not_load_library(m: re.Match[str]) -> list[tuple[str, str, str, Check]]:
     soname, error = m.group("soname"), m.group("error") or ""
     lib = classify(soname)
+    soname = f"{lib.stem}.so.{lib.major}" if lib else soname  # the name the shim opens, whatever was quoted
     causes: list[tuple[str, str, str, Check]] = []
     needed = re.match(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file", error)
     if "undefined symbol" in error:
@@ -396,8 +397,8 @@ def _version_pair(m: re.Match[str], framework: str) -> list[tuple[str, str, str,
 
 PATTERNS: tuple[Pattern, ...] = (
     # libcudnn.so.8: "Could not load library %s. Error: %s" (string in the 8.x shims; measured on 8.9.7)
-    Pattern("could-not-load-library", re.compile(r"Could not load library (?P<soname>libcudnn[\w.]*\.so\.\d+)\."
-                                                 r"(?: Error: (?P<error>.*))?"),
+    Pattern("could-not-load-library", re.compile(r"Could not load library (?P<soname>libcudnn\w*\.so(?:\.\d+)*)"
+                                                 r"(?:\. Error: (?P<error>.*))?"),
             "the cuDNN 8 shim (libcudnn.so.8), just before it calls abort()",
             lambda m: f"the cuDNN 8 shim could not dlopen {m.group('soname')} and aborts the process",
             _could_not_load_library),

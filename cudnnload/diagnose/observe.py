@@ -93,14 +93,14 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
             raise UsageError(f"cannot run it: {exc.strerror or exc}", path=command[0]) from None
         tail = _Tee(child)
         arrivals: dict[str, float] = {}
-        sampler = threading.Thread(target=_sample, args=(child, started, sample_s, arrivals), daemon=True)
+        ended = threading.Event()
+        sampler = threading.Thread(target=_sample, args=(child, started, sample_s, arrivals, ended), daemon=True)
         sampler.start()
-        timed_out = False
-        try:
-            returncode: int | None = child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out, returncode = True, None
-            _kill_group(child)
+        deadline = _Deadline(child, timeout)
+        child.wait()  # blocking: Popen.wait(timeout) polls with sleeps of up to 50 ms, late by that much
+        ended.set()
+        timed_out = deadline.cancel()
+        returncode: int | None = None if timed_out else child.returncode
         seconds = time.monotonic() - started
         tail.join()
         sampler.join()
@@ -169,15 +169,37 @@ class _Tee(threading.Thread):
         return tuple(line for line in self.kept.decode(errors="replace").splitlines() if line.strip())
 
 
-def _sample(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float]) -> None:
+def _sample(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float],
+            ended: threading.Event) -> None:
     """When each library first shows in the child's maps. Every read of /proc/PID/maps takes the child's
     mmap lock, which its own mmap()s then wait for: hence a period, not a busy loop."""
     pid = str(child.pid)
-    while child.poll() is None:
+    while not ended.is_set():
         now = (time.monotonic() - started) * 1000
         for path in mapped_libraries(pid):
             arrivals.setdefault(path, now)
-        time.sleep(period)
+        ended.wait(period)
+
+
+class _Deadline:
+    """Kills the program's process group once ``seconds`` have passed (none: never)."""
+
+    def __init__(self, child: subprocess.Popen[bytes], seconds: float | None) -> None:
+        self.fired = threading.Event()
+        self._timer = threading.Timer(seconds, self._fire, args=(child,)) if seconds is not None else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self, child: subprocess.Popen[bytes]) -> None:
+        self.fired.set()
+        _kill_group(child)
+
+    def cancel(self) -> bool:
+        """Stop the clock; whether it had already run out."""
+        if self._timer is not None:
+            self._timer.cancel()
+        return self.fired.is_set()
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
@@ -212,6 +234,9 @@ class Observation:
     api_errors: tuple[ApiCall, ...]  # the API log's error blocks
     died_in: str | None  # where the process died, when it died of a signal
     processes: int  # processes the linker logged (the program and its children)
+    # files of those families seen in /proc/PID/maps that the linker's log does not show (its log off: a
+    # setuid program, secure-execution mode; a process the log missed)
+    unlogged: tuple[str, ...] = ()
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -228,8 +253,10 @@ def observation(ran: Run) -> Observation:
     reused = tuple(r for log in order for r in log.reused if os.path.basename(r.path).startswith(_FAMILY))
     messages = tuple(line for line in ran.stderr_tail if line.startswith(_CUDNN_LINES))
     errors = tuple(call for call in ran.api if call.level == "E")
+    logged = {os.path.realpath(o.path) for log in order for o in log.opened}
+    unlogged = tuple(path for path in ran.arrivals if os.path.realpath(path) not in logged)
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
-                       messages, errors, _died_in(ran, main, messages), len(logs))
+                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged)
 
 
 def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...]) -> str | None:
@@ -278,18 +305,21 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     """Run ``command`` (its output passed through) and explain what it did with cuDNN."""
     env = dict(os.environ if environ is None else environ)
     preparing = _Prepare(env)  # the linker model and the memo, while the program runs
-    ran = run(command, environ=env, timeout=timeout)
+    # The linker's log is the account; the maps, read every 0.1 s, catch what it cannot show. Each read
+    # takes the child's mmap lock (torch's maps: 2.6 ms a read, measured), hence not the 20 ms of a trace.
+    ran = run(command, environ=env, timeout=timeout, sample_s=0.1)
     seen = observation(ran)
-    ctx = preparing.result()
     comparisons: list[Comparison] = []
     findings: list[Finding] = []
     explained: dict[str, str] = {}  # function -> the status name the prediction gave it
-    for shim in seen.shims:
-        comparison, said, expected = _compare(shim, seen, env, ctx)
+    for shim in seen.shims:  # a program that never opened cuDNN needs no model
+        comparison, said, expected = _compare(shim, seen, env, preparing.result())
         comparisons.append(comparison)
         findings += said
         explained.update(expected)
     findings += _run_findings(seen, explained)
+    if preparing.ctx is not None:
+        preparing.ctx.cache.save()  # what the comparisons read, for the next run
     return ProgramReport(seen, tuple(comparisons), tuple(_unique(findings)))
 
 
@@ -378,6 +408,12 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
     if seen.timed_out:
         findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout and was "
                                 "killed, with every process it started", seen.command[0], "raise --timeout"))
+    for path in seen.unlogged:
+        if (lib := classify(os.path.basename(path))) and lib.key == "shim":
+            findings.append(Finding("unlogged-load", INFO, f"{program} mapped {path} where the dynamic linker "
+                                    "kept no log (LD_DEBUG is ignored in secure-execution mode, or was removed): "
+                                    "which rule found it cannot be shown", path,
+                                    f"`cudnnload doctor {path}` predicts what it loads"))
     if seen.signal:
         where = f" in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding("program-died", ERROR, f"{program} died of {seen.signal}{where}", seen.command[0],

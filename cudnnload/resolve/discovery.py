@@ -355,7 +355,7 @@ def build_install(
     dist = _distribution_for(folder, dists)
     release, source = _release_of(files, folder, major, dist, cache)
     findings: list[Finding] = []
-    findings += _missing(gen, files, folder)
+    findings += _missing(gen, files, folder, dist)
     findings += _mixed(files, release)
     if dist is not None:
         findings += [Finding("record-missing-file", ERROR, f"{dist.name} {dist.version} lists it in RECORD but "
@@ -485,7 +485,8 @@ def _expected(gen: Generation, files: Sequence[Candidate]) -> tuple[SubLibrary, 
     return tuple(lib for lib in gen.sublibraries if lib.required or (lib.version_check in checks))
 
 
-def _missing(gen: Generation, files: Sequence[Candidate], folder: str) -> Iterable[Finding]:
+def _missing(gen: Generation, files: Sequence[Candidate], folder: str,
+             dist: Distribution | None = None) -> Iterable[Finding]:
     present = {c.library for c in files}
     if "shim" not in present:
         yield Finding("missing-shim", WARNING if gen.major == 9 else ERROR,
@@ -496,8 +497,9 @@ def _missing(gen: Generation, files: Sequence[Candidate], folder: str) -> Iterab
     for lib in _expected(gen, files):
         if lib.key not in present:
             yield Finding("missing-sublibrary", ERROR, f"{lib.soname} is missing", os.path.join(folder, lib.soname),
-                          "reinstall the complete cuDNN (pip install --force-reinstall nvidia-cudnn-cuXX, or the "
-                          "distribution package that owns this folder)")
+                          f"reinstall the complete cuDNN: pip install --force-reinstall {dist.name}=={dist.version}"
+                          if dist else "reinstall the complete cuDNN (pip install --force-reinstall "
+                          "nvidia-cudnn-cuXX, or the distribution package that owns this folder)")
 
 
 def _mixed(files: Sequence[Candidate], release: Release | None) -> Iterable[Finding]:

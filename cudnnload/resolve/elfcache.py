@@ -68,9 +68,16 @@ class ElfCache:
     def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """A remembered fact of this machine; ``key`` must name everything the fact depends on."""
         if key not in self.facts:
-            self.facts[key] = compute()
-            self.dirty = True
+            self.remember(key, compute())
         return self.facts[key]
+
+    def recall(self, key: Hashable) -> Any | None:
+        """A fact remembered under ``key``, or None."""
+        return self.facts.get(key)
+
+    def remember(self, key: Hashable, value: Any) -> None:
+        self.facts[key] = value
+        self.dirty = True
 
     def inspect(self, path: str) -> ElfInfo:
         stat = os.stat(path)
