@@ -52,7 +52,7 @@ def test_the_patterns_are_the_shims_own_format_strings(tag: str, library: str, t
 def test_could_not_load_library_ranks_the_missing_sublibrary_first_where_it_is_missing() -> None:
     text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared "
             "object file: No such file or directory\nAborted (core dumped)")
-    result = explain(text, environ=layout_env("cudnn8-missing-cnn-infer"))
+    result = explain(text, site_paths=[], environ=layout_env("cudnn8-missing-cnn-infer"))
     assert first(result, "could-not-load-library") == ("libcudnn_cnn_infer.so.8 is missing beside libcudnn.so.8", True)
     assert [m.pattern for m in result.matches] == ["could-not-load-library", "aborted"]  # the dlerror is its detail
     aborted = next(m for m in result.matches if m.pattern == "aborted")
@@ -63,7 +63,7 @@ def test_could_not_load_library_ranks_the_missing_sublibrary_first_where_it_is_m
 @pytest.mark.parametrize("text", ["Could not load library libcudnn_cnn_infer.so.8",
                                   "Could not load library libcudnn_cnn_infer.so.8.9.7. Error: ..."])
 def test_could_not_load_library_is_known_as_users_quote_it(text: str) -> None:
-    result = explain(text, environ=layout_env("cudnn8-missing-cnn-infer"))
+    result = explain(text, site_paths=[], environ=layout_env("cudnn8-missing-cnn-infer"))
     assert first(result, "could-not-load-library")[1] is True
 
 
@@ -71,7 +71,7 @@ def test_could_not_load_library_is_known_as_users_quote_it(text: str) -> None:
 def test_could_not_load_library_for_a_missing_dependency_names_it() -> None:
     text = ("Could not load library libcudnn_ops_infer.so.8. Error: libcublas.so.11: cannot open shared object file: "
             "No such file or directory")
-    result = explain(text, environ=layout_env("cudnn8-ops-infer-needs-cublas11"))
+    result = explain(text, site_paths=[], environ=layout_env("cudnn8-ops-infer-needs-cublas11"))
     assert first(result, "could-not-load-library") == (
         "libcudnn_ops_infer.so.8 needs libcublas.so.11, which is not installed", True)
 
@@ -79,28 +79,28 @@ def test_could_not_load_library_for_a_missing_dependency_names_it() -> None:
 @pytest.mark.wheels
 def test_invalid_handle_names_the_sublibrary_that_serves_the_call() -> None:
     result = explain("Invalid handle. Cannot load symbol cudnnCreateConvolutionDescriptor",
-                     environ=layout_env("missing-cnn"))
+                     site_paths=[], environ=layout_env("missing-cnn"))
     assert first(result, "invalid-handle") == ("libcudnn_cnn.so.9 is missing beside libcudnn.so.9", True)
 
 
 @pytest.mark.wheels
 def test_invalid_handle_for_cublaslt_is_the_missing_cublas_wheel() -> None:
     result = explain("Invalid handle. Cannot load symbol cublasLtGetVersion\nIOT instruction (core dumped)",
-                     environ=layout_env("cublaslt-missing"))
+                     site_paths=[], environ=layout_env("cublaslt-missing"))
     title, holds = first(result, "invalid-handle")
     assert "cuBLASLt" in title and holds is True
 
 
 def test_unable_to_load_any_of_names_the_library_of_its_names() -> None:
     text = "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}"
-    result = explain(text, environ={"PATH": os.environ.get("PATH", "")})
+    result = explain(text, site_paths=[], environ={"PATH": os.environ.get("PATH", "")})
     (match,) = result.matches
     assert any(c.title == "libcudnn_cnn.so.9 is missing" for c in match.causes)
 
 
 def test_cannot_open_shared_object_with_no_cudnn_anywhere_says_it_is_not_installed(tmp_path: Path) -> None:
     result = explain("OSError: libcudnn.so.9: cannot open shared object file: No such file or directory",
-                     environ={"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(tmp_path)})
+                     site_paths=[], environ={"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(tmp_path)})
     match = next(m for m in result.matches if m.pattern == "cannot-open")
     system = [line.split(" => ")[-1] for line in subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True,
                                                                  text=True, check=False).stdout.splitlines()
@@ -117,19 +117,19 @@ def test_cannot_open_shared_object_with_no_cudnn_anywhere_says_it_is_not_install
 def test_undefined_symbol_of_graph_is_two_releases_mixed() -> None:
     text = ("/x/libcudnn_ops.so.9: undefined symbol: _ZN5cudnn5graph13LibraryLoader22transform_tensor_ex_fpE, "
             "version libcudnn_graph.so.9")
-    result = explain(text, environ=layout_env("mixed-ops-in-folder"))
+    result = explain(text, site_paths=[], environ=layout_env("mixed-ops-in-folder"))
     assert first(result, "undefined-symbol") == ("two cuDNN releases are mixed", True)
 
 
 @pytest.mark.wheels
 @pytest.mark.parametrize("status", ["CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH", "CUDNN_STATUS_VERSION_MISMATCH"])
 def test_version_mismatch_statuses_point_at_mixed_releases(status: str) -> None:
-    result = explain(f"cuDNN error: {status}", environ=layout_env("mixed-ops-in-folder"))
+    result = explain(f"cuDNN error: {status}", site_paths=[], environ=layout_env("mixed-ops-in-folder"))
     assert first(result, "status") == ("sub-libraries of another release than the shim", True)
 
 
 def test_not_initialized_without_a_driver_blames_the_missing_driver() -> None:
-    result = explain("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")
+    result = explain("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", site_paths=[])
     title, holds = first(result, "status")
     from cudnnload.loading.gpu import gpu_facts
 
@@ -140,7 +140,7 @@ def test_not_initialized_without_a_driver_blames_the_missing_driver() -> None:
 
 
 def test_internal_error_lists_memory_driver_and_mixing() -> None:
-    result = explain("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR")
+    result = explain("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", site_paths=[])
     titles = {c.title for m in result.matches for c in m.causes}
     assert {"the GPU ran out of memory", "mixed cuDNN releases"} <= titles
 
@@ -150,9 +150,10 @@ def test_pytorchs_version_message_blames_ld_library_path_when_it_holds_that_rele
     text = ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 10, 2) but found runtime "
             "version (9, 0, 0). PyTorch already comes bundled with cuDNN.")
     env = layout_env("healthy-9.0-folder")
-    result = explain(text, environ=env)
+    result = explain(text, site_paths=[], environ=env)
     assert first(result, "pytorch-version") == ("LD_LIBRARY_PATH holds cuDNN 9.0.0", True)
-    older = explain(text.replace("found runtime version", "linked against"), environ=env)  # PyTorch before 2.0
+    older = explain(text.replace("found runtime version", "linked against"),  # PyTorch before 2.0
+                    site_paths=[], environ=env)
     assert first(older, "pytorch-version")[1] is True
 
 
@@ -160,19 +161,19 @@ def test_pytorchs_version_message_blames_ld_library_path_when_it_holds_that_rele
 def test_xlas_version_message_is_read_with_both_versions() -> None:
     text = ("E0508 cuda_dnn.cc:522] Loaded runtime CuDNN library: 9.0.0 but source was compiled with: 9.1.1.  CuDNN "
             "library needs to have matching major version and equal or higher minor version.")
-    result = explain(text, environ=layout_env("healthy-9.0-folder"))
+    result = explain(text, site_paths=[], environ=layout_env("healthy-9.0-folder"))
     match = next(m for m in result.matches if m.pattern == "xla-version")
     assert "built with cuDNN 9.1.1;" in match.meaning and match.causes[0].evidence.holds is True
 
 
 def test_an_abort_without_a_cudnn_line_asks_for_the_line_before_it() -> None:
-    result = explain("Aborted (core dumped)", environ={"PATH": os.environ.get("PATH", "")})
+    result = explain("Aborted (core dumped)", site_paths=[], environ={"PATH": os.environ.get("PATH", "")})
     (match,) = result.matches
     assert match.pattern == "aborted" and "doctor -- YOUR-PROGRAM" in match.causes[0].fix
 
 
 def test_text_without_a_cudnn_message_is_not_recognized_and_empty_text_is_a_usage_error() -> None:
-    assert not explain("everything is fine", environ={"PATH": os.environ.get("PATH", "")}).recognized
+    assert not explain("everything is fine", site_paths=[], environ={"PATH": os.environ.get("PATH", "")}).recognized
     with pytest.raises(UsageError):
         explain("   ")
 

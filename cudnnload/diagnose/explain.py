@@ -60,13 +60,14 @@ class Machine:
     """The facts the checks read, gathered once, on first use."""
 
     environ: Mapping[str, str]
+    site_paths: Sequence[str] | None = None  # where pip wheels are looked for (default: this Python's path)
     _inventory: Inventory | None = field(default=None, repr=False)
     _gpu: object | None = field(default=None, repr=False)
 
     @property
     def inventory(self) -> Inventory:
         if self._inventory is None:
-            self._inventory = find(environ=self.environ)
+            self._inventory = find(environ=self.environ, site_paths=self.site_paths)
         return self._inventory
 
     @property
@@ -446,11 +447,13 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-def explain(text: str, *, environ: Mapping[str, str] | None = None) -> Explanation:
-    """The known causes of each cuDNN message in ``text``, ranked by what this machine shows."""
+def explain(text: str, *, environ: Mapping[str, str] | None = None,
+            site_paths: Sequence[str] | None = None) -> Explanation:
+    """The known causes of each cuDNN message in ``text``, ranked by what this machine shows (its
+    environment ``environ``, the pip wheels on ``site_paths``; default: this process's)."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
-    machine = Machine(dict(os.environ if environ is None else environ))
+    machine = Machine(dict(os.environ if environ is None else environ), site_paths)
     matches: list[Match] = []
     seen: set[tuple[str, str]] = set()
     spans: list[tuple[int, int]] = []  # a message inside another (the dlerror inside "Could not load library") is
