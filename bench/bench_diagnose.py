@@ -70,6 +70,8 @@ def truth_words(truth: Truth) -> str:
         return "the app's dlopen fails"
     if truth.signal:
         return f"{truth.signal} in {truth.died_in}"
+    if truth.hung:
+        return f"hangs in {truth.died_in}"
     failing = [f"{call.split(':')[-1]} {result}" for call, result in truth.results.items()
                if result.startswith("status=") and result[7:] in ("3009", "1002", "14")]
     if not failing:
@@ -93,7 +95,8 @@ def target_verdict(layout: Layout, truth: Truth) -> tuple[str, bool]:
 
 def command_verdict(layout: Layout, truth: Truth) -> tuple[str, bool]:
     argv, env = command(layout)
-    report = diagnose_program(argv, environ={**env, "CUDNNLOAD_CACHE": str(cache_root())}, timeout=120)
+    report = diagnose_program(argv, environ={**env, "CUDNNLOAD_CACHE": str(cache_root())},
+                              timeout=layout.hangs_after or 120)
     run = report.observation
     wrong: list[str] = []
     if (run.returncode, run.signal) != (truth.returncode, truth.signal):
@@ -103,10 +106,13 @@ def command_verdict(layout: Layout, truth: Truth) -> tuple[str, bool]:
                 if o.initialized and os.path.basename(o.path).startswith("libcudnn")}
         if mine != {os.path.realpath(p) for p in truth.mapped}:
             wrong.append("a different set of libcudnn files mapped")
+    if truth.hung and not (run.timed_out and truth.log and truth.log.stuck_opening
+                           and truth.log.stuck_opening in (run.died_in or "")):
+        wrong.append("not the file the app hung opening")
     if truth.signal == "SIGABRT" and (not run.messages or run.messages[-1] != truth.stderr[-1]):
         wrong.append("not the line cuDNN printed before abort()")
     errors = [f for f in report.findings if f.severity == ERROR]
-    if (truth.signal or truth.returncode) and not errors:
+    if (truth.signal or truth.returncode or truth.hung) and not errors:
         wrong.append("no error finding")
     causes = [f.code for f in errors if f.consequences] + [f.code for f in errors if f.code != "program-died"]
     said = causes[0] if causes else "died" if errors else "healthy"

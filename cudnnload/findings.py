@@ -14,6 +14,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 STATUS = "status"  # the calls return a cudnnStatus_t; the process goes on
 ABORT = "abort"  # cuDNN prints a line and calls abort(): SIGABRT, exit status 134, "Aborted (core dumped)"
 SIGBUS = "sigbus"  # the process dies of SIGBUS inside dlopen, printing nothing
+HANG = "hang"  # dlopen never returns: glibc's open() of a FIFO blocks until something writes to it
 NO_START = "no-start"  # the program, or its dlopen of cuDNN, fails before any cuDNN call
 WRONG_RELEASE = "wrong-release"  # the calls work, against another release than the one installed
 
@@ -23,7 +24,7 @@ class Consequence:
     """What the user will see because of a finding: which calls, what they do, and what is printed first."""
 
     calls: str  # "cudnnCnnVersionCheck and every convolution call (cudnnCreateConvolutionDescriptor, ...)"
-    effect: str  # STATUS, ABORT, SIGBUS, NO_START or WRONG_RELEASE
+    effect: str  # STATUS, ABORT, SIGBUS, HANG, NO_START or WRONG_RELEASE
     library: str  # what fails to load: a sub-library key ("cnn") or a dependency's soname
     status: int | None = None  # the cudnnStatus_t the calls return (STATUS)
     status_name: str | None = None
@@ -39,6 +40,8 @@ class Consequence:
                     "(exit status 134, \"Aborted (core dumped)\")")
         if self.effect == SIGBUS:
             return f"{self.calls}: the process dies of SIGBUS inside dlopen ({self.message}), printing nothing"
+        if self.effect == HANG:
+            return f"{self.calls}: the process hangs inside dlopen ({self.message}), printing nothing"
         if self.effect == NO_START:
             return f"{self.calls}: {self.message}"
         return f"{self.calls}: {self.message}"

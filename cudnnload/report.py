@@ -238,12 +238,13 @@ def program_report_text(report: ProgramReport) -> str:
     seen = report.observation
     program = " ".join(seen.command)
     if seen.timed_out:
-        end = "killed at the timeout"
+        end = f"killed at the timeout after {seen.seconds:.2f} s" + (f", hung in {seen.died_in}" if seen.died_in
+                                                                     else "")
     elif seen.signal:
-        end = f"died of {seen.signal}" + (f" in {seen.died_in}" if seen.died_in else "")
+        end = f"died of {seen.signal} after {seen.seconds:.2f} s" + (f" in {seen.died_in}" if seen.died_in else "")
     else:
-        end = f"exited with status {seen.returncode}"
-    lines = [f"cudnnload doctor -- {program}", f"  {end} after {seen.seconds:.2f} s"
+        end = f"exited with status {seen.returncode} after {seen.seconds:.2f} s"
+    lines = [f"cudnnload doctor -- {program}", f"  {end}"
              + (f" ({seen.processes} processes)" if seen.processes > 1 else "")]
     if seen.libraries:
         lines.append("  mapped, in order (the dynamic linker's account):")

@@ -1,11 +1,25 @@
-"""Fixtures shared by the test modules: the synthetic libraries and the unpacked real wheels."""
+"""Fixtures shared by the test modules (the synthetic libraries, the unpacked real wheels), and the watchdog.
+
+The watchdog: no phase of a test (setup, call, teardown) runs longer than `WATCHDOG_S` seconds, or what
+``@pytest.mark.timeout_s(N)`` gives it. Past that, SIGALRM fails the test with the stacks of every
+thread (a lock that is never released, a child that never ends), and the run goes on; a test stuck in a
+C call that never returns to Python (where no signal handler can run) is ended by faulthandler after a
+grace period, which prints every thread's stack and ends the run. ``CUDNNLOAD_TEST_WATCHDOG=S`` sets
+the default (``0`` turns the watchdog off, for a debugger session).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import Callable
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +47,90 @@ def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def wheel_lib() -> Callable[[str], Path]:
     """``wheel_lib("cu12-9.28.0.42")``: that wheel's nvidia/cudnn/lib; skips with "run `make wheels`"."""
     return lib_folder
+
+
+# --- the watchdog ------------------------------------------------------------------------------------------
+
+WATCHDOG_S = 60.0
+_stderr_fd: int | None = None  # the terminal's stderr, kept before capturing: where faulthandler writes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _stderr_fd
+    config.addinivalue_line("markers", "timeout_s(seconds): this test's watchdog limit per phase, instead of "
+                            f"{WATCHDOG_S:g} s (tests/conftest.py)")
+    if _stderr_fd is None:
+        with contextlib.suppress(OSError, ValueError):
+            _stderr_fd = os.dup(sys.__stderr__.fileno() if sys.__stderr__ else 2)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _stderr_fd
+    if _stderr_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(_stderr_fd)
+        _stderr_fd = None
+
+
+def watchdog_limit(item: pytest.Item) -> float | None:
+    """Seconds this test's phases may take; None when the watchdog is off."""
+    marker = item.get_closest_marker("timeout_s")
+    if marker is not None:
+        return float(marker.args[0])
+    default = os.environ.get("CUDNNLOAD_TEST_WATCHDOG")
+    limit = WATCHDOG_S if default is None else float(default)
+    return limit or None
+
+
+def _stacks() -> str:
+    """Every thread but this one, with its stack: what the test was waiting for."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    me = threading.get_ident()
+    parts = [f"thread {names.get(ident, ident)!r}:\n" + "".join(traceback.format_stack(frame)[-8:])
+             for ident, frame in sys._current_frames().items() if ident != me]
+    return "\n".join(parts)
+
+
+@contextlib.contextmanager
+def _watchdog(item: pytest.Item, phase: str) -> Iterator[None]:
+    limit = watchdog_limit(item)
+    if limit is None or threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers run on the main thread only
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        others = _stacks()
+        pytest.fail(f"{item.nodeid}: its {phase} is still running after {limit:g} s (the watchdog of "
+                    "tests/conftest.py; a test that needs longer says so with @pytest.mark.timeout_s(N))"
+                    + (f"\nthe other threads:\n{others}" if others else ""), pytrace=True)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    if _stderr_fd is not None:  # the last resort, for a call that never returns to Python
+        faulthandler.dump_traceback_later(limit + min(limit, 30.0), exit=True, file=_stderr_fd)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # also when the alarm's exception lands here: the last resort must never outlive the test
+            faulthandler.cancel_dump_traceback_later()
+            signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)  # the old style, which pytest 7 knows too
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _watchdog(item, "setup"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)  # the old style, which pytest 7 knows too
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _watchdog(item, "call"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)  # the old style, which pytest 7 knows too
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    with _watchdog(item, "teardown"):
+        yield

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from importlib import metadata
@@ -55,12 +56,32 @@ def installed_cudnn() -> tuple[Path, int]:
     pytest.skip(f"none of {', '.join(CUDNN_DISTRIBUTIONS)} is installed in this Python")
 
 
-def run_child(script: str, *args: str, environ: dict[str, str] | None = None) -> Any:
-    """Run ``script`` in a fresh interpreter that imports this checkout; its last stdout line, as JSON."""
+def run_child(script: str, *args: str, environ: dict[str, str] | None = None, timeout: float = 50.0) -> Any:
+    """Run ``script`` in a fresh interpreter that imports this checkout; its last stdout line, as JSON.
+
+    A child still running after ``timeout`` seconds (keep it under the test's watchdog, tests/conftest.py)
+    is sent SIGABRT, on which faulthandler prints the stack of each of its threads, and the test fails
+    showing them: where it waits, not only that it did.
+    """
     env = dict(os.environ if environ is None else environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH"))))
-    child = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
-                           timeout=300, check=False)
+    env["PYTHONFAULTHANDLER"] = "1"
+    child = subprocess.Popen([sys.executable, "-c", script, *args], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGABRT)
+        try:
+            out, err = child.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # not even faulthandler got to run
+            child.kill()
+            out, err = child.communicate()
+        pytest.fail(f"child still running after {timeout:g} s; stopped with SIGABRT, its stderr:\n{err[-8000:]}")
+    except BaseException:  # the test's watchdog, or Ctrl-C: the child must not outlive the test
+        child.kill()
+        child.communicate()
+        raise
     if child.returncode:
-        pytest.fail(f"child exited with {child.returncode}:\n{child.stderr}")
-    return json.loads(child.stdout.strip().splitlines()[-1])
+        pytest.fail(f"child exited with {child.returncode}:\n{err}")
+    return json.loads(out.strip().splitlines()[-1])

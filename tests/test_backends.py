@@ -196,16 +196,16 @@ def test_threads_asking_at_once_get_one_backend_object() -> None:
 
     registry = Registry()
     registry.add("slow", Slow)  # type: ignore[arg-type]
-    barrier, got = threading.Barrier(8), []
+    barrier, got = threading.Barrier(8, timeout=30), []  # bounded waits: a deadlock fails, it does not hang
 
     def ask() -> None:
         barrier.wait()
         got.append(registry.get("slow"))
 
-    threads = [threading.Thread(target=ask) for _ in range(8)]
+    threads = [threading.Thread(target=ask, daemon=True) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(30)
 
     assert len(made) == 1 and got == [(made[0], None)] * 8

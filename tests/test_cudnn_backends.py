@@ -350,13 +350,19 @@ def test_every_graph_shape_finalizes_on_cudnn_9_0_without_a_gpu() -> None:
 
 # --- on the GPU ------------------------------------------------------------------------------------------
 
+# One child runs ~200 cases, autotuning included: every gpu-marked test of the suite together took 27 s on
+# an H200 (bench/results/2026-11-22-h200-loader.md). The tests that start it get twice the watchdog's minute.
+GPU_CHILD_S = 110.0
+slow_child = pytest.mark.timeout_s(GPU_CHILD_S + 10)
+
+
 def _gpu_results(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> dict[str, Any]:
     gpu.require_gpus(1)
     pytest.importorskip("torch")
     env = dict(os.environ, CUDNNLOAD_CACHE=str(tmp_path_factory.getbasetemp() / "cudnn-cache"))
     script = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/plugins']; "
               f"from tests.test_cudnn_backends import {name}; {name}(*sys.argv[2:])")
-    return gpu.run_child(script, str(REPO), *args, environ=env)  # type: ignore[no-any-return]
+    return gpu.run_child(script, str(REPO), *args, environ=env, timeout=GPU_CHILD_S)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -371,6 +377,7 @@ def _failures(results: dict[str, Any], family: str) -> list[str]:
 
 
 @pytest.mark.gpu
+@slow_child
 @pytest.mark.parametrize("family", ["forward", "forward-fused", "backward-data", "backward-filter", "autotune",
                                     "stream", "reuse"])
 def test_both_cudnn_backends_match_numpy_and_torch(gpu_results: dict[str, Any], family: str) -> None:
@@ -378,12 +385,14 @@ def test_both_cudnn_backends_match_numpy_and_torch(gpu_results: dict[str, Any], 
 
 
 @pytest.mark.gpu
+@slow_child
 @pytest.mark.parametrize("family", ["activation-forward", "activation-backward"])
 def test_every_legacy_activation_matches_torch_in_every_dtype(gpu_results: dict[str, Any], family: str) -> None:
     assert _failures(gpu_results, family) == []
 
 
 @pytest.mark.gpu
+@slow_child
 def test_a_new_process_runs_on_the_remembered_choices(gpu_results: dict[str, Any],
                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
     assert gpu_results["cases"]  # the first child wrote the choices this one needs

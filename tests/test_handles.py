@@ -77,11 +77,11 @@ def test_concurrent_failures_each_keep_cudnns_reason() -> None:
         except NotInitialized as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(8)]  # a deadlock fails, it does not hang
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(30)
     pool.close()
 
     assert [getattr(error, "last_error", None) for error in errors] == [NO_DEVICE_REASON] * 8

@@ -76,7 +76,7 @@ def test_doctor_target_names_the_cause_the_consequence_and_the_fix_of_every_fail
     # broken: the run shows a load failing, or the prediction does (and agrees with the run, the test above):
     # without a driver 9.28's finalize returns 1008 anyway, so a stray engine shows only in the prediction
     predicted = [e for e in _expected(report) if e.cause and e.cause != "libcuda.so.1"]  # type: ignore[attr-defined]
-    broken = bool(seen.signal) or seen.returncode != 0 or bool(predicted) or any(
+    broken = bool(seen.signal) or seen.hung or seen.returncode != 0 or bool(predicted) or any(
         result.startswith("status=") and int(result[7:]) in (3009, 1002, 14) for result in seen.results.values())
     errors = [f for f in report.findings if f.severity == ERROR]
     if not broken:
@@ -122,7 +122,8 @@ def observed(name: str):  # type: ignore[no-untyped-def]
     layout = next(layout for layout in CORPUS if layout.name == name)
     _needs_wheels(layout)
     argv, env = command(layout)
-    return diagnose_program(argv, environ={**env, "CUDNNLOAD_CACHE": str(cache_root())}, timeout=120)
+    return diagnose_program(argv, environ={**env, "CUDNNLOAD_CACHE": str(cache_root())},
+                            timeout=layout.hangs_after or 120)
 
 
 def _cudnn_files(paths: object) -> set[str]:
@@ -142,6 +143,9 @@ def test_doctor_command_agrees_with_the_recorded_truth(layout: Layout) -> None:
     if seen.signal == "SIGBUS":
         assert seen.log is not None and seen.log.dying_in is not None
         assert run.died_in and seen.log.dying_in.path in run.died_in
+    if seen.hung:
+        assert run.timed_out and seen.log is not None and seen.log.stuck_opening is not None
+        assert run.died_in and seen.log.stuck_opening in run.died_in
     # failing: the run shows it, or (without a driver 9.28's finalize returns 1008 anyway) doctor TARGET's
     # prediction, checked against the run above, does
     predicted = layout.static and any(e.cause and e.cause != "libcuda.so.1"  # type: ignore[attr-defined]

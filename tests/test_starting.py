@@ -110,7 +110,9 @@ import cudnnload
 from cudnnload.dispatch import dispatcher as dispatch
 from cudnnload.loading.gpu import checked, initialized_driver
 cudnnload.load(sys.argv[1])
-graph = dispatch.registry().get("cudnn-graph")[0]
+graph, why = dispatch.registry().get("cudnn-graph")
+if graph is None:  # at once, with the reason (a plugin that failed to import names its error)
+    sys.exit(f"cudnn-graph cannot run here: {why}")
 rng = np.random.default_rng(3)
 X = rng.standard_normal((2, 16, 12, 12)).astype(np.float32)
 W = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
@@ -123,11 +125,17 @@ def run_once():
 held, release = threading.Event(), threading.Event()
 def builder():  # another thread building a plan (a warm-up) holds the backend's planning lock
     with graph._lock:
-        held.set(); release.wait()
-other = threading.Thread(target=builder); other.start(); held.wait()
-first, run = run_once()
-provisional = run.provisional
-release.set(); other.join()
+        held.set(); release.wait(30)
+# A daemon, released in any case: a failing call must end this process, not leave it waiting for the holder.
+other = threading.Thread(target=builder, name="holds the planning lock", daemon=True); other.start()
+if not held.wait(30):
+    sys.exit("the builder thread never took the planning lock")
+try:
+    first, run = run_once()
+    provisional = run.provisional
+finally:
+    release.set()
+other.join(30)
 second, run = run_once()
 windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
                                                    (3, 3), axis=(2, 3))

@@ -23,7 +23,9 @@ that would load for it.
 from __future__ import annotations
 
 import ast
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudnnload.errors import ElfError
+from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.findings import ERROR, WARNING, Finding
 from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
 from cudnnload.resolve.elfcache import ElfCache, cache_file
@@ -207,6 +210,7 @@ SOURCES: dict[str, _Source] = {
 }
 
 # The child puts the site paths first, calls the function, and answers on one line after this mark.
+_RECORD_BYTES = 64 << 20  # torch's RECORD is ~3 MB
 _ANSWER = "cudnnload-build-answer:"
 _CHILD = f"""\
 import importlib, json, sys
@@ -386,9 +390,9 @@ def _record_files(dist: _Installed) -> list[str]:
     """The paths RECORD lists (relative to the site folder), read directly: importlib.metadata's
     ``files`` stats each of them (25,000 for torch, ~1 s)."""
     try:
-        with open(dist.record, encoding="utf-8", newline="") as handle:
-            return [row[0] for row in csv.reader(handle) if row]
-    except (OSError, csv.Error, UnicodeDecodeError):
+        text = read_regular(dist.record, _RECORD_BYTES).decode("utf-8")
+        return [row[0] for row in csv.reader(io.StringIO(text, newline="")) if row]
+    except (OSError, NotRegularFile, csv.Error, UnicodeDecodeError):
         return []
 
 
@@ -441,7 +445,8 @@ def _answer(child: subprocess.Popen[bytes], what: str, deadline: float, timeout:
         out, err = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         child.kill()
-        child.communicate()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a grandchild may still hold the pipes
+            child.communicate(timeout=5)
         return None, None, f"{where}: no answer within {timeout:g} s"
     lines = [line for line in out.decode(errors="replace").splitlines() if line.startswith(_ANSWER)]
     if not lines:
@@ -458,13 +463,12 @@ def _answer(child: subprocess.Popen[bytes], what: str, deadline: float, timeout:
 def _tensorflow_build(path: str, name: str) -> _Build:
     """TensorFlow's generated ``build_info = collections.OrderedDict([...])`` (or a dict literal)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+        tree = ast.parse(read_regular(path, 1 << 20).decode("utf-8", "replace"))
         value = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                      and any(isinstance(t, ast.Name) and t.id == "build_info" for t in node.targets))
         literal = value.args[0] if isinstance(value, ast.Call) and value.args else value
         info = dict(ast.literal_eval(literal))
-    except (OSError, SyntaxError, ValueError, StopIteration, TypeError) as exc:
+    except (OSError, NotRegularFile, SyntaxError, ValueError, StopIteration, TypeError, RecursionError) as exc:
         return None, None, f"{name} could not be read: {exc}"
     if not info.get("is_cuda_build"):
         return None, None, f"{name}: not a CUDA build"

@@ -86,6 +86,13 @@ class LinkerLog:
         a cut file) or in its initializer."""
         return next((o for o in reversed(self.opened) if not o.initialized), None)
 
+    @property
+    def stuck_opening(self) -> str | None:
+        """The file the linker was trying when the log ends: a lookup that never finished (glibc's open()
+        of a FIFO blocks until something writes to it)."""
+        found = _TRYING.match(self.last)
+        return found.group(1) if found else None
+
 
 class _Request:
     def __init__(self, name: str, how: str, requested_by: str) -> None:
@@ -155,6 +162,8 @@ def _parse_one(pid: int, body: Sequence[str]) -> LinkerLog:
                 asker = recent_misses[-1].requested_by if recent_misses else None
                 reused.append(Reused(found.group(1), tuple(m.name for m in recent_misses), asker))
             recent_misses.clear()
+    if _TRYING.match(last):
+        request = None  # the log ends inside a lookup: it never finished (stuck_opening), it did not fail
     close()
     return LinkerLog(pid, tuple(opened), tuple(missed), tuple(reused), last)
 

@@ -13,6 +13,7 @@ finding in itself.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -136,11 +137,14 @@ def _sizes(destination: str) -> dict[str, int]:
 
 
 def _read_log(path: str, offset: int) -> tuple[ApiCall, ...]:
+    """The API log the run wrote to ``path`` after ``offset``; () for a FIFO or device (not read)."""
+    from cudnnload.files import NotRegularFile, open_regular
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            handle.seek(offset)
-            return parse(handle)
-    except OSError:
+        with open_regular(path) as raw:
+            raw.seek(offset)
+            return parse(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
+    except (OSError, NotRegularFile):
         return ()
 
 
@@ -262,6 +266,15 @@ def observation(ran: Run) -> Observation:
 def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...]) -> str | None:
     """Where a process killed by a signal died: mapping a file (SIGBUS on a cut one), in a library's
     initializer, or in cuDNN after the line it printed (abort)."""
+    if ran.timed_out and log is not None and log.stuck_opening is not None:
+        from cudnnload.files import kind_of
+
+        try:
+            kind = kind_of(os.stat(log.stuck_opening).st_mode)
+        except OSError:
+            kind = None
+        what = f", {kind}: glibc's open() waits for something to write to it" if kind and "FIFO" in kind else ""
+        return f"the dynamic linker, opening {log.stuck_opening}{what}"
     if ran.signal is None:
         return None
     dying = log.dying_in if log else None
@@ -406,8 +419,11 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
     program = os.path.basename(seen.command[0])
     findings: list[Finding] = []
     if seen.timed_out:
+        stuck = f"; it hung in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout and was "
-                                "killed, with every process it started", seen.command[0], "raise --timeout"))
+                                f"killed, with every process it started{stuck}", seen.command[0],
+                                "remove the file it hung on: a library is a regular file" if "FIFO" in stuck
+                                else "raise --timeout"))
     for path in seen.unlogged:
         if (lib := classify(os.path.basename(path))) and lib.key == "shim":
             findings.append(Finding("unlogged-load", INFO, f"{program} mapped {path} where the dynamic linker "

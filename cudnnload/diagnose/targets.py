@@ -24,6 +24,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consequences import shim_cannot_load
 from cudnnload.resolve.discovery import Context, Install, Inventory, context, find, install_of, python_requester
+from cudnnload.resolve.policy import search_path_findings, setuid_findings
 from cudnnload.resolve.which import consumer_generations, shim_for
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
@@ -131,6 +132,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
+    searched = search_path_findings(ctx.linker, consumer)  # its own search lists, and the environment's
     for major in consumer_generations(path, ctx):
         gen = GENERATIONS[major]
         step = shim_for(gen, path, consumer, ctx)
@@ -139,8 +141,9 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
         install = install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
-        inventory = Inventory(ctx.host, (install,) if install else (), ())
-        return Resolved(target, ctx, inventory, install, ())
+        inventory = Inventory(ctx.host, (install,) if install else (), searched)
+        secure = setuid_findings(consumer, ctx.linker.defaults, step.path) if program else ()
+        return Resolved(target, ctx, inventory, install, (), secure)
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
     gen = GENERATIONS[asked.major if asked else 9]
@@ -151,12 +154,14 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
                       "find", path, "install cuDNN where the program looks (pip install nvidia-cudnn-cu12), or add "
                       "its folder to LD_LIBRARY_PATH", (consequence,))
     target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
-    return Resolved(target, ctx, Inventory(ctx.host, (), ()), None, (), (finding,))
+    secure = setuid_findings(consumer, ctx.linker.defaults) if program else ()
+    return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding, *secure))
 
 
 def _soname(name: str, env: Mapping[str, str]) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
     ctx = context(env)
+    searched = search_path_findings(ctx.linker)
     res = linker.resolve(name, None, ctx.linker)
     lib = classify(name)
     if res.path is None or res.error is not None:
@@ -166,10 +171,10 @@ def _soname(name: str, env: Mapping[str, str]) -> Resolved:
                           "add the folder that holds it to LD_LIBRARY_PATH, or load it by its full path (as PyTorch "
                           "and JAX load the pip wheel's)", (shim_cannot_load(gen, error),))
         target = Target(name, "soname", None, f"dlopen(\"{name}\") from this Python")
-        return Resolved(target, ctx, Inventory(ctx.host, (), ()), None, (), (finding,))
+        return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding,))
     install = install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
-    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), ()), install, ())
+    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
 
 
 _SYS_PATH = "import json, sys; print(json.dumps([sys.executable, sys.path]))"

@@ -10,22 +10,20 @@ choice is filed under.
 One JSON file, ``algos-v{FORMAT}.json`` in `cudnnload.cachedir.cache_dir`:
 ``{"format": FORMAT, "scopes": {scope: {backend: {problem: choice}}}}``, where a choice
 is a small JSON object of ints the backend defines (an algorithm number, an engine index
-and its knobs). A file that cannot be read, is not JSON, or has another format is
-ignored and rewritten by the next choice; an unwritable folder only costs the next
-process the question again.
+and its knobs). Read and written through `cudnnload.cachedir` (a folder only its owner
+can write, atomic replacement). A file that cannot be read, is unsafe, is not JSON, or
+has another format is ignored and rewritten by the next choice; an unwritable folder
+only costs the next process the question again.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from cudnnload.cachedir import cache_dir
+from cudnnload.cachedir import cache_dir, read_json, write_json
 
 FORMAT = 1  # bump when the layout of the file or of a backend's choices changes
 
@@ -72,19 +70,13 @@ class ChoiceStore:
             mine = _scope(content, self.scope)
             mine.setdefault(backend, {})[problem] = dict(choice)
             content["scopes"][self.scope] = mine
-            _write(self.path, content)
+            write_json(self.path, content)  # an unwritable folder only costs the next process the question
 
 
 def _read(path: str | None) -> dict[str, Any]:
-    """The file's content, or an empty one when it is missing, unreadable, corrupt or of another format."""
+    """The file's content, or an empty one when it is missing, unreadable, unsafe, corrupt or of another format."""
     empty: dict[str, Any] = {"format": FORMAT, "scopes": {}}
-    if path is None:
-        return empty
-    try:
-        with open(path, encoding="utf-8") as handle:
-            content = json.load(handle)
-    except (OSError, ValueError):
-        return empty
+    content = read_json(path) if path is not None else None
     if not isinstance(content, dict) or content.get("format") != FORMAT or not isinstance(content.get("scopes"), dict):
         return empty
     return content
@@ -95,19 +87,3 @@ def _scope(content: dict[str, Any], scope: str) -> dict[str, dict[str, Choice]]:
     if not isinstance(found, dict):
         return {}
     return {backend: dict(problems) for backend, problems in found.items() if isinstance(problems, dict)}
-
-
-def _write(path: str, content: dict[str, Any]) -> None:
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".algos-", suffix=".tmp")
-    except OSError:
-        return  # an unwritable cache folder only costs the next process the heuristic query
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(content, handle, sort_keys=True)
-        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half of one
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)

@@ -15,7 +15,8 @@ in its pyproject.toml and load exactly the same way.
 - ``CUDNNLOAD_BACKENDS=numpy,cudnn-graph`` loads only the plugins of those names and keeps
   only backends of those names; set but empty, it loads none (llm's LLM_LOAD_PLUGINS).
 - A plugin whose import, ``register``, factory or ``availability`` raises is recorded as
-  broken, with the exception, and skipped; the others load as usual.
+  broken, with the exception, and skipped; the others load as usual. A call that names its
+  backend fails at once with that exception as the reason (``backend="auto"`` lists it too).
 """
 
 from __future__ import annotations
@@ -196,11 +197,19 @@ class Registry:
         """``(backend, None)`` when ``name`` can run here, else ``(None, why not)``."""
         entry = self._entries.get(name)
         if entry is None:
+            failed = next((f for f in self._plugin_failures if f.name == name and f.broken), None)
+            if failed is not None:  # its plugin is installed but did not load: say why, not "no such backend"
+                return None, f"the plugin {name!r} ({failed.source}) failed to load: {failed.reason}"
             available = ", ".join(self.names) or "none"
             return None, f"no backend named {name!r}; available: {available}{self._restriction_note()}"
         if not entry.checked:
             self._check(name, entry)
         return entry.backend if entry.reason is None else None, entry.reason
+
+    @property
+    def plugin_failures(self) -> tuple[BackendStatus, ...]:
+        """The plugins that raised while loading (``broken``), or that ``CUDNNLOAD_BACKENDS`` left out."""
+        return tuple(self._plugin_failures)
 
     def statuses(self) -> tuple[BackendStatus, ...]:
         """Every backend and every plugin that failed or was not loaded; asks each backend whether it can run."""

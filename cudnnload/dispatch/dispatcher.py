@@ -85,6 +85,8 @@ class Dispatcher:
         self._environ = environ
         self._plans: dict[Any, _Plan] = {}
         self._lock = threading.Lock()  # one registry, also when threads (a background warm-up) ask at once
+        # Counts reloads: a plan made while one happened was chosen from the old registry, and is not remembered.
+        self._generation = 0
 
     @property
     def registry(self) -> Registry:
@@ -98,8 +100,10 @@ class Dispatcher:
 
     def reload(self, environ: Mapping[str, str] | None = None) -> None:
         """Forget every plan and rebuild the registry from the installed plugins and ``environ``."""
-        self._registry, self._environ = None, environ
-        self._plans.clear()
+        with self._lock:  # a thread building the registry meanwhile reads the new environ, not the old one
+            self._environ, self._registry = environ, None
+            self._generation += 1
+            self._plans.clear()
 
     # --- the calls --------------------------------------------------------------------------------
 
@@ -130,8 +134,9 @@ class Dispatcher:
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
-            plan = self._remember(key, self._plan_conv(xr, wr, br, yr, stride, padding, dilation, groups, activation,
-                                                       coef, layout, allow_tf32, backend))
+            generation = self._generation  # read before planning (see _remember)
+            plan = self._remember(key, generation, self._plan_conv(xr, wr, br, yr, stride, padding, dilation, groups,
+                                                                   activation, coef, layout, allow_tf32, backend))
         y, yr = self._output(plan, out, yr, s, poison, (xr, wr, br))
         plan.run(xr, wr, br, yr, plan.spec, autotune=autotune, stream=s)
         return y
@@ -155,8 +160,10 @@ class Dispatcher:
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
-            plan = self._remember(key, self._plan_backward_data(dyr, wr, dxr, x_shape, stride, padding, dilation,
-                                                                groups, layout, allow_tf32, backend))
+            generation = self._generation
+            plan = self._remember(key, generation, self._plan_backward_data(dyr, wr, dxr, x_shape, stride, padding,
+                                                                            dilation, groups, layout, allow_tf32,
+                                                                            backend))
         dx, dxr = self._output(plan, out, dxr, s, poison, (dyr, wr))
         plan.run(dyr, wr, dxr, plan.spec, autotune=autotune, stream=s)
         return dx
@@ -179,8 +186,10 @@ class Dispatcher:
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
-            plan = self._remember(key, self._plan_backward_filter(xr, dyr, dwr, w_shape, stride, padding, dilation,
-                                                                  groups, layout, allow_tf32, backend))
+            generation = self._generation
+            plan = self._remember(key, generation, self._plan_backward_filter(xr, dyr, dwr, w_shape, stride,
+                                                                              padding, dilation, groups, layout,
+                                                                              allow_tf32, backend))
         dw, dwr = self._output(plan, out, dwr, s, poison, (xr, dyr))
         plan.run(xr, dyr, dwr, plan.spec, autotune=autotune, stream=s)
         return dw
@@ -196,7 +205,8 @@ class Dispatcher:
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
-            plan = self._remember(key, self._plan_activation(xr, yr, mode, coef, backend))
+            generation = self._generation
+            plan = self._remember(key, generation, self._plan_activation(xr, yr, mode, coef, backend))
         y, yr = self._output(plan, out, yr, s, poison, (xr,))
         plan.run(xr, yr, plan.spec, stream=s)
         return y
@@ -214,18 +224,25 @@ class Dispatcher:
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
-            plan = self._remember(key, self._plan_activation_backward(yr, dyr, xr, dxr, mode, coef, backend))
+            generation = self._generation
+            plan = self._remember(key, generation,
+                                  self._plan_activation_backward(yr, dyr, xr, dxr, mode, coef, backend))
         dx, dxr = self._output(plan, out, dxr, s, poison, (yr, dyr, xr))
         plan.run(yr, dyr, xr, dxr, plan.spec, stream=s)
         return dx
 
     # --- the per-call steps ---------------------------------------------------------------------------
 
-    def _remember(self, key: Any, plan: _Plan) -> _Plan:
-        if len(self._plans) >= MAX_PLANS:
-            self._plans.clear()
-        with contextlib.suppress(TypeError):  # an argument given as a list: valid, but it cannot be a key
-            self._plans[key] = plan
+    def _remember(self, key: Any, generation: int, plan: _Plan) -> _Plan:
+        """Keep ``plan`` for the next call of its problem, unless `reload` ran since ``generation`` was read
+        (before the plan was made): it may hold a backend of the old registry."""
+        with self._lock:
+            if generation != self._generation:
+                return plan
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            with contextlib.suppress(TypeError):  # an argument given as a list: valid, but it cannot be a key
+                self._plans[key] = plan
         return plan
 
     @staticmethod
@@ -390,15 +407,18 @@ class Dispatcher:
             if why is not None:
                 raise UnsupportedError("backend", f"{backend} cannot run {op} here: {why}")
             return chosen
-        names = self.registry.names
+        registry = self.registry
+        names = registry.names
         reasons = []
         for name in (*(n for n in PREFERENCE if n in names), *sorted(set(names) - set(PREFERENCE))):
-            chosen, why = self.registry.get(name)
+            chosen, why = registry.get(name)
             if chosen is not None:
                 why = chosen.supports(op, spec, *tensors)
                 if why is None:
                     return chosen
             reasons.append(f"{name}: {why}")
+        reasons += [f"{failed.name}: its plugin failed to load: {failed.reason}" for failed in registry.plugin_failures
+                    if failed.broken and failed.name not in names]
         raise UnsupportedError("backend", f"no backend can run {op} here: " + ("; ".join(reasons) or "none installed"),
                                fix=None if reasons else "install cudnnload (its numpy backend is a plugin), or "
                                "unset CUDNNLOAD_BACKENDS")

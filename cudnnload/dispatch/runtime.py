@@ -14,18 +14,22 @@
   thread holds its address; backends that keep the address (cuDNN graph variant packs)
   are told when it is freed. `Runtime.record` records queued work into a CUDA graph, which
   ``cuGraphLaunch`` replays for a few microseconds of host time.
+- `PlanningLock`: what each backend builds its plans under. A thread that waits for it waits at most
+  `PLANNING_WAIT_S`, then gets an error naming the thread that holds it and what that thread is doing.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cudnnload.dispatch.algos import ChoiceStore, scope_key
 from cudnnload.dispatch.tensors import TensorRef
-from cudnnload.errors import LoadError
+from cudnnload.errors import CudnnloadError, LoadError
 from cudnnload.loading import cudadriver
 from cudnnload.loading.capi import CudnnApi, DataType
 from cudnnload.loading.handles import HandlePool
@@ -100,6 +104,84 @@ def usable_strides(ref: TensorRef) -> str | None:
     if any(stride <= 0 and extent > 1 for stride, extent in zip(ref.strides, ref.shape, strict=True)):
         return f"strides {tuple(ref.strides)} include zero or negative ones, which cuDNN descriptors cannot express"
     return None
+
+
+# --- the planning lock ------------------------------------------------------------------------------
+
+# How long a call waits for another thread's plan building before it gives up. Building is cuDNN's
+# heuristics and finalization (milliseconds to ~100 ms per engine that compiles at run time) or, with
+# autotune=True, timing up to a dozen engines on the caller's data (seconds for a large convolution):
+# a wait of minutes means the holder is stuck, and the caller gets an error naming it instead.
+PLANNING_WAIT_S = 120.0
+
+
+class LockTimeout(CudnnloadError, TimeoutError):
+    """A wait for a lock ended before its holder released it; the message names the holder and its work."""
+
+
+class PlanningLock:
+    """A backend's lock over building plans (descriptors, heuristics, autotuning): re-entrant, as
+    ``threading.RLock``, but it knows which thread holds it and what that thread is doing, and a
+    blocking wait is bounded: past ``timeout`` seconds it raises `LockTimeout` naming the holder."""
+
+    def __init__(self, name: str, timeout: float = PLANNING_WAIT_S) -> None:
+        self.name = name
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._holder: tuple[str, str, float] | None = None  # thread name, its work, since (monotonic)
+        self._depth = 0  # acquisitions by the holder
+
+    def try_acquire(self, doing: str = "") -> bool:
+        """Take the lock if it is free (or this thread holds it); never waits."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._enter(doing)
+        return True
+
+    def acquire(self, doing: str = "", timeout: float | None = None) -> None:
+        """Take the lock, waiting at most ``timeout`` seconds (default: the lock's); LockTimeout after that."""
+        limit = self.timeout if timeout is None else timeout
+        if not self._lock.acquire(timeout=limit):
+            raise LockTimeout(f"{self.name}: waited {limit:g} s for the planning lock, held by {self.holder()}",
+                              fix="see what that thread is stuck on (py-spy dump, or faulthandler); a plan that "
+                              "legitimately takes longer can be built before the other threads start")
+        self._enter(doing)
+
+    def release(self) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._holder = None
+        self._lock.release()
+
+    @contextmanager
+    def holding(self, doing: str) -> Iterator[None]:
+        """``with lock.holding("building ..."):`` the bounded `acquire`, then `release`."""
+        self.acquire(doing)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def __enter__(self) -> PlanningLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def holder(self) -> str:
+        """Who holds the lock, what for and since when, as words; "nobody" when it is free."""
+        held = self._holder
+        if held is None:
+            return "nobody (it was released meanwhile)"
+        thread, doing, since = held
+        what = f", {doing}" if doing else ""
+        return f"thread {thread!r}{what}, for {time.monotonic() - since:.1f} s"
+
+    def _enter(self, doing: str) -> None:
+        self._depth += 1
+        if self._depth == 1:
+            self._holder = (threading.current_thread().name, doing, time.monotonic())
 
 
 # --- per-thread state ------------------------------------------------------------------------------
@@ -179,7 +261,9 @@ class Runtime:
         """At least ``nbytes`` of device memory for this thread, device and stream (0 for none).
 
         Call after `handle` (its context must be current). A larger need frees the old buffer
-        (after waiting for the device, so no queued work still uses it) and allocates anew.
+        (after waiting for ``stream``, the only one that uses it, so no queued work still does) and
+        allocates anew. Not the whole context: while another thread records a CUDA graph, a context-wide
+        synchronize fails (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
         """
         if nbytes <= 0:
             return state.workspaces.get((device, stream), (0, 0))[0]
@@ -187,7 +271,7 @@ class Runtime:
         if nbytes <= size:
             return ptr
         if ptr:
-            self._cuda("cuCtxSynchronize", cudadriver.cuCtxSynchronize())  # nothing queued still uses it
+            self._cuda("cuStreamSynchronize", cudadriver.cuStreamSynchronize(stream))  # nothing queued uses it
             self._cuda("cuMemFree", cudadriver.cuMemFree(ptr))
             del state.workspaces[(device, stream)]
             for listener in self._listeners:

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pickle
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.cachedir import cache_dir
+from cudnnload.cachedir import cache_dir, plain, read_json, revive, write_json
 from cudnnload.errors import LoadError, UsageError
-from cudnnload.findings import Finding
+from cudnnload.findings import WARNING, Consequence, Finding
 from cudnnload.loading import pending
 from cudnnload.loading.capi import CudnnApi
 from cudnnload.loading.probe import probe
@@ -48,7 +47,7 @@ BLOCKING = frozenset({
     "broken-symlink", "symlink-loop", "foreign-elf", "glibc-too-old", "libstdcxx-too-old", "origin-through-symlink",
     "missing-file",
 })
-PLAN_FORMAT = 3  # bump when _Plan's fields, its module path or the file layout change
+PLAN_FORMAT = 4  # bump when _Plan's fields or the file layout change
 
 _OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
@@ -126,7 +125,7 @@ class _Plan:
     skipped: tuple[tuple[str, str, str], ...]
     verdict: str
     findings: tuple[Finding, ...]
-    stamps: tuple[tuple[int, int, int], ...]  # (size, mtime_ns, inode) of each file and skipped file
+    stamps: tuple[tuple[int, int, int, int], ...]  # (size, mtime_ns, inode, device) of each file and skipped one
 
 
 _lock = threading.Lock()
@@ -159,8 +158,9 @@ def load(
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
-    if _loaded is None:
-        pending.wait()  # start() is loading on another thread: use its result (or, if it failed, try here)
+    if _loaded is None and not pending.wait(timeout):  # start() loading on another thread: use its result
+        raise LoadError(f"cudnnload.start()'s load on another thread did not end within {timeout:g} s",
+                        fix="see where it waits: `python -X faulthandler`, or `cudnnload doctor` for the install")
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
@@ -237,21 +237,25 @@ def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str])
         where = os.fspath(source) if source is not None else None
         paths = [where if os.path.isdir(where) else os.path.dirname(where)] if where else []
         installs = find(paths, environ=env).installs
-    best, rejected = choose_install(installs, wanted)
+    best, rejected = choose_install(installs, wanted, given=source is not None)
     if best is None:
         where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
         raise LoadError(f"no loadable cuDNN{where}" + (f" matching {wanted.text}" if wanted else "") +
                         ("; rejected: " + "; ".join(rejected) if rejected else ": none installed"),
                         fix="pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
-    return best
+    # an install passed over for a relative search path is said with the load too (Loaded.findings)
+    passed = tuple(found for install in installs
+                   if (found := _through_relative_entry(install, source is not None)))
+    return replace(best, findings=best.findings + passed)
 
 
-def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None
+def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False
                    ) -> tuple[Install | None, tuple[str, ...]]:
     """The install load() would take: the newest release without blocking findings inside
     ``wanted`` (among equals, the first found: pip wheels are searched first; an install whose release
-    only the probe can tell, a cuDNN 7 without a versioned name, after those that say it); and why each
-    other one was passed over."""
+    only the probe can tell, a cuDNN 7 without a versioned name, after those that say it), and none that
+    would load a file an empty or relative search-path entry gave other than its own files in a folder the
+    caller named (``given``); and why each other one was passed over."""
     rejected: list[str] = []
     usable: list[Install] = []
     for install in installs:
@@ -264,10 +268,28 @@ def choose_install(installs: Sequence[Install], wanted: VersionRange | None = No
             rejected.append(f"{install.folder}: {blocking[0].code}: {blocking[0].message}")
         elif install.file("shim") is None:
             rejected.append(f"{install.folder}: no shim")
+        elif (relative := _through_relative_entry(install, given)) is not None:
+            rejected.append(f"{install.folder}: {relative.code}: {relative.message}")
         else:
             usable.append(install)
     best = max(usable, key=lambda i: i.release or Release(0, 0, 0)) if usable else None
     return best, tuple(rejected)
+
+
+def _through_relative_entry(install: Install, given: bool) -> Finding | None:
+    """Why load() passes over ``install``: a file it would load came from an empty or relative search-path
+    entry, so it is whatever the folder the program runs in holds (resolve.policy.relative_loads)."""
+    from cudnnload.resolve.policy import RELATIVE_SEARCH_PATH, relative_loads
+
+    paths = relative_loads(install.folder, install.plan + install.dependencies, given=given)
+    if not paths:
+        return None
+    own = paths[0] == install.folder
+    return Finding(RELATIVE_SEARCH_PATH, WARNING, f"load() passed over {install.folder}: it would load "
+                   f"{'its files' if own else paths[0]} through an empty or relative search-path entry, which names "
+                   "another folder wherever the program runs", install.folder,
+                   f"load({os.path.abspath(install.folder)!r}) if that folder is the one meant" if own else
+                   "remove the empty or relative entry (in LD_LIBRARY_PATH: a leading, trailing or doubled ':')")
 
 
 def probe_files(install: Install) -> tuple[tuple[str, str], ...]:
@@ -293,55 +315,53 @@ def _prove(install: Install, env: Mapping[str, str], timeout: float) -> _Plan:
                  tuple(_stamp(path) for _, path in kept) + tuple(_stamp(path) for _, path, _ in skipped))
 
 
-def _stamp(path: str) -> tuple[int, int, int]:
+def _stamp(path: str) -> tuple[int, int, int, int]:
     stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev
 
 
 # --- the remembered verdicts ----------------------------------------------------
+# JSON data in the cache folder (cudnnload.cachedir): a verdict is trusted only while every file it was
+# proven on still has the same size, mtime, inode and device.
+
+_PLAN_KINDS = {kind.__name__: kind for kind in (_Plan, Release, Finding, Consequence)}
+
 
 def _plan_file(env: Mapping[str, str]) -> str | None:
     root = cache_dir(env)
-    return None if root is None else os.path.join(root, f"plans-v{PLAN_FORMAT}.pickle")
+    return None if root is None else os.path.join(root, f"plans-v{PLAN_FORMAT}.json")
 
 
-def _read_plans(store: str) -> dict[str, _Plan]:
-    try:
-        with open(store, "rb") as handle:
-            version, plans = pickle.load(handle)
-    except Exception:  # missing, corrupt or from another version: start over
-        return {}
-    return plans if version == PLAN_FORMAT and isinstance(plans, dict) else {}
+def _read_plans(store: str) -> dict[str, object]:
+    content = read_json(store)
+    if not isinstance(content, dict) or content.get("format") != PLAN_FORMAT:
+        return {}  # missing, corrupt, unsafe or from another version: start over
+    plans = content.get("plans")
+    return plans if isinstance(plans, dict) else {}
 
 
 def _remembered(store: str | None, key: str) -> _Plan | None:
     if store is None:
         return None
-    plan = _read_plans(store).get(key)
+    try:
+        plan = revive(_read_plans(store).get(key), _PLAN_KINDS)
+    except (ValueError, TypeError):
+        return None
     if not isinstance(plan, _Plan):
         return None
     paths = [path for _, path in plan.files] + [path for _, path, _ in plan.skipped]
     try:
         if tuple(_stamp(path) for path in paths) != plan.stamps:
             return None  # a file changed since it was proven
-    except OSError:
+    except (OSError, TypeError):
         return None
     return plan
 
 
 def _remember(store: str, key: str, plan: _Plan) -> None:
     plans = _read_plans(store)
-    plans[key] = plan
-    try:
-        import tempfile  # only when a new verdict is written
-
-        os.makedirs(os.path.dirname(store), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(store), prefix=".plans-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump((PLAN_FORMAT, plans), handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, store)
-    except OSError:
-        pass  # an unwritable cache folder only costs the next process a probe
+    plans[key] = plain(plan)
+    write_json(store, {"format": PLAN_FORMAT, "plans": plans})  # unwritable: the next process probes again
 
 
 # --- loading here ---------------------------------------------------------------

@@ -20,8 +20,10 @@ def announce(thread: threading.Thread, ready: threading.Event) -> None:
     _current = (thread, ready)
 
 
-def wait() -> None:
-    """Until an announced load on another thread is over; at once if there is none."""
+def wait(timeout: float | None = None) -> bool:
+    """Until an announced load on another thread is over (at once if there is none); False when
+    ``timeout`` seconds passed first (the other thread hangs: in the driver, on a FIFO ...)."""
     current = _current
     if current is not None and threading.current_thread() is not current[0]:
-        current[1].wait()
+        return current[1].wait(timeout)
+    return True

@@ -162,7 +162,10 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
         timed_out = False
     except subprocess.TimeoutExpired:
         child.kill()
-        out, err = child.communicate()
+        try:
+            out, err = child.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # something the child started still holds its pipes
+            out, err = b"", b""
         timed_out = True
     return _result(major, requested, out, err, child.returncode, timed_out, timeout, time.perf_counter() - start)
 

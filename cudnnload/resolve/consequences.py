@@ -16,7 +16,8 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
   load library <soname>. Error: <dlerror>"; one of another 8.x release loads, and its VersionCheck
   returns 14 CUDNN_STATUS_VERSION_MISMATCH.
 - Any generation: a file whose PT_LOAD segments run past its end kills the process with SIGBUS
-  while dlopen maps it, printing nothing. A sub-library whose DT_NEEDED cuDNN library is of another
+  while dlopen maps it, printing nothing; a FIFO where a library is looked for hangs it (glibc's
+  open() blocks until something writes to the pipe). A sub-library whose DT_NEEDED cuDNN library is of another
   release fails to load with an undefined symbol (sub-libraries bind to release-private symbols).
 """
 
@@ -26,11 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.errors import ElfError
-from cudnnload.findings import ABORT, NO_START, SIGBUS, STATUS, WRONG_RELEASE, Consequence
+from cudnnload.findings import ABORT, HANG, NO_START, SIGBUS, STATUS, WRONG_RELEASE, Consequence
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
 from cudnnload.resolve.elf import ElfInfo, read_dynamic_symbols
 
-MISSING, UNLOADABLE, KILLS = "missing", "unloadable", "kills"
+MISSING, UNLOADABLE, KILLS, HANGS = "missing", "unloadable", "kills", "hangs"
+_ENDS = (KILLS, HANGS)  # the process does not come back from such a load
 
 # Measured (fixtures/scenarios): the 9.28 shim's cudnnCreate looks up this graph function, which
 # 9.0's graph does not export ("Could not load symbol cudnnGetLibConfig. Error: ...", then abort()).
@@ -57,8 +59,8 @@ class Load:
     key: str
     path: str | None  # the file it would get, as opened
     release: Release | None
-    fails: str | None  # None: it loads; MISSING, UNLOADABLE (dlopen fails) or KILLS (SIGBUS)
-    error: str | None  # dlerror's text when it fails (KILLS: why the process dies)
+    fails: str | None  # None: it loads; MISSING, UNLOADABLE (dlopen fails), KILLS (SIGBUS) or HANGS (a FIFO)
+    error: str | None  # dlerror's text when it fails (KILLS, HANGS: why the process dies or hangs)
     cause: str | None  # what is wrong, when it fails: this library's key, or what it needs
 
 
@@ -67,7 +69,7 @@ class Expectation:
     """What one call of an application (a `Call` of the catalog) would do with this install."""
 
     call: Call
-    outcome: str  # "value", "status", "absent" (the shim does not export it), ABORT or SIGBUS
+    outcome: str  # "value", "status", "absent" (the shim does not export it), ABORT, SIGBUS or HANG
     status: int | None = None
     value: int | None = None
     message: str | None = None
@@ -104,8 +106,8 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
             loads[lib.key] = Load(lib.key, None, None, MISSING,
                                   f"{name}: cannot open shared object file: No such file or directory", lib.key)
             continue
-        if outcome == "cut-segments":
-            loads[lib.key] = Load(lib.key, path, own, KILLS, error, lib.key)
+        if outcome in ("cut-segments", "fifo"):
+            loads[lib.key] = Load(lib.key, path, own, KILLS if outcome == "cut-segments" else HANGS, error, lib.key)
             continue
         if error is not None:
             loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
@@ -128,8 +130,8 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
         if need is None:
             continue
         if need.fails is not None:
-            return Load(lib.key, path, release, need.fails if need.fails == KILLS else UNLOADABLE,
-                        need.error if need.fails == KILLS else f"it needs {key}, which cannot load: {need.error}",
+            return Load(lib.key, path, release, need.fails if need.fails in _ENDS else UNLOADABLE,
+                        need.error if need.fails in _ENDS else f"it needs {key}, which cannot load: {need.error}",
                         need.cause)
         if release and need.release and need.release != release and need.path:
             unresolved = _unresolved(path, need.path, f"{need_lib_soname(lib, key)}")
@@ -167,10 +169,12 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
     fails (or kills it), and nothing else happens."""
     if shim_fails is not None:
         opening = Call("dlopen", gen.shim.soname)
-        if shim_fails.fails == KILLS:
-            return Prediction(loads, {"shim": (Consequence(f"dlopen(\"{gen.shim.soname}\")", SIGBUS, "shim",
-                                                           message=f"mapping {shim_fails.path}"),)},
-                              (Expectation(opening, SIGBUS, cause="shim"),))
+        if shim_fails.fails in _ENDS:
+            effect = SIGBUS if shim_fails.fails == KILLS else HANG
+            said = f"mapping {shim_fails.path}" if effect == SIGBUS else f"opening {shim_fails.path}, a FIFO"
+            return Prediction(loads, {"shim": (Consequence(f"dlopen(\"{gen.shim.soname}\")", effect, "shim",
+                                                           message=said),)},
+                              (Expectation(opening, effect, cause="shim"),))
         return Prediction(loads, {shim_fails.cause or "shim": (shim_cannot_load(gen, shim_fails.error or ""),)},
                           (Expectation(opening, "fails", message=shim_fails.error, cause=shim_fails.cause),))
     missing = dict(missing_dependencies or {})
@@ -181,7 +185,7 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
     for call in gen.exercise:
         expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu)
         expectations.append(expected)
-        if expected.outcome in (ABORT, SIGBUS):
+        if expected.outcome in (ABORT, SIGBUS, HANG):
             break
     return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu),
                       tuple(expectations))
@@ -228,6 +232,9 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
     if load.fails == KILLS:
         return Expectation(call, SIGBUS, message=f"mapping {load.path}, whose file ends inside a segment the dynamic "
                            "linker maps", cause=load.cause)
+    if load.fails == HANGS:
+        return Expectation(call, HANG, message=f"opening {load.path}, a FIFO: glibc's open() waits for a writer",
+                           cause=load.cause)
     if gen.major == 9 and lib.opened_by == "graph":
         by = graph or release
         status = 1008 if by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR else 1001
@@ -330,7 +337,7 @@ class Observed:
     # str(call) -> "status=3009", "value=92800" or "missing-symbol"; "dlopen" -> "ok" or "error ..."
     results: Mapping[str, str]
     died_in: str | None  # str(call) running when the process died
-    signal: str | None  # "SIGABRT", "SIGBUS"
+    signal: str | None  # "SIGABRT", "SIGBUS"; "hang": still running at the time limit, and killed
     printed: tuple[str, ...]  # what cuDNN and the linker printed (stderr lines)
 
     def status(self, call: str) -> int | None:
@@ -353,8 +360,8 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
             if not (got or "").startswith("error") or (expectation.message or "") not in (got or ""):
                 wrong.append(f"{said} ({expectation.message}), got {got}")
             return wrong
-        if expectation.outcome in ("abort", "sigbus"):
-            want = "SIGABRT" if expectation.outcome == "abort" else "SIGBUS"
+        if expectation.outcome in ("abort", "sigbus", "hang"):
+            want = {"abort": "SIGABRT", "sigbus": "SIGBUS", "hang": "hang"}[expectation.outcome]
             if truth.died_in != call or truth.signal != want:
                 wrong.append(f"{said}, but the process {_fate(truth, call)}")
             elif expectation.outcome == "abort" and expectation.message and not any(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import (
@@ -30,6 +31,7 @@ from cudnnload.resolve.catalog import (
     parse_release,
 )
 from cudnnload.resolve.consequences import (
+    HANGS,
     KILLS,
     UNLOADABLE,
     Expectation,
@@ -41,6 +43,7 @@ from cudnnload.resolve.consequences import (
 )
 from cudnnload.resolve.elf import ElfInfo, max_version
 from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.policy import install_findings, search_path_findings
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
 # Machine this Python runs on, as pyelftools names e_machine.
@@ -175,7 +178,12 @@ def inspect_file(path: str, cache: ElfCache, host: Host | None = None) -> Candid
     try:
         info = cache.inspect(real)
     except ElfError as exc:
-        code = "empty-file" if "0 bytes" in exc.reason else "truncated" if "truncated" in exc.reason \
+        if exc.reason.startswith("not a regular file"):
+            return Candidate(path, real, key, None, (Finding(
+                "not-a-regular-file", ERROR, exc.reason + (f" ({real})" if real != path else ""), path,
+                "remove it: a library is a regular file (glibc's dlopen of a FIFO blocks for ever, of a device "
+                "fails)"),))
+        code = "empty-file" if exc.reason.startswith("empty file") else "truncated" if "truncated" in exc.reason \
             else "not-elf" if exc.reason == "not an ELF file" else "unreadable" if "ermission" in exc.reason \
             else "damaged-elf"
         return Candidate(path, real, key, None, (Finding(
@@ -288,10 +296,9 @@ def _header_folders(folder: str) -> tuple[str, ...]:
 
 def _header_release(include: str) -> Release | None:
     for name in ("cudnn_version.h", "cudnn_version_v9.h", "cudnn_version_v8.h"):
-        try:
-            with open(os.path.join(include, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
+        try:  # a header of a few KB
+            text = read_regular(os.path.join(include, name), 1 << 20).decode("utf-8", "replace")
+        except (OSError, NotRegularFile):
             continue
         parts = [re.search(rf"#define CUDNN_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCHLEVEL")]
         if all(parts):
@@ -380,6 +387,8 @@ def build_install(
     files = tuple(replace(cand, findings=_with_consequences(cand.findings, prediction)) for cand in files)
     told = {c.library for cand in files for f in cand.findings for c in f.consequences}
     said = _with_consequences(findings, prediction, told)
+    said += install_findings(folder, found_via, [linker.Requester.from_elf(c.path, c.elf) for c in files if c.elf],
+                             steps + deps, env.defaults)  # policy: a risk, never the cause of a failure
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    _cuda_major(dist, files), files, steps, deps, said + _unexplained(prediction, said, files, folder),
                    prediction.expectations)
@@ -419,7 +428,8 @@ def _shim_load(shim: Candidate | None, missing: Mapping[str, str], env: linker.L
     if shim.elf is None or (shim.real_path and linker.opening(shim.path, env)[0] != "found"):
         outcome, error = linker.opening(shim.path, env)
         problem = error or next((f.message for f in shim.findings if f.severity == ERROR), "it cannot be read")
-        return Load("shim", shim.path, None, KILLS if outcome == "cut-segments" else UNLOADABLE, problem, "shim")
+        fails = KILLS if outcome == "cut-segments" else HANGS if outcome == "fifo" else UNLOADABLE
+        return Load("shim", shim.path, None, fails, problem, "shim")
     needed = next((name for name in shim.elf.needed if name in missing), None)
     if needed is not None:
         return Load("shim", shim.path, None, UNLOADABLE,
@@ -781,6 +791,7 @@ def find(
                     files[0])
         installs += [install for install in [install_of(shim, ctx, "given on the command line", dists)] if install]
     findings += _record_conflicts(dists)
+    findings += search_path_findings(ctx.linker)
     ctx.cache.save()
     return Inventory(ctx.host, tuple(installs), tuple(findings), tuple(dists))
 

@@ -1,13 +1,18 @@
 """What one file on disk is: soname, needs, search paths, exports, GPU code, release.
 
-pyelftools reads the ELF header and the section table. The tables that are
-large or walked per entry (``.dynamic``, ``.dynsym``, version sections, the
-build-id note) are decoded with ``struct`` from a read-only ``mmap``, and the
-``.nv_fatbin`` headers with ``pread`` (fatbin.py): pyelftools' per-symbol
-parsing measured 55 µs a symbol (156 ms for the 2 853 symbols of 9.28's
-libcudnn_graph), thirty times over the inspection budget, while ``mmap`` and
-``pread`` touch only the bytes asked for, so a 600 MB library costs a few
-megabytes of reads.
+Everything is decoded with ``struct`` from a read-only ``mmap``: the ELF header, the section table
+and the tables walked per entry (``.dynamic``, ``.dynsym``, version sections, the build-id note); the
+``.nv_fatbin`` headers with ``pread`` (fatbin.py). pyelftools only names e_type and e_machine: its
+per-symbol parsing measured 55 µs a symbol (156 ms for the 2 853 symbols of 9.28's libcudnn_graph),
+thirty times over the inspection budget, while ``mmap`` and ``pread`` touch only the bytes asked
+for, so a 600 MB library costs a few megabytes of reads.
+
+Any content gives an ElfInfo or an ElfError, never another exception, a hang or memory out of
+proportion (tests/test_fuzz_elf.py mutates real libraries to hold this): every offset, size and count
+read from the file is checked against the file, or the table it points into, before it is used;
+chains of records can hold no more records than their section; the walks check a CPU-time limit
+(INSPECTION_LIMIT_S); and the names decoded from one file are bounded in total (a million symbols
+pointing at one long string would otherwise cost a million copies of it).
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import time
 
 from cudnnload.errors import ElfError
+from cudnnload.files import NotRegularFile, open_regular
 from cudnnload.resolve.fatbin import GpuCode, read_gpu_code
 from cudnnload.resolve.records import record
 from cudnnload.resolve.versions import VERSION_SYMBOLS, Release, decode_packed_version
@@ -24,9 +31,10 @@ from cudnnload.resolve.versions import VERSION_SYMBOLS, Release, decode_packed_v
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import BinaryIO, TypeVar
 
-    from elftools.elf.elffile import ELFFile
+    T = TypeVar("T")
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -35,6 +43,20 @@ DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = 1, 5, 14, 15
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 STV_DEFAULT, STV_PROTECTED = 0, 3
+SHT_NOBITS = 8
+SHN_XINDEX = 0xFFFF  # e_shstrndx: the index is section 0's sh_link (gABI, "Extended Section Numbering")
+
+# CPU seconds, not wall time, so that a slow or cold disk never trips it. The largest real library
+# (9.28's 560 MB libcudnn_engines_precompiled) takes about 0.1 s; only tables damaged into millions of
+# entries get near it.
+INSPECTION_LIMIT_S = 5.0
+# Bytes of names decoded from one file, on top of a quarter of its size: 9.28's graph decodes 7 KB for
+# read_elf, 8.9.7's cnn_infer 7 MB for read_dynamic_symbols.
+_NAME_BUDGET = 16 << 20
+# The sections read; the others are only checked to lie in the file.
+_WANTED = frozenset({".dynamic", ".dynsym", ".gnu.version", ".gnu.version_r", ".gnu.version_d",
+                     ".note.gnu.build-id", ".interp", ".nv_fatbin"})
+
 
 @record
 class VersionNeed:
@@ -89,10 +111,15 @@ def max_version(names: object) -> tuple[int, ...] | None:
     return best
 
 
+def _damaged(what: str) -> ElfError:
+    """The error for content that cannot be right (discovery reports it as ``damaged-elf``)."""
+    return ElfError(f"damaged ELF file ({what})")
+
+
 @record
 class _Section:
     name: str
-    type: str
+    type: int
     offset: int
     size: int
     addr: int
@@ -100,36 +127,139 @@ class _Section:
 
 
 class _Reader:
-    """Struct decoding for one class and byte order."""
+    """One mapped file: its ELF header, struct decoding for its class and byte order, and the checks
+    every read needs (bounds, the time limit, the name budget)."""
 
-    def __init__(self, data: mmap.mmap, elf_class: int, little: bool) -> None:
-        self.data = data
-        order = "<" if little else ">"
-        wide = elf_class == 64
+    def __init__(self, fd: int, data: mmap.mmap) -> None:
+        self.fd, self.data, self.size = fd, data, len(data)
+        elf_class, encoding = data[4], data[5]
+        if elf_class not in (1, 2):
+            raise _damaged(f"EI_CLASS {elf_class}: neither 1 (32-bit) nor 2 (64-bit)")
+        if encoding not in (1, 2):
+            raise _damaged(f"EI_DATA {encoding}: neither 1 (little-endian) nor 2 (big-endian)")
+        order = "<" if encoding == 1 else ">"
+        wide = elf_class == 2
+        self.wide, self.elf_class = wide, 64 if wide else 32
+        (_ident, self.e_type, self.e_machine, _version, _entry, _phoff, self.shoff, _flags, _ehsize, _phentsize,
+         _phnum, self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(
+            order + ("16sHHIQQQIHHHHHH" if wide else "16sHHIIIIIHHHHHH"), data)
+        # name, type, flags, addr, offset, size, link, info, addralign, entsize
+        self.shdr = struct.Struct(order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
         self.dyn = struct.Struct(order + ("qQ" if wide else "iI"))
         # Elf64_Sym: name, info, other, shndx, value, size; Elf32_Sym: name, value, size, info, other, shndx.
         self.sym = struct.Struct(order + ("IBBHQQ" if wide else "IIIBBH"))
-        self.wide = wide
+        self.u16 = struct.Struct(order + "H")
         self.u32 = struct.Struct(order + "I")
         self.verneed = struct.Struct(order + "HHIII")
         self.vernaux = struct.Struct(order + "IHHII")
         self.verdef = struct.Struct(order + "HHHHIII")
         self.verdaux = struct.Struct(order + "II")
         self.note = struct.Struct(order + "III")
+        self.names_left = _NAME_BUDGET + self.size // 4
+        self.stop = time.process_time() + INSPECTION_LIMIT_S
 
-    def cstring(self, table: int, table_end: int, offset: int) -> str:
-        start = table + offset
-        end = self.data.find(b"\0", start, table_end)
-        return self.data[start:end if end >= 0 else table_end].decode("utf-8", "replace")
+    def tick(self) -> None:
+        """Called from every walk that could be long; raises once the time limit has passed."""
+        if time.process_time() > self.stop:
+            raise ElfError(f"inspection took longer than {INSPECTION_LIMIT_S:g} s of CPU time: its tables "
+                           "claim implausibly many entries")
+
+    def contents(self, sec: _Section) -> tuple[int, int]:
+        """Where the bytes of a section read as a table lie, checked to be in the file."""
+        if sec.type == SHT_NOBITS:
+            raise _damaged(f"section {sec.name or '(unnamed)'} is read as a table but has no bytes (SHT_NOBITS)")
+        if sec.offset + sec.size > self.size:
+            raise ElfError(f"truncated: section {sec.name} ends at byte {sec.offset + sec.size}, file has {self.size}")
+        return sec.offset, sec.offset + sec.size
+
+    def entries(self, sec: _Section, layout: struct.Struct) -> Iterator[tuple[int, ...]]:
+        """Each fixed-size entry of a table section."""
+        start, end = self.contents(sec)
+        if (end - start) % layout.size:
+            raise _damaged(f"section {sec.name}: its size {end - start} is not a whole number of {layout.size}-byte "
+                           "entries")
+        for index, at in enumerate(range(start, end, layout.size)):
+            if not index & 0x3FF:
+                self.tick()
+            yield layout.unpack_from(self.data, at)
+
+    def cstring(self, table: tuple[int, int], offset: int) -> str:
+        """The NUL-terminated string at ``offset`` of a string table (its end ends a string without NUL)."""
+        start, end = table
+        if offset >= end - start:
+            if not offset:
+                return ""
+            raise _damaged(f"a name at offset {offset} of a {end - start}-byte string table")
+        at = start + offset
+        stop = self.data.find(b"\0", at, end)
+        raw = self.data[at:stop if stop >= 0 else end]
+        self.names_left -= len(raw)
+        if self.names_left < 0:
+            raise _damaged(f"names add up to more than {(_NAME_BUDGET + self.size // 4) >> 20} MB: its tables point "
+                           "many entries at long strings")
+        return raw.decode("utf-8", "replace")
+
+
+class _Sections:
+    """The section table, read by index on demand: a damaged header can claim millions of sections."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+        self.count, self.names = 0, (0, 0)
+        shoff, shentsize, size = reader.shoff, reader.shentsize, reader.size
+        if shoff == 0:  # no section table
+            return
+        if shentsize < reader.shdr.size:
+            raise _damaged(f"e_shentsize {shentsize}, smaller than a {reader.shdr.size}-byte section header")
+        if shoff + reader.shdr.size > size:
+            raise ElfError(f"truncated: section table starts at byte {shoff}, file has {size}")
+        first = reader.shdr.unpack_from(reader.data, shoff)
+        count = reader.shnum or first[5]  # e_shnum 0: section 0's sh_size holds the count
+        end = shoff + count * shentsize
+        if end > size:
+            raise ElfError(f"truncated: section table ends at byte {end}, file has {size}")
+        self.count = count
+        names = first[6] if reader.shstrndx == SHN_XINDEX else reader.shstrndx
+        if names:  # SHN_UNDEF: no section names
+            self.names = reader.contents(self._section(names, ".shstrtab"))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> _Section:
+        return self._section(index, None)
+
+    def _section(self, index: int, name: str | None) -> _Section:
+        if not 0 <= index < self.count:
+            raise _damaged(f"a link to section {index}; the file has {self.count}")
+        reader = self.reader
+        row = reader.shdr.unpack_from(reader.data, reader.shoff + index * reader.shentsize)
+        return _Section(reader.cstring(self.names, row[0]) if name is None else name, row[1], row[4], row[5],
+                        row[3], row[6])
+
+    def wanted(self) -> dict[str, _Section]:
+        """The sections of _WANTED by name (the last of a name wins), after checking that every section
+        with bytes lies in the file."""
+        found: dict[str, _Section] = {}
+        for index in range(self.count):
+            if not index & 0x3FF:
+                self.reader.tick()
+            sec = self[index]
+            if sec.type != SHT_NOBITS:
+                self.reader.contents(sec)  # "truncated: ..." when it ends past the end of the file
+            if sec.name in _WANTED:
+                found[sec.name] = sec
+        return found
 
 
 def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
     """Inspect one file. Raises ElfError naming the file and the reason."""
-    name = os.fspath(path)
-    try:
-        handle = open(name, "rb")  # noqa: SIM115 (closed by the with below; open's own error is reported here)
-    except OSError as exc:
-        raise ElfError(exc.strerror or str(exc), path=name) from None
+    return _read(os.fspath(path), _inspect)
+
+
+def _read(name: str, parse: Callable[[str, _Reader], T]) -> T:
+    """``parse`` run on the mapped file; whatever goes wrong is an ElfError naming the file."""
+    handle = _open(name)
     with handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
@@ -137,49 +267,53 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
         head = handle.read(64)
         if head[:4] != ELF_MAGIC:
             raise ElfError("not an ELF file", path=name)
-        if len(head) < 52:
-            raise ElfError(f"truncated ELF header ({size} bytes)", path=name)
+        if len(head) < (64 if head[4:5] == b"\x02" else 52):
+            raise ElfError(f"truncated ELF header: the file ends at byte {size}", path=name)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             try:
-                return _inspect(name, size, handle, data)
-            except ElfError:
-                raise
-            except Exception as exc:  # pyelftools raises many types on damaged input
+                return parse(name, _Reader(handle.fileno(), data))
+            except ElfError as exc:
+                raise ElfError(exc.reason, path=name, fix=exc.fix) from None
+            except Exception as exc:  # a check missed: still an answer about this file, not a crash
                 raise ElfError(f"damaged ELF file ({type(exc).__name__}: {exc})", path=name) from None
 
 
-def _elffile(handle: BinaryIO) -> ELFFile:
-    from elftools.elf.elffile import ELFFile  # 85 ms import: only when a file is really parsed
+def _open(name: str) -> BinaryIO:
+    """The file, when it is a regular one: a FIFO would block the open, a device never end the read."""
+    try:
+        return open_regular(name)
+    except NotRegularFile as exc:
+        raise ElfError(exc.reason, path=name) from None
+    except OSError as exc:
+        raise ElfError(exc.strerror or str(exc), path=name) from None
 
-    return ELFFile(handle)
+
+def _enum_name(table: Mapping[str, object], value: int) -> str:
+    """pyelftools' name for an e_type or e_machine value (the last of two names for one value, as its
+    header parser gives), else the number."""
+    names = {number: name for name, number in table.items() if name != "_default_"}
+    return str(names.get(value, value))
 
 
-def _inspect(path: str, size: int, handle: BinaryIO, data: mmap.mmap) -> ElfInfo:
-    elf = _elffile(handle)
-    header = elf.header
-    shoff, shnum, shentsize = header["e_shoff"], header["e_shnum"], header["e_shentsize"]
-    if shoff + shnum * shentsize > size:
-        raise ElfError(f"truncated: section table ends at byte {shoff + shnum * shentsize}, file has {size}",
-                       path=path)
-    sections = [
-        _Section(s.name, s["sh_type"], s["sh_offset"], s["sh_size"], s["sh_addr"], s["sh_link"])
-        for s in elf.iter_sections()
-    ]
-    for sec in sections:
-        if sec.type != "SHT_NOBITS" and sec.offset + sec.size > size:
-            raise ElfError(f"truncated: section {sec.name} ends at byte {sec.offset + sec.size}, file has {size}",
-                           path=path)
-    reader = _Reader(data, elf.elfclass, elf.little_endian)
-    by_name = {sec.name: sec for sec in sections}
+def _inspect(path: str, reader: _Reader) -> ElfInfo:
+    from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE  # 20 ms import: only when a file is parsed
+
+    sections = _Sections(reader)
+    by_name = sections.wanted()
     dynamic = _dynamic(reader, sections, by_name.get(".dynamic"))
     exported, functions, release_symbol, release, cudart = _symbols(reader, sections, by_name.get(".dynsym"))
     fatbin = by_name.get(".nv_fatbin")
+    if fatbin is not None and fatbin.size:
+        start, end = reader.contents(fatbin)
+        gpu_code: GpuCode | None = read_gpu_code(reader.fd, start, end - start, reader.tick)
+    else:
+        gpu_code = None
     return ElfInfo(
         path=path,
-        size=size,
-        elf_class=elf.elfclass,
-        machine=str(header["e_machine"]),
-        elf_type=str(header["e_type"]),
+        size=reader.size,
+        elf_class=reader.elf_class,
+        machine=_enum_name(ENUM_E_MACHINE, reader.e_machine),
+        elf_type=_enum_name(ENUM_E_TYPE, reader.e_type),
         soname=dynamic.soname,
         needed=dynamic.needed,
         rpath=dynamic.rpath,
@@ -192,16 +326,16 @@ def _inspect(path: str, size: int, handle: BinaryIO, data: mmap.mmap) -> ElfInfo
         build_id=_build_id(reader, by_name.get(".note.gnu.build-id")),
         release=release,
         release_symbol=release_symbol,
-        gpu_code=read_gpu_code(handle.fileno(), fatbin.offset, fatbin.size) if fatbin and fatbin.size else None,
+        gpu_code=gpu_code,
         interpreter=_interpreter(reader, by_name.get(".interp")),
         cudart_version=cudart,
     )
 
 
 def _interpreter(reader: _Reader, interp: _Section | None) -> str | None:
-    if interp is None or interp.type == "SHT_NOBITS" or not interp.size:
+    if interp is None or interp.type == SHT_NOBITS or not interp.size:
         return None
-    return reader.cstring(interp.offset, interp.offset + interp.size, 0) or None
+    return reader.cstring(reader.contents(interp), 0) or None
 
 
 @record
@@ -217,25 +351,28 @@ def _split_path(text: str | None) -> tuple[str, ...]:
     return tuple(text.split(":")) if text else ()
 
 
-def _dynamic(reader: _Reader, sections: list[_Section], dyn: _Section | None) -> _Dynamic:
+def _dynamic(reader: _Reader, sections: _Sections, dyn: _Section | None) -> _Dynamic:
     if dyn is None:
         return _Dynamic(None, (), (), (), 0)
-    strtab = sections[dyn.link]
-    entries: list[tuple[int, int]] = []
-    for tag, value in reader.dyn.iter_unpack(reader.data[dyn.offset:dyn.offset + dyn.size]):
+    strings = reader.contents(sections[dyn.link])
+    needed: list[str] = []
+    first: dict[int, int] = {}  # the first value of each tag read
+    for tag, value in reader.entries(dyn, reader.dyn):
         if tag == 0:  # DT_NULL ends the table
             break
-        entries.append((tag, value))
+        if tag == DT_NEEDED:
+            needed.append(reader.cstring(strings, value))
+        elif tag in (DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1) and tag not in first:
+            first[tag] = value
 
-    def text(value: int) -> str:
-        return reader.cstring(strtab.offset, strtab.offset + strtab.size, value)
+    def text(tag: int) -> str | None:
+        return reader.cstring(strings, first[tag]) if tag in first else None
 
-    first = {tag: value for tag, value in reversed(entries)}
     return _Dynamic(
-        soname=text(first[DT_SONAME]) if DT_SONAME in first else None,
-        needed=tuple(text(value) for tag, value in entries if tag == DT_NEEDED),
-        rpath=_split_path(text(first[DT_RPATH]) if DT_RPATH in first else None),
-        runpath=_split_path(text(first[DT_RUNPATH]) if DT_RUNPATH in first else None),
+        soname=text(DT_SONAME),
+        needed=tuple(needed),
+        rpath=_split_path(text(DT_RPATH)),
+        runpath=_split_path(text(DT_RUNPATH)),
         flags_1=first.get(DT_FLAGS_1, 0),
     )
 
@@ -248,7 +385,7 @@ _MOV_EAX = 0xB8
 
 
 def _cudart_constant(reader: _Reader, section: _Section, value: int, size: int) -> int | None:
-    if section.type == "SHT_NOBITS" or not 0 < size <= 4096:
+    if section.type == SHT_NOBITS or not 0 < size <= 4096:
         return None
     offset = section.offset + value - section.addr
     if not section.offset <= offset <= section.offset + section.size - size:
@@ -260,19 +397,19 @@ def _cudart_constant(reader: _Reader, section: _Section, value: int, size: int) 
 
 
 def _symbols(
-    reader: _Reader, sections: list[_Section], dynsym: _Section | None
+    reader: _Reader, sections: _Sections, dynsym: _Section | None
 ) -> tuple[int, tuple[str, ...], str | None, Release | None, int | None]:
     if dynsym is None:
         return 0, (), None, None, None
     cudart: int | None = None
-    data, strtab = reader.data, sections[dynsym.link]
-    str_start, str_end = strtab.offset, strtab.offset + strtab.size
+    data, strings = reader.data, reader.contents(sections[dynsym.link])
+    str_start, str_end = strings
     exported = 0
     functions: list[str] = []
     release_symbol: str | None = None
     release: Release | None = None
     wide = reader.wide
-    for fields in reader.sym.iter_unpack(data[dynsym.offset:dynsym.offset + dynsym.size]):
+    for fields in reader.entries(dynsym, reader.sym):
         if wide:
             st_name, info, other, shndx, value, size = fields
         else:
@@ -283,9 +420,9 @@ def _symbols(
         if visibility not in (STV_DEFAULT, STV_PROTECTED):
             continue
         exported += 1
-        if data[str_start + st_name:str_start + st_name + 5] != b"cudnn":
+        if data[str_start + st_name:min(str_start + st_name + 5, str_end)] != b"cudnn":
             continue
-        symbol = reader.cstring(str_start, str_end, st_name)
+        symbol = reader.cstring(strings, st_name)
         if kind in (STT_FUNC, STT_GNU_IFUNC):
             functions.append(symbol)
             if symbol == _CUDART_FUNCTION and shndx < len(sections):
@@ -293,55 +430,84 @@ def _symbols(
         elif symbol in VERSION_SYMBOLS and release is None and shndx < len(sections):
             section = sections[shndx]
             offset = section.offset + value - section.addr
-            if section.type != "SHT_NOBITS" and section.offset <= offset <= section.offset + section.size - 4:
+            if section.type != SHT_NOBITS and section.offset <= offset <= section.offset + section.size - 4:
                 release_symbol = symbol
                 release = decode_packed_version(reader.u32.unpack_from(data, offset)[0])
     return exported, tuple(sorted(functions)), release_symbol, release, cudart
 
 
-def _version_needs(reader: _Reader, sections: list[_Section], sec: _Section | None) -> tuple[VersionNeed, ...]:
-    if sec is None:
-        return ()
-    strtab = sections[sec.link]
-    start, end = strtab.offset, strtab.offset + strtab.size
-    needs: list[VersionNeed] = []
-    pos = sec.offset
+def _take(left: int, table: tuple[int, int], at: int, size: int, what: str) -> int:
+    """One more record of a chain at ``at``: it must lie in its section, and the section must have room
+    for it (records of a well-formed chain never overlap, so a chain longer than that loops)."""
+    if not table[0] <= at <= table[1] - size:
+        raise _damaged(f"{what} record at byte {at}, outside its section")
+    if left <= 0:
+        raise _damaged(f"{what} records chained in a loop")
+    return left - 1
+
+
+def _needs(reader: _Reader, sec: _Section) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """Each Elf_Verneed of ``.gnu.version_r``: its file name offset and the (vna_other, vna_name) of its
+    Elf_Vernaux records, followed by vn_next and vna_next up to vn_cnt or the first 0 (glibc's
+    _dl_check_map_versions stops at 0 alone)."""
+    table = reader.contents(sec)
+    left = (table[1] - table[0]) // 16  # Elf_Verneed and Elf_Vernaux are 16 bytes, 32- and 64-bit
+    pos = table[0]
     while True:
+        left = _take(left, table, pos, 16, ".gnu.version_r")
         _version, count, file_name, aux, following = reader.verneed.unpack_from(reader.data, pos)
-        names: list[str] = []
+        versions: list[tuple[int, int]] = []
         entry = pos + aux
         for _ in range(count):
-            _hash, _flags, _other, name, after = reader.vernaux.unpack_from(reader.data, entry)
-            names.append(reader.cstring(start, end, name))
+            left = _take(left, table, entry, 16, ".gnu.version_r")
+            _hash, _flags, other, name, after = reader.vernaux.unpack_from(reader.data, entry)
+            versions.append((other, name))
+            if not after:
+                break
             entry += after
-        needs.append(VersionNeed(reader.cstring(start, end, file_name), tuple(names)))
+        yield file_name, versions
         if not following:
-            return tuple(needs)
+            return
         pos += following
 
 
-def _version_defs(reader: _Reader, sections: list[_Section], sec: _Section | None) -> tuple[str, ...]:
+def _version_needs(reader: _Reader, sections: _Sections, sec: _Section | None) -> tuple[VersionNeed, ...]:
     if sec is None:
         return ()
-    strtab = sections[sec.link]
-    start, end = strtab.offset, strtab.offset + strtab.size
+    strings = reader.contents(sections[sec.link])
+    return tuple(VersionNeed(reader.cstring(strings, file_name), tuple(reader.cstring(strings, name)
+                                                                       for _other, name in versions))
+                 for file_name, versions in _needs(reader, sec))
+
+
+def _version_defs(reader: _Reader, sections: _Sections, sec: _Section | None) -> tuple[str, ...]:
+    if sec is None:
+        return ()
+    strings = reader.contents(sections[sec.link])
+    table = reader.contents(sec)
+    left = (table[1] - table[0]) // reader.verdef.size
     names: list[str] = []
-    pos = sec.offset
+    pos = table[0]
     while True:
+        left = _take(left, table, pos, reader.verdef.size, ".gnu.version_d")
         _version, _flags, _ndx, count, _hash, aux, following = reader.verdef.unpack_from(reader.data, pos)
         if count:
+            _take(1, table, pos + aux, reader.verdaux.size, ".gnu.version_d")
             name, _next = reader.verdaux.unpack_from(reader.data, pos + aux)
-            names.append(reader.cstring(start, end, name))
+            names.append(reader.cstring(strings, name))
         if not following:
             return tuple(names)
         pos += following
 
 
 def _build_id(reader: _Reader, sec: _Section | None) -> str | None:
-    if sec is None or sec.size < 16:
+    """The build-id note's descriptor in hex; None when the note does not hold one whole."""
+    if sec is None or sec.type == SHT_NOBITS or sec.size < 16:
         return None
     name_size, desc_size, _type = reader.note.unpack_from(reader.data, sec.offset)
     desc = sec.offset + 12 + (name_size + 3) // 4 * 4
+    if desc + desc_size > sec.offset + sec.size:
+        return None
     return reader.data[desc:desc + desc_size].hex()
 
 
@@ -363,56 +529,39 @@ def read_dynamic_symbols(path: str | os.PathLike[str]) -> DynamicSymbols:
     """Every dynamic symbol's name and binding: for the rare question whether two files of different cuDNN
     releases link (8.5's libcudnn_ops_train beside 8.9.7's libcudnn_cnn_train does not: cnn_train needs
     cudnnPooling4dBackward@libcudnn_ops_train.so.8). Not memoised: tens of thousands of names."""
-    name = os.fspath(path)
-    try:
-        handle = open(name, "rb")  # noqa: SIM115 (closed by the with below)
-    except OSError as exc:
-        raise ElfError(exc.strerror or str(exc), path=name) from None
-    with handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        try:
-            elf = _elffile(handle)
-            sections = [_Section(s.name, s["sh_type"], s["sh_offset"], s["sh_size"], s["sh_addr"], s["sh_link"])
-                        for s in elf.iter_sections()]
-            return _dynamic_symbols(_Reader(data, elf.elfclass, elf.little_endian), sections)
-        except Exception as exc:  # pyelftools and struct raise many types on damaged input
-            raise ElfError(f"damaged ELF file ({type(exc).__name__}: {exc})", path=name) from None
+    return _read(os.fspath(path), _dynamic_symbols)
 
 
-def _dynamic_symbols(reader: _Reader, sections: list[_Section]) -> DynamicSymbols:
-    by_name = {sec.name: sec for sec in sections}
+def _dynamic_symbols(_path: str, reader: _Reader) -> DynamicSymbols:
+    sections = _Sections(reader)
+    by_name = sections.wanted()
     dynsym, versym, verneed = by_name.get(".dynsym"), by_name.get(".gnu.version"), by_name.get(".gnu.version_r")
     if dynsym is None:
         return DynamicSymbols(frozenset(), {})
     versions: dict[int, str] = {}  # vna_other -> version name
     if verneed is not None:
-        strtab = sections[verneed.link]
-        start, end = strtab.offset, strtab.offset + strtab.size
-        pos = verneed.offset
-        while True:
-            _version, count, _file, aux, following = reader.verneed.unpack_from(reader.data, pos)
-            entry = pos + aux
-            for _ in range(count):
-                _hash, _flags, other, vname, after = reader.vernaux.unpack_from(reader.data, entry)
-                versions[other] = reader.cstring(start, end, vname)
-                entry += after
-            if not following:
-                break
-            pos += following
-    strtab = sections[dynsym.link]
-    start, end = strtab.offset, strtab.offset + strtab.size
-    indices = struct.unpack_from(("<" if reader.u32.format.startswith("<") else ">") + f"{versym.size // 2}H",
-                                 reader.data, versym.offset) if versym is not None else ()
+        strings = reader.contents(sections[verneed.link])
+        for _file, entries in _needs(reader, verneed):
+            for other, name in entries:
+                versions[other] = reader.cstring(strings, name)
+    strings = reader.contents(sections[dynsym.link])
+    indices = reader.contents(versym) if versym is not None else (0, 0)  # one 16-bit version index a symbol
     defined: set[str] = set()
     needed: dict[str, set[str]] = {}
-    for index, fields in enumerate(reader.sym.iter_unpack(reader.data[dynsym.offset:dynsym.offset + dynsym.size])):
+    for index, fields in enumerate(reader.entries(dynsym, reader.sym)):
         st_name, info, other, shndx = (fields[0], fields[1], fields[2], fields[3]) if reader.wide else \
             (fields[0], fields[3], fields[4], fields[5])
         if not st_name or info >> 4 not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE):
             continue
-        symbol = reader.cstring(start, end, st_name)
+        symbol = reader.cstring(strings, st_name)
         if shndx != 0:
             if other & 3 in (STV_DEFAULT, STV_PROTECTED):
                 defined.add(symbol)
-        elif index < len(indices) and (version := versions.get(indices[index] & 0x7FFF)) is not None:
+            continue
+        at = indices[0] + 2 * index
+        if at + 2 > indices[1]:
+            continue
+        version = versions.get(reader.u16.unpack_from(reader.data, at)[0] & 0x7FFF)
+        if version is not None:
             needed.setdefault(version, set()).add(symbol)
     return DynamicSymbols(frozenset(defined), {version: frozenset(names) for version, names in needed.items()})

@@ -24,6 +24,8 @@ import struct
 import sys
 from dataclasses import dataclass
 
+from cudnnload.files import NotRegularFile, read_regular
+
 LD_SO_CACHE = "/etc/ld.so.cache"
 
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -54,6 +56,7 @@ _ISA_LEVEL_MASK = 0x3FF
 _EXTENSION_MAGIC = 0xEAA42174  # (uint32_t) -358342284, cache_extension_magic
 _TAG_GENERATOR, _TAG_GLIBC_HWCAPS = 0, 1
 
+_MAX_BYTES = 64 << 20  # an ld.so.cache is some hundred KB
 _ORDER = "<" if sys.byteorder == "little" else ">"
 _NEW_HEADER = struct.Struct(_ORDER + "20sIIB3xI12x")  # magic+version, nlibs, len_strings, flags, ext offset
 _NEW_ENTRY = struct.Struct(_ORDER + "iIIIQ")  # flags, key, value, osversion, hwcap
@@ -134,9 +137,10 @@ class LdCache:
 
 def read_ld_cache(path: str = LD_SO_CACHE) -> LdCache:
     """Parse ``path``; never raises: a missing or garbage file gives an empty cache with a problem."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+    try:  # some hundred KB; a FIFO or a device there would block or never end
+        data = read_regular(path, _MAX_BYTES)
+    except NotRegularFile as exc:
+        return LdCache(path, "", problem=exc.reason)
     except OSError as exc:
         return LdCache(path, "", problem=f"cannot read: {exc.strerror or exc}")
     if data.startswith(NEW_MAGIC):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,6 +62,8 @@ Outcome = Literal[
     "bad-elf",  # fatal: another header check of open_verify failed
     "truncated",  # fatal: program headers cut off, or the file unreadable: "cannot read file data"
     "cut-segments",  # fatal: a PT_LOAD segment past the end of the file; dlopen dies of SIGBUS
+    "fifo",  # a named pipe: glibc's open() blocks until a writer comes, so dlopen hangs (never opened here)
+    "device",  # fatal: a character or block device; glibc reads it and rejects it (never opened here)
 ]
 
 # glibc open_path: after these the next candidate is tried; after _ABANDON the
@@ -252,6 +255,11 @@ class Resolution:
         """dlopen of the picked file kills the process (SIGBUS mapping a cut segment) instead of failing."""
         return self.path is not None and self.outcome == "cut-segments"
 
+    @property
+    def hangs(self) -> bool:
+        """dlopen of the picked file never returns (a FIFO: glibc's open() blocks)."""
+        return self.path is not None and self.outcome == "fifo"
+
 
 def split_ld_library_path(value: str) -> tuple[str, ...]:
     """LD_LIBRARY_PATH as _dl_init_paths splits it: on ':' and ';'; empty means unset.
@@ -292,7 +300,7 @@ def resolve_many(names: Sequence[str], chain: Chain | None, env: LinkerEnv) -> R
     results: list[Resolution] = []
     for name in names:
         results.append(resolve(name, chain, env))
-        if results[-1].found or results[-1].kills:  # a process killed by a name tries no further names
+        if results[-1].found or results[-1].kills or results[-1].hangs:  # a killed or hung process tries no more
             break
     return replace(results[-1], trail=tuple(attempt for result in results for attempt in result.trail))
 
@@ -444,9 +452,21 @@ _FILEBUF = 832  # struct filebuf in dl-load.c: what open_verify reads first
 
 
 def _probe(path: str, defaults: LinkerDefaults) -> Outcome:
-    """open_verify for one candidate: open it and check what glibc checks before mapping."""
+    """open_verify for one candidate: open it and check what glibc checks before mapping. Only a
+    regular file (or a folder, which glibc opens and fails to read) is opened: glibc blocks on a FIFO,
+    gets ENXIO from a socket (an open() error: the search list is abandoned) and reads a device."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return _open_failure(path, exc.errno)
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "open-error"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         return _open_failure(path, exc.errno)
     try:
@@ -490,8 +510,16 @@ def _check_header(fd: int, defaults: LinkerDefaults) -> Outcome:
         return "wrong-machine"
     if e_type not in (2, 3) or phentsize != phdr.size:  # ET_EXEC, ET_DYN
         return "bad-elf"
-    table = os.pread(fd, phnum * phdr.size, phoff)
-    if len(table) < phnum * phdr.size:
+    # open_verify takes the table from the bytes it read first when it lies there, else preads it; that
+    # pread fails for an offset of 2**63 or more (a negative off_t), even of 0 bytes, and comes back short
+    # past the end of the file: "cannot read file data". Python's pread raises OverflowError for such an
+    # offset, so the outcome is decided before it. (An offset whose sum with the length wraps around
+    # 2**64 into the first bytes makes glibc read outside its buffer: fatal too, with another message.)
+    length = phnum * phdr.size
+    if phoff + length > len(head) and (phoff >= 1 << 63 or (length and phoff + length > size)):
+        return "truncated"
+    table = os.pread(fd, length, phoff)
+    if len(table) < length:
         return "truncated"
     for p_type, p_offset, p_filesz in _segments(table, phnum, defaults.elf_class):
         if p_type == _PT_LOAD and p_offset + p_filesz > size:
@@ -513,6 +541,8 @@ _MESSAGES: dict[str, str] = {
     "bad-elf": "not a loadable ELF object for this machine (data encoding, version or type)",
     "truncated": "cannot read file data",
     "cut-segments": "file ends inside a PT_LOAD segment (dlopen maps it and the process dies of SIGBUS)",
+    "fifo": "a FIFO (named pipe): glibc's open() of it blocks until something writes to it, and dlopen hangs",
+    "device": "a device, not a library: glibc opens and reads it, and rejects what it reads",
 }
 
 

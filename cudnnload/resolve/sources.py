@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.linker import LinkerEnv
+
+_METADATA_BYTES = 1 << 20  # a header of some KB; the description after it is not read
+_RECORD_BYTES = 64 << 20  # torch's RECORD is ~3 MB
 
 CUDNN_DISTRIBUTION_PREFIXES = ("nvidia-cudnn-", "nvidia_cudnn_")
 
@@ -71,11 +76,11 @@ def cudnn_distributions(site_paths: Sequence[str]) -> tuple[Distribution, ...]:
 
 
 def _read_dist_info(site: str, info: str) -> Distribution | None:
-    try:
-        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as handle:
-            header = handle.read().split("\n\n", 1)[0]
-    except OSError:
+    try:  # the header is at the top; a METADATA is a regular file of some KB (a FIFO would block)
+        header = read_regular(os.path.join(info, "METADATA"), _METADATA_BYTES).decode("utf-8", "replace")
+    except (OSError, NotRegularFile):
         return None
+    header = header.split("\n\n", 1)[0]
     fields: dict[str, list[str]] = {}
     for line in header.splitlines():
         name, sep, value = line.partition(":")
@@ -83,11 +88,11 @@ def _read_dist_info(site: str, info: str) -> Distribution | None:
             fields.setdefault(name.strip(), []).append(value.strip())
     files: list[str] = []
     try:
-        with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace", newline="") as handle:
-            for row in csv.reader(handle):
-                if row and ".so" in os.path.basename(row[0]):
-                    files.append(os.path.normpath(os.path.join(site, row[0])))
-    except OSError:
+        record = read_regular(os.path.join(info, "RECORD"), _RECORD_BYTES).decode("utf-8", "replace")
+        for row in csv.reader(io.StringIO(record, newline="")):
+            if row and ".so" in os.path.basename(row[0]):
+                files.append(os.path.normpath(os.path.join(site, row[0])))
+    except (OSError, NotRegularFile, csv.Error):
         pass  # no RECORD (a broken install): nothing to check against
     return Distribution(
         name=fields.get("Name", ["?"])[0],

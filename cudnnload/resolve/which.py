@@ -22,6 +22,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
 from cudnnload.resolve.discovery import Context, Install, Step, context, install_of, make_step, requester, subjects
 from cudnnload.resolve.mapped import mapped_libraries
+from cudnnload.resolve.policy import CODES, search_path_findings
 from cudnnload.resolve.sources import cudnn_distributions
 
 
@@ -100,6 +101,7 @@ def which(
                                 "linker or installed as a pip wheel", consumer_path,
                                 "pip install nvidia-cudnn-cu12 (or -cu13), or set LD_LIBRARY_PATH to the folder "
                                 "holding libcudnn.so.9"))
+    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []))
     ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 
@@ -156,6 +158,7 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
 
 
 def _about(install: Install, keys: set[str]) -> list[Finding]:
-    """The install's findings about these sub-libraries (and what they need)."""
+    """The install's findings about these sub-libraries (and what they need), and its search-path ones."""
     return [f for f in install.all_findings
-            if keys & set(subjects(f)) or any(c.library in keys for c in f.consequences)]
+            if keys & set(subjects(f)) or any(c.library in keys for c in f.consequences)
+            or (f.code in CODES and not subjects(f))]  # search-path policy about the whole install

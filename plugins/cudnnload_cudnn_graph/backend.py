@@ -10,7 +10,10 @@ Quick plans (``quick_start=True``, the default): a call whose plan another threa
 is held, or a warm-up has claimed the problem through `cudnnload.backends.warming`) runs on a plan from
 `QUICK_HEURISTICS` instead of waiting, and its run is marked provisional: a later call moves it to the
 problem's own plan once that is ready, and provisional runs are never recorded into CUDA graphs. The
-quick configuration is remembered like the others (under `_QUICK` and the problem).
+quick configuration is remembered like the others (under `_QUICK` and the problem). A call that must wait
+for the lock (no quick plan builds, or ``quick_start=False``) waits at most
+`cudnnload.dispatch.runtime.PLANNING_WAIT_S`; then its `LockTimeout` names the thread holding the lock and
+the plan it is building.
 
 Per (problem, data pointers, stream), once (`_new_run`): a finalized variant pack binding the
 pointers and this thread's workspace, and ctypes objects for the call.
@@ -18,7 +21,8 @@ pointers and this thread's workspace, and ctypes objects for the call.
 Per call: one dict lookup keyed by the pointers, shapes and strides (the parameters are
 compared by identity first: the dispatcher passes the same `ConvSpec` object for a problem),
 this thread's handle (`cudnnload.dispatch.runtime.Runtime.handle`: rebinds only when the device,
-stream or current context changed), and ``cudnnBackendExecute(handle, plan, variant pack)``.
+stream or current context changed), and ``cudnnBackendExecute(handle, plan, variant pack)``, one
+thread at a time per plan (`plans.Plan` says why).
 That call alone costs ~9 µs of host time (H200, cuDNN 9.19, measured), so after `RECORD_AFTER`
 executions a run is recorded into a CUDA graph and later calls replay it with ``cuGraphLaunch``
 (~2 µs); an engine that cannot be recorded keeps being executed directly. Runs are per thread,
@@ -35,7 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec, warming_hook
-from cudnnload.dispatch.runtime import Runtime, ThreadState, runtime, usable_strides
+from cudnnload.dispatch.runtime import PlanningLock, Runtime, ThreadState, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
 from cudnnload.loading.gpu import synchronize
 from cudnnload.status import NotSupported, check
@@ -79,10 +83,11 @@ def _unavailable(*args: Any) -> Any:
 class Run:
     """What one call needs: the plan and variant pack (as ready ctypes arguments), and once recorded, a CUDA graph."""
 
-    __slots__ = ("calls", "graph", "pack", "plan", "provisional", "spec", "workspace")
+    __slots__ = ("calls", "executing", "graph", "pack", "plan", "provisional", "spec", "workspace")
 
-    def __init__(self, plan: int, pack: int, spec: Spec, workspace: int, provisional: bool = False) -> None:
-        self.plan = ctypes.c_void_p(plan)
+    def __init__(self, plan: Plan, pack: int, spec: Spec, workspace: int, provisional: bool = False) -> None:
+        self.plan = ctypes.c_void_p(plan.desc)
+        self.executing = plan.executing  # the plan's, shared by every thread's runs of it
         self.pack = ctypes.c_void_p(pack)
         self.spec = spec
         self.workspace = workspace
@@ -109,14 +114,14 @@ class GraphBackend:
         self._graph_api: GraphApi | None = None
         self._graphs: dict[tuple[int, GraphSpec], OperationGraph] = {}
         self._plans: dict[tuple[int, bool, GraphSpec], Plan] = {}
-        self._lock = threading.RLock()  # serialises graph and plan building
+        self._lock = PlanningLock(f"{NAME} plans")  # serialises graph and plan building
         self._quick: dict[tuple[int, bool, GraphSpec], Plan] = {}  # quick plans, each on a graph of its own
         # Problems a warm-up thread is preparing (key -> its thread ident): other threads run them on the
         # quick plan until the warm-up has built their own.
         self._claimed: dict[tuple[int, bool, GraphSpec], int] = {}
         self._running_quick: set[tuple[int, bool, GraphSpec]] = set()  # claimed, and its owner runs the quick plan
         self._quick_graphs: list[OperationGraph] = []
-        self._quick_lock = threading.Lock()
+        self._quick_lock = PlanningLock(f"{NAME} quick plans")
         # Set by availability(); bound methods and C functions the per-call path uses without a lookup.
         self._thread: Callable[[], ThreadState] = _unavailable
         self._execute: Callable[..., int] = _unavailable
@@ -185,7 +190,8 @@ class GraphBackend:
         if (state.device != x.device or state.stream != stream or self._ctx_get_current(state.current_ref)
                 or state.current.value != state.context):
             self._rebind(state, x.device, stream)
-        status = self._execute(state.handle, run.plan, run.pack)
+        with run.executing:
+            status = self._execute(state.handle, run.plan, run.pack)
         if status:
             check(status, "cudnnBackendExecute", self._api)
         run.calls += 1
@@ -222,7 +228,8 @@ class GraphBackend:
             if status:
                 raise self._runtime.launch_error(status)  # type: ignore[union-attr]
             return
-        status = self._execute(state.handle, run.plan, run.pack)
+        with run.executing:
+            status = self._execute(state.handle, run.plan, run.pack)
         if status:
             check(status, "cudnnBackendExecute", self._api)
         run.calls += 1
@@ -247,7 +254,7 @@ class GraphBackend:
             self._drop(replaced)
         if len(runs) >= MAX_RUNS:
             self._drop(runs.pop(next(iter(runs))))  # the oldest
-        run = runs[key] = Run(plan.desc, pack, spec, workspace, provisional)
+        run = runs[key] = Run(plan, pack, spec, workspace, provisional)
         return run
 
     def _runs(self, state: ThreadState) -> dict[Any, Run]:
@@ -267,7 +274,8 @@ class GraphBackend:
         assert rt is not None and device is not None
 
         def enqueue(stream: int) -> None:
-            status = self._execute(rt.handle(state, device, stream), run.plan, run.pack)
+            with run.executing:
+                status = self._execute(rt.handle(state, device, stream), run.plan, run.pack)
             if status:
                 check(status, "cudnnBackendExecute (recording a CUDA graph)", self._api)
 
@@ -312,16 +320,17 @@ class GraphBackend:
                     return quick, graph_spec, True
             elif owner is None:
                 hook = warming_hook()
-                if hook is not None:
-                    self._claimed[key] = me
+                if hook is not None and self._claimed.setdefault(key, me) != me:
+                    hook = None  # another warm-up claimed it first
         try:
             if hook is not None:
                 self._warm_quick(key, op, tensors, spec, stream, hook)
-            if not self._lock.acquire(blocking=not self._quick_start):
-                quick = self._quick_plan(key, graph_spec, device, stream)
+            doing = f"building the plan of {graph_spec.text()}"
+            if not (self._quick_start and self._lock.try_acquire(doing)):
+                quick = self._quick_plan(key, graph_spec, device, stream) if self._quick_start else None
                 if quick is not None:
                     return quick, graph_spec, True
-                self._lock.acquire()
+                self._lock.acquire(doing)  # bounded: a stuck holder is named in a LockTimeout
             try:
                 return self._build_plan(key, graph_spec, tensors, autotune, stream), graph_spec, False
             finally:
@@ -408,7 +417,7 @@ class GraphBackend:
         (the graphs of `_plans` belong to the lock's holder); None where none builds."""
         rt, g = self._runtime, self._graph_api
         assert rt is not None and g is not None
-        with self._quick_lock:
+        with self._quick_lock.holding(f"building the quick plan of {graph_spec.text()}"):
             plan = self._quick.get(key)
             if plan is not None:
                 return plan

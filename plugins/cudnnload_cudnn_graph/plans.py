@@ -9,8 +9,9 @@ down-convert inputs, and tensor-core (TF32) engines unless the caller allows TF3
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cudnnload.loading.capi import DataType
@@ -57,11 +58,19 @@ class EngineConfig:
 
 @dataclass
 class Plan:
-    """A finalized execution plan and the engine configuration it runs."""
+    """A finalized execution plan and the engine configuration it runs.
+
+    Threads share plans (a warm-up builds the plan the application's threads then run), but run them one
+    at a time: cuDNN execution plans are "not guaranteed to be thread safe across all engines" (cuDNN's
+    answer quoted in PyTorch's aten/src/ATen/native/cudnn/Conv_v8.cpp, which keeps its plans per thread
+    for that reason). ``executing`` is held around each ``cudnnBackendExecute`` of the plan, direct or
+    into a CUDA graph being recorded; a recorded graph's replay does not touch the plan.
+    """
 
     desc: int
     workspace: int  # bytes (CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)
     config: EngineConfig
+    executing: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def destroy(self, g: GraphApi) -> None:
         g.destroy(self.desc)

@@ -18,13 +18,12 @@ reference, cudnnActivationMode_t): the identity activation is a ``cudnnTransform
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from cudnnload.backends import ActivationSpec, ConvSpec, Spec
 from cudnnload.dispatch.algos import problem_key
-from cudnnload.dispatch.runtime import Runtime, nc_dims, runtime, usable_strides
+from cudnnload.dispatch.runtime import PlanningLock, Runtime, nc_dims, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
 from cudnnload.loading.capi import ConvolutionFwdAlgoPerf, MathType
 from cudnnload.status import NotSupported, check
@@ -133,7 +132,8 @@ class LegacyBackend:
         self._functions: LegacyFunctions | None = None
         self._convs: dict[Any, ConvProblem] = {}
         self._elementwise: dict[Any, ElementwiseProblem] = {}
-        self._lock = threading.RLock()  # serialises problem preparation and tuning (cuDNN queries, descriptors)
+        # serialises problem preparation and tuning (cuDNN queries, descriptors); waits for it are bounded
+        self._lock = PlanningLock(f"{NAME} problems")
 
     # --- Backend ----------------------------------------------------------------------------------
 
@@ -275,7 +275,8 @@ class LegacyBackend:
                       stream: int) -> ConvProblem:
         """The problem's descriptors and, unless it is to be measured on the first call, its algorithm; made once."""
         key = conv_key(op, tensors, spec, autotune)
-        with self._lock:
+        shapes = [None if t is None else tuple(t.shape) for t in tensors]
+        with self._lock.holding(f"preparing {op} on {key[-4]} tensors of shapes {shapes}"):
             found = self._convs.get(key)
             if found is None:
                 found = self._convs[key] = self._make_conv(op, tensors, spec, autotune, stream)
@@ -381,7 +382,7 @@ class LegacyBackend:
         the fastest that runs."""
         rt, f = self._runtime, self._functions
         assert rt is not None and f is not None
-        with self._lock:
+        with self._lock.holding(f"autotuning {p.persisted_as}"):
             if p.tuned:
                 return
             listed = self._heuristic(p, h)
@@ -403,7 +404,7 @@ class LegacyBackend:
                             ) -> ElementwiseProblem:
         f = self._functions
         assert f is not None
-        with self._lock:
+        with self._lock.holding(f"preparing activation {key}"):
             found = self._elementwise.get(key)
             if found is None:
                 descs = Descriptors(f)
