@@ -204,6 +204,7 @@ def test_an_install_that_would_take_files_through_a_relative_entry_is_refused_ev
 _LOAD = """
 import glob, json, os, sys
 import cudnnload.loading.loader as L
+import elftools.elf.enums  # imported before this venv's site-packages leave sys.path, below
 # a pip cuDNN in this venv would be a third candidate: leave it out
 sys.path[:] = [p for p in sys.path if not glob.glob(os.path.join(p or ".", "nvidia_cudnn*.dist-info"))]
 got = L.load(*sys.argv[1:])
