@@ -41,6 +41,7 @@ bench: venv wheels
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_inspect.py
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_preload.py
 	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_diagnose.py
+	CUDNNLOAD_CACHE=$(CACHE) $(PY) bench/bench_fleet.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -91,9 +91,12 @@ def make_cli() -> click.Group:
                   "frameworks installed there.")
     @click.option("--timeout", type=click.FloatRange(0.1), help="Seconds for each child process (the probe, a "
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
+    @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
+                  "print one line instead; for `cudnnload fleet FOLDER`.")
     @_json_option
     @_friendly
-    def doctor_command(target: str | None, python: str | None, timeout: float | None, as_json: bool) -> None:
+    def doctor_command(target: str | None, python: str | None, timeout: float | None, output: str | None,
+                       as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
@@ -111,13 +114,15 @@ def make_cli() -> click.Group:
             seen = diagnose_program(command, timeout=timeout)
             from cudnnload import report
 
-            click.echo(report.dumps("doctor-program", seen) if as_json else report.program_report_text(seen))
+            _say(output, as_json, lambda: report.dumps("doctor-program", seen),
+                 lambda: report.program_report_text(seen), seen.healthy)
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
         result = doctor(target=target, python=python, timeout=timeout or 60.0)
-        click.echo(report.dumps("doctor", result) if as_json else report.report_text(result))
+        _say(output, as_json, lambda: report.dumps("doctor", result), lambda: report.report_text(result),
+             result.healthy)
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("explain")
@@ -150,6 +155,45 @@ def make_cli() -> click.Group:
         differences = diff_reports(docs[0], docs[1])
         click.echo(report.diff_text(differences, left, right))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
+
+    @cli.command("fleet")
+    @click.argument("where", required=False, metavar="FOLDER|TARGET")
+    @click.option("--ray", "ray_address", is_flag=False, flag_value="auto", metavar="[ADDRESS]",
+                  help="Collect through the Ray cluster at ADDRESS (host:port; default auto): one doctor per node.")
+    @click.option("--python", "python", metavar="PATH", help="With --ray: the interpreter each node diagnoses.")
+    @click.option("--timeout", type=click.FloatRange(1), default=120.0, show_default=True,
+                  help="With --ray: seconds for each node's doctor.")
+    @click.option("--connect-timeout", type=click.FloatRange(1), default=30.0, show_default=True,
+                  help="With --ray: seconds to reach the cluster.")
+    @_json_option
+    @_friendly
+    def fleet_command(where: str | None, ray_address: str | None, python: str | None, timeout: float,
+                      connect_timeout: float, as_json: bool) -> None:
+        """The doctor reports of every node, grouped; the odd nodes and what differs on them.
+
+        `cudnnload fleet FOLDER`: the reports in FOLDER (`cudnnload doctor --output FOLDER/%N.json` on each
+        node: srun, pdsh, a DaemonSet). `cudnnload fleet --ray [ADDRESS] [TARGET]`: run doctor [TARGET] on
+        every node of a Ray cluster.
+        """
+        from cudnnload import report
+        from cudnnload.diagnose import fleet
+
+        if ray_address is not None:
+            if not _looks_like_address(ray_address):  # `--ray TARGET`: the address is the default
+                where, ray_address = where or ray_address, "auto"
+            args = [*([where] if where else []), *(["--python", python] if python else [])]
+            reports: Any = fleet.collect_ray(ray_address, args, timeout=timeout, init_timeout=connect_timeout)
+        else:
+            if where is None:
+                raise UsageError("give a FOLDER of reports, or --ray", fix="cudnnload fleet reports/")
+            if python:
+                raise UsageError("--python is for --ray (each node's doctor); a report already says its Python")
+            reports = fleet.read_folder(where)
+        result = fleet.summarize(reports)
+        if not result.nodes:
+            raise UsageError("no node answered", path=ray_address or where)
+        click.echo(report.dumps("fleet", result) if as_json else report.fleet_text(result))
+        sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("trace", context_settings={"ignore_unknown_options": True})
     @click.option("--lazy", "modes", flag_value="lazy", multiple=True, help="Open only the shim, as frameworks do.")
@@ -232,6 +276,27 @@ def _conv_shape(text: str) -> dict[str, int]:
     except ValueError:
         raise UsageError(f"--shape wants N,C,K,HW (four integers), not {text!r}") from None
     return {"n": n, "c": c, "k": k, "size": size}
+
+
+def _looks_like_address(text: str) -> bool:
+    """A Ray address: ``auto``, ``host:port``, ``ray://host:port``; not a library or a path."""
+    return text == "auto" or text.startswith("ray://") or (":" in text and "/" not in text)
+
+
+def _say(output: str | None, as_json: bool, document: Callable[[], str], text: Callable[[], str],
+         healthy: bool) -> None:
+    """The report on standard output; or, with ``--output``, into that file (JSON) and one line."""
+    if output is None:
+        click.echo(document() if as_json else text())
+        return
+    import socket
+
+    from cudnnload.files import write_atomic
+
+    path = output.replace("%N", socket.gethostname().split(".")[0]).replace("%%", "%")
+    if not write_atomic(path, document() + "\n"):
+        raise UsageError("cannot write the report there", path=path)
+    click.echo(f"cudnnload doctor: wrote {path} ({'healthy' if healthy else 'PROBLEMS'})")
 
 
 def _read_report(path: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ checked again on the open descriptor (the file could have been swapped in betwee
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 
@@ -60,3 +61,28 @@ def read_regular(path: str, limit: int) -> bytes:
     """At most ``limit`` bytes of the regular file ``path`` (NotRegularFile, OSError otherwise)."""
     with open_regular(path) as handle:
         return handle.read(limit)
+
+
+def write_atomic(path: str, text: str) -> bool:
+    """``text`` into ``path`` (its folders made), all of it or nothing: written beside it, then renamed,
+    with the mode a plain ``open()`` would give (0666 less the umask). False when it cannot be written."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    except OSError:
+        return False
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False

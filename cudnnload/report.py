@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.diagnose.doctor import Difference, Report
     from cudnnload.diagnose.explain import Explanation
+    from cudnnload.diagnose.fleet import Fleet
     from cudnnload.diagnose.observe import ProgramReport
     from cudnnload.dispatch.backends import BackendStatus
 
@@ -29,7 +30,7 @@ SCHEMA = 1
 # Derived values worth having in JSON beside the fields, by class name.
 JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
-    "Report": ("healthy",), "ProgramReport": ("healthy",),
+    "Report": ("healthy",), "ProgramReport": ("healthy",), "Fleet": ("healthy",),
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
 }
 
@@ -229,6 +230,46 @@ def diff_text(differences: tuple[Difference, ...], left_name: str, right_name: s
     for d in differences:
         lines += [d.what, f"  - {d.left if d.left is not None else '(absent)'}",
                   f"  + {d.right if d.right is not None else '(absent)'}"]
+    return "\n".join(lines)
+
+
+def fleet_text(fleet: Fleet) -> str:
+    """``cudnnload fleet``: the groups largest first, each minority group's difference from the largest, the
+    findings with the nodes they occur on, the nodes without a report."""
+    from cudnnload.diagnose.fleet import condensed, names_text
+
+    odd = sum(len(g.nodes) for g in fleet.groups[1:])
+    lines = [f"cudnnload fleet: {fleet.nodes} node{'s' * (fleet.nodes != 1)} in {len(fleet.groups)} "
+             f"group{'s' * (len(fleet.groups) != 1)}; {odd} differ from the largest"
+             + (f"; {len(fleet.failed)} without a report" if fleet.failed else "")]
+    for group in fleet.groups:
+        what = f"cuDNN {group.release} from {group.chosen}" if group.chosen else "no cuDNN"
+        count = f"{len(group.nodes)} node{'s' * (len(group.nodes) != 1)}"
+        lines.append(f"  {count:<10} {'healthy ' if group.healthy else 'PROBLEMS'}  {what}  [{group.fingerprint}]")
+        lines.append(f"             {names_text(group.nodes)}")
+    if len(fleet.groups) > 1:
+        largest = fleet.groups[0]
+        for group in fleet.groups[1:]:
+            lines += ["", f"{names_text(group.nodes)}, against the largest group ({names_text(largest.nodes)}):"]
+            for what, left, right in condensed(group.differences):
+                lines += [f"  {what}", f"    - {left if left is not None else '(absent)'}",
+                          f"    + {right if right is not None else '(absent)'}"]
+            if group.fix:
+                lines.append(f"  fix: {group.fix}")
+    if fleet.findings:
+        lines += ["", "findings, with the nodes they occur on:"]
+        for f in fleet.findings:
+            lines.append(f"  {f.severity:<7} {f.code:<24} on {names_text(f.nodes)}")
+            lines.append(f"      {f.message}")
+            if f.fix:
+                lines.append(f"      fix: {f.fix}")
+    if fleet.failed:
+        lines += ["", "nodes without a report:"]
+        lines += [f"  {r.node}: {r.problem}" for r in fleet.failed]
+    unhealthy = sum(len(g.nodes) for g in fleet.groups if not g.healthy) + len(fleet.failed)
+    lines += ["", f"all {fleet.nodes} nodes healthy and alike" if fleet.healthy else
+              f"PROBLEMS: {unhealthy} of {fleet.nodes} nodes unhealthy or without a report; "
+              f"{len(fleet.groups)} different setups"]
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -57,6 +58,7 @@ class Report:
     consumers: tuple[Any, ...]  # consumers.Consumer
     checks: tuple[Check, ...]
     findings: tuple[Finding, ...]  # every finding, errors first, each once
+    host: str = ""  # the machine's host name (`cudnnload fleet` names nodes by it)
 
     @property
     def healthy(self) -> bool:
@@ -132,6 +134,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         chosen=install.folder if install else None, release=str(release) if release else None,
         distribution=install.distribution if install else None, inventory=inventory, which=resolved_which,
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=_unique(findings),
+        host=socket.gethostname(),
     )
 
 
@@ -281,12 +284,12 @@ def _handle_check(result: ProbeResult | None, facts: Any) -> Check:
 
 # --- diff ------------------------------------------------------------------------
 
-def _facts(doc: Mapping[str, Any]) -> dict[str, str]:
+def decisive_facts(doc: Mapping[str, Any]) -> dict[str, str]:
     """The facts of a saved report (``doctor --json``) that decide whether cuDNN works, flattened."""
     result = doc.get("result", doc)
     out: dict[str, str] = {
         "python": str(result.get("python")), "machine": str(result.get("machine")),
-        "cuDNN chosen": f"{result.get('release')} in {result.get('chosen')}",
+        "cuDNN chosen": f"{result.get('release')} in {result.get('chosen')}" if result.get("chosen") else "none",
         "distribution": str(result.get("distribution")),
     }
     for name, value in result.get("environment", []):
@@ -322,6 +325,6 @@ class Difference:
 
 def diff_reports(left: Mapping[str, Any], right: Mapping[str, Any]) -> tuple[Difference, ...]:
     """What differs between two ``doctor --json`` reports, among the facts that matter."""
-    a, b = _facts(left), _facts(right)
+    a, b = decisive_facts(left), decisive_facts(right)
     return tuple(Difference(key, a.get(key), b.get(key)) for key in sorted(set(a) | set(b))
                  if a.get(key) != b.get(key))
