@@ -13,7 +13,9 @@ Part 1, per layout of fixtures/scenarios (built from the real wheels; `make whee
 Part 2, timings, medians of N fresh processes, paired and alternated:
 - `cudnnload doctor FOLDER` on a 9.28 folder, memo warm (budget 1.5 s on the 2-core CPU machine);
 - `cudnnload doctor -- PROGRAM` against PROGRAM alone (budget: 10 % over the program's own time), for
-  the scenario app and, where PyTorch can run a convolution here, a PyTorch program.
+  the scenario app, a ctypes program (alone, and with 0.3 s of its own after), and, where PyTorch can
+  run a convolution here, a PyTorch program; then doctor's fixed cost (what it adds whatever the
+  program) and the shortest program the budget holds for.
 """
 
 from __future__ import annotations
@@ -144,12 +146,13 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def paired(alone: list[str], watched: list[str], env: dict[str, str], runs: int) -> tuple[float, float, float]:
-    """Median program time alone, under doctor, and the median of the paired ratios."""
+def paired(alone: list[str], watched: list[str], env: dict[str, str],
+           runs: int) -> tuple[float, float, float, list[float]]:
+    """Median program time alone, under doctor, the median of the paired ratios, and each pair's difference."""
     timed(alone, env), timed(watched, env)  # warm the page cache and the memo
     pairs = [(timed(alone, env), timed(watched, env)) for _ in range(runs)]
     return (statistics.median(a for a, _ in pairs), statistics.median(w for _, w in pairs),
-            statistics.median(w / a for a, w in pairs))
+            statistics.median(w / a for a, w in pairs), [w - a for a, w in pairs])
 
 
 def timings(runs: int, folder: str | None) -> list[str]:
@@ -169,18 +172,33 @@ def timings(runs: int, folder: str | None) -> list[str]:
     lines.append(f"| plain `cudnnload doctor` (this environment, frameworks included): memo cold {cold:.2f} s, "
                  f"memo warm | {plain:.2f} s | {BUDGET['doctor_target_s']} s "
                  f"{_met(plain <= BUDGET['doctor_target_s'])} |")
+    shim = os.path.join(folder, "libcudnn.so.9")
     programs = [("a Python program (ctypes: version checks, cudnnCreate)",
-                 [sys.executable, "-c", CTYPES_PROGRAM, os.path.join(folder, "libcudnn.so.9")])]
+                 [sys.executable, "-c", CTYPES_PROGRAM, shim]),
+                ("the same, then 0.3 s of its own (a sleep)",
+                 [sys.executable, "-c", CTYPES_PROGRAM + "import time; time.sleep(0.3)\n", shim])]
     if folder.startswith(str(cache_root())):
         programs.insert(0, ("the scenario app (C)", command(healthy)[0]))
     if shutil.which("nvidia-smi") and _runs([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"]):
         programs.append(("a PyTorch convolution + ReLU", [sys.executable, "-c", TORCH_PROGRAM]))
+    added: list[float] = []
     for what, program in programs:
-        alone, watched, ratio = paired(program, [*cli, "doctor", "--", *program], env, runs)
+        alone, watched, ratio, differences = paired(program, [*cli, "doctor", "--", *program], env, runs)
+        if "PyTorch" not in what:  # its own time varies by ±0.1 s from run to run
+            added += differences
         over = ratio - 1
         lines.append(f"| `doctor -- PROGRAM`, {what}: program {alone:.3f} s, under doctor {watched:.3f} s "
                      f"(+{(watched - alone) * 1000:.0f} ms) | +{over * 100:.1f} % | "
                      f"{BUDGET['command_overhead'] * 100:.0f} % {_met(over <= BUDGET['command_overhead'])} |")
+    fixed = statistics.median(added)
+    budget = BUDGET["command_overhead"]
+    lines.append(f"\n`doctor -- PROGRAM` adds {fixed * 1000:.0f} ms whatever the program (the median difference of "
+                 f"the pairs of every program above but PyTorch's): the {budget * 100:.0f} % budget holds for "
+                 f"programs of {fixed / budget:.2f} s or more.")
+    timed([sys.executable, "-c", "pass"], env)
+    floor = statistics.median(timed([sys.executable, "-c", "pass"], env) for _ in range(runs))
+    lines.append(f"Of that, {floor * 1000:.0f} ms is this Python's own start and exit (`python -c pass`), which "
+                 f"any tool written in Python adds.")
     return lines
 
 

@@ -1,10 +1,13 @@
 """Plain `cudnnload doctor` taken apart: where its wall time goes, stage by stage, memo warm.
 
-    python bench/bench_doctor_parts.py [--runs N]
+    python bench/bench_doctor_parts.py [--runs N] [--program CODE]
 
 Each stage is timed alone, in this process, after one warm-up (the memo and the consumer cache filled);
 then `cudnnload doctor` as a user runs it (a fresh process), whose stages overlap: the probe and the
 frameworks' facts run beside the rest.
+
+With ``--program CODE``: `doctor -- python -c CODE` taken apart instead, as `observe.diagnose_program`
+runs it (what it adds after the program has ended is what the user waits for).
 """
 
 from __future__ import annotations
@@ -33,10 +36,52 @@ def median_ms(work: Callable[[], Any], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
+def program_parts(code: str, runs: int) -> None:
+    """The phases of `doctor -- python -c CODE`, medians of ``runs`` (after one warm-up)."""
+    from cudnnload.diagnose import launch, observe
+
+    env, program = dict(os.environ), [sys.executable, "-c", code]
+    phases: dict[str, list[float]] = {}
+
+    def once() -> None:
+        start = time.perf_counter()
+        launched = launch.launch(program, environ=env, sample_s=launch.DOCTOR_SAMPLE_S)
+        preparing = observe._Prepare(env, launched)
+        ran = observe.run(program, launched=launched)
+        ended = time.perf_counter()
+        ctx = preparing.result()
+        joined = time.perf_counter()
+        seen = observe.observation(ran)
+        for shim in seen.shims:
+            observe._compare(shim, seen, env, ctx, preparing.alone)
+        compared = time.perf_counter()
+        stamps = {"the program, under watch (start to its end, seen by doctor)": ran.seconds,
+                  "after it ended: its logs read (LD_DEBUG, cuDNN's)": ended - start - ran.seconds,
+                  "after it ended: waiting for the model and the predictions": joined - ended,
+                  "after it ended: the comparisons": compared - joined,
+                  "predictions made while it ran": float(len(preparing.alone))}
+        for what, seconds in stamps.items():
+            phases.setdefault(what, []).append(seconds)
+
+    once()
+    for _ in range(runs):
+        once()
+    alone = median_ms(lambda: subprocess.run(program, capture_output=True, env=env), runs)
+    print(f"| `doctor -- python -c ...` taken apart ({runs} runs) | median |\n|---|---|")
+    print(f"| the program alone, a fresh process | {alone:.0f} ms |")
+    for what, values in phases.items():
+        value = statistics.median(values)
+        print(f"| {what} | {value:.0f} |" if what.startswith("predictions") else f"| {what} | {value * 1000:.1f} ms |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--program", metavar="CODE", help="take `doctor -- python -c CODE` apart instead")
     args = parser.parse_args()
+    if args.program:
+        program_parts(args.program, args.runs)
+        return
     from cudnnload.diagnose.consumers import find_consumers
     from cudnnload.diagnose.doctor import doctor
     from cudnnload.diagnose.targets import resolve_target

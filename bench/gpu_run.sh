@@ -15,7 +15,8 @@
 #   conv        the ResNet-50 convolution bench against PyTorch -> conv.txt
 #   parts       a cold start taken apart                      -> parts.txt
 #   diagnose    doctor TARGET / -- COMMAND timings, and their output on a PyTorch program and libtorch_cuda.so
-#               and plain doctor taken apart                  -> diagnose.md, diagnose.txt, doctor_parts.txt
+#               and plain doctor and doctor -- a PyTorch program taken apart
+#                                                             -> diagnose.md, diagnose.txt, doctor_parts.txt
 set -u
 OUT=${OUT:-/tmp/cudnnload-out}
 mkdir -p "$OUT"
@@ -78,7 +79,7 @@ if want parts; then
 fi
 if want diagnose; then
   TORCH_LIB=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-  { python3 bench/bench_diagnose.py --program-only --folder "$LIB" --runs 5 --out "$OUT/diagnose.md"
+  { python3 bench/bench_diagnose.py --program-only --folder "$LIB" --runs 9 --out "$OUT/diagnose.md"
     echo "== doctor -- a PyTorch program"
     python3 -m cudnnload doctor -- python3 -c 'import torch; c = torch.nn.Conv2d(3, 8, 3).cuda()
 print(c(torch.randn(1, 3, 32, 32, device="cuda")).shape)'; echo "exit $?"
@@ -86,5 +87,9 @@ print(c(torch.randn(1, 3, 32, 32, device="cuda")).shape)'; echo "exit $?"
     echo "== doctor libcudnn.so.9 (the soname)"; python3 -m cudnnload doctor libcudnn.so.9; echo "exit $?"
     echo "== explain"; python3 -m cudnnload explain "Could not load library libcudnn_cnn_infer.so.8"; echo "exit $?"
   } > "$OUT/diagnose.txt" 2>&1; cat "$OUT/diagnose.md"
-  python3 bench/bench_doctor_parts.py --runs 3 2>&1 | tee "$OUT/doctor_parts.txt"
+  { python3 bench/bench_doctor_parts.py --runs 3
+    python3 bench/bench_doctor_parts.py --runs 3 --program 'import torch
+x = torch.randn(8, 32, 56, 56, device="cuda")
+conv = torch.nn.Conv2d(32, 32, 3, padding=1).cuda()
+torch.relu(conv(x)).sum().item()'; } 2>&1 | tee "$OUT/doctor_parts.txt"
 fi

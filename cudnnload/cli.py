@@ -6,30 +6,36 @@ prints one line naming the path and the reason; no traceback reaches the user.
 
 from __future__ import annotations
 
-import functools
-import importlib
+import os
 import sys
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import click
 
 from cudnnload.errors import CudnnloadError, UsageError
 
-F = TypeVar("F", bound=Callable[..., Any])
+# click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
+# `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    import click
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 def _friendly(command: F) -> F:
     """Turn our own errors into one line and exit 2, instead of a traceback."""
+    import functools
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except CudnnloadError as exc:
+            import click
+
             click.echo(f"cudnnload: error: {exc.message}", err=True)
             sys.exit(EXIT_USAGE)
 
@@ -37,11 +43,14 @@ def _friendly(command: F) -> F:
 
 
 def _json_option(command: F) -> F:
+    import click
+
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema in README).")(command)
 
 
 def make_cli() -> click.Group:
     """Build the command group; a factory, so tests get a fresh one without reloading modules."""
+    import click
 
     @click.group(context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(package_name="cudnnload")
@@ -85,7 +94,7 @@ def make_cli() -> click.Group:
             click.echo(report.inventory_text(inventory, verbose))
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
-    @cli.command("doctor", cls=_CommandAfterDashes)
+    @cli.command("doctor", cls=_command_after_dashes())
     @click.argument("target", required=False)
     @click.option("--python", "python", metavar="PATH", help="Diagnose another interpreter or venv and the "
                   "frameworks installed there.")
@@ -107,9 +116,12 @@ def make_cli() -> click.Group:
         if command is not None:
             if target or python:
                 raise UsageError("give a TARGET or `-- COMMAND`, not both")
+            # the program starts first; what explains it is imported while it runs
+            import importlib
+            import threading
+
             from cudnnload.diagnose.observe import diagnose_program
 
-            # the program starts first; what explains it is imported while it runs
             threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
             seen = diagnose_program(command, timeout=timeout)
             from cudnnload import report
@@ -247,15 +259,21 @@ def make_cli() -> click.Group:
     return cli
 
 
-class _CommandAfterDashes(click.Command):
-    """Everything after ``--`` is the program to run (``doctor -- python app.py``), kept apart from TARGET."""
+def _command_after_dashes() -> type[click.Command]:
+    import click
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            at = args.index("--")
-            ctx.meta["command"] = tuple(args[at + 1:])
-            args = args[:at]
-        return super().parse_args(ctx, args)
+    class CommandAfterDashes(click.Command):
+        """Everything after ``--`` is the program to run (``doctor -- python app.py``), kept apart from
+        TARGET."""
+
+        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+            if "--" in args:
+                at = args.index("--")
+                ctx.meta["command"] = tuple(args[at + 1:])
+                args = args[:at]
+            return super().parse_args(ctx, args)
+
+    return CommandAfterDashes
 
 
 def _trace_target(folder: str | None) -> tuple[str, int]:
@@ -286,6 +304,8 @@ def _looks_like_address(text: str) -> bool:
 def _say(output: str | None, as_json: bool, document: Callable[[], str], text: Callable[[], str],
          healthy: bool) -> None:
     """The report on standard output; or, with ``--output``, into that file (JSON) and one line."""
+    import click
+
     if output is None:
         click.echo(document() if as_json else text())
         return
@@ -313,7 +333,24 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    make_cli()(prog_name="cudnnload")
+    from cudnnload.diagnose.launch import early
+
+    # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
+    if not early(sys.argv[1:]):
+        make_cli()(prog_name="cudnnload")
+        return
+    try:
+        make_cli()(prog_name="cudnnload")
+    except SystemExit as end:
+        # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
+        # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
+        # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
+        code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+        if isinstance(end.code, str):
+            print(end.code, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,14 @@ from cudnnload.resolve.elf import read_elf
 from cudnnload.resolve.elfcache import ElfCache, cache_file
 from tests import gpu
 from tests.test_starting import _QUICK as QUICK_PLAN_SCRIPT
-from tests.wheels import lib_folder
+from tests.wheels import lib_folder, python_path
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 30.0  # the longest any step here waits for a child or a thread; far under the watchdog's minute
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "CUDNNLOAD_CACHE": str(cache), "PYTHONPATH": str(REPO), **extra}
+    return {**os.environ, "CUDNNLOAD_CACHE": str(cache), "PYTHONPATH": python_path(REPO), **extra}
 
 
 def _python(script: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -355,7 +355,7 @@ def test_the_quick_plan_gpu_test_ends_at_once_naming_the_plugin_that_failed_to_i
     shadow = tmp_path / "shadow" / "cudnnload_cudnn_graph"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('libcudnn_graph.so.9 would need a GPU build here')\n")
-    env = _env(tmp_path / "cache", PYTHONPATH=f"{shadow.parent}{os.pathsep}{REPO}")
+    env = _env(tmp_path / "cache", PYTHONPATH=python_path(shadow.parent, REPO))
     began = time.monotonic()
 
     child = _python(QUICK_PLAN_SCRIPT, str(lib_folder("cu12-9.28.0.42")), env=env)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from cudnnload.cli import EXIT_PROBLEMS, EXIT_USAGE, make_cli
 from cudnnload.diagnose.doctor import diff_reports, doctor
 from cudnnload.resolve.ldcache import read_ld_cache
-from tests.wheels import lib_folder, site_folder
+from tests.wheels import lib_folder, python_path, site_folder
 
 pytestmark = pytest.mark.wheels
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ print(dumps("doctor", report))
 
 def _fresh(tmp_path: Path, site: Path, **extra: str) -> dict:
     """doctor's JSON from a new process: this one has a cuDNN mapped already, which doctor would report."""
-    env = {**_env(tmp_path, **extra), "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    env = {**_env(tmp_path, **extra), "PYTHONPATH": python_path(ROOT, site)}
     done = subprocess.run([sys.executable, "-c", _DOCTOR, str(site)], capture_output=True, text=True, env=env,
                           timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

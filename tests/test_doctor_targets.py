@@ -4,6 +4,7 @@ input answered in one line with exit 2 (or 1 for a problem it found), never a tr
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -13,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from tests.wheels import cache_root, lib_folder
+from tests.wheels import cache_root, lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """The command in a fresh process (it maps no cuDNN of this test process)."""
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(cache_root()), **(env or {})}
+    environ = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root()), **(env or {})}
     return subprocess.run([sys.executable, "-m", "cudnnload", *args], capture_output=True, text=True, env=environ,
                           timeout=timeout, check=False)
 
@@ -159,3 +160,73 @@ def test_a_library_the_linker_log_cannot_show_is_still_seen_in_the_maps() -> Non
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "also mapped (seen in /proc/PID/maps" in done.stdout and "unlogged-load" in done.stdout
     assert os.path.realpath(shim) in done.stdout and "was mapped" not in done.stdout
+
+
+# --- doctor -- COMMAND starts the program before its own imports (launch.early) ------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["doctor", "--", "true"],
+    ["doctor", "--json", "--timeout", "5", "--", "true"],
+    ["doctor", "--timeout=5", "--output", "out.json", "--", "true", "arg"],
+])
+def test_early_starts_a_plain_doctor_command_and_hands_it_over_once(argv: list[str]) -> None:
+    from cudnnload.diagnose import launch
+
+    assert launch.early(argv)
+    started = launch.take(tuple(argv[argv.index("--") + 1:]))
+    assert started is not None and launch.take(started.command) is None
+    assert started.wait()[0] == 0
+    started.cleanup()
+    assert not os.path.exists(started.scratch)
+
+
+@pytest.mark.parametrize("argv", [
+    ["doctor"], ["doctor", "--", ], ["which", "--", "true"], ["doctor", "lib", "--", "true"],
+    ["doctor", "--python", "py", "--", "true"], ["doctor", "--timeout", "0", "--", "true"],
+    ["doctor", "--timeout", "nan", "--", "true"], ["doctor", "--timeout", "x", "--", "true"],
+    ["doctor", "--timeout", "--", "true"], ["doctor", "--bogus", "--", "true"], ["doctor", "--help", "--", "true"],
+    ["doctor", "--json=1", "--", "true"], ["doctor", "--", "no-such-program-cudnnload"],
+])
+def test_early_leaves_anything_else_to_the_parser(argv: list[str]) -> None:
+    from cudnnload.diagnose import launch
+
+    assert not launch.early(argv)
+    assert launch.take(tuple(argv[argv.index("--") + 1:]) if "--" in argv else ()) is None
+
+
+@pytest.mark.parametrize("options", [["--timeout", "0"], ["--bogus"], ["--python", "python3"]])
+def test_a_bad_option_before_the_command_is_refused_before_the_program_runs(tmp_path: Path,
+                                                                           options: list[str]) -> None:
+    marker = tmp_path / "ran"
+    done = cli("doctor", *options, "--", "touch", str(marker))
+    assert done.returncode == EXIT_USAGE and "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists()
+
+
+def test_doctor_command_json_through_the_early_start_and_leaves_no_scratch(tmp_path: Path) -> None:
+    import json
+
+    done = cli("doctor", "--json", "--timeout", "60", "--", sys.executable, "-c", "raise SystemExit(3)",
+               env={"TMPDIR": str(tmp_path)})
+    assert done.returncode == EXIT_PROBLEMS, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["kind"] == "doctor-program" and doc["result"]["observation"]["returncode"] == 3
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tmpdir_that_cannot_hold_the_logs_falls_back_to_tmp(tmp_path: Path) -> None:
+    done = cli("doctor", "--", "true", env={"TMPDIR": str(tmp_path / "missing")})
+    assert done.returncode == EXIT_OK, done.stderr  # as tempfile.mkdtemp would
+
+
+def test_the_program_gets_the_default_signal_dispositions_back() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ; a program run under doctor gets the defaults, as when run alone."""
+    done = cli("doctor", "--", "sh", "-c", "grep SigIgn /proc/self/status")
+    ignored = int(next(line for line in done.stdout.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1)), hex(ignored)
+
+
+def test_a_command_that_cannot_be_executed_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    script = tmp_path / "not-executable.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    one_line_error(cli("doctor", "--", str(script)), EXIT_USAGE, str(script), "cannot run it: Permission denied")

@@ -14,7 +14,7 @@ import pytest
 from cudnnload.diagnose.explain import Explanation, explain
 from cudnnload.errors import UsageError
 from fixtures.scenarios.layouts import CORPUS, ensure
-from tests.wheels import cache_root, lib_folder
+from tests.wheels import cache_root, lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -181,7 +181,7 @@ def test_text_without_a_cudnn_message_is_not_recognized_and_empty_text_is_a_usag
 def test_explain_command_reads_standard_input_and_answers_in_json() -> None:
     done = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"],
                           input="Invalid handle. Cannot load symbol cudnnOpsVersionCheck\n", capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+                          text=True, env={**os.environ, "PYTHONPATH": python_path(ROOT)}, timeout=120, check=False)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr
     import json
 

@@ -18,7 +18,7 @@ import pytest
 
 from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from tests.test_doctor_targets import cli, one_line_error
-from tests.wheels import cache_root, lib_folder
+from tests.wheels import cache_root, lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW, OLD, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
@@ -153,7 +153,7 @@ def ray_cluster() -> Iterator[Any]:
 
     if not (cache_root() / "unpacked").is_dir():
         pytest.skip("the wheels are not unpacked: run `make wheels`")
-    base = {"PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
+    base = {"PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
     nodes = {"node-a": {"LD_LIBRARY_PATH": search_path(NEW)}, "node-b": {"LD_LIBRARY_PATH": search_path(NEW)},
              "node-c": {"LD_LIBRARY_PATH": search_path(OLD)}, "node-d": {}}
     try:
@@ -212,7 +212,7 @@ def test_a_node_that_dies_or_hangs_during_its_task_is_reported_as_such(ray_clust
     (tmp_path / "slow" / "sitecustomize.py").write_text(_SLOW)
     started = tmp_path / "started"
     node = ray_cluster.add_node(num_cpus=1, node_name="node-e", env_vars={
-        "PYTHONPATH": f"{tmp_path / 'slow'}:{ROOT}", "CUDNNLOAD_CACHE": str(cache_root()),
+        "PYTHONPATH": python_path(tmp_path / "slow", ROOT), "CUDNNLOAD_CACHE": str(cache_root()),
         "LD_LIBRARY_PATH": search_path(NEW), "CUDNNLOAD_TEST_STARTED": str(started)})
     ray_cluster.wait_for_nodes()
 
@@ -221,7 +221,7 @@ def test_a_node_that_dies_or_hangs_during_its_task_is_reported_as_such(ray_clust
     assert timed_out.returncode == EXIT_PROBLEMS
 
     started.unlink()
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
+    environ = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
     running = subprocess.Popen([sys.executable, "-m", "cudnnload", "fleet", "--ray", ray_cluster.address,
                                 "--timeout", "60", "libcudnn.so.9"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=environ)

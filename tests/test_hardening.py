@@ -17,7 +17,7 @@ import pytest
 
 from cudnnload.cachedir import cache_dir, folder_problem, plain, read_json, revive, write_json
 from cudnnload.resolve.elfcache import KINDS, ElfCache, cache_file
-from tests.wheels import lib_folder, site_folder
+from tests.wheels import lib_folder, python_path, site_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 W928 = "cu12-9.28.0.42"
@@ -34,7 +34,7 @@ class _Payload:
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    environ = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), **env}
+    environ = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_path(ROOT), **env}
     return subprocess.run([sys.executable, "-m", "cudnnload", *args], capture_output=True, text=True, env=environ,
                           timeout=timeout, check=False)
 
@@ -159,7 +159,7 @@ def test_a_planted_verdict_does_not_skip_the_probe(cache: Path) -> None:
     folder = str(lib_folder(W928))
     script = ("import sys, cudnnload; got = cudnnload.load(sys.argv[1]); "
               "print('cached' if got.verdict_cached else 'probed')")
-    env = {"CUDNNLOAD_CACHE": str(cache), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
+    env = {"CUDNNLOAD_CACHE": str(cache), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_path(ROOT)}
 
     def load() -> str:
         return subprocess.run([sys.executable, "-c", script, folder], capture_output=True, text=True, env=env,
@@ -220,7 +220,7 @@ def test_inspect_names_a_fifo_a_socket_and_a_device_at_once(odd_folder: Path, ca
 def test_which_and_doctor_with_them_on_ld_library_path_do_not_hang(odd_folder: Path, cache: Path,
                                                                    command: str) -> None:
     env = {"CUDNNLOAD_CACHE": str(cache), "LD_LIBRARY_PATH": str(odd_folder),
-           "PYTHONPATH": f"{ROOT}:{site_folder(W928)}"}
+           "PYTHONPATH": python_path(ROOT, site_folder(W928))}
     started = time.monotonic()
     done = cli(command, env=env, timeout=10)
     assert time.monotonic() - started < 10

@@ -14,7 +14,7 @@ import pytest
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.loading.loader import VersionRange, load
 from cudnnload.resolve.catalog import Release
-from tests.wheels import lib_folder
+from tests.wheels import lib_folder, python_path
 
 pytestmark = pytest.mark.wheels
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _child(code: str, cache: Path, env: dict[str, str] | None = None) -> dict:
     """Run ``code`` in a fresh Python (one cuDNN per process); it prints one JSON object last."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env={**os.environ, "CUDNNLOAD_CACHE": str(cache), "PYTHONPATH": str(ROOT), **(env or {})},
-                          timeout=120)
+                          env={**os.environ, "CUDNNLOAD_CACHE": str(cache), "PYTHONPATH": python_path(ROOT),
+                               **(env or {})}, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

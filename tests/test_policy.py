@@ -51,7 +51,7 @@ from cudnnload.resolve.policy import (
 )
 from cudnnload.resolve.which import which
 from tests.test_linker import BASE_ENVIRON, run_probe
-from tests.wheels import lib_folder
+from tests.wheels import lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "fixtures" / "synthetic"
@@ -215,7 +215,7 @@ print(json.dumps({"folder": got.folder, "release": str(got.release),
 
 def _load_child(cwd: Path, env: dict[str, str], *args: str) -> dict[str, object]:
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(_LOAD), *args], capture_output=True, text=True,
-                          cwd=cwd, env={**env, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+                          cwd=cwd, env={**env, "PYTHONPATH": python_path(ROOT)}, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

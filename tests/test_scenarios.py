@@ -201,3 +201,28 @@ def test_a_cudnn7_whose_cuda_runtime_is_missing_says_which_and_where_to_get_it()
     missing = next(f for f in report.findings if f.code == "missing-dependency")
     assert "libcudart.so.10.2" in missing.message and "CUDA 10.2 runtime" in (missing.fix or "")
     assert [c.effect for c in missing.consequences] == ["no-start"]
+
+
+def test_the_prediction_is_made_while_the_program_runs_and_equals_the_one_made_after() -> None:
+    """doctor -- COMMAND predicts for each shim as soon as the linker's log shows it initialized (`_Prepare`):
+    what it hands over is what `install_of` gives once the program has ended."""
+    import sys
+
+    from cudnnload.diagnose import launch, observe
+    from cudnnload.resolve.discovery import context
+
+    layout = next(layout for layout in CORPUS if layout.name == "healthy-9.28-cu12")
+    _needs_wheels(layout)
+    shim = layout.folder() / "site" / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    env = {**os.environ, "CUDNNLOAD_CACHE": str(cache_root())}
+    program = [sys.executable, "-c", f"import ctypes, time; ctypes.CDLL({str(shim)!r}); time.sleep(1.5)"]
+    started = launch.launch(program, environ=env)
+    preparing = observe._Prepare(env, started)
+    ran = observe.run(program, launched=started)
+    ctx = preparing.result()
+    [(key, ahead)] = preparing.alone.items()
+    assert key[0] == str(shim) and ahead is not None
+    opened = observe.observation(ran).shims[0]
+    after = observe._predict(opened, context(env))
+    assert after is not None and (opened.path, opened.requested_by) == key
+    assert ahead.plan == after.plan and ahead.all_findings == after.all_findings and ctx is preparing.ctx

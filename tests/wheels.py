@@ -19,6 +19,12 @@ WHEELS = {
 WHEEL_RELEASES = tuple(tag for tag in WHEELS if not tag.startswith("cublas"))  # the cuDNN wheels
 
 
+def python_path(*first: str | Path) -> str:
+    """PYTHONPATH for a child cudnnload: ``first``, then what this process was given (on the GPU machine,
+    pyelftools and the plugins' entry points come that way)."""
+    return os.pathsep.join(filter(None, (*map(str, first), os.environ.get("PYTHONPATH"))))
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("CUDNNLOAD_CACHE") or Path.home() / ".cache" / "cudnnload")
 

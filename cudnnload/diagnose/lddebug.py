@@ -113,29 +113,43 @@ def parse(lines: Iterable[str]) -> dict[int, LinkerLog]:
 
 
 def _parse_one(pid: int, body: Sequence[str]) -> LinkerLog:
-    opened: list[Opened] = []
-    missed: list[Missed] = []
-    reused: list[Reused] = []
-    request: _Request | None = None
-    recent_misses: list[Missed] = []
-    last = ""
+    reader = Reader(pid)
+    reader.feed(body)
+    return reader.log()
 
-    def close() -> None:
-        nonlocal request
+
+class Reader:
+    """One process's log read line by line (the line prefix "PID:" already removed), so that a log still
+    being written can be followed without reading it again (`observe`)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.opened: list[Opened] = []
+        self.missed: list[Missed] = []
+        self.reused: list[Reused] = []
+        self._request: _Request | None = None
+        self._recent_misses: list[Missed] = []
+        self.last = ""
+
+    def _close(self) -> None:
+        request, self._request = self._request, None
         if request is not None:
             miss = Missed(request.name, request.requested_by, request.how, tuple(p for p, _, _ in request.tried))
-            missed.append(miss)
-            recent_misses.append(miss)
-        request = None
+            self.missed.append(miss)
+            self._recent_misses.append(miss)
 
-    for text in body:
-        if not text:
-            continue
-        last = text
+    def feed(self, body: Iterable[str]) -> None:
+        for text in body:
+            if text:
+                self.last = text
+                self._line(text)
+
+    def _line(self, text: str) -> None:
+        request, opened = self._request, self.opened
         if (found := _ASKS.match(text)) is not None:
-            close()
-            request = _Request(found.group(1), "dlopen" if found.group(2).startswith("dyn") else "needed",
-                               found.group(3))
+            self._close()
+            self._request = _Request(found.group(1), "dlopen" if found.group(2).startswith("dyn") else "needed",
+                                     found.group(3))
         elif request is not None and (found := _SEARCH_PATH.match(text)) is not None:
             if found.group(1):
                 request.rule, request.via = found.group(1).lower(), found.group(2)
@@ -149,23 +163,34 @@ def _parse_one(pid: int, body: Sequence[str]) -> LinkerLog:
             path, rule, via = request.tried[-1] if request.tried else (request.name, request.rule, request.via)
             opened.append(Opened(path, request.name, request.requested_by, request.how, rule or "direct-path", via,
                                  False))
-            request = None
-            recent_misses.clear()
+            self._request = None
+            self._recent_misses.clear()
         elif (found := _INIT.match(text)) is not None:
             index = next((i for i in range(len(opened) - 1, -1, -1) if opened[i].path == found.group(1)), None)
             if index is not None:
                 o = opened[index]
                 opened[index] = Opened(o.path, o.name, o.requested_by, o.how, o.rule, o.via, True)
         elif (found := _OPENING.match(text)) is not None:
-            close()
+            self._close()
             if int(found.group(2)) > 1 or all(o.path != found.group(1) for o in opened):
-                asker = recent_misses[-1].requested_by if recent_misses else None
-                reused.append(Reused(found.group(1), tuple(m.name for m in recent_misses), asker))
-            recent_misses.clear()
-    if _TRYING.match(last):
-        request = None  # the log ends inside a lookup: it never finished (stuck_opening), it did not fail
-    close()
-    return LinkerLog(pid, tuple(opened), tuple(missed), tuple(reused), last)
+                asker = self._recent_misses[-1].requested_by if self._recent_misses else None
+                self.reused.append(Reused(found.group(1), tuple(m.name for m in self._recent_misses), asker))
+            self._recent_misses.clear()
+
+    def log(self) -> LinkerLog:
+        """The log as read so far, the process having ended here."""
+        if _TRYING.match(self.last):
+            self._request = None  # the log ends inside a lookup: it never finished (stuck_opening), not failed
+        self._close()
+        return LinkerLog(self.pid, tuple(self.opened), tuple(self.missed), tuple(self.reused), self.last)
+
+
+def body_lines(lines: Iterable[str]) -> Iterable[str]:
+    """The text of each "PID: ..." line of a log file."""
+    for line in lines:
+        match = _PREFIX.match(line.rstrip("\n"))
+        if match:
+            yield match.group(2).strip()
 
 
 def read(prefix: str) -> dict[int, LinkerLog]:

@@ -15,26 +15,20 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
-from cudnnload.errors import UsageError
+from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.resolve.catalog import classify, generation
-from cudnnload.resolve.mapped import mapped_libraries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudnnload.resolve.discovery import Context
+    from cudnnload.resolve.discovery import Context, Install
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
@@ -42,7 +36,6 @@ _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # "Unable to load any of {...}"; cudnn-facts §1.2 and the scenario corpus).
 _CUDNN_LINES = ("Could not load library ", "Invalid handle. Cannot load symbol ", "Could not load symbol ",
                 "Unable to load any of {")
-_TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -62,59 +55,28 @@ class Run:
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
-        api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02) -> Run:
-    """Run ``command`` and watch it (see the module docstring); UsageError when it cannot be started.
-
-    cuDNN's log: a user's own ``CUDNN_LOGDEST_DBG`` file stands, and what the run appends to it is read;
-    ``own_log`` (``trace``, which needs every call) sets cudnnload's own destination all the same."""
-    env = dict(os.environ if environ is None else environ)
-    if not command:
-        raise UsageError("no command to run", fix="cudnnload doctor -- python app.py")
-    program = command[0] if "/" in command[0] else shutil.which(command[0], path=env.get("PATH", os.defpath))
-    if program is None or not os.path.exists(program):
-        raise UsageError("no such command", path=command[0], fix="give the program as you would run it")
-    with tempfile.TemporaryDirectory(prefix="cudnnload-observe-") as scratch:
-        prefix, log = os.path.join(scratch, "ld"), os.path.join(scratch, "cudnn.log")
-        if linker_log:
-            env.update(LD_DEBUG="libs,files", LD_DEBUG_OUTPUT=prefix)
-        theirs = env.get("CUDNN_LOGDEST_DBG") if not own_log else None  # the user's own log settings stand
-        mine = theirs is None
-        before = _sizes(theirs) if theirs else {}
-        if mine:
-            # 9.x reads CUDNN_LOGLEVEL_DBG, 8.x the legacy switches (cudnn-facts §6.1)
-            env.update(CUDNN_LOGLEVEL_DBG=str(api_level), CUDNN_LOGERR_DBG="1", CUDNN_LOGDEST_DBG=log)
-            if api_level >= 2:
-                env["CUDNN_LOGWARN_DBG"] = "1"
-            if api_level >= 3:
-                env["CUDNN_LOGINFO_DBG"] = "1"
-        started = time.monotonic()
-        try:
-            child = subprocess.Popen(list(command), env=env, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            raise UsageError(f"cannot run it: {exc.strerror or exc}", path=command[0]) from None
-        tail = _Tee(child)
-        arrivals: dict[str, float] = {}
-        ended = threading.Event()
-        sampler = threading.Thread(target=_sample, args=(child, started, sample_s, arrivals, ended), daemon=True)
-        sampler.start()
-        deadline = _Deadline(child, timeout)
-        child.wait()  # blocking: Popen.wait(timeout) polls with sleeps of up to 50 ms, late by that much
-        ended.set()
-        timed_out = deadline.cancel()
-        returncode: int | None = None if timed_out else child.returncode
-        seconds = time.monotonic() - started
-        tail.join()
-        sampler.join()
-        logs = lddebug.read(prefix) if linker_log else {}
-        if mine:
-            api = _read_log(log, 0)
-        elif theirs == "stderr":
-            api = parse(line + "\n" for line in tail.lines())
+        api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02,
+        launched: Launched | None = None) -> Run:
+    """Run ``command`` and watch it (see the module docstring and `launch.launch`, whose options these
+    are); UsageError when it cannot be started. ``launched``: the program, already started."""
+    if launched is None:
+        launched = launch(command, environ=environ, timeout=timeout, api_level=api_level, own_log=own_log,
+                          linker_log=linker_log, sample_s=sample_s)
+    try:
+        returncode, timed_out, seconds = launched.wait()
+        logs = lddebug.read(launched.prefix) if launched.prefix is not None else {}
+        if launched.mine:
+            api = _read_log(launched.log, 0)
+        elif launched.theirs == "stderr":
+            api = parse(line + "\n" for line in launched.tail.lines())
         else:
-            api = tuple(call for path in _log_paths(theirs or "", logs)
-                        for call in _read_log(path, before.get(path, 0)))
+            api = tuple(call for path in _log_paths(launched.theirs or "", logs)
+                        for call in _read_log(path, launched.before.get(path, 0)))
+    finally:
+        launched.cleanup()
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
-    return Run(tuple(command), child.pid, returncode, sig, timed_out, seconds, tail.lines(), logs, api, arrivals)
+    return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
+               logs, api, launched.arrivals)
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -124,16 +86,6 @@ def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple
     if "%i" not in destination:
         return (destination,)
     return tuple(destination.replace("%i", str(pid)) for pid in logs)
-
-
-def _sizes(destination: str) -> dict[str, int]:
-    """How long the user's log files already are: only what the run appends is its own."""
-    if destination in ("stdout", "stderr") or "%i" in destination:
-        return {}
-    try:
-        return {destination: os.path.getsize(destination)}
-    except OSError:
-        return {}
 
 
 def _read_log(path: str, offset: int) -> tuple[ApiCall, ...]:
@@ -146,78 +98,6 @@ def _read_log(path: str, offset: int) -> tuple[ApiCall, ...]:
             return parse(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
     except (OSError, NotRegularFile):
         return ()
-
-
-class _Tee(threading.Thread):
-    """Passes the child's stderr through to ours as it comes, keeping its last 64 KB."""
-
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
-        super().__init__(daemon=True)
-        self.child, self.kept = child, bytearray()
-        self.start()
-
-    def run(self) -> None:
-        assert self.child.stderr is not None
-        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
-        stream = self.child.stderr
-        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-            if out is not None:
-                out.write(chunk)
-                out.flush()
-            else:
-                sys.stderr.write(chunk.decode(errors="replace"))
-            self.kept += chunk
-            del self.kept[:-_TAIL_BYTES]
-
-    def lines(self) -> tuple[str, ...]:
-        return tuple(line for line in self.kept.decode(errors="replace").splitlines() if line.strip())
-
-
-def _sample(child: subprocess.Popen[bytes], started: float, period: float, arrivals: dict[str, float],
-            ended: threading.Event) -> None:
-    """When each library first shows in the child's maps. Every read of /proc/PID/maps takes the child's
-    mmap lock, which its own mmap()s then wait for: hence a period, not a busy loop."""
-    pid = str(child.pid)
-    while not ended.is_set():
-        now = (time.monotonic() - started) * 1000
-        for path in mapped_libraries(pid):
-            arrivals.setdefault(path, now)
-        ended.wait(period)
-
-
-class _Deadline:
-    """Kills the program's process group once ``seconds`` have passed (none: never)."""
-
-    def __init__(self, child: subprocess.Popen[bytes], seconds: float | None) -> None:
-        self.fired = threading.Event()
-        self._timer = threading.Timer(seconds, self._fire, args=(child,)) if seconds is not None else None
-        if self._timer is not None:
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _fire(self, child: subprocess.Popen[bytes]) -> None:
-        self.fired.set()
-        _kill_group(child)
-
-    def cancel(self) -> bool:
-        """Stop the clock; whether it had already run out."""
-        if self._timer is not None:
-            self._timer.cancel()
-        return self.fired.is_set()
-
-
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
-    """The program and every process it started (its own session): SIGTERM, then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            child.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # --- what happened ----------------------------------------------------------------------------------
@@ -244,7 +124,11 @@ class Observation:
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
-        return tuple(o for o in self.libraries if (lib := classify(os.path.basename(o.path))) and lib.key == "shim")
+        return _shims(self.libraries)
+
+
+def _shims(opened: Sequence[lddebug.Opened]) -> tuple[lddebug.Opened, ...]:
+    return tuple(o for o in opened if (lib := classify(os.path.basename(o.path))) and lib.key == "shim")
 
 
 def observation(ran: Run) -> Observation:
@@ -317,16 +201,18 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
                      timeout: float | None = None) -> ProgramReport:
     """Run ``command`` (its output passed through) and explain what it did with cuDNN."""
     env = dict(os.environ if environ is None else environ)
-    preparing = _Prepare(env)  # the linker model and the memo, while the program runs
-    # The linker's log is the account; the maps, read every 0.1 s, catch what it cannot show. Each read
-    # takes the child's mmap lock (torch's maps: 2.6 ms a read, measured), hence not the 20 ms of a trace.
-    ran = run(command, environ=env, timeout=timeout, sample_s=0.1)
+    # `cudnnload doctor -- COMMAND` started it before its command line was parsed (`launch.early`).
+    # The linker's log is the account; the maps, sampled, catch what it cannot show.
+    launched = (take(command) if environ is None else None) or launch(command, environ=env, timeout=timeout,
+                                                                         sample_s=DOCTOR_SAMPLE_S)
+    preparing = _Prepare(env, launched)  # the linker model, the memo and the predictions, while it runs
+    ran = run(command, launched=launched)
     seen = observation(ran)
     comparisons: list[Comparison] = []
     findings: list[Finding] = []
     explained: dict[str, str] = {}  # function -> the status name the prediction gave it
     for shim in seen.shims:  # a program that never opened cuDNN needs no model
-        comparison, said, expected = _compare(shim, seen, env, preparing.result())
+        comparison, said, expected = _compare(shim, seen, env, preparing.result(), preparing.alone)
         comparisons.append(comparison)
         findings += said
         explained.update(expected)
@@ -337,34 +223,74 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
 
 
 class _Prepare(threading.Thread):
-    """Builds the process model (ld.so's defaults, the ELF memo, the host) beside the running program."""
+    """Builds the process model (ld.so's defaults, the ELF memo, the host) beside the running program;
+    then, as the linker's log shows each cuDNN shim initialized, the prediction for it, so that little
+    is left to do when the program ends."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], launched: Launched) -> None:
         super().__init__(daemon=True)
         self.env: Mapping[str, str] = env
+        self.launched = launched
         self.ctx: Context | None = None
+        self.alone: dict[tuple[str, str], Install | None] = {}  # (shim as opened, who opened it) -> its install
         self.start()
 
     def run(self) -> None:
         from cudnnload.resolve.discovery import context
 
         self.ctx = context(self.env)
+        if self.launched.prefix is not None:
+            self._follow(f"{self.launched.prefix}.{self.launched.child.pid}")
 
-    def result(self) -> Context:
-        self.join()
+    def _follow(self, path: str) -> None:
+        """Read the program's linker log as it grows (each line once); predict for each shim it initializes."""
+        reader, partial, offset = lddebug.Reader(self.launched.child.pid), b"", 0
+        while not self.launched.ended.wait(0.01):
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    raw = handle.read()
+            except OSError:
+                continue
+            offset += len(raw)
+            complete, _, partial = (partial + raw).rpartition(b"\n")
+            if not complete:
+                continue
+            text = complete.decode(errors="replace")
+            reader.feed(lddebug.body_lines(text.splitlines()))
+            if "calling init: " not in text or "libcudnn" not in text:
+                continue
+            for shim in _shims(reader.opened):
+                key = (shim.path, shim.requested_by)
+                if shim.initialized and key not in self.alone and not self.launched.ended.is_set():
+                    self.alone[key] = _predict(shim, self.result_now())
+
+    def result_now(self) -> Context:
         assert self.ctx is not None
         return self.ctx
 
+    def result(self) -> Context:
+        self.join()
+        return self.result_now()
 
-def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str],
-             ctx: Context) -> tuple[Comparison, list[Finding], dict[str, str]]:
+
+def _predict(shim: lddebug.Opened, ctx: Context) -> Install | None:
+    """The prediction for ``shim`` in this environment alone."""
+    from cudnnload.resolve.discovery import install_of
+
+    return install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
+
+
+def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ctx: Context,
+             ahead: Mapping[tuple[str, str], Install | None]) -> tuple[Comparison, list[Finding], dict[str, str]]:
     """The prediction for ``shim`` in this environment, beside the linker's account; and the findings of
     the prediction made with what was already in the process when the shim came."""
     from cudnnload.resolve.discovery import context, install_of
 
     before = {os.path.basename(o.path): o.path for o in seen.libraries[:seen.libraries.index(shim)]
               if os.path.basename(o.path).startswith("libcudnn")}
-    alone = install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
+    opened = (shim.path, shim.requested_by)
+    alone = ahead[opened] if opened in ahead else _predict(shim, ctx)  # made while it ran, or now
     as_run = install_of(shim.path, context(env, loaded=before), "as the program loaded it") if before else alone
     observed = _observed_plan(shim, seen)
     predicted = tuple((s.library, s.path, s.rule) for s in alone.plan) if alone else ()
