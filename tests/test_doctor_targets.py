@@ -186,6 +186,8 @@ def test_early_starts_a_plain_doctor_command_and_hands_it_over_once(argv: list[s
     ["doctor", "--timeout", "nan", "--", "true"], ["doctor", "--timeout", "x", "--", "true"],
     ["doctor", "--timeout", "--", "true"], ["doctor", "--bogus", "--", "true"], ["doctor", "--help", "--", "true"],
     ["doctor", "--json=1", "--", "true"], ["doctor", "--", "no-such-program-cudnnload"],
+    ["doctor", "--output=", "--json", "--", "true"], ["doctor", "--output", "--json", "--", "true"],
+    ["doctor", "--output", "--", "true"], ["doctor", "--json=", "--", "true"],
 ])
 def test_early_leaves_anything_else_to_the_parser(argv: list[str]) -> None:
     from cudnnload.diagnose import launch

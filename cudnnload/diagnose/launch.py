@@ -118,12 +118,15 @@ def early(argv: Sequence[str]) -> bool:
     options, command = list(argv[1:at]), tuple(argv[at + 1:])
     timeout: float | None = None
     while options:
-        name, _, value = options.pop(0).partition("=")
-        if name in _FLAGS and not value:
+        name, joined, value = options.pop(0).partition("=")
+        if name in _FLAGS and not joined:
             continue
-        if name not in _VALUED or not (value or options):
+        if name not in _VALUED:
             return False
-        value = value or options.pop(0)
+        if not joined:
+            value = options.pop(0) if options else ""
+        if not value or value.startswith("-"):  # an empty value, or one the parser may read as an option
+            return False
         if name == "--timeout":
             try:
                 timeout = float(value)
