@@ -23,7 +23,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 _PREFIX = re.compile(r"^\s*(\d+):\s?(.*)$")
@@ -103,19 +103,21 @@ class _Request:
 
 
 def parse(lines: Iterable[str]) -> dict[int, LinkerLog]:
-    """Every process's log, by pid."""
-    by_pid: dict[int, list[str]] = {}
+    """Every process's log, by pid (a process forked without exec writes into its parent's file)."""
+    readers: dict[int, Reader] = {}
+    for pid, text in pid_lines(lines):
+        if pid not in readers:
+            readers[pid] = Reader(pid)
+        readers[pid].add(text)
+    return {pid: reader.log() for pid, reader in readers.items()}
+
+
+def pid_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """Each "PID: text" line of a log file, as (pid, text)."""
     for line in lines:
         match = _PREFIX.match(line.rstrip("\n"))
         if match:
-            by_pid.setdefault(int(match.group(1)), []).append(match.group(2).strip())
-    return {pid: _parse_one(pid, body) for pid, body in by_pid.items()}
-
-
-def _parse_one(pid: int, body: Sequence[str]) -> LinkerLog:
-    reader = Reader(pid)
-    reader.feed(body)
-    return reader.log()
+            yield int(match.group(1)), match.group(2).strip()
 
 
 class Reader:
@@ -140,11 +142,13 @@ class Reader:
 
     def feed(self, body: Iterable[str]) -> None:
         for text in body:
-            if text:
-                self.last = text
-                self._line(text)
+            self.add(text)
 
-    def _line(self, text: str) -> None:
+    def add(self, text: str) -> None:
+        """One line of this process's log, its "PID:" prefix removed."""
+        if not text:
+            return
+        self.last = text
         request, opened = self._request, self.opened
         if (found := _ASKS.match(text)) is not None:
             self._close()
@@ -183,14 +187,6 @@ class Reader:
             self._request = None  # the log ends inside a lookup: it never finished (stuck_opening), not failed
         self._close()
         return LinkerLog(self.pid, tuple(self.opened), tuple(self.missed), tuple(self.reused), self.last)
-
-
-def body_lines(lines: Iterable[str]) -> Iterable[str]:
-    """The text of each "PID: ..." line of a log file."""
-    for line in lines:
-        match = _PREFIX.match(line.rstrip("\n"))
-        if match:
-            yield match.group(2).strip()
 
 
 def read(prefix: str) -> dict[int, LinkerLog]:

@@ -128,7 +128,12 @@ class Observation:
 
 
 def _shims(opened: Sequence[lddebug.Opened]) -> tuple[lddebug.Opened, ...]:
-    return tuple(o for o in opened if (lib := classify(os.path.basename(o.path))) and lib.key == "shim")
+    return tuple(o for o in opened if _is_shim(o.path))
+
+
+def _is_shim(path: str) -> bool:
+    lib = classify(os.path.basename(path))
+    return lib is not None and lib.key == "shim"
 
 
 def observation(ran: Run) -> Observation:
@@ -165,8 +170,7 @@ def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...])
     if dying is not None and not dying.initialized and ran.signal in ("SIGBUS", "SIGSEGV"):
         return f"the dynamic linker, mapping {dying.path} (asked for by {os.path.basename(dying.requested_by)})"
     if ran.signal == "SIGABRT" and messages:
-        shim = next((o.path for o in reversed(log.opened if log else ()) if classify(os.path.basename(o.path))
-                     and classify(os.path.basename(o.path)).key == "shim"), "the cuDNN shim")  # type: ignore[union-attr]
+        shim = next((o.path for o in reversed(_shims(log.opened if log else ()))), "the cuDNN shim")
         return f"{shim}, which called abort() after printing \"{messages[-1]}\""
     if dying is not None:
         return f"{dying.path}, while it was being loaded"
@@ -240,9 +244,9 @@ class _Prepare(threading.Thread):
 
         self.ctx = context(self.env)
         if self.launched.prefix is not None:
-            self._follow(f"{self.launched.prefix}.{self.launched.child.pid}")
+            self._follow(f"{self.launched.prefix}.{self.launched.child.pid}", self.ctx)
 
-    def _follow(self, path: str) -> None:
+    def _follow(self, path: str, ctx: Context) -> None:
         """Read the program's linker log as it grows (each line once); predict for each shim it initializes."""
         reader, partial, offset = lddebug.Reader(self.launched.child.pid), b"", 0
         while not self.launched.ended.wait(0.01):
@@ -257,21 +261,19 @@ class _Prepare(threading.Thread):
             if not complete:
                 continue
             text = complete.decode(errors="replace")
-            reader.feed(lddebug.body_lines(text.splitlines()))
+            # only the program's own lines: a child it forks without exec writes into this file too
+            reader.feed(line for pid, line in lddebug.pid_lines(text.splitlines()) if pid == reader.pid)
             if "calling init: " not in text or "libcudnn" not in text:
                 continue
             for shim in _shims(reader.opened):
                 key = (shim.path, shim.requested_by)
                 if shim.initialized and key not in self.alone and not self.launched.ended.is_set():
-                    self.alone[key] = _predict(shim, self.result_now())
-
-    def result_now(self) -> Context:
-        assert self.ctx is not None
-        return self.ctx
+                    self.alone[key] = _predict(shim, ctx)
 
     def result(self) -> Context:
         self.join()
-        return self.result_now()
+        assert self.ctx is not None
+        return self.ctx
 
 
 def _predict(shim: lddebug.Opened, ctx: Context) -> Install | None:
@@ -321,9 +323,10 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
 def _observed_plan(shim: lddebug.Opened, seen: Observation) -> tuple[tuple[str, str | None, str], ...]:
     """Each sub-library the shim (or graph) got: the linker's opened file, or the already-loaded one."""
     got: dict[str, tuple[str, str | None, str]] = {}
+    own = classify(os.path.basename(shim.path))
     for opened in seen.libraries:
         lib = classify(os.path.basename(opened.path)) or classify(opened.name)
-        if lib is not None and lib.key != "shim" and lib.major == (classify(os.path.basename(shim.path)) or lib).major:
+        if lib is not None and lib.key != "shim" and lib.major == (own or lib).major:
             got.setdefault(lib.key, (lib.key, opened.path, opened.rule))
     for reuse in seen.reused:
         lib = classify(os.path.basename(reuse.path))
@@ -351,7 +354,7 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
                                 "remove the file it hung on: a library is a regular file" if "FIFO" in stuck
                                 else "raise --timeout"))
     for path in seen.unlogged:
-        if (lib := classify(os.path.basename(path))) and lib.key == "shim":
+        if _is_shim(path):
             findings.append(Finding("unlogged-load", INFO, f"{program} mapped {path} where the dynamic linker "
                                     "kept no log (LD_DEBUG is ignored in secure-execution mode, or was removed): "
                                     "which rule found it cannot be shown", path,
