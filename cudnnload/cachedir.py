@@ -119,34 +119,27 @@ def _file_problem(info: os.stat_result) -> str | None:
 
 
 def write_json(path: str, content: object) -> bool:
-    """Write ``content`` to ``path`` atomically (a reader, or a process killed mid-write, leaves the old
-    file or the new one, never half of one), mode 0600 in a folder of mode 0700. False when the folder
-    cannot be written: a cache is never worth an error."""
+    """Write ``content`` to ``path`` atomically (`files.write_atomic`), mode 0600 in a folder of mode
+    0700. False when the folder cannot be written: a cache is never worth an error."""
     import json
-    import tempfile  # 6 ms to import: only when something new must be written
+
+    from cudnnload.files import write_atomic
 
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if folder_problem(folder) is not None:
-            return False
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
     except OSError:
         return False
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(content, handle, separators=(",", ":"))
-        os.replace(tmp, path)
-        _sweep(folder)
-        return True
-    except (OSError, TypeError, ValueError):
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    if folder_problem(folder) is not None or not write_atomic(
+            path, lambda handle: json.dump(content, handle, separators=(",", ":")), mode=0o600):
         return False
+    _sweep(folder)
+    return True
 
 
 def _sweep(folder: str, older_than_s: float = 3600.0) -> None:
-    """Remove what writers killed mid-write left (``.tmp-*.json`` of more than an hour ago)."""
+    """Remove what writers killed mid-write left (``.tmp-*.json``, `write_atomic`'s, of more than an hour
+    ago)."""
     import time
 
     now = time.time()
