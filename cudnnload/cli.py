@@ -320,16 +320,17 @@ def _say(output: str | None, as_json: bool, document: Callable[[], str], text: C
 
 
 def _read_report(path: str) -> dict[str, Any]:
-    import json
+    """A saved `doctor --json` report, checked as `fleet` checks each node's (a FIFO is refused, not read)."""
+    from cudnnload.diagnose.fleet import MAX_REPORT_BYTES, parse_report
+    from cudnnload.files import NotRegularFile, read_regular
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            doc = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"not a readable JSON report: {exc}", path=path) from None
-    if not isinstance(doc, dict) or doc.get("kind") != "doctor":
-        raise UsageError("not a `cudnnload doctor --json` report", path=path)
-    return doc
+        data = read_regular(path, MAX_REPORT_BYTES + 1)
+    except NotRegularFile as exc:
+        raise UsageError(exc.reason, path=path) from None
+    except OSError as exc:
+        raise UsageError(f"not a readable JSON report: {exc.strerror or exc}", path=path) from None
+    return parse_report(data, path)
 
 
 def main() -> None:

@@ -102,6 +102,14 @@ def test_diff_of_a_file_that_is_not_a_report_is_a_usage_error(tmp_path: Path) ->
     assert result.stderr.startswith(f"cudnnload: error: {tmp_path / 'a.json'}: not a `cudnnload doctor --json`")
 
 
+def test_diff_of_a_fifo_is_refused_without_reading_it(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "a.json")
+    (tmp_path / "b.json").write_text("{}")
+    result = CliRunner().invoke(make_cli(), ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert result.exit_code == EXIT_USAGE
+    assert result.stderr == f"cudnnload: error: {tmp_path / 'a.json'}: not a regular file: a FIFO (named pipe)\n"
+
+
 def test_doctor_command_exit_code_follows_the_findings(tmp_path: Path) -> None:
     result = CliRunner().invoke(make_cli(), ["doctor"], env=_env(tmp_path, LD_LIBRARY_PATH=str(
         lib_folder("cu12-9.28.0.42"))))
