@@ -293,7 +293,8 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
               if os.path.basename(o.path).startswith("libcudnn")}
     opened = (shim.path, shim.requested_by)
     alone = ahead[opened] if opened in ahead else _predict(shim, ctx)  # made while it ran, or now
-    as_run = install_of(shim.path, context(env, loaded=before), "as the program loaded it") if before else alone
+    as_run = (install_of(shim.path, context(env, loaded=before, cache=ctx.cache), "as the program loaded it")
+              if before else alone)
     observed = _observed_plan(shim, seen)
     predicted = tuple((s.library, s.path, s.rule) for s in alone.plan) if alone else ()
     wrong: list[str] = []

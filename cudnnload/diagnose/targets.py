@@ -24,6 +24,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consequences import shim_cannot_load
 from cudnnload.resolve.discovery import Context, Install, Inventory, context, find, install_of, python_requester
+from cudnnload.resolve.elfcache import ElfCache, cache_file
 from cudnnload.resolve.policy import search_path_findings, setuid_findings
 from cudnnload.resolve.which import consumer_generations, shim_for
 
@@ -85,13 +86,13 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         install = install or next(iter(inventory.installs), None)
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     _regular(given, path)
-    if classify(os.path.basename(path)) is not None:
+    lib = classify(os.path.basename(path))
+    if lib is not None:
         ctx = context(env)
         inventory = find([path], environ=env, ctx=ctx)
         install = next(iter(inventory.installs), None)
-        lib = classify(os.path.basename(path))
-        what = "shim" if lib and lib.key == "shim" else f"{lib.key} sub-library" if lib else "file"
-        return Resolved(Target(given, "library", path, f"the cuDNN {lib.major if lib else ''} {what} {path}"),
+        what = "shim" if lib.key == "shim" else f"{lib.key} sub-library"
+        return Resolved(Target(given, "library", path, f"the cuDNN {lib.major} {what} {path}"),
                         ctx, inventory, install, ())
     return _consumer(given, path, env)
 
@@ -119,16 +120,16 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
         raise UsageError(exc.strerror or str(exc), path=given) from None
     if head != _ELF_MAGIC:
         raise UsageError("not an ELF file: not a cuDNN library, a program or a shared object", path=given)
-    probe_ctx = context(env)
+    cache = ElfCache(cache_file(env))
     try:
-        info = probe_ctx.cache.inspect(os.path.realpath(path))
+        info = cache.inspect(os.path.realpath(path))
     except (OSError, ElfError) as exc:
         raise UsageError(getattr(exc, "reason", str(exc)), path=given) from None
     program = bool(info.interpreter)
     consumer = linker.Requester.from_elf(path, info)
     if program:  # the main program: its $ORIGIN is its resolved folder, its RPATH serves every load
         consumer = replace(consumer, origin=os.path.dirname(os.path.realpath(path)))
-    ctx = context(env, executable=consumer if program else None)
+    ctx = context(env, executable=consumer if program else None, cache=cache)
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
@@ -193,9 +194,8 @@ def _python(python: str, env: Mapping[str, str]) -> Resolved:
         executable, site_paths = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         raise UsageError("not a Python interpreter that answers (sys.path could not be read)", path=python) from None
-    probe_ctx = context(env)
-    exe = python_requester(probe_ctx.cache, executable)
-    ctx = context(env, executable=exe)
+    cache = ElfCache(cache_file(env))
+    ctx = context(env, executable=python_requester(cache, executable), cache=cache)
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",

@@ -719,10 +719,12 @@ class Context:
 
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
-            executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None) -> Context:
-    """A process started now with ``environ``; ``executable`` (default: this Python) is its main program."""
+            executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
+            cache: ElfCache | None = None) -> Context:
+    """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
+    ``cache``: an ELF memo already open (another context's), instead of reading it again."""
     env_vars = dict(os.environ if environ is None else environ)
-    cache = ElfCache(cache_file(env_vars) if use_cache else None)
+    cache = cache or ElfCache(cache_file(env_vars) if use_cache else None)
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     return Context(env_vars, cache, link_env, host_facts(link_env, cache))
