@@ -6,9 +6,15 @@ the stages before it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+def rank(severity: str) -> int:
+    """Errors first, then warnings, then information (an unknown severity last)."""
+    return {ERROR: 0, WARNING: 1, INFO: 2}.get(severity, 3)
 
 # What a failing load does to the program (`Consequence.effect`).
 STATUS = "status"  # the calls return a cudnnStatus_t; the process goes on
@@ -57,3 +63,11 @@ class Finding:
     path: str | None = None
     fix: str | None = None
     consequences: tuple[Consequence, ...] = ()  # what the user will see because of it, where a load fails
+
+
+def unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """Each finding once (by code, path and message, the first kept), errors first."""
+    seen: dict[tuple[str, str | None, str], Finding] = {}
+    for f in findings:
+        seen.setdefault((f.code, f.path, f.message), f)
+    return tuple(sorted(seen.values(), key=lambda f: rank(f.severity)))

@@ -20,7 +20,7 @@ from typing import Any
 
 from cudnnload import __version__
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
-from cudnnload.findings import ERROR, HANG, INFO, WARNING, Finding
+from cudnnload.findings import ERROR, HANG, INFO, WARNING, Finding, rank, unique
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
 from cudnnload.resolve.consequences import disagreements
@@ -31,7 +31,6 @@ from cudnnload.resolve.which import Which, which
 RELEVANT_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CUDA_PATH",
                       "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "CUDNN_LOGLEVEL_DBG",
                       "CUDNN_LOGDEST_DBG", "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK")
-_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 @dataclass(frozen=True)
@@ -81,8 +80,8 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     shim = install.file("shim") if install is not None else None
     # a load the prediction says hangs (a FIFO on the search path) is not tried: the child would wait for
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
-    hangs = next((e for e in _expected(install, resolved, False) if e.outcome == HANG), None) \
-        if install is not None else None
+    without_gpu = _expected(install, resolved, False) if install is not None else ()
+    hangs = next((e for e in without_gpu if e.outcome == HANG), None)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
         if install is not None and shim is not None and hangs is None else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
@@ -100,7 +99,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
                                 f"({hangs.message})"))
         if probing is not None:
             result = probing.result()
-            expected = _expected(install, resolved, len(facts.devices) > 0)
+            expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
     release = install.release if install else None
@@ -133,7 +132,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         environment=tuple((name, env[name]) for name in RELEVANT_VARIABLES if name in env), target=resolved.target,
         chosen=install.folder if install else None, release=str(release) if release else None,
         distribution=install.distribution if install else None, inventory=inventory, which=resolved_which,
-        probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=_unique(findings),
+        probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=unique(findings),
         host=socket.gethostname(),
     )
 
@@ -177,13 +176,6 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) ->
         return owner, judge, ", ".join(c.label for c in owner) or \
             f"{os.path.basename(target.path)} is not part of a PyTorch, JAX, ONNX Runtime or TensorFlow install"
     return (), judge, f"{target.description} is not a framework: point doctor at one (its library, or --python)"
-
-
-def _unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    seen: dict[tuple[str, str | None, str], Finding] = {}
-    for f in findings:
-        seen.setdefault((f.code, f.path, f.message), f)
-    return tuple(sorted(seen.values(), key=lambda f: _ORDER.get(f.severity, 3)))
 
 
 def _installs_check(resolved: Resolved) -> Check:
@@ -264,7 +256,7 @@ def _probe_findings(result: ProbeResult, install: Install, expected: tuple[Any, 
 
 def _driver_check(facts: Any, findings: tuple[Finding, ...]) -> Check:
     if not facts.driver_found:
-        worst = min((f.severity for f in findings), key=lambda s: _ORDER.get(s, 3), default=INFO)
+        worst = min((f.severity for f in findings), key=rank, default=INFO)
         return Check("driver", "fail" if worst == ERROR else "info", facts.reason or "no NVIDIA driver")
     gpus = ", ".join(d.label for d in facts.devices) or "no GPU visible"
     bad = any(f.severity == ERROR for f in findings)

@@ -27,6 +27,7 @@ from typing import Any
 from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports
 from cudnnload.errors import UsageError
 from cudnnload.files import NotRegularFile, read_regular
+from cudnnload.findings import rank
 
 MAX_REPORT_BYTES = 64 << 20  # a doctor report is some ten to a few hundred KB
 SHOWN_NAMES = 6  # node names shown per group or finding before "and N more"
@@ -262,8 +263,7 @@ def summarize(reports: Iterable[NodeReport]) -> Fleet:
         made.append(Group(g.fingerprint, tuple(g.nodes), bool(g.doc["result"].get("healthy", False)),
                           g.doc["result"].get("release"), g.doc["result"].get("chosen"), differences,
                           _fix(differences, majority.doc if majority else {}, g.nodes) if differences else None))
-    severity = {"error": 0, "warning": 1, "info": 2}
-    listed = sorted(findings.items(), key=lambda item: (severity.get(item[0][1], 3), -len(item[1][1]), item[0]))
+    listed = sorted(findings.items(), key=lambda item: (rank(item[0][1]), -len(item[1][1]), item[0]))
     return Fleet(count, tuple(made), tuple(FleetFinding(code, sev, message, fix, tuple(sorted(nodes)))
                                           for (code, sev, message), (fix, nodes) in listed),
                  tuple(sorted(failed, key=lambda r: r.node)))

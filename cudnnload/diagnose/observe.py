@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
-from cudnnload.findings import ERROR, INFO, WARNING, Finding
+from cudnnload.findings import ERROR, INFO, WARNING, Finding, unique
 from cudnnload.resolve.catalog import classify, generation
 
 TYPE_CHECKING = False
@@ -223,7 +223,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     findings += _run_findings(seen, explained)
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
-    return ProgramReport(seen, tuple(comparisons), tuple(_unique(findings)))
+    return ProgramReport(seen, tuple(comparisons), unique(findings))
 
 
 class _Prepare(threading.Thread):
@@ -425,10 +425,3 @@ def _death_fix(seen: Observation) -> str:
         return "the other findings name the library cuDNN could not load, and the fix"
     return "run it under a debugger for the stack"
 
-
-def _unique(findings: Sequence[Finding]) -> list[Finding]:
-    seen: dict[tuple[str, str | None, str], Finding] = {}
-    for f in findings:
-        seen.setdefault((f.code, f.path, f.message), f)
-    order = {ERROR: 0, WARNING: 1, INFO: 2}
-    return sorted(seen.values(), key=lambda f: order.get(f.severity, 3))
