@@ -235,6 +235,12 @@ def _serving(function: str) -> SubLibrary | None:
     return GENERATIONS[9].library(prototype.owner_v9) if prototype else None
 
 
+def _through_symlink(major: int) -> tuple[str, str, str, Check]:
+    return ("the shim is reached through a symlink", "$ORIGIN is the link's folder, where the sub-libraries are not",
+            "link the whole folder, or put the real folder on LD_LIBRARY_PATH",
+            findings_here("origin-through-symlink", major=major))
+
+
 def _could_not_load_library(m: re.Match[str]) -> list[tuple[str, str, str, Check]]:
     soname, error = m.group("soname"), m.group("error") or ""
     lib = classify(soname)
@@ -258,9 +264,7 @@ def _could_not_load_library(m: re.Match[str]) -> list[tuple[str, str, str, Check
                    "own RUNPATH $ORIGIN first, and calls abort() when it fails", "reinstall the complete cuDNN 8 (pip "
                    "install --force-reinstall nvidia-cudnn-cu12==8.9.7.29, or the distribution package)",
                    missing_here(lib, soname)))
-    causes.append(("the shim is reached through a symlink", "$ORIGIN is the link's folder, where the sub-libraries "
-                   "are not", "link the whole folder, or put the real folder on LD_LIBRARY_PATH",
-                   findings_here("origin-through-symlink", major=8)))
+    causes.append(_through_symlink(8))
     return causes
 
 
@@ -281,9 +285,7 @@ def _invalid_handle(m: re.Match[str]) -> list[tuple[str, str, str, Check]]:
         (f"{name} is of another cuDNN release", "a sub-library binds to release-private symbols of "
          "libcudnn_graph; one of another release fails to load", "replace the folder with one complete release, "
          "or remove the other cuDNN from LD_LIBRARY_PATH", findings_here("mixed-release", major=9)),
-        ("the shim is reached through a symlink", "$ORIGIN is the link's folder, where the sub-libraries are not",
-         "link the whole folder, or put the real folder on LD_LIBRARY_PATH",
-         findings_here("origin-through-symlink", major=9)),
+        _through_symlink(9),
         (f"{name} is damaged", "a cut or non-ELF file fails to load", "reinstall the package that owns it",
          findings_here("truncated", "not-elf", "empty-file", "damaged-elf", major=9)),
     ]
