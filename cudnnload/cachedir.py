@@ -76,6 +76,13 @@ def folder_problem(folder: str) -> str | None:
         parent = os.path.dirname(parent)
 
 
+def stamp(path: str) -> tuple[int, int, int, int]:
+    """(size, mtime_ns, inode, device) of ``path`` (links followed): what is remembered of a file holds
+    while these still match. OSError when it cannot be read."""
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev
+
+
 def warn_once(key: str, message: str) -> None:
     """One line on standard error, once per process for ``key``."""
     if key in _warned:

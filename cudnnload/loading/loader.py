@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.cachedir import cache_dir, plain, read_json, revive, write_json
+from cudnnload.cachedir import cache_dir, plain, read_json, revive, stamp, write_json
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.findings import WARNING, Consequence, Finding
 from cudnnload.loading import pending
@@ -312,12 +312,7 @@ def _prove(install: Install, env: Mapping[str, str], timeout: float) -> _Plan:
     assert release is not None
     notes = tuple(f for f in install.all_findings if f.severity != "info")
     return _Plan(install.folder, install.major, release, kept, skipped, result.verdict, notes,
-                 tuple(_stamp(path) for _, path in kept) + tuple(_stamp(path) for _, path, _ in skipped))
-
-
-def _stamp(path: str) -> tuple[int, int, int, int]:
-    stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev
+                 tuple(stamp(path) for _, path in kept) + tuple(stamp(path) for _, path, _ in skipped))
 
 
 # --- the remembered verdicts ----------------------------------------------------
@@ -351,7 +346,7 @@ def _remembered(store: str | None, key: str) -> _Plan | None:
         return None
     paths = [path for _, path in plan.files] + [path for _, path, _ in plan.skipped]
     try:
-        if tuple(_stamp(path) for path in paths) != plan.stamps:
+        if tuple(stamp(path) for path in paths) != plan.stamps:
             return None  # a file changed since it was proven
     except (OSError, TypeError):
         return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Mapping
 
-from cudnnload.cachedir import cache_dir, plain, read_json, revive, write_json
+from cudnnload.cachedir import cache_dir, plain, read_json, revive, stamp, write_json
 from cudnnload.resolve.elf import ElfInfo, VersionNeed, read_elf
 from cudnnload.resolve.fatbin import ArchCount, GpuCode
 from cudnnload.resolve.versions import Release
@@ -55,10 +55,6 @@ def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaul
     return LinkerDefaults(**fields)
 
 
-def _key(stat: os.stat_result) -> tuple[int, int, int, int]:
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev)
-
-
 class ElfCache:
     """Read-through memo. ``inspect(path)`` returns the same ElfInfo ``read_elf`` would."""
 
@@ -87,7 +83,7 @@ class ElfCache:
         self.dirty = True
 
     def inspect(self, path: str) -> ElfInfo:
-        key = _key(os.stat(path))
+        key = stamp(path)
         hit = self.entries.get(path) or self._revived(path)
         if hit is not None and hit[0] == key:
             return hit[1]
