@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cudnnload.cachedir import stamp
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.findings import ERROR, WARNING, Finding
@@ -379,11 +380,10 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
 def _key(dist: _Installed, interpreter: str) -> tuple[object, ...] | None:
     """What remembered facts depend on: this copy of the distribution, and who read it."""
     try:
-        stat = os.stat(dist.record)
+        identity = stamp(dist.record)
     except OSError:
         return None
-    return ("consumer", dist.name, dist.version, os.path.realpath(dist.record), stat.st_size, stat.st_mtime_ns,
-            stat.st_ino, interpreter)
+    return ("consumer", dist.name, dist.version, os.path.realpath(dist.record), *identity, interpreter)
 
 
 def _record_files(dist: _Installed) -> list[str]:
