@@ -228,9 +228,13 @@ def diff_text(differences: tuple[Difference, ...], left_name: str, right_name: s
         return f"no difference that matters between {left_name} and {right_name}"
     lines = [f"--- {left_name}", f"+++ {right_name}"]
     for d in differences:
-        lines += [d.what, f"  - {d.left if d.left is not None else '(absent)'}",
-                  f"  + {d.right if d.right is not None else '(absent)'}"]
+        lines += [d.what, *_changed(d.left, d.right, "  ")]
     return "\n".join(lines)
+
+
+def _changed(left: object, right: object, indent: str) -> list[str]:
+    """One fact's two sides, as a unified diff shows them."""
+    return [f"{indent}{sign} {side if side is not None else '(absent)'}" for sign, side in (("-", left), ("+", right))]
 
 
 def fleet_text(fleet: Fleet) -> str:
@@ -252,8 +256,7 @@ def fleet_text(fleet: Fleet) -> str:
         for group in fleet.groups[1:]:
             lines += ["", f"{names_text(group.nodes)}, against the largest group ({names_text(largest.nodes)}):"]
             for what, left, right in condensed(group.differences):
-                lines += [f"  {what}", f"    - {left if left is not None else '(absent)'}",
-                          f"    + {right if right is not None else '(absent)'}"]
+                lines += [f"  {what}", *_changed(left, right, "    ")]
             if group.fix:
                 lines.append(f"  fix: {group.fix}")
     if fleet.findings:
