@@ -337,12 +337,12 @@ def main() -> None:
     from cudnnload.diagnose.launch import early
 
     # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
-    if not early(sys.argv[1:]):
-        make_cli()(prog_name="cudnnload")
-        return
+    watching = early(sys.argv[1:])
     try:
         make_cli()(prog_name="cudnnload")
     except SystemExit as end:
+        if not watching:
+            raise
         # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
         # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
         # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
