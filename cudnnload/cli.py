@@ -1,7 +1,8 @@
 """The ``cudnnload`` command: thin wrappers that format what the stages return.
 
-Exit codes: 0 healthy, 1 problems found, 2 usage error. Every expected failure
-prints one line naming the path and the reason; no traceback reaches the user.
+Exit codes: 0 healthy, 1 problems found, 2 usage error, 3 cudnnload could not do its work (its output
+cannot be written: a closed pipe, a full disk; a package it needs is missing; a bug). Every expected
+failure prints one line naming the path and the reason; no traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudnnload.errors import CudnnloadError, UsageError
+from cudnnload.errors import CudnnloadError, OutputError, UsageError
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -22,11 +23,12 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 
 
 def _friendly(command: F) -> F:
-    """Turn our own errors into one line and exit 2, instead of a traceback."""
+    """Turn our own errors into one line and exit 2 (3 when cudnnload's output cannot be written), instead
+    of a traceback."""
     import functools
 
     @functools.wraps(command)
@@ -36,8 +38,10 @@ def _friendly(command: F) -> F:
         except CudnnloadError as exc:
             import click
 
-            click.echo(f"cudnnload: error: {exc.message}", err=True)
-            sys.exit(EXIT_USAGE)
+            from cudnnload.report import escaped
+
+            click.echo(f"cudnnload: error: {escaped(exc.message)}", err=True)
+            sys.exit(EXIT_CANNOT_RUN if isinstance(exc, OutputError) else EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
 
@@ -73,7 +77,7 @@ def make_cli() -> click.Group:
         if as_json:
             click.echo(report.dumps("which", result))
         else:
-            click.echo(report.which_text(result, verbose))
+            click.echo(report.which_text(report.printable(result), verbose))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("inspect")
@@ -91,7 +95,7 @@ def make_cli() -> click.Group:
         if as_json:
             click.echo(report.dumps("inventory", inventory))
         else:
-            click.echo(report.inventory_text(inventory, verbose))
+            click.echo(report.inventory_text(report.printable(inventory), verbose))
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
     @cli.command("doctor", cls=_command_after_dashes())
@@ -112,6 +116,7 @@ def make_cli() -> click.Group:
         uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
         `doctor -- COMMAND [ARGS...]` runs the program and explains what it did with cuDNN.
         """
+        output = _output_path(output)  # refused before any work: the program has not run yet
         command = click.get_current_context().meta.get("command")
         if command is not None:
             if target or python:
@@ -127,14 +132,14 @@ def make_cli() -> click.Group:
             from cudnnload import report
 
             _say(output, as_json, lambda: report.dumps("doctor-program", seen),
-                 lambda: report.program_report_text(seen), seen.healthy)
+                 lambda: report.program_report_text(report.printable(seen)), seen.healthy)
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
         result = doctor(target=target, python=python, timeout=timeout or 60.0)
-        _say(output, as_json, lambda: report.dumps("doctor", result), lambda: report.report_text(result),
-             result.healthy)
+        _say(output, as_json, lambda: report.dumps("doctor", result),
+             lambda: report.report_text(report.printable(result)), result.healthy)
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("explain")
@@ -150,7 +155,7 @@ def make_cli() -> click.Group:
         from cudnnload.diagnose.explain import explain
 
         result = explain(sys.stdin.read() if text == "-" else text)
-        click.echo(report.dumps("explain", result) if as_json else report.explanation_text(result))
+        click.echo(report.dumps("explain", result) if as_json else report.explanation_text(report.printable(result)))
         confirmed = any(c.evidence.holds for m in result.matches for c in m.causes)
         sys.exit(EXIT_PROBLEMS if confirmed else EXIT_OK)
 
@@ -165,7 +170,7 @@ def make_cli() -> click.Group:
 
         docs = [_read_report(path) for path in (left, right)]
         differences = diff_reports(docs[0], docs[1])
-        click.echo(report.diff_text(differences, left, right))
+        click.echo(report.diff_text(report.printable(differences), *report.printable((left, right))))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
     @cli.command("fleet")
@@ -204,7 +209,7 @@ def make_cli() -> click.Group:
         result = fleet.summarize(reports)
         if not result.nodes:
             raise UsageError("no node answered", path=ray_address or where)
-        click.echo(report.dumps("fleet", result) if as_json else report.fleet_text(result))
+        click.echo(report.dumps("fleet", result) if as_json else report.fleet_text(report.printable(result)))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("trace", context_settings={"ignore_unknown_options": True})
@@ -233,13 +238,14 @@ def make_cli() -> click.Group:
 
         if command:
             result = trace.trace_program(command)
-            click.echo(report.dumps("trace-program", result) if as_json else trace.program_text(result))
+            click.echo(report.dumps("trace-program", result) if as_json
+                       else trace.program_text(report.printable(result)))
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
         where, major = _trace_target(folder)
         conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
         traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
                   for mode in (modes or ("lazy", "preload"))]
-        click.echo(report.dumps("trace", traces) if as_json else trace.loader_text(traces))
+        click.echo(report.dumps("trace", traces) if as_json else trace.loader_text(report.printable(traces)))
         if plot_path:
             trace.plot(traces, plot_path)
         sys.exit(EXIT_OK if all(t.runs for t in traces) else EXIT_PROBLEMS)
@@ -253,7 +259,7 @@ def make_cli() -> click.Group:
         from cudnnload.dispatch.backends import list_backends
 
         statuses = list_backends()
-        click.echo(report.dumps("backends", statuses) if as_json else report.backends_text(statuses))
+        click.echo(report.dumps("backends", statuses) if as_json else report.backends_text(report.printable(statuses)))
         sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
 
     return cli
@@ -301,6 +307,22 @@ def _looks_like_address(text: str) -> bool:
     return text == "auto" or text.startswith("ray://") or (":" in text and "/" not in text)
 
 
+def _output_path(output: str | None) -> str | None:
+    """``--output PATH`` with ``%N`` (this host's name) filled in, or UsageError when nothing may be written
+    there (`files.output_problem`: only an absent path or a regular file of this user)."""
+    if output is None:
+        return None
+    import socket
+
+    from cudnnload.files import output_problem
+
+    path = output.replace("%N", socket.gethostname().split(".")[0]).replace("%%", "%")
+    problem = output_problem(path)
+    if problem is not None:
+        raise UsageError(f"--output: {problem}", path=path, fix="give a new file name, or a file of your own")
+    return path
+
+
 def _say(output: str | None, as_json: bool, document: Callable[[], str], text: Callable[[], str],
          healthy: bool) -> None:
     """The report on standard output; or, with ``--output``, into that file (JSON) and one line."""
@@ -309,14 +331,11 @@ def _say(output: str | None, as_json: bool, document: Callable[[], str], text: C
     if output is None:
         click.echo(document() if as_json else text())
         return
-    import socket
+    from cudnnload.files import write_output
+    from cudnnload.report import escaped
 
-    from cudnnload.files import write_atomic
-
-    path = output.replace("%N", socket.gethostname().split(".")[0]).replace("%%", "%")
-    if not write_atomic(path, document() + "\n"):
-        raise UsageError("cannot write the report there", path=path)
-    click.echo(f"cudnnload doctor: wrote {path} ({'healthy' if healthy else 'PROBLEMS'})")
+    write_output(output, document() + "\n")
+    click.echo(f"cudnnload doctor: wrote {escaped(output)} ({'healthy' if healthy else 'PROBLEMS'})")
 
 
 def _read_report(path: str) -> dict[str, Any]:
@@ -338,20 +357,68 @@ def main() -> None:
 
     # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
     watching = early(sys.argv[1:])
-    try:
-        make_cli()(prog_name="cudnnload")
-    except SystemExit as end:
-        if not watching:
-            raise
+    code = _run()
+    if watching:
         # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
         # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
         # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
-        code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
-        if isinstance(end.code, str):
-            print(end.code, file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
         os._exit(code)
+    sys.exit(code)
+
+
+def _run() -> int:
+    """The command's exit code, its output flushed: an output that cannot be written (a closed pipe,
+    ``> /dev/full``) or an error of cudnnload's own is one line on standard error, never a traceback."""
+    try:
+        try:
+            make_cli()(prog_name="cudnnload")
+        except SystemExit as end:
+            code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+            if isinstance(end.code, str):
+                print(end.code, file=sys.stderr)
+        sys.stdout.flush()
+        return code
+    except OSError as exc:
+        if exc.errno is None or exc.filename is not None:
+            return _internal(exc)
+        # click.echo or the final flush: standard output is gone or full. Python would print the same
+        # error again when it flushes at exit: standard output is pointed at /dev/null first.
+        _silence_stdout()
+        what = "it was closed (broken pipe)" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
+        _say_error(f"cannot write to standard output: {what}")
+        return EXIT_CANNOT_RUN
+    except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> int:
+    """An error no stage turned into a finding: a bug in cudnnload, said as one line (the traceback with
+    ``CUDNNLOAD_DEBUG=1``)."""
+    if os.environ.get("CUDNNLOAD_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    message = " ".join(str(exc).split()) or "no message"
+    _say_error(f"internal error, a bug in cudnnload ({type(exc).__name__}: {message[:300]}); "
+               "CUDNNLOAD_DEBUG=1 shows where")
+    return EXIT_CANNOT_RUN
+
+
+def _say_error(line: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"cudnnload: error: {line}\n")
+        sys.stderr.flush()
+
+
+def _silence_stdout() -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

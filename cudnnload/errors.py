@@ -23,6 +23,11 @@ class UsageError(CudnnloadError):
     """The caller asked for something malformed: a bad version range, an unknown name."""
 
 
+class OutputError(CudnnloadError):
+    """cudnnload's own output (a report file, standard output) could not be written: a full disk, a path
+    that changed under it."""
+
+
 class ElfError(CudnnloadError):
     """A file could not be read as the ELF shared object it claims to be."""
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 import stat
 
-from cudnnload.errors import CudnnloadError
+from cudnnload.errors import CudnnloadError, OutputError
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; type checkers treat this name as true
 if TYPE_CHECKING:
@@ -41,15 +41,63 @@ def kind_of(mode: int) -> str | None:
     return "not a regular file"
 
 
+_PSEUDO_ROOTS = ("/proc", "/sys")
+
+
+def _pseudo(info: os.stat_result) -> str | None:
+    """A file of the kernel's pseudo file systems (``/proc/self/mem``, ``/sys/...``): "regular" to stat,
+    but its size is not its content, and reading one can block, fail or have effects."""
+    for root in _PSEUDO_ROOTS:
+        try:
+            if os.stat(root).st_dev == info.st_dev:
+                return f"a file of the kernel's {root} file system"
+        except OSError:
+            continue
+    return None
+
+
+def problem_of(info: os.stat_result) -> str | None:
+    """Why a file with this ``stat`` is not one to read as a library ("a FIFO (named pipe)", "a file of
+    the kernel's /proc file system" ...), or None for a plain regular file."""
+    return kind_of(info.st_mode) or _pseudo(info)
+
+
+def path_problem(path: str) -> tuple[str, str] | None:
+    """(kind, reason) when ``path`` cannot be read as a regular file or searched as a folder, else None.
+    Kinds: "missing", "broken-symlink", "symlink-loop", "permission" (the reason says which part),
+    "not-regular" (a FIFO, a socket, a device, a /proc or /sys file)."""
+    import errno
+
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink-loop", "symbolic link loop"
+        if exc.errno == errno.EACCES:
+            return "permission", "permission denied (a folder on its path cannot be searched)"
+        if os.path.islink(path):
+            return "broken-symlink", f"symbolic link to {os.readlink(path)}, which does not exist"
+        return "missing", "no such file or folder"
+    if stat.S_ISDIR(info.st_mode):
+        return None if os.access(path, os.X_OK) else ("permission", "permission denied (the folder cannot be "
+                                                      "searched)")
+    problem = problem_of(info)
+    if problem is not None:
+        return "not-regular", f"not a regular file: {problem}"
+    if not os.access(path, os.R_OK):
+        return "permission", "permission denied (the file cannot be read)"
+    return None
+
+
 def open_regular(path: str) -> BinaryIO:
     """``path`` opened for reading in binary, when it is a regular file (symbolic links followed).
     Raises NotRegularFile naming what it is instead, or OSError."""
-    problem = kind_of(os.stat(path).st_mode)
+    problem = problem_of(os.stat(path))
     if problem is not None:
         raise NotRegularFile(f"not a regular file: {problem}", path=path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        problem = kind_of(os.fstat(fd).st_mode)
+        problem = problem_of(os.fstat(fd))
         if problem is not None:
             raise NotRegularFile(f"not a regular file: {problem}", path=path)
         return os.fdopen(fd, "rb")
@@ -70,14 +118,75 @@ def write_atomic(path: str, content: str | Callable[[TextIO], None], *, mode: in
     written beside it as ``.tmp-*NAME``, then renamed. With ``mode``, or the mode a plain ``open()`` would
     give (0666 less the umask). False when it cannot be written, or ``content`` raises ValueError or
     TypeError (what JSON raises for data it cannot write)."""
+    try:
+        _replace(path, content, mode)
+        return True
+    except (OSError, TypeError, ValueError, NotRegularFile):
+        return False
+
+
+def output_problem(path: str) -> str | None:
+    """Why a report must not be written at ``path``, or None: it may be absent or a regular file of this
+    user, nothing else. A symbolic link is refused, not followed; so are a FIFO, a socket, a device (``as
+    root, --output /dev/null`` would otherwise replace the real ``/dev/null``) and a folder. The folders
+    on the way may not exist yet (they are made), but the nearest one that does must be writable."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except NotADirectoryError:
+        return "a part of the path that should be a folder is a file"
+    except PermissionError:
+        return "permission denied"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            return "it is a symbolic link (not followed: write to the file itself)"
+        kind = kind_of(info.st_mode)
+        if kind is not None:
+            return f"it is {kind}, not a regular file"
+        if info.st_uid != os.geteuid():
+            return f"it belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})"
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"{folder} on its path is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"permission denied: cannot create a file in {folder}"
+    return None
+
+
+def write_output(path: str, text: str) -> None:
+    """A report written to ``path`` as `write_atomic` writes (never into what is there: beside it, then
+    renamed over it), after `output_problem` allows it, checked again just before the rename. Keeps the
+    mode of the file it replaces. Raises OutputError naming the path and the reason."""
+    problem = output_problem(path)
+    if problem is not None:
+        raise OutputError(problem, path=path)
+    try:
+        mode = stat.S_IMODE(os.stat(path, follow_symlinks=False).st_mode)
+    except OSError:
+        mode = None
+    try:
+        _replace(path, text, mode, check=output_problem)
+    except NotRegularFile as exc:
+        raise OutputError(exc.reason, path=path) from None
+    except OSError as exc:
+        raise OutputError(exc.strerror or str(exc), path=path) from None
+
+
+def _replace(path: str, content: str | Callable[[TextIO], None], mode: int | None,
+             check: Callable[[str], str | None] | None = None) -> None:
+    """Write beside ``path`` (mkstemp: a new file, O_EXCL, so no link is followed), then rename it over
+    ``path`` (rename replaces a link or a device entry itself, never what it points to; ``check`` refuses
+    those just before). Raises OSError, TypeError or ValueError; the temporary file never stays."""
     import tempfile  # 6 ms to import: only when something is written
 
     folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    except OSError:
-        return False
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     try:
         if mode is None:
             umask = os.umask(0)
@@ -85,13 +194,18 @@ def write_atomic(path: str, content: str | Callable[[TextIO], None], *, mode: in
             mode = 0o666 & ~umask
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = -1
             if isinstance(content, str):
                 handle.write(content)
             else:
                 content(handle)
+        problem = check(path) if check is not None else None
+        if problem is not None:
+            raise NotRegularFile(problem, path=path)
         os.replace(tmp, path)
-        return True
-    except (OSError, TypeError, ValueError):
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        return False
+        raise

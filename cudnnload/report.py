@@ -58,6 +58,33 @@ def dumps(kind: str, value: Any) -> str:
 
 # --- text ---------------------------------------------------------------------
 
+def escaped(text: str) -> str:
+    """``text`` with its control characters written as escapes (a file name may hold a newline or an
+    escape sequence: printed raw, it would fake a line of the report or drive the terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every string in it `escaped`, for the text renderers: the same record, field for field
+    (JSON needs none of this: json.dumps escapes them)."""
+    if isinstance(value, str):
+        return escaped(value)
+    if is_record(value):
+        return value._make(printable(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: printable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, tuple):
+        return tuple(printable(item) for item in value)
+    if isinstance(value, list):
+        return [printable(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    return value
+
+
 def _mb(size: int) -> str:
     return f"{size / 1e6:7.1f} MB"
 
@@ -210,7 +237,7 @@ def report_text(report: Report) -> str:
     """``cudnnload doctor``: what was diagnosed, a line per check, then every finding with what the user
     will see and the fix."""
     loads = f"cuDNN {report.release or '(release unknown)'} from {report.chosen}" if report.chosen else \
-        "no loadable cuDNN"
+        "no cuDNN"
     head = f"cudnnload doctor: {loads}" if report.target.kind == "environment" else \
         f"cudnnload doctor: {report.target.description}\n  loads {loads}"
     lines = [head]
@@ -238,13 +265,13 @@ def _changed(left: object, right: object, indent: str) -> list[str]:
 
 
 def fleet_text(fleet: Fleet) -> str:
-    """``cudnnload fleet``: the groups largest first, each minority group's difference from the largest, the
+    """``cudnnload fleet``: the reference group, then the others by size, each with its difference from it, the
     findings with the nodes they occur on, the nodes without a report."""
     from cudnnload.diagnose.fleet import condensed, names_text
 
     odd = sum(len(g.nodes) for g in fleet.groups[1:])
     lines = [f"cudnnload fleet: {fleet.nodes} node{'s' * (fleet.nodes != 1)} in {len(fleet.groups)} "
-             f"group{'s' * (len(fleet.groups) != 1)}; {odd} differ from the largest"
+             f"group{'s' * (len(fleet.groups) != 1)}; {odd} differ from the reference group"
              + (f"; {len(fleet.failed)} without a report" if fleet.failed else "")]
     for group in fleet.groups:
         what = f"cuDNN {group.release} from {group.chosen}" if group.chosen else "no cuDNN"
@@ -254,7 +281,7 @@ def fleet_text(fleet: Fleet) -> str:
     if len(fleet.groups) > 1:
         largest = fleet.groups[0]
         for group in fleet.groups[1:]:
-            lines += ["", f"{names_text(group.nodes)}, against the largest group ({names_text(largest.nodes)}):"]
+            lines += ["", f"{names_text(group.nodes)}, against the reference group ({names_text(largest.nodes)}):"]
             for what, left, right in condensed(group.differences):
                 lines += [f"  {what}", *_changed(left, right, "    ")]
             if group.fix:

@@ -48,7 +48,7 @@ def test_a_fifo_or_a_device_is_refused_at_once_without_reading_it(tmp_path: Path
         os.mkfifo(target)
         kind = "a FIFO"
     else:
-        target, kind = Path("/dev/zero"), "a device"
+        target, kind = Path("/dev/zero"), "a character device"
     started = time.monotonic()
     done = cli("doctor", str(target), timeout=30)
     assert time.monotonic() - started < 20

@@ -102,6 +102,8 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
+    if install is None and not any(f.code == "no-cudnn" for f in findings):
+        findings.append(_no_cudnn(resolved))
     release = install.release if install else None
     if release is None and result is not None and result.release is not None:
         release = result.release  # cuDNN 7 and 8 without a version constant or a full file name
@@ -135,6 +137,17 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=unique(findings),
         host=socket.gethostname(),
     )
+
+
+def _no_cudnn(resolved: Resolved) -> Finding:
+    """A target that loads no cuDNN: an error, whatever else is found (a report without one is no report
+    of a working cuDNN)."""
+    installs = resolved.inventory.installs
+    found = f"{len(installs)} found, none loadable: {'; '.join(resolved.rejected)}" if installs and resolved.rejected \
+        else f"{len(installs)} found, none loadable" if installs else "none found"
+    return Finding("no-cudnn", ERROR, f"{resolved.target.description} loads no cuDNN ({found})",
+                   resolved.target.path, "install cuDNN where this target looks for it (for pip: the "
+                   "nvidia-cudnn-cuXX wheel matching the CUDA major of the framework)")
 
 
 def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:

@@ -8,8 +8,9 @@ node's own environment (the raylet's, which its workers inherit).
 Nodes are grouped by a fingerprint of the facts that decide whether cuDNN works there (`doctor.decisive_facts`: the
 chosen install and release, the file each library resolves to, the probe's answers, the driver, the GPUs,
 the relevant environment, the findings). Each group keeps one report, the rest only node names: memory
-grows with the number of distinct groups, not of nodes. A minority group is shown by its difference from
-the largest (`doctor.diff_reports`, as ``cudnnload diff`` shows two reports).
+grows with the number of distinct groups, not of nodes. Every other group is shown by its difference from
+the reference group, the largest healthy one (else the largest: then no fix is offered, as no node shows
+how a working one looks), as ``cudnnload diff`` shows two reports (`doctor.diff_reports`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class Group:
     healthy: bool
     release: str | None
     chosen: str | None
-    differences: tuple[Difference, ...] = ()  # against the largest group; () for the largest
-    fix: str | None = None  # what would make it like the largest group, where the difference says
+    differences: tuple[Difference, ...] = ()  # against the reference group; () for it
+    fix: str | None = None  # what would make it like the reference group, where the difference says
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class FleetFinding:
 @dataclass(frozen=True)
 class Fleet:
     nodes: int
-    groups: tuple[Group, ...]  # largest first
+    groups: tuple[Group, ...]  # the reference group first (the largest healthy one), then by size
     findings: tuple[FleetFinding, ...]  # errors first, then by how many nodes
     failed: tuple[NodeReport, ...]  # nodes without a usable report, with the reason
 
@@ -232,7 +233,7 @@ class _Building:
 
 
 def summarize(reports: Iterable[NodeReport]) -> Fleet:
-    """Group the nodes (reading ``reports`` once, in one pass), then compare each group with the largest."""
+    """Group the nodes (reading ``reports`` once, in one pass), then compare each group with the reference group."""
     groups: dict[str, _Building] = {}
     findings: dict[tuple[str, str, str], tuple[str | None, list[str]]] = {}
     failed: list[NodeReport] = []
@@ -255,36 +256,44 @@ def summarize(reports: Iterable[NodeReport]) -> Fleet:
             findings.setdefault(found, (finding.get("fix"), []))[1].append(report.node)
     for g in groups.values():
         g.nodes.sort()
+    # The group the others are compared with: the largest healthy one (a healthy node is never told to copy
+    # an unhealthy one, whatever the sizes or names), else the largest; the others follow, largest first.
     ordered = sorted(groups.values(), key=lambda g: (-len(g.nodes), g.nodes[0]))
-    majority = ordered[0] if ordered else None
+    majority = next((g for g in ordered if _healthy(g.doc)), ordered[0] if ordered else None)
+    ordered = [g for g in ordered if g is majority] + [g for g in ordered if g is not majority]
     made = []
     for g in ordered:
         differences = diff_reports(majority.doc, g.doc) if majority is not None and g is not majority else ()
-        made.append(Group(g.fingerprint, tuple(g.nodes), bool(g.doc["result"].get("healthy", False)),
-                          g.doc["result"].get("release"), g.doc["result"].get("chosen"), differences,
-                          _fix(differences, majority.doc if majority else {}, g.nodes) if differences else None))
+        fix = _fix(differences, majority.doc, g.nodes) if differences and majority is not None \
+            and _healthy(majority.doc) else None
+        made.append(Group(g.fingerprint, tuple(g.nodes), _healthy(g.doc), g.doc["result"].get("release"),
+                          g.doc["result"].get("chosen"), differences, fix))
     listed = sorted(findings.items(), key=lambda item: (rank(item[0][1]), -len(item[1][1]), item[0]))
     return Fleet(count, tuple(made), tuple(FleetFinding(code, sev, message, fix, tuple(sorted(nodes)))
                                           for (code, sev, message), (fix, nodes) in listed),
                  tuple(sorted(failed, key=lambda r: r.node)))
 
 
+def _healthy(doc: Mapping[str, Any]) -> bool:
+    return bool(doc["result"].get("healthy", False))
+
+
 def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: Sequence[str]) -> str | None:
-    """Make the nodes like the largest group: its environment first (the usual drift: a module system's
+    """Make the nodes like the reference group: its environment first (the usual drift: a module system's
     LD_LIBRARY_PATH), else its cuDNN, else its driver."""
     where = f"on {names_text(nodes)}"
     env = [d for d in differences if d.what.startswith("$")]
     if env:
         steps = [f"export {d.what[1:]}={d.left}" if d.left is not None else f"unset {d.what[1:]}" for d in env]
-        return f"{where}: {'; '.join(steps)} (as on the largest group)"
+        return f"{where}: {'; '.join(steps)} (as on the reference group)"
     chosen = next((d for d in differences if d.what == "cuDNN chosen"), None)
     if chosen is not None:
         result = majority.get("result", {})
         have = result.get("distribution") or f"cuDNN {result.get('release')}"
-        return f"{where}: install {have}, as the largest group has ({chosen.left})"
+        return f"{where}: install {have}, as the reference group has ({chosen.left})"
     driver = next((d for d in differences if d.what == "driver"), None)
     if driver is not None:
-        return f"{where}: the NVIDIA driver {driver.left}, as on the largest group (here {driver.right})"
+        return f"{where}: the NVIDIA driver {driver.left}, as on the reference group (here {driver.right})"
     return None
 
 
@@ -300,9 +309,9 @@ def condensed(differences: Sequence[Difference]) -> list[tuple[str, str | None, 
         if not kind or len(items) < 3:
             out += [(d.what, d.left, d.right) for d in items]
         elif all(d.right is None for d in items):
-            out.append((f"{kind}: {len(items)} differ", f"{len(items)} on the largest group", "none here"))
+            out.append((f"{kind}: {len(items)} differ", f"{len(items)} on the reference group", "none here"))
         elif all(d.left is None for d in items):
-            out.append((f"{kind}: {len(items)} differ", "none on the largest group", f"{len(items)} here"))
+            out.append((f"{kind}: {len(items)} differ", "none on the reference group", f"{len(items)} here"))
         elif kind == "loads" and (moved := _moved(items)) is not None:
             out.append((f"loads: {len(items)} libraries from another folder", *moved))
         elif kind == "probe":

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.files import path_problem
 from cudnnload.findings import ERROR, Finding
 from cudnnload.loading.loader import choose_install
 from cudnnload.resolve import linker
@@ -74,18 +74,18 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
             tuple(site_paths) if site_paths is not None else None))
         return Resolved(target, ctx, inventory, install, rejected)
     path = os.path.abspath(given)
-    if not os.path.lexists(path):
-        if "/" not in given and _SONAME.match(given):
-            return _soname(given, env)
-        raise UsageError("no such file or folder", path=given, fix="give a cuDNN library, a folder, a program or a "
-                         "shared object that uses cuDNN, or a soname such as libcudnn.so.9")
+    problem = path_problem(path)
+    if problem is not None and problem[0] == "missing" and "/" not in given and _SONAME.match(given):
+        return _soname(given, env)
+    if problem is not None:
+        raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
+                         "object that uses cuDNN, or a soname such as libcudnn.so.9")
     if os.path.isdir(path):
         ctx = context(env)
         inventory = find([path], environ=env, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         install = install or next(iter(inventory.installs), None)
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
-    _regular(given, path)
     lib = classify(os.path.basename(path))
     if lib is not None:
         ctx = context(env)
@@ -95,20 +95,6 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "library", path, f"the cuDNN {lib.major} {what} {path}"),
                         ctx, inventory, install, ())
     return _consumer(given, path, env)
-
-
-def _regular(given: str, path: str) -> None:
-    """A file to read: UsageError for a FIFO, a socket or a device (reading one would block or never end)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise UsageError(exc.strerror or str(exc), path=given) from None
-    if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device" \
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-        raise UsageError(f"not a regular file ({kind})", path=given, fix="give a library, a program or a folder")
-    if not os.access(path, os.R_OK):
-        raise UsageError("permission denied", path=given, fix="run as a user who can read it")
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:

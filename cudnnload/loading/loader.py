@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 BLOCKING = frozenset({
     "missing-sublibrary", "mixed-release", "not-elf", "empty-file", "truncated", "damaged-elf", "unreadable",
     "broken-symlink", "symlink-loop", "foreign-elf", "glibc-too-old", "libstdcxx-too-old", "origin-through-symlink",
-    "missing-file",
+    "missing-file", "not-a-regular-file",
 })
 PLAN_FORMAT = 4  # bump when _Plan's fields or the file layout change
 

@@ -12,17 +12,19 @@ import errno
 import os
 import platform
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.errors import ElfError, UsageError
-from cudnnload.files import NotRegularFile, read_regular
+from cudnnload.files import NotRegularFile, path_problem, read_regular
 from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import (
     DEPENDENCY_SOURCES,
+    GENERATIONS,
     Generation,
     Release,
     SubLibrary,
@@ -222,22 +224,44 @@ _FULL_VERSION = re.compile(r"\.so\.(\d+\.\d+\.\d+)$")
 def _scan(folder: str) -> dict[int, list[str]]:
     """cuDNN files in one folder, by generation major. Unknown libcudnn names are kept under 0."""
     found: dict[int, list[str]] = {}
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.name.startswith("libcudnn") or ".so" not in entry.name:
+    for name, path, is_link in _entries(folder):
+        if not name.startswith("libcudnn") or ".so" not in name:
             continue
-        lib = classify(entry.name)
-        if lib is None and entry.is_symlink():
+        lib = classify(name)
+        if lib is None and is_link:
             # libcudnn_ops.so -> libcudnn_ops.so.9: a development link (apt's libcudnn9-dev): a
             # name for a file this scan sees anyway, not a library of its own
-            target = os.path.normpath(os.path.join(folder, os.readlink(entry.path)))
+            try:
+                target = os.path.normpath(os.path.join(folder, os.readlink(path)))
+            except OSError:
+                target = ""
             if os.path.dirname(target) == os.path.normpath(folder) and classify(os.path.basename(target)):
                 continue
-        found.setdefault(lib.major if lib else 0, []).append(entry.path)
+        found.setdefault(lib.major if lib else 0, []).append(path)
     return found
+
+
+def _entries(folder: str) -> list[tuple[str, str, bool]]:
+    """(name, path, is a symbolic link) of what is in ``folder``, by name. A folder that can be searched but
+    not listed (mode 0311) is asked for each name cuDNN's loaders open, one ``lstat`` each, as glibc
+    finds a file there: by ``open()`` of the exact name, never by listing (dl-load.c open_path)."""
+    try:
+        return sorted(((e.name, e.path, e.is_symlink()) for e in os.scandir(folder)), key=lambda e: e[0])
+    except PermissionError:
+        if not os.access(folder, os.X_OK):
+            return []
+    except OSError:
+        return []
+    named = []
+    for name in dict.fromkeys(n for gen in GENERATIONS.values() for lib in gen.libraries
+                              for n in (lib.soname, f"{lib.stem}.so")):
+        path = os.path.join(folder, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        named.append((name, path, stat.S_ISLNK(info.st_mode)))
+    return sorted(named)
 
 
 def _pick(paths: Sequence[str], lib: SubLibrary) -> str:
@@ -677,22 +701,38 @@ def _dependency_findings(step: Step, major: int) -> Iterable[Finding]:
 def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[tuple[str, int], list[str]]]:
     """User-given files and folders: folders are searched; a file stands for the install it belongs to,
     its folder's files of its generation, with the file itself as given (a symlinked shim stays one:
-    its $ORIGIN is the link's folder)."""
+    its $ORIGIN is the link's folder). What cannot be one (missing, a link to nothing or in a loop, a
+    device, a FIFO, a /proc file, a file not named libcudnn*) is an error finding, read in no way."""
     origins: list[Origin] = []
     findings: list[Finding] = []
     given: dict[tuple[str, int], list[str]] = {}
     for raw in paths:
         path = os.path.abspath(raw)
-        if os.path.isdir(path):
-            if not _scan(path):
-                findings.append(Finding("no-cudnn", ERROR, "no libcudnn*.so* files in this folder", path))
+        problem = _given_problem(path)
+        if problem is not None:
+            findings.append(Finding(problem[0], ERROR, problem[1], path))
+        elif os.path.isdir(path):
+            if not any(_scan(path)):
+                findings.append(Finding("no-cudnn", ERROR, "no cuDNN library (libcudnn*.so.7, .8 or .9) in this "
+                                        "folder", path))
             origins.append(Origin(path, "given on the command line"))
-        elif os.path.lexists(path):
+        elif not os.path.basename(path).startswith("libcudnn"):
+            findings.append(Finding("no-cudnn", ERROR, "not a cuDNN library (its name is not libcudnn*)", path))
+        else:
             lib = classify(os.path.basename(path))
             given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
-        else:
-            findings.append(Finding("missing-file", ERROR, "no such file or folder", path))
     return origins, findings, given
+
+
+# What files.path_problem says of a path, as a finding code.
+_PATH_CODES = {"missing": "missing-file", "broken-symlink": "broken-symlink", "symlink-loop": "symlink-loop",
+               "permission": "unreadable", "not-regular": "not-a-regular-file"}
+
+
+def _given_problem(path: str) -> tuple[str, str] | None:
+    """(code, reason) when a path given on the command line cannot be read as a file or folder."""
+    problem = path_problem(path)
+    return (_PATH_CODES[problem[0]], problem[1]) if problem is not None else None
 
 
 def _record_conflicts(dists: Sequence[Distribution]) -> Iterable[Finding]:

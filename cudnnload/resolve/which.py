@@ -50,6 +50,23 @@ def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
     return tuple(libs) or None
 
 
+def _unreadable(path: str, ctx: Context) -> str:
+    """Why ``path`` cannot be read as a consumer: the file's problem, or the ELF reader's reason."""
+    from cudnnload.errors import ElfError
+    from cudnnload.files import path_problem
+
+    problem = path_problem(path)
+    if problem is not None:
+        return problem[1]
+    try:
+        ctx.cache.inspect(os.path.realpath(path))
+    except ElfError as exc:
+        return f"not an ELF shared object or program: {exc.reason}"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "cannot be read as an ELF shared object"
+
+
 def consumer_generations(consumer: str, ctx: Context) -> tuple[int, ...]:
     """The cuDNN generations a consumer asks for: its own (a cuDNN file), or those it NEEDs, newest first;
     every generation when it NEEDs none (it may dlopen one by name)."""
@@ -79,7 +96,8 @@ def which(
     consumer_path = consumer or sys.executable
     consumer_req = requester(consumer, ctx.cache) if consumer else None
     if consumer and consumer_req is None:
-        raise UsageError("cannot read the consumer as an ELF shared object", path=consumer)
+        raise UsageError(f"--from: {_unreadable(consumer, ctx)}", path=consumer,
+                         fix="give a program or shared object (e.g. .../torch/lib/libtorch_cuda.so)")
     requested = _names(names)
     if requested:
         gens = sorted({lib.major for lib in requested}, reverse=True)
