@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 
 
+class _OutputLost(Exception):
+    """Standard output could not be written (a closed pipe, a full disk): the OSError, carried to `_run`."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _friendly(command: F) -> F:
     """Turn our own errors into one line and exit 2 (3 when cudnnload's output cannot be written), instead
     of a traceback."""
@@ -35,6 +43,10 @@ def _friendly(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except OSError as exc:
+            if exc.filename is not None or exc.errno is None:
+                raise
+            raise _OutputLost(exc) from None  # past click, whose handler would end a broken pipe silently
         except CudnnloadError as exc:
             import click
 
@@ -154,14 +166,14 @@ def make_cli() -> click.Group:
         from cudnnload import report
         from cudnnload.diagnose.explain import explain
 
-        result = explain(sys.stdin.read() if text == "-" else text)
+        result = explain(_read_stdin() if text == "-" else text)
         click.echo(report.dumps("explain", result) if as_json else report.explanation_text(report.printable(result)))
         confirmed = any(c.evidence.holds for m in result.matches for c in m.causes)
         sys.exit(EXIT_PROBLEMS if confirmed else EXIT_OK)
 
     @cli.command("diff")
-    @click.argument("left", type=click.Path(exists=True, dir_okay=False))
-    @click.argument("right", type=click.Path(exists=True, dir_okay=False))
+    @click.argument("left")
+    @click.argument("right")
     @_friendly
     def diff_command(left: str, right: str) -> None:
         """Compare two saved `doctor --json` reports (one where it works, one where it does not)."""
@@ -220,7 +232,7 @@ def make_cli() -> click.Group:
     @click.option("--start", "modes", flag_value="start", multiple=True,
                   help="cudnnload.start(warmup=[...]) as the first statement: load and warm-up in threads.")
     @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold processes.")
-    @click.option("--folder", type=click.Path(exists=True, file_okay=False), help="The cuDNN lib folder to trace.")
+    @click.option("--folder", help="The cuDNN lib folder to trace.")
     @click.option("--backend", default="auto", show_default=True, help="Backend for the convolution stages.")
     @click.option("--shape", default="32,64,64,56", show_default=True, metavar="N,C,K,HW",
                   help="3x3 convolution, padding 1, then ReLU.")
@@ -284,14 +296,31 @@ def _command_after_dashes() -> type[click.Command]:
 
 def _trace_target(folder: str | None) -> tuple[str, int]:
     """The install to trace: the given folder, or the one load() would take."""
+    from cudnnload.files import path_problem
     from cudnnload.loading.loader import choose_install
     from cudnnload.resolve.discovery import find
 
+    problem = path_problem(folder) if folder else None
+    if folder and (problem is not None or not os.path.isdir(folder)):
+        raise UsageError(f"--folder: {problem[1] if problem else 'not a folder'}", path=folder,
+                         fix="give the folder that holds libcudnn.so.N")
     install, rejected = choose_install(find([folder] if folder else []).installs)
     if install is None:
         raise UsageError("no loadable cuDNN to trace" + (f" ({'; '.join(rejected)})" if rejected else ""),
                          path=folder, fix="pip install nvidia-cudnn-cu12, or pass --folder")
     return install.folder, install.major
+
+
+# An error message and the lines around it: a log pasted whole is some KB; /dev/zero never ends.
+STDIN_LIMIT = 1 << 20
+
+
+def _read_stdin() -> str:
+    """Standard input, at most `STDIN_LIMIT` bytes of it (the rest is not read)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return sys.stdin.read(STDIN_LIMIT)
+    return stream.read(STDIN_LIMIT).decode("utf-8", "replace")
 
 
 def _conv_shape(text: str) -> dict[str, int]:
@@ -368,17 +397,32 @@ def main() -> None:
 
 def _run() -> int:
     """The command's exit code, its output flushed: an output that cannot be written (a closed pipe,
-    ``> /dev/full``) or an error of cudnnload's own is one line on standard error, never a traceback."""
+    ``> /dev/full``), a malformed command line or an error of cudnnload's own is one line on standard
+    error, never a traceback."""
+    import click
+
     try:
         try:
-            make_cli()(prog_name="cudnnload")
+            code = make_cli().main(prog_name="cudnnload", standalone_mode=False)
+            code = code if isinstance(code, int) else 0
         except SystemExit as end:
             code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
             if isinstance(end.code, str):
                 print(end.code, file=sys.stderr)
+        except click.exceptions.Abort:
+            _say_error("interrupted")
+            code = 130
+        except click.ClickException as exc:
+            from cudnnload.report import escaped
+
+            context = getattr(exc, "ctx", None)
+            hint = f" (`{context.command_path} --help` shows the usage)" if context is not None else ""
+            _say_error(escaped(" ".join(exc.format_message().split())) + hint)
+            code = EXIT_USAGE
         sys.stdout.flush()
         return code
-    except OSError as exc:
+    except (OSError, _OutputLost) as caught:
+        exc = caught.error if isinstance(caught, _OutputLost) else caught
         if exc.errno is None or exc.filename is not None:
             return _internal(exc)
         # click.echo or the final flush: standard output is gone or full. Python would print the same

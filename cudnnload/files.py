@@ -127,9 +127,10 @@ def write_atomic(path: str, content: str | Callable[[TextIO], None], *, mode: in
 
 def output_problem(path: str) -> str | None:
     """Why a report must not be written at ``path``, or None: it may be absent or a regular file of this
-    user, nothing else. A symbolic link is refused, not followed; so are a FIFO, a socket, a device (``as
-    root, --output /dev/null`` would otherwise replace the real ``/dev/null``) and a folder. The folders
-    on the way may not exist yet (they are made), but the nearest one that does must be writable."""
+    user that is not an ELF object (a report written over a library would destroy it), nothing else. A
+    symbolic link is refused, not followed; so are a FIFO, a socket, a device (``as root, --output
+    /dev/null`` would otherwise replace the real ``/dev/null``), a /proc or /sys file and a folder. The
+    folders on the way may not exist yet (they are made), but the nearest one that does must be writable."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -143,11 +144,13 @@ def output_problem(path: str) -> str | None:
     if info is not None:
         if stat.S_ISLNK(info.st_mode):
             return "it is a symbolic link (not followed: write to the file itself)"
-        kind = kind_of(info.st_mode)
+        kind = kind_of(info.st_mode) or _pseudo(info)
         if kind is not None:
             return f"it is {kind}, not a regular file"
         if info.st_uid != os.geteuid():
             return f"it belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})"
+        if _starts_with(path, b"\x7fELF"):
+            return "it is an ELF file (a library or a program), not a report"
     folder = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(folder):
         folder = os.path.dirname(folder)
@@ -156,6 +159,19 @@ def output_problem(path: str) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"permission denied: cannot create a file in {folder}"
     return None
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(magic)) == magic
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def write_output(path: str, text: str) -> None:

@@ -108,6 +108,8 @@ def parse_report(data: bytes, where: str) -> dict[str, Any]:
         raise UsageError(f"not JSON ({exc.msg} at byte {exc.pos}; cut short?)", path=where) from None
     except ValueError as exc:  # not UTF-8
         raise UsageError(f"not JSON ({exc})", path=where) from None
+    except RecursionError:  # json's decoder recurses per level: a report is a few levels deep
+        raise UsageError("not a doctor report: JSON nested too deeply", path=where) from None
     if not isinstance(doc, dict) or doc.get("kind") != "doctor" or not isinstance(doc.get("result"), dict):
         kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
         raise UsageError(f"not a `cudnnload doctor --json` report (kind {kind!r})", path=where)
