@@ -422,13 +422,13 @@ def _run() -> int:
         sys.stdout.flush()
         return code
     except (OSError, _OutputLost) as caught:
-        exc = caught.error if isinstance(caught, _OutputLost) else caught
-        if exc.errno is None or exc.filename is not None:
-            return _internal(exc)
+        error = caught.error if isinstance(caught, _OutputLost) else caught
+        if error.errno is None or error.filename is not None:
+            return _internal(error)
         # click.echo or the final flush: standard output is gone or full. Python would print the same
         # error again when it flushes at exit: standard output is pointed at /dev/null first.
         _silence_stdout()
-        what = "it was closed (broken pipe)" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
+        what = "it was closed (broken pipe)" if isinstance(error, BrokenPipeError) else error.strerror or str(error)
         _say_error(f"cannot write to standard output: {what}")
         return EXIT_CANNOT_RUN
     except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
