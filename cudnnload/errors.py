@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from cudnnload.codes import Code
+
 
 class CudnnloadError(Exception):
     """Base of every error cudnnload raises on purpose."""
@@ -29,7 +31,13 @@ class OutputError(CudnnloadError):
 
 
 class ElfError(CudnnloadError):
-    """A file could not be read as the ELF shared object it claims to be."""
+    """A file could not be read as the ELF shared object it claims to be; ``code`` says which problem it is
+    (`verdicts.Code`: EMPTY_FILE, NOT_ELF, TRUNCATED, DAMAGED_ELF, UNREADABLE, NOT_A_REGULAR_FILE ...)."""
+
+    def __init__(self, reason: str, *, path: str | None = None, fix: str | None = None,
+                 code: Code = Code.DAMAGED_ELF) -> None:
+        self.code = code
+        super().__init__(reason, path=path, fix=fix)
 
 
 class LoadError(CudnnloadError):

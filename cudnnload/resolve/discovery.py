@@ -1,9 +1,9 @@
-"""Every cuDNN on the machine, grouped into installs, each with a verdict and its reasons.
+"""Every cuDNN on the machine as facts: the files, grouped into installs (one folder, one generation), what
+each file is, which file the shim's own ``dlopen`` would get for each sub-library, and what RECORD says.
 
-Takes folders from ``sources``, facts about each file from ``elf`` (through the
-on-disk memo) and search answers from ``linker``; adds the cuDNN semantics
-from ``catalog``: which sub-libraries an install must have, which file the
-shim's own ``dlopen`` would get for each, and whether they agree.
+Takes folders from ``sources``, facts about each file from ``elf`` (through the on-disk memo) and
+search answers from ``linker``; adds the cuDNN layout from ``catalog``. Nothing here says whether
+anything is wrong: `cudnnload.judge` turns these facts into findings (and fills `Install.verdict`).
 """
 
 from __future__ import annotations
@@ -15,38 +15,21 @@ import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from cudnnload.errors import ElfError, UsageError
+from cudnnload.codes import Code
+from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
-from cudnnload.findings import ERROR, INFO, WARNING, Finding
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import (
-    DEPENDENCY_SOURCES,
-    GENERATIONS,
-    Generation,
-    Release,
-    SubLibrary,
-    classify,
-    generation,
-    parse_release,
-)
-from cudnnload.resolve.consequences import (
-    HANGS,
-    KILLS,
-    UNLOADABLE,
-    Expectation,
-    Load,
-    Planned,
-    Prediction,
-    plan_loads,
-    predict,
-)
-from cudnnload.resolve.elf import ElfInfo, max_version
+from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
+from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
-from cudnnload.resolve.policy import install_findings, search_path_findings
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+
+if TYPE_CHECKING:
+    from cudnnload.verdicts import Finding
 
 # Machine this Python runs on, as pyelftools names e_machine.
 HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}
@@ -54,17 +37,16 @@ HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_
 
 @dataclass(frozen=True)
 class Candidate:
-    """One cuDNN file found on disk."""
+    """One cuDNN file found on disk, and what it is."""
 
     path: str  # as found (symlinks not resolved)
     real_path: str | None  # None for a broken symlink or a loop
     library: str | None  # catalog key: "shim", "ops", "cnn_infer", ...
-    elf: ElfInfo | None
-    findings: tuple[Finding, ...]
-
-    @property
-    def usable(self) -> bool:
-        return self.elf is not None and not any(f.severity == ERROR for f in self.findings)
+    elf: ElfInfo | None  # None when it cannot be read as ELF: then ``problem`` says why
+    problem: Code | None = None  # MISSING_FILE, EMPTY_FILE, TRUNCATED, NOT_A_REGULAR_FILE, ...
+    reason: str | None = None  # the reader's words for the problem
+    size: int | None = None  # bytes on disk (links followed), for RECORD
+    digest: str | None = None  # its sha256 as RECORD writes it, when asked for (`--verify`)
 
 
 @dataclass(frozen=True)
@@ -81,11 +63,32 @@ class Step:
     trail: tuple[str, ...] = ()
     outcome: str | None = None  # what opening the file does: "found", "already-loaded", or why it fails
     error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
+    entry: str | None = None  # the LD_LIBRARY_PATH (or DT_RPATH/DT_RUNPATH) entry, as written, that gave it
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a pip distribution's RECORD says of one of the install's files, beside what is on disk."""
+
+    path: str
+    size: int | None  # RECORD's size
+    on_disk: int | None  # None: missing
+    digest_differs: bool | None = None  # with ``verify``: the sha256 differs; None: not checked
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `cudnnload.judge` says of an install: its findings (its files' included) and what an application
+    would see, call by call (`judge.consequences.Expectation`), on a machine with a GPU when libcuda.so.1
+    was found, else without one."""
+
+    findings: tuple[Finding, ...]
+    expected: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True)
 class Install:
-    """One folder holding one cuDNN generation."""
+    """One folder holding one cuDNN generation: the facts, then (`judge`) the verdict."""
 
     folder: str
     major: int
@@ -97,18 +100,29 @@ class Install:
     files: tuple[Candidate, ...]
     plan: tuple[Step, ...]  # the shim's (and graph's) run-time dlopen of each sub-library
     dependencies: tuple[Step, ...]  # libz, libcuda, cuBLASLt, NVRTC
-    findings: tuple[Finding, ...]
-    # What an application calling cuDNN would see, call by call (consequences.predict), on a
-    # machine with a GPU when libcuda.so.1 was found, else without one.
-    expected: tuple[Expectation, ...] = ()
+    records: tuple[Record, ...] = ()  # RECORD against the disk, for the files of its distribution here
+    site: str | None = None  # the site-packages folder of its distribution (pip's --target for a reinstall)
+    # what the application's own dlopen of the shim (as opened) does: the linker's outcome and error
+    opening: tuple[str, str | None] | None = None
+    verdict: Verdict | None = None
 
     @property
-    def healthy(self) -> bool:
-        return not any(f.severity == ERROR for f in self.all_findings)
+    def findings(self) -> tuple[Finding, ...]:
+        return self.verdict.findings if self.verdict else ()
 
     @property
     def all_findings(self) -> tuple[Finding, ...]:
-        return self.findings + tuple(f for c in self.files for f in c.findings)
+        return self.findings
+
+    @property
+    def expected(self) -> tuple[object, ...]:
+        return self.verdict.expected if self.verdict else ()
+
+    @property
+    def healthy(self) -> bool:
+        from cudnnload.codes import Severity
+
+        return not any(f.severity is Severity.ERROR for f in self.findings)
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -124,15 +138,81 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Given:
+    """A path given on the command line that cannot be searched or read as one (its `Code` and why)."""
+
+    path: str
+    code: Code
+    reason: str
+
+
+@dataclass(frozen=True)
 class Inventory:
     host: Host
     installs: tuple[Install, ...]
-    findings: tuple[Finding, ...]  # not tied to one install: RECORD conflicts, bad paths
+    findings: tuple[Finding, ...] = ()  # (`judge`) not tied to one install: RECORD conflicts, bad paths
     distributions: tuple[Distribution, ...] = field(default=())
+    given: tuple[Given, ...] = ()  # the given paths that are no file or folder to read
+    unknown: tuple[str, ...] = ()  # libcudnn* files of no known generation
 
     @property
     def healthy(self) -> bool:
-        return not any(f.severity == ERROR for f in self.findings) and all(i.healthy for i in self.installs)
+        from cudnnload.codes import Severity
+
+        return not any(f.severity is Severity.ERROR for f in self.findings) and all(i.healthy for i in self.installs)
+
+
+@dataclass(frozen=True)
+class Context:
+    """The process a load would happen in: its environment, what ld.so would see there (LD_LIBRARY_PATH,
+    ld.so.cache, the executable, what is already mapped), the host's glibc and libstdc++, the ELF memo."""
+
+    environ: Mapping[str, str]
+    cache: ElfCache
+    linker: linker.LinkerEnv
+    host: Host
+    verify: bool = False  # compute each RECORD-listed file's sha256 (remembered under its stamp)
+
+    def elf(self, path: str) -> ElfInfo | None:
+        """The file at ``path`` read as ELF (links followed), or None when it cannot be."""
+        try:
+            return self.cache.inspect(os.path.realpath(path))
+        except (OSError, ElfError):
+            return None
+
+    def unresolved(self, path: str, provider: str, version: str) -> tuple[str, ...] | None:
+        """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error
+        names when glibc meets it first); None when either file cannot be read."""
+        key = ("unresolved", *_stamped(path), *_stamped(provider), version)
+        known = self.cache.recall(key)
+        if isinstance(known, tuple):
+            return known
+        try:
+            found = read_dynamic_symbols(path).unresolved(version, read_dynamic_symbols(provider))
+        except (OSError, ElfError):
+            return None
+        self.cache.remember(key, tuple(found))
+        return tuple(found)
+
+
+def _stamped(path: str) -> tuple[str, int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return path, -1, -1
+    return os.path.realpath(path), info.st_size, info.st_mtime_ns
+
+
+def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
+            executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
+            cache: ElfCache | None = None, verify: bool = False) -> Context:
+    """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
+    ``cache``: an ELF memo already open (another context's), instead of reading it again."""
+    env_vars = dict(os.environ if environ is None else environ)
+    cache = cache or ElfCache(cache_file(env_vars) if use_cache else None)
+    link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
+                                             defaults=linker_defaults(cache, env_vars))
+    return Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
 
 
 # --- host -----------------------------------------------------------------
@@ -158,70 +238,40 @@ def host_facts(env: linker.LinkerEnv, cache: ElfCache) -> Host:
 
 # --- one file ---------------------------------------------------------------
 
-def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(map(str, version))
-
-
-def inspect_file(path: str, cache: ElfCache, host: Host | None = None) -> Candidate:
-    """One file's candidate record; problems become findings, never exceptions."""
+def inspect_file(path: str, cache: ElfCache) -> Candidate:
+    """One file's facts; a file that cannot be read says why (``problem``), never raises."""
     lib = classify(os.path.basename(path))
     key = lib.key if lib else None
     try:
         real = os.path.realpath(path, strict=True)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return Candidate(path, None, key, None, (Finding(
-                "symlink-loop", ERROR, "symbolic link loop", path, "remove the looping link"),))
+            return Candidate(path, None, key, None, Code.SYMLINK_LOOP, "symbolic link loop")
         target = os.readlink(path) if os.path.islink(path) else None
-        code, message = ("broken-symlink", f"symbolic link to {target}, which does not exist") if target \
-            else ("missing-file", exc.strerror or "does not exist")
-        return Candidate(path, None, key, None, (Finding(code, ERROR, message, path,
-                                                         "reinstall the package that owns it"),))
+        if target:
+            return Candidate(path, None, key, None, Code.BROKEN_SYMLINK, f"symbolic link to {target}, which does "
+                             "not exist")
+        return Candidate(path, None, key, None, Code.MISSING_FILE, exc.strerror or "does not exist")
+    try:
+        size = os.stat(real).st_size
+    except OSError:
+        size = None
     try:
         info = cache.inspect(real)
     except ElfError as exc:
-        if exc.reason.startswith("not a regular file"):
-            return Candidate(path, real, key, None, (Finding(
-                "not-a-regular-file", ERROR, exc.reason + (f" ({real})" if real != path else ""), path,
-                "remove it: a library is a regular file (glibc's dlopen of a FIFO blocks for ever, of a device "
-                "fails)"),))
-        code = "empty-file" if exc.reason.startswith("empty file") else "truncated" if "truncated" in exc.reason \
-            else "not-elf" if exc.reason == "not an ELF file" else "unreadable" if "ermission" in exc.reason \
-            else "damaged-elf"
-        return Candidate(path, real, key, None, (Finding(
-            code, ERROR, exc.reason, path, "reinstall the package that owns it (pip install --force-reinstall)"),))
+        reason = exc.reason + (f" ({real})" if exc.code is Code.NOT_A_REGULAR_FILE and real != path else "")
+        return Candidate(path, real, key, None, exc.code, reason, size)
     except OSError as exc:
-        return Candidate(path, real, key, None, (Finding("unreadable", ERROR, exc.strerror or str(exc), path),))
-    return Candidate(path, real, key, info, tuple(_file_findings(path, lib, info, host)))
+        return Candidate(path, real, key, None, Code.UNREADABLE, exc.strerror or str(exc), size)
+    return Candidate(path, real, key, info, size=size)
 
 
-def _file_findings(path: str, lib: SubLibrary | None, info: ElfInfo, host: Host | None) -> Iterable[Finding]:
-    if host is not None and (info.elf_class != 64 or info.machine != host.machine):
-        yield Finding("foreign-elf", ERROR,
-                      f"ELF{info.elf_class} for {info.machine}; this machine needs ELF64 for {host.machine}", path,
-                      "install the cuDNN build for this machine's architecture")
-        return
-    if lib and info.soname and info.soname != lib.soname:
-        yield Finding("soname-mismatch", WARNING, f"SONAME is {info.soname}, expected {lib.soname}", path)
-    if host is None:
-        return
-    for prefix, have, what in (("GLIBC_", host.glibc, "glibc"), ("GLIBCXX_", host.glibcxx, "libstdc++"),
-                               ("CXXABI_", host.cxxabi, "libstdc++ (C++ ABI)")):
-        need = info.max_needed(prefix)
-        if need and have and need > have:
-            code = "glibc-too-old" if prefix == "GLIBC_" else "libstdcxx-too-old"
-            yield Finding(code, ERROR, f"needs {prefix}{_dotted(need)}, this machine's {what} "
-                          f"provides {prefix}{_dotted(have)}", path,
-                          "use an older cuDNN release or a newer OS image (glibc >= 2.27 for cuDNN 9.28)"
-                          if prefix == "GLIBC_" else "install a newer libstdc++ (GCC >= 7) or conda's libstdcxx-ng")
-
-
-# --- one install --------------------------------------------------------------
+# --- one folder ---------------------------------------------------------------
 
 _FULL_VERSION = re.compile(r"\.so\.(\d+\.\d+\.\d+)$")
 
 
-def _scan(folder: str) -> dict[int, list[str]]:
+def scan(folder: str) -> dict[int, list[str]]:
     """cuDNN files in one folder, by generation major. Unknown libcudnn names are kept under 0."""
     found: dict[int, list[str]] = {}
     for name, path, is_link in _entries(folder):
@@ -270,9 +320,8 @@ def _pick(paths: Sequence[str], lib: SubLibrary) -> str:
     return by_name.get(lib.soname) or max(paths, key=len)
 
 
-def _release_of(
-    files: Sequence[Candidate], folder: str, major: int, dist: Distribution | None, cache: ElfCache | None = None
-) -> tuple[Release | None, str | None]:
+def _release_of(files: Sequence[Candidate], folder: str, major: int, dist: Distribution | None,
+                cache: ElfCache) -> tuple[Release | None, str | None]:
     """The install's release, from the most to the least direct evidence: its wheel's metadata,
     an exported version constant, a fully versioned file name, then a ``cudnn_version.h`` that
     belongs to the folder (``../include``; the system headers only for a system library folder)."""
@@ -300,7 +349,7 @@ def _release_of(
             return header, f"{include}/cudnn_version.h"
     linked = next((c for c in files if c.library == "shim" and c.real_path
                    and os.path.dirname(c.real_path) != os.path.realpath(folder)), None)
-    if linked is not None and linked.real_path and cache is not None:
+    if linked is not None and linked.real_path:
         release = release_near(linked.real_path, cache)
         if release is not None and release.major == major:
             return release, f"the folder {os.path.dirname(linked.real_path)} the shim links to"
@@ -367,188 +416,91 @@ def python_requester(cache: ElfCache, executable: str | None = None) -> linker.R
     return found and replace(found, origin=os.path.dirname(os.path.realpath(program)))
 
 
-def _chain(*links: linker.Requester | None) -> linker.Chain:
+def chain(*links: linker.Requester | None) -> linker.Chain:
     return linker.Chain(tuple(link for link in links if link is not None))
 
 
-def build_install(
-    folder: str, major: int, paths: Sequence[str], found_via: str, *, cache: ElfCache, host: Host,
-    env: linker.LinkerEnv, dists: Sequence[Distribution] = (),
-) -> Install:
+# --- one install --------------------------------------------------------------
+
+def build_install(folder: str, major: int, paths: Sequence[str], found_via: str, ctx: Context,
+                  dists: Sequence[Distribution] = ()) -> Install:
+    """The facts of one install: its files (``paths``, one per library), release, the shim's plan and the
+    dependencies, and RECORD against the disk."""
     gen = generation(major)
     by_key: dict[str, list[str]] = {}
     for path in paths:
         lib = classify(os.path.basename(path))
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
-    files = tuple(inspect_file(_pick(by_key[lib.key], lib), cache, host)
-                  for lib in gen.libraries if lib.key in by_key)
+    files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
     dist = _distribution_for(folder, dists)
-    release, source = _release_of(files, folder, major, dist, cache)
-    findings: list[Finding] = []
-    findings += _missing(gen, files, folder, dist)
-    findings += _mixed(files, release)
-    if dist is not None:
-        findings += [Finding("record-missing-file", ERROR, f"{dist.name} {dist.version} lists it in RECORD but "
-                             "it is not on disk", path, f"pip install --force-reinstall {dist.name}=={dist.version}")
-                     for path in dist.missing]
+    release, source = _release_of(files, folder, major, dist, ctx.cache)
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
     steps = () if gen.major == 7 else tuple(
-        step for lib, step in plan(gen, shim.path if shim else None, folder, release, cache, env)
-        if step.path or lib.required or _asked_for(lib, shim))
-    for step in steps:
-        findings += step_findings(step, folder, release)
-    deps = _dependencies(gen, files, steps, _cuda_major(dist, files), cache, env)
-    findings += [f for step in deps for f in _dependency_findings(step, major)]
-    if shim is not None and shim.real_path and os.path.dirname(shim.real_path) != os.path.realpath(folder):
-        findings += _symlinked_shim(shim, gen, folder)
-    prediction = predict_install(gen, release, files, steps, deps, cache, env)
-    shim_fails = bool(prediction.expectations) and prediction.expectations[0].call.kind == "dlopen"
-    if (shim_fails or any(f.code == "origin-through-symlink" for f in findings)) and not any(
-            c.library not in ("shim", None) for c in files):  # only the shim here, and it is the cause: said once
-        findings = [f for f in findings if f.code != "missing-sublibrary"]
-    files = tuple(replace(cand, findings=_with_consequences(cand.findings, prediction)) for cand in files)
-    told = {c.library for cand in files for f in cand.findings for c in f.consequences}
-    said = _with_consequences(findings, prediction, told)
-    said += install_findings(folder, found_via, [linker.Requester.from_elf(c.path, c.elf) for c in files if c.elf],
-                             steps + deps, env.defaults)  # policy: a risk, never the cause of a failure
+        step for lib, step in plan(gen, shim.path if shim else None, folder, release, ctx)
+        if step.path or lib.required or asked_for(lib, shim))
+    cuda = _cuda_major(dist, files)
+    opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
-                   _cuda_major(dist, files), files, steps, deps, said + _unexplained(prediction, said, files, folder),
-                   prediction.expectations)
+                   cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
+                   _records(folder, files, dist, ctx), dist.site if dist else None, opening)
 
 
-def _asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
+def asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
     """An optional sub-library the shim asks for all the same: it exports its VersionCheck (ext in 9.28)."""
     return bool(lib.version_check and shim and shim.elf and lib.version_check in shim.elf.version_checks)
 
 
-def predict_install(gen: Generation, release: Release | None, files: Sequence[Candidate], steps: Sequence[Step],
-                    deps: Sequence[Step], cache: ElfCache, env: linker.LinkerEnv, *,
-                    gpu: bool | None = None) -> Prediction:
-    """What an application would see with this install (`consequences`): the loads the plan makes,
-    and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
-    when libcuda.so.1 was found)."""
-    def elf_of(path: str) -> ElfInfo | None:
-        try:
-            return cache.inspect(os.path.realpath(path))
-        except (OSError, ElfError):
-            return None
-
-    planned = {step.library: Planned(step.path, step.outcome, step.error, step.release) for step in steps}
-    missing = {step.library: step.library for step in deps if step.path is None}
-    shim = next((c for c in files if c.library == "shim"), None)
-    if gpu is None:
-        gpu = any(step.library == "libcuda.so.1" and step.path for step in deps)
-    loads = {} if gen.major == 7 else plan_loads(gen, release, planned, missing, elf_of)
-    return predict(gen, release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
-                   shim_fails=_shim_load(shim, missing, env), elf_of=elf_of, gpu=gpu)
-
-
-def _shim_load(shim: Candidate | None, missing: Mapping[str, str], env: linker.LinkerEnv) -> Load | None:
-    """Why the application's own dlopen of the shim fails, if it does: the file, or a library it NEEDs."""
-    if shim is None:
-        return None
-    if shim.elf is None or (shim.real_path and linker.opening(shim.path, env)[0] != "found"):
-        outcome, error = linker.opening(shim.path, env)
-        problem = error or next((f.message for f in shim.findings if f.severity == ERROR), "it cannot be read")
-        fails = KILLS if outcome == "cut-segments" else HANGS if outcome == "fifo" else UNLOADABLE
-        return Load("shim", shim.path, None, fails, problem, "shim")
-    needed = next((name for name in shim.elf.needed if name in missing), None)
-    if needed is not None:
-        return Load("shim", shim.path, None, UNLOADABLE,
-                    f"{needed}: cannot open shared object file: No such file or directory", needed)
-    return None
-
-
-_WOULD_LOAD = re.compile(r" would load (\w+) from ")
-
-
-def subjects(finding: Finding) -> tuple[str, ...]:
-    """What a finding is about: a sub-library's key (and "<key>-release", for what its release does), or
-    a dependency's soname; () when it is about neither."""
-    if finding.code == "origin-through-symlink":
-        return ("graph", "ops_infer")  # what the shim opens first, through the link's $ORIGIN
-    if finding.code in ("missing-dependency", "no-driver"):  # about what the file at the path needs
-        soname = next((word for word in finding.message.replace(",", " ").split() if word.startswith("lib")), None)
-        return (soname,) if soname else ()
-    named = classify(os.path.basename(finding.path or ""))
-    if named is not None:
-        return (named.key, f"{named.key}-release")
-    loads = _WOULD_LOAD.search(finding.message)
-    if loads is not None:
-        return (loads.group(1), f"{loads.group(1)}-release")
-    return ()
-
-
-def _with_consequences(findings: Sequence[Finding], prediction: Prediction,
-                       told: set[str] | None = None) -> tuple[Finding, ...]:
-    """The findings, each with what the user will see because of it (info findings get theirs too: the
-    no-driver one says what a machine without a GPU shows)."""
+def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context) -> tuple[Record, ...]:
+    """RECORD's size (and with ``ctx.verify`` its sha256) of each file of the distribution in ``folder``."""
+    if dist is None:
+        return ()
+    here = os.path.realpath(folder)
+    sizes = {os.path.realpath(c.path): c.size for c in files}
     out = []
-    said = set(told or ())  # each cause's consequences go with the first finding that names it
-    for finding in findings:
-        causes = [cause for cause in subjects(finding) if cause in prediction.consequences and cause not in said]
-        said.update(causes)
-        found = tuple(c for cause in causes for c in prediction.consequences[cause])
-        out.append(replace(finding, consequences=found) if found else finding)
+    for path in dist.files:
+        if os.path.realpath(os.path.dirname(path)) != here:
+            continue
+        on_disk = sizes.get(os.path.realpath(path))
+        if on_disk is None:
+            try:
+                on_disk = os.stat(path).st_size
+            except OSError:
+                on_disk = None
+        differs = None
+        if ctx.verify and on_disk is not None and path in dist.digests:
+            differs = _digest(path, ctx.cache) != dist.digests[path]
+        out.append(Record(path, dist.sizes.get(path), on_disk, differs))
     return tuple(out)
 
 
-def _unexplained(prediction: Prediction, findings: Sequence[Finding], files: Sequence[Candidate],
-                 folder: str) -> tuple[Finding, ...]:
-    """A finding for each cause of failure no other finding carries, so that none goes unsaid."""
-    said = {c.library for f in [*findings, *(f for c in files for f in c.findings)] for c in f.consequences}
-    first = prediction.expectations[0] if prediction.expectations else None
-    if first is not None and first.outcome in ("abort", "sigbus", "fails"):
-        return ()  # the first call already dies of a cause a finding names: nothing else is reached
-    extra = []
-    for cause, consequences in prediction.consequences.items():
-        load = prediction.loads.get(cause)
-        if cause in said or load is None:
-            continue
-        extra.append(Finding("sublibrary-unloadable", ERROR, f"{cause} would not load: {load.error}",
-                             load.path or folder, "replace the folder with one complete cuDNN release", consequences))
-    return tuple(extra)
+def _digest(path: str, cache: ElfCache) -> str | None:
+    """The file's sha256 as RECORD writes it (urlsafe base64, unpadded), remembered under its stamp."""
+    key = ("sha256", *_stamped(path))
+    known = cache.recall(key)
+    if isinstance(known, str):
+        return known
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:  # a regular file: RECORD listed it and stat found it
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    value = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    cache.remember(key, value)
+    return value
 
 
-def _expected(gen: Generation, files: Sequence[Candidate]) -> tuple[SubLibrary, ...]:
-    """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck."""
-    shim = next((c for c in files if c.library == "shim" and c.elf), None)
-    checks = set(shim.elf.version_checks) if shim and shim.elf else set()
-    return tuple(lib for lib in gen.sublibraries if lib.required or (lib.version_check in checks))
-
-
-def _missing(gen: Generation, files: Sequence[Candidate], folder: str,
-             dist: Distribution | None = None) -> Iterable[Finding]:
-    present = {c.library for c in files}
-    if "shim" not in present:
-        yield Finding("missing-shim", WARNING if gen.major == 9 else ERROR,
-                      f"no {gen.shim.soname} in this folder: only the sub-libraries are here", folder,
-                      "install the complete cuDNN package")
-    if gen.major == 7:
-        return
-    for lib in _expected(gen, files):
-        if lib.key not in present:
-            yield Finding("missing-sublibrary", ERROR, f"{lib.soname} is missing", os.path.join(folder, lib.soname),
-                          f"reinstall the complete cuDNN: pip install --force-reinstall {dist.name}=={dist.version}"
-                          if dist else "reinstall the complete cuDNN (pip install --force-reinstall "
-                          "nvidia-cudnn-cuXX, or the distribution package that owns this folder)")
-
-
-def _mixed(files: Sequence[Candidate], release: Release | None) -> Iterable[Finding]:
-    for cand in files:
-        if release and cand.elf and cand.elf.release and cand.elf.release != release:
-            yield Finding("mixed-release", ERROR, f"is cuDNN {cand.elf.release}, the rest of the folder is {release}",
-                          cand.path, "replace the folder with one complete release; sub-libraries bind to "
-                          "each other's release-private symbols and fail to load across releases")
-
-
-def plan(gen: Generation, shim_path: str | None, folder: str, release: Release | None, cache: ElfCache,
-         env: linker.LinkerEnv) -> tuple[tuple[SubLibrary, Step], ...]:
+def plan(gen: Generation, shim_path: str | None, folder: str, release: Release | None,
+         ctx: Context) -> tuple[tuple[SubLibrary, Step], ...]:
     """Simulate the shim's dlopen of each sub-library, and graph's of the engines (v9); every
     sub-library gets a step, found or not. ``shim_path``: the shim as opened (None: there is none)."""
-    shim_req = requester(shim_path, cache) if shim_path else None
+    shim_req = requester(shim_path, ctx.cache) if shim_path else None
     graph_req: linker.Requester | None = None
     graph_release = release
     steps: list[tuple[SubLibrary, Step]] = []
@@ -558,10 +510,10 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
         # Each asks for the names of its own release: a 9.0 graph under a 9.28 shim asks for X.so.9.0.0.
         opener = shim_req if lib.opened_by == "shim" else graph_req
         names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
-        res = linker.resolve_many(names, _chain(opener), env)
-        step = make_step(lib.key, opener.path if opener else None, names, res, folder, cache, env)
+        res = linker.resolve_many(names, chain(opener), ctx.linker)
+        step = make_step(lib.key, opener.path if opener else None, names, res, folder, ctx)
         if lib.key == "graph" and res.path:
-            graph_req, graph_release = requester(res.path, cache), step.release or release
+            graph_req, graph_release = requester(res.path, ctx.cache), step.release or release
         steps.append((lib, step))
     return tuple(steps)
 
@@ -582,14 +534,31 @@ def release_near(path: str, cache: ElfCache) -> Release | None:
 
 
 def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: linker.Resolution,
-              folder: str | None, cache: ElfCache, env: linker.LinkerEnv, *,
-              found: tuple[str, str] | None = None) -> Step:
+              folder: str | None, ctx: Context, *, found: tuple[str, str] | None = None) -> Step:
     """A Step from a linker answer; ``found`` (path, rule) overrides it (a shim found by path)."""
     path, rule = found or (res.path, res.rule)
-    release = release_near(path, cache) if path else None
+    release = release_near(path, ctx.cache) if path else None
     inside = bool(path and folder) and os.path.realpath(os.path.dirname(path or "")) == os.path.realpath(folder or "")
-    return Step(key, requested_by, names, path, rule, inside, release, condensed_trail(res, env.defaults.subdirs),
-                "found" if found else res.outcome, None if found else res.error)
+    entry = search_entry(path, rule, ctx.linker) if path and not found else None
+    trail = condensed_trail(res, ctx.linker.defaults.subdirs)
+    return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
+                None if found else res.error, entry)
+
+
+def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
+    """The LD_LIBRARY_PATH entry, as written, whose folder (or a hwcaps subfolder of it) held ``path``;
+    None for another rule. An empty entry (the current directory) is returned as ""."""
+    if rule != "ld-library-path":
+        return None
+    folder = os.path.normpath(os.path.dirname(path))
+    for text in env.ld_library_path:
+        expanded = linker.expand(text, env.executable, env.defaults) if text else ""
+        if expanded is None:
+            continue
+        base = os.path.normpath(expanded or ".")
+        if folder == base or any(folder == os.path.normpath(os.path.join(base, sub)) for sub in env.defaults.subdirs):
+            return text
+    return None
 
 
 def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str, ...]:
@@ -606,39 +575,8 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
     return tuple(lines.values())
 
 
-def step_findings(step: Step, folder: str, release: Release | None) -> Iterable[Finding]:
-    """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
-    ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
-    if step.path is None or step.inside_install:
-        return
-    opener = os.path.basename(step.requested_by) if step.requested_by else "the shim"
-    stray = os.path.dirname(step.path)
-    if step.error is not None:
-        yield Finding("sublibrary-unloadable", ERROR, f"{opener} would load {step.library} from {step.path} "
-                      f"(via {step.rule}), which cannot load: {step.error}", step.path,
-                      f"remove or replace {step.path}")
-        return
-    fix = (f"remove {stray} from LD_LIBRARY_PATH" if step.rule == "ld-library-path"
-           else f"remove the stray cuDNN in {stray}, or complete this install")
-    if release and step.release and step.release != release:
-        yield Finding("mixed-release", ERROR, f"{opener} would load {step.library} from {step.path} "
-                      f"(cuDNN {step.release}, found via {step.rule}), not this install's {release}", folder, fix)
-    else:
-        yield Finding("sublibrary-elsewhere", WARNING, f"{opener} would load {step.library} from {step.path} "
-                      f"(via {step.rule}), outside this install", folder, fix)
-
-
-def _symlinked_shim(shim: Candidate, gen: Generation, folder: str) -> Iterable[Finding]:
-    if all(os.path.lexists(os.path.join(folder, lib.soname)) for lib in gen.sublibraries if lib.required):
-        return
-    yield Finding("origin-through-symlink", ERROR,
-                  f"the shim is a symbolic link to {shim.real_path}; $ORIGIN is the folder of the link "
-                  f"({folder}), where the sub-libraries are not", shim.path,
-                  f"link the whole folder, or add {os.path.dirname(shim.real_path or '')} to LD_LIBRARY_PATH")
-
-
-def _dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Step], cuda: int | None,
-                  cache: ElfCache, env: linker.LinkerEnv) -> tuple[Step, ...]:
+def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Step], cuda: int | None,
+                 ctx: Context) -> tuple[Step, ...]:
     """Non-cuDNN libraries the install needs: DT_NEEDED ones, and those cuDNN dlopens itself."""
     steps: dict[str, Step] = {}
     # the install's own files, then what the plan loads from elsewhere (LD_LIBRARY_PATH ...)
@@ -646,27 +584,26 @@ def _dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[St
     mine = {os.path.realpath(path) for path, _ in loading}
     for step in plan:
         if step.path and step.error is None and os.path.realpath(step.path) not in mine:
-            try:
-                loading.append((step.path, cache.inspect(os.path.realpath(step.path))))
-            except (OSError, ElfError):
-                continue
+            info = ctx.elf(step.path)
+            if info is not None:
+                loading.append((step.path, info))
     for path, info in loading:
         req = linker.Requester.from_elf(path, info)
         for needed in info.needed:
             if needed in steps or needed.startswith("libcudnn") or needed in SYSTEM_LIBRARIES:
                 continue
-            res = linker.resolve(needed, _chain(req), env)
-            steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), cache, env)
+            res = linker.resolve(needed, chain(req), ctx.linker)
+            steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), ctx)
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
     # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from.
     opener = next((step.path for step in plan if step.library in ("graph", "cnn_infer") and step.path), None) or \
         next((c.path for c in files if c.library in ("graph", "cnn_infer") and c.elf), None)
-    opener_req = requester(opener, cache) if opener else None
+    opener_req = requester(opener, ctx.cache) if opener else None
     if opener is not None and opener_req is not None and cuda and gen.major >= 8:
         for soname in (f"libcublasLt.so.{cuda}", f"libnvrtc.so.{cuda}"):
             if soname not in steps:
-                res = linker.resolve(soname, _chain(opener_req), env)
-                steps[soname] = make_step(soname, opener, (soname,), res, os.path.dirname(opener), cache, env)
+                res = linker.resolve(soname, chain(opener_req), ctx.linker)
+                steps[soname] = make_step(soname, opener, (soname,), res, os.path.dirname(opener), ctx)
     return tuple(steps.values())
 
 
@@ -677,180 +614,94 @@ SYSTEM_LIBRARIES = frozenset({
 })
 
 
-def _dependency_findings(step: Step, major: int) -> Iterable[Finding]:
-    if step.path is not None:
-        return
-    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
-    where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
-    source = DEPENDENCY_SOURCES.get(step.library, "install the package that provides it")
-    if step.library == "libcuda.so.1":
-        yield Finding("no-driver", INFO, "libcuda.so.1 (the NVIDIA driver) is not installed: "
-                      "libcudnn_engines_runtime_compiled cannot load and no handle can be created; expected on a "
-                      "machine without an NVIDIA GPU", step.requested_by, "install the NVIDIA driver")
-    elif step.library.startswith(("libcublasLt", "libnvrtc")):
-        severity = ERROR if step.library.startswith("libcublasLt") else WARNING
-        yield Finding("missing-dependency", severity, f"cuDNN dlopens {step.library} at run time and it would not "
-                      f"be found ({where})", step.requested_by, source)
-    else:
-        yield Finding("missing-dependency", ERROR, f"needs {step.library}, which would not be found ({where})",
-                      step.requested_by, source)
-
-
 # --- the whole machine ---------------------------------------------------------
 
-def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Finding], dict[tuple[str, int], list[str]]]:
-    """User-given files and folders: folders are searched; a file stands for the install it belongs to,
-    its folder's files of its generation, with the file itself as given (a symlinked shim stays one:
-    its $ORIGIN is the link's folder). What cannot be one (missing, a link to nothing or in a loop, a
-    device, a FIFO, a /proc file, a file not named libcudnn*) is an error finding, read in no way."""
-    origins: list[Origin] = []
-    findings: list[Finding] = []
-    given: dict[tuple[str, int], list[str]] = {}
-    for raw in paths:
-        path = os.path.abspath(raw)
-        problem = _given_problem(path)
-        if problem is not None:
-            findings.append(Finding(problem[0], ERROR, problem[1], path))
-        elif os.path.isdir(path):
-            if not any(_scan(path)):
-                findings.append(Finding("no-cudnn", ERROR, "no cuDNN library (libcudnn*.so.7, .8 or .9) in this "
-                                        "folder", path))
-            origins.append(Origin(path, "given on the command line"))
-        elif not os.path.basename(path).startswith("libcudnn"):
-            findings.append(Finding("no-cudnn", ERROR, "not a cuDNN library (its name is not libcudnn*)", path))
-        else:
-            lib = classify(os.path.basename(path))
-            given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
-    return origins, findings, given
-
-
-# What files.path_problem says of a path, as a finding code.
-_PATH_CODES = {"missing": "missing-file", "broken-symlink": "broken-symlink", "symlink-loop": "symlink-loop",
-               "permission": "unreadable", "not-regular": "not-a-regular-file"}
-
-
-def _given_problem(path: str) -> tuple[str, str] | None:
-    """(code, reason) when a path given on the command line cannot be read as a file or folder."""
-    problem = path_problem(path)
-    return (_PATH_CODES[problem[0]], problem[1]) if problem is not None else None
-
-
-def _record_conflicts(dists: Sequence[Distribution]) -> Iterable[Finding]:
-    owners: dict[str, list[Distribution]] = {}
-    for dist in dists:
-        for path in dist.files:
-            owners.setdefault(os.path.realpath(path), []).append(dist)
-    for path, claim in sorted(owners.items()):
-        if len(claim) > 1:
-            names = " and ".join(sorted(f"{d.name} {d.version}" for d in claim))
-            yield Finding("record-conflict", ERROR, f"claimed by {names}: one overwrote the other's file", path,
-                          f"pip uninstall {' '.join(sorted(d.name for d in claim))}, then install exactly one")
-
-
-@dataclass(frozen=True)
-class Context:
-    """The process a load would happen in: its environment, what ld.so would see there (LD_LIBRARY_PATH,
-    ld.so.cache, the executable, what is already mapped), the host's glibc and libstdc++, the ELF memo."""
-
-    environ: Mapping[str, str]
-    cache: ElfCache
-    linker: linker.LinkerEnv
-    host: Host
-
-
-def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
-            executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
-            cache: ElfCache | None = None) -> Context:
-    """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
-    ``cache``: an ELF memo already open (another context's), instead of reading it again."""
-    env_vars = dict(os.environ if environ is None else environ)
-    cache = cache or ElfCache(cache_file(env_vars) if use_cache else None)
-    link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
-                                             defaults=linker_defaults(cache, env_vars))
-    return Context(env_vars, cache, link_env, host_facts(link_env, cache))
-
-
 def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribution] = ()) -> Install | None:
-    """The install the cuDNN file at ``path`` belongs to, as that file would load it: its folder's files of
-    its generation, with ``path`` itself as opened (not resolved: a symlinked shim's $ORIGIN is the
-    link's folder). None when the file is of no known cuDNN generation."""
+    """The facts of the install the cuDNN file at ``path`` belongs to, as that file would load it: its
+    folder's files of its generation, with ``path`` itself as opened (not resolved: a symlinked shim's
+    $ORIGIN is the link's folder). None when the file is of no known cuDNN generation."""
     lib = classify(os.path.basename(path))
     if lib is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
-    scanned = _scan(folder).get(lib.major, [])
+    scanned = scan(folder).get(lib.major, [])
     same_key = {p for p in scanned if (other := classify(os.path.basename(p))) and other.key == lib.key}
     paths = [p for p in scanned if p not in same_key] + [os.path.abspath(path)]
-    return build_install(folder, lib.major, paths, found_via, cache=ctx.cache, host=ctx.host, env=ctx.linker,
-                         dists=dists)
+    return build_install(folder, lib.major, paths, found_via, ctx, dists)
 
 
-def find(
-    paths: Sequence[str] = (),
-    *,
-    environ: Mapping[str, str] | None = None,
-    site_paths: Sequence[str] | None = None,
-    system: bool | None = None,
-    use_cache: bool = True,
-    ctx: Context | None = None,
-) -> Inventory:
-    """Every cuDNN install on the machine (or only under ``paths`` when given), with verdicts.
-
-    ``system`` (default: True unless ``paths`` are given) adds the ld.so cache, the default
-    linker folders and /usr/local/cuda*; ``site_paths`` (default ``sys.path``) is where pip
-    distributions are looked for; ``ctx`` (default: this Python in ``environ``) is the process the
-    loads are judged for. A given file stands for the install it belongs to. Nothing is loaded.
-    """
-    ctx = ctx or context(environ, use_cache=use_cache)
-    origins, findings, given = _explicit(paths)
+def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str] | None = None,
+           system: bool | None = None) -> Inventory:
+    """The facts of every cuDNN install on the machine (or only under ``paths`` when given). ``system``
+    (default: True unless ``paths`` are given) adds the ld.so cache, the default linker folders and
+    /usr/local/cuda*; ``site_paths`` (default ``sys.path``) is where pip distributions are looked for. A
+    given file stands for the install it belongs to. Nothing is loaded, nothing is judged."""
+    origins, given_problems, given = _explicit(paths)
     searching = not paths
     sites = list(sys.path if site_paths is None else site_paths) if searching or site_paths else []
     # a given .../site-packages/nvidia/cudnn/lib folder (or a file in one): read its wheel's metadata too
     folders = [o.folder for o in origins] + [folder for folder, _ in given]
     sites += [os.path.normpath(os.path.join(folder, "..", "..", "..")) for folder in folders
-              if folder.endswith(os.path.join("nvidia", "cudnn", "lib"))]
+              if os.path.basename(os.path.dirname(os.path.normpath(folder))).startswith("cudnn")
+              and os.path.basename(folder) == "lib"]
     dists = cudnn_distributions(sites) if sites else ()
     if searching:
         search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
                                    distributions=dists)
         origins += search(search_ctx)
     installs: list[Install] = []
+    unknown: list[str] = []
     seen: set[tuple[str, int]] = set()
     for origin in origins:
-        for major, files in _scan(origin.folder).items():
+        for major, files in scan(origin.folder).items():
             real = (os.path.realpath(origin.folder), major)
             if real in seen:
                 continue
             seen.add(real)
-            installs += _installs_for(origin.folder, major, files, origin.found_via, ctx, dists, findings)
+            if major == 0:  # libcudnn* names no generation knows (libcudnn.so.6, libcudnn_foo.so)
+                unknown += files
+            else:
+                installs.append(build_install(origin.folder, major, files, origin.found_via, ctx, dists))
     for (folder, major), files in given.items():
-        if major == 0 or (os.path.realpath(folder), major) in seen:
-            installs += _installs_for(folder, 0, files, "given on the command line", ctx, dists, findings) \
-                if major == 0 else []
+        if major == 0:
+            unknown += files
+            continue
+        if (os.path.realpath(folder), major) in seen:
             continue
         seen.add((os.path.realpath(folder), major))
         shim = next((path for path in files if (lib := classify(os.path.basename(path))) and lib.key == "shim"),
                     files[0])
         installs += [install for install in [install_of(shim, ctx, "given on the command line", dists)] if install]
-    findings += _record_conflicts(dists)
-    findings += search_path_findings(ctx.linker)
     ctx.cache.save()
-    return Inventory(ctx.host, tuple(installs), tuple(findings), tuple(dists))
+    return Inventory(ctx.host, tuple(installs), (), tuple(dists), tuple(given_problems), tuple(unknown))
 
 
-def _installs_for(folder: str, major: int, files: list[str], found_via: str, ctx: Context,
-                  dists: Sequence[Distribution], findings: list[Finding]) -> list[Install]:
-    if major == 0:
-        # libcudnn* names no generation knows (libcudnn.so.6, libcudnn_foo.so): report each file
-        findings += [Finding("unknown-library", WARNING, "a libcudnn file of no known cuDNN generation "
-                             "(7, 8, 9)", path) for path in files]
-        return []
-    return [build_install(folder, major, files, found_via, cache=ctx.cache, host=ctx.host, env=ctx.linker,
-                          dists=dists)]
+def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Given], dict[tuple[str, int], list[str]]]:
+    """User-given files and folders: folders are searched; a file stands for the install it belongs to,
+    its folder's files of its generation, with the file itself as given (a symlinked shim stays one:
+    its $ORIGIN is the link's folder). What cannot be one (missing, a link to nothing or in a loop, a
+    device, a FIFO, a /proc file, a file not named libcudnn*, a folder without cuDNN) is a `Given`."""
+    origins: list[Origin] = []
+    problems: list[Given] = []
+    given: dict[tuple[str, int], list[str]] = {}
+    for raw in paths:
+        path = os.path.abspath(raw)
+        problem = path_problem(path)
+        if problem is not None:
+            problems.append(Given(path, _PATH_CODES[problem[0]], problem[1]))
+        elif os.path.isdir(path):
+            if not any(scan(path)):
+                problems.append(Given(path, Code.NO_CUDNN, "no cuDNN library (libcudnn*.so.7, .8 or .9) in this "
+                                      "folder"))
+            origins.append(Origin(path, "given on the command line"))
+        elif not os.path.basename(path).startswith("libcudnn"):
+            problems.append(Given(path, Code.NO_CUDNN, "not a cuDNN library (its name is not libcudnn*)"))
+        else:
+            lib = classify(os.path.basename(path))
+            given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
+    return origins, problems, given
 
 
-def inspect(paths: Sequence[str], *, environ: Mapping[str, str] | None = None, use_cache: bool = True) -> Inventory:
-    """Inventory and verdicts for the given files and folders only."""
-    if not paths:
-        raise UsageError("inspect() needs at least one file or folder")
-    return find(paths, environ=environ, system=False, use_cache=use_cache)
+# What files.path_problem says of a path, as a code.
+_PATH_CODES = {"missing": Code.MISSING_FILE, "broken-symlink": Code.BROKEN_SYMLINK, "symlink-loop": Code.SYMLINK_LOOP,
+               "permission": Code.UNREADABLE, "not-regular": Code.NOT_A_REGULAR_FILE}

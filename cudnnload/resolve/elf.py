@@ -17,11 +17,13 @@ pointing at one long string would otherwise cost a million copies of it).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
 import time
 
+from cudnnload.codes import Code
 from cudnnload.errors import CudnnloadError, ElfError
 from cudnnload.files import NotRegularFile, open_regular
 from cudnnload.resolve.fatbin import GpuCode, read_gpu_code
@@ -169,7 +171,8 @@ class _Reader:
         if sec.type == SHT_NOBITS:
             raise _damaged(f"section {sec.name or '(unnamed)'} is read as a table but has no bytes (SHT_NOBITS)")
         if sec.offset + sec.size > self.size:
-            raise ElfError(f"truncated: section {sec.name} ends at byte {sec.offset + sec.size}, file has {self.size}")
+            raise ElfError(f"truncated: section {sec.name} ends at byte {sec.offset + sec.size}, file has {self.size}",
+                           code=Code.TRUNCATED)
         return sec.offset, sec.offset + sec.size
 
     def entries(self, sec: _Section, layout: struct.Struct) -> Iterator[tuple[int, ...]]:
@@ -212,12 +215,12 @@ class _Sections:
         if shentsize < reader.shdr.size:
             raise _damaged(f"e_shentsize {shentsize}, smaller than a {reader.shdr.size}-byte section header")
         if shoff + reader.shdr.size > size:
-            raise ElfError(f"truncated: section table starts at byte {shoff}, file has {size}")
+            raise ElfError(f"truncated: section table starts at byte {shoff}, file has {size}", code=Code.TRUNCATED)
         first = reader.shdr.unpack_from(reader.data, shoff)
         count = reader.shnum or first[5]  # e_shnum 0: section 0's sh_size holds the count
         end = shoff + count * shentsize
         if end > size:
-            raise ElfError(f"truncated: section table ends at byte {end}, file has {size}")
+            raise ElfError(f"truncated: section table ends at byte {end}, file has {size}", code=Code.TRUNCATED)
         self.count = count
         names = first[6] if reader.shstrndx == SHN_XINDEX else reader.shstrndx
         if names:  # SHN_UNDEF: no section names
@@ -263,17 +266,17 @@ def _read(name: str, parse: Callable[[str, _Reader], T]) -> T:
     with handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
-            raise ElfError("empty file (0 bytes)", path=name)
+            raise ElfError("empty file (0 bytes)", path=name, code=Code.EMPTY_FILE)
         head = handle.read(64)
         if head[:4] != ELF_MAGIC:
-            raise ElfError("not an ELF file", path=name)
+            raise ElfError("not an ELF file", path=name, code=Code.NOT_ELF)
         if len(head) < (64 if head[4:5] == b"\x02" else 52):
-            raise ElfError(f"truncated ELF header: the file ends at byte {size}", path=name)
+            raise ElfError(f"truncated ELF header: the file ends at byte {size}", path=name, code=Code.TRUNCATED)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             try:
                 return parse(name, _Reader(handle.fileno(), data))
             except ElfError as exc:
-                raise ElfError(exc.reason, path=name, fix=exc.fix) from None
+                raise ElfError(exc.reason, path=name, fix=exc.fix, code=exc.code) from None
             except ImportError as exc:  # cudnnload's own install, not the file: no finding against the file
                 raise CudnnloadError(f"cannot read ELF files: {exc}", fix="pip install pyelftools") from None
             except Exception as exc:  # a check missed: still an answer about this file, not a crash
@@ -285,9 +288,10 @@ def _open(name: str) -> BinaryIO:
     try:
         return open_regular(name)
     except NotRegularFile as exc:
-        raise ElfError(exc.reason, path=name) from None
+        raise ElfError(exc.reason, path=name, code=Code.NOT_A_REGULAR_FILE) from None
     except OSError as exc:
-        raise ElfError(exc.strerror or str(exc), path=name) from None
+        code = {errno.ENOENT: Code.MISSING_FILE, errno.ELOOP: Code.SYMLINK_LOOP}.get(exc.errno or 0, Code.UNREADABLE)
+        raise ElfError(exc.strerror or str(exc), path=name, code=code) from None
 
 
 def _enum_name(table: Mapping[str, object], value: int) -> str:

@@ -41,6 +41,10 @@ class Distribution:
     files: tuple[str, ...]  # absolute paths of the shared objects its RECORD lists
     missing: tuple[str, ...]  # listed in RECORD, absent on disk
     requires: tuple[str, ...]
+    # what RECORD says of each of those files (PEP 376/627: "sha256=<urlsafe base64, unpadded>", size in bytes)
+    sizes: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    digests: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    installer: str | None = None  # INSTALLER's first line ("pip", "uv", "conda"): who installed it
 
 
 @dataclass(frozen=True)
@@ -87,13 +91,24 @@ def _read_dist_info(site: str, info: str) -> Distribution | None:
         if sep and not line[:1].isspace():
             fields.setdefault(name.strip(), []).append(value.strip())
     files: list[str] = []
+    sizes: dict[str, int] = {}
+    digests: dict[str, str] = {}
     try:
         record = read_regular(os.path.join(info, "RECORD"), _RECORD_BYTES).decode("utf-8", "replace")
         for row in csv.reader(io.StringIO(record, newline="")):
             if row and ".so" in os.path.basename(row[0]):
-                files.append(os.path.normpath(os.path.join(site, row[0])))
+                path = os.path.normpath(os.path.join(site, row[0]))
+                files.append(path)
+                if len(row) > 2 and row[2].isdigit():
+                    sizes[path] = int(row[2])
+                if len(row) > 1 and row[1].startswith("sha256="):
+                    digests[path] = row[1][len("sha256="):]
     except (OSError, NotRegularFile, csv.Error):
         pass  # no RECORD (a broken install): nothing to check against
+    try:
+        installer = read_regular(os.path.join(info, "INSTALLER"), 256).decode("utf-8", "replace").strip() or None
+    except (OSError, NotRegularFile):
+        installer = None
     return Distribution(
         name=fields.get("Name", ["?"])[0],
         version=fields.get("Version", ["?"])[0],
@@ -102,6 +117,9 @@ def _read_dist_info(site: str, info: str) -> Distribution | None:
         files=tuple(sorted(files)),
         missing=tuple(sorted(f for f in files if not os.path.lexists(f))),
         requires=tuple(fields.get("Requires-Dist", ())),
+        sizes=sizes,
+        digests=digests,
+        installer=installer,
     )
 
 

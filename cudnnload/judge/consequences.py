@@ -23,16 +23,29 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from cudnnload.errors import ElfError
-from cudnnload.findings import ABORT, HANG, NO_START, SIGBUS, STATUS, WRONG_RELEASE, Consequence
+from cudnnload.codes import Effect
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
-from cudnnload.resolve.elf import ElfInfo, read_dynamic_symbols
+from cudnnload.resolve.elf import ElfInfo
+from cudnnload.verdicts import Consequence
 
-MISSING, UNLOADABLE, KILLS, HANGS = "missing", "unloadable", "kills", "hangs"
+ABORT, HANG, NO_START, SIGBUS, STATUS, WRONG_RELEASE = (Effect.ABORT, Effect.HANG, Effect.NO_START, Effect.SIGBUS,
+                                                       Effect.STATUS, Effect.WRONG_RELEASE)
+# Why a load fails: the file is missing, or dlopen fails on it (both answered as a status or an abort, by the
+# generation), or opening it kills the process (a cut file: SIGBUS) or never returns (a FIFO: it hangs).
+MISSING, UNLOADABLE, KILLS, HANGS = "missing", "unloadable", Effect.SIGBUS, Effect.HANG
 _ENDS = (KILLS, HANGS)  # the process does not come back from such a load
+
+
+class FileFacts(Protocol):
+    """What the judge may ask of the files (`resolve.discovery.Context` answers, from the ELF memo)."""
+
+    def elf(self, path: str) -> ElfInfo | None: ...
+
+    def unresolved(self, path: str, provider: str, version: str) -> tuple[str, ...] | None: ...
 
 # Measured (fixtures/scenarios): the 9.28 shim's cudnnCreate looks up this graph function, which
 # 9.0's graph does not export ("Could not load symbol cudnnGetLibConfig. Error: ...", then abort()).
@@ -69,7 +82,9 @@ class Expectation:
     """What one call of an application (a `Call` of the catalog) would do with this install."""
 
     call: Call
-    outcome: str  # "value", "status", "absent" (the shim does not export it), ABORT, SIGBUS or HANG
+    # "value" (it returns one), "absent" (the shim does not export it), or the `Effect` of its failure: STATUS,
+    # ABORT, SIGBUS, HANG, or NO_START (the application's dlopen of the shim fails)
+    outcome: str
     status: int | None = None
     value: int | None = None
     message: str | None = None
@@ -86,7 +101,7 @@ class Prediction:
 # --- which sub-library loads -------------------------------------------------------------------------
 
 def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, Planned],
-               missing_dependencies: Mapping[str, str], elf_of: Callable[[str], ElfInfo | None]) -> dict[str, Load]:
+               missing_dependencies: Mapping[str, str], facts: FileFacts) -> dict[str, Load]:
     """Each sub-library's load, from where the plan says it comes from, in load order. A library
     fails when its file is missing or cannot be opened, when a library it NEEDs is missing
     (``missing_dependencies``: soname -> what was searched), or when a cuDNN library it NEEDs
@@ -112,15 +127,15 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         if error is not None:
             loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
             continue
-        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, elf_of)
+        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, facts)
     return loads
 
 
 def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release | None, loads: Mapping[str, Load],
-           missing_dependencies: Mapping[str, str], elf_of: Callable[[str], ElfInfo | None]) -> Load:
+           missing_dependencies: Mapping[str, str], facts: FileFacts) -> Load:
     """The load of a found file, given what it NEEDs. Where two releases meet, the cause is the library of
     the release the install is not (``install``): the stray one, whichever side of the edge it is on."""
-    info = elf_of(path)
+    info = facts.elf(path)
     for needed in (info.needed if info else ()):
         if needed in missing_dependencies:
             return Load(lib.key, path, release, UNLOADABLE,
@@ -134,7 +149,7 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                         need.error if need.fails in _ENDS else f"it needs {key}, which cannot load: {need.error}",
                         need.cause)
         if release and need.release and need.release != release and need.path:
-            unresolved = _unresolved(path, need.path, f"{need_lib_soname(lib, key)}")
+            unresolved = facts.unresolved(path, need.path, need_lib_soname(lib, key))
             if unresolved is None or unresolved:
                 symbol = f"{unresolved[0]}, version {need_lib_soname(lib, key)}" if unresolved else \
                     f"(a symbol of cuDNN {release}'s {key}, which {need.path} of {need.release} lacks)"
@@ -147,23 +162,11 @@ def need_lib_soname(lib: SubLibrary, key: str) -> str:
     return f"libcudnn_{key}.so.{lib.major}"
 
 
-def _unresolved(path: str, provider: str, version: str) -> tuple[str, ...] | None:
-    """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error names
-    when glibc meets it first); None when either file cannot be read. cuDNN 9 sub-libraries bind to
-    graph-internal C++ symbols that change between releases (9.0's ops lacks 9.28 graph's); a cuDNN 8
-    sub-library of an older release loads beside newer ones it needs (8.5 ops_train on 8.9.7 ops_infer)."""
-    try:
-        return read_dynamic_symbols(path).unresolved(version, read_dynamic_symbols(provider))
-    except (OSError, ElfError):
-        return None
-
-
 # --- what the application sees ----------------------------------------------------------------------
 
 def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load], *,
             missing_dependencies: Mapping[str, str] | None = None, shim: ElfInfo | None = None,
-            shim_fails: Load | None = None, elf_of: Callable[[str], ElfInfo | None] = lambda path: None,
-            gpu: bool = False) -> Prediction:
+            shim_fails: Load | None = None, facts: FileFacts | None = None, gpu: bool = False) -> Prediction:
     """Every call of ``gen.exercise`` with these loads on a machine with or without a GPU, and a
     `Consequence` per cause of failure. ``shim_fails``: the application's dlopen of the shim itself
     fails (or kills it), and nothing else happens."""
@@ -176,11 +179,11 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
                                                            message=said),)},
                               (Expectation(opening, effect, cause="shim"),))
         return Prediction(loads, {shim_fails.cause or "shim": (shim_cannot_load(gen, shim_fails.error or ""),)},
-                          (Expectation(opening, "fails", message=shim_fails.error, cause=shim_fails.cause),))
+                          (Expectation(opening, NO_START, message=shim_fails.error, cause=shim_fails.cause),))
     missing = dict(missing_dependencies or {})
     exports = set(shim.cudnn_functions) if shim else None
     graph = loads.get("graph")
-    graph_info = elf_of(graph.path) if graph and graph.path and graph.fails is None else None
+    graph_info = facts.elf(graph.path) if facts and graph and graph.path and graph.fails is None else None
     expectations: list[Expectation] = []
     for call in gen.exercise:
         expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu)
@@ -204,7 +207,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return _failed_call(gen, release, call, lib, load, _graph_release(loads))
         if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
-            return Expectation(call, "status", status=14, cause=lib.key)
+            return Expectation(call, STATUS, status=14, cause=lib.key)
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
         cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
@@ -221,8 +224,8 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         number = (home.release if home else release)
         return Expectation(call, "value", value=number.number if number else None)
     if call.needs_gpu and not gpu:
-        return Expectation(call, "status", status=1 if gen.major < 9 else 1001)
-    return Expectation(call, "status", status=gen.status_code(call.healthy) if call.healthy else 0)
+        return Expectation(call, STATUS, status=1 if gen.major < 9 else 1001)
+    return Expectation(call, STATUS, status=gen.status_code(call.healthy) if call.healthy else 0)
 
 
 def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubLibrary, load: Load,
@@ -239,10 +242,10 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         by = graph or release
         status = 1008 if by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR else 1001
         names = ", ".join(lib.names_tried(by))
-        return Expectation(call, "status", status=status, message=f"Unable to load any of {{{names}}}",
+        return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
                            cause=load.cause)
     if gen.major == 9 and lib.key != "graph":
-        return Expectation(call, "status", status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
+        return Expectation(call, STATUS, status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
                            cause=load.cause)
     if gen.major == 9:
         return Expectation(call, ABORT, message=f"Invalid handle. Cannot load symbol {call.function}", cause=load.cause)
@@ -273,7 +276,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
         home = next(lib for lib in failing if first in lib.calls)
         expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads))
         found[cause] = (Consequence(
-            calls=_calls_text(failing, gen), effect=expected.outcome if expected.outcome != "status" else STATUS,
+            calls=_calls_text(failing, gen), effect=Effect(expected.outcome),
             library=cause, status=expected.status,
             status_name=gen.status_name(expected.status) if expected.status is not None else None,
             message=expected.message, first_call=first.function),)
@@ -356,15 +359,15 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
         call = str(expectation.call)
         got = truth.results.get(call)
         said = f"{call}: predicted {_said(expectation)}"
-        if expectation.outcome == "fails":  # the app's dlopen of the shim
+        if expectation.outcome == NO_START:  # the app's dlopen of the shim
             if not (got or "").startswith("error") or (expectation.message or "") not in (got or ""):
                 wrong.append(f"{said} ({expectation.message}), got {got}")
             return wrong
-        if expectation.outcome in ("abort", "sigbus", "hang"):
-            want = {"abort": "SIGABRT", "sigbus": "SIGBUS", "hang": "hang"}[expectation.outcome]
+        if expectation.outcome in (ABORT, SIGBUS, HANG):
+            want = {ABORT: "SIGABRT", SIGBUS: "SIGBUS", HANG: "hang"}[Effect(expectation.outcome)]
             if truth.died_in != call or truth.signal != want:
                 wrong.append(f"{said}, but the process {_fate(truth, call)}")
-            elif expectation.outcome == "abort" and expectation.message and not any(
+            elif expectation.outcome == ABORT and expectation.message and not any(
                     _same_message(expectation.message, line) for line in truth.printed):
                 wrong.append(f"{said}, and cuDNN printed {truth.printed[-1:]} instead")
             if index + 1 < len(expected):
@@ -384,7 +387,7 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
 
 
 def _said(expectation: Expectation) -> str:
-    if expectation.outcome == "status":
+    if expectation.outcome == STATUS:
         return f"status={expectation.status}"
     if expectation.outcome == "value":
         return f"value={expectation.value}"

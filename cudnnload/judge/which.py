@@ -2,7 +2,7 @@
 
 The consumer is this Python process (default) or a shared object or program such as
 ``libtorch_cuda.so``. The shim is looked up as the consumer's ``dlopen`` (or DT_NEEDED entry)
-would; then the install that shim belongs to is judged by `discovery.install_of`, the code
+would; then the install that shim belongs to is judged by `inventory.judged_install_of`, the code
 ``inspect`` uses, so ``which`` and ``inspect`` cannot disagree about the same files: each
 sub-library as the shim's own run-time ``dlopen`` would get it (the part ``ldd`` cannot see).
 A consumer that is itself a cuDNN file (a shim or a sub-library, of any generation) stands for
@@ -16,14 +16,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.codes import Code, SubjectKind
 from cudnnload.errors import UsageError
-from cudnnload.findings import ERROR, INFO, Finding
+from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.inventory import judged_install_of
+from cudnnload.judge.policy import CODES, search_path_findings
 from cudnnload.resolve import linker
+from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
-from cudnnload.resolve.discovery import Context, Install, Step, context, install_of, make_step, requester, subjects
+from cudnnload.resolve.discovery import Context, Install, Step, context, make_step, requester
 from cudnnload.resolve.mapped import mapped_libraries
-from cudnnload.resolve.policy import CODES, search_path_findings
 from cudnnload.resolve.sources import cudnn_distributions
+from cudnnload.verdicts import ERROR, Finding, Fix, Subject, fix, set_variable
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class Which:
 
     @property
     def healthy(self) -> bool:
-        return not any(f.severity == ERROR for f in self.findings)
+        return not any(f.severity is ERROR for f in self.findings)
 
 
 def _names(requested: Sequence[str]) -> tuple[SubLibrary, ...] | None:
@@ -111,15 +115,15 @@ def which(
         shim_step = shim_for(gen, consumer, consumer_req, ctx, site_paths)
         if shim_step.path is None and not requested:
             continue  # this generation is not here; try the next older one
-        steps += _resolve_generation(gen, libs, shim_step, ctx, findings, explicit=bool(requested))
+        steps += _resolve_generation(gen, libs, shim_step, ctx, findings, explicit=bool(requested),
+                                     site_paths=site_paths)
         if not requested:
             break
     if not steps:
-        findings.append(Finding("not-found", ERROR, "no cuDNN shim (libcudnn.so.9/.8/.7) is reachable by the "
-                                "linker or installed as a pip wheel", consumer_path,
-                                "pip install nvidia-cudnn-cu12 (or -cu13), or set LD_LIBRARY_PATH to the folder "
-                                "holding libcudnn.so.9"))
-    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []))
+        findings.append(Finding(Code.NOT_FOUND, "no cuDNN shim (libcudnn.so.9/.8/.7) is reachable by the linker or "
+                                "installed as a pip wheel", Subject(SubjectKind.CONSUMER, consumer_path, "shim"),
+                                not_found_fix(GENERATIONS[gens[0]] if gens else GENERATIONS[9], ctx, site_paths)))
+    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=Access())
     ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 
@@ -134,34 +138,36 @@ def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Request
     if consumer and own is not None and own.major == gen.major:
         path = consumer if own.key == "shim" else os.path.join(os.path.dirname(consumer), shim.soname)
         res = linker.resolve(path, None, ctx.linker)
-        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(path), ctx.cache, ctx.linker)
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(path), ctx)
     res = linker.resolve(shim.soname, linker.Chain((consumer_req,)) if consumer_req else None, ctx.linker)
     if res.path:
-        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), ctx.cache, ctx.linker)
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), ctx)
     # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path.
     for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
         for folder in dist.lib_folders:
             path = os.path.join(folder, shim.soname)
             if os.path.exists(path):
                 rule = f"by-path (pip wheel {dist.name} {dist.version}; not on any linker path)"
-                return make_step("shim", asker, (shim.soname,), res, folder, ctx.cache, ctx.linker,
+                return make_step("shim", asker, (shim.soname,), res, folder, ctx,
                                  found=(path, rule))
-    return make_step("shim", asker, (shim.soname,), res, None, ctx.cache, ctx.linker)
+    return make_step("shim", asker, (shim.soname,), res, None, ctx)
 
 
 def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, ctx: Context,
-                        findings: list[Finding], explicit: bool) -> list[Step]:
+                        findings: list[Finding], explicit: bool, site_paths: Sequence[str] | None) -> list[Step]:
     """Steps for ``libs`` from the install the shim belongs to; an optional library (ext, tensor_ir) that is
     nowhere is left out unless asked for. Findings: the install's, about these libraries."""
     if shim_step.path is None:
-        findings.append(Finding("not-found", ERROR, f"{gen.shim.soname} would not be found", shim_step.requested_by,
-                                "pip install nvidia-cudnn-cu12, or add its folder to LD_LIBRARY_PATH"))
+        findings.append(Finding(Code.NOT_FOUND, f"{gen.shim.soname} would not be found",
+                                Subject(SubjectKind.CONSUMER, shim_step.requested_by, "shim"),
+                                not_found_fix(gen, ctx, site_paths)))
         return [shim_step] if any(lib.key == "shim" for lib in libs) else []
     if shim_step.rule.startswith("by-path"):
-        findings.append(Finding("only-by-path", INFO, f"{gen.shim.soname} is not on any linker search path; it "
-                                "is found only by programs that load it by absolute path (PyTorch, JAX do)",
-                                shim_step.path))
-    install = install_of(shim_step.path, ctx, f"as {os.path.basename(shim_step.requested_by or '?')} loads it")
+        findings.append(Finding(Code.ONLY_BY_PATH, f"{gen.shim.soname} is not on any linker search path; it is "
+                                "found only by programs that load it by absolute path (PyTorch, JAX do)",
+                                Subject(SubjectKind.FILE, shim_step.path, "shim")))
+    install = judged_install_of(shim_step.path, ctx,
+                                f"as {os.path.basename(shim_step.requested_by or '?')} loads it")
     assert install is not None  # the shim's name is a cuDNN name
     steps = [shim_step] if gen.shim in libs else []
     keys = {lib.key for lib in libs}
@@ -169,7 +175,7 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
     if explicit:
         planned = {step.library for step in install.plan}
         steps += [make_step(lib.key, shim_step.path, lib.names_tried(install.release),
-                            linker.Resolution(lib.soname, None, "not-found"), None, ctx.cache, ctx.linker)
+                            linker.Resolution(lib.soname, None, "not-found"), None, ctx)
                   for lib in libs if lib.key not in planned and lib.key != "shim"]
     findings += _about(install, keys)
     return steps
@@ -177,6 +183,18 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
 
 def _about(install: Install, keys: set[str]) -> list[Finding]:
     """The install's findings about these sub-libraries (and what they need), and its search-path ones."""
-    return [f for f in install.all_findings
-            if keys & set(subjects(f)) or any(c.library in keys for c in f.consequences)
-            or (f.code in CODES and not subjects(f))]  # search-path policy about the whole install
+    return [f for f in install.findings
+            if f.subject.library in keys or any(c.library in keys for c in f.consequences)
+            or (f.code in CODES and f.subject.library is None)]  # search-path policy about the whole install
+
+
+def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None) -> Fix:
+    """A shim no search finds: the folder of an installed wheel of this generation on LD_LIBRARY_PATH
+    (frameworks that load it by path find it anyway); else cuDNN installed."""
+    for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
+        for folder in dist.lib_folders:
+            if os.path.exists(os.path.join(folder, gen.shim.soname)):
+                value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
+                return fix(set_variable("LD_LIBRARY_PATH", value),
+                           note=f"the folder of {dist.name} {dist.version}, which no search reaches")
+    return cudnn_install(gen.major, None, None)

@@ -1,0 +1,197 @@
+"""The words of a verdict, as enums: how bad (`Severity`), how a failure shows (`Effect`), what is wrong
+(`Code`), what a finding is about (`SubjectKind`) and what a fix does (`ActionKind`).
+
+Its own module, below `errors` and `verdicts`, so that any stage (and the ELF reader, on the path a warm
+start takes) can name a code without importing dataclasses (10 ms). A `Code` carries its severity (the
+one it has, or the ones it may have, first the usual), whether it keeps ``load()`` from taking an
+install, and the line README's table gives it (tests/test_verdicts.py checks the table against it).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Word(str, Enum):
+    """An enum of words: printed, formatted and written to JSON as its value (``"error"``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Severity(_Word):
+    ERROR = "error"  # this will fail
+    WARNING = "warning"  # works, but fragile
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Errors first, then warnings, then information."""
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+class Effect(_Word):
+    """How a failure shows to the program that meets it (one vocabulary for the prediction, the probe and a
+    program's run)."""
+
+    STATUS = "status"  # the calls return a cudnnStatus_t; the process goes on
+    ABORT = "abort"  # cuDNN prints a line and calls abort(): SIGABRT, exit status 134, "Aborted (core dumped)"
+    SIGBUS = "sigbus"  # the process dies of SIGBUS inside dlopen, printing nothing
+    HANG = "hang"  # dlopen never returns: glibc's open() of a FIFO blocks until something writes to it
+    NO_START = "no-start"  # the program, or its dlopen of cuDNN, fails before any cuDNN call
+    WRONG_RELEASE = "wrong-release"  # the calls work, against another release than the one meant
+
+
+class Code(_Word):
+    """Stable identifiers other tools match on (``findings[].code`` in ``--json``)."""
+
+    severity: Severity
+    severities: tuple[Severity, ...]
+    blocks_load: bool
+    text: str
+
+    def __new__(cls, value: str, severities: Severity | tuple[Severity, ...], blocks_load: bool, text: str) -> Code:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.severities = severities if isinstance(severities, tuple) else (severities,)
+        member.severity = member.severities[0]
+        member.blocks_load = blocks_load
+        member.text = text
+        return member
+
+    # one file
+    MISSING_FILE = ("missing-file", ERROR, True, "a given path, or a file a link points to, does not exist")
+    NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder without "
+                "`libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
+    NOT_ELF = ("not-elf", ERROR, True, "the file is not an ELF object")
+    EMPTY_FILE = ("empty-file", ERROR, True, "the file is 0 bytes")
+    TRUNCATED = ("truncated", ERROR, True, "the ELF header, section table or a section runs past the end of the file")
+    DAMAGED_ELF = ("damaged-elf", ERROR, True, "ELF structures that do not parse")
+    UNREADABLE = ("unreadable", ERROR, True, "permission denied (the file, or a folder on its path) or another "
+                  "read error")
+    BROKEN_SYMLINK = ("broken-symlink", ERROR, True, "a symbolic link to nothing")
+    NOT_A_REGULAR_FILE = ("not-a-regular-file", ERROR, True, "a FIFO, a socket, a device or a /proc or /sys file "
+                          "where a library is expected: never opened (glibc's dlopen of a FIFO hangs, of a device "
+                          "fails)")
+    SYMLINK_LOOP = ("symlink-loop", ERROR, True, "a symbolic link loop")
+    FOREIGN_ELF = ("foreign-elf", ERROR, True, "wrong ELF class or machine for this host (32-bit, aarch64 on "
+                   "x86-64, ...)")
+    SONAME_MISMATCH = ("soname-mismatch", WARNING, False, "the SONAME is not the one the file name promises")
+    GLIBC_TOO_OLD = ("glibc-too-old", ERROR, True, "the file needs a newer `GLIBC_x.y` than this machine has")
+    LIBSTDCXX_TOO_OLD = ("libstdcxx-too-old", ERROR, True, "the file needs a newer `GLIBCXX_`/`CXXABI_` than the "
+                         "libstdc++ that would load")
+    UNKNOWN_LIBRARY = ("unknown-library", WARNING, False, "a `libcudnn*` file of no known generation")
+    # one install
+    MISSING_SHIM = ("missing-shim", (WARNING, ERROR), False, "the folder has sub-libraries but no `libcudnn.so.N` "
+                    "(a warning for cuDNN 9, whose sub-libraries are found through a shim elsewhere)")
+    MISSING_SUBLIBRARY = ("missing-sublibrary", ERROR, True, "a sub-library the shim will open is missing from its "
+                          "folder")
+    MIXED_RELEASE = ("mixed-release", ERROR, True, "a sub-library (in the folder, or the one the linker would pick) "
+                     "is from another release")
+    SUBLIBRARY_ELSEWHERE = ("sublibrary-elsewhere", WARNING, False, "the shim would load a sub-library from "
+                            "outside its own folder")
+    SUBLIBRARY_UNLOADABLE = ("sublibrary-unloadable", ERROR, False, "a sub-library the shim would get cannot load "
+                             "(a dependency or a symbol of another release missing), with what calls then do")
+    ORIGIN_THROUGH_SYMLINK = ("origin-through-symlink", ERROR, True, "the shim is reached through a symlink; "
+                              "`$ORIGIN` is the link's folder, where the sub-libraries are not")
+    MISSING_DEPENDENCY = ("missing-dependency", (ERROR, WARNING), False, "a NEEDED library (libz) or one cuDNN "
+                          "dlopens (cuBLASLt: error; NVRTC: warning) would not be found")
+    RECORD_MISSING_FILE = ("record-missing-file", ERROR, False, "a pip distribution's RECORD lists a library that "
+                           "is not on disk")
+    RECORD_MISMATCH = ("record-mismatch", ERROR, False, "a library's size (or, with `--verify`, its sha256) is not "
+                       "the one its distribution's RECORD lists: replaced or damaged")
+    RECORD_CONFLICT = ("record-conflict", ERROR, False, "two distributions claim the same file (e.g. cu12 and cu13 "
+                       "in one environment)")
+    # resolving a name
+    NOT_FOUND = ("not-found", ERROR, False, "(`which`, `doctor TARGET`) no cuDNN shim would be found for the name "
+                 "the program asks for")
+    ONLY_BY_PATH = ("only-by-path", INFO, False, "(`which`) the shim is a pip wheel on no linker path: found only "
+                    "by programs that load it by path")
+    # the probe and the driver
+    PROBE_CRASHED = ("probe-crashed", ERROR, False, "(`doctor`) loading the set kills a process (a cuDNN "
+                     "`abort()`, a signal, a hang)")
+    NO_DRIVER = ("no-driver", (INFO, ERROR), False, "no NVIDIA driver (`libcuda.so.1`): info where the machine has "
+                 "no NVIDIA hardware, an error where `/dev/nvidia*` exists")
+    NO_GPU_VISIBLE = ("no-gpu-visible", ERROR, False, "the driver reports no device (`CUDA_VISIBLE_DEVICES` hides "
+                      "them all, or none is there)")
+    DRIVER_ERROR = ("driver-error", ERROR, False, "the driver failed to initialise for another reason (the "
+                    "CUresult and a remedy are given)")
+    DRIVER_UNCHECKED = ("driver-unchecked", WARNING, False, "cuda-python is not importable: driver and GPUs were "
+                        "not checked")
+    DRIVER_TOO_OLD = ("driver-too-old", ERROR, False, "the driver supports an older CUDA major than cuDNN was "
+                      "built for (`cudnnGetCudartVersion`)")
+    DRIVER_MINOR_COMPAT = ("driver-minor-compat", INFO, False, "same CUDA major, older minor: runs under CUDA "
+                           "minor-version compatibility")
+    GPU_TOO_OLD = ("gpu-too-old", ERROR, False, "a GPU's compute capability is below what this cuDNN supports "
+                   "(cuDNN 9.11+: sm_75)")
+    GPU_TOO_NEW = ("gpu-too-new", (WARNING, ERROR), False, "a GPU newer than `cudnnGetMaxDeviceVersion`; a "
+                   "warning where PTX can be JIT-compiled for it")
+    NO_KERNELS_FOR_GPU = ("no-kernels-for-gpu", ERROR, False, "a library has neither SASS nor usable PTX for a "
+                          "GPU's architecture")
+    # the frameworks
+    CONSUMER_PIN_UNMET = ("consumer-pin-unmet", WARNING, False, "a framework's `Requires-Dist` pin on "
+                          "`nvidia-cudnn-*` is not met by what is installed")
+    CONSUMER_NEEDS_OTHER_MAJOR = ("consumer-needs-other-major", ERROR, False, "a framework's libraries NEED "
+                                  "`libcudnn.so.N` of another major than the cuDNN it gets")
+    CONSUMER_RUNTIME_OLDER_THAN_BUILD = ("consumer-runtime-older-than-build", ERROR, False, "the cuDNN a framework "
+                                         "gets is older than the one it was built with (its own rule)")
+    CONSUMER_KNOWN_BAD = ("consumer-known-bad", (ERROR, WARNING), False, "a cuDNN release the framework lists as "
+                          "broken")
+    CONSUMER_BROKEN = ("consumer-broken", ERROR, False, "a framework is installed but cannot be imported or read")
+    # a program's run (`doctor -- COMMAND`)
+    PREDICTION_DISAGREES = ("prediction-disagrees", (WARNING, ERROR), False, "(`doctor`) the probe or the program "
+                            "did otherwise than predicted; an error where another cuDNN was already in the process")
+    PROGRAM_DIED = ("program-died", ERROR, False, "(`doctor --`) the program died of a signal; where (abort after "
+                    "which cuDNN message, SIGBUS mapping which file)")
+    PROGRAM_TIMED_OUT = ("program-timed-out", ERROR, False, "(`doctor --`) killed at `--timeout`, with every "
+                         "process it started")
+    PROGRAM_FAILED = ("program-failed", ERROR, False, "(`doctor --`) the program exited non-zero for reasons of its "
+                      "own; cuDNN is not blamed")
+    LOAD_FAILED = ("load-failed", ERROR, False, "(`doctor --`) a cuDNN, cuBLAS or NVRTC name the program asked for "
+                   "was not found, and where it was looked for")
+    MIXED_IN_PROCESS = ("mixed-in-process", ERROR, False, "(`doctor --`, `--pid`) cuDNN libraries from several "
+                        "folders or releases were mapped in one process")
+    CUDNN_ERROR = ("cudnn-error", (INFO, WARNING), False, "(`doctor --`) a cuDNN call returned an error in the API "
+                   "log (info where the prediction expected it, e.g. no GPU)")
+    UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
+                     "(secure-execution mode): its rule cannot be shown")
+    # search-path policy
+    RELATIVE_SEARCH_PATH = ("relative-search-path", WARNING, False, "an empty or relative entry in "
+                            "`LD_LIBRARY_PATH` or in a DT_RPATH/DT_RUNPATH: glibc searches it from the current "
+                            "directory, so libraries are loaded from wherever the program runs (`load()` passes "
+                            "such an install over)")
+    WRITABLE_SEARCH_PATH = ("writable-search-path", WARNING, False, "a folder on `LD_LIBRARY_PATH` or in a "
+                            "DT_RPATH/DT_RUNPATH that someone other than root and its owner can put a library in")
+    WRITABLE_LIBRARY = ("writable-library", WARNING, False, "a cuDNN file (symlinks followed) writable by others, "
+                        "or by a group other than its owner's user private group")
+    FOREIGN_OWNER = ("foreign-owner", WARNING, False, "a cuDNN file owned by a user who is neither root nor you")
+    ORIGIN_IN_SETUID = ("origin-in-setuid", (WARNING, ERROR), False, "(`doctor PROGRAM`) a set-user-ID, "
+                        "set-group-ID or file-capability program's DT_RPATH/DT_RUNPATH entry that secure-execution "
+                        "mode drops; an error where its cuDNN is found through that entry")
+
+
+class SubjectKind(_Word):
+    FILE = "file"  # one library file
+    INSTALL = "install"  # a folder holding one cuDNN generation
+    DISTRIBUTION = "distribution"  # a pip distribution (its RECORD)
+    VARIABLE = "variable"  # an environment variable, or one entry of it
+    CONSUMER = "consumer"  # a framework, program or shared object that uses cuDNN
+    PROGRAM = "program"  # a program run under `doctor -- COMMAND`, or a running process
+    DRIVER = "driver"  # the NVIDIA driver and the GPUs it shows
+    TARGET = "target"  # what doctor was pointed at, as a whole
+
+
+class ActionKind(_Word):
+    ENV_REMOVE_ENTRY = "env-remove-entry"  # {variable, entry}
+    ENV_UNSET = "env-unset"  # {variable}
+    ENV_SET = "env-set"  # {variable, value}
+    DELETE = "delete"  # {path}
+    PIP_INSTALL = "pip-install"  # {requirements, options, target, python}
+    RUN = "run"  # {argv}: run the program as argv + program
+    MANUAL = "manual"  # {text}: no automatic action exists (a driver upgrade, relinking)

@@ -1,0 +1,119 @@
+"""Fixes as actions, derived from the facts of the case: which package provides what, for which cuDNN
+generation and CUDA major; which distribution owns a damaged file and where it lives; which entry of which
+variable gave the wrong file. Pure: every decision reads facts handed in, never the disk.
+
+What PyPI has (checked 2026-11-24 with ``pip index versions``): cuDNN 8 as nvidia-cudnn-cu11 (8.5 - 8.9.6)
+and nvidia-cudnn-cu12 (8.9.x); cuDNN 9 as nvidia-cudnn-cu11 (9.0 - 9.10), -cu12 and -cu13; no cuDNN 7 and
+nothing for CUDA 10. cuBLAS as nvidia-cublas-cu11, -cu12 and (CUDA 13) nvidia-cublas; NVRTC as
+nvidia-cuda-nvrtc-cu12 and nvidia-cuda-nvrtc; the CUDA runtime as nvidia-cuda-runtime-cu11/-cu12 and
+nvidia-cuda-runtime.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from cudnnload.resolve.catalog import Release
+from cudnnload.verdicts import Action, Fix, fix, manual, pip_install
+
+# cuDNN generation -> CUDA majors it has pip wheels for
+_CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
+_NEWEST_CUDA = 13
+
+
+def cudnn_requirement(major: int, cuda: int | None, release: Release | None = None) -> str | None:
+    """The pip requirement for cuDNN ``major`` built for CUDA ``cuda`` (the newest CUDA with wheels when
+    unknown), exactly ``release`` when given; None when no wheel exists (cuDNN 7, CUDA 10)."""
+    majors = _CUDNN_WHEELS.get(major)
+    if majors is None:
+        return None
+    cuda = cuda if cuda is not None else (_NEWEST_CUDA if major >= 9 else 12)
+    if cuda not in majors:
+        return None
+    name = f"nvidia-cudnn-cu{cuda}"
+    if release is not None:
+        return f"{name}=={release}"
+    return f"{name}>={major},<{major + 1}"
+
+
+def dependency_requirement(soname: str) -> str | None:
+    """The pip distribution that provides a CUDA library cuDNN needs, by soname; None when pip has none
+    (the driver's libcuda, zlib, a CUDA 10 runtime)."""
+    match = re.match(r"lib(cublasLt|cublas|nvrtc|cudart)\.so\.(\d+)", soname)
+    if match is None:
+        return None
+    what, cuda = match.group(1), int(match.group(2))
+    base = {"cublasLt": "nvidia-cublas", "cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc",
+            "cudart": "nvidia-cuda-runtime"}[what]
+    if cuda >= 13:
+        return base
+    if cuda == 11 and what == "nvrtc":
+        return "nvidia-cuda-nvrtc-cu11"
+    return f"{base}-cu{cuda}" if cuda in (11, 12) else None
+
+
+def dependency_manual(soname: str) -> Action:
+    """A dependency pip cannot provide: what to do, in words."""
+    if soname.startswith("libcuda.so"):
+        return manual("install the NVIDIA driver (libcuda.so.1 comes only with it)")
+    if soname.startswith("libz.so"):
+        return manual("install zlib (apt install zlib1g, dnf install zlib)")
+    return manual(f"install the package that provides {soname} (for a CUDA library: the CUDA toolkit of that "
+                  "version), or add the folder that holds it to LD_LIBRARY_PATH")
+
+
+def reinstall(name: str, version: str, site: str | None, python: str | None) -> Action:
+    """Put a damaged or incomplete pip distribution back as it was released: the same version, every file
+    rewritten (``--force-reinstall``), its dependencies left as they are (``--no-deps``), into the
+    site-packages folder that holds it."""
+    return pip_install([f"{name}=={version}"], options=("--force-reinstall", "--no-deps"), target=site, python=python)
+
+
+def install_kind(folder: str) -> str:
+    """How a cuDNN folder was most likely installed, from its path alone: "pip", "conda", "toolkit" (the
+    NVIDIA tarball or CUDA toolkit under /usr/local/cuda*), "system" (a distribution package) or "folder"."""
+    parts = folder.split("/")
+    if "site-packages" in parts or "dist-packages" in parts:
+        return "pip"
+    if any(part in ("conda", "miniconda3", "anaconda3", "miniforge3", "mambaforge", "envs") for part in parts):
+        return "conda"
+    if folder.startswith("/usr/local/cuda"):
+        return "toolkit"
+    if folder.rstrip("/") in ("/lib", "/lib64", "/usr/lib", "/usr/lib64") or folder.startswith(
+            ("/usr/lib/", "/lib/")):
+        return "system"
+    return "folder"
+
+
+def manual_reinstall(folder: str, major: int, release: Release | None) -> Action:
+    """How to put back a cuDNN that pip does not own, by how it was installed."""
+    wanted = f"cuDNN {release}" if release else f"cuDNN {major}"
+    kind = install_kind(folder)
+    if kind == "conda":
+        return manual(f"reinstall {wanted} in that conda environment (conda install --force-reinstall cudnn)")
+    if kind == "system":
+        package = f"libcudnn{major}" if major < 9 else "libcudnn9-cuda-12 (or -cuda-13)"
+        return manual(f"reinstall {wanted} from the distribution's package ({package}: apt-get install --reinstall, "
+                      "dnf reinstall)")
+    if kind == "toolkit":
+        return manual(f"unpack {wanted} again into {folder} from NVIDIA's archive (the tar file for this CUDA)")
+    return manual(f"put back the complete {wanted} in {folder} (every file of one release, from the package it "
+                  "came from)")
+
+
+def cudnn_install(major: int, cuda: int | None, python: str | None, site: str | None = None,
+                  release: Release | None = None) -> Fix:
+    """Install a cuDNN of ``major`` for CUDA ``cuda`` with pip, where a wheel exists; else in words."""
+    requirement = cudnn_requirement(major, cuda, release)
+    if requirement is not None:
+        return fix(pip_install([requirement], target=site, python=python))
+    if major == 7:
+        return fix(manual("cuDNN 7 has no pip wheel: install it from NVIDIA's archive (cudnn-*-v7.*.tgz), conda "
+                          "(conda install cudnn=7) or the distribution's libcudnn7 package"))
+    return fix(manual(f"no pip wheel of cuDNN {major} exists for CUDA {cuda}: install it from NVIDIA's archive "
+                      "or conda"))
+
+
+def folder_of(path: str) -> str:
+    return posixpath.dirname(path)

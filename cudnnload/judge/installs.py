@@ -1,0 +1,365 @@
+"""The verdict on one install: what is wrong with its files, its plan and its dependencies, what an
+application will see (`consequences`), and the fix for each problem (`fixes`), from the facts `resolve`
+gathered (`resolve.discovery.Install`). Pure: files are asked about through the context's facts
+(`Context.elf`, `Context.unresolved`, `resolve.access.Access`), never read here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.judge import fixes
+from cudnnload.judge.consequences import HANGS, KILLS, UNLOADABLE, Load, Planned, Prediction, plan_loads, predict
+from cudnnload.judge.policy import install_findings
+from cudnnload.resolve import linker
+from cudnnload.resolve.access import Access
+from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Generation, SubLibrary, generation
+from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
+from cudnnload.verdicts import (
+    ERROR,
+    INFO,
+    WARNING,
+    Action,
+    Finding,
+    Fix,
+    Subject,
+    delete,
+    fix,
+    manual,
+    pip_install,
+    remove_entry,
+    set_variable,
+)
+
+# What is wrong with a file itself, when it cannot be read as the library it should be.
+FILE_PROBLEMS = frozenset({Code.MISSING_FILE, Code.EMPTY_FILE, Code.TRUNCATED, Code.NOT_ELF, Code.DAMAGED_ELF,
+                           Code.UNREADABLE, Code.BROKEN_SYMLINK, Code.NOT_A_REGULAR_FILE, Code.SYMLINK_LOOP})
+
+
+def judge_install(install: Install, ctx: Context, access: Access, python: str | None = None) -> Install:
+    """``install`` with its verdict: every finding (its files' first), each with what the user will see and
+    its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
+    it is (pip fixes name it)."""
+    gen = generation(install.major)
+    repair = _Repairs(install, python)
+    files = [f for cand in install.files for f in _file_findings(cand, install, ctx.host, repair)]
+    shim = install.file("shim")
+    stray_shim = _stray_shim(install, ctx)
+    findings: list[Finding] = []
+    findings += _missing(gen, install, repair, ignore_asked=stray_shim is not None)
+    findings += _mixed(install, repair)
+    if stray_shim is not None:
+        findings.append(stray_shim)
+    findings += _records(install, repair)
+    for step in install.plan:
+        findings += step_findings(step, install, repair)
+    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, python)]
+    if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
+        findings += _symlinked_shim(shim, gen, install, ctx.linker)
+    prediction = predict_install(install, ctx)
+    shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
+    origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
+    if (shim_fails or origin) and not any(c.library not in ("shim", None) for c in install.files):
+        findings = [f for f in findings if f.code is not Code.MISSING_SUBLIBRARY]  # only the shim: said once
+    told: set[str] = set()
+    said = _with_consequences(files, prediction, told) + _with_consequences(findings, prediction, told)
+    said += install_findings(install.folder, install.found_via,
+                             [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
+                             install.plan + install.dependencies, ctx.linker.defaults, access)
+    said += _unexplained(prediction, said, install, repair)
+    return replace(install, verdict=Verdict(said, prediction.expectations))
+
+
+def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) -> Prediction:
+    """What an application would see with this install (`consequences`): the loads the plan makes,
+    and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
+    when libcuda.so.1 was found)."""
+    gen = generation(install.major)
+    planned = {step.library: Planned(step.path, step.outcome, step.error, step.release) for step in install.plan}
+    missing = {step.library: step.library for step in install.dependencies if step.path is None}
+    shim = install.file("shim")
+    if gpu is None:
+        gpu = any(step.library == "libcuda.so.1" and step.path for step in install.dependencies)
+    loads = {} if gen.major == 7 else plan_loads(gen, install.release, planned, missing, ctx)
+    return predict(gen, install.release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
+                   shim_fails=_shim_load(install, missing), facts=ctx, gpu=gpu)
+
+
+def _shim_load(install: Install, missing: Mapping[str, str]) -> Load | None:
+    """Why the application's own dlopen of the shim fails, if it does: the file, or a library it NEEDs."""
+    shim = install.file("shim")
+    if shim is None:
+        return None
+    outcome, error = install.opening or ("found", None)
+    if shim.elf is None or outcome != "found":
+        problem = error or shim.reason or "it cannot be read"
+        fails = KILLS if outcome == "cut-segments" else HANGS if outcome == "fifo" else UNLOADABLE
+        return Load("shim", shim.path, None, fails, problem, "shim")
+    needed = next((name for name in shim.elf.needed if name in missing), None)
+    if needed is not None:
+        return Load("shim", shim.path, None, UNLOADABLE,
+                    f"{needed}: cannot open shared object file: No such file or directory", needed)
+    return None
+
+
+# --- the fixes of this install's problems -------------------------------------------------------------
+
+class _Repairs:
+    """The fixes for one install, from who installed it: pip (its distribution, put back whole), or
+    another package manager (said in words)."""
+
+    def __init__(self, install: Install, python: str | None) -> None:
+        self.install, self.python = install, python
+        name, _, version = (install.distribution or "").partition(" ")
+        self.dist = (name, version) if install.distribution else None
+
+    def put_back(self) -> Fix:
+        """The install as it was released: every file back."""
+        if self.dist is not None:
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.python))
+        return fix(fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release))
+
+    def file(self, cand: Candidate) -> Fix:
+        """A damaged, missing or foreign file: put back by its distribution when RECORD lists it; a file of
+        no distribution in a pip-owned folder (a stray copy) deleted."""
+        recorded = {r.path for r in self.install.records}
+        if self.dist is not None and recorded and cand.path not in recorded and cand.library != "shim":
+            return fix(delete(cand.path), note="it is no file of " + " ".join(self.dist))
+        return self.put_back()
+
+
+def _file_findings(cand: Candidate, install: Install, host: Host, repair: _Repairs) -> Iterable[Finding]:
+    subject = Subject(SubjectKind.FILE, cand.path, cand.library)
+    if cand.problem is not None:
+        yield Finding(cand.problem, cand.reason or cand.problem.text, subject, repair.file(cand))
+        return
+    info = cand.elf
+    if info is None:
+        return
+    if info.elf_class != 64 or info.machine != host.machine:
+        yield Finding(Code.FOREIGN_ELF, f"ELF{info.elf_class} for {info.machine}; this machine needs ELF64 for "
+                      f"{host.machine}", subject, repair.file(cand))
+        return
+    lib = generation(install.major).library(cand.library) if cand.library else None
+    if lib and info.soname and info.soname != lib.soname:
+        yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
+                      repair.file(cand))
+    for prefix, have, what in (("GLIBC_", host.glibc, "glibc"), ("GLIBCXX_", host.glibcxx, "libstdc++"),
+                               ("CXXABI_", host.cxxabi, "libstdc++ (C++ ABI)")):
+        need = info.max_needed(prefix)
+        if need and have and need > have:
+            code = Code.GLIBC_TOO_OLD if prefix == "GLIBC_" else Code.LIBSTDCXX_TOO_OLD
+            yield Finding(code, f"needs {prefix}{_dotted(need)}, this machine's {what} provides "
+                          f"{prefix}{_dotted(have)}", subject, fix(manual(
+                              f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
+                              "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)"
+                              if prefix == "GLIBC_" else
+                              "put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, "
+                              "or a newer OS image")))
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[SubLibrary, ...]:
+    """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck
+    (unless the shim is of another release than the folder: then what it asks for says nothing)."""
+    shim = install.file("shim")
+    return tuple(lib for lib in gen.sublibraries if lib.required or (not ignore_asked and asked_for(lib, shim)))
+
+
+def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: bool) -> Iterable[Finding]:
+    present = {c.library for c in install.files}
+    if "shim" not in present:
+        yield Finding(Code.MISSING_SHIM, f"no {gen.shim.soname} in this folder: only the sub-libraries are here",
+                      Subject(SubjectKind.INSTALL, install.folder, "shim"), repair.put_back(),
+                      severity=WARNING if gen.major == 9 else ERROR)
+    if gen.major == 7:
+        return
+    for lib in _expected(gen, install, ignore_asked):
+        if lib.key not in present:
+            yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing",
+                          Subject(SubjectKind.FILE, posixpath.join(install.folder, lib.soname), lib.key),
+                          repair.put_back())
+
+
+def _mixed(install: Install, repair: _Repairs) -> Iterable[Finding]:
+    for cand in install.files:
+        if install.release and cand.elf and cand.elf.release and cand.elf.release != install.release:
+            yield Finding(Code.MIXED_RELEASE, f"is cuDNN {cand.elf.release}, the rest of the folder is "
+                          f"{install.release}: sub-libraries bind to each other's release-private symbols and fail "
+                          "to load across releases", Subject(SubjectKind.FILE, cand.path, cand.library),
+                          repair.file(cand))
+
+
+def _stray_shim(install: Install, ctx: Context) -> Finding | None:
+    """A shim of a newer release than the graph it loads (it forwards graph-API functions that graph does
+    not export): 9.28's shim over 9.0's sub-libraries, whose every cudnnCreate then aborts."""
+    shim = install.file("shim")
+    graph = next((s for s in install.plan if s.library == "graph" and s.path and s.error is None), None)
+    if shim is None or shim.elf is None or graph is None or graph.path is None:
+        return None
+    graph_info = ctx.elf(graph.path)
+    if graph_info is None:
+        return None
+    ahead = sorted(name for name in shim.elf.cudnn_functions
+                   if name.startswith("cudnnBackend") and name not in graph_info.cudnn_functions)
+    if not ahead:
+        return None
+    return Finding(Code.MIXED_RELEASE, f"the shim is of a newer release than the graph it loads ({graph.path}, cuDNN "
+                   f"{graph.release or '?'}): it forwards {ahead[0]} and {len(ahead) - 1} more graph-API functions "
+                   "that graph does not export", Subject(SubjectKind.FILE, shim.path, "graph"),
+                   _Repairs(install, None).file(shim) if install.distribution else fix(manual(
+                       f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release, or "
+                       "the folder with one complete release")))
+
+
+def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
+    """What RECORD lists but is not on disk, or is on disk with another size (or sha256, with --verify)."""
+    name = install.distribution or "its distribution"
+    for record in install.records:
+        key = _key_of(record.path)
+        subject = Subject(SubjectKind.DISTRIBUTION, record.path, key, name=install.distribution)
+        if record.on_disk is None:
+            yield Finding(Code.RECORD_MISSING_FILE, f"{name} lists it in RECORD but it is not on disk", subject,
+                          repair.put_back())
+        elif record.size is not None and record.size != record.on_disk:
+            yield Finding(Code.RECORD_MISMATCH, f"{record.on_disk} bytes on disk, {record.size} in {name}'s RECORD: "
+                          "not the file that was installed (replaced by another release's, or damaged)", subject,
+                          repair.put_back())
+        elif record.digest_differs:
+            yield Finding(Code.RECORD_MISMATCH, f"its sha256 is not the one {name}'s RECORD lists: not the file that "
+                          "was installed", subject, repair.put_back())
+
+
+def _key_of(path: str) -> str | None:
+    from cudnnload.resolve.catalog import classify
+
+    lib = classify(posixpath.basename(path))
+    return lib.key if lib else None
+
+
+def step_findings(step: Step, install: Install, repair: _Repairs | None = None) -> Iterable[Finding]:
+    """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
+    ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
+    if step.path is None or step.inside_install:
+        return
+    repair = repair or _Repairs(install, None)
+    opener = posixpath.basename(step.requested_by) if step.requested_by else "the shim"
+    own = install.file(step.library)
+    subject = Subject(SubjectKind.FILE, step.path, step.library,
+                      variable="LD_LIBRARY_PATH" if step.entry is not None else None, entry=step.entry)
+    cure = _stray_fix(step, own, repair)
+    if step.error is not None:
+        yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
+                      f"{step.rule}), which cannot load: {step.error}", subject, cure)
+        return
+    if install.release and step.release and step.release != install.release:
+        yield Finding(Code.MIXED_RELEASE, f"{opener} would load {step.library} from {step.path} (cuDNN "
+                      f"{step.release}, found via {step.rule}), not this install's {install.release}", subject, cure)
+    else:
+        yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
+                      f"{step.rule}), outside this install", subject, cure)
+
+
+def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
+    """A sub-library taken from outside the install: where the install has its own copy, the search-path
+    entry that shadows it goes; where it has none, the install is made whole (removing the entry would
+    leave the library missing)."""
+    if own is not None and own.problem is None and step.entry is not None:
+        return fix(remove_entry("LD_LIBRARY_PATH", step.entry))
+    if own is not None and own.problem is None and step.rule == "already-loaded":
+        return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
+                          "first, or another import order)"))
+    return repair.put_back()
+
+
+def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,
+                    env: linker.LinkerEnv) -> Iterable[Finding]:
+    names = {c.library for c in install.files}
+    if all(lib.key in names for lib in gen.sublibraries if lib.required):
+        return
+    real = posixpath.dirname(shim.real_path or "")
+    value = ":".join([real, *env.ld_library_path]) if env.ld_library_path else real
+    yield Finding(Code.ORIGIN_THROUGH_SYMLINK, f"the shim is a symbolic link to {shim.real_path}; $ORIGIN is the "
+                  f"folder of the link ({install.folder}), where the sub-libraries are not",
+                  Subject(SubjectKind.FILE, shim.path, "shim"),
+                  fix(set_variable("LD_LIBRARY_PATH", value),
+                      note=f"or link the whole folder {real} instead of the shim alone"))
+
+
+def _dependency_findings(step: Step, install: Install, python: str | None) -> Iterable[Finding]:
+    if step.path is not None:
+        return
+    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
+    where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
+    subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
+    if step.library == "libcuda.so.1":
+        yield Finding(Code.NO_DRIVER, "libcuda.so.1 (the NVIDIA driver) is not installed: "
+                      "libcudnn_engines_runtime_compiled cannot load and no handle can be created; expected on a "
+                      "machine without an NVIDIA GPU", subject, fix(fixes.dependency_manual(step.library)),
+                      severity=INFO)
+        return
+    requirement = fixes.dependency_requirement(step.library)
+    source: Action = pip_install([requirement], target=install.site, python=python) \
+        if requirement is not None and install.site is not None else \
+        fixes.dependency_manual(step.library) if requirement is None else \
+        pip_install([requirement], python=python)
+    note = None if install.site is not None or requirement is None else (
+        f"{install.folder} finds it only on its own search path: add the folder pip puts it in to LD_LIBRARY_PATH")
+    if step.library.startswith(("libcublasLt", "libnvrtc")):
+        severity = ERROR if step.library.startswith("libcublasLt") else WARNING
+        yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
+                      f"({where})", subject, fix(source, note=note), severity=severity)
+    else:
+        yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where}); "
+                      f"{DEPENDENCY_SOURCES.get(step.library, 'install the package that provides it')}", subject,
+                      fix(source, note=note))
+
+
+def _real_folder(install: Install) -> str:
+    """The install's folder as its files' real paths name it."""
+    shim = install.file("shim")
+    if shim is not None and shim.real_path and posixpath.basename(shim.real_path) == posixpath.basename(shim.path):
+        return posixpath.dirname(posixpath.join(install.folder, posixpath.basename(shim.path)))
+    return install.folder
+
+
+def _with_consequences(findings: Sequence[Finding], prediction: Prediction, told: set[str]) -> tuple[Finding, ...]:
+    """The findings, each with what the user will see because of it (info findings get theirs too: the
+    no-driver one says what a machine without a GPU shows); each cause's consequences go with the first
+    finding about it (``told``: the causes said already, updated)."""
+    out = []
+    for finding in findings:
+        library = finding.subject.library
+        causes = [cause for cause in ((library, f"{library}-release") if library else ())
+                  if cause in prediction.consequences and cause not in told]
+        if finding.code is Code.ORIGIN_THROUGH_SYMLINK:
+            causes = [cause for cause in ("graph", "ops_infer") if cause in prediction.consequences
+                      and cause not in told]
+        told.update(causes)
+        found = tuple(c for cause in causes for c in prediction.consequences[cause])
+        out.append(replace(finding, consequences=found) if found else finding)
+    return tuple(out)
+
+
+def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: Install,
+                 repair: _Repairs) -> tuple[Finding, ...]:
+    """A finding for each cause of failure no other finding carries, so that none goes unsaid."""
+    said = {c.library for f in findings for c in f.consequences}
+    first = prediction.expectations[0] if prediction.expectations else None
+    if first is not None and first.outcome in (Effect.ABORT, Effect.SIGBUS, Effect.NO_START):
+        return ()  # the first call already dies of a cause a finding names: nothing else is reached
+    extra = []
+    for cause, consequences in prediction.consequences.items():
+        load = prediction.loads.get(cause)
+        if cause in said or load is None:
+            continue
+        extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
+                             Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),
+                             consequences))
+    return tuple(extra)
