@@ -128,11 +128,11 @@ def test_records_come_back_only_as_the_kinds_given() -> None:
     from cudnnload.resolve.elf import read_elf
 
     info = read_elf(sys.executable)
-    assert revive(json.loads(json.dumps(plain(info))), KINDS) == info
+    assert revive(json.loads(json.dumps(plain(info))), "ElfInfo", KINDS) == info
     with pytest.raises(ValueError):
-        revive({"@": "system", "f": ["touch /tmp/x"]}, KINDS)
+        revive({"@": "system", "f": ["touch /tmp/x"]}, "ElfInfo", KINDS)
     with pytest.raises(ValueError):
-        revive({"@": "ElfInfo", "f": [1]}, KINDS)  # fields that do not fit
+        revive({"@": "ElfInfo", "f": [1]}, "ElfInfo", KINDS)  # fields that do not fit
 
 
 @pytest.mark.wheels
@@ -146,7 +146,7 @@ def test_the_memo_round_trips_and_a_changed_file_is_read_again(cache: Path, tmp_
     first.save()
     again = ElfCache(location)
     assert again.inspect(str(shim)) == info and not again.dirty  # from the memo
-    assert again.recall(("a", 1, (2, 3))) == {"x": (1, 2)}
+    assert again.recall(("a", 1, (2, 3)), "dict[str, tuple[int, ...]]") == {"x": (1, 2)}
     shim.write_bytes(shim.read_bytes()[:4096])  # replaced: another size, another mtime
     with pytest.raises(Exception, match="truncated|damaged"):
         ElfCache(location).inspect(str(shim))

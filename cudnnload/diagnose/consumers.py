@@ -346,11 +346,9 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
     for index, dist in enumerate(dists):
         key = _key(dist, interpreter)
         keys.append(key)
-        remembered = cache.recall(key) if key else None
+        remembered = _recall(cache, key) if key else None
         if remembered is not None:
-            requires, needs, (release, major, said) = remembered
-            results.append((dist, (tuple(requires), tuple(Need(*n) for n in needs),
-                                   (Release(*release) if release else None, major, said))))
+            results.append((dist, remembered))
             continue
         files = _record_files(dist)
         source = SOURCES[dist.name]
@@ -369,12 +367,17 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
     for index, (child, what) in pending.items():
         dist, (requires, needs, _) = results[index]
         results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
-    for index, (key, (_, (requires, needs, (release, major, said)))) in enumerate(zip(keys, results, strict=True)):
-        answered = index not in pending or major is not None  # not a timeout or a failed import
-        if key is not None and answered and cache.recall(key) is None:
-            cache.remember(key, (requires, tuple((n.soname, n.path) for n in needs),
-                                 ((release.major, release.minor, release.patch) if release else None, major, said)))
+    for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
+        answered = index not in pending or facts[2][1] is not None  # not a timeout or a failed import
+        if key is not None and answered and _recall(cache, key) is None:
+            cache.remember(key, facts)
     return results
+
+
+def _recall(cache: ElfCache, key: tuple[object, ...]) -> _Facts | None:
+    facts: _Facts | None = cache.recall(key, "tuple[tuple[str, ...], tuple[Need, ...], tuple[Release | None, "
+                                        "int | None, str]]", {"Need": Need, "Release": Release})
+    return facts
 
 
 def _key(dist: _Installed, interpreter: str) -> tuple[object, ...] | None:

@@ -9,23 +9,26 @@ choice is filed under.
 
 One JSON file, ``algos-v{FORMAT}.json`` in `cudnnload.cachedir.cache_dir`:
 ``{"format": FORMAT, "scopes": {scope: {backend: {problem: choice}}}}``, where a choice
-is a small JSON object of ints the backend defines (an algorithm number, an engine index
-and its knobs). Read and written through `cudnnload.cachedir` (a folder only its owner
-can write, atomic replacement). A file that cannot be read, is unsafe, is not JSON, or
-has another format is ignored and rewritten by the next choice; an unwritable folder
-only costs the next process the question again.
+is a small JSON object the backend defines, of ints and lists of lists of ints (an
+algorithm number, an engine index and its knobs). Read and written through
+`cudnnload.cachedir` (a folder only its owner can write; writers merge under a lock and
+replace the file atomically). A file that cannot be read, is unsafe, is not JSON, or has
+another format or layout is ignored with one warning line and rewritten by the next
+choice, and so is a choice of another shape; an unwritable folder only costs the next
+process the question again.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from cudnnload.cachedir import cache_dir, read_json, write_json
+from cudnnload.cachedir import Layout, read_entries, revive_entry, write_entries
 
 FORMAT = 1  # bump when the layout of the file or of a backend's choices changes
+LAYOUT = Layout("algos", FORMAT, ("scopes",), depth=4, max_entries=4096)
+_CHOICE = "dict[str, int | list[list[int]]]"  # what a choice may hold
 
 Choice = dict[str, Any]
 
@@ -45,45 +48,34 @@ class ChoiceStore:
 
     def __init__(self, scope: str, environ: Mapping[str, str] | None = None) -> None:
         self.scope = scope
-        root = cache_dir(environ)
-        self.path = None if root is None else os.path.join(root, f"algos-v{FORMAT}.json")
+        self.path = LAYOUT.path(environ)
         self._lock = threading.Lock()
         self._choices: dict[str, dict[str, Choice]] | None = None  # backend -> problem -> choice
 
     def get(self, backend: str, problem: str) -> Choice | None:
         """The remembered choice, or None."""
         with self._lock:
-            if self._choices is None:
-                self._choices = _scope(_read(self.path), self.scope)
-            choice = self._choices.get(backend, {}).get(problem)
-        return dict(choice) if isinstance(choice, dict) else None
+            choice = self._read().get(backend, {}).get(problem)
+        return dict(choice) if choice is not None else None
 
     def put(self, backend: str, problem: str, choice: Mapping[str, Any]) -> None:
         """Remember ``choice``, merged into what other processes wrote since this one read the file."""
         with self._lock:
-            if self._choices is None:
-                self._choices = _scope(_read(self.path), self.scope)
-            self._choices.setdefault(backend, {})[problem] = dict(choice)
-            if self.path is None:
-                return
-            content = _read(self.path)
-            mine = _scope(content, self.scope)
-            mine.setdefault(backend, {})[problem] = dict(choice)
-            content["scopes"][self.scope] = mine
-            write_json(self.path, content)  # an unwritable folder only costs the next process the question
+            self._read().setdefault(backend, {})[problem] = dict(choice)
+            if self.path is not None:  # an unwritable folder only costs the next process the question
+                write_entries(self.path, LAYOUT, {("scopes", self.scope, backend, problem): dict(choice)})
+
+    def _read(self) -> dict[str, dict[str, Choice]]:
+        """This scope's choices, read from the file on first use (with ``_lock`` held)."""
+        if self._choices is None:
+            self._choices = {} if self.path is None else _scope(self.path, self.scope)
+        return self._choices
 
 
-def _read(path: str | None) -> dict[str, Any]:
-    """The file's content, or an empty one when it is missing, unreadable, unsafe, corrupt or of another format."""
-    empty: dict[str, Any] = {"format": FORMAT, "scopes": {}}
-    content = read_json(path) if path is not None else None
-    if not isinstance(content, dict) or content.get("format") != FORMAT or not isinstance(content.get("scopes"), dict):
-        return empty
-    return content
-
-
-def _scope(content: dict[str, Any], scope: str) -> dict[str, dict[str, Choice]]:
-    found = content["scopes"].get(scope)
-    if not isinstance(found, dict):
-        return {}
-    return {backend: dict(problems) for backend, problems in found.items() if isinstance(problems, dict)}
+def _scope(path: str, scope: str) -> dict[str, dict[str, Choice]]:
+    """The choices of ``scope`` the file at ``path`` holds, by backend and problem; one of another shape is left out."""
+    choices: dict[str, dict[str, Choice]] = {}
+    for (_, filed_under, backend, problem), stored in read_entries(path, LAYOUT).items():
+        if filed_under == scope and (choice := revive_entry(path, stored, _CHOICE, {})) is not None:
+            choices.setdefault(backend, {})[problem] = choice
+    return choices

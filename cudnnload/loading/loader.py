@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.cachedir import cache_dir, plain, read_json, revive, stamp, write_json
+from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.findings import WARNING, Consequence, Finding
 from cudnnload.loading import pending
@@ -48,6 +48,7 @@ BLOCKING = frozenset({
     "missing-file", "not-a-regular-file",
 })
 PLAN_FORMAT = 4  # bump when _Plan's fields or the file layout change
+PLANS = Layout("plans", PLAN_FORMAT, ("plans",), depth=2, max_entries=256)  # "plans": request key -> _Plan
 
 _OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
@@ -316,47 +317,48 @@ def _prove(install: Install, env: Mapping[str, str], timeout: float) -> _Plan:
 
 
 # --- the remembered verdicts ----------------------------------------------------
-# JSON data in the cache folder (cudnnload.cachedir): a verdict is trusted only while every file it was
-# proven on still has the same size, mtime, inode and device.
+# JSON data in the cache folder (cudnnload.cachedir): a verdict is trusted only while it has the types
+# _Plan declares, names a shim of a known generation, and every file it was proven on still has the same
+# size, mtime, inode and device.
 
 _PLAN_KINDS = {kind.__name__: kind for kind in (_Plan, Release, Finding, Consequence)}
 
 
 def _plan_file(env: Mapping[str, str]) -> str | None:
-    root = cache_dir(env)
-    return None if root is None else os.path.join(root, f"plans-v{PLAN_FORMAT}.json")
-
-
-def _read_plans(store: str) -> dict[str, object]:
-    content = read_json(store)
-    if not isinstance(content, dict) or content.get("format") != PLAN_FORMAT:
-        return {}  # missing, corrupt, unsafe or from another version: start over
-    plans = content.get("plans")
-    return plans if isinstance(plans, dict) else {}
+    return PLANS.path(env)
 
 
 def _remembered(store: str | None, key: str) -> _Plan | None:
     if store is None:
         return None
-    try:
-        plan = revive(_read_plans(store).get(key), _PLAN_KINDS)
-    except (ValueError, TypeError):
-        return None
-    if not isinstance(plan, _Plan):
+    stored = read_entries(store, PLANS).get(("plans", key))
+    plan: _Plan | None = None if stored is None else revive_entry(store, stored, "_Plan", _PLAN_KINDS, _unloadable)
+    if plan is None:
         return None
     paths = [path for _, path in plan.files] + [path for _, path, _ in plan.skipped]
     try:
         if tuple(stamp(path) for path in paths) != plan.stamps:
             return None  # a file changed since it was proven
-    except (OSError, TypeError):
+    except OSError:
         return None
     return plan
 
 
+def _unloadable(plan: _Plan) -> str | None:
+    """Why a verdict of the right types still cannot be what _prove made, or None."""
+    try:
+        known = {lib.key for lib in generation(plan.major).libraries}
+    except ValueError as exc:
+        return str(exc)
+    keys = [key for key, _ in plan.files]
+    if "shim" not in keys or not known.issuperset(keys):
+        return f"a verdict for cuDNN {plan.major} that loads {', '.join(keys) or 'nothing'}"
+    return None
+
+
 def _remember(store: str, key: str, plan: _Plan) -> None:
-    plans = _read_plans(store)
-    plans[key] = plain(plan)
-    write_json(store, {"format": PLAN_FORMAT, "plans": plans})  # unwritable: the next process probes again
+    # merged with what other processes remembered; unwritable: the next process probes again
+    write_entries(store, PLANS, {("plans", key): plain(plan)})
 
 
 # --- loading here ---------------------------------------------------------------

@@ -3,9 +3,11 @@
 A repeat inspection in a new process then costs one small file read instead of
 importing pyelftools (85 ms) and walking ten libraries. The memo is JSON data
 (`cudnnload.cachedir`: never code, in a folder only its owner can write); an
-entry is turned back into an ElfInfo only when it is asked for. A cache that
-cannot be read, is from another cudnnload version or is corrupt is ignored and
-rebuilt; a file whose size, mtime, inode or device changed is inspected again.
+entry is turned back into an ElfInfo only when it is asked for, and only when every
+field has the type ElfInfo declares. A memo that cannot be read, is from another
+cudnnload version or is damaged is ignored and rebuilt, with one warning line; so is
+a damaged entry; a file whose size, mtime, inode or device changed is inspected again.
+Processes merge what they learned into the file (`cachedir.write_entries`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Mapping
 
-from cudnnload.cachedir import cache_dir, plain, read_json, revive, stamp, write_json
+from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
 from cudnnload.resolve.elf import ElfInfo, VersionNeed, read_elf
 from cudnnload.resolve.fatbin import ArchCount, GpuCode
 from cudnnload.resolve.versions import Release
@@ -23,25 +25,25 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from cudnnload.cachedir import Key, Kinds
     from cudnnload.resolve.linker import LinkerDefaults
 
-FORMAT = 6  # bump when ElfInfo's fields or the file layout change
-# the only classes a memo can make (cachedir.revive)
+FORMAT = 7  # bump when ElfInfo's fields or the file layout change
+# "entries": path -> [stamp, ElfInfo]; "facts": a fact's key as JSON text -> the fact (ElfCache.memo)
+LAYOUT = Layout("elf", FORMAT, ("entries", "facts"), depth=2, max_entries=4096)
+# the only classes a memo entry can make (cachedir.revive)
 KINDS = {kind.__name__: kind for kind in (ElfInfo, VersionNeed, Release, GpuCode, ArchCount)}
+_ENTRY = "tuple[tuple[int, int, int, int], ElfInfo]"
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
     """Where the memo lives, or None when ``CUDNNLOAD_NO_CACHE`` is set."""
-    root = cache_dir(environ)
-    return None if root is None else os.path.join(root, f"elf-v{FORMAT}.json")
+    return LAYOUT.path(environ)
 
 
 def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaults:
     """The real ld.so's defaults (linker.probe_linker_defaults, a child process), remembered for
-    this boot of this machine and these tunables: they depend on the CPU, glibc and GLIBC_TUNABLES.
-    Kept as plain fields, so reading the memo does not import the linker model."""
-    import dataclasses
-
+    this boot of this machine and these tunables: they depend on the CPU, glibc and GLIBC_TUNABLES."""
     from cudnnload.resolve.linker import LinkerDefaults, probe_linker_defaults
 
     try:
@@ -51,8 +53,9 @@ def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaul
         return probe_linker_defaults(environ)
     key = ("linker-defaults", boot, os.confstr("CS_GNU_LIBC_VERSION"), environ.get("GLIBC_TUNABLES"),
            environ.get("LD_HWCAP_MASK"))
-    fields = cache.memo(key, lambda: dataclasses.asdict(probe_linker_defaults(environ)))
-    return LinkerDefaults(**fields)
+    defaults: LinkerDefaults = cache.memo(key, lambda: probe_linker_defaults(environ), "LinkerDefaults",
+                                          {"LinkerDefaults": LinkerDefaults})
+    return defaults
 
 
 class ElfCache:
@@ -61,26 +64,41 @@ class ElfCache:
     def __init__(self, location: str | None) -> None:
         self.location = location
         self.entries: dict[str, tuple[tuple[int, ...], ElfInfo]] = {}
-        self.facts: dict[Hashable, Any] = {}  # other machine facts worth remembering (memo())
-        self.dirty = False
-        self._stored: dict[str, Any] = {}  # path -> [stamp, ElfInfo as data], revived on first use
-        if location is not None:
-            self._stored, self.facts = _load(location)
+        self._facts: dict[Hashable, Any] = {}  # other machine facts worth remembering (memo())
+        # what the file holds, as data, revived on first use; and what this process learned, to merge in
+        self._stored: dict[Key, Any] = read_entries(location, LAYOUT) if location is not None else {}
+        self._learned: dict[Key, object] = {}
 
-    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    @property
+    def dirty(self) -> bool:
+        """Whether this process learned something the file does not hold yet."""
+        return bool(self._learned)
+
+    def memo(self, key: Hashable, compute: Callable[[], Any], shape: str, kinds: Kinds | None = None) -> Any:
         """A remembered fact of this machine; ``key`` (a tuple of strings and numbers) must name
-        everything the fact depends on; the fact is JSON data (tuples come back as tuples)."""
-        if key not in self.facts:
-            self.remember(key, compute())
-        return self.facts[key]
+        everything the fact depends on; ``shape`` is its type (`cachedir.revive`), made of ``kinds``."""
+        found = self.recall(key, shape, kinds)
+        if found is None:
+            found = compute()
+            self.remember(key, found)
+        return found
 
-    def recall(self, key: Hashable) -> Any | None:
-        """A fact remembered under ``key``, or None."""
-        return self.facts.get(key)
+    def recall(self, key: Hashable, shape: str, kinds: Kinds | None = None) -> Any | None:
+        """A fact remembered under ``key``, as ``shape`` (`cachedir.revive`, with ``kinds``); None when none
+        is, or what is there does not fit."""
+        if key in self._facts:
+            return self._facts[key]
+        stored = self._stored.get(("facts", _fact_key(key)))
+        if stored is None or self.location is None:
+            return None
+        fact = revive_entry(self.location, stored, shape, kinds or {})
+        if fact is not None:
+            self._facts[key] = fact
+        return fact
 
     def remember(self, key: Hashable, value: Any) -> None:
-        self.facts[key] = value
-        self.dirty = True
+        self._facts[key] = value
+        self._learned["facts", _fact_key(key)] = plain(value)
 
     def inspect(self, path: str) -> ElfInfo:
         key = stamp(path)
@@ -89,45 +107,29 @@ class ElfCache:
             return hit[1]
         info = read_elf(path)
         self.entries[path] = (key, info)
-        self.dirty = True
+        self._learned["entries", path] = [list(key), plain(info)]
         return info
 
     def _revived(self, path: str) -> tuple[tuple[int, ...], ElfInfo] | None:
-        stored = self._stored.get(path)
-        if stored is None:
+        stored = self._stored.get(("entries", path))
+        if stored is None or self.location is None:
             return None
-        try:
-            stamp, info = revive(stored, KINDS)
-        except (ValueError, TypeError):
-            return None
-        if not isinstance(info, ElfInfo):
-            return None
-        self.entries[path] = (stamp, info)
-        return stamp, info
+
+        def other_file(hit: tuple[tuple[int, ...], ElfInfo]) -> str | None:
+            return None if (hit[1].path, hit[1].size) == (path, hit[0][0]) else "it describes another file"
+
+        hit: tuple[tuple[int, ...], ElfInfo] | None = revive_entry(self.location, stored, _ENTRY, KINDS, other_file)
+        if hit is not None:
+            self.entries[path] = hit
+        return hit
 
     def save(self) -> None:
-        """Write the memo atomically; a cache folder we cannot write is not an error."""
-        if self.location is None or not self.dirty:
-            return
-        entries = dict(self._stored)
-        entries.update({path: [list(stamp), plain(info)] for path, (stamp, info) in self.entries.items()})
-        facts = [[plain(key), plain(value)] for key, value in self.facts.items()]
-        if write_json(self.location, {"format": FORMAT, "entries": entries, "facts": facts}):
-            self.dirty = False
+        """Merge what this process learned into the memo; a cache folder we cannot write is not an error."""
+        if self.location is not None and self._learned and write_entries(self.location, LAYOUT, self._learned):
+            self._learned = {}
 
 
-def _load(location: str) -> tuple[dict[str, Any], dict[Hashable, Any]]:
-    content = read_json(location)
-    if not isinstance(content, dict) or content.get("format") != FORMAT:
-        return {}, {}  # missing, corrupt, unsafe or of another version: rebuilt
-    entries, facts = content.get("entries"), content.get("facts")
-    if not isinstance(entries, dict) or not isinstance(facts, list):
-        return {}, {}
-    remembered: dict[Hashable, Any] = {}
-    for pair in facts:
-        try:
-            key, value = revive(pair, KINDS)
-            remembered[key] = value
-        except (ValueError, TypeError):
-            continue  # not a [key, value] pair, an unhashable key, a record of no known kind
-    return entries, remembered
+def _fact_key(key: Hashable) -> str:
+    import json
+
+    return json.dumps(plain(key), separators=(",", ":"))

@@ -31,8 +31,9 @@ def record(cls: type[T]) -> type[T]:
     if any(name not in cls.__dict__ for name in names[len(names) - len(defaults):]):
         raise TypeError(f"{cls.__name__}: fields with defaults must come last")
     base = namedtuple(cls.__name__, names, defaults=defaults or None)  # type: ignore[misc]
+    # __annotations__ stays: the field types, which cachedir.revive checks what it reads against
     namespace = {key: value for key, value in cls.__dict__.items()
-                 if key not in names and key not in ("__dict__", "__weakref__", "__annotations__")}
+                 if key not in names and key not in ("__dict__", "__weakref__")}
     namespace["__slots__"] = ()
     made = type(cls.__name__, (base,), namespace)
     made.__qualname__, made.__module__ = cls.__qualname__, cls.__module__
