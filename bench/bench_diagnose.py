@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from cudnnload.diagnose.doctor import doctor  # noqa: E402
 from cudnnload.diagnose.observe import diagnose_program  # noqa: E402
-from cudnnload.findings import ERROR  # noqa: E402
+from cudnnload.verdicts import ERROR  # noqa: E402
 from fixtures.scenarios.layouts import CORPUS, Layout, ensure  # noqa: E402
 from fixtures.scenarios.truth import Truth, command, compare, record  # noqa: E402
 from tests.wheels import cache_root  # noqa: E402

@@ -14,26 +14,28 @@ modules README documents keep their old paths for good, as modules of their own
 from __future__ import annotations
 
 import importlib
-import sys
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from importlib.machinery import ModuleSpec
-    from types import ModuleType
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "find": "cudnnload.resolve.discovery",
-    "inspect": "cudnnload.resolve.discovery",
+    "find": "cudnnload.judge.inventory",
+    "inspect": "cudnnload.judge.inventory",
     "Inventory": "cudnnload.resolve.discovery",
     "Install": "cudnnload.resolve.discovery",
     "Candidate": "cudnnload.resolve.discovery",
-    "Finding": "cudnnload.findings",
+    "Finding": "cudnnload.verdicts",
+    "Fix": "cudnnload.verdicts",
+    "Action": "cudnnload.verdicts",
+    "Subject": "cudnnload.verdicts",
+    "Code": "cudnnload.codes",
+    "Severity": "cudnnload.codes",
+    "Effect": "cudnnload.codes",
     "Step": "cudnnload.resolve.discovery",
-    "which": "cudnnload.resolve.which",
-    "Which": "cudnnload.resolve.which",
+    "which": "cudnnload.judge.which",
+    "Which": "cudnnload.judge.which",
     "read_elf": "cudnnload.resolve.elf",
     "ElfInfo": "cudnnload.resolve.elf",
     "GpuCode": "cudnnload.resolve.fatbin",
@@ -73,8 +75,9 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "Activation", "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "ConvSpec",
-    "CudnnloadError", "DeviceBuffer", "DeviceError", "Dispatcher", "DtypeError", "ElfError", "ElfInfo", "Finding",
+    "Action", "Activation", "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "Code",
+    "ConvSpec", "CudnnloadError", "DeviceBuffer", "DeviceError", "Dispatcher", "DtypeError", "Effect", "ElfError",
+    "ElfInfo", "Finding", "Fix", "Severity", "Subject",
     "GpuCode", "Install", "Inventory", "LoadError", "Loaded", "Problem", "Registry", "Release", "ShapeError",
     "Starting", "Step", "TensorRef", "UnsupportedError", "UsageError", "Which", "activation", "activation_backward",
     "conv", "conv_backward_data", "conv_backward_filter", "doctor", "find", "inspect", "list_backends", "load",
@@ -82,6 +85,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from cudnnload.codes import Code, Effect, Severity
     from cudnnload.diagnose.doctor import doctor
     from cudnnload.dispatch.backends import ActivationSpec, Backend, BackendStatus, ConvSpec, Registry, list_backends
     from cudnnload.dispatch.dispatcher import (
@@ -98,14 +102,15 @@ if TYPE_CHECKING:
     from cudnnload.dispatch.warmup import Activation, DeviceBuffer, Problem, preload
     from cudnnload.dispatch.warmup import preload as load
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
-    from cudnnload.findings import Finding
+    from cudnnload.judge.inventory import find, inspect
+    from cudnnload.judge.which import Which, which
     from cudnnload.loading.loader import Loaded
     from cudnnload.report import to_jsonable
     from cudnnload.resolve.catalog import Release
-    from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step, find, inspect
+    from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step
     from cudnnload.resolve.elf import ElfInfo, read_elf
     from cudnnload.resolve.fatbin import GpuCode
-    from cudnnload.resolve.which import Which, which
+    from cudnnload.verdicts import Action, Finding, Fix, Subject
 
 
 def __getattr__(name: str) -> object:
@@ -116,57 +121,3 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
-
-
-# --- old module paths -----------------------------------------------------------------------------
-
-_MOVED = {f"cudnnload.{old}": f"cudnnload.{new}" for old, new in {
-    "catalog": "resolve.catalog", "versions": "resolve.versions", "records": "resolve.records",
-    "elf": "resolve.elf", "fatbin": "resolve.fatbin", "elfcache": "resolve.elfcache", "ldcache": "resolve.ldcache",
-    "linker": "resolve.linker", "sources": "resolve.sources", "discovery": "resolve.discovery",
-    "which": "resolve.which",
-    "capi": "loading.capi", "probe": "loading.probe", "loader": "loading.loader", "gpu": "loading.gpu",
-    "cudadriver": "loading.cudadriver",
-    "algos": "dispatch.algos", "execution": "dispatch.runtime", "entrypoints": "dispatch.entrypoints",
-    "dispatch_errors": "dispatch.errors", "warmup": "dispatch.warmup", "starting": "dispatch.starting",
-    "doctor": "diagnose.doctor", "consumers": "diagnose.consumers", "trace": "diagnose.trace",
-    "apilog": "diagnose.apilog",
-}.items()}
-
-
-def _warn_moved(old: str, new: str) -> None:
-    import warnings
-
-    warnings.warn(f"{old} has moved to {new}: import it from there", DeprecationWarning, stacklevel=3)
-
-
-class _MovedFinder:
-    """A meta path finder, last in ``sys.meta_path``: asked only about names no other finder knows."""
-
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        new = _MOVED.get(name)
-        if new is None:
-            return None
-        from importlib.machinery import ModuleSpec
-
-        # A loader is anything with create_module and exec_module (importlib.abc.Loader is not imported:
-        # this class is defined at every `import cudnnload`).
-        return ModuleSpec(name, _MovedFinder, origin=new)  # type: ignore[arg-type]
-
-    @staticmethod
-    def create_module(spec: ModuleSpec) -> ModuleType:
-        assert spec.origin is not None
-        _warn_moved(spec.name, spec.origin)
-        module = importlib.import_module(spec.origin)
-        spec.loader_state = module.__spec__  # the import system is about to replace it with ``spec``
-        return module
-
-    @staticmethod
-    def exec_module(module: ModuleType) -> None:
-        assert module.__spec__ is not None
-        module.__spec__ = module.__spec__.loader_state  # the module's own spec back
-
-
-if _MovedFinder not in sys.meta_path:
-    sys.meta_path.append(_MovedFinder)

@@ -24,6 +24,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
+from enum import Enum
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; type checkers treat this name as true
 if TYPE_CHECKING:
@@ -545,6 +546,10 @@ def _revive(value: object, shape: Shape, kinds: Kinds) -> Any:
         return {key: _revive(item, arguments, kinds) for key, item in value.items()}
     elif kind == "tuple" and type(value) is list and len(value) == len(arguments):
         return tuple(_revive(item, each, kinds) for item, each in zip(value, arguments, strict=True))
+    elif kind == "record" and type(value) is str and isinstance(word := kinds.get(arguments), type) \
+            and issubclass(word, Enum):  # a word of an enum (`codes.Code`), stored as its value
+        with contextlib.suppress(ValueError):
+            return word(value)
     elif kind == "record" and type(value) is dict and value.keys() == {"@", "f"} and value["@"] == arguments:
         make = kinds.get(arguments)
         if make is None:

@@ -83,7 +83,7 @@ def make_cli() -> click.Group:
     def which_command(names: tuple[str, ...], consumer: str | None, verbose: bool, as_json: bool) -> None:
         """What each cuDNN NAME resolves to (default: the shim and every sub-library), and why."""
         from cudnnload import report
-        from cudnnload.resolve.which import which
+        from cudnnload.judge.which import which
 
         result = which(names, consumer=consumer)
         if as_json:
@@ -101,7 +101,7 @@ def make_cli() -> click.Group:
     def inspect_command(paths: tuple[str, ...], verbose: bool, no_cache: bool, as_json: bool) -> None:
         """Every cuDNN install found (or the given files and folders): inventory and verdicts."""
         from cudnnload import report
-        from cudnnload.resolve.discovery import find
+        from cudnnload.judge.inventory import find
 
         inventory = find(paths, use_cache=not no_cache)
         if as_json:
@@ -297,8 +297,8 @@ def _command_after_dashes() -> type[click.Command]:
 def _trace_target(folder: str | None) -> tuple[str, int]:
     """The install to trace: the given folder, or the one load() would take."""
     from cudnnload.files import path_problem
-    from cudnnload.loading.loader import choose_install
-    from cudnnload.resolve.discovery import find
+    from cudnnload.judge.choose import choose_install
+    from cudnnload.judge.inventory import find
 
     problem = path_problem(folder) if folder else None
     if folder and (problem is not None or not os.path.isdir(folder)):

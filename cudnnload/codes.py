@@ -151,8 +151,8 @@ class Code(_Word):
                     "which cuDNN message, SIGBUS mapping which file)")
     PROGRAM_TIMED_OUT = ("program-timed-out", ERROR, False, "(`doctor --`) killed at `--timeout`, with every "
                          "process it started")
-    PROGRAM_FAILED = ("program-failed", ERROR, False, "(`doctor --`) the program exited non-zero for reasons of its "
-                      "own; cuDNN is not blamed")
+    PROGRAM_FAILED = ("program-failed", WARNING, False, "(`doctor --`) the program exited non-zero for reasons of "
+                      "its own; cuDNN is not blamed (the run still counts as failed: exit 1)")
     LOAD_FAILED = ("load-failed", ERROR, False, "(`doctor --`) a cuDNN, cuBLAS or NVRTC name the program asked for "
                    "was not found, and where it was looked for")
     MIXED_IN_PROCESS = ("mixed-in-process", ERROR, False, "(`doctor --`, `--pid`) cuDNN libraries from several "

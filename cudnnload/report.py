@@ -6,14 +6,15 @@ import dataclasses
 import json
 import os
 from collections.abc import Iterable
+from enum import Enum
 from typing import Any
 
-from cudnnload.findings import Finding
+from cudnnload.judge.which import Which
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step
 from cudnnload.resolve.fatbin import GpuCode
 from cudnnload.resolve.records import is_record
-from cudnnload.resolve.which import Which
+from cudnnload.verdicts import Action, Finding, Fix
 
 # The backends pull in numpy (90 ms): imported only by the command that lists them.
 TYPE_CHECKING = False
@@ -32,16 +33,24 @@ JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
     "Report": ("healthy",), "ProgramReport": ("healthy",), "Fleet": ("healthy",),
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
+    "Finding": ("path",),
 }
+# Fields left out of JSON: the verdict's fields are the install's own (``findings``, ``expected``).
+JSON_HIDDEN: dict[str, tuple[str, ...]] = {"Install": ("verdict",), "Finding": ()}
 
 
 def to_jsonable(value: Any) -> Any:
     """One encoder for every result: dataclasses become objects, tuples lists, releases "9.28.0"."""
     if isinstance(value, Release):
         return str(value)
+    if isinstance(value, (Fix, Action)):
+        return value.json()  # the fix contract (README "Fixes")
     if is_record(value) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         names = value._fields if is_record(value) else [f.name for f in dataclasses.fields(value)]
-        out = {name: to_jsonable(getattr(value, name)) for name in names}
+        hidden = JSON_HIDDEN.get(type(value).__name__, ())
+        out = {name: to_jsonable(getattr(value, name)) for name in names if name not in hidden}
+        if type(value).__name__ == "Install":
+            out["findings"], out["expected"] = to_jsonable(value.findings), to_jsonable(value.expected)
         for name in JSON_PROPERTIES.get(type(value).__name__, ()):
             out[name] = to_jsonable(getattr(value, name))
         return out
@@ -69,6 +78,8 @@ def escaped(text: str) -> str:
 def printable(value: Any) -> Any:
     """``value`` with every string in it `escaped`, for the text renderers: the same record, field for field
     (JSON needs none of this: json.dumps escapes them)."""
+    if isinstance(value, Enum):
+        return value  # a word of the vocabulary (`codes`): nothing to escape, and its type matters
     if isinstance(value, str):
         return escaped(value)
     if is_record(value):
@@ -110,7 +121,7 @@ def _search_path(cand: Candidate) -> str:
 def finding_line(f: Finding) -> str:
     where = f"{f.path}: " if f.path else ""
     seen = "".join(f"\n      you will see: {consequence}" for consequence in f.consequences)
-    fix = f"\n      fix: {f.fix}" if f.fix else ""
+    fix = f"\n      fix: {f.fix.text}" if f.fix.text else ""
     return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{seen}{fix}"
 
 
@@ -284,15 +295,15 @@ def fleet_text(fleet: Fleet) -> str:
             lines += ["", f"{names_text(group.nodes)}, against the reference group ({names_text(largest.nodes)}):"]
             for what, left, right in condensed(group.differences):
                 lines += [f"  {what}", *_changed(left, right, "    ")]
-            if group.fix:
-                lines.append(f"  fix: {group.fix}")
+            if group.fix is not None and group.fix.text:
+                lines.append(f"  fix: {group.fix.text}")
     if fleet.findings:
         lines += ["", "findings, with the nodes they occur on:"]
         for f in fleet.findings:
             lines.append(f"  {f.severity:<7} {f.code:<24} on {names_text(f.nodes)}")
             lines.append(f"      {f.message}")
-            if f.fix:
-                lines.append(f"      fix: {f.fix}")
+            if f.fix and f.fix.get("text"):
+                lines.append(f"      fix: {f.fix['text']}")
     if fleet.failed:
         lines += ["", "nodes without a report:"]
         lines += [f"  {r.node}: {r.problem}" for r in fleet.failed]

@@ -146,7 +146,9 @@ class Fix:
         return said or None
 
     def json(self) -> dict[str, object]:
-        return {"text": self.text, "actions": [a.json() for a in (*self.actions, *self.alternatives)]}
+        """The contract (README "Fixes"): the text, and the actions to apply in order; an alternative way is
+        said in the text only (it is not to be applied beside the actions)."""
+        return {"text": self.text, "actions": [a.json() for a in self.actions]}
 
     def __bool__(self) -> bool:
         return bool(self.actions or self.note or self.alternatives)
@@ -200,7 +202,7 @@ class Finding:
     severity: Severity = None  # type: ignore[assignment]  # default: the code's usual one
 
     def __post_init__(self) -> None:
-        code = Code(self.code)
+        code = Code(self.code)  # type: ignore[call-arg]  # the value's member (Enum's own lookup)
         severity = code.severity if self.severity is None else Severity(self.severity)
         if severity not in code.severities:
             raise ValueError(f"{code.value} is never {severity.value} (it is {', '.join(code.severities)})")

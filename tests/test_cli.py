@@ -29,7 +29,7 @@ def _all_findings(doc: dict) -> list[dict]:
     result = doc["result"]
     found = list(result["findings"])
     for install in result["installs"]:
-        found += install["findings"] + [f for c in install["files"] for f in c["findings"]]
+        found += install["findings"]
     return found
 
 

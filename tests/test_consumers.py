@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from packaging.markers import Marker
 
-from cudnnload.diagnose.consumers import Consumer, Need, Pin, consumer_findings, find_consumers, marker_applies
-from cudnnload.findings import ERROR, WARNING
+from cudnnload.judge.frameworks import consumer_findings
+from cudnnload.resolve.consumers import Consumer, Need, Pin, find_consumers, marker_applies
+from cudnnload.verdicts import ERROR, WARNING
 from cudnnload.resolve.catalog import Release
 
 NO_CACHE = {**os.environ, "CUDNNLOAD_NO_CACHE": "1"}  # keep the ELF memo out of the user's cache
@@ -101,7 +102,7 @@ def test_a_build_version_read_once_is_remembered_until_the_distribution_changes(
     install_torch(site, needs_cudnn(9))
     env = {**os.environ, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
     (first,) = find_consumers([str(site)], environ=env)  # reads it in a child, remembers it
-    import cudnnload.diagnose.consumers as consumers_module
+    import cudnnload.resolve.consumers as consumers_module
 
     def no_child(*args: object, **kwargs: object) -> None:
         raise AssertionError("a child was started for a remembered build version")
@@ -279,7 +280,10 @@ def test_pytorch_refuses_an_older_minor_and_names_its_pin() -> None:
     older = findings[1]
     assert older.message == ("torch 1.0 was built with cuDNN 9.5.0 and needs the same major and a minor of at least "
                              "5; the cuDNN that loads is 9.1.0")
-    assert older.fix == 'pip install "nvidia-cudnn-cu12==9.5.1.17", or a torch built for the cuDNN that loads'
+    assert [a.json() for a in older.fix.actions] == [{"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"],
+                                                      "options": [], "target": None, "python": None}]
+    assert older.fix.text == "python -m pip install nvidia-cudnn-cu12==9.5.1.17; or install a torch built for the cuDNN " \
+        "that loads"
 
 
 def test_skipping_pytorchs_own_check_is_pointed_out() -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 from pathlib import Path
 
 import pytest
 
 from cudnnload.resolve.catalog import Release
-from cudnnload.resolve.discovery import Host, Install, Inventory, find, inspect_file
+from cudnnload.judge.installs import file_findings
+from cudnnload.judge.inventory import find
+from cudnnload.resolve.discovery import Host, Install, Inventory, inspect_file
 from cudnnload.resolve.elfcache import ElfCache
 from tests.wheels import lib_folder, site_folder
 
@@ -56,8 +59,11 @@ def test_complete_928_wheel_is_one_install_whose_shim_loads_every_sublibrary_fro
 
 def test_unpacked_wheel_without_cublas_reports_the_missing_runtime_dependency() -> None:
     install = _only(find([str(lib_folder("cu12-9.28.0.42"))], environ=ENV))
-    missing = [f for f in install.all_findings if f.code == "missing-dependency"]
-    assert any("libcublasLt.so.12" in f.message and f.fix == "pip install nvidia-cublas-cu12" for f in missing)
+    missing = [f for f in install.findings if f.code == "missing-dependency" and f.subject.library == "libcublasLt.so.12"]
+    site = str(lib_folder("cu12-9.28.0.42").parents[2])
+    assert [a.json() for f in missing for a in f.fix.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": [], "target": site,
+         "python": sys.executable}]  # into the wheel's own site-packages: its RUNPATH finds ../../cublas/lib
 
 
 def test_driverless_machine_gets_an_info_not_an_error_for_libcuda() -> None:
@@ -200,8 +206,8 @@ def test_library_for_another_machine_is_foreign(synthetic_dir: Path) -> None:
 
 def test_library_needing_a_newer_glibc_than_the_host_is_flagged() -> None:
     old_host = Host("EM_X86_64", (2, 17), None, (3, 4, 30), (1, 3, 13))  # a CentOS 7 glibc
-    cand = inspect_file(str(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9"), ElfCache(None), old_host)
-    too_old = [f for f in cand.findings if f.code == "glibc-too-old"]
+    cand = inspect_file(str(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9"), ElfCache(None))
+    too_old = [f for f in file_findings(cand, 9, old_host) if f.code == "glibc-too-old"]
     assert too_old and "needs GLIBC_2.27" in too_old[0].message and "GLIBC_2.17" in too_old[0].message
 
 

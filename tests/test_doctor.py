@@ -69,7 +69,9 @@ def test_doctor_blames_ld_library_path_for_a_mixed_release(tmp_path: Path) -> No
     stray = str(lib_folder("cu12-9.0.0.312"))
     report = _fresh(tmp_path, site_folder("cu12-9.28.0.42"), LD_LIBRARY_PATH=stray)
     mixed = [f for f in report["findings"] if f["code"] == "mixed-release"]
-    assert mixed and all(f["fix"] == f"remove {stray} from LD_LIBRARY_PATH" for f in mixed)
+    # the wheel has its own engines: the entry that shadows them goes (derived from the step's entry)
+    assert mixed and all(f["fix"] == {"text": f"remove {stray} from LD_LIBRARY_PATH", "actions": [
+        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": stray}]} for f in mixed)
     assert "libcudnn_graph.so.9 would load engines_precompiled" in " ".join(f["message"] for f in mixed)
     assert not report["healthy"]
 
@@ -79,8 +81,8 @@ def test_doctor_with_no_cudnn_says_how_to_install_it(tmp_path: Path) -> None:
         pytest.skip("this machine has a system cuDNN in ld.so.cache")
     report = _fresh(tmp_path, tmp_path)
     assert report["chosen"] is None and {c["name"]: c["status"] for c in report["checks"]}["installs"] == "fail"
-    assert any(f["code"] == "not-found" and "pip install nvidia-cudnn-cu12" in (f["fix"] or "")
-               for f in report["findings"])
+    assert any(f["code"] == "not-found" and any(a["do"] == "pip-install" and a["requirements"][0].startswith(
+        "nvidia-cudnn-cu") for a in f["fix"]["actions"]) for f in report["findings"])
 
 
 def test_diff_shows_the_variable_and_the_files_that_changed(tmp_path: Path) -> None:

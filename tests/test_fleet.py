@@ -75,7 +75,7 @@ def test_the_folder_shows_the_two_odd_nodes_with_their_difference_and_fix(report
     older = out.index("node-c, against the reference group (node-a, node-b):")
     missing = out.index("node-d, against the reference group (node-a, node-b):")
     assert f"    + {search_path(OLD)}" in out[older:missing]  # the exact difference
-    assert f"  fix: on node-c: export LD_LIBRARY_PATH={search_path(NEW)} (as on the reference group)" in out
+    assert f"  fix: export LD_LIBRARY_PATH={search_path(NEW)} (on node-c, as on the reference group)" in out
     assert "    + 9.0.0 in" in out[older:missing] and "    + none" in out[missing:]
     assert "  error   not-found                on node-d" in out
 
@@ -180,7 +180,7 @@ def test_fleet_through_ray_names_the_two_odd_nodes_and_the_difference(ray_cluste
     assert out.startswith("cudnnload fleet: 4 nodes in 3 groups; 2 differ from the reference group"), out
     assert "node-c, against the reference group (node-a, node-b):" in out
     assert "node-d, against the reference group (node-a, node-b):" in out
-    assert f"  fix: on node-c: export LD_LIBRARY_PATH={search_path(NEW)} (as on the reference group)" in out
+    assert f"  fix: export LD_LIBRARY_PATH={search_path(NEW)} (on node-c, as on the reference group)" in out
     if not system_cudnn():  # the GPU machine's apt cuDNN is found there instead of nothing
         assert "  error   not-found                on node-d" in out
 

@@ -15,17 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.findings import ERROR, INFO, WARNING
-from cudnnload.loading.gpu import (
-    Device,
-    GpuFacts,
-    device_findings,
-    driver_findings,
-    gpu_facts,
-    gpu_findings,
-    kernel_module_version,
-    presence_findings,
-)
+from cudnnload.judge.gpu import device_findings, driver_findings, gpu_findings, presence_findings
+from cudnnload.loading.gpu import gpu_facts
+from cudnnload.resolve.hardware import Device, GpuFacts, kernel_module_version
+from cudnnload.verdicts import ERROR, INFO, WARNING
 from cudnnload.loading.probe import probe
 from cudnnload.report import to_jsonable
 from cudnnload.resolve.catalog import Release
@@ -86,7 +79,7 @@ def test_missing_cuda_python_is_a_warning_not_an_import_error(monkeypatch: pytes
     assert (found.bindings, found.driver_found, found.error) == (None, False, "ImportError")
     (finding,) = presence_findings(found)
     assert (finding.code, finding.severity) == ("driver-unchecked", WARNING)
-    assert "cuda-python is not importable" in finding.message and "pip install cuda-python" in (finding.fix or "")
+    assert "cuda-python is not importable" in finding.message and "-m pip install cuda-python" in (finding.fix.text or "")
 
 
 def test_no_driver_where_the_kernel_module_is_loaded_is_an_error_pointing_at_the_container() -> None:
@@ -98,7 +91,7 @@ def test_no_driver_where_the_kernel_module_is_loaded_is_an_error_pointing_at_the
 
     assert (finding.code, finding.severity) == ("no-driver", ERROR)
     assert "/proc/driver/nvidia" in finding.message and "580.65.06" in finding.message
-    assert "--gpus all" in (finding.fix or "")
+    assert "--gpus all" in (finding.fix.text or "")
 
 
 @pytest.mark.parametrize("visible", ["", "-1", "7"])
@@ -108,14 +101,14 @@ def test_cuda_visible_devices_hiding_every_gpu_is_named_in_the_error(visible: st
     (finding,) = presence_findings(found)
 
     assert (finding.code, finding.severity) == ("no-gpu-visible", ERROR)
-    assert f"CUDA_VISIBLE_DEVICES={visible!r}" in finding.message and "unset" in (finding.fix or "")
+    assert f"CUDA_VISIBLE_DEVICES={visible!r}" in finding.message and "unset" in (finding.fix.text or "")
 
 
 def test_driver_with_no_device_and_no_mask_points_at_the_machine() -> None:
     (finding,) = presence_findings(facts(error="CUDA_ERROR_NO_DEVICE"))
 
     assert (finding.code, finding.severity) == ("no-gpu-visible", ERROR)
-    assert "CUDA_VISIBLE_DEVICES" not in finding.message and "nvidia-smi" in (finding.fix or "")
+    assert "CUDA_VISIBLE_DEVICES" not in finding.message and "nvidia-smi" in (finding.fix.text or "")
 
 
 def test_cuinit_failure_other_than_no_device_is_a_driver_error_with_its_remedy() -> None:
@@ -126,7 +119,7 @@ def test_cuinit_failure_other_than_no_device_is_a_driver_error_with_its_remedy()
     (finding,) = presence_findings(found)
 
     assert (finding.code, finding.severity) == ("driver-error", ERROR)
-    assert "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in finding.message and "reboot" in (finding.fix or "")
+    assert "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in finding.message and "reboot" in (finding.fix.text or "")
 
 
 def test_usable_gpus_raise_no_presence_finding() -> None:
@@ -170,8 +163,9 @@ def test_driver_too_old_names_both_versions_and_both_ways_out() -> None:
 
     assert "cuDNN 9.28 was built with CUDA 13.5 (cudnnGetCudartVersion 13050)" in finding.message
     assert "supports CUDA 12.2 (cuDriverGetVersion 12020)" in finding.message
-    assert finding.fix == ("upgrade the NVIDIA driver to R580 or newer, or install the cuDNN build for CUDA 12 "
-                           "(pip install nvidia-cudnn-cu12)")
+    assert finding.fix.json() == {
+        "text": "upgrade the NVIDIA driver to R580 or newer; or python -m pip install 'nvidia-cudnn-cu12>=9,<10'",
+        "actions": [{"do": "manual", "text": "upgrade the NVIDIA driver to R580 or newer"}]}
 
 
 # --- devices against the GPU code in the libraries ------------------------------------------------------
@@ -192,7 +186,7 @@ def test_volta_is_too_old_for_cudnn_9_28(code_928: dict[str, GpuCode | None]) ->
 
     assert codes(findings) == [("gpu-too-old", ERROR)]  # one finding, not one per library
     assert "needs compute capability 7.5 (Turing) or newer; GPU 0 (GPU-70, sm_70) is 7.0" in findings[0].message
-    assert "nvidia-cudnn-cu12<9.11" in (findings[0].fix or "")
+    assert "nvidia-cudnn-cu12>=9,<9.11" in (findings[0].fix.text or "")
 
 
 @pytest.mark.parametrize("capability", [(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)],
@@ -228,7 +222,7 @@ def test_a_gpu_newer_than_the_build_with_ptx_runs_in_forward_compatibility_mode(
                                cudart_version=12030)
 
     assert codes(findings) == [("gpu-too-new", WARNING)]
-    assert "forward-compatibility mode" in findings[0].message and "CUDNN_LIB_CONFIG=FULL" in (findings[0].fix or "")
+    assert "forward-compatibility mode" in findings[0].message and "CUDNN_LIB_CONFIG=FULL" in (findings[0].fix.text or "")
 
 
 def test_cudnn_8_has_no_forward_compatibility_even_with_ptx() -> None:
@@ -293,7 +287,8 @@ def test_doctor_facts_are_all_green_on_this_gpu_machine() -> None:
 
 _HIDDEN = """
 import json
-from cudnnload.loading.gpu import gpu_facts, presence_findings
+from cudnnload.judge.gpu import presence_findings
+from cudnnload.loading.gpu import gpu_facts
 facts = gpu_facts()
 print(json.dumps({"devices": len(facts.devices), "error": facts.error,
                   "findings": [[f.code, f.severity, f.message] for f in presence_findings(facts)]}))

@@ -199,7 +199,7 @@ ODD = {"libcudnn_engines_precompiled.so.9": "a FIFO", "libcudnn_heuristic.so.9":
 def _odd_findings(stdout: str, folder: Path) -> dict[str, str]:
     found = {}
     for line in stdout.splitlines():
-        if "not-a-regular-file" in line:
+        if line.startswith("  error   not-a-regular-file"):
             name = next(n for n in ODD if str(folder / n) in line)
             found[name] = line
     return found

@@ -1,7 +1,9 @@
 """The package layout stays true: no import circles, and no import against the stage order.
 
-Data flows one way: resolve -> loading -> dispatch -> diagnose, with the CLI and the report on top
-and a few shared modules (errors, findings, cachedir) at the bottom. Every import in
+Data flows one way: resolve -> judge -> loading -> dispatch -> diagnose, with the CLI and the report on
+top and a few shared modules (the vocabulary of a verdict, errors, cachedir, files) at the bottom. The
+judge decides, pure: it reads no file itself (the facts come from resolve). No module decides anything
+by reading a finding's message. Every import in
 ``cudnnload/`` is read with ``ast`` (module level, inside functions and under ``TYPE_CHECKING``
 alike: a type-only import is still a dependency a reader has to follow), resolved to the module
 it names, and checked.
@@ -20,12 +22,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "cudnnload"
 
 # Lowest first. A module may import from its own level and any level below it.
-BASE = ("cudnnload.errors", "cudnnload.findings", "cudnnload.cachedir", "cudnnload.files")
-STAGES = ("cudnnload.resolve", "cudnnload.loading", "cudnnload.dispatch", "cudnnload.diagnose")
+BASE = ("cudnnload.codes", "cudnnload.verdicts", "cudnnload.errors", "cudnnload.cachedir", "cudnnload.files")
+STAGES = ("cudnnload.resolve", "cudnnload.judge", "cudnnload.loading", "cudnnload.dispatch", "cudnnload.diagnose")
 
 
 def level(module: str) -> int:
-    """0 for the shared modules, 1-4 for the stages in order, 5 for everything else at the top
+    """0 for the shared modules, 1-5 for the stages in order, 6 for everything else at the top
     (``__init__``, ``cli``, ``report``, and the public aliases ``cudnnload.backends`` ...)."""
     if module in BASE:
         return 0
@@ -130,7 +132,7 @@ def test_the_stage_check_catches_resolve_importing_from_loading() -> None:
     graph = {name: dict(edges) for name, edges in import_graph().items()}
     graph["cudnnload.resolve.catalog"]["cudnnload.loading.capi"] = 1
     assert against_the_order(graph) == [
-        "cudnnload.resolve.catalog:1 imports cudnnload.loading.capi (level 2 > 1)"]
+        "cudnnload.resolve.catalog:1 imports cudnnload.loading.capi (level 3 > 1)"]
 
 
 def test_the_circle_check_catches_two_modules_importing_each_other() -> None:
@@ -146,8 +148,77 @@ def test_a_stage_module_importing_a_name_the_root_re_exports_is_caught(tmp_path:
     found = dict(imports_of("cudnnload.loading.probe", source, known))
     assert found == {"cudnnload": 1, "cudnnload.report": 2}
     assert against_the_order({"cudnnload.loading.probe": found}) == [
-        "cudnnload.loading.probe:1 imports cudnnload (level 5 > 2)",
-        "cudnnload.loading.probe:2 imports cudnnload.report (level 5 > 2)"]
+        "cudnnload.loading.probe:1 imports cudnnload (level 6 > 3)",
+        "cudnnload.loading.probe:2 imports cudnnload.report (level 6 > 3)"]
+
+
+# The judge's modules decide from facts; the two that gather them first are its doors to resolve: `inventory`
+# (every install) and `which` (what each name resolves to, then the install it leads to).
+JUDGE_GATHERS = {"cudnnload.judge.inventory", "cudnnload.judge.which"}
+# What reads the file system or the process: never called by a judge module itself.
+IO_CALLS = {"open", "os.stat", "os.lstat", "os.listdir", "os.scandir", "os.access", "os.readlink", "os.getcwd",
+            "os.path.exists", "os.path.lexists", "os.path.isdir", "os.path.isfile", "os.path.islink",
+            "os.path.realpath", "os.path.getsize", "os.path.samefile", "subprocess.run", "subprocess.Popen",
+            "ctypes.CDLL", "os.environ.get"}
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def io_calls(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = [f"{path.name}:{node.lineno} {_dotted(node.func)}" for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and _dotted(node.func) in IO_CALLS]
+    found += [f"{path.name}:{node.lineno} import {alias.name}" for node in ast.walk(tree)
+              if isinstance(node, ast.Import) for alias in node.names if alias.name in ("subprocess", "ctypes")]
+    return found
+
+
+def test_the_judge_reads_nothing_itself() -> None:
+    judged = {name: path for name, path in modules().items()
+              if name.startswith("cudnnload.judge") and name not in JUDGE_GATHERS}
+    assert len(judged) >= 8
+    assert [call for path in judged.values() for call in io_calls(path)] == []
+
+
+def test_the_io_check_catches_a_judge_that_stats_a_file(tmp_path: Path) -> None:
+    source = tmp_path / "rule.py"
+    source.write_text("import os\ndef rule(path):\n    return os.path.exists(path) or open(path)\n")
+    assert io_calls(source) == ["rule.py:3 os.path.exists", "rule.py:3 open"]
+
+
+def message_reads(path: Path) -> list[str]:
+    """Places that parse a ``.message``: ``x in y.message``, ``y.message.startswith(...)`` and the like, or a
+    regular expression run over one. What people read is never what code decides on."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and any(
+                isinstance(side, ast.Attribute) and side.attr == "message" for side in node.comparators):
+            found.append(f"{path.name}:{node.lineno} in .message")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(
+                node.func.value, ast.Attribute) and node.func.value.attr == "message" and node.func.attr in (
+                "startswith", "endswith", "find", "index", "split", "partition", "rpartition", "count"):
+            found.append(f"{path.name}:{node.lineno} .message.{node.func.attr}")
+        elif isinstance(node, ast.Call) and _dotted(node.func).startswith("re.") and any(
+                isinstance(arg, ast.Attribute) and arg.attr == "message" for arg in node.args):
+            found.append(f"{path.name}:{node.lineno} {_dotted(node.func)}(.message)")
+    return found
+
+
+def test_no_module_decides_by_parsing_a_message() -> None:
+    edge = {"cudnnload.report", "cudnnload.cli"}
+    assert [read for name, path in modules().items() if name not in edge for read in message_reads(path)] == []
+
+
+def test_the_message_check_catches_a_decision_on_a_message(tmp_path: Path) -> None:
+    source = tmp_path / "rule.py"
+    source.write_text("def soname(f):\n    return 'libz' in f.message or f.message.startswith('needs')\n")
+    assert message_reads(source) == ["rule.py:2 in .message", "rule.py:2 .message.startswith"]
 
 
 def test_every_stage_folder_says_what_it_answers_and_hands_on() -> None:
@@ -164,20 +235,6 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), "PYTHONWARNINGS": "always::DeprecationWarning"}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=60, check=False)
-
-
-def test_an_old_module_path_imports_the_moved_module_with_a_warning_naming_the_new_path() -> None:
-    child = run_python("""
-        import cudnnload.loader as old
-        from cudnnload import gpu
-        import cudnnload.loading.loader as new, cudnnload.loading.gpu
-        assert old is new and gpu is cudnnload.loading.gpu
-        assert new.__spec__.name == "cudnnload.loading.loader"  # its own spec, not the alias's
-        print("ok")
-    """)
-    assert child.stdout.strip() == "ok", child.stderr
-    assert "DeprecationWarning: cudnnload.loader has moved to cudnnload.loading.loader" in child.stderr
-    assert "DeprecationWarning: cudnnload.gpu has moved to cudnnload.loading.gpu" in child.stderr
 
 
 def test_the_old_call_layer_path_answers_with_a_warning() -> None:

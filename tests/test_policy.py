@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.targets import resolve_target
-from cudnnload.findings import ERROR, WARNING, Finding
-from cudnnload.loading.loader import choose_install
-from cudnnload.resolve.discovery import Step, find, inspect
+from cudnnload.verdicts import ERROR, WARNING, Finding
+from cudnnload.judge.choose import choose_install
+from cudnnload.judge.inventory import find, inspect
+from cudnnload.resolve.discovery import Step
 from cudnnload.resolve.ldcache import read_ld_cache
 from cudnnload.resolve.linker import (
     Chain,
@@ -38,7 +39,7 @@ from cudnnload.resolve.linker import (
     resolve,
     split_ld_library_path,
 )
-from cudnnload.resolve.policy import (
+from cudnnload.judge.policy import (
     FOREIGN_OWNER,
     ORIGIN_IN_SETUID,
     RELATIVE_SEARCH_PATH,
@@ -49,7 +50,7 @@ from cudnnload.resolve.policy import (
     search_path_findings,
     setuid_findings,
 )
-from cudnnload.resolve.which import which
+from cudnnload.judge.which import which
 from tests.test_linker import BASE_ENVIRON, run_probe
 from tests.wheels import lib_folder, python_path
 
@@ -105,7 +106,7 @@ def test_an_empty_ld_library_path_entry_is_the_current_directory(synthetic_dir: 
     assert run.mapped(here / "libcudnn_ops.so.9")
     [relative] = codes(found, RELATIVE_SEARCH_PATH)
     assert relative.severity == WARNING and "empty entry" in relative.message and str(here) in relative.message
-    assert relative.fix == "export LD_LIBRARY_PATH=/nonexistent"
+    assert relative.fix.json()["actions"] == [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": ""}]
     assert (ops.path, relative_loads("/x", [ops_step(ops.path)])) == ("libcudnn_ops.so.9", ("libcudnn_ops.so.9",))
     assert relative_loads(str(here), [ops_step(ops.path)]) == ()  # an install's own file, found from its folder
 
@@ -137,7 +138,8 @@ def test_a_relative_ld_library_path_entry_is_searched_from_the_current_directory
     # another folder, another answer (nothing, or a system cuDNN's file where the machine has one)
     assert not elsewhere.mapped(tmp_path / "rel" / "libcudnn_ops.so.9")
     assert "'rel'" in relative.message and str(tmp_path / "rel") in relative.message
-    assert relative.fix is not None and f"LD_LIBRARY_PATH={tmp_path / 'rel'}" in relative.fix
+    assert relative.fix.json()["actions"] == [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": "rel"}]
+    assert str(tmp_path / "rel") in (relative.fix.text or "")  # what to write instead, if it was meant
 
 
 def test_a_relative_runpath_entry_is_searched_from_the_current_directory(
@@ -262,7 +264,8 @@ def test_world_writable_search_folders_are_found_sticky_or_not(tmp_path: Path) -
 
     assert set(flagged) == {str(open_), str(sticky), str(open_ / "missing" / "lib"), str(open_ / "inner")}
     assert "sticky bit stops others deleting your files there, not adding theirs" in flagged[str(sticky)].message
-    assert flagged[str(sticky)].fix == f"take {sticky} off the search path"
+    assert flagged[str(sticky)].fix.json()["actions"] == [
+        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(sticky)}]
     assert f"can be created in {open_}" in flagged[str(open_ / "missing" / "lib")].message
     assert f"move {open_ / 'inner'} away" in flagged[str(open_ / "inner")].message  # renamed, not written into
     assert all(f.severity == WARNING for f in flagged.values())
@@ -324,7 +327,7 @@ def test_cudnn_files_others_can_write_or_another_user_owns_are_findings(syntheti
 
     writable = {f.path: f for f in codes(found, WRITABLE_LIBRARY)}
     foreign = codes(found, FOREIGN_OWNER)
-    assert set(writable) == {str(world), str(link)} and writable[str(world)].fix == f"chmod go-w {world}"
+    assert set(writable) == {str(world), str(link)} and writable[str(world)].fix.text == f"chmod go-w {world}"
     assert f"({world})" in writable[str(link)].message  # a symlink is judged by the file it leads to
     assert {f.path for f in foreign} == ({str(mine)} if me == 0 else {str(world), str(mine), str(link)})
     assert all(f.severity == WARNING and "neither root nor you" in f.message for f in foreign)

@@ -136,6 +136,7 @@ def test_child_imports_nothing_beyond_stdlib_catalog_and_capi() -> None:
     imported = {line.split("|")[-1].strip() for line in child.stderr.decode().splitlines() if "|" in line}
     ours = {name for name in imported if name.startswith("cudnnload")}
     assert ours == {"cudnnload.loading", "cudnnload.loading.probe", "cudnnload.loading.capi", "cudnnload.errors",
+                    "cudnnload.codes",
                     "cudnnload.resolve", "cudnnload.resolve.catalog", "cudnnload.resolve.versions",
                     "cudnnload.resolve.records", "cudnnload.resolve.mapped"}
     assert not imported & {"numpy", "click", "elftools", "subprocess"}

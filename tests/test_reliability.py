@@ -235,7 +235,7 @@ def test_fleet_never_tells_a_healthy_node_to_copy_a_broken_one(tmp_path: Path, w
     groups = json.loads(done.stdout)["result"]["groups"]
     assert groups[0]["nodes"] == ["gpu02"] and groups[0]["healthy"]
     assert groups[1]["nodes"] == ["gpu01"]
-    assert "gpu02" not in (groups[1]["fix"] or "").split(":")[0]
+    assert "gpu02" not in ((groups[1]["fix"] or {}).get("text") or "")
 
 
 # --- as nobody: what root never meets ---------------------------------------------------------------------

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.doctor import Report, doctor
-from cudnnload.findings import ERROR
-from cudnnload.resolve.consequences import disagreements
+from cudnnload.verdicts import ERROR
+from cudnnload.judge.consequences import disagreements
 from fixtures.scenarios.layouts import CORPUS, Layout, ensure
 from fixtures.scenarios.truth import Truth, compare, record
 from tests.wheels import cache_root
@@ -175,7 +175,7 @@ def test_a_cut_sublibrary_is_shown_killing_the_process_not_not_found() -> None:
     layout = next(layout for layout in CORPUS if layout.name == "truncated-cnn")
     _needs_wheels(layout)
     from cudnnload.report import install_text
-    from cudnnload.resolve.discovery import find
+    from cudnnload.judge.inventory import find
 
     (install,) = find([str(layout.folder() / "site/nvidia/cudnn/lib")], environ={"CUDNNLOAD_NO_CACHE": "1"}).installs
     cnn = next(step for step in install.plan if step.library == "cnn")
@@ -199,7 +199,7 @@ def test_a_cudnn7_without_a_versioned_name_gets_its_release_and_cuda_from_the_pr
 def test_a_cudnn7_whose_cuda_runtime_is_missing_says_which_and_where_to_get_it() -> None:
     report = diagnosis("cudnn7-without-cudart")
     missing = next(f for f in report.findings if f.code == "missing-dependency")
-    assert "libcudart.so.10.2" in missing.message and "CUDA 10.2 runtime" in (missing.fix or "")
+    assert "libcudart.so.10.2" in missing.message and "CUDA 10.2 runtime" in (missing.fix.text or "")
     assert [c.effect for c in missing.consequences] == ["no-start"]
 
 

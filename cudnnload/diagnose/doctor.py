@@ -19,13 +19,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cudnnload import __version__
+from cudnnload.codes import Code, Effect, SubjectKind
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
-from cudnnload.findings import ERROR, HANG, INFO, WARNING, Finding, rank, unique
+from cudnnload.judge.consequences import disagreements
+from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.installs import predict_install
+from cudnnload.judge.which import Which, which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
-from cudnnload.resolve.consequences import disagreements
-from cudnnload.resolve.discovery import Install, Inventory, predict_install
-from cudnnload.resolve.which import Which, which
+from cudnnload.resolve.discovery import Install, Inventory
+from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, unique
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
 RELEVANT_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CUDA_PATH",
@@ -61,14 +64,15 @@ class Report:
 
     @property
     def healthy(self) -> bool:
-        return not any(f.severity == ERROR for f in self.findings)
+        return not any(f.severity is ERROR for f in self.findings)
 
 
 def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = None, python: str | None = None,
            site_paths: list[str] | None = None, timeout: float = 60.0) -> Report:
     """Run every check on ``target`` (default: this Python's environment) in ``environ``. UsageError
     (naming the target and the reason) when the target cannot be read as one."""
-    from cudnnload.loading.gpu import gpu_facts, gpu_findings
+    from cudnnload.judge.gpu import gpu_findings
+    from cudnnload.loading.gpu import gpu_facts
 
     env = dict(os.environ if environ is None else environ)
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths)
@@ -81,7 +85,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     # a load the prediction says hangs (a FIFO on the search path) is not tried: the child would wait for
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
     without_gpu = _expected(install, resolved, False) if install is not None else ()
-    hangs = next((e for e in without_gpu if e.outcome == HANG), None)
+    hangs = next((e for e in without_gpu if e.outcome == Effect.HANG), None)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
         if install is not None and shim is not None and hangs is None else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
@@ -102,7 +106,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
-    if install is None and not any(f.code == "no-cudnn" for f in findings):
+    if install is None and not any(f.code is Code.NO_CUDNN for f in findings):
         findings.append(_no_cudnn(resolved))
     release = install.release if install else None
     if release is None and result is not None and result.release is not None:
@@ -115,10 +119,10 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
                        max_device_version=max_sm.value if max_sm else None,
                        gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install else {},
-                       version_checks_passed=passed)
-    if any(f.code == "no-driver" for f in gpu):  # said once, by the driver check
+                       version_checks_passed=passed, python=resolved.target.python)
+    if any(f.code is Code.NO_DRIVER for f in gpu):  # said once, by the driver check
         gpu = tuple(_with_driver_consequences(f, findings) for f in gpu)
-        findings = [f for f in findings if f.code != "no-driver"]
+        findings = [f for f in findings if f.code is not Code.NO_DRIVER]
     findings += gpu
     checks.append(_driver_check(facts, gpu))
     checks.append(_handle_check(result, facts))
@@ -126,7 +130,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     pool.shutdown()
     if install is not None:
         findings += [f for consumer in consumers for f in consumer_findings_(consumer, release, install, facts)]
-    checks.append(Check("consumers", "fail" if any(f.code.startswith("consumer-") and f.severity == ERROR
+    checks.append(Check("consumers", "fail" if any(f.subject.kind is SubjectKind.CONSUMER and f.severity is ERROR
                                                    for f in findings) else "ok" if consumers else "skip",
                         consumer_summary))
     return Report(
@@ -145,22 +149,22 @@ def _no_cudnn(resolved: Resolved) -> Finding:
     installs = resolved.inventory.installs
     found = f"{len(installs)} found, none loadable: {'; '.join(resolved.rejected)}" if installs and resolved.rejected \
         else f"{len(installs)} found, none loadable" if installs else "none found"
-    return Finding("no-cudnn", ERROR, f"{resolved.target.description} loads no cuDNN ({found})",
-                   resolved.target.path, "install cuDNN where this target looks for it (for pip: the "
-                   "nvidia-cudnn-cuXX wheel matching the CUDA major of the framework)")
+    python = resolved.target.python or (sys.executable if resolved.target.kind == "environment" else None)
+    repair = cudnn_install(9, None, python) if resolved.target.kind in ("environment", "python") and not installs \
+        else fix(manual("make one of them whole (their findings say how), or install cuDNN where this target looks"))
+    return Finding(Code.NO_CUDNN, f"{resolved.target.description} loads no cuDNN ({found})",
+                   Subject(SubjectKind.TARGET, resolved.target.path), repair)
 
 
 def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:
     """The install's predicted calls, for a machine with or without a usable GPU as the driver says."""
-    prediction = predict_install(generation(install.major), install.release, install.files, install.plan,
-                                 install.dependencies, resolved.ctx.cache, resolved.ctx.linker, gpu=gpu)
-    return prediction.expectations
+    return predict_install(install, resolved.ctx, gpu=gpu).expectations
 
 
 def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Finding:
     """The driver check's no-driver finding, with what discovery's said a machine without one shows."""
-    said = next((f.consequences for f in others if f.code == "no-driver" and f.consequences), ())
-    return replace(finding, consequences=finding.consequences or said) if finding.code == "no-driver" else finding
+    said = next((f.consequences for f in others if f.code is Code.NO_DRIVER and f.consequences), ())
+    return replace(finding, consequences=finding.consequences or said) if finding.code is Code.NO_DRIVER else finding
 
 
 def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], Any, str]:
@@ -168,14 +172,15 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) ->
     target = resolved.target
 
     def judge(consumer: Any, release: Any, install: Install, facts: Any) -> tuple[Finding, ...]:
-        from cudnnload.diagnose.consumers import consumer_findings
+        from cudnnload.judge.frameworks import consumer_findings
 
         return consumer_findings(consumer, release, install.major, environ=env,
                                  install_version=install.distribution.split()[-1] if install.distribution else None,
-                                 device_count=len(facts.devices))
+                                 device_count=len(facts.devices),
+                                 python=target.python or (sys.executable if target.kind == "environment" else None))
 
     if target.kind in ("environment", "python"):
-        from cudnnload.diagnose.consumers import find_consumers
+        from cudnnload.resolve.consumers import find_consumers
 
         found = find_consumers(list(target.site_paths) if target.site_paths is not None else None, environ=env,
                                timeout=timeout, interpreter=target.python)
@@ -183,7 +188,7 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) ->
         none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
         return found, judge, ", ".join(c.label for c in found) or none
     if target.kind in ("program", "shared-object") and target.path:
-        from cudnnload.diagnose.consumers import owner_of
+        from cudnnload.resolve.consumers import owner_of
 
         owner = owner_of(target.path, environ=env, timeout=timeout)
         return owner, judge, ", ".join(c.label for c in owner) or \
@@ -235,7 +240,8 @@ def _probe_check(result: ProbeResult, install: Install, expected: tuple[Any, ...
                      f"the run disagrees with the prediction: {wrong[0]} ({took})")
     if failing:
         first = failing[0]
-        what = {"abort": "aborts (SIGABRT)", "sigbus": "dies of SIGBUS", "hang": "hangs", "fails": "fails"}.get(
+        what = {Effect.ABORT: "aborts (SIGABRT)", Effect.SIGBUS: "dies of SIGBUS", Effect.HANG: "hangs",
+                Effect.NO_START: "fails"}.get(
             first.outcome, f"returns {first.status} {gen.status_name(first.status) if first.status else ''}")
         return Check("probe", "fail", f"as predicted: {first.call.function} {what}" +
                      (f" ({len(failing)} calls fail)" if len(failing) > 1 else "") + f" ({took})")
@@ -257,22 +263,23 @@ def _probe_findings(result: ProbeResult, install: Install, expected: tuple[Any, 
     wrong = disagreements(expected, result.observed(generation(install.major)))
     if not wrong:
         return []
-    findings = [Finding("prediction-disagrees", WARNING, f"the child process and cudnnload's prediction disagree: "
-                        f"{'; '.join(wrong)}", install.folder,
-                        "the findings above may be incomplete: run `cudnnload doctor -- YOUR-PROGRAM` for the "
-                        "linker's own account, and report the layout to cudnnload")]
+    findings = [Finding(Code.PREDICTION_DISAGREES, f"the child process and cudnnload's prediction disagree: "
+                        f"{'; '.join(wrong)}", Subject(SubjectKind.INSTALL, install.folder),
+                        fix(note="the findings above may be incomplete: run `cudnnload doctor -- YOUR-PROGRAM` for "
+                                 "the linker's own account, and report the layout to cudnnload"), severity=WARNING)]
     if not result.completed:
-        findings.append(Finding("probe-crashed", ERROR, f"loading cuDNN {install.release} kills the process: "
-                                f"{result.verdict}", install.folder, "fix the findings above, or reinstall cuDNN"))
+        findings.append(Finding(Code.PROBE_CRASHED, f"loading cuDNN {install.release} kills the process: "
+                                f"{result.verdict}", Subject(SubjectKind.INSTALL, install.folder),
+                                fix(note="the findings above say what to fix")))
     return findings
 
 
 def _driver_check(facts: Any, findings: tuple[Finding, ...]) -> Check:
     if not facts.driver_found:
-        worst = min((f.severity for f in findings), key=rank, default=INFO)
-        return Check("driver", "fail" if worst == ERROR else "info", facts.reason or "no NVIDIA driver")
+        worst = min((f.severity for f in findings), key=lambda severity: severity.rank, default=INFO)
+        return Check("driver", "fail" if worst is ERROR else "info", facts.reason or "no NVIDIA driver")
     gpus = ", ".join(d.label for d in facts.devices) or "no GPU visible"
-    bad = any(f.severity == ERROR for f in findings)
+    bad = any(f.severity is ERROR for f in findings)
     return Check("driver", "fail" if bad else "ok", f"driver for CUDA {facts.driver_cuda}; {gpus}")
 
 

@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudnnload.errors import UsageError
-from cudnnload.findings import Finding
+from cudnnload.judge.inventory import find
 from cudnnload.resolve.catalog import GENERATIONS, SubLibrary, classify, parse_release
-from cudnnload.resolve.discovery import Install, Inventory, find
+from cudnnload.resolve.discovery import Install, Inventory
+from cudnnload.verdicts import Finding
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudnnload.codes import Severity
 from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports
 from cudnnload.errors import UsageError
 from cudnnload.files import NotRegularFile, read_regular
-from cudnnload.findings import rank
+from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, set_variable, unset
 
 MAX_REPORT_BYTES = 64 << 20  # a doctor report is some ten to a few hundred KB
 SHOWN_NAMES = 6  # node names shown per group or finding before "and N more"
@@ -53,7 +54,7 @@ class Group:
     release: str | None
     chosen: str | None
     differences: tuple[Difference, ...] = ()  # against the reference group; () for it
-    fix: str | None = None  # what would make it like the reference group, where the difference says
+    fix: Fix | None = None  # what would make it like the reference group, where the difference says
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class FleetFinding:
     code: str
     severity: str
     message: str
-    fix: str | None
+    fix: Mapping[str, Any] | None  # the node's report's fix, as its JSON has it: {"text", "actions"}
     nodes: tuple[str, ...]
 
 
@@ -237,7 +238,7 @@ class _Building:
 def summarize(reports: Iterable[NodeReport]) -> Fleet:
     """Group the nodes (reading ``reports`` once, in one pass), then compare each group with the reference group."""
     groups: dict[str, _Building] = {}
-    findings: dict[tuple[str, str, str], tuple[str | None, list[str]]] = {}
+    findings: dict[tuple[str, str, str], tuple[Mapping[str, Any] | None, list[str]]] = {}
     failed: list[NodeReport] = []
     count = 0
     for report in reports:
@@ -255,7 +256,8 @@ def summarize(reports: Iterable[NodeReport]) -> Fleet:
             if not isinstance(finding, dict):
                 continue
             found = (str(finding.get("code")), str(finding.get("severity")), str(finding.get("message")))
-            findings.setdefault(found, (finding.get("fix"), []))[1].append(report.node)
+            said = finding.get("fix")
+            findings.setdefault(found, (said if isinstance(said, dict) else None, []))[1].append(report.node)
     for g in groups.values():
         g.nodes.sort()
     # The group the others are compared with: the largest healthy one (a healthy node is never told to copy
@@ -270,7 +272,7 @@ def summarize(reports: Iterable[NodeReport]) -> Fleet:
             and _healthy(majority.doc) else None
         made.append(Group(g.fingerprint, tuple(g.nodes), _healthy(g.doc), g.doc["result"].get("release"),
                           g.doc["result"].get("chosen"), differences, fix))
-    listed = sorted(findings.items(), key=lambda item: (rank(item[0][1]), -len(item[1][1]), item[0]))
+    listed = sorted(findings.items(), key=lambda item: (_rank(item[0][1]), -len(item[1][1]), item[0]))
     return Fleet(count, tuple(made), tuple(FleetFinding(code, sev, message, fix, tuple(sorted(nodes)))
                                           for (code, sev, message), (fix, nodes) in listed),
                  tuple(sorted(failed, key=lambda r: r.node)))
@@ -280,22 +282,33 @@ def _healthy(doc: Mapping[str, Any]) -> bool:
     return bool(doc["result"].get("healthy", False))
 
 
-def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: Sequence[str]) -> str | None:
+def _rank(severity: str) -> int:
+    try:
+        return Severity(severity).rank
+    except ValueError:
+        return 3
+
+
+def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: Sequence[str]) -> Fix | None:
     """Make the nodes like the reference group: its environment first (the usual drift: a module system's
-    LD_LIBRARY_PATH), else its cuDNN, else its driver."""
-    where = f"on {names_text(nodes)}"
+    LD_LIBRARY_PATH), else its cuDNN, else its driver. The text says on which nodes."""
+    where = f"on {names_text(nodes)}, as on the reference group"
     env = [d for d in differences if d.what.startswith("$")]
     if env:
-        steps = [f"export {d.what[1:]}={d.left}" if d.left is not None else f"unset {d.what[1:]}" for d in env]
-        return f"{where}: {'; '.join(steps)} (as on the reference group)"
+        steps: list[Action] = [set_variable(d.what[1:], d.left) if d.left is not None else unset(d.what[1:])
+                               for d in env]
+        return fix(*steps, note=where)
     chosen = next((d for d in differences if d.what == "cuDNN chosen"), None)
     if chosen is not None:
         result = majority.get("result", {})
-        have = result.get("distribution") or f"cuDNN {result.get('release')}"
-        return f"{where}: install {have}, as the reference group has ({chosen.left})"
+        distribution = result.get("distribution")
+        if isinstance(distribution, str) and " " in distribution:
+            name, version = distribution.split(" ", 1)
+            return fix(pip_install([f"{name}=={version}"]), note=f"{where} ({chosen.left})")
+        return fix(manual(f"install cuDNN {result.get('release')} as in {chosen.left}"), note=where)
     driver = next((d for d in differences if d.what == "driver"), None)
     if driver is not None:
-        return f"{where}: the NVIDIA driver {driver.left}, as on the reference group (here {driver.right})"
+        return fix(manual(f"install the NVIDIA driver {driver.left} (here {driver.right})"), note=where)
     return None
 
 

@@ -20,15 +20,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cudnnload.codes import Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
-from cudnnload.findings import ERROR, INFO, WARNING, Finding, unique
 from cudnnload.resolve.catalog import classify, generation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.resolve.discovery import Context, Install
+    from cudnnload.verdicts import Finding
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
@@ -121,6 +122,7 @@ class Observation:
     # files of those families seen in /proc/PID/maps that the linker's log does not show (its log off: a
     # setuid program, secure-execution mode; a process the log missed)
     unlogged: tuple[str, ...] = ()
+    stuck_on: str | None = None  # the FIFO the linker was opening when the program was killed at the deadline
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -148,8 +150,19 @@ def observation(ran: Run) -> Observation:
     errors = tuple(call for call in ran.api if call.level == "E")
     logged = {os.path.realpath(o.path) for log in order for o in log.opened}
     unlogged = tuple(path for path in ran.arrivals if os.path.realpath(path) not in logged)
+    stuck = main.stuck_opening if ran.timed_out and main is not None else None
+    fifo = stuck if stuck is not None and _is_fifo(stuck) else None
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
-                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged)
+                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo)
+
+
+def _is_fifo(path: str) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...]) -> str | None:
@@ -198,7 +211,9 @@ class ProgramReport:
 
     @property
     def healthy(self) -> bool:
-        return self.observation.returncode == 0 and not any(f.severity == ERROR for f in self.findings)
+        from cudnnload.verdicts import ERROR
+
+        return self.observation.returncode == 0 and not any(f.severity is ERROR for f in self.findings)
 
 
 def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
@@ -223,6 +238,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     findings += _run_findings(seen, explained)
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
+    from cudnnload.verdicts import unique
+
     return ProgramReport(seen, tuple(comparisons), unique(findings))
 
 
@@ -278,22 +295,24 @@ class _Prepare(threading.Thread):
 
 def _predict(shim: lddebug.Opened, ctx: Context) -> Install | None:
     """The prediction for ``shim`` in this environment alone."""
-    from cudnnload.resolve.discovery import install_of
+    from cudnnload.judge.inventory import judged_install_of
 
-    return install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
+    return judged_install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
 
 
 def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ctx: Context,
              ahead: Mapping[tuple[str, str], Install | None]) -> tuple[Comparison, list[Finding], dict[str, str]]:
     """The prediction for ``shim`` in this environment, beside the linker's account; and the findings of
     the prediction made with what was already in the process when the shim came."""
-    from cudnnload.resolve.discovery import context, install_of
+    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.resolve.discovery import context
+    from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual
 
     before = {os.path.basename(o.path): o.path for o in seen.libraries[:seen.libraries.index(shim)]
               if os.path.basename(o.path).startswith("libcudnn")}
     opened = (shim.path, shim.requested_by)
     alone = ahead[opened] if opened in ahead else _predict(shim, ctx)  # made while it ran, or now
-    as_run = (install_of(shim.path, context(env, loaded=before, cache=ctx.cache), "as the program loaded it")
+    as_run = (judged_install_of(shim.path, context(env, loaded=before, cache=ctx.cache), "as the program loaded it")
               if before else alone)
     observed = _observed_plan(shim, seen)
     predicted = tuple((s.library, s.path, s.rule) for s in alone.plan) if alone else ()
@@ -306,18 +325,21 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
                     f"asked for it, and the linker hands an already-loaded soname to anyone who asks"
                     for o in seen.libraries if _same_file(o.path, path) and o.path in before.values()), "")
         wrong.append(f"{key}: predicted {guess[0] or 'not found'} ({guess[1]}), the linker gave {path} ({rule}){why}")
-    findings = [f for f in (as_run.all_findings if as_run else ()) if f.severity != INFO]
+    findings = [f for f in (as_run.findings if as_run else ()) if f.severity is not INFO]
     if wrong:
-        findings.append(Finding("prediction-disagrees", ERROR if any("already in the process" in w for w in wrong)
-                                else WARNING, f"what {os.path.basename(seen.command[0])} loaded is not what this "
-                                f"environment alone would give {shim.path}: {'; '.join(wrong)}", shim.path,
-                                "load the cuDNN you want before anything else does (import order, or "
-                                "cudnnload.load() first), or remove the other one" if before else
-                                "report this layout: cudnnload's model of the linker missed something"))
+        earlier = any(_same_file(o.path, path) and o.path in before.values()
+                      for _, path, _ in observed for o in seen.libraries)
+        findings.append(Finding(Code.PREDICTION_DISAGREES, f"what {os.path.basename(seen.command[0])} loaded is not "
+                                f"what this environment alone would give {shim.path}: {'; '.join(wrong)}",
+                                Subject(SubjectKind.FILE, shim.path, "shim"),
+                                fix(manual("load the cuDNN you want before anything else does (import order, or "
+                                           "cudnnload.load() first), or remove the other one")) if before else
+                                fix(note="report this layout: cudnnload's model of the linker missed something"),
+                                severity=ERROR if earlier else WARNING))
     release = str(alone.release) if alone and alone.release else None
     gen = generation(as_run.major) if as_run else None
     expected = {e.call.function: gen.status_name(e.status) for e in (as_run.expected if as_run else ())
-                if gen is not None and e.status is not None and e.outcome == "status"}
+                if gen is not None and e.status is not None and e.outcome == Effect.STATUS}
     return Comparison(shim.path, release, predicted, observed, tuple(wrong)), findings, expected
 
 
@@ -346,33 +368,36 @@ def _same_file(left: str | None, right: str | None) -> bool:
 
 
 def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Finding]:
+    from cudnnload.verdicts import INFO, WARNING, Finding, Subject, delete, fix
+
     program = os.path.basename(seen.command[0])
+    about = Subject(SubjectKind.PROGRAM, seen.command[0])
     findings: list[Finding] = []
     if seen.timed_out:
         stuck = f"; it hung in {seen.died_in}" if seen.died_in else ""
-        findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout and was "
-                                f"killed, with every process it started{stuck}", seen.command[0],
-                                "remove the file it hung on: a library is a regular file" if "FIFO" in stuck
-                                else "raise --timeout"))
+        findings.append(Finding(Code.PROGRAM_TIMED_OUT, f"{program} did not end within the timeout and was killed, "
+                                f"with every process it started{stuck}", about,
+                                fix(delete(seen.stuck_on), note="a library is a regular file") if seen.stuck_on else
+                                fix(note="raise --timeout")))
     for path in seen.unlogged:
         if _is_shim(path):
-            findings.append(Finding("unlogged-load", INFO, f"{program} mapped {path} where the dynamic linker "
-                                    "kept no log (LD_DEBUG is ignored in secure-execution mode, or was removed): "
-                                    "which rule found it cannot be shown", path,
-                                    f"`cudnnload doctor {path}` predicts what it loads"))
+            findings.append(Finding(Code.UNLOGGED_LOAD, f"{program} mapped {path} where the dynamic linker kept no "
+                                    "log (LD_DEBUG is ignored in secure-execution mode, or was removed): which rule "
+                                    "found it cannot be shown", Subject(SubjectKind.FILE, path, "shim"),
+                                    fix(note=f"`cudnnload doctor {path}` predicts what it loads")))
     if seen.signal:
         where = f" in {seen.died_in}" if seen.died_in else ""
-        findings.append(Finding("program-died", ERROR, f"{program} died of {seen.signal}{where}", seen.command[0],
-                                _death_fix(seen)))
+        findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
+                                fix(note=_death_note(seen))))
     for stem, misses in _failed_lookups(seen).items():
         names = ", ".join(m.name for m in misses)
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
         asker = misses[0].requested_by
-        findings.append(Finding("load-failed", ERROR, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
-                                f"linker found nothing loadable in {', '.join(searched) or 'no folder'}", asker,
-                                "put the library where the asking object's RPATH/RUNPATH, LD_LIBRARY_PATH or "
-                                "ld.so.cache points (the prediction's findings below name the one you need)"))
+        findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
+                                f"linker found nothing loadable in {', '.join(searched) or 'no folder'}",
+                                Subject(SubjectKind.FILE, asker, stem),
+                                fix(note="the prediction's findings name the file you need and where it goes")))
     folders: dict[int, set[str]] = {}
     for opened in seen.libraries:
         lib = classify(os.path.basename(opened.path))
@@ -380,20 +405,22 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
             folders.setdefault(lib.major, set()).add(os.path.dirname(os.path.realpath(opened.path)))
     for major, places in folders.items():
         if len(places) > 1:
-            findings.append(Finding("mixed-in-process", ERROR, f"cuDNN {major} libraries from {len(places)} folders "
-                                    f"were mapped in one process: {', '.join(sorted(places))}", None,
-                                    "one cuDNN per process: remove the others from the search paths, or load yours "
-                                    "first"))
+            findings.append(Finding(Code.MIXED_IN_PROCESS, f"cuDNN {major} libraries from {len(places)} folders were "
+                                    f"mapped in one process: {', '.join(sorted(places))}", about,
+                                    fix(note="one cuDNN per process: the prediction's findings say which folder "
+                                             "gave the stray ones")))
     for call in seen.api_errors:
         # an error the prediction gave this call (a missing library, no GPU here) is explained by its finding
         expected = explained.get(call.function) == call.status
-        findings.append(Finding("cudnn-error", INFO if expected else WARNING, f"{call.function} returned "
-                                f"{call.status or 'an error'}" + (f" ({call.reason})" if call.reason else "")
-                                + (" (cuDNN's API log; as predicted)" if expected else " (cuDNN's API log)"), None,
-                                None if expected else "the findings above name the cause when it is a loading one"))
+        findings.append(Finding(Code.CUDNN_ERROR, f"{call.function} returned {call.status or 'an error'}"
+                                + (f" ({call.reason})" if call.reason else "")
+                                + (" (cuDNN's API log; as predicted)" if expected else " (cuDNN's API log)"), about,
+                                fix() if expected else fix(note="the findings above name the cause when it is a "
+                                                                "loading one"),
+                                severity=INFO if expected else WARNING))
     if seen.returncode not in (0, None) and not seen.signal and not findings:
-        findings.append(Finding("program-failed", WARNING, f"{program} exited with status {seen.returncode}",
-                                seen.command[0], "its own output says why; nothing of cuDNN's loading failed"))
+        findings.append(Finding(Code.PROGRAM_FAILED, f"{program} exited with status {seen.returncode}", about,
+                                fix(note="its own output says why; nothing of cuDNN's loading failed")))
     return findings
 
 
@@ -418,7 +445,7 @@ def _nested(folder: str) -> bool:
     return any(part in folder + "/" for part in _NESTED)
 
 
-def _death_fix(seen: Observation) -> str:
+def _death_note(seen: Observation) -> str:
     if seen.signal == "SIGBUS":
         return "a library file is cut short (an interrupted download, a full disk): reinstall the package it is from"
     if seen.signal == "SIGABRT" and seen.messages:

@@ -16,17 +16,21 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from cudnnload.codes import Code, SubjectKind
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
-from cudnnload.findings import ERROR, Finding
-from cudnnload.loading.loader import choose_install
+from cudnnload.judge.choose import choose_install
+from cudnnload.judge.consequences import shim_cannot_load
+from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.inventory import find, judged_install_of
+from cudnnload.judge.policy import search_path_findings, setuid_findings
+from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import GENERATIONS, classify
-from cudnnload.resolve.consequences import shim_cannot_load
-from cudnnload.resolve.discovery import Context, Install, Inventory, context, find, install_of, python_requester
+from cudnnload.resolve.access import Access
+from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
+from cudnnload.resolve.discovery import Context, Install, Inventory, context, python_requester, search_entry
 from cudnnload.resolve.elfcache import ElfCache, cache_file
-from cudnnload.resolve.policy import search_path_findings, setuid_findings
-from cudnnload.resolve.which import consumer_generations, shim_for
+from cudnnload.verdicts import Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -119,49 +123,102 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
-    searched = search_path_findings(ctx.linker, consumer)  # its own search lists, and the environment's
+    access = Access()
+    searched = search_path_findings(ctx.linker, consumer, access=access)  # its own lists, and the environment's
+    chain = linker.Chain((consumer,))
     for major in consumer_generations(path, ctx):
         gen = GENERATIONS[major]
         step = shim_for(gen, path, consumer, ctx)
         if step.path is None:
             continue
-        install = install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
+        install = judged_install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
+        if install is not None:
+            install = _shadowed(install, gen.shim.soname, chain, ctx, step.path, step.rule)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = Inventory(ctx.host, (install,) if install else (), searched)
-        secure = setuid_findings(consumer, ctx.linker.defaults, step.path) if program else ()
+        secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access) if program else ()
         return Resolved(target, ctx, inventory, install, (), secure)
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
     gen = GENERATIONS[asked.major if asked else 9]
     error = f"{soname}: cannot open shared object file: No such file or directory"
     consequence = shim_cannot_load(gen, error)
-    finding = Finding("not-found", ERROR, f"{os.path.basename(path)} {'NEEDs' if needed else 'asks for'} {soname}, "
-                      "which its search (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default folders) does not "
-                      "find", path, "install cuDNN where the program looks (pip install nvidia-cudnn-cu12), or add "
-                      "its folder to LD_LIBRARY_PATH", (consequence,))
+    finding = Finding(Code.NOT_FOUND, f"{os.path.basename(path)} {'NEEDs' if needed else 'asks for'} {soname}, which "
+                      "its search (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default folders) does not find",
+                      Subject(SubjectKind.CONSUMER, path, "shim"), _missing_fix(soname, gen, ctx), (consequence,))
     target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
-    secure = setuid_findings(consumer, ctx.linker.defaults) if program else ()
+    secure = setuid_findings(consumer, ctx.linker.defaults, access=access) if program else ()
     return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding, *secure))
 
 
 def _soname(name: str, env: Mapping[str, str]) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
     ctx = context(env)
-    searched = search_path_findings(ctx.linker)
+    searched = search_path_findings(ctx.linker, access=Access())
     res = linker.resolve(name, None, ctx.linker)
     lib = classify(name)
+    gen = GENERATIONS[lib.major if lib else 9]
     if res.path is None or res.error is not None:
-        gen = GENERATIONS[lib.major if lib else 9]
         error = res.error or f"{name}: cannot open shared object file: No such file or directory"
-        finding = Finding("not-found", ERROR, f"dlopen(\"{name}\") from this Python would fail: {error}", name,
-                          "add the folder that holds it to LD_LIBRARY_PATH, or load it by its full path (as PyTorch "
-                          "and JAX load the pip wheel's)", (shim_cannot_load(gen, error),))
+        repair = _shadow_fix(name, None, ctx, res.path, res.rule) if res.path else None
+        finding = Finding(Code.NOT_FOUND, f"dlopen(\"{name}\") from this Python would fail: {error}",
+                          Subject(SubjectKind.CONSUMER, res.path or name, "shim"),
+                          repair or _missing_fix(name, gen, ctx), (shim_cannot_load(gen, error),))
         target = Target(name, "soname", None, f"dlopen(\"{name}\") from this Python")
         return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding,))
-    install = install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
+    install = judged_install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
+    if install is not None:
+        install = _shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
     return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
+
+
+def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
+    """A cuDNN name no search finds: the unversioned name pip does not ship said as such; an installed wheel's
+    folder put on LD_LIBRARY_PATH; else cuDNN installed."""
+    if name == "libcudnn.so" or name.endswith(".so"):
+        return fix(manual(f"open {gen.shim.soname}: the pip wheels (and most packages) ship only the versioned "
+                          f"name, {name} comes with the -dev package"))
+    return not_found_fix(gen, ctx, None) or cudnn_install(gen.major, None, None)
+
+
+def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str | None, rule: str) -> Fix | None:
+    """Where ``name`` came through an LD_LIBRARY_PATH entry and the search without that entry gets a cuDNN
+    that loads and is whole, the entry's removal: the model run again without it proves it."""
+    entry = search_entry(path, rule, ctx.linker) if path else None
+    if entry is None:
+        return None
+    entries = [text for text in ctx.linker.ld_library_path if text != entry]
+    without = {**ctx.environ, "LD_LIBRARY_PATH": ":".join(entries)}
+    if not entries:
+        without.pop("LD_LIBRARY_PATH")
+    other = context(without, executable=ctx.linker.executable, cache=ctx.cache)
+    res = linker.resolve(name, chain, other.linker)
+    if not res.found or res.path is None:
+        return None
+    install = judged_install_of(res.path, other, "without the entry")
+    if install is None or not install.healthy:
+        return None
+    return fix(remove_entry("LD_LIBRARY_PATH", entry),
+               note=f"then {name} is {res.path}, cuDNN {install.release or install.major}, which is whole")
+
+
+def _shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Context, path: str,
+              rule: str) -> Install:
+    """A broken install the target reaches through an LD_LIBRARY_PATH entry, when without the entry it would
+    reach a whole one: every error's fix is then the entry's removal first (the install's own fix kept as
+    the alternative)."""
+    if install.healthy or install.verdict is None:
+        return install
+    repair = _shadow_fix(name, chain, ctx, path, rule)
+    if repair is None:
+        return install
+    from dataclasses import replace as copy
+
+    findings = tuple(copy(f, fix=Fix(repair.actions, repair.note, f.fix.actions + f.fix.alternatives))
+                     if f.severity.value == "error" else f for f in install.findings)
+    return copy(install, verdict=copy(install.verdict, findings=findings))
 
 
 _SYS_PATH = "import json, sys; print(json.dumps([sys.executable, sys.path]))"
@@ -182,7 +239,7 @@ def _python(python: str, env: Mapping[str, str]) -> Resolved:
         raise UsageError("not a Python interpreter that answers (sys.path could not be read)", path=python) from None
     cache = ElfCache(cache_file(env))
     ctx = context(env, executable=python_requester(cache, executable), cache=cache)
-    inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
+    inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",
                     python=executable, site_paths=tuple(site_paths))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
 from cudnnload.verdicts import Action, Fix, fix, manual, pip_install
 
 # cuDNN generation -> CUDA majors it has pip wheels for
@@ -57,8 +57,9 @@ def dependency_manual(soname: str) -> Action:
     """A dependency pip cannot provide: what to do, in words."""
     if soname.startswith("libcuda.so"):
         return manual("install the NVIDIA driver (libcuda.so.1 comes only with it)")
-    if soname.startswith("libz.so"):
-        return manual("install zlib (apt install zlib1g, dnf install zlib)")
+    known = DEPENDENCY_SOURCES.get(soname)
+    if known is not None:
+        return manual(f"install {known}")
     return manual(f"install the package that provides {soname} (for a CUDA library: the CUDA toolkit of that "
                   "version), or add the folder that holds it to LD_LIBRARY_PATH")
 

@@ -16,7 +16,7 @@ from cudnnload.judge.consequences import HANGS, KILLS, UNLOADABLE, Load, Planned
 from cudnnload.judge.policy import install_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Generation, SubLibrary, generation
+from cudnnload.resolve.catalog import Generation, SubLibrary, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.verdicts import (
     ERROR,
@@ -44,8 +44,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    repair = _Repairs(install, python)
-    files = [f for cand in install.files for f in _file_findings(cand, install, ctx.host, repair)]
+    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker))
+    files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx)
     findings: list[Finding] = []
@@ -109,10 +109,11 @@ def _shim_load(install: Install, missing: Mapping[str, str]) -> Load | None:
 
 class _Repairs:
     """The fixes for one install, from who installed it: pip (its distribution, put back whole), or
-    another package manager (said in words)."""
+    another package manager (said in words); an install that is there only as an LD_LIBRARY_PATH entry
+    (``entry``) is first taken off that path."""
 
-    def __init__(self, install: Install, python: str | None) -> None:
-        self.install, self.python = install, python
+    def __init__(self, install: Install, python: str | None, entry: str | None = None) -> None:
+        self.install, self.python, self.entry = install, python, entry
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
 
@@ -120,7 +121,10 @@ class _Repairs:
         """The install as it was released: every file back."""
         if self.dist is not None:
             return fix(fixes.reinstall(*self.dist, self.install.site, self.python))
-        return fix(fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release))
+        whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
+        if self.entry is not None:
+            return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])
+        return fix(whole)
 
     def file(self, cand: Candidate) -> Fix:
         """A damaged, missing or foreign file: put back by its distribution when RECORD lists it; a file of
@@ -131,8 +135,21 @@ class _Repairs:
         return self.put_back()
 
 
-def _file_findings(cand: Candidate, install: Install, host: Host, repair: _Repairs) -> Iterable[Finding]:
+def _entry_of(folder: str, env: linker.LinkerEnv) -> str | None:
+    """The LD_LIBRARY_PATH entry, as written, that names ``folder``."""
+    for text in env.ld_library_path:
+        expanded = linker.expand(text, env.executable, env.defaults) if text else ""
+        if expanded is not None and posixpath.normpath(expanded or ".") == posixpath.normpath(folder):
+            return text
+    return None
+
+
+def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | None = None) -> Iterable[Finding]:
+    """What is wrong with one file of a cuDNN of ``major`` on ``host``: it cannot be read as a library, is
+    for another machine, or needs a newer glibc or libstdc++ than the host has."""
     subject = Subject(SubjectKind.FILE, cand.path, cand.library)
+    repair = repair or _Repairs(Install(posixpath.dirname(cand.path), major, None, None, "", None, None, (), (),
+                                        ()), None)
     if cand.problem is not None:
         yield Finding(cand.problem, cand.reason or cand.problem.text, subject, repair.file(cand))
         return
@@ -143,7 +160,7 @@ def _file_findings(cand: Candidate, install: Install, host: Host, repair: _Repai
         yield Finding(Code.FOREIGN_ELF, f"ELF{info.elf_class} for {info.machine}; this machine needs ELF64 for "
                       f"{host.machine}", subject, repair.file(cand))
         return
-    lib = generation(install.major).library(cand.library) if cand.library else None
+    lib = generation(major).library(cand.library) if cand.library else None
     if lib and info.soname and info.soname != lib.soname:
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
@@ -316,8 +333,7 @@ def _dependency_findings(step: Step, install: Install, python: str | None) -> It
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
                       f"({where})", subject, fix(source, note=note), severity=severity)
     else:
-        yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where}); "
-                      f"{DEPENDENCY_SOURCES.get(step.library, 'install the package that provides it')}", subject,
+        yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
                       fix(source, note=note))
 
 

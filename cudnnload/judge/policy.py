@@ -68,9 +68,12 @@ class _Entry:
 
 # --- the search lists ----------------------------------------------------------------
 
-def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access) -> tuple[Finding, ...]:
+def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access | None = None,
+                         cwd: str | None = None) -> tuple[Finding, ...]:
     """LD_LIBRARY_PATH, then the DT_RPATH/DT_RUNPATH of the executable and of ``objects``: each empty or
-    relative entry (``relative-search-path``), each folder others can write (``writable-search-path``)."""
+    relative entry (``relative-search-path``), each folder others can write (``writable-search-path``).
+    ``access`` (default: this process's, in ``cwd``) answers who may write what."""
+    access = access or Access(cwd=cwd)
     here = access.cwd
     llp = list(_entries("LD_LIBRARY_PATH", None, env.ld_library_path, env.executable, env.defaults))
     owners = {owner.path: owner for owner in (env.executable, *objects) if owner is not None}
@@ -81,10 +84,11 @@ def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access) ->
 
 
 def install_findings(folder: str, found_via: str, files: Sequence[Requester], loads: Sequence[Found],
-                     defaults: LinkerDefaults, access: Access) -> tuple[Finding, ...]:
+                     defaults: LinkerDefaults, access: Access | None = None) -> tuple[Finding, ...]:
     """An install's own: what it would load through an empty or relative entry, its files that others can
     write or another user owns, and the empty, relative or writable entries of their DT_RPATH/DT_RUNPATH
     (``$ORIGIN`` expanded with each file's folder as opened)."""
+    access = access or Access()
     here = access.cwd
     found: list[Finding] = []
     if not folder.startswith("/"):
@@ -93,7 +97,7 @@ def install_findings(folder: str, found_via: str, files: Sequence[Requester], lo
                              "over unless given the folder", Subject(SubjectKind.INSTALL, folder),
                              fix(manual("write the folder as an absolute path where it is set"))))
     through: dict[tuple[str, str, str], list[Found]] = {}  # (opener, rule, folder as searched): its loads
-    for load in _lent(folder, loads):
+    for load in _lent(folder, loads, here):
         opener = path_.basename(load.requested_by) if load.requested_by else "the program"
         through.setdefault((opener, load.rule, path_.dirname(load.path or "")), []).append(load)
     for (opener, rule, searched), group in through.items():
@@ -113,20 +117,22 @@ def install_findings(folder: str, found_via: str, files: Sequence[Requester], lo
     return tuple(found)
 
 
-def relative_loads(folder: str, loads: Iterable[Found], *, given: bool = False) -> tuple[str, ...]:
+def relative_loads(folder: str, loads: Iterable[Found], *, given: bool = False,
+                   cwd: str | None = None) -> tuple[str, ...]:
     """Paths an install would load that an empty or relative search-path entry gave (the linker model joins
     such an entry to the name, so the path stays relative): its own files when its folder is relative,
     unless ``given`` (the caller named it), and every planned load with a relative path outside its own
-    folder (one inside is the file the install has anyway)."""
+    folder (one inside is the file the install has anyway; ``cwd``, default this process's, places it)."""
     found = [] if given or folder.startswith("/") else [folder]
-    return (*found, *(load.path for load in _lent(folder, loads) if load.path is not None))
+    return (*found, *(load.path for load in _lent(folder, loads, cwd) if load.path is not None))
 
 
-def _lent(folder: str, loads: Iterable[Found]) -> list[Found]:
+def _lent(folder: str, loads: Iterable[Found], cwd: str | None = None) -> list[Found]:
     """Planned loads with a relative path, the mark of an empty or relative entry, from outside ``folder``."""
-    own = path_.normpath(folder)
+    here = cwd or Access().cwd
+    own = path_.normpath(path_.join(here, folder))
     return [load for load in loads if load.path is not None and not load.path.startswith("/")
-            and path_.normpath(path_.dirname(load.path)) != own]
+            and path_.normpath(path_.join(here, path_.dirname(load.path))) != own]
 
 
 def _entries(search_list: str, owner: str | None, texts: Sequence[str], expander: Requester | None,
@@ -208,10 +214,12 @@ def _writable_folders(entries: Sequence[_Entry], access: Access) -> tuple[Findin
 
 # --- the files ---------------------------------------------------------------------
 
-def file_findings(paths: Iterable[str], access: Access) -> tuple[Finding, ...]:
+def file_findings(paths: Iterable[str], access: Access | None = None, *, user: int | None = None
+                  ) -> tuple[Finding, ...]:
     """cuDNN files (symlinks followed) that someone other than root and their owner can write
-    (``writable-library``), or that belong to a user who is neither root nor ``access.user``
-    (``foreign-owner``)."""
+    (``writable-library``), or that belong to a user who is neither root nor ``user`` (default: this
+    process's effective user) (``foreign-owner``)."""
+    access = access or Access(user=user)
     found: list[Finding] = []
     for path in dict.fromkeys(paths):
         facts = access.file(path)
@@ -237,13 +245,13 @@ def file_findings(paths: Iterable[str], access: Access) -> tuple[Finding, ...]:
 _ORIGIN = re.compile(r"\$(?:\{ORIGIN\}|ORIGIN(?![A-Za-z0-9_]))")
 
 
-def setuid_findings(program: Requester, defaults: LinkerDefaults, access: Access,
-                    found: str | None = None) -> tuple[Finding, ...]:
+def setuid_findings(program: Requester, defaults: LinkerDefaults, found: str | None = None,
+                    access: Access | None = None) -> tuple[Finding, ...]:
     """``origin-in-setuid`` for each entry of a set-user-ID, set-group-ID or file-capability program's
     DT_RPATH/DT_RUNPATH that secure-execution mode drops for its ``$ORIGIN``: an error when ``found`` (the
     cuDNN the program loads, as predicted) came from that entry, else a warning. ``program``: the main
     program, its ``$ORIGIN`` its resolved folder (`Requester.executable`)."""
-    why = access.secure_mode(program.path)
+    why = (access or Access()).secure_mode(program.path)
     if why is None:
         return ()
     what, texts = ("DT_RUNPATH", program.runpath) if program.runpath else ("DT_RPATH", program.rpath)

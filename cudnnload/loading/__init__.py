@@ -1,6 +1,6 @@
 """Loading: cuDNN in a process, proven in a child first, and what it needs to run there.
 
-Takes an `Install` from `cudnnload.resolve`: probes it in a child process (an ``abort()`` there
+Takes a judged `Install` (`cudnnload.judge`): probes it in a child process (an ``abort()`` there
 is a verdict, not a crash), dlopens it here in dependency order and runs every VersionCheck
 (`loader`), and wraps the C API (`capi`, `status`), the driver (`cudadriver`, `gpu`), handles
 and cuDNN's log. Hands on a `Loaded` cuDNN and its API for `cudnnload.dispatch` to call.

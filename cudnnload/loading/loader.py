@@ -25,14 +25,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
-from cudnnload.errors import LoadError, UsageError
-from cudnnload.findings import WARNING, Consequence, Finding
+from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
+from cudnnload.errors import LoadError
 from cudnnload.loading import pending
 from cudnnload.loading.capi import CudnnApi
 from cudnnload.loading.probe import probe
 from cudnnload.loading.status import check
-from cudnnload.resolve.catalog import Release, generation, parse_release
+from cudnnload.resolve.catalog import Release, generation
 from cudnnload.resolve.mapped import mapped_libraries
+from cudnnload.resolve.versions import VersionRange
+from cudnnload.verdicts import Action, Consequence, Finding, Fix, Subject
 
 # discovery (and the linker model behind it) is imported only when no verdict is remembered.
 TYPE_CHECKING = False
@@ -41,50 +43,8 @@ if TYPE_CHECKING:
 
     Source = str | os.PathLike[str] | Install | None
 
-# Findings that mean the set would not load or would mix releases; others are reported, not fatal.
-BLOCKING = frozenset({
-    "missing-sublibrary", "mixed-release", "not-elf", "empty-file", "truncated", "damaged-elf", "unreadable",
-    "broken-symlink", "symlink-loop", "foreign-elf", "glibc-too-old", "libstdcxx-too-old", "origin-through-symlink",
-    "missing-file", "not-a-regular-file",
-})
-PLAN_FORMAT = 4  # bump when _Plan's fields or the file layout change
+PLAN_FORMAT = 5  # bump when _Plan's fields or the file layout change
 PLANS = Layout("plans", PLAN_FORMAT, ("plans",), depth=2, max_entries=256)  # "plans": request key -> _Plan
-
-_OPERATORS = (">=", "<=", "==", "!=", ">", "<")
-
-
-@dataclass(frozen=True)
-class VersionRange:
-    """A constraint such as ``">=9.1,<10"``; a bare ``"9.28"`` means ``==9.28`` (any patch)."""
-
-    text: str
-    clauses: tuple[tuple[str, Release, int], ...]  # operator, release, how many parts were written
-
-    @classmethod
-    def parse(cls, text: str) -> VersionRange:
-        clauses = []
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            op = next((o for o in _OPERATORS if part.startswith(o)), "==")
-            number = part[len(op):].strip() if part.startswith(op) else part
-            try:
-                release = parse_release(number)
-            except ValueError as exc:
-                raise UsageError(f"bad version range {text!r}: {exc}",
-                                 fix="write it like '>=9.1,<10' or '9.28'") from None
-            clauses.append((op, release, len(number.split("."))))
-        if not clauses:
-            raise UsageError(f"empty version range {text!r}", fix="write it like '>=9.1,<10' or '9.28'")
-        return cls(text, tuple(clauses))
-
-    def admits(self, release: Release) -> bool:
-        for op, bound, parts in self.clauses:
-            have = (release.major, release.minor, release.patch)[:parts]
-            want = (bound.major, bound.minor, bound.patch)[:parts]
-            if not {"==": have == want, "!=": have != want, ">=": have >= want, "<=": have <= want,
-                    ">": have > want, "<": have < want}[op]:
-                return False
-        return True
-
 
 @dataclass(frozen=True)
 class Stage:
@@ -230,7 +190,9 @@ def _request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, 
 
 
 def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str]) -> Install:
-    from cudnnload.resolve.discovery import Install, find
+    from cudnnload.judge.choose import choose_install, through_relative_entry
+    from cudnnload.judge.inventory import find
+    from cudnnload.resolve.discovery import Install
 
     if isinstance(source, Install):
         installs: Sequence[Install] = (source,)
@@ -246,51 +208,10 @@ def _choose(source: Source, wanted: VersionRange | None, env: Mapping[str, str])
                         fix="pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
     # an install passed over for a relative search path is said with the load too (Loaded.findings)
     passed = tuple(found for install in installs
-                   if (found := _through_relative_entry(install, source is not None)))
-    return replace(best, findings=best.findings + passed)
-
-
-def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False
-                   ) -> tuple[Install | None, tuple[str, ...]]:
-    """The install load() would take: the newest release without blocking findings inside
-    ``wanted`` (among equals, the first found: pip wheels are searched first; an install whose release
-    only the probe can tell, a cuDNN 7 without a versioned name, after those that say it), and none that
-    would load a file an empty or relative search-path entry gave other than its own files in a folder the
-    caller named (``given``); and why each other one was passed over."""
-    rejected: list[str] = []
-    usable: list[Install] = []
-    for install in installs:
-        blocking = [f for f in install.all_findings if f.code in BLOCKING]
-        if install.release is None and wanted is not None:
-            rejected.append(f"{install.folder}: release unknown, so not known to be in {wanted.text}")
-        elif install.release is not None and wanted is not None and not wanted.admits(install.release):
-            rejected.append(f"{install.folder}: cuDNN {install.release} is outside {wanted.text}")
-        elif blocking:
-            rejected.append(f"{install.folder}: {blocking[0].code}: {blocking[0].message}")
-        elif install.file("shim") is None:
-            rejected.append(f"{install.folder}: no shim")
-        elif (relative := _through_relative_entry(install, given)) is not None:
-            rejected.append(f"{install.folder}: {relative.code}: {relative.message}")
-        else:
-            usable.append(install)
-    best = max(usable, key=lambda i: i.release or Release(0, 0, 0)) if usable else None
-    return best, tuple(rejected)
-
-
-def _through_relative_entry(install: Install, given: bool) -> Finding | None:
-    """Why load() passes over ``install``: a file it would load came from an empty or relative search-path
-    entry, so it is whatever the folder the program runs in holds (resolve.policy.relative_loads)."""
-    from cudnnload.resolve.policy import RELATIVE_SEARCH_PATH, relative_loads
-
-    paths = relative_loads(install.folder, install.plan + install.dependencies, given=given)
-    if not paths:
-        return None
-    own = paths[0] == install.folder
-    return Finding(RELATIVE_SEARCH_PATH, WARNING, f"load() passed over {install.folder}: it would load "
-                   f"{'its files' if own else paths[0]} through an empty or relative search-path entry, which names "
-                   "another folder wherever the program runs", install.folder,
-                   f"load({os.path.abspath(install.folder)!r}) if that folder is the one meant" if own else
-                   "remove the empty or relative entry (in LD_LIBRARY_PATH: a leading, trailing or doubled ':')")
+                   if (found := through_relative_entry(install, source is not None)))
+    if not passed or best.verdict is None:
+        return best
+    return replace(best, verdict=replace(best.verdict, findings=best.findings + passed))
 
 
 def probe_files(install: Install) -> tuple[tuple[str, str], ...]:
@@ -321,7 +242,8 @@ def _prove(install: Install, env: Mapping[str, str], timeout: float) -> _Plan:
 # _Plan declares, names a shim of a known generation, and every file it was proven on still has the same
 # size, mtime, inode and device.
 
-_PLAN_KINDS = {kind.__name__: kind for kind in (_Plan, Release, Finding, Consequence)}
+_PLAN_KINDS = {kind.__name__: kind for kind in (_Plan, Release, Finding, Consequence, Subject, Fix, Action, Code,
+                                                Severity, SubjectKind, ActionKind, Effect)}
 
 
 def _plan_file(env: Mapping[str, str]) -> str | None:

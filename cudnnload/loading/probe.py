@@ -38,7 +38,7 @@ from cudnnload.resolve.catalog import Generation, Release, decode_version, gener
 from cudnnload.resolve.mapped import mapped_libraries
 
 if TYPE_CHECKING:
-    from cudnnload.resolve.consequences import Observed
+    from cudnnload.judge.consequences import Observed
 
 Outcome = Literal["completed", "signal", "timeout", "error"]
 
@@ -114,7 +114,7 @@ class ProbeResult:
 
     def observed(self, gen: Generation) -> Observed:
         """This run of the application-mode probe, as the prediction's terms put it (str(call) -> result)."""
-        from cudnnload.resolve.consequences import Observed  # the parent's only: the child stays lean
+        from cudnnload.judge.consequences import Observed  # the parent's only: the child stays lean
 
         calls = {call.function: str(call) for call in gen.exercise}
         results: dict[str, str] = {}
@@ -140,7 +140,7 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     Two requests: load()'s proof (every file by absolute path, leaves first; the getters, every
     VersionCheck, and with ``create`` cudnnCreate), or with ``app`` what an application does: the
     shim alone (``files`` is just it), whose own dlopen then gets each sub-library, and the catalog's
-    exercise of the generation, call by call (`cudnnload.resolve.consequences` predicts each).
+    exercise of the generation, call by call (`cudnnload.judge.consequences` predicts each).
     ``environ`` is the child's whole environment (default: this process's); LD_LIBRARY_PATH in it
     decides where the shim's own dlopen calls look.
     """

@@ -17,7 +17,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
@@ -83,7 +83,7 @@ class Verdict:
     was found, else without one."""
 
     findings: tuple[Finding, ...]
-    expected: tuple[object, ...] = ()
+    expected: tuple[Any, ...] = ()  # judge.consequences.Expectation
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class Install:
         return self.findings
 
     @property
-    def expected(self) -> tuple[object, ...]:
+    def expected(self) -> tuple[Any, ...]:
         return self.verdict.expected if self.verdict else ()
 
     @property
@@ -184,7 +184,7 @@ class Context:
         """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error
         names when glibc meets it first); None when either file cannot be read."""
         key = ("unresolved", *_stamped(path), *_stamped(provider), version)
-        known = self.cache.recall(key)
+        known = self.cache.recall(key, "tuple[str, ...]")
         if isinstance(known, tuple):
             return known
         try:
@@ -478,7 +478,7 @@ def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None,
 def _digest(path: str, cache: ElfCache) -> str | None:
     """The file's sha256 as RECORD writes it (urlsafe base64, unpadded), remembered under its stamp."""
     key = ("sha256", *_stamped(path))
-    known = cache.recall(key)
+    known = cache.recall(key, "str")
     if isinstance(known, str):
         return known
     import base64

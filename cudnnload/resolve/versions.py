@@ -51,3 +51,43 @@ VERSION_SYMBOLS = frozenset({
     "cudnn_graph_version", "cudnn_ops_infer_version", "cudnn_adv_infer_version", "cudnn_ops_train_version",
     "cudnn_cnn_infer_version",
 })
+
+
+_OPERATORS = (">=", "<=", "==", "!=", ">", "<")
+
+
+@record
+class VersionRange:
+    """A constraint such as ``">=9.1,<10"``; a bare ``"9.28"`` means ``==9.28`` (any patch)."""
+
+    text: str
+    clauses: tuple[tuple[str, Release, int], ...]  # operator, release, how many parts were written
+
+    @classmethod
+    def parse(cls, text: str) -> VersionRange:
+        clauses = []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            op = next((o for o in _OPERATORS if part.startswith(o)), "==")
+            number = part[len(op):].strip() if part.startswith(op) else part
+            try:
+                release = parse_release(number)
+            except ValueError as exc:
+                from cudnnload.errors import UsageError
+
+                raise UsageError(f"bad version range {text!r}: {exc}",
+                                 fix="write it like '>=9.1,<10' or '9.28'") from None
+            clauses.append((op, release, len(number.split("."))))
+        if not clauses:
+            from cudnnload.errors import UsageError
+
+            raise UsageError(f"empty version range {text!r}", fix="write it like '>=9.1,<10' or '9.28'")
+        return cls(text, tuple(clauses))
+
+    def admits(self, release: Release) -> bool:
+        for op, bound, parts in self.clauses:
+            have = (release.major, release.minor, release.patch)[:parts]
+            want = (bound.major, bound.minor, bound.patch)[:parts]
+            if not {"==": have == want, "!=": have != want, ">=": have >= want, "<=": have <= want,
+                    ">": have > want, "<": have < want}[op]:
+                return False
+        return True

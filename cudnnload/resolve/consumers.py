@@ -16,8 +16,7 @@ Read without importing any framework into this process, from three sources:
   Runtime does not record it (its ``build_and_package_info.py`` has the CUDA
   version only), so only the NEEDED soname speaks for it.
 
-`consumer_findings` then applies each framework's own rule to the install
-that would load for it.
+`cudnnload.judge.frameworks` then applies each framework's own rule to the cuDNN that would load for it.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -40,7 +39,6 @@ from typing import Literal
 from cudnnload.cachedir import stamp
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
-from cudnnload.findings import ERROR, WARNING, Finding
 from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
 from cudnnload.resolve.elfcache import ElfCache, cache_file
 
@@ -482,114 +480,3 @@ def _tensorflow_build(path: str, name: str) -> _Build:
     except ValueError:
         return None, None, f"{name}: no cuDNN version in it"
     return (release if "." in text else None), release.major, name
-
-
-# --- findings -----------------------------------------------------------------------------------------
-
-_KnownBad = Callable[[Consumer, Release, int | None], Finding | None]
-
-
-def _cudnn_9_10_0(consumer: Consumer, release: Release, device_count: int | None) -> Finding | None:
-    # jax_plugins/cuda/__init__.py, citing the cuDNN 9.10.1 release notes: 9.10.0 reordered enum values
-    # of block-scale data types, breaking binary compatibility with other builds.
-    if release != Release(9, 10, 0) or consumer.build in (None, Release(9, 10, 0)):
-        return None
-    return Finding("consumer-known-bad", ERROR, f"{consumer.label} was built with cuDNN {consumer.build}; cuDNN "
-                   "9.10.0 broke binary compatibility by reordering the enum values of block-scale data types",
-                   fix="install cuDNN 9.10.1 or newer")
-
-
-def _multi_gpu_before_9_10_1(consumer: Consumer, release: Release, device_count: int | None) -> Finding | None:
-    # jax_plugins/cuda/__init__.py, citing the cuDNN 9.10.0 release notes: before 9.10.1, an execution
-    # plan finalized once and run on several GPUs computed wrong matmuls with cuBLASLt >= 12.9.
-    if release >= Release(9, 10, 1) or device_count is None or device_count < 2:
-        return None
-    return Finding("consumer-known-bad", WARNING, f"cuDNN {release} with {device_count} GPUs: before 9.10.1 some "
-                   "multi-GPU matmuls are wrong when cuBLASLt is 12.9 or newer, and JAX refuses that combination",
-                   fix="install cuDNN 9.10.1 or newer")
-
-
-KNOWN_BAD: dict[str, tuple[_KnownBad, ...]] = {"jax": (_cudnn_9_10_0, _multi_gpu_before_9_10_1)}
-
-
-def consumer_findings(consumer: Consumer, install_release: Release | None, install_major: int, *,
-                      install_version: str | None = None, device_count: int | None = None,
-                      environ: Mapping[str, str] | None = None) -> tuple[Finding, ...]:
-    """The consumer's needs against the install that would load for it.
-
-    ``install_version`` is the wheel version ("9.1.0.70") when the install
-    came from one: pins are then checked exactly, else on the release.
-    ``device_count`` enables the known-bad rules that depend on it. A pin
-    not met is a warning (the framework may still work); a different major,
-    a runtime older than the build, and a known-bad release are errors.
-    """
-    env = os.environ if environ is None else environ
-    findings = [finding for pin in consumer.pins
-                if (finding := _pin_finding(consumer, pin, install_version or install_release)) is not None]
-    other = _other_major(consumer, install_major)
-    if other:
-        return (*findings, *other)
-    if install_release is None:
-        return tuple(findings)
-    framework = FRAMEWORKS[consumer.framework]
-    older = _older_than_build(consumer, framework, install_release)
-    if older is not None:
-        skipped = framework.skip_variable and env.get(framework.skip_variable, "0") not in ("", "0")
-        findings.append(Finding(
-            "consumer-runtime-older-than-build", ERROR,
-            f"{consumer.label} was built with cuDNN {consumer.build} and {older}; the cuDNN that loads is "
-            f"{install_release}" + (f" ({framework.skip_variable} is set, so {consumer.framework}'s own check will "
-                                    "not stop it)" if skipped else ""),
-            fix=_install_fix(consumer, install_release.major, f"cuDNN {consumer.build} or a newer "
-                                                              f"{install_release.major}.x")))
-    findings.extend(finding for rule in KNOWN_BAD.get(consumer.framework, ())
-                    if (finding := rule(consumer, install_release, device_count)) is not None)
-    return tuple(findings)
-
-
-def _pin_finding(consumer: Consumer, pin: Pin, loading: str | Release | None) -> Finding | None:
-    fix = f'pip install "{pin.requirement}"'
-    if loading is not None and (pin.installed is not None or not pin.extras) and not pin.allows(loading):
-        wheel = f" ({pin.distribution} {pin.installed} is installed)" if pin.installed else ""
-        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}, but the cuDNN "
-                       f"that loads is {loading}{wheel}", fix=fix)
-    if pin.installed is not None and not pin.allows(pin.installed):
-        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}; "
-                       f"{pin.distribution} {pin.installed} is installed", fix=fix)
-    if pin.installed is None and not pin.extras:
-        return Finding("consumer-pin-unmet", WARNING, f"{consumer.label} requires {pin.requirement}, which is not "
-                       "installed (a package manager that skipped its nvidia-* dependencies?)", fix=fix)
-    return None
-
-
-def _other_major(consumer: Consumer, install_major: int) -> list[Finding]:
-    evidence: dict[int, tuple[str, str | None]] = {}
-    for need in consumer.needs:
-        if need.major is not None:
-            evidence.setdefault(need.major, (f"{os.path.basename(need.path)} NEEDs {need.soname}", need.path))
-    if consumer.build_major is not None:
-        evidence.setdefault(consumer.build_major, (f"it was built with cuDNN {consumer.build or consumer.build_major}",
-                                                   None))
-    return [Finding("consumer-needs-other-major", ERROR, f"{consumer.label} needs cuDNN {major} ({why}), but the "
-                    f"cuDNN that loads for it is {install_major}.x", path=path,
-                    fix=_install_fix(consumer, major, f"a cuDNN {major}.x"))
-            for major, (why, path) in sorted(evidence.items()) if major != install_major]
-
-
-def _install_fix(consumer: Consumer, major: int, wanted: str) -> str:
-    """What the consumer pins for ``major`` (else ``wanted``), or a build of the consumer for the loading cuDNN."""
-    pinned = next((pin.requirement for pin in consumer.pins if pin.major == major), None)
-    first = f'pip install "{pinned}"' if pinned else f"install {wanted}"
-    return f"{first}, or a {consumer.distribution} built for the cuDNN that loads"
-
-
-def _older_than_build(consumer: Consumer, framework: Framework, release: Release) -> str | None:
-    """The framework's rule as text when ``release`` breaks it, else None."""
-    build = consumer.build
-    if build is None or framework.rule is None or build.major != release.major:
-        return None
-    if framework.rule == "minor" and release.minor < build.minor:
-        return f"needs the same major and a minor of at least {build.minor}"
-    if framework.rule == "release" and (release.major, release.minor) < (build.major, build.minor):
-        return f"needs at least {build.major}.{build.minor} (the patch level may differ)"
-    return None

@@ -1,0 +1,200 @@
+"""The driver and the GPUs against a cuDNN build: is there a driver, does it show a GPU, does it support the
+CUDA cuDNN was built with, and does each GPU have code in the libraries. Pure functions of the driver's
+facts (`resolve.hardware.GpuFacts`) and of what cuDNN reports about itself (``cudnnGetCudartVersion``,
+``cudnnGetMaxDeviceVersion``, the SASS/PTX inventory of each library); each returns `Finding`s with the
+codes the doctor documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cudnnload.codes import Code, SubjectKind
+from cudnnload.judge.fixes import cudnn_requirement
+from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.fatbin import GpuCode
+from cudnnload.resolve.hardware import GpuFacts, cuda_text
+from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, pip_install, unset
+
+# Oldest driver branch per CUDA major under minor-version compatibility
+# (CUDA Compatibility guide, "Minor Version Compatibility", table 1).
+MIN_DRIVER_BRANCH = {13: "R580", 12: "R525", 11: "R450"}
+
+# cuDNN 9.11 dropped compute capabilities below 7.5: PyTorch refuses it on such GPUs
+# (torch/backends/cudnn/__init__.py: ``__cudnn_version >= 91100 and min_cc < (7, 5)``),
+# and the 9.28 wheels' ops/cnn/adv carry no SASS below sm_75 (cudnn-facts §3.2).
+TURING_ONLY_SINCE = Release(9, 11, 0)
+
+# cuInit results with a specific remedy; others get the generic one.
+INIT_FIXES = {
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "libcuda.so.1 and the loaded kernel module come from different driver "
+    "versions (typically after a driver upgrade without a reboot): reboot, or reload the nvidia kernel modules",
+    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": "a CUDA forward-compatibility libcuda (cuda-compat) is in use on a "
+    "GPU that does not support it: remove its folder from LD_LIBRARY_PATH or /etc/ld.so.conf.d",
+    "FunctionNotFoundError": "install the cuda-python built for this driver's CUDA major "
+    "(cuda-python<13 for drivers older than R580)",
+}
+GENERIC_INIT_FIX = "run nvidia-smi and check `dmesg` for NVRM errors"
+_DRIVER = Subject(SubjectKind.DRIVER)
+
+# --- checks ---------------------------------------------------------------------------------------
+
+
+def _cudnn(release: Release | None) -> str:
+    """"cuDNN 9.28" (the patch only when it is not 0), as NVIDIA names releases."""
+    if release is None:
+        return "this cuDNN"
+    return f"cuDNN {release.major}.{release.minor}" + (f".{release.patch}" if release.patch else "")
+
+
+def presence_findings(facts: GpuFacts, *, release: Release | None = None, version_checks_passed: bool = False,
+                      python: str | None = None) -> tuple[Finding, ...]:
+    """``no-driver``, ``no-gpu-visible``, ``driver-error`` or ``driver-unchecked``; () when GPUs are usable.
+
+    ``version_checks_passed``: the caller's probe loaded ``release`` and its
+    VersionChecks passed, which the message then says.
+    """
+    if facts.bindings is None:
+        return (Finding(Code.DRIVER_UNCHECKED, f"the NVIDIA driver and GPUs were not checked: {facts.reason}",
+                        _DRIVER, fix(pip_install(["cuda-python"], python=python),
+                                     note="cuda-python<13 for drivers older than R580")),)
+    if not facts.driver_found:
+        lead = f"{_cudnn(release)} loads and passes its version checks, but no" if version_checks_passed else "no"
+        message = f"{lead} NVIDIA driver was found (libcuda.so.1): handles cannot be created"
+        if not facts.hardware:
+            return (Finding(Code.NO_DRIVER, message, Subject(SubjectKind.DRIVER, library="libcuda.so.1"),
+                            fix(note="nothing to do on a machine without an NVIDIA GPU; on a GPU machine install the "
+                                     "NVIDIA driver"), severity=INFO),)
+        module = f" {facts.kernel_module}" if facts.kernel_module else ""
+        return (Finding(Code.NO_DRIVER, f"{message}, although {', '.join(facts.hardware)} show an NVIDIA GPU and "
+                        f"kernel module{module}", Subject(SubjectKind.DRIVER, library="libcuda.so.1"),
+                        fix(manual(f"install the driver's user-space libraries matching kernel module{module}, or in "
+                                   "a container run with --gpus all (NVIDIA container toolkit)")), severity=ERROR),)
+    if facts.devices:
+        return ()
+    if facts.error not in (None, "CUDA_ERROR_NO_DEVICE"):
+        return (Finding(Code.DRIVER_ERROR, f"the NVIDIA driver is installed but cannot be used: {facts.reason}",
+                        _DRIVER, fix(manual(INIT_FIXES.get(facts.error or "", GENERIC_INIT_FIX)))),)
+    visible = facts.visible_devices
+    if visible is not None:
+        # The driver drops every entry from the first invalid one (CUDA programming guide,
+        # "CUDA Environment Variables"), so "", "-1" or an index that does not exist hide all GPUs.
+        return (Finding(Code.NO_GPU_VISIBLE, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU: the driver "
+                        "reports no CUDA device", Subject(SubjectKind.VARIABLE, variable="CUDA_VISIBLE_DEVICES",
+                                                          entry=visible),
+                        fix(unset("CUDA_VISIBLE_DEVICES"),
+                            note="or list indexes or UUIDs that exist (nvidia-smi -L)")),)
+    return (Finding(Code.NO_GPU_VISIBLE, "the NVIDIA driver is loaded but reports no CUDA device", _DRIVER,
+                    fix(manual("check nvidia-smi; in a container pass the GPUs in (--gpus all)"))),)
+
+
+def driver_findings(facts: GpuFacts, cudart_version: int, *, release: Release | None = None,
+                    python: str | None = None) -> tuple[Finding, ...]:
+    """The driver's CUDA against the CUDA runtime linked into cuDNN (``cudnnGetCudartVersion``, e.g. 13050).
+
+    cuDNN links cudart statically (cudnn-facts §1), so this is a property of
+    the build. Since CUDA 11 a driver of the same major runs newer minors
+    ("minor version compatibility"), except that PTX from a newer toolkit
+    cannot be JIT-compiled by it; across majors, or before CUDA 11, the
+    driver must be at least the runtime's version.
+    """
+    if facts.driver_version is None or cudart_version <= 0:
+        return ()
+    need_major, have_major = cudart_version // 1000, facts.driver_version // 1000
+    built = f"{_cudnn(release)} was built with CUDA {cuda_text(cudart_version)} (cudnnGetCudartVersion " \
+            f"{cudart_version})"
+    module = f" {facts.kernel_module}" if facts.kernel_module else ""
+    driver = f"the driver{module} supports CUDA {cuda_text(facts.driver_version)} (cuDriverGetVersion " \
+             f"{facts.driver_version})"
+    if have_major < need_major or (need_major < 11 and facts.driver_version < cudart_version):
+        branch = MIN_DRIVER_BRANCH.get(need_major)
+        upgrade = manual(f"upgrade the NVIDIA driver to {branch} or newer" if branch else
+                         f"upgrade the NVIDIA driver to one that supports CUDA {cuda_text(cudart_version)}")
+        other = cudnn_requirement(release.major, have_major) if release is not None else None
+        return (Finding(Code.DRIVER_TOO_OLD, f"{built}; {driver}: the CUDA runtime inside cuDNN will fail with "
+                        "cudaErrorInsufficientDriver", _DRIVER,
+                        fix(upgrade, alternatives=[pip_install([other], python=python)] if other else [])),)
+    if have_major == need_major and facts.driver_version < cudart_version:
+        return (Finding(Code.DRIVER_MINOR_COMPAT, f"{built}; {driver}: it runs under CUDA minor-version "
+                        "compatibility, but PTX from the newer toolkit cannot be JIT-compiled by this driver", _DRIVER,
+                        fix(note="to JIT-compile PTX (GPUs newer than the build), upgrade the driver to one that "
+                                 f"supports CUDA {cuda_text(cudart_version)}")),)
+    return ()
+
+
+def _arch_sm(arch: str) -> int:
+    """``sm_90a`` / ``sm_120f`` -> 90 / 120 (fatbin.py names)."""
+    return int(arch[3:].rstrip("af"))
+
+
+def _code_text(code: GpuCode) -> str:
+    return f"SASS {' '.join(code.sass_archs) or '-'}; PTX {' '.join(code.ptx_archs) or '-'}"
+
+
+def device_findings(facts: GpuFacts, *, release: Release | None, max_device_version: int | None,
+                    gpu_code: Mapping[str, GpuCode | None], cudart_version: int | None = None,
+                    python: str | None = None) -> tuple[Finding, ...]:
+    """Each device's compute capability against what the libraries carry.
+
+    ``gpu_code`` maps a library name ("libcudnn_ops.so.9") to its ``.nv_fatbin``
+    inventory (None for libraries without GPU code). Per device, the first
+    matching rule wins:
+
+    - ``gpu-too-old``: cuDNN >= 9.11 on compute capability < 7.5, or a device
+      older than every architecture the libraries carry;
+    - ``gpu-too-new``: SM x 10 above ``cudnnGetMaxDeviceVersion``. cuDNN >= 9.0
+      built with CUDA >= 12 then runs in forward-compatibility mode by PTX JIT
+      (cuDNN docs, "Hardware Forward Compatibility"): a warning when some
+      library has PTX that can compile for the device, else an error;
+    - ``no-kernels-for-gpu``: a library with neither SASS nor PTX for it.
+    """
+    codes = {name: code for name, code in gpu_code.items() if code is not None}
+    findings: list[Finding] = []
+    for device in facts.devices:
+        runs = {name: code.runs_on(device.capability) for name, code in codes.items()}
+        oldest = min((_arch_sm(arch) for code in codes.values() for arch in (*code.sass_archs, *code.ptx_archs)),
+                     default=None)
+        subject = Subject(SubjectKind.DRIVER, name=device.label)
+        if release is not None and release >= TURING_ONLY_SINCE and device.capability < (7, 5):
+            findings.append(Finding(
+                Code.GPU_TOO_OLD, f"{_cudnn(release)} needs compute capability 7.5 (Turing) or newer; "
+                f"{device.label} is {device.capability[0]}.{device.capability[1]}", subject,
+                fix(pip_install(["nvidia-cudnn-cu12>=9,<9.11"], python=python),
+                    note="the cu13 builds have no kernels below sm_75; or use a GPU of compute capability 7.5 or "
+                         "newer")))
+        elif runs and not any(runs.values()) and oldest is not None and device.sm < oldest:
+            findings.append(Finding(
+                Code.GPU_TOO_OLD, f"{device.label} is older than every architecture {_cudnn(release)} carries "
+                f"(the oldest is sm_{oldest})", subject,
+                fix(manual("use an older cuDNN release built for this GPU, or a newer GPU"))))
+        elif max_device_version and device.sm * 10 > max_device_version:
+            forward = (release is None or release.major >= 9) and (cudart_version is None or cudart_version >= 12000)
+            jit = forward and any(runs.values())
+            message = f"{device.label} is newer than the newest GPU {_cudnn(release)} supports natively " \
+                      f"(cudnnGetMaxDeviceVersion {max_device_version}, sm_{max_device_version // 10})"
+            message += ": it runs in forward-compatibility mode, JIT-compiling PTX (slow first calls, some " \
+                       "operations unsupported)" if jit else ": no library has code that can run on it"
+            findings.append(Finding(Code.GPU_TOO_NEW, message, subject,
+                                    fix(manual(f"install a cuDNN release whose cudnnGetMaxDeviceVersion covers "
+                                               f"sm_{device.sm}"),
+                                        note="forward-compatibility mode may need CUDNN_LIB_CONFIG=FULL" if jit
+                                        else None), severity=WARNING if jit else ERROR))
+        else:
+            findings.extend(Finding(
+                Code.NO_KERNELS_FOR_GPU, f"{name} has no code that runs on {device.label}: "
+                f"{_code_text(codes[name])}", Subject(SubjectKind.FILE, name=name),
+                fix(manual("install a cuDNN release built for this GPU's architecture")))
+                for name, ok in runs.items() if not ok)
+    return tuple(findings)
+
+
+def gpu_findings(facts: GpuFacts, *, release: Release | None, cudart_version: int | None,
+                 max_device_version: int | None, gpu_code: Mapping[str, GpuCode | None],
+                 version_checks_passed: bool = False, python: str | None = None) -> tuple[Finding, ...]:
+    """Every check that the facts allow: presence first, then the driver, then each device."""
+    presence = presence_findings(facts, release=release, version_checks_passed=version_checks_passed, python=python)
+    if not facts.driver_found:
+        return presence
+    driver = driver_findings(facts, cudart_version, release=release, python=python) if cudart_version else ()
+    return presence + driver + device_findings(facts, release=release, max_device_version=max_device_version,
+                                               gpu_code=gpu_code, cudart_version=cudart_version, python=python)
