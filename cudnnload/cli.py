@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudnnload.errors import CudnnloadError, OutputError, UsageError
+from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -52,8 +52,11 @@ def _friendly(command: F) -> F:
 
             from cudnnload.report import escaped
 
+            code = EXIT_CANNOT_RUN if isinstance(exc, (OutputError, CannotRun)) else EXIT_USAGE
             click.echo(f"cudnnload: error: {escaped(exc.message)}", err=True)
-            sys.exit(EXIT_CANNOT_RUN if isinstance(exc, OutputError) else EXIT_USAGE)
+            if kwargs.get("as_json") and not isinstance(exc, OutputError):
+                _json_error(exc.reason, exc.path, exc.fix, code)
+            sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
 
@@ -74,18 +77,22 @@ def make_cli() -> click.Group:
         """Find, inspect and diagnose NVIDIA cuDNN: which libcudnn loads, why, and what is wrong."""
 
     @cli.command("which")
-    @click.argument("names", nargs=-1)
-    @click.option("--from", "consumer", metavar="PATH", help="Resolve as this shared object would "
-                  "(e.g. .../torch/lib/libtorch_cuda.so) instead of this Python process.")
+    @click.argument("targets", nargs=-1, metavar="[TARGET] [NAME...]")
+    @click.option("--from", "consumer", metavar="PATH", hidden=True)  # before TARGET was positional
     @click.option("-v", "--verbose", is_flag=True, help="Show the full search trail for each name.")
     @_json_option
     @_friendly
-    def which_command(names: tuple[str, ...], consumer: str | None, verbose: bool, as_json: bool) -> None:
-        """What each cuDNN NAME resolves to (default: the shim and every sub-library), and why."""
+    def which_command(targets: tuple[str, ...], consumer: str | None, verbose: bool, as_json: bool) -> None:
+        """What each cuDNN name resolves to (default: the shim and every sub-library), and why.
+
+        TARGET: a program or shared object (.../torch/lib/libtorch_cuda.so) to resolve as its own loads would,
+        or a cuDNN file (its install); without one, this Python. NAME: libcudnn_ops.so.9, ops, cnn_infer ...
+        """
         from cudnnload import report
         from cudnnload.judge.which import which
 
-        result = which(names, consumer=consumer)
+        names, given = _names_and_target(targets, consumer)
+        result = which(names, consumer=given)
         if as_json:
             click.echo(report.dumps("which", result))
         else:
@@ -174,15 +181,17 @@ def make_cli() -> click.Group:
     @cli.command("diff")
     @click.argument("left")
     @click.argument("right")
+    @_json_option
     @_friendly
-    def diff_command(left: str, right: str) -> None:
+    def diff_command(left: str, right: str, as_json: bool) -> None:
         """Compare two saved `doctor --json` reports (one where it works, one where it does not)."""
         from cudnnload import report
         from cudnnload.diagnose.doctor import diff_reports
 
         docs = [_read_report(path) for path in (left, right)]
         differences = diff_reports(docs[0], docs[1])
-        click.echo(report.diff_text(report.printable(differences), *report.printable((left, right))))
+        click.echo(report.dumps("diff", {"left": left, "right": right, "differences": differences}) if as_json
+                   else report.diff_text(report.printable(differences), *report.printable((left, right))))
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
     @cli.command("fleet")
@@ -224,7 +233,7 @@ def make_cli() -> click.Group:
         click.echo(report.dumps("fleet", result) if as_json else report.fleet_text(report.printable(result)))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
-    @cli.command("trace", context_settings={"ignore_unknown_options": True})
+    @cli.command("trace", cls=_command_after_dashes())
     @click.option("--lazy", "modes", flag_value="lazy", multiple=True, help="Open only the shim, as frameworks do.")
     @click.option("--preload", "modes", flag_value="preload", multiple=True, help="cudnnload.load() the whole set.")
     @click.option("--warm", "modes", flag_value="warm", multiple=True,
@@ -232,28 +241,34 @@ def make_cli() -> click.Group:
     @click.option("--start", "modes", flag_value="start", multiple=True,
                   help="cudnnload.start(warmup=[...]) as the first statement: load and warm-up in threads.")
     @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold processes.")
-    @click.option("--folder", help="The cuDNN lib folder to trace.")
+    @click.option("--folder", hidden=True)  # before TARGET was positional
     @click.option("--backend", default="auto", show_default=True, help="Backend for the convolution stages.")
     @click.option("--shape", default="32,64,64,56", show_default=True, metavar="N,C,K,HW",
                   help="3x3 convolution, padding 1, then ReLU.")
     @click.option("--dtype", type=click.Choice(["float32", "float16"]), default="float16", show_default=True)
     @click.option("--no-conv", is_flag=True, help="Stop after cudnnCreate.")
     @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Also draw the waterfall (PNG/SVG).")
-    @click.argument("command", nargs=-1, type=click.UNPROCESSED)
+    @click.argument("target", required=False)
     @_json_option
     @_friendly
     def trace_command(modes: tuple[str, ...], runs: int, folder: str | None, backend: str, shape: str, dtype: str,
-                      no_conv: bool, plot_path: str | None, command: tuple[str, ...], as_json: bool) -> None:
-        """First-call latency stage by stage: of cudnnload's own path, or of `-- COMMAND...` (any program)."""
+                      no_conv: bool, plot_path: str | None, target: str | None, as_json: bool) -> None:
+        """First-call latency stage by stage: of cudnnload's own path, or of `-- COMMAND...` (any program).
+
+        TARGET: the cuDNN folder (or a file of it) to trace; default: the one load() would take.
+        """
         from cudnnload import report
         from cudnnload.diagnose import trace
 
-        if command:
+        command = click.get_current_context().meta.get("command")
+        if command is not None:
+            if target or folder:
+                raise UsageError("give a TARGET or `-- COMMAND`, not both")
             result = trace.trace_program(command)
             click.echo(report.dumps("trace-program", result) if as_json
                        else trace.program_text(report.printable(result)))
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
-        where, major = _trace_target(folder)
+        where, major = _trace_target(_folder_of(target or folder))
         conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
         traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
                   for mode in (modes or ("lazy", "preload"))]
@@ -292,6 +307,24 @@ def _command_after_dashes() -> type[click.Command]:
             return super().parse_args(ctx, args)
 
     return CommandAfterDashes
+
+
+def _folder_of(target: str | None) -> str | None:
+    """A TARGET that is a cuDNN file stands for its folder."""
+    if target is not None and os.path.isfile(target):
+        return os.path.dirname(os.path.abspath(target))
+    return target
+
+
+def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tuple[str, ...], str | None]:
+    """``which``'s words: the one that names a file (or has a '/') is the TARGET; the others are names."""
+    paths = [word for word in words if "/" in word or os.path.lexists(word)]
+    if consumer is not None:
+        paths.append(consumer)
+    if len(paths) > 1:
+        raise UsageError(f"one TARGET at a time, not {len(paths)}: {', '.join(paths)}",
+                         fix="cudnnload which TARGET [NAME...]")
+    return tuple(word for word in words if word not in paths), (paths[0] if paths else None)
 
 
 def _trace_target(folder: str | None) -> tuple[str, int]:
@@ -417,8 +450,11 @@ def _run() -> int:
 
             context = getattr(exc, "ctx", None)
             hint = f" (`{context.command_path} --help` shows the usage)" if context is not None else ""
-            _say_error(escaped(" ".join(exc.format_message().split())) + hint)
+            reason = " ".join(exc.format_message().split())
+            _say_error(escaped(reason) + hint)
             code = EXIT_USAGE
+            if "--json" in sys.argv[1:]:
+                _json_error(reason, None, None, code)
         sys.stdout.flush()
         return code
     except (OSError, _OutputLost) as caught:
@@ -433,6 +469,14 @@ def _run() -> int:
         return EXIT_CANNOT_RUN
     except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
         return _internal(exc)
+
+
+def _json_error(reason: str, path: str | None, fix: str | None, code: int) -> None:
+    """With ``--json``, a command that fails still prints one JSON document: what went wrong."""
+    import json
+
+    document = {"schema": 1, "kind": "error", "result": {"error": reason, "path": path, "fix": fix, "exit": code}}
+    print(json.dumps(document, indent=2))
 
 
 def _internal(exc: BaseException) -> int:

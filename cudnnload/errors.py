@@ -25,6 +25,10 @@ class UsageError(CudnnloadError):
     """The caller asked for something malformed: a bad version range, an unknown name."""
 
 
+class CannotRun(CudnnloadError):
+    """cudnnload itself cannot do its work here: a package it needs (pyelftools) is missing or broken."""
+
+
 class OutputError(CudnnloadError):
     """cudnnload's own output (a report file, standard output) could not be written: a full disk, a path
     that changed under it."""

@@ -106,7 +106,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
-    if install is None and not any(f.code is Code.NO_CUDNN for f in findings):
+    if install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in findings):
         findings.append(_no_cudnn(resolved))
     release = install.release if install else None
     if release is None and result is not None and result.release is not None:

@@ -22,6 +22,7 @@ from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load
 from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
 from cudnnload.judge.policy import search_path_findings, setuid_findings
 from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
@@ -198,7 +199,7 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     if not res.found or res.path is None:
         return None
     install = judged_install_of(res.path, other, "without the entry")
-    if install is None or not install.healthy:
+    if install is None or not whole(install):
         return None
     return fix(remove_entry("LD_LIBRARY_PATH", entry),
                note=f"then {name} is {res.path}, cuDNN {install.release or install.major}, which is whole")
@@ -209,7 +210,7 @@ def _shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Cont
     """A broken install the target reaches through an LD_LIBRARY_PATH entry, when without the entry it would
     reach a whole one: every error's fix is then the entry's removal first (the install's own fix kept as
     the alternative)."""
-    if install.healthy or install.verdict is None:
+    if whole(install) or install.verdict is None:
         return install
     repair = _shadow_fix(name, chain, ctx, path, rule)
     if repair is None:

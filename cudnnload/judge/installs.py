@@ -73,6 +73,17 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     return replace(install, verdict=Verdict(said, prediction.expectations))
 
 
+# What keeps an install from being the one a search should lead to instead: a file that does not load, or a
+# sub-library from elsewhere. A missing cuBLAS or driver is not the install's own (it fails the same anywhere).
+_NOT_WHOLE = frozenset({Code.SUBLIBRARY_UNLOADABLE, Code.SUBLIBRARY_ELSEWHERE, Code.MISSING_SHIM})
+
+
+def whole(install: Install) -> bool:
+    """Whether the install loads as one release from its own folder: no finding that keeps ``load()`` from
+    it, and nothing taken from elsewhere."""
+    return not any(f.code.blocks_load or f.code in _NOT_WHOLE for f in install.findings)
+
+
 def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) -> Prediction:
     """What an application would see with this install (`consequences`): the loads the plan makes,
     and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:

@@ -24,7 +24,7 @@ import struct
 import time
 
 from cudnnload.codes import Code
-from cudnnload.errors import CudnnloadError, ElfError
+from cudnnload.errors import CannotRun, ElfError
 from cudnnload.files import NotRegularFile, open_regular
 from cudnnload.resolve.fatbin import GpuCode, read_gpu_code
 from cudnnload.resolve.records import record
@@ -278,7 +278,7 @@ def _read(name: str, parse: Callable[[str, _Reader], T]) -> T:
             except ElfError as exc:
                 raise ElfError(exc.reason, path=name, fix=exc.fix, code=exc.code) from None
             except ImportError as exc:  # cudnnload's own install, not the file: no finding against the file
-                raise CudnnloadError(f"cannot read ELF files: {exc}", fix="pip install pyelftools") from None
+                raise CannotRun(f"cannot read ELF files: {exc}", fix="pip install pyelftools") from None
             except Exception as exc:  # a check missed: still an answer about this file, not a crash
                 raise ElfError(f"damaged ELF file ({type(exc).__name__}: {exc})", path=name) from None
 

@@ -1,0 +1,144 @@
+"""Fixes are derived from the model, not from a template: the cases issue 17 found wrong, on real wheels.
+
+Each layout is made of hard links into the unpacked wheels; each test reads the fix's actions (the JSON
+contract) and checks the one a user can follow, then applies it and asks the model again: the target
+must then be whole. The end-to-end proof (apply the actions, run the program again) is bench/bench_fixes.py
+and tests/test_fixes.py over the scenario corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from cudnnload.diagnose.doctor import doctor
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, dependency_manual, dependency_requirement
+from cudnnload.judge.installs import whole
+from cudnnload.verdicts import ActionKind
+from tests.wheels import lib_folder
+
+W928, W90 = "cu12-9.28.0.42", "cu12-9.0.0.312"
+BASE = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDNNLOAD_CACHE": os.environ.get("CUDNNLOAD_CACHE", ""),
+        "HOME": os.environ.get("HOME", "/root")}
+
+
+def folder_of(tag: str, target: Path, only: tuple[str, ...] | None = None) -> Path:
+    """Hard links to the wheel's lib files in ``target`` (only the named ones, when given)."""
+    target.mkdir(parents=True)
+    for entry in lib_folder(tag).iterdir():
+        if only is None or entry.name in only:
+            os.link(entry, target / entry.name)
+    return target
+
+
+def actions(report: object) -> list[dict[str, object]]:
+    """Every error finding's actions, in the JSON contract."""
+    return [a.json() for f in report.findings if f.severity.value == "error"  # type: ignore[attr-defined]
+            for a in f.fix.actions]
+
+
+def chosen_whole(report: object) -> bool:
+    """Whether the install the target loads is whole (one release, from its own folder)."""
+    installs = [i for i in report.inventory.installs if i.folder == report.chosen]  # type: ignore[attr-defined]
+    return bool(installs) and whole(installs[0])
+
+
+def applied(env: dict[str, str], steps: list[dict[str, object]]) -> dict[str, str]:
+    """The environment after the env-* actions (what a user, or bench_fixes, does)."""
+    env = dict(env)
+    for step in steps:
+        variable = str(step.get("variable"))
+        if step["do"] == "env-remove-entry":
+            kept = [e for e in env.get(variable, "").split(":") if e != step["entry"]]
+            env[variable] = ":".join(kept)
+            if not kept:
+                env.pop(variable)
+        elif step["do"] == "env-unset":
+            env.pop(variable, None)
+        elif step["do"] == "env-set":
+            env[variable] = str(step["value"])
+    return env
+
+
+def test_a_partial_release_first_on_the_path_is_the_entry_removed_not_the_whole_one(tmp_path: Path) -> None:
+    partial = folder_of(W90, tmp_path / "cudnn-9.0", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
+    complete = folder_of(W928, tmp_path / "cudnn-9.28")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{partial}:{complete}"}
+
+    report = doctor(env, target="libcudnn.so.9", timeout=60)
+    steps = actions(report)
+
+    assert not report.healthy and steps
+    assert {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(partial)} in steps
+    assert not any(s.get("entry") == str(complete) for s in steps)  # the whole one stays
+    fixed = doctor(applied(env, steps), target="libcudnn.so.9", timeout=60)
+    assert fixed.chosen == str(complete) and chosen_whole(fixed)
+
+
+def test_an_empty_shim_first_on_the_path_is_its_entry_removed(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "libcudnn.so.9").write_bytes(b"")
+    good = folder_of(W928, tmp_path / "good")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{empty}:{good}"}
+
+    steps = actions(doctor(env, target="libcudnn.so.9", timeout=60))
+
+    assert steps == [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(empty)}]
+    assert chosen_whole(doctor(applied(env, steps), target="libcudnn.so.9", timeout=60))
+
+
+def test_a_truncated_shim_shadowing_a_good_one_is_its_entry_removed(tmp_path: Path) -> None:
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    with open(lib_folder(W928) / "libcudnn.so.9", "rb") as shim:
+        (cut / "libcudnn.so.9").write_bytes(shim.read(20000))
+    good = folder_of(W928, tmp_path / "good")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{cut}:{good}"}
+
+    steps = actions(doctor(env, target="libcudnn.so.9", timeout=60))
+
+    assert {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(cut)} in steps
+
+
+def test_the_unversioned_name_pip_does_not_ship_is_said_as_such(tmp_path: Path) -> None:
+    good = folder_of(W928, tmp_path / "good")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(good)}, target="libcudnn.so", timeout=60)
+    [finding] = [f for f in report.findings if f.code == "not-found"]
+    assert [a.do for a in finding.fix.actions] == [ActionKind.MANUAL]
+    assert "open libcudnn.so.9" in (finding.fix.text or "")
+
+
+def test_a_damaged_file_of_a_pip_wheel_is_put_back_by_its_distribution_into_its_site(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    source = lib_folder(W928).parents[2]
+    shutil.copytree(source, site, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn_cnn.so.9").unlink()
+    (lib / "libcudnn_cnn.so.9").write_bytes(b"")
+
+    report = doctor({**BASE}, target=str(lib), timeout=60)
+    steps = actions(report)
+
+    reinstall = {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
+                 "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}
+    assert reinstall in steps
+
+
+def test_no_wheel_is_suggested_for_cudnn_7_or_cuda_10() -> None:
+    assert cudnn_requirement(7, 10) is None and cudnn_requirement(9, 10) is None
+    assert [a.do for a in cudnn_install(7, 10, None).actions] == [ActionKind.MANUAL]
+    assert dependency_requirement("libcudart.so.10.2") is None
+    assert "CUDA 10.2 runtime" in (dependency_manual("libcudart.so.10.2").text or "")
+    assert cudnn_requirement(8, 11) == "nvidia-cudnn-cu11>=8,<9" and cudnn_requirement(9, 13) == "nvidia-cudnn-cu13>=9,<10"
+    assert dependency_requirement("libcublasLt.so.13") == "nvidia-cublas"
+    assert dependency_requirement("libnvrtc.so.12") == "nvidia-cuda-nvrtc-cu12"
+
+
+def test_whole_means_one_release_from_its_own_folder(tmp_path: Path) -> None:
+    from cudnnload.judge.inventory import inspect
+
+    [install] = inspect([str(folder_of(W928, tmp_path / "good"))], environ=BASE).installs
+    assert whole(install)  # its missing cuBLAS is a finding, not a hole in the install

@@ -1,0 +1,92 @@
+"""The vocabulary of a verdict holds together: README's table of codes is this code's, every finding's
+severity is one its code allows, and a fix's JSON is the contract other tools apply.
+
+``python -m tests.test_verdicts`` rewrites README's table from `cudnnload.codes.Code`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudnnload.codes import ActionKind, Code, Severity, SubjectKind
+from cudnnload.verdicts import (
+    Finding,
+    Subject,
+    delete,
+    fix,
+    manual,
+    pip_install,
+    remove_entry,
+    run,
+    set_variable,
+    unset,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BEGIN, END = "<!-- codes: generated from cudnnload/codes.py by `python -m tests.test_verdicts` -->", "<!-- codes: end -->"
+
+
+def codes_table() -> str:
+    rows = ["| code | severity | blocks `load()` | meaning |", "|---|---|---|---|"]
+    for code in Code:
+        severities = " / ".join(s.value for s in code.severities)
+        rows.append(f"| `{code.value}` | {severities} | {'yes' if code.blocks_load else ''} | {code.text} |")
+    return "\n".join(rows)
+
+
+def readme_table(text: str) -> str:
+    match = re.search(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), text, re.S)
+    assert match, "README's table of codes has lost its markers"
+    return match.group(1)
+
+
+def test_readme_lists_every_code_once_as_the_code_says() -> None:
+    assert readme_table(README.read_text()) == codes_table(), "run: python -m tests.test_verdicts"
+
+
+def test_codes_are_unique_and_each_has_its_severities_and_text() -> None:
+    values = [code.value for code in Code]
+    assert len(values) == len(set(values)) >= 55
+    assert all(code.text and code.severity in code.severities for code in Code)
+
+
+def test_a_finding_of_a_severity_its_code_never_has_is_refused() -> None:
+    subject = Subject(SubjectKind.FILE, "/x")
+    assert Finding(Code.NO_DRIVER, "m", subject, severity=Severity.ERROR).severity is Severity.ERROR
+    assert Finding("mixed-release", "m", subject).code is Code.MIXED_RELEASE  # read back from JSON: a str
+    with pytest.raises(ValueError, match="never warning"):
+        Finding(Code.MISSING_SUBLIBRARY, "m", subject, severity=Severity.WARNING)
+
+
+def test_each_action_kind_is_written_as_the_contract_says() -> None:
+    steps = [remove_entry("LD_LIBRARY_PATH", "/opt/cudnn-9.0/lib"), unset("CUDA_VISIBLE_DEVICES"),
+             set_variable("LD_LIBRARY_PATH", "/opt/cudnn/lib"), delete("/opt/x/libcudnn.so.9"),
+             pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=("--force-reinstall", "--no-deps"),
+                         target="/venv/lib/python3.11/site-packages", python="/venv/bin/python"),
+             run(["cudnnload", "run", "--cudnn", "/opt/cudnn/lib", "--"]), manual("upgrade the NVIDIA driver")]
+    written = fix(*steps).json()
+    assert [a["do"] for a in written["actions"]] == [kind.value for kind in ActionKind]
+    assert written["actions"][0] == {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH",
+                                     "entry": "/opt/cudnn-9.0/lib"}
+    assert written["actions"][4] == {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
+                                     "options": ["--force-reinstall", "--no-deps"],
+                                     "target": "/venv/lib/python3.11/site-packages", "python": "/venv/bin/python"}
+    assert written["text"].startswith("remove /opt/cudnn-9.0/lib from LD_LIBRARY_PATH; then unset CUDA_VISIBLE_DEVICES")
+    assert json.loads(json.dumps(written)) == written
+
+
+def test_an_unknown_fix_has_no_actions_never_a_guess() -> None:
+    assert fix(note="report this layout").json() == {"text": "report this layout", "actions": []}
+    assert fix().json() == {"text": None, "actions": []}
+
+
+if __name__ == "__main__":
+    text = README.read_text()
+    old = readme_table(text)
+    README.write_text(text.replace(old, codes_table()))
+    print("README.md: table of codes rewritten", file=sys.stderr)
