@@ -6,7 +6,6 @@ prints one line naming the path and the reason; no traceback reaches the user.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from cudnnload.errors import CudnnloadError, UsageError
@@ -334,24 +333,22 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    from cudnnload.diagnose.launch import early
+    from cudnnload.diagnose import launch
 
-    # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
-    watching = early(sys.argv[1:])
+    # `doctor|trace ... -- COMMAND`: this process owns the program it runs (its signals, and whatever it
+    # leaves running); `doctor -- COMMAND` starts it now, and what explains it loads beside it
+    owning = launch.own(sys.argv[1:])
+    if owning:
+        launch.early(sys.argv[1:])
     try:
         make_cli()(prog_name="cudnnload")
     except SystemExit as end:
-        if not watching:
+        if not owning:
             raise
-        # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
-        # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
-        # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
         code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
         if isinstance(end.code, str):
             print(end.code, file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        launch.finish(code)
 
 
 if __name__ == "__main__":
