@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -279,12 +280,13 @@ def test_doctor_command_exit_status_says_how_the_program_ended(command: list[str
 
 @pytest.mark.parametrize(("command", "reason"), [
     ("cudnnload-no-such-program", "no such command"), ("/", "cannot run it: Permission denied"),
-    ("not-executable", "cannot run it: Permission denied"),
+    ("not-executable", "cannot run it: Permission denied"), ("garbage", "cannot run it: Exec format error"),
 ])
 def test_a_command_that_cannot_run_is_one_line_and_exit_2(tmp_path: Path, command: str, reason: str) -> None:
-    if command == "not-executable":
+    if command in ("not-executable", "garbage"):
         command = str(tmp_path / command)
-        Path(command).write_text("#!/bin/sh\n")
+        Path(command).write_bytes(b"#!/bin/sh\n" if command.endswith("not-executable") else b"\x7fELF garbage")
+        os.chmod(command, 0o644 if command.endswith("not-executable") else 0o755)
     done = cli("doctor", "--", command)
     assert done.returncode == EXIT_USAGE and done.stdout == ""
     assert done.stderr == f"cudnnload: error: {command}: {reason}" + (
@@ -309,11 +311,11 @@ def test_an_in_process_run_ends_an_orphan_by_the_environment_it_inherited(mark: 
 
 # --- the family, taken apart (in a child interpreter: a subreaper's main thread must start nothing else) --------
 
-def in_child_interpreter(code: str) -> dict[str, object]:
+def in_child_interpreter(code: str) -> Any:
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=environ(), timeout=30, check=False,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_a_child_another_thread_of_cudnnload_started_is_never_counted(tmp_path: Path, mark: str) -> None:
@@ -347,7 +349,7 @@ thread.join()
 print(json.dumps({{"helper_alive": alive, "killed": [k.process.command for k in family.killed]}}))
 """)
     assert seen["helper_alive"] is True
-    [killed] = seen["killed"]  # type: ignore[misc]
+    [killed] = seen["killed"]
     assert killed.startswith(f"{PY} -c import time;") and killed.endswith(mark)
     assert alive_with(mark) == []
 
@@ -375,6 +377,26 @@ real_kill(program.pid, 9)
 print(json.dumps({{"killed": len(family.killed), "findings": findings}}))
 """)
     assert seen["killed"] == 0
-    [(code, severity, message, fix)] = seen["findings"]  # type: ignore[misc]
+    [(code, severity, message, fix)] = seen["findings"]
     assert (code, severity) == ("processes-not-stopped", "error")
     assert "permission denied" in message and mark in message and fix.startswith("end them as their owner or root")
+
+
+def test_an_in_process_run_interrupted_by_ctrl_c_takes_the_program_with_it(mark: str) -> None:
+    killed = in_child_interpreter(f"""
+import json, signal
+from cudnnload.diagnose import launch
+def interrupt(*_):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGALRM, interrupt)
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+running = launch.launch([{PY!r}, "-c", "import time; time.sleep(100)", {mark!r}])
+try:
+    running.wait()
+except KeyboardInterrupt:
+    pass
+running.cleanup()
+print(json.dumps([(k.why, k.signal) for k in running.family.killed]))
+""")
+    assert killed == [["interrupted", "SIGKILL"]]
+    assert alive_with(mark) == []
