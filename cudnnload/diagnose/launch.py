@@ -68,8 +68,10 @@ class Launched:
 
         from cudnnload.diagnose.family import Family
 
-        # the scratch folder's name is in the environment of the program and of all it starts
+        # the scratch folder's name is in the environment of the program and of all it starts; its start
+        # time is read before it can be reaped
         self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None)
+        self.child.reap_when_it_ends()
         self.ended = threading.Event()
         if _owner is not None:
             _owner.watch(self)
@@ -361,10 +363,15 @@ class Child:
         self.returncode: int | None = None
         self.ended_at = 0.0  # time.monotonic() when it was reaped
         self.reaped = threading.Event()
+
+    def reap_when_it_ends(self) -> None:
+        """From now on, reap it the moment it ends, whatever the main thread is doing (importing what
+        explains it): its time is its own, and the deadline and the signals know it has ended."""
+        import threading
+
         threading.Thread(target=self._reap, name="cudnnload-waitpid", daemon=True).start()
 
     def _reap(self) -> None:
-        """Reaped the moment it ends, whatever the main thread is doing (importing what explains it)."""
         _, status = os.waitpid(self.pid, 0)
         self.returncode = os.waitstatus_to_exitcode(status)
         self.ended_at = time.monotonic()
