@@ -31,6 +31,10 @@ import time
 from dataclasses import dataclass
 
 _COMMAND_CHARS = 200
+# why cudnnload ended a process (`Killed.why`)
+TIMEOUT = "timeout"  # --timeout ran out while the program ran
+INTERRUPTED = "interrupted"  # a second SIGINT/SIGTERM/SIGHUP, or Ctrl-C in an in-process caller
+LEFT_RUNNING = "left running"  # still running when the program had ended
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,7 @@ class Process:
 @dataclass(frozen=True)
 class Killed:
     """A process of the program's that cudnnload ended: the last signal it sent it, and why it stopped
-    it ("timeout", "interrupted": a second SIGINT/SIGTERM/SIGHUP, "left running": still running when
-    the program ended)."""
+    it (TIMEOUT, INTERRUPTED, LEFT_RUNNING)."""
 
     process: Process
     signal: str

@@ -89,16 +89,18 @@ class Launched:
     def wait(self) -> tuple[int | None, bool, float]:
         """Block until the program ends, then stop what it left running: (its return code, None when
         killed at the deadline; whether the deadline fired; its wall time in seconds)."""
+        from cudnnload.diagnose.family import INTERRUPTED, LEFT_RUNNING
+
         try:
             self.child.wait()
         except BaseException:  # KeyboardInterrupt in a caller's process: the program does not outlive it
-            self.family.stop("interrupted", grace=0.0)
+            self.family.stop(INTERRUPTED, grace=0.0)
             self.child.wait()
             raise
         seconds = self.child.ended_at - self.started
         self.ended.set()
         timed_out = self.deadline.cancel()
-        self.family.stop("left running")
+        self.family.stop(LEFT_RUNNING)
         self.tail.finish()
         self.sampler.join()
         return (None if timed_out else self.child.returncode), timed_out, seconds
@@ -273,8 +275,10 @@ class _Owner:
             return
         if first:
             return  # the program has ended: the report is being written, and then this process dies of it
+        from cudnnload.diagnose.family import INTERRUPTED
+
         launched.family.hurry()  # a second one: everything now, SIGKILL
-        launched.family.stop("interrupted")
+        launched.family.stop(INTERRUPTED)
         if not running:
             _die(self.received or signo)
 
@@ -477,9 +481,11 @@ class _Deadline:
             self._timer.start()
 
     def _fire(self, child: Child, family: Family) -> None:
+        from cudnnload.diagnose.family import TIMEOUT
+
         if child.running:
             self.fired.set()
-            family.stop("timeout")
+            family.stop(TIMEOUT)
 
     def cancel(self) -> bool:
         """Stop the clock; whether it had already run out."""

@@ -1,6 +1,6 @@
 """``cudnnload doctor -- COMMAND``: run the user's unmodified program and explain what really happened.
 
-The program runs in a child, in cudnnload's own process group, with its output passed through, and three
+The program runs in a child, in cudnnload's session and process group, its output passed through, and three
 witnesses on: the dynamic linker's own account (``LD_DEBUG=libs,files``, one file per process:
 every cuDNN, cuBLAS, NVRTC and driver file it mapped and by which rule, every name it looked up in
 vain, every dlopen answered by an object already loaded), cuDNN's API log at the error level
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
-from cudnnload.diagnose.family import Killed, Process, Survivor
+from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.findings import ERROR, INFO, WARNING, Finding, unique
 from cudnnload.resolve.catalog import classify, generation
@@ -427,7 +427,7 @@ def _stopping_findings(seen: Observation, program: str) -> list[Finding]:
         findings.append(Finding("processes-killed", WARNING, f"cudnnload ended {count} of {program}'s, so that none "
                                 f"outlives the run: {named}", seen.command[0],
                                 "a program that starts a service on purpose: start that part outside "
-                                "`cudnnload doctor --`" if any(k.why == "left running" for k in seen.killed)
+                                "`cudnnload doctor --`" if any(k.why == LEFT_RUNNING for k in seen.killed)
                                 else None))
     if seen.survivors:
         count, named = _listed([(s.process, s.reason) for s in seen.survivors])
