@@ -70,7 +70,7 @@ class Launched:
 
         # the scratch folder's name is in the environment of the program and of all it starts; its start
         # time is read before it can be reaped
-        self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None)
+        self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None and _owner.subreaper)
         self.child.reap_when_it_ends()
         self.ended = threading.Event()
         if _owner is not None:
@@ -225,8 +225,8 @@ class _Owner:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, self.handled)  # what the program gets back
         prctl = getattr(ctypes.CDLL(None), "prctl", None)  # none but on Linux: orphans then go to init
-        if prctl is not None:
-            prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER (linux/prctl.h), on
+        # PR_SET_CHILD_SUBREAPER (linux/prctl.h), on; refused (a seccomp filter), `Family` looks further
+        self.subreaper = prctl is not None and prctl(36, 1, 0, 0, 0) == 0
         self.received: int | None = None  # the first signal taken
         self._pending: int | None = None  # taken before the program started: passed on once it has
         self._launched: Launched | None = None
