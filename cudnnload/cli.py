@@ -382,16 +382,16 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    from cudnnload.diagnose.launch import early
+    from cudnnload.diagnose import launch
 
-    # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
-    watching = early(sys.argv[1:])
+    # `doctor|trace ... -- COMMAND`: this process owns the program it runs (its signals, and whatever it
+    # leaves running); `doctor -- COMMAND` starts it now, and what explains it loads beside it
+    owning = launch.own(sys.argv[1:])
+    if owning:
+        launch.early(sys.argv[1:])
     code = _run()
-    if watching:
-        # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
-        # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
-        # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
-        os._exit(code)
+    if owning:
+        launch.finish(code)  # by the signal that interrupted it, if one did; without the teardown
     sys.exit(code)
 
 

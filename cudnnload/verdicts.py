@@ -377,7 +377,7 @@ class Finding:
     severity: Severity = None  # type: ignore[assignment]  # default: the code's usual one
 
     def __post_init__(self) -> None:
-        code = Code(self.code)
+        code = Code(self.code)  # type: ignore[call-arg]  # the value's member (Enum's own lookup)
         severity = code.severity if self.severity is None else Severity(self.severity)
         if severity not in code.severities:
             raise ValueError(f"{code.value} is never {severity.value} (it is {', '.join(code.severities)})")

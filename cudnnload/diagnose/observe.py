@@ -1,6 +1,6 @@
 """``cudnnload doctor -- COMMAND``: run the user's unmodified program and explain what really happened.
 
-The program runs in a child, in its own process group, with its output passed through, and three
+The program runs in a child, in cudnnload's session and process group, its output passed through, and three
 witnesses on: the dynamic linker's own account (``LD_DEBUG=libs,files``, one file per process:
 every cuDNN, cuBLAS, NVRTC and driver file it mapped and by which rule, every name it looked up in
 vain, every dlopen answered by an object already loaded), cuDNN's API log at the error level
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
+from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.findings import ERROR, INFO, WARNING, Finding, unique
 from cudnnload.resolve.catalog import classify, generation
@@ -52,6 +53,9 @@ class Run:
     logs: dict[int, lddebug.LinkerLog]  # by pid: the program and every child it started
     api: tuple[ApiCall, ...]  # cuDNN's API log
     arrivals: dict[str, float] = field(default_factory=dict)  # mapped file -> ms after start, as sampled
+    interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
+    killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended (timeout, interrupt, left running)
+    survivors: tuple[Survivor, ...] = ()  # those it could not end
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -76,7 +80,8 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
         launched.cleanup()
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
-               logs, api, launched.arrivals)
+               logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
+               tuple(launched.family.survivors))
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -121,6 +126,10 @@ class Observation:
     # files of those families seen in /proc/PID/maps that the linker's log does not show (its log off: a
     # setuid program, secure-execution mode; a process the log missed)
     unlogged: tuple[str, ...] = ()
+    interrupted: str | None = None  # the signal that interrupted cudnnload (SIGINT, SIGTERM, SIGHUP)
+    pid: int = 0  # the program's
+    killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, each seen to end
+    survivors: tuple[Survivor, ...] = ()  # the program's processes it could not end
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -149,7 +158,8 @@ def observation(ran: Run) -> Observation:
     logged = {os.path.realpath(o.path) for log in order for o in log.opened}
     unlogged = tuple(path for path in ran.arrivals if os.path.realpath(path) not in logged)
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
-                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged)
+                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged, ran.interrupted,
+                       ran.pid, ran.killed, ran.survivors)
 
 
 def _died_in(ran: Run, log: lddebug.LinkerLog | None, messages: tuple[str, ...]) -> str | None:
@@ -242,6 +252,11 @@ class _Prepare(threading.Thread):
     def run(self) -> None:
         from cudnnload.resolve.discovery import context
 
+        # A program that has ended within 50 ms needs the model only if it opened cuDNN (`result` builds it
+        # then); meanwhile the main thread's imports have the interpreter to themselves (8 ms of a
+        # `doctor -- /bin/true` on the 2-core machine, measured)
+        if self.launched.child.reaped.wait(0.05):
+            return
         self.ctx = context(self.env)
         if self.launched.prefix is not None:
             self._follow(f"{self.launched.prefix}.{self.launched.child.pid}", self.ctx)
@@ -272,7 +287,10 @@ class _Prepare(threading.Thread):
 
     def result(self) -> Context:
         self.join()
-        assert self.ctx is not None
+        if self.ctx is None:
+            from cudnnload.resolve.discovery import context
+
+            self.ctx = context(self.env)
         return self.ctx
 
 
@@ -350,17 +368,21 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
     findings: list[Finding] = []
     if seen.timed_out:
         stuck = f"; it hung in {seen.died_in}" if seen.died_in else ""
-        findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout and was "
-                                f"killed, with every process it started{stuck}", seen.command[0],
-                                "remove the file it hung on: a library is a regular file" if "FIFO" in stuck
-                                else "raise --timeout"))
+        findings.append(Finding("program-timed-out", ERROR, f"{program} did not end within the timeout{stuck}",
+                                seen.command[0], "remove the file it hung on: a library is a regular file"
+                                if "FIFO" in stuck else "raise --timeout"))
+    if seen.interrupted:
+        findings.append(Finding("program-interrupted", WARNING, f"cudnnload was interrupted by {seen.interrupted} "
+                                f"while {program} ran: this report covers the run until then", seen.command[0],
+                                "run it again to the end; a second interrupt stops everything at once"))
+    findings += _stopping_findings(seen, program)
     for path in seen.unlogged:
         if _is_shim(path):
             findings.append(Finding("unlogged-load", INFO, f"{program} mapped {path} where the dynamic linker "
                                     "kept no log (LD_DEBUG is ignored in secure-execution mode, or was removed): "
                                     "which rule found it cannot be shown", path,
                                     f"`cudnnload doctor {path}` predicts what it loads"))
-    if seen.signal:
+    if seen.signal and seen.signal != seen.interrupted and seen.pid not in {k.process.pid for k in seen.killed}:
         where = f" in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding("program-died", ERROR, f"{program} died of {seen.signal}{where}", seen.command[0],
                                 _death_fix(seen)))
@@ -395,6 +417,30 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
         findings.append(Finding("program-failed", WARNING, f"{program} exited with status {seen.returncode}",
                                 seen.command[0], "its own output says why; nothing of cuDNN's loading failed"))
     return findings
+
+
+def _stopping_findings(seen: Observation, program: str) -> list[Finding]:
+    """What cudnnload ended of the program's processes (each seen to end), and what it could not."""
+    findings = []
+    if seen.killed:
+        count, named = _listed([(k.process, f"{k.why}, {k.signal}") for k in seen.killed])
+        findings.append(Finding("processes-killed", WARNING, f"cudnnload ended {count} of {program}'s, so that none "
+                                f"outlives the run: {named}", seen.command[0],
+                                "a program that starts a service on purpose: start that part outside "
+                                "`cudnnload doctor --`" if any(k.why == LEFT_RUNNING for k in seen.killed)
+                                else None))
+    if seen.survivors:
+        count, named = _listed([(s.process, s.reason) for s in seen.survivors])
+        findings.append(Finding("processes-not-stopped", ERROR, f"{count} of {program}'s could not be ended and may "
+                                f"still run: {named}", seen.command[0], "end them as their owner or root: kill -KILL "
+                                + " ".join(str(s.process.pid) for s in seen.survivors)))
+    return findings
+
+
+def _listed(processes: Sequence[tuple[Process, str]]) -> tuple[str, str]:
+    """("2 processes", "pid 12 (sleep 37): left running, SIGTERM; pid ...")."""
+    count = f"{len(processes)} process{'es' if len(processes) > 1 else ''}"
+    return count, "; ".join(f"pid {process.pid} ({process.command}): {detail}" for process, detail in processes)
 
 
 def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
