@@ -82,12 +82,12 @@ def main() -> None:
     if args.program:
         program_parts(args.program, args.runs)
         return
-    from cudnnload.resolve.consumers import find_consumers
     from cudnnload.diagnose.doctor import doctor
     from cudnnload.diagnose.targets import resolve_target
+    from cudnnload.judge.which import which
     from cudnnload.loading.gpu import gpu_facts
     from cudnnload.loading.probe import probe
-    from cudnnload.judge.which import which
+    from cudnnload.resolve.consumers import find_consumers
 
     env = dict(os.environ)
     resolved = resolve_target(None, environ=env)

@@ -268,7 +268,7 @@ def make_cli() -> click.Group:
             click.echo(report.dumps("trace-program", result) if as_json
                        else trace.program_text(report.printable(result)))
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
-        where, major = _trace_target(_folder_of(target or folder))
+        where, major = _trace_target(target or folder)
         conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
         traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
                   for mode in (modes or ("lazy", "preload"))]
@@ -309,13 +309,6 @@ def _command_after_dashes() -> type[click.Command]:
     return CommandAfterDashes
 
 
-def _folder_of(target: str | None) -> str | None:
-    """A TARGET that is a cuDNN file stands for its folder."""
-    if target is not None and os.path.isfile(target):
-        return os.path.dirname(os.path.abspath(target))
-    return target
-
-
 def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tuple[str, ...], str | None]:
     """``which``'s words: the one that names a file (or has a '/') is the TARGET; the others are names."""
     paths = [word for word in words if "/" in word or os.path.lexists(word)]
@@ -328,19 +321,25 @@ def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tup
 
 
 def _trace_target(folder: str | None) -> tuple[str, int]:
-    """The install to trace: the given folder, or the one load() would take."""
+    """The install to trace: the given folder (or the folder of a given cuDNN file), or the one load()
+    would take."""
     from cudnnload.files import path_problem
     from cudnnload.judge.choose import choose_install
     from cudnnload.judge.inventory import find
+    from cudnnload.resolve.catalog import classify
 
     problem = path_problem(folder) if folder else None
-    if folder and (problem is not None or not os.path.isdir(folder)):
-        raise UsageError(f"--folder: {problem[1] if problem else 'not a folder'}", path=folder,
-                         fix="give the folder that holds libcudnn.so.N")
+    if folder and problem is not None:
+        raise UsageError(problem[1], path=folder, fix="give the folder that holds libcudnn.so.N, or a file of it")
+    if folder and not os.path.isdir(folder):
+        if classify(os.path.basename(folder)) is None:
+            raise UsageError("not a cuDNN library or folder", path=folder, fix="give the folder that holds "
+                             "libcudnn.so.N, or a file of it")
+        folder = os.path.dirname(os.path.abspath(folder))  # a cuDNN file stands for its folder
     install, rejected = choose_install(find([folder] if folder else []).installs)
     if install is None:
         raise UsageError("no loadable cuDNN to trace" + (f" ({'; '.join(rejected)})" if rejected else ""),
-                         path=folder, fix="pip install nvidia-cudnn-cu12, or pass --folder")
+                         path=folder, fix="give the folder of a cuDNN that loads as TARGET")
     return install.folder, install.major
 
 
@@ -415,16 +414,16 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    from cudnnload.diagnose.launch import early
+    from cudnnload.diagnose import launch
 
-    # `doctor -- COMMAND`: the program starts now, and what explains it loads beside it
-    watching = early(sys.argv[1:])
+    # `doctor|trace ... -- COMMAND`: this process owns the program it runs (its signals, and whatever it
+    # leaves running); `doctor -- COMMAND` starts it now, and what explains it loads beside it
+    owning = launch.own(sys.argv[1:])
+    if owning:
+        launch.early(sys.argv[1:])
     code = _run()
-    if watching:
-        # The report is out: end now, without the interpreter's teardown (freeing ~160 modules and the
-        # linker model: 10-15 ms, measured), which `doctor -- COMMAND` would add to the program's time.
-        # Nothing on this path needs an exit handler; the memo is saved and the files are closed.
-        os._exit(code)
+    if owning:
+        launch.finish(code)  # by the signal that interrupted it, if one did; without the teardown
     sys.exit(code)
 
 

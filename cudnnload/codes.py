@@ -149,8 +149,15 @@ class Code(_Word):
                             "did otherwise than predicted; an error where another cuDNN was already in the process")
     PROGRAM_DIED = ("program-died", ERROR, False, "(`doctor --`) the program died of a signal; where (abort after "
                     "which cuDNN message, SIGBUS mapping which file)")
-    PROGRAM_TIMED_OUT = ("program-timed-out", ERROR, False, "(`doctor --`) killed at `--timeout`, with every "
-                         "process it started")
+    PROGRAM_TIMED_OUT = ("program-timed-out", ERROR, False, "(`doctor --`) the program did not end within "
+                         "`--timeout` (what was then ended: `processes-killed`)")
+    PROGRAM_INTERRUPTED = ("program-interrupted", WARNING, False, "(`doctor --`) SIGINT, SIGTERM or SIGHUP "
+                           "interrupted cudnnload while the program ran: the report covers the run until then")
+    PROCESSES_KILLED = ("processes-killed", WARNING, False, "(`doctor --`) the program's processes cudnnload ended, "
+                        "each seen to end: pid, command, why (timeout, interrupted, left running when the program "
+                        "ended) and the signal")
+    PROCESSES_NOT_STOPPED = ("processes-not-stopped", ERROR, False, "(`doctor --`) processes of the program's "
+                             "cudnnload could not end (permission denied), which may still run")
     PROGRAM_FAILED = ("program-failed", WARNING, False, "(`doctor --`) the program exited non-zero for reasons of "
                       "its own; cuDNN is not blamed (the run still counts as failed: exit 1)")
     LOAD_FAILED = ("load-failed", ERROR, False, "(`doctor --`) a cuDNN, cuBLAS or NVRTC name the program asked for "

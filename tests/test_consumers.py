@@ -14,9 +14,9 @@ import pytest
 from packaging.markers import Marker
 
 from cudnnload.judge.frameworks import consumer_findings
+from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.consumers import Consumer, Need, Pin, find_consumers, marker_applies
 from cudnnload.verdicts import ERROR, WARNING
-from cudnnload.resolve.catalog import Release
 
 NO_CACHE = {**os.environ, "CUDNNLOAD_NO_CACHE": "1"}  # keep the ELF memo out of the user's cache
 LINUX_X86 = {"platform_system": "Linux", "platform_machine": "x86_64", "sys_platform": "linux",
@@ -280,10 +280,11 @@ def test_pytorch_refuses_an_older_minor_and_names_its_pin() -> None:
     older = findings[1]
     assert older.message == ("torch 1.0 was built with cuDNN 9.5.0 and needs the same major and a minor of at least "
                              "5; the cuDNN that loads is 9.1.0")
-    assert [a.json() for a in older.fix.actions] == [{"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"],
-                                                      "options": [], "target": None, "python": None}]
-    assert older.fix.text == "python -m pip install nvidia-cudnn-cu12==9.5.1.17; or install a torch built for the cuDNN " \
-        "that loads"
+    assert [a.json() for a in older.fix.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"], "options": [], "target": None,
+         "python": None}]
+    assert older.fix.text == ("python -m pip install nvidia-cudnn-cu12==9.5.1.17; or install a torch built for the "
+                              "cuDNN that loads")
 
 
 def test_skipping_pytorchs_own_check_is_pointed_out() -> None:

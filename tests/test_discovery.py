@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import sys
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from cudnnload.resolve.catalog import Release
 from cudnnload.judge.installs import file_findings
 from cudnnload.judge.inventory import find
+from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.discovery import Host, Install, Inventory, inspect_file
 from cudnnload.resolve.elfcache import ElfCache
 from tests.wheels import lib_folder, site_folder
@@ -59,7 +59,8 @@ def test_complete_928_wheel_is_one_install_whose_shim_loads_every_sublibrary_fro
 
 def test_unpacked_wheel_without_cublas_reports_the_missing_runtime_dependency() -> None:
     install = _only(find([str(lib_folder("cu12-9.28.0.42"))], environ=ENV))
-    missing = [f for f in install.findings if f.code == "missing-dependency" and f.subject.library == "libcublasLt.so.12"]
+    missing = [f for f in install.findings
+               if f.code == "missing-dependency" and f.subject.library == "libcublasLt.so.12"]
     site = str(lib_folder("cu12-9.28.0.42").parents[2])
     assert [a.json() for f in missing for a in f.fix.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": [], "target": site,

@@ -17,13 +17,13 @@ import pytest
 
 from cudnnload.judge.gpu import device_findings, driver_findings, gpu_findings, presence_findings
 from cudnnload.loading.gpu import gpu_facts
-from cudnnload.resolve.hardware import Device, GpuFacts, kernel_module_version
-from cudnnload.verdicts import ERROR, INFO, WARNING
 from cudnnload.loading.probe import probe
 from cudnnload.report import to_jsonable
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.elf import read_elf
 from cudnnload.resolve.fatbin import GpuCode
+from cudnnload.resolve.hardware import Device, GpuFacts, kernel_module_version
+from cudnnload.verdicts import ERROR, INFO, WARNING
 from tests._wheels import needs_no_driver
 from tests.gpu import installed_cudnn, require_gpus, run_child
 from tests.wheels import lib_folder
@@ -79,7 +79,8 @@ def test_missing_cuda_python_is_a_warning_not_an_import_error(monkeypatch: pytes
     assert (found.bindings, found.driver_found, found.error) == (None, False, "ImportError")
     (finding,) = presence_findings(found)
     assert (finding.code, finding.severity) == ("driver-unchecked", WARNING)
-    assert "cuda-python is not importable" in finding.message and "-m pip install cuda-python" in (finding.fix.text or "")
+    assert "cuda-python is not importable" in finding.message
+    assert "-m pip install cuda-python" in (finding.fix.text or "")
 
 
 def test_no_driver_where_the_kernel_module_is_loaded_is_an_error_pointing_at_the_container() -> None:
@@ -222,7 +223,8 @@ def test_a_gpu_newer_than_the_build_with_ptx_runs_in_forward_compatibility_mode(
                                cudart_version=12030)
 
     assert codes(findings) == [("gpu-too-new", WARNING)]
-    assert "forward-compatibility mode" in findings[0].message and "CUDNN_LIB_CONFIG=FULL" in (findings[0].fix.text or "")
+    assert "forward-compatibility mode" in findings[0].message
+    assert "CUDNN_LIB_CONFIG=FULL" in (findings[0].fix.text or "")
 
 
 def test_cudnn_8_has_no_forward_compatibility_even_with_ptx() -> None:

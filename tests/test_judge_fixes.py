@@ -132,7 +132,8 @@ def test_no_wheel_is_suggested_for_cudnn_7_or_cuda_10() -> None:
     assert [a.do for a in cudnn_install(7, 10, None).actions] == [ActionKind.MANUAL]
     assert dependency_requirement("libcudart.so.10.2") is None
     assert "CUDA 10.2 runtime" in (dependency_manual("libcudart.so.10.2").text or "")
-    assert cudnn_requirement(8, 11) == "nvidia-cudnn-cu11>=8,<9" and cudnn_requirement(9, 13) == "nvidia-cudnn-cu13>=9,<10"
+    assert cudnn_requirement(8, 11) == "nvidia-cudnn-cu11>=8,<9"
+    assert cudnn_requirement(9, 13) == "nvidia-cudnn-cu13>=9,<10"
     assert dependency_requirement("libcublasLt.so.13") == "nvidia-cublas"
     assert dependency_requirement("libnvrtc.so.12") == "nvidia-cuda-nvrtc-cu12"
 

@@ -25,20 +25,8 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.targets import resolve_target
-from cudnnload.verdicts import ERROR, WARNING, Finding
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.inventory import find, inspect
-from cudnnload.resolve.discovery import Step
-from cudnnload.resolve.ldcache import read_ld_cache
-from cudnnload.resolve.linker import (
-    Chain,
-    LinkerDefaults,
-    LinkerEnv,
-    Requester,
-    probe_linker_defaults,
-    resolve,
-    split_ld_library_path,
-)
 from cudnnload.judge.policy import (
     FOREIGN_OWNER,
     ORIGIN_IN_SETUID,
@@ -51,6 +39,18 @@ from cudnnload.judge.policy import (
     setuid_findings,
 )
 from cudnnload.judge.which import which
+from cudnnload.resolve.discovery import Step
+from cudnnload.resolve.ldcache import read_ld_cache
+from cudnnload.resolve.linker import (
+    Chain,
+    LinkerDefaults,
+    LinkerEnv,
+    Requester,
+    probe_linker_defaults,
+    resolve,
+    split_ld_library_path,
+)
+from cudnnload.verdicts import ERROR, WARNING, Finding
 from tests.test_linker import BASE_ENVIRON, run_probe
 from tests.wheels import lib_folder, python_path
 

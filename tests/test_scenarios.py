@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.doctor import Report, doctor
-from cudnnload.verdicts import ERROR
 from cudnnload.judge.consequences import disagreements
+from cudnnload.verdicts import ERROR
 from fixtures.scenarios.layouts import CORPUS, Layout, ensure
 from fixtures.scenarios.truth import Truth, compare, record
 from tests.wheels import cache_root
@@ -174,8 +174,8 @@ def test_doctor_command_explains_an_older_cudnn_loaded_first_by_the_already_load
 def test_a_cut_sublibrary_is_shown_killing_the_process_not_not_found() -> None:
     layout = next(layout for layout in CORPUS if layout.name == "truncated-cnn")
     _needs_wheels(layout)
-    from cudnnload.report import install_text
     from cudnnload.judge.inventory import find
+    from cudnnload.report import install_text
 
     (install,) = find([str(layout.folder() / "site/nvidia/cudnn/lib")], environ={"CUDNNLOAD_NO_CACHE": "1"}).installs
     cnn = next(step for step in install.plan if step.library == "cnn")

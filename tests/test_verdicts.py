@@ -28,7 +28,8 @@ from cudnnload.verdicts import (
 )
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-BEGIN, END = "<!-- codes: generated from cudnnload/codes.py by `python -m tests.test_verdicts` -->", "<!-- codes: end -->"
+BEGIN = "<!-- codes: generated from cudnnload/codes.py by `python -m tests.test_verdicts` -->"
+END = "<!-- codes: end -->"
 
 
 def codes_table() -> str:

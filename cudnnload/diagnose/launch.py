@@ -1,12 +1,21 @@
-"""Starting a program under watch: the witnesses' switches, a scratch folder, the child in its own
-process group, and the threads that watch it while it runs (its stderr passed through, its maps
-sampled, its deadline).
+"""Starting a program under watch: the witnesses' switches, a scratch folder, the child, and the threads
+that watch it while it runs (its stderr passed through, its maps sampled, its deadline); then, once it
+has ended, whatever it left running stopped (`family.Family`), so that nothing outlives the run.
+
+The program stays in cudnnload's session and process group, as when the user runs it directly: it
+keeps the controlling terminal (it can open ``/dev/tty``, and Ctrl-C reaches it). On the command line
+(`own`), cudnnload owns the program: it is a child subreaper (prctl(2) ``PR_SET_CHILD_SUBREAPER``), so
+that every orphan of the program's is re-parented to it rather than to init, setsid() or not; and
+SIGINT, SIGTERM and SIGHUP are taken by one thread (`_Owner`): the first is passed on to the program
+(unless the terminal sent it to the whole foreground group, the program with it), and cudnnload waits
+for the program, stops what it left, reports, and then dies of that signal, as a shell expects of a
+program interrupted (https://www.cons.org/cracauer/sigint.html); a second one stops everything at once.
 
 Only what starting a process needs is imported here: ``os.posix_spawn`` rather than subprocess (whose
-imports take 5 ms), no tempfile or shutil (4 ms), so that ``cudnnload doctor -- COMMAND`` can start the
-program before the rest of cudnnload is imported (`early`): click, the linker model and the ELF memo
-then load beside the running program instead of before it (35 ms on a 2-core machine, measured).
-`observe` reads the witnesses once it ends.
+imports take 5 ms), no tempfile, shutil or contextlib (4 ms; `_Owner` needs ctypes, signal and threading:
+4 ms), so that ``cudnnload doctor -- COMMAND`` can start the program before the rest of cudnnload is
+imported (`early`): click, the linker model and the ELF memo then load beside the running program instead
+of before it (35 ms on a 2-core machine, measured). `observe` reads the witnesses once it ends.
 """
 
 from __future__ import annotations
@@ -20,7 +29,10 @@ from cudnnload.resolve.mapped import mapped_libraries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import NoReturn
+
+    from cudnnload.diagnose.family import Family
 
 _TAIL_BYTES = 64 * 1024
 
@@ -48,27 +60,48 @@ class Launched:
                 env["CUDNN_LOGINFO_DBG"] = "1"
         self.started = time.monotonic()
         try:
-            self.child = Child(program, command, env)
+            self.child = Child(program, command, env, mask=_owner.mask if _owner is not None else None)
         except OSError as exc:
             self.cleanup()
             raise UsageError(f"cannot run it: {exc.strerror or exc}", path=command[0]) from None
         import threading
 
+        from cudnnload.diagnose.family import Family
+
+        # the scratch folder's name is in the environment of the program and of all it starts; its start
+        # time is read before it can be reaped
+        self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None and _owner.subreaper)
+        self.child.reap_when_it_ends()
+        self.ended = threading.Event()
+        if _owner is not None:
+            _owner.watch(self)
         self.tail = _Tee(self.child)
         self.arrivals: dict[str, float] = {}  # mapped file -> ms after start, as sampled
-        self.ended = threading.Event()
         self.sampler = threading.Thread(target=_sample, args=(self, sample_s), daemon=True)
         self.sampler.start()
-        self.deadline = _Deadline(self.child, timeout)
+        self.deadline = _Deadline(self.child, self.family, timeout)
+
+    @property
+    def interrupted(self) -> str | None:
+        """The signal (SIGINT, SIGTERM, SIGHUP) that interrupted cudnnload while it ran the program."""
+        return _owner.received_name if _owner is not None else None
 
     def wait(self) -> tuple[int | None, bool, float]:
-        """Block until the program ends: (its return code, None when killed at the deadline; whether the
-        deadline fired; its wall time in seconds)."""
-        self.child.wait()
-        seconds = time.monotonic() - self.started
+        """Block until the program ends, then stop what it left running: (its return code, None when
+        killed at the deadline; whether the deadline fired; its wall time in seconds)."""
+        from cudnnload.diagnose.family import INTERRUPTED, LEFT_RUNNING
+
+        try:
+            self.child.wait()
+        except BaseException:  # KeyboardInterrupt in a caller's process: the program does not outlive it
+            self.family.stop(INTERRUPTED, grace=0.0)
+            self.child.wait()
+            raise
+        seconds = self.child.ended_at - self.started
         self.ended.set()
         timed_out = self.deadline.cancel()
-        self.tail.join()
+        self.family.stop(LEFT_RUNNING)
+        self.tail.finish()
         self.sampler.join()
         return (None if timed_out else self.child.returncode), timed_out, seconds
 
@@ -134,6 +167,8 @@ def early(argv: Sequence[str]) -> bool:
                 return False
             if not timeout >= 0.1:  # click's FloatRange(0.1); also refuses nan
                 return False
+        if name == "--output" and _output_refused(value):
+            return False  # refused before the program runs: the doctor says why
     try:
         _early = launch(command, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
     except UsageError:
@@ -141,11 +176,144 @@ def early(argv: Sequence[str]) -> bool:
     return True
 
 
+def _output_refused(value: str) -> bool:
+    """Whether ``--output`` names somewhere no report may be written (`files.output_problem`)."""
+    import socket
+
+    from cudnnload.files import output_problem
+
+    path = value.replace("%N", socket.gethostname().split(".")[0]).replace("%%", "%")
+    return output_problem(path) is not None
+
+
 def take(command: Sequence[str]) -> Launched | None:
     """The program `early` started, if it is ``command``; once."""
     global _early
     launched, _early = _early, None
     return launched if launched is not None and launched.command == tuple(command) else None
+
+
+# --- the command line's run: this process owns the program ------------------------------------------
+
+_owner: _Owner | None = None
+_SI_KERNEL = 0x80  # si_code of a signal the kernel raised: the terminal's ^C, a hangup (asm-generic/siginfo.h)
+
+
+def own(argv: Sequence[str]) -> bool:
+    """Make this process the owner of the program ``argv`` (the command line after ``cudnnload``) runs,
+    when it is ``doctor ... -- COMMAND`` or ``trace ... -- COMMAND``: before it starts it, and before
+    any other thread. Whether it did."""
+    global _owner
+    if len(argv) < 2 or argv[0] not in ("doctor", "trace") or "--" not in argv:
+        return False
+    _owner = _Owner()
+    return True
+
+
+def finish(code: int) -> NoReturn:
+    """End this process once the report is out: by the signal that interrupted it, if one did, else
+    with ``code``; without the interpreter's teardown (freeing ~160 modules and the linker model: 10-15
+    ms, measured), which would only add to the run's time. Nothing on this path needs an exit handler."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if _owner is not None and _owner.received is not None:
+        _die(_owner.received)
+    os._exit(code)
+
+
+class _Owner:
+    """Subreaper, and the one thread that takes SIGINT, SIGTERM and SIGHUP (blocked in every other, the
+    program's mask restored at its spawn); a signal this process ignores (``nohup``, ``&`` in a script)
+    stays ignored, by the program too."""
+
+    def __init__(self) -> None:
+        import ctypes
+        import signal
+        import threading
+
+        self.handled = {sig for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                        if signal.getsignal(sig) is not signal.SIG_IGN}
+        if signal.SIGINT in self.handled:  # Python's KeyboardInterrupt handler: here, the default's death
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, self.handled)  # what the program gets back
+        prctl = getattr(ctypes.CDLL(None), "prctl", None)  # none but on Linux: orphans then go to init
+        # PR_SET_CHILD_SUBREAPER (linux/prctl.h), on; refused (a seccomp filter), `Family` looks further
+        self.subreaper = prctl is not None and prctl(36, 1, 0, 0, 0) == 0
+        self.received: int | None = None  # the first signal taken
+        self._pending: int | None = None  # taken before the program started: passed on once it has
+        self._launched: Launched | None = None
+        self._lock = threading.Lock()
+        threading.Thread(target=self._take, name="cudnnload-signals", daemon=True).start()
+
+    @property
+    def received_name(self) -> str | None:
+        import signal
+
+        return signal.Signals(self.received).name if self.received is not None else None
+
+    def watch(self, launched: Launched) -> None:
+        """The program to pass signals on to; one taken before it started is passed on now."""
+        with self._lock:
+            self._launched, pending, self._pending = launched, self._pending, None
+        if pending is not None:
+            _pass_on(launched, pending)
+
+    def _take(self) -> None:
+        import signal
+
+        while True:
+            info = signal.sigwaitinfo(self.handled)
+            self._on(info.si_signo, info.si_code, info.si_pid)
+
+    def _on(self, signo: int, code: int, sender: int) -> None:
+        import signal
+
+        with self._lock:
+            first, launched = self.received is None, self._launched
+            if first:
+                self.received = signo
+            if launched is None:
+                self._pending = signo
+                return
+        running = launched.child.running
+        if first and running:
+            # The terminal sends ^C to the whole foreground group, which holds the program; a process
+            # of the program's own sent it to the group, or to us on purpose (as sudo(8) decides):
+            # not again. Anyone else's (kill PID, a scheduler's SIGTERM, a shell's SIGHUP, the kernel's
+            # hangup of the session leader): passed on.
+            by_terminal = code == _SI_KERNEL and signo == signal.SIGINT
+            if not by_terminal and not launched.family.includes(sender):
+                _pass_on(launched, signo)
+            return
+        if first:
+            return  # the program has ended: the report is being written, and then this process dies of it
+        from cudnnload.diagnose.family import INTERRUPTED
+
+        launched.family.hurry()  # a second one: everything now, SIGKILL
+        launched.family.stop(INTERRUPTED)
+        if not running:
+            _die(self.received or signo)
+
+
+def _pass_on(launched: Launched, signo: int) -> None:
+    import contextlib
+
+    with contextlib.suppress(ProcessLookupError):
+        if launched.child.running:  # not reaped: its pid is still its own
+            os.kill(launched.child.pid, signo)
+
+
+def _die(signo: int) -> NoReturn:
+    """End this process by ``signo``'s default action (its disposition is the default: `_Owner`),
+    delivered to this thread alone, so that the signal thread's sigwaitinfo cannot take it."""
+    import signal
+    import threading
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signo})
+    signal.pthread_kill(threading.get_ident(), signo)
+    os._exit(128 + signo)  # not reached
 
 
 # --- the watchers -------------------------------------------------------------------------------------
@@ -183,21 +351,23 @@ def _sizes(destination: str) -> dict[str, int]:
 
 
 class Child:
-    """The program, started with ``os.posix_spawn`` in a session of its own (its process group: the
-    deadline kills it with everything it started), its stderr into a pipe; what `Launched` needs of
-    subprocess.Popen."""
+    """The program, started with ``os.posix_spawn`` in this process's session and process group, its
+    stderr into a pipe; what `Launched` needs of subprocess.Popen."""
 
-    def __init__(self, program: str, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    def __init__(self, program: str, argv: Sequence[str], env: Mapping[str, str], *,
+                 mask: Iterable[int] | None = None) -> None:
         import signal
 
         read, write = os.pipe()  # both close on exec; the dup2 onto 2 is the child's own
         try:
             # Python ignores SIGPIPE and SIGXFSZ; the program gets the defaults back, as Popen restores them.
-            # Descriptors cudnnload inherited stay inherited, as when the user runs the program directly.
+            # Descriptors cudnnload inherited stay inherited, as when the user runs the program directly;
+            # so does the signal mask (``mask``: the one this process had before `_Owner` blocked three).
             # (glibc's posix_spawn leaves its two internal signals, 32 and 33, ignored across the exec; so
             # does subprocess, which spawns this way where it can; glibc installs its handlers on use.)
             self.pid = os.posix_spawn(program, list(argv), env, file_actions=[(os.POSIX_SPAWN_DUP2, write, 2)],
-                                      setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+                                      setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                                      setsigmask=signal.pthread_sigmask(signal.SIG_BLOCK, ()) if mask is None else mask)
         except BaseException:
             os.close(read)
             raise
@@ -205,90 +375,132 @@ class Child:
             os.close(write)
         import threading  # with functools, 2.5 ms: after the program has started
 
-        self.stderr = os.fdopen(read, "rb")
+        self.stderr = read
         self.returncode: int | None = None
+        self.ended_at = 0.0  # time.monotonic() when it was reaped
         self.reaped = threading.Event()
 
+    def reap_when_it_ends(self) -> None:
+        """From now on, reap it the moment it ends, whatever the main thread is doing (importing what
+        explains it): its time is its own, and the deadline and the signals know it has ended."""
+        import threading
+
+        threading.Thread(target=self._reap, name="cudnnload-waitpid", daemon=True).start()
+
+    def _reap(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        self.returncode = os.waitstatus_to_exitcode(status)
+        self.ended_at = time.monotonic()
+        self.reaped.set()
+
+    @property
+    def running(self) -> bool:
+        return not self.reaped.is_set()
+
     def wait(self) -> int:
-        """Block until it ends (the GIL released); its return code, -N for signal N, as Popen's."""
-        if self.returncode is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-            self.reaped.set()
+        """Block until it ends; its return code, -N for signal N, as Popen's."""
+        self.reaped.wait()
+        assert self.returncode is not None
         return self.returncode
 
 
 class _Tee:
-    """Passes the child's stderr through to ours as it comes, keeping its last 64 KB."""
+    """Passes the child's stderr through to ours as it comes, keeping its last 64 KB, until `finish`:
+    then what is in the pipe, and no more. A process the program left running that still holds the
+    pipe's other end (one that could not be stopped) does not keep the run waiting."""
 
     def __init__(self, child: Child) -> None:
         import threading
 
-        self.child, self.kept = child, bytearray()
+        self.kept = bytearray()
+        self._stderr = child.stderr
+        self._wake, self._waker = os.pipe()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
-        with self.child.stderr as stream:
-            for chunk in iter(lambda: stream.read1(65536), b""):
-                if out is not None:
-                    out.write(chunk)
-                    out.flush()
-                else:
-                    sys.stderr.write(chunk.decode(errors="replace"))
-                self.kept += chunk
-                del self.kept[:-_TAIL_BYTES]
+        import select
 
-    def join(self) -> None:
+        poll = select.poll()
+        poll.register(self._stderr, select.POLLIN)
+        poll.register(self._wake, select.POLLIN)
+        try:
+            while True:
+                if any(fd == self._wake for fd, _ in poll.poll()):
+                    os.set_blocking(self._stderr, False)
+                    while self._pass(_read_ready(self._stderr)):
+                        pass
+                    return
+                if not self._pass(os.read(self._stderr, 65536)):
+                    return  # every writer has closed it
+        finally:
+            os.close(self._stderr)
+
+    def _pass(self, chunk: bytes) -> bool:
+        if not chunk:
+            return False
+        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        if out is not None:
+            out.write(chunk)
+            out.flush()
+        else:
+            sys.stderr.write(chunk.decode(errors="replace"))
+        self.kept += chunk
+        del self.kept[:-_TAIL_BYTES]
+        return True
+
+    def finish(self) -> None:
+        """Pass on what the pipe holds, and stop."""
+        os.write(self._waker, b"\0")
         self._thread.join()
+        os.close(self._wake)
+        os.close(self._waker)
 
     def lines(self) -> tuple[str, ...]:
         return tuple(line for line in self.kept.decode(errors="replace").splitlines() if line.strip())
+
+
+def _read_ready(fd: int) -> bytes:
+    """What a non-blocking pipe holds now (b"": nothing, or its end)."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return b""
 
 
 def _sample(launched: Launched, period: float) -> None:
     """When each library first shows in the child's maps. Every read of /proc/PID/maps takes the child's
     mmap lock, which its own mmap()s then wait for: hence a period, not a busy loop."""
     pid = str(launched.child.pid)
-    while not launched.ended.is_set():
+    while launched.child.running:  # once it is reaped, its pid may be another process's
         now = (time.monotonic() - launched.started) * 1000
         for path in mapped_libraries(pid):
             launched.arrivals.setdefault(path, now)
-        launched.ended.wait(period)
+        launched.child.reaped.wait(period)
 
 
 class _Deadline:
-    """Kills the program's process group once ``seconds`` have passed (none: never)."""
+    """Stops the program and every process it started once ``seconds`` have passed (none: never), if the
+    program is still running then (what it left running once it ended, `Launched.wait` stops)."""
 
-    def __init__(self, child: Child, seconds: float | None) -> None:
+    def __init__(self, child: Child, family: Family, seconds: float | None) -> None:
         import threading
 
         self.fired = threading.Event()
-        self._timer = threading.Timer(seconds, self._fire, args=(child,)) if seconds is not None else None
+        self._timer = threading.Timer(seconds, self._fire, args=(child, family)) if seconds is not None else None
         if self._timer is not None:
             self._timer.daemon = True
             self._timer.start()
 
-    def _fire(self, child: Child) -> None:
-        self.fired.set()
-        kill_group(child)
+    def _fire(self, child: Child, family: Family) -> None:
+        from cudnnload.diagnose.family import TIMEOUT
+
+        if child.running:
+            self.fired.set()
+            family.stop(TIMEOUT)
 
     def cancel(self) -> bool:
         """Stop the clock; whether it had already run out."""
         if self._timer is not None:
             self._timer.cancel()
         return self.fired.is_set()
-
-
-def kill_group(child: Child, grace: float = 2.0) -> None:
-    """The program and every process it started (its own session): SIGTERM; then, once it has ended or
-    ``grace`` seconds have passed, SIGKILL for whatever of the group is left."""
-    import signal
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        child.reaped.wait(grace)  # `wait` reaps it, in the thread that waits for the program

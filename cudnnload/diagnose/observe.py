@@ -1,6 +1,6 @@
 """``cudnnload doctor -- COMMAND``: run the user's unmodified program and explain what really happened.
 
-The program runs in a child, in its own process group, with its output passed through, and three
+The program runs in a child, in cudnnload's session and process group, its output passed through, and three
 witnesses on: the dynamic linker's own account (``LD_DEBUG=libs,files``, one file per process:
 every cuDNN, cuBLAS, NVRTC and driver file it mapped and by which rule, every name it looked up in
 vain, every dlopen answered by an object already loaded), cuDNN's API log at the error level
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from cudnnload.codes import Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
+from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.resolve.catalog import classify, generation
 
@@ -53,6 +54,9 @@ class Run:
     logs: dict[int, lddebug.LinkerLog]  # by pid: the program and every child it started
     api: tuple[ApiCall, ...]  # cuDNN's API log
     arrivals: dict[str, float] = field(default_factory=dict)  # mapped file -> ms after start, as sampled
+    interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
+    killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended (timeout, interrupt, left running)
+    survivors: tuple[Survivor, ...] = ()  # those it could not end
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -77,7 +81,8 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
         launched.cleanup()
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
-               logs, api, launched.arrivals)
+               logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
+               tuple(launched.family.survivors))
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -123,6 +128,10 @@ class Observation:
     # setuid program, secure-execution mode; a process the log missed)
     unlogged: tuple[str, ...] = ()
     stuck_on: str | None = None  # the FIFO the linker was opening when the program was killed at the deadline
+    interrupted: str | None = None  # the signal that interrupted cudnnload (SIGINT, SIGTERM, SIGHUP)
+    pid: int = 0  # the program's
+    killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, each seen to end
+    survivors: tuple[Survivor, ...] = ()  # the program's processes it could not end
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -153,7 +162,8 @@ def observation(ran: Run) -> Observation:
     stuck = main.stuck_opening if ran.timed_out and main is not None else None
     fifo = stuck if stuck is not None and _is_fifo(stuck) else None
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
-                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo)
+                       messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
+                       ran.pid, ran.killed, ran.survivors)
 
 
 def _is_fifo(path: str) -> bool:
@@ -259,6 +269,11 @@ class _Prepare(threading.Thread):
     def run(self) -> None:
         from cudnnload.resolve.discovery import context
 
+        # A program that has ended within 50 ms needs the model only if it opened cuDNN (`result` builds it
+        # then); meanwhile the main thread's imports have the interpreter to themselves (8 ms of a
+        # `doctor -- /bin/true` on the 2-core machine, measured)
+        if self.launched.child.reaped.wait(0.05):
+            return
         self.ctx = context(self.env)
         if self.launched.prefix is not None:
             self._follow(f"{self.launched.prefix}.{self.launched.child.pid}", self.ctx)
@@ -289,7 +304,10 @@ class _Prepare(threading.Thread):
 
     def result(self) -> Context:
         self.join()
-        assert self.ctx is not None
+        if self.ctx is None:
+            from cudnnload.resolve.discovery import context
+
+            self.ctx = context(self.env)
         return self.ctx
 
 
@@ -375,17 +393,21 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
     findings: list[Finding] = []
     if seen.timed_out:
         stuck = f"; it hung in {seen.died_in}" if seen.died_in else ""
-        findings.append(Finding(Code.PROGRAM_TIMED_OUT, f"{program} did not end within the timeout and was killed, "
-                                f"with every process it started{stuck}", about,
+        findings.append(Finding(Code.PROGRAM_TIMED_OUT, f"{program} did not end within the timeout{stuck}", about,
                                 fix(delete(seen.stuck_on), note="a library is a regular file") if seen.stuck_on else
                                 fix(note="raise --timeout")))
+    if seen.interrupted:
+        findings.append(Finding(Code.PROGRAM_INTERRUPTED, f"cudnnload was interrupted by {seen.interrupted} while "
+                                f"{program} ran: this report covers the run until then", about,
+                                fix(note="run it again to the end; a second interrupt stops everything at once")))
+    findings += _stopping_findings(seen, program)
     for path in seen.unlogged:
         if _is_shim(path):
             findings.append(Finding(Code.UNLOGGED_LOAD, f"{program} mapped {path} where the dynamic linker kept no "
                                     "log (LD_DEBUG is ignored in secure-execution mode, or was removed): which rule "
                                     "found it cannot be shown", Subject(SubjectKind.FILE, path, "shim"),
                                     fix(note=f"`cudnnload doctor {path}` predicts what it loads")))
-    if seen.signal:
+    if seen.signal and seen.signal != seen.interrupted and seen.pid not in {k.process.pid for k in seen.killed}:
         where = f" in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
                                 fix(note=_death_note(seen))))
@@ -422,6 +444,34 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
         findings.append(Finding(Code.PROGRAM_FAILED, f"{program} exited with status {seen.returncode}", about,
                                 fix(note="its own output says why; nothing of cuDNN's loading failed")))
     return findings
+
+
+def _stopping_findings(seen: Observation, program: str) -> list[Finding]:
+    """What cudnnload ended of the program's processes (each seen to end), and what it could not."""
+    from cudnnload.verdicts import Finding, Subject, fix, manual
+
+    about = Subject(SubjectKind.PROGRAM, seen.command[0])
+    findings = []
+    if seen.killed:
+        count, named = _listed([(k.process, f"{k.why}, {k.signal}") for k in seen.killed])
+        findings.append(Finding(Code.PROCESSES_KILLED, f"cudnnload ended {count} of {program}'s, so that none "
+                                f"outlives the run: {named}", about,
+                                fix(note="a program that starts a service on purpose: start that part outside "
+                                         "`cudnnload doctor --`") if any(k.why == LEFT_RUNNING for k in seen.killed)
+                                else fix()))
+    if seen.survivors:
+        count, named = _listed([(s.process, s.reason) for s in seen.survivors])
+        findings.append(Finding(Code.PROCESSES_NOT_STOPPED, f"{count} of {program}'s could not be ended and may still "
+                                f"run: {named}", about, fix(manual("end them as their owner or root: kill -KILL "
+                                                                   + " ".join(str(s.process.pid)
+                                                                              for s in seen.survivors)))))
+    return findings
+
+
+def _listed(processes: Sequence[tuple[Process, str]]) -> tuple[str, str]:
+    """("2 processes", "pid 12 (sleep 37): left running, SIGTERM; pid ...")."""
+    count = f"{len(processes)} process{'es' if len(processes) > 1 else ''}"
+    return count, "; ".join(f"pid {process.pid} ({process.command}): {detail}" for process, detail in processes)
 
 
 def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.diagnose.apilog import ApiSummary, summarize
+from cudnnload.diagnose.family import Killed, Survivor
 
 # --- results ---------------------------------------------------------------------
 
@@ -70,6 +71,9 @@ class ProgramTrace:
     apis: tuple[ApiSummary, ...]
     libraries: tuple[LibraryArrival, ...]
     log_lines: int  # API calls cuDNN logged
+    interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
+    killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, so that none outlives the run
+    survivors: tuple[Survivor, ...] = ()  # those it could not end
 
 
 # --- our own path: the child ---------------------------------------------------------
@@ -294,7 +298,7 @@ def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None =
     return ProgramTrace(tuple(command), ran.returncode if ran.returncode is not None else -9, ran.seconds * 1000,
                         summarize(calls, started_wall),
                         tuple(LibraryArrival(name, ms) for name, ms in sorted(arrivals.items(), key=lambda x: x[1])),
-                        len(ran.api))
+                        len(ran.api), ran.interrupted, ran.killed, ran.survivors)
 
 
 # --- text --------------------------------------------------------------------------------
@@ -335,6 +339,12 @@ def program_text(trace: ProgramTrace) -> str:
     if trace.libraries:
         lines.append("  libraries, when first seen mapped (ms since start):")
         lines += [f"    {lib.at_ms:8.1f}  {lib.name}" for lib in trace.libraries]
+    if trace.interrupted:
+        lines.append(f"  interrupted by {trace.interrupted}: the trace covers the run until then")
+    lines += [f"  ended, so that it does not outlive the trace: pid {k.process.pid} ({k.process.command}): {k.why}, "
+              f"{k.signal}" for k in trace.killed]
+    lines += [f"  could not be ended, may still run: pid {s.process.pid} ({s.process.command}): {s.reason}"
+              for s in trace.survivors]
     return "\n".join(lines)
 
 
