@@ -20,7 +20,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "cudnnload"
 
 # Lowest first. A module may import from its own level and any level below it.
-BASE = ("cudnnload.errors", "cudnnload.findings", "cudnnload.cachedir", "cudnnload.files")
+BASE = ("cudnnload.errors", "cudnnload.findings", "cudnnload.verdicts", "cudnnload.cachedir", "cudnnload.files")
 STAGES = ("cudnnload.resolve", "cudnnload.loading", "cudnnload.dispatch", "cudnnload.diagnose")
 
 
