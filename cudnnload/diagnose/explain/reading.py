@@ -466,12 +466,24 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("undefined-symbol", _UNDEFINED, "glibc", _undefined_symbol),
     # glibc elf/dl-load.c: "%s: cannot open shared object file: No such file or directory"
     Pattern("cannot-open", _CANNOT_OPEN, "glibc", _cannot_open),
+    # pytorch/pytorch torch/backends/cudnn/__init__.py, _init(): 0.4 'cuDNN version mismatch: PyTorch was compiled
+    # against {} but linked against {}' (cudnnGetVersion integers; major.minor must be equal); 1.x 'cuDNN version
+    # incompatibility: PyTorch was compiled against {} but linked against {}'; 2.x f"cuDNN version incompatibility:
+    # PyTorch was compiled  against {compile_version} but found runtime version {runtime_version}" (two spaces)
     Pattern("pytorch-version", re.compile(r"cuDNN version (?P<word>incompatibility|mismatch): PyTorch was compiled"
                                           r"\s+against (?P<built>\([\d, ]+\)|\d+) but (?:found runtime version|linked "
                                           r"against) (?P<found>\([\d, ]+\)|\d+)"), "PyTorch", _pytorch_version),
+    # tensorflow stream_executor/cuda/cuda_dnn.cc (1.x): "Loaded runtime CuDNN library: %u (compatibility version
+    # %u) but source was compiled with %u (compatibility version %u)"; later TensorFlow and openxla/xla
+    # xla/stream_executor/cuda/cuda_dnn.cc: "Loaded runtime CuDNN library: %s but source was compiled with: %s.
+    # CuDNN library needs to have matching major version and equal or higher minor version."
     Pattern("xla-version", re.compile(r"Loaded runtime CuDNN library:? (?P<found>[\d.]*\d)(?: \(compatibility version "
                                       r"(?P<compat>\d+)\))? but source was compiled(?: with:? (?P<built>[\d.]*\d))?"),
             "XLA", _xla_version),
+    # jax-ml/jax jax_plugins/cuda/__init__.py: "Outdated {name} installation found.\nVersion JAX was built against:
+    # {build_version}\nMinimum supported: {min_supported}\nInstalled version: {runtime_version}"; before it
+    # jax/_src/lib/__init__.py: "Found {name} version {version}, but JAX was built against version {build_version},
+    # which is newer."
     Pattern("jax-version", re.compile(r"Outdated cuDNN installation found\.?\s*Version JAX was built against: "
                                       r"(?P<built>\d+)\s*Minimum supported: \d+\s*Installed version: (?P<found>\d+)"
                                       r"|Found cuDNN version (?P<found2>\d+), but JAX was built against version "
