@@ -163,20 +163,23 @@ def make_cli() -> click.Group:
 
     @cli.command("explain")
     @click.argument("text")
+    @click.option("--here", is_flag=True, help="The error is from this machine: also check each cause here and rank "
+                  "with what this machine shows (off by default: a pasted error is ranked by its text alone).")
     @_json_option
     @_friendly
-    def explain_command(text: str, as_json: bool) -> None:
-        """The known causes of a pasted error message, ranked by what this machine shows.
+    def explain_command(text: str, here: bool, as_json: bool) -> None:
+        """The known causes of a pasted error message, ranked by what the text shows.
 
-        TEXT: the message (quote it), or - to read it from standard input.
+        TEXT: the message (quote it), or - to read it from standard input. Exit 1 when --here finds a cause on
+        this machine, 0 otherwise.
         """
         from cudnnload import report
         from cudnnload.diagnose.explain import explain
 
-        result = explain(_read_stdin() if text == "-" else text)
-        click.echo(report.dumps("explain", result) if as_json else report.explanation_text(report.printable(result)))
-        confirmed = any(c.evidence.holds for m in result.matches for c in m.causes)
-        sys.exit(EXIT_PROBLEMS if confirmed else EXIT_OK)
+        result = explain(_read_stdin() if text == "-" else text, here=here)
+        click.echo(report.dumps("explain", result.json()) if as_json
+                   else report.explanation_text(report.printable(result)))
+        sys.exit(EXIT_PROBLEMS if result.confirmed else EXIT_OK)
 
     @cli.command("diff")
     @click.argument("left")

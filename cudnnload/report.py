@@ -359,22 +359,37 @@ def program_report_text(report: ProgramReport) -> str:
     return "\n".join(lines)
 
 
-def explanation_text(explanation: Explanation) -> str:
-    """``cudnnload explain``: each message recognized, what it means, its causes (those this machine shows
-    first) with the evidence and the fix."""
+def explanation_text(explanation: Explanation, shown: int = 5) -> str:
+    """``cudnnload explain``: the messages recognized, what the text shows, the causes ranked by the text (the
+    first ``shown``) with their evidence, how often the corpus saw each, and the fix; then this machine's
+    checks, or how to ask for them."""
     if not explanation.recognized:
-        return ("no cuDNN message cudnnload knows in this text; `cudnnload doctor` checks this machine, "
-                "`cudnnload doctor -- YOUR-PROGRAM` runs the program and explains what it does")
+        return "\n".join(filter(None, (
+            "no cuDNN message cudnnload knows in this text; `cudnnload doctor` checks this machine, "
+            "`cudnnload doctor -- YOUR-PROGRAM` runs the program and explains what it does", explanation.note)))
+    reading = explanation.reading
     lines: list[str] = []
-    marks = {True: "HERE", None: "?", False: "no"}
-    for match in explanation.matches:
-        lines += [f"{match.line}", f"  from: {match.source}", f"  means: {match.meaning}", "  causes, most likely "
-                  "first (HERE: this machine shows it; no: this machine rules it out; ?: cannot tell from here):"]
-        for number, cause in enumerate(match.causes, 1):
-            lines.append(f"  {number}. [{marks[cause.evidence.holds]}] {cause.title}")
-            lines.append(f"       why: {cause.why}")
-            if cause.evidence.text:
-                lines.append(f"       here: {cause.evidence.text}")
-            lines.append(f"       fix: {cause.fix}")
-        lines.append("")
-    return "\n".join(lines).rstrip()
+    for signal in reading.signals:
+        lines += [signal.line, f"  from: {signal.source}", f"  means: {signal.meaning}"]
+    shows = [f"{name} {value}" for name, value in (
+        ("platform", reading.platform), ("cuDNN", reading.cudnn_major),
+        ("CUDA", ".".join(map(str, reading.cuda)) if reading.cuda else None), ("program", reading.framework))
+        if value is not None]
+    lines.append("the text shows: " + (", ".join(shows) if shows else "no platform, version or program"))
+    ranked_by = "the text and this machine" if explanation.checked_here else "the text alone"
+    lines.append(f"causes, most likely first (ranked by {ranked_by}):")
+    for number, cause in enumerate(explanation.causes[:shown], 1):
+        lines.append(f"  {number}. {cause.title}  [{cause.confidence}; {cause.family}]")
+        lines += [f"       evidence: {item}" for item in cause.evidence]
+        fix = cause.fix.text or "not known: nothing to apply"
+        lines += [f"       how often: {cause.prior}", f"       why: {cause.why}",
+                  f"       tells it apart: {cause.tell}", f"       fix: {fix}"]
+    if len(explanation.causes) > shown:
+        lines.append(f"  ... and {len(explanation.causes) - shown} less likely (--json lists every cause)")
+    if not explanation.checked_here:
+        lines.append("on this machine: not checked (the error is from another machine?); for an error of this "
+                     "machine, `cudnnload explain --here` checks each cause here")
+    else:
+        lines.append("on this machine:")
+        lines += [f"  {cause.family}: {cause.here} ({cause.here_detail})" for cause in explanation.causes[:shown]]
+    return "\n".join(lines)

@@ -1,36 +1,46 @@
-"""`cudnnload explain`: each message people paste, recognized from the real library's (or framework's) text,
-its causes ranked by checks run on the machine: a layout of the scenario corpus on LD_LIBRARY_PATH shows
-the cause, and a check that holds puts it first."""
+"""`cudnnload explain`: each wording people paste is recognised from the text of the library or framework that
+prints it; the causes are ranked by the text alone (the `Error:` part's library, the platform, versions and
+paths), the same on every machine; fixes are typed actions for the generation and platform the text shows;
+`--here` checks the causes on this machine and is the only thing that lets the machine change the ranking."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from cudnnload.diagnose.explain import Explanation, explain
+from cudnnload.diagnose.explain.causes import FAMILIES, cudnn_wheel
+from cudnnload.diagnose.explain.reading import read
 from cudnnload.errors import UsageError
-from fixtures.scenarios.layouts import CORPUS, ensure
-from tests.wheels import cache_root, lib_folder, python_path
+from fixtures.explain.corpus import families
+from tests.wheels import lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def layout_env(name: str) -> dict[str, str]:
-    """This machine with a corpus layout's cuDNN folder on LD_LIBRARY_PATH (and no pip wheel of the venv)."""
-    layout = next(layout for layout in CORPUS if layout.name == name)
-    if not (cache_root() / "unpacked").is_dir():
-        pytest.skip("the wheels are not unpacked: run `make wheels`")
-    lib = ensure(layout) / "site" / "nvidia" / "cudnn" / "lib"
-    return {"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(cache_root()), "LD_LIBRARY_PATH": str(lib)}
+# causes that blame loading: never first when the text shows a runtime problem
+LOADING = {"cudnn-not-installed", "sublibrary-missing", "wheel-not-on-linker-path", "installed-not-on-search-path",
+           "wrong-cudnn-major", "platlib-purelib-split", "torch-without-nvidia-deps", "origin-through-symlink",
+           "missing-runpath", "nvrtc-missing", "libcuda-missing", "zlib-missing", "cublas-missing-or-wrong"}
 
 
-def first(result: Explanation, pattern: str) -> tuple[str, bool | None]:
-    match = next(m for m in result.matches if m.pattern == pattern)
-    return match.causes[0].title, match.causes[0].evidence.holds
+def ranked(text: str) -> list[str]:
+    return [cause.family for cause in explain(text, environ={}).causes]
+
+
+def first(text: str) -> tuple[str, str]:
+    cause = explain(text, environ={}).causes[0]
+    return cause.family, cause.confidence
+
+
+def actions(result: Explanation, family: str) -> list[dict[str, object]]:
+    cause = next(c for c in result.causes if c.family == family)
+    return cause.fix.json()["actions"]  # type: ignore[return-value]
 
 
 # --- the text each pattern matches is the library's own -------------------------------------------------
@@ -38,152 +48,359 @@ def first(result: Explanation, pattern: str) -> tuple[str, bool | None]:
 @pytest.mark.wheels
 @pytest.mark.parametrize(("tag", "library", "text"), [
     ("cu12-8.9.7.29", "libcudnn.so.8", b"Could not load library %s. Error: %s"),
+    ("cu12-8.9.7.29", "libcudnn.so.8", b"Could not load symbol %s from %s. Error: %s"),
     ("cu12-9.28.0.42", "libcudnn.so.9", b"Invalid handle. Cannot load symbol %s"),
     ("cu12-9.28.0.42", "libcudnn.so.9", b"Could not load symbol %s. Error: %s"),
     ("cu12-9.0.0.312", "libcudnn.so.9", b"Unable to load any of {"),
+    ("cu12-9.28.0.42", "libcudnn_graph.so.9", b"Cannot load CUDA driver library (libcuda.so.1 / libcuda.so)"),
+    ("cu12-9.28.0.42", "libcudnn_graph.so.9", b"Could not open libnvrtc for runtime linking"),
 ])
-def test_the_patterns_are_the_shims_own_format_strings(tag: str, library: str, text: bytes) -> None:
+def test_the_cudnn_patterns_are_the_libraries_own_format_strings(tag: str, library: str, text: bytes) -> None:
     assert text in (lib_folder(tag) / library).read_bytes()
 
 
-# --- each message -----------------------------------------------------------------------------------------
+# --- the ranking is the text's, whatever machine runs it ------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "OSError: libcudnn.so.9: cannot open shared object file: No such file or directory",
+    "Invalid handle. Cannot load symbol cudnnCreateConvolutionDescriptor",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+    "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.8.0.",
+])
+def test_the_ranking_is_the_same_with_an_empty_environment_and_this_machines(text: str) -> None:
+    empty = [(c.family, c.confidence, c.here) for c in explain(text, environ={}).causes]
+    mine = [(c.family, c.confidence, c.here) for c in explain(text, environ=os.environ).causes]
+    assert empty == mine and all(here is None for _, _, here in empty)
+
+
+def test_this_machine_is_not_read_without_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("explain read this machine without --here")
+
+    monkeypatch.setattr("cudnnload.diagnose.explain.here.find", refuse)
+    monkeypatch.setattr("cudnnload.loading.gpu.gpu_facts", refuse)
+    result = explain("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open "
+                     "shared object file: No such file or directory")
+    assert result.causes and not result.checked_here
+
+
+# --- the Error: part and the paths decide ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open shared object file: No such "
+     "file or directory", "nvrtc-missing"),
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: /usr/local/Cluster-Apps/cuda/8.0/lib64/libnvrtc.so: "
+     "undefined symbol: nvrtcGetCUBIN", "nvrtc-wrong"),
+    ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "zlib-missing"),
+    ("/lib64/libm.so.6: version `GLIBC_2.27' not found (required by /share/x/lib/libcudnn_cnn.so)",
+     "glibc-or-libstdcxx-too-old"),
+    ("./libcudnn_graph.so.9: /usr/lib64/libstdc++.so.6: version `GLIBCXX_3.4.21' not found (required by "
+     "./libcudnn_graph.so.9)", "glibc-or-libstdcxx-too-old"),
+])
+def test_a_library_named_in_the_error_part_puts_its_own_cause_first_and_confident(text: str, family: str) -> None:
+    assert first(text) == (family, "confident")
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such "
+     "file or directory", "libcuda-missing"),
+    ("FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open "
+     "shared object file: No such file or directory", "cublas-missing-or-wrong"),
+    ("RuntimeError: Unable to load any libcudart.so.* library", "multiple-cudart-or-frontend"),
+])
+def test_a_dependency_named_in_the_error_part_is_the_cause_not_cudnn(text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_the_error_part_naming_the_sublibrary_itself_blames_the_install_not_a_dependency() -> None:
+    text = ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared "
+            "object file: No such file or directory")
+    assert {"cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major"} <= set(ranked(text)[:3])
+
+
+def test_a_path_shows_the_platform_and_install_kind() -> None:
+    reading = read("OSError: [WinError 127] The specified procedure could not be found. Error loading "
+                   "\"D:\\anaconda3\\envs\\py310\\lib\\site-packages\\torch\\lib\\cudnn_adv64_9.dll\" or one of its "
+                   "dependencies.")
+    assert (reading.platform, reading.cudnn_major, reading.has("conda")) == ("windows", 9, True)
+    assert reading.primary is not None and reading.primary.kind == "symbol-mismatch"
+    wheel = read("/home/u/.venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9: cannot open shared "
+                 "object file")
+    assert (wheel.platform, wheel.has("pip-wheel")) == ("linux", True)
+    assert read("/usr/local/cuda-11.8/lib64/libcudnn.so.8: cannot open shared object file").has("system-cuda")
+
+
+# --- every wording --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "pattern", "kind"), [
+    # cuDNN 8 on Windows: "Could not load library %s. Error code %d", "Could not locate %s"
+    ("Could not load library cudnn_cnn_infer64_8.dll. Error code 126\nPlease make sure cudnn_cnn_infer64_8.dll is in "
+     "your library path!", "could-not-load-library", "sublibrary-load"),
+    ("Could not locate cudnn_ops64_9.dll. Please make sure it is in your library path!", "could-not-locate",
+     "sublibrary-load"),
+    ("ERROR: could not load library \"C:\\Users\\x\\.julia\\artifacts\\a\\bin\\cudnn_cnn_infer64_8.dll\"\n"
+     "The specified module could not be found.", "could-not-load-library", "sublibrary-load"),
+    ("LoadLibrary failed with error 126 \"\" when trying to load \"C:\\x\\onnxruntime\\capi\\onnxruntime_providers_cuda"
+     ".dll\"", "windows-load", "cudnn-not-found"),
+    ("Loadlibrary failed with error 126 when trying to load onnxruntime_providers_cuda.dll", "windows-load",
+     "cudnn-not-found"),
+    ("ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed", "tf-self-check",
+     "cudnn-not-found"),
+    ("ImportError: DLL load failed: The specified module could not be found.", "dll-load-failed", "cudnn-not-found"),
+    # cuDNN 9 on Linux and its dlerrors
+    ("Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}",
+     "unable-to-load-any", "sublibrary-load"),
+    ("Unable to load any of {libcudnn_engines_precompiled.so.9.1.0, libcudnn_engines_precompiled.so.9.1, "
+     "libcudnn_engines_precompiled.so.9, libcudnn_engines_precompiled.so}", "unable-to-load-any", "engine-load"),
+    ("Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor", "invalid-handle", "sublibrary-load"),
+    ("Invalid handle. Cannot load symbol cublasLtCreate", "invalid-handle", "dependency-load:cublas"),
+    ("Could not load symbol cudnnGetLibConfig. Error: /lib/x86_64-linux-gnu/libcudnn_graph.so.9: undefined symbol: "
+     "cudnnGetLibConfig", "could-not-load-symbol", "symbol-mismatch"),
+    ("/x/libcudnn_ops.so.9: undefined symbol: _ZN5cudnn5graph13LibraryLoader, version libcudnn_graph.so.9",
+     "undefined-symbol", "symbol-mismatch"),
+    ("/x/libcudnn_cnn_infer.so.8: undefined symbol: _ZN5cudnn3cnn5Foo", "undefined-symbol", "symbol-mismatch"),
+    ("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory", "cannot-open",
+     "cudnn-not-found"),
+    ("Cannot load CUDA driver library (libcuda.so.1 / libcuda.so). Ensure the NVIDIA driver is installed",
+     "graph-driver", "dependency-load:libcuda"),
+    ("ValueError: libnvrtc.so.*[0-9].*[0-9] not found in the system path ['/x']", "torch-preload", "cudnn-not-found"),
+    # loaders of the frameworks
+    ("I tensorflow/stream_executor/dso_loader.cc:99] Couldn't open CUDA library libcudnn.so. LD_LIBRARY_PATH:",
+     "tf-dso", "cudnn-not-found"),
+    ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8';"
+     " dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory", "tf-dso",
+     "cudnn-not-found"),
+    ("The third-party dynamic library (libcudnn.so) that Paddle depends on is not configured correctly.(error code "
+     "is /usr/local/cuda/lib64/libcudnn.so: cannot open shared object file: No such file or directory",
+     "paddle-dynload", "cudnn-not-found"),
+    # version checks, each framework's wordings
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 19, 0) but found runtime version"
+     " (9, 14, 0). PyTorch already comes bundled with cuDNN.", "pytorch-version", "version-older"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, "
+     "3)", "pytorch-version", "version-older"),
+    ("RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7605",
+     "pytorch-version", "version-newer"),
+    ("Loaded runtime CuDNN library: 7.3.1 but source was compiled with: 7.4.1", "xla-version", "version-older"),
+    ("Loaded runtime CuDNN library: 7101 (compatibility version 7100) but source was compiled with 7004 "
+     "(compatibility version 7000)", "xla-version", "version-newer"),
+    ("Loaded runtime CuDNN library: 5103 (compatibility version 5100) but source was compiled with 4007 "
+     "(compatibility version 4000)", "xla-version", "version-other-major"),
+    ("E cuda_dnn.cc:417] Loaded runtime CuDNN library: 8.1.1 but source was compiled wit", "xla-version",
+     "version-older"),
+    ("Outdated cuDNN installation found.\nVersion JAX was built against: 8907\nMinimum supported: 9100\nInstalled "
+     "version: 8907", "jax-version", "version-older"),
+    ("CUDA backend failed to initialize: Found cuDNN version 8700, but JAX was built against version 8800, which is "
+     "newer.", "jax-version", "version-older"),
+    ("CUDA backend failed to initialize: Unable to load cuDNN. Is it installed?", "jax-cannot-load",
+     "framework-no-cudnn"),
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*. Please install all dependencies",
+     "ort-require", "framework-no-cudnn"),
+    ("UNIMPLEMENTED: DNN library is not found.", "tf-dnn-not-found", "framework-no-cudnn"),
+    ("XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed.", "xla-dnn-init",
+     "framework-no-cudnn"),
+    # runtime: engines, algorithms, statuses
+    ("RuntimeError: GET was unable to find an engine to execute this computation", "no-engine", "no-engine"),
+    ("RuntimeError: FIND was unable to find an engine to execute this computation", "no-engine", "no-engine"),
+    ("Unknown: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize",
+     "conv-algorithm", "conv-algorithm"),
+    ("RuntimeError: UNKNOWN: Failed to determine best cudnn convolution algorithm", "xla-autotune", "conv-algorithm"),
+    ("cudnn_conv_layer.cpp:32] Check failed: status == CUDNN_STATUS_SUCCESS (6 vs. 0)  CUDNN_STATUS_ARCH_MISMATCH",
+     "status", "status:ARCH_MISMATCH"),
+    ("Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)", "status", "status:INTERNAL_ERROR"),
+    ("raise cudnnExceptions[status]\nlibcudnn.cudnnStatusArchMismatch", "status", "status:ARCH_MISMATCH"),
+])
+def test_every_wording_is_recognised_as_its_kind(text: str, pattern: str, kind: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and (primary.pattern, primary.kind) == (pattern, kind)
+
+
+def test_a_windows_error_is_read_as_windows_with_its_cudnn_major() -> None:
+    for text, major in (("Could not load library cudnn_ops_infer64_8.dll. Error code 126", 8),
+                        ("Could not locate cudnn_ops64_9.dll.", 9), ("Could not find 'cudnn64_7.dll'.", 7)):
+        reading = read(text)
+        assert (reading.platform, reading.cudnn_major) == ("windows", major), text
+
+
+# --- status codes: runtime causes, never loading --------------------------------------------------------
+
+@pytest.mark.parametrize(("status", "family"), [
+    ("BAD_PARAM", "bad-param-usage"), ("NOT_SUPPORTED", "unsupported-configuration"),
+    ("ARCH_MISMATCH", "gpu-too-old"), ("EXECUTION_FAILED", "gpu-too-new"), ("NOT_INITIALIZED", "out-of-memory"),
+    ("INTERNAL_ERROR", "known-bad-release"), ("SUBLIBRARY_VERSION_MISMATCH", "mixed-release"),
+    ("ALLOC_FAILED", "out-of-memory"), ("MAPPING_ERROR", "out-of-memory"),
+    ("SUBLIBRARY_LOADING_FAILED", "sublibrary-missing"),
+])
+def test_each_status_has_its_causes(status: str, family: str) -> None:
+    causes = explain(f"RuntimeError: cuDNN error: CUDNN_STATUS_{status}", environ={}).causes
+    assert family in [c.family for c in causes[:3]]
+    assert all(c.tell and c.why for c in causes)  # each says how it happens and what tells it apart
+
+
+@pytest.mark.parametrize("status", ["BAD_PARAM", "NOT_SUPPORTED", "ARCH_MISMATCH", "EXECUTION_FAILED",
+                                    "NOT_INITIALIZED", "INTERNAL_ERROR", "ALLOC_FAILED", "MAPPING_ERROR"])
+def test_a_runtime_status_never_blames_loading(status: str) -> None:
+    assert not LOADING & set(ranked(f"cuDNN error: CUDNN_STATUS_{status}")[:3])
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\nRuntimeError: CUDA out of memory. Tried to allocate 2G",
+    "E cuda_dnn.cc:385] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\nCUDA_ERROR_OUT_OF_MEMORY",
+    "RuntimeError: GET was unable to find an engine to execute this computation\ntorch.cuda.OutOfMemoryError: CUDA out "
+    "of memory",
+])
+def test_out_of_memory_dressed_as_a_cudnn_error_is_recognised_as_such(text: str) -> None:
+    assert first(text) == ("out-of-memory", "confident")
+
+
+def test_the_lines_around_a_status_decide_between_its_causes() -> None:
+    driver = ("E cuda_dnn.cc:385] could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n"
+              "E cuda_dnn.cc:393] possibly insufficient driver version: 384.69.0")
+    assert first(driver) == ("driver-too-old", "confident")
+    old = ("Found GPU0 GeForce GTX 550 Ti which is of cuda capability 2.1.\n"
+           "RuntimeError: CuDNN error: CUDNN_STATUS_ARCH_MISMATCH")
+    assert first(old) == ("gpu-too-old", "confident")
+    empty = ("could not convert BatchDescriptor {count: 5 feature_map_count: 0} to cudnn tensor descriptor: "
+             "CUDNN_STATUS_BAD_PARAM")
+    assert ranked(empty)[0] == "bad-param-usage"
+    large = ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.\n"
+             "works with batchsize up to 41 and starts failing at 42")
+    assert ranked(large)[0] == "unsupported-configuration"
+
+
+# --- fixes: the generation, CUDA and platform of the text -----------------------------------------------
+
+def test_cudnn_7_gets_no_pip_wheel() -> None:
+    result = explain("ImportError: libcudnn.so.7: cannot open shared object file: No such file or directory\nCUDA 10.0",
+                     environ={})
+    steps = actions(result, "cudnn-not-installed")
+    assert [step["do"] for step in steps] == ["manual"] and "no pip wheel" in str(steps[0]["text"])
+
+
+@pytest.mark.parametrize(("major", "cuda", "wheel"), [
+    (8, 11, "nvidia-cudnn-cu11>=8,<9"), (8, 12, "nvidia-cudnn-cu12>=8,<9"), (8, 13, None),
+    (9, 12, "nvidia-cudnn-cu12>=9,<10"), (9, 13, "nvidia-cudnn-cu13>=9,<10"), (7, 10, None), (9, None, None),
+])
+def test_the_wheel_is_chosen_from_the_cuda_version(major: int, cuda: int | None, wheel: str | None) -> None:
+    assert cudnn_wheel(major, cuda) == wheel
+
+
+def test_the_fix_follows_the_cuda_version_in_the_text() -> None:
+    text = ("Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0.\n"
+            "pip install torch --index-url .../cu118")
+    steps = actions(explain(text, environ={}), "runtime-older-than-build")
+    assert steps == [{"do": "pip-install", "requirements": ["nvidia-cudnn-cu11>=8.6.0,<9"], "options": [],
+                      "target": None, "python": None}]
+
+
+def test_a_conda_path_gets_conda_advice_and_windows_gets_windows_steps() -> None:
+    conda = explain("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open "
+                    "shared object file\n/home/u/miniconda3/envs/w/lib/python3.10/site-packages/x.py", environ={})
+    assert "conda install" in str(actions(conda, "cudnn-not-installed")[0]["text"])
+    windows = explain("Could not locate cudnn_ops64_9.dll. Please make sure it is in your library path!", environ={})
+    assert "to PATH" in str(actions(windows, "installed-not-on-search-path")[0]["text"])
+    zlib = explain("Could not locate zlibwapi.dll. Please make sure it is in your library path!", environ={})
+    assert "zlibwapi.dll" in str(actions(zlib, "zlib-missing")[0]["text"])
+
+
+def test_a_cause_whose_fix_is_unknown_has_no_actions() -> None:
+    result = explain("cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", environ={})
+    assert actions(result, "execution-failed-kernel") == []
+
+
+def test_every_fix_follows_the_json_contract() -> None:
+    texts = ["Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open shared object file",
+             "cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "Could not locate zlibwapi.dll.",
+             "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.8.0."]
+    for text in texts:
+        for cause in explain(text, environ={}).causes:
+            contract = cause.fix.json()
+            assert set(contract) == {"text", "actions"} and all("do" in step for step in contract["actions"])
+
+
+# --- the families are the corpus's ----------------------------------------------------------------------
+
+def test_every_family_of_the_corpus_has_a_cause_and_every_cause_a_family() -> None:
+    assert set(FAMILIES) == families()
+
+
+# --- --here ---------------------------------------------------------------------------------------------
+
+def layout_env(name: str) -> dict[str, str]:
+    """This machine with a corpus layout's cuDNN folder on LD_LIBRARY_PATH (and no pip wheel of the venv)."""
+    from fixtures.scenarios.layouts import CORPUS, ensure
+    from tests.wheels import cache_root
+
+    layout = next(layout for layout in CORPUS if layout.name == name)
+    if not (cache_root() / "unpacked").is_dir():
+        pytest.skip("the wheels are not unpacked: run `make wheels`")
+    lib = ensure(layout) / "site" / "nvidia" / "cudnn" / "lib"
+    return {"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(cache_root()), "LD_LIBRARY_PATH": str(lib)}
+
 
 @pytest.mark.wheels
-def test_could_not_load_library_ranks_the_missing_sublibrary_first_where_it_is_missing() -> None:
-    text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared "
-            "object file: No such file or directory\nAborted (core dumped)")
-    result = explain(text, site_paths=[], environ=layout_env("cudnn8-missing-cnn-infer"))
-    assert first(result, "could-not-load-library") == ("libcudnn_cnn_infer.so.8 is missing beside libcudnn.so.8", True)
-    assert [m.pattern for m in result.matches] == ["could-not-load-library", "aborted"]  # the dlerror is its detail
-    aborted = next(m for m in result.matches if m.pattern == "aborted")
-    assert "cuDNN called abort() right after printing: Could not load library" in aborted.meaning
+def test_here_puts_a_cause_this_machine_shows_first() -> None:
+    text = "Invalid handle. Cannot load symbol cudnnCreateConvolutionDescriptor"
+    env = layout_env("missing-cnn")
+    result = explain(text, here=True, environ=env, site_paths=[])
+    missing = next(c for c in result.causes if c.family == "sublibrary-missing")
+    assert result.causes[0] is missing and missing.here == "shows"
+    assert "libcudnn_cnn.so.9" in (missing.here_detail or "")
+    assert result.confirmed and all(c.here in ("shows", "rules out", "cannot tell") for c in result.causes)
 
 
 @pytest.mark.wheels
-@pytest.mark.parametrize("text", ["Could not load library libcudnn_cnn_infer.so.8",
-                                  "Could not load library libcudnn_cnn_infer.so.8.9.7. Error: ..."])
-def test_could_not_load_library_is_known_as_users_quote_it(text: str) -> None:
-    result = explain(text, site_paths=[], environ=layout_env("cudnn8-missing-cnn-infer"))
-    assert first(result, "could-not-load-library")[1] is True
-
-
-@pytest.mark.wheels
-def test_could_not_load_library_for_a_missing_dependency_names_it() -> None:
-    text = ("Could not load library libcudnn_ops_infer.so.8. Error: libcublas.so.11: cannot open shared object file: "
-            "No such file or directory")
-    result = explain(text, site_paths=[], environ=layout_env("cudnn8-ops-infer-needs-cublas11"))
-    assert first(result, "could-not-load-library") == (
-        "libcudnn_ops_infer.so.8 needs libcublas.so.11, which is not installed", True)
-
-
-@pytest.mark.wheels
-def test_invalid_handle_names_the_sublibrary_that_serves_the_call() -> None:
-    result = explain("Invalid handle. Cannot load symbol cudnnCreateConvolutionDescriptor",
-                     site_paths=[], environ=layout_env("missing-cnn"))
-    assert first(result, "invalid-handle") == ("libcudnn_cnn.so.9 is missing beside libcudnn.so.9", True)
-
-
-@pytest.mark.wheels
-def test_invalid_handle_for_cublaslt_is_the_missing_cublas_wheel() -> None:
-    result = explain("Invalid handle. Cannot load symbol cublasLtGetVersion\nIOT instruction (core dumped)",
-                     site_paths=[], environ=layout_env("cublaslt-missing"))
-    title, holds = first(result, "invalid-handle")
-    assert "cuBLASLt" in title and holds is True
-
-
-def test_unable_to_load_any_of_names_the_library_of_its_names() -> None:
-    text = "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}"
-    result = explain(text, site_paths=[], environ={"PATH": os.environ.get("PATH", "")})
-    (match,) = result.matches
-    assert any(c.title == "libcudnn_cnn.so.9 is missing" for c in match.causes)
-
-
-def test_cannot_open_shared_object_with_no_cudnn_anywhere_says_it_is_not_installed(tmp_path: Path) -> None:
-    result = explain("OSError: libcudnn.so.9: cannot open shared object file: No such file or directory",
-                     site_paths=[], environ={"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(tmp_path)})
-    match = next(m for m in result.matches if m.pattern == "cannot-open")
-    system = [line.split(" => ")[-1] for line in subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True,
-                                                                 text=True, check=False).stdout.splitlines()
-              if line.strip().startswith("libcudnn.so.9 ")]
-    not_installed = next(c for c in match.causes if "not installed" in c.title)
-    if system:  # a machine with a system cuDNN (the GPU machine's apt package): that cause is ruled out
-        assert not_installed.evidence.holds is False
-        assert os.path.dirname(system[0]) in not_installed.evidence.text
-    else:
-        assert match.causes[0] is not_installed and not_installed.evidence.holds is True
-
-
-@pytest.mark.wheels
-def test_undefined_symbol_of_graph_is_two_releases_mixed() -> None:
-    text = ("/x/libcudnn_ops.so.9: undefined symbol: _ZN5cudnn5graph13LibraryLoader22transform_tensor_ex_fpE, "
-            "version libcudnn_graph.so.9")
-    result = explain(text, site_paths=[], environ=layout_env("mixed-ops-in-folder"))
-    assert first(result, "undefined-symbol") == ("two cuDNN releases are mixed", True)
-
-
-@pytest.mark.wheels
-@pytest.mark.parametrize("status", ["CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH", "CUDNN_STATUS_VERSION_MISMATCH"])
-def test_version_mismatch_statuses_point_at_mixed_releases(status: str) -> None:
-    result = explain(f"cuDNN error: {status}", site_paths=[], environ=layout_env("mixed-ops-in-folder"))
-    assert first(result, "status") == ("sub-libraries of another release than the shim", True)
-
-
-def test_not_initialized_without_a_driver_blames_the_missing_driver() -> None:
-    result = explain("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", site_paths=[])
-    title, holds = first(result, "status")
-    from cudnnload.loading.gpu import gpu_facts
-
-    if gpu_facts().devices:
-        assert holds is not True or title != "no NVIDIA driver, or no visible GPU"
-    else:
-        assert (title, holds) == ("no NVIDIA driver, or no visible GPU", True)
-
-
-def test_internal_error_lists_memory_driver_and_mixing() -> None:
-    result = explain("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", site_paths=[])
-    titles = {c.title for m in result.matches for c in m.causes}
-    assert {"the GPU ran out of memory", "mixed cuDNN releases"} <= titles
-
-
-@pytest.mark.wheels
-def test_pytorchs_version_message_blames_ld_library_path_when_it_holds_that_release() -> None:
+def test_here_finds_the_other_cudnn_on_ld_library_path() -> None:
     text = ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 10, 2) but found runtime "
-            "version (9, 0, 0). PyTorch already comes bundled with cuDNN.")
-    env = layout_env("healthy-9.0-folder")
-    result = explain(text, site_paths=[], environ=env)
-    assert first(result, "pytorch-version") == ("LD_LIBRARY_PATH holds cuDNN 9.0.0", True)
-    older = explain(text.replace("found runtime version", "linked against"),  # PyTorch before 2.0
-                    site_paths=[], environ=env)
-    assert first(older, "pytorch-version")[1] is True
+            "version (9, 0, 0).")
+    result = explain(text, here=True, environ=layout_env("healthy-9.0-folder"), site_paths=[])
+    assert (result.causes[0].family, result.causes[0].here) == ("version-mismatch-shadowed", "shows")
+
+
+# --- the command ----------------------------------------------------------------------------------------
+
+def cli(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[bytes]:
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run([sys.executable, "-m", "cudnnload", "explain", *args], input=data, capture_output=True,
+                          env={**os.environ, **(env or {}), "PYTHONPATH": python_path(ROOT)}, timeout=120,
+                          check=False)
+
+
+def test_explain_json_is_one_document_with_the_causes_in_rank_order() -> None:
+    done = cli("--json", "-", stdin="Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open "
+                                    "shared object file: No such file or directory\n")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["schema"], doc["kind"]) == (1, "explain")
+    causes = doc["result"]["causes"]
+    assert causes[0]["family"] == "nvrtc-missing" and causes[0]["confidence"] == "confident"
+    assert all({"title", "family", "evidence", "here", "fix"} <= set(c) and c["here"] is None for c in causes)
+    assert all(set(c["fix"]) == {"text", "actions"} for c in causes)
 
 
 @pytest.mark.wheels
-def test_xlas_version_message_is_read_with_both_versions() -> None:
-    text = ("E0508 cuda_dnn.cc:522] Loaded runtime CuDNN library: 9.0.0 but source was compiled with: 9.1.1.  CuDNN "
-            "library needs to have matching major version and equal or higher minor version.")
-    result = explain(text, site_paths=[], environ=layout_env("healthy-9.0-folder"))
-    match = next(m for m in result.matches if m.pattern == "xla-version")
-    assert "built with cuDNN 9.1.1;" in match.meaning and match.causes[0].evidence.holds is True
+def test_explain_exits_1_only_when_here_confirms_a_cause() -> None:
+    env = layout_env("missing-cnn") | {"CUDNNLOAD_CACHE": os.environ.get("CUDNNLOAD_CACHE", "")}
+    text = "Invalid handle. Cannot load symbol cudnnCreateConvolutionDescriptor"
+    assert cli(text, env=env).returncode == 0
+    here = cli("--here", text, env=env)
+    assert here.returncode == 1 and b"on this machine:" in here.stdout and b"shows" in here.stdout
 
 
-def test_an_abort_without_a_cudnn_line_asks_for_the_line_before_it() -> None:
-    result = explain("Aborted (core dumped)", site_paths=[], environ={"PATH": os.environ.get("PATH", "")})
-    (match,) = result.matches
-    assert match.pattern == "aborted" and "doctor -- YOUR-PROGRAM" in match.causes[0].fix
-
-
-def test_text_without_a_cudnn_message_is_not_recognized_and_empty_text_is_a_usage_error() -> None:
-    assert not explain("everything is fine", site_paths=[], environ={"PATH": os.environ.get("PATH", "")}).recognized
+def test_text_without_a_cudnn_message_is_not_recognised_and_empty_text_is_one_line_exit_2() -> None:
+    assert not explain("everything is fine", environ={}).recognized
     with pytest.raises(UsageError):
         explain("   ")
+    done = cli("   ")
+    assert done.returncode == 2 and done.stderr.decode().count("\n") == 1 and b"Traceback" not in done.stderr
+    aborted = explain("Aborted (core dumped)", environ={})
+    assert not aborted.recognized and "paste the line before it" in (aborted.note or "")
 
 
-def test_explain_command_reads_standard_input_and_answers_in_json() -> None:
-    done = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"],
-                          input="Invalid handle. Cannot load symbol cudnnOpsVersionCheck\n", capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": python_path(ROOT)}, timeout=120, check=False)
-    assert done.returncode in (0, 1) and "Traceback" not in done.stderr
-    import json
-
-    result = json.loads(done.stdout)["result"]
-    assert result["matches"][0]["pattern"] == "invalid-handle"
+@pytest.mark.parametrize("junk", [bytes(range(256)) * 4096, b"/lib" * 250_000, b"x.so: cannot open shared object fi"
+                                  * 30_000, (b"1" * 1999 + b"\n") * 500])
+def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: bytes) -> None:
+    started = time.monotonic()
+    done = cli("-", stdin=junk)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    assert time.monotonic() - started < 30

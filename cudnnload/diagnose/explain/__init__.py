@@ -1,0 +1,122 @@
+"""``cudnnload explain "TEXT"``: the causes of a pasted cuDNN error, ranked by what the text shows.
+
+People paste errors from another machine (a cluster node, a CI log, a GitHub issue), so the ranking reads
+the text alone (`reading`: the messages, the `Error:` part's library, paths, platform, versions, the
+framework; `ranking`: how often each cause is the real one for that message in the corpus of real reports,
+then the evidence in the text). The same text ranks the same on every machine.
+
+With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
+machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
+rules out down. Nothing is loaded either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cudnnload.diagnose.explain.causes import FAMILIES
+from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
+from cudnnload.diagnose.explain.ranking import Scored, confidence, rank
+from cudnnload.diagnose.explain.reading import Reading, Signal, read
+from cudnnload.errors import UsageError
+from cudnnload.verdicts import Fix
+
+__all__ = ["Cause", "Explanation", "explain", "read", "Reading", "Signal", "SHOWS", "RULES_OUT", "CANNOT_TELL"]
+
+# How far a check on this machine moves a cause (``--here``): as far as decisive evidence in the text.
+HERE_WEIGHT = {SHOWS: 3.0, RULES_OUT: -3.0, CANNOT_TELL: 0.0}
+
+# Longer lines are cut before matching: a log line is shorter, and every pattern then runs in bounded time
+# on any input (a 1 MB paste of one line, binary junk).
+LINE_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Cause:
+    title: str
+    family: str  # its id in fixtures/explain/FAMILIES.md
+    confidence: str  # "confident", "likely", "possible", "unlikely"
+    evidence: tuple[str, ...]  # the parts of the text that point at it (or away), and what each means
+    prior: str  # how often the corpus saw this cause for this kind of message
+    why: str  # how the cause produces the message
+    tell: str  # the check that tells it apart from the others
+    fix: Fix
+    here: str | None = None  # "shows", "rules out", "cannot tell"; None: this machine was not checked
+    here_detail: str | None = None
+
+    def json(self) -> dict[str, object]:
+        return {"title": self.title, "family": self.family, "confidence": self.confidence,
+                "evidence": list(self.evidence), "prior": self.prior, "why": self.why, "tell": self.tell,
+                "here": self.here, "here_detail": self.here_detail, "fix": self.fix.json()}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    reading: Reading
+    causes: tuple[Cause, ...]  # best first
+    checked_here: bool  # whether the causes were checked on this machine (and ranked with it)
+    note: str | None = None  # for a text with no known message
+
+    @property
+    def recognized(self) -> bool:
+        return bool(self.reading.signals)
+
+    @property
+    def confirmed(self) -> bool:
+        """This machine shows one of the causes (``--here`` only)."""
+        return any(cause.here == SHOWS for cause in self.causes)
+
+    def json(self) -> dict[str, object]:
+        r = self.reading
+        return {
+            "recognized": self.recognized,
+            "messages": [{"pattern": s.pattern, "kind": s.kind, "line": s.line, "source": s.source,
+                          "meaning": s.meaning, "library": s.library, "failed": s.failed, "error": s.error,
+                          "status": s.status, "built": s.built, "found": s.found} for s in r.signals],
+            "read": {"platform": r.platform, "cudnn_major": r.cudnn_major,
+                     "cuda": ".".join(map(str, r.cuda)) if r.cuda else None, "framework": r.framework,
+                     "frameworks": list(r.frameworks), "paths": list(r.paths),
+                     "clues": [{"name": c.name, "quote": c.quote} for c in r.clues]},
+            "checked_here": self.checked_here,
+            "causes": [cause.json() for cause in self.causes],
+            "note": self.note,
+        }
+
+
+def _cut(text: str) -> str:
+    return "\n".join(line[:LINE_LIMIT] for line in text.splitlines())
+
+
+def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,
+            site_paths: Sequence[str] | None = None) -> Explanation:
+    """The causes of the cuDNN messages in ``text``, best first, ranked by the text alone; with ``here``, also
+    checked on this machine (its environment ``environ``, the pip wheels on ``site_paths``; default: this
+    process's), and ranked with what this machine shows. Without ``here`` neither is read."""
+    if not text.strip():
+        raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
+    reading = read(_cut(text))
+    ranked = rank(reading)
+    if not ranked:
+        aborted = reading.quote("aborted")
+        note = (f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
+                "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else None)
+        return Explanation(reading, (), here, note)
+    checks: dict[str, Here] = {}
+    if here:
+        facts = machine(environ, site_paths)
+        checks = {scored.family: check(scored.family, facts, reading) for scored in ranked}
+        ranked = tuple(sorted(ranked, key=lambda s: -(s.score + HERE_WEIGHT[checks[s.family].verdict])))
+    return Explanation(reading, tuple(_cause(reading, ranked, index, checks.get(scored.family))
+                                      for index, scored in enumerate(ranked)), here)
+
+
+def _cause(reading: Reading, ranked: tuple[Scored, ...], index: int, seen: Here | None) -> Cause:
+    scored = ranked[index]
+    family = FAMILIES[scored.family]
+    primary = reading.primary
+    # what in the text moved it; with nothing more than the message, the message itself
+    evidence = scored.evidence or ((f"the message: \"{primary.line}\"",) if primary else ())
+    return Cause(family.title(reading, primary), scored.family, confidence(ranked, index), evidence, scored.prior,
+                 family.why, family.tell, family.fix(reading, primary), seen.verdict if seen else None,
+                 seen.detail if seen else None)

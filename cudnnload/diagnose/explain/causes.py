@@ -1,0 +1,436 @@
+"""The causes a cuDNN error has, one per family of fixtures/explain/FAMILIES.md: what it is, how it produces
+the message, what tells it apart from the others, and its fix for the cuDNN generation, CUDA version,
+platform and install kind the text shows (`Fix` of cudnnload.verdicts: typed actions; no actions where the
+fix is not known, never a guess).
+"""
+
+from __future__ import annotations
+
+import ntpath
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, version_of
+from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, set_variable
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str  # a family of fixtures/explain/FAMILIES.md
+    title: Callable[[Reading, Signal | None], str]
+    why: str  # how this cause produces the message
+    tell: str  # the check that tells it apart from the other causes of the same message
+    fix: Callable[[Reading, Signal | None], Fix]
+
+
+# --- wheels and packages ------------------------------------------------------------------------------
+
+# The newest nvidia-cudnn-cuNN release of each cuDNN major per CUDA major, from PyPI's release lists (`pip
+# index versions nvidia-cudnn-cu11/-cu12/-cu13`, read for issue 20): cuDNN 8 for CUDA 11 (8.5-8.9.6) and 12
+# (8.8-8.9.7); cuDNN 9 for CUDA 11 (9.0-9.10.2), 12 (9.0-9.28) and 13 (9.12-9.28). No wheel holds cuDNN 7.
+NEWEST_CUDNN_WHEEL: dict[tuple[int, int], tuple[int, ...]] = {
+    (8, 11): (8, 9, 6, 50), (8, 12): (8, 9, 7, 29), (9, 11): (9, 10, 2, 21), (9, 12): (9, 28, 0, 42),
+    (9, 13): (9, 28, 1, 4),
+}
+
+# CUDA's own wheels: -cu11 and -cu12 suffixes; CUDA 13's have none (nvidia-cublas-cu13 on PyPI: "DEPRECATED:
+# Use nvidia-cublas instead"), so they are pinned to the major.
+_CUDA_WHEELS = {"cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}
+
+
+def cuda_wheel(library: str, cuda: int | None) -> str | None:
+    if cuda in (11, 12):
+        return f"{_CUDA_WHEELS[library]}-cu{cuda}"
+    if cuda == 13:
+        return f"{_CUDA_WHEELS[library]}>=13,<14"
+    return None
+
+
+def cudnn_wheel(major: int | None, cuda: int | None, at_least: str | None = None) -> str | None:
+    """The requirement that installs cuDNN ``major`` (at least ``at_least``) built for CUDA ``cuda``, or None
+    where PyPI has no such wheel."""
+    newest = NEWEST_CUDNN_WHEEL.get((major or 0, cuda or 0))
+    if newest is None or major is None:
+        return None
+    floor = version_of(at_least) if at_least else None
+    if floor and (floor[0] != major or floor > newest):
+        return None
+    lower = ".".join(str(n) for n in floor) if floor else str(major)
+    return f"nvidia-cudnn-cu{cuda}>={lower},<{major + 1}"
+
+
+def _cuda_major(reading: Reading) -> int | None:
+    return reading.cuda[0] if reading.cuda else None
+
+
+def _dll(major: int | None) -> str:
+    return f"cudnn64_{major}.dll" if major else "cudnn64_N.dll"
+
+
+_CUDNN = ("cudnn", "cudnn-sub", "cudnn-engine")
+
+
+def _folder_in_text(reading: Reading, classes: tuple[str, ...], inside: str = "") -> str | None:
+    """The folder of the first library of one of ``classes`` (`reading.library_class`) whose path the text shows
+    (and holds ``inside``)."""
+    for path in reading.paths:
+        if library_class(path) in classes and inside in path:
+            return (ntpath if "\\" in path else posixpath).dirname(path)
+    return None
+
+
+def install_cudnn(reading: Reading, major: int | None, at_least: str | None = None) -> Fix:
+    """Install cuDNN ``major`` (at least ``at_least``) the way the text's install is made: conda where a path
+    shows a conda env, the distribution's package for a system CUDA, Windows steps on Windows, else the pip
+    wheel for the text's CUDA."""
+    want = at_least or (str(major) if major else None)
+    if major == 7:
+        return fix(manual(f"cuDNN 7 has no pip wheel: install cuDNN {want} for your CUDA (9 or 10) from conda "
+                          f"(conda install cudnn={want}) or NVIDIA's cuDNN archive, and put its lib64 (bin on "
+                          "Windows) folder on the library path"))
+    if major is None:
+        return fix(note="the text does not show which cuDNN major is needed: see the framework's install page")
+    spec = f">={want},<{major + 1}"
+    if reading.has("conda"):
+        return fix(manual(f"conda install -c conda-forge 'cudnn{spec}' (in the environment the program runs in)"))
+    cuda = _cuda_major(reading)
+    if reading.platform == "windows":
+        where = _folder_in_text(reading, _CUDNN)
+        return fix(manual(f"install cuDNN {want} for CUDA {cuda or 'X'} (NVIDIA's Windows installer puts "
+                          f"{_dll(major)} into C:\\Program Files\\NVIDIA\\CUDNN\\v{major}.x\\bin\\<CUDA version>; the "
+                          f"zip has it in bin) and add that folder to PATH"
+                          + (f" (the text shows {where})" if where else "")))
+    wheel = cudnn_wheel(major, cuda, at_least)
+    if reading.has("system-cuda") and not reading.has("pip-wheel"):
+        package = f"libcudnn{major}-cuda-{cuda}" if major == 9 and cuda else f"libcudnn{major}"
+        return fix(manual(f"install cuDNN {want} for CUDA {cuda or 'X'} with the system's package manager "
+                          f"({package} from NVIDIA's repository)"), alternatives=(pip_install([wheel]),) if wheel
+                   else ())
+    if wheel:
+        return fix(pip_install([wheel]))
+    return fix(manual(f"pip install 'nvidia-cudnn-cuXX{spec}' with XX the CUDA major your framework was built for "
+                      "(cu11, cu12; cu13 for cuDNN 9.12+)"))
+
+
+def _library_path_step(reading: Reading, folder: str) -> Action:
+    """Put ``folder`` (a path the text shows, or a description in <>) on the platform's library search path."""
+    if reading.platform == "windows":
+        return manual(f"add {folder} to PATH (Windows searches no subfolders), or os.add_dll_directory() it before "
+                      "the import")
+    return manual(f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH before the program starts (setting it inside "
+                  "the running Python does nothing for later loads)")
+
+
+def _wheel_folder(reading: Reading) -> str:
+    """The pip wheel's library folder: the one the text shows, else where the wheel puts it."""
+    windows = reading.platform == "windows"
+    return _folder_in_text(reading, _CUDNN, "nvidia") or (
+        "<site-packages>\\nvidia\\cudnn\\bin" if windows else "<site-packages>/nvidia/cudnn/lib")
+
+
+# --- each family --------------------------------------------------------------------------------------
+
+def _major(reading: Reading, signal: Signal | None) -> str:
+    return f"cuDNN {reading.cudnn_major}" if reading.cudnn_major else "cuDNN"
+
+
+def _failed(signal: Signal | None, default: str) -> str:
+    return signal.failed if signal and signal.failed else default
+
+
+def _not_installed(reading: Reading, signal: Signal | None) -> Fix:
+    return install_cudnn(reading, reading.cudnn_major)
+
+
+def _wheel_off_path(reading: Reading, signal: Signal | None) -> Fix:
+    steps = [_library_path_step(reading, _wheel_folder(reading))]
+    if "onnxruntime" in reading.frameworks:
+        steps.insert(0, manual("call onnxruntime.preload_dlls() (ONNX Runtime 1.21+) or import torch before "
+                               "creating the session"))
+    return fix(*steps)
+
+
+def _not_on_search_path(reading: Reading, signal: Signal | None) -> Fix:
+    what = _dll(reading.cudnn_major) if reading.platform == "windows" else (
+        f"libcudnn.so.{reading.cudnn_major}" if reading.cudnn_major else "libcudnn.so")
+    return fix(_library_path_step(reading, f"<the folder holding {what}>"))
+
+
+def _sublibrary_missing(reading: Reading, signal: Signal | None) -> Fix:
+    library = _failed(signal, "the missing sub-library")
+    if reading.platform == "windows":
+        return fix(manual(f"put {library} of the same cuDNN release beside the other cuDNN DLLs (or reinstall the "
+                          "package that ships them complete)"))
+    wheel = cudnn_wheel(reading.cudnn_major, _cuda_major(reading))
+    if wheel and not reading.has("conda") and not reading.has("system-cuda"):
+        return fix(pip_install([wheel], options=("--force-reinstall",)))
+    return fix(manual(f"reinstall the complete cuDNN {reading.cudnn_major or ''} (every sub-library, "
+                      f"{library} included) from the package that owns it".replace("  ", " ")))
+
+
+def _wrong_major(reading: Reading, signal: Signal | None) -> Fix:
+    wanted = reading.cudnn_major
+    steps: list[Action] = []
+    if "ctranslate2" in reading.frameworks and wanted in (8, 9):
+        # CTranslate2 4.5.0 moved its CUDA build from cuDNN 8 to cuDNN 9 (its release notes)
+        steps.append(pip_install(["ctranslate2>=4.5.0" if wanted == 8 else "ctranslate2==4.4.0"]))
+    if steps:
+        return fix(*steps, alternatives=(manual(f"keep it and install cuDNN {wanted} beside the other major"),))
+    return fix(note=f"install the build of the program made for the cuDNN major you have, or cuDNN {wanted or 'N'} "
+                    "beside it")
+
+
+def _runtime_older(reading: Reading, signal: Signal | None) -> Fix:
+    built = signal.built if signal and signal.built else None
+    version = version_of(built) if built else None
+    return install_cudnn(reading, version[0] if version else reading.cudnn_major, built)
+
+
+def _strict_minor(reading: Reading, signal: Signal | None) -> Fix:
+    built = signal.built if signal and signal.built else None
+    if not built:
+        return NO_FIX
+    short = ".".join(built.split(".")[:2])
+    return fix(manual(f"this framework release needs exactly cuDNN {short}.x: install that (conda install "
+                      f"cudnn={short}, or NVIDIA's archive), or a framework release built for the cuDNN you have"))
+
+
+def _shadowed(reading: Reading, signal: Signal | None) -> Fix:
+    variable = "PATH" if reading.platform == "windows" else "LD_LIBRARY_PATH"
+    return fix(manual(f"remove the folder of the other cuDNN from {variable} (or put the framework's own cuDNN "
+                      "folder first) for this program"))
+
+
+
+
+def _mixed(reading: Reading, signal: Signal | None) -> Fix:
+    stray = _failed(signal, "")
+    return fix(manual("make every cuDNN library come from one release: remove the other cuDNN's folder from the "
+                      "library path" + (f" (the text shows {stray})" if "/" in stray or "\\" in stray else "") +
+                      ", or reinstall the complete cuDNN"))
+
+
+def _nvrtc_missing(reading: Reading, signal: Signal | None) -> Fix:
+    wheel = cuda_wheel("nvrtc", _cuda_major(reading))
+    if reading.has("conda"):
+        return fix(manual("conda install -c conda-forge cuda-nvrtc (in the environment), which brings libnvrtc.so"))
+    if wheel:
+        return fix(pip_install([wheel]), note="cuDNN 8.x also dlopens the unversioned libnvrtc.so: link it to "
+                                              "libnvrtc.so.N in the same folder if only the versioned name exists")
+    return fix(manual("install NVRTC of the CUDA major cuDNN was built for (nvidia-cuda-nvrtc-cuXX, or the "
+                      "toolkit) and make libnvrtc.so resolvable"))
+
+
+def _nvrtc_wrong(reading: Reading, signal: Signal | None) -> Fix:
+    folder = _folder_in_text(reading, ("nvrtc",))
+    variable = "PATH" if reading.platform == "windows" else "LD_LIBRARY_PATH"
+    return fix(manual(f"remove {folder or 'the folder of the older NVRTC'} from {variable} (or unload the "
+                      "environment module that adds it), so the NVRTC beside cuDNN is found"))
+
+
+def _cublas(reading: Reading, signal: Signal | None) -> Fix:
+    wheel = cuda_wheel("cublas", _cuda_major(reading))
+    return fix(pip_install([wheel])) if wheel else fix(manual("install cuBLAS of the CUDA major the program was "
+                                                              "built for (nvidia-cublas-cuXX, or the toolkit)"))
+
+
+def _cudart(reading: Reading, signal: Signal | None) -> Fix:
+    wheel = cuda_wheel("cudart", _cuda_major(reading))
+    return fix(pip_install([wheel])) if wheel else NO_FIX
+
+
+def _zlib(reading: Reading, signal: Signal | None) -> Fix:
+    if reading.platform == "linux" or reading.platform == "wsl":
+        return fix(manual("install zlib (apt install zlib1g, dnf install zlib)"))
+    return fix(manual("put a 64-bit zlibwapi.dll into a folder on PATH, e.g. C:\\Program Files\\NVIDIA GPU Computing "
+                      "Toolkit\\CUDA\\v<version>\\bin (NVIDIA's cuDNN 8 install guide for Windows); cuDNN 9 no longer "
+                      "needs it"))
+
+
+def _libcuda(reading: Reading, signal: Signal | None) -> Fix:
+    if reading.platform == "wsl" or reading.has("wsl"):
+        return fix(manual("WSL: the driver's libcuda.so is in /usr/lib/wsl/lib; add it to LD_LIBRARY_PATH, or make "
+                          "/usr/lib/wsl/lib/libcuda.so a symbolic link to libcuda.so.1 and run ldconfig"))
+    return fix(manual("make the driver's unversioned libcuda.so resolvable: a symbolic link libcuda.so -> "
+                      "libcuda.so.1 in the driver's folder, then ldconfig"))
+
+
+def _glibc(reading: Reading, signal: Signal | None) -> Fix:
+    needed = signal.error.split("`")[1].split("'")[0] if signal and signal.error and "`" in signal.error else None
+    if needed and needed.startswith(("GLIBCXX", "CXXABI")):
+        return fix(manual(f"load a libstdc++ that has {needed} (a newer distribution or container; in conda: "
+                          "conda install -c conda-forge libstdcxx-ng)"))
+    return fix(manual(f"run on a system (or container) whose glibc has {needed or 'the version named'}, or use a "
+                      "cuDNN release built for the older glibc"))
+
+
+def _frontend(reading: Reading, signal: Signal | None) -> Fix:
+    return fix(note="keep one CUDA runtime visible to the process, or the cudnn-frontend release that worked")
+
+
+def _driver_old(reading: Reading, signal: Signal | None) -> Fix:
+    cuda = f" (one that supports CUDA {'.'.join(map(str, reading.cuda))})" if reading.cuda else ""
+    return fix(manual(f"upgrade the NVIDIA driver{cuda}, or install the framework build for an older CUDA"))
+
+
+
+
+
+def _oom(reading: Reading, signal: Signal | None) -> Fix:
+    if reading.framework == "tensorflow":
+        return fix(set_variable("TF_FORCE_GPU_ALLOW_GROWTH", "true"), note="TensorFlow otherwise reserves almost "
+                   "all GPU memory up front; also lower the batch size")
+    if reading.framework == "jax":
+        return fix(set_variable("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), note="also lower the batch size")
+    return fix(manual("lower the batch size, or free GPU memory held by other processes (nvidia-smi)"))
+
+
+
+def _title(text: str) -> Callable[[Reading, Signal | None], str]:
+    return lambda reading, signal: text
+
+
+def _manual(text: str) -> Callable[[Reading, Signal | None], Fix]:
+    """A fix that is one manual step, the same whatever the text shows."""
+    return lambda reading, signal: fix(manual(text))
+
+
+FAMILIES: dict[str, Family] = {family.id: family for family in (
+    Family("cudnn-not-installed", lambda r, s: f"{_major(r, s)} is not installed where the program looks",
+           "nothing on the search path provides the library, and nothing of that major is installed",
+           "find the library on the machine (`cudnnload inspect`, `find / -name 'libcudnn*'`): none of that major",
+           _not_installed),
+    Family("wheel-not-on-linker-path", lambda r, s: f"{_major(r, s)} is a pip wheel on no library search path",
+           "nvidia-cudnn-cuXX puts the libraries into site-packages/nvidia/cudnn/lib; PyTorch loads them by path, "
+           "a program asking by name (CTranslate2, ONNX Runtime, TensorFlow 2.16) does not find them",
+           "`pip show nvidia-cudnn-cu12` lists the wheel, and `cudnnload which` says it is found only by path",
+           _wheel_off_path),
+    Family("installed-not-on-search-path", lambda r, s: f"{_major(r, s)} is installed, but its folder is not on "
+           + ("PATH" if r.platform == "windows" else "the library search path"),
+           "an archive, conda or installer cuDNN was unpacked into a folder the loader does not search (Windows "
+           "searches no subfolders such as cuda\\bin)", "the library exists on disk, outside every folder of "
+           "PATH / LD_LIBRARY_PATH and ld.so.cache", _not_on_search_path),
+    Family("sublibrary-missing", lambda r, s: f"{_failed(s, 'a sub-library')} is missing beside the cuDNN shim",
+           "the shim was found but opens its sub-libraries at run time, and this one is not in the package",
+           "list the cuDNN folder: the shim is there, that sub-library is not", _sublibrary_missing),
+    Family("wrong-cudnn-major", lambda r, s: f"the program needs {_major(r, s)}, and another major is installed",
+           "each framework build links one cuDNN major; a newer framework beside it (torch 2.4+ brings cuDNN 9) "
+           "does not satisfy a program built for cuDNN 8, nor the reverse",
+           "the cuDNN major the program's build needs (its release notes, `ldd`) differs from the one installed",
+           _wrong_major),
+    Family("runtime-older-than-build", lambda r, s: "the cuDNN found is older than the framework was built with"
+           + (f" ({s.found} < {s.built})" if s and s.built and s.found else ""),
+           "frameworks check at start that the cuDNN they load is at least the release they were compiled against",
+           "the version the framework loads (its log line) is below its build's; no other cuDNN is on the path",
+           _runtime_older),
+    Family("minor-mismatch-strict", lambda r, s: "an older framework needs exactly the cuDNN minor it was built "
+           "with" + (f" ({s.built}), and {s.found} was loaded" if s and s.built and s.found else ""),
+           "PyTorch 0.4 and TensorFlow 1.x compared major.minor for equality: a newer minor was refused too",
+           "the loaded minor is newer than the built one, and the framework is old", _strict_minor),
+    Family("version-mismatch-shadowed", lambda r, s: "another cuDNN earlier on the library path is loaded instead "
+           "of the framework's own", "the first cuDNN the loader finds wins: a folder on LD_LIBRARY_PATH (PATH on "
+           "Windows), /usr/local/cuda, or a CUDA folder of the machine comes before the bundled one",
+           "LD_LIBRARY_PATH / PATH holds a cuDNN folder; `cudnnload doctor -- PROGRAM` shows which file loaded",
+           _shadowed),
+    Family("conda-vs-pip", _title("a conda cuDNN and a pip cuDNN in one environment: the wrong one is first"),
+           "$CONDA_PREFIX/lib comes first on the search path, and its cuDNN is not the one the framework needs",
+           "`conda list cudnn` and `pip list | grep cudnn` both show one",
+           _manual("keep one cuDNN in the environment: conda remove cudnn (if the framework uses the pip wheel), or "
+                   "put site-packages/nvidia/cudnn/lib before $CONDA_PREFIX/lib on LD_LIBRARY_PATH")),
+    Family("two-frameworks-conflict", _title("two frameworks in one environment need different cuDNN releases"),
+           "the first framework imported maps its cuDNN for the whole process, or one framework's pin replaced "
+           "the cuDNN wheel the other needs", "`pip check`; the error goes away when only one framework is imported",
+           _manual("give each framework the cuDNN it was built for: import the one whose cuDNN is newer first, "
+                      "or install releases whose nvidia-cudnn pins agree (pip check lists the conflict)")),
+    Family("mixed-release", _title("cuDNN libraries of two releases are mixed in one process"),
+           "cuDNN's libraries bind to each other's release-private symbols: one library of another release fails "
+           "with an undefined symbol (Windows error 127) or a sub-library version mismatch",
+           "the libraries named in the text come from different folders or releases (`cudnnload inspect`)", _mixed),
+    Family("known-bad-release", _title("the cuDNN release itself has a bug fixed later"),
+           "a known defect of that release, not of the loading", "the release notes of the next cuDNN release",
+           _manual("upgrade cuDNN to a release that fixes it (for JAX: 9.10.1 or newer)")),
+    Family("nvrtc-missing", _title("NVRTC is missing: cuDNN's runtime-compiled kernels need libnvrtc"),
+           "cuDNN 8.6+ and 9 dlopen NVRTC (libnvrtc.so, libnvrtc.so.12) at the first runtime-compiled kernel; "
+           "the Error: part names it, not a cuDNN file", "ldconfig -p | grep nvrtc, and the cuDNN folder's siblings",
+           _nvrtc_missing),
+    Family("nvrtc-wrong", _title("an older NVRTC earlier on the search path is loaded instead of the matching one"),
+           "the NVRTC found first lacks a function cuDNN needs (nvrtcGetCUBIN: CUDA 11.1+)",
+           "the path in the error is an old CUDA's lib64", _nvrtc_wrong),
+    Family("cublas-missing-or-wrong", _title("cuBLAS/cuBLASLt of the CUDA major needed is missing"),
+           "cuDNN 9 and the frameworks' CUDA providers load cuBLASLt; the one found is absent or of another CUDA "
+           "major", "the Error: part names libcublas; `ldconfig -p | grep cublas`", _cublas),
+    Family("libcudart-missing-or-wrong", _title("the CUDA runtime (libcudart) needed is missing or of another major"),
+           "a library built against a shared CUDA runtime cannot find it", "the Error: part names libcudart",
+           _cudart),
+    Family("zlib-missing", _title("zlibwapi.dll (zlib) is missing: cuDNN 8.3-8.9 on Windows needs it"),
+           "cudnn_cnn_infer64_8.dll needs zlibwapi.dll; without it LoadLibrary fails with error 126 although the "
+           "cuDNN DLL itself is there", "the cuDNN DLL is on PATH and zlibwapi.dll is in no PATH folder", _zlib),
+    Family("libcuda-missing", _title("the driver's unversioned libcuda.so cannot be resolved"),
+           "cuDNN 8 dlopens libcuda.so; a driver that installs only libcuda.so.1 (WSL's /usr/lib/wsl/lib copies, "
+           "which ldconfig skips) leaves that name unresolved", "ldconfig -p | grep 'libcuda.so '", _libcuda),
+    Family("glibc-or-libstdcxx-too-old", _title("the system's glibc or libstdc++ is older than the cuDNN binary needs"),
+           "cuDNN's libraries are linked against a newer GLIBC_/GLIBCXX_ version than the system provides",
+           "ldd --version, strings libstdc++.so.6 | grep GLIBCXX", _glibc),
+    Family("multiple-cudart-or-frontend", _title("cudnn-frontend cannot load the CUDA runtime it wants"),
+           "cudnn-frontend loads libcudart at run time; several CUDA runtimes, or a release that looks elsewhere, "
+           "make it fail", "the error names libcudart; it goes away with the previous cudnn-frontend release",
+           _frontend),
+    Family("driver-too-old", _title("the NVIDIA driver is older than the CUDA the framework or cuDNN was built for"),
+           "a CUDA runtime refuses a driver that supports only an older CUDA; cuDNN's handle creation then fails",
+           "nvidia-smi's 'CUDA Version' is below the framework build's CUDA", _driver_old),
+    Family("no-gpu-or-driver", _title("the process sees no NVIDIA driver or no GPU"),
+           "without libcuda.so.1 (a container without the NVIDIA runtime, no driver) cuDNN cannot create a handle",
+           "nvidia-smi in the same container or shell; CUDA_VISIBLE_DEVICES",
+           _manual("install the NVIDIA driver; in a container, start it with the NVIDIA runtime (docker run --gpus "
+                   "all); check CUDA_VISIBLE_DEVICES")),
+    Family("gpu-too-old", _title("the GPU is older than the cuDNN release supports"),
+           "cuDNN (and the framework build) carries no kernels for the GPU's compute capability: "
+           "CUDNN_STATUS_ARCH_MISMATCH", "the GPU's compute capability (nvidia-smi --query-gpu=compute_cap) is "
+           "below the release's minimum",
+           _manual("use a GPU the cuDNN release supports (cuDNN 9.11+: compute capability 7.5), a framework build "
+                   "with an older cuDNN that still supports this GPU, or run on the CPU")),
+    Family("gpu-too-new", _title("the framework build has no kernels for this newer GPU"),
+           "a build for an older CUDA cannot run on a newer architecture (CUDA 10 builds on Ampere)",
+           "the GPU's architecture is newer than the build's CUDA knows",
+           _manual("install a framework build for a CUDA that knows this GPU (Ampere: CUDA 11.0+, Hopper: 11.8+, "
+                   "Blackwell: 12.8+)")),
+    Family("out-of-memory", _title("the GPU ran out of memory (reported as a cuDNN error)"),
+           "cuDNN allocates its handle and workspace on the device; when that fails it reports NOT_INITIALIZED, "
+           "INTERNAL_ERROR or no engine instead of out-of-memory", "retry with batch size 1, or watch nvidia-smi: "
+           "it works when memory was the cause", _oom),
+    Family("unsupported-configuration", _title("cuDNN does not support this shape, layout, dtype or group count"),
+           "the call asks for something cuDNN has no engine for (tensors of 2**31+ elements, huge group counts, a "
+           "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
+           _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
+                   "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
+    Family("bad-param-usage", _title("the program passes values cuDNN rejects (an empty or zero-sized tensor)"),
+           "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM",
+           "print the shapes reaching the layer: one has a 0",
+           _manual("fix the shapes reaching the layer: no zero-sized batch or channel dimension (check data_format)")),
+    Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),
+           "the kernel launch or its run failed for a reason other than a missing architecture",
+           "CUDA_LAUNCH_BLOCKING=1 shows the first failing kernel", lambda r, s: NO_FIX),
+    Family("missing-runpath", _title("a cuDNN library that opens its siblings has no RUNPATH $ORIGIN"),
+           "libcudnn_graph.so.9 of some wheels (arm64 9.1) carries no RUNPATH, so the engines beside it are found "
+           "only if their folder is on the search path", "readelf -d libcudnn_graph.so.9 shows no RUNPATH",
+           lambda r, s: fix(_library_path_step(r, "<the folder of libcudnn_graph.so.9 and the engines>"),
+                            note="or a cuDNN wheel whose libcudnn_graph carries RUNPATH $ORIGIN")),
+    Family("origin-through-symlink", _title("cuDNN is loaded through a symbolic link in another folder"),
+           "$ORIGIN is the folder of the path that was opened: a symlink in a bundle (PyInstaller, Bazel, Nix) "
+           "points it where the sub-libraries are not", "the loaded libcudnn is a symlink whose folder lacks the "
+           "sub-libraries", _manual("load cuDNN from its real folder (no top-level symlinks; for "
+                                                     "PyInstaller update pyinstaller-hooks-contrib and rebuild)")),
+    Family("platlib-purelib-split", _title("pip put torch and the nvidia-* wheels into different site-packages "
+                                           "(lib64 vs lib)"),
+           "on Red Hat-family layouts torch goes to lib64/.../site-packages and the nvidia wheels to lib/...; "
+           "torch's $ORIGIN-relative RPATH then misses them", "both lib and lib64 site-packages exist, the nvidia "
+           "folder is only in one", lambda r, s: fix(_library_path_step(r, "<venv>/lib/pythonX.Y/site-packages/nvidia/"
+                                                                        "cudnn/lib"),
+                                                     note="or a torch release that searches every sys.path entry")),
+    Family("torch-without-nvidia-deps", _title("torch was installed without its nvidia-* dependency wheels"),
+           "a package manager (poetry with the torch 2.0.1 metadata) installed the CUDA build of torch but not "
+           "nvidia-cudnn/cublas/nvrtc", "`pip list | grep nvidia` shows none of them",
+           _manual("reinstall torch with pip (or pin a release whose metadata lists the nvidia-* "
+                                   "wheels, e.g. not 2.0.1 under poetry) so its nvidia-* dependencies come along")),
+)}

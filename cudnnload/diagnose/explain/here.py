@@ -1,0 +1,245 @@
+"""``explain --here``: does this machine show a cause of the text? Each check reads what the rest of
+cudnnload finds here (`find()`'s installs with their finding codes and dependency steps, `which()` for the
+name the message asks for, the driver's facts) and answers "shows", "rules out" or "cannot tell", with
+what it saw. Codes and fields are compared, never a finding's message. Nothing is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cudnnload.diagnose.explain.reading import Reading, version_of
+from cudnnload.judge.inventory import find
+from cudnnload.resolve.discovery import Install, Inventory
+from cudnnload.verdicts import Code
+
+SHOWS, RULES_OUT, CANNOT_TELL = "shows", "rules out", "cannot tell"
+
+
+@dataclass(frozen=True)
+class Here:
+    verdict: str  # SHOWS, RULES_OUT or CANNOT_TELL
+    detail: str
+
+
+@dataclass
+class Machine:
+    """This machine's facts, each gathered once, when a check first needs it."""
+
+    environ: Mapping[str, str]
+    site_paths: Sequence[str] | None = None
+    _inventory: Inventory | None = field(default=None, repr=False)
+    _gpu: object | None = field(default=None, repr=False)
+    _which: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            self._inventory = find(environ=self.environ, site_paths=self.site_paths)
+        return self._inventory
+
+    @property
+    def gpu(self) -> object:
+        if self._gpu is None:
+            from cudnnload.loading.gpu import gpu_facts
+
+            self._gpu = gpu_facts(self.environ)
+        return self._gpu
+
+    def installs(self, major: int | None) -> tuple[Install, ...]:
+        return tuple(i for i in self.inventory.installs if major is None or i.major == major)
+
+    def codes(self, major: int | None, *codes: Code) -> list[tuple[Install, str]]:
+        """(install, the file or folder) of each finding with one of ``codes``."""
+        return [(i, f.path or i.folder) for i in self.installs(major) for f in i.all_findings if f.code in codes]
+
+    def which_codes(self, name: str) -> tuple[str, ...]:
+        """The finding codes of `which(name)` from this Python: "not-found", "only-by-path", ..."""
+        if name not in self._which:
+            from cudnnload.judge.which import which
+
+            result = which([name], environ=self.environ, site_paths=self.site_paths)
+            self._which[name] = tuple(str(f.code) for f in result.findings)
+        return self._which[name]
+
+
+Check = Callable[[Machine, Reading], Here]
+
+
+def _named(major: int | None) -> str:
+    return f"cuDNN {major}" if major else "cuDNN"
+
+
+def _where(found: list[tuple[Install, str]]) -> str:
+    return "; ".join(path for _, path in found[:3]) + (f" (and {len(found) - 3} more)" if len(found) > 3 else "")
+
+
+def findings(*codes: Code) -> Check:
+    def check(machine: Machine, reading: Reading) -> Here:
+        major = reading.cudnn_major
+        found = machine.codes(major, *codes)
+        if found:
+            return Here(SHOWS, f"{' / '.join(code.value for code in codes)}: {_where(found)}")
+        if not machine.installs(major):
+            return Here(CANNOT_TELL, f"no {_named(major)} install here to look in")
+        return Here(RULES_OUT, f"no {' or '.join(code.value for code in codes)} in the "
+                               f"{len(machine.installs(major))} {_named(major)} install(s) here")
+    return check
+
+
+def not_installed(machine: Machine, reading: Reading) -> Here:
+    major = reading.cudnn_major
+    found = machine.installs(major)
+    if found:
+        return Here(RULES_OUT, f"{_named(major)} is installed here: {found[0].folder}")
+    others = machine.installs(None)
+    return Here(SHOWS, f"no {_named(major)} here" + (f"; cuDNN {others[0].major} is, in {others[0].folder}"
+                                                      if others else ""))
+
+
+def wrong_major(machine: Machine, reading: Reading) -> Here:
+    major = reading.cudnn_major
+    if major is None:
+        return Here(CANNOT_TELL, "the text shows no cuDNN major")
+    if machine.installs(major):
+        return Here(RULES_OUT, f"cuDNN {major} is installed here: {machine.installs(major)[0].folder}")
+    others = [i for i in machine.installs(None) if i.major != major]
+    if others:
+        return Here(SHOWS, f"no cuDNN {major} here, cuDNN {others[0].major} is: {others[0].folder}")
+    return Here(RULES_OUT, "no cuDNN of any major here")
+
+
+def only_by_path(machine: Machine, reading: Reading) -> Here:
+    major = reading.cudnn_major or 9
+    wheels = [i for i in machine.installs(major) if i.distribution]
+    if not wheels:
+        return Here(RULES_OUT, f"no pip cuDNN {major} wheel here")
+    codes = machine.which_codes(f"libcudnn.so.{major}")
+    if str(Code.ONLY_BY_PATH) in codes or str(Code.NOT_FOUND) in codes:
+        return Here(SHOWS, f"{wheels[0].distribution} is in {wheels[0].folder}, which dlopen(\"libcudnn.so.{major}\") "
+                           "from this Python does not search")
+    return Here(RULES_OUT, f"dlopen(\"libcudnn.so.{major}\") from this Python finds a cuDNN {major}")
+
+
+def not_on_search_path(machine: Machine, reading: Reading) -> Here:
+    major = reading.cudnn_major or 9
+    others = [i for i in machine.installs(major) if not i.distribution]
+    if not others:
+        return Here(RULES_OUT, f"no cuDNN {major} outside pip wheels here")
+    if str(Code.NOT_FOUND) in machine.which_codes(f"libcudnn.so.{major}"):
+        return Here(SHOWS, f"cuDNN {major} is in {others[0].folder}, on no search path of this Python")
+    return Here(RULES_OUT, f"dlopen(\"libcudnn.so.{major}\") from this Python finds a cuDNN {major}")
+
+
+def on_ld_library_path(machine: Machine, reading: Reading) -> Here:
+    entries = [e for e in machine.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
+    found = [i for i in machine.installs(None) if i.folder in entries]
+    if found:
+        return Here(SHOWS, "LD_LIBRARY_PATH holds " + "; ".join(f"cuDNN {i.release} in {i.folder}" for i in found[:3]))
+    return Here(RULES_OUT, "no cuDNN folder on LD_LIBRARY_PATH" if entries else "LD_LIBRARY_PATH is not set")
+
+
+def conda_and_pip(machine: Machine, reading: Reading) -> Here:
+    prefix = machine.environ.get("CONDA_PREFIX")
+    installs = machine.installs(reading.cudnn_major)
+    conda = [i for i in installs if prefix and i.folder.startswith(prefix) and not i.distribution]
+    wheels = [i for i in installs if i.distribution]
+    if conda and wheels:
+        return Here(SHOWS, f"conda's {conda[0].folder} and the wheel's {wheels[0].folder}")
+    return Here(RULES_OUT, "not both a conda and a pip cuDNN here")
+
+
+def older_than_built(machine: Machine, reading: Reading) -> Here:
+    built = next((version_of(s.built) for s in reading.signals if s.built), None)
+    if not built:
+        return Here(CANNOT_TELL, "the text shows no build version")
+    installs = [i for i in machine.installs(built[0]) if i.release]
+    if not installs:
+        return Here(CANNOT_TELL, f"no cuDNN {built[0]} with a known release here")
+    older = [i for i in installs if tuple(i.release)[:2] < built[:2]]  # type: ignore[arg-type]
+    if older:
+        return Here(SHOWS, f"cuDNN {older[0].release} in {older[0].folder} is older than the build's "
+                           f"{'.'.join(map(str, built))}")
+    return Here(RULES_OUT, f"every cuDNN {built[0]} here is at least {'.'.join(map(str, built[:2]))}")
+
+
+def dependency(prefix: str) -> Check:
+    """A library cuDNN needs (NVRTC, libcuda, cuBLAS) that no install here resolves."""
+    def check(machine: Machine, reading: Reading) -> Here:
+        steps = [(i, s) for i in machine.installs(reading.cudnn_major) for s in i.dependencies
+                 if s.library.startswith(prefix)]
+        if not steps:
+            return Here(CANNOT_TELL, f"no cuDNN here that needs {prefix}")
+        missing = [(i, s) for i, s in steps if s.path is None]
+        if missing:
+            return Here(SHOWS, f"{missing[0][1].library} is not found for {missing[0][0].folder}")
+        return Here(RULES_OUT, f"{steps[0][1].library} resolves to {steps[0][1].path}")
+    return check
+
+
+def driver(want: str) -> Check:
+    """``want``: "missing" (no driver or no GPU visible) or "old" (older than the CUDA the text names)."""
+    def check(machine: Machine, reading: Reading) -> Here:
+        facts = machine.gpu
+        found, devices = getattr(facts, "driver_found", False), getattr(facts, "devices", ())
+        if want == "missing":
+            if not found:
+                return Here(SHOWS, getattr(facts, "reason", None) or "no NVIDIA driver")
+            if not devices:
+                return Here(SHOWS, "the driver shows no GPU")
+            return Here(RULES_OUT, f"the driver is there and shows {len(devices)} GPU(s)")
+        driver_cuda = getattr(facts, "driver_cuda", None)
+        if not found or not driver_cuda:
+            return Here(CANNOT_TELL, "no driver here to compare")
+        if reading.cuda and tuple(int(n) for n in str(driver_cuda).split("."))[:2] < reading.cuda[:2]:
+            return Here(SHOWS, f"the driver supports CUDA {driver_cuda}, the text's build needs "
+                               f"{'.'.join(map(str, reading.cuda))}")
+        return Here(CANNOT_TELL if not reading.cuda else RULES_OUT, f"the driver supports CUDA {driver_cuda}")
+    return check
+
+
+def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
+    def check(machine: Machine, reading: Reading) -> Here:
+        devices = getattr(machine.gpu, "devices", ())
+        if not devices:
+            return Here(CANNOT_TELL, "no GPU visible here")
+        hit = [d for d in devices if test(d.capability)]
+        if hit:
+            return Here(SHOWS, f"{hit[0].name} (compute capability {hit[0].capability[0]}.{hit[0].capability[1]}) "
+                               f"{says}")
+        return Here(CANNOT_TELL, f"{len(devices)} GPU(s) of compute capability "
+                                 + ", ".join(f"{d.capability[0]}.{d.capability[1]}" for d in devices))
+    return check
+
+
+CHECKS: dict[str, Check] = {
+    "cudnn-not-installed": not_installed,
+    "wheel-not-on-linker-path": only_by_path,
+    "installed-not-on-search-path": not_on_search_path,
+    "sublibrary-missing": findings(Code.MISSING_SUBLIBRARY, Code.SUBLIBRARY_UNLOADABLE),
+    "wrong-cudnn-major": wrong_major,
+    "runtime-older-than-build": older_than_built,
+    "version-mismatch-shadowed": on_ld_library_path,
+    "conda-vs-pip": conda_and_pip,
+    "mixed-release": findings(Code.MIXED_RELEASE, Code.SUBLIBRARY_ELSEWHERE),
+    "origin-through-symlink": findings(Code.ORIGIN_THROUGH_SYMLINK),
+    "nvrtc-missing": dependency("libnvrtc"),
+    "libcuda-missing": dependency("libcuda"),
+    "cublas-missing-or-wrong": dependency("libcublas"),
+    "glibc-or-libstdcxx-too-old": findings(Code.GLIBC_TOO_OLD, Code.LIBSTDCXX_TOO_OLD),
+    "driver-too-old": driver("old"),
+    "no-gpu-or-driver": driver("missing"),
+    # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
+    "gpu-too-old": gpus(lambda cc: cc < (5, 0), "is below every cuDNN 9's minimum (5.0; 7.5 from 9.11)"),
+}
+
+
+def check(family: str, machine: Machine, reading: Reading) -> Here:
+    found = CHECKS.get(family)
+    return found(machine, reading) if found else Here(CANNOT_TELL, "nothing on this machine tells this cause apart")
+
+
+def machine(environ: Mapping[str, str] | None = None, site_paths: Sequence[str] | None = None) -> Machine:
+    return Machine(dict(os.environ if environ is None else environ), site_paths)

@@ -1,0 +1,428 @@
+"""Rank the causes of a message by what the text shows: how often each cause is the real one for that kind of
+message (`PRIORS`, counted on the corpus), then each piece of evidence in the text for or against it
+(`RULES`). Pure: the text's `Reading` in, scores out; this machine plays no part.
+
+A score is a log-odds: ``log`` of the cause's share among the corpus reports of the message kind (with
+half a report added to every listed cause, so one never seen keeps a chance), plus the weight of every rule
+that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the text names the cause: the
+`Error:` part's library, "possibly insufficient driver version"; 4 where it says it in words, "CUDA out of
+memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a decisive rule holds
+for it and it leads the next by 2 or more.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudnnload.diagnose.explain.reading import Reading, Signal, version_of
+
+# The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
+# message says rules in (a library failed to load: loading causes; a status: the call and the GPU).
+CANDIDATES: dict[str, tuple[str, ...]] = {
+    "cudnn-not-found": ("cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major",
+                        "installed-not-on-search-path", "torch-without-nvidia-deps", "platlib-purelib-split",
+                        "conda-vs-pip"),
+    # cuDNN 8's sub-libraries need zlibwapi.dll (Windows 8.3-8.9), libcuda.so and NVRTC themselves: the shim's
+    # message then names the sub-library it could not load, without saying why
+    "sublibrary-load": ("cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major", "sublibrary-missing",
+                        "installed-not-on-search-path", "zlib-missing", "libcuda-missing", "nvrtc-missing",
+                        "origin-through-symlink", "mixed-release"),
+    "engine-load": ("sublibrary-missing", "missing-runpath", "origin-through-symlink", "mixed-release",
+                    "no-gpu-or-driver", "version-mismatch-shadowed"),
+    "dependency-load:nvrtc": ("nvrtc-missing", "torch-without-nvidia-deps", "nvrtc-wrong"),
+    "dependency-symbol:nvrtc": ("nvrtc-wrong", "nvrtc-missing"),
+    "dependency-load:libcuda": ("libcuda-missing", "no-gpu-or-driver"),
+    "dependency-load:cublas": ("cublas-missing-or-wrong", "platlib-purelib-split", "torch-without-nvidia-deps",
+                               "wrong-cudnn-major"),
+    "dependency-load:cudart": ("libcudart-missing-or-wrong", "multiple-cudart-or-frontend"),
+    "dependency-load:zlib": ("zlib-missing",),
+    "dependency-load:libstdc++": ("glibc-or-libstdcxx-too-old",),
+    "dependency-load:glibc": ("glibc-or-libstdcxx-too-old",),
+    "symbol-mismatch": ("mixed-release", "two-frameworks-conflict", "version-mismatch-shadowed"),
+    "version-older": ("runtime-older-than-build", "version-mismatch-shadowed", "conda-vs-pip",
+                      "two-frameworks-conflict"),
+    "version-newer": ("minor-mismatch-strict", "version-mismatch-shadowed", "conda-vs-pip"),
+    "version-other-major": ("wrong-cudnn-major", "version-mismatch-shadowed", "two-frameworks-conflict"),
+    "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
+                           "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
+    "known-bad": ("known-bad-release",),
+    "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
+    "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),
+    "status:NOT_INITIALIZED": ("out-of-memory", "driver-too-old", "no-gpu-or-driver", "gpu-too-new"),
+    "status:INTERNAL_ERROR": ("out-of-memory", "unsupported-configuration", "known-bad-release", "gpu-too-new",
+                              "mixed-release", "execution-failed-kernel"),
+    "status:EXECUTION_FAILED": ("gpu-too-new", "out-of-memory", "execution-failed-kernel", "driver-too-old"),
+    "status:BAD_PARAM": ("bad-param-usage", "unsupported-configuration"),
+    "status:NOT_SUPPORTED": ("unsupported-configuration", "bad-param-usage", "gpu-too-old"),
+    "status:ARCH_MISMATCH": ("gpu-too-old", "gpu-too-new"),
+    "status:SUBLIBRARY_VERSION_MISMATCH": ("mixed-release", "version-mismatch-shadowed", "sublibrary-missing"),
+    "status:SUBLIBRARY_LOADING_FAILED": ("sublibrary-missing", "no-gpu-or-driver", "missing-runpath",
+                                         "origin-through-symlink", "mixed-release"),
+    "status:ALLOC_FAILED": ("out-of-memory",),
+    "status:MAPPING_ERROR": ("out-of-memory", "execution-failed-kernel"),
+    "status:RUNTIME_PREREQUISITE_MISSING": ("nvrtc-missing", "libcuda-missing", "driver-too-old"),
+    "status:INVALID_VALUE": ("bad-param-usage", "unsupported-configuration"),
+    "status:OTHER": ("execution-failed-kernel",),
+}
+
+# How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
+# "kind@linux"): counted on fixtures/explain/reports (the kind of each report's first message and the platform
+# as `reading.read` gives them; `python bench/bench_explain.py --print-priors` prints this table from the
+# corpus). The platform's counts are used where they hold 2 reports or more, else the kind's; a kind absent
+# here has no report yet, and its CANDIDATES order decides.
+PRIORS: dict[str, dict[str, int]] = {
+    "conv-algorithm": {"out-of-memory": 3},
+    "cudnn-not-found": {"wrong-cudnn-major": 4, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
+        "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
+    "cudnn-not-found@linux": {"installed-not-on-search-path": 2, "torch-without-nvidia-deps": 2,
+        "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1, "wrong-cudnn-major": 1},
+    "cudnn-not-found@windows": {"wrong-cudnn-major": 3},
+    "dependency-load:cublas": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
+    "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
+    "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
+    "dependency-load:cudart@linux": {"multiple-cudart-or-frontend": 1},
+    "dependency-load:glibc": {"glibc-or-libstdcxx-too-old": 2},
+    "dependency-load:glibc@linux": {"glibc-or-libstdcxx-too-old": 2},
+    "dependency-load:libcuda": {"libcuda-missing": 1, "no-gpu-or-driver": 1},
+    "dependency-load:libcuda@linux": {"libcuda-missing": 1, "no-gpu-or-driver": 1},
+    "dependency-load:nvrtc": {"nvrtc-missing": 4},
+    "dependency-load:nvrtc@linux": {"nvrtc-missing": 4},
+    "dependency-load:zlib": {"zlib-missing": 2},
+    "dependency-load:zlib@windows": {"zlib-missing": 2},
+    "dependency-symbol:nvrtc": {"nvrtc-wrong": 1},
+    "dependency-symbol:nvrtc@linux": {"nvrtc-wrong": 1},
+    "engine-load": {"missing-runpath": 1, "origin-through-symlink": 1, "sublibrary-missing": 1},
+    "engine-load@linux": {"missing-runpath": 1, "origin-through-symlink": 1},
+    "engine-load@windows": {"sublibrary-missing": 1},
+    "framework-no-cudnn": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1,
+        "wheel-not-on-linker-path": 1},
+    "framework-no-cudnn@linux": {"runtime-older-than-build": 1},
+    "no-engine": {"out-of-memory": 2, "driver-too-old": 1},
+    "no-engine@linux": {"out-of-memory": 1},
+    "status:ARCH_MISMATCH": {"gpu-too-old": 4},
+    "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
+    "status:BAD_PARAM": {"bad-param-usage": 2},
+    "status:EXECUTION_FAILED": {"gpu-too-new": 3},
+    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 1},
+    "status:INTERNAL_ERROR": {"known-bad-release": 1, "unsupported-configuration": 1},
+    "status:NOT_INITIALIZED": {"out-of-memory": 3, "driver-too-old": 1},
+    "status:NOT_SUPPORTED": {"unsupported-configuration": 1},
+    "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 1},
+    "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 2},
+    "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
+    "sublibrary-load": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
+        "sublibrary-missing": 2, "zlib-missing": 2, "installed-not-on-search-path": 1, "libcuda-missing": 1},
+    "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 3, "wrong-cudnn-major": 2,
+        "libcuda-missing": 1},
+    "sublibrary-load@windows": {"sublibrary-missing": 2, "zlib-missing": 2, "cudnn-not-installed": 1,
+        "installed-not-on-search-path": 1, "wrong-cudnn-major": 1},
+    "symbol-mismatch": {"mixed-release": 3},
+    "symbol-mismatch@linux": {"mixed-release": 2},
+    "symbol-mismatch@windows": {"mixed-release": 1},
+    "version-newer": {"minor-mismatch-strict": 4},
+    "version-older": {"runtime-older-than-build": 5, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 2,
+        "conda-vs-pip": 1},
+    "version-other-major": {"wrong-cudnn-major": 2},
+}
+
+
+def platform_group(reading: Reading) -> str | None:
+    """The platform the priors are kept for: "windows", "linux" (WSL included), or None when unknown."""
+    return {"windows": "windows", "linux": "linux", "wsl": "linux"}.get(reading.platform or "")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Evidence in the text for (weight > 0) or against (< 0) a cause: ``holds`` returns the part of the text
+    that shows it, or None; ``kinds`` (prefixes) limits it to those message kinds (empty: any)."""
+
+    family: str
+    weight: float
+    says: str
+    holds: Callable[[Reading, Signal], str | None]
+    kinds: tuple[str, ...] = ()
+
+    def quote(self, reading: Reading, signal: Signal) -> str | None:
+        if self.kinds and not signal.kind.startswith(self.kinds):
+            return None
+        return self.holds(reading, signal)
+
+
+Test = Callable[[Reading, Signal], str | None]
+
+
+def clue(name: str) -> Test:
+    return lambda reading, signal: reading.quote(name) or None
+
+
+def both(*tests: Test) -> Test:
+    def test(reading: Reading, signal: Signal) -> str | None:
+        quotes = [t(reading, signal) for t in tests]
+        return "; ".join(q for q in quotes if q) if all(quotes) else None
+    return test
+
+
+def failed(pattern: str) -> Test:
+    return lambda reading, signal: signal.failed if signal.failed and re.search(pattern, signal.failed) else None
+
+
+def line(reading: Reading, signal: Signal) -> str | None:
+    return signal.line
+
+
+def pattern(*ids: str) -> Test:
+    return lambda reading, signal: signal.line if signal.pattern in ids else None
+
+
+def not_windows(reading: Reading, signal: Signal) -> str | None:
+    return None if reading.has("windows") else "no Windows name or path in the text"
+
+
+def other_major_there(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a cuDNN of another major than the one the program wants: brought by a torch release it
+    names, said to be installed, or wanted by the program's own release (ONNX Runtime, CTranslate2)."""
+    want = reading.cudnn_major
+    for build in reading.builds:
+        if build.bundles and want and build.cudnn_major != want:
+            return f"{build.framework} {build.release} brings cuDNN {build.cudnn_major}, cuDNN {want} is wanted"
+        if not build.bundles and reading.stated and build.cudnn_major != reading.stated[0]:
+            return (f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, the text has cuDNN "
+                    f"{'.'.join(map(str, reading.stated))}")
+    if reading.stated and want and reading.stated[0] != want and signal.kind in ("cudnn-not-found",
+                                                                                 "sublibrary-load"):
+        return f"the text has cuDNN {'.'.join(map(str, reading.stated))}, cuDNN {want} is wanted"
+    return None
+
+
+def same_major_bundled(reading: Reading, signal: Signal) -> str | None:
+    want = reading.cudnn_major
+    build = next((b for b in reading.builds if b.bundles and b.cudnn_major == want), None)
+    return f"{build.framework} {build.release} brings cuDNN {want} as a pip wheel" if build else None
+
+
+def stated_newer_than_found(reading: Reading, signal: Signal) -> str | None:
+    """The user says the build's cuDNN (or newer) is installed, yet an older one was found: another copy."""
+    built, found = version_of(signal.built or ""), version_of(signal.found or "")
+    if reading.stated and built and found and found[:2] < built[:2] <= reading.stated[:2]:
+        return f"cuDNN {'.'.join(map(str, reading.stated))} is said to be installed, {signal.found} was loaded"
+    return None
+
+
+def stated_installed(reading: Reading, signal: Signal) -> str | None:
+    """The text says the cuDNN major the failing program wants is installed."""
+    if reading.stated and reading.cudnn_major and reading.stated[0] == reading.cudnn_major:
+        return f"the text says cuDNN {'.'.join(map(str, reading.stated))} is installed"
+    return None
+
+
+def windows_cudnn9_installer(reading: Reading, signal: Signal) -> str | None:
+    if reading.has("windows") and reading.cudnn_major == 9 and signal.pattern == "could-not-locate":
+        return signal.line
+    return None
+
+
+def loader_is_not_torch(reading: Reading, signal: Signal) -> str | None:
+    loader = reading.framework
+    return f"the program that failed is {loader}, not torch" if loader and loader != "pytorch" else None
+
+
+def no_torch(reading: Reading, signal: Signal) -> str | None:
+    return "no torch in the text" if not reading.frameworks else None
+
+
+def located_not_loaded(reading: Reading, signal: Signal) -> str | None:
+    """cuDNN 8 on Windows said "Could not locate X": X itself is on no PATH folder (not a DLL X needs)."""
+    return signal.line if signal.pattern == "could-not-locate" and signal.kind != "dependency-load:zlib" else None
+
+
+def strict_check(reading: Reading, signal: Signal) -> str | None:
+    return signal.line if re.search(r"compatibility version|cuDNN version mismatch", signal.line) else None
+
+
+def two_frameworks(reading: Reading, signal: Signal) -> str | None:
+    named = [name for name in reading.frameworks if name in ("pytorch", "tensorflow", "jax", "onnxruntime",
+                                                             "ctranslate2")]
+    return " and ".join(named) if len(named) > 1 else None
+
+
+def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
+    """cudnn_cnn_infer64_8.dll itself was found (error 126 is a missing dependency, not "could not locate")."""
+    library = signal.failed or ""
+    if re.search(r"cudnn_cnn_infer64_8\.dll", library, re.IGNORECASE) and signal.error and re.search(
+            r"126|module could not be found", signal.error):
+        return f"{library}: {signal.error}"
+    return None
+
+
+def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
+    return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
+
+
+LOADING = ("sublibrary-load", "cudnn-not-found")
+VERSIONS = ("version-",)
+
+RULES: tuple[Rule, ...] = (
+    # the library that failed decides first: the Error: part names it
+    Rule("nvrtc-missing", 3, "the library that failed is NVRTC, not cuDNN", failed("nvrtc"),
+         ("dependency-load:nvrtc",)),
+    Rule("nvrtc-wrong", 3, "an NVRTC was found but lacks a function cuDNN needs: an older one", failed("nvrtc"),
+         ("dependency-symbol:nvrtc",)),
+    Rule("zlib-missing", 3, "the library that failed is zlib (zlibwapi.dll)", failed("zlib|libz"),
+         ("dependency-load:zlib",)),
+    Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs", line,
+         ("dependency-load:glibc", "dependency-load:libstdc++")),
+    Rule("cublas-missing-or-wrong", 1, "the library that failed is cuBLAS", failed("cublas"),
+         ("dependency-load:cublas",)),
+    Rule("no-gpu-or-driver", 3, "the driver library itself (libcuda.so.1) is missing", clue("no-driver")),
+    Rule("no-gpu-or-driver", 2, "libcudnn_engines_runtime_compiled NEEDs libcuda.so.1 (the driver)",
+         engines_runtime_compiled),
+    Rule("libcuda-missing", 2, "the unversioned libcuda.so (not the driver's libcuda.so.1) is what failed",
+         failed(r"libcuda\.so$")),
+    Rule("libcuda-missing", 2, "WSL: the driver's libcuda.so is in /usr/lib/wsl/lib, which ldconfig skips",
+         clue("wsl"), ("sublibrary-load", "dependency-load:libcuda")),
+    Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
+         "Windows needs zlibwapi.dll", windows_126_cnn_infer),
+    Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
+         pattern("unable-to-load-any"), ("dependency-load:cudart",)),
+    # which install: the path, the versions, the program, the package manager
+    Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
+         other_major_there, (*LOADING, "framework-no-cudnn")),
+    Rule("wheel-not-on-linker-path", 1.5, "the cuDNN of that major is there as torch's pip wheel, which the "
+         "program does not search", same_major_bundled, LOADING),
+    Rule("wheel-not-on-linker-path", 1, "a virtual environment: its cuDNN can only be a pip wheel", clue("venv"),
+         LOADING),
+    Rule("wheel-not-on-linker-path", 1.5, "the text shows a pip cuDNN wheel", clue("pip-wheel"),
+         (*LOADING, "framework-no-cudnn")),
+    Rule("torch-without-nvidia-deps", 3, "poetry resolved torch without its nvidia-* dependencies", clue("poetry")),
+    Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
+         pattern("torch-preload")),
+    Rule("platlib-purelib-split", 3, "torch is in lib64/.../site-packages: the nvidia wheels went to lib/...",
+         clue("lib64-site-packages")),
+    Rule("origin-through-symlink", 2.5, "a bundle of symlinks (PyInstaller, Bazel, Nix): $ORIGIN is the link's "
+         "folder", clue("bundled-symlink")),
+    Rule("missing-runpath", 2, "arm64 cuDNN 9.1 wheels shipped libcudnn_graph without RUNPATH", clue("arm64"),
+         ("engine-load",)),
+    Rule("installed-not-on-search-path", 1.5, "the program looked in one fixed folder (the loader's default) and "
+         "not where cuDNN is", pattern("paddle-dynload")),
+    Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
+         stated_installed, LOADING),
+    Rule("cudnn-not-installed", -1, "the text says that cuDNN is installed", stated_installed, LOADING),
+    Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "
+         "version>, a subfolder PATH does not reach", windows_cudnn9_installer),
+    Rule("installed-not-on-search-path", 1, "Windows: a DLL the module needs is in no PATH folder",
+         pattern("dll-load-failed")),
+    # versions
+    Rule("version-mismatch-shadowed", 2, "PyTorch bundles its own cuDNN: an older one found first is another copy",
+         pattern("pytorch-version"), ("version-older", "version-other-major")),
+    Rule("version-mismatch-shadowed", 2, "the build's cuDNN is said to be installed, yet an older one loaded",
+         stated_newer_than_found, VERSIONS),
+    Rule("version-mismatch-shadowed", 2, "the text shows a cuDNN or CUDA folder on LD_LIBRARY_PATH",
+         clue("ld-library-path-cudnn"), (*VERSIONS, "framework-no-cudnn", "symbol-mismatch")),
+    Rule("version-mismatch-shadowed", 1, "the text shows a cluster module or system CUDA folder",
+         clue("hpc-module"), (*VERSIONS, "framework-no-cudnn")),
+    Rule("minor-mismatch-strict", 2.5, "the framework's check demands the same major.minor", strict_check,
+         ("version-newer",)),
+    Rule("conda-vs-pip", 1.5, "the text shows a conda environment and a pip cuDNN", both(clue("conda"),
+                                                                                      clue("pip-wheel")),
+         (*VERSIONS, "cudnn-not-found", "framework-no-cudnn")),
+    Rule("two-frameworks-conflict", 2, "two frameworks are in the text, each with its own cuDNN", two_frameworks,
+         VERSIONS),
+    Rule("two-frameworks-conflict", 0.7, "two frameworks are in the text", two_frameworks, ("symbol-mismatch",)),
+    Rule("known-bad-release", 3, "the framework names the cuDNN release as broken", clue("known-bad")),
+    # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
+    # Windows's; a file that was not located is not missing a dependency; torch's layouts need torch
+    Rule("missing-runpath", -3, "Windows has no RUNPATH", clue("windows")),
+    Rule("origin-through-symlink", -3, "Windows has no $ORIGIN", clue("windows")),
+    Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", clue("windows")),
+    Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", clue("windows")),
+    Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text", clue("windows")),
+    Rule("zlib-missing", -2, "zlibwapi.dll is a Windows dependency", not_windows, ("sublibrary-load",)),
+    Rule("zlib-missing", -2, "the DLL itself was not located, so no DLL it needs is to blame", located_not_loaded),
+    Rule("torch-without-nvidia-deps", -2, "torch's nvidia-* wheels matter only to torch", loader_is_not_torch),
+    Rule("platlib-purelib-split", -2, "torch's lib64/lib split matters only to torch", loader_is_not_torch),
+    Rule("torch-without-nvidia-deps", -1, "the text names no program", no_torch),
+    Rule("platlib-purelib-split", -1, "the text names no program", no_torch),
+    # memory, driver, GPU: what a runtime error's lines around it show
+    Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
+    Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
+    Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
+    Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
+    Rule("gpu-too-old", 1.5, "the text names an old GPU", clue("gpu-old-name")),
+    Rule("gpu-too-new", 3, "the build has no kernel image for this GPU", clue("no-kernel-image")),
+    Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),
+                                                                                     clue("cuda-old"))),
+    Rule("unsupported-configuration", 2, "the text shows a tensor near 2**31 elements or a batch that fails only "
+         "above a size", clue("large-tensor")),
+    Rule("unsupported-configuration", 1.5, "grouped (depthwise) convolutions with many groups", clue("groups")),
+    Rule("unsupported-configuration", 1, "bfloat16, which older GPUs' cuDNN engines lack", clue("bf16")),
+    Rule("bad-param-usage", 2.5, "a tensor with a zero-sized dimension", clue("zero-size")),
+)
+
+
+@dataclass(frozen=True)
+class Scored:
+    family: str
+    score: float
+    prior: str  # how often the corpus saw it for this kind of message
+    evidence: tuple[str, ...]  # what in the text moved it, quoted
+    decisive: bool  # a rule of weight 3 or more holds
+
+
+def _prior(kind_: str, platform: str | None, family: str) -> tuple[float, str]:
+    listed = CANDIDATES.get(kind_, ())
+    counts = PRIORS.get(f"{kind_}@{platform}", {})
+    if sum(counts.values()) < 2:
+        counts, platform = PRIORS.get(kind_, {}), None
+    total = sum(counts.values())
+    count = counts.get(family, 0)
+    if family not in listed:
+        return math.log(0.5 / (total + 0.5 * (len(listed) + 1))) - 1, "not a usual cause of this message"
+    share = (count + 0.5) / (total + 0.5 * len(listed))
+    # within equal counts, the order of CANDIDATES (most common first) breaks the tie
+    tie = -0.01 * listed.index(family)
+    on = f" on {platform.capitalize()}" if platform else ""
+    said = f"{count} of {total} reports of this kind of message{on} in the corpus" if total else "no report yet"
+    return math.log(share) + tie, said
+
+
+def rank(reading: Reading) -> tuple[Scored, ...]:
+    """The causes of the text's first message, best first; the other messages' causes follow, scored the same
+    way, where they add families."""
+    if not reading.signals:
+        return ()
+    primary = reading.primary
+    assert primary is not None
+    families = list(CANDIDATES.get(primary.kind, ()))
+    for signal in reading.signals[1:]:
+        families += [f for f in CANDIDATES.get(signal.kind, ()) if f not in families]
+    for rule in RULES:  # evidence in the text brings its cause in, whatever the message
+        if rule.weight > 0 and rule.family not in families and rule.quote(reading, primary):
+            families.append(rule.family)
+    scored = []
+    for family in families:
+        base, said = _prior(primary.kind, platform_group(reading), family)
+        evidence, decisive = [], False
+        for rule in RULES:
+            if rule.family != family:
+                continue
+            quote = rule.quote(reading, primary)
+            if quote:
+                base += rule.weight
+                decisive = decisive or rule.weight >= 3
+                evidence.append(f"{rule.says}: \"{quote[:160]}\"")
+        scored.append(Scored(family, base, said, tuple(evidence), decisive))
+    return tuple(sorted(scored, key=lambda s: -s.score))
+
+
+def confidence(ranked: tuple[Scored, ...], index: int) -> str:
+    """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking."""
+    this = ranked[index]
+    if index == 0:
+        margin = this.score - ranked[1].score if len(ranked) > 1 else math.inf
+        if this.decisive and margin >= 2:
+            return "confident"
+        return "likely" if margin >= 1 else "possible"
+    return "possible" if ranked[0].score - this.score < 2 else "unlikely"

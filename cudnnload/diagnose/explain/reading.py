@@ -1,0 +1,773 @@
+"""What a pasted error text shows, read from the text alone: the messages it holds (`Signal`), and the facts
+around them (`Clue`: the platform, the install kind a path shows, the framework, versions, memory or
+driver lines). Pure: no file, no environment, no machine is looked at, so the same text reads the same
+everywhere.
+
+Each message pattern is the text as the program that prints it writes it; the comment above it names the
+source (the library's format string, a framework's source file). The `Error:` part of a message, and any
+``X: cannot open shared object file`` inside it, decide which library really failed (`Signal.failed`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import ntpath
+import posixpath
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from cudnnload.resolve.catalog import GENERATIONS, SubLibrary
+
+# --- the libraries a message can name -----------------------------------------------------------------
+
+# What a library name (Linux soname, Windows DLL, a path to either) is, for the ranking: the cuDNN shim, a
+# cuDNN sub-library, a cuDNN engine library (opened by libcudnn_graph in cuDNN 9), or one of the libraries
+# cuDNN or a framework needs. Windows names: cuDNN 8/9's `cudnn64_8.dll`, `cudnn_ops_infer64_8.dll`,
+# `cudnn_ops64_9.dll`; CUDA's `nvrtc64_120_0.dll`, `cublasLt64_12.dll`, `cudart64_12.dll`, `nvcuda.dll`.
+_LIBRARY_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cudnn-engine", re.compile(r"^(?:lib)?cudnn_(?:engines_\w+?|heuristic)(?:64_\d+\.dll|\.so\b.*|\.dll)$")),
+    ("cudnn", re.compile(r"^(?:lib)?cudnn(?:\.so\b.*|64_\d+\.dll|\.dll)$")),
+    ("cudnn-sub", re.compile(r"^(?:lib)?cudnn_\w+?(?:64_\d+\.dll|\.so\b.*|\.dll)$")),
+    ("nvrtc", re.compile(r"^(?:lib)?nvrtc")),
+    ("libcuda", re.compile(r"^(?:libcuda\.so\b.*|nvcuda\.dll)$")),
+    ("cublas", re.compile(r"^(?:lib)?cublas")),
+    ("cudart", re.compile(r"^(?:lib)?cudart")),
+    ("zlib", re.compile(r"^(?:zlibwapi\.dll|libz\.so\b.*)$")),
+    ("libstdc++", re.compile(r"^libstdc\+\+")),
+    ("glibc", re.compile(r"^(?:libc|libm|libpthread|libdl|librt)\.so\.6$|^ld-linux")),
+    ("framework", re.compile(r"onnxruntime_providers_cuda|^libtorch|^_C\.|^libctranslate2|^libpaddle|^libtensorflow"
+                             r"|^xla_cuda_plugin|^libcaffe")),
+)
+
+
+def library_class(name: str) -> str | None:
+    """``"cudnn"``, ``"cudnn-sub"``, ``"cudnn-engine"``, ``"nvrtc"``, ``"libcuda"``, ``"cublas"``, ``"cudart"``,
+    ``"zlib"``, ``"libstdc++"``, ``"glibc"``, ``"framework"``, or None for a name of none of these."""
+    base = ntpath.basename(posixpath.basename(name.strip().strip("'\"`"))).lower()
+    return next((kind for kind, pattern in _LIBRARY_CLASSES if pattern.search(base)), None)
+
+
+def library_major(name: str) -> int | None:
+    """The cuDNN major a cuDNN library name belongs to: ``.so.8``, ``64_8.dll``; cuDNN 9's names without a
+    number (``libcudnn_graph``, ``libcudnn_cnn.so``) are 9, the ``_infer``/``_train`` ones 8 (catalog)."""
+    base = ntpath.basename(posixpath.basename(name)).lower()
+    if library_class(base) not in ("cudnn", "cudnn-sub", "cudnn-engine"):
+        return None
+    number = re.search(r"\.so\.(\d+)|64_(\d+)\.dll$", base)
+    if number:
+        return int(number.group(1) or number.group(2))
+    stem = re.sub(r"(?:64_\d+)?\.(?:so|dll).*$", "", base).removeprefix("lib")
+    for major in (9, 8):
+        if any(lib.stem.removeprefix("lib") == stem for lib in GENERATIONS[major].libraries if lib.key != "shim"):
+            return major
+    return None
+
+
+def serving(function: str) -> SubLibrary | None:
+    """The cuDNN 9 (or 8) library whose calls include ``function``: the catalog's examples and calls, then
+    the C API table (who owns each prototype in cuDNN 9)."""
+    for major in (9, 8):
+        for lib in GENERATIONS[major].sublibraries:
+            if function in lib.examples or function == lib.version_check or any(
+                    call.function == function for call in lib.calls):
+                return lib
+    from cudnnload.loading.capi import PROTOTYPES
+
+    prototype = PROTOTYPES.get(function)
+    return GENERATIONS[9].library(prototype.owner_v9) if prototype else None
+
+
+# --- versions -----------------------------------------------------------------------------------------
+
+def version_of(text: str) -> tuple[int, ...] | None:
+    """A cuDNN version as frameworks print it: ``(9, 19, 0)``, ``8.5.0``, or cudnnGetVersion's integer
+    (``7605`` = 7.6.5 up to cuDNN 8; ``90100`` = 9.1.0 from cuDNN 9, cudnn_version.h's CUDNN_VERSION)."""
+    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    if not numbers:
+        return None
+    if len(numbers) > 1:
+        return tuple(numbers)
+    value = numbers[0]
+    if value >= 10000:
+        return value // 10000, value % 10000 // 100, value % 100
+    if value >= 1000:
+        return value // 1000, value % 1000 // 100, value % 100
+    return (value,)
+
+
+def dotted(version: tuple[int, ...] | None) -> str:
+    return ".".join(str(n) for n in version) if version else "?"
+
+
+# --- the messages -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Signal:
+    """One message of the text that cudnnload knows, and what it says."""
+
+    pattern: str  # the pattern's id
+    kind: str  # the message kind the priors are kept for (ranking.PRIORS): "cudnn-not-found", "status:..."
+    line: str  # the line of the text it is on
+    source: str  # who prints it, and where
+    meaning: str
+    library: str | None = None  # the library the message names
+    failed: str | None = None  # the library that really failed: the one its Error: part names, else `library`
+    error: str | None = None  # the Error: part (dlerror's text, a Windows error code)
+    status: str | None = None  # a cudnnStatus_t name, without CUDNN_STATUS_
+    built: str | None = None  # the cuDNN a framework was built with, dotted
+    found: str | None = None  # the cuDNN it found at run time, dotted
+
+    @property
+    def failed_class(self) -> str | None:
+        return library_class(self.failed) if self.failed else None
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    regex: re.Pattern[str]
+    source: str
+    read: Callable[[re.Match[str]], Signal | None]  # None: the match is not about cuDNN after all
+
+
+def group(found: re.Match[str], *names: str) -> str | None:
+    """The first of ``names`` that took part in the match: one pattern, several spellings."""
+    return next((value for name in names if (value := found.group(name)) is not None), None)
+
+
+def _line(found: re.Match[str]) -> str:
+    text = found.string
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start:end if end >= 0 else len(text)].strip()[:400]
+
+
+# What a dlerror or Windows error says failed: "libnvrtc.so: cannot open shared object file",
+# "/x/libnvrtc.so: undefined symbol: nvrtcGetCUBIN", "version `GLIBC_2.27' not found (required by ...)".
+# A library name or path as dlerror prints it: starts after a separator (so a long run of name characters is
+# tried from one place, not from each), ends in .so and its version numbers.
+_NAME = r"(?<![^\s:'\"`()\[\]])[^\s:'\"`()\[\]]*?\.so(?:\.\d+)*"
+_CANNOT_OPEN = re.compile(rf"(?P<lib>{_NAME}): cannot open shared object file")
+_UNDEFINED = re.compile(rf"(?P<lib>{_NAME}): undefined symbol: (?P<symbol>[^\s,]+)(?:, version (?P<version>\S+))?")
+_VERSION_NOT_FOUND = re.compile(r"(?<![^\s:'\"`()\[\]])(?P<dep>[^\s:'\"`()\[\]]+): version "
+                                r"`(?P<version>(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+)' not found")
+
+
+def _failed_in(error: str | None, default: str | None) -> tuple[str | None, str]:
+    """The library an Error: part names, and how it failed: "missing", "undefined-symbol", "too-old"."""
+    if error:
+        if (found := _VERSION_NOT_FOUND.search(error)):
+            return found.group("dep"), "too-old"
+        if (found := _UNDEFINED.search(error)):
+            return found.group("lib"), "undefined-symbol"
+        if (found := _CANNOT_OPEN.search(error)):
+            return found.group("lib"), "missing"
+        if re.search(r"\b127\b|procedure could not be found", error):
+            return default, "undefined-symbol"
+    return default, "missing"
+
+
+def load_kind(failed: str | None, how: str) -> str:
+    """The message kind of a library that failed to load: by what the library is, not by who printed it."""
+    kind = library_class(failed) if failed else None
+    if how == "too-old":
+        return "dependency-load:glibc"
+    if how == "undefined-symbol":
+        return "dependency-symbol:nvrtc" if kind == "nvrtc" else "symbol-mismatch"
+    if kind in ("cudnn", None, "framework"):
+        return "cudnn-not-found"
+    if kind == "cudnn-sub":
+        return "sublibrary-load"
+    if kind == "cudnn-engine":
+        return "engine-load"
+    return f"dependency-load:{kind}"
+
+
+def _load_signal(pattern: str, found: re.Match[str], source: str, library: str | None, error: str | None,
+                 meaning: str) -> Signal | None:
+    failed, how = _failed_in(error, library)
+    if library_class(library or "") is None and library_class(failed or "") is None:
+        return None
+    return Signal(pattern, load_kind(failed, how), _line(found), source, meaning, library, failed, error)
+
+
+def _could_not_load_library(found: re.Match[str]) -> Signal | None:
+    library = found.group("lib")
+    error = found.group("error") or (f"error code {found.group('code')}" if found.group("code") else None)
+    after = found.string[found.end():found.end() + 200]
+    if error is None and (windows := re.match(r"\s*(The specified (?:module|procedure) could not be found)", after)):
+        error = windows.group(1)  # Julia, Python: the Windows message on the next line
+    return _load_signal("could-not-load-library", found, "the cuDNN 8 shim (libcudnn.so.8, cudnn64_8.dll) before "
+                        "it aborts; Julia's and other loaders' dlopen", library, error,
+                        f"{library} could not be loaded" + (f": {error}" if error else ""))
+
+
+def _could_not_locate(found: re.Match[str]) -> Signal | None:
+    library = found.group("lib")
+    return _load_signal("could-not-locate", found, "the cuDNN 8 Windows DLLs: the file was found on no folder of "
+                        "the DLL search path", library, None, f"{library} is on no folder Windows searches")
+
+
+def _unable_to_load_any(found: re.Match[str]) -> Signal | None:
+    if found.group("cudart"):
+        return Signal("unable-to-load-any", "dependency-load:cudart", _line(found), "cudnn-frontend's run-time "
+                      "loading of the CUDA runtime", "no CUDA runtime library could be loaded", "libcudart.so",
+                      "libcudart.so")
+    names = [name.strip() for name in (found.group("names") or "").split(",") if name.strip()]
+    if not names:
+        return None
+    library = names[-1]
+    return _load_signal("unable-to-load-any", found, "cuDNN 9.0/9.1's shim (sub-libraries) and libcudnn_graph "
+                        "(engines): every name of one library failed; the call returns a status", library, None,
+                        f"none of the names of {library} could be opened")
+
+
+def _invalid_handle(found: re.Match[str]) -> Signal | None:
+    function = found.group("function")
+    if function.startswith("cublasLt"):
+        return Signal("invalid-handle", "dependency-load:cublas", _line(found), "the cuDNN 9 shim",
+                      f"cuBLASLt ({function}) could not be loaded", "libcublasLt.so", "libcublasLt.so")
+    lib = serving(function)
+    library = lib.soname if lib else "libcudnn_graph.so.9"
+    return Signal("invalid-handle", load_kind(library, "missing"), _line(found), "the cuDNN 9 shim (libcudnn.so.9): "
+                  "the library serving the call could not be opened", f"{function} could not be reached: {library} "
+                  "did not load", library, library)
+
+
+def _could_not_load_symbol(found: re.Match[str]) -> Signal | None:
+    error = found.group("error")
+    signal = _load_signal("could-not-load-symbol", found, "the cuDNN shims (8: 'Could not load symbol %s from %s', "
+                          "9: 'Could not load symbol %s'): a library lacks a function", found.group("lib"), error,
+                          f"{found.group('function')} is missing from the cuDNN library that was loaded")
+    if signal is None or signal.kind == "cudnn-not-found":  # the symbol itself is missing: another release
+        failed, _ = _failed_in(error, found.group("lib"))
+        return Signal("could-not-load-symbol", "symbol-mismatch", _line(found), "the cuDNN shims",
+                      f"{found.group('function')} is missing from the cuDNN library that was loaded",
+                      found.group("lib"), failed, error)
+    return signal
+
+
+def _cannot_open(found: re.Match[str]) -> Signal | None:
+    library = found.group("lib")
+    return _load_signal("cannot-open", found, "glibc's dynamic linker (dlopen's error, or a program NEEDing it)",
+                        library, f"{library}: cannot open shared object file", f"no file {library} was found on the "
+                        "search path of whoever asked")
+
+
+def _undefined_symbol(found: re.Match[str]) -> Signal | None:
+    library, symbol, version = found.group("lib"), found.group("symbol"), found.group("version")
+    signal = _load_signal("undefined-symbol", found, "glibc's dynamic linker (elf/dl-lookup.c)", library,
+                          found.group(0), f"{library} needs {symbol}" + (f" from {version}" if version else "") +
+                          ", which the library loaded does not have")
+    if signal is None and version and library_class(version):
+        return Signal("undefined-symbol", "symbol-mismatch", _line(found), "glibc's dynamic linker", f"{library} "
+                      f"needs {symbol} from {version}", library, version, found.group(0))
+    return signal
+
+
+def _version_not_found(found: re.Match[str]) -> Signal | None:
+    needed, by = found.group("version"), found.group("by")
+    return Signal("version-not-found", "dependency-load:glibc", _line(found), "glibc's dynamic linker "
+                  "(elf/dl-version.c)", f"{by} needs {needed}, newer than the system's {found.group('dep')}",
+                  by, found.group("dep"), found.group(0))
+
+
+def _windows_load(found: re.Match[str]) -> Signal | None:
+    library, code = group(found, "lib", "lib2", "lib3"), group(found, "code", "code2")
+    dependency = found.group("dep")
+    error = f"error {code}" if code else None
+    if dependency:  # ONNX Runtime 1.20+: 'Error loading "X" which depends on "Y" which is missing.'
+        return _load_signal("windows-load", found, "ONNX Runtime's provider loader (Windows)", dependency, None,
+                            f"{library} needs {dependency}, which is missing")
+    return _load_signal("windows-load", found, "Windows LoadLibrary (126: a DLL or one of its dependencies is "
+                        "missing; 127: a function is missing: DLLs of two releases)", library, error,
+                        f"{library} could not be loaded ({error})")
+
+
+def _tf_dso(found: re.Match[str]) -> Signal | None:
+    library = group(found, "lib", "lib2") or "libcudnn.so"
+    error = found.group("error")
+    return _load_signal("tf-dso", found, "TensorFlow's dso_loader (1.x: \"Couldn't open CUDA library %s\"; 2.x: "
+                        "\"Could not load dynamic library '%s'; dlerror: %s\")", library, error,
+                        f"TensorFlow could not open {library}")
+
+
+def _paddle(found: re.Match[str]) -> Signal | None:
+    library = group(found, "lib", "lib2")
+    return _load_signal("paddle-dynload", found, "PaddlePaddle's dynamic loader (paddle/phi/backends/dynload/"
+                        "dynamic_loader.cc; paddle/utils/DynamicLoader.cpp before)", library,
+                        " ".join((group(found, "error", "error2") or "").split()), f"Paddle could not open {library}")
+
+
+def _fixed(pattern: str, kind: str, source: str, meaning: str, library: str | None = None
+           ) -> Callable[[re.Match[str]], Signal | None]:
+    return lambda found: Signal(pattern, kind, _line(found), source, meaning, library, library)
+
+
+def _version_signal(pattern: str, source: str, framework: str, built: str | None, found_text: str, strict: bool,
+                    found: re.Match[str]) -> Signal | None:
+    want, have = version_of(built or ""), version_of(found_text)
+    if not have:
+        return None
+    if not want:  # the line was cut before the build's version: the check fails for an older runtime
+        return Signal(pattern, "version-older", _line(found), source, f"{framework} found cuDNN {dotted(have)}, "
+                      "which its build does not accept", found=dotted(have))
+    if want[0] != have[0]:
+        kind = "version-other-major"
+    elif have[:2] < want[:2]:
+        kind = "version-older"
+    elif strict or have[:2] > want[:2]:
+        kind = "version-newer"
+    else:
+        kind = "version-older"
+    return Signal(pattern, kind, _line(found), source, f"{framework} was built with cuDNN {dotted(want)} and found "
+                  f"{dotted(have)}", built=dotted(want), found=dotted(have))
+
+
+def _pytorch_version(found: re.Match[str]) -> Signal | None:
+    # "mismatch" (PyTorch 0.4: major.minor must be equal) is strict; "incompatibility" wants a minor >= built
+    strict = found.group("word") == "mismatch"
+    return _version_signal("pytorch-version", "PyTorch, torch/backends/cudnn/__init__.py: 0.4 \"cuDNN version "
+                           "mismatch: PyTorch was compiled against {} but linked against {}\" (integers, equal "
+                           "major.minor); 1.x \"cuDNN version incompatibility: ... but linked against {}\"; 2.x "
+                           "\"... compiled  against {compile_version} but found runtime version {runtime_version}\"",
+                           "PyTorch", found.group("built"), found.group("found"), strict, found)
+
+
+def _xla_version(found: re.Match[str]) -> Signal | None:
+    # TensorFlow 1.x demanded the same "compatibility version" (major.minor); XLA later needs minor >= built
+    strict = found.group("compat") is not None
+    return _version_signal("xla-version", "TensorFlow/XLA stream_executor/cuda/cuda_dnn.cc: 1.x \"Loaded runtime "
+                           "CuDNN library: %u (compatibility version %u) but source was compiled with %u "
+                           "(compatibility version %u)\"; later \"Loaded runtime CuDNN library: %s but source was "
+                           "compiled with: %s\"", "TensorFlow/JAX (XLA)", found.group("built"), found.group("found"),
+                           strict, found)
+
+
+def _jax_version(found: re.Match[str]) -> Signal | None:
+    return _version_signal("jax-version", "JAX, jax_plugins/cuda/__init__.py: \"Outdated cuDNN installation "
+                           "found. Version JAX was built against: %d ... Installed version: %d\"; jax/_src/lib/"
+                           "__init__.py before: \"Found cuDNN version %d, but JAX was built against version %d, "
+                           "which is newer\"", "JAX", group(found, "built", "built2") or "",
+                           group(found, "found", "found2") or "", False, found)
+
+
+# cudnnStatus_t (cudnn_ops_infer.h 8.x, cudnn_graph.h 9.x): the numbers Caffe prints "(4 vs. 0)"
+_STATUS_NUMBERS = {1: "NOT_INITIALIZED", 2: "ALLOC_FAILED", 3: "BAD_PARAM", 4: "INTERNAL_ERROR", 5: "INVALID_VALUE",
+                   6: "ARCH_MISMATCH", 7: "MAPPING_ERROR", 8: "EXECUTION_FAILED", 9: "NOT_SUPPORTED",
+                   10: "LICENSE_ERROR", 11: "RUNTIME_PREREQUISITE_MISSING", 12: "RUNTIME_IN_PROGRESS",
+                   13: "RUNTIME_FP_OVERFLOW", 14: "VERSION_MISMATCH"}
+
+
+def status_kind(name: str) -> str:
+    """The message kind of a status: its own, with the 9.x sub-codes folded into their class."""
+    for family in ("SUBLIBRARY_VERSION_MISMATCH", "SUBLIBRARY_LOADING_FAILED", "SUBLIBRARY_UNAVAILABLE"):
+        if family in name:
+            return "status:SUBLIBRARY_LOADING_FAILED" if "VERSION" not in family else f"status:{family}"
+    for known in ("NOT_INITIALIZED", "ALLOC_FAILED", "BAD_PARAM", "INTERNAL_ERROR", "ARCH_MISMATCH",
+                  "MAPPING_ERROR", "EXECUTION_FAILED", "NOT_SUPPORTED", "VERSION_MISMATCH",
+                  "RUNTIME_PREREQUISITE_MISSING", "INVALID_VALUE"):
+        if name.startswith(known):
+            return "status:SUBLIBRARY_VERSION_MISMATCH" if known == "VERSION_MISMATCH" else f"status:{known}"
+    return "status:OTHER"
+
+
+def _status(found: re.Match[str]) -> Signal | None:
+    name = found.group("name") or _STATUS_NUMBERS.get(int(found.group("number") or 0)) or ""
+    if found.group("camel"):  # libcudnn.py's exception classes: cudnnStatusArchMismatch
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", found.group("camel")).upper()
+    if not name or name == "SUCCESS" or "Profiling failure" in _line(found):
+        return None  # XLA's autotuner trying one engine: part of "Failed to determine best ... algorithm"
+    return Signal("status", status_kind(name), _line(found), "a cuDNN call's status (cudnnStatus_t), as the "
+                  "framework prints it", f"a cuDNN call returned CUDNN_STATUS_{name}", status=name)
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    # libcudnn.so.8 (8.9.7): "Could not load library %s. Error: %s"; cudnn64_8.dll: "Could not load library %s.
+    # Error code %d" then "Please make sure %s is in your library path!"; Julia: could not load library "PATH"
+    Pattern("could-not-load-library", re.compile(
+        r"[Cc]ould not load library \"?(?P<lib>[^\s\"]+?)\"?(?:\. Error: (?P<error>[^\n]*)|\. Error code "
+        r"(?P<code>\d+)|\. NULL Error|\.?(?=\s|$))"), "cuDNN 8", _could_not_load_library),
+    # cuDNN 8 Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll too)
+    Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN 8", _could_not_locate),
+    # libcudnn.so.9 (9.0, 9.1) and libcudnn_graph.so.9: "Unable to load any of {%s, %s, %s, %s}";
+    # cudnn-frontend: "Unable to load any libcudart.so.* library"
+    Pattern("unable-to-load-any", re.compile(r"Unable to load any (?:of \{(?P<names>[^}]*)\}|(?P<cudart>libcudart)"
+                                             r"\S* library)"), "cuDNN 9", _unable_to_load_any),
+    # libcudnn.so.9: "Invalid handle. Cannot load symbol %s" (every 9.x shim; tests check the wheels)
+    Pattern("invalid-handle", re.compile(r"Invalid handle\. Cannot load symbol (?P<function>\w+)"), "cuDNN 9",
+            _invalid_handle),
+    # libcudnn.so.8: "Could not load symbol %s from %s. Error: %s"; libcudnn.so.9: "Could not load symbol %s.
+    # Error: %s"
+    Pattern("could-not-load-symbol", re.compile(r"Could not load symbol (?P<function>\w+)(?: from (?P<lib>\S+?))?\."
+                                                r" Error: (?P<error>[^\n]*)"), "cuDNN", _could_not_load_symbol),
+    # libcudnn_graph.so.9 (9.28): "Cannot load CUDA driver library (libcuda.so.1 / libcuda.so). Ensure the NVIDIA
+    # driver is installed ..." and "Could not open libnvrtc for runtime linking. ..."
+    Pattern("graph-driver", re.compile(r"Cannot load CUDA driver library \(libcuda\.so\.1 / libcuda\.so\)"),
+            "cuDNN 9", _fixed("graph-driver", "dependency-load:libcuda", "libcudnn_graph.so.9 (9.2x)",
+                              "cuDNN could not load the driver library libcuda.so.1 / libcuda.so", "libcuda.so.1")),
+    Pattern("graph-nvrtc", re.compile(r"Could not open libnvrtc for runtime linking|cannot load libnvrtc"),
+            "cuDNN", _fixed("graph-nvrtc", "dependency-load:nvrtc", "libcudnn_graph.so.9 / libcudnn_ops_infer.so.8",
+                            "cuDNN could not load NVRTC for its runtime-compiled kernels", "libnvrtc.so")),
+    # Python on Windows: "[WinError 126] ... Error loading "X" or one of its dependencies."; ONNX Runtime:
+    # "LoadLibrary failed with error 126 "" when trying to load "X"" and 'Error loading "X" which depends on "Y"
+    # which is missing.'; Python < 3.8: "ImportError: DLL load failed: The specified module could not be found."
+    Pattern("windows-load", re.compile(
+        r"\[WinError (?P<code>12[67])\][^\n]*?Error loading \"(?P<lib>[^\"]+)\""
+        r"|[Ll]oad[Ll]ibrary failed with error (?P<code2>\d+)[^\n]*?when trying to load \"?(?P<lib2>[^\"\s]+)\"?"
+        r"|Error loading \"(?P<lib3>[^\"]+)\" which depends on \"(?P<dep>[^\"]+)\" which is missing"),
+        "Windows", _windows_load),
+    Pattern("dll-load-failed", re.compile(r"DLL load failed(?: while importing \w+)?: The specified (?P<what>module|"
+                                          r"procedure) could not be found"), "Windows",
+            lambda m: Signal("dll-load-failed", "cudnn-not-found" if m.group("what") == "module" else
+                             "symbol-mismatch", _line(m), "Python on Windows: a DLL an extension module needs (or "
+                             "one of its dependencies) is missing", "a DLL the module needs could not be loaded")),
+    # TensorFlow stream_executor/dso_loader.cc (1.x) and platform/default/dso_loader.cc (2.x)
+    Pattern("tf-dso", re.compile(r"Couldn't open CUDA library (?P<lib>[^\s.]+(?:\.\w+)*?)\.?(?=\s|$)"
+                                 r"|Could not load dynamic library '(?P<lib2>[^']+)'; dlerror: (?P<error>[^\n]*)"),
+            "TensorFlow", _tf_dso),
+    # a TensorFlow that skipped the GPU: tf.config.list_physical_devices('GPU') returns []
+    Pattern("tf-no-gpu", re.compile(r"list_physical_devices\(\s*['\"]GPU['\"]\s*\)(?:[^\n]*\n){0,3}[^\n]*"
+                                    r"(?:empty list|\[\])"), "TensorFlow",
+            _fixed("tf-no-gpu", "framework-no-cudnn", "TensorFlow: tf.config.list_physical_devices('GPU')",
+                   "TensorFlow lists no GPU: a CUDA library it needs (cuDNN among them) was not found, so it went "
+                   "on without the GPU")),
+    # tensorflow/python/platform/self_check.py (Windows, 1.x): "Could not find '%s'. TensorFlow requires that this
+    # DLL be installed in a directory that is named in your %%PATH%% environment variable."
+    Pattern("tf-self-check", re.compile(r"Could not find '(?P<lib>cudnn64_\d+\.dll)'"), "TensorFlow",
+            lambda m: _load_signal("tf-self-check", m, "TensorFlow's self check on Windows "
+                                   "(tensorflow/python/platform/self_check.py)", m.group("lib"), None,
+                                   f"{m.group('lib')} is in no folder of %PATH%")),
+    Pattern("tf-no-dso", re.compile(r"Unable to load cuDNN DSO|Cannot dlopen some GPU libraries"), "TensorFlow",
+            _fixed("tf-no-dso", "framework-no-cudnn", "TensorFlow (cuda_dnn.cc / gpu_device.cc)",
+                   "TensorFlow could not open the cuDNN (or another CUDA) library and goes on without the GPU")),
+    # paddle/phi/backends/dynload/dynamic_loader.cc: "The third-party dynamic library (%s) that Paddle depends on
+    # is not configured correctly. (error code is %s)"; older paddle/utils/DynamicLoader.cpp: "Failed to find
+    # dynamic library: %s (%s) Please specify its path correctly using following ways: ..."
+    Pattern("paddle-dynload", re.compile(r"The third-party dynamic library \((?P<lib>[^)]+)\) that Paddle depends on"
+                                         r" is not configured correctly\.?\s*\(error code is (?P<error>[^\n]*)"
+                                         r"|Failed to find dynamic library: (?P<lib2>\S+)[^(]{0,40}\("
+                                         r"(?P<error2>[^)]*)\)"),
+            "Paddle", _paddle),
+    # torch/__init__.py, _preload_cuda_deps: f"{lib_name} not found in the system path {sys.path}"
+    Pattern("torch-preload", re.compile(r"(?<![\w.])(?P<lib>lib\w+\.so[\w.*\[\]-]{0,40}) not found in the system "
+                                        r"path"),
+            "PyTorch",
+            lambda m: Signal("torch-preload", "cudnn-not-found", _line(m), "PyTorch, torch/__init__.py "
+                             "_preload_cuda_deps: the nvidia-* wheel it looks for on sys.path is missing",
+                             f"torch found no {m.group('lib')} in any nvidia/ folder of sys.path", m.group("lib"),
+                             m.group("lib"))),
+    # the dynamic linker's own errors come after the loaders that quote them in their Error: part
+    # glibc elf/dl-version.c: "%s: version `%s' not found (required by %s)"
+    Pattern("version-not-found", re.compile(_VERSION_NOT_FOUND.pattern + r" \(required by (?P<by>[^)]+)\)"), "glibc",
+            _version_not_found),
+    # glibc elf/dl-lookup.c: "%s: undefined symbol: %s, version %s" (", version" only for versioned symbols)
+    Pattern("undefined-symbol", _UNDEFINED, "glibc", _undefined_symbol),
+    # glibc elf/dl-load.c: "%s: cannot open shared object file: No such file or directory"
+    Pattern("cannot-open", _CANNOT_OPEN, "glibc", _cannot_open),
+    # pytorch/pytorch torch/backends/cudnn/__init__.py, _init(): 0.4 'cuDNN version mismatch: PyTorch was compiled
+    # against {} but linked against {}' (cudnnGetVersion integers; major.minor must be equal); 1.x 'cuDNN version
+    # incompatibility: PyTorch was compiled against {} but linked against {}'; 2.x f"cuDNN version incompatibility:
+    # PyTorch was compiled  against {compile_version} but found runtime version {runtime_version}" (two spaces)
+    Pattern("pytorch-version", re.compile(r"cuDNN version (?P<word>incompatibility|mismatch): PyTorch was compiled"
+                                          r"\s+against (?P<built>\([\d, ]+\)|\d+) but (?:found runtime version|linked "
+                                          r"against) (?P<found>\([\d, ]+\)|\d+)"), "PyTorch", _pytorch_version),
+    # tensorflow stream_executor/cuda/cuda_dnn.cc (1.x): "Loaded runtime CuDNN library: %u (compatibility version
+    # %u) but source was compiled with %u (compatibility version %u)"; later TensorFlow and openxla/xla
+    # xla/stream_executor/cuda/cuda_dnn.cc: "Loaded runtime CuDNN library: %s but source was compiled with: %s.
+    # CuDNN library needs to have matching major version and equal or higher minor version."
+    Pattern("xla-version", re.compile(r"Loaded runtime CuDNN library:? (?P<found>[\d.]*\d)(?: \(compatibility version "
+                                      r"(?P<compat>\d+)\))? but source was compiled(?: with:? (?P<built>[\d.]*\d))?"),
+            "XLA", _xla_version),
+    # jax-ml/jax jax_plugins/cuda/__init__.py: "Outdated {name} installation found.\nVersion JAX was built against:
+    # {build_version}\nMinimum supported: {min_supported}\nInstalled version: {runtime_version}"; before it
+    # jax/_src/lib/__init__.py: "Found {name} version {version}, but JAX was built against version {build_version},
+    # which is newer."
+    Pattern("jax-version", re.compile(r"Outdated cuDNN installation found\.?\s*Version JAX was built against: "
+                                      r"(?P<built>\d+)\s*Minimum supported: \d+\s*Installed version: (?P<found>\d+)"
+                                      r"|Found cuDNN version (?P<found2>\d+), but JAX was built against version "
+                                      r"(?P<built2>\d+)"), "JAX",
+            _jax_version),
+    # jax_plugins/cuda/__init__.py: "Unable to load {name}. Is it installed?"
+    Pattern("jax-cannot-load", re.compile(r"Unable to load cuDNN\. Is it installed\?"), "JAX",
+            _fixed("jax-cannot-load", "framework-no-cudnn", "JAX, jax_plugins/cuda/__init__.py (cudnnGetVersion "
+                   "failed)", "JAX could not load cuDNN and falls back to the CPU")),
+    # jax_plugins/cuda/__init__.py: "cuDNN 9.10.0 had a binary backward-compatibility issue ..."
+    Pattern("jax-known-bad", re.compile(r"cuDNN (?P<bad>[\d.]+) had a binary backward-compatibility issue"), "JAX",
+            _fixed("jax-known-bad", "known-bad", "JAX, jax_plugins/cuda/__init__.py",
+                   "JAX refuses a cuDNN release known to be broken")),
+    # tensorflow stream_executor: errors::Unimplemented("DNN library is not found.") when no DNN support loaded
+    Pattern("tf-dnn-not-found", re.compile(r"DNN library is not found"), "TensorFlow",
+            _fixed("tf-dnn-not-found", "framework-no-cudnn", "TensorFlow's stream executor "
+                   "(Unimplemented: \"DNN library is not found.\")", "TensorFlow has no usable cuDNN: it was not "
+                   "loaded, or its version check or initialisation failed earlier in the log")),
+    # xla/stream_executor/cuda/cuda_dnn.cc: "DNN library initialization failed" (FAILED_PRECONDITION)
+    Pattern("xla-dnn-init", re.compile(r"DNN library initialization failed"), "XLA",
+            _fixed("xla-dnn-init", "framework-no-cudnn", "XLA (TensorFlow, JAX): cuDNN could not be initialised",
+                   "cuDNN was not usable: its version check or cudnnCreate failed earlier in the log")),
+    # onnxruntime/python/onnxruntime_pybind_state.cc: "Failed to create CUDAExecutionProvider. Require cuDNN 9.* and
+    # CUDA 12.*" (8.* and 11.* before 1.19; "CUDA 13.*"; ", and the latest MSVC runtime" on Windows)
+    Pattern("ort-require", re.compile(r"Require cuDNN (?P<major>\d+)\.\* and CUDA (?P<cuda>\d+)\.\*"), "ONNX Runtime",
+            lambda m: Signal("ort-require", "framework-no-cudnn", _line(m), "ONNX Runtime "
+                             "(onnxruntime_pybind_state.cc): its CUDA provider library failed to load",
+                             f"ONNX Runtime's CUDA provider needs cuDNN {m.group('major')} and CUDA "
+                             f"{m.group('cuda')}; one of them, or a library they need, did not load")),
+    # aten/src/ATen/native/cudnn/Conv_v8.cpp: "GET was unable to find an engine to execute this computation"
+    # (heuristics), "FIND was unable to find an engine ..." (benchmark mode)
+    Pattern("no-engine", re.compile(r"(?P<mode>GET|FIND) was unable to find an engine to execute this computation"),
+            "PyTorch", _fixed("no-engine", "no-engine", "PyTorch, aten/src/ATen/native/cudnn/Conv_v8.cpp",
+                              "no cuDNN engine could run this convolution: every candidate failed to build or run")),
+    # tensorflow/core/kernels/conv_ops.cc: "Failed to get convolution algorithm. This is probably because cuDNN
+    # failed to initialize, so try looking to see if a warning log message was printed above."; XLA's autotuner
+    # (xla/service/gpu/conv_algorithm_picker.cc): "Failed to determine best cudnn convolution algorithm for: ..."
+    # after one "Profiling failure on cuDNN engine ..." line per engine it tried
+    Pattern("conv-algorithm", re.compile(r"Failed to get convolution algorithm"), "TensorFlow",
+            _fixed("conv-algorithm", "conv-algorithm", "TensorFlow, core/kernels/conv_ops.cc", "TensorFlow got no "
+                   "convolution algorithm from cuDNN, usually because cuDNN failed to initialise")),
+    Pattern("xla-autotune", re.compile(r"Failed to determine best cudnn convolution algorithm"), "XLA",
+            _fixed("xla-autotune", "conv-algorithm", "XLA's convolution autotuner (TensorFlow, JAX, EXLA; "
+                   "xla/service/gpu/conv_algorithm_picker.cc)", "every cuDNN convolution algorithm XLA tried failed")),
+    # cudnnStatus_t names as frameworks print them; Caffe's CUDNN_CHECK: "Check failed: status ==
+    # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
+    Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
+                                 r"vs\. 0\)|cudnnStatus(?P<camel>[A-Z][A-Za-z]+)"), "cuDNN", _status),
+)
+
+
+# --- the facts around the messages --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Clue:
+    """A fact the text shows, with the line of the text that shows it."""
+
+    name: str
+    quote: str
+
+
+# (name, pattern, flags): the first match is quoted. Names are what ranking.RULES read.
+_CLUES: tuple[tuple[str, str], ...] = (
+    ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"),
+    ("wsl", r"/usr/lib/wsl\b|\bWSL2?\b|microsoft-standard"),
+    ("linux", r"\blib\w+\.so\b|/usr/(?:local/)?lib|/home/\w|\b(?:Ubuntu|CentOS|Debian|Fedora|Linux|AlmaLinux|RHEL)"
+              r"\b"),
+    ("macos", r"\.dylib\b|\bmacOS\b|\bDarwin\b"),
+    ("conda", r"(?:ana|mini)conda\d?|[/\\]envs[/\\]|\bconda (?:install|create|env|activate)\b|CONDA_PREFIX"
+              r"|conda-forge|\[conda\]"),
+    ("pip-wheel", r"site-packages[/\\]nvidia[/\\]cu\w+|nvidia-cudnn-cu\d+|tensorflow\[and-cuda\]|jax\[cuda\d*"
+                  r"(?:_pip)?\]|cuda\d+_pip"),
+    ("venv", r"\bvenv\b|\.venv/|virtualenv"),
+    ("pip-wheel-installed", r"nvidia-cudnn-cu\d+\S*\s+(?:\d|installed)|Successfully installed[^\n]*nvidia-cudnn|"
+                            r"site-packages[/\\]nvidia[/\\]cudnn"),
+    ("system-cuda", r"/usr/local/cuda(?:-[\d.]+)?/|/usr/lib/x86_64-linux-gnu/libcudnn|/lib/x86_64-linux-gnu/"
+                    r"libcudnn|\blibcudnn\d(?:-cuda-\d+)?\b|apt(?:-get)? install[^\n]*cudnn"),
+    ("program-files", r"Program Files\\NVIDIA"),
+    ("hpc-module", r"\bmodule load\b|/(?:public/)?apps?/(?:cuda|cudnn)|Cluster-Apps|\d\) cudnn/|\bcudnn/v?\d"),
+    ("ld-library-path-cudnn", r"LD_LIBRARY_PATH[:=]\s*[^\n]*(?:[Cc][Uu][Dd][Nn][Nn]|[Cc][Uu][Dd][Aa])[^\n]*"),
+    ("ld-library-path", r"LD_LIBRARY_PATH"),
+    ("pytorch", r"\btorch\b|PyTorch|\bpytorch\b"),
+    ("tensorflow", r"\btensorflow\b|TensorFlow|\bkeras\b|tf\.config|\btf\.\w"),
+    ("jax", r"\bjax(?:lib)?\b|\bJAX\b|XlaRuntimeError"),
+    ("onnxruntime", r"onnxruntime|ONNXRuntime|ONNX Runtime|CUDAExecutionProvider"),
+    ("ctranslate2", r"ctranslate2|CTranslate2|faster[_-]whisper|whisperx|WhisperModel|whisper[_-]ctranslate2"),
+    ("paddle", r"\bpaddle\w*|Paddle"),
+    ("caffe", r"\bcaffe\b|Caffe|Check failed: status == CUDNN_STATUS_SUCCESS"),
+    ("julia", r"\.julia[/\\]|\bjulia>|CUDA\.jl|\bFlux\b"),
+    ("out-of-memory", r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|\bOOM\b|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED"
+                      r"|failed to allocate"),
+    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|GPU memory|gpu memory|allow_growth|memory growth|PREALLOCATE|"
+                    r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
+                    r"reserve[sd]? [^\n]*memory"),
+    ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
+                       r"insufficient|driver too old|older than the CUDA"),
+    ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
+                  r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
+                  r"|nvidia-smi: command not found|--gpus all|NVIDIA-SMI has failed"),
+    ("gpu-too-old", r"cuda capability (?:sm_)?[1-5]\.?\d\b|(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports "
+                    r"this GPU|compute capability (?:of )?[1-5]\.\d|\bsm_[1-5]\d\b|\bKepler\b|\bFermi\b"),
+    ("gpu-old-name", r"\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+|\b(?:GT|GTX) ?[4-7]\d\dM?"
+                     r"\b|\b6\d\dM\b"),
+    ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
+                r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
+    ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
+                        r"CUDA capability sm_\d+ is not compatible"),
+    ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
+                 r"cudatoolkit=(?:9|10)|built for a CUDA older"),
+    ("poetry", r"\bpoetry\b"),
+    ("lib64-site-packages", r"lib64/python[\d.]+/site-packages"),
+    # a frozen app's traceback names torch's modules by relative path (PyInstaller); symlink farms
+    ("bundled-symlink", r"[Pp]y[Ii]nstaller|_MEIPASS|/_internal/|\bbazel\b|runfiles|/nix/store|symlink farm|"
+                        r"File \"torch/"),
+    ("arm64", r"\baarch64\b|\barm64\b|\bsbsa\b|\bJetson\b|\bGH200\b|\bGrace\b"),
+    ("large-tensor", r"2\s*\*\*\s*31|2\^31|\bINT_MAX\b|int32 index|64-bit index|too large|large (?:tensor|input)|"
+                     r"works with batch ?size up to|starts failing at"),
+    ("groups", r"\bgroups?=\s*\d{3,}|depthwise|group count|parameter group is too big|too many groups"),
+    ("zero-size", r"feature_map_count: 0|\bcount: 0\b|size 0\b|zero (?:channels|batch|size)|empty (?:batch|tensor|"
+                  r"input)|0 channels|shape \[0"),
+    ("bf16", r"\bbf16\b|bfloat16"),
+    ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
+    ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
+    ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
+)
+_CLUE_PATTERNS = tuple((name, re.compile(pattern)) for name, pattern in _CLUES)
+
+FRAMEWORKS = ("pytorch", "tensorflow", "jax", "onnxruntime", "ctranslate2", "paddle", "caffe", "julia")
+
+
+@dataclass(frozen=True)
+class Build:
+    """A framework release the text names, and the cuDNN major that release is built for."""
+
+    framework: str
+    release: str
+    cudnn_major: int
+    bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
+
+
+# The cuDNN major of a framework's release, from its release notes and wheel pins: torch 1.8-2.3 ship
+# cuDNN 8, 2.4+ pin nvidia-cudnn-cu12 9.x (PyTorch's release compatibility matrix); ONNX Runtime's CUDA 12
+# packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements"); CTranslate2 4.5.0
+# moved from cuDNN 8 to 9 (its release notes).
+_BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
+    ("pytorch", r"\btorch(?:==|\s+version:?\s*|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (2, 4) else 8
+     if v >= (1, 8) else 7, True),
+    ("onnxruntime", r"onnxruntime[\w-]{0,30}?(?:==|-|\s+)(1)\.(\d+)(?:\.\d+)?\b", lambda v: 9 if v >= (1, 19) else 8,
+     False),
+    ("ctranslate2", r"ctranslate2(?:==|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (4, 5) else 8, False),
+)
+
+
+def _builds(text: str) -> tuple[Build, ...]:
+    found = []
+    for framework, pattern, major, bundles in _BUILDS:
+        match = re.search(pattern, text, re.IGNORECASE)
+        if match:
+            release = (int(match.group(1)), int(match.group(2)))
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major(release), bundles))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything the text shows: its messages (the first the one the ranking starts from), the facts around
+    them, and what they add up to."""
+
+    signals: tuple[Signal, ...]
+    clues: tuple[Clue, ...]
+    platform: str | None  # "linux", "windows", "wsl", "macos"
+    cudnn_major: int | None
+    cuda: tuple[int, ...] | None  # (12,) or (11, 8)
+    frameworks: tuple[str, ...]  # in the order the text names them
+    builds: tuple[Build, ...] = ()  # the framework releases the text names, with the cuDNN major each uses
+    stated: tuple[int, ...] | None = None  # the cuDNN version the user says is installed ("cuDNN: 8.1.1")
+    paths: tuple[str, ...] = ()  # paths of libraries the text shows (Linux or Windows)
+
+    @property
+    def primary(self) -> Signal | None:
+        return self.signals[0] if self.signals else None
+
+    def has(self, name: str) -> bool:
+        return any(clue.name == name for clue in self.clues)
+
+    def quote(self, name: str) -> str:
+        return next((clue.quote for clue in self.clues if clue.name == name), "")
+
+    @property
+    def framework(self) -> str | None:
+        """The program that loaded cuDNN: a framework whose own message is in the text, else the first named."""
+        for signal in self.signals:
+            owner = _OWNER.get(signal.pattern)
+            if owner:
+                return owner
+        return self.frameworks[0] if self.frameworks else None
+
+
+# A pattern only one framework prints says who loaded cuDNN.
+_OWNER = {
+    "pytorch-version": "pytorch", "no-engine": "pytorch", "torch-preload": "pytorch", "jax-version": "jax",
+    "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
+    "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
+    "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "paddle-dynload": "paddle",
+}
+
+# Which messages are the cause and which the consequence, when a text holds several: a library that failed
+# to load comes before the version check or status that follows from it; the Error: part's library first.
+_PRECEDENCE = ("dependency-", "symbol-mismatch", "engine-load", "sublibrary-load", "cudnn-not-found",
+               "version-", "known-bad", "status:ARCH_MISMATCH", "status:SUBLIBRARY", "status:", "no-engine",
+               "conv-algorithm", "framework-no-cudnn")
+
+
+def _precedence(signal: Signal) -> int:
+    return next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
+                len(_PRECEDENCE))
+
+
+# A log that repeats one error thousands of times says no more than its first few.
+MATCHES_PER_PATTERN = 20
+
+
+def _signals(text: str) -> Iterator[tuple[int, Signal]]:
+    """(where in the text, the message) for each known message."""
+    spans: list[tuple[int, int]] = []  # a dlerror inside "Could not load library X. Error: ..." is that
+    for pattern in PATTERNS:          # message's Error: part, not a message of its own
+        for found in itertools.islice(pattern.regex.finditer(text), MATCHES_PER_PATTERN):
+            if any(start <= found.start() and found.end() <= end for start, end in spans):
+                continue
+            signal = pattern.read(found)
+            if signal is not None:
+                spans.append(found.span())
+                yield found.start(), signal
+
+
+def _cuda_version(text: str) -> tuple[int, ...] | None:
+    """The CUDA version the text names: a wheel tag (cu121), ORT's "CUDA 12.*", "CUDA: 11.2", a toolkit path."""
+    for pattern in (r"\+cu(\d\d)(\d)\b", r"\bcu(\d\d)(\d)\b", r"\bcu(\d\d)\b", r"\bcuda(\d\d)_(?:pip|local)\b",
+                    r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
+                    r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia-cudnn-cu(\d+)", r"\bCUDA_VERSION="
+                    r"(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
+        found = re.search(pattern, text, re.IGNORECASE)
+        if found:
+            numbers = tuple(int(group) for group in found.groups() if group)
+            if numbers and 7 <= numbers[0] <= 13:
+                return numbers
+    return None
+
+
+def _stated_cudnn(context: str) -> tuple[int, ...] | None:
+    """The cuDNN version the text says is there, outside the messages: "cuDNN: 8.1.1", "cudnn v5.1", "cudnn9",
+    "libcudnn8"."""
+    found = re.search(r"\bcu[Dd][Nn][Nn](?:\s*(?:[Vv]er(?:sion)?|v)\.?)?[:= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
+                      r"|\blibcudnn(\d)\b", context)
+    if not found:
+        return None
+    numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
+    return numbers if numbers and 4 <= numbers[0] <= 9 else None
+
+
+# A library's path: /x/y/libcudnn_ops.so.9, C:\\x\\cudnn_ops64_9.dll
+_PATH = re.compile(r"(?<![\w.+@~/-])(?:/[\w.+@~-]+)+?/lib[\w+-][\w.+-]*?\.so(?:\.\d+)*(?![\w.])"
+                   r"|(?<![\w\\])[A-Za-z]:\\(?:[^\\\"'\n<>|]+\\)+?[\w.-]+?\.dll\b")
+
+
+def read(text: str) -> Reading:
+    """What ``text`` shows, from the text alone."""
+    found = sorted(_signals(text), key=lambda item: (_precedence(item[1]), item[0]))
+    unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
+    clues = tuple(Clue(name, _line(found_clue)[:160]) for name, pattern in _CLUE_PATTERNS
+                  if (found_clue := pattern.search(text)))
+    names = {clue.name for clue in clues}
+    platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
+    majors = [major for signal in unique for name in (signal.failed, signal.library) if name
+              and (major := library_major(name))]
+    majors += [version[0] for signal in unique for number in (signal.built, signal.found)
+               if number and (version := version_of(number)) and version[0] in (7, 8, 9)]
+    ort = re.search(r"Require cuDNN (\d+)\.\*", text)
+    lines = {signal.line for signal in unique}
+    stated = _stated_cudnn("\n".join(line for line in text.splitlines() if line.strip()[:400] not in lines))
+    major = majors[0] if majors else int(ort.group(1)) if ort else (
+        stated[0] if stated and stated[0] in (7, 8, 9) else None)
+    frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
+                              key=lambda name: text.find(next(c.quote for c in clues if c.name == name))))
+    paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
+    return Reading(tuple(unique), clues, platform, major, _cuda_version(text), frameworks, _builds(text), stated,
+                   paths)
