@@ -173,6 +173,7 @@ def ray_cluster() -> Iterator[Any]:
 
 @pytest.mark.wheels
 @pytest.mark.timeout_s(120)  # four doctors on four nodes of a 2-core machine, the cluster's start
+@pytest.mark.slow
 def test_fleet_through_ray_names_the_two_odd_nodes_and_the_difference(ray_cluster: Any) -> None:
     done = cli("fleet", "--ray", ray_cluster.address, "libcudnn.so.9", timeout=110)
     out = done.stdout
@@ -187,6 +188,7 @@ def test_fleet_through_ray_names_the_two_odd_nodes_and_the_difference(ray_cluste
 
 @pytest.mark.wheels
 @pytest.mark.timeout_s(120)
+@pytest.mark.slow
 def test_a_node_whose_doctor_fails_is_reported_with_the_reason(ray_cluster: Any) -> None:
     done = cli("fleet", "--ray", ray_cluster.address, "--python", "/no/such/python", timeout=110)
     assert done.returncode == EXIT_PROBLEMS and "Traceback" not in done.stderr, done.stdout + done.stderr
@@ -205,6 +207,7 @@ if sys.argv[:2] == ["-m", "doctor"]:  # the doctor a fleet task starts on this n
 
 @pytest.mark.wheels
 @pytest.mark.timeout_s(120)
+@pytest.mark.slow
 def test_a_node_that_dies_or_hangs_during_its_task_is_reported_as_such(ray_cluster: Any, tmp_path: Path) -> None:
     """node-e's doctor hangs (a sitecustomize of its own sleeps in it): with a short --timeout it is reported
     as timed out; then, while its doctor hangs again, the node is removed from the cluster mid-task."""
@@ -239,12 +242,14 @@ def test_a_node_that_dies_or_hangs_during_its_task_is_reported_as_such(ray_clust
     assert "4 nodes" in out.splitlines()[0] or "5 nodes" in out.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudnnload[ray]')")
     done = cli("fleet", "--ray", "127.0.0.1:9", timeout=50)
     one_line_error(done, EXIT_USAGE, "127.0.0.1:9")
 
 
+@pytest.mark.slow
 def test_an_address_where_something_else_listens_is_an_error_in_bounded_time() -> None:
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudnnload[ray]')")
     with socket.socket() as server:

@@ -26,7 +26,7 @@ from cudnnload.resolve import elf, linker
 from fixtures.fuzz.mutants import BASES, Recipe, base, draw, examine, regressions
 from tests.wheels import lib_folder
 
-pytestmark = pytest.mark.wheels
+pytestmark = [pytest.mark.wheels, pytest.mark.slow]
 
 EXAMPLES = int(os.environ.get("CUDNNLOAD_FUZZ_EXAMPLES", "50"))
 CODES = {"ok", "truncated", "damaged-elf", "not-elf", "empty-file"}

@@ -23,7 +23,7 @@ from fixtures.scenarios.layouts import CORPUS, Layout, ensure
 from fixtures.scenarios.truth import Truth, compare, record
 from tests.wheels import cache_root
 
-pytestmark = [pytest.mark.wheels,
+pytestmark = [pytest.mark.wheels, pytest.mark.slow,
               pytest.mark.skipif(shutil.which(os.environ.get("CC", "gcc")) is None, reason="gcc builds the app")]
 
 STATIC = [layout for layout in CORPUS if layout.static]
