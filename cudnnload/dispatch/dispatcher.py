@@ -34,6 +34,7 @@ from typing import Any
 
 from cudnnload.dispatch.backends import (
     ACTIVATIONS,
+    ELEMENTWISE_PREFERENCE,
     LAYOUTS,
     PREFERENCE,
     ActivationSpec,
@@ -109,7 +110,7 @@ class Dispatcher:
 
     def conv(self, x: Any, w: Any, bias: Any = None, *, stride: int | tuple[int, ...] = 1,
              padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1,
-             activation: str | None = None, coef: float | None = None, layout: str = "NCHW",
+             activation: str | None = None, coef: float | None = None, fused: bool = False, layout: str = "NCHW",
              allow_tf32: bool = False, backend: str | Backend = "auto", autotune: bool = False, out: Any = None,
              stream: object = None, poison: bool | None = None) -> Any:
         """y = activation(conv(x, w) + bias): cross-correlation over 1, 2 or 3 spatial axes.
@@ -117,9 +118,12 @@ class Dispatcher:
         x is (N, C, *spatial) and w (K, C/groups, *kernel) for ``layout="NCHW"``; (N, *spatial, C)
         and (K, *kernel, C/groups) for "NHWC". bias is (K,). stride, padding (symmetric) and
         dilation are an int or one per spatial axis. ``coef``: the clipped_relu ceiling (required
-        for it), the elu alpha or the swish beta (default 1). ``allow_tf32`` lets float32 run on
-        TF32 tensor cores. ``autotune`` asks the backend to time its algorithms, not guess.
-        ``stream``: a CUDA stream (int or stream object) to run on; default the legacy default stream.
+        for it), the elu alpha or the swish beta (default 1). ``fused=True`` requires bias and activation
+        to run inside the convolution's kernel: a backend that would run them as steps after it refuses
+        (UnsupportedError when none can); by default a backend may run them as steps, and says so once in
+        its log. ``allow_tf32`` lets float32 run on TF32 tensor cores. ``autotune`` asks the backend to
+        time its algorithms, not guess. ``stream``: a CUDA stream (int or stream object) to run on;
+        default the legacy default stream.
         ``out``: an array to write the result into, else one is made like x. ``poison``: fill the
         output with NaN first (default: host outputs only; see the module docstring).
         """
@@ -130,13 +134,14 @@ class Dispatcher:
         key = ("conv", type(x), xr.shape, xr.strides, xr.dtype, xr.device, wr.shape, wr.strides, wr.dtype, wr.device,
                None if br is None else (br.shape, br.strides, br.dtype, br.device),
                None if yr is None else (yr.shape, yr.strides, yr.dtype, yr.device),
-               stride, padding, dilation, groups, activation, coef, layout, allow_tf32, backend)
+               stride, padding, dilation, groups, activation, coef, fused, layout, allow_tf32, backend)
         try:
             plan = self._plans[key]
         except (KeyError, TypeError):
             generation = self._generation  # read before planning (see _remember)
             plan = self._remember(key, generation, self._plan_conv(xr, wr, br, yr, stride, padding, dilation, groups,
-                                                                   activation, coef, layout, allow_tf32, backend))
+                                                                   activation, coef, fused, layout, allow_tf32,
+                                                                   backend))
         y, yr = self._output(plan, out, yr, s, poison, (xr, wr, br))
         plan.run(xr, wr, br, yr, plan.spec, autotune=autotune, stream=s)
         return y
@@ -263,8 +268,8 @@ class Dispatcher:
     # --- planning: checks and the choice of backend, on a problem's first call -------------------------
 
     def _plan_conv(self, xr: TensorRef, wr: TensorRef, br: TensorRef | None, yr: TensorRef | None, stride: Any,
-                   padding: Any, dilation: Any, groups: Any, activation: Any, coef: Any, layout: Any, allow_tf32: Any,
-                   backend: Any) -> _Plan:
+                   padding: Any, dilation: Any, groups: Any, activation: Any, coef: Any, fused: Any, layout: Any,
+                   allow_tf32: Any, backend: Any) -> _Plan:
         layout = _layout(layout)
         x, w = _operand("x", xr, layout), _operand("w", wr, layout)
         spatial = len(x.shape) - 2
@@ -274,8 +279,8 @@ class Dispatcher:
         _same_device(named)
         mode, coef = (None, 0.0) if activation is None else _activation(activation, coef)
         spec = ConvSpec(_per_axis("stride", stride, spatial, 1), _per_axis("padding", padding, spatial, 0),
-                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout, _flag(allow_tf32),
-                        mode, coef)
+                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout,
+                        _flag("allow_tf32", allow_tf32), mode, coef, _flag("fused", fused))
         k = _check_channels(x.shape[1], w.shape[0], w.shape[1], spec.groups, "x", "w")
         out = _spatial_output(x.shape[2:], w.shape[2:], spec, "x")
         if br is not None and br.shape != (k,):
@@ -296,7 +301,8 @@ class Dispatcher:
         _same_dtype(named)
         _same_device(named)
         spec = ConvSpec(_per_axis("stride", stride, spatial, 1), _per_axis("padding", padding, spatial, 0),
-                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout, _flag(allow_tf32))
+                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout,
+                        _flag("allow_tf32", allow_tf32))
         k, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
         if dy.shape[1] != k:
             raise ShapeError("dy", f"has {dy.shape[1]} channels; w has {k} output channels")
@@ -331,7 +337,8 @@ class Dispatcher:
         _same_dtype(named)
         _same_device(named)
         spec = ConvSpec(_per_axis("stride", stride, spatial, 1), _per_axis("padding", padding, spatial, 0),
-                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout, _flag(allow_tf32))
+                        _per_axis("dilation", dilation, spatial, 1), _groups(groups), layout,
+                        _flag("allow_tf32", allow_tf32))
         if w_shape is None:
             if dwr is None:
                 raise ArgumentError("w_shape", "is needed: x and dy do not fix the kernel size",
@@ -410,7 +417,8 @@ class Dispatcher:
         registry = self.registry
         names = registry.names
         reasons = []
-        for name in (*(n for n in PREFERENCE if n in names), *sorted(set(names) - set(PREFERENCE))):
+        preference = ELEMENTWISE_PREFERENCE if op.startswith("activation") else PREFERENCE
+        for name in (*(n for n in preference if n in names), *sorted(set(names) - set(preference))):
             chosen, why = registry.get(name)
             if chosen is not None:
                 why = chosen.supports(op, spec, *tensors)
@@ -500,9 +508,9 @@ def _groups(groups: Any) -> int:
     return _integer("groups", groups, 1)
 
 
-def _flag(value: Any) -> bool:
+def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ArgumentError("allow_tf32", f"{value!r} is not True or False")
+        raise ArgumentError(name, f"{value!r} is not True or False")
     return value
 
 

@@ -21,7 +21,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec
+from cudnnload.backends import ActivationSpec, ConvSpec, Spec, refusal
 from cudnnload.dispatch.algos import problem_key
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, nc_dims, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
@@ -77,6 +77,16 @@ DIRECTIONS = {
 _ROLES = {"conv_forward": (1, (0, 1, 3)), "conv_backward_data": (1, (1, 0, 2)), "conv_backward_filter": (2, (0, 1, 2))}
 
 
+def _steps_after(tensors: tuple[TensorRef | None, ...], spec: ConvSpec) -> str | None:
+    """What a forward convolution would run after cudnnConvolutionForward (None: nothing, or fused)."""
+    bias = len(tensors) == 4 and tensors[2] is not None
+    activation = spec.activation not in (None, "identity")
+    if bias and spec.activation == "relu":
+        return None
+    if bias or activation:
+        return " and ".join(part for part, present in (("bias", bias), (str(spec.activation), activation))
+                            if present)
+    return None
 
 
 def conv_key(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, autotune: bool) -> tuple[Any, ...]:
@@ -150,7 +160,13 @@ class LegacyBackend:
         self._functions = LegacyFunctions(self._runtime.api)
         return None
 
+    def capability(self, operation: str, dtype: str, layout: str, spatial: int) -> str | None:
+        return None
+
     def supports(self, op: str, spec: Spec, *tensors: TensorRef | None) -> str | None:
+        why = refusal(self.capability, op, spec, tensors)
+        if why is not None:
+            return why
         present = [t for t in tensors if t is not None]
         for ref in present:
             if ref.device is None:
@@ -166,6 +182,9 @@ class LegacyBackend:
             assert filt is not None
             if filter_format(*nc_dims(filt, spec.layout, widen=False)) is None:
                 return "the legacy API takes filters packed as KCRS or KRSC only; this one is strided"
+            if spec.fused and _steps_after(tensors, spec):
+                return ("fused=True: cudnnConvolutionBiasActivationForward fuses a bias with ReLU only; this "
+                        f"convolution's {_steps_after(tensors, spec)} would run as calls after it")
             try:  # descriptors and the heuristic's algorithm: what cuDNN cannot run shows here, as a reason
                 self._conv_problem(op, tensors, spec, False, 0)
             except CudnnloadError as exc:
