@@ -142,9 +142,10 @@ class Dispatcher:
             plan = self._remember(key, generation, self._plan_conv(xr, wr, br, yr, stride, padding, dilation, groups,
                                                                    activation, coef, fused, layout, allow_tf32,
                                                                    backend))
-        y, yr = self._output(plan, out, yr, s, poison, (xr, wr, br))
+        if yr is None or poison is not None or yr.device is None:  # else _output would hand back out and yr
+            out, yr = self._output(plan, out, yr, s, poison, (xr, wr, br))
         plan.run(xr, wr, br, yr, plan.spec, autotune=autotune, stream=s)
-        return y
+        return out
 
     def conv_backward_data(self, dy: Any, w: Any, x_shape: tuple[int, ...] | None = None, *,
                            stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,

@@ -410,8 +410,11 @@ class GraphBackend:
                 raise NotSupported(3000, NAME, major=9, detail=f"neither fused ({exc.message}) nor as the "
                                    f"convolution and then its epilogue ({second.message})") from None
             steps = Steps(tuple(plans), parts, exc.message)
-            log.info("%s: %s with %s runs as its parts, the convolution and then bias and activation in "
-                     "place: %s", NAME, op, spec.activation or "a bias", exc.message)
+            x, w = tensors[0], tensors[1]
+            assert x is not None and w is not None
+            log.info("%s: %s %s x%s w%s with %s runs as its parts, the convolution and then bias and activation "
+                     "in place: %s", NAME, op, x.dtype, tuple(x.shape), tuple(w.shape),
+                     spec.activation or "a bias", exc.message)
         self._plans[key] = steps
         return steps
 
