@@ -228,6 +228,7 @@ def run_cells(name: str) -> None:
         if name == "numpy" and cell.dtype == "bfloat16" and importlib.util.find_spec("ml_dtypes") is None:
             case["skipped"] = "host bfloat16 needs ml_dtypes, which is not installed here"
             cases.append(case)
+            print(json.dumps(case), flush=True)
             continue
         try:
             if cell.runs:
@@ -245,6 +246,7 @@ def run_cells(name: str) -> None:
         except Exception as exc:  # any failure is a finding, reported with the cell
             case["problem"] = f"{type(exc).__name__}: {exc}"
         cases.append(case)
+        print(json.dumps(case), flush=True)  # as it goes: a child stopped early still shows how far it got
     print(json.dumps({"cases": cases}))
 
 

@@ -110,6 +110,7 @@ def check() -> None:
         except Exception as exc:  # any failure is a finding, reported with the case's name
             case["problem"] = f"{type(exc).__name__}: {exc}"
         cases.append(case)
+        print(json.dumps(case), flush=True)  # as it goes: a child stopped early still shows how far it got
 
     def activate(t: Any, mode: str | None) -> Any:
         coef = COEF.get(mode or "")
@@ -142,12 +143,15 @@ def check() -> None:
                                     torch.channels_last_3d)
                 return moved.contiguous()
 
+            xd, wd, bd = put(x), put(w), None if b is None else b.to("cuda", cuda_dtype)
             side = torch.cuda.Stream() if stream else None
+            if side is not None:  # the inputs were made on PyTorch's current stream
+                side.wait_stream(torch.cuda.current_stream())
             out = None
             for _ in range(3 if stream else 1):
-                out = d.conv(put(x), put(w), None if b is None else b.to("cuda", cuda_dtype), activation=activation,
-                             coef=COEF.get(activation or ""), fused=fused, backend=backend, poison=True,
-                             layout="NHWC" if memory == "NHWC" else "NCHW", stream=side, **kwargs)
+                out = d.conv(xd, wd, bd, activation=activation, coef=COEF.get(activation or ""), fused=fused,
+                             backend=backend, poison=True, layout="NHWC" if memory == "NHWC" else "NCHW",
+                             stream=side, **kwargs)
             if side is not None:
                 side.synchronize()
             assert out is not None
