@@ -175,7 +175,9 @@ def bench(args: argparse.Namespace) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
             if "graph fused conv+bias+relu" in times:
                 fused.append((times["graph fused conv+bias+relu"] / times["torch conv+bias+relu"], name))
-            print(f"{dtype_name} {name}: " + ", ".join(f"{m} {t:.4f}" for m, t in times.items()), flush=True)
+            host_now = {what: values[-1] for what, values in hosts.items()}
+            print(f"{dtype_name} {name}: " + ", ".join(f"{m} {t:.4f}" for m, t in times.items()) +
+                  "; host µs: " + ", ".join(f"{what} {us:.1f}" for what, us in host_now.items()), flush=True)
         lines.append("")
         for method, found in ratios.items():
             if found:

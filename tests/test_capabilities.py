@@ -205,8 +205,8 @@ def test_every_cell_a_backend_claims_matches_pytorch_and_every_other_is_refused(
 
 
 def run_cells(name: str) -> None:
-    """In a child: every (operation, dtype, layout) of ``name``'s table, spatial axes in turn; prints
-    {"cases": [...]} (tests/gpu.run_child)."""
+    """In a child: every (operation, dtype, layout) of ``name``'s table, spatial axes in turn (a rank the
+    table claims, where the turn's is ruled out); prints {"cases": [...]} (tests/gpu.run_child)."""
     import torch
 
     from cudnnload.dispatch.dispatcher import Dispatcher
@@ -221,7 +221,8 @@ def run_cells(name: str) -> None:
     columns = list(dict.fromkeys(key[:3] for key in cells))  # (operation, dtype, layout), in table order
     cases = []
     for index, column in enumerate(columns):
-        cell = cells[(*column, SPATIAL[index % len(SPATIAL)])]
+        rotated = cells[(*column, SPATIAL[index % len(SPATIAL)])]
+        cell = next((cells[(*column, n)] for n in SPATIAL if cells[(*column, n)].runs and not rotated.runs), rotated)
         case: dict[str, Any] = {"cell": f"{cell.operation} {cell.dtype} {cell.layout} {cell.spatial}-D",
                                 "operation": cell.operation, "dtype": cell.dtype, "layout": cell.layout,
                                 "ran": False, "problem": None}

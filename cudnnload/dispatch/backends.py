@@ -117,6 +117,12 @@ class Backend(Protocol):
 
     Conv tensors are in ``spec.layout`` axis order (`TensorRef.channels_first` turns them to
     (N, C, *spatial)); bias is 1-D, (K,). Outputs must be written entirely: they may hold NaN.
+
+    Optional, besides ``capability``: ``replay(op, spec, tensors, *, autotune, stream)``, called after a
+    conv_forward call with the caller's own output: a function that repeats exactly that call on the
+    calling thread faster than the method, returning True, or False (having done nothing) once it no
+    longer can; None where there is nothing faster. The dispatcher keeps it per problem, pointers,
+    stream and thread, and calls it instead of the method (cudnn-graph: a recorded CUDA graph's launch).
     """
 
     name: str

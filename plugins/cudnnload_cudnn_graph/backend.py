@@ -51,7 +51,7 @@ from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
 from .backend_api import GraphApi, HeuristicMode
-from .graphs import GraphSpec, OperationGraph, activation_graph, build, conv_graph, epilogue_graph
+from .graphs import GraphSpec, OperationGraph, activation_graph, build, conv_graph, engine_count, epilogue_graph
 from .plans import EngineConfig, Plan, allowed, config_from_choice, heuristic_configs, make_plan, variant_pack
 
 if TYPE_CHECKING:
@@ -222,6 +222,36 @@ class GraphBackend:
             self._rebind(state, x.device, stream)
         self._direct(state, run, x.device)
 
+    def replay(self, op: str, spec: Spec, tensors: tuple[TensorRef | None, ...], *, autotune: bool = False,
+               stream: int = 0) -> Callable[[], bool] | None:
+        """A function that repeats this conv_forward call on this thread, once its run is a recorded CUDA graph:
+        the context check and ``cuGraphLaunch`` alone. It returns False, launching nothing, once the run is
+        gone or another context is current (the caller then calls the method). None before the run is
+        recorded, and for other operations."""
+        if op != "conv_forward":
+            return None
+        x, w, bias, y = tensors
+        assert x is not None and w is not None and y is not None
+        state = self._thread()
+        key = (x.ptr, w.ptr, y.ptr, stream, autotune, x.shape, x.strides, w.shape, w.strides, y.strides, x.dtype,
+               None if bias is None else (bias.ptr, bias.strides))
+        run = self._runs(state).get(key)
+        if run is None or not run.graph or run.spec != spec:
+            return None
+        device, current, current_ref = x.device, state.current, state.current_ref
+        ctx_get_current, launch, launch_error = self._ctx_get_current, self._launch, self._runtime.launch_error  # type: ignore[union-attr]
+
+        def again() -> bool:
+            graph = run.graph
+            if not graph or state.device != device or ctx_get_current(current_ref) or current.value != state.context:
+                return False
+            status = launch(graph, stream)
+            if status:
+                raise launch_error(status)
+            return True
+
+        return again
+
     def conv_backward_data(self, dy: TensorRef, w: TensorRef, dx: TensorRef, spec: ConvSpec, *,
                            autotune: bool = False, stream: int = 0) -> None:
         self._call("conv_backward_data", (dy, w, dx), spec, autotune, stream)
@@ -326,7 +356,8 @@ class GraphBackend:
     def _drop(self, run: Run) -> None:
         assert self._graph_api is not None and self._runtime is not None
         if run.graph:
-            self._runtime.destroy_graph(run.graph)
+            graph, run.graph = run.graph, 0  # a replay handed out (`replay`) sees it gone
+            self._runtime.destroy_graph(graph)
         for pack in run.packs:
             self._graph_api.destroy(pack)
 
@@ -545,13 +576,19 @@ class GraphBackend:
 
     def _first_working(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int,
                        heuristics: tuple[HeuristicMode, ...] | None = None, *, precompiled: bool = False) -> Plan:
-        """The first configuration of ``heuristics`` (default: the backend's) whose plan builds; with
-        ``precompiled``, none that compiles its kernel at run time."""
+        """The first configuration of ``heuristics`` (default: the backend's) whose plan builds, then the
+        graph's other engines by index with their default knobs; with ``precompiled``, none that compiles
+        its kernel at run time. cuDNN 9.19's heuristics (A and FALLBACK) offered no configuration for a
+        pointwise-only graph on an H100 (measured), though such a graph has engines (three on 9.28, each
+        compiling at run time; read without a GPU): they are only reached by index."""
         g = self._graph_api
         assert g is not None
         heuristics = heuristics or self._heuristics
         failures: list[str] = []
         candidates = self._candidates(graph, graph_spec, heuristics, failures)
+        offered = len(candidates)
+        tried = {(config.engine, config.knobs) for config in candidates}
+        candidates += self._by_index(graph, graph_spec, tried, failures)
         for index, config in enumerate(candidates):
             if precompiled and config.compiles:
                 config.destroy(g)
@@ -566,8 +603,35 @@ class GraphBackend:
             return plan
         modes = ", ".join(mode.name for mode in heuristics)
         raise NotSupported(3000, "cudnnBackendFinalize(execution plan)", major=g.api.major,
-                           detail=f"no engine configuration of the {len(candidates)} the heuristics ({modes}) "
-                           f"offered builds for {graph_spec.op}" + (f"; {'; '.join(failures[:3])}" if failures else ""))
+                           detail=f"no engine configuration builds for {graph_spec.op}, of the {offered} the "
+                           f"heuristics ({modes}) offered and the graph's {len(candidates) - offered} others by "
+                           "index" + (f"; {'; '.join(failures[:3])}" if failures else ""))
+
+    def _by_index(self, graph: OperationGraph, graph_spec: GraphSpec, tried: set[tuple[int, Any]],
+                  failures: list[str]) -> list[EngineConfig]:
+        """Every engine of ``graph`` with its default knobs, except those in ``tried`` and those the data rules
+        out (`plans.allowed`)."""
+        g = self._graph_api
+        assert g is not None
+        try:
+            count = engine_count(g, graph)
+        except CudnnloadError as exc:
+            failures.append(f"engine count: {exc.reason}")
+            return []
+        found = []
+        for engine in range(count):
+            if (engine, ()) in tried:
+                continue
+            try:
+                config = config_from_choice(g, graph, {"engine": engine, "knobs": []})
+            except CudnnloadError as exc:
+                failures.append(f"engine {engine}: {exc.reason}")
+                continue
+            if allowed(graph_spec, config.notes):
+                found.append(config)
+            else:
+                config.destroy(g)
+        return found
 
     def _tuned(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int, state: Any, device: int, stream: int,
                pointers: list[int]) -> Plan:

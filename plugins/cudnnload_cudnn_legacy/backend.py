@@ -21,7 +21,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec, refusal
+from cudnnload.backends import ACTIVATIONS, ActivationSpec, ConvSpec, Spec, refusal
 from cudnnload.dispatch.algos import problem_key
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, nc_dims, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
@@ -42,6 +42,12 @@ _ONE_ZERO = {double: (ctypes.addressof(one), ctypes.addressof(zero)) for double,
 # Activation modes whose backward pass cuDNN 9.19 refused (CUDNN_STATUS_NOT_SUPPORTED) at run time for x
 # with padded rows while y, dy and dx were dense; sigmoid, tanh and elu ran (measured on an H200).
 STRICT_BACKWARD = frozenset({"relu", "clipped_relu", "swish"})
+
+# (operation, spatial axes) that cuDNN 9.19 refuses for float64 data in NHWC order: every algorithm
+# cudnnGetConvolution*Algorithm_v7 listed returned NOT_SUPPORTED (H100, measured: forward in 3-D, backward data
+# in 3-D, backward filter in 2-D; a 1-D problem runs as a 2-D one, `cudnnload.dispatch.runtime.nc_dims`).
+_NO_DOUBLE_NHWC = frozenset({*((f"conv_forward+{mode}", 3) for mode in ACTIVATIONS), ("conv_forward", 3),
+                             ("conv_backward_data", 3), ("conv_backward_filter", 1), ("conv_backward_filter", 2)})
 
 # The largest workspace cudnnFind*AlgorithmEx may use; algorithms that need more are skipped.
 FIND_WORKSPACE_LIMIT = 1 << 30
@@ -161,6 +167,8 @@ class LegacyBackend:
         return None
 
     def capability(self, operation: str, dtype: str, layout: str, spatial: int) -> str | None:
+        if (dtype, layout) == ("float64", "NHWC") and (operation, spatial) in _NO_DOUBLE_NHWC:
+            return "cuDNN 9.19 lists no algorithm that runs it on float64 data in NHWC order (measured on an H100)"
         return None
 
     def supports(self, op: str, spec: Spec, *tensors: TensorRef | None) -> str | None:
