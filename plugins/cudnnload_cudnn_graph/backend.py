@@ -576,19 +576,20 @@ class GraphBackend:
 
     def _first_working(self, graph: OperationGraph, graph_spec: GraphSpec, handle: int,
                        heuristics: tuple[HeuristicMode, ...] | None = None, *, precompiled: bool = False) -> Plan:
-        """The first configuration of ``heuristics`` (default: the backend's) whose plan builds, then the
-        graph's other engines by index with their default knobs; with ``precompiled``, none that compiles
-        its kernel at run time. cuDNN 9.19's heuristics (A and FALLBACK) offered no configuration for a
-        pointwise-only graph on an H100 (measured), though such a graph has engines (three on 9.28, each
-        compiling at run time; read without a GPU): they are only reached by index."""
+        """The first configuration of ``heuristics`` (default: the backend's) whose plan builds, then, for a
+        graph without a convolution, its other engines by index with their default knobs; with
+        ``precompiled``, none that compiles its kernel at run time. cuDNN 9.19's heuristics (A and FALLBACK)
+        offered no configuration for a pointwise-only graph on an H100 (measured), though such a graph has
+        engines (three on 9.28, each compiling at run time; read without a GPU): they are reached by index."""
         g = self._graph_api
         assert g is not None
         heuristics = heuristics or self._heuristics
         failures: list[str] = []
         candidates = self._candidates(graph, graph_spec, heuristics, failures)
         offered = len(candidates)
-        tried = {(config.engine, config.knobs) for config in candidates}
-        candidates += self._by_index(graph, graph_spec, tried, failures)
+        if graph_spec.conv is None:  # a convolution's graph has the heuristics' answer only: what they leave out
+            tried = {(config.engine, config.knobs) for config in candidates}  # runs as parts (_build_steps)
+            candidates += self._by_index(graph, graph_spec, tried, failures)
         for index, config in enumerate(candidates):
             if precompiled and config.compiles:
                 config.destroy(g)
