@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "plugins"))  # a checkout runs these without reins
 
 from cudnnload_cudnn_graph.backend import GraphBackend  # noqa: E402
 from cudnnload_cudnn_graph.backend_api import PointwiseMode  # noqa: E402
-from cudnnload_cudnn_graph.graphs import ZERO_BIAS, activation_graph, conv_graph, epilogue_graph  # noqa: E402
+from cudnnload_cudnn_graph.graphs import ZERO_BIAS, activation_graph, conv_graph, epilogue_graph, flat  # noqa: E402
 from cudnnload_cudnn_legacy.backend import STRICT_BACKWARD, LegacyBackend  # noqa: E402
 from cudnnload_cudnn_legacy.descriptors import Descriptors, filter_format, math_type, output_dims  # noqa: E402
 from cudnnload_cudnn_legacy.functions import LegacyFunctions  # noqa: E402
@@ -298,18 +298,27 @@ def test_plain_forward_writes_y_directly_and_identity_adds_nothing() -> None:
         assert graph.bindings == ((1, 0), (2, 1), (4, 3))
 
 
-def test_an_unfused_forward_is_the_convolution_then_its_epilogue_in_place_on_y() -> None:
+def test_an_unfused_forward_is_the_biased_convolution_then_the_activation_in_place_on_y() -> None:
     x, w, b, y = ref((2, 3, 8, 8)), ref((4, 3, 3, 3)), ref((4,)), ref((2, 4, 8, 8))
     spec = ConvSpec((1, 1), (1, 1), (1, 1), activation="elu", coef=0.5)
 
-    conv = conv_graph("conv_forward", (x, w, b, y), spec, epilogue=False)
     epilogue = epilogue_graph((x, w, b, y), spec)
 
-    assert conv.pointwise == () and conv.bindings == ((1, 0), (2, 1), (4, 3))
-    assert epilogue.conv is None and [index for _, index in epilogue.bindings] == [3, 2, 3]  # y, bias, y
-    add, elu = epilogue.pointwise
-    assert (add.x, add.b) == (4, 3) and elu.mode == PointwiseMode.ELU_FWD and elu.y == epilogue.bindings[2][0]
-    assert elu.parameter is not None and elu.parameter[1] == 0.5
+    assert epilogue.conv is None and epilogue.bindings == ((1, 3), (2, 3))  # y in, y out
+    (elu,) = epilogue.pointwise
+    assert elu.mode == PointwiseMode.ELU_FWD and elu.parameter is not None and elu.parameter[1] == 0.5
+    assert epilogue.tensors[0].dims == (1, 2 * 4 * 8 * 8, 1, 1)  # a packed row
+
+
+def test_elementwise_tensors_are_rows_only_when_dense_in_one_memory_order() -> None:
+    dense, channels_last = ref((2, 3, 4, 5)), ref((2, 3, 4, 5), strides=(60, 1, 15, 3))
+    padded = ref((2, 3, 4, 5), strides=(72, 24, 6, 1))
+
+    assert flat((dense, dense)) and flat((channels_last, channels_last))
+    assert not flat((dense, channels_last)) and not flat((padded, padded))
+    backend = GraphBackend()
+    why = backend.supports("activation_forward", ActivationSpec("relu"), padded, dense)
+    assert why is not None and "densely packed" in why
 
 
 @pytest.mark.parametrize("mode", ["relu", "clipped_relu", "elu", "sigmoid", "tanh", "swish", "identity"])
@@ -322,7 +331,7 @@ def test_every_activation_is_a_pointwise_graph_forward_and_backward(mode: str) -
 
     (op,) = forward.pointwise
     assert forward.bindings == ((1, 0), (2, 1)) and (op.x, op.y) == (1, 2)
-    assert forward.tensors[0].dims == (3, 5, 7, 1)  # a unit axis to make 4
+    assert forward.tensors[0].dims == (1, 105, 1, 1) and forward.tensors[0].strides == (105, 1, 105, 105)
     (back,) = backward.pointwise
     if mode == "identity":  # dx = dy
         assert back.mode == PointwiseMode.IDENTITY and (back.x, back.y, back.dy) == (2, 4, None)
@@ -391,9 +400,9 @@ spec = ConvSpec((2, 2, 1), (1, 1, 0), (1, 1, 1), 2, "NCHW", True)
 x, dy, w = t((2, 8, 9, 9, 5), "float32"), t((2, 6, 5, 5, 5), "float32"), t((6, 4, 3, 3, 1), "float32")
 counts["backward data 3d"] = engine_count(g, build(g, conv_graph("conv_backward_data", (dy, w, x), spec), 0))
 counts["backward filter 3d"] = engine_count(g, build(g, conv_graph("conv_backward_filter", (x, dy, w), spec), 0))
-spec = ConvSpec((1, 1), (1, 1), (1, 1), 1, "NHWC", False, "swish", 0.5)
-tensors = (t((8, 32, 16, 16), "float32", "NHWC"), t((64, 32, 3, 3), "float32", "NHWC"), t((64,), "float32"),
-           t((8, 64, 16, 16), "float32", "NHWC"))
+spec = ConvSpec((1, 1), (1, 1), (1, 1), 1, "NCHW", False, "swish", 0.5)
+tensors = (t((8, 32, 16, 16), "float32"), t((64, 32, 3, 3), "float32"), t((64,), "float32"),
+           t((8, 64, 16, 16), "float32"))
 counts["epilogue swish"] = engine_count(g, build(g, epilogue_graph(tensors, spec), 0))
 for mode in ("relu", "clipped_relu", "elu", "sigmoid", "tanh", "swish", "identity"):
     a = t((3, 5, 7, 9))

@@ -3,7 +3,7 @@ public calls, each backend forced and ``backend="auto"``.
 
 Depthwise, dilation, strides, 1-D and 3-D, NHWC order and PyTorch's channels_last memory (NCHW shape,
 NHWC strides), bias with every activation fused, conv + bias + swish in float32 on cudnn-graph (no engine
-fuses it: it runs as its parts), backward data and filter, activations forward and backward, calls on a
+fuses it in NCHW order: it runs as its parts), backward data and filter, activations forward and backward, calls on a
 side stream; and ``fused=True`` where a backend would run steps (refused, with the reason). Every result
 is compared with PyTorch in float64 on the CPU (relative L2 error), on fresh random data, into outputs
 PyTorch made and cudnnload filled with NaN first. One child process (tests/gpu.py says why).
@@ -237,13 +237,13 @@ def check() -> None:
             for direction in ("forward", "backward"):
                 activation(backend, mode, "float16", direction)
     # fused=True: cudnn-legacy fuses bias + ReLU only; cudnn-graph has no engine for conv + bias + swish in
-    # float32 without TF32 (it runs it as parts when asked without fused=True, above).
+    # NCHW order (cuDNN 9.19; it runs it as parts when asked without fused=True, above), one in NHWC.
     conv("cudnn-legacy", "float16", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True, activation="swish",
          fused=True, refused="fused=True")
     conv("cudnn-legacy", "float16", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True, activation="relu",
          fused=True)
     conv("cudnn-graph", "float32", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True, activation="swish",
          fused=True, refused="fused=True")
-    conv("cudnn-graph", "float16", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True, activation="swish",
-         fused=True)
+    conv("cudnn-graph", "float16", (2, 16, 12, 12), (32, 16, 3, 3), memory="NHWC", padding=1, bias=True,
+         activation="swish", fused=True)
     print(json.dumps({"cases": cases, "parts": [message for message in records if "runs as its parts" in message]}))

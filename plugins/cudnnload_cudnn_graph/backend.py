@@ -36,6 +36,7 @@ as the workspace they hold is; each thread keeps at most `MAX_RUNS`, dropping th
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
 import math
 import threading
@@ -51,7 +52,16 @@ from cudnnload.status import NotSupported, check
 from cudnnload.tensors import TensorRef
 
 from .backend_api import GraphApi, HeuristicMode
-from .graphs import GraphSpec, OperationGraph, activation_graph, build, conv_graph, engine_count, epilogue_graph
+from .graphs import (
+    GraphSpec,
+    OperationGraph,
+    activation_graph,
+    build,
+    conv_graph,
+    engine_count,
+    epilogue_graph,
+    flat,
+)
 from .plans import EngineConfig, Plan, allowed, config_from_choice, heuristic_configs, make_plan, variant_pack
 
 if TYPE_CHECKING:
@@ -193,6 +203,9 @@ class GraphBackend:
             why = usable_strides(ref)
             if why is not None:
                 return why
+        if isinstance(spec, ActivationSpec) and not flat(tuple(t for t in tensors if t is not None)):
+            return ("cuDNN's engine for a pointwise graph takes densely packed tensors (9.19, measured); these "
+                    "are strided or in different memory orders")
         try:  # the graph and a plan from the heuristics: what cuDNN cannot run shows here, as a reason
             self._plan(op, tensors, spec, False, 0)
         except CudnnloadError as exc:
@@ -430,22 +443,24 @@ class GraphBackend:
         try:
             steps = Steps((self._graph_plan(key[0], graph_spec, tensors, autotune, stream),), (graph_spec,))
         except CudnnloadError as exc:
-            if not (isinstance(spec, ConvSpec) and graph_spec.pointwise):
+            y = tensors[-1]
+            if not (isinstance(spec, ConvSpec) and spec.activation not in (None, "identity") and y is not None
+                    and flat((y,))):
                 raise
-            parts = (conv_graph(op, tensors, spec, epilogue=False), epilogue_graph(tensors, spec))
+            parts = (conv_graph(op, tensors, dataclasses.replace(spec, activation=None)), epilogue_graph(tensors, spec))
             plans: list[Plan] = []
             try:
                 for part in parts:
                     plans.append(self._graph_plan(key[0], part, tensors, autotune, stream))
             except CudnnloadError as second:
                 raise NotSupported(3000, NAME, major=9, detail=f"neither fused ({exc.message}) nor as the "
-                                   f"convolution and then its epilogue ({second.message})") from None
+                                   f"convolution and then its activation ({second.message})") from None
             steps = Steps(tuple(plans), parts, exc.message)
             x, w = tensors[0], tensors[1]
             assert x is not None and w is not None
-            log.info("%s: %s %s x%s w%s with %s runs as its parts, the convolution and then bias and activation "
-                     "in place: %s", NAME, op, x.dtype, tuple(x.shape), tuple(w.shape),
-                     spec.activation or "a bias", exc.message)
+            log.info("%s: %s %s x%s w%s with %s runs as its parts, the convolution with its bias and then the "
+                     "activation in place: %s", NAME, op, x.dtype, tuple(x.shape), tuple(w.shape), spec.activation,
+                     exc.message)
         self._plans[key] = steps
         return steps
 

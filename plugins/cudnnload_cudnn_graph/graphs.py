@@ -5,9 +5,9 @@
 the convolution, and for the forward direction the pointwise operations fused after it:
 conv fprop -> ADD of a bias broadcast as [1, K, 1, 1] -> activation, the intermediate
 results virtual (never written to memory). Where no engine builds that fused graph, the
-backend runs it as two steps: `conv_graph(..., epilogue=False)`, then `epilogue_graph` (bias
-and activation on y, in place). `activation_graph` is one pointwise operation, forward or
-backward. A `GraphSpec` is hashable: it is the plan cache's key. `build` turns one into
+backend runs it as two steps: the convolution with its bias, then `epilogue_graph` (the
+activation on y, in place). `activation_graph` is one pointwise operation, forward or
+backward, on tensors seen as packed rows. A `GraphSpec` is hashable: it is the plan cache's key. `build` turns one into
 finalized backend descriptors.
 
 cuDNN's convolution tensors may carry the groups in their dims: "X [N, GC, ...], W [GK, C, ...],
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from cudnnload.backends import ActivationSpec, ConvSpec
 from cudnnload.dispatch.runtime import DATA_TYPES, alignment, nc_dims, widened
 from cudnnload.loading.capi import ConvolutionMode, DataType
-from cudnnload.tensors import TensorRef, strides_in_order
+from cudnnload.tensors import TensorRef, memory_order, strides_in_order
 
 from .backend_api import Attribute as A
 from .backend_api import AttributeType as T
@@ -70,9 +70,8 @@ _OPERANDS = {
                              {"x": A.OPERATION_CONVOLUTION_BWD_FILTER_X, "dy": A.OPERATION_CONVOLUTION_BWD_FILTER_DY,
                               "dw": A.OPERATION_CONVOLUTION_BWD_FILTER_DW}),
 }
-# uids: the method's tensors are 1, 2, ... in its order; the virtual intermediates and a second view of y
-# (an in-place step's output) have their own.
-_CONV_OUT, _BIASED, _Y_OUT = 101, 102, 103
+# uids: the method's tensors are 1, 2, ... in its order; the virtual intermediates have their own.
+_CONV_OUT, _BIASED = 101, 102
 # What a uid binds to in a variant pack: the method's tensor of that index, or ZERO_BIAS, a zero-filled
 # buffer of the bias's size that the backend keeps: a convolution with an activation and no bias is built
 # as one with a zero bias, because cuDNN has precompiled engines for conv -> ADD -> RELU but none for
@@ -158,11 +157,9 @@ def _compute(dtype: DataType) -> DataType:
     return DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
 
 
-def conv_graph(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, *, epilogue: bool = True
-               ) -> GraphSpec:
+def conv_graph(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec) -> GraphSpec:
     """The graph of a convolution problem (``tensors`` in the Backend method's order, in ``spec.layout``
-    order): for the forward direction with ``epilogue``, bias and activation fused after the convolution
-    (`_fuse`); without it, the convolution alone, writing y (`epilogue_graph` does the rest)."""
+    order): for the forward direction, bias and activation fused after the convolution (`_fuse`)."""
     roles = ROLES[op]
     first = tensors[0]
     assert first is not None
@@ -171,7 +168,7 @@ def conv_graph(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, *
     bindings: list[tuple[int, int]] = []
     operands: list[tuple[str, int]] = []
     for index, (role, ref) in enumerate(zip(roles, tensors, strict=True)):
-        if ref is None or (role == "bias" and not epilogue):
+        if ref is None:
             continue
         uid = index + 1
         bindings.append((uid, index))
@@ -182,13 +179,13 @@ def conv_graph(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, *
         made.append(Tensor(uid, dims, strides, dtype, alignment(ref.ptr)))
         operands.append((role, uid))
     pointwise: list[Pointwise] = []
-    if op == "conv_forward" and epilogue and spec.activation not in (None, "identity"):
+    if op == "conv_forward" and spec.activation not in (None, "identity"):
         if tensors[2] is None:  # a zero bias (see ZERO_BIAS)
             y = made[-1]
             made.append(_bias(3, y.dims[1], 1, len(y.dims), dtype, 16))
             bindings.insert(2, (3, ZERO_BIAS))
         operands, pointwise = _fuse(operands, made, 3, spec)
-    elif op == "conv_forward" and epilogue and tensors[2] is not None:
+    elif op == "conv_forward" and tensors[2] is not None:
         operands, pointwise = _fuse(operands, made, 3, spec)
     conv = Convolution(op, tuple(operands), widened(spec.padding, 0), widened(spec.stride, 1),
                        widened(spec.dilation, 1))
@@ -209,53 +206,53 @@ def _fuse(operands: list[tuple[str, int]], made: list[Tensor], bias: int, spec: 
     virtual_strides = strides_in_order(y.dims, memory_order_of(y))
     made.append(Tensor(_CONV_OUT, y.dims, virtual_strides, DataType.FLOAT, 16, virtual=True))
     operands = [(role, _CONV_OUT if role == "y" else uid) for role, uid in operands]
-    return operands, _epilogue(_CONV_OUT, bias, y.uid, spec, made, virtual_strides)
-
-
-def _epilogue(source: int, bias: int, target: int, spec: ConvSpec, made: list[Tensor],
-              virtual_strides: tuple[int, ...]) -> list[Pointwise]:
-    """ADD bias, then the activation (if any, not identity), from uid ``source`` into uid ``target``."""
     if spec.activation in (None, "identity"):
-        return [Pointwise(PointwiseMode.ADD, source, target, b=bias)]
-    y = next(t for t in made if t.uid == target)
+        return operands, [Pointwise(PointwiseMode.ADD, _CONV_OUT, y.uid, b=bias)]
     made.append(Tensor(_BIASED, y.dims, virtual_strides, DataType.FLOAT, 16, virtual=True))
     forward, _, attribute = ACTIVATIONS[spec.activation]
-    return [Pointwise(PointwiseMode.ADD, source, _BIASED, b=bias),
-            Pointwise(forward, _BIASED, target, parameter=None if attribute is None else (attribute, spec.coef))]
+    return operands, [Pointwise(PointwiseMode.ADD, _CONV_OUT, _BIASED, b=bias),
+                      Pointwise(forward, _BIASED, y.uid,
+                                parameter=None if attribute is None else (attribute, spec.coef))]
 
 
 def epilogue_graph(tensors: tuple[TensorRef | None, ...], spec: ConvSpec) -> GraphSpec:
-    """Bias and activation applied to a convolution's output y in place: y -> ADD bias -> [activation] -> y,
-    the step after `conv_graph(..., epilogue=False)` when no engine fuses them. The bias is the caller's
-    or a zero one (ZERO_BIAS)."""
-    x, _, bias, y = tensors
-    assert x is not None and y is not None
-    dtype = DATA_TYPES[x.dtype]
-    dims, strides = nc_dims(y, spec.layout)
-    align = alignment(y.ptr)
-    made = [Tensor(4, dims, strides, dtype, align), Tensor(_Y_OUT, dims, strides, dtype, align)]
-    if bias is None:
-        made.append(_bias(3, dims[1], 1, len(dims), dtype, 16))
-        bound = (3, ZERO_BIAS)
-    else:
-        made.append(_bias(3, bias.shape[0], bias.strides[0], len(dims), dtype, alignment(bias.ptr)))
-        bound = (3, 2)
-    chain = _epilogue(4, 3, _Y_OUT, spec, made, strides_in_order(dims, memory_order_of(made[0])))
-    return GraphSpec("conv_forward", tuple(made), None, tuple(chain), ((4, 3), bound, (_Y_OUT, 3)), _compute(dtype))
+    """The activation of a forward convolution applied to its output y in place: the step after
+    `conv_graph` of the same problem without the activation (the bias stays fused into the convolution),
+    where no engine fuses the activation too (cuDNN 9.19: swish after a convolution in NCHW order, measured).
+    y must be `flat`."""
+    y = tensors[3]
+    assert y is not None and spec.activation is not None
+    graph = activation_graph("activation_forward", (y, y), ActivationSpec(spec.activation, spec.coef))
+    return GraphSpec("conv_forward", graph.tensors, None, graph.pointwise, ((1, 3), (2, 3)), graph.compute)
+
+
+def flat(tensors: tuple[TensorRef, ...]) -> bool:
+    """Whether elementwise ``tensors`` can be seen as one packed row each: dense, with the same shape and the
+    same memory order, so that element i of one is element i of the others. cuDNN 9.19's engine for a
+    pointwise graph takes only "fully packed" tensors in N-spatial-C, C-N-spatial or C-spatial-N order
+    (NOT_SUPPORTED_LAYOUT for NCHW, measured on an H100), which a row [1, n, 1, 1] is."""
+    first = tensors[0]
+    order = _order(first)
+    return all(t.is_dense and t.shape == first.shape and _order(t) == order for t in tensors)
+
+
+def _order(ref: TensorRef) -> tuple[int, ...]:
+    """The memory order of ``ref``'s axes longer than one (the others are never stepped over)."""
+    return tuple(axis for axis in memory_order(ref.strides) if ref.shape[axis] != 1)
 
 
 def activation_graph(op: str, tensors: tuple[TensorRef, ...], spec: ActivationSpec) -> GraphSpec:
     """One pointwise operation: y = mode(x), or for the backward direction dx from dy and x (the activation's
-    input; cudnn_graph.h, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: DXDESC, DYDESC, XDESC). Tensors of
-    fewer than 4 dims get trailing unit axes."""
+    input; cudnn_graph.h, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: DXDESC, DYDESC, XDESC). Every tensor,
+    `flat`, is described as the row [1, n, 1, 1] (packed N-spatial-C): elementwise, only the element order
+    matters."""
     dtype = DATA_TYPES[tensors[0].dtype]
     forward, backward, attribute = ACTIVATIONS[spec.mode]
     parameter = None if attribute is None else (attribute, spec.coef)
+    n = tensors[0].size
 
     def tensor(index: int) -> Tensor:
-        ref = tensors[index]
-        pad = max(0, 4 - len(ref.shape))
-        return Tensor(index + 1, (*ref.shape, *(1,) * pad), (*ref.strides, *(1,) * pad), dtype, alignment(ref.ptr))
+        return Tensor(index + 1, (1, n, 1, 1), (n, 1, n, n), dtype, alignment(tensors[index].ptr))
 
     if op == "activation_forward":
         made, chain = [tensor(0), tensor(1)], Pointwise(forward, 1, 2, parameter=parameter)

@@ -44,10 +44,11 @@ _ONE_ZERO = {double: (ctypes.addressof(one), ctypes.addressof(zero)) for double,
 STRICT_BACKWARD = frozenset({"relu", "clipped_relu", "swish"})
 
 # (operation, spatial axes) that cuDNN 9.19 refuses for float64 data in NHWC order: every algorithm
-# cudnnGetConvolution*Algorithm_v7 listed returned NOT_SUPPORTED (H100, measured: forward in 3-D, backward data
-# in 3-D, backward filter in 2-D; a 1-D problem runs as a 2-D one, `cudnnload.dispatch.runtime.nc_dims`).
+# cudnnGetConvolution*Algorithm_v7 listed returned NOT_SUPPORTED (H100, measured: forward in 3-D, both
+# gradients in 1-D, 2-D and 3-D; forward in 1-D and 2-D ran).
 _NO_DOUBLE_NHWC = frozenset({*((f"conv_forward+{mode}", 3) for mode in ACTIVATIONS), ("conv_forward", 3),
-                             ("conv_backward_data", 3), ("conv_backward_filter", 1), ("conv_backward_filter", 2)})
+                             *((gradient, spatial) for gradient in ("conv_backward_data", "conv_backward_filter")
+                               for spatial in (1, 2, 3))})
 
 # The largest workspace cudnnFind*AlgorithmEx may use; algorithms that need more are skipped.
 FIND_WORKSPACE_LIMIT = 1 << 30
