@@ -602,8 +602,8 @@ class GraphBackend:
         failures: list[str] = []
         candidates = self._candidates(graph, graph_spec, heuristics, failures)
         offered = len(candidates)
-        if graph_spec.conv is None:  # a convolution's graph has the heuristics' answer only: what they leave out
-            tried = {(config.engine, config.knobs) for config in candidates}  # runs as parts (_build_steps)
+        if graph_spec.conv is None:  # (a convolution's graph has the heuristics' answer only; _build_steps runs
+            tried = {(config.engine, config.knobs) for config in candidates}  # what they leave out as parts)
             candidates += self._by_index(graph, graph_spec, tried, failures)
         for index, config in enumerate(candidates):
             if precompiled and config.compiles:
@@ -618,10 +618,11 @@ class GraphBackend:
                 rest.destroy(g)
             return plan
         modes = ", ".join(mode.name for mode in heuristics)
+        others = "" if graph_spec.conv is not None else f", nor any of the graph's {len(candidates) - offered} other"
         raise NotSupported(3000, "cudnnBackendFinalize(execution plan)", major=g.api.major,
-                           detail=f"no engine configuration builds for {graph_spec.op}, of the {offered} the "
-                           f"heuristics ({modes}) offered and the graph's {len(candidates) - offered} others by "
-                           "index" + (f"; {'; '.join(failures[:3])}" if failures else ""))
+                           detail=f"no engine configuration of the {offered} the heuristics ({modes}) offered"
+                           f"{others} builds for {graph_spec.op}"
+                           + (f"; {'; '.join(failures[:3])}" if failures else ""))
 
     def _by_index(self, graph: OperationGraph, graph_spec: GraphSpec, tried: set[tuple[int, Any]],
                   failures: list[str]) -> list[EngineConfig]:
