@@ -5,8 +5,8 @@ direction conv -> bias ADD -> activation, fused into one graph; `graphs.activati
 pointwise operation), then an execution plan from the remembered engine configuration
 (`cudnnload.dispatch.algos`), else from heuristics mode A (then FALLBACK), or with ``autotune=True``
 the fastest of the first `AUTOTUNE_CANDIDATES` configurations timed on the caller's data. A fused
-graph that no engine builds (cuDNN 9.19 has none for conv + bias + swish in float32 without TF32,
-measured) runs as its parts, the convolution, then bias and activation on its output in place
+graph that no engine builds (cuDNN 9.19 has none for conv + bias + swish in NCHW order, measured)
+runs as its parts, the convolution with its bias, then the activation on its output in place
 (`graphs.epilogue_graph`), said once per problem in the log at INFO; with ``ConvSpec.fused`` the
 problem is refused instead.
 
@@ -100,7 +100,7 @@ def _unavailable(*args: Any) -> Any:
 @dataclass(frozen=True)
 class Steps:
     """What runs a problem: a plan per graph, in order. One graph; or, where no engine fuses a convolution's
-    bias and activation, the convolution and then its epilogue (``unfused`` says why)."""
+    activation, the convolution with its bias and then the activation (``unfused`` says why)."""
 
     plans: tuple[Plan, ...]
     graphs: tuple[GraphSpec, ...]
@@ -447,7 +447,8 @@ class GraphBackend:
             if not (isinstance(spec, ConvSpec) and spec.activation not in (None, "identity") and y is not None
                     and flat((y,))):
                 raise
-            parts = (conv_graph(op, tensors, dataclasses.replace(spec, activation=None)), epilogue_graph(tensors, spec))
+            without = dataclasses.replace(spec, activation=None)
+            parts = (conv_graph(op, tensors, without), epilogue_graph(tensors, spec))
             plans: list[Plan] = []
             try:
                 for part in parts:
