@@ -17,7 +17,8 @@ In float16, conv + bias + ReLU too: PyTorch's ``F.relu(F.conv2d(x, w, b))`` agai
 Kernel time: CUDA events around each call, queued behind a ``torch.cuda._sleep`` so that the
 host's launch cost never shows in them; median of ``--reps`` after ``--warmup`` calls,
 alternating between two input sets (x and output). Host time: wall time of ``--calls`` back-to-back
-calls (the GPU only queues them), per call. Prints a table and writes Markdown to ``--out``.
+calls (the GPU only queues them), per call, the fastest of `HOST_ROUNDS` rounds. Prints a table and
+writes Markdown to ``--out``.
 
 Outputs: PyTorch makes a new output each call, which its caching allocator places in the block the
 previous call freed; ``--outputs 1`` (default) gives cudnnload one output buffer too, ``--outputs 2``
@@ -84,14 +85,22 @@ def kernel_ms(call: Call, reps: int, warmup: int) -> float:
     return statistics.median(start.elapsed_time(stop) for start, stop in events)
 
 
+HOST_ROUNDS = 7
+
+
 def host_us(call: Call, calls: int) -> float:
+    """Host µs per call: ``calls`` back-to-back calls, in HOST_ROUNDS rounds each begun on an idle GPU; the
+    fastest round (as timeit takes it), since the host's own scheduling only ever adds: on the H100 machine
+    single rounds of the same call differed up to fivefold (2026-11-24), which a median over shapes inherits."""
+    rounds = []
+    for _ in range(HOST_ROUNDS):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for i in range(calls):
+            call(i)
+        rounds.append((time.perf_counter() - start) / calls * 1e6)
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    for i in range(calls):
-        call(i)
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
+    return min(rounds)
 
 
 def frontend_call(x: list[Any], w: Any, y: list[Any], stride: int, padding: int, dtype: Any) -> tuple[Call | None, str]:
@@ -175,7 +184,9 @@ def bench(args: argparse.Namespace) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
             if "graph fused conv+bias+relu" in times:
                 fused.append((times["graph fused conv+bias+relu"] / times["torch conv+bias+relu"], name))
-            print(f"{dtype_name} {name}: " + ", ".join(f"{m} {t:.4f}" for m, t in times.items()), flush=True)
+            host_now = {what: values[-1] for what, values in hosts.items()}
+            print(f"{dtype_name} {name}: " + ", ".join(f"{m} {t:.4f}" for m, t in times.items()) +
+                  "; host µs: " + ", ".join(f"{what} {us:.1f}" for what, us in host_now.items()), flush=True)
         lines.append("")
         for method, found in ratios.items():
             if found:

@@ -53,7 +53,7 @@ print(json.dumps(MARKS))
 # A finalized plan ``plan`` of the graph ``gs`` run ``times`` times on ``refs``, each run marked with ``mark``.
 _EXECUTE = """
 ws = rt.workspace(state, 0, 0, plan.workspace)
-pack = variant_pack(g, [u for u in gs.io if u], [r.ptr for r in refs if r is not None], ws)
+pack = variant_pack(g, gs.uids, gs.pointers(refs, rt.zeros(0, gs.zero_bias) if gs.zero_bias else 0), ws)
 drv = initialized_driver()
 for name in ("first execution", "second execution")[:{times}]:
     assert g.execute(handle, plan.desc, pack) == 0; checked(drv, "cuCtxSynchronize"); {mark}(name)
@@ -219,8 +219,11 @@ if {"quick", "wait"} & set(sys.argv[2:]):  # whether a call may run on a quick p
         made(self, **options, quick_start="quick" in sys.argv[2:])
     graph_backend.GraphBackend.__init__ = init
 from cudnnload.loading import cudadriver
-starting = cudnnload.start(sys.argv[1], warmup=[cudnnload.Problem((32, 64, 56, 56), (64, 64, 3, 3), "float16",
-                                                padding=1), cudnnload.Activation((32, 64, 56, 56), "float16")])
+FUSED = "fused" in sys.argv[2:]  # conv(..., activation="relu"): one fused graph, no separate activation
+warmup = ([cudnnload.Problem((32, 64, 56, 56), (64, 64, 3, 3), "float16", padding=1, activation="relu")] if FUSED else
+          [cudnnload.Problem((32, 64, 56, 56), (64, 64, 3, 3), "float16", padding=1),
+           cudnnload.Activation((32, 64, 56, 56), "float16")])
+starting = cudnnload.start(sys.argv[1], warmup=warmup)
 mark("start() returned")
 def watch():
     context = cudadriver._prepared.get(0)
@@ -236,8 +239,9 @@ W = ((rng.random((64, 64, 3, 3), np.float32) - 0.5) * 0.1).astype(np.float16); m
 from cudnnload.dispatch.warmup import DeviceBuffer
 x, w = DeviceBuffer(X.shape, "float16", X), DeviceBuffer(W.shape, "float16", W)
 y = DeviceBuffer((32, 64, 56, 56), "float16"); mark("buffers")
-cudnnload.conv(x, w, padding=1, out=y); mark("conv returned")
-cudnnload.activation(y, "relu", out=y); mark("activation returned")
+cudnnload.conv(x, w, padding=1, activation="relu" if FUSED else None, out=y); mark("conv returned")
+if not FUSED:
+    cudnnload.activation(y, "relu", out=y); mark("activation returned")
 host = y.to_host(np.empty((32, 64, 56, 56), np.float16)); mark("result on the host")
 from cudnnload.dispatch import dispatcher as dispatch
 graph = dispatch.registry().get("cudnn-graph")[0]
@@ -265,6 +269,7 @@ PIECES = {
     "start() timeline": (TIMELINE, []),
     "start() timeline, GIL switch interval 0.5 ms": (TIMELINE, ["switch"]),
     "start() timeline, OPENBLAS_NUM_THREADS=1": (TIMELINE, ["env:OPENBLAS_NUM_THREADS=1"]),
+    "start() timeline, conv+ReLU fused": (TIMELINE, ["fused"]),
     "start() timeline, quick plans": (TIMELINE, ["quick"]),
     "start() timeline, waiting for the warm-up's plan": (TIMELINE, ["wait"]),
     "numpy + inputs, OPENBLAS_NUM_THREADS=1": (INPUTS, ["env:OPENBLAS_NUM_THREADS=1"]),

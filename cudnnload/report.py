@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from cudnnload.diagnose.fleet import Fleet
     from cudnnload.diagnose.observe import ProgramReport
     from cudnnload.dispatch.backends import BackendStatus
+    from cudnnload.dispatch.capabilities import Cell
 
 SCHEMA = 1
 
@@ -227,7 +228,8 @@ def which_text(result: Which, verbose: bool = False) -> str:
 
 
 def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
-    """``cudnnload backends``: a line per backend (name, state, where it comes from), and why it cannot run."""
+    """``cudnnload backends``: a line per backend (name, state, where it comes from), why it cannot run, and
+    what its capability table rules out (``--json`` has every cell)."""
     from cudnnload.dispatch.backends import ENTRY_POINT_GROUP
 
     if not statuses:
@@ -239,7 +241,66 @@ def backends_text(statuses: tuple[BackendStatus, ...]) -> str:
         lines.append(f"{status.name:<{width}}  {state:<11}  {status.source}")
         if status.reason:
             lines.append(f"{'':<{width}}  {'':<11}  {status.reason}")
+        if status.capabilities:
+            refused = _refusals(status.capabilities)
+            lines.append(f"{'':<{width}}  {'':<11}  runs every operation of its table" +
+                         (", except:" if refused else ""))
+            lines += [f"{'':<{width}}  {'':<11}    {what}: {reason}" for what, reason in refused]
     return "\n".join(lines)
+
+
+def _refusals(cells: tuple[Cell, ...]) -> list[tuple[str, str]]:
+    """The "no" cells of a table, grouped by reason: (which cells, in words; the reason)."""
+    from cudnnload.dispatch.capabilities import LAYOUTS, OPERATIONS, SPATIAL
+    from cudnnload.dispatch.tensors import DTYPES
+
+    grouped: dict[str, list[Cell]] = {}
+    for cell in cells:
+        if not cell.runs:
+            grouped.setdefault(cell.reason or "", []).append(cell)
+    found = []
+    for reason, refused in grouped.items():
+        parts = []
+        for axis, everything, name in (("dtype", DTYPES, "dtype"), ("operation", OPERATIONS, "operation"),
+                                       ("layout", LAYOUTS, "layout"), ("spatial", SPATIAL, "rank")):
+            values = list(dict.fromkeys(getattr(cell, axis) for cell in refused))
+            if len(values) < len(everything):
+                parts.append(", ".join(f"{value}-D" if axis == "spatial" else str(value) for value in values))
+            elif axis == "operation":
+                parts.append(f"every {name}")
+        found.append(("; ".join(parts), reason))
+    return found
+
+
+def capabilities_markdown(statuses: tuple[BackendStatus, ...]) -> str:
+    """README's capability table: a row per operation, a column per backend, each cell the dtypes it runs
+    (in both layouts and 1-3 spatial axes unless it says which), then what each backend rules out and why."""
+    from cudnnload.dispatch.capabilities import LAYOUTS, OPERATIONS, SPATIAL
+    from cudnnload.dispatch.tensors import DTYPES
+
+    tables = [status for status in statuses if status.capabilities]
+    full = len(LAYOUTS) * len(SPATIAL)
+    lines = ["| operation | " + " | ".join(f"`{status.name}`" for status in tables) + " |",
+             "|---|" + "---|" * len(tables)]
+    for operation in OPERATIONS:
+        row = []
+        for status in tables:
+            runs = {dtype: [c for c in status.capabilities if (c.operation, c.dtype) == (operation, dtype) and c.runs]
+                    for dtype in DTYPES}
+            if all(len(found) == full for found in runs.values()):
+                row.append("all")
+                continue
+            row.append(", ".join(dtype if len(found) == full else
+                                 f"{dtype} ({', '.join(f'{c.layout} {c.spatial}-D' for c in found)})"
+                                 for dtype, found in runs.items() if found) or "-")
+        lines.append(f"| `{operation}` | " + " | ".join(row) + " |")
+    lines += ["", f"\"all\": {', '.join(DTYPES)}; every cell holds for {' and '.join(LAYOUTS)} and "
+              f"{', '.join(f'{n}-D' for n in SPATIAL)} unless it names them."]
+    refused = [(status.name, what, reason) for status in tables for what, reason in _refusals(status.capabilities)]
+    if refused:
+        lines += ["", "Not run:", ""]
+        lines += [f"- `{name}`, {what}: {reason}" for name, what, reason in refused]
+    return "\n".join(lines) + "\n"
 
 
 # --- doctor and diff ---------------------------------------------------------

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "plugins"))  # a checkout runs these without reins
 
 from cudnnload_cudnn_graph.backend import GraphBackend  # noqa: E402
 from cudnnload_cudnn_graph.backend_api import PointwiseMode  # noqa: E402
-from cudnnload_cudnn_graph.graphs import conv_graph  # noqa: E402
+from cudnnload_cudnn_graph.graphs import ZERO_BIAS, activation_graph, conv_graph, epilogue_graph, flat  # noqa: E402
 from cudnnload_cudnn_legacy.backend import STRICT_BACKWARD, LegacyBackend  # noqa: E402
 from cudnnload_cudnn_legacy.descriptors import Descriptors, filter_format, math_type, output_dims  # noqa: E402
 from cudnnload_cudnn_legacy.functions import LegacyFunctions  # noqa: E402
@@ -237,13 +237,23 @@ def test_host_memory_is_refused_with_a_reason_before_cuDNN_is_asked() -> None:
         assert "host memory" in (backend.supports("conv_forward", spec, x, w, None, y) or "")
 
 
-def test_graph_leaves_activations_and_float64_to_others() -> None:
+def test_graph_refuses_float64_with_its_tables_reason_before_cuDNN_is_asked() -> None:
     backend = GraphBackend()
-    x = ref((2, 3))
-    assert "convolutions only" in (backend.supports("activation_forward", ActivationSpec("relu"), x, x) or "")
     x64, w64, y64 = ref((1, 3, 8, 8), "float64"), ref((4, 3, 3, 3), "float64"), ref((1, 4, 8, 8), "float64")
-    assert "float64" in (backend.supports("conv_forward", ConvSpec((1, 1), (1, 1), (1, 1)), x64, w64, None, y64)
-                         or "")
+
+    why = backend.supports("conv_forward", ConvSpec((1, 1), (1, 1), (1, 1)), x64, w64, None, y64)
+    assert why == backend.capability("conv_forward", "float64", "NCHW", 2) and "cudnn-legacy" in (why or "")
+    assert backend.supports("activation_forward", ActivationSpec("relu"), x64, x64) == backend.capability(
+        "activation_forward:relu", "float64", "NCHW", 2)
+
+
+def test_legacy_fused_true_refuses_what_it_would_run_as_calls_after_the_convolution() -> None:
+    x, w, b, y = ref((1, 3, 8, 8)), ref((4, 3, 3, 3)), ref((4,)), ref((1, 4, 8, 8))
+    swish = ConvSpec((1, 1), (1, 1), (1, 1), activation="swish", coef=1.0, fused=True)
+
+    why = LegacyBackend().supports("conv_forward", swish, x, w, b, y)
+
+    assert why is not None and why.startswith("fused=True") and "bias and swish" in why
 
 
 # --- operation graphs as data ------------------------------------------------------------------------
@@ -255,31 +265,86 @@ def test_forward_with_bias_and_activation_is_one_chain_into_y() -> None:
     graph = conv_graph("conv_forward", (x, w, b, y), spec)
 
     tensors = {t.uid: t for t in graph.tensors}
-    assert graph.io == (1, 2, 3, 4)
+    assert graph.bindings == ((1, 0), (2, 1), (3, 2), (4, 3)) and graph.zero_bias == 0
     assert tensors[3].dims == (1, 64, 1, 1) and tensors[3].strides == (64, 1, 1, 1)
     assert tensors[1].strides == (8192, 1, 512, 32)  # NHWC memory, NCHW dims
     add, act = graph.pointwise
     assert (add.mode, add.b, act.mode, act.y) == (PointwiseMode.ADD, 3, PointwiseMode.SWISH_FWD, 4)
     assert act.parameter is not None and act.parameter[1] == 1.5
-    conv_out = tensors[dict(graph.operands)["y"]]
+    assert graph.conv is not None
+    conv_out = tensors[dict(graph.conv.operands)["y"]]
     assert conv_out.virtual and conv_out.dtype.name == "FLOAT" and conv_out.uid == add.x
     assert tensors[add.y].virtual and add.y == act.x
     assert conv_out.strides == strides_in_order(conv_out.dims, (0, 2, 3, 1))  # dense, y's memory order
+
+
+def test_an_activation_without_bias_adds_a_zero_bias_the_backend_supplies() -> None:
+    x, w, y = ref((2, 3, 8, 8), "float16", ptr=0x1000), ref((4, 3, 3, 3), "float16", ptr=0x2000), \
+        ref((2, 4, 8, 8), "float16", ptr=0x3000)
+    graph = conv_graph("conv_forward", (x, w, None, y), ConvSpec((1, 1), (1, 1), (1, 1), activation="relu"))
+
+    assert graph.bindings == ((1, 0), (2, 1), (3, ZERO_BIAS), (4, 3))
+    assert graph.zero_bias == 4 * 2  # K float16 zeros
+    assert graph.pointers((x, w, None, y), zero_bias=0x9000) == [0x1000, 0x2000, 0x9000, 0x3000]
+    assert [p.mode for p in graph.pointwise] == [PointwiseMode.ADD, PointwiseMode.RELU_FWD]
 
 
 def test_plain_forward_writes_y_directly_and_identity_adds_nothing() -> None:
     x, w, y = ref((2, 3, 8, 8)), ref((4, 3, 3, 3)), ref((2, 4, 8, 8))
     for activation in (None, "identity"):
         graph = conv_graph("conv_forward", (x, w, None, y), ConvSpec((1, 1), (1, 1), (1, 1), activation=activation))
-        assert graph.pointwise == () and dict(graph.operands) == {"x": 1, "w": 2, "y": 4}
-        assert graph.io == (1, 2, 0, 4)
+        assert graph.pointwise == () and graph.conv is not None
+        assert dict(graph.conv.operands) == {"x": 1, "w": 2, "y": 4}
+        assert graph.bindings == ((1, 0), (2, 1), (4, 3))
+
+
+def test_an_unfused_forward_is_the_biased_convolution_then_the_activation_in_place_on_y() -> None:
+    x, w, b, y = ref((2, 3, 8, 8)), ref((4, 3, 3, 3)), ref((4,)), ref((2, 4, 8, 8))
+    spec = ConvSpec((1, 1), (1, 1), (1, 1), activation="elu", coef=0.5)
+
+    epilogue = epilogue_graph((x, w, b, y), spec)
+
+    assert epilogue.conv is None and epilogue.bindings == ((1, 3), (2, 3))  # y in, y out
+    (elu,) = epilogue.pointwise
+    assert elu.mode == PointwiseMode.ELU_FWD and elu.parameter is not None and elu.parameter[1] == 0.5
+    assert epilogue.tensors[0].dims == (1, 2 * 4 * 8 * 8, 1, 1)  # a packed row
+
+
+def test_elementwise_tensors_are_rows_only_when_dense_in_one_memory_order() -> None:
+    dense, channels_last = ref((2, 3, 4, 5)), ref((2, 3, 4, 5), strides=(60, 1, 15, 3))
+    padded = ref((2, 3, 4, 5), strides=(72, 24, 6, 1))
+
+    assert flat((dense, dense)) and flat((channels_last, channels_last))
+    assert not flat((dense, channels_last)) and not flat((padded, padded))
+    backend = GraphBackend()
+    why = backend.supports("activation_forward", ActivationSpec("relu"), padded, dense)
+    assert why is not None and "densely packed" in why
+
+
+@pytest.mark.parametrize("mode", ["relu", "clipped_relu", "elu", "sigmoid", "tanh", "swish", "identity"])
+def test_every_activation_is_a_pointwise_graph_forward_and_backward(mode: str) -> None:
+    x, y, dy, dx = ref((3, 5, 7)), ref((3, 5, 7)), ref((3, 5, 7)), ref((3, 5, 7))
+    spec = ActivationSpec(mode, 0.5)
+
+    forward = activation_graph("activation_forward", (x, y), spec)
+    backward = activation_graph("activation_backward", (y, dy, x, dx), spec)
+
+    (op,) = forward.pointwise
+    assert forward.bindings == ((1, 0), (2, 1)) and (op.x, op.y) == (1, 2)
+    assert forward.tensors[0].dims == (1, 105, 1, 1) and forward.tensors[0].strides == (105, 1, 105, 105)
+    (back,) = backward.pointwise
+    if mode == "identity":  # dx = dy
+        assert back.mode == PointwiseMode.IDENTITY and (back.x, back.y, back.dy) == (2, 4, None)
+    else:
+        assert back.mode.name.endswith("_BWD") and (back.x, back.dy, back.y) == (3, 2, 4)
+        assert {index for _, index in backward.bindings} == {1, 2, 3}  # dy, x, dx: never y
 
 
 def test_clipped_relu_is_relu_with_an_upper_clip() -> None:
     x, w, y = ref((2, 3, 8, 8)), ref((4, 3, 3, 3)), ref((2, 4, 8, 8))
     graph = conv_graph("conv_forward", (x, w, None, y),
                        ConvSpec((1, 1), (1, 1), (1, 1), activation="clipped_relu", coef=6.0))
-    (act,) = graph.pointwise
+    _, act = graph.pointwise
     assert act.mode == PointwiseMode.RELU_FWD and act.parameter is not None
     assert (act.parameter[0].name, act.parameter[1]) == ("POINTWISE_RELU_UPPER_CLIP", 6.0)
 
@@ -290,8 +355,9 @@ def test_gradients_name_their_operands_and_the_text_tells_problems_apart() -> No
     data = conv_graph("conv_backward_data", (dy, w, dx), spec)
     weights = conv_graph("conv_backward_filter", (dx, dy, w), spec)
 
-    assert dict(data.operands) == {"dy": 1, "w": 2, "dx": 3} and data.pointwise == ()
-    assert dict(weights.operands) == {"x": 1, "dy": 2, "dw": 3}
+    assert data.conv is not None and weights.conv is not None
+    assert dict(data.conv.operands) == {"dy": 1, "w": 2, "dx": 3} and data.pointwise == ()
+    assert dict(weights.conv.operands) == {"x": 1, "dy": 2, "dw": 3}
     assert data.text() != weights.text()
     tf32 = conv_graph("conv_backward_data", (dy, w, dx), ConvSpec((1, 1), (1, 1), (1, 1), groups=2, allow_tf32=True))
     assert tf32.text() != data.text() and tf32 != data
@@ -315,7 +381,8 @@ for key, path in CU12_90.files():
     if key != "shim":
         ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
 from cudnnload_cudnn_graph.backend_api import GraphApi
-from cudnnload_cudnn_graph.graphs import build, conv_graph, engine_count
+from cudnnload_cudnn_graph.graphs import activation_graph, build, conv_graph, engine_count, epilogue_graph
+from cudnnload.dispatch.backends import ActivationSpec
 
 g = GraphApi(CudnnApi(CU12_90.lib_dir / "libcudnn.so.9", 9))
 def t(shape, dtype="float16", layout="NCHW"):
@@ -333,6 +400,14 @@ spec = ConvSpec((2, 2, 1), (1, 1, 0), (1, 1, 1), 2, "NCHW", True)
 x, dy, w = t((2, 8, 9, 9, 5), "float32"), t((2, 6, 5, 5, 5), "float32"), t((6, 4, 3, 3, 1), "float32")
 counts["backward data 3d"] = engine_count(g, build(g, conv_graph("conv_backward_data", (dy, w, x), spec), 0))
 counts["backward filter 3d"] = engine_count(g, build(g, conv_graph("conv_backward_filter", (x, dy, w), spec), 0))
+spec = ConvSpec((1, 1), (1, 1), (1, 1), 1, "NCHW", False, "swish", 0.5)
+tensors = (t((8, 32, 16, 16), "float32"), t((64, 32, 3, 3), "float32"), t((64,), "float32"),
+           t((8, 64, 16, 16), "float32"))
+counts["epilogue swish"] = engine_count(g, build(g, epilogue_graph(tensors, spec), 0))
+for mode in ("relu", "clipped_relu", "elu", "sigmoid", "tanh", "swish", "identity"):
+    a = t((3, 5, 7, 9))
+    for op, refs in (("activation_forward", (a, a)), ("activation_backward", (a, a, a, a))):
+        counts[f"{op} {mode}"] = engine_count(g, build(g, activation_graph(op, refs, ActivationSpec(mode, 0.5)), 0))
 print(json.dumps(counts))
 """
 
@@ -344,7 +419,7 @@ def test_every_graph_shape_finalizes_on_cudnn_9_0_without_a_gpu() -> None:
     CU12_90.lib_dir  # noqa: B018  # skips when the wheel is not unpacked
     counts = gpu.run_child(_GRAPHS_ON_9_0, str(REPO))
 
-    assert len(counts) == 16
+    assert len(counts) == 16 + 1 + 14
     assert all(count > 0 for count in counts.values()), counts
 
 
@@ -621,9 +696,10 @@ def gpu_checks() -> None:
         c.conv("forward", backend, "float32", "NCHW", (4, 16, 20, 20), (32, 16, 3, 3), padding=1, tf32=True)
         for activation in MODES:
             for dtype, layout in (("float16", "NHWC"), ("float32", "NCHW"), ("bfloat16", "NHWC")):
-                # cuDNN 9.19 has no engine for some float32 fusions (swish, measured): refused with a reason.
+                # cuDNN 9.19 has no engine fusing some float32 epilogues (swish, measured): cudnn-graph runs
+                # those as the convolution and then the epilogue.
                 c.conv("forward-fused", backend, dtype, layout, (2, 16, 12, 12), (32, 16, 3, 3), padding=1,
-                       bias=True, activation=activation, optional=backend == "cudnn-graph" and dtype == "float32")
+                       bias=True, activation=activation)
         c.conv("forward-fused", backend, "float16", "NHWC", (2, 16, 12, 12), (32, 16, 3, 3), padding=1, bias=True)
         c.conv("forward-fused", backend, "float16", "NHWC", (2, 16, 12, 12), (32, 16, 3, 3), padding=1,
                activation="relu")

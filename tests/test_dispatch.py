@@ -307,6 +307,71 @@ def test_auto_prefers_cudnn_graph_then_legacy_and_skips_the_unavailable() -> Non
     assert not np.isnan(y).any()  # host data went to numpy, which wrote it
 
 
+class ReplayingBackend(RecordingBackend):
+    """Hands out a replay after each conv_forward; each replay runs ``times`` times, then stops working."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__("replaying", on_device=True)
+        self.times = times
+        self.replayed: list[tuple[int, int]] = []  # (x pointer, stream) of each replay
+
+    def replay(self, op: str, spec: Spec, tensors: tuple[TensorRef | None, ...], *, autotune: bool = False,
+               stream: int = 0) -> Callable[[], bool] | None:
+        left = [self.times]
+        x = tensors[0]
+        assert x is not None
+
+        def again() -> bool:
+            if not left[0]:
+                return False
+            left[0] -= 1
+            self.replayed.append((x.ptr, stream))
+            return True
+
+        return again
+
+
+def test_a_repeated_call_into_the_callers_device_out_is_the_backends_replay() -> None:
+    backend = ReplayingBackend(times=2)
+    dispatcher = Dispatcher(registry_of(backend))
+    x, w, out = device((1, 2, 5, 5)), device((3, 2, 3, 3)), device((1, 3, 3, 3))
+
+    for _ in range(4):
+        dispatcher.conv(x, w, out=out)
+
+    # the first call runs the method; two replays; the spent replay returns False: the method again
+    assert [call[0] for call in backend.calls] == ["conv_forward", "conv_forward"]
+    assert backend.replayed == [(x.array.ctypes.data, 0)] * 2
+
+
+def test_a_replay_is_never_used_for_other_pointers_a_stream_or_a_fill() -> None:
+    backend = ReplayingBackend(times=10)
+    dispatcher = Dispatcher(registry_of(backend))
+    w, out = device((3, 2, 3, 3)), device((1, 3, 3, 3))
+    first, second = device((1, 2, 5, 5)), device((1, 2, 5, 5))
+
+    dispatcher.conv(first, w, out=out)
+    dispatcher.conv(second, w, out=out)  # other pointers: the method
+    dispatcher.conv(first, w, out=out, stream=7)  # another stream: the method
+    dispatcher.conv(first, w, out=out, poison=False)  # poison given: the method (it decides on the fill)
+    dispatcher.conv(first, w, out=out)
+
+    assert len(backend.calls) == 4
+    assert backend.replayed == [(first.array.ctypes.data, 0)]
+
+
+def test_auto_runs_activations_on_cudnn_legacy_before_cudnn_graph() -> None:
+    graph = RecordingBackend("cudnn-graph", on_device=True)
+    legacy = RecordingBackend("cudnn-legacy", on_device=True)
+    dispatcher = Dispatcher(registry_of(graph, legacy))
+
+    dispatcher.activation(device((4, 5)), "relu", out=device((4, 5)))
+    dispatcher.conv(device((1, 2, 5, 5)), device((3, 2, 3, 3)), out=device((1, 3, 3, 3)))
+
+    assert [call[0] for call in legacy.calls] == ["activation_forward"]
+    assert [call[0] for call in graph.calls] == ["conv_forward"]
+
+
 def test_device_data_never_goes_to_numpy() -> None:
     dispatcher = Dispatcher(registry_of())
 

@@ -7,7 +7,7 @@ argument before a backend sees it: shapes fit, dtypes agree, all tensors are on 
 the output exists with the right shape (made and, on request, filled with NaN).
 
 Plugins (as simonw/llm's, llm/plugins.py): a distribution declares an entry point in the
-group ``cudnnload.dispatch.backends``, named after the backend it adds, whose value is a callable
+group ``cudnnload.backends`` (`ENTRY_POINT_GROUP`), named after the backend it adds, whose value is a callable
 ``register(registry)`` that calls ``registry.add(name, factory)``; the factory makes the
 backend on first use. cudnnload's own backends (plugins/cudnnload_numpy, ...) are declared
 in its pyproject.toml and load exactly the same way.
@@ -29,6 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from cudnnload.dispatch.capabilities import ACTIVATIONS as ACTIVATIONS  # re-exported: plugins import them here
+from cudnnload.dispatch.capabilities import LAYOUTS as LAYOUTS
+from cudnnload.dispatch.capabilities import Cell, Rule, cell_of, table
 from cudnnload.dispatch.entrypoints import EntryPoint, entry_points
 from cudnnload.dispatch.tensors import TensorRef
 from cudnnload.errors import UsageError
@@ -38,16 +41,17 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "cudnnload.backends"
 RESTRICT_VARIABLE = "CUDNNLOAD_BACKENDS"
 
-# The operations, named as the Backend methods that run them.
+# The operations, named as the Backend methods that run them. Layouts (capabilities.LAYOUTS): x, w and y in
+# (N, C, *spatial) or (N, *spatial, C) order for 1, 2 or 3 spatial axes; weights likewise (K, C/groups,
+# *kernel) or (K, *kernel, C/groups), as cuDNN's filter formats NCHW and NHWC (KCRS, KRSC).
 OPS = ("conv_forward", "conv_backward_data", "conv_backward_filter", "activation_forward", "activation_backward")
-# cudnnActivationMode_t, in its order: SIGMOID=0 ... SWISH=6 (cudnn-facts §4.3; cudnnload.loading.capi.ActivationMode).
-ACTIVATIONS = ("sigmoid", "relu", "tanh", "clipped_relu", "elu", "identity", "swish")
-# Axis order of x, w and y: "NCHW" is (N, C, *spatial) and "NHWC" (N, *spatial, C), for 1, 2 or 3 spatial
-# axes (NCW, NCDHW, ...); weights likewise (K, C/groups, *kernel) or (K, *kernel, C/groups), as cuDNN's
-# filter formats NCHW and NHWC (KCRS, KRSC).
-LAYOUTS = ("NCHW", "NHWC")
-# backend="auto" tries these first, in this order, then any other backend by name.
+# backend="auto" tries these first, in this order, then any other backend by name: PREFERENCE for
+# convolutions, ELEMENTWISE_PREFERENCE for activations. Activations prefer the legacy API's precompiled
+# kernels: every engine cuDNN 9 offers for a pointwise-only graph compiles its kernel at run time
+# (CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION on all three engines of 9.28 and all eight of 9.0, read without
+# a GPU), which costs the first call of each problem NVRTC's compilation.
 PREFERENCE = ("cudnn-graph", "cudnn-legacy", "numpy")
+ELEMENTWISE_PREFERENCE = ("cudnn-legacy", "cudnn-graph", "numpy")
 
 _warming = threading.local()
 
@@ -86,6 +90,9 @@ class ConvSpec:
     allow_tf32: bool = False  # float32 only: whether tensor cores may round inputs to TF32
     activation: str | None = None  # one of ACTIVATIONS, applied after the bias (conv_forward only)
     coef: float = 0.0  # clipped_relu: the ceiling; elu: alpha; swish: beta; unused by the others
+    # conv_forward only: bias and activation must run inside the convolution's kernel (one engine); a
+    # backend that would run them as steps after it refuses instead.
+    fused: bool = False
 
     def output_size(self, spatial: tuple[int, ...], kernel: tuple[int, ...]) -> tuple[int, ...]:
         """Output extent per spatial axis: cudnnGetConvolutionNdForwardOutputDim's formula,
@@ -110,6 +117,12 @@ class Backend(Protocol):
 
     Conv tensors are in ``spec.layout`` axis order (`TensorRef.channels_first` turns them to
     (N, C, *spatial)); bias is 1-D, (K,). Outputs must be written entirely: they may hold NaN.
+
+    Optional, besides ``capability``: ``replay(op, spec, tensors, *, autotune, stream)``, called after a
+    conv_forward call with the caller's own output: a function that repeats exactly that call on the
+    calling thread faster than the method, returning True, or False (having done nothing) once it no
+    longer can; None where there is nothing faster. The dispatcher keeps it per problem, pointers,
+    stream and thread, and calls it instead of the method (cudnn-graph: a recorded CUDA graph's launch).
     """
 
     name: str
@@ -117,8 +130,12 @@ class Backend(Protocol):
     def availability(self) -> str | None:
         """None when the backend can run here; else why not (no GPU, no cuDNN, ...). Asked once per registry."""
 
+    def capability(self, operation: str, dtype: str, layout: str, spatial: int) -> str | None:
+        """None when the backend runs this cell of its table (`cudnnload.dispatch.capabilities`); else why not.
+        Pure: asked without a GPU, before any call. Optional: a backend without it declares no table."""
+
     def supports(self, op: str, spec: Spec, *tensors: TensorRef | None) -> str | None:
-        """None when ``op`` (one of OPS) can run; else why not.
+        """None when ``op`` (one of OPS) can run; else why not (a cell its table rules out: the table's reason).
 
         ``tensors`` are the op's, in its method's order (conv_forward: x, w, bias or None, y).
         Asked once per problem (shapes, strides, dtypes, devices, spec) and the answer is
@@ -148,6 +165,14 @@ class Backend(Protocol):
 BackendFactory = Callable[[], Backend]
 
 
+def refusal(rule: Rule, op: str, spec: Spec, tensors: tuple[TensorRef | None, ...]) -> str | None:
+    """Why the capability table of ``rule`` rules out this call of ``op`` (one of OPS), or None: what a
+    backend's ``supports()`` asks first, so that it refuses exactly what its table says it cannot run."""
+    if isinstance(spec, ActivationSpec):
+        return rule(*cell_of(op, spec.mode, "NCHW", tensors))
+    return rule(*cell_of(op, spec.activation, spec.layout, tensors))
+
+
 @dataclass(frozen=True)
 class BackendStatus:
     """One backend (or one plugin that failed or was not loaded), for ``cudnnload backends``."""
@@ -157,6 +182,7 @@ class BackendStatus:
     available: bool
     reason: str | None  # why not available, or why broken
     broken: bool  # the plugin's import, register(), factory or availability() raised
+    capabilities: tuple[Cell, ...] = ()  # its table; empty where it declares none (or could not be made)
 
 
 @dataclass
@@ -216,7 +242,9 @@ class Registry:
         found = []
         for name, entry in self._entries.items():
             _, reason = self.get(name)
-            found.append(BackendStatus(name, entry.source, reason is None, reason, entry.broken))
+            rule: Rule | None = getattr(entry.backend, "capability", None)
+            found.append(BackendStatus(name, entry.source, reason is None, reason, entry.broken,
+                                       () if rule is None else table(rule)))
         return (*found, *self._plugin_failures)
 
     def load_plugin(self, point: EntryPoint) -> None:

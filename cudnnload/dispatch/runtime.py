@@ -217,6 +217,7 @@ class Runtime:
         self._local = threading.local()
         self._listeners: list[WorkspaceFreed] = []
         self._stores: dict[int, ChoiceStore] = {}
+        self._zeros: dict[tuple[int, int], int] = {}  # (device, bytes) -> zero-filled device memory
         self._lock = threading.Lock()
         libcuda = cudadriver.library()
         # cuCtxGetCurrent(CUcontext *pctx) (cuda.h): what `handle` checks on every call; public so that
@@ -279,6 +280,21 @@ class Runtime:
         size = -(-nbytes // _WORKSPACE_STEP) * _WORKSPACE_STEP
         ptr = int(self._cuda("cuMemAlloc", cudadriver.cuMemAlloc(size)))
         state.workspaces[(device, stream)] = (ptr, size)
+        return ptr
+
+    def zeros(self, device: int, nbytes: int) -> int:
+        """``nbytes`` of zero-filled memory on ``device``, made once and kept for the process's life (a zero
+        bias). Call after `handle` (its context must be current). The fill runs on the legacy default stream
+        and is waited for, so that work on any stream may read the memory at once."""
+        ptr = self._zeros.get((device, nbytes))
+        if ptr is None:
+            with self._lock:
+                ptr = self._zeros.get((device, nbytes))
+                if ptr is None:
+                    ptr = int(self._cuda("cuMemAlloc", cudadriver.cuMemAlloc(nbytes)))
+                    self._cuda("cuMemsetD8", cudadriver.cuMemsetD8(ptr, 0, nbytes))
+                    self._cuda("cuStreamSynchronize", cudadriver.cuStreamSynchronize(0))
+                    self._zeros[(device, nbytes)] = ptr
         return ptr
 
     def record(self, state: ThreadState, device: int, enqueue: Callable[[int], None]) -> int:

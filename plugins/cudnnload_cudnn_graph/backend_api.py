@@ -102,6 +102,8 @@ class Attribute(IntEnum):
     OPERATION_POINTWISE_XDESC = 751
     OPERATION_POINTWISE_BDESC = 752
     OPERATION_POINTWISE_YDESC = 753
+    OPERATION_POINTWISE_DXDESC = 756  # backward modes: "the output tensor dX"
+    OPERATION_POINTWISE_DYDESC = 757  # backward modes: "the input tensor dY"
     # Deprecated in 9.28 and optional for building a graph on a CPU (cudnn-facts §5), but the only source of
     # the device's properties before 9.8's DEVICEPROP: without it cuDNN 9.19 on an H200 ranked engines for
     # "smVersion 0", and their plans failed at execution with NOT_SUPPORTED_ARCH_MISMATCH (measured).
@@ -127,11 +129,17 @@ class PointwiseMode(IntEnum):
     """cudnnPointwiseMode_t."""
 
     ADD = 0
+    IDENTITY = 21
     RELU_FWD = 100
     TANH_FWD = 101
     SIGMOID_FWD = 102
     ELU_FWD = 103
     SWISH_FWD = 106
+    RELU_BWD = 200
+    TANH_BWD = 201
+    SIGMOID_BWD = 202
+    ELU_BWD = 203
+    SWISH_BWD = 206
 
 
 class HeuristicMode(IntEnum):

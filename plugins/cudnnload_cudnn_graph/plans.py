@@ -78,12 +78,14 @@ class Plan:
 
 
 def allowed(spec: GraphSpec, notes: Sequence[int]) -> bool:
-    """Whether an engine with these numerical notes may run ``spec``'s data."""
+    """Whether an engine with these numerical notes may run ``spec``'s data. A graph without a convolution
+    has no products for TF32 to round: its TENSOR_CORE note (on two of the three engines cuDNN 9.28 offers
+    for a pointwise graph, read without a GPU) does not matter."""
     if spec.tensors[0].dtype != DataType.FLOAT:
         return True
     if NumericalNote.DOWN_CONVERT_INPUTS in notes:
         return False
-    return spec.allow_tf32 or NumericalNote.TENSOR_CORE not in notes
+    return spec.allow_tf32 or spec.conv is None or NumericalNote.TENSOR_CORE not in notes
 
 
 def heuristic_configs(g: GraphApi, graph: OperationGraph, mode: HeuristicMode) -> list[EngineConfig]:

@@ -21,7 +21,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec
+from cudnnload.backends import ACTIVATIONS, ActivationSpec, ConvSpec, Spec, refusal
 from cudnnload.dispatch.algos import problem_key
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, nc_dims, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
@@ -42,6 +42,13 @@ _ONE_ZERO = {double: (ctypes.addressof(one), ctypes.addressof(zero)) for double,
 # Activation modes whose backward pass cuDNN 9.19 refused (CUDNN_STATUS_NOT_SUPPORTED) at run time for x
 # with padded rows while y, dy and dx were dense; sigmoid, tanh and elu ran (measured on an H200).
 STRICT_BACKWARD = frozenset({"relu", "clipped_relu", "swish"})
+
+# (operation, spatial axes) that cuDNN 9.19 refuses for float64 data in NHWC order: every algorithm
+# cudnnGetConvolution*Algorithm_v7 listed returned NOT_SUPPORTED (H100, measured: forward in 3-D, both
+# gradients in 1-D, 2-D and 3-D; forward in 1-D and 2-D ran).
+_NO_DOUBLE_NHWC = frozenset({*((f"conv_forward+{mode}", 3) for mode in ACTIVATIONS), ("conv_forward", 3),
+                             *((gradient, spatial) for gradient in ("conv_backward_data", "conv_backward_filter")
+                               for spatial in (1, 2, 3))})
 
 # The largest workspace cudnnFind*AlgorithmEx may use; algorithms that need more are skipped.
 FIND_WORKSPACE_LIMIT = 1 << 30
@@ -77,6 +84,16 @@ DIRECTIONS = {
 _ROLES = {"conv_forward": (1, (0, 1, 3)), "conv_backward_data": (1, (1, 0, 2)), "conv_backward_filter": (2, (0, 1, 2))}
 
 
+def _steps_after(tensors: tuple[TensorRef | None, ...], spec: ConvSpec) -> str | None:
+    """What a forward convolution would run after cudnnConvolutionForward (None: nothing, or fused)."""
+    bias = len(tensors) == 4 and tensors[2] is not None
+    activation = spec.activation not in (None, "identity")
+    if bias and spec.activation == "relu":
+        return None
+    if bias or activation:
+        return " and ".join(part for part, present in (("bias", bias), (str(spec.activation), activation))
+                            if present)
+    return None
 
 
 def conv_key(op: str, tensors: tuple[TensorRef | None, ...], spec: ConvSpec, autotune: bool) -> tuple[Any, ...]:
@@ -150,7 +167,15 @@ class LegacyBackend:
         self._functions = LegacyFunctions(self._runtime.api)
         return None
 
+    def capability(self, operation: str, dtype: str, layout: str, spatial: int) -> str | None:
+        if (dtype, layout) == ("float64", "NHWC") and (operation, spatial) in _NO_DOUBLE_NHWC:
+            return "cuDNN 9.19 lists no algorithm that runs it on float64 data in NHWC order (measured on an H100)"
+        return None
+
     def supports(self, op: str, spec: Spec, *tensors: TensorRef | None) -> str | None:
+        why = refusal(self.capability, op, spec, tensors)
+        if why is not None:
+            return why
         present = [t for t in tensors if t is not None]
         for ref in present:
             if ref.device is None:
@@ -166,6 +191,9 @@ class LegacyBackend:
             assert filt is not None
             if filter_format(*nc_dims(filt, spec.layout, widen=False)) is None:
                 return "the legacy API takes filters packed as KCRS or KRSC only; this one is strided"
+            if spec.fused and _steps_after(tensors, spec):
+                return ("fused=True: cudnnConvolutionBiasActivationForward fuses a bias with ReLU only; this "
+                        f"convolution's {_steps_after(tensors, spec)} would run as calls after it")
             try:  # descriptors and the heuristic's algorithm: what cuDNN cannot run shows here, as a reason
                 self._conv_problem(op, tensors, spec, False, 0)
             except CudnnloadError as exc:

@@ -28,12 +28,16 @@ def register(registry: Registry) -> None:
 
 
 class NumpyBackend:
-    """Implements every operation of `cudnnload.backends.Backend`, on host memory only."""
+    """Implements every operation of `cudnnload.backends.Backend`, on host memory only. ``ConvSpec.fused`` asks
+    nothing of it: bias and activation are applied to the float64 result before its one rounding."""
 
     name = "numpy"
 
     def availability(self) -> str | None:
         return None
+
+    def capability(self, operation: str, dtype: str, layout: str, spatial: int) -> str | None:
+        return None  # every operation, dtype, layout and rank, on the host
 
     def supports(self, op: str, spec: Spec, *tensors: TensorRef | None) -> str | None:
         for tensor in tensors:
