@@ -44,7 +44,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker))
+    preloads = {p.path: p.entry for p in ctx.preloads if p.path is not None and p.entry is not None}
+    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx)
@@ -123,8 +124,10 @@ class _Repairs:
     another package manager (said in words); an install that is there only as an LD_LIBRARY_PATH entry
     (``entry``) is first taken off that path."""
 
-    def __init__(self, install: Install, python: str | None, entry: str | None = None) -> None:
+    def __init__(self, install: Install, python: str | None, entry: str | None = None,
+                 preloads: Mapping[str, str] | None = None) -> None:
         self.install, self.python, self.entry = install, python, entry
+        self.preloads = dict(preloads or {})  # a preloaded file -> the LD_PRELOAD entry that brought it
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
 
@@ -238,10 +241,12 @@ def _stray_shim(install: Install, ctx: Context) -> Finding | None:
                    if name.startswith("cudnnBackend") and name not in graph_info.cudnn_functions)
     if not ahead:
         return None
+    cure = fix(remove_entry("LD_PRELOAD", graph.entry)) if graph.variable == "LD_PRELOAD" and graph.entry else None
     return Finding(Code.MIXED_RELEASE, f"the shim is of a newer release than the graph it loads ({graph.path}, cuDNN "
                    f"{graph.release or '?'}): it forwards {ahead[0]} and {len(ahead) - 1} more graph-API functions "
-                   "that graph does not export", Subject(SubjectKind.FILE, shim.path, "graph"),
-                   _Repairs(install, None).file(shim) if install.distribution else fix(manual(
+                   "that graph does not export", Subject(SubjectKind.FILE, shim.path, "graph",
+                                                         variable=graph.variable, entry=graph.entry),
+                   cure or _Repairs(install, None).file(shim) if cure or install.distribution else fix(manual(
                        f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release, or "
                        "the folder with one complete release")))
 
@@ -279,27 +284,32 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     repair = repair or _Repairs(install, None)
     opener = posixpath.basename(step.requested_by) if step.requested_by else "the shim"
     own = install.file(step.library)
-    subject = Subject(SubjectKind.FILE, step.path, step.library,
-                      variable="LD_LIBRARY_PATH" if step.entry is not None else None, entry=step.entry)
+    subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
     cure = _stray_fix(step, own, repair)
+    via = f"{step.rule}, put in the process by LD_PRELOAD" if step.variable == "LD_PRELOAD" else step.rule
     if step.error is not None:
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
-                      f"{step.rule}), which cannot load: {step.error}", subject, cure)
+                      f"{via}), which cannot load: {step.error}", subject, cure)
         return
     if install.release and step.release and step.release != install.release:
         yield Finding(Code.MIXED_RELEASE, f"{opener} would load {step.library} from {step.path} (cuDNN "
-                      f"{step.release}, found via {step.rule}), not this install's {install.release}", subject, cure)
+                      f"{step.release}, found via {via}), not this install's {install.release}", subject, cure)
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
-                      f"{step.rule}), outside this install", subject, cure)
+                      f"{via}), outside this install", subject, cure)
 
 
 def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
-    """A sub-library taken from outside the install: where the install has its own copy, the search-path
-    entry that shadows it goes; where it has none, the install is made whole (removing the entry would
-    leave the library missing)."""
-    if own is not None and own.problem is None and step.entry is not None:
-        return fix(remove_entry("LD_LIBRARY_PATH", step.entry))
+    """A sub-library taken from outside the install: a preloaded one (LD_PRELOAD) goes; where the install has
+    its own copy, the search-path entry that shadows it goes; where it has none, the install is made whole
+    (removing the entry would leave the library missing)."""
+    if step.variable == "LD_PRELOAD" and step.entry is not None:
+        return fix(remove_entry("LD_PRELOAD", step.entry))
+    brought = repair.preloads.get(step.requested_by or "")
+    if brought is not None:  # asked for by a preloaded library (its RUNPATH): that entry is the cause
+        return fix(remove_entry("LD_PRELOAD", brought))
+    if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
+        return fix(remove_entry(step.variable, step.entry))
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))

@@ -26,6 +26,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ class Step:
     trail: tuple[str, ...] = ()
     outcome: str | None = None  # what opening the file does: "found", "already-loaded", or why it fails
     error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
-    entry: str | None = None  # the LD_LIBRARY_PATH (or DT_RPATH/DT_RUNPATH) entry, as written, that gave it
+    entry: str | None = None  # the entry, as written, of ``variable`` that gave it
+    variable: str | None = None  # "LD_LIBRARY_PATH" (found through it) or "LD_PRELOAD" (preloaded, already loaded)
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,13 @@ class Context:
     linker: linker.LinkerEnv
     host: Host
     verify: bool = False  # compute each RECORD-listed file's sha256 (remembered under its stamp)
+    # what the process maps before the program asks for anything (LD_PRELOAD and what it NEEDs, a running
+    # process's files), in glibc's order (`process.preloaded`)
+    preloads: tuple[Preload, ...] = ()
+
+    def preload_entry(self, path: str) -> str | None:
+        """The LD_PRELOAD entry that put the file at ``path`` in the process, if one did."""
+        return next((p.entry for p in self.preloads if p.path == path and p.entry is not None), None)
 
     def elf(self, path: str) -> ElfInfo | None:
         """The file at ``path`` read as ELF (links followed), or None when it cannot be."""
@@ -205,14 +214,21 @@ def _stamped(path: str) -> tuple[str, int, int]:
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
-            cache: ElfCache | None = None, verify: bool = False) -> Context:
+            cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = ()) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
+    What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
+    LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
     ``cache``: an ELF memo already open (another context's), instead of reading it again."""
     env_vars = dict(os.environ if environ is None else environ)
     cache = cache or ElfCache(cache_file(env_vars) if use_cache else None)
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
-    return Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
+    facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped) if mapped or preload_entries(env_vars) else ()
+    if not preloads:
+        return facts
+    names = {**loaded_names(preloads), **(loaded or {})}
+    return replace(facts, linker=replace(link_env, loaded=names), preloads=preloads)
 
 
 # --- host -----------------------------------------------------------------
@@ -540,9 +556,12 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
     release = release_near(path, ctx.cache) if path else None
     inside = bool(path and folder) and os.path.realpath(os.path.dirname(path or "")) == os.path.realpath(folder or "")
     entry = search_entry(path, rule, ctx.linker) if path and not found else None
+    variable = "LD_LIBRARY_PATH" if entry is not None else None
+    if path and rule == "already-loaded" and (preloaded_by := ctx.preload_entry(path)) is not None:
+        entry, variable = preloaded_by, "LD_PRELOAD"
     trail = condensed_trail(res, ctx.linker.defaults.subdirs)
     return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
-                None if found else res.error, entry)
+                None if found else res.error, entry, variable)
 
 
 def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:

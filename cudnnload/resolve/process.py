@@ -1,0 +1,105 @@
+"""What a process maps before its cuDNN is asked for, in glibc's order: the model every entry point shares.
+
+glibc (elf/rtld.c ``dl_main``, elf/dl-deps.c ``_dl_map_object_deps``) maps, in this order: the objects
+already in the process (a running one's, `mapped`), then each ``LD_PRELOAD`` entry (separated by spaces or
+colons; an entry with a '/' opened as given, a bare name searched as the program's own DT_NEEDED would be),
+then what those preloaded objects NEED, breadth first. An object a preloaded entry put in the process
+answers every later lookup of its soname (``already-loaded``): the cuDNN shim's own ``dlopen`` of
+``libcudnn_graph.so.9`` then gets the preloaded file, whatever its RPATH says; and a program calling
+``cudnnGetVersion`` binds to the first object of the global scope that exports it, a preloaded shim before
+the one the program opened by path.
+
+`preloaded` computes that state; `discovery.context` passes it to the linker model (``LinkerEnv.loaded``)
+and keeps, for each preloaded file, the entry that brought it (`Context.preloads`): a fix can then name
+the entry to remove. Secure-execution mode (a set-user-ID program) drops entries with a '/' and is not
+modelled here: `judge.policy` warns about such programs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from cudnnload.resolve import linker
+from cudnnload.resolve.elf import ElfInfo
+
+# What `preloaded` asks of a file: its ELF facts, or None (`discovery.Context.elf` answers).
+ElfReader = Callable[[str], ElfInfo | None]
+
+# Always present with glibc and the compiler runtime: a preloaded object's NEEDED of these change nothing.
+_SYSTEM = frozenset({"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libgcc_s.so.1",
+                     "libstdc++.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"})
+
+
+@dataclass(frozen=True)
+class Preload:
+    """One object the process maps before the program asks for anything: an LD_PRELOAD entry, what such an
+    entry NEEDs, or an object a running process already has."""
+
+    name: str  # as asked for: the entry as written, or the NEEDED name
+    path: str | None  # the file mapped; None when the entry is not found (glibc prints an error and goes on)
+    entry: str | None  # the LD_PRELOAD entry that brought it (itself, or what NEEDs it); None: mapped already
+    error: str | None = None  # why it was not mapped (ld.so: "cannot be preloaded ...: ignored")
+    soname: str | None = None  # the SONAME it answers to (read from the file)
+
+
+def preload_entries(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """LD_PRELOAD as ld.so splits it: on spaces and colons, empty entries dropped (rtld.c
+    ``handle_preload_list``: " :")."""
+    return tuple(entry for entry in re.split(r"[ :]", environ.get("LD_PRELOAD", "")) if entry)
+
+
+def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
+              mapped: Sequence[str] = ()) -> tuple[Preload, ...]:
+    """What is in the process before the program's own loads: ``mapped`` (a running process's files), then
+    each LD_PRELOAD entry and, breadth first, what they NEED (``elf`` reads a file's dynamic section)."""
+    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf))
+                            for path in mapped]
+    names: dict[str, str] = {}
+    for item in found:
+        _answers(item, names)
+    queue: list[tuple[str, str, linker.Chain | None]] = [(entry, entry, None) for entry in preload_entries(environ)]
+    while queue:
+        name, entry, chain = queue.pop(0)
+        already = names.get(name) or (name if "/" in name and name in names.values() else None)
+        if already is not None:
+            continue
+        res = linker.resolve(name, chain, replace(env, loaded=dict(names)))
+        if res.path is None or res.error is not None:
+            error = res.error or f"{name}: cannot open shared object file: No such file or directory"
+            found.append(Preload(name, None, entry, f"object '{name}' from LD_PRELOAD cannot be preloaded ({error}): "
+                                 "ignored" if name == entry else error))
+            continue
+        info = elf(res.path)
+        item = Preload(name, res.path, entry, soname=info.soname if info else None)
+        found.append(item)
+        _answers(item, names)
+        if info is None:
+            continue
+        requester = linker.Requester.from_elf(res.path, info)
+        queue += [(needed, entry, linker.Chain((requester,))) for needed in info.needed if needed not in _SYSTEM]
+    return tuple(found)
+
+
+def loaded_names(items: Sequence[Preload]) -> dict[str, str]:
+    """Each name a mapped object answers to (its SONAME, its file name, the name it was asked for and its
+    path) -> its path: the linker model's ``already-loaded`` table."""
+    names: dict[str, str] = {}
+    for item in items:
+        _answers(item, names)
+    return names
+
+
+def _answers(item: Preload, names: dict[str, str]) -> None:
+    if item.path is None:
+        return
+    for name in (item.soname, os.path.basename(item.path), item.name, item.path):
+        if name:
+            names.setdefault(name, item.path)
+
+
+def _soname(path: str, elf: ElfReader) -> str | None:
+    info = elf(path)
+    return info.soname if info else None
