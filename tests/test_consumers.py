@@ -315,9 +315,17 @@ def test_jax_ignores_the_patch_level() -> None:
     assert consumer_findings(consumer("jax", Release(9, 8, 2)), Release(9, 8, 0), 9) == ()
 
 
-def test_jax_refuses_an_older_minor() -> None:
-    assert codes(consumer_findings(consumer("jax", Release(9, 12, 0)), Release(9, 10, 1), 9, environ={})) == [
-        ("consumer-runtime-older-than-build", ERROR)]
+def test_jax_warns_of_an_older_minor_it_does_not_stop_on() -> None:
+    """Measured on an H100 (2026-11-24): the CUDA 13 plugin built with 9.19 runs its convolution on 9.14."""
+    (finding,) = consumer_findings(consumer("jax", Release(9, 12, 0)), Release(9, 10, 1), 9, environ={})
+    assert (finding.code, finding.severity) == ("consumer-runtime-older-than-build", WARNING)
+    assert "does not stop on it" in finding.message
+
+
+def test_a_set_skip_variable_makes_torchs_older_runtime_a_warning() -> None:
+    environ = {"PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK": "1"}
+    assert codes(consumer_findings(consumer("torch", Release(9, 19, 0)), Release(9, 14, 0), 9, environ=environ)) == [
+        ("consumer-runtime-older-than-build", WARNING)]
 
 
 @pytest.mark.parametrize(("build", "expected"), [(Release(9, 8, 0), [("consumer-known-bad", ERROR)]),

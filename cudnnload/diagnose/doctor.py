@@ -13,7 +13,7 @@ import os
 import platform
 import socket
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,6 +24,7 @@ from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import predict_install
+from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which, which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
@@ -61,6 +62,7 @@ class Report:
     checks: tuple[Check, ...]
     findings: tuple[Finding, ...]  # every finding, errors first, each once
     host: str = ""  # the machine's host name (`cudnnload fleet` names nodes by it)
+    frameworks: tuple[Use, ...] = ()  # the cuDNN each framework present gets from its own loader
 
     @property
     def healthy(self) -> bool:
@@ -126,20 +128,20 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     findings += gpu
     checks.append(_driver_check(facts, gpu))
     checks.append(_handle_check(result, facts))
-    consumers, consumer_findings_, consumer_summary = pending.result()
+    consumers, consumer_summary = pending.result()
     pool.shutdown()
-    if install is not None:
-        findings += [f for consumer in consumers for f in consumer_findings_(consumer, release, install, facts)]
-    checks.append(Check("consumers", "fail" if any(f.subject.kind is SubjectKind.CONSUMER and f.severity is ERROR
-                                                   for f in findings) else "ok" if consumers else "skip",
-                        consumer_summary))
+    served = _serve(consumers, resolved, facts, env, site_paths)
+    findings += [f for s in served for f in s.findings]
+    checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served] or \
+        [Check("consumers", "skip", consumer_summary)]
+    findings = list(scope(findings, served))
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
         environment=tuple((name, env[name]) for name in RELEVANT_VARIABLES if name in env), target=resolved.target,
         chosen=install.folder if install else None, release=str(release) if release else None,
         distribution=install.distribution if install else None, inventory=inventory, which=resolved_which,
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=unique(findings),
-        host=socket.gethostname(),
+        host=socket.gethostname(), frameworks=tuple(s.use for s in served),
     )
 
 
@@ -167,18 +169,9 @@ def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Fi
     return replace(finding, consequences=finding.consequences or said) if finding.code is Code.NO_DRIVER else finding
 
 
-def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], Any, str]:
-    """The frameworks the target concerns, the function that judges one against the install, and a summary."""
+def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], str]:
+    """The frameworks the target concerns, and a summary."""
     target = resolved.target
-
-    def judge(consumer: Any, release: Any, install: Install, facts: Any) -> tuple[Finding, ...]:
-        from cudnnload.judge.frameworks import consumer_findings
-
-        return consumer_findings(consumer, release, install.major, environ=env,
-                                 install_version=install.distribution.split()[-1] if install.distribution else None,
-                                 device_count=len(facts.devices),
-                                 python=target.python or (sys.executable if target.kind == "environment" else None))
-
     if target.kind in ("environment", "python"):
         from cudnnload.resolve.consumers import find_consumers
 
@@ -186,14 +179,38 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) ->
                                timeout=timeout, interpreter=target.python)
         where = "this Python" if target.kind == "environment" else target.python
         none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
-        return found, judge, ", ".join(c.label for c in found) or none
+        return found, ", ".join(c.label for c in found) or none
     if target.kind in ("program", "shared-object") and target.path:
         from cudnnload.resolve.consumers import owner_of
 
         owner = owner_of(target.path, environ=env, timeout=timeout)
-        return owner, judge, ", ".join(c.label for c in owner) or \
+        return owner, ", ".join(c.label for c in owner) or \
             f"{os.path.basename(target.path)} is not part of a PyTorch, JAX, ONNX Runtime or TensorFlow install"
-    return (), judge, f"{target.description} is not a framework: point doctor at one (its library, or --python)"
+    return (), f"{target.description} is not a framework: point doctor at one (its library, or --python)"
+
+
+def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mapping[str, str],
+           site_paths: Sequence[str] | None) -> tuple[Served, ...]:
+    """Each framework judged on the cuDNN its own loader gives it (`resolve.routes`, `judge.routes`)."""
+    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.resolve.routes import route
+
+    target, ctx = resolved.target, resolved.ctx
+    python = target.python or (sys.executable if target.kind == "environment" else None)
+    by_folder = {os.path.realpath(i.folder): i for i in resolved.inventory.installs}
+    served = []
+    for consumer in consumers:
+        paths = target.site_paths if target.site_paths is not None else site_paths if site_paths is not None \
+            else sys.path if target.kind == "environment" else (consumer.site,)
+        way = route(consumer, ctx, list(paths))
+        install = None
+        if way.shim is not None:
+            folder = os.path.realpath(os.path.dirname(way.shim))
+            install = by_folder.get(folder) or judged_install_of(way.shim, ctx, f"{consumer.framework}'s loader",
+                                                                 python=python)
+        served.append(serve(way, install, ctx, gpu=bool(facts.devices), device_count=len(facts.devices),
+                            environ=env, python=python))
+    return tuple(served)
 
 
 def _installs_check(resolved: Resolved) -> Check:

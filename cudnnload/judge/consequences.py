@@ -203,7 +203,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         load = loads.get(lib.key)
         if load is None:
             continue
-        if load.fails is not None:
+        if load.fails is not None and (not lib.optional or load.fails in _ENDS):
             return _failed_call(gen, release, call, lib, load, _graph_release(loads))
         if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
@@ -269,7 +269,8 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
     """The consequences of each cause of failure: the calls of every library that fails because of it."""
     found: dict[str, tuple[Consequence, ...]] = {}
     for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
-        failing = [gen.library(load.key) for load in loads.values() if load.cause == cause and load.fails]
+        failing = [gen.library(load.key) for load in loads.values() if load.cause == cause and load.fails
+                   and (not gen.library(load.key).optional or load.fails in _ENDS)]
         first = next((c for c in gen.exercise for lib in failing if c in lib.calls), None)
         if first is None:
             continue

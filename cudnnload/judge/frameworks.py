@@ -86,12 +86,16 @@ def consumer_findings(consumer: Consumer, install_release: Release | None, insta
     older = _older_than_build(consumer, framework, install_release)
     if older is not None:
         skipped = framework.skip_variable and (environ or {}).get(framework.skip_variable, "0") not in ("", "0")
+        stops = framework.enforced and not skipped
         findings.append(Finding(
             Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD,
             f"{consumer.label} was built with cuDNN {consumer.build} and {older}; the cuDNN that loads is "
             f"{install_release}" + (f" ({framework.skip_variable} is set, so {consumer.framework}'s own check will "
-                                    "not stop it)" if skipped else ""), _subject(consumer),
-            _install_fix(consumer, install_release.major, consumer.build, python)))
+                                    "not stop it)" if skipped else "" if stops else
+                                    f"; {consumer.framework} does not stop on it (its check compares the versions "
+                                    "at different scales), newer features may be missing"), _subject(consumer),
+            _install_fix(consumer, install_release.major, consumer.build, python),
+            severity=ERROR if stops else WARNING))
     findings.extend(finding for rule in KNOWN_BAD.get(consumer.framework, ())
                     if (finding := rule(consumer, install_release, device_count, python)) is not None)
     return tuple(findings)

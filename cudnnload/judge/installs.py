@@ -257,16 +257,26 @@ def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
     for record in install.records:
         key = _key_of(record.path)
         subject = Subject(SubjectKind.DISTRIBUTION, record.path, key, name=install.distribution)
+        # an optional engine library: graph runs without it (catalog), so the install works, with fewer engines
+        optional = key is not None and optional_engines(install.major, key)
+        effect = "; graph runs without it, with fewer engines" if optional else ""
+        severity = WARNING if optional else ERROR
         if record.on_disk is None:
-            yield Finding(Code.RECORD_MISSING_FILE, f"{name} lists it in RECORD but it is not on disk", subject,
-                          repair.put_back())
+            yield Finding(Code.RECORD_MISSING_FILE, f"{name} lists it in RECORD but it is not on disk{effect}", subject,
+                          repair.put_back(), severity=severity)
         elif record.size is not None and record.size != record.on_disk:
             yield Finding(Code.RECORD_MISMATCH, f"{record.on_disk} bytes on disk, {record.size} in {name}'s RECORD: "
-                          "not the file that was installed (replaced by another release's, or damaged)", subject,
-                          repair.put_back())
+                          f"not the file that was installed (replaced by another release's, or damaged){effect}",
+                          subject, repair.put_back(), severity=severity)
         elif record.digest_differs:
             yield Finding(Code.RECORD_MISMATCH, f"its sha256 is not the one {name}'s RECORD lists: not the file that "
-                          "was installed", subject, repair.put_back())
+                          f"was installed{effect}", subject, repair.put_back(), severity=severity)
+
+
+def optional_engines(major: int, key: str) -> bool:
+    """A library graph opens for extra engines and runs without (`catalog`: heuristic, engines_precompiled)."""
+    gen = generation(major)
+    return any(lib.key == key and lib.optional for lib in gen.libraries)
 
 
 def _key_of(path: str) -> str | None:
@@ -287,13 +297,20 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
     cure = _stray_fix(step, own, repair)
     via = f"{step.rule}, put in the process by LD_PRELOAD" if step.variable == "LD_PRELOAD" else step.rule
+    # an optional engine library that does not load beside graph: graph goes on without it
+    optional = optional_engines(install.major, step.library)
+    severity = WARNING if optional else ERROR
     if step.error is not None:
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
-                      f"{via}), which cannot load: {step.error}", subject, cure)
+                      f"{via}), which cannot load: {step.error}" + ("; graph goes on without it, with fewer engines"
+                                                                   if optional else ""), subject, cure,
+                      severity=severity)
         return
     if install.release and step.release and step.release != install.release:
         yield Finding(Code.MIXED_RELEASE, f"{opener} would load {step.library} from {step.path} (cuDNN "
-                      f"{step.release}, found via {via}), not this install's {install.release}", subject, cure)
+                      f"{step.release}, found via {via}), not this install's {install.release}"
+                      + ("; it does not load beside graph (a symbol of graph's release missing), so graph goes on "
+                         "without it, with fewer engines" if optional else ""), subject, cure, severity=severity)
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
                       f"{via}), outside this install", subject, cure)

@@ -56,6 +56,9 @@ class SubLibrary:
     version_check: str | None  # its cudnn*VersionCheck, exported by the shim
     version_symbol: str | None  # exported u32 (major<<16|minor<<8|patch), cudnn-facts §2
     required: bool = True  # an install without it is broken
+    # its user goes on without it when it does not load (graph without heuristic or engines_precompiled);
+    # only a load that kills or hangs the process still shows
+    optional: bool = False
     # What an application reaches it with: the calls the shim routes to it (cudnn-facts §4.1, and the
     # exports of each sub-library), in words and by example, and the calls of the scenario app that
     # load it first.
@@ -85,18 +88,19 @@ class SubLibrary:
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
         symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
-        calls: tuple[Call, ...] = ()) -> SubLibrary:
+        calls: tuple[Call, ...] = (), optional: bool = False) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
     checks = (Call("check", check),) if check else ()
-    return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, serves, examples, checks + calls)
+    return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, optional, serves, examples,
+                      checks + calls)
 
 
 def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None, serves: str = "",
         examples: tuple[str, ...] = (), calls: tuple[Call, ...] = ()) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
     checks = (Call("check", check),) if check else ()
-    return SubLibrary(key, stem, 8, "app" if key == "shim" else "shim", needs, check, symbol, True, serves, examples,
-                      checks + calls)
+    return SubLibrary(key, stem, 8, "app" if key == "shim" else "shim", needs, check, symbol, True, False, serves,
+                      examples, checks + calls)
 
 
 # The calls of the scenario app and the application-mode probe (fixtures/scenarios/app.c), each at
@@ -195,13 +199,20 @@ _STATUS_V9 = {
 # exports cudnnSubquadraticOpsVersionCheck (discovery checks that).
 _ENGINES = dict(serves="the graph API's execution plans, which PyTorch and JAX run their convolutions through",
                 examples=("cudnnBackendFinalize",), calls=(FINALIZE,))
+_OPTIONAL_ENGINES = dict(serves="extra engines of the graph API (precompiled kernels and their heuristics); without "
+                         "them convolutions run through the runtime-compiled engines, compiled at first use",
+                         examples=("cudnnBackendFinalize",), calls=(FINALIZE,), optional=True)
 V9 = Generation(9, (
     _v9("graph", "shim", (), "cudnnGraphVersionCheck", "cudnn_graph_version",
         serves="every call that is not an operation: the version and error getters, handles and the graph API",
         examples=("cudnnGetVersion", "cudnnCreate", "cudnnGetErrorString", "cudnnBackendCreateDescriptor"),
         calls=(GET_VERSION, FINALIZE, HEURISTIC, CREATE_HANDLE)),
-    _v9("heuristic", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
-    _v9("engines_precompiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
+    # graph runs without these two (measured 2026-11-24: 9.28 on CPU with a libcuda stub, cudnnBackendFinalize
+    # as healthy without either; 9.19 on an H100, PyTorch's and JAX's convolutions run without either): fewer
+    # engines, kernels compiled at first use instead. One of another release does not load beside graph
+    # (undefined symbol, version libcudnn_graph.so.9) and counts as absent.
+    _v9("heuristic", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
+    _v9("engines_precompiled", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
     _v9("engines_runtime_compiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
     _v9("engines_tensor_ir", "graph", ("graph",), required=False, **_ENGINES),  # type: ignore[arg-type]
     _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version",

@@ -1,0 +1,210 @@
+"""Each framework judged on the cuDNN it gets (`resolve.routes`), not on the one cudnnload would pick.
+
+For one framework: the release its ``cudnnGetVersion`` returns (graph's, in cuDNN 9: the shim forwards it),
+its own rules on that release (`frameworks.consumer_findings`), and the calls its first convolution makes,
+predicted on the install its shim belongs to (`installs.predict_install`). What a framework never reaches
+does not stop it: the findings of the files its calls do not load are then warnings for that environment
+(`scope`), said so.
+
+Which calls a framework makes, measured on an H100 (2026-11-24, torch 2.11 and the JAX CUDA 13 plugin over
+the nvidia-cudnn-cu13 9.19 wheel, /proc/self/maps after a convolution): PyTorch maps the shim, graph,
+heuristic and the two engine libraries, JAX those and ops; neither maps cnn or adv for a convolution, and
+both ran with cnn, ops, heuristic or engines_precompiled removed, and failed with engines_runtime_compiled
+removed. A framework whose calls were not measured is taken to make every call of the catalog's exercise.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.judge.consequences import Expectation
+from cudnnload.judge.frameworks import consumer_findings
+from cudnnload.judge.installs import predict_install
+from cudnnload.resolve.catalog import Release, decode_version, generation
+from cudnnload.resolve.discovery import Context, Install, Step
+from cudnnload.resolve.routes import Route
+from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry
+
+# The functions of the catalog's exercise that a framework's first convolution calls (cuDNN 9; see above).
+_GRAPH_API = frozenset({"cudnnGetVersion", "cudnnCreate", "cudnnBackendFinalize", "cudnnBackendCreateDescriptor"})
+FRAMEWORK_CALLS: dict[str, frozenset[str]] = {
+    "torch": _GRAPH_API,
+    "jax": _GRAPH_API | {"cudnnCreateTensorDescriptor"},
+}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One framework's cuDNN, as a report gives it."""
+
+    framework: str
+    distribution: str
+    version: str
+    release: Release | None  # what its cudnnGetVersion returns
+    shim: str | None
+    how: str
+    works: bool
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one framework gets: the route, the install its shim belongs to, the release it sees, and why it
+    would stop (``findings`` with errors) or not."""
+
+    route: Route
+    install: Install | None
+    release: Release | None  # what its cudnnGetVersion returns
+    failing: tuple[Expectation, ...]  # its calls that fail, as predicted
+    findings: tuple[Finding, ...]
+    reached: frozenset[str]  # files (and "folder/key" names) whose loads decide what it sees
+
+    @property
+    def works(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def use(self) -> Use:
+        consumer = self.route.consumer
+        return Use(consumer.framework, consumer.distribution, consumer.version, self.release, self.route.shim,
+                   self.route.how, self.works)
+
+    @property
+    def summary(self) -> str:
+        label = self.route.consumer.label
+        if self.route.shim is None:
+            return f"{label}: no cuDNN ({self.route.error or self.route.how})"
+        where = self.install.folder if self.install else posixpath.dirname(self.route.shim)
+        release = f"cuDNN {self.release}" if self.release else "a cuDNN"
+        return f"{label} gets {release} from {where} ({self.route.how})"
+
+
+def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
+          environ: Mapping[str, str], python: str | None) -> Served:
+    """Judge ``route``'s framework on ``install``, the judged install its shim belongs to."""
+    consumer = route.consumer
+    if route.shim is None or install is None:
+        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN: {route.error or route.how}",
+                          Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                          fix(manual(f"install the cuDNN {consumer.label} pins")))
+        return Served(route, install, None, (), (finding,), frozenset())
+    prediction = predict_install(install, ctx, gpu=gpu)
+    calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
+    made = [e for e in prediction.expectations if calls is None or e.call.function in calls]
+    # a call that fails for want of a driver or a GPU is the driver check's finding, not the framework's
+    failing = tuple(e for e in made if _fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu))
+    version = next((e for e in made if e.call.kind == "version"), None)
+    release = decode_version(version.value) if version and version.value else install.release
+    graph = _graph_step(install)
+    rules = consumer_findings(consumer, release, install.major, environ=environ, device_count=device_count,
+                              install_version=_wheel_version(install, graph), python=python)
+    cure = _cure(route, install, graph)
+    findings = [replace(f, fix=cure) if cure and f.code in _RELEASE_CODES and f.severity is ERROR else f
+                for f in rules]
+    loads = prediction.loads
+    shim = install.file("shim")
+    reached = {posixpath.normpath(shim.path)} if shim is not None else set()
+    for expected in failing:
+        load = loads.get(expected.cause or "")
+        reached.add(f"{install.folder}/{expected.cause}")
+        if load is not None and load.path:
+            reached.add(posixpath.normpath(load.path))
+        findings.append(_calls_fail(route, install, expected, cure))
+    if any(f.code in _RELEASE_CODES for f in rules) and graph is not None:  # the release seen is graph's
+        reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
+    if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
+        reached.add(posixpath.normpath(route.shim))
+    return Served(route, install, release, failing, tuple(findings), frozenset(reached))
+
+
+_RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_PIN_UNMET,
+                  Code.CONSUMER_KNOWN_BAD)
+
+
+def _fails(expected: Expectation) -> bool:
+    if expected.outcome in ("value", "absent"):
+        return False
+    if expected.outcome == Effect.STATUS:
+        healthy = expected.call.healthy
+        return expected.status not in (0, None) and not (healthy and expected.cause is None)
+    return True
+
+
+def _graph_step(install: Install) -> Step | None:
+    """The plan's step for graph (cuDNN 9): where cudnnGetVersion's answer comes from."""
+    return next((s for s in install.plan if s.library == "graph"), None)
+
+
+def _wheel_version(install: Install, graph: Step | None) -> str | None:
+    """The wheel version to check pins against exactly, when graph is the wheel's own."""
+    if not install.distribution or (graph is not None and not graph.inside_install):
+        return None
+    return install.distribution.split()[-1]
+
+
+def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
+    """What gives the framework its own cuDNN back, when something put another in front of it: the
+    LD_PRELOAD entry of a preloaded shim, else the fix of the finding about the graph it gets."""
+    if route.variable == "LD_PRELOAD" and route.entry:
+        return fix(remove_entry("LD_PRELOAD", route.entry))
+    if graph is None or graph.inside_install:
+        return None
+    about = next((f for f in install.all_findings if f.subject.path == graph.path and f.fix and f.fix.actions), None)
+    if about is None:
+        about = next((f for f in install.all_findings if f.subject.library == "graph" and f.fix and f.fix.actions),
+                     None)
+    return about.fix if about else None
+
+
+def _calls_fail(route: Route, install: Install, expected: Expectation, cure: Fix | None) -> Finding:
+    consumer = route.consumer
+    what = {"abort": "aborts", "sigbus": "kills the process (SIGBUS)", "hang": "hangs",
+            "no-start": "cannot load the shim"}.get(str(expected.outcome), f"returns {expected.status}")
+    gen = generation(install.major)
+    if expected.outcome == Effect.STATUS and expected.status is not None:
+        what = f"returns {expected.status} {gen.status_name(expected.status)}"
+    cause = expected.cause or "?"
+    about = next((f for f in install.all_findings if f.subject.library == cause and f.fix and f.fix.actions), None)
+    said = f', after "{expected.message}"' if expected.message else ""
+    return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
+                   f"({cause} of cuDNN in {install.folder})",
+                   Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                   about.fix if about and about.fix else cure or fix(manual("see the findings about " + cause)))
+
+
+def scope(findings: Sequence[Finding], served: Sequence[Served]) -> tuple[Finding, ...]:
+    """The findings as they matter to the frameworks present: an error about a cuDNN file or install that no
+    framework's calls reach becomes a warning, said so. Without frameworks, the findings as they are."""
+    if not served:
+        return tuple(findings)
+    reached = frozenset().union(*(s.reached for s in served))
+    names = ", ".join(s.route.consumer.label for s in served)
+    return tuple(_scoped(f, reached, names) for f in findings)
+
+
+_FILE_KINDS = (SubjectKind.FILE, SubjectKind.INSTALL, SubjectKind.DISTRIBUTION)
+
+
+def _scoped(finding: Finding, reached: frozenset[str], names: str) -> Finding:
+    if finding.code is Code.NO_CUDNN and finding.severity is ERROR and reached:
+        return replace(finding, message=f"{finding.message}; {names} load their own", severity=WARNING)
+    if finding.severity is not ERROR or finding.subject.kind not in _FILE_KINDS or not finding.subject.path:
+        return finding
+    path = finding.subject.path
+    keys = _keys(finding)
+    if posixpath.normpath(path) in reached or any(k in reached for k in keys):
+        return finding
+    if WARNING not in finding.code.severities:
+        return finding
+    return replace(finding, message=f"{finding.message} (not reached by {names}: their calls do not load it)",
+                   severity=WARNING)
+
+
+def _keys(finding: Finding) -> Iterable[str]:
+    library = finding.subject.library
+    if library:
+        folder = finding.subject.path if finding.subject.kind is SubjectKind.INSTALL else \
+            posixpath.dirname(finding.subject.path or "")
+        yield f"{folder}/{library}"
