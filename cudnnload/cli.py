@@ -67,6 +67,13 @@ def _json_option(command: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema in README).")(command)
 
 
+def _verify_option(command: F) -> F:
+    import click
+
+    return click.option("--verify", is_flag=True, help="Also check each pip-installed file's sha256 against its "
+                        "RECORD (sizes are always checked; remembered per file until it changes).")(command)
+
+
 def make_cli() -> click.Group:
     """Build the command group; a factory, so tests get a fresh one without reloading modules."""
     import click
@@ -103,14 +110,15 @@ def make_cli() -> click.Group:
     @click.argument("paths", nargs=-1, type=click.Path())
     @click.option("-v", "--verbose", is_flag=True, help="Also list soname, build-id, VersionChecks and needs.")
     @click.option("--no-cache", is_flag=True, help="Re-read every file instead of using the on-disk memo.")
+    @_verify_option
     @_json_option
     @_friendly
-    def inspect_command(paths: tuple[str, ...], verbose: bool, no_cache: bool, as_json: bool) -> None:
+    def inspect_command(paths: tuple[str, ...], verbose: bool, no_cache: bool, verify: bool, as_json: bool) -> None:
         """Every cuDNN install found (or the given files and folders): inventory and verdicts."""
         from cudnnload import report
         from cudnnload.judge.inventory import find
 
-        inventory = find(paths, use_cache=not no_cache)
+        inventory = find(paths, use_cache=not no_cache, verify=verify)
         if as_json:
             click.echo(report.dumps("inventory", inventory))
         else:
@@ -125,10 +133,11 @@ def make_cli() -> click.Group:
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
                   "print one line instead; for `cudnnload fleet FOLDER`.")
+    @_verify_option
     @_json_option
     @_friendly
     def doctor_command(target: str | None, python: str | None, timeout: float | None, output: str | None,
-                       as_json: bool) -> None:
+                       verify: bool, as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
@@ -156,7 +165,7 @@ def make_cli() -> click.Group:
         from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
-        result = doctor(target=target, python=python, timeout=timeout or 60.0)
+        result = doctor(target=target, python=python, timeout=timeout or 60.0, verify=verify)
         _say(output, as_json, lambda: report.dumps("doctor", result),
              lambda: report.report_text(report.printable(result)), result.healthy)
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)

@@ -67,36 +67,36 @@ class Code(_Word):
 
     # one file
     MISSING_FILE = ("missing-file", ERROR, True, "a given path, or a file a link points to, does not exist")
-    NO_CUDNN = ("no-cudnn", (ERROR, WARNING), False, "what was asked about holds no cuDNN that would load: a folder "
+    NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder "
                 "without `libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
-    NOT_ELF = ("not-elf", (ERROR, WARNING), True, "the file is not an ELF object")
-    EMPTY_FILE = ("empty-file", (ERROR, WARNING), True, "the file is 0 bytes")
-    TRUNCATED = ("truncated", (ERROR, WARNING), True, "the ELF header, section table or a section runs past the end "
+    NOT_ELF = ("not-elf", ERROR, True, "the file is not an ELF object")
+    EMPTY_FILE = ("empty-file", ERROR, True, "the file is 0 bytes")
+    TRUNCATED = ("truncated", ERROR, True, "the ELF header, section table or a section runs past the end "
                  "of the file")
-    DAMAGED_ELF = ("damaged-elf", (ERROR, WARNING), True, "ELF structures that do not parse")
-    UNREADABLE = ("unreadable", (ERROR, WARNING), True, "permission denied (the file, or a folder on its path) or "
+    DAMAGED_ELF = ("damaged-elf", ERROR, True, "ELF structures that do not parse")
+    UNREADABLE = ("unreadable", ERROR, True, "permission denied (the file, or a folder on its path) or "
                   "another "
                   "read error")
-    BROKEN_SYMLINK = ("broken-symlink", (ERROR, WARNING), True, "a symbolic link to nothing")
-    NOT_A_REGULAR_FILE = ("not-a-regular-file", (ERROR, WARNING), True, "a FIFO, a socket, a device or a /proc or "
+    BROKEN_SYMLINK = ("broken-symlink", ERROR, True, "a symbolic link to nothing")
+    NOT_A_REGULAR_FILE = ("not-a-regular-file", ERROR, True, "a FIFO, a socket, a device or a /proc or "
                           "/sys file "
                           "where a library is expected: never opened (glibc's dlopen of a FIFO hangs, of a device "
                           "fails)")
-    SYMLINK_LOOP = ("symlink-loop", (ERROR, WARNING), True, "a symbolic link loop")
-    FOREIGN_ELF = ("foreign-elf", (ERROR, WARNING), True, "wrong ELF class or machine for this host (32-bit, aarch64 "
+    SYMLINK_LOOP = ("symlink-loop", ERROR, True, "a symbolic link loop")
+    FOREIGN_ELF = ("foreign-elf", ERROR, True, "wrong ELF class or machine for this host (32-bit, aarch64 "
                    "on "
                    "x86-64, ...)")
     SONAME_MISMATCH = ("soname-mismatch", WARNING, False, "the SONAME is not the one the file name promises")
-    GLIBC_TOO_OLD = ("glibc-too-old", (ERROR, WARNING), True, "the file needs a newer `GLIBC_x.y` than this machine "
+    GLIBC_TOO_OLD = ("glibc-too-old", ERROR, True, "the file needs a newer `GLIBC_x.y` than this machine "
                      "has")
-    LIBSTDCXX_TOO_OLD = ("libstdcxx-too-old", (ERROR, WARNING), True, "the file needs a newer `GLIBCXX_`/`CXXABI_` "
+    LIBSTDCXX_TOO_OLD = ("libstdcxx-too-old", ERROR, True, "the file needs a newer `GLIBCXX_`/`CXXABI_` "
                          "than the "
                          "libstdc++ that would load")
     UNKNOWN_LIBRARY = ("unknown-library", WARNING, False, "a `libcudnn*` file of no known generation")
     # one install
     MISSING_SHIM = ("missing-shim", (WARNING, ERROR), False, "the folder has sub-libraries but no `libcudnn.so.N` "
                     "(a warning for cuDNN 9, whose sub-libraries are found through a shim elsewhere)")
-    MISSING_SUBLIBRARY = ("missing-sublibrary", (ERROR, WARNING), True, "a sub-library the shim will open is missing "
+    MISSING_SUBLIBRARY = ("missing-sublibrary", ERROR, True, "a sub-library the shim will open is missing "
                           "from its "
                           "folder")
     MIXED_RELEASE = ("mixed-release", (ERROR, WARNING), True, "a sub-library (in the folder, or the one the linker "
@@ -107,7 +107,7 @@ class Code(_Word):
     SUBLIBRARY_UNLOADABLE = ("sublibrary-unloadable", (ERROR, WARNING), False, "a sub-library the shim would get "
                              "cannot load "
                              "(a dependency or a symbol of another release missing), with what calls then do")
-    ORIGIN_THROUGH_SYMLINK = ("origin-through-symlink", (ERROR, WARNING), True, "the shim is reached through a "
+    ORIGIN_THROUGH_SYMLINK = ("origin-through-symlink", ERROR, True, "the shim is reached through a "
                               "symlink; "
                               "`$ORIGIN` is the link's folder, where the sub-libraries are not")
     MISSING_DEPENDENCY = ("missing-dependency", (ERROR, WARNING), False, "a NEEDED library (libz) or one cuDNN "
@@ -118,7 +118,7 @@ class Code(_Word):
     RECORD_MISMATCH = ("record-mismatch", (ERROR, WARNING), False, "a library's size (or, with `--verify`, its "
                        "sha256) is not "
                        "the one its distribution's RECORD lists: replaced or damaged")
-    RECORD_CONFLICT = ("record-conflict", (ERROR, WARNING), False, "two distributions claim the same file (e.g. cu12 "
+    RECORD_CONFLICT = ("record-conflict", ERROR, False, "two distributions claim the same file (e.g. cu12 "
                        "and cu13 "
                        "in one environment)")
     # resolving a name

@@ -387,15 +387,26 @@ def program_report_text(report: ProgramReport) -> str:
         end = f"died of {seen.signal} after {seen.seconds:.2f} s" + (f" in {seen.died_in}" if seen.died_in else "")
     else:
         end = f"exited with status {seen.returncode} after {seen.seconds:.2f} s"
-    lines = [f"cudnnload doctor -- {program}", f"  {end}"
+    lines = [f"cudnnload doctor -- {program}", *([report.headline] if report.headline else []), f"  {end}"
              + (f" ({seen.processes} processes)" if seen.processes > 1 else "")]
+    for use in report.frameworks:
+        lines.append(f"  {use.framework:<10} {use.distribution} {use.version} got cuDNN {use.release or '?'} "
+                     f"from {os.path.dirname(os.path.normpath(use.shim)) if use.shim else 'nowhere'}")
     if seen.libraries:
-        lines.append("  mapped, in order (the dynamic linker's account):")
+        lines.append("  mapped, in order (the dynamic linker's account" + (
+            "; each file once, with the number of processes that mapped it)" if seen.processes > 1 else "):"))
+        counts: dict[tuple[str, str], int] = {}
         for opened in seen.libraries:
+            counts[(opened.path, opened.rule)] = counts.get((opened.path, opened.rule), 0) + 1
+        for opened in seen.libraries:
+            count = counts.pop((opened.path, opened.rule), 0)
+            if not count:
+                continue
             via = f" from {os.path.basename(opened.via)}" if opened.via else ""
             dying = "" if opened.initialized else "  (never initialized: the process ended mapping it)"
+            times = f" x{count}" if count > 1 else ""
             lines.append(f"    {os.path.basename(opened.path):<40} {opened.path}  [{opened.rule}{via}, "
-                         f"{opened.how} by {os.path.basename(opened.requested_by)}]{dying}")
+                         f"{opened.how} by {os.path.basename(opened.requested_by)}]{dying}{times}")
     elif not seen.unlogged:
         lines.append("  no cuDNN, cuBLAS, NVRTC or driver library was mapped")
     if seen.unlogged:
@@ -412,7 +423,8 @@ def program_report_text(report: ProgramReport) -> str:
         lines += [f"    {message}" for message in seen.messages]
     for comparison in report.comparisons:
         said = "agrees" if not comparison.disagreements else f"disagrees ({len(comparison.disagreements)})"
-        lines.append(f"  cudnnload's prediction for {comparison.shim} in this environment: {said}")
+        lines.append(f"  cudnnload's prediction for {comparison.shim} in this environment: {said}"
+                     + (f" (said once for its {seen.processes} processes)" if seen.processes > 1 else ""))
     if report.findings:
         lines.append(f"findings ({findings_summary(report.findings)}):")
         lines += [finding_line(f) for f in report.findings]

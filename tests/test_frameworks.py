@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,3 +168,60 @@ def test_the_wheels_graph_missing_torch_gets_the_searched_one_and_the_wheel_is_p
     assert older.fix is not None
     assert older.fix.actions[0].do is ActionKind.PIP_INSTALL and "--force-reinstall" in older.fix.actions[0].options
     assert Release(9, 0, 0) == next(f for f in report.frameworks if f.framework == "torch").release
+
+
+# --- doctor -- COMMAND: what the program really mapped, its end, and the cause in one line first ---------------
+
+PROGRAM = """
+import ctypes, sys
+ctypes.CDLL(sys.argv[1])  # libtorch_cuda.so: its DT_NEEDED brings the shim through its DT_RPATH
+version = ctypes.CDLL("libcudnn.so.9").cudnnGetVersion()
+if version < 92800:  # torch/backends/cudnn/__init__.py's check, in its words
+    sys.exit(f"RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 28, 0) but found "
+             f"runtime version {version}")
+"""
+
+
+def run_program(site: Path, tmp_path: Path, workers: int = 0, **environ: str) -> object:
+    from cudnnload.diagnose.observe import diagnose_program
+
+    script = tmp_path / "train.py"
+    script.write_text(PROGRAM if not workers else PROGRAM.replace("import ctypes, sys", (
+        "import ctypes, subprocess, sys\n"
+        f"if len(sys.argv) < 3:\n    sys.exit(max(subprocess.Popen([sys.executable, *sys.argv, 'w']).wait() "
+        f"for _ in range({workers})))")))
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), **environ}
+    return diagnose_program([sys.executable, str(script), str(site / "torch/lib/libtorch_cuda.so")], environ=env,
+                            timeout=60)
+
+
+def test_a_failing_run_says_the_framework_the_cause_and_the_variable_first(site: Path, tmp_path: Path) -> None:
+    entry = str(lib_folder(OLD) / "libcudnn_graph.so.9")
+    report = run_program(site, tmp_path, LD_PRELOAD=entry)
+    assert report.headline.startswith("torch stopped (exited with status 1): torch 2.11.0 was built with cuDNN "
+                                      "9.28.0"), report.headline
+    assert f"because LD_PRELOAD holds {entry}" in report.headline
+    assert [(u.framework, u.release) for u in report.frameworks] == [("torch", Release(9, 0, 0))]
+    assert not report.healthy
+
+
+def test_a_healthy_run_names_the_release_and_folder_it_used(site: Path, tmp_path: Path) -> None:
+    report = run_program(site, tmp_path)
+    assert report.headline == f"{Path(sys.executable).name} ran with cuDNN 9.28.0 from {site}/nvidia/cudnn/lib"
+    assert report.healthy
+
+
+def test_a_run_that_ends_well_is_healthy_and_what_it_did_not_hit_is_a_warning(site: Path, tmp_path: Path) -> None:
+    """GPU machine: torch's convolution runs with libcudnn_cnn.so.9 gone from its wheel."""
+    (site / "nvidia" / "cudnn" / "lib" / "libcudnn_cnn.so.9").unlink()
+    report = run_program(site, tmp_path)
+    assert report.healthy
+    about = [f for f in report.findings if "libcudnn_cnn" in (f.subject.path or "")]
+    assert about and all(f.severity == "warning" and "not hit by this run" in f.message for f in about)
+
+
+def test_workers_are_summed_up_not_said_one_by_one(site: Path, tmp_path: Path) -> None:
+    report = run_program(site, tmp_path, workers=4, LD_PRELOAD=str(lib_folder(OLD) / "libcudnn_graph.so.9"))
+    assert report.observation.processes == 5
+    assert len(report.comparisons) == 1
+    assert report.headline.startswith("torch stopped")

@@ -62,6 +62,13 @@ def test_a_finding_of_a_severity_its_code_never_has_is_refused() -> None:
     assert Finding("mixed-release", "m", subject).code is Code.MIXED_RELEASE  # read back from JSON: a str
     with pytest.raises(ValueError, match="never info"):
         Finding(Code.MISSING_SUBLIBRARY, "m", subject, severity=Severity.INFO)
+    with pytest.raises(ValueError, match="never error"):
+        Finding(Code.SONAME_MISMATCH, "m", subject, severity=Severity.ERROR)
+
+
+def test_an_error_that_does_not_apply_here_may_be_said_as_a_warning() -> None:
+    subject = Subject(SubjectKind.FILE, "/x")
+    assert Finding(Code.MISSING_SUBLIBRARY, "m", subject, severity=Severity.WARNING).severity is Severity.WARNING
 
 
 def test_each_action_kind_is_written_as_the_contract_says() -> None:

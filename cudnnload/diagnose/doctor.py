@@ -70,14 +70,15 @@ class Report:
 
 
 def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = None, python: str | None = None,
-           site_paths: list[str] | None = None, timeout: float = 60.0) -> Report:
+           site_paths: list[str] | None = None, timeout: float = 60.0, verify: bool = False) -> Report:
     """Run every check on ``target`` (default: this Python's environment) in ``environ``. UsageError
-    (naming the target and the reason) when the target cannot be read as one."""
+    (naming the target and the reason) when the target cannot be read as one. ``verify``: check the sha256 of
+    each file a pip distribution's RECORD lists, not only its size."""
     from cudnnload.judge.gpu import gpu_findings
     from cudnnload.loading.gpu import gpu_facts
 
     env = dict(os.environ if environ is None else environ)
-    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths)
+    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify)
     # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
     # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
     pool = ThreadPoolExecutor(max_workers=2)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import threading
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from cudnnload.resolve.catalog import classify, generation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.discovery import Context, Install
     from cudnnload.verdicts import Finding
 
@@ -132,10 +134,17 @@ class Observation:
     pid: int = 0  # the program's
     killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, each seen to end
     survivors: tuple[Survivor, ...] = ()  # the program's processes it could not end
+    frameworks: tuple[str, ...] = ()  # framework libraries it mapped (libtorch_cuda.so, JAX's CUDA plugin, ...)
+    stderr_tail: tuple[str, ...] = ()  # the last lines it wrote on stderr
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
         return _shims(self.libraries)
+
+    @property
+    def ok(self) -> bool:
+        """It ended by itself with status 0."""
+        return self.returncode == 0 and not self.signal and not self.timed_out and not self.interrupted
 
 
 def _shims(opened: Sequence[lddebug.Opened]) -> tuple[lddebug.Opened, ...]:
@@ -161,9 +170,15 @@ def observation(ran: Run) -> Observation:
     unlogged = tuple(path for path in ran.arrivals if os.path.realpath(path) not in logged)
     stuck = main.stuck_opening if ran.timed_out and main is not None else None
     fifo = stuck if stuck is not None and _is_fifo(stuck) else None
+    frameworks = tuple(dict.fromkeys(o.path for log in order for o in log.opened if _FRAMEWORK_FILE.search(o.path)))
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
                        messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
-                       ran.pid, ran.killed, ran.survivors)
+                       ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail)
+
+
+# The libraries that show a framework runs in the process (`consumers.consumers_mapped` reads their owners).
+_FRAMEWORK_FILE = re.compile(r"/(torch/lib/libtorch_cuda|jax_plugins/xla_cuda|onnxruntime/capi/libonnxruntime_"
+                             r"providers_cuda|tensorflow/libtensorflow_framework)")
 
 
 def _is_fifo(path: str) -> bool:
@@ -218,6 +233,8 @@ class ProgramReport:
     observation: Observation
     comparisons: tuple[Comparison, ...]
     findings: tuple[Finding, ...]
+    headline: str = ""  # one line: why it stopped and the cause found, or the cuDNN a healthy run used
+    frameworks: tuple[Use, ...] = ()  # the cuDNN each framework it ran got
 
     @property
     def healthy(self) -> bool:
@@ -237,20 +254,137 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     preparing = _Prepare(env, launched)  # the linker model, the memo and the predictions, while it runs
     ran = run(command, launched=launched)
     seen = observation(ran)
-    comparisons: list[Comparison] = []
+    comparisons: dict[tuple[str, tuple[str, ...]], Comparison] = {}
     findings: list[Finding] = []
     explained: dict[str, str] = {}  # function -> the status name the prediction gave it
+    installs: dict[str, Install] = {}  # shim as opened -> its install, as the program loaded it
     for shim in seen.shims:  # a program that never opened cuDNN needs no model
-        comparison, said, expected = _compare(shim, seen, env, preparing.result(), preparing.alone)
-        comparisons.append(comparison)
+        if shim.path in installs:  # the same shim in another process (a worker): said once, counted
+            continue
+        comparison, said, expected, as_run = _compare(shim, seen, env, preparing.result(), preparing.alone)
+        comparisons.setdefault((comparison.shim, comparison.disagreements), comparison)
         findings += said
         explained.update(expected)
+        if as_run is not None:
+            installs[shim.path] = as_run
+    served = _frameworks(seen, installs, env, preparing.result()) if installs else ()
+    findings += [f for s in served for f in s.findings]
+    findings += _gpu_findings(installs, env)
     findings += _run_findings(seen, explained)
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
     from cudnnload.verdicts import unique
 
-    return ProgramReport(seen, tuple(comparisons), unique(findings))
+    final = unique(_as_run(findings, seen))
+    return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
+                         tuple(s.use for s in served))
+
+
+def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
+                ctx: Context) -> tuple[Served, ...]:
+    """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process)."""
+    from cudnnload.judge.routes import serve
+    from cudnnload.loading.gpu import gpu_facts
+    from cudnnload.resolve.consumers import consumers_mapped
+    from cudnnload.resolve.routes import Route
+
+    consumers = consumers_mapped(seen.frameworks, environ=env)
+    if not consumers:
+        return ()
+    shim = seen.shims[0]
+    how = f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
+    devices = gpu_facts(env).devices
+    python = seen.command[0] if "python" in os.path.basename(seen.command[0]) else None
+    return tuple(serve(Route(consumer, shim.path, how), installs.get(shim.path), ctx, gpu=bool(devices),
+                       device_count=len(devices), environ=env, python=python) for consumer in consumers)
+
+
+def _gpu_findings(installs: Mapping[str, Install], env: Mapping[str, str]) -> list[Finding]:
+    """The driver and the GPUs as the program's environment shows them (CUDA_VISIBLE_DEVICES, ...), for the
+    cuDNN it loaded: what `doctor` checks, without a probe."""
+    if not installs:
+        return []
+    from cudnnload.judge.gpu import gpu_findings
+    from cudnnload.loading.gpu import gpu_facts
+
+    install = next(iter(installs.values()))
+    shim = install.file("shim")
+    return list(gpu_findings(gpu_facts(env), release=install.release, max_device_version=None,
+                             cudart_version=shim.elf.cudart_version if shim and shim.elf else None,
+                             gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf}))
+
+
+# What stays an error after a run that ended well: what cudnnload itself did or could not do.
+_OF_THE_RUN = (Code.PROCESSES_NOT_STOPPED, Code.PROGRAM_TIMED_OUT, Code.PROGRAM_DIED)
+
+
+def _as_run(findings: Sequence[Finding], seen: Observation) -> tuple[Finding, ...]:
+    """A run that ended with status 0 is the truth: what the prediction says would fail, it did not hit."""
+    from dataclasses import replace
+
+    from cudnnload.verdicts import ERROR, WARNING
+
+    if not seen.ok:
+        return tuple(findings)
+    program = os.path.basename(seen.command[0])
+    return tuple(replace(f, severity=WARNING, message=f"{f.message} (not hit by this run: {program} ended with "
+                                                      "status 0)")
+                 if f.severity is ERROR and f.code not in _OF_THE_RUN else f for f in findings)
+
+
+def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[Served],
+              installs: Mapping[str, Install]) -> str:
+    """One line first: the cuDNN a healthy run used, or why the program stopped and the cause found."""
+    from cudnnload.verdicts import ERROR
+
+    program = os.path.basename(seen.command[0])
+    shim = seen.shims[0].path if seen.shims else None
+    install = installs.get(shim or "")
+    used = (f"cuDNN {install.release or install.major} from {install.folder}" if install else
+            f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
+    workers = f" ({seen.processes} processes)" if seen.processes > 1 else ""
+    if seen.ok:
+        return f"{program} ran with {used}{workers}"
+    ended = (f"died of {seen.signal}" if seen.signal else "timed out" if seen.timed_out else
+             f"exited with status {seen.returncode}")
+    errors = [f for f in findings if f.severity is ERROR]
+    first = (next((f for f in errors if f.code in _FRAMEWORK_CODES), None) or
+             next((f for f in errors if f.code in _OF_THE_RUN), None) or
+             next((f for f in errors if f.subject.kind in (SubjectKind.FILE, SubjectKind.INSTALL,
+                                                            SubjectKind.DISTRIBUTION)), None) or
+             next(iter(errors), None))
+    who = served[0].route.consumer.framework if served and first is not None and first.code in _FRAMEWORK_CODES \
+        else program
+    if first is not None:
+        return f"{who} stopped ({ended}): {first.message}" + _because(first)
+    read = _read_stderr(seen)
+    return f"{program} {ended} with {used}" + (f"; its last lines read as: {read}" if read else
+                                               "; nothing in cuDNN's loading explains it")
+
+
+_FRAMEWORK_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_KNOWN_BAD,
+                    Code.FRAMEWORK_CALLS_FAIL, Code.CONSUMER_BROKEN)
+
+
+def _because(finding: Finding) -> str:
+    """The fix as the cause: "because LD_PRELOAD holds X" when the fix removes an entry."""
+    from cudnnload.codes import ActionKind
+
+    action = finding.fix.actions[0] if finding.fix and finding.fix.actions else None
+    if action is not None and action.do is ActionKind.ENV_REMOVE_ENTRY:
+        return f", because {action.variable} holds {action.entry}"
+    return ""
+
+
+def _read_stderr(seen: Observation) -> str | None:
+    """What `explain` makes of the program's last lines of stderr: its most likely cause, or None."""
+    from cudnnload.diagnose.explain import explain
+
+    text = "\n".join(seen.stderr_tail)
+    if not text.strip():
+        return None
+    explanation = explain(text)
+    return explanation.causes[0].title if explanation.recognized and explanation.causes else None
 
 
 class _Prepare(threading.Thread):
@@ -319,7 +453,8 @@ def _predict(shim: lddebug.Opened, ctx: Context) -> Install | None:
 
 
 def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ctx: Context,
-             ahead: Mapping[tuple[str, str], Install | None]) -> tuple[Comparison, list[Finding], dict[str, str]]:
+             ahead: Mapping[tuple[str, str], Install | None]
+             ) -> tuple[Comparison, list[Finding], dict[str, str], Install | None]:
     """The prediction for ``shim`` in this environment, beside the linker's account; and the findings of
     the prediction made with what was already in the process when the shim came."""
     from cudnnload.judge.inventory import judged_install_of
@@ -358,7 +493,7 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
     gen = generation(as_run.major) if as_run else None
     expected = {e.call.function: gen.status_name(e.status) for e in (as_run.expected if as_run else ())
                 if gen is not None and e.status is not None and e.outcome == Effect.STATUS}
-    return Comparison(shim.path, release, predicted, observed, tuple(wrong)), findings, expected
+    return Comparison(shim.path, release, predicted, observed, tuple(wrong)), findings, expected, as_run
 
 
 def _observed_plan(shim: lddebug.Opened, seen: Observation) -> tuple[tuple[str, str | None, str], ...]:

@@ -64,15 +64,16 @@ class Resolved:
 
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
-                   site_paths: Sequence[str] | None = None) -> Resolved:
-    """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one."""
+                   site_paths: Sequence[str] | None = None, verify: bool = False) -> Resolved:
+    """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
+    check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode)."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env)
+        return _python(python, env, verify)
     if given is None:
-        ctx = context(env)
+        ctx = context(env, verify=verify)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
@@ -81,28 +82,28 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     path = os.path.abspath(given)
     problem = path_problem(path)
     if problem is not None and problem[0] == "missing" and "/" not in given and _SONAME.match(given):
-        return _soname(given, env)
+        return _soname(given, env, verify)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
     if os.path.isdir(path):
-        ctx = context(env)
+        ctx = context(env, verify=verify)
         inventory = find([path], environ=env, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         install = install or next(iter(inventory.installs), None)
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     lib = classify(os.path.basename(path))
     if lib is not None:
-        ctx = context(env)
+        ctx = context(env, verify=verify)
         inventory = find([path], environ=env, ctx=ctx)
         install = next(iter(inventory.installs), None)
         what = "shim" if lib.key == "shim" else f"{lib.key} sub-library"
         return Resolved(Target(given, "library", path, f"the cuDNN {lib.major} {what} {path}"),
                         ctx, inventory, install, ())
-    return _consumer(given, path, env)
+    return _consumer(given, path, env, verify)
 
 
-def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
+def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """A program or shared object that uses cuDNN: its cuDNN as its own DT_NEEDED or dlopen would get it."""
     try:
         with open(path, "rb") as handle:
@@ -120,7 +121,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
     consumer = linker.Requester.from_elf(path, info)
     if program:  # the main program: its $ORIGIN is its resolved folder, its RPATH serves every load
         consumer = replace(consumer, origin=os.path.dirname(os.path.realpath(path)))
-    ctx = context(env, executable=consumer if program else None, cache=cache)
+    ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify)
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
@@ -153,9 +154,9 @@ def _consumer(given: str, path: str, env: Mapping[str, str]) -> Resolved:
     return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding, *secure))
 
 
-def _soname(name: str, env: Mapping[str, str]) -> Resolved:
+def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
-    ctx = context(env)
+    ctx = context(env, verify=verify)
     searched = search_path_findings(ctx.linker, access=Access())
     res = linker.resolve(name, None, ctx.linker)
     lib = classify(name)
@@ -194,7 +195,7 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     without = {**ctx.environ, "LD_LIBRARY_PATH": ":".join(entries)}
     if not entries:
         without.pop("LD_LIBRARY_PATH")
-    other = context(without, executable=ctx.linker.executable, cache=ctx.cache)
+    other = context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
     res = linker.resolve(name, chain, other.linker)
     if not res.found or res.path is None:
         return None
@@ -225,7 +226,7 @@ def _shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Cont
 _SYS_PATH = "import json, sys; print(json.dumps([sys.executable, sys.path]))"
 
 
-def _python(python: str, env: Mapping[str, str]) -> Resolved:
+def _python(python: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """Another interpreter (or a venv's folder): its sys.path, its executable, its frameworks."""
     candidates = [python] if not os.path.isdir(python) else [
         os.path.join(python, "bin", name) for name in ("python", "python3")]
@@ -239,7 +240,7 @@ def _python(python: str, env: Mapping[str, str]) -> Resolved:
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         raise UsageError("not a Python interpreter that answers (sys.path could not be read)", path=python) from None
     cache = ElfCache(cache_file(env))
-    ctx = context(env, executable=python_requester(cache, executable), cache=cache)
+    ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify)
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",

@@ -101,8 +101,9 @@ def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, dev
     rules = consumer_findings(consumer, release, install.major, environ=environ, device_count=device_count,
                               install_version=_wheel_version(install, graph), python=python)
     cure = _cure(route, install, graph)
-    findings = [replace(f, fix=cure) if cure and f.code in _RELEASE_CODES and f.severity is ERROR else f
-                for f in rules]
+    source = _source(route, graph)
+    findings = [replace(f, fix=cure or f.fix, message=f.message + source)
+                if f.code in _RELEASE_CODES and f.severity is ERROR else f for f in rules]
     loads = prediction.loads
     shim = install.file("shim")
     reached = {posixpath.normpath(shim.path)} if shim is not None else set()
@@ -142,6 +143,16 @@ def _wheel_version(install: Install, graph: Step | None) -> str | None:
     if not install.distribution or (graph is not None and not graph.inside_install):
         return None
     return install.distribution.split()[-1]
+
+
+def _source(route: Route, graph: Step | None) -> str:
+    """Where the release it sees comes from, when not from the shim's own folder."""
+    if route.variable == "LD_PRELOAD":
+        return f" (the shim {route.shim}, put in the process by LD_PRELOAD)"
+    if graph is not None and not graph.inside_install and graph.path:
+        by = "LD_PRELOAD" if graph.variable == "LD_PRELOAD" else graph.rule
+        return f" (its graph {graph.path}, by {by})"
+    return ""
 
 
 def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
@@ -195,8 +206,6 @@ def _scoped(finding: Finding, reached: frozenset[str], names: str) -> Finding:
     path = finding.subject.path
     keys = _keys(finding)
     if posixpath.normpath(path) in reached or any(k in reached for k in keys):
-        return finding
-    if WARNING not in finding.code.severities:
         return finding
     return replace(finding, message=f"{finding.message} (not reached by {names}: their calls do not load it)",
                    severity=WARNING)

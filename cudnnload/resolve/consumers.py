@@ -270,6 +270,36 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
     """The framework a file belongs to (``.../torch/lib/libtorch_cuda.so`` -> torch), read from the site
     folder above it; () when none of the known frameworks holds it."""
     real = os.path.realpath(path)
+    site = _site_of(path)
+    if site is None:
+        return ()
+    return tuple(c for c in find_consumers([site], environ=environ, timeout=timeout)
+                 if any(real.startswith(os.path.realpath(os.path.join(c.site, part)) + os.sep)
+                        for part in SOURCES[c.distribution].folders))
+
+
+# Files whose presence in a process shows the framework runs there (a program's mapped files, `doctor --`).
+_MAPPED_MARKS = (("torch", "/torch/lib/libtorch_cuda"), ("jax", "/jax_plugins/xla_cuda"),
+                 ("onnxruntime", "/onnxruntime/capi/libonnxruntime_providers_cuda"),
+                 ("tensorflow", "/tensorflow/libtensorflow_framework"))
+
+
+def consumers_mapped(paths: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                     timeout: float = 60.0) -> tuple[Consumer, ...]:
+    """The frameworks a process runs, from the files it mapped: each one's distribution in the site folder
+    above its library."""
+    wanted: dict[str, set[str]] = {}
+    for path in paths:
+        for framework, mark in _MAPPED_MARKS:
+            site = _site_of(path) if mark in path else None
+            if site is not None:
+                wanted.setdefault(site, set()).add(framework)
+    return tuple(c for site, frameworks in wanted.items()
+                 for c in find_consumers([site], environ=environ, timeout=timeout) if c.framework in frameworks)
+
+
+def _site_of(path: str) -> str | None:
+    """The nearest folder above ``path`` that holds a ``.dist-info``: its site-packages."""
     folder = os.path.dirname(os.path.abspath(path))
     while folder != os.path.dirname(folder):
         try:
@@ -277,11 +307,9 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
         except OSError:
             names = []
         if any(name.endswith(".dist-info") for name in names):
-            return tuple(c for c in find_consumers([folder], environ=environ, timeout=timeout)
-                         if any(real.startswith(os.path.realpath(os.path.join(c.site, part)) + os.sep)
-                                for part in SOURCES[c.distribution].folders))
+            return folder
         folder = os.path.dirname(folder)
-    return ()
+    return None
 
 
 @dataclass(frozen=True)
