@@ -129,6 +129,9 @@ def make_cli() -> click.Group:
     @click.argument("target", required=False)
     @click.option("--python", "python", metavar="PATH", help="Diagnose another interpreter or venv and the "
                   "frameworks installed there.")
+    @click.option("--pid", type=click.IntRange(min=1), metavar="PID", help="Diagnose a running process from "
+                  "/proc/PID, read-only: the cuDNN it has mapped, and where what it has not loaded yet would come "
+                  "from.")
     @click.option("--timeout", type=click.FloatRange(0.1), help="Seconds for each child process (the probe, a "
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
@@ -136,19 +139,31 @@ def make_cli() -> click.Group:
     @_verify_option
     @_json_option
     @_friendly
-    def doctor_command(target: str | None, python: str | None, timeout: float | None, output: str | None,
-                       verify: bool, as_json: bool) -> None:
+    def doctor_command(target: str | None, python: str | None, pid: int | None, timeout: float | None,
+                       output: str | None, verify: bool, as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
         uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
-        `doctor -- COMMAND [ARGS...]` runs the program and explains what it did with cuDNN.
+        `doctor --pid PID` diagnoses a running process; `doctor -- COMMAND [ARGS...]` runs the program and
+        explains what it did with cuDNN.
         """
         output = _output_path(output)  # refused before any work: the program has not run yet
         command = click.get_current_context().meta.get("command")
+        given = [what for what, value in (("TARGET", target), ("--python", python), ("--pid", pid),
+                                          ("`-- COMMAND`", command)) if value is not None]
+        if len(given) > 1:
+            raise UsageError(f"give one of TARGET, --python, --pid or `-- COMMAND`, not both {given[0]} and "
+                             f"{given[1]}")
+        if pid is not None:
+            from cudnnload import report
+            from cudnnload.diagnose.pid import diagnose_pid
+
+            running = diagnose_pid(pid)
+            _say(output, as_json, lambda: report.dumps("doctor-process", running),
+                 lambda: report.process_report_text(report.printable(running)), running.healthy)
+            sys.exit(EXIT_OK if running.healthy else EXIT_PROBLEMS)
         if command is not None:
-            if target or python:
-                raise UsageError("give a TARGET or `-- COMMAND`, not both")
             # the program starts first; what explains it is imported while it runs
             import importlib
             import threading

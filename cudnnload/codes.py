@@ -180,6 +180,9 @@ class Code(_Word):
                    "was not found, and where it was looked for")
     MIXED_IN_PROCESS = ("mixed-in-process", ERROR, False, "(`doctor --`, `--pid`) cuDNN libraries from several "
                         "folders or releases were mapped in one process")
+    MAPPED_FILE_REPLACED = ("mapped-file-replaced", WARNING, False, "(`doctor --pid`) a library the process has "
+                            "mapped was replaced or deleted on disk since: the process runs the file it mapped, and "
+                            "what it loads later comes from the disk")
     CUDNN_ERROR = ("cudnn-error", (INFO, WARNING), False, "(`doctor --`) a cuDNN call returned an error in the API "
                    "log (info where the prediction expected it, e.g. no GPU)")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "

@@ -19,10 +19,11 @@ from cudnnload.verdicts import Action, Finding, Fix
 # The backends pull in numpy (90 ms): imported only by the command that lists them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudnnload.diagnose.doctor import Difference, Report
+    from cudnnload.diagnose.doctor import Check, Difference, Report
     from cudnnload.diagnose.explain import Explanation
     from cudnnload.diagnose.fleet import Fleet
     from cudnnload.diagnose.observe import ProgramReport
+    from cudnnload.diagnose.pid import ProcessReport
     from cudnnload.dispatch.backends import BackendStatus
     from cudnnload.dispatch.capabilities import Cell
 
@@ -32,7 +33,7 @@ SCHEMA = 1
 # Derived values worth having in JSON beside the fields, by class name.
 JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
-    "Report": ("healthy",), "ProgramReport": ("healthy",), "Fleet": ("healthy",),
+    "Report": ("healthy",), "ProgramReport": ("healthy",), "ProcessReport": ("healthy",), "Fleet": ("healthy",),
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
     "Finding": ("path",),
 }
@@ -124,6 +125,10 @@ def finding_line(f: Finding) -> str:
     seen = "".join(f"\n      you will see: {consequence}" for consequence in f.consequences)
     fix = f"\n      fix: {f.fix.text}" if f.fix.text else ""
     return f"  {f.severity:<7} {f.code:<24} {where}{f.message}{seen}{fix}"
+
+
+def check_line(check: Check) -> str:
+    return f"  {check.status:<5} {check.name:<10} {check.summary}"
 
 
 def _step_line(step: Step, dependency: bool = False) -> str:
@@ -313,7 +318,7 @@ def report_text(report: Report) -> str:
     head = f"cudnnload doctor: {loads}" if report.target.kind == "environment" else \
         f"cudnnload doctor: {report.target.description}\n  loads {loads}"
     lines = [head]
-    lines += [f"  {c.status:<5} {c.name:<10} {c.summary}" for c in report.checks]
+    lines += [check_line(c) for c in report.checks]
     if report.findings:
         lines.append(f"findings ({findings_summary(report.findings)}):")
         lines += [finding_line(f) for f in report.findings]
@@ -429,6 +434,32 @@ def program_report_text(report: ProgramReport) -> str:
         lines.append(f"findings ({findings_summary(report.findings)}):")
         lines += [finding_line(f) for f in report.findings]
     lines.append("healthy" if report.healthy else "PROBLEMS FOUND: apply the fixes above, then run it again")
+    return "\n".join(lines)
+
+
+def process_report_text(report: ProcessReport) -> str:
+    """``cudnnload doctor --pid PID``: the process, the cuDNN (and cuBLAS, NVRTC, driver) files it has mapped
+    with their release and whether the disk still has them, where each sub-library it has not loaded yet
+    would come from, the frameworks mapped, a line per check, then the findings."""
+    command = " ".join(report.command) or report.executable
+    lines = [f"cudnnload doctor --pid {report.pid}: {command[:200]}", f"  program: {report.executable}"]
+    if report.libraries:
+        lines.append(f"  mapped (/proc/{report.pid}/maps):")
+        for lib in report.libraries:
+            release = f"cuDNN {lib.release}" if lib.release else "cuDNN ?" if lib.major else ""
+            notes = [f"LD_PRELOAD {lib.preloaded_by}"] if lib.preloaded_by else []
+            notes += [] if lib.state == "on-disk" else [f"{lib.state.upper()} on disk since"]
+            lines.append(f"    {os.path.basename(lib.path):<32} {release:<13} {lib.path}"
+                         + (f"  ({'; '.join(notes)})" if notes else ""))
+    if report.pending:
+        lines.append("  not loaded yet: what the shim's dlopen would get, in the process's environment:")
+        lines += [_step_line(step) for step in report.pending]
+    lines += [check_line(c) for c in report.checks]
+    if report.findings:
+        lines.append(f"findings ({findings_summary(report.findings)}):")
+        lines += [finding_line(f) for f in report.findings]
+    lines.append("healthy" if report.healthy else f"PROBLEMS FOUND: apply the fixes above, then restart process "
+                 f"{report.pid}")
     return "\n".join(lines)
 
 

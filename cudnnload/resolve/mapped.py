@@ -1,31 +1,63 @@
 """What a running process has mapped: the files ``/proc/PID/maps`` lists.
 
 The linker model's "already loaded" rule starts from this (a soname mapped in the process wins
-over any search), the child probe reports it, and ``trace`` samples it while a program runs.
+over any search), the child probe reports it, ``trace`` samples it while a program runs, and
+``doctor --pid`` reads another process's.
 """
 
 from __future__ import annotations
 
 import os
 
+from cudnnload.resolve.records import record
+
 # Libraries worth reporting ("libcuda" also covers a dynamic libcudart).
 _MAPPED_PREFIXES = ("libcudnn", "libcublas", "libnvrtc", "libcuda")
+# proc(5): the kernel appends this to the path of a file whose name was unlinked after it was mapped (os.replace
+# over it, or rm); the process keeps running the old file.
+_DELETED = " (deleted)"
 
 
-def mapped_libraries(pid: str = "self") -> tuple[str, ...]:
+@record
+class MappedFile:
+    """One file a process has mapped, as ``/proc/PID/maps`` shows it (proc(5)): the first mapping of it."""
+
+    path: str  # the real path (a library opened through a symlink appears under its target), " (deleted)" cut
+    device: int  # os.makedev(major, minor) of the file mapped
+    inode: int
+    deleted: bool  # its name was unlinked since it was mapped: what is at ``path`` now, if anything, is another file
+    addresses: str  # "start-end" of that mapping: its entry in /proc/PID/map_files
+
+
+def read_maps(pid: int | str = "self") -> tuple[MappedFile, ...]:
+    """Every file mapped into a process (default: this one), once each, in address order. OSError as
+    opening or reading ``/proc/PID/maps`` raises it (the process is gone, or is another user's)."""
+    found: dict[tuple[str, int, int], MappedFile] = {}
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            # address perms offset dev inode path; the path may hold spaces, and is absent for anonymous memory
+            fields = line.rstrip("\n").split(maxsplit=5)
+            if len(fields) < 6 or not fields[5].startswith("/") or fields[4] == "0":
+                continue
+            path, deleted = fields[5], fields[5].endswith(_DELETED)
+            if deleted:
+                path = path[:-len(_DELETED)]
+            major, _, minor = fields[3].partition(":")
+            device, inode = os.makedev(int(major, 16), int(minor, 16)), int(fields[4])
+            found.setdefault((path, device, inode), MappedFile(path, device, inode, deleted, fields[0]))
+    return tuple(found.values())
+
+
+def mapped_libraries(pid: int | str = "self") -> tuple[str, ...]:
     """The CUDA-family files (libcudnn*, libcublas*, libnvrtc*, libcuda*) mapped into a process
-    (default: this one), sorted; () when the process is gone.
-
-    /proc/PID/maps shows the real path of each file: a library opened through
-    a symlink appears under its target.
-    """
-    paths: set[str] = set()
+    (default: this one), sorted; () when the process is gone."""
     try:
-        with open(f"/proc/{pid}/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6 and os.path.basename(fields[5].rstrip()).startswith(_MAPPED_PREFIXES):
-                    paths.add(fields[5].rstrip())
+        files = read_maps(pid)
     except OSError:
         return ()
-    return tuple(sorted(paths))
+    return tuple(sorted({f.path for f in files if is_cuda_family(f.path)}))
+
+
+def is_cuda_family(path: str) -> bool:
+    """A cuDNN, cuBLAS, NVRTC or driver (or dynamic CUDA runtime) library, by its file name."""
+    return os.path.basename(path).startswith(_MAPPED_PREFIXES)

@@ -9,6 +9,8 @@ answers every later lookup of its soname (``already-loaded``): the cuDNN shim's 
 ``cudnnGetVersion`` binds to the first object of the global scope that exports it, a preloaded shim before
 the one the program opened by path.
 
+In a running process (``doctor --pid``) the preloaded objects are among `mapped` already: each is then
+credited to the entry that names it (and what it NEEDs, to the same entry), as if it had been mapped now.
 `preloaded` computes that state; `discovery.context` passes it to the linker model (``LinkerEnv.loaded``)
 and keeps, for each preloaded file, the entry that brought it (`Context.preloads`): a fix can then name
 the entry to remove. Secure-execution mode (a set-user-ID program) drops entries with a '/' and is not
@@ -63,8 +65,13 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
     queue: list[tuple[str, str, linker.Chain | None]] = [(entry, entry, None) for entry in preload_entries(environ)]
     while queue:
         name, entry, chain = queue.pop(0)
-        already = names.get(name) or (name if "/" in name and name in names.values() else None)
+        # a path entry is the file it leads to: glibc compares files (dev, inode), maps shows the real path
+        already = names.get(name) or (names.get(os.path.realpath(name)) if "/" in name else None)
         if already is not None:
+            at = next((i for i, item in enumerate(found) if item.path == already and item.entry is None), None)
+            if at is not None:  # a running process's file: LD_PRELOAD put it there when the process started
+                found[at] = replace(found[at], entry=entry)
+                queue += _needed(already, entry, elf)
             continue
         res = linker.resolve(name, chain, replace(env, loaded=dict(names)))
         if res.path is None or res.error is not None:
@@ -72,15 +79,20 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
             found.append(Preload(name, None, entry, f"object '{name}' from LD_PRELOAD cannot be preloaded ({error}): "
                                  "ignored" if name == entry else error))
             continue
-        info = elf(res.path)
-        item = Preload(name, res.path, entry, soname=info.soname if info else None)
+        item = Preload(name, res.path, entry, soname=_soname(res.path, elf))
         found.append(item)
         _answers(item, names)
-        if info is None:
-            continue
-        requester = linker.Requester.from_elf(res.path, info)
-        queue += [(needed, entry, linker.Chain((requester,))) for needed in info.needed if needed not in _SYSTEM]
+        queue += _needed(res.path, entry, elf)
     return tuple(found)
+
+
+def _needed(path: str, entry: str, elf: ElfReader) -> list[tuple[str, str, linker.Chain | None]]:
+    """What the preloaded file at ``path`` NEEDs (beyond glibc's own), each asked for with its search path."""
+    info = elf(path)
+    if info is None:
+        return []
+    requester = linker.Chain((linker.Requester.from_elf(path, info),))
+    return [(needed, entry, requester) for needed in info.needed if needed not in _SYSTEM]
 
 
 def loaded_names(items: Sequence[Preload]) -> dict[str, str]:

@@ -1,0 +1,429 @@
+"""``cudnnload doctor --pid PID``: a running process diagnosed from what ``/proc`` shows of it, read-only.
+
+Read: ``/proc/PID/maps`` (every file it has mapped, with the device and inode of the file mapped),
+``environ`` (the environment it started with: what its dynamic linker read, LD_LIBRARY_PATH and
+LD_PRELOAD included), ``exe`` (its program, whose RPATH serves every load) and ``cmdline``. No ptrace,
+no signal: the process goes on as if nothing happened. Each of those reads is allowed to the process's
+own user and root (proc(5): ``PTRACE_MODE_READ``); another user's process is one line, exit 2.
+
+Then the stages as for ``doctor TARGET``: the process model (`discovery.context` with its environment,
+its program and every object it has mapped, so that the linker model answers ``already-loaded`` for
+those), the installs its cuDNN files belong to, judged (`judge.inventory`); and what only a running
+process shows: cuDNN mapped from several folders or releases (``mixed-in-process``), a mapped file
+replaced or deleted on disk since (``mapped-file-replaced``), and where each sub-library it has not
+loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded and no child is started
+(the ELF facts come from the memo): it costs about as much as reading the maps and a warm ``inspect``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from cudnnload.codes import Code, SubjectKind
+from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
+from cudnnload.errors import ElfError, UsageError
+from cudnnload.judge.inventory import judge_inventory
+from cudnnload.resolve import linker
+from cudnnload.resolve.catalog import GENERATIONS, Release, classify
+from cudnnload.resolve.discovery import Context, Install, Inventory, Step, context, gather, python_requester
+from cudnnload.resolve.elf import ElfInfo, read_elf
+from cudnnload.resolve.elfcache import ElfCache, cache_file
+from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
+from cudnnload.verdicts import ERROR, Finding, Subject, fix, manual, remove_entry, unique
+
+# include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
+_PF_KTHREAD = 0x00200000
+# what a mapped file is now, beside the file at its path (MappedLibrary.state)
+ON_DISK, REPLACED, DELETED = "on-disk", "replaced", "deleted"
+
+
+@dataclass(frozen=True)
+class RunningProcess:
+    """What ``/proc/PID`` shows of a process, read once."""
+
+    pid: int
+    name: str  # its command name (/proc/PID/comm)
+    executable: str  # /proc/PID/exe, " (deleted)" cut
+    command: tuple[str, ...]  # its argv
+    environ: Mapping[str, str]  # the environment it started with
+    files: tuple[MappedFile, ...]  # what it has mapped
+
+
+@dataclass(frozen=True)
+class MappedLibrary:
+    """A cuDNN, cuBLAS, NVRTC or driver file the process has mapped."""
+
+    path: str
+    library: str | None  # catalog key ("shim", "graph" ...); None for another library of the family
+    major: int | None  # the cuDNN generation
+    release: Release | None  # of the file mapped (a replaced file read through /proc/PID/map_files, where allowed)
+    state: str  # ON_DISK: the file at ``path`` is the one mapped; REPLACED: another is there now; DELETED: none is
+    preloaded_by: str | None = None  # the LD_PRELOAD entry that put it in the process
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str  # "torch", "jax", "onnxruntime", "tensorflow"
+    folder: str  # the folder of its libraries the process has mapped (.../torch/lib)
+
+
+@dataclass(frozen=True)
+class ProcessReport:
+    pid: int
+    executable: str
+    command: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...]  # its variables that change what loads (doctor.RELEVANT_VARIABLES)
+    libraries: tuple[MappedLibrary, ...]  # the CUDA-family files mapped, by path
+    inventory: Inventory  # the installs its cuDNN files belong to, judged in its environment
+    pending: tuple[Step, ...]  # each sub-library not loaded yet, and where the shim's dlopen would get it
+    frameworks: tuple[Framework, ...]
+    checks: tuple[Check, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity is ERROR for f in self.findings)
+
+
+# --- reading /proc ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Stat:
+    name: str
+    state: str
+    flags: int
+    started: int  # clock ticks after boot: a reused PID does not share it
+
+
+def _stat(pid: int) -> _Stat | None:
+    """Fields 2, 3, 9 and 22 of ``/proc/PID/stat`` (proc(5)), readable for every process; None when there
+    is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    name, _, rest = data.partition(b" (")[2].rpartition(b")")  # the name, in parentheses, may hold anything
+    fields = rest.split()
+    try:
+        return _Stat(name.decode(errors="replace"), fields[0].decode(), int(fields[6]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def read_process(pid: int) -> RunningProcess:
+    """The process's maps, environment, program and command line; UsageError (one line) when there is no
+    such process, it is a kernel thread or has ended, is another user's, or ends while it is read."""
+    before = _stat(pid)
+    if before is None:
+        raise UsageError(f"no process with PID {pid}", fix="give the PID of a running process (pgrep -f NAME)")
+    if before.flags & _PF_KTHREAD:
+        raise UsageError(f"PID {pid} is a kernel thread ({before.name}): it runs no program and maps no library")
+    if before.state in "ZX":
+        raise UsageError(f"process {pid} ({before.name}) has ended: a zombie maps nothing")
+    where = f"/proc/{pid}"
+    try:
+        files = read_maps(pid)
+        _same_root(pid)
+        with open(f"{where}/environ", "rb") as handle:
+            environ = _environ(handle.read())
+        with open(f"{where}/cmdline", "rb") as handle:
+            command = tuple(os.fsdecode(part) for part in handle.read().split(b"\0")[:-1])
+        executable = os.readlink(f"{where}/exe").removesuffix(" (deleted)")
+    except PermissionError as exc:
+        raise UsageError(f"permission denied: process {pid} ({before.name}) is another user's, or holds privileges "
+                         "this one lacks (its maps and environment need ptrace read access, proc(5))",
+                         path=exc.filename,
+                         fix="run `cudnnload doctor --pid` as the user the process runs as, or as root") from None
+    except OSError as exc:
+        if _ended(pid, before):
+            raise UsageError(f"process {pid} ({before.name}) ended while it was being read") from None
+        raise UsageError(exc.strerror or str(exc), path=exc.filename) from None
+    if _ended(pid, before):
+        raise UsageError(f"process {pid} ({before.name}) ended while it was being read")
+    return RunningProcess(pid, before.name, executable, command, environ, files)
+
+
+def _ended(pid: int, before: _Stat) -> bool:
+    after = _stat(pid)
+    return after is None or after.started != before.started or after.state in "ZX"
+
+
+def _same_root(pid: int) -> None:
+    """A process in another mount namespace or chroot (a container) names files this one cannot see, or sees
+    as others: refused rather than judged on the wrong files."""
+    theirs, ours = os.stat(f"/proc/{pid}/root/"), os.stat("/")
+    if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+        raise UsageError(f"process {pid} sees another root file system (a container, a chroot): the paths it has "
+                         "mapped are not this one's", fix="run cudnnload inside it")
+
+
+def _environ(data: bytes) -> dict[str, str]:
+    """``/proc/PID/environ``: NAME=VALUE entries, NUL-separated."""
+    found: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if equals and name:
+            found.setdefault(os.fsdecode(name), os.fsdecode(value))
+    return found
+
+
+# --- the diagnosis -------------------------------------------------------------------------------------
+
+def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> ProcessReport:
+    """Diagnose the running process ``pid`` (see the module docstring). ``environ`` is cudnnload's own (where
+    its memo is), not the process's; UsageError as `read_process` raises it."""
+    running = read_process(pid)
+    cache = ElfCache(cache_file(os.environ if environ is None else environ))
+    objects = [f.path for f in running.files if ".so" in os.path.basename(f.path) and f.path != running.executable]
+    program = python_requester(cache, running.executable)
+    ctx = context(running.environ, executable=program, mapped=objects, cache=cache)
+    inventory = _installs(running, ctx)
+    libraries = _libraries(running.files, running.pid, ctx, inventory)
+    cudnn = [lib for lib in libraries if lib.major is not None]
+    shims = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim"}
+    installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
+    pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
+    findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.all_findings]
+    findings += _mixed(cudnn, shims, running)
+    findings += _changed(libraries, running)
+    stale = _stale(installs, cudnn)
+    findings += _stale_findings(stale, pid)
+    frameworks = _frameworks(running.files)
+    checks = (_mapped_check(cudnn, inventory, program, ctx), _coherence_check(cudnn), _files_check(libraries),
+              _pending_check(installs, pending, stale), _frameworks_check(frameworks))
+    cache.save()
+    return ProcessReport(pid, running.executable, running.command,
+                         tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
+                         libraries, inventory, pending, frameworks, checks, unique(findings))
+
+
+def _installs(running: RunningProcess, ctx: Context) -> Inventory:
+    """The installs the mapped cuDNN files belong to (each folder's, as its mapped shim would load it), judged
+    as `doctor TARGET` judges one, in the process's environment."""
+    paths = [f.path for f in running.files if classify(os.path.basename(f.path)) and os.path.exists(f.path)]
+    python = running.executable if os.path.basename(running.executable).startswith("python") else None
+    if not paths:
+        return judge_inventory(Inventory(ctx.host, ()), ctx, python)
+    facts = gather(paths, ctx=ctx, system=False)
+    found = f"mapped in process {running.pid}"
+    return judge_inventory(replace(facts, installs=tuple(replace(i, found_via=found) for i in facts.installs)),
+                           ctx, python)
+
+
+def _libraries(files: Sequence[MappedFile], pid: int, ctx: Context,
+               inventory: Inventory) -> tuple[MappedLibrary, ...]:
+    """The mapped files of the family, by path: what each is, its release as mapped, whether the disk still has
+    it. Graph and ops carry their release; the shim and the others take that of the graph or ops mapped from
+    their folder, else (the file still on disk) that of the install they belong to."""
+    libraries = []
+    for mapped in sorted((f for f in files if is_cuda_family(f.path)), key=lambda f: f.path):
+        lib = classify(os.path.basename(mapped.path))
+        state = _state(mapped)
+        # a file no longer on disk is read through its map_files entry (root, or CAP_CHECKPOINT_RESTORE); the
+        # others of the family carry no cuDNN release
+        info = None if lib is None else ctx.elf(mapped.path) if state == ON_DISK else \
+            _elf(f"/proc/{pid}/map_files/{mapped.addresses}")
+        libraries.append(MappedLibrary(mapped.path, lib.key if lib else None, lib.major if lib else None,
+                                       info.release if info else None, state, ctx.preload_entry(mapped.path)))
+    return tuple(replace(lib, release=lib.release or _release_beside(lib, libraries, inventory))
+                 for lib in libraries)
+
+
+def _elf(path: str) -> ElfInfo | None:
+    try:
+        return read_elf(path)
+    except (OSError, ElfError):
+        return None
+
+
+def _release_beside(lib: MappedLibrary, libraries: Sequence[MappedLibrary], inventory: Inventory) -> Release | None:
+    if lib.major is None:
+        return None
+    folder = os.path.dirname(lib.path)
+    beside = _releases([other for other in libraries if other.major == lib.major
+                        and os.path.dirname(other.path) == folder])
+    if len(beside) == 1:
+        return beside[0]
+    if lib.state != ON_DISK:
+        return None
+    return next((i.release for i in inventory.installs if i.folder == folder and i.major == lib.major), None)
+
+
+def _state(mapped: MappedFile) -> str:
+    try:
+        now = os.stat(mapped.path)
+    except OSError:
+        return DELETED
+    return ON_DISK if (now.st_dev, now.st_ino) == (mapped.device, mapped.inode) else REPLACED
+
+
+def _by_major(cudnn: Sequence[MappedLibrary]) -> dict[int, list[MappedLibrary]]:
+    grouped: dict[int, list[MappedLibrary]] = {}
+    for lib in cudnn:
+        grouped.setdefault(lib.major or 0, []).append(lib)
+    return grouped
+
+
+def _releases(libs: Sequence[MappedLibrary]) -> list[Release]:
+    """The releases the files carry (graph and ops carry a version constant; the shim, cnn, the engines none)."""
+    return sorted({lib.release for lib in libs if lib.release is not None})
+
+
+def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess) -> list[Finding]:
+    """cuDNN files of one generation from several folders or releases: each binds to the others'
+    release-private symbols."""
+    findings = []
+    for major, libs in _by_major(cudnn).items():
+        folders = sorted({os.path.dirname(lib.path) for lib in libs})
+        releases = _releases(libs)
+        if len(folders) < 2 and len(releases) < 2:
+            continue
+        said = "; ".join(f"{os.path.basename(lib.path)} {lib.release or '(release unknown)'} from "
+                         f"{os.path.dirname(lib.path)}" + (f" (LD_PRELOAD {lib.preloaded_by})" if lib.preloaded_by
+                                                           else "") for lib in libs)
+        home = next((folder for folder in folders if folder in shims), None)
+        entries = _stray_entries([lib for lib in libs if os.path.dirname(lib.path) != home]) if home else []
+        cure = fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
+                   note=f"then restart process {running.pid}") if entries else \
+            fix(manual(f"restart process {running.pid} so that it maps one cuDNN {major}: the findings about the "
+                       "shim's install say where the others come from"))
+        findings.append(Finding(Code.MIXED_IN_PROCESS, f"process {running.pid} has cuDNN {major} mapped from "
+                                f"{len(folders)} folder{'s' * (len(folders) > 1)} and {len(releases)} "
+                                f"release{'s' * (len(releases) > 1)}: {said}",
+                                Subject(SubjectKind.PROGRAM, running.executable,
+                                        variable="LD_PRELOAD" if entries else None,
+                                        entry=entries[0] if len(entries) == 1 else None), cure))
+    return findings
+
+
+def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
+    """The LD_PRELOAD entries that brought every file mapped from outside the shim's folder; [] when some came
+    otherwise (removing the entries would not be enough)."""
+    if not all(lib.preloaded_by for lib in strays):
+        return []
+    return list(dict.fromkeys(lib.preloaded_by for lib in strays if lib.preloaded_by))
+
+
+def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess) -> list[Finding]:
+    findings = []
+    for lib in libraries:
+        if lib.state == ON_DISK:
+            continue
+        now = "another file is at that path now" if lib.state == REPLACED else "no file is at that path now"
+        findings.append(Finding(Code.MAPPED_FILE_REPLACED, f"{lib.state} on disk since process {running.pid} mapped "
+                                f"it: it runs the file it mapped, {now}", Subject(SubjectKind.FILE, lib.path,
+                                                                                  lib.library),
+                                fix(manual(f"restart process {running.pid} to run the files now on disk"))))
+    return findings
+
+
+def _stale(installs: Sequence[Install], cudnn: Sequence[MappedLibrary]) -> list[tuple[Step, Release]]:
+    """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
+    process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
+    reading the disk alone, sees one release there)."""
+    stale = []
+    for install in installs:
+        mine = _releases([lib for lib in cudnn if os.path.dirname(lib.path) == install.folder
+                          and lib.major == install.major])
+        if len(mine) != 1 or mine[0] == install.release:
+            continue
+        stale += [(step, mine[0]) for step in install.plan if step.rule != "already-loaded" and step.path
+                  and step.release not in (None, mine[0])]
+    return stale
+
+
+def _stale_findings(stale: Sequence[tuple[Step, Release]], pid: int) -> list[Finding]:
+    return [Finding(Code.MIXED_RELEASE, f"not loaded yet: when the shim asks for {step.library}, it gets {step.path} "
+                    f"(cuDNN {step.release}, on disk now), while process {pid} runs cuDNN {running} from this folder",
+                    Subject(SubjectKind.FILE, step.path, step.library),
+                    fix(manual(f"restart process {pid} before it loads {os.path.basename(step.path or '')}, so that "
+                               "it maps one release")))
+            for step, running in stale]
+
+
+def _frameworks(files: Sequence[MappedFile]) -> tuple[Framework, ...]:
+    """The frameworks whose libraries are mapped, by the folders `consumers.SOURCES` names for each."""
+    from cudnnload.resolve.consumers import SOURCES
+
+    found: dict[str, Framework] = {}
+    for mapped in files:
+        for source in SOURCES.values():
+            for folder in source.folders:
+                at = mapped.path.find(f"/{folder}/")
+                if at >= 0 and source.framework not in found:
+                    found[source.framework] = Framework(source.framework, mapped.path[:at + len(folder) + 1])
+    return tuple(found.values())
+
+
+# --- checks --------------------------------------------------------------------------------------------
+
+def _mapped_check(cudnn: Sequence[MappedLibrary], inventory: Inventory, program: linker.Requester | None,
+                  ctx: Context) -> Check:
+    if not cudnn:
+        shim = GENERATIONS[9].shim.soname
+        res = linker.resolve(shim, linker.Chain((program,)) if program else None, ctx.linker)
+        would = f"{res.path} ({res.rule})" if res.path else "nothing: it is not on the program's search path"
+        return Check("mapped", "info", f"no cuDNN mapped (yet); dlopen(\"{shim}\") from it would get {would}")
+    said = []
+    for major, libs in sorted(_by_major(cudnn).items(), reverse=True):
+        for folder in dict.fromkeys(os.path.dirname(lib.path) for lib in libs):
+            here = [lib for lib in libs if os.path.dirname(lib.path) == folder]
+            install = next((i for i in inventory.installs if i.folder == folder and i.major == major), None)
+            release = ", ".join(map(str, _releases(here))) or (install.release if install else None) or f"{major}.x"
+            dist = f" ({install.distribution})" if install and install.distribution else ""
+            said.append(f"cuDNN {release} from {folder}{dist}: {len(here)} file{'s' * (len(here) > 1)}")
+    return Check("mapped", "ok", "; ".join(said))
+
+
+def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
+    if not cudnn:
+        return Check("coherent", "skip", "no cuDNN mapped")
+    said, broken = [], False
+    for major, libs in _by_major(cudnn).items():
+        folders = {os.path.dirname(lib.path) for lib in libs}
+        releases = _releases(libs)
+        if len(folders) > 1 or len(releases) > 1:
+            broken = True
+            said.append(f"cuDNN {major} from {len(folders)} folders, releases "
+                        f"{', '.join(map(str, releases)) or 'unknown'}")
+        else:
+            said.append(f"one cuDNN {major} release ({releases[0] if releases else 'unknown'}), from one folder")
+    return Check("coherent", "fail" if broken else "ok", "; ".join(said))
+
+
+def _files_check(libraries: Sequence[MappedLibrary]) -> Check:
+    changed = [lib for lib in libraries if lib.state != ON_DISK]
+    if not libraries:
+        return Check("files", "skip", "no cuDNN, cuBLAS, NVRTC or driver library mapped")
+    if not changed:
+        return Check("files", "ok", f"each of the {len(libraries)} cuDNN, cuBLAS, NVRTC and driver files mapped is "
+                     "the file on disk")
+    return Check("files", "warn", f"{len(changed)} replaced or deleted on disk since mapped: "
+                 + ", ".join(f"{os.path.basename(lib.path)} ({lib.state})" for lib in changed))
+
+
+def _pending_check(installs: Sequence[Install], pending: Sequence[Step],
+                   stale: Sequence[tuple[Step, Release]]) -> Check:
+    if not installs:
+        return Check("pending", "skip", "no cuDNN shim mapped: nothing it would load later")
+    if not pending:
+        return Check("pending", "ok", "every sub-library the shim loads is mapped already")
+    outside = [step for step in pending if not step.inside_install]
+    if outside:
+        return Check("pending", "fail", "the shim would get these from outside its folder, when it asks: "
+                     + ", ".join(f"{step.library} ({step.path or 'not found'})" for step in outside))
+    if stale:
+        return Check("pending", "fail", "the shim would get these from its folder, now of another release than the "
+                     "one mapped: " + ", ".join(f"{step.library} ({step.release}, not {running})"
+                                                for step, running in stale))
+    return Check("pending", "ok", f"the shim would get the {len(pending)} sub-libraries it has not loaded yet from "
+                 f"its own folder ({', '.join(step.library for step in pending)})")
+
+
+def _frameworks_check(frameworks: Sequence[Framework]) -> Check:
+    if not frameworks:
+        return Check("frameworks", "skip", "no PyTorch, JAX, ONNX Runtime or TensorFlow library mapped")
+    return Check("frameworks", "info", ", ".join(f"{f.name} ({f.folder})" for f in frameworks))

@@ -1,0 +1,311 @@
+"""`cudnnload doctor --pid PID`: a running process that loaded a real cuDNN wheel's shim, read from /proc and
+diagnosed without being touched; bad PIDs answered in one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from cudnnload.codes import ActionKind, Code
+from cudnnload.diagnose import pid as pid_module
+from cudnnload.diagnose.pid import DELETED, ON_DISK, REPLACED, ProcessReport, diagnose_pid
+from cudnnload.errors import UsageError
+from fixtures.reliability import nobody
+from tests.test_doctor_targets import cli, one_line_error
+from tests.wheels import lib_folder
+
+W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
+_LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_DEBUG", "LD_AUDIT")
+BASE = {key: value for key, value in os.environ.items() if key not in _LOADER_VARIABLES}
+
+# Loads the shim by path and asks its version (the shim then maps graph), says so, and waits: each line it reads
+# names a shim function to call (the shim then maps what serves it), answered with the libcudnn files mapped.
+_CHILD = """
+import ctypes, json, sys
+shim = ctypes.CDLL(sys.argv[1])
+shim.cudnnGetVersion()
+for extra in sys.argv[2:]:
+    ctypes.CDLL(extra)
+print("ready", flush=True)
+for line in sys.stdin:
+    getattr(shim, line.strip())()
+    maps = sorted({line.split(maxsplit=5)[5].strip() for line in open("/proc/self/maps") if "libcudnn" in line})
+    print(json.dumps(maps), flush=True)
+"""
+
+
+class Child:
+    """A Python that loaded a shim and waits on its stdin."""
+
+    def __init__(self, shim: Path, environ: dict[str, str], extra: tuple[Path, ...] = ()) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", _CHILD, str(shim), *map(str, extra)], env=environ,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "ready"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def call(self, function: str) -> list[str]:
+        """The shim's ``function`` called in the child; the libcudnn files it has mapped then."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(function + "\n")
+        self.process.stdin.flush()
+        mapped: list[str] = json.loads(self.process.stdout.readline())
+        return mapped
+
+    def end(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=30)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def child() -> Iterator[Callable[..., Child]]:
+    """``child(shim, environ)``: a child that loaded ``shim``, killed at teardown whatever the test did."""
+    started: list[Child] = []
+
+    def start(shim: Path, environ: dict[str, str] | None = None, extra: tuple[Path, ...] = ()) -> Child:
+        started.append(Child(shim, environ or BASE, extra))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.end()
+
+
+def _with_cublas() -> dict[str, str]:
+    """The child's environment with the cuBLAS wheel on LD_LIBRARY_PATH (cuDNN dlopens cuBLASLt at run time)."""
+    return {**BASE, "LD_LIBRARY_PATH": str(lib_folder(CUBLAS))}
+
+
+def _codes(report: ProcessReport) -> set[Code]:
+    return {f.code for f in report.findings}
+
+
+def _copy(folder: Path, into: Path) -> Path:
+    """``folder``'s files hard-linked into ``into`` (the cache's own files are never written)."""
+    into.mkdir(parents=True)
+    for path in folder.iterdir():
+        os.link(path, into / path.name)
+    return into
+
+
+# --- a process that loaded the 9.28 wheel -----------------------------------------------------------------
+
+def test_the_mapped_shim_and_graph_are_named_with_their_release_and_wheel(child: Callable[..., Child]) -> None:
+    lib = lib_folder(W928)
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    report = diagnose_pid(running.pid)
+    cudnn = {os.path.basename(m.path): m for m in report.libraries if m.major == 9}
+    assert set(cudnn) == {"libcudnn.so.9", "libcudnn_graph.so.9"}
+    assert all((m.release and str(m.release), m.state, os.path.dirname(m.path)) == ("9.28.0", ON_DISK, str(lib))
+               for m in cudnn.values())
+    (install,) = report.inventory.installs
+    assert (install.folder, install.distribution) == (str(lib), "nvidia-cudnn-cu12 9.28.0.42")
+    assert report.healthy and {c.name: c.status for c in report.checks}["coherent"] == "ok"
+
+
+def test_each_sub_library_not_loaded_yet_is_predicted_where_the_shim_then_gets_it(
+        child: Callable[..., Child]) -> None:
+    """The prediction for cnn, made while the process has not loaded it, is the file it maps when it does."""
+    lib = lib_folder(W928)
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    report = diagnose_pid(running.pid)
+    pending = {step.library: step for step in report.pending}
+    assert {"ops", "cnn", "adv", "heuristic", "engines_precompiled"} <= set(pending)
+    assert "graph" not in pending  # mapped already
+    assert all(step.inside_install and os.path.dirname(step.path or "") == str(lib) for step in pending.values())
+    assert pending["cnn"].rule == "rpath"
+    mapped = running.call("cudnnCnnVersionCheck")
+    assert pending["cnn"].path in mapped and pending["ops"].path in mapped
+
+
+def test_the_command_line_prints_the_report_and_exits_0_for_a_healthy_process(
+        child: Callable[..., Child]) -> None:
+    running = child(lib_folder(W928) / "libcudnn.so.9", _with_cublas())
+    done = cli("doctor", "--pid", str(running.pid))
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert done.stdout.startswith(f"cudnnload doctor --pid {running.pid}: ")
+    assert "libcudnn_graph.so.9" in done.stdout and "cuDNN 9.28.0" in done.stdout
+    assert "not loaded yet" in done.stdout and done.stdout.rstrip().endswith("healthy")
+    as_json = cli("doctor", "--pid", str(running.pid), "--json")
+    document = json.loads(as_json.stdout)
+    assert (document["kind"], document["result"]["pid"], document["result"]["healthy"]) == (
+        "doctor-process", running.pid, True)
+    assert running.process.poll() is None  # read, never stopped
+
+
+# --- what only a running process shows ------------------------------------------------------------------
+
+def test_a_preloaded_graph_of_another_release_is_mixed_release_naming_ld_preload(
+        child: Callable[..., Child]) -> None:
+    preload = str(lib_folder(W90) / "libcudnn_graph.so.9")
+    running = child(lib_folder(W928) / "libcudnn.so.9", {**_with_cublas(), "LD_PRELOAD": preload})
+    report = diagnose_pid(running.pid)
+    graph = next(m for m in report.libraries if m.library == "graph")
+    assert (graph.path, str(graph.release), graph.preloaded_by) == (preload, "9.0.0", preload)
+    mixed = [f for f in report.findings if f.code is Code.MIXED_RELEASE and f.subject.variable == "LD_PRELOAD"]
+    assert mixed and all(f.subject.entry == preload for f in mixed)
+    assert [(a.do, a.variable, a.entry) for a in mixed[0].fix.actions] == [
+        (ActionKind.ENV_REMOVE_ENTRY, "LD_PRELOAD", preload)]
+    in_process = next(f for f in report.findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [(a.do, a.entry) for a in in_process.fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, preload)]
+    assert not report.healthy
+    done = cli("doctor", "--pid", str(running.pid))
+    assert done.returncode == EXIT_PROBLEMS and f"LD_PRELOAD {preload}" in done.stdout
+
+
+@pytest.mark.parametrize("how", [REPLACED, DELETED])
+def test_a_mapped_file_replaced_or_deleted_since_is_reported(child: Callable[..., Child], tmp_path: Path,
+                                                              how: str) -> None:
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    graph = lib / "libcudnn_graph.so.9"
+    if how == REPLACED:
+        os.link(lib_folder(W90) / "libcudnn_graph.so.9", tmp_path / "other")
+        os.replace(tmp_path / "other", graph)
+    else:
+        graph.unlink()
+    report = diagnose_pid(running.pid)
+    mapped = next(m for m in report.libraries if m.library == "graph")
+    assert (mapped.path, mapped.state) == (str(graph), how)
+    if os.geteuid() == 0:  # the file mapped, read through /proc/PID/map_files
+        assert str(mapped.release) == "9.28.0"
+    replaced = [f for f in report.findings if f.code is Code.MAPPED_FILE_REPLACED]
+    assert [f.path for f in replaced] == [str(graph)]
+    assert {c.name: c.status for c in report.checks}["files"] == "warn"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the release of a replaced file is read through map_files (root)")
+def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_mixed(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """The wheel replaced by 9.0's while the process runs 9.28's shim and graph: each sub-library it loads
+    later comes from 9.0 (the disk alone shows one release)."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    for path in lib.iterdir():
+        path.unlink()
+    for path in lib_folder(W90).iterdir():
+        os.link(path, lib / path.name)
+    report = diagnose_pid(running.pid)
+    stale = {f.subject.library for f in report.findings if f.code is Code.MIXED_RELEASE}
+    assert {"ops", "cnn", "heuristic"} <= stale
+    assert {c.name: c.status for c in report.checks}["pending"] == "fail"
+
+
+def test_frameworks_whose_libraries_are_mapped_are_named(child: Callable[..., Child], tmp_path: Path) -> None:
+    torch_lib = tmp_path / "site" / "torch" / "lib"
+    torch_lib.mkdir(parents=True)
+    shutil.copy(lib_folder(W928) / "libcudnn.so.9", torch_lib / "libc10.so")  # any shared object will do
+    running = child(lib_folder(W928) / "libcudnn.so.9", _with_cublas(), extra=(torch_lib / "libc10.so",))
+    report = diagnose_pid(running.pid)
+    assert [(f.name, f.folder) for f in report.frameworks] == [("torch", str(torch_lib))]
+
+
+# --- bad PIDs: one line, exit 2 ---------------------------------------------------------------------------
+
+def test_a_pid_that_does_not_exist_is_one_line() -> None:
+    with open("/proc/sys/kernel/pid_max") as handle:
+        never = int(handle.read()) + 1
+    one_line_error(cli("doctor", "--pid", str(never)), EXIT_USAGE, f"no process with PID {never}")
+
+
+@pytest.mark.parametrize("given", ["0", "-3", "abc", "1.5"])
+def test_a_pid_that_is_not_a_positive_number_is_a_usage_error(given: str) -> None:
+    one_line_error(cli("doctor", f"--pid={given}"), EXIT_USAGE, "--pid")
+
+
+def test_a_kernel_thread_is_one_line() -> None:
+    threads = [int(name) for name in os.listdir("/proc") if name.isdigit() and _kernel_thread(int(name))]
+    if not threads:
+        pytest.skip("no kernel thread visible here (a PID namespace)")
+    one_line_error(cli("doctor", "--pid", str(threads[0])), EXIT_USAGE, "kernel thread")
+
+
+def _kernel_thread(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return bool(int(fields[6]) & 0x00200000)
+
+
+def test_a_zombie_is_one_line() -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        while _state(ended.pid) != "Z":
+            time.sleep(0.01)
+        one_line_error(cli("doctor", "--pid", str(ended.pid)), EXIT_USAGE, "has ended")
+    finally:
+        ended.wait()
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rpartition(b")")[2].split()[0].decode()
+
+
+def test_a_target_and_a_pid_together_are_a_usage_error(tmp_path: Path) -> None:
+    one_line_error(cli("doctor", str(tmp_path), "--pid", str(os.getpid())), EXIT_USAGE, "not both", "--pid")
+
+
+def test_a_process_that_cannot_be_read_is_one_line(child: Callable[..., Child]) -> None:
+    """As ``nobody``, root's process: its maps need ptrace read access (proc(5))."""
+    why = nobody.unavailable()
+    if why is not None:
+        pytest.skip(f"cannot run as nobody: {why}")
+    running = child(lib_folder(W928) / "libcudnn.so.9")
+    folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
+    try:
+        folder.chmod(0o755)
+        environ = nobody.stage(folder / "staged")
+        done = subprocess.run([*nobody.prefix(), nobody.interpreter() or "", "-m", "cudnnload", "doctor", "--pid",
+                               str(running.pid)], capture_output=True, text=True, env=environ, cwd=folder,
+                              timeout=120, check=False)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    one_line_error(done, EXIT_USAGE, "permission denied", f"/proc/{running.pid}/maps")
+    assert running.process.poll() is None
+
+
+def test_permission_denied_on_any_proc_file_is_one_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(pid: int | str) -> None:
+        raise PermissionError(13, "Permission denied", f"/proc/{pid}/maps")
+
+    monkeypatch.setattr(pid_module, "read_maps", refused)
+    with pytest.raises(UsageError, match="permission denied") as caught:
+        diagnose_pid(os.getpid())
+    assert caught.value.path == f"/proc/{os.getpid()}/maps"
+
+
+def test_a_process_that_ends_while_it_is_read_is_one_usage_error(child: Callable[..., Child],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    running = child(lib_folder(W928) / "libcudnn.so.9")
+    reading = pid_module.read_maps
+
+    def ending(pid: int | str) -> object:
+        files = reading(pid)
+        os.kill(running.pid, signal.SIGKILL)
+        running.process.wait(timeout=30)
+        return files
+
+    monkeypatch.setattr(pid_module, "read_maps", ending)
+    with pytest.raises(UsageError, match="ended while it was being read"):
+        diagnose_pid(running.pid)
