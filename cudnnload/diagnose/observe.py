@@ -275,7 +275,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
     from cudnnload.verdicts import unique
 
-    final = unique(_as_run(findings, seen))
+    final = unique(_as_run(findings, seen, explained))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 
@@ -318,13 +318,16 @@ def _gpu_findings(installs: Mapping[str, Install], env: Mapping[str, str]) -> li
 _OF_THE_RUN = (Code.PROCESSES_NOT_STOPPED, Code.PROGRAM_TIMED_OUT, Code.PROGRAM_DIED)
 
 
-def _as_run(findings: Sequence[Finding], seen: Observation) -> tuple[Finding, ...]:
-    """A run that ended with status 0 is the truth: what the prediction says would fail, it did not hit."""
+def _as_run(findings: Sequence[Finding], seen: Observation, explained: Mapping[str, str]) -> tuple[Finding, ...]:
+    """A run that ended with status 0, in which cuDNN printed none of its loading errors and no call failed as
+    the prediction said it would (cuDNN's API log), is the truth: what the prediction says would fail, it did
+    not hit. A program that goes on after a failed call (status 3009, 1002) hit it."""
     from dataclasses import replace
 
     from cudnnload.verdicts import ERROR, WARNING
 
-    if not seen.ok:
+    hit = bool(seen.messages) or any(explained.get(call.function) == call.status for call in seen.api_errors)
+    if not seen.ok or hit:
         return tuple(findings)
     program = os.path.basename(seen.command[0])
     return tuple(replace(f, severity=WARNING, message=f"{f.message} (not hit by this run: {program} ended with "

@@ -295,18 +295,18 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
             calls="cudnnCreate (cuDNN's reason: \"cudaGetDeviceCount(&count) != cudaSuccess\")", effect=STATUS,
             library="libcuda.so.1", status=status, status_name=gen.status_name(status), first_call="cudnnCreate"),)
     graph = loads.get("graph")
+    newer = graph_info is not None and exports is not None and _shim_is_newer(exports, graph_info)
+    crash = newer and graph_info is not None and GRAPH_CONFIG_FUNCTION not in graph_info.cudnn_functions
     if graph_info is not None and graph is not None and graph.release and release and graph.release != release:
-        newer = exports is not None and _shim_is_newer(exports, graph_info)
-        crash = newer and GRAPH_CONFIG_FUNCTION not in graph_info.cudnn_functions
         found["graph-release"] = (Consequence(
             calls="cudnnGetVersion", effect=WRONG_RELEASE, library="graph", first_call="cudnnGetVersion",
             message=f"it returns {graph.release.number} ({graph.release}, the release of {graph.path}), not "
                     f"{release.number}"),)
-        if crash:
-            found["graph-release"] += (Consequence(
-                calls="cudnnCreate (every handle)", effect=ABORT, library="graph", first_call="cudnnCreate",
-                message=f"Could not load symbol {GRAPH_CONFIG_FUNCTION}. Error: {graph.path}: undefined symbol: "
-                        f"{GRAPH_CONFIG_FUNCTION}"),)
+    if crash and graph is not None:  # a shim newer than its graph (the graph's release may be the folder's)
+        found["graph-release"] = found.get("graph-release", ()) + (Consequence(
+            calls="cudnnCreate (every handle)", effect=ABORT, library="graph", first_call="cudnnCreate",
+            message=f"Could not load symbol {GRAPH_CONFIG_FUNCTION}. Error: {graph.path}: undefined symbol: "
+                    f"{GRAPH_CONFIG_FUNCTION}"),)
     return found
 
 

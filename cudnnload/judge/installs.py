@@ -55,8 +55,12 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     if stray_shim is not None:
         findings.append(stray_shim)
     findings += _records(install, repair)
+    # what only a shim of another release asks for (ext, of a 9.28 shim over 9.0's folder) is that shim's
+    # finding, not one more missing library
+    only_asked = {lib.key for lib in gen.sublibraries if not lib.required} if stray_shim is not None else set()
     for step in install.plan:
-        findings += step_findings(step, install, repair)
+        if step.library not in only_asked or step.path is not None:
+            findings += step_findings(step, install, repair)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, python)]
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
@@ -70,7 +74,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
-    said += _unexplained(prediction, said, install, repair)
+    said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     return replace(install, verdict=Verdict(said, prediction.expectations))
 
 

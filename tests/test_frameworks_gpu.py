@@ -1,0 +1,242 @@
+"""The real PyTorch and JAX on the GPU machine, broken the ways users break them (issue 18 item 8, issue 19 item 5).
+
+For each breakage (applied to the installed frameworks, restored after, whatever happens) the frameworks' own
+convolution programs run first: that is the truth. Then every way of asking cudnnload must agree with it:
+plain ``doctor`` (each framework's line), ``doctor <the framework's library>``, ``doctor -- <the program>``,
+and ``explain`` on the framework's own message; each names the cause, and calls healthy exactly the runs that
+worked. Then the pins: ``cudnnload run --for torch -- <program>`` and ``load(for_="torch")`` before
+``import torch`` make the convolution run wherever a pin can fix the breakage.
+
+Each case's outcome is appended to ``$OUT/frameworks.jsonl`` when ``OUT`` is set (bench/gpu_run.sh), for
+bench/results/. Run only through bench/gpu_run.sh: it breaks the machine's installs (and puts them back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.gpu import REPO, require_gpus
+
+pytestmark = pytest.mark.gpu
+
+TORCH_PROGRAM = """
+import torch
+print("cudnn", torch.backends.cudnn.version(), flush=True)
+conv = torch.nn.Conv2d(3, 8, 3).cuda()
+out = conv(torch.randn(1, 3, 16, 16, device="cuda"))
+torch.cuda.synchronize()
+print("conv ok", float(out.detach().sum()), flush=True)
+"""
+JAX_PROGRAM = """
+import jax, jax.numpy as jnp
+out = jax.lax.conv(jnp.ones((1, 3, 16, 16)), jnp.ones((8, 3, 3, 3)), (1, 1), "SAME")
+print("conv ok", float(out.sum()), jax.devices()[0].platform, flush=True)
+assert jax.devices()[0].platform == "gpu", "JAX fell back to the CPU"
+"""
+LOAD_FIRST = "import cudnnload\ncudnnload.load(for_='torch')\n"
+
+
+@dataclass(frozen=True)
+class Machine:
+    site: Path  # the site-packages of torch and JAX
+    wheel: Path  # nvidia/cudnn/lib
+    system: Path  # the folder of the system cuDNN in ld.so.cache
+
+    @property
+    def torch_library(self) -> Path:
+        return self.site / "torch" / "lib" / "libtorch_cuda.so"
+
+    @property
+    def jax_library(self) -> Path:
+        return next(iter(sorted((self.site / "jax_cuda13_plugin").glob("_versions*.so"))), self.site)
+
+
+@pytest.fixture(scope="module")
+def machine() -> Machine:
+    require_gpus()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("PyTorch is not installed in this Python")
+    site = Path(subprocess.run([sys.executable, "-c", "import torch, os; print(os.path.dirname(os.path.dirname("
+                                "torch.__file__)))"], capture_output=True, text=True, check=True).stdout.strip())
+    system = next((Path(d) for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
+                   if (Path(d) / "libcudnn.so.9").exists()), None)
+    if system is None:
+        pytest.skip("no system cuDNN 9 in /lib/x86_64-linux-gnu to break the frameworks with")
+    return Machine(site, site / "nvidia" / "cudnn" / "lib", system)
+
+
+# --- the breakages: each a change and its undoing -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Breakage:
+    name: str
+    cause: str  # a word every diagnosis of a failing run must name
+    environ: Callable[[Machine], dict[str, str]] = lambda m: {}
+    files: Callable[[Machine, Path], None] | None = None  # breaks files; ``aside`` keeps what it moved
+    # what pinning torch's cuDNN does: `cudnnload run --for torch` (with ``run_options``) and
+    # `load(for_="torch")` first either make the convolution run ("fixes") or refuse, naming ``cause``
+    run_pin: str = "refuses"
+    load_pin: str = "refuses"
+    run_options: tuple[str, ...] = ()
+
+
+def _remove(name: str) -> Callable[[Machine, Path], None]:
+    return lambda m, aside: shutil.move(m.wheel / name, aside / name)  # type: ignore[func-returns-value]
+
+
+def _truncate(name: str) -> Callable[[Machine, Path], None]:
+    def cut(m: Machine, aside: Path) -> None:
+        shutil.copy2(m.wheel / name, aside / name)
+        os.truncate(m.wheel / name, 65536)
+    return cut
+
+
+def _wheel_gone(m: Machine, aside: Path) -> None:
+    shutil.move(m.wheel.parent, aside / "cudnn")
+
+
+BREAKAGES = (
+    Breakage("healthy", "", run_pin="fixes", load_pin="fixes"),
+    Breakage("preload-system-graph", "LD_PRELOAD", lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_graph.so.9")},
+             run_pin="fixes", run_options=("--replace-preload",)),
+    Breakage("preload-system-shim", "LD_PRELOAD", lambda m: {"LD_PRELOAD": str(m.system / "libcudnn.so.9")},
+             run_pin="fixes", run_options=("--replace-preload",)),
+    Breakage("library-path-system", "LD_LIBRARY_PATH", lambda m: {"LD_LIBRARY_PATH": str(m.system)},
+             run_pin="fixes", load_pin="fixes"),
+    Breakage("no-gpu-visible", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": ""}, run_pin="n/a",
+             load_pin="n/a"),
+    Breakage("missing-cnn", "libcudnn_cnn", files=_remove("libcudnn_cnn.so.9")),
+    Breakage("missing-engines-precompiled", "engines_precompiled", files=_remove("libcudnn_engines_precompiled.so.9")),
+    Breakage("missing-graph", "libcudnn_graph", files=_remove("libcudnn_graph.so.9")),
+    Breakage("missing-runtime-compiled", "engines_runtime_compiled",
+             files=_remove("libcudnn_engines_runtime_compiled.so.9")),
+    Breakage("truncated-cnn", "libcudnn_cnn", files=_truncate("libcudnn_cnn.so.9")),
+    Breakage("truncated-graph", "libcudnn_graph", files=_truncate("libcudnn_graph.so.9")),
+    Breakage("wheel-gone", "9.19", files=_wheel_gone),
+)
+
+
+@contextlib.contextmanager
+def broken(m: Machine, breakage: Breakage) -> Iterator[dict[str, str]]:
+    """The machine with ``breakage`` applied; the files put back after, whatever happens."""
+    aside = Path(tempfile.mkdtemp(prefix="cudnnload-aside-"))
+    before = sorted(p.name for p in m.wheel.iterdir())
+    try:
+        if breakage.files is not None:
+            breakage.files(m, aside)
+        yield {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
+               **breakage.environ(m)}
+    finally:
+        if (aside / "cudnn").exists():
+            shutil.move(aside / "cudnn", m.wheel.parent)
+        for kept in aside.iterdir():
+            os.replace(kept, m.wheel / kept.name)
+        shutil.rmtree(aside, ignore_errors=True)
+        assert sorted(p.name for p in m.wheel.iterdir()) == before
+
+
+# --- asking ----------------------------------------------------------------------------------------------------
+
+def _run(argv: list[str], env: dict[str, str], stdin: str | None = None,
+         timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True, timeout=timeout,
+                          cwd=tempfile.gettempdir())
+
+
+def _program(tmp_path: Path, framework: str, first: str = "") -> Path:
+    script = tmp_path / f"{framework}_conv.py"
+    script.write_text(first + (TORCH_PROGRAM if framework == "torch" else JAX_PROGRAM))
+    return script
+
+
+def _cudnnload(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "cudnnload", *args], env)
+
+
+def _record(case: dict[str, object]) -> None:
+    out = os.environ.get("OUT")
+    if out:
+        with open(Path(out) / "frameworks.jsonl", "a") as handle:
+            handle.write(json.dumps(case) + "\n")
+
+
+@pytest.mark.timeout_s(900)
+@pytest.mark.parametrize("breakage", BREAKAGES, ids=[b.name for b in BREAKAGES])
+def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine, breakage: Breakage,
+                                                                tmp_path: Path) -> None:
+    case: dict[str, object] = {"breakage": breakage.name}
+    wrong: list[str] = []
+    with broken(machine, breakage) as env:
+        truth = {fw: _run([sys.executable, str(_program(tmp_path, fw))], env) for fw in ("torch", "jax")}
+        worked = {fw: done.returncode == 0 and "conv ok" in done.stdout for fw, done in truth.items()}
+        case["worked"] = worked
+        case["stderr"] = {fw: done.stderr.strip().splitlines()[-1:] for fw, done in truth.items()}
+        plain = _cudnnload(env, "doctor", "--json")
+        doc = json.loads(plain.stdout)["result"]
+        says = {use["framework"]: use["works"] for use in doc.get("frameworks", [])}
+        case["doctor"] = says
+        for fw in ("torch", "jax"):
+            if says.get(fw) != worked[fw]:
+                wrong.append(f"doctor says {fw} works={says.get(fw)}, it worked={worked[fw]}")
+        if plain.returncode != (0 if all(worked.values()) else 1):
+            wrong.append(f"doctor exit {plain.returncode} with torch/jax worked={worked}")
+        text = " ".join(f["message"] + json.dumps(f.get("fix")) for f in doc["findings"] if f["severity"] == "error")
+        if not all(worked.values()) and breakage.cause and breakage.cause not in text:
+            wrong.append(f"doctor's errors do not name {breakage.cause}")
+        for fw, library in (("torch", machine.torch_library), ("jax", machine.jax_library)):
+            target = _cudnnload(env, "doctor", str(library))
+            case[f"doctor {fw} library"] = target.returncode
+            if (target.returncode == 0) != worked[fw]:
+                wrong.append(f"doctor {library.name} exit {target.returncode}, {fw} worked={worked[fw]}")
+            program = _cudnnload(env, "doctor", "--", sys.executable, str(_program(tmp_path, fw)))
+            headline = program.stdout.splitlines()[1] if len(program.stdout.splitlines()) > 1 else ""
+            case[f"doctor -- {fw}"] = [program.returncode, headline]
+            if (program.returncode == 0) != worked[fw]:
+                wrong.append(f"doctor -- {fw} exit {program.returncode}, it worked={worked[fw]}: {headline}")
+            if not worked[fw] and breakage.cause and breakage.cause not in program.stdout:
+                wrong.append(f"doctor -- {fw} does not name {breakage.cause}: {headline}")
+            if not worked[fw] and truth[fw].stderr.strip():
+                message = "\n".join(truth[fw].stderr.strip().splitlines()[-3:])
+                explained = _run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"], env, stdin=message)
+                causes = json.loads(explained.stdout)["result"]["causes"] if explained.stdout.startswith("{") else []
+                case[f"explain {fw}"] = [c["family"] for c in causes[:3]]
+    case["wrong"] = wrong
+    _record(case)
+    assert not wrong, wrong
+
+
+PINNED = [b for b in BREAKAGES if b.run_pin != "n/a"]
+
+
+@pytest.mark.timeout_s(600)
+@pytest.mark.parametrize("breakage", PINNED, ids=[b.name for b in PINNED])
+def test_a_pin_runs_torchs_convolution_or_refuses_naming_the_cause(machine: Machine, breakage: Breakage,
+                                                                   tmp_path: Path) -> None:
+    """``cudnnload run --for torch -- python train.py`` and ``load(for_="torch")`` before ``import torch``."""
+    with broken(machine, breakage) as env:
+        pinned = _run([sys.executable, "-m", "cudnnload", "run", "--for", "torch", *breakage.run_options, "--",
+                       sys.executable, str(_program(tmp_path, "torch"))], env)
+        loaded = _run([sys.executable, str(_program(tmp_path, "torch", LOAD_FIRST))], env)
+    _record({"breakage": breakage.name, "run --for torch": [pinned.returncode, pinned.stderr.strip()[-300:]],
+             "load(for_=torch)": [loaded.returncode, loaded.stderr.strip()[-300:]]})
+    for how, done, expected in (("run", pinned, breakage.run_pin), ("load", loaded, breakage.load_pin)):
+        if expected == "fixes":
+            assert done.returncode == 0 and "conv ok" in done.stdout, (how, done.stderr[-2000:])
+        else:
+            assert "conv ok" not in done.stdout and done.returncode != 0, (how, done.stdout, done.stderr[-2000:])
+            assert breakage.cause in done.stderr and "Traceback" not in done.stderr or how == "load", \
+                (how, done.stderr[-2000:])
+            assert breakage.cause in done.stderr, (how, done.stderr[-2000:])
