@@ -14,6 +14,12 @@
 #   trace       cudnnload trace of the four modes, and a plot -> trace.txt, trace.png
 #   conv        the ResNet-50 convolution bench against PyTorch -> conv.txt
 #   parts       a cold start taken apart                      -> parts.txt
+#   frameworks  the real PyTorch and JAX broken twelve ways, every form of doctor and explain against what they
+#               did (tests/test_frameworks_gpu.py, its first test)  -> frameworks.txt, frameworks.jsonl
+#   pins        the same breakages under `cudnnload run --for torch` and load(for_="torch") (its second test)
+#                                                             -> pins.txt, frameworks.jsonl
+#   timing      plain doctor (torch and JAX installed) warm, and doctor --pid of a PyTorch process
+#                                                             -> timing.txt
 #   diagnose    doctor TARGET / -- COMMAND timings, and their output on a PyTorch program and libtorch_cuda.so
 #               and plain doctor and doctor -- a PyTorch program taken apart
 #                                                             -> diagnose.md, diagnose.txt, doctor_parts.txt
@@ -45,8 +51,20 @@ LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
 
-if want tests; then
-  python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests > "$OUT/pytest-gpu.txt" 2>&1; tail -5 "$OUT/pytest-gpu.txt"
+if want tests; then  # the frameworks' breakages have steps of their own (they take minutes)
+  python3 -m pytest -q -m gpu -rs -p no:cacheprovider --ignore tests/test_frameworks_gpu.py tests \
+    > "$OUT/pytest-gpu.txt" 2>&1; tail -5 "$OUT/pytest-gpu.txt"
+fi
+if want frameworks; then
+  python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k every_way > "$OUT/frameworks.txt" 2>&1
+  tail -5 "$OUT/frameworks.txt"
+fi
+if want pins; then
+  python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k pin > "$OUT/pins.txt" 2>&1
+  tail -5 "$OUT/pins.txt"
+fi
+if want timing; then
+  python3 bench/bench_doctor_time.py > "$OUT/timing.txt" 2>&1; cat "$OUT/timing.txt"
 fi
 if want suite; then
   python3 -m pytest -q -rfs --tb=short -p no:cacheprovider tests > "$OUT/pytest-all.txt" 2>&1; tail -5 "$OUT/pytest-all.txt"
