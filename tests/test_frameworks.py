@@ -225,3 +225,11 @@ def test_workers_are_summed_up_not_said_one_by_one(site: Path, tmp_path: Path) -
     assert report.observation.processes == 5
     assert len(report.comparisons) == 1
     assert report.headline.startswith("torch stopped")
+
+
+def test_a_preloaded_shim_is_named_as_the_cause_of_a_failing_run(site: Path, tmp_path: Path) -> None:
+    """GPU machine: LD_PRELOAD of the system's libcudnn.so.9; torch's calls bind to it."""
+    entry = str(lib_folder(OLD) / "libcudnn.so.9")
+    report = run_program(site, tmp_path, LD_PRELOAD=entry)
+    assert report.headline.startswith("torch stopped"), report.headline
+    assert f"because LD_PRELOAD holds {entry}" in report.headline

@@ -131,7 +131,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks.append(_handle_check(result, facts))
     consumers, consumer_summary = pending.result()
     pool.shutdown()
-    served = _serve(consumers, resolved, facts, env, site_paths)
+    served = _serve(consumers, resolved, facts, env, site_paths, [f for f in gpu if f.severity is ERROR])
     findings += [f for s in served for f in s.findings]
     checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served] or \
         [Check("consumers", "skip", consumer_summary)]
@@ -191,8 +191,9 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) ->
 
 
 def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mapping[str, str],
-           site_paths: Sequence[str] | None) -> tuple[Served, ...]:
-    """Each framework judged on the cuDNN its own loader gives it (`resolve.routes`, `judge.routes`)."""
+           site_paths: Sequence[str] | None, blockers: Sequence[Finding]) -> tuple[Served, ...]:
+    """Each framework judged on the cuDNN its own loader gives it (`resolve.routes`, `judge.routes`), and on
+    ``blockers``: what stops any of them (no GPU visible)."""
     from cudnnload.judge.inventory import judged_install_of
     from cudnnload.resolve.routes import route
 
@@ -210,7 +211,7 @@ def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mappin
             install = by_folder.get(folder) or judged_install_of(way.shim, ctx, f"{consumer.framework}'s loader",
                                                                  python=python)
         served.append(serve(way, install, ctx, gpu=bool(facts.devices), device_count=len(facts.devices),
-                            environ=env, python=python))
+                            environ=env, python=python, blockers=blockers))
     return tuple(served)
 
 

@@ -19,7 +19,7 @@ import re
 import signal
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
@@ -267,9 +267,11 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         explained.update(expected)
         if as_run is not None:
             installs[shim.path] = as_run
-    served = _frameworks(seen, installs, env, preparing.result()) if installs else ()
+    gpu = _gpu_findings(installs, env)
+    served = _frameworks(seen, installs, env, preparing.result(), [f for f in gpu if f.severity == "error"]) \
+        if installs else ()
     findings += [f for s in served for f in s.findings]
-    findings += _gpu_findings(installs, env)
+    findings += gpu
     findings += _run_findings(seen, explained)
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
@@ -281,8 +283,9 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
-                ctx: Context) -> tuple[Served, ...]:
-    """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process)."""
+                ctx: Context, blockers: Sequence[Finding]) -> tuple[Served, ...]:
+    """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process; one
+    LD_PRELOAD put there is named so), and on ``blockers`` (no GPU visible)."""
     from cudnnload.judge.routes import serve
     from cudnnload.loading.gpu import gpu_facts
     from cudnnload.resolve.consumers import consumers_mapped
@@ -292,11 +295,15 @@ def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping
     if not consumers:
         return ()
     shim = seen.shims[0]
-    how = f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
+    entry = next((p.entry for p in ctx.preloads if p.path and p.entry and _same_file(p.path, shim.path)), None)
+    how = f"LD_PRELOAD entry {entry}" if entry else \
+        f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
     devices = gpu_facts(env).devices
     python = seen.command[0] if "python" in os.path.basename(seen.command[0]) else None
-    return tuple(serve(Route(consumer, shim.path, how), installs.get(shim.path), ctx, gpu=bool(devices),
-                       device_count=len(devices), environ=env, python=python) for consumer in consumers)
+    way = Route(consumer=consumers[0], shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
+    return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
+                       device_count=len(devices), environ=env, python=python, blockers=blockers)
+                 for consumer in consumers)
 
 
 def _gpu_findings(installs: Mapping[str, Install], env: Mapping[str, str]) -> list[Finding]:
@@ -322,8 +329,6 @@ def _as_run(findings: Sequence[Finding], seen: Observation, explained: Mapping[s
     """A run that ended with status 0, in which cuDNN printed none of its loading errors and no call failed as
     the prediction said it would (cuDNN's API log), is the truth: what the prediction says would fail, it did
     not hit. A program that goes on after a failed call (status 3009, 1002) hit it."""
-    from dataclasses import replace
-
     from cudnnload.verdicts import ERROR, WARNING
 
     hit = bool(seen.messages) or any(explained.get(call.function) == call.status for call in seen.api_errors)

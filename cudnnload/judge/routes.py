@@ -78,12 +78,22 @@ class Served:
             return f"{label}: no cuDNN ({self.route.error or self.route.how})"
         where = self.install.folder if self.install else posixpath.dirname(self.route.shim)
         release = f"cuDNN {self.release}" if self.release else "a cuDNN"
-        return f"{label} gets {release} from {where} ({self.route.how})"
+        blocked = next((f for f in self.findings if f.subject.kind is not SubjectKind.CONSUMER
+                        and f.severity is ERROR), None)
+        return f"{label} gets {release} from {where} ({self.route.how})" + (
+            f"; it cannot run: {blocked.message}" if blocked else "")
 
 
 def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
-          environ: Mapping[str, str], python: str | None) -> Served:
-    """Judge ``route``'s framework on ``install``, the judged install its shim belongs to."""
+          environ: Mapping[str, str], python: str | None, blockers: Sequence[Finding] = ()) -> Served:
+    """Judge ``route``'s framework on ``install``, the judged install its shim belongs to. ``blockers``: what
+    stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
+    served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
+    return replace(served, findings=served.findings + tuple(blockers)) if blockers else served
+
+
+def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
+           environ: Mapping[str, str], python: str | None) -> Served:
     consumer = route.consumer
     if route.shim is None or install is None:
         finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN: {route.error or route.how}",
