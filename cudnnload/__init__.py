@@ -48,6 +48,8 @@ _EXPORTS = {
     "load": "cudnnload.dispatch.warmup:preload",
     "preload": "cudnnload.dispatch.warmup",
     "Loaded": "cudnnload.loading.loader",
+    "run_environment": "cudnnload.loading.pin",
+    "Pinned": "cudnnload.loading.pin",
     "start": "cudnnload.dispatch.starting",
     "Starting": "cudnnload.dispatch.starting",
     "Problem": "cudnnload.dispatch.warmup",
@@ -78,10 +80,10 @@ __all__ = [
     "Action", "Activation", "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "Code",
     "ConvSpec", "CudnnloadError", "DeviceBuffer", "DeviceError", "Dispatcher", "DtypeError", "Effect", "ElfError",
     "ElfInfo", "Finding", "Fix", "Severity", "Subject",
-    "GpuCode", "Install", "Inventory", "LoadError", "Loaded", "Problem", "Registry", "Release", "ShapeError",
-    "Starting", "Step", "TensorRef", "UnsupportedError", "UsageError", "Which", "activation", "activation_backward",
-    "conv", "conv_backward_data", "conv_backward_filter", "doctor", "find", "inspect", "list_backends", "load",
-    "preload", "read_elf", "start", "to_jsonable", "which",
+    "GpuCode", "Install", "Inventory", "LoadError", "Loaded", "Pinned", "Problem", "Registry", "Release",
+    "ShapeError", "Starting", "Step", "TensorRef", "UnsupportedError", "UsageError", "Which", "activation",
+    "activation_backward", "conv", "conv_backward_data", "conv_backward_filter", "doctor", "find", "inspect",
+    "list_backends", "load", "preload", "read_elf", "run_environment", "start", "to_jsonable", "which",
 ]
 
 if TYPE_CHECKING:
@@ -105,6 +107,7 @@ if TYPE_CHECKING:
     from cudnnload.judge.inventory import find, inspect
     from cudnnload.judge.which import Which, which
     from cudnnload.loading.loader import Loaded
+    from cudnnload.loading.pin import Pinned, run_environment
     from cudnnload.report import to_jsonable
     from cudnnload.resolve.catalog import Release
     from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step

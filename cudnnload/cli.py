@@ -17,7 +17,7 @@ from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeVar
+    from typing import Any, NoReturn, TypeVar
 
     import click
 
@@ -52,13 +52,18 @@ def _friendly(command: F) -> F:
 
             from cudnnload.report import escaped
 
-            code = EXIT_CANNOT_RUN if isinstance(exc, (OutputError, CannotRun)) else EXIT_USAGE
+            code = _exit_code(exc)
             click.echo(f"cudnnload: error: {escaped(exc.message)}", err=True)
             if kwargs.get("as_json") and not isinstance(exc, OutputError):
                 _json_error(exc.reason, exc.path, exc.fix, code)
             sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit_code(error: CudnnloadError) -> int:
+    """3 when cudnnload cannot do its work (its output, a package it needs), else 2."""
+    return EXIT_CANNOT_RUN if isinstance(error, (OutputError, CannotRun)) else EXIT_USAGE
 
 
 def _json_option(command: F) -> F:
@@ -304,6 +309,23 @@ def make_cli() -> click.Group:
             trace.plot(traces, plot_path)
         sys.exit(EXIT_OK if all(t.runs for t in traces) else EXIT_PROBLEMS)
 
+    @cli.command("run", cls=_command_after_dashes(), options_metavar="[OPTIONS] -- COMMAND [ARGS...]")
+    @click.option("--cudnn", metavar="PATH", help="The cuDNN to pin: its folder, or a file of it (default: the "
+                  "install load() takes).")
+    @click.option("--for", "frameworks", metavar="FRAMEWORK", multiple=True, help="The framework the program uses "
+                  "(torch, jax, ...): the install is chosen for it.")
+    @click.option("--replace-preload", is_flag=True, help="Leave out your LD_PRELOAD entries that map another "
+                  "cuDNN (said on stderr) instead of refusing them.")
+    @_friendly
+    def run_command(cudnn: str | None, frameworks: tuple[str, ...], replace_preload: bool) -> None:
+        """Run a program (Python or not) with a proven, coherent cuDNN pinned.
+
+        The set is proven in a child process, then preloaded by absolute path (LD_PRELOAD, leaves first, before
+        your own entries), so every libcudnn the program asks for is the set's, whatever LD_LIBRARY_PATH says.
+        The program replaces cudnnload: its exit status, signals, streams and terminal are its own.
+        """
+        _pin_and_run(click.get_current_context().meta.get("command"), cudnn, frameworks, replace_preload)
+
     @cli.command("backends")
     @_json_option
     @_friendly
@@ -368,6 +390,62 @@ def _trace_target(folder: str | None) -> tuple[str, int]:
         raise UsageError("no loadable cuDNN to trace" + (f" ({'; '.join(rejected)})" if rejected else ""),
                          path=folder, fix="give the folder of a cuDNN that loads as TARGET")
     return install.folder, install.major
+
+
+def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks: tuple[str, ...],
+                 replace_preload: bool) -> NoReturn:
+    """`run`: the set pinned, what was done said on stderr, then the program in cudnnload's place."""
+    from cudnnload.loading.pin import execute, run_environment
+
+    if not command:
+        raise UsageError("no program to run: give it after --", fix="cudnnload run [--cudnn PATH] -- COMMAND")
+    if cudnn is not None and frameworks:
+        raise UsageError("give --cudnn PATH or --for FRAMEWORK, not both")
+    pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]
+                              if pinned.removed else [])
+    for line in said:
+        sys.stderr.write(f"cudnnload: {line}\n")
+    sys.stderr.flush()
+    execute(command, pinned)
+
+
+def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, ...], bool] | None:
+    """`run`'s command line as its click command reads it: (COMMAND, --cudnn, --for, --replace-preload); None
+    for anything else (--help, a mistake), which the click command then answers."""
+    if "--" not in args:
+        return None
+    at = args.index("--")
+    options, command = args[:at], tuple(args[at + 1:])
+    cudnn: str | None = None
+    frameworks: list[str] = []
+    replace = False
+    while options:
+        name, equals, value = options.pop(0).partition("=")
+        if name == "--replace-preload" and not equals:
+            replace = True
+        elif name in ("--cudnn", "--for") and (equals or options):
+            value = value if equals else options.pop(0)
+            if name == "--cudnn":
+                cudnn = value  # the last one given, as click takes it
+            else:
+                frameworks.append(value)
+        else:
+            return None
+    return command, cudnn, tuple(frameworks), replace
+
+
+def _run_now(command: tuple[str, ...], cudnn: str | None, frameworks: tuple[str, ...], replace: bool) -> int:
+    """`run`, without click: its exit code when the program could not be started."""
+    try:
+        _pin_and_run(command, cudnn, frameworks, replace)
+    except CudnnloadError as exc:
+        from cudnnload.report import escaped
+
+        _say_error(escaped(exc.message))
+        return _exit_code(exc)
+    except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
+        return _internal(exc)
 
 
 # An error message and the lines around it: a log pasted whole is some KB; /dev/zero never ends.
@@ -441,6 +519,10 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
+    # of `doctor --`: the program takes this process's place
+    if sys.argv[1:2] == ["run"] and (parsed := _run_args(sys.argv[2:])) is not None:
+        sys.exit(_run_now(*parsed))
     from cudnnload.diagnose import launch
 
     # `doctor|trace ... -- COMMAND`: this process owns the program it runs (its signals, and whatever it

@@ -139,19 +139,21 @@ def test_eight_cold_inspections_with_one_killed_mid_write_leave_a_memo_that_give
 
 # --- threads sharing one load --------------------------------------------------------------------------------
 
-# Counts the child probes (loader.probe) and the dlopens of files in the folder (ctypes.CDLL), and collects the
-# load's stages through an observer every thread passes: only the thread that loads calls it.
+# Counts the child probes (probe.probe, which plans imports when it proves a set) and the dlopens of files in
+# the folder (ctypes.CDLL), and collects the load's stages through an observer every thread passes: only the
+# thread that loads calls it.
 _THIRTY_TWO = r"""
 import ctypes, json, sys, threading
 import cudnnload
 import cudnnload.loading.loader as loader
+import cudnnload.loading.probe as prober
 folder = sys.argv[1]
 probes, opened, stages, errors = [], [], [], []
-probe = loader.probe
+probe = prober.probe
 def counted_probe(*args, **kwargs):
     probes.append(threading.current_thread().name)
     return probe(*args, **kwargs)
-loader.probe = counted_probe
+prober.probe = counted_probe
 class CountedCDLL(ctypes.CDLL):
     def __init__(self, name, *args, **kwargs):
         if str(name).startswith(folder):

@@ -112,6 +112,53 @@ def test_another_release_already_mapped_is_refused_naming_both(tmp_path: Path) -
     assert out["refused"] and str(old / "libcudnn_graph.so.9") in out["message"] and str(new) in out["message"]
 
 
+def test_another_release_first_on_ld_library_path_does_not_matter_to_the_set_load_maps(tmp_path: Path) -> None:
+    new, old = lib_folder("cu12-9.28.0.42"), lib_folder("cu12-9.0.0.312")
+    code = f"""
+    import json, cudnnload.loading.loader as L
+    from cudnnload.resolve.mapped import mapped_libraries
+    got = L.load({str(new)!r})
+    print(json.dumps({{"version": got.api.version(), "checks": [s.status for s in got.stages if s.status is not None],
+                      "mapped": [p for p in mapped_libraries() if "/libcudnn" in p],
+                      "notes": [(str(f.code), f.path) for f in got.findings]}}))
+    """
+    out = _child(code, tmp_path, {"LD_LIBRARY_PATH": str(old)})
+    assert out["version"] == 92800 and out["checks"] == [0] * 5  # every VersionCheck
+    assert out["mapped"] and all(path.startswith(str(new)) for path in out["mapped"])
+    # what the shim's own search would have done is kept as a note: graph would take 9.0's heuristic
+    assert ["mixed-release", str(old / "libcudnn_heuristic.so.9")] in out["notes"]
+
+
+def test_ld_preload_of_another_releases_graph_is_refused_naming_the_variable_and_the_file(tmp_path: Path) -> None:
+    old_graph = str(lib_folder("cu12-9.0.0.312") / "libcudnn_graph.so.9")
+    code = f"""
+    import json, cudnnload.loading.loader as L
+    from cudnnload.errors import LoadError
+    try:
+        L.load({str(lib_folder("cu12-9.28.0.42"))!r})
+        print(json.dumps({{"refused": False}}))
+    except LoadError as exc:
+        print(json.dumps({{"refused": True, "message": exc.message}}))
+    """
+    out = _child(code, tmp_path, {"LD_PRELOAD": old_graph})
+    assert out["refused"], out
+    assert out["message"].startswith(f"LD_PRELOAD puts {old_graph} (cuDNN 9.0.0) in every process; cuDNN 9.28.0 ")
+    assert f"needs its own graph (fix: remove {old_graph} from LD_PRELOAD)" in out["message"]
+
+
+def test_an_incomplete_copy_is_refused_naming_the_missing_sublibrary_whatever_the_search_would_find(
+        tmp_path: Path) -> None:
+    farm = tmp_path / "lib"
+    farm.mkdir()
+    for path in lib_folder("cu12-9.28.0.42").iterdir():
+        if path.name != "libcudnn_graph.so.9":
+            (farm / path.name).symlink_to(path)
+    with pytest.raises(LoadError) as caught:  # 9.0's graph on LD_LIBRARY_PATH is no stand-in for 9.28's
+        load(farm, environ={**os.environ, "CUDNNLOAD_CACHE": str(tmp_path / "cache"),
+                            "LD_LIBRARY_PATH": str(lib_folder("cu12-9.0.0.312"))})
+    assert f"{farm}: missing-sublibrary: libcudnn_graph.so.9 is missing" in caught.value.message
+
+
 def test_cudnn8_layout_that_aborts_is_refused_and_this_process_survives(tmp_path: Path) -> None:
     farm = tmp_path / "lib"
     farm.mkdir()

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from cudnnload import cachedir
 from cudnnload.cli import make_cli
 from cudnnload.dispatch.algos import ChoiceStore, scope_key
-from cudnnload.loading import loader
+from cudnnload.loading import plans
 from tests.test_concurrency import _INSPECT as GATED_INSPECT  # waits for a gate file, then inspects
 from tests.test_concurrency import _wait_for
 from tests.wheels import WHEEL_RELEASES, lib_folder, python_path
@@ -312,11 +312,11 @@ def test_a_verdict_memo_of_the_wrong_shape_is_not_trusted(shape: str, cache: Pat
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     store = _file(cache, "plans")
     keys = list(json.loads(store.read_text())["plans"])
-    proven = [loader._remembered(str(store), key) for key in keys]
+    proven = [plans.recall(str(store), key) for key in keys]
     _damage(store, _shaped(store, shape))
     cachedir._warned.clear()
     for key, plan in zip(keys, proven, strict=True):
-        assert loader._remembered(str(store), key) in (None, plan)  # dropped, or untouched by the damage
+        assert plans.recall(str(store), key) in (None, plan)  # dropped, or untouched by the damage
     warnings = _warnings(capsys.readouterr().err)
     assert len(warnings) <= 1 and all(str(store) in line for line in warnings), warnings
 
@@ -607,18 +607,19 @@ def test_any_damage_to_the_verdict_memo_is_not_trusted_and_is_rebuilt(
     def verdict_is_checked(data: st.DataObject) -> None:
         cache = _fresh(primed, tmp_path)
         store = str(_file(cache, "plans"))
-        proven = [loader._remembered(store, key) for key in keys]
+        proven = [plans.recall(store, key) for key in keys]
+        notes = [plans.recall_notes(store, key) for key in keys]
         _damage(Path(store), data.draw(damaged(good))[1])
         cachedir._warned.clear()
         for key in keys:
-            plan = loader._remembered(store, key)  # None, or one that can be loaded: never an error
-            assert plan is None or loader._unloadable(plan) is None
+            plan = plans.recall(store, key)  # None, or one that can be loaded: never an error
+            assert plan is None or plans.unloadable(plan) is None
         warnings = _warnings(capsys.readouterr().err)
         assert len(warnings) <= 1 and all(store in line for line in warnings), warnings
-        for key, plan in zip(keys, proven, strict=True):
-            assert plan is not None
-            loader._remember(store, key, plan)
-        assert [loader._remembered(store, key) for key in keys] == proven  # rebuilt
+        for key, plan, said in zip(keys, proven, notes, strict=True):
+            assert plan is not None and said is not None
+            plans.remember(store, key, plan, said)
+        assert [plans.recall(store, key) for key in keys] == proven  # rebuilt
 
     verdict_is_checked()
 

@@ -15,10 +15,12 @@ import grp
 import os
 import pwd
 import stat
-from dataclasses import dataclass
+
+# records, not dataclasses: `cudnnload run` asks `secure_mode` on its warm path (resolve/records.py says why)
+from cudnnload.resolve.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Plantable:
     """Why someone other than root and the owner can put a file in a search folder."""
 
@@ -27,7 +29,7 @@ class Plantable:
     sticky: bool  # the culprit has the sticky bit (then only taking the folder off the path helps)
 
 
-@dataclass(frozen=True)
+@record
 class FileAccess:
     """Who may change one file (links followed)."""
 
