@@ -146,9 +146,12 @@ class Fix:
         return said or None
 
     def json(self) -> dict[str, object]:
-        """The contract (README "Fixes"): the text, and the actions to apply in order; an alternative way is
-        said in the text only (it is not to be applied beside the actions)."""
-        return {"text": self.text, "actions": [a.json() for a in self.actions]}
+        """The contract (README "Fixes"): the text, the actions to apply in order, and where one exists the
+        alternative ways, each complete on its own (not to be applied beside the actions)."""
+        said: dict[str, object] = {"text": self.text, "actions": [a.json() for a in self.actions]}
+        if self.alternatives:
+            said["alternatives"] = [a.json() for a in self.alternatives]
+        return said
 
     def __bool__(self) -> bool:
         return bool(self.actions or self.note or self.alternatives)

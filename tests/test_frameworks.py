@@ -23,6 +23,8 @@ from cudnnload.diagnose.doctor import Report, doctor
 from cudnnload.resolve.catalog import Release
 from tests.wheels import lib_folder, site_folder
 
+ROOT = Path(__file__).resolve().parent.parent
+
 BASE = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 TORCH_C = """
 class _cudnn:
@@ -233,3 +235,60 @@ def test_a_preloaded_shim_is_named_as_the_cause_of_a_failing_run(site: Path, tmp
     report = run_program(site, tmp_path, LD_PRELOAD=entry)
     assert report.headline.startswith("torch stopped"), report.headline
     assert f"because LD_PRELOAD holds {entry}" in report.headline
+
+
+# --- choosing for the frameworks: load(for_=...), cudnnload run --for ------------------------------------------
+
+def _pinned_torch(site: Path, build: str, pin: str) -> None:
+    (site / "torch" / "_C.py").write_text(TORCH_C.replace("(9, 28, 0)", build))
+    metadata = site / "torch-2.11.0.dist-info" / "METADATA"
+    metadata.write_text(metadata.read_text().replace("nvidia-cudnn-cu12==9.28.0.42", pin))
+
+
+def test_the_choice_follows_the_frameworks_pin_over_the_newest_release(site: Path, tmp_path: Path) -> None:
+    """Both wheels on the path; torch (built with 9.0) pins 9.0.0.312: that one, though 9.28 is newer."""
+    from cudnnload.loading.pin import run_environment
+
+    _pinned_torch(site, "(9, 0, 0)", "nvidia-cudnn-cu12==9.0.0.312")
+    older = site_folder(OLD)
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "path", [str(site), str(older), *sys.path])
+        pinned = run_environment(for_="torch", environ=env)
+    assert pinned.folder == str(older / "nvidia" / "cudnn" / "lib")
+    assert any("chosen for torch 2.11.0" in note for note in pinned.notes)
+
+
+def test_no_install_the_framework_accepts_is_refused_with_its_need_and_each_release(site: Path,
+                                                                                    tmp_path: Path) -> None:
+    from cudnnload.errors import LoadError
+    from cudnnload.loading.pin import run_environment
+
+    shutil.rmtree(site / "nvidia" / "cudnn")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "LD_LIBRARY_PATH": str(lib_folder(OLD))}
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(LoadError) as refused:
+        patch.setattr(sys, "path", [str(site), *sys.path])
+        run_environment(for_="torch", environ=env)
+    said = str(refused.value)
+    assert "cuDNN 9.0.0" in said and "torch 2.11.0: cuDNN 9.x >= 9.28 (its build, 9.28.0)" in said, said
+
+
+def test_a_framework_not_installed_is_one_line(site: Path, tmp_path: Path) -> None:
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": os.pathsep.join((str(site), str(ROOT)))}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "run", "--for", "jax", "--", "/bin/true"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "jax is not installed" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_load_for_torch_pins_its_wheel_past_another_release_on_the_search_path(site: Path, tmp_path: Path) -> None:
+    """GPU machine: LD_LIBRARY_PATH at the system's 9.14; load(for_="torch") first, then torch's own loads."""
+    script = ("import cudnnload, ctypes, sys\n"
+              "got = cudnnload.load(for_='torch')\n"
+              f"ctypes.CDLL({str(site / 'torch/lib/libtorch_cuda.so')!r})\n"
+              "print(got.release, got.folder, ctypes.CDLL('libcudnn.so.9').cudnnGetVersion())\n")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "LD_LIBRARY_PATH": str(lib_folder(OLD)),
+           "PYTHONPATH": os.pathsep.join((str(site), str(ROOT)))}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["9.28.0", str(site / "nvidia/cudnn/lib"), "92800"]

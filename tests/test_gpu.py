@@ -166,7 +166,9 @@ def test_driver_too_old_names_both_versions_and_both_ways_out() -> None:
     assert "supports CUDA 12.2 (cuDriverGetVersion 12020)" in finding.message
     assert finding.fix.json() == {
         "text": "upgrade the NVIDIA driver to R580 or newer; or python -m pip install 'nvidia-cudnn-cu12>=9,<10'",
-        "actions": [{"do": "manual", "text": "upgrade the NVIDIA driver to R580 or newer"}]}
+        "actions": [{"do": "manual", "text": "upgrade the NVIDIA driver to R580 or newer"}],
+        "alternatives": [{"do": "pip-install", "requirements": ["nvidia-cudnn-cu12>=9,<10"], "options": [],
+                          "target": None, "python": None}]}
 
 
 # --- devices against the GPU code in the libraries ------------------------------------------------------

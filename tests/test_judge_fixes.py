@@ -143,3 +143,21 @@ def test_whole_means_one_release_from_its_own_folder(tmp_path: Path) -> None:
 
     [install] = inspect([str(folder_of(W928, tmp_path / "good"))], environ=BASE).installs
     assert whole(install)  # its missing cuBLAS is a finding, not a hole in the install
+
+
+def test_a_shadowed_complete_install_is_also_fixed_by_pinning_it_with_run(tmp_path: Path) -> None:
+    """Issue 19 item 4: where pinning fixes the finding, the fix carries `cudnnload run` beside the permanent
+    one, and `cudnnload run` proves that set."""
+    from cudnnload.codes import Code
+    from cudnnload.loading.pin import run_environment
+
+    old = folder_of(W90, tmp_path / "cudnn-9.0")
+    whole = folder_of(W928, tmp_path / "cudnn-9.28")
+    env = {**BASE, "LD_LIBRARY_PATH": str(old), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = doctor(env, target=str(whole / "libcudnn.so.9"), timeout=60)
+    mixed = [f for f in report.findings if f.code is Code.MIXED_RELEASE and f.fix and f.fix.alternatives]
+    assert mixed, [(f.code, f.fix.text if f.fix else None) for f in report.findings]
+    (alternative,) = mixed[0].fix.alternatives
+    assert alternative.argv == ("cudnnload", "run", "--cudnn", str(whole), "--")
+    pinned = run_environment(alternative.argv[3], environ=env)
+    assert pinned.release.minor == 28 and pinned.files[-1] == str(whole / "libcudnn.so.9")

@@ -219,14 +219,13 @@ def test_a_warm_run_imports_no_search_no_elf_reader_no_probe_and_no_click() -> N
                        "cudnnload.judge.inventory", "cudnnload.diagnose.launch", "dataclasses"} == set(), done.stderr
 
 
-def test_for_a_framework_chooses_as_load_does_and_says_so() -> None:
-    site = site_folder(W928)  # the wheel on the path, as pip installs it
+def test_for_a_framework_not_installed_is_refused_before_the_program_starts() -> None:
+    """The choice by a framework's rules: tests/test_frameworks.py (a PyTorch built and pinned as pip leaves it)."""
+    site = site_folder(W928)  # the wheel on the path, as pip installs it; no torch
     done = cudnnload_run("--for", "torch", "--", sys.executable, "-c", PROGRAM,
                          env={"PYTHONPATH": python_path(site, ROOT)})
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines() == ["cudnnload: --for torch: the framework's own rules are not applied yet; "
-                                        "chose as load() does (the newest coherent release)"]
-    assert json.loads(done.stdout)["version"] == 92800
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("cudnnload: error: torch is not installed on this Python's path")
 
 
 def test_run_environment_gives_the_environ_with_the_set_first_in_ld_preload(tmp_path: Path) -> None:

@@ -210,9 +210,32 @@ def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mappin
             folder = os.path.realpath(os.path.dirname(way.shim))
             install = by_folder.get(folder) or judged_install_of(way.shim, ctx, f"{consumer.framework}'s loader",
                                                                  python=python)
-        served.append(serve(way, install, ctx, gpu=bool(facts.devices), device_count=len(facts.devices),
-                            environ=env, python=python, blockers=blockers))
+        judged = serve(way, install, ctx, gpu=bool(facts.devices), device_count=len(facts.devices), environ=env,
+                       python=python, blockers=blockers)
+        served.append(_with_pin(judged, resolved, env) if not judged.works and not blockers else judged)
     return tuple(served)
+
+
+def _with_pin(served: Served, resolved: Resolved, env: Mapping[str, str]) -> Served:
+    """A framework that fails with the cuDNN it gets, where another install on the machine is whole once its
+    set is mapped and satisfies the framework's rules: its errors' fixes carry `cudnnload run --for` (with
+    --replace-preload where LD_PRELOAD holds cuDNN) as an alternative."""
+    from cudnnload.judge.choose import choose_for
+    from cudnnload.judge.fixes import pin_for
+    from cudnnload.loading.plans import as_mapped
+    from cudnnload.resolve.discovery import context
+
+    preloaded = bool(resolved.ctx.preloads)
+    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=resolved.ctx.cache) if preloaded \
+        else resolved.ctx
+    candidates = [as_mapped(i, clean, resolved.inventory.distributions) for i in resolved.inventory.installs]
+    consumer = served.route.consumer
+    if choose_for(candidates, consumers=(consumer,)).install is None:
+        return served
+    alternative = pin_for(consumer.framework, preloaded)
+    return replace(served, findings=tuple(
+        replace(f, fix=replace(f.fix, alternatives=(*f.fix.alternatives, alternative)))
+        if f.severity is ERROR and f.subject.kind is SubjectKind.CONSUMER else f for f in served.findings))
 
 
 def _installs_check(resolved: Resolved) -> Check:

@@ -121,6 +121,7 @@ def preload(
     observer: Callable[[str], None] | None = None,
     warmup: Sequence[Warmable] = (),
     background: bool = False,
+    for_: str | Sequence[str] = (),
 ) -> Loaded:
     """`cudnnload.load` and `cudnnload.preload`: load a coherent cuDNN (`cudnnload.loading.loader.load`,
     same arguments), then warm up ``warmup``: convolutions (`Problem`) and activations run once now on
@@ -131,7 +132,7 @@ def preload(
     from cudnnload.loading.loader import load, with_warmup
 
     current = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout,
-                   observer=observer)
+                   observer=observer, for_=for_)
     if warmup and current.warmup is None:
         # outside the loader's lock: the backends the warm-up runs call load() themselves
         current = with_warmup(Background(warmup) if background else warm_up(warmup))

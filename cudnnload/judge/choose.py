@@ -11,9 +11,10 @@ import posixpath
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from cudnnload.codes import Code, SubjectKind
+from cudnnload.codes import Code, Severity, SubjectKind
 from cudnnload.judge.policy import relative_loads
 from cudnnload.resolve.catalog import Release, classify
+from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Install
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.versions import VersionRange
@@ -31,14 +32,55 @@ class Choice:
 
 
 def choose_for(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False,
-               frameworks: Sequence[str] = ()) -> Choice:
-    """The install for ``frameworks`` (``--for torch``): where no framework is named, `choose_install`'s.
-    The frameworks' own rules (their build version, their pins) are not applied yet: the choice is
-    `choose_install`'s, and a note says so."""
-    best, rejected = choose_install(installs, wanted, given=given)
-    notes = (f"--for {', '.join(frameworks)}: the framework's own rules are not applied yet; chose as load() "
-             "does (the newest coherent release)",) if frameworks else ()
-    return Choice(best, rejected, notes)
+               consumers: Sequence[Consumer] = ()) -> Choice:
+    """The install for the frameworks ``consumers`` (those installed, or the ones named: ``--for torch``,
+    ``load(for_="torch")``), in this order: among the installs `choose_install` accepts (coherent, inside
+    ``wanted``), those every framework's own rule accepts (the major its libraries NEED, its build version
+    against the release: PyTorch needs the same major and a minor at least its build's); of those, the ones
+    that also meet every framework's pin on an nvidia-cudnn wheel; then the newest release (the first found
+    among equals). None when no install satisfies them all: ``rejected`` then lists each framework's need and
+    each install's release."""
+    usable, rejected = _usable(installs, wanted, given)
+    if not consumers:
+        return Choice(_newest(usable), rejected)
+    fitting: list[tuple[bool, Install]] = []
+    for install in usable:
+        errors, pinned = _fit(install, consumers)
+        if errors:
+            rejected += (f"{install.folder}: cuDNN {install.release or install.major}: {errors[0]}",)
+        else:
+            fitting.append((pinned, install))
+    needs = "; ".join(need(c) for c in consumers)
+    if not fitting:
+        return Choice(None, rejected + (f"the frameworks need: {needs}",))
+    chosen = max(fitting, key=lambda pair: (pair[0], pair[1].release or Release(0, 0, 0)))[1]
+    return Choice(chosen, rejected, (f"chosen for {', '.join(c.label for c in consumers)} ({needs})",))
+
+
+def _fit(install: Install, consumers: Sequence[Consumer]) -> tuple[list[str], bool]:
+    """Why the frameworks' rules refuse ``install`` (their error findings' messages), and whether it meets
+    every pin too."""
+    from cudnnload.judge.frameworks import consumer_findings
+
+    version = install.distribution.split()[-1] if install.distribution else None
+    found = [f for c in consumers for f in consumer_findings(c, install.release, install.major,
+                                                             install_version=version)]
+    errors = [f.message for f in found if f.severity is Severity.ERROR]
+    loading = version or install.release
+    pinned = loading is not None and all(pin.allows(loading) for c in consumers for pin in c.pins if not pin.extras)
+    return errors, pinned
+
+
+def need(consumer: Consumer) -> str:
+    """What a framework needs, in words: "torch 2.11.0: cuDNN 9.x >= 9.19 (its build), nvidia-cudnn-cu13==9.19.0.56"."""
+    from cudnnload.resolve.consumers import FRAMEWORKS
+
+    rule = FRAMEWORKS[consumer.framework].rule if consumer.framework in FRAMEWORKS else None
+    build = consumer.build
+    parts = [f"cuDNN {build.major}.x >= {build.major}.{build.minor} (its build, {build})" if build and rule else
+             f"cuDNN {consumer.build_major}" if consumer.build_major else ""]
+    parts += [pin.requirement for pin in consumer.pins]
+    return f"{consumer.label}: " + (", ".join(p for p in parts if p) or "any cuDNN")
 
 
 def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False
@@ -48,6 +90,17 @@ def choose_install(installs: Sequence[Install], wanted: VersionRange | None = No
     only the probe can tell, a cuDNN 7 without a versioned name, after those that say it), and none that
     would load a file an empty or relative search-path entry gave other than its own files in a folder the
     caller named (``given``); and why each other one was passed over."""
+    usable, rejected = _usable(installs, wanted, given)
+    return _newest(usable), rejected
+
+
+def _newest(installs: Sequence[Install]) -> Install | None:
+    return max(installs, key=lambda i: i.release or Release(0, 0, 0)) if installs else None
+
+
+def _usable(installs: Sequence[Install], wanted: VersionRange | None, given: bool
+            ) -> tuple[list[Install], tuple[str, ...]]:
+    """The installs load() may take, and why each other one is passed over (`choose_install`)."""
     rejected: list[str] = []
     usable: list[Install] = []
     for install in installs:
@@ -64,8 +117,7 @@ def choose_install(installs: Sequence[Install], wanted: VersionRange | None = No
             rejected.append(f"{install.folder}: {relative.code}: {relative.message}")
         else:
             usable.append(install)
-    best = max(usable, key=lambda i: i.release or Release(0, 0, 0)) if usable else None
-    return best, tuple(rejected)
+    return usable, tuple(rejected)
 
 
 def through_relative_entry(install: Install, given: bool) -> Finding | None:

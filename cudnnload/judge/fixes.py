@@ -15,7 +15,7 @@ import posixpath
 import re
 
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
-from cudnnload.verdicts import Action, Fix, fix, manual, pip_install
+from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -118,3 +118,14 @@ def cudnn_install(major: int, cuda: int | None, python: str | None, site: str | 
 
 def folder_of(path: str) -> str:
     return posixpath.dirname(path)
+
+
+def pin(folder: str, replace_preload: bool = False) -> Action:
+    """`cudnnload run` with ``folder``'s cuDNN pinned (its set preloaded by path): a way that changes
+    nothing on disk. ``replace_preload``: the user's LD_PRELOAD holds another cuDNN, which it leaves out."""
+    return run(["cudnnload", "run", *(["--replace-preload"] if replace_preload else []), "--cudnn", folder, "--"])
+
+
+def pin_for(framework: str, replace_preload: bool = False) -> Action:
+    """`cudnnload run --for FRAMEWORK`: the install that framework's rules accept, pinned."""
+    return run(["cudnnload", "run", *(["--replace-preload"] if replace_preload else []), "--for", framework, "--"])

@@ -277,6 +277,13 @@ def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
                           f"was installed{effect}", subject, repair.put_back(), severity=severity)
 
 
+def _complete(install: Install) -> bool:
+    """Every library the install must have is in its folder and readable: a set `cudnnload run` can pin."""
+    gen = generation(install.major)
+    present = {c.library for c in install.files if c.problem is None and c.elf is not None}
+    return "shim" in present and all(lib.key in present for lib in _expected(gen, install, False))
+
+
 def optional_engines(major: int, key: str) -> bool:
     """A library graph opens for extra engines and runs without (`catalog`: heuristic, engines_precompiled)."""
     gen = generation(major)
@@ -324,13 +331,15 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
     """A sub-library taken from outside the install: a preloaded one (LD_PRELOAD) goes; where the install has
     its own copy, the search-path entry that shadows it goes; where it has none, the install is made whole
     (removing the entry would leave the library missing)."""
+    pin = fixes.pin(repair.install.folder)
     if step.variable == "LD_PRELOAD" and step.entry is not None:
-        return fix(remove_entry("LD_PRELOAD", step.entry))
+        return fix(remove_entry("LD_PRELOAD", step.entry),
+                   alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
     brought = repair.preloads.get(step.requested_by or "")
     if brought is not None:  # asked for by a preloaded library (its RUNPATH): that entry is the cause
         return fix(remove_entry("LD_PRELOAD", brought))
     if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
-        return fix(remove_entry(step.variable, step.entry))
+        return fix(remove_entry(step.variable, step.entry), alternatives=[pin] if _complete(repair.install) else [])
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))

@@ -21,7 +21,7 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.errors import LoadError
@@ -85,11 +85,15 @@ def load(
     use_cache: bool = True,
     timeout: float = 60.0,
     observer: Callable[[str], None] | None = None,
+    for_: str | Sequence[str] = (),
 ) -> Loaded:
     """Load a coherent cuDNN into this process (see the module docstring). Idempotent, thread-safe.
 
     ``source``: an install folder, a shim path, an :class:`Install`, or None for the best one
-    found on the machine. ``version``: a range such as ``">=9.1,<10"``.
+    found on the machine: with no source, one that every framework installed accepts (PyTorch, JAX, ONNX
+    Runtime, TensorFlow: their build rules and their pins, `judge.choose.choose_for`). ``for_``: the
+    framework(s) to choose for (``"torch"``, ``["torch", "jax"]``), also with a source. ``version``: a range
+    such as ``">=9.1,<10"``.
     Raises LoadError (naming the files and the reason) when nothing suitable loads, or when another
     cuDNN is already mapped in this process or put in by LD_PRELOAD (naming it, and the entry); another
     release on LD_LIBRARY_PATH or in ld.so.cache does not matter, as every file is mapped by path.
@@ -113,7 +117,8 @@ def load(
 
             prepare_context()  # the context (~230 ms) grows while the files are found and opened
             plan, _, notes, cached = proven(source, wanted, env, lambda files, release, folder: _vet(
-                files, release, folder, env), use_cache=use_cache, timeout=timeout, notes=True)
+                files, release, folder, env), frameworks=(for_,) if isinstance(for_, str) else tuple(for_),
+                use_cache=use_cache, timeout=timeout, notes=True)
             if observer is not None:
                 observer("resolve")
             stages, api = _load_here(plan, observer)

@@ -4,7 +4,7 @@
 A set is one install's every readable file, by absolute path, in the catalog's load order (leaves first,
 shim last). Mapped that way, each soname is taken before anything searches for it: the linker hands an
 already-loaded soname to whoever asks, the shim's own ``dlopen`` of its sub-libraries included
-(loading-in-the-wild §4). So the install is judged as such a process holds it (`_as_mapped`: discovery's
+(loading-in-the-wild §4). So the install is judged as such a process holds it (`as_mapped`: discovery's
 model with the set's files already mapped), not as the shim's own search would go: another release first
 on ``LD_LIBRARY_PATH`` or in ``ld.so.cache`` changes nothing for it, and what that search would do is
 kept as notes (`Loaded.findings`). What does matter is a process that holds, or whose ``LD_PRELOAD``
@@ -32,6 +32,7 @@ from cudnnload.resolve.versions import Release, VersionRange
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.resolve.consumers import Consumer
     from cudnnload.resolve.discovery import Context, Install
     from cudnnload.resolve.process import Preload
     from cudnnload.resolve.sources import Distribution
@@ -110,7 +111,7 @@ def set_files(install: Install) -> tuple[tuple[str, str], ...]:
 
 def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str]
             ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...]]:
-    """The install to load, each judged as the process holds it once its set is mapped (`_as_mapped`);
+    """The install to load, each judged as the process holds it once its set is mapped (`as_mapped`);
     what the choice says; and the notes: what that judgment found short of blocking, what the shim's own
     search would do (the install's findings as found), and the installs passed over for an empty or
     relative search-path entry."""
@@ -129,9 +130,9 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
         if not installs and inventory.given:  # missing, a device, a folder without cuDNN ...: why, in its words
             raise LoadError(inventory.given[0].reason, path=inventory.given[0].path,
                             fix="give the folder that holds libcudnn.so.N, or a file of it")
-    mapped = [_as_mapped(install, ctx, dists) for install in installs]
+    mapped = [as_mapped(install, ctx, dists) for install in installs]
     given = source is not None
-    choice = choose_for(mapped, wanted, given=given, frameworks=frameworks)
+    choice = choose_for(mapped, wanted, given=given, consumers=_frameworks(frameworks, given, env))
     if choice.install is None:
         where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
         raise LoadError(f"no loadable cuDNN{where}" + (f" matching {wanted.text}" if wanted else "") +
@@ -146,7 +147,27 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
     return chosen, choice.notes, notes
 
 
-def _as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution]) -> Install:
+def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tuple[Consumer, ...]:
+    """The frameworks whose rules the choice follows: those ``named`` (``for_``, ``--for``), else, when no
+    install was given, every one installed on this Python's path. LoadError for a name not installed."""
+    if given and not named:
+        return ()
+    from cudnnload.resolve.consumers import FRAMEWORKS, find_consumers
+
+    unknown = [name for name in named if name not in FRAMEWORKS]
+    if unknown:
+        raise LoadError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(FRAMEWORKS))}",
+                        fix="name one of those, or give the cuDNN to load")
+    found = find_consumers(environ=env)
+    missing = [name for name in named if not any(c.framework == name for c in found)]
+    if missing:
+        raise LoadError(f"{missing[0]} is not installed on this Python's path (or uses no cuDNN): there are no rules "
+                        "of its to choose by", fix=f"run it with the Python that has {missing[0]}, or give the cuDNN "
+                        "to load")
+    return tuple(c for c in found if not named or c.framework in named)
+
+
+def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution]) -> Install:
     """``install`` judged in a process that already holds its set (discovery's process model, `mapped`):
     its shim and graph then get each sub-library the set has as already loaded; what the set lacks is
     still searched for, and what its files NEED besides cuDNN (libz, cuBLASLt) too. Its folder stays as it
