@@ -119,7 +119,8 @@ BREAKAGES = (
     Breakage("no-gpu-visible", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": ""}, run_pin="n/a",
              load_pin="n/a"),
     Breakage("missing-cnn", "libcudnn_cnn", files=_remove("libcudnn_cnn.so.9")),
-    Breakage("missing-engines-precompiled", "engines_precompiled", files=_remove("libcudnn_engines_precompiled.so.9")),
+    Breakage("missing-engines-precompiled", "engines_precompiled", files=_remove("libcudnn_engines_precompiled.so.9"),
+             run_pin="fixes", load_pin="fixes"),  # graph runs without it: the set is whole
     Breakage("missing-graph", "libcudnn_graph", files=_remove("libcudnn_graph.so.9")),
     Breakage("missing-runtime-compiled", "engines_runtime_compiled",
              files=_remove("libcudnn_engines_runtime_compiled.so.9")),
