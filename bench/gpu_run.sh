@@ -18,6 +18,8 @@
 #               did (tests/test_frameworks_gpu.py, its first test)  -> frameworks.txt, frameworks.jsonl
 #   pins        the same breakages under `cudnnload run --for torch` and load(for_="torch") (its second test)
 #                                                             -> pins.txt, frameworks.jsonl
+#   readme      the README's first section: doctor, doctor -- a PyTorch program and run --for torch on the real
+#               PyTorch, healthy and with the system cuDNN first (LD_PRELOAD, LD_LIBRARY_PATH) -> readme.txt
 #   timing      plain doctor (torch and JAX installed) warm, and doctor --pid of a PyTorch process
 #                                                             -> timing.txt
 #   diagnose    doctor TARGET / -- COMMAND timings, and their output on a PyTorch program and libtorch_cuda.so
@@ -62,6 +64,26 @@ fi
 if want pins; then
   python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k pin > "$OUT/pins.txt" 2>&1
   tail -5 "$OUT/pins.txt"
+fi
+if want readme; then
+  SYS=/lib/x86_64-linux-gnu
+  printf 'import torch\nc = torch.nn.Conv2d(3, 8, 3).cuda()\nprint(c(torch.randn(1, 3, 16, 16, device="cuda")).shape)\n' \
+    > /tmp/train.py
+  { echo "== cudnnload doctor"; python3 -m cudnnload doctor; echo "exit $?"
+    echo "== cudnnload doctor -- python train.py"; python3 -m cudnnload doctor -- python3 /tmp/train.py; echo "exit $?"
+    echo "== LD_PRELOAD=$SYS/libcudnn_graph.so.9 cudnnload doctor"
+    LD_PRELOAD=$SYS/libcudnn_graph.so.9 python3 -m cudnnload doctor; echo "exit $?"
+    echo "== LD_PRELOAD=$SYS/libcudnn_graph.so.9 cudnnload doctor -- python train.py"
+    LD_PRELOAD=$SYS/libcudnn_graph.so.9 python3 -m cudnnload doctor -- python3 /tmp/train.py; echo "exit $?"
+    echo "== LD_LIBRARY_PATH=$SYS python train.py"; LD_LIBRARY_PATH=$SYS python3 /tmp/train.py 2>&1 | tail -1
+    echo "== LD_LIBRARY_PATH=$SYS cudnnload run --for torch -- python train.py"
+    LD_LIBRARY_PATH=$SYS python3 -m cudnnload run --for torch -- python3 /tmp/train.py; echo "exit $?"
+    echo "== LD_PRELOAD=$SYS/libcudnn_graph.so.9 cudnnload run --for torch --replace-preload -- python train.py"
+    LD_PRELOAD=$SYS/libcudnn_graph.so.9 python3 -m cudnnload run --for torch --replace-preload -- python3 /tmp/train.py
+    echo "exit $?"
+    echo "== cudnnload explain (torch's message)"
+    python3 -m cudnnload explain "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 19, 0) but found runtime version (9, 14, 0). PyTorch already comes bundled with cuDNN. One option to resolving this error is to ensure PyTorch can find the bundled cuDNN. one possibility is that there is a conflicting cuDNN in LD_LIBRARY_PATH."
+  } > "$OUT/readme.txt" 2>&1; head -40 "$OUT/readme.txt"
 fi
 if want timing; then
   python3 bench/bench_doctor_time.py > "$OUT/timing.txt" 2>&1; cat "$OUT/timing.txt"
