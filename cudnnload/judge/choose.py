@@ -104,13 +104,18 @@ def _usable(installs: Sequence[Install], wanted: VersionRange | None, given: boo
     rejected: list[str] = []
     usable: list[Install] = []
     for install in installs:
-        blocking = [f for f in install.findings if f.code.blocks_load]
+        # an error that blocks; the same code said as a warning (an optional engine library of another release,
+        # which graph goes on without) does not
+        blocking = [f for f in install.findings if f.code.blocks_load and f.severity is Severity.ERROR]
         if install.release is None and wanted is not None:
             rejected.append(f"{install.folder}: release unknown, so not known to be in {wanted.text}")
         elif install.release is not None and wanted is not None and not wanted.admits(install.release):
             rejected.append(f"{install.folder}: cuDNN {install.release} is outside {wanted.text}")
         elif blocking:
-            rejected.append(f"{install.folder}: {blocking[0].code}: {blocking[0].message}")
+            about = blocking[0].subject.path or ""
+            named = f"{posixpath.basename(about)}: " if about.startswith(install.folder + "/") and \
+                posixpath.basename(about) not in blocking[0].message else ""
+            rejected.append(f"{install.folder}: {blocking[0].code}: {named}{blocking[0].message}")
         elif install.file("shim") is None:
             rejected.append(f"{install.folder}: no shim")
         elif (relative := through_relative_entry(install, given)) is not None:

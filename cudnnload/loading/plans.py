@@ -132,12 +132,15 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
                             fix="give the folder that holds libcudnn.so.N, or a file of it")
     mapped = [as_mapped(install, ctx, dists) for install in installs]
     given = source is not None
-    choice = choose_for(mapped, wanted, given=given, consumers=_frameworks(frameworks, given, env))
+    consumers = _frameworks(frameworks, given, env)
+    choice = choose_for(mapped, wanted, given=given, consumers=consumers)
     if choice.install is None:
         where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
+        pins = sorted({pin.requirement for c in consumers for pin in c.pins if not pin.extras})
         raise LoadError(f"no loadable cuDNN{where}" + (f" matching {wanted.text}" if wanted else "") +
                         ("; rejected: " + "; ".join(choice.rejected) if choice.rejected else ": none installed"),
-                        fix="pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
+                        fix=f"pip install --force-reinstall --no-deps {' '.join(pins)} (what the framework pins)"
+                        if pins else "pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
     chosen = choice.install
     searched = next(install for install, judged in zip(installs, mapped, strict=True) if judged is chosen)
     said = {(f.code, f.subject) for f in chosen.all_findings}
