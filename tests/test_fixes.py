@@ -6,8 +6,6 @@ fixes are proven wherever doctor gives actions.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -29,37 +27,39 @@ from fixtures.scenarios.fixes import (
     placed,
     prove,
 )
-from fixtures.scenarios.layouts import SITE, by_name, ensure, manual, reference_of, remove_entry
-from tests.wheels import cache_root
+from fixtures.scenarios.layouts import (
+    SITE,
+    by_name,
+    corpus_marks,
+    ensure,
+    manual,
+    needs_wheels,
+    reference_of,
+    remove_entry,
+)
 
-pytestmark = [pytest.mark.wheels,
-              pytest.mark.skipif(shutil.which(os.environ.get("CC", "gcc")) is None, reason="gcc builds the app")]
+pytestmark = corpus_marks()
 
 AUTOMATIC = [(layout, index) for layout in failing() for index, fix in enumerate(layout.fixes)
              if set(kinds(fix)) != {"manual"}]
 
 
-def _needs_wheels() -> None:
-    if not (cache_root() / "unpacked").is_dir():
-        pytest.skip("the wheels are not unpacked: run `make wheels`")
-
-
 @pytest.mark.timeout_s(300)  # the first pip install of a wheel unpacks ~1 GB (kept for the next run)
 @pytest.mark.parametrize(("layout", "index"), AUTOMATIC, ids=[f"{layout.name}#{index}" for layout, index in AUTOMATIC])
 def test_every_fix_the_corpus_declares_makes_its_layout_work(layout: object, index: int) -> None:
-    _needs_wheels()
+    needs_wheels()
     proof = prove(layout, "declared", declared=index)  # type: ignore[arg-type]
     assert proof.verdict == PROVEN, proof.why
 
 
 def test_a_fix_made_of_manual_actions_is_reported_manual_and_never_proven() -> None:
-    _needs_wheels()
+    needs_wheels()
     proof = prove(by_name("app-opens-unversioned-name"), "declared")
     assert (proof.verdict, proof.why) == (MANUAL_ONLY, ("open libcudnn.so.9, the name the wheel ships",))
 
 
 def test_an_applied_fix_that_does_not_cure_the_layout_says_how_the_app_still_fails() -> None:
-    _needs_wheels()
+    needs_wheels()
     layout = by_name("system-cudnn-fills-missing-graph")
     copy = clone(layout, copies_root() / "test-still-failing")
     verdict, why = attempt(copy, [placed(remove_entry("LD_LIBRARY_PATH", "{layout}/system"), copy)])
@@ -90,7 +90,7 @@ def test_only_error_findings_give_actions_each_once_in_order() -> None:
 
 def test_a_typed_fix_in_a_doctor_report_is_applied_and_proven() -> None:
     """What doctor's report will carry (issue 17): the harness applies it as it applies the corpus's own."""
-    _needs_wheels()
+    needs_wheels()
     layout = by_name("partial-9.0-before-complete-9.28")
     copy = clone(layout, copies_root() / "test-typed")
     entry = str(copy.folder() / "partial")
@@ -124,7 +124,7 @@ def test_a_run_action_runs_the_program_through_its_argv() -> None:
 
 
 def test_a_delete_outside_the_copy_is_refused_and_removes_nothing(tmp_path: Path) -> None:
-    _needs_wheels()
+    needs_wheels()
     outsider = tmp_path / "libcudnn.so.9"
     outsider.write_bytes(b"keep")
     copy = clone(by_name("healthy-9.28-cu12"), copies_root() / "test-delete")
@@ -134,7 +134,7 @@ def test_a_delete_outside_the_copy_is_refused_and_removes_nothing(tmp_path: Path
 
 
 def test_a_pip_fix_replaces_the_copy_s_files_and_never_touches_the_corpus_or_the_wheels() -> None:
-    _needs_wheels()
+    needs_wheels()
     layout = by_name("truncated-cnn")
     original = ensure(layout) / SITE / "libcudnn_cnn.so.9"
     unpacked = ensure(reference_of(layout)) / SITE / "libcudnn_graph.so.9"
@@ -157,7 +157,7 @@ DOCTOR_CASES = [(layout, form) for layout in failing() for form in ("target", "c
 @pytest.mark.parametrize(("layout", "form"), DOCTOR_CASES,
                          ids=[f"{layout.name}-{form}" for layout, form in DOCTOR_CASES])
 def test_the_fix_doctor_gives_is_the_right_one_and_makes_the_app_work(layout: object, form: str) -> None:
-    _needs_wheels()
+    needs_wheels()
     proof = prove(layout, form)  # type: ignore[arg-type]
     manual_only = all(set(kinds(fix)) == {"manual"} for fix in layout.fixes)  # type: ignore[attr-defined]
     if proof.verdict == NO_ACTIONS:
