@@ -8,8 +8,9 @@ first fix ("declared", the control: it says the harness and the layout are sound
 ``fix.actions`` of ``doctor --json TARGET`` and of ``doctor --output FILE -- APP ...``, applied to a copy of the
 layout (fixtures/scenarios/fixes.py says how), then the app run again. A fix is proven when the app then works
 (exit 0, every call as on a healthy install of the release, one release mapped). Prints a row per layout, the
-proven fraction per family for each form, and each unproven layout with why: no error finding, no actions (a
-fix still given as text counts as none), manual only, not applied (an action refused), or still failing.
+proven fraction per family for each form, and each unproven layout with why: no report (doctor gave no JSON
+document), no error finding, no actions (a fix still given as text counts as none), manual only, not applied (an
+action refused), or still failing.
 "right kinds": the action kinds are those of one of the fixes the layout declares.
 """
 
