@@ -37,7 +37,7 @@ from fixtures.scenarios.layouts import (
 from fixtures.scenarios.truth import Truth, compare, record
 from tests.wheels import cache_root
 
-pytestmark = corpus_marks()
+pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 58 layouts on the 2-core machine
 
 _LD_PRELOAD = "LD_PRELOAD is not in the linker model (issue 18 item 1)"
 _ABORTS_90 = ("the 9.0 shim aborts when a sub-library of its release is missing (9.28 returns 3009); doctor "
