@@ -1,0 +1,174 @@
+"""The fix proof (fixtures/scenarios/fixes.py, issue 17 item 4): a fix is right when, applied to a copy of a
+failing layout, it makes the app work; every fix the corpus declares is proven here, the harness is held to
+its contract (actions applied as the JSON says, nothing of the corpus or the wheels touched), and doctor's own
+fixes are proven wherever doctor gives actions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.scenarios.fixes import (
+    MANUAL_ONLY,
+    NO_ACTIONS,
+    NO_ERROR,
+    NO_REPORT,
+    NOT_APPLIED,
+    PROVEN,
+    STILL_FAILING,
+    advice,
+    apply,
+    attempt,
+    clone,
+    copies_root,
+    failing,
+    kinds,
+    placed,
+    prove,
+)
+from fixtures.scenarios.layouts import (
+    SITE,
+    by_name,
+    corpus_marks,
+    ensure,
+    manual,
+    needs_wheels,
+    reference_of,
+    remove_entry,
+)
+
+pytestmark = corpus_marks()
+
+AUTOMATIC = [(layout, index) for layout in failing() for index, fix in enumerate(layout.fixes)
+             if set(kinds(fix)) != {"manual"}]
+
+
+@pytest.mark.timeout_s(300)  # the first pip install of a wheel unpacks ~1 GB (kept for the next run)
+@pytest.mark.parametrize(("layout", "index"), AUTOMATIC, ids=[f"{layout.name}#{index}" for layout, index in AUTOMATIC])
+def test_every_fix_the_corpus_declares_makes_its_layout_work(layout: object, index: int) -> None:
+    needs_wheels()
+    proof = prove(layout, "declared", declared=index)  # type: ignore[arg-type]
+    assert proof.verdict == PROVEN, proof.why
+
+
+def test_a_fix_made_of_manual_actions_is_reported_manual_and_never_proven() -> None:
+    needs_wheels()
+    proof = prove(by_name("app-opens-unversioned-name"), "declared")
+    assert (proof.verdict, proof.why) == (MANUAL_ONLY, ("open libcudnn.so.9, the name the wheel ships",))
+
+
+def test_an_applied_fix_that_does_not_cure_the_layout_says_how_the_app_still_fails() -> None:
+    needs_wheels()
+    layout = by_name("system-cudnn-fills-missing-graph")
+    copy = clone(layout, copies_root() / "test-still-failing")
+    verdict, why = attempt(copy, [placed(remove_entry("LD_LIBRARY_PATH", "{layout}/system"), copy)])
+    assert verdict == STILL_FAILING and why == ("dies of SIGABRT in version:cudnnGetVersion",)
+
+
+# --- the report's fixes, as the JSON contract gives them ----------------------------------------------------
+
+def _report(*findings: dict[str, object]) -> dict[str, object]:
+    return {"schema": 1, "kind": "doctor", "result": {"findings": list(findings)}}
+
+
+def test_a_fix_still_given_as_text_counts_as_no_action() -> None:
+    said = advice(_report({"code": "missing-sublibrary", "severity": "error", "fix": "pip install nvidia-cudnn-cu12"}))
+    assert (said.codes, said.actions, said.texts) == (("missing-sublibrary",), (), ("pip install nvidia-cudnn-cu12",))
+
+
+def test_only_error_findings_give_actions_each_once_in_order() -> None:
+    unset = {"do": "env-unset", "variable": "LD_PRELOAD"}
+    delete = {"do": "delete", "path": "/x/libcudnn.so.9"}
+    said = advice(_report(
+        {"code": "mixed-release", "severity": "error", "fix": {"text": "t", "actions": [unset, delete]}},
+        {"code": "missing-dependency", "severity": "warning", "fix": {"text": "w", "actions": [manual("driver")]}},
+        {"code": "record-mismatch", "severity": "error", "fix": {"text": "u", "actions": [delete]}},
+        {"code": "mixed-release", "severity": "error", "fix": {"text": "t", "actions": [unset]}}))
+    assert said.codes == ("mixed-release", "record-mismatch") and said.actions == (unset, delete)
+
+
+def test_a_typed_fix_in_a_doctor_report_is_applied_and_proven() -> None:
+    """What doctor's report will carry (issue 17): the harness applies it as it applies the corpus's own."""
+    needs_wheels()
+    layout = by_name("partial-9.0-before-complete-9.28")
+    copy = clone(layout, copies_root() / "test-typed")
+    entry = str(copy.folder() / "partial")
+    said = advice(_report({"code": "mixed-release", "severity": "error", "fix": {
+        "text": f"remove {entry} from LD_LIBRARY_PATH",
+        "actions": [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": entry}]}}))
+    assert attempt(copy, said.actions) == (PROVEN, ())
+
+
+# --- applying actions ---------------------------------------------------------------------------------------
+
+def test_ld_preload_entries_split_on_spaces_and_colons_as_glibc_does() -> None:
+    layout = by_name("healthy-9.28-cu12")
+    done = apply([{"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": "/b/libcudnn_ops.so.9"}], layout,
+                 ["app"], {"LD_PRELOAD": "/a/libz.so.1 /b/libcudnn_ops.so.9:/c/libm.so.6"})
+    assert done.env["LD_PRELOAD"] == "/a/libz.so.1 /c/libm.so.6" and not done.refused
+
+
+def test_removing_the_last_entry_unsets_the_variable_and_a_missing_entry_is_refused() -> None:
+    layout = by_name("healthy-9.28-cu12")
+    gone = apply([remove_entry("LD_LIBRARY_PATH", "/x/lib/")], layout, ["app"], {"LD_LIBRARY_PATH": "/x/lib"})
+    assert "LD_LIBRARY_PATH" not in gone.env and not gone.refused
+    kept = apply([remove_entry("LD_LIBRARY_PATH", "/y")], layout, ["app"], {"LD_LIBRARY_PATH": "/x/lib"})
+    assert kept.env == {"LD_LIBRARY_PATH": "/x/lib"} and kept.refused == ["/y is not an entry of LD_LIBRARY_PATH"]
+
+
+def test_a_run_action_runs_the_program_through_its_argv() -> None:
+    layout = by_name("healthy-9.28-cu12")
+    done = apply([{"do": "run", "argv": ["cudnnload", "run", "--"]}], layout, ["app", "x"], {})
+    assert done.argv == ["cudnnload", "run", "--", "app", "x"]
+
+
+def test_a_delete_outside_the_copy_is_refused_and_removes_nothing(tmp_path: Path) -> None:
+    needs_wheels()
+    outsider = tmp_path / "libcudnn.so.9"
+    outsider.write_bytes(b"keep")
+    copy = clone(by_name("healthy-9.28-cu12"), copies_root() / "test-delete")
+    escape = str(copy.folder() / SITE / ".." / ".." / ".." / ".." / ".." / outsider.name)
+    done = apply([{"do": "delete", "path": str(outsider)}, {"do": "delete", "path": escape}], copy, ["app"], {})
+    assert outsider.read_bytes() == b"keep" and len(done.refused) == 2
+
+
+def test_a_pip_fix_replaces_the_copy_s_files_and_never_touches_the_corpus_or_the_wheels() -> None:
+    needs_wheels()
+    layout = by_name("truncated-cnn")
+    original = ensure(layout) / SITE / "libcudnn_cnn.so.9"
+    unpacked = ensure(reference_of(layout)) / SITE / "libcudnn_graph.so.9"
+    before = [(p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in (original, unpacked)]
+    proof = prove(layout, "declared")
+    assert proof.verdict == PROVEN
+    assert [(p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in (original, unpacked)] == before
+    fixed = copies_root() / "truncated-cnn-declared" / SITE / "libcudnn_cnn.so.9"
+    assert fixed.stat().st_ino != original.stat().st_ino and fixed.stat().st_size > original.stat().st_size
+
+
+# --- doctor's own fixes ------------------------------------------------------------------------------------------
+
+DOCTOR_CASES = [(layout, form) for layout in failing() for form in ("target", "command")
+                if form == "command" or layout.static]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(300)
+@pytest.mark.parametrize(("layout", "form"), DOCTOR_CASES,
+                         ids=[f"{layout.name}-{form}" for layout, form in DOCTOR_CASES])
+def test_the_fix_doctor_gives_is_the_right_one_and_makes_the_app_work(layout: object, form: str) -> None:
+    needs_wheels()
+    proof = prove(layout, form)  # type: ignore[arg-type]
+    manual_only = all(set(kinds(fix)) == {"manual"} for fix in layout.fixes)  # type: ignore[attr-defined]
+    if proof.verdict == NO_REPORT:
+        pytest.xfail(f"doctor gives no report: {proof.why[0]}")
+    if proof.verdict == NO_ACTIONS:
+        pytest.xfail("doctor gives its fix as text, or no actions (issue 17 item 2)")
+    if proof.verdict == NO_ERROR:
+        pytest.xfail("doctor finds nothing wrong (see tests/test_scenarios.py KNOWN_WRONG)")
+    if manual_only:
+        assert proof.verdict in (MANUAL_ONLY, PROVEN), proof
+        return
+    assert proof.verdict not in (NOT_APPLIED, MANUAL_ONLY), proof
+    assert proof.verdict == PROVEN and proof.right_kinds, proof
