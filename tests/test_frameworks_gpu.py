@@ -203,7 +203,9 @@ def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine
             if (target.returncode == 0) != worked[fw]:
                 wrong.append(f"doctor {library.name} exit {target.returncode}, {fw} worked={worked[fw]}")
             program = _cudnnload(env, "doctor", "--", sys.executable, str(_program(tmp_path, fw)))
-            headline = program.stdout.splitlines()[1] if len(program.stdout.splitlines()) > 1 else ""
+            lines = program.stdout.splitlines()  # the program's own output comes first
+            start = next((i for i, line in enumerate(lines) if line.startswith("cudnnload doctor -- ")), -1)
+            headline = lines[start + 1] if 0 <= start < len(lines) - 1 else ""
             case[f"doctor -- {fw}"] = [program.returncode, headline]
             if (program.returncode == 0) != worked[fw]:
                 wrong.append(f"doctor -- {fw} exit {program.returncode}, it worked={worked[fw]}: {headline}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cudnnload import __version__
-from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
@@ -235,7 +235,8 @@ def _with_pin(served: Served, resolved: Resolved, env: Mapping[str, str]) -> Ser
     alternative = pin_for(consumer.framework, preloaded)
     return replace(served, findings=tuple(
         replace(f, fix=replace(f.fix, alternatives=(*f.fix.alternatives, alternative)))
-        if f.severity is ERROR and f.subject.kind is SubjectKind.CONSUMER else f for f in served.findings))
+        if f.severity is ERROR and f.subject.kind is SubjectKind.CONSUMER
+        and not any(a.do is ActionKind.RUN for a in f.fix.alternatives) else f for f in served.findings))
 
 
 def _installs_check(resolved: Resolved) -> Check:

@@ -91,7 +91,9 @@ def consumer_findings(consumer: Consumer, install_release: Release | None, insta
             Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD,
             f"{consumer.label} was built with cuDNN {consumer.build} and {older}; the cuDNN that loads is "
             f"{install_release}" + (f" ({framework.skip_variable} is set, so {consumer.framework}'s own check will "
-                                    "not stop it)" if skipped else "" if stops else
+                                    "not stop it)" if skipped else
+                                    f"; {consumer.framework} stops {framework.checked_at}" if stops and
+                                    framework.checked_at else "" if stops else
                                     f"; {consumer.framework} does not stop on it (its check compares the versions "
                                     "at different scales), newer features may be missing"), _subject(consumer),
             _install_fix(consumer, install_release.major, consumer.build, python),

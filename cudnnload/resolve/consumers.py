@@ -168,10 +168,15 @@ class Framework:
     # whether the framework itself stops on a runtime older than its build. JAX does not: measured 2026-11-24
     # on an H100, the CUDA 13 plugin ran its convolution on cuDNN 9.14 though built with 9.19.
     enforced: bool = True
+    # when its check runs, where not at start-up
+    checked_at: str | None = None
 
 
 FRAMEWORKS: dict[str, Framework] = {
-    "torch": Framework("torch", "minor", "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"),
+    # torch/backends/cudnn/__init__.py runs its check in _init(), from version() and is_acceptable(): measured on
+    # an H100 (2026-11-24), a program that only runs a convolution got through on 9.14 (torch built with 9.19)
+    "torch": Framework("torch", "minor", "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK",
+                       checked_at="at its first torch.backends.cudnn.version() or is_acceptable() call"),
     "jax": Framework("jax", "release", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK", enforced=False),
     "tensorflow": Framework("tensorflow", "minor", None),
     "onnxruntime": Framework("onnxruntime", None, None),

@@ -646,7 +646,18 @@ def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribu
     scanned = scan(folder).get(lib.major, [])
     same_key = {p for p in scanned if (other := classify(os.path.basename(p))) and other.key == lib.key}
     paths = [p for p in scanned if p not in same_key] + [os.path.abspath(path)]
+    if not dists and (site := wheel_site(folder)) is not None:  # a wheel's folder: its RECORD and its name
+        dists = cudnn_distributions([site])
     return build_install(folder, lib.major, paths, found_via, ctx, dists)
+
+
+def wheel_site(folder: str) -> str | None:
+    """The site-packages folder of a pip wheel's ``.../nvidia/cudnn/lib`` (``cudnn_jit``, ``cu13`` ...), where
+    its ``.dist-info`` is; None for a folder of another shape."""
+    folder = os.path.normpath(folder)
+    if os.path.basename(folder) != "lib" or not os.path.basename(os.path.dirname(folder)).startswith(("cudnn", "cu")):
+        return None
+    return os.path.normpath(os.path.join(folder, "..", "..", ".."))
 
 
 def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str] | None = None,
@@ -660,9 +671,7 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
     sites = list(sys.path if site_paths is None else site_paths) if searching or site_paths else []
     # a given .../site-packages/nvidia/cudnn/lib folder (or a file in one): read its wheel's metadata too
     folders = [o.folder for o in origins] + [folder for folder, _ in given]
-    sites += [os.path.normpath(os.path.join(folder, "..", "..", "..")) for folder in folders
-              if os.path.basename(os.path.dirname(os.path.normpath(folder))).startswith("cudnn")
-              and os.path.basename(folder) == "lib"]
+    sites += [site for folder in folders if (site := wheel_site(folder)) is not None]
     dists = cudnn_distributions(sites) if sites else ()
     if searching:
         search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
