@@ -279,8 +279,8 @@ def test_pytorch_refuses_an_older_minor_and_names_its_pin() -> None:
     assert codes(findings) == [("consumer-pin-unmet", WARNING), ("consumer-runtime-older-than-build", ERROR)]
     older = findings[1]
     assert older.message == ("torch 1.0 was built with cuDNN 9.5.0 and needs the same major and a minor of at least "
-                             "5; the cuDNN that loads is 9.1.0; torch stops at its first torch.backends.cudnn.version() "
-                             "or is_acceptable() call")
+                             "5; the cuDNN that loads is 9.1.0; torch stops at its first "
+                             "torch.backends.cudnn.version() or is_acceptable() call")
     assert [a.json() for a in older.fix.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"], "options": [], "target": None,
          "python": None}]
