@@ -215,8 +215,9 @@ def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine
             if not worked[fw] and breakage.cause and breakage.cause not in program.stdout:
                 wrong.append(f"doctor -- {fw} does not name {breakage.cause}: {headline}")
             if not worked[fw] and truth[fw].stderr.strip():
-                message = "\n".join(truth[fw].stderr.strip().splitlines()[-3:])
-                explained = _run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"], env, stdin=message)
+                message = "\n".join(truth[fw].stderr.strip().splitlines()[-20:])  # what a user pastes
+                explained = _run([sys.executable, "-m", "cudnnload", "explain", "--here", "--json", "-"], env,
+                                 stdin=message)
                 causes = json.loads(explained.stdout)["result"]["causes"] if explained.stdout.startswith("{") else []
                 case[f"explain {fw}"] = [c["family"] for c in causes[:3]]
                 if breakage.explained and causes and not set(breakage.explained) & set(case[f"explain {fw}"]):
