@@ -20,6 +20,7 @@
 #                                                             -> pins.txt, frameworks.jsonl
 #   readme      the README's first section: doctor, doctor -- a PyTorch program and run --for torch on the real
 #               PyTorch, healthy and with the system cuDNN first (LD_PRELOAD, LD_LIBRARY_PATH) -> readme.txt
+#   runcost     where a warm `python -m cudnnload run -- /bin/true` spends its time -> runcost.txt
 #   timing      plain doctor (torch and JAX installed) warm, and doctor --pid of a PyTorch process
 #                                                             -> timing.txt
 #   diagnose    doctor TARGET / -- COMMAND timings, and their output on a PyTorch program and libtorch_cuda.so
@@ -84,6 +85,14 @@ if want readme; then
     echo "== cudnnload explain (torch's message)"
     python3 -m cudnnload explain "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 19, 0) but found runtime version (9, 14, 0). PyTorch already comes bundled with cuDNN. One option to resolving this error is to ensure PyTorch can find the bundled cuDNN. one possibility is that there is a conflicting cuDNN in LD_LIBRARY_PATH."
   } > "$OUT/readme.txt" 2>&1; head -40 "$OUT/readme.txt"
+fi
+if want runcost; then  # where a warm `python -m cudnnload run -- /bin/true` spends its time here
+  { python3 -m cudnnload run --cudnn "$LIB" -- /bin/true
+    for i in 1 2 3; do /usr/bin/time -f "run: %e s wall, %U s user" python3 -m cudnnload run --cudnn "$LIB" -- /bin/true; done
+    for i in 1 2 3; do /usr/bin/time -f "python -c pass: %e s wall" python3 -c pass; done
+    python3 -X importtime -m cudnnload run --cudnn "$LIB" -- /bin/true 2>&1 | sort -t'|' -k2 -n | tail -25
+    python3 -c 'import sys; print(len(sys.path), "sys.path entries")'; ls -la "$CUDNNLOAD_CACHE"
+  } > "$OUT/runcost.txt" 2>&1; tail -12 "$OUT/runcost.txt"
 fi
 if want timing; then
   python3 bench/bench_doctor_time.py > "$OUT/timing.txt" 2>&1; cat "$OUT/timing.txt"
