@@ -161,3 +161,79 @@ def test_a_shadowed_complete_install_is_also_fixed_by_pinning_it_with_run(tmp_pa
     assert alternative.argv == ("cudnnload", "run", "--cudnn", str(whole), "--")
     pinned = run_environment(alternative.argv[3], environ=env)
     assert pinned.release.minor == 28 and pinned.files[-1] == str(whole / "libcudnn.so.9")
+
+
+def test_what_a_preloaded_graph_needs_goes_with_its_ld_preload_entry_never_with_an_install(tmp_path: Path) -> None:
+    """9.0's graph in LD_PRELOAD under a 9.28 shim: the engines that graph opens from its own folder and the
+    cuBLASLt it cannot find are that graph's problems, whose fix is its entry's removal, not a pip install."""
+    system = folder_of(W90, tmp_path / "system")
+    wheel = folder_of(W928, tmp_path / "wheel")
+    entry = str(system / "libcudnn_graph.so.9")
+    report = doctor({**BASE, "LD_PRELOAD": entry}, target=str(wheel / "libcudnn.so.9"), timeout=60)
+    codes = {f.code.value for f in report.findings if f.severity.value == "error"}
+
+    assert {"mixed-release", "missing-dependency"} <= codes
+    assert {tuple(sorted(a.items())) for a in actions(report)} == {
+        (("do", "env-remove-entry"), ("entry", entry), ("variable", "LD_PRELOAD"))}
+
+
+def test_a_library_its_distribution_never_ships_comes_from_the_full_wheel_of_its_cuda(tmp_path: Path) -> None:
+    """nvidia-cudnn-jit-cu13 has no ops, cnn or adv (its RECORD lists none): reinstalling it cannot help; the
+    full nvidia-cudnn-cu13 beside it does, once LD_LIBRARY_PATH leads to it instead."""
+    from fixtures.scenarios.layouts import JIT, install, needs_wheels
+
+    needs_wheels()
+    site = tmp_path / "site"
+    install(site, JIT)
+    jit = site / "nvidia" / "cudnn_jit" / "lib"
+    report = doctor({**BASE, "LD_LIBRARY_PATH": f"{jit}:/opt/other"}, target="libcudnn.so.9", timeout=60)
+    ops = next(f for f in report.findings if f.code == "missing-sublibrary" and f.subject.library == "ops")
+
+    assert "nvidia-cudnn-jit-cu13 9.27.0.42 does not ship it" in ops.message
+    assert [{k: v for k, v in a.json().items() if k != "python"} for a in ops.fix.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu13>=9,<10"], "options": [], "target": str(site)},
+        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{site}/nvidia/cudnn/lib:/opt/other"}]
+
+
+def test_a_folder_two_distributions_claim_belongs_to_the_one_whose_files_are_there(tmp_path: Path) -> None:
+    """cu12 then cu13 installed into one site: the files are cu13's, so they need cuBLASLt 13 (not there), and
+    the conflict keeps cu13; no file is called damaged against cu12's RECORD."""
+    from fixtures.scenarios.layouts import CUBLAS, W928_13, install, needs_wheels
+
+    needs_wheels()
+    site = tmp_path / "site"
+    for tag in (W928, CUBLAS, W928_13):
+        install(site, tag)
+    report = doctor({**BASE}, target=str(site / "nvidia" / "cudnn" / "lib"), timeout=60)
+    errors = [f for f in report.findings if f.severity.value == "error"]
+
+    assert report.distribution == "nvidia-cudnn-cu13 9.28.0.42"
+    assert not any(f.code == "record-mismatch" for f in errors)
+    assert any(f.code == "missing-dependency" and "libcublasLt.so.13" in f.message for f in errors)
+    conflict = next(f for f in errors if f.code == "record-conflict")
+    assert "uninstall -y nvidia-cudnn-cu12" in (conflict.fix.text or "")
+
+
+def test_a_dependency_of_a_folder_pip_does_not_own_is_said_in_words_never_a_pip_install_without_target(
+        tmp_path: Path) -> None:
+    report = doctor({**BASE}, target=str(folder_of(W928, tmp_path / "bare")), timeout=60)
+    [missing] = [f for f in report.findings if f.code == "missing-dependency" and f.severity.value == "error"]
+    assert [a.do for a in missing.fix.actions] == [ActionKind.MANUAL]
+    assert "pip install nvidia-cublas-cu12 and add the folder" in (missing.fix.text or "")
+
+
+def test_a_shim_path_a_program_opened_in_vain_is_put_back_by_its_distribution(tmp_path: Path) -> None:
+    """`doctor -- COMMAND`, when the program's dlopen of a wheel's shim by path failed: the fix `doctor` gives
+    for that path (the wheel reinstalled into its site), not a note."""
+    from cudnnload.diagnose.targets import unopened_fix
+    from cudnnload.resolve.discovery import chain, context
+
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    shim.unlink()
+
+    cure = unopened_fix(str(shim), chain(), context(BASE))
+    assert cure is not None and [a.json() for a in cure.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
+         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": None}]

@@ -39,16 +39,12 @@ from tests.wheels import cache_root
 
 pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 58 layouts on the 2-core machine
 
-_LD_PRELOAD = "LD_PRELOAD is not in the linker model (issue 18 item 1)"
 _ABORTS_90 = ("the 9.0 shim aborts when a sub-library of its release is missing (9.28 returns 3009); doctor "
               "predicts 3009")
-_GETLIBCONFIG = "a 9.28 shim over 9.0's graph aborts in cudnnCreate on cudnnGetLibConfig; doctor does not say so"
 _GLIBCXX = "libstdcxx-too-old is found, but the prediction has cnn loading (status 0, not 3009)"
 _JIT_HEURISTIC = ("the JIT package has no heuristic or precompiled engines, so cuBLASLt is never opened; doctor "
                   "predicts the heuristic aborts without it")
 _JIT_MIXED = "9.28's ops under the 9.27 JIT graph: its version check returns 1002; doctor predicts it loads (0)"
-_CU13_CUBLAS = ("the cu13 files that won need cuBLASLt 13 and only cuBLAS 12 is there: doctor predicts the heuristic "
-                "works")
 _RECORD_RUNS = ("record-conflict is an error although the files that won are complete and the app runs (a "
                 "warning would match)")
 _WRONG_RELEASE = ("the program runs a whole 9.0 from LD_LIBRARY_PATH instead of its RUNPATH's 9.28: doctor names "
@@ -57,12 +53,12 @@ _HEURISTIC_90 = "the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs) 
 _SHIM_90 = "a 9.0 shim over 9.28's sub-libraries is called healthy"
 _NO_REPORT = ("doctor TARGET on a shim path that does not exist stops with a usage error: no report (issue 17: one "
               "JSON document even when the command fails)")
-_UNDATED, _GRAPH_27, _DLERROR_85, _CUT_JIT, _CUBLASLT, _PRELOAD_KILLS = (CAUSES[key].says for key in (
-    "undated-sublibrary", "graph-of-another-9", "stale-dlerror-8.5", "cut-engine-jit", "cublaslt", "preload-kills"))
+_UNDATED, _GRAPH_27, _DLERROR_85, _CUBLASLT, _PRELOAD_KILLS = (CAUSES[key].says for key in (
+    "undated-sublibrary", "graph-of-another-9", "stale-dlerror-8.5", "cublaslt", "preload-kills"))
 
 # the layouts kept from the differential test, and why doctor TARGET's prediction misses there
 _DIFFERENTIAL = {"9.0-cnn-in-9.28-wheel": _UNDATED, "jit-graph-under-9.28-shim": _GRAPH_27,
-                 "8.5-shim-over-8.9.7": _DLERROR_85, "cut-engine-in-jit-wheel": _CUT_JIT,
+                 "8.5-shim-over-8.9.7": _DLERROR_85,
                  "cu12-graph-in-cu13-wheel": _CUBLASLT, "shim-path-missing": _NO_REPORT,
                  "ld-preload-cannot-load": _PRELOAD_KILLS}
 
@@ -71,15 +67,12 @@ KNOWN_WRONG: dict[str, dict[str, str]] = {
     "predicts": {
         "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
         "jit-wheel-alone": _JIT_HEURISTIC, "jit-wheel-before-full-wheel": _JIT_MIXED,
-        "cu12-then-cu13-wheels-in-one-site": _CU13_CUBLAS, "ld-preload-9.0-graph": _LD_PRELOAD,
-        "ld-preload-9.0-ops": _LD_PRELOAD, "ld-preload-9.0-shim": _LD_PRELOAD, "cnn-needs-newer-libstdcxx": _GLIBCXX,
+        "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "names": {
         "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
-        "cu12-then-cu13-wheels-in-one-site": _CU13_CUBLAS, "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
-        "shim-9.28-over-9.0-sublibraries": _GETLIBCONFIG, "ld-preload-9.0-graph": _LD_PRELOAD,
-        "ld-preload-9.0-ops": _LD_PRELOAD, "ld-preload-9.0-shim": _LD_PRELOAD,
+        "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
         "consumer-runpath-loses-to-ld-library-path": _WRONG_RELEASE, "cnn-needs-newer-libstdcxx": _GLIBCXX,
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90, "shim-9.0-over-9.28-sublibraries": _SHIM_90,
         **{f"differential-{name}": _DIFFERENTIAL[name] for name in (
@@ -89,14 +82,13 @@ KNOWN_WRONG: dict[str, dict[str, str]] = {
     "probe": {
         "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
         "jit-wheel-alone": _JIT_HEURISTIC, "jit-wheel-before-full-wheel": _JIT_MIXED,
-        "cu12-then-cu13-wheels-in-one-site": _CU13_CUBLAS, "ld-preload-9.0-graph": _LD_PRELOAD,
-        "ld-preload-9.0-ops": _LD_PRELOAD, "cnn-needs-newer-libstdcxx": _GLIBCXX,
+        "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "command": {
-        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90, "shim-9.0-over-9.28-sublibraries": _SHIM_90,
-        **{f"differential-{name}": _DIFFERENTIAL[name] for name in (
-            "9.0-cnn-in-9.28-wheel", "cu12-graph-in-cu13-wheel", "ld-preload-cannot-load")},
+        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
+        **{f"differential-{name}": _DIFFERENTIAL[name]
+           for name in ("cu12-graph-in-cu13-wheel", "ld-preload-cannot-load")},
     },
 }
 

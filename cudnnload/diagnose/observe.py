@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.discovery import Context, Install
-    from cudnnload.verdicts import Finding
+    from cudnnload.verdicts import Finding, Fix
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
@@ -272,7 +272,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if installs else ()
     findings += [f for s in served for f in s.findings]
     findings += gpu
-    findings += _run_findings(seen, explained)
+    findings += _run_findings(seen, explained, findings, preparing.result())
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
     from cudnnload.verdicts import unique
@@ -475,6 +475,12 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
     alone = ahead[opened] if opened in ahead else _predict(shim, ctx)  # made while it ran, or now
     as_run = (judged_install_of(shim.path, context(env, loaded=before, cache=ctx.cache), "as the program loaded it")
               if before else alone)
+    if as_run is not None and shim.rule == "ld-library-path":  # the same search without the entry: is it whole?
+        from cudnnload.diagnose.targets import shadowed
+        from cudnnload.resolve.discovery import chain, requester
+
+        as_run = shadowed(as_run, shim.name, chain(requester(shim.requested_by, ctx.cache)), ctx, shim.path,
+                          shim.rule)
     observed = _observed_plan(shim, seen)
     predicted = tuple((s.library, s.path, s.rule) for s in alone.plan) if alone else ()
     wrong: list[str] = []
@@ -528,7 +534,11 @@ def _same_file(left: str | None, right: str | None) -> bool:
         return os.path.realpath(left) == os.path.realpath(right)
 
 
-def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Finding]:
+def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequence[Finding],
+                  ctx: Context) -> list[Finding]:
+    """What the run itself shows; ``said``: the findings of the prediction, whose fix for the file the program
+    hung on (a FIFO a distribution's RECORD lists: put back) is the fix of the hang too. A shim the program
+    asked for and never got has the fix `doctor` gives for that name or path, in this environment (``ctx``)."""
     from cudnnload.verdicts import INFO, WARNING, Finding, Subject, delete, fix
 
     program = os.path.basename(seen.command[0])
@@ -536,9 +546,11 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
     findings: list[Finding] = []
     if seen.timed_out:
         stuck = f"; it hung in {seen.died_in}" if seen.died_in else ""
+        known = next((f.fix for f in said if seen.stuck_on and f.fix and f.fix.actions
+                      and _same_file(f.subject.path, seen.stuck_on)), None)
         findings.append(Finding(Code.PROGRAM_TIMED_OUT, f"{program} did not end within the timeout{stuck}", about,
-                                fix(delete(seen.stuck_on), note="a library is a regular file") if seen.stuck_on else
-                                fix(note="raise --timeout")))
+                                known or (fix(delete(seen.stuck_on), note="a library is a regular file")
+                                          if seen.stuck_on else fix(note="raise --timeout"))))
     if seen.interrupted:
         findings.append(Finding(Code.PROGRAM_INTERRUPTED, f"cudnnload was interrupted by {seen.interrupted} while "
                                 f"{program} ran: this report covers the run until then", about,
@@ -559,10 +571,12 @@ def _run_findings(seen: Observation, explained: Mapping[str, str]) -> list[Findi
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
         asker = misses[0].requested_by
+        cure = _unopened_fix(misses[0], ctx) if not seen.shims and stem == "libcudnn" else None
         findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
                                 f"linker found nothing loadable in {', '.join(searched) or 'no folder'}",
                                 Subject(SubjectKind.FILE, asker, stem),
-                                fix(note="the prediction's findings name the file you need and where it goes")))
+                                cure or fix(note="the prediction's findings name the file you need and where it "
+                                                 "goes")))
     folders: dict[int, set[str]] = {}
     for opened in seen.libraries:
         lib = classify(os.path.basename(opened.path))
@@ -615,6 +629,15 @@ def _listed(processes: Sequence[tuple[Process, str]]) -> tuple[str, str]:
     """("2 processes", "pid 12 (sleep 37): left running, SIGTERM; pid ...")."""
     count = f"{len(processes)} process{'es' if len(processes) > 1 else ''}"
     return count, "; ".join(f"pid {process.pid} ({process.command}): {detail}" for process, detail in processes)
+
+
+def _unopened_fix(miss: lddebug.Missed, ctx: Context) -> Fix | None:
+    """What `doctor` gives for the shim name (or path) the program asked for in vain, asked as it asked."""
+    from cudnnload.diagnose.targets import unopened_fix
+    from cudnnload.resolve.discovery import chain, requester
+
+    asker = requester(miss.requested_by, ctx.cache) if miss.requested_by else None
+    return unopened_fix(miss.name, chain(asker), ctx)
 
 
 def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.codes import Code, SubjectKind
+from cudnnload.codes import Code, Severity, SubjectKind
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
@@ -135,7 +135,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             continue
         install = judged_install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
         if install is not None:
-            install = _shadowed(install, gen.shim.soname, chain, ctx, step.path, step.rule)
+            install = shadowed(install, gen.shim.soname, chain, ctx, step.path, step.rule)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = Inventory(ctx.host, (install,) if install else (), searched)
@@ -163,17 +163,37 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
     gen = GENERATIONS[lib.major if lib else 9]
     if res.path is None or res.error is not None:
         error = res.error or f"{name}: cannot open shared object file: No such file or directory"
-        repair = _shadow_fix(name, None, ctx, res.path, res.rule) if res.path else None
         finding = Finding(Code.NOT_FOUND, f"dlopen(\"{name}\") from this Python would fail: {error}",
                           Subject(SubjectKind.CONSUMER, res.path or name, "shim"),
-                          repair or _missing_fix(name, gen, ctx), (shim_cannot_load(gen, error),))
+                          _unloaded_fix(name, None, ctx, res), (shim_cannot_load(gen, error),))
         target = Target(name, "soname", None, f"dlopen(\"{name}\") from this Python")
         return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding,))
     install = judged_install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
     if install is not None:
-        install = _shadowed(install, name, None, ctx, res.path, res.rule)
+        install = shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
     return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
+
+
+def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: linker.Resolution) -> Fix:
+    """A shim name whose search (``res``) gets nothing that loads: the LD_LIBRARY_PATH entry of the file that
+    stops it removed, where the search then gets a whole cuDNN; else as for a name not found."""
+    lib = classify(os.path.basename(name))
+    repair = _shadow_fix(name, chain, ctx, res.path, res.rule) if res.path else None
+    return repair or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx)
+
+
+def unopened_fix(name: str, chain: linker.Chain | None, ctx: Context) -> Fix | None:
+    """The fix for a shim a program asked for and did not get (`doctor -- COMMAND`): opened by path, the fix
+    of the finding about that file in the install it belongs to (a wheel's file gone: its distribution put
+    back); by name, what `doctor NAME` gives. None when the model finds it loads."""
+    if "/" in name:
+        install = judged_install_of(name, ctx, "the path the program opened")
+        about = next((f for f in install.findings if f.subject.path == name and f.fix and f.fix.actions), None) \
+            if install is not None else None
+        return about.fix if about else None
+    res = linker.resolve(name, chain, ctx.linker)
+    return None if res.path is not None and res.error is None else _unloaded_fix(name, chain, ctx, res)
 
 
 def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
@@ -185,9 +205,11 @@ def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
     return not_found_fix(gen, ctx, None) or cudnn_install(gen.major, None, None)
 
 
-def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str | None, rule: str) -> Fix | None:
+def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str | None, rule: str,
+                clean: bool = False) -> Fix | None:
     """Where ``name`` came through an LD_LIBRARY_PATH entry and the search without that entry gets a cuDNN
-    that loads and is whole, the entry's removal: the model run again without it proves it."""
+    that loads and is whole (``clean``: and has no error of its own either), the entry's removal: the model
+    run again without it proves it."""
     entry = search_entry(path, rule, ctx.linker) if path else None
     if entry is None:
         return None
@@ -200,27 +222,26 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     if not res.found or res.path is None:
         return None
     install = judged_install_of(res.path, other, "without the entry")
-    if install is None or not whole(install):
+    if install is None or not whole(install) or (clean and any(f.severity is Severity.ERROR for f in install.findings)):
         return None
     return fix(remove_entry("LD_LIBRARY_PATH", entry),
                note=f"then {name} is {res.path}, cuDNN {install.release or install.major}, which is whole")
 
 
-def _shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Context, path: str,
-              rule: str) -> Install:
-    """A broken install the target reaches through an LD_LIBRARY_PATH entry, when without the entry it would
-    reach a whole one: every error's fix is then the entry's removal first (the install's own fix kept as
-    the alternative)."""
-    if whole(install) or install.verdict is None:
+def shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Context, path: str,
+             rule: str) -> Install:
+    """A broken install the program reaches through an LD_LIBRARY_PATH entry (``rule``), when without the
+    entry the same search for ``name`` would reach a whole one (one without errors, when this one is whole
+    too and fails only for want of something else, its cuBLAS): every error's fix is then the entry's removal
+    (the install's own fix kept as the alternative)."""
+    if install.verdict is None or not any(f.severity is Severity.ERROR for f in install.findings):
         return install
-    repair = _shadow_fix(name, chain, ctx, path, rule)
+    repair = _shadow_fix(name, chain, ctx, path, rule, clean=whole(install))
     if repair is None:
         return install
-    from dataclasses import replace as copy
-
-    findings = tuple(copy(f, fix=Fix(repair.actions, repair.note, f.fix.actions + f.fix.alternatives))
-                     if f.severity.value == "error" else f for f in install.findings)
-    return copy(install, verdict=copy(install.verdict, findings=findings))
+    findings = tuple(replace(f, fix=Fix(repair.actions, repair.note, f.fix.actions + f.fix.alternatives))
+                     if f.severity is Severity.ERROR else f for f in install.findings)
+    return replace(install, verdict=replace(install.verdict, findings=findings))
 
 
 _SYS_PATH = "import json, sys; print(json.dumps([sys.executable, sys.path]))"

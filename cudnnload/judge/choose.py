@@ -113,8 +113,9 @@ def _usable(installs: Sequence[Install], wanted: VersionRange | None, given: boo
             rejected.append(f"{install.folder}: cuDNN {install.release} is outside {wanted.text}")
         elif blocking:
             about = blocking[0].subject.path or ""
+            # the file is named first, but for a missing sub-library, whose message is its name ("X is missing")
             named = f"{posixpath.basename(about)}: " if about.startswith(install.folder + "/") and \
-                posixpath.basename(about) not in blocking[0].message else ""
+                blocking[0].code is not Code.MISSING_SUBLIBRARY else ""
             rejected.append(f"{install.folder}: {blocking[0].code}: {named}{blocking[0].message}")
         elif install.file("shim") is None:
             rejected.append(f"{install.folder}: no shim")

@@ -53,15 +53,24 @@ def dependency_requirement(soname: str) -> str | None:
     return f"{base}-cu{cuda}" if cuda in (11, 12) else None
 
 
-def dependency_manual(soname: str) -> Action:
-    """A dependency pip cannot provide: what to do, in words."""
+def dependency_manual(soname: str, requirement: str | None = None) -> Action:
+    """A dependency no pip action can provide where it is needed: what to do, in words. ``requirement``: the
+    pip distribution that has it, for a cuDNN pip does not own (found on its own search path only)."""
     if soname.startswith("libcuda.so"):
         return manual("install the NVIDIA driver (libcuda.so.1 comes only with it)")
+    if requirement is not None:
+        return manual(f"install {soname} where this cuDNN finds it: pip install {requirement} and add the folder "
+                      f"that holds {soname} to LD_LIBRARY_PATH, or the CUDA toolkit that has it")
     known = DEPENDENCY_SOURCES.get(soname)
     if known is not None:
         return manual(f"install {known}")
     return manual(f"install the package that provides {soname} (for a CUDA library: the CUDA toolkit of that "
                   "version), or add the folder that holds it to LD_LIBRARY_PATH")
+
+
+# Where every nvidia-cudnn-cuNN wheel (8.5 to 9.28, cu11 to cu13) puts its libraries, under site-packages
+# (their RECORDs; cudnn-facts, the wheel table); the JIT wheel uses nvidia/cudnn_jit/lib instead.
+WHEEL_LIB = "nvidia/cudnn/lib"
 
 
 def reinstall(name: str, version: str, site: str | None, python: str | None) -> Action:

@@ -22,7 +22,6 @@ from cudnnload.verdicts import (
     ERROR,
     INFO,
     WARNING,
-    Action,
     Finding,
     Fix,
     Subject,
@@ -45,10 +44,10 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     it is (pip fixes name it)."""
     gen = generation(install.major)
     preloads = {p.path: p.entry for p in ctx.preloads if p.path is not None and p.entry is not None}
-    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads)
+    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
-    stray_shim = _stray_shim(install, ctx)
+    stray_shim = _stray_shim(install, ctx, repair)
     findings: list[Finding] = []
     findings += _missing(gen, install, repair, ignore_asked=stray_shim is not None)
     findings += _mixed(install, repair)
@@ -61,7 +60,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     for step in install.plan:
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
-    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, python)]
+    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair)]
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -126,12 +125,14 @@ def _shim_load(install: Install, missing: Mapping[str, str]) -> Load | None:
 class _Repairs:
     """The fixes for one install, from who installed it: pip (its distribution, put back whole), or
     another package manager (said in words); an install that is there only as an LD_LIBRARY_PATH entry
-    (``entry``) is first taken off that path."""
+    (``entry``) is first taken off that path. A file that is only in the process because of another one
+    (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, str] | None = None) -> None:
+                 preloads: Mapping[str, str] | None = None, search_path: Sequence[str] = ()) -> None:
         self.install, self.python, self.entry = install, python, entry
         self.preloads = dict(preloads or {})  # a preloaded file -> the LD_PRELOAD entry that brought it
+        self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
 
@@ -151,6 +152,46 @@ class _Repairs:
         if self.dist is not None and recorded and cand.path not in recorded and cand.library != "shim":
             return fix(delete(cand.path), note="it is no file of " + " ".join(self.dist))
         return self.put_back()
+
+    def unshipped(self, lib: SubLibrary) -> bool:
+        """The install's distribution does not ship ``lib`` at all (its RECORD lists no such file in the folder:
+        nvidia-cudnn-jit-cu13 has no ops, cnn, adv or ext): reinstalling it cannot bring it back."""
+        if self.dist is None or not self.install.records:
+            return False
+        return all(posixpath.basename(r.path) != lib.soname for r in self.install.records)
+
+    def full_wheel(self, lib: SubLibrary) -> Fix:
+        """``lib`` from the full cuDNN wheel of the same CUDA major, installed beside the distribution that
+        lacks it, and the program led to that wheel's folder: the LD_LIBRARY_PATH entry that names this
+        install replaced by it, or (opened by path) in words."""
+        install = self.install
+        requirement = fixes.cudnn_requirement(install.major, install.cuda_major)
+        if requirement is None or install.site is None:
+            return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
+                              f"{install.distribution} has none) and load it instead"))
+        folder = posixpath.join(install.site, fixes.WHEEL_LIB)
+        installed = pip_install([requirement], target=install.site, python=self.python)
+        shim = posixpath.join(folder, generation(install.major).shim.soname)
+        if self.entry is None:
+            return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "
+                                         f"{posixpath.join(install.folder, posixpath.basename(shim))}"))
+        value = ":".join(folder if text == self.entry else text for text in self.search_path)
+        return fix(installed, set_variable("LD_LIBRARY_PATH", value),
+                   note=f"{install.distribution} ships no {lib.soname}; {requirement} does")
+
+    def requester_fix(self, path: str | None) -> Fix | None:
+        """The fix of the file that asks for a library, when that file is itself a problem: preloaded (its
+        LD_PRELOAD entry goes), taken from outside the install (its step's fix), or a file of another release
+        in the install's folder (put back): what it asks for goes with it."""
+        if path is None:
+            return None
+        if path in self.preloads:
+            return fix(remove_entry("LD_PRELOAD", self.preloads[path]))
+        step = next((s for s in self.install.plan if s.path == path and not s.inside_install), None)
+        if step is not None:
+            return _stray_fix(step, self.install.file(step.library), self)
+        cand = next((c for c in self.install.files if c.path == path), None)
+        return self.file(cand) if cand is not None and _of_another_release(cand, self.install) else None
 
 
 def _entry_of(folder: str, env: linker.LinkerEnv) -> str | None:
@@ -217,21 +258,28 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
         return
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
-            yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing",
+            unshipped = repair.unshipped(lib)
+            yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing" + (
+                f": {install.distribution} does not ship it (its RECORD lists no such file)" if unshipped else ""),
                           Subject(SubjectKind.FILE, posixpath.join(install.folder, lib.soname), lib.key),
-                          repair.put_back())
+                          repair.full_wheel(lib) if unshipped else repair.put_back())
 
 
 def _mixed(install: Install, repair: _Repairs) -> Iterable[Finding]:
     for cand in install.files:
-        if install.release and cand.elf and cand.elf.release and cand.elf.release != install.release:
+        if _of_another_release(cand, install) and cand.elf is not None:
             yield Finding(Code.MIXED_RELEASE, f"is cuDNN {cand.elf.release}, the rest of the folder is "
                           f"{install.release}: sub-libraries bind to each other's release-private symbols and fail "
                           "to load across releases", Subject(SubjectKind.FILE, cand.path, cand.library),
                           repair.file(cand))
 
 
-def _stray_shim(install: Install, ctx: Context) -> Finding | None:
+def _of_another_release(cand: Candidate, install: Install) -> bool:
+    """A file in the install's folder that dates itself to another release than the install's."""
+    return bool(install.release and cand.elf and cand.elf.release and cand.elf.release != install.release)
+
+
+def _stray_shim(install: Install, ctx: Context, repair: _Repairs) -> Finding | None:
     """A shim of a newer release than the graph it loads (it forwards graph-API functions that graph does
     not export): 9.28's shim over 9.0's sub-libraries, whose every cudnnCreate then aborts."""
     shim = install.file("shim")
@@ -245,12 +293,13 @@ def _stray_shim(install: Install, ctx: Context) -> Finding | None:
                    if name.startswith("cudnnBackend") and name not in graph_info.cudnn_functions)
     if not ahead:
         return None
-    cure = fix(remove_entry("LD_PRELOAD", graph.entry)) if graph.variable == "LD_PRELOAD" and graph.entry else None
+    # a graph from elsewhere is the cause (its step's fix); the install's own graph: the shim is the stray file
+    cure = None if graph.inside_install else _stray_fix(graph, install.file("graph"), repair)
     return Finding(Code.MIXED_RELEASE, f"the shim is of a newer release than the graph it loads ({graph.path}, cuDNN "
                    f"{graph.release or '?'}): it forwards {ahead[0]} and {len(ahead) - 1} more graph-API functions "
                    "that graph does not export", Subject(SubjectKind.FILE, shim.path, "graph",
                                                          variable=graph.variable, entry=graph.entry),
-                   cure or _Repairs(install, None).file(shim) if cure or install.distribution else fix(manual(
+                   cure or repair.file(shim) if cure or install.distribution else fix(manual(
                        f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release, or "
                        "the folder with one complete release")))
 
@@ -328,21 +377,32 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
 
 
 def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
-    """A sub-library taken from outside the install: a preloaded one (LD_PRELOAD) goes; where the install has
-    its own copy, the search-path entry that shadows it goes; where it has none, the install is made whole
-    (removing the entry would leave the library missing)."""
+    """A sub-library taken from outside the install: a preloaded one (LD_PRELOAD) goes; one asked for by a file
+    that is itself a problem goes with that file's fix; where the install has its own copy, the search-path
+    entry that shadows it goes; where it has none, the install is made whole and the entry goes too (graph
+    searches its RUNPATH after LD_LIBRARY_PATH: the entry would still shadow the files put back), or only
+    the entry goes when the install's release does not use that library (ext under a 9.0 shim)."""
     pin = fixes.pin(repair.install.folder)
     if step.variable == "LD_PRELOAD" and step.entry is not None:
         return fix(remove_entry("LD_PRELOAD", step.entry),
                    alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
-    brought = repair.preloads.get(step.requested_by or "")
-    if brought is not None:  # asked for by a preloaded library (its RUNPATH): that entry is the cause
-        return fix(remove_entry("LD_PRELOAD", brought))
+    brought = repair.requester_fix(step.requested_by)
+    if brought is not None:
+        return brought
     if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
         return fix(remove_entry(step.variable, step.entry), alternatives=[pin] if _complete(repair.install) else [])
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))
+    if step.variable == "LD_LIBRARY_PATH" and step.entry is not None:
+        entry = remove_entry("LD_LIBRARY_PATH", step.entry)
+        used = {lib.key for lib in _expected(generation(repair.install.major), repair.install, False)}
+        if own is None and step.library not in used:
+            return fix(entry)
+        whole = repair.put_back()
+        if repair.dist is None and repair.entry is not None:
+            return whole  # the install itself leaves the path: what it took from elsewhere goes with it
+        return fix(*whole.actions, entry, note=whole.note, alternatives=whole.alternatives)
     return repair.put_back()
 
 
@@ -360,7 +420,11 @@ def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,
                       note=f"or link the whole folder {real} instead of the shim alone"))
 
 
-def _dependency_findings(step: Step, install: Install, python: str | None) -> Iterable[Finding]:
+def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iterable[Finding]:
+    """A library cuDNN needs that would not be found. What only a problem file asks for (a stray graph's
+    cuBLASLt, another release's ops_infer's cuBLAS 11) goes with that file's fix; a pip install's dependency is
+    installed into its site-packages; a folder pip does not own finds it only on its own search path, said in
+    words."""
     if step.path is not None:
         return
     folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
@@ -373,19 +437,17 @@ def _dependency_findings(step: Step, install: Install, python: str | None) -> It
                       severity=INFO)
         return
     requirement = fixes.dependency_requirement(step.library)
-    source: Action = pip_install([requirement], target=install.site, python=python) \
-        if requirement is not None and install.site is not None else \
-        fixes.dependency_manual(step.library) if requirement is None else \
-        pip_install([requirement], python=python)
-    note = None if install.site is not None or requirement is None else (
-        f"{install.folder} finds it only on its own search path: add the folder pip puts it in to LD_LIBRARY_PATH")
+    cure = repair.requester_fix(step.requested_by) or (
+        fix(pip_install([requirement], target=install.site, python=repair.python))
+        if requirement is not None and install.site is not None else
+        fix(fixes.dependency_manual(step.library, requirement)))
     if step.library.startswith(("libcublasLt", "libnvrtc")):
         severity = ERROR if step.library.startswith("libcublasLt") else WARNING
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
-                      f"({where})", subject, fix(source, note=note), severity=severity)
+                      f"({where})", subject, cure, severity=severity)
     else:
         yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
-                      fix(source, note=note))
+                      cure)
 
 
 def _real_folder(install: Install) -> str:

@@ -8,7 +8,7 @@ judging itself stays in the pure functions it calls.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
 from cudnnload.codes import Code, SubjectKind
@@ -52,7 +52,7 @@ def judge_inventory(facts: Inventory, ctx: Context, python: str | None, access: 
                                for given in facts.given]
     findings += [Finding(Code.UNKNOWN_LIBRARY, "a libcudnn file of no known cuDNN generation (7, 8, 9)",
                          Subject(SubjectKind.FILE, path)) for path in facts.unknown]
-    findings += _record_conflicts(facts.distributions, python)
+    findings += _record_conflicts(facts.distributions, python, {i.distribution for i in installs if i.distribution})
     findings += search_path_findings(ctx.linker, access=access)
     return replace(facts, installs=installs, findings=tuple(findings))
 
@@ -64,9 +64,10 @@ def judged_install_of(path: str, ctx: Context, found_via: str, dists: Sequence[D
     return None if install is None else judge_install(install, ctx, access or Access(), python)
 
 
-def _record_conflicts(dists: Iterable[Distribution], python: str | None) -> Iterable[Finding]:
+def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk: Set[str]) -> Iterable[Finding]:
     """Files two distributions claim (cu12 and cu13 in one environment both install nvidia/cudnn/lib): the one
-    installed last overwrote the other's. The fix puts back the newest one's files whole."""
+    installed last overwrote the other's. The fix keeps that one (``on_disk``: the distributions whose files an
+    install's folder holds, "name version"), else the newest, and puts its files back whole."""
     import os
 
     owners: dict[str, list[Distribution]] = {}
@@ -81,7 +82,7 @@ def _record_conflicts(dists: Iterable[Distribution], python: str | None) -> Iter
         if names in said:
             continue  # one finding for the pair, on its first file
         said.add(names)
-        keep = max(claim, key=lambda d: (d.version, d.name))
+        keep = max(claim, key=lambda d: (f"{d.name} {d.version}" in on_disk, d.version, d.name))
         others = " ".join(d.name for d in claim if d is not keep)
         # uninstalling after the reinstall would delete the shared files again: the other one goes first
         yield Finding(Code.RECORD_CONFLICT, f"claimed by {' and '.join(names)}: one overwrote the other's files (this "

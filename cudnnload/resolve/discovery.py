@@ -396,22 +396,32 @@ def _header_release(include: str) -> Release | None:
 
 
 def _cuda_major(dist: Distribution | None, files: Sequence[Candidate]) -> int | None:
+    """The CUDA major the files were built for: what they say (the CUDA runtime graph, ops_infer or a 7.x shim
+    was built with; files of another distribution may have replaced the ones RECORD names), else the
+    distribution's name (``-cu12``), else a RUNPATH into the CUDA 13 wheels' folder."""
+    for cand in files:
+        if cand.elf and cand.elf.cudart_version:
+            return cand.elf.cudart_version // 1000
     if dist is not None:
         match = re.search(r"-cu(\d+)$", dist.name)
         if match:
             return int(match.group(1))
-    for cand in files:
-        if cand.elf and cand.elf.cudart_version:  # the CUDA it was built with (graph, ops_infer, a 7.x shim)
-            return cand.elf.cudart_version // 1000
     for cand in files:
         if cand.elf and any(p.endswith("/cu13/lib") for p in cand.elf.runpath):
             return 13
     return None
 
 
-def _distribution_for(folder: str, dists: Sequence[Distribution]) -> Distribution | None:
+def _distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] = ()
+                      ) -> Distribution | None:
+    """The distribution whose files ``folder`` holds. Two may claim it (cu12 then cu13 installed into one
+    environment): the one whose RECORD sizes the files on disk match is the one installed last, whose files
+    they are."""
     real = os.path.realpath(folder)
-    return next((d for d in dists if any(os.path.realpath(f) == real for f in d.lib_folders)), None)
+    claiming = [d for d in dists if any(os.path.realpath(f) == real for f in d.lib_folders)]
+    sizes = {os.path.realpath(c.path): c.size for c in files}
+    return max(claiming, key=lambda d: sum(sizes.get(os.path.realpath(p)) == size for p, size in d.sizes.items()),
+               default=None)
 
 
 def requester(path: str, cache: ElfCache) -> linker.Requester | None:
@@ -449,7 +459,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
-    dist = _distribution_for(folder, dists)
+    dist = _distribution_for(folder, dists, files)
     release, source = _release_of(files, folder, major, dist, ctx.cache)
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
