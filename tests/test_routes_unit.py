@@ -1,0 +1,343 @@
+"""Unit tests of the process model and the frameworks' routes, each rule on its own.
+
+`resolve.process` (what LD_PRELOAD and a running process map first), `resolve.routes` (which shim each
+framework's own loader gets: torch's preload by path and its cuBLAS prerequisite, the JAX plugin's
+``import nvidia.cudnn``, the NEEDED rule, a preloaded shim winning), `judge.routes` (which calls count as
+failing, which findings a framework reaches) and `judge.choose.need`. The real wheels' files are used where a
+file must load; the rest is data.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.judge.choose import choose_for, need
+from cudnnload.judge.consequences import Expectation
+from cudnnload.judge.routes import Served, _fails, scope
+from cudnnload.resolve.catalog import Call, Release
+from cudnnload.resolve.consumers import Consumer, Need, Pin
+from cudnnload.resolve.discovery import context
+from cudnnload.resolve.process import Preload, loaded_names, preloaded
+from cudnnload.resolve.routes import Route, _cuda, _major, _nvidia_cudnn, route
+from cudnnload.verdicts import Finding, Subject
+from tests.wheels import lib_folder
+
+BASE = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+NEW, OLD = "cu12-9.28.0.42", "cu12-9.0.0.312"
+
+
+def consumer(framework: str = "torch", *, version: str = "2.11.0", site: str = "/site", pins: tuple[Pin, ...] = (),
+             needs: tuple[Need, ...] = (), build: Release | None = None, build_major: int | None = None) -> Consumer:
+    return Consumer(framework, framework, version, site, pins, needs, build, build_major, "test")
+
+
+# --- resolve.process -------------------------------------------------------------------------------------
+
+def test_a_bare_name_in_ld_preload_is_searched_like_a_needed_entry() -> None:
+    """``LD_PRELOAD=libcudnn_graph.so.9`` (no '/') is looked up on LD_LIBRARY_PATH, as ld.so does."""
+    old = lib_folder(OLD)
+    ctx = context({**BASE, "LD_PRELOAD": "libcudnn_graph.so.9", "LD_LIBRARY_PATH": str(old)})
+    first = ctx.preloads[0]
+    assert (first.name, first.path, first.entry) == ("libcudnn_graph.so.9", str(old / "libcudnn_graph.so.9"),
+                                                     "libcudnn_graph.so.9")
+    assert first.soname == "libcudnn_graph.so.9"
+
+
+def test_an_entry_given_twice_is_mapped_once() -> None:
+    graph = str(lib_folder(OLD) / "libcudnn_graph.so.9")
+    ctx = context({**BASE, "LD_PRELOAD": f"{graph} {graph}"})
+    assert [p.path for p in ctx.preloads].count(graph) == 1
+
+
+def test_a_running_processs_file_is_credited_to_the_entry_that_names_it(tmp_path: Path) -> None:
+    """``doctor --pid``: the maps list the real path; LD_PRELOAD named it through a link. The file is the
+    entry's (so a fix can name the entry), mapped once, and what it NEEDs comes from the same entry."""
+    old = lib_folder(OLD)
+    link = tmp_path / "ops.so"
+    link.symlink_to(old / "libcudnn_ops.so.9")
+    ctx = context(BASE)
+    items = preloaded({"LD_PRELOAD": str(link)}, ctx.linker, ctx.elf, mapped=[str(old / "libcudnn_ops.so.9")])
+    ops = [item for item in items if item.path == str(old / "libcudnn_ops.so.9")]
+    assert len(ops) == 1 and ops[0].entry == str(link)
+    graph = next(item for item in items if item.path and item.path.endswith("libcudnn_graph.so.9"))
+    assert graph.entry == str(link)
+
+
+def test_a_mapped_file_no_entry_names_keeps_no_entry() -> None:
+    graph = str(lib_folder(NEW) / "libcudnn_graph.so.9")
+    ctx = context(BASE)
+    (item,) = preloaded({}, ctx.linker, ctx.elf, mapped=[graph])
+    assert (item.path, item.entry, item.soname) == (graph, None, "libcudnn_graph.so.9")
+
+
+def test_loaded_names_answer_to_soname_file_name_asked_name_and_path() -> None:
+    items = [Preload("libx.so", "/l/libx.so.1.2", "libx.so", soname="libx.so.1"), Preload("gone.so", None, "gone.so")]
+    assert loaded_names(items) == {"libx.so.1": "/l/libx.so.1.2", "libx.so.1.2": "/l/libx.so.1.2",
+                                   "libx.so": "/l/libx.so.1.2", "/l/libx.so.1.2": "/l/libx.so.1.2"}
+
+
+def test_a_preload_that_is_not_elf_is_ignored_with_ld_sos_words(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.so"
+    junk.write_text("not an ELF file\n")
+    ctx = context({**BASE, "LD_PRELOAD": str(junk)})
+    assert ctx.preloads[0].path is None
+    assert "cannot be preloaded" in (ctx.preloads[0].error or "") and "ignored" in (ctx.preloads[0].error or "")
+
+
+# --- resolve.routes ---------------------------------------------------------------------------------------
+
+def test_import_nvidia_cudnn_crosses_namespace_packages_but_not_a_regular_one(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    (first / "nvidia" / "cublas").mkdir(parents=True)  # a namespace package without cudnn
+    (second / "nvidia" / "cudnn").mkdir(parents=True)
+    assert _nvidia_cudnn([str(first), str(second)]) == str(second / "nvidia" / "cudnn")
+    (first / "nvidia" / "__init__.py").write_text("")  # a regular package: the search stops there
+    assert _nvidia_cudnn([str(first), str(second)]) is None
+    assert _nvidia_cudnn([str(tmp_path / "none")]) is None
+
+
+@pytest.mark.parametrize(("pins", "version", "cuda"), [
+    ((Pin("nvidia-cudnn-cu12", "==9.10.2.21", (), None),), "2.8.0", 12),
+    ((), "2.11.0+cu130", 13),
+    ((), "2.5.1+cu124", 12),
+    ((), "2.11.0", None),
+    ((), "2.11.0+cpu", None),
+])
+def test_the_cuda_major_of_a_build_from_its_pin_else_its_local_version(pins: tuple[Pin, ...], version: str,
+                                                                       cuda: int | None) -> None:
+    assert _cuda(consumer(pins=pins, version=version)) == cuda
+
+
+def test_the_cudnn_major_a_framework_asks_for() -> None:
+    assert _major(consumer(needs=(Need("libcudnn.so.8", "/t/lib.so"),), build_major=9)) == 8
+    assert _major(consumer(build_major=8)) == 8
+    assert _major(consumer(pins=(Pin("nvidia-cudnn-cu11", "<9,>=8.5", (), None),))) == 8
+    assert _major(consumer()) == 9
+
+
+def _wheel_site(tmp_path: Path, *, cudnn: str = "cudnn", cublas: tuple[str, ...] = ("libcublasLt.so.12",
+                                                                                    "libcublas.so.12")) -> Path:
+    """A site-packages with the 9.28 wheel's files under nvidia/<cudnn>/lib and cuBLAS stand-ins."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(NEW), site / "nvidia" / cudnn / "lib", copy_function=os.link)
+    (site / "nvidia" / "cublas" / "lib").mkdir(parents=True)
+    for name in cublas:
+        (site / "nvidia" / "cublas" / "lib" / name).write_bytes(b"")
+    return site
+
+
+def test_torch_opens_the_first_wheels_shim_by_path(tmp_path: Path) -> None:
+    site = _wheel_site(tmp_path)
+    got = route(consumer(site=str(site)), context(BASE), [str(site)])
+    assert got.shim == str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    assert got.how.startswith("by path: torch/__init__.py _preload_cuda_deps()") and got.error is None
+
+
+def test_torch_cu13_finds_the_shim_in_nvidia_cu13_lib(tmp_path: Path) -> None:
+    """torch 2.11 +cu130 also globs ``nvidia/cu13/lib`` (the CUDA 13 wheels' shared folder)."""
+    site = _wheel_site(tmp_path, cudnn="cu13")
+    got = route(consumer(site=str(site), version="2.11.0+cu130"), context(BASE), [str(site)])
+    assert got.shim == str(site / "nvidia" / "cu13" / "lib" / "libcudnn.so.9")
+
+
+def test_torchs_preload_stops_before_cudnn_without_cublaslt(tmp_path: Path) -> None:
+    """No cuBLASLt on sys.path: _preload_cuda_deps raises before cuDNN (and the error is swallowed); the
+    shim is then what libtorch_cuda.so's NEEDED search finds, and the route says why."""
+    site = _wheel_site(tmp_path, cublas=("libcublas.so.12",))
+    elsewhere = lib_folder(OLD)
+    got = route(consumer(site=str(site)), context({**BASE, "LD_LIBRARY_PATH": str(elsewhere)}), [str(site)])
+    assert "libcublasLt.so.* is on no sys.path entry" in got.how
+    assert got.shim != str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+
+
+def test_a_preloaded_shim_wins_over_the_frameworks_own(tmp_path: Path) -> None:
+    site = _wheel_site(tmp_path)
+    old_shim = str(lib_folder(OLD) / "libcudnn.so.9")
+    got = route(consumer(site=str(site)), context({**BASE, "LD_PRELOAD": old_shim}), [str(site)])
+    assert (got.shim, got.variable, got.entry) == (old_shim, "LD_PRELOAD", old_shim)
+    assert got.opened == str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    assert "its calls bind to that shim" in got.how
+
+
+def test_jax_opens_nvidia_cudnns_shim_by_path(tmp_path: Path) -> None:
+    site = _wheel_site(tmp_path)
+    got = route(consumer("jax", site=str(site)), context(BASE), [str(site)])
+    assert got.shim == str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    assert "_load_nvidia_libraries()" in got.how
+
+
+def test_jax_without_the_wheel_says_what_xla_searched(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    got = route(consumer("jax", site=str(empty)), context(BASE), [str(empty)])
+    assert "no nvidia.cudnn package on sys.path" in got.how
+    if got.shim is None:
+        assert got.error
+
+
+def test_a_needed_name_that_finds_no_cudnn_file_is_an_error(tmp_path: Path) -> None:
+    """The generic rule (ONNX Runtime): the framework library's NEEDED searched from it; a file that is no
+    cuDNN under that name gives no shim."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    got = route(consumer("onnxruntime", needs=(Need("libcudnn.so.9", str(folder / "provider.so")),)),
+                context({**BASE, "LD_LIBRARY_PATH": str(tmp_path / "nothing")}), [])
+    assert got.shim is None and got.error
+
+
+# --- judge.routes -----------------------------------------------------------------------------------------
+
+CHECK = Call("check", "cudnnOpsVersionCheck")
+CREATE = Call("create", "cudnnCreate", healthy="CUDNN_STATUS_NOT_INITIALIZED", needs_gpu=True)
+
+
+@pytest.mark.parametrize(("expected", "fails"), [
+    (Expectation(CHECK, "value", value=1), False),
+    (Expectation(CHECK, "absent"), False),
+    (Expectation(CHECK, Effect.STATUS.value, status=0), False),
+    (Expectation(CHECK, Effect.STATUS.value, status=1008, cause="ops"), True),
+    (Expectation(CREATE, Effect.STATUS.value, status=1001), False),  # its healthy answer without a GPU
+    (Expectation(CREATE, Effect.STATUS.value, status=1001, cause="graph"), True),
+    (Expectation(CHECK, Effect.ABORT.value, cause="graph"), True),
+    (Expectation(CHECK, Effect.NO_START.value), True),
+])
+def test_which_calls_count_as_failing(expected: Expectation, fails: bool) -> None:
+    assert _fails(expected) is fails
+
+
+def _served(reached: set[str], label: str = "torch") -> Served:
+    return Served(Route(consumer(label), "/w/libcudnn.so.9", "test"), None, None, (), (), frozenset(reached))
+
+
+def _error(path: str, library: str | None = None, kind: SubjectKind = SubjectKind.FILE) -> Finding:
+    return Finding(Code.MISSING_SUBLIBRARY, "x is missing", Subject(kind, path, library))
+
+
+def test_scope_leaves_findings_alone_without_frameworks() -> None:
+    finding = _error("/w/libcudnn_cnn.so.9", "cnn")
+    assert scope([finding], []) == (finding,)
+
+
+def test_an_error_no_framework_reaches_becomes_a_warning_said_so() -> None:
+    (scoped,) = scope([_error("/w/libcudnn_cnn.so.9", "cnn")], [_served({"/w/libcudnn.so.9", "/w/graph"})])
+    assert scoped.severity is Severity.WARNING
+    assert scoped.message.endswith("(not reached by torch 2.11.0: their calls do not load it)")
+
+
+@pytest.mark.parametrize("reached", ["/w/libcudnn_graph.so.9", "/w/graph"])
+def test_an_error_reached_by_path_or_by_folder_and_key_stays_an_error(reached: str) -> None:
+    (scoped,) = scope([_error("/w/libcudnn_graph.so.9", "graph")], [_served({reached})])
+    assert scoped.severity is Severity.ERROR
+
+
+def test_an_install_finding_is_reached_through_its_folder_and_library() -> None:
+    (scoped,) = scope([_error("/w", "graph", SubjectKind.INSTALL)], [_served({"/w/graph"})])
+    assert scoped.severity is Severity.ERROR
+
+
+def test_findings_about_no_file_keep_their_severity() -> None:
+    finding = Finding(Code.CONSUMER_BROKEN, "torch finds no cuDNN", Subject(SubjectKind.CONSUMER, "/site"))
+    assert scope([finding], [_served(set())]) == (finding,)
+
+
+def test_no_cudnn_found_is_a_warning_when_the_frameworks_load_their_own() -> None:
+    finding = Finding(Code.NO_CUDNN, "no cuDNN found", Subject(SubjectKind.PROGRAM, "/usr/bin/python3"))
+    if finding.severity is not Severity.ERROR:
+        pytest.skip("no-cudnn is not an error here")
+    (scoped,) = scope([finding], [_served({"/w/libcudnn.so.9"})])
+    assert scoped.severity is Severity.WARNING and scoped.message.endswith("torch 2.11.0 load their own")
+
+
+# --- judge.choose ------------------------------------------------------------------------------------------
+
+def test_need_says_the_build_rule_and_the_pins() -> None:
+    pinned = consumer(build=Release(9, 19, 0), pins=(Pin("nvidia-cudnn-cu13", "==9.19.0.56", (), None),))
+    assert need(pinned) == ("torch 2.11.0: cuDNN 9.x >= 9.19 (its build, 9.19.0), "
+                            "nvidia-cudnn-cu13==9.19.0.56")
+    assert need(consumer("tensorflow", build_major=9)) == "tensorflow 2.11.0: cuDNN 9"
+    assert need(consumer("onnxruntime")) == "onnxruntime 2.11.0: any cuDNN"
+
+
+def test_choose_for_without_installs_refuses_with_the_needs() -> None:
+    choice = choose_for([], consumers=[consumer(build=Release(9, 19, 0))])
+    assert choice.install is None
+    assert choice.rejected[-1] == "the frameworks need: torch 2.11.0: cuDNN 9.x >= 9.19 (its build, 9.19.0)"
+
+
+# --- verdicts.Fix: the JSON contract with alternatives ----------------------------------------------------
+
+def test_a_fix_with_an_alternative_says_both_and_keeps_them_apart_in_json() -> None:
+    from cudnnload.verdicts import fix, remove_entry, run
+
+    cure = fix(remove_entry("LD_PRELOAD", "/opt/old/libcudnn.so.9"),
+               alternatives=[run(["cudnnload", "run", "--for", "torch", "--"])])
+    assert cure.text == "remove /opt/old/libcudnn.so.9 from LD_PRELOAD; or " + str(cure.alternatives[0])
+    assert cure.json() == {"text": cure.text,
+                           "actions": [{"do": "env-remove-entry", "variable": "LD_PRELOAD",
+                                        "entry": "/opt/old/libcudnn.so.9"}],
+                           "alternatives": [{"do": "run", "argv": ["cudnnload", "run", "--for", "torch", "--"]}]}
+    assert "alternatives" not in fix(remove_entry("LD_PRELOAD", "/x")).json()
+    assert fix().json() == {"text": None, "actions": []} and not fix()
+
+
+# --- diagnose.observe: a run's own verdict -----------------------------------------------------------------
+
+def _seen(returncode: int | None = 0, *, signal: str | None = None, messages: tuple[str, ...] = (),
+          shims: tuple[str, ...] = (), processes: int = 1, stderr: tuple[str, ...] = ()) -> object:
+    from cudnnload.diagnose.lddebug import Opened
+    from cudnnload.diagnose.observe import Observation
+
+    libraries = tuple(Opened(path, os.path.basename(path), "/app", "dlopen", "direct-path", None, True)
+                      for path in shims)
+    return Observation(("/usr/bin/app", "--x"), returncode, signal, False, 0.1, libraries, (), (), messages, (),
+                       None, processes, stderr_tail=stderr)
+
+
+def test_a_run_that_ended_well_demotes_what_it_did_not_hit() -> None:
+    from cudnnload.diagnose.observe import _as_run
+
+    finding = _error("/w/libcudnn_cnn.so.9", "cnn")
+    (said,) = _as_run([finding], _seen(0), {})  # type: ignore[arg-type]
+    assert said.severity is Severity.WARNING and "(not hit by this run: app ended with status 0)" in said.message
+
+
+def test_a_run_that_printed_cudnns_loading_error_keeps_it() -> None:
+    from cudnnload.diagnose.observe import _as_run
+
+    finding = _error("/w/libcudnn_cnn.so.9", "cnn")
+    seen = _seen(0, messages=("Could not load library libcudnn_cnn.so.9",))
+    assert _as_run([finding], seen, {}) == (finding,)  # type: ignore[arg-type]
+    assert _as_run([finding], _seen(1), {}) == (finding,)  # type: ignore[arg-type]
+
+
+def test_the_headline_of_a_healthy_run_names_the_cudnn_and_the_workers() -> None:
+    from cudnnload.diagnose.observe import _headline
+
+    seen = _seen(0, shims=("/w/libcudnn.so.9",), processes=3)
+    assert _headline(seen, [], [], {}) == "app ran with cuDNN from /w (3 processes)"  # type: ignore[arg-type]
+
+
+def test_the_headline_of_a_failing_run_puts_the_cause_and_the_variable_first() -> None:
+    from cudnnload.diagnose.observe import _headline
+    from cudnnload.verdicts import fix, remove_entry
+
+    cause = Finding(Code.MIXED_RELEASE, "is cuDNN 9.0.0, the rest of the folder is 9.28.0",
+                    Subject(SubjectKind.FILE, "/old/libcudnn_graph.so.9", "graph"),
+                    fix(remove_entry("LD_PRELOAD", "/old/libcudnn_graph.so.9")))
+    line = _headline(_seen(None, signal="SIGABRT"), [cause], [], {})  # type: ignore[arg-type]
+    assert line == ("app stopped (died of SIGABRT): is cuDNN 9.0.0, the rest of the folder is 9.28.0, because "
+                    "LD_PRELOAD holds /old/libcudnn_graph.so.9")
+
+
+def test_the_headline_without_a_finding_reads_the_programs_stderr() -> None:
+    from cudnnload.diagnose.observe import _headline
+
+    seen = _seen(1, stderr=("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: "
+                            "cannot open shared object file: No such file or directory",))
+    line = _headline(seen, [], [], {})  # type: ignore[arg-type]
+    assert line.startswith("app exited with status 1 with no cuDNN; its last lines read as: ")
