@@ -92,6 +92,20 @@ if want runcost; then  # where a warm `python -m cudnnload run -- /bin/true` spe
     for i in 1 2 3; do /usr/bin/time -f "python -c pass: %e s wall" python3 -c pass; done
     python3 -X importtime -m cudnnload run --cudnn "$LIB" -- /bin/true 2>&1 | sort -t'|' -k2 -n | tail -25
     python3 -c 'import sys; print(len(sys.path), "sys.path entries")'; ls -la "$CUDNNLOAD_CACHE"
+    # the run up to the execve of the program (cProfile would never print past it)
+    python3 - "$LIB" <<'PROFILE'
+import cProfile, os, pstats, runpy, sys
+os.execve = lambda *args: sys.exit(0)
+sys.argv = ["cudnnload", "run", "--cudnn", sys.argv[1], "--", "/bin/true"]
+profile = cProfile.Profile()
+try:
+    profile.runcall(runpy.run_module, "cudnnload", run_name="__main__")
+except SystemExit:
+    pass
+stats = pstats.Stats(profile)
+stats.sort_stats("cumulative").print_stats(45)
+stats.sort_stats("tottime").print_stats(25)
+PROFILE
   } > "$OUT/runcost.txt" 2>&1; tail -12 "$OUT/runcost.txt"
 fi
 if want timing; then
