@@ -83,6 +83,9 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     problem = path_problem(path)
     if problem is not None and problem[0] == "missing" and "/" not in given and _SONAME.match(given):
         return _soname(given, env, verify)
+    if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
+            and os.path.isdir(os.path.dirname(path)):
+        return _missing_library(given, path, env, verify)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
@@ -101,6 +104,26 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "library", path, f"the cuDNN {lib.major} {what} {path}"),
                         ctx, inventory, install, ())
     return _consumer(given, path, env, verify)
+
+
+def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+    """A cuDNN library path that is not there, in a folder that is (a program opens it by path: ``ctypes.CDLL``,
+    the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
+    path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
+    ctx = context(env, verify=verify)
+    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx)
+    lib = classify(os.path.basename(path))
+    gen = GENERATIONS[lib.major if lib else 9]
+    error = f"{path}: cannot open shared object file: No such file or directory"
+    said = next((f.fix for i in inventory.installs for f in i.all_findings
+                 if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
+    cure = said or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
+    what = "shim" if lib is None or lib.key == "shim" else f"{lib.key} sub-library"
+    finding = Finding(Code.NOT_FOUND, f"dlopen(\"{path}\") would fail: no such file",
+                      Subject(SubjectKind.FILE, path, lib.key if lib else "shim"), cure,
+                      (shim_cannot_load(gen, error),) if what == "shim" else ())
+    target = Target(given, "library", path, f"the cuDNN {gen.major} {what} {path} (not there)")
+    return Resolved(target, ctx, inventory, None, (), (finding,))  # nothing loads: no install is the target's
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
