@@ -113,6 +113,7 @@ def _run_rows(folder: str, files: list[str], env: dict[str, str], runs: int) -> 
         "/bin/true": (["/bin/true"], env),
         "/bin/true, LD_PRELOAD = the set": (["/bin/true"], preload),
         "python": ([*quiet, "pass"], env),
+        "python with its site (as cudnnload starts)": ([sys.executable, "-c", "pass"], env),
         "python, LD_PRELOAD = the set": ([*quiet, "pass"], preload),
         "python, import ctypes": ([*quiet, "import ctypes, os, sys"], env),
         "python, ctypes.CDLL of each file": ([*quiet, "import ctypes, os, sys\nfor path in sys.argv[1].split(':'): "
@@ -138,6 +139,9 @@ def _run_rows(folder: str, files: list[str], env: dict[str, str], runs: int) -> 
         print(f"{figure:>11}: `{entry.split(' --')[0]}` adds {added:.1f} ms to /bin/true with the same LD_PRELOAD "
               f"(budget {BUDGET['run_ms']:.0f} ms; `python -m cudnnload run` {module:.1f} ms); the set by LD_PRELOAD "
               f"{ours:.1f} ms, by ctypes {raw:.1f} ms: {ours / raw:.2f}x (budget {BUDGET['preload_ratio']}x)")
+        start = ms["python with its site (as cudnnload starts)"] - ms["/bin/true"]
+        print(f"{'':>11}  of which the interpreter's own start with its site-packages (.pth files): {start:.1f} ms; "
+              f"cudnnload's own work: {added - start:.1f} ms")
         ok = ok and added <= BUDGET["run_ms"] and ours / raw <= BUDGET["preload_ratio"]
     return ok
 

@@ -35,7 +35,17 @@ from tests.wheels import cache_root
 
 pytestmark = corpus_marks()
 
-SLICE = cases(seed=18, count=50)
+
+
+def _slice() -> list[tuple[str, Recipe]]:
+    """The 50 random cases; none where the wheels they are drawn from are not unpacked (their tests skip)."""
+    try:
+        return cases(seed=18, count=50)
+    except pytest.skip.Exception:
+        return []
+
+
+SLICE = _slice()
 KEPT = sorted({cause.layout for cause in CAUSES.values()})
 
 

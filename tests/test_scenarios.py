@@ -39,8 +39,6 @@ from tests.wheels import cache_root
 
 pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 58 layouts on the 2-core machine
 
-_ABORTS_90 = ("the 9.0 shim aborts when a sub-library of its release is missing (9.28 returns 3009); doctor "
-              "predicts 3009")
 _GLIBCXX = "libstdcxx-too-old is found, but the prediction has cnn loading (status 0, not 3009)"
 _JIT_HEURISTIC = ("the JIT package has no heuristic or precompiled engines, so cuBLASLt is never opened; doctor "
                   "predicts the heuristic aborts without it")
@@ -65,13 +63,11 @@ _DIFFERENTIAL = {"9.0-cnn-in-9.28-wheel": _UNDATED, "jit-graph-under-9.28-shim":
 # (test, layout) -> why doctor disagrees with the real loader there today
 KNOWN_WRONG: dict[str, dict[str, str]] = {
     "predicts": {
-        "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
         "jit-wheel-alone": _JIT_HEURISTIC, "jit-wheel-before-full-wheel": _JIT_MIXED,
         "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "names": {
-        "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
         "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
         "consumer-runpath-loses-to-ld-library-path": _WRONG_RELEASE, "cnn-needs-newer-libstdcxx": _GLIBCXX,
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90, "shim-9.0-over-9.28-sublibraries": _SHIM_90,
@@ -79,7 +75,6 @@ KNOWN_WRONG: dict[str, dict[str, str]] = {
             "9.0-cnn-in-9.28-wheel", "8.5-shim-over-8.9.7", "cu12-graph-in-cu13-wheel", "ld-preload-cannot-load")},
     },
     "probe": {
-        "cudnn9.0-missing-cnn": _ABORTS_90, "partial-9.0-before-complete-9.28": _ABORTS_90,
         "jit-wheel-alone": _JIT_HEURISTIC, "jit-wheel-before-full-wheel": _JIT_MIXED,
         "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},

@@ -7,8 +7,10 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
 
 - cuDNN 9: a sub-library the shim cannot load makes each call it serves return 3009
   CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE after "Invalid handle. Cannot load symbol
-  <function>"; the process goes on. libcudnn_graph is the exception: the calls it serves
-  (cudnnGetVersion first) print the same line and abort(). A library graph opens for the engines
+  <function>"; the process goes on (9.27, 9.28). libcudnn_graph is the exception: the calls it serves
+  (cudnnGetVersion first) print the same line and abort(). The 9.0 shim aborts for every sub-library
+  ("Unable to load any of {libcudnn_cnn.so.9.0.0, ...}", then "Invalid handle. Cannot load symbol
+  cudnnCnnVersionCheck" and abort(): 9.0 with cnn missing, and with ops missing). A library graph opens for the engines
   makes cudnnBackendFinalize return 1008 (9.28; 1001 in 9.0) after "Unable to load any of {...}".
   In 9.28, creating an engine heuristic without cuBLASLt aborts ("Invalid handle. Cannot load
   symbol cublasLtGetVersion"); 9.0 does not need it.
@@ -244,7 +246,7 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         names = ", ".join(lib.names_tried(by))
         return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
                            cause=load.cause)
-    if gen.major == 9 and lib.key != "graph":
+    if gen.major == 9 and lib.key != "graph" and (release is None or release >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
         return Expectation(call, STATUS, status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
                            cause=load.cause)
     if gen.major == 9:
