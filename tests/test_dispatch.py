@@ -600,3 +600,50 @@ def test_dispatch_overhead_with_cuda_tensors(cuda_torch: Any) -> None:
     # The budget is 10 µs for a whole call through a cuDNN backend (issue 4), measured by the bench; shared
     # machines are too noisy for a test to hold the dispatch to its share of it, so this bound is coarse.
     assert given < 50
+
+
+@pytest.fixture
+def fake_views() -> Any:
+    """FakeDeviceArray read the way torch tensors are on the repeated call (`tensors.VIEWS`)."""
+    from cudnnload.dispatch.tensors import VIEWS
+
+    VIEWS[FakeDeviceArray] = lambda a: (a.array.ctypes.data, a.array.shape, a.array.strides, a.array.dtype.str)
+    yield VIEWS
+    VIEWS.pop(FakeDeviceArray, None)
+
+
+def test_the_repeated_call_by_views_replays_without_reading_the_arrays(fake_views: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = ReplayingBackend(times=3)
+    dispatcher = Dispatcher(registry_of(backend))
+    x, w, out = device((1, 2, 5, 5)), device((3, 2, 3, 3)), device((1, 3, 3, 3))
+    dispatcher.conv(x, w, out=out)  # runs the method
+    dispatcher.conv(x, w, out=out)  # first replay, found in full: remembered by views
+    import cudnnload.dispatch.dispatcher as module
+
+    def no_reading(obj: object, stream: int) -> object:
+        raise AssertionError("the arrays were read in full")
+
+    monkeypatch.setattr(module, "as_ref", no_reading)
+    dispatcher.conv(x, w, out=out)
+    dispatcher.conv(x, w, out=out)
+    assert len(backend.calls) == 1 and len(backend.replayed) == 3
+    monkeypatch.undo()
+    dispatcher.conv(x, w, out=out)  # the replay is spent: the method again, read in full
+    assert len(backend.calls) == 2
+
+
+def test_the_views_key_takes_every_argument_and_the_arrays(fake_views: Any) -> None:
+    backend = ReplayingBackend(times=10)
+    dispatcher = Dispatcher(registry_of(backend))
+    w, out = device((3, 2, 3, 3)), device((1, 3, 3, 3))
+    first, second = device((1, 2, 5, 5)), device((1, 2, 5, 5))
+    for _ in range(3):
+        dispatcher.conv(first, w, out=out)
+    dispatcher.conv(second, w, out=out)  # other pointers: the method
+    dispatcher.conv(first, w, out=out, stream=7)  # another stream: the method
+    dispatcher.conv(first, w, out=out, poison=False)  # poison given: the method
+    dispatcher.conv(first, w, out=out, padding=[0, 0])  # a list cannot be a key: read in full, planned anew
+    assert len(backend.calls) == 5
+    dispatcher.reload()
+    assert dispatcher._express == {}

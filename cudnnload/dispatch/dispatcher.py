@@ -46,7 +46,7 @@ from cudnnload.dispatch.backends import (
     load_registry,
 )
 from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
-from cudnnload.dispatch.tensors import TensorRef, as_ref, memory_order, output_maker, poison, strides_in_order
+from cudnnload.dispatch.tensors import VIEWS, TensorRef, as_ref, memory_order, output_maker, poison, strides_in_order
 
 # Plans remembered per dispatcher; past this many (shapes that never repeat), they are forgotten at once.
 MAX_PLANS = 4096
@@ -93,6 +93,9 @@ class Dispatcher:
         self._registry = registry
         self._environ = environ
         self._plans: dict[Any, _Plan] = {}
+        # a conv_forward replay by the arrays' views (`tensors.VIEWS`) and every argument: the repeated call
+        # into the caller's out= skips reading the arrays in full and the plan lookup
+        self._express: dict[tuple[Any, ...], Callable[[], bool]] = {}
         self._lock = threading.Lock()  # one registry, also when threads (a background warm-up) ask at once
         # Counts reloads: a plan made while one happened was chosen from the old registry, and is not remembered.
         self._generation = 0
@@ -113,6 +116,7 @@ class Dispatcher:
             self._environ, self._registry = environ, None
             self._generation += 1
             self._plans.clear()
+            self._express.clear()
 
     # --- the calls --------------------------------------------------------------------------------
 
@@ -136,6 +140,20 @@ class Dispatcher:
         output with NaN first (default: host outputs only; see the module docstring).
         """
         s = 0 if stream is None else _stream(stream)
+        view = VIEWS.get(type(out)) if poison is None else None
+        fast: tuple[Any, ...] | None = None
+        if view is not None and type(x) is type(out) and type(w) is type(out) and (
+                bias is None or type(bias) is type(out)):
+            fast = (view(x), view(w), None if bias is None else view(bias), view(out), s, stride, padding, dilation,
+                    groups, activation, coef, fused, layout, allow_tf32, backend, autotune, _thread_id())
+            try:
+                again = self._express.get(fast)
+            except TypeError:  # an argument that cannot be a key (a list): the call read in full
+                again = fast = None
+            if again is not None and fast is not None:
+                if again():
+                    return out
+                self._express.pop(fast, None)  # the run is gone, or another context is current
         xr, wr = as_ref(x, s), as_ref(w, s)
         br = None if bias is None else as_ref(bias, s)
         yr = None if out is None else as_ref(out, s)
@@ -156,6 +174,10 @@ class Dispatcher:
             again_key = (xr.ptr, wr.ptr, None if br is None else br.ptr, yr.ptr, s, autotune, _thread_id())
             again = plan.replays.get(again_key)
             if again is not None and again():
+                if fast is not None:
+                    if len(self._express) >= MAX_REPLAYS:
+                        self._express.clear()
+                    self._express[fast] = again
                 return out
             plan.run(xr, wr, br, yr, plan.spec, autotune=autotune, stream=s)
             _keep(plan.replays, again_key, plan.replay("conv_forward", plan.spec, (xr, wr, br, yr), autotune=autotune,
