@@ -10,7 +10,8 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
   <function>"; the process goes on (9.27, 9.28). libcudnn_graph is the exception: the calls it serves
   (cudnnGetVersion first) print the same line and abort(). The 9.0 shim aborts for every sub-library
   ("Unable to load any of {libcudnn_cnn.so.9.0.0, ...}", then "Invalid handle. Cannot load symbol
-  cudnnCnnVersionCheck" and abort(): 9.0 with cnn missing, and with ops missing). A library graph opens for the engines
+  cudnnCnnVersionCheck" and abort(): 9.0 with cnn missing, and with ops missing); a 9.28 shim over 9.0's
+  sub-libraries returns 3009, as 9.28 does: the shim decides (`_shim_aborts`). A library graph opens for the engines
   makes cudnnBackendFinalize return 1008 (9.28; 1001 in 9.0) after "Unable to load any of {...}".
   In 9.28, creating an engine heuristic without cuBLASLt aborts ("Invalid handle. Cannot load
   symbol cublasLtGetVersion"); 9.0 does not need it.
@@ -206,7 +207,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         if load is None:
             continue
         if load.fails is not None and (not lib.optional or load.fails in _ENDS):
-            return _failed_call(gen, release, call, lib, load, _graph_release(loads))
+            return _failed_call(gen, release, call, lib, load, _graph_release(loads), exports)
         if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
             return Expectation(call, STATUS, status=14, cause=lib.key)
@@ -230,8 +231,21 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
     return Expectation(call, STATUS, status=gen.status_code(call.healthy) if call.healthy else 0)
 
 
+def _shim_aborts(release: Release | None, exports: set[str] | None) -> bool:
+    """Whether the shim aborts, rather than return 3009, for a sub-library other than graph it cannot load: the
+    9.0 shim does (measured); 9.27's and 9.28's return 3009. The shim carries no release of its own (a 9.28
+    shim over 9.0's sub-libraries returns 3009): it is told by what it exports (9.0's lacks the CUDA-graph
+    functions, ``cudnnBackendPopulateCudaGraph``), else by the install's release."""
+    if exports:
+        return _LATER_SHIM_FUNCTION not in exports
+    return release is not None and release < FIRST_9_WITHOUT_9_0_BEHAVIOUR
+
+
+_LATER_SHIM_FUNCTION = "cudnnBackendPopulateCudaGraph"
+
+
 def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubLibrary, load: Load,
-                 graph: Release | None = None) -> Expectation:
+                 graph: Release | None = None, exports: set[str] | None = None) -> Expectation:
     """What ``call`` does when ``lib``, which serves it, fails to load. Engine failures answer as the graph
     that loads them was built to (``graph``: its release, else the install's)."""
     if load.fails == KILLS:
@@ -246,7 +260,7 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         names = ", ".join(lib.names_tried(by))
         return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
                            cause=load.cause)
-    if gen.major == 9 and lib.key != "graph" and (release is None or release >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
+    if gen.major == 9 and lib.key != "graph" and not _shim_aborts(release, exports):
         return Expectation(call, STATUS, status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
                            cause=load.cause)
     if gen.major == 9:
@@ -277,7 +291,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
         if first is None:
             continue
         home = next(lib for lib in failing if first in lib.calls)
-        expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads))
+        expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads), exports)
         found[cause] = (Consequence(
             calls=_calls_text(failing, gen), effect=Effect(expected.outcome),
             library=cause, status=expected.status,
