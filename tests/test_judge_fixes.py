@@ -237,3 +237,31 @@ def test_a_shim_path_a_program_opened_in_vain_is_put_back_by_its_distribution(tm
     assert cure is not None and [a.json() for a in cure.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
          "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": None}]
+
+
+def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distributions_fix(tmp_path: Path) -> None:
+    """`doctor PATH` where PATH is a cuDNN library that is not there, in a folder that is (what a program that
+    opens the shim by path asks for): a report, not a usage error: nothing loads, not-found with the fix of
+    the RECORD that lists it."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    shim.unlink()
+
+    report = doctor(BASE, target=str(shim), timeout=60)
+
+    assert report.chosen is None and not report.healthy
+    found = next(f for f in report.findings if f.code == "not-found")
+    assert found.path == str(shim) and found.severity == "error"
+    assert [a.json() for a in found.fix.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
+         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}]
+
+
+def test_a_library_path_in_a_folder_that_is_not_there_stays_a_usage_error(tmp_path: Path) -> None:
+    import pytest
+
+    from cudnnload.errors import UsageError
+
+    with pytest.raises(UsageError, match="no such file or folder"):
+        doctor(BASE, target=str(tmp_path / "gone" / "libcudnn.so.9"), timeout=60)
