@@ -404,3 +404,24 @@ def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: byte
     done = cli("-", stdin=junk)
     assert done.returncode == 0 and b"Traceback" not in done.stderr
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("text", [
+    "/usr/bin/python3: error while loading shared libraries: libcudnn_graph.so.9: cannot open shared object file: "
+    "No such file or directory",
+    "python: error while loading shared libraries: libcublasLt.so.12: cannot open shared object file: No such file "
+    "or directory",
+    "bash: error while loading shared libraries: libcudnn_ops.so.9: cannot open shared object file: No such file or "
+    "directory",
+])
+def test_a_program_that_links_no_cudnn_stopping_at_start_is_an_ld_preload_entry(text: str) -> None:
+    """Python or a shell tool cannot NEED cuDNN: failing at start on one of its libraries, it was made to map it
+    first (LD_PRELOAD, /etc/ld.so.preload), as the corpus layout differential-ld-preload-cannot-load shows."""
+    first = explain(text).causes[0]
+    assert first.family == "preload-needs-missing"
+    assert any("links no cuDNN" in said for said in first.evidence)
+
+
+def test_a_program_of_its_own_stopping_at_start_is_not_blamed_on_ld_preload() -> None:
+    text = "./train: error while loading shared libraries: libcudnn.so.9: cannot open shared object file: No such file"
+    assert explain(text).causes[0].family != "preload-needs-missing"

@@ -306,6 +306,14 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "a program asking by name (CTranslate2, ONNX Runtime, TensorFlow 2.16) does not find them",
            "`pip show nvidia-cudnn-cu12` lists the wheel, and `cudnnload which` says it is found only by path",
            _wheel_off_path),
+    Family("preload-needs-missing", lambda r, s: f"an LD_PRELOAD entry needs {_failed(s, 'a library')}, which "
+           "is not found: every program stops at start",
+           "glibc maps each LD_PRELOAD entry (and /etc/ld.so.preload) and what it NEEDs before any program's own "
+           "libraries; one that cannot be completed stops every program, Python and the shell's tools included, "
+           "with \"error while loading shared libraries\"",
+           "`echo $LD_PRELOAD` (and /etc/ld.so.preload) names a cuDNN library; `/bin/true` fails the same way",
+           _manual("remove the cuDNN entry from LD_PRELOAD (or /etc/ld.so.preload), or put what it needs beside it; "
+                   "then `cudnnload doctor` in that environment says what the entry would load")),
     Family("installed-not-on-search-path", lambda r, s: f"{_major(r, s)} is installed, but its folder is not on "
            + ("PATH" if r.platform == "windows" else "the library search path"),
            "an archive, conda or installer cuDNN was unpacked into a folder the loader does not search (Windows "

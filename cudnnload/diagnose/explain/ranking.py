@@ -24,20 +24,20 @@ from cudnnload.diagnose.explain.reading import Reading, Signal, version_of
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "cudnn-not-found": ("cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major",
                         "installed-not-on-search-path", "torch-without-nvidia-deps", "platlib-purelib-split",
-                        "conda-vs-pip"),
+                        "conda-vs-pip", "preload-needs-missing"),
     # cuDNN 8's sub-libraries need zlibwapi.dll (Windows 8.3-8.9), libcuda.so and NVRTC themselves: the shim's
     # message then names the sub-library it could not load, without saying why
     "sublibrary-load": ("cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major", "sublibrary-missing",
                         "installed-not-on-search-path", "zlib-missing", "libcuda-missing", "nvrtc-missing",
-                        "origin-through-symlink", "mixed-release"),
+                        "origin-through-symlink", "mixed-release", "preload-needs-missing"),
     "engine-load": ("sublibrary-missing", "missing-runpath", "origin-through-symlink", "mixed-release",
                     "no-gpu-or-driver", "version-mismatch-shadowed"),
-    "dependency-load:nvrtc": ("nvrtc-missing", "torch-without-nvidia-deps", "nvrtc-wrong"),
+    "dependency-load:nvrtc": ("nvrtc-missing", "torch-without-nvidia-deps", "nvrtc-wrong", "preload-needs-missing"),
     "dependency-symbol:nvrtc": ("nvrtc-wrong", "nvrtc-missing"),
     "dependency-load:libcuda": ("libcuda-missing", "no-gpu-or-driver"),
     "dependency-load:cublas": ("cublas-missing-or-wrong", "platlib-purelib-split", "torch-without-nvidia-deps",
-                               "wrong-cudnn-major"),
-    "dependency-load:cudart": ("libcudart-missing-or-wrong", "multiple-cudart-or-frontend"),
+                               "wrong-cudnn-major", "preload-needs-missing"),
+    "dependency-load:cudart": ("libcudart-missing-or-wrong", "multiple-cudart-or-frontend", "preload-needs-missing"),
     "dependency-load:zlib": ("zlib-missing",),
     "dependency-load:libstdc++": ("glibc-or-libstdcxx-too-old",),
     "dependency-load:glibc": ("glibc-or-libstdcxx-too-old",),
@@ -257,6 +257,19 @@ def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
+# Programs that link no cuDNN: one of them failing at start on a cuDNN (or cuDNN dependency) library can only
+# have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload.
+_NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])((?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep|echo|"
+                               r"pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): error while loading "
+                               r"shared libraries: ([^\s:]+)")
+
+
+def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
+    """The program that stopped at start is one that links no cuDNN (Python, a shell tool)."""
+    found = _NO_CUDNN_PROGRAM.search(signal.line or "")
+    return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
+
+
 def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
     return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
 
@@ -287,6 +300,8 @@ RULES: tuple[Rule, ...] = (
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
+    Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
+         "only LD_PRELOAD (or /etc/ld.so.preload) puts one there", preloaded_into_any_program),
     # which install: the path, the versions, the program, the package manager
     Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
          other_major_there, (*LOADING, "framework-no-cudnn")),
