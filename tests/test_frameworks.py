@@ -87,6 +87,14 @@ def site(tmp_path: Path, libtorch_cuda: Path) -> Path:
     return out
 
 
+def without_cudnn_wheels(paths: list[str]) -> list[str]:
+    """``paths`` less the folders holding a pip cuDNN (`make demo` installs one into the venv the suite runs
+    in): an install torch accepts there would answer a test about there being none."""
+    import glob
+
+    return [p for p in paths if not glob.glob(os.path.join(glob.escape(p or "."), "nvidia_cudnn*.dist-info"))]
+
+
 def run(site: Path, tmp_path: Path, **environ: str) -> Report:
     env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), **environ}
     return doctor(env, site_paths=[str(site)])
@@ -253,7 +261,7 @@ def test_the_choice_follows_the_frameworks_pin_over_the_newest_release(site: Pat
     older = site_folder(OLD)
     env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "path", [str(site), str(older), *sys.path])
+        patch.setattr(sys, "path", [str(site), str(older), *without_cudnn_wheels(sys.path)])
         pinned = run_environment(for_="torch", environ=env)
     assert pinned.folder == str(older / "nvidia" / "cudnn" / "lib")
     assert any("chosen for torch 2.11.0" in note for note in pinned.notes)
@@ -267,7 +275,7 @@ def test_no_install_the_framework_accepts_is_refused_with_its_need_and_each_rele
     shutil.rmtree(site / "nvidia" / "cudnn")
     env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "LD_LIBRARY_PATH": str(lib_folder(OLD))}
     with pytest.MonkeyPatch.context() as patch, pytest.raises(LoadError) as refused:
-        patch.setattr(sys, "path", [str(site), *sys.path])
+        patch.setattr(sys, "path", [str(site), *without_cudnn_wheels(sys.path)])
         run_environment(for_="torch", environ=env)
     said = str(refused.value)
     assert "cuDNN 9.0.0" in said and "torch 2.11.0: cuDNN 9.x >= 9.28 (its build, 9.28.0)" in said, said

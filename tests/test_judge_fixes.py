@@ -265,3 +265,26 @@ def test_a_library_path_in_a_folder_that_is_not_there_stays_a_usage_error(tmp_pa
 
     with pytest.raises(UsageError, match="no such file or folder"):
         doctor(BASE, target=str(tmp_path / "gone" / "libcudnn.so.9"), timeout=60)
+
+
+def test_a_program_that_asks_by_name_never_gets_this_pythons_pip_wheel(tmp_path: Path) -> None:
+    """A C program NEEDing libcudnn.so.9 that its search does not find stops at start, whatever pip wheels this
+    Python has (only PyTorch and JAX open those by path): not-found, with the wheel's folder as the fix, never
+    "healthy" (found in a fresh clone after `make demo`, which puts nvidia-cudnn-cu12 into the venv)."""
+    import pytest
+
+    from fixtures.scenarios.layouts import linked_program
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc builds the program")
+    (tmp_path / "bin").mkdir()
+    program = tmp_path / "bin" / "program"
+    os.link(linked_program(True), program)  # RUNPATH $ORIGIN/../lib: there is no lib
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "path", [str(site), *sys.path])
+        report = doctor(BASE, target=str(program), timeout=60)
+    assert report.chosen is None and not report.healthy
+    found = next(f for f in report.findings if f.code == "not-found")
+    assert found.fix.actions and found.fix.actions[0].do is ActionKind.ENV_SET

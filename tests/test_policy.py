@@ -207,6 +207,7 @@ _LOAD = """
 import glob, json, os, sys
 import cudnnload.loading.loader as L
 import elftools.elf.enums  # imported before this venv's site-packages leave sys.path, below
+import packaging.markers, packaging.requirements, packaging.specifiers, packaging.utils, packaging.version
 # a pip cuDNN in this venv would be a third candidate: leave it out
 sys.path[:] = [p for p in sys.path if not glob.glob(os.path.join(p or ".", "nvidia_cudnn*.dist-info"))]
 got = L.load(*sys.argv[1:])

@@ -33,12 +33,21 @@ def environ(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root()), **extra}
 
 
+def default_signals() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT as a terminal's foreground job has them. A suite started
+    in the background of a non-interactive shell (`make test &`) inherits both ignored, and an ignored signal
+    stays ignored for doctor and its program (as it must): these tests are about the foreground."""
+    for signo in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(signo, signal.SIG_DFL)
+
+
 def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([PY, "-m", "cudnnload", *args], capture_output=True, text=True, env=environ(),
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, preexec_fn=default_signals)
 
 
 def start(*args: str, **popen: object) -> subprocess.Popen[str]:
+    popen.setdefault("preexec_fn", default_signals)
     return subprocess.Popen([PY, "-m", "cudnnload", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=environ(), **popen)  # type: ignore[call-overload]
 
@@ -198,6 +207,7 @@ def under_terminal(argv: Sequence[str], keys: bytes = b"", after: Path | None = 
     master, slave = pty.openpty()
 
     def take_the_terminal() -> None:
+        default_signals()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     running = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, env=environ(),
@@ -249,7 +259,7 @@ def test_the_program_gets_the_signal_mask_and_ignored_signals_doctor_was_given()
     a signal ignored by whoever started doctor (nohup's SIGHUP) stays ignored for it, as when run alone."""
     done = subprocess.run([PY, "-m", "cudnnload", "doctor", "--", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"],
                           capture_output=True, text=True, env=environ(), timeout=30, check=False,
-                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+                          preexec_fn=lambda: (default_signals(), signal.signal(signal.SIGHUP, signal.SIG_IGN)))
     masks = dict(line.split(":\t") for line in done.stdout.splitlines() if line.startswith("Sig"))
     blocked, ignored = int(masks["SigBlk"], 16), int(masks["SigIgn"], 16)
     assert blocked == 0, hex(blocked)

@@ -153,7 +153,9 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     chain = linker.Chain((consumer,))
     for major in consumer_generations(path, ctx):
         gen = GENERATIONS[major]
-        step = shim_for(gen, path, consumer, ctx)
+        # its own search only: this Python's pip wheels, which PyTorch and JAX open by path (`resolve.routes`),
+        # are nothing to a program or library that asks by name (a C++ program, CTranslate2, ONNX Runtime)
+        step = shim_for(gen, path, consumer, ctx, site_paths=())
         if step.path is None:
             continue
         install = judged_install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
