@@ -53,6 +53,7 @@ def to_jsonable(value: Any) -> Any:
         out = {name: to_jsonable(getattr(value, name)) for name in names if name not in hidden}
         if type(value).__name__ == "Install":
             out["findings"], out["expected"] = to_jsonable(value.findings), to_jsonable(value.expected)
+            out["maps"] = list(value.maps)
         for name in JSON_PROPERTIES.get(type(value).__name__, ()):
             out[name] = to_jsonable(getattr(value, name))
         return out

@@ -78,6 +78,9 @@ class Load:
     fails: str | None  # None: it loads; MISSING, UNLOADABLE (dlopen fails), KILLS (SIGBUS) or HANGS (a FIFO)
     error: str | None  # dlerror's text when it fails (KILLS, HANGS: why the process dies or hangs)
     cause: str | None  # what is wrong, when it fails: this library's key, or what it needs
+    # False: its opener never asks for it (graph's engine order, `SubLibrary.after`: the library before it did
+    # not load); nothing of it is mapped, and nothing fails because of it
+    asked: bool = True
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,33 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
             loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
             continue
         loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, facts)
+    graph = loads.get("graph")
+    for lib in gen.sublibraries:  # graph's engine order: one it opens only after another has loaded
+        load = loads.get(lib.key)
+        if load is None or not lib.after or (graph is not None and graph.fails is not None):
+            continue  # graph itself fails: nothing of it is asked for, as the loads already say
+        gate = loads.get(lib.after)  # None: nowhere (an optional engine library the plan leaves out)
+        if gate is None or (gate.fails is not None and gate.fails not in _ENDS) or not gate.asked:
+            loads[lib.key] = Load(lib.key, load.path, load.release, None, None, None, asked=False)
     return loads
+
+
+def mapped_files(gen: Generation, loads: Mapping[str, Load], shim: str | None, exports: set[str] | None
+                 ) -> tuple[str, ...]:
+    """The cuDNN files an application that makes every call of the exercise maps, as the prediction has them
+    (the shim first, then each sub-library that loads and is asked for): none of a library whose load fails,
+    that its opener never asks for (`Load.asked`), or whose only way in is a version check the shim does not
+    export (the 9.0 shim has no cudnnSubquadraticOpsVersionCheck and never opens ext)."""
+    files = [shim] if shim else []
+    for lib in gen.sublibraries:
+        load = loads.get(lib.key)
+        if load is None or load.fails is not None or not load.asked or not load.path:
+            continue
+        if lib.opened_by == "shim" and exports is not None and lib.version_check and \
+                lib.version_check not in exports and not any(c.function in exports for c in lib.calls):
+            continue
+        files.append(load.path)
+    return tuple(files)
 
 
 def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release | None, loads: Mapping[str, Load],
@@ -212,7 +241,8 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
             return Expectation(call, STATUS, status=14, cause=lib.key)
     by = _graph_release(loads) or release
-    if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
+    if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
+            and _engines_loaded(gen, loads):
         cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
         if cublas is not None:
             return Expectation(call, ABORT, message="Invalid handle. Cannot load symbol cublasLtGetVersion",
@@ -269,6 +299,14 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
                        cause=load.cause)
 
 
+def _engines_loaded(gen: Generation, loads: Mapping[str, Load]) -> bool:
+    """Whether the first finalize leaves an engine or heuristic library loaded: only then does creating an
+    engine heuristic open cuBLASLt (measured on 9.28: in a fresh process the creation returns 0 without it,
+    and the JIT wheel alone, whose runtime-compiled engines need libcuda.so.1, never opens it)."""
+    return any(load.fails is None and load.asked and gen.library(key).opened_by == "graph"
+               for key, load in loads.items())
+
+
 def _graph_release(loads: Mapping[str, Load]) -> Release | None:
     graph = loads.get("graph")
     return graph.release if graph is not None and graph.fails is None else None
@@ -299,7 +337,8 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
             message=expected.message, first_call=first.function),)
     cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
     by = _graph_release(loads) or release
-    if cublas and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR):
+    if cublas and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
+            and _engines_loaded(gen, loads):
         found[cublas] = (Consequence(
             calls="creating an engine heuristic (the first convolution planned through the graph API, as PyTorch "
                   "and JAX plan theirs)", effect=ABORT, library=cublas,

@@ -12,7 +12,17 @@ from dataclasses import replace
 
 from cudnnload.codes import Code, Effect, SubjectKind
 from cudnnload.judge import fixes
-from cudnnload.judge.consequences import HANGS, KILLS, UNLOADABLE, Load, Planned, Prediction, plan_loads, predict
+from cudnnload.judge.consequences import (
+    HANGS,
+    KILLS,
+    UNLOADABLE,
+    Load,
+    Planned,
+    Prediction,
+    mapped_files,
+    plan_loads,
+    predict,
+)
 from cudnnload.judge.policy import install_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
@@ -74,7 +84,9 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
-    return replace(install, verdict=Verdict(said, prediction.expectations))
+    maps = () if shim_fails or shim is None else mapped_files(
+        gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None)
+    return replace(install, verdict=Verdict(said, prediction.expectations, maps))
 
 
 # What keeps an install from being the one a search should lead to instead: a file that does not load, or a

@@ -65,6 +65,10 @@ class SubLibrary:
     serves: str = ""
     examples: tuple[str, ...] = ()
     calls: tuple[Call, ...] = ()
+    # the library its opener must have loaded first: graph opens it only then (measured with LD_DEBUG=libs on
+    # 9.0, the 9.27 JIT graph and 9.28: heuristic only once engines_precompiled loaded, engines_tensor_ir only
+    # once engines_runtime_compiled did; otherwise it is never asked for, and not mapped)
+    after: str | None = None
 
     @property
     def soname(self) -> str:
@@ -88,11 +92,11 @@ class SubLibrary:
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
         symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
-        calls: tuple[Call, ...] = (), optional: bool = False) -> SubLibrary:
+        calls: tuple[Call, ...] = (), optional: bool = False, after: str | None = None) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
     checks = (Call("check", check),) if check else ()
     return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, optional, serves, examples,
-                      checks + calls)
+                      checks + calls, after)
 
 
 def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None, serves: str = "",
@@ -211,10 +215,12 @@ V9 = Generation(9, (
     # as healthy without either; 9.19 on an H100, PyTorch's and JAX's convolutions run without either): fewer
     # engines, kernels compiled at first use instead. One of another release does not load beside graph
     # (undefined symbol, version libcudnn_graph.so.9) and counts as absent.
-    _v9("heuristic", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
+    _v9("heuristic", "graph", ("graph",), required=False, after="engines_precompiled",
+        **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
     _v9("engines_precompiled", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
     _v9("engines_runtime_compiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
-    _v9("engines_tensor_ir", "graph", ("graph",), required=False, **_ENGINES),  # type: ignore[arg-type]
+    _v9("engines_tensor_ir", "graph", ("graph",), required=False, after="engines_runtime_compiled",
+        **_ENGINES),  # type: ignore[arg-type]
     _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version",
         serves="tensor, filter, activation, pooling, softmax and normalization calls",
         examples=("cudnnCreateTensorDescriptor", "cudnnActivationForward"),

@@ -86,6 +86,9 @@ class Verdict:
 
     findings: tuple[Finding, ...]
     expected: tuple[Any, ...] = ()  # judge.consequences.Expectation
+    # the cuDNN files an application making those calls maps, shim first (`judge.consequences.mapped_files`);
+    # none when its dlopen of the shim fails
+    maps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,10 @@ class Install:
     @property
     def expected(self) -> tuple[Any, ...]:
         return self.verdict.expected if self.verdict else ()
+
+    @property
+    def maps(self) -> tuple[str, ...]:
+        return self.verdict.maps if self.verdict else ()
 
     @property
     def healthy(self) -> bool:
