@@ -180,12 +180,20 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
             return Load(lib.key, path, release, need.fails if need.fails in _ENDS else UNLOADABLE,
                         need.error if need.fails in _ENDS else f"it needs {key}, which cannot load: {need.error}",
                         need.cause)
-        if release and need.release and need.release != release and need.path:
+        # each file's own release: a step's is the one beside it where the file carries none (cnn, the engines)
+        need_info = facts.elf(need.path) if need.path else None
+        dated = bool(info and info.release and need_info and need_info.release)
+        if need.path and not (dated and need.release == release):
+            # another release, or one of the two undated: what the linker checks, the symbols this file needs
+            # from that library's version node (memoized under both files' stamps)
             unresolved = facts.unresolved(path, need.path, need_lib_soname(lib, key))
-            if unresolved is None or unresolved:
+            if (unresolved is None and dated) or unresolved:
                 symbol = f"{unresolved[0]}, version {need_lib_soname(lib, key)}" if unresolved else \
                     f"(a symbol of cuDNN {release}'s {key}, which {need.path} of {need.release} lacks)"
-                stray = lib.key if install is not None and release != install else key
+                if not dated:  # the stray one is whichever is not of the install's release
+                    stray = lib.key if install is None or need.release == install else key
+                else:
+                    stray = lib.key if install is not None and release != install else key
                 return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray)
     return Load(lib.key, path, release, None, None, None)
 

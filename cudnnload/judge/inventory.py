@@ -33,7 +33,9 @@ def find(paths: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
     sha256 too. A given file stands for the install it belongs to. Nothing is loaded."""
     ctx = ctx or context(environ, use_cache=use_cache, verify=verify)
     facts = gather(paths, ctx=ctx, site_paths=site_paths, system=system)
-    return judge_inventory(facts, ctx, python or sys.executable)
+    judged = judge_inventory(facts, ctx, python or sys.executable)
+    ctx.cache.save()  # what judging read (the symbols two files of a load share), for the next process
+    return judged
 
 
 def inspect(paths: Sequence[str], *, environ: Mapping[str, str] | None = None, use_cache: bool = True,
@@ -61,7 +63,9 @@ def judged_install_of(path: str, ctx: Context, found_via: str, dists: Sequence[D
                       python: str | None = None, access: Access | None = None) -> Install | None:
     """`discovery.install_of`, judged."""
     install = install_of(path, ctx, found_via, dists)
-    return None if install is None else judge_install(install, ctx, access or Access(), python)
+    judged = None if install is None else judge_install(install, ctx, access or Access(), python)
+    ctx.cache.save()
+    return judged
 
 
 def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk: Set[str]) -> Iterable[Finding]:
