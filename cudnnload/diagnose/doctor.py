@@ -136,6 +136,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served] or \
         [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
+    resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
         environment=tuple((name, env[name]) for name in RELEVANT_VARIABLES if name in env), target=resolved.target,

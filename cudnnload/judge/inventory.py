@@ -63,9 +63,7 @@ def judged_install_of(path: str, ctx: Context, found_via: str, dists: Sequence[D
                       python: str | None = None, access: Access | None = None) -> Install | None:
     """`discovery.install_of`, judged."""
     install = install_of(path, ctx, found_via, dists)
-    judged = None if install is None else judge_install(install, ctx, access or Access(), python)
-    ctx.cache.save()
-    return judged
+    return None if install is None else judge_install(install, ctx, access or Access(), python)
 
 
 def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk: Set[str]) -> Iterable[Finding]:
