@@ -85,3 +85,12 @@ def run_child(script: str, *args: str, environ: dict[str, str] | None = None, ti
     if child.returncode:
         pytest.fail(f"child exited with {child.returncode}:\n{err}")
     return json.loads(out.strip().splitlines()[-1])
+
+
+def call_in_child(function: str, *args: str, environ: dict[str, str] | None = None, timeout: float = 50.0) -> Any:
+    """``function`` ("module:name") of this checkout, with the in-tree plugins importable, called with ``args``
+    in a fresh interpreter (`run_child`): what it prints last, as JSON."""
+    module, _, name = function.partition(":")
+    script = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/plugins']; "
+              f"from {module} import {name}; {name}(*sys.argv[2:])")
+    return run_child(script, str(REPO), *args, environ=environ, timeout=timeout)

@@ -185,9 +185,7 @@ def gpu_cells(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = dict(os.environ, CUDNNLOAD_CACHE=str(tmp_path_factory.getbasetemp() / "capabilities-cache"))
     found = {}
     for name in ("numpy", "cudnn-legacy", "cudnn-graph"):
-        script = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/plugins']; "
-                  "from tests.test_capabilities import run_cells; run_cells(sys.argv[2])")
-        found[name] = gpu.run_child(script, str(REPO), name, environ=env, timeout=GPU_CHILD_S)
+        found[name] = gpu.call_in_child("tests.test_capabilities:run_cells", name, environ=env, timeout=GPU_CHILD_S)
     return found
 
 

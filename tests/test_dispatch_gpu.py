@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import gpu
 
-REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}
 COEF = {"clipped_relu": 0.8, "elu": 0.7, "swish": 1.3}
 ACTIVATIONS = ("sigmoid", "relu", "tanh", "clipped_relu", "elu", "identity", "swish")
@@ -33,9 +31,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     gpu.require_gpus(1)
     pytest.importorskip("torch")
     env = dict(os.environ, CUDNNLOAD_CACHE=str(tmp_path_factory.getbasetemp() / "dispatch-gpu-cache"))
-    script = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/plugins']; "
-              "from tests.test_dispatch_gpu import check; check()")
-    return gpu.run_child(script, str(REPO), environ=env, timeout=CHILD_S)  # type: ignore[no-any-return]
+    return gpu.call_in_child("tests.test_dispatch_gpu:check", environ=env, timeout=CHILD_S)  # type: ignore[no-any-return]
 
 
 @pytest.mark.gpu
