@@ -156,8 +156,9 @@ def mapped_files(gen: Generation, loads: Mapping[str, Load], shim: str | None, e
         load = loads.get(lib.key)
         if load is None or load.fails is not None or not load.asked or not load.path:
             continue
+        # its calls, its version check among them: none exported, the shim never opens it
         if lib.opened_by == "shim" and exports is not None and lib.version_check and \
-                lib.version_check not in exports and not any(c.function in exports for c in lib.calls):
+                not any(c.function in exports for c in lib.calls):
             continue
         files.append(load.path)
     return tuple(files)
