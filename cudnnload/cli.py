@@ -16,7 +16,7 @@ from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn, TypeVar
 
     import click
@@ -141,11 +141,14 @@ def make_cli() -> click.Group:
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
                   "print one line instead; for `cudnnload fleet FOLDER`.")
+    @click.option("--env", "assignments", metavar="NAME=VALUE", multiple=True, help="Judge (and run the COMMAND) "
+                  "with NAME set to VALUE: for an environment cudnnload itself cannot start in, e.g. "
+                  "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"`. Repeatable.")
     @_verify_option
     @_json_option
     @_friendly
     def doctor_command(target: str | None, python: str | None, pid: int | None, timeout: float | None,
-                       output: str | None, verify: bool, as_json: bool) -> None:
+                       output: str | None, assignments: tuple[str, ...], verify: bool, as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
@@ -160,6 +163,10 @@ def make_cli() -> click.Group:
         if len(given) > 1:
             raise UsageError(f"give one of TARGET, --python, --pid or `-- COMMAND`, not both {given[0]} and "
                              f"{given[1]}")
+        environ = _environment(assignments)
+        if pid is not None and assignments:
+            raise UsageError("--env does not apply to --pid: a running process's environment is read from "
+                             "/proc/PID/environ")
         if pid is not None:
             from cudnnload import report
             from cudnnload.diagnose.pid import diagnose_pid
@@ -176,7 +183,7 @@ def make_cli() -> click.Group:
             from cudnnload.diagnose.observe import diagnose_program
 
             threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
-            seen = diagnose_program(command, timeout=timeout)
+            seen = diagnose_program(command, timeout=timeout, environ=environ)
             from cudnnload import report
 
             _say(output, as_json, lambda: report.dumps("doctor-program", seen),
@@ -185,7 +192,7 @@ def make_cli() -> click.Group:
         from cudnnload import report
         from cudnnload.diagnose.doctor import doctor
 
-        result = doctor(target=target, python=python, timeout=timeout or 60.0, verify=verify)
+        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify)
         _say(output, as_json, lambda: report.dumps("doctor", result),
              lambda: report.report_text(report.printable(result)), result.healthy)
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
@@ -502,6 +509,21 @@ def _say(output: str | None, as_json: bool, document: Callable[[], str], text: C
 
     write_output(output, document() + "\n")
     click.echo(f"cudnnload doctor: wrote {escaped(output)} ({'healthy' if healthy else 'PROBLEMS'})")
+
+
+def _environment(assignments: Sequence[str]) -> dict[str, str] | None:
+    """This process's environment with each ``NAME=VALUE`` of ``--env`` set; None when there are none."""
+    if not assignments:
+        return None
+    from cudnnload.diagnose.launch import assignment
+
+    environ = dict(os.environ)
+    for text in assignments:
+        parsed = assignment(text)
+        if parsed is None:
+            raise UsageError(f"--env {text!r}: expected NAME=VALUE, NAME a variable's name")
+        environ[parsed[0]] = parsed[1]
+    return environ
 
 
 def _read_report(path: str) -> dict[str, Any]:

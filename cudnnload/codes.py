@@ -187,6 +187,10 @@ class Code(_Word):
                    "log (info where the prediction expected it, e.g. no GPU)")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
+    PRELOAD_CANNOT_LOAD = ("preload-cannot-load", ERROR, False, "an `LD_PRELOAD` entry needs a library that "
+                           "cannot be found: every program started with it, cudnnload's own Python included, stops "
+                           "before it starts (\"error while loading shared libraries\"); "
+                           "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"` diagnoses it")
     # search-path policy
     RELATIVE_SEARCH_PATH = ("relative-search-path", WARNING, False, "an empty or relative entry in "
                             "`LD_LIBRARY_PATH` or in a DT_RPATH/DT_RUNPATH: glibc searches it from the current "

@@ -3,6 +3,7 @@ input answered in one line with exit 2 (or 1 for a problem it found), never a tr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -232,3 +233,51 @@ def test_a_command_that_cannot_be_executed_is_a_usage_error_naming_it(tmp_path: 
     script = tmp_path / "not-executable.sh"
     script.write_text("#!/bin/sh\necho ran\n")
     one_line_error(cli("doctor", "--", str(script)), EXIT_USAGE, str(script), "cannot run it: Permission denied")
+
+
+def _lonely_engine(tmp_path: Path) -> Path:
+    """9.0's engine library in a folder without its graph: as an LD_PRELOAD entry it stops every program."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    engine = folder / "libcudnn_engines_precompiled.so.9"
+    os.link(lib_folder("cu12-9.0.0.312") / engine.name, engine)
+    return engine
+
+
+def test_doctor_judges_an_ld_preload_it_cannot_start_in_through_env(tmp_path: Path) -> None:
+    """With the entry in LD_PRELOAD cudnnload's own Python cannot start (as every program); started without it and
+    given it by --env, doctor names the entry, what it needs, and the fix that removes it (and runs no probe)."""
+    engine = _lonely_engine(tmp_path)
+    shim = str(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9")
+    inside = cli("doctor", "--json", shim, env={"LD_PRELOAD": str(engine)})
+    assert inside.returncode == 127 and "error while loading shared libraries" in inside.stderr
+    outside = cli("doctor", "--json", "--env", f"LD_PRELOAD={engine}", shim)
+    assert outside.returncode == EXIT_PROBLEMS, outside.stderr
+    doc = json.loads(outside.stdout)
+    found = [f for f in doc["result"]["findings"] if f["code"] == "preload-cannot-load"]
+    assert found and found[0]["severity"] == "error"
+    assert found[0]["fix"]["actions"] == [{"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": str(engine)}]
+    assert ["LD_PRELOAD", str(engine)] in doc["result"]["environment"]
+    probe = next(c for c in doc["result"]["checks"] if c["name"] == "probe")
+    assert probe["status"] == "fail" and probe["summary"].startswith("not run")
+
+
+def test_doctor_runs_the_command_with_the_env_it_is_given(tmp_path: Path) -> None:
+    """`doctor --env LD_PRELOAD=X -- COMMAND`: the program runs with it (and stops at start, as it would), and the
+    report's first line names the entry."""
+    engine = _lonely_engine(tmp_path)
+    done = cli("doctor", "--env", f"LD_PRELOAD={engine}", "--", "/bin/true")
+    assert done.returncode == EXIT_PROBLEMS, (done.stdout, done.stderr)
+    assert "error while loading shared libraries" in done.stderr  # the program's own words, passed through
+    headline = done.stdout.splitlines()[1]
+    assert headline.startswith("true stopped (exited with status 127)") and str(engine) in headline
+    assert "preload-cannot-load" in done.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--env", "LD_PRELOAD"), ("--env", "NAME=VALUE")),
+    (("--env", "1X=2"), ("--env", "NAME=VALUE")),
+    (("--pid", "1", "--env", "A=b"), ("--env", "--pid")),
+])
+def test_a_bad_env_assignment_is_a_usage_error(args: tuple[str, ...], words: tuple[str, ...]) -> None:
+    one_line_error(cli("doctor", *args), EXIT_USAGE, *words)

@@ -15,7 +15,7 @@ from cudnnload.codes import ActionKind, Code
 from cudnnload.judge.inventory import find
 from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import preload_entries
-from tests.wheels import lib_folder
+from tests.wheels import cache_root, lib_folder
 
 _LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_DEBUG", "LD_AUDIT")
 BASE = {key: value for key, value in os.environ.items() if key not in _LOADER_VARIABLES}
@@ -77,3 +77,77 @@ def test_preloaded_shim_brings_its_needed() -> None:
 def test_missing_preload_is_ignored_like_ld_so(tmp_path: Path) -> None:
     ctx = context({**BASE, "LD_PRELOAD": str(tmp_path / "nothing.so")})
     assert ctx.preloads[0].path is None and "cannot be preloaded" in (ctx.preloads[0].error or "")
+
+
+def _starts(environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/true"], env=environ, capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_a_preload_whose_needed_is_missing_stops_every_start_as_predicted(tmp_path: Path) -> None:
+    """9.0's engine library preloaded from a folder without its graph: glibc stops every program at start (exit
+    127, "error while loading shared libraries"); the model says so, names the entry, and its removal is the
+    fix, and with it applied /bin/true starts again."""
+    from cudnnload.judge.preload import preload_findings
+
+    lonely = tmp_path / "lib"
+    lonely.mkdir()
+    engine = lonely / "libcudnn_engines_precompiled.so.9"
+    os.link(lib_folder("cu12-9.0.0.312") / engine.name, engine)
+    environ = {**BASE, "LD_PRELOAD": str(engine)}
+    real = _starts(environ)
+    assert real.returncode == 127 and "error while loading shared libraries: libcudnn_graph.so.9" in real.stderr
+    said = preload_findings(context(environ).preloads)
+    assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
+    assert said[0].consequences[0].message and "libcudnn_graph.so.9" in said[0].consequences[0].message
+    actions = said[0].fix.actions
+    assert [(a.do, a.variable, a.entry) for a in actions] == [(ActionKind.ENV_REMOVE_ENTRY, "LD_PRELOAD", str(engine))]
+    assert _starts(BASE).returncode == 0  # the entry removed
+
+
+def test_a_preload_bound_to_another_release_stops_every_start_as_predicted() -> None:
+    """9.0's engine library preloaded with the 9.27 JIT graph first on LD_LIBRARY_PATH: its NEEDED graph is found,
+    lacks a symbol it binds at start, and glibc stops every program ("symbol lookup error"); the model names it."""
+    from cudnnload.judge.preload import preload_findings
+
+    engine = lib_folder("cu12-9.0.0.312") / "libcudnn_engines_precompiled.so.9"
+    jit = cache_root() / "unpacked" / "nvidia-cudnn-jit-cu13-9.27.0.42" / "nvidia" / "cudnn_jit" / "lib"
+    if not (jit / "libcudnn_graph.so.9").exists():
+        pytest.skip(f"the JIT wheel is not unpacked in {jit}: run `make wheels`")
+    environ = {**BASE, "LD_PRELOAD": str(engine), "LD_LIBRARY_PATH": str(jit)}
+    # the engine's own RUNPATH ($ORIGIN) comes after LD_LIBRARY_PATH: the JIT graph answers
+    real = _starts(environ)
+    assert real.returncode == 127 and "symbol lookup error" in real.stderr, real.stderr
+    said = preload_findings(context(environ).preloads)
+    assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
+    assert "symbol lookup error" in (said[0].consequences[0].message or "")
+    assert not preload_findings(context({**BASE, "LD_PRELOAD": str(engine)}).preloads)  # its own graph: it starts
+    assert _starts({**BASE, "LD_PRELOAD": str(engine)}).returncode == 0
+
+
+def test_a_preloaded_graph_answers_the_needed_of_a_versioned_shims_sublibraries(tmp_path: Path) -> None:
+    """A 9.28 install named conda's way (libcudnn_graph.so.9.28.0 ...) and 9.0's graph in LD_PRELOAD: the shim asks
+    for libcudnn_graph.so.9.28.0 first, which the preloaded graph does not answer, so both graphs are mapped; its
+    ops NEEDs libcudnn_graph.so.9, which the preloaded 9.0 graph answers, and does not load. The model maps both
+    and has ops fail, as the real loader does."""
+    new, old = lib_folder("cu12-9.28.0.42"), lib_folder("cu12-9.0.0.312")
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for library in new.glob("libcudnn*.so.9"):  # libcudnn_graph.so.9.28.0, and libcudnn_graph.so.9 a link to it
+        os.link(library, folder / f"{library.name}.28.0")
+        (folder / library.name).symlink_to(f"{library.name}.28.0")
+    for other in lib_folder("cublas-cu12-12.9.1.4").glob("*.so*"):
+        os.link(other, folder / other.name)
+    graph = str(old / "libcudnn_graph.so.9")
+    environ = {**BASE, "LD_PRELOAD": graph}
+    install = next(i for i in find([str(folder)], environ=environ, ctx=context(environ)).installs)
+    maps = {os.path.realpath(path) for path in install.maps}
+    assert {os.path.realpath(graph), os.path.realpath(folder / "libcudnn_graph.so.9.28.0")} <= maps
+    assert os.path.realpath(folder / "libcudnn_ops.so.9.28.0") not in maps
+    script = ("import ctypes, sys; shim = ctypes.CDLL(sys.argv[1]); shim.cudnnGetVersion(); "
+              "shim.cudnnOpsVersionCheck(); "
+              "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn' in l}))")
+    real = subprocess.run([sys.executable, "-c", script, str(folder / "libcudnn.so.9")], env=environ,
+                          capture_output=True, text=True, timeout=60, check=False)
+    mapped = {os.path.realpath(p) for p in eval(real.stdout.strip().splitlines()[-1])}  # noqa: S307 (our own list)
+    assert os.path.realpath(graph) in mapped and os.path.realpath(folder / "libcudnn_graph.so.9.28.0") in mapped
+    assert os.path.realpath(folder / "libcudnn_ops.so.9.28.0") not in mapped

@@ -24,6 +24,7 @@ from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import predict_install
+from cudnnload.judge.preload import preload_findings
 from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which, which
 from cudnnload.loading.probe import ProbeResult, probe
@@ -89,12 +90,14 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
     without_gpu = _expected(install, resolved, False) if install is not None else ()
     hangs = next((e for e in without_gpu if e.outcome == Effect.HANG), None)
+    # an LD_PRELOAD entry that stops every program at start stops the probe's child too: certain, not tried
+    stops = preload_findings(resolved.ctx.preloads)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
-        if install is not None and shim is not None and hangs is None else None
+        if install is not None and shim is not None and hangs is None and not stops else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
-    findings: list[Finding] = list(inventory.findings) + list(resolved.findings)
+    findings: list[Finding] = list(stops) + list(inventory.findings) + list(resolved.findings)
     findings += list(resolved_which.findings) if resolved_which else []
     findings += [f for i in inventory.installs for f in i.all_findings]
     result: ProbeResult | None = None
@@ -104,6 +107,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         if hangs is not None:
             checks.append(Check("probe", "fail", f"not run: as predicted, {hangs.call.function} hangs "
                                 f"({hangs.message})"))
+        elif stops:
+            checks.append(Check("probe", "fail", f"not run: no program starts with LD_PRELOAD as it is "
+                                f"({stops[0].message})"))
         if probing is not None:
             result = probing.result()
             expected = _expected(install, resolved, True) if facts.devices else without_gpu

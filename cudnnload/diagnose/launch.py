@@ -43,6 +43,7 @@ class Launched:
     def __init__(self, program: str, command: tuple[str, ...], env: dict[str, str], *, api_level: int,
                  own_log: bool, linker_log: bool, timeout: float | None, sample_s: float) -> None:
         self.command = command
+        self.environ = dict(env)  # as asked for, before the witnesses' switches
         self.scratch = _scratch_folder()
         self.prefix = os.path.join(self.scratch, "ld") if linker_log else None
         self.log = os.path.join(self.scratch, "cudnn.log")
@@ -134,7 +135,15 @@ _early: Launched | None = None
 # doctor's options that may come before `--` (click parses them again, the same way); anything else
 # (a TARGET, --python, --help, a bad value) is left to the parser, whose error then comes before any run
 _FLAGS = {"--json"}
-_VALUED = {"--timeout", "--output"}
+_VALUED = {"--timeout", "--output", "--env"}
+
+
+def assignment(text: str) -> tuple[str, str] | None:
+    """``NAME=VALUE`` of ``doctor --env`` as (name, value); None when it is not one (NAME: letters, digits and
+    underscores, not starting with a digit)."""
+    name, equals, value = text.partition("=")
+    ok = equals and name.isascii() and name.replace("_", "a").isalnum() and not name[0].isdigit()
+    return (name, value) if ok else None
 # doctor -- COMMAND watches the program's maps every 0.1 s: each read takes the child's mmap lock
 # (torch's maps: 2.6 ms a read, measured), hence not the 20 ms of a trace
 DOCTOR_SAMPLE_S = 0.1
@@ -150,6 +159,7 @@ def early(argv: Sequence[str]) -> bool:
     at = argv.index("--")
     options, command = list(argv[1:at]), tuple(argv[at + 1:])
     timeout: float | None = None
+    environ: dict[str, str] | None = None
     while options:
         name, joined, value = options.pop(0).partition("=")
         if name in _FLAGS and not joined:
@@ -158,6 +168,12 @@ def early(argv: Sequence[str]) -> bool:
             return False
         if not joined:
             value = options.pop(0) if options else ""
+        if name == "--env":
+            parsed = assignment(value)
+            if parsed is None:
+                return False
+            environ = {**(os.environ if environ is None else environ), parsed[0]: parsed[1]}
+            continue
         if not value or value.startswith("-"):  # an empty value, or one the parser may read as an option
             return False
         if name == "--timeout":
@@ -170,7 +186,7 @@ def early(argv: Sequence[str]) -> bool:
         if name == "--output" and _output_refused(value):
             return False  # refused before the program runs: the doctor says why
     try:
-        _early = launch(command, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
+        _early = launch(command, environ=environ, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
     except UsageError:
         return False  # the doctor tries again, and says why it cannot
     return True
@@ -186,11 +202,13 @@ def _output_refused(value: str) -> bool:
     return output_problem(path) is not None
 
 
-def take(command: Sequence[str]) -> Launched | None:
-    """The program `early` started, if it is ``command``; once."""
+def take(command: Sequence[str], environ: Mapping[str, str] | None = None) -> Launched | None:
+    """The program `early` started, if it is ``command`` in ``environ`` (default: this process's); once."""
     global _early
     launched, _early = _early, None
-    return launched if launched is not None and launched.command == tuple(command) else None
+    wanted = dict(os.environ if environ is None else environ)
+    return launched if launched is not None and launched.command == tuple(command) and launched.environ == wanted \
+        else None
 
 
 # --- the command line's run: this process owns the program ------------------------------------------

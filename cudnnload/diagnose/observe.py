@@ -249,8 +249,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     env = dict(os.environ if environ is None else environ)
     # `cudnnload doctor -- COMMAND` started it before its command line was parsed (`launch.early`).
     # The linker's log is the account; the maps, sampled, catch what it cannot show.
-    launched = (take(command) if environ is None else None) or launch(command, environ=env, timeout=timeout,
-                                                                         sample_s=DOCTOR_SAMPLE_S)
+    launched = take(command, env) or launch(command, environ=env, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
     preparing = _Prepare(env, launched)  # the linker model, the memo and the predictions, while it runs
     ran = run(command, launched=launched)
     seen = observation(ran)
@@ -556,6 +555,10 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                 f"{program} ran: this report covers the run until then", about,
                                 fix(note="run it again to the end; a second interrupt stops everything at once")))
     findings += _stopping_findings(seen, program)
+    if not seen.ok and not seen.shims:  # stopped before it opened cuDNN: an LD_PRELOAD entry may stop every start
+        from cudnnload.judge.preload import preload_findings
+
+        findings += preload_findings(ctx.preloads)
     for path in seen.unlogged:
         if _is_shim(path):
             findings.append(Finding(Code.UNLOGGED_LOAD, f"{program} mapped {path} where the dynamic linker kept no "

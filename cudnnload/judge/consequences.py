@@ -81,6 +81,8 @@ class Load:
     # False: its opener never asks for it (graph's engine order, `SubLibrary.after`: the library before it did
     # not load); nothing of it is mapped, and nothing fails because of it
     asked: bool = True
+    # the file already in the process (LD_PRELOAD's) its DT_NEEDED bound to, when that is why it fails
+    bound_to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,16 @@ class Prediction:
 # --- which sub-library loads -------------------------------------------------------------------------
 
 def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, Planned],
-               missing_dependencies: Mapping[str, str], facts: FileFacts) -> dict[str, Load]:
+               missing_dependencies: Mapping[str, str], facts: FileFacts,
+               present: Mapping[str, str] | None = None) -> dict[str, Load]:
     """Each sub-library's load, from where the plan says it comes from, in load order. A library
     fails when its file is missing or cannot be opened, when a library it NEEDs is missing
     (``missing_dependencies``: soname -> what was searched), or when a cuDNN library it NEEDs
-    fails or is of another release."""
+    fails or is of another release. ``present``: soname -> the file already in the process that answers
+    it (LD_PRELOAD's, first in link-map order): a DT_NEEDED of that soname binds to it, whatever file the
+    shim's own, more specific name got (the 9.28 shim asks for ``libcudnn_graph.so.9.28.0`` first, which
+    no preloaded 9.0 graph answers; its ops then NEEDs ``libcudnn_graph.so.9``, which that graph does:
+    measured with LD_DEBUG on the 9.0 and 9.28 wheels)."""
     loads: dict[str, Load] = {}
     for lib in gen.sublibraries:
         step = planned.get(lib.key)
@@ -133,16 +140,33 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         if error is not None:
             loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
             continue
-        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, facts)
+        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, facts, present or {})
     graph = loads.get("graph")
+    for lib in gen.sublibraries:  # 9.0's graph asks for the engines of its chain whatever the plan says
+        if lib.key not in loads and _stops_chain(lib, loads):
+            name = lib.names_tried(_graph_release(loads))[-2]
+            loads[lib.key] = Load(lib.key, None, None, MISSING,
+                                  f"{name}: cannot open shared object file: No such file or directory", lib.key)
     for lib in gen.sublibraries:  # graph's engine order: one it opens only after another has loaded
         load = loads.get(lib.key)
-        if load is None or not lib.after or (graph is not None and graph.fails is not None):
+        after = _opened_after(lib, _graph_release(loads))
+        if load is None or not after or (graph is not None and graph.fails is not None):
             continue  # graph itself fails: nothing of it is asked for, as the loads already say
-        gate = loads.get(lib.after)  # None: nowhere (an optional engine library the plan leaves out)
+        gate = loads.get(after)  # None: nowhere (an optional engine library the plan leaves out)
         if gate is None or (gate.fails is not None and gate.fails not in _ENDS) or not gate.asked:
             loads[lib.key] = Load(lib.key, load.path, load.release, None, None, None, asked=False)
     return loads
+
+
+def _opened_after(lib: SubLibrary, graph: Release | None) -> str | None:
+    """The library graph opens ``lib`` only once it has loaded (`SubLibrary.after`). 9.0's graph opens its engines
+    in one chain, precompiled, heuristic, runtime_compiled, and stops at the first that does not load (measured
+    with LD_DEBUG on the 9.0 wheel: heuristic or precompiled missing, runtime_compiled is never asked for, and
+    cudnnBackendFinalize returns 1001); 9.28's asks for runtime_compiled whatever came before."""
+    if lib.key == "engines_runtime_compiled" and graph is not None and graph.major == 9 and \
+            graph < FIRST_9_WITHOUT_9_0_BEHAVIOUR:
+        return "heuristic"
+    return lib.after
 
 
 def mapped_files(gen: Generation, loads: Mapping[str, Load], shim: str | None, exports: set[str] | None
@@ -165,7 +189,7 @@ def mapped_files(gen: Generation, loads: Mapping[str, Load], shim: str | None, e
 
 
 def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release | None, loads: Mapping[str, Load],
-           missing_dependencies: Mapping[str, str], facts: FileFacts) -> Load:
+           missing_dependencies: Mapping[str, str], facts: FileFacts, present: Mapping[str, str]) -> Load:
     """The load of a found file, given what it NEEDs. Where two releases meet, the cause is the library of
     the release the install is not (``install``): the stray one, whichever side of the edge it is on."""
     info = facts.elf(path)
@@ -175,6 +199,12 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                         f"{needed}: cannot open shared object file: No such file or directory", needed)
     for key in lib.needs:
         need = loads.get(key)
+        bound = present.get(need_lib_soname(lib, key))
+        if bound is not None and (need is None or need.path != bound):  # the object already there answers
+            bound_info = facts.elf(bound)
+            need = Load(key, bound, bound_info.release if bound_info else None, None, None, None)
+        else:
+            bound = None
         if need is None:
             continue
         if need.fails is not None:
@@ -195,7 +225,10 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                     stray = lib.key if install is None or need.release == install else key
                 else:
                     stray = lib.key if install is not None and release != install else key
-                return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray)
+                if bound is not None:
+                    stray = key if need.release != install else lib.key
+                return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray,
+                            bound_to=bound)
     return Load(lib.key, path, release, None, None, None)
 
 
@@ -244,7 +277,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         load = loads.get(lib.key)
         if load is None:
             continue
-        if load.fails is not None and (not lib.optional or load.fails in _ENDS):
+        if load.fails is not None and (not lib.optional or load.fails in _ENDS or _stops_chain(lib, loads)):
             return _failed_call(gen, release, call, lib, load, _graph_release(loads), exports)
         if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
@@ -268,6 +301,23 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
     if call.needs_gpu and not gpu:
         return Expectation(call, STATUS, status=1 if gen.major < 9 else 1001)
     return Expectation(call, STATUS, status=gen.status_code(call.healthy) if call.healthy else 0)
+
+
+def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:
+    """Whether an optional engine library that fails to load fails the call too: in 9.0's chain of engines
+    (`_opened_after`) it does, cudnnBackendFinalize returning 1001 after "Unable to load any of {...}" (measured on
+    the 9.0 wheel, heuristic or precompiled missing); 9.28's graph goes on without it."""
+    if not in_engine_chain(lib, _graph_release(loads)):
+        return False
+    before = loads.get("engines_precompiled")  # heuristic is asked for only once precompiled loaded
+    return lib.key == "engines_precompiled" or (before is not None and before.fails is None)
+
+
+def in_engine_chain(lib: SubLibrary, graph: Release | None) -> bool:
+    """Whether the graph of release ``graph`` needs ``lib`` for its chain of engines (`_opened_after`): 9.0's needs
+    precompiled and heuristic, which later graphs can do without."""
+    return lib.key in ("engines_precompiled", "heuristic") and graph is not None and graph.major == 9 and \
+        graph < FIRST_9_WITHOUT_9_0_BEHAVIOUR
 
 
 def _shim_aborts(release: Release | None, exports: set[str] | None) -> bool:
@@ -333,7 +383,8 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
     found: dict[str, tuple[Consequence, ...]] = {}
     for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
         failing = [gen.library(load.key) for load in loads.values() if load.cause == cause and load.fails
-                   and (not gen.library(load.key).optional or load.fails in _ENDS)]
+                   and (not gen.library(load.key).optional or load.fails in _ENDS
+                        or _stops_chain(gen.library(load.key), loads))]
         first = next((c for c in gen.exercise for lib in failing if c in lib.calls), None)
         if first is None:
             continue
@@ -424,8 +475,11 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
         call = str(expectation.call)
         got = truth.results.get(call)
         said = f"{call}: predicted {_said(expectation)}"
-        if expectation.outcome == NO_START:  # the app's dlopen of the shim
-            if not (got or "").startswith("error") or (expectation.message or "") not in (got or ""):
+        if expectation.outcome == NO_START:  # the app's dlopen of the shim, or the program's own start
+            refused = (got or "").startswith("error") and (expectation.message or "") in (got or "")
+            never = got is None and bool(expectation.message) and any(
+                (expectation.message or "") in line for line in truth.printed)  # ld.so's line, before main
+            if not (refused or never):
                 wrong.append(f"{said} ({expectation.message}), got {got}")
             return wrong
         if expectation.outcome in (ABORT, SIGBUS, HANG):

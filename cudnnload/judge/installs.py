@@ -19,6 +19,7 @@ from cudnnload.judge.consequences import (
     Load,
     Planned,
     Prediction,
+    in_engine_chain,
     mapped_files,
     plan_loads,
     predict,
@@ -31,6 +32,7 @@ from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step,
 from cudnnload.verdicts import (
     ERROR,
     INFO,
+    NO_FIX,
     WARNING,
     Finding,
     Fix,
@@ -84,9 +86,18 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
-    maps = () if shim_fails or shim is None else mapped_files(
-        gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None)
+    maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
+        gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
+
+
+def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
+    """``maps`` and, after them, each cuDNN file LD_PRELOAD (or a running process) put in the process that they
+    do not name: it is mapped whether anything binds to it or not."""
+    have = {posixpath.normpath(path) for path in maps}
+    extra = [p.path for p in ctx.preloads if p.path is not None and not p.kills
+             and posixpath.basename(p.path).startswith("libcudnn") and posixpath.normpath(p.path) not in have]
+    return maps + tuple(dict.fromkeys(extra))
 
 
 # What keeps an install from being the one a search should lead to instead: a file that does not load, or a
@@ -110,9 +121,23 @@ def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) 
     shim = install.file("shim")
     if gpu is None:
         gpu = any(step.library == "libcuda.so.1" and step.path for step in install.dependencies)
-    loads = {} if gen.major == 7 else plan_loads(gen, install.release, planned, missing, ctx)
+    present: dict[str, str] = {}
+    for item in ctx.preloads:  # the first object of a soname in the process answers it
+        if item.path is not None and item.soname is not None:
+            present.setdefault(item.soname, item.path)
+    loads = {} if gen.major == 7 else plan_loads(gen, install.release, planned, missing, ctx, present)
     return predict(gen, install.release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
-                   shim_fails=_shim_load(install, missing), facts=ctx, gpu=gpu)
+                   shim_fails=_preload_stops(ctx) or _shim_load(install, missing), facts=ctx, gpu=gpu)
+
+
+def _preload_stops(ctx: Context) -> Load | None:
+    """An LD_PRELOAD entry that stops every program before it starts (`judge.preload`): the application never
+    gets to open the shim."""
+    item = next((p for p in ctx.preloads if p.stops_start), None)
+    if item is None:
+        return None
+    fails = KILLS if item.kills else UNLOADABLE
+    return Load("shim", item.path, None, fails, item.printed, item.name)
 
 
 def _shim_load(install: Install, missing: Mapping[str, str]) -> Load | None:
@@ -257,7 +282,8 @@ def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[Su
     """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck
     (unless the shim is of another release than the folder: then what it asks for says nothing)."""
     shim = install.file("shim")
-    return tuple(lib for lib in gen.sublibraries if lib.required or (not ignore_asked and asked_for(lib, shim)))
+    return tuple(lib for lib in gen.sublibraries if lib.required or (not ignore_asked and asked_for(lib, shim))
+                 or in_engine_chain(lib, install.release))
 
 
 def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: bool) -> Iterable[Finding]:
@@ -499,6 +525,15 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
     for cause, consequences in prediction.consequences.items():
         load = prediction.loads.get(cause)
         if cause in said or load is None:
+            continue
+        bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
+        if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
+            entry = repair.preloads.get(bound.bound_to)
+            extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
+                                 f"{bound.bound_to}, already in the process" + (" (by LD_PRELOAD)" if entry else "")
+                                 + f", answers, and that file lacks what it binds to ({bound.error})",
+                                 Subject(SubjectKind.FILE, bound.bound_to, cause),
+                                 fix(remove_entry("LD_PRELOAD", entry)) if entry else NO_FIX, consequences))
             continue
         extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
                              Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),

@@ -231,7 +231,8 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped) if mapped or preload_entries(env_vars) else ()
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved) \
+        if mapped or preload_entries(env_vars) else ()
     if not preloads:
         return facts
     names = {**loaded_names(preloads), **(loaded or {})}

@@ -29,6 +29,8 @@ from cudnnload.resolve.elf import ElfInfo
 
 # What `preloaded` asks of a file: its ELF facts, or None (`discovery.Context.elf` answers).
 ElfReader = Callable[[str], ElfInfo | None]
+# What a file needs from a version node that another file lacks (`discovery.Context.unresolved` answers).
+Unresolved = Callable[[str, str, str], "tuple[str, ...] | None"]
 
 # Always present with glibc and the compiler runtime: a preloaded object's NEEDED of these change nothing.
 _SYSTEM = frozenset({"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libgcc_s.so.1",
@@ -45,6 +47,23 @@ class Preload:
     entry: str | None  # the LD_PRELOAD entry that brought it (itself, or what NEEDs it); None: mapped already
     error: str | None = None  # why it was not mapped (ld.so: "cannot be preloaded ...: ignored")
     soname: str | None = None  # the SONAME it answers to (read from the file)
+    kills: bool = False  # mapping it kills the process (SIGBUS on a cut segment): before the program starts
+
+    @property
+    def stops_start(self) -> bool:
+        """Whether this stops every program at start: a library an entry NEEDs that cannot be loaded (rtld.c
+        maps the entries' dependencies with the program's: a failure there is fatal, "error while loading
+        shared libraries"), or a file whose mapping kills the process. An entry that is itself not found or
+        not loadable is only skipped (``do_preload``: "cannot be preloaded ...: ignored")."""
+        return self.kills or (self.error is not None and self.entry is not None and self.name != self.entry)
+
+    @property
+    def printed(self) -> str:
+        """What ld.so prints, after the program's name, when this stops a start."""
+        if self.kills:
+            return f"(nothing: SIGBUS mapping {self.path}, which is cut short)"
+        error = self.error or ""
+        return error if error.startswith("symbol lookup error") else f"error while loading shared libraries: {error}"
 
 
 def preload_entries(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -54,9 +73,12 @@ def preload_entries(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
-              mapped: Sequence[str] = ()) -> tuple[Preload, ...]:
+              mapped: Sequence[str] = (), unresolved: Unresolved | None = None) -> tuple[Preload, ...]:
     """What is in the process before the program's own loads: ``mapped`` (a running process's files), then
-    each LD_PRELOAD entry and, breadth first, what they NEED (``elf`` reads a file's dynamic section)."""
+    each LD_PRELOAD entry and, breadth first, what they NEED (``elf`` reads a file's dynamic section). A cuDNN
+    library NEEDed by a preloaded one that lacks a symbol of that version node the requester needs stops the
+    start ("symbol lookup error: ...: undefined symbol: S, version libcudnn_graph.so.9", measured: a 9.0
+    engine library preloaded with the 9.27 JIT graph on the path); ``unresolved`` tells."""
     found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf))
                             for path in mapped]
     names: dict[str, str] = {}
@@ -65,6 +87,7 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
     queue: list[tuple[str, str, linker.Chain | None]] = [(entry, entry, None) for entry in preload_entries(environ)]
     while queue:
         name, entry, chain = queue.pop(0)
+        requester = chain.requester.path if chain is not None and chain.requester is not None else None
         # a path entry is the file it leads to: glibc compares files (dev, inode), maps shows the real path
         already = names.get(name) or (names.get(os.path.realpath(name)) if "/" in name else None)
         if already is not None:
@@ -79,8 +102,15 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
             found.append(Preload(name, None, entry, f"object '{name}' from LD_PRELOAD cannot be preloaded ({error}): "
                                  "ignored" if name == entry else error))
             continue
-        item = Preload(name, res.path, entry, soname=_soname(res.path, elf))
+        item = Preload(name, res.path, entry, soname=_soname(res.path, elf), kills=res.kills)
+        lacking = unresolved(requester, res.path, name) if unresolved is not None and requester is not None \
+            and name.startswith("libcudnn") else None
+        if lacking:
+            item = replace(item, error=f"symbol lookup error: {requester}: undefined symbol: {lacking[0]}, version "
+                                       f"{name}")
         found.append(item)
+        if res.kills:  # the process dies mapping it: nothing after it is mapped
+            break
         _answers(item, names)
         queue += _needed(res.path, entry, elf)
     return tuple(found)

@@ -313,7 +313,8 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "with \"error while loading shared libraries\"",
            "`echo $LD_PRELOAD` (and /etc/ld.so.preload) names a cuDNN library; `/bin/true` fails the same way",
            _manual("remove the cuDNN entry from LD_PRELOAD (or /etc/ld.so.preload), or put what it needs beside it; "
-                   "then `cudnnload doctor` in that environment says what the entry would load")),
+                   "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"` (cudnnload started without it, "
+                   "judging it) names the entry and what it needs")),
     Family("installed-not-on-search-path", lambda r, s: f"{_major(r, s)} is installed, but its folder is not on "
            + ("PATH" if r.platform == "windows" else "the library search path"),
            "an archive, conda or installer cuDNN was unpacked into a folder the loader does not search (Windows "
