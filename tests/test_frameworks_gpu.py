@@ -110,6 +110,17 @@ def _wheel_gone(m: Machine, aside: Path) -> None:
     shutil.move(m.wheel.parent, aside / "cudnn")
 
 
+LONELY = Path(tempfile.gettempdir()) / "cudnnload-lonely"
+
+
+def _lonely_engines(m: Machine, aside: Path) -> None:
+    """The wheel's precompiled engines reached through a folder of their own (a symlink: ``$ORIGIN`` is the link's
+    folder), as an LD_PRELOAD entry: their graph is not beside them, and the one the search finds is the system's."""
+    shutil.rmtree(LONELY, ignore_errors=True)
+    LONELY.mkdir()
+    (LONELY / "libcudnn_engines_precompiled.so.9").symlink_to(m.wheel / "libcudnn_engines_precompiled.so.9")
+
+
 SHADOWED = ("version-mismatch-shadowed", "runtime-older-than-build")
 BREAKAGES = (
     Breakage("healthy", "", run_pin="fixes", load_pin="fixes"),
@@ -130,6 +141,13 @@ BREAKAGES = (
     Breakage("truncated-cnn", "libcudnn_cnn", files=_truncate("libcudnn_cnn.so.9")),
     Breakage("truncated-graph", "libcudnn_graph", files=_truncate("libcudnn_graph.so.9")),
     Breakage("wheel-gone", "9.19", files=_wheel_gone, explained=SHADOWED),
+    Breakage("preload-system-engines", "LD_PRELOAD",
+             lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_engines_precompiled.so.9")}, run_pin="fixes",
+             run_options=("--replace-preload",)),
+    # every program may stop at start there (cudnnload's own Python too): it is asked from outside, `--env`
+    Breakage("preload-lonely-engines", "LD_PRELOAD",
+             lambda m: {"LD_PRELOAD": str(LONELY / "libcudnn_engines_precompiled.so.9")}, files=_lonely_engines,
+             run_pin="n/a", load_pin="n/a"),
 )
 
 
@@ -149,6 +167,7 @@ def broken(m: Machine, breakage: Breakage) -> Iterator[dict[str, str]]:
         for kept in aside.iterdir():
             os.replace(kept, m.wheel / kept.name)
         shutil.rmtree(aside, ignore_errors=True)
+        shutil.rmtree(LONELY, ignore_errors=True)
         assert sorted(p.name for p in m.wheel.iterdir()) == before
 
 
@@ -166,8 +185,30 @@ def _program(tmp_path: Path, framework: str, first: str = "") -> Path:
     return script
 
 
+def _stopped(done: subprocess.CompletedProcess[str]) -> bool:
+    """The process never started: an LD_PRELOAD entry stops every program (ld.so's own words, exit 127)."""
+    return done.returncode == 127 and any(said in done.stderr for said in (
+        "error while loading shared libraries", "symbol lookup error"))
+
+
 def _cudnnload(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "cudnnload", *args], env)
+    """cudnnload in ``env``; where nothing starts there, from outside as its finding says: ``LD_PRELOAD=
+    cudnnload doctor --env LD_PRELOAD=...`` (explain, which reads a text, without it)."""
+    done = _run([sys.executable, "-m", "cudnnload", *args], env)
+    if _stopped(done) and env.get("LD_PRELOAD"):
+        outside = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+        given = ["--env", f"LD_PRELOAD={env['LD_PRELOAD']}"] if args[0] == "doctor" else []
+        rest = [a for a in args[1:] if a != "--here"] if args[0] == "explain" else list(args[1:])
+        done = _run([sys.executable, "-m", "cudnnload", args[0], *given, *rest], outside)
+    return done
+
+
+def _explain(env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
+    done = _run([sys.executable, "-m", "cudnnload", "explain", "--here", "--json", "-"], env, stdin=message)
+    if _stopped(done) and env.get("LD_PRELOAD"):
+        done = _run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"],
+                    {k: v for k, v in env.items() if k != "LD_PRELOAD"}, stdin=message)
+    return done
 
 
 def _record(case: dict[str, object]) -> None:
@@ -216,8 +257,7 @@ def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine
                 wrong.append(f"doctor -- {fw} does not name {breakage.cause}: {headline}")
             if not worked[fw] and truth[fw].stderr.strip():
                 message = "\n".join(truth[fw].stderr.strip().splitlines()[-20:])  # what a user pastes
-                explained = _run([sys.executable, "-m", "cudnnload", "explain", "--here", "--json", "-"], env,
-                                 stdin=message)
+                explained = _explain(env, message)
                 causes = json.loads(explained.stdout)["result"]["causes"] if explained.stdout.startswith("{") else []
                 case[f"explain {fw}"] = [c["family"] for c in causes[:3]]
                 if breakage.explained and causes and not set(breakage.explained) & set(case[f"explain {fw}"]):

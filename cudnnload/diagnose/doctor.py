@@ -82,16 +82,18 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify)
     # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
     # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
+    # an LD_PRELOAD entry that stops every program at start stops every child too: what a framework was built
+    # with is read without it (it is the framework's own fact), and the probe is not tried (certain)
+    stops = preload_findings(resolved.ctx.preloads)
+    bare = {k: v for k, v in env.items() if k != "LD_PRELOAD"} if stops else env
     pool = ThreadPoolExecutor(max_workers=2)
-    pending = pool.submit(_consumers_of, resolved, env, timeout)
+    pending = pool.submit(_consumers_of, resolved, bare, timeout)
     install, inventory = resolved.install, resolved.inventory
     shim = install.file("shim") if install is not None else None
     # a load the prediction says hangs (a FIFO on the search path) is not tried: the child would wait for
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
     without_gpu = _expected(install, resolved, False) if install is not None else ()
     hangs = next((e for e in without_gpu if e.outcome == Effect.HANG), None)
-    # an LD_PRELOAD entry that stops every program at start stops the probe's child too: certain, not tried
-    stops = preload_findings(resolved.ctx.preloads)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
         if install is not None and shim is not None and hangs is None and not stops else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
@@ -137,7 +139,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks.append(_handle_check(result, facts))
     consumers, consumer_summary = pending.result()
     pool.shutdown()
-    served = _serve(consumers, resolved, facts, env, site_paths, [f for f in gpu if f.severity is ERROR])
+    served = _serve(consumers, resolved, facts, env, site_paths, [*stops, *(f for f in gpu if f.severity is ERROR)])
     findings += [f for s in served for f in s.findings]
     checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served] or \
         [Check("consumers", "skip", consumer_summary)]

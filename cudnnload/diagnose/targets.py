@@ -16,11 +16,11 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.codes import Code, Severity, SubjectKind
+from cudnnload.codes import Code, Effect, Severity, SubjectKind
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
-from cudnnload.judge.consequences import shim_cannot_load
+from cudnnload.judge.consequences import shim_cannot_load, shim_ends
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
@@ -31,7 +31,7 @@ from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
 from cudnnload.resolve.discovery import Context, Install, Inventory, context, python_requester, search_entry
 from cudnnload.resolve.elfcache import ElfCache, cache_file
-from cudnnload.verdicts import Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -190,7 +190,7 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
         error = res.error or f"{name}: cannot open shared object file: No such file or directory"
         finding = Finding(Code.NOT_FOUND, f"dlopen(\"{name}\") from this Python would fail: {error}",
                           Subject(SubjectKind.CONSUMER, res.path or name, "shim"),
-                          _unloaded_fix(name, None, ctx, res), (shim_cannot_load(gen, error),))
+                          _unloaded_fix(name, None, ctx, res), (_opening(gen, res, error),))
         target = Target(name, "soname", None, f"dlopen(\"{name}\") from this Python")
         return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding,))
     install = judged_install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
@@ -198,6 +198,14 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
         install = shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
     return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
+
+
+def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence:
+    """What the application's dlopen of the shim the search (``res``) picked does: dies (a cut file), hangs (a
+    FIFO) or fails."""
+    if res.path is not None and (res.kills or res.hangs):
+        return shim_ends(gen, res.path, Effect.SIGBUS if res.kills else Effect.HANG)
+    return shim_cannot_load(gen, error)
 
 
 def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: linker.Resolution) -> Fix:

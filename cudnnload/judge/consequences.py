@@ -83,6 +83,7 @@ class Load:
     asked: bool = True
     # the file already in the process (LD_PRELOAD's) its DT_NEEDED bound to, when that is why it fails
     bound_to: str | None = None
+    stays_mapped: bool = False  # it fails, yet stays in the process (it loaded, and its opener does not use it)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         if error is not None:
             loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
             continue
-        loads[lib.key] = _needs(lib, path, own, release, loads, missing_dependencies, facts, present or {})
+        loads[lib.key] = _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts,
+                                              present or {}), loads.get("graph"))
     graph = loads.get("graph")
     for lib in gen.sublibraries:  # 9.0's graph asks for the engines of its chain whatever the plan says
         if lib.key not in loads and _stops_chain(lib, loads):
@@ -156,6 +158,18 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         if gate is None or (gate.fails is not None and gate.fails not in _ENDS) or not gate.asked:
             loads[lib.key] = Load(lib.key, load.path, load.release, None, None, None, asked=False)
     return loads
+
+
+def _refused(lib: SubLibrary, load: Load, graph: Load | None) -> Load:
+    """An optional engine library of another release than graph's that loads all the same: graph maps it and
+    goes on without it, as if it had failed (measured with LD_DEBUG: the 9.27 JIT graph maps 9.28's precompiled
+    engines from LD_LIBRARY_PATH, runs its initializer, then never asks for heuristic and goes on to the
+    runtime-compiled engines)."""
+    if not lib.optional or lib.opened_by != "graph" or load.fails is not None or graph is None or \
+            graph.fails is not None or not load.release or not graph.release or load.release == graph.release:
+        return load
+    return Load(lib.key, load.path, load.release, UNLOADABLE, f"{load.path} is cuDNN {load.release}'s, which the "
+                f"graph of {graph.release} maps and does not use", lib.key, stays_mapped=True)
 
 
 def _opened_after(lib: SubLibrary, graph: Release | None) -> str | None:
@@ -178,7 +192,7 @@ def mapped_files(gen: Generation, loads: Mapping[str, Load], shim: str | None, e
     files = [shim] if shim else []
     for lib in gen.sublibraries:
         load = loads.get(lib.key)
-        if load is None or load.fails is not None or not load.asked or not load.path:
+        if load is None or (load.fails is not None and not load.stays_mapped) or not load.asked or not load.path:
             continue
         # its calls, its version check among them: none exported, the shim never opens it
         if lib.opened_by == "shim" and exports is not None and lib.version_check and \
@@ -248,9 +262,7 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
         opening = Call("dlopen", gen.shim.soname)
         if shim_fails.fails in _ENDS:
             effect = SIGBUS if shim_fails.fails == KILLS else HANG
-            said = f"mapping {shim_fails.path}" if effect == SIGBUS else f"opening {shim_fails.path}, a FIFO"
-            return Prediction(loads, {"shim": (Consequence(f"dlopen(\"{gen.shim.soname}\")", effect, "shim",
-                                                           message=said),)},
+            return Prediction(loads, {"shim": (shim_ends(gen, shim_fails.path or "", Effect(effect)),)},
                               (Expectation(opening, effect, cause="shim"),))
         return Prediction(loads, {shim_fails.cause or "shim": (shim_cannot_load(gen, shim_fails.error or ""),)},
                           (Expectation(opening, NO_START, message=shim_fails.error, cause=shim_fails.cause),))
@@ -438,6 +450,13 @@ def _calls_text(failing: Sequence[SubLibrary], gen: Generation) -> str:
         if text not in parts:
             parts.append(text)
     return ("the first of " if gen.major == 8 else "") + "; ".join(parts)
+
+
+def shim_ends(gen: Generation, path: str, effect: Effect) -> Consequence:
+    """The application's own dlopen of the shim never comes back: SIGBUS mapping a cut file, or a FIFO's open()
+    waiting for a writer."""
+    said = f"mapping {path}" if effect is Effect.SIGBUS else f"opening {path}, a FIFO"
+    return Consequence(f"dlopen(\"{gen.shim.soname}\")", effect, "shim", message=said)
 
 
 def shim_cannot_load(gen: Generation, error: str) -> Consequence:
