@@ -639,8 +639,10 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     # In 9.x it is the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13;
     # graph's names none), the one of its own CUDA through its own RUNPATH: cu12's engines in a cu13 folder
     # open libcublasLt.so.12 (measured: the differential test's cublaslt class).
+    # (only one graph will use: of graph's own release; another release's it maps and leaves, `judge`)
+    graph_release = next((step.release for step in plan if step.library == "graph" and step.path), None)
     engines = next((step.path for step in plan if step.library == "engines_precompiled" and step.path
-                    and step.error is None), None) if gen.major >= 9 else None
+                    and step.error is None and step.release == graph_release), None) if gen.major >= 9 else None
     engines_req = requester(engines, ctx.cache) if engines else None
     if opener is not None and opener_req is not None and cuda and gen.major >= 8:
         lt_from, lt_req = (engines, engines_req) if engines and engines_req else (opener, opener_req)
@@ -656,21 +658,23 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
 def cuda_near(path: str, cache: ElfCache) -> int | None:
     """The CUDA major a cuDNN engine library was built for. It carries no CUDA runtime constant; its RUNPATH
     tells CUDA 13 (every library of a cu13 wheel searches ``$ORIGIN/../../cu13/lib``, cu12's and cu11's do not),
-    and the graph beside it the rest: a file without that entry beside a CUDA 13 graph is another build's (cu12's
-    engines copied into a cu13 folder)."""
+    and the graph beside it the rest: a wheel's file without that entry beside a CUDA 13 graph is another build's
+    (cu12's engines copied into a cu13 folder). A file with no wheel RUNPATH (a system or conda package) is of
+    the graph beside it."""
     try:
         runpath = cache.inspect(os.path.realpath(path)).runpath
     except (OSError, ElfError):
         return None
     if any(p.endswith("/cu13/lib") for p in runpath):
         return 13
+    wheel = any(p.endswith("/cublas/lib") for p in runpath)
     try:
         version = cache.inspect(os.path.realpath(os.path.join(os.path.dirname(path), "libcudnn_graph.so.9"))
                                 ).cudart_version
     except (OSError, ElfError):
         version = None
     near = version // 1000 if version else None
-    return 12 if near == 13 else near
+    return 12 if near == 13 and wheel else near
 
 
 # Always present with glibc and the compiler runtime; not worth a search each.
