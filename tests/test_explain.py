@@ -413,6 +413,11 @@ def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: byte
     "or directory",
     "bash: error while loading shared libraries: libcudnn_ops.so.9: cannot open shared object file: No such file or "
     "directory",
+    # measured on the GPU machine: the wheel's 9.19 engines preloaded from a folder of their own, bound to the
+    # system's 9.14 graph (tests/test_frameworks_gpu.py, preload-lonely-engines)
+    "/opt/torch/.venv/bin/python3: symbol lookup error: /tmp/cudnnload-lonely/libcudnn_engines_precompiled.so.9: "
+    "undefined symbol: _ZNK5cudnn3cnn15EngineInterface23create_kernel_cache_keyESt10shared_ptrIKNS_7backend14Operation"
+    "GraphEERK16engcfg_backend_t, version libcudnn_graph.so.9",
 ])
 def test_a_program_that_links_no_cudnn_stopping_at_start_is_an_ld_preload_entry(text: str) -> None:
     """Python or a shell tool cannot NEED cuDNN: failing at start on one of its libraries, it was made to map it

@@ -41,7 +41,10 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "dependency-load:zlib": ("zlib-missing",),
     "dependency-load:libstdc++": ("glibc-or-libstdcxx-too-old",),
     "dependency-load:glibc": ("glibc-or-libstdcxx-too-old",),
-    "symbol-mismatch": ("mixed-release", "two-frameworks-conflict", "version-mismatch-shadowed"),
+    # a program that links no cuDNN stopping at start on a symbol of one: an LD_PRELOAD entry bound to another
+    # release's graph ("python3: symbol lookup error: .../libcudnn_engines_precompiled.so.9: undefined symbol")
+    "symbol-mismatch": ("mixed-release", "two-frameworks-conflict", "version-mismatch-shadowed",
+                        "preload-needs-missing"),
     "version-older": ("runtime-older-than-build", "version-mismatch-shadowed", "conda-vs-pip",
                       "two-frameworks-conflict"),
     "version-newer": ("minor-mismatch-strict", "version-mismatch-shadowed", "conda-vs-pip"),
@@ -260,8 +263,8 @@ def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
 # Programs that link no cuDNN: one of them failing at start on a cuDNN (or cuDNN dependency) library can only
 # have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload.
 _NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])((?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep|echo|"
-                               r"pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): error while loading "
-                               r"shared libraries: ([^\s:]+)")
+                               r"pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): (?:error while loading "
+                               r"shared libraries|symbol lookup error): ([^\s:]+)")
 
 
 def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
