@@ -187,6 +187,9 @@ class Code(_Word):
                    "log (info where the prediction expected it, e.g. no GPU)")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
+    SHADOWED_RELEASE = ("shadowed-release", ERROR, False, "(`doctor PROGRAM`) a program's own cuDNN (the one its "
+                        "RPATH/RUNPATH or search would find) loses to an `LD_LIBRARY_PATH` entry holding another "
+                        "release: the program runs that release")
     PRELOAD_CANNOT_LOAD = ("preload-cannot-load", ERROR, False, "an `LD_PRELOAD` entry needs a library that "
                            "cannot be found: every program started with it, cudnnload's own Python included, stops "
                            "before it starts (\"error while loading shared libraries\"); "

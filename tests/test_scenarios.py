@@ -39,43 +39,29 @@ from tests.wheels import cache_root
 
 pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 58 layouts on the 2-core machine
 
-_GLIBCXX = "libstdcxx-too-old is found, but the prediction has cnn loading (status 0, not 3009)"
-_JIT_MIXED = "9.28's ops under the 9.27 JIT graph: its version check returns 1002; doctor predicts it loads (0)"
 _RECORD_RUNS = ("record-conflict is an error although the files that won are complete and the app runs (a "
                 "warning would match)")
-_WRONG_RELEASE = ("the program runs a whole 9.0 from LD_LIBRARY_PATH instead of its RUNPATH's 9.28: doctor names "
-                  "no wrong release (and flags cuBLASLt missing, which 9.0's heuristic does not open)")
 _HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs) is a warning: graph runs without it "
                  "and the app's calls answer as on the whole wheel on CPU; the corpus counts the heuristic not mapped "
                  "as a failure")
-_SHIM_90 = "a 9.0 shim over 9.28's sub-libraries is called healthy"
 _DLERROR_85 = CAUSES["stale-dlerror-8.5"].says
 _GRAPH_OF_CU12 = ("cu12's graph in a cu13 wheel runs (the engines bring their own cuBLASLt 13); doctor calls the "
                   "file RECORD does not list an error (record-mismatch), the corpus a working layout")
-# what it maps, the model has right since `Verdict.maps`; the calls not yet
-_GRAPH_27 = ("a 9.27 (JIT) graph under a 9.28 shim loads and serves the calls, and 9.28's ops loads beside it (its "
-             "check returns 1002); cudnnload predicts graph does not load")
 
 # the layouts kept from the differential test, and why doctor TARGET's prediction misses there
-_DIFFERENTIAL = {"jit-graph-under-9.28-shim": _GRAPH_27,
-                 "8.5-shim-over-8.9.7": _DLERROR_85}
+_DIFFERENTIAL = {"8.5-shim-over-8.9.7": _DLERROR_85}
 
 # (test, layout) -> why doctor disagrees with the real loader there today
 KNOWN_WRONG: dict[str, dict[str, str]] = {
     "predicts": {
-        "jit-wheel-before-full-wheel": _JIT_MIXED,
-        "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "names": {
         "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
-        "consumer-runpath-loses-to-ld-library-path": _WRONG_RELEASE, "cnn-needs-newer-libstdcxx": _GLIBCXX,
-        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90, "shim-9.0-over-9.28-sublibraries": _SHIM_90,
+        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
         "differential-8.5-shim-over-8.9.7": _DLERROR_85, "differential-cu12-graph-in-cu13-wheel": _GRAPH_OF_CU12,
     },
     "probe": {
-        "jit-wheel-before-full-wheel": _JIT_MIXED,
-        "cnn-needs-newer-libstdcxx": _GLIBCXX,
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "command": {

@@ -159,13 +159,15 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
         if step.path is None:
             continue
         install = judged_install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
+        wrong = None
         if install is not None:
             install = shadowed(install, gen.shim.soname, chain, ctx, step.path, step.rule)
+            wrong = _shadowed_release(path, gen.shim.soname, chain, ctx, step.path, step.rule, install)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = Inventory(ctx.host, (install,) if install else (), searched)
         secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access) if program else ()
-        return Resolved(target, ctx, inventory, install, (), secure)
+        return Resolved(target, ctx, inventory, install, (), (*secure, *((wrong,) if wrong else ())))
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
     gen = GENERATIONS[asked.major if asked else 9]
@@ -238,11 +240,10 @@ def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
     return not_found_fix(gen, ctx, None) or cudnn_install(gen.major, None, None)
 
 
-def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str | None, rule: str,
-                clean: bool = False) -> Fix | None:
-    """Where ``name`` came through an LD_LIBRARY_PATH entry and the search without that entry gets a cuDNN
-    that loads and is whole (``clean``: and has no error of its own either), the entry's removal: the model
-    run again without it proves it."""
+def _without_entry(name: str, chain: linker.Chain | None, ctx: Context, path: str | None,
+                   rule: str) -> tuple[str, str, Install] | None:
+    """Where ``name`` came through an LD_LIBRARY_PATH entry: that entry, and what the same search gets without
+    it (its path and judged install), the model run again; None when it came another way or gets nothing."""
     entry = search_entry(path, rule, ctx.linker) if path else None
     if entry is None:
         return None
@@ -255,10 +256,42 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     if not res.found or res.path is None:
         return None
     install = judged_install_of(res.path, other, "without the entry")
-    if install is None or not whole(install) or (clean and any(f.severity is Severity.ERROR for f in install.findings)):
+    return (entry, res.path, install) if install is not None else None
+
+
+def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str | None, rule: str,
+                clean: bool = False) -> Fix | None:
+    """Where ``name`` came through an LD_LIBRARY_PATH entry and the search without that entry gets a cuDNN
+    that loads and is whole (``clean``: and has no error of its own either), the entry's removal: the model
+    run again without it proves it."""
+    found = _without_entry(name, chain, ctx, path, rule)
+    if found is None:
+        return None
+    entry, other, install = found
+    if not whole(install) or (clean and any(f.severity is Severity.ERROR for f in install.findings)):
         return None
     return fix(remove_entry("LD_LIBRARY_PATH", entry),
-               note=f"then {name} is {res.path}, cuDNN {install.release or install.major}, which is whole")
+               note=f"then {name} is {other}, cuDNN {install.release or install.major}, which is whole")
+
+
+def _shadowed_release(program: str, name: str, chain: linker.Chain | None, ctx: Context, step_path: str,
+                      rule: str, install: Install) -> Finding | None:
+    """A program whose cuDNN comes from an LD_LIBRARY_PATH entry while its own search (its DT_RUNPATH, which
+    glibc reads after LD_LIBRARY_PATH) would find a whole one of another release: it runs the entry's release."""
+    found = _without_entry(name, chain, ctx, step_path, rule)
+    if found is None or install.release is None:
+        return None
+    entry, other, own = found
+    if own.release is None or own.release == install.release or not whole(own):
+        return None
+    seen = Consequence("every cuDNN call", Effect.WRONG_RELEASE, "shim", message=f"cudnnGetVersion() returns "
+                       f"{install.release.number}, not {own.release.number}")
+    return Finding(Code.SHADOWED_RELEASE, f"{os.path.basename(program)} runs cuDNN {install.release} from "
+                   f"{install.folder} (the LD_LIBRARY_PATH entry {entry}), not the cuDNN {own.release} its own search "
+                   f"finds ({other}): LD_LIBRARY_PATH comes before a DT_RUNPATH",
+                   Subject(SubjectKind.VARIABLE, install.folder, "shim", variable="LD_LIBRARY_PATH", entry=entry),
+                   fix(remove_entry("LD_LIBRARY_PATH", entry), note=f"then {name} is {other}, cuDNN {own.release}"),
+                   (seen,))
 
 
 def shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Context, path: str,

@@ -32,6 +32,7 @@ from typing import Protocol
 
 from cudnnload.codes import Effect
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
+from cudnnload.resolve.discovery import Host
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import Consequence
 
@@ -49,6 +50,9 @@ class FileFacts(Protocol):
     def elf(self, path: str) -> ElfInfo | None: ...
 
     def unresolved(self, path: str, provider: str, version: str) -> tuple[str, ...] | None: ...
+
+    @property
+    def host(self) -> Host: ...
 
 # Measured (fixtures/scenarios): the 9.28 shim's cudnnCreate looks up this graph function, which
 # 9.0's graph does not export ("Could not load symbol cudnnGetLibConfig. Error: ...", then abort()).
@@ -207,6 +211,10 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
     """The load of a found file, given what it NEEDs. Where two releases meet, the cause is the library of
     the release the install is not (``install``): the stray one, whichever side of the edge it is on."""
     info = facts.elf(path)
+    too_old = _host_lacks(info, facts.host) if info else None
+    if too_old is not None:  # dlopen checks the version needs first (elf/dl-version.c): it fails, nothing runs
+        return Load(lib.key, path, release, UNLOADABLE, f"{too_old[0]}: version `{too_old[1]}' not found (required "
+                    f"by {path})", lib.key)
     for needed in (info.needed if info else ()):
         if needed in missing_dependencies:
             return Load(lib.key, path, release, UNLOADABLE,
@@ -244,6 +252,18 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                 return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray,
                             bound_to=bound)
     return Load(lib.key, path, release, None, None, None)
+
+
+def _host_lacks(info: ElfInfo, host: Host) -> tuple[str, str] | None:
+    """The library of this machine and the version of it the file needs that it lacks (a GLIBC_, GLIBCXX_ or
+    CXXABI_ node newer than the host's), as glibc names them; None when the host has every one."""
+    for prefix, have, library in (("GLIBC_", host.glibc, "libc.so.6"),
+                                  ("GLIBCXX_", host.glibcxx, host.libstdcxx or "libstdc++.so.6"),
+                                  ("CXXABI_", host.cxxabi, host.libstdcxx or "libstdc++.so.6")):
+        need = info.max_needed(prefix)
+        if need and have and need > have:
+            return library, prefix + ".".join(str(part) for part in need)
+    return None
 
 
 def need_lib_soname(lib: SubLibrary, key: str) -> str:
@@ -294,6 +314,8 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
             return Expectation(call, STATUS, status=14, cause=lib.key)
+        if _ops_of_another_graph(gen, lib, load, loads) and call.kind in ("check", "create"):
+            return Expectation(call, STATUS, status=1002, cause=lib.key)
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
             and _engines_loaded(gen, loads):
@@ -313,6 +335,15 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
     if call.needs_gpu and not gpu:
         return Expectation(call, STATUS, status=1 if gen.major < 9 else 1001)
     return Expectation(call, STATUS, status=gen.status_code(call.healthy) if call.healthy else 0)
+
+
+def _ops_of_another_graph(gen: Generation, lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
+    """9.x's ops of another release than the graph it loaded beside, which it binds to all the same: its version
+    check and its calls return 1002 CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (measured: 9.28's ops under the
+    9.27 JIT graph, opened by a 9.28 shim or by the JIT one)."""
+    graph = _graph_release(loads)
+    return gen.major == 9 and lib.key == "ops" and load.fails is None and load.release is not None and \
+        graph is not None and load.release != graph
 
 
 def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:

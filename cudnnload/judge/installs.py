@@ -29,11 +29,13 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, SubLibrary, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
+from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import (
     ERROR,
     INFO,
     NO_FIX,
     WARNING,
+    Consequence,
     Finding,
     Fix,
     Subject,
@@ -330,7 +332,7 @@ def _stray_shim(install: Install, ctx: Context, repair: _Repairs) -> Finding | N
     ahead = sorted(name for name in shim.elf.cudnn_functions
                    if name.startswith("cudnnBackend") and name not in graph_info.cudnn_functions)
     if not ahead:
-        return None
+        return _older_shim(shim, graph, graph_info, install, repair)
     # a graph from elsewhere is the cause (its step's fix); the install's own graph: the shim is the stray file
     cure = None if graph.inside_install else _stray_fix(graph, install.file("graph"), repair)
     return Finding(Code.MIXED_RELEASE, f"the shim is of a newer release than the graph it loads ({graph.path}, cuDNN "
@@ -340,6 +342,29 @@ def _stray_shim(install: Install, ctx: Context, repair: _Repairs) -> Finding | N
                    cure or repair.file(shim) if cure or install.distribution else fix(manual(
                        f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release, or "
                        "the folder with one complete release")))
+
+
+def _older_shim(shim: Candidate, graph: Step, graph_info: ElfInfo, install: Install,
+                repair: _Repairs) -> Finding | None:
+    """A shim of an older release than the graph it loads (graph exports graph-API functions it does not
+    forward): 9.0's shim over 9.28's sub-libraries. Everything loads and runs, as the older API: a program built
+    against the newer one finds its functions missing (measured: cudnnSubquadraticOpsVersionCheck and
+    cudnnBackendPopulateCudaGraph absent, ext never opened)."""
+    if shim.elf is None or not graph.inside_install:  # a graph from elsewhere: that step's finding says it
+        return None
+    behind = sorted(name for name in graph_info.cudnn_functions
+                    if name.startswith("cudnnBackend") and name not in shim.elf.cudnn_functions)
+    if not behind:
+        return None
+    seen = Consequence(f"the functions of cuDNN {graph.release or 'the graph'}'s API the shim does not forward "
+                       f"({', '.join(behind[:3])}{', ...' if len(behind) > 3 else ''})", Effect.WRONG_RELEASE,
+                       "shim", message=f"dlsym finds no {behind[0]} in {shim.path}")
+    return Finding(Code.MIXED_RELEASE, f"the shim is of an older release than the graph it loads ({graph.path}, "
+                   f"cuDNN {graph.release or '?'}): it does not forward {behind[0]} and {len(behind) - 1} more "
+                   "graph-API functions that graph exports", Subject(SubjectKind.FILE, shim.path, "shim"),
+                   repair.file(shim) if install.distribution else fix(manual(
+                       f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release")),
+                   (seen,))
 
 
 def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
