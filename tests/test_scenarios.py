@@ -45,8 +45,6 @@ _HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs)
                  "and the app's calls answer as on the whole wheel on CPU; the corpus counts the heuristic not mapped "
                  "as a failure")
 _DLERROR_85 = CAUSES["stale-dlerror-8.5"].says
-_GRAPH_OF_CU12 = ("cu12's graph in a cu13 wheel runs (the engines bring their own cuBLASLt 13); doctor calls the "
-                  "file RECORD does not list an error (record-mismatch), the corpus a working layout")
 
 # the layouts kept from the differential test, and why doctor TARGET's prediction misses there
 _DIFFERENTIAL = {"8.5-shim-over-8.9.7": _DLERROR_85}
@@ -59,14 +57,13 @@ KNOWN_WRONG: dict[str, dict[str, str]] = {
     "names": {
         "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
-        "differential-8.5-shim-over-8.9.7": _DLERROR_85, "differential-cu12-graph-in-cu13-wheel": _GRAPH_OF_CU12,
+        "differential-8.5-shim-over-8.9.7": _DLERROR_85,
     },
     "probe": {
         **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "command": {
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
-        "differential-cu12-graph-in-cu13-wheel": _GRAPH_OF_CU12,
     },
 }
 

@@ -27,7 +27,7 @@ from cudnnload.judge.consequences import (
 from cudnnload.judge.policy import install_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import Generation, SubLibrary, generation
+from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import (
@@ -82,6 +82,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
     if (shim_fails or origin) and not any(c.library not in ("shim", None) for c in install.files):
         findings = [f for f in findings if f.code is not Code.MISSING_SUBLIBRARY]  # only the shim: said once
+    findings = [_loads_as_released(f, prediction, install) for f in findings]
     told: set[str] = set()
     said = _with_consequences(files, prediction, told) + _with_consequences(findings, prediction, told)
     said += install_findings(install.folder, install.found_via,
@@ -374,7 +375,7 @@ def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
         key = _key_of(record.path)
         subject = Subject(SubjectKind.DISTRIBUTION, record.path, key, name=install.distribution)
         # an optional engine library: graph runs without it (catalog), so the install works, with fewer engines
-        optional = key is not None and optional_engines(install.major, key)
+        optional = key is not None and optional_engines(install.major, key, install.release)
         effect = "; graph runs without it, with fewer engines" if optional else ""
         severity = WARNING if optional else ERROR
         if record.on_disk is None:
@@ -389,6 +390,19 @@ def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
                           f"was installed{effect}", subject, repair.put_back(), severity=severity)
 
 
+def _loads_as_released(finding: Finding, prediction: Prediction, install: Install) -> Finding:
+    """A file RECORD does not list as it is that loads and serves as the install's own release (another build of
+    it: cu12's graph in a cu13 wheel, whose engines bring their own cuBLASLt) is a warning: the program runs."""
+    if finding.code is not Code.RECORD_MISMATCH or finding.severity is not ERROR or not finding.subject.library:
+        return finding
+    load = prediction.loads.get(finding.subject.library)
+    if load is None or load.fails is not None or not load.asked or load.path is None or load.release is None or \
+            load.release != install.release or posixpath.basename(load.path) != posixpath.basename(finding.path or ""):
+        return finding
+    return replace(finding, severity=WARNING, message=finding.message + f"; it loads and serves as cuDNN "
+                   f"{install.release}'s (another build of the same release)")
+
+
 def _complete(install: Install) -> bool:
     """Every library the install must have is in its folder and readable: a set `cudnnload run` can pin."""
     gen = generation(install.major)
@@ -396,10 +410,11 @@ def _complete(install: Install) -> bool:
     return "shim" in present and all(lib.key in present for lib in _expected(gen, install, False))
 
 
-def optional_engines(major: int, key: str) -> bool:
-    """A library graph opens for extra engines and runs without (`catalog`: heuristic, engines_precompiled)."""
+def optional_engines(major: int, key: str, release: Release | None = None) -> bool:
+    """A library graph opens for extra engines and runs without (`catalog`: heuristic, engines_precompiled), as
+    the graph of ``release`` does (9.0's needs both: `consequences.in_engine_chain`)."""
     gen = generation(major)
-    return any(lib.key == key and lib.optional for lib in gen.libraries)
+    return any(lib.key == key and lib.optional and not in_engine_chain(lib, release) for lib in gen.libraries)
 
 
 def _key_of(path: str) -> str | None:
@@ -421,7 +436,7 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     cure = _stray_fix(step, own, repair)
     via = f"{step.rule}, put in the process by LD_PRELOAD" if step.variable == "LD_PRELOAD" else step.rule
     # an optional engine library that does not load beside graph: graph goes on without it
-    optional = optional_engines(install.major, step.library)
+    optional = optional_engines(install.major, step.library, install.release)
     severity = WARNING if optional else ERROR
     if step.error is not None:
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
