@@ -151,3 +151,28 @@ def test_a_preloaded_graph_answers_the_needed_of_a_versioned_shims_sublibraries(
     mapped = {os.path.realpath(p) for p in eval(real.stdout.strip().splitlines()[-1])}  # noqa: S307 (our own list)
     assert os.path.realpath(graph) in mapped and os.path.realpath(folder / "libcudnn_graph.so.9.28.0") in mapped
     assert os.path.realpath(folder / "libcudnn_ops.so.9.28.0") not in mapped
+
+
+def test_a_path_to_a_file_already_mapped_under_another_name_gets_that_object(tmp_path: Path) -> None:
+    """Two folders of hard links to one 9.28 wheel, the first's shim in LD_PRELOAD, the second's opened by path:
+    glibc compares the file (st_dev, st_ino) and hands out the preloaded object, whose $ORIGIN then gives graph.
+    The model says so (linker, and doctor's target), as the real loader does."""
+    from cudnnload.resolve import linker
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        for library in lib_folder("cu12-9.28.0.42").glob("libcudnn*.so.9"):
+            os.link(library, folder / library.name)
+    environ = {**BASE, "LD_PRELOAD": str(first / "libcudnn.so.9")}
+    ctx = context(environ)
+    res = linker.resolve(str(second / "libcudnn.so.9"), None, ctx.linker)
+    assert (res.path, res.rule) == (str(first / "libcudnn.so.9"), "already-loaded")
+    real = _real(second / "libcudnn.so.9", environ)
+    assert os.path.realpath(first / "libcudnn_graph.so.9") in real["maps"]
+    assert os.path.realpath(second / "libcudnn_graph.so.9") not in real["maps"]
+    from cudnnload.diagnose.targets import resolve_target
+
+    resolved = resolve_target(str(second / "libcudnn.so.9"), environ=environ)
+    assert resolved.target.shim == str(first / "libcudnn.so.9") and resolved.install is not None
+    assert resolved.install.folder == str(first)

@@ -98,10 +98,16 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     lib = classify(os.path.basename(path))
     if lib is not None:
         ctx = context(env, verify=verify)
-        inventory = find([path], environ=env, ctx=ctx)
+        # a shim the process has mapped already under another name (LD_PRELOAD's, a hard link to the same file):
+        # dlopen of this path hands that object out, and its $ORIGIN decides
+        opened = linker.resolve(path, None, ctx.linker) if lib.key == "shim" and ctx.preloads else None
+        acting = opened.path if opened is not None and opened.rule == "already-loaded" and opened.path else None
+        inventory = find([acting or path], environ=env, ctx=ctx)
         install = next(iter(inventory.installs), None)
         what = "shim" if lib.key == "shim" else f"{lib.key} sub-library"
-        return Resolved(Target(given, "library", path, f"the cuDNN {lib.major} {what} {path}"),
+        said = f"the cuDNN {lib.major} {what} {path}" + (f", the same file as {acting}, which the process has "
+                                                          "already" if acting else "")
+        return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
     return _consumer(given, path, env, verify)
 

@@ -280,13 +280,35 @@ def resolve(name: str, chain: Chain | None, env: LinkerEnv) -> Resolution:
     if loaded is not None:
         return Resolution(name, loaded, "already-loaded")
     if "/" in name:
-        return _open_direct(name, asker, env)
+        return _same_file(_open_direct(name, asker, env), env)
     trail: list[Attempt] = []
     for step in _STEPS:
         result = step(name, chain, env, trail)
         if result is not None:
-            return result
+            return _same_file(result, env)
     return Resolution(name, None, "not-found", trail=tuple(trail), error=f"{name}: {_not_found(trail, env)}")
+
+
+def _same_file(result: Resolution, env: LinkerEnv) -> Resolution:
+    """The object already in the process when the file picked is one it has mapped under another name (a hard
+    link, a bind mount, another path to it): _dl_map_object_from_fd compares the file's (st_dev, st_ino) with
+    every loaded object's and hands that one out again."""
+    if result.path is None or result.error is not None or not env.loaded:
+        return result
+    try:
+        found = os.stat(result.path)
+    except OSError:
+        return result
+    for other in dict.fromkeys(env.loaded.values()):
+        if other == result.path:
+            continue
+        try:
+            known = os.stat(other)
+        except OSError:
+            continue
+        if (known.st_dev, known.st_ino) == (found.st_dev, found.st_ino):
+            return Resolution(result.name, other, "already-loaded", trail=result.trail)
+    return result
 
 
 def resolve_many(names: Sequence[str], chain: Chain | None, env: LinkerEnv) -> Resolution:
