@@ -22,7 +22,6 @@ import pytest
 from cudnnload.diagnose.doctor import Report, doctor
 from cudnnload.judge.consequences import disagreements
 from cudnnload.verdicts import ERROR
-from fixtures.scenarios.differential import CAUSES
 from fixtures.scenarios.fixes import reference_truth, works
 from fixtures.scenarios.layouts import (
     CONTROL,
@@ -44,23 +43,12 @@ _RECORD_RUNS = ("record-conflict is an error although the files that won are com
 _HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs) is a warning: graph runs without it "
                  "and the app's calls answer as on the whole wheel on CPU; the corpus counts the heuristic not mapped "
                  "as a failure")
-_DLERROR_85 = CAUSES["stale-dlerror-8.5"].says
-
-# the layouts kept from the differential test, and why doctor TARGET's prediction misses there
-_DIFFERENTIAL = {"8.5-shim-over-8.9.7": _DLERROR_85}
 
 # (test, layout) -> why doctor disagrees with the real loader there today
 KNOWN_WRONG: dict[str, dict[str, str]] = {
-    "predicts": {
-        **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
-    },
     "names": {
         "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
-        "differential-8.5-shim-over-8.9.7": _DLERROR_85,
-    },
-    "probe": {
-        **{f"differential-{name}": why for name, why in _DIFFERENTIAL.items()},
     },
     "command": {
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,

@@ -23,7 +23,7 @@ from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
-from cudnnload.judge.installs import predict_install
+from cudnnload.judge.installs import aborts_without_driver, predict_install
 from cudnnload.judge.preload import preload_findings
 from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which, which
@@ -175,8 +175,13 @@ def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...
 
 def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Finding:
     """The driver check's no-driver finding, with what discovery's said a machine without one shows."""
+    if finding.code is not Code.NO_DRIVER:
+        return finding
+    worse = next((f for f in others if aborts_without_driver(f)), None)  # the install's own, an abort: it is
+    if worse is not None:
+        return worse
     said = next((f.consequences for f in others if f.code is Code.NO_DRIVER and f.consequences), ())
-    return replace(finding, consequences=finding.consequences or said) if finding.code is Code.NO_DRIVER else finding
+    return replace(finding, consequences=finding.consequences or said)
 
 
 def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], str]:

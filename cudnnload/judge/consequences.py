@@ -60,6 +60,11 @@ GRAPH_CONFIG_FUNCTION = "cudnnGetLibConfig"
 # 9.0's graph loads its engines without cuBLASLt and returns 1001 when one is missing; 9.28 needs
 # cuBLASLt for engine heuristics and returns 1008 (releases between were not measured: taken as 9.28).
 FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
+# The 8.5 shim reads dlerror() after its dlopen of cnn_infer succeeded, and cnn_infer's initializer has just
+# tried libcuda.so.1 itself: without a driver that stale error makes the shim print "Could not load library
+# libcudnn_cnn_infer.so.8. Error: libcuda.so.1: ..." and abort, whichever 8.x cnn_infer it loaded (measured on
+# the 8.5 and 8.9.7 wheels; 8.9.7's shim does not; 8.6 - 8.8 were not measured: taken as 8.5).
+FIRST_8_WITHOUT_STALE_DLERROR = Release(8, 9, 0)
 
 
 @dataclass(frozen=True)
@@ -311,11 +316,15 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             continue
         if load.fails is not None and (not lib.optional or load.fails in _ENDS or _stops_chain(lib, loads)):
             return _failed_call(gen, release, call, lib, load, _graph_release(loads), exports)
-        if gen.major == 8 and call.kind == "check" and load.release and release and load.release != release:
-            # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so
+        if gen.major == 8 and call.kind == "check" and _checks_other_release(lib, load, loads):
+            # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so; the
+            # 8.5 shim over 8.9.7's whole set passes them (a check compares its library with ops_infer, whatever
+            # the shim's release)
             return Expectation(call, STATUS, status=14, cause=lib.key)
         if _ops_of_another_graph(gen, lib, load, loads) and call.kind in ("check", "create"):
             return Expectation(call, STATUS, status=1002, cause=lib.key)
+        if _stale_dlerror(gen, release, lib, load, missing):
+            return Expectation(call, ABORT, message=_STALE_MESSAGE.format(lib.soname), cause="libcuda.so.1")
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
             and _engines_loaded(gen, loads):
@@ -335,6 +344,27 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
     if call.needs_gpu and not gpu:
         return Expectation(call, STATUS, status=1 if gen.major < 9 else 1001)
     return Expectation(call, STATUS, status=gen.status_code(call.healthy) if call.healthy else 0)
+
+
+def _checks_other_release(lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
+    """An 8.x sub-library whose release is not that of a library it needs (ops_infer, for every other one)."""
+    for key in lib.needs:
+        need = loads.get(key)
+        if need is not None and need.fails is None and need.release and load.release and need.release != load.release:
+            return True
+    return False
+
+
+_STALE_MESSAGE = "Could not load library {}. Error: libcuda.so.1: cannot open shared object file: No such file or " \
+    "directory"
+
+
+def _stale_dlerror(gen: Generation, release: Release | None, lib: SubLibrary, load: Load,
+                   missing: Mapping[str, str]) -> bool:
+    """An 8.x shim before 8.9 (the install's release: its shim's) with a cnn_infer that loads, and no
+    libcuda.so.1 on the machine (`FIRST_8_WITHOUT_STALE_DLERROR`)."""
+    return gen.major == 8 and lib.key == "cnn_infer" and load.fails is None and "libcuda.so.1" in missing and \
+        release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
 
 
 def _ops_of_another_graph(gen: Generation, lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
@@ -447,6 +477,13 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
                   "and JAX plan theirs)", effect=ABORT, library=cublas,
             message="Invalid handle. Cannot load symbol cublasLtGetVersion",
             first_call="cudnnBackendCreateDescriptor"),)
+    cnn = loads.get("cnn_infer")
+    if cnn is not None and _stale_dlerror(gen, release, gen.library("cnn_infer"), cnn, missing):
+        lib = gen.library("cnn_infer")
+        found["libcuda.so.1"] = (Consequence(
+            calls=_calls_text([lib], gen), effect=ABORT, library="libcuda.so.1",
+            message=_STALE_MESSAGE.format(lib.soname), first_call=next(
+                (c.function for c in gen.exercise if c in lib.calls), None)),)
     if not gpu and gen.major >= 7:
         status = 1 if gen.major < 9 else 1001
         found["libcuda.so.1"] = found.get("libcuda.so.1", ()) + (Consequence(

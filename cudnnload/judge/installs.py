@@ -89,6 +89,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
+    said = tuple(_aborts_without_driver(f) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
@@ -390,6 +391,18 @@ def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
                           f"was installed{effect}", subject, repair.put_back(), severity=severity)
 
 
+def aborts_without_driver(finding: Finding) -> bool:
+    """A no-driver finding whose consequence is an abort (the 8.5 shim's stale dlerror), not only a status."""
+    return finding.code is Code.NO_DRIVER and any(c.effect is Effect.ABORT for c in finding.consequences)
+
+
+def _aborts_without_driver(finding: Finding) -> Finding:
+    if not aborts_without_driver(finding) or finding.severity is ERROR:
+        return finding
+    return replace(finding, severity=ERROR, message=finding.message.replace("; expected on a machine without an "
+                   "NVIDIA GPU", "") + ": this shim then aborts the process (see what you will see)")
+
+
 def _loads_as_released(finding: Finding, prediction: Prediction, install: Install) -> Finding:
     """A file RECORD does not list as it is that loads and serves as the install's own release (another build of
     it: cu12's graph in a cu13 wheel, whose engines bring their own cuBLASLt) is a warning: the program runs."""
@@ -509,10 +522,11 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
     where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
     subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
     if step.library == "libcuda.so.1":
-        yield Finding(Code.NO_DRIVER, "libcuda.so.1 (the NVIDIA driver) is not installed: "
-                      "libcudnn_engines_runtime_compiled cannot load and no handle can be created; expected on a "
-                      "machine without an NVIDIA GPU", subject, fix(fixes.dependency_manual(step.library)),
-                      severity=INFO)
+        who = "libcudnn_engines_runtime_compiled cannot load" if install.major >= 9 else \
+            "cnn_infer's own dlopen of it fails"
+        yield Finding(Code.NO_DRIVER, f"libcuda.so.1 (the NVIDIA driver) is not installed: {who} and no handle can "
+                      "be created; expected on a machine without an NVIDIA GPU", subject,
+                      fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
     requirement = fixes.dependency_requirement(step.library)
     cure = repair.requester_fix(step.requested_by) or (

@@ -644,6 +644,15 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     engines = next((step.path for step in plan if step.library == "engines_precompiled" and step.path
                     and step.error is None and step.release == graph_release), None) if gen.major >= 9 else None
     engines_req = requester(engines, ctx.cache) if engines else None
+    # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
+    # trips on the dlerror() it leaves: `judge.consequences`)
+    if gen.major == 8 and "libcuda.so.1" not in steps:
+        cnn = next((step.path for step in plan if step.library == "cnn_infer" and step.path and step.error is None),
+                   None)
+        cnn_req = requester(cnn, ctx.cache) if cnn else None
+        if cnn is not None and cnn_req is not None:
+            res = linker.resolve("libcuda.so.1", chain(cnn_req), ctx.linker)
+            steps["libcuda.so.1"] = make_step("libcuda.so.1", cnn, ("libcuda.so.1",), res, os.path.dirname(cnn), ctx)
     if opener is not None and opener_req is not None and cuda and gen.major >= 8:
         lt_from, lt_req = (engines, engines_req) if engines and engines_req else (opener, opener_req)
         lt_cuda = (cuda_near(engines, ctx.cache) or cuda) if engines and engines_req else cuda
