@@ -34,6 +34,10 @@ FRAMEWORK_CALLS: dict[str, frozenset[str]] = {
     "torch": _GRAPH_API,
     "jax": _GRAPH_API | {"cudnnCreateTensorDescriptor"},
 }
+# Calls a framework makes whose failing status it goes on after: JAX maps ops, and its convolution ran with ops
+# removed (3009) and with the system's 9.14 graph under the wheel's 9.19 ops, whose calls then return 1002
+# (both measured on the GPU machine, 2026-11-24 and 2026-11-27); an abort there still stops it.
+TOLERATED: dict[str, frozenset[str]] = {"jax": frozenset({"cudnnCreateTensorDescriptor"})}
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,9 @@ def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, de
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
     made = [e for e in prediction.expectations if calls is None or e.call.function in calls]
     # a call that fails for want of a driver or a GPU is the driver check's finding, not the framework's
-    failing = tuple(e for e in made if _fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu))
+    tolerated = TOLERATED.get(consumer.framework, frozenset())
+    failing = tuple(e for e in made if _fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu)
+                    and not (e.outcome == Effect.STATUS and e.call.function in tolerated))
     version = next((e for e in made if e.call.kind == "version"), None)
     release = decode_version(version.value) if version and version.value else install.release
     graph = _graph_step(install)
