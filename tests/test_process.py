@@ -176,3 +176,18 @@ def test_a_path_to_a_file_already_mapped_under_another_name_gets_that_object(tmp
     resolved = resolve_target(str(second / "libcudnn.so.9"), environ=environ)
     assert resolved.target.shim == str(first / "libcudnn.so.9") and resolved.install is not None
     assert resolved.install.folder == str(first)
+
+
+def test_a_preload_missing_only_functions_of_another_release_still_starts() -> None:
+    """9.28's cnn preloaded with the 9.27 JIT graph first on LD_LIBRARY_PATH: what cnn lacks from that graph are
+    functions, bound lazily at their first call, so programs start (unlike a missing vtable: the test above);
+    the model says no start is stopped, as the real loader does."""
+    from cudnnload.judge.preload import preload_findings
+
+    jit = cache_root() / "unpacked" / "nvidia-cudnn-jit-cu13-9.27.0.42" / "nvidia" / "cudnn_jit" / "lib"
+    if not (jit / "libcudnn_graph.so.9").exists():
+        pytest.skip(f"the JIT wheel is not unpacked in {jit}: run `make wheels`")
+    environ = {**BASE, "LD_PRELOAD": str(lib_folder("cu12-9.28.0.42") / "libcudnn_cnn.so.9"),
+               "LD_LIBRARY_PATH": str(jit)}
+    assert _starts(environ).returncode == 0
+    assert preload_findings(context(environ).preloads) == ()

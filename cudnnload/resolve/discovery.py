@@ -196,19 +196,24 @@ class Context:
         except (OSError, ElfError):
             return None
 
-    def unresolved(self, path: str, provider: str, version: str) -> tuple[str, ...] | None:
+    def unresolved(self, path: str, provider: str, version: str, *, at_start: bool = False
+                   ) -> tuple[str, ...] | None:
         """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error
-        names when glibc meets it first); None when either file cannot be read."""
-        key = ("unresolved", *_stamped(path), *_stamped(provider), version)
+        names when glibc meets it first); None when either file cannot be read. ``at_start``: only what a
+        program's lazily bound start resolves (`elf.DynamicSymbols.functions`)."""
+        key = ("unresolved-at-start" if at_start else "unresolved", *_stamped(path), *_stamped(provider), version)
         known = self.cache.recall(key, "tuple[str, ...]")
         if isinstance(known, tuple):
             return known
         try:
-            found = read_dynamic_symbols(path).unresolved(version, read_dynamic_symbols(provider))
+            found = read_dynamic_symbols(path).unresolved(version, read_dynamic_symbols(provider), at_start=at_start)
         except (OSError, ElfError):
             return None
         self.cache.remember(key, tuple(found))
         return tuple(found)
+
+    def unresolved_at_start(self, path: str, provider: str, version: str) -> tuple[str, ...] | None:
+        return self.unresolved(path, provider, version, at_start=True)
 
 
 def _stamped(path: str) -> tuple[str, int, int]:
@@ -231,7 +236,7 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved) \
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start) \
         if mapped or preload_entries(env_vars) else ()
     if not preloads:
         return facts
@@ -537,6 +542,11 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
     shim_req = requester(shim_path, ctx.cache) if shim_path else None
     graph_req: linker.Requester | None = None
     graph_release = release
+    # the shim asks for the names of its own build: a shim reached through a symbolic link is of the folder its
+    # file is in (its $ORIGIN is still the link's)
+    real = os.path.realpath(shim_path) if shim_path else None
+    if shim_path and real and os.path.dirname(real) != os.path.realpath(os.path.dirname(shim_path)):
+        release = release_near(real, ctx.cache) or release
     steps: list[tuple[SubLibrary, Step]] = []
     for lib in gen.sublibraries:
         # A dlopen'd object has no loader (glibc l_loader): the shim's calls search with the
