@@ -323,7 +323,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return Expectation(call, STATUS, status=14, cause=lib.key)
         if _ops_of_another_graph(gen, lib, load, loads) and call.kind in ("check", "create"):
             return Expectation(call, STATUS, status=1002, cause=lib.key)
-        if _stale_dlerror(gen, release, lib, load, missing):
+        if _stale_dlerror(gen, release, lib, load, missing, exports):
             return Expectation(call, ABORT, message=_STALE_MESSAGE.format(lib.soname), cause="libcuda.so.1")
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
@@ -360,11 +360,18 @@ _STALE_MESSAGE = "Could not load library {}. Error: libcuda.so.1: cannot open sh
 
 
 def _stale_dlerror(gen: Generation, release: Release | None, lib: SubLibrary, load: Load,
-                   missing: Mapping[str, str]) -> bool:
-    """An 8.x shim before 8.9 (the install's release: its shim's) with a cnn_infer that loads, and no
-    libcuda.so.1 on the machine (`FIRST_8_WITHOUT_STALE_DLERROR`)."""
-    return gen.major == 8 and lib.key == "cnn_infer" and load.fails is None and "libcuda.so.1" in missing and \
-        release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
+                   missing: Mapping[str, str], exports: set[str] | None) -> bool:
+    """An 8.x shim before 8.9 with a cnn_infer that loads, and no libcuda.so.1 on the machine
+    (`FIRST_8_WITHOUT_STALE_DLERROR`). The shim carries no release: it is told by what it exports (8.9.7's has
+    cudnnGetMaxDeviceVersion, 8.5's not), else by the install's release."""
+    if gen.major != 8 or lib.key != "cnn_infer" or load.fails is not None or "libcuda.so.1" not in missing:
+        return False
+    if exports:
+        return _LATER_8_SHIM_FUNCTION not in exports
+    return release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
+
+
+_LATER_8_SHIM_FUNCTION = "cudnnGetMaxDeviceVersion"
 
 
 def _ops_of_another_graph(gen: Generation, lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
@@ -478,7 +485,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
             message="Invalid handle. Cannot load symbol cublasLtGetVersion",
             first_call="cudnnBackendCreateDescriptor"),)
     cnn = loads.get("cnn_infer")
-    if cnn is not None and _stale_dlerror(gen, release, gen.library("cnn_infer"), cnn, missing):
+    if cnn is not None and _stale_dlerror(gen, release, gen.library("cnn_infer"), cnn, missing, exports):
         lib = gen.library("cnn_infer")
         found["libcuda.so.1"] = (Consequence(
             calls=_calls_text([lib], gen), effect=ABORT, library="libcuda.so.1",
