@@ -36,7 +36,7 @@ from fixtures.scenarios.layouts import (
 from fixtures.scenarios.truth import Truth, compare, record
 from tests.wheels import cache_root
 
-pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 58 layouts on the 2-core machine
+pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 60 layouts on the 2-core machine
 
 _RECORD_RUNS = ("record-conflict is an error although the files that won are complete and the app runs (a "
                 "warning would match)")
