@@ -118,9 +118,9 @@ class Code(_Word):
     RECORD_MISMATCH = ("record-mismatch", (ERROR, WARNING), False, "a library's size (or, with `--verify`, its "
                        "sha256) is not "
                        "the one its distribution's RECORD lists: replaced or damaged")
-    RECORD_CONFLICT = ("record-conflict", ERROR, False, "two distributions claim the same file (e.g. cu12 "
-                       "and cu13 "
-                       "in one environment)")
+    RECORD_CONFLICT = ("record-conflict", WARNING, False, "two distributions claim the same file (e.g. cu12 "
+                       "and cu13 in one environment): the files of the last one installed are there, and uninstalling "
+                       "either deletes them; what that does to the program now is said by the install's own findings")
     # resolving a name
     NOT_FOUND = ("not-found", ERROR, False, "(`which`, `doctor TARGET`) no cuDNN shim would be found for the name "
                  "the program asks for")

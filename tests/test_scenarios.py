@@ -38,8 +38,6 @@ from tests.wheels import cache_root
 
 pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 60 layouts on the 2-core machine
 
-_RECORD_RUNS = ("record-conflict is an error although the files that won are complete and the app runs (a "
-                "warning would match)")
 _HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs) is a warning: graph runs without it "
                  "and the app's calls answer as on the whole wheel on CPU; the corpus counts the heuristic not mapped "
                  "as a failure")
@@ -47,7 +45,6 @@ _HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs)
 # (test, layout) -> why doctor disagrees with the real loader there today
 KNOWN_WRONG: dict[str, dict[str, str]] = {
     "names": {
-        "cu13-then-cu12-wheels-in-one-site": _RECORD_RUNS,
         "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
     },
     "command": {
