@@ -692,8 +692,23 @@ def cuda_near(path: str, cache: ElfCache) -> int | None:
                                 ).cudart_version
     except (OSError, ElfError):
         version = None
-    near = version // 1000 if version else None
+    near = version // 1000 if version else _wheel_cuda(os.path.dirname(path))
+    if near is None and wheel:  # a wheel's file without the CUDA 13 entry, and nothing beside it to tell more
+        return 12
     return 12 if near == 13 and wheel else near
+
+
+def _wheel_cuda(folder: str) -> int | None:
+    """The CUDA major a pip wheel's folder was installed for, by its distribution's name (nvidia_cudnn_cu12-...)."""
+    site = wheel_site(folder)
+    if site is None:
+        return None
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return None
+    majors = {int(m.group(1)) for name in names if (m := re.match(r"nvidia_cudnn_cu(\d+)-.*\.dist-info$", name))}
+    return majors.pop() if len(majors) == 1 else None
 
 
 # Always present with glibc and the compiler runtime; not worth a search each.
