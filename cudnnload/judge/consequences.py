@@ -216,10 +216,12 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
     """The load of a found file, given what it NEEDs. Where two releases meet, the cause is the library of
     the release the install is not (``install``): the stray one, whichever side of the edge it is on."""
     info = facts.elf(path)
-    too_old = _host_lacks(info, facts.host) if info else None
-    if too_old is not None:  # dlopen checks the version needs first (elf/dl-version.c): it fails, nothing runs
-        return Load(lib.key, path, release, UNLOADABLE, f"{too_old[0]}: version `{too_old[1]}' not found (required "
-                    f"by {path})", lib.key)
+    too_old = facts.host.lacking(info) if info else ()
+    if too_old:  # dlopen checks the version needs first (elf/dl-version.c): it fails, nothing runs
+        prefix, wanted, _ = too_old[0]
+        provider = "libc.so.6" if prefix == "GLIBC_" else facts.host.libstdcxx or "libstdc++.so.6"
+        return Load(lib.key, path, release, UNLOADABLE, f"{provider}: version `{prefix}"
+                    f"{'.'.join(map(str, wanted))}' not found (required by {path})", lib.key)
     for needed in (info.needed if info else ()):
         if needed in missing_dependencies:
             return Load(lib.key, path, release, UNLOADABLE,
@@ -257,18 +259,6 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                 return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray,
                             bound_to=bound)
     return Load(lib.key, path, release, None, None, None)
-
-
-def _host_lacks(info: ElfInfo, host: Host) -> tuple[str, str] | None:
-    """The library of this machine and the version of it the file needs that it lacks (a GLIBC_, GLIBCXX_ or
-    CXXABI_ node newer than the host's), as glibc names them; None when the host has every one."""
-    for prefix, have, library in (("GLIBC_", host.glibc, "libc.so.6"),
-                                  ("GLIBCXX_", host.glibcxx, host.libstdcxx or "libstdc++.so.6"),
-                                  ("CXXABI_", host.cxxabi, host.libstdcxx or "libstdc++.so.6")):
-        need = info.max_needed(prefix)
-        if need and have and need > have:
-            return library, prefix + ".".join(str(part) for part in need)
-    return None
 
 
 def need_lib_soname(lib: SubLibrary, key: str) -> str:

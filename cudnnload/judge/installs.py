@@ -264,18 +264,16 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
     if lib and info.soname and info.soname != lib.soname:
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
-    for prefix, have, what in (("GLIBC_", host.glibc, "glibc"), ("GLIBCXX_", host.glibcxx, "libstdc++"),
-                               ("CXXABI_", host.cxxabi, "libstdc++ (C++ ABI)")):
-        need = info.max_needed(prefix)
-        if need and have and need > have:
-            code = Code.GLIBC_TOO_OLD if prefix == "GLIBC_" else Code.LIBSTDCXX_TOO_OLD
-            yield Finding(code, f"needs {prefix}{_dotted(need)}, this machine's {what} provides "
-                          f"{prefix}{_dotted(have)}", subject, fix(manual(
-                              f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
-                              "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)"
-                              if prefix == "GLIBC_" else
-                              "put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, "
-                              "or a newer OS image")))
+    what = {"GLIBC_": "glibc", "GLIBCXX_": "libstdc++", "CXXABI_": "libstdc++ (C++ ABI)"}
+    for prefix, need, have in host.lacking(info):
+        code = Code.GLIBC_TOO_OLD if prefix == "GLIBC_" else Code.LIBSTDCXX_TOO_OLD
+        yield Finding(code, f"needs {prefix}{_dotted(need)}, this machine's {what[prefix]} provides "
+                      f"{prefix}{_dotted(have)}", subject, fix(manual(
+                          f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
+                          "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)"
+                          if prefix == "GLIBC_" else
+                          "put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, "
+                          "or a newer OS image")))
 
 
 def _dotted(version: tuple[int, ...]) -> str:

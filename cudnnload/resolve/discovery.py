@@ -145,6 +145,16 @@ class Host:
     glibcxx: tuple[int, ...] | None
     cxxabi: tuple[int, ...] | None
 
+    def lacking(self, info: ElfInfo) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
+        """Each of GLIBC_, GLIBCXX_ and CXXABI_ whose newest version the file needs is newer than this machine's:
+        (prefix, needed, the host's); dlopen fails on the first ("version `GLIBCXX_3.4.32' not found")."""
+        found = []
+        for prefix, have in (("GLIBC_", self.glibc), ("GLIBCXX_", self.glibcxx), ("CXXABI_", self.cxxabi)):
+            need = info.max_needed(prefix)
+            if need and have and need > have:
+                found.append((prefix, need, have))
+        return tuple(found)
+
 
 @dataclass(frozen=True)
 class Given:
