@@ -166,9 +166,10 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             continue
         install = judged_install_of(step.path, ctx, f"as {os.path.basename(path)} loads it ({step.rule})")
         wrong = None
-        if install is not None:
-            install = shadowed(install, gen.shim.soname, chain, ctx, step.path, step.rule)
-            wrong = _shadowed_release(path, gen.shim.soname, chain, ctx, step.path, step.rule, install)
+        if install is not None:  # the model run once more without the entry that gave the shim, if one did
+            without = _without_entry(gen.shim.soname, chain, ctx, step.path, step.rule)
+            install = _with_entry_fix(install, gen.shim.soname, without)
+            wrong = _shadowed_release(path, gen.shim.soname, install, without)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = Inventory(ctx.host, (install,) if install else (), searched)
@@ -270,7 +271,11 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     """Where ``name`` came through an LD_LIBRARY_PATH entry and the search without that entry gets a cuDNN
     that loads and is whole (``clean``: and has no error of its own either), the entry's removal: the model
     run again without it proves it."""
-    found = _without_entry(name, chain, ctx, path, rule)
+    return _entry_fix(name, _without_entry(name, chain, ctx, path, rule), clean)
+
+
+def _entry_fix(name: str, found: tuple[str, str, Install] | None, clean: bool) -> Fix | None:
+    """`_shadow_fix`, given what the search gets without the entry (`_without_entry`)."""
     if found is None:
         return None
     entry, other, install = found
@@ -280,11 +285,11 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
                note=f"then {name} is {other}, cuDNN {install.release or install.major}, which is whole")
 
 
-def _shadowed_release(program: str, name: str, chain: linker.Chain | None, ctx: Context, step_path: str,
-                      rule: str, install: Install) -> Finding | None:
+def _shadowed_release(program: str, name: str, install: Install,
+                      found: tuple[str, str, Install] | None) -> Finding | None:
     """A program whose cuDNN comes from an LD_LIBRARY_PATH entry while its own search (its DT_RUNPATH, which
-    glibc reads after LD_LIBRARY_PATH) would find a whole one of another release: it runs the entry's release."""
-    found = _without_entry(name, chain, ctx, step_path, rule)
+    glibc reads after LD_LIBRARY_PATH) would find a whole one of another release (``found``: `_without_entry`):
+    it runs the entry's release."""
     if found is None or install.release is None:
         return None
     entry, other, own = found
@@ -307,8 +312,15 @@ def shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Conte
     too and fails only for want of something else, its cuBLAS): every error's fix is then the entry's removal
     (the install's own fix kept as the alternative)."""
     if install.verdict is None or not any(f.severity is Severity.ERROR for f in install.findings):
+        return install  # nothing to fix: the search is not run again
+    return _with_entry_fix(install, name, _without_entry(name, chain, ctx, path, rule))
+
+
+def _with_entry_fix(install: Install, name: str, found: tuple[str, str, Install] | None) -> Install:
+    """`shadowed`, given what the search gets without the entry (`_without_entry`)."""
+    if install.verdict is None or not any(f.severity is Severity.ERROR for f in install.findings):
         return install
-    repair = _shadow_fix(name, chain, ctx, path, rule, clean=whole(install))
+    repair = _entry_fix(name, found, clean=whole(install))
     if repair is None:
         return install
     findings = tuple(replace(f, fix=Fix(repair.actions, repair.note, f.fix.actions + f.fix.alternatives))
