@@ -177,6 +177,9 @@ class LinkerEnv:
     # change on disk is seen by the next query.
     listings: dict[str, frozenset[str] | bool] = field(default_factory=dict, compare=False, repr=False)
     subfolders: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    # (st_dev, st_ino) of each path looked at for `_same_file`, None when it cannot be stat'ed: a running
+    # process has hundreds of objects mapped, each read once per query, not once per name
+    identities: dict[str, tuple[int, int] | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_environ(
@@ -295,20 +298,24 @@ def _same_file(result: Resolution, env: LinkerEnv) -> Resolution:
     every loaded object's and hands that one out again."""
     if result.path is None or result.error is not None or not env.loaded:
         return result
-    try:
-        found = os.stat(result.path)
-    except OSError:
+    found = _identity(result.path, env)
+    if found is None:
         return result
     for other in dict.fromkeys(env.loaded.values()):
-        if other == result.path:
-            continue
-        try:
-            known = os.stat(other)
-        except OSError:
-            continue
-        if (known.st_dev, known.st_ino) == (found.st_dev, found.st_ino):
+        if other != result.path and _identity(other, env) == found:
             return Resolution(result.name, other, "already-loaded", trail=result.trail)
     return result
+
+
+def _identity(path: str, env: LinkerEnv) -> tuple[int, int] | None:
+    if path not in env.identities:
+        try:
+            info = os.stat(path)
+        except OSError:
+            env.identities[path] = None
+        else:
+            env.identities[path] = (info.st_dev, info.st_ino)
+    return env.identities[path]
 
 
 def resolve_many(names: Sequence[str], chain: Chain | None, env: LinkerEnv) -> Resolution:
