@@ -80,12 +80,12 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
 
     env = dict(os.environ if environ is None else environ)
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify)
-    # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
-    # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
-    # an LD_PRELOAD entry that stops every program at start stops every child too: what a framework was built
-    # with is read without it (it is the framework's own fact), and the probe is not tried (certain)
+    # An LD_PRELOAD entry that stops every program at start stops every child too: what a framework was built
+    # with is read without it (it is the framework's own fact), and the probe is not tried (certain).
     stops = preload_findings(resolved.ctx.preloads)
     bare = {k: v for k, v in env.items() if k != "LD_PRELOAD"} if stops else env
+    # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
+    # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
     pool = ThreadPoolExecutor(max_workers=2)
     pending = pool.submit(_consumers_of, resolved, bare, timeout)
     install, inventory = resolved.install, resolved.inventory
