@@ -651,36 +651,34 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
                 continue
             res = linker.resolve(needed, chain(req), ctx.linker)
             steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), ctx)
+    # What cuDNN dlopens itself, each asked for by the file that opens it: (soname, that file's requester).
+    dlopened: list[tuple[str, linker.Requester | None]] = []
+    # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
+    # trips on the dlerror() it leaves: `judge.consequences`)
+    cnn = next((step.path for step in plan if step.library == "cnn_infer" and step.path and step.error is None),
+               None) if gen.major == 8 else None
+    if cnn is not None:
+        dlopened.append(("libcuda.so.1", requester(cnn, ctx.cache)))
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
-    # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from.
+    # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from; in 9.x it is
+    # the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13; graph's names
+    # none), the one of its own CUDA through its own RUNPATH: cu12's engines in a cu13 folder open
+    # libcublasLt.so.12 (measured: the differential test's cublaslt class); only one graph will use: of graph's
+    # own release (another release's it maps and leaves, `judge`).
     opener = next((step.path for step in plan if step.library in ("graph", "cnn_infer") and step.path), None) or \
         next((c.path for c in files if c.library in ("graph", "cnn_infer") and c.elf), None)
     opener_req = requester(opener, ctx.cache) if opener else None
-    # In 9.x it is the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13;
-    # graph's names none), the one of its own CUDA through its own RUNPATH: cu12's engines in a cu13 folder
-    # open libcublasLt.so.12 (measured: the differential test's cublaslt class).
-    # (only one graph will use: of graph's own release; another release's it maps and leaves, `judge`)
     graph_release = next((step.release for step in plan if step.library == "graph" and step.path), None)
     engines = next((step.path for step in plan if step.library == "engines_precompiled" and step.path
                     and step.error is None and step.release == graph_release), None) if gen.major >= 9 else None
     engines_req = requester(engines, ctx.cache) if engines else None
-    # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
-    # trips on the dlerror() it leaves: `judge.consequences`)
-    if gen.major == 8 and "libcuda.so.1" not in steps:
-        cnn = next((step.path for step in plan if step.library == "cnn_infer" and step.path and step.error is None),
-                   None)
-        cnn_req = requester(cnn, ctx.cache) if cnn else None
-        if cnn is not None and cnn_req is not None:
-            res = linker.resolve("libcuda.so.1", chain(cnn_req), ctx.linker)
-            steps["libcuda.so.1"] = make_step("libcuda.so.1", cnn, ("libcuda.so.1",), res, os.path.dirname(cnn), ctx)
-    if opener is not None and opener_req is not None and cuda and gen.major >= 8:
-        lt_from, lt_req = (engines, engines_req) if engines and engines_req else (opener, opener_req)
+    if opener_req is not None and cuda and gen.major >= 8:
         lt_cuda = (cuda_near(engines, ctx.cache) or cuda) if engines and engines_req else cuda
-        for soname, who, asker in ((f"libcublasLt.so.{lt_cuda}", lt_from, lt_req),
-                                   (f"libnvrtc.so.{cuda}", opener, opener_req)):
-            if soname not in steps:
-                res = linker.resolve(soname, chain(asker), ctx.linker)
-                steps[soname] = make_step(soname, who, (soname,), res, os.path.dirname(who), ctx)
+        dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req), (f"libnvrtc.so.{cuda}", opener_req)]
+    for soname, asker in dlopened:
+        if asker is not None and soname not in steps:
+            res = linker.resolve(soname, chain(asker), ctx.linker)
+            steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
     return tuple(steps.values())
 
 
