@@ -6,8 +6,9 @@ its exit status or signal, LD_DEBUG=libs,files, /proc/self/maps). Each says whet
 agree (fixes.works). doctor TARGET must predict every call's result before anything runs, and name the
 cause, what the user will see and the fix; its own child probe must agree with both.
 
-Where doctor does not (yet) do so on a layout, the test is marked xfail with the reason (`KNOWN_WRONG`):
-the corpus keeps the truth, and the mark is taken off when the model learns it (issues 17 and 18).
+Where doctor does not (yet) do so on a layout, the test is marked xfail with the reason (`KNOWN_WRONG`, empty
+today): the corpus keeps the truth, and the mark is taken off when the model learns it. A layout that runs
+without an optional library (`Layout.optional`) is healthy, and doctor must warn of it with the layout's fix.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import pytest
 
 from cudnnload.diagnose.doctor import Report, doctor
 from cudnnload.judge.consequences import disagreements
-from cudnnload.verdicts import ERROR
-from fixtures.scenarios.fixes import reference_truth, works
+from cudnnload.verdicts import ERROR, WARNING
+from fixtures.scenarios.fixes import kinds, reference_truth, works
 from fixtures.scenarios.layouts import (
     CONTROL,
     CORPUS,
@@ -38,19 +39,8 @@ from tests.wheels import cache_root
 
 pytestmark = [*corpus_marks(), pytest.mark.slow]  # ~100 s for the 60 layouts on the 2-core machine
 
-_HEURISTIC_90 = ("the heuristic of 9.0 inside a 9.28 wheel (RECORD size differs) is a warning: graph runs without it "
-                 "and the app's calls answer as on the whole wheel on CPU; the corpus counts the heuristic not mapped "
-                 "as a failure")
-
 # (test, layout) -> why doctor disagrees with the real loader there today
-KNOWN_WRONG: dict[str, dict[str, str]] = {
-    "names": {
-        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
-    },
-    "command": {
-        "heuristic-from-9.0-in-9.28-wheel": _HEURISTIC_90,
-    },
-}
+KNOWN_WRONG: dict[str, dict[str, str]] = {}
 
 
 def _each(test: str, layouts: tuple[Layout, ...] | list[Layout]) -> list[object]:
@@ -103,7 +93,7 @@ def test_the_corpus_holds_at_least_45_layouts_of_every_generation_each_with_a_ve
 
 @pytest.mark.parametrize("layout", CORPUS, ids=lambda layout: layout.name)
 def test_each_layout_works_exactly_when_it_says_it_does(layout: Layout) -> None:
-    why = works(truth(layout.name), reference_truth(layout))
+    why = works(truth(layout.name), reference_truth(layout), layout.optional)
     assert (why == []) == layout.healthy, why or f"{layout.name} says it fails, but runs as {layout.reference}"
 
 
@@ -122,6 +112,10 @@ def test_doctor_target_names_the_cause_the_consequence_and_the_fix_of_every_fail
     errors = [f for f in report.findings if f.severity == ERROR]
     if layout.healthy:
         assert errors == [], [f"{f.code}: {f.message}" for f in errors]
+        if layout.family != CONTROL:  # it runs degraded (`Layout.optional`): a warning, and its fix as the layout's
+            warned = [f for f in report.findings if f.severity == WARNING and f.fix]
+            assert any(set(kinds(fix)) <= {str(a.do) for f in warned for a in f.fix.actions} for fix in layout.fixes), \
+                [f.code for f in warned]
         return
     assert errors and all(f.fix for f in errors), [f.code for f in errors]
     explained = [f for f in errors if f.consequences]
