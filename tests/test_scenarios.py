@@ -112,7 +112,7 @@ def test_doctor_target_names_the_cause_the_consequence_and_the_fix_of_every_fail
     errors = [f for f in report.findings if f.severity == ERROR]
     if layout.healthy:
         assert errors == [], [f"{f.code}: {f.message}" for f in errors]
-        if layout.family != CONTROL:  # it runs degraded (`Layout.optional`): a warning, and its fix as the layout's
+        if layout.optional:  # it runs without an optional library: a warning, and its fix as the layout's
             warned = [f for f in report.findings if f.severity == WARNING and f.fix]
             assert any(set(kinds(fix)) <= {str(a.do) for f in warned for a in f.fix.actions} for fix in layout.fixes), \
                 [f.code for f in warned]
