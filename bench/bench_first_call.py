@@ -3,9 +3,10 @@
     python bench/bench_first_call.py [--runs N] [--folder PATH]
 
 Problem (anchors.md): 3x3 convolution, N=32, C=K=64, 56x56, padding 1, float16 NCHW, then ReLU.
-Each figure is the median of N fresh processes: "start->result" from the process's first statement to
-the result on the host (numpy import and input generation included, alike for all), "spawn->exit" the
-whole process; every result is then checked against a float64 numpy reference of image 0 (untimed).
+Each figure is the median of N fresh processes, the paths taken in turn round by round: "start->result"
+from the process's first statement to the result on the host (numpy import and input generation included,
+alike for all), "spawn->exit" the whole process; every result is then checked against a float64 numpy
+reference of image 0 (untimed).
 cudnnload runs three ways: as an application wanting a fast first result would call it (``cudnnload.start``
 with a warm-up as its first statement, then its own imports and data, then one call, conv with
 ``activation="relu"``: the budget's path, issue 21: at most 40 ms more than the CUDA context alone); the
@@ -242,14 +243,18 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-c", "import cudnnload; cudnnload.load(__import__('sys').argv[1])",
                     args.folder], env=env, check=True)  # remember the verdict once, as any second start would
-    results = {}
-    for name, code in ((OURS_NAME, OURS), ("cudnnload (start(), conv then ReLU)", OURS_SPLIT),
-                       ("cudnnload (load(), then the calls)", OURS_SEQUENTIAL),
-                       ("raw ctypes (legacy API, lazy)", RAW), ("PyTorch", TORCH),
-                       ("cudnnload, warmed: first conv", WARM), ("floor: numpy + inputs alone", DATA_ALONE),
-                       (CONTEXT_NAME, CONTEXT_ALONE)):
+    paths = ((OURS_NAME, OURS), ("cudnnload (start(), conv then ReLU)", OURS_SPLIT),
+             ("cudnnload (load(), then the calls)", OURS_SEQUENTIAL), ("raw ctypes (legacy API, lazy)", RAW),
+             ("PyTorch", TORCH), ("cudnnload, warmed: first conv", WARM), ("floor: numpy + inputs alone", DATA_ALONE),
+             (CONTEXT_NAME, CONTEXT_ALONE))
+    for _, code in paths:
         run(code, args.folder, 99, env)  # untimed: page cache and remembered choices as in steady use
-        results[name] = [run(code, args.folder, seed, env) for seed in range(args.runs)]
+    # Round by round, every path once per round: drift on the machine (its clocks, other tenants) falls on all
+    # paths alike, the budget's path and the context floor it is held against above all.
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in paths}
+    for seed in range(args.runs):
+        for name, code in paths:
+            results[name].append(run(code, args.folder, seed, env))
     torch_inside = median(results["PyTorch"], "inside")
     overhead = None if args.no_overhead else _tracing_overhead(args, env)
     print(f"first verified result, {N}x{C}x{S}x{S} 3x3 conv fp16 + ReLU; median of {args.runs} cold processes (ms)")
@@ -268,6 +273,8 @@ def main() -> None:
         print(f"tracing overhead on the PyTorch program (its start->result): {plain_ms:.0f} ms -> "
               f"{traced_ms:.0f} ms (median of paired ratios {ratio * 100:+.1f}%; budget "
               f"{BUDGET['trace_overhead'] * 100:.0f}%)")
+    for name in (OURS_NAME, CONTEXT_NAME):
+        print(f"{name}, each run: " + " ".join(f"{row['inside']:.0f}" for row in results[name]))
     ours, context = median(results[OURS_NAME], "inside"), median(results[CONTEXT_NAME], "inside")
     print(f"{OURS_NAME}: {ours:.1f} ms = the CUDA context alone {context:.1f} ms + {ours - context:.1f} ms "
           f"(budget + {BUDGET['over_context_ms']:.0f} ms); PyTorch {torch_inside:.1f} ms")

@@ -126,8 +126,8 @@ fi
 if want first-call; then
   # Then with OpenBLAS's threads off for every path: numpy's import starts 15 of them here, which spin for
   # ~0.1 s (1.8 s of CPU time, measured) while cudnnload.start's threads and the driver want the cores.
-  { python3 bench/bench_first_call.py --folder "$LIB" --runs 5
-    OPENBLAS_NUM_THREADS=1 python3 bench/bench_first_call.py --folder "$LIB" --runs 5 --no-overhead; } 2>&1 \
+  { python3 bench/bench_first_call.py --folder "$LIB" --runs 7
+    OPENBLAS_NUM_THREADS=1 python3 bench/bench_first_call.py --folder "$LIB" --runs 7 --no-overhead; } 2>&1 \
     | tee "$OUT/first_call.txt"
 fi
 if want trace; then

@@ -154,3 +154,56 @@ def test_a_call_whose_plan_another_thread_builds_runs_on_a_quick_plan_then_moves
 
     assert out["provisional_first"] is True and out["provisional_then"] is False, out
     assert out["error_first"] < 1e-3 and out["error_then"] < 1e-3, out
+
+
+_BEFORE_THE_WARM_UP = """
+import json, sys, time
+import numpy as np
+import cudnnload
+import cudnnload.dispatch.warmup as warmup
+from cudnnload import Problem
+from cudnnload.dispatch import dispatcher as dispatch
+from cudnnload.loading.gpu import checked, initialized_driver
+own_run = warmup._run
+def late(problems, start, **kwargs):  # a warm-up still importing, or busy, when the application calls
+    time.sleep(3)
+    return own_run(problems, start, **kwargs)
+warmup._run = late
+starting = cudnnload.start(sys.argv[1], warmup=[Problem((2, 16, 12, 12), (8, 16, 3, 3), "float32", padding=1)])
+rng = np.random.default_rng(7)
+X = rng.standard_normal((2, 16, 12, 12)).astype(np.float32)
+W = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
+x, w = cudnnload.DeviceBuffer(X.shape, "float32", X), cudnnload.DeviceBuffer(W.shape, "float32", W)
+y = cudnnload.DeviceBuffer((2, 8, 12, 12), "float32")
+graph = dispatch.registry().get("cudnn-graph")[0]
+def run_once():
+    cudnnload.conv(x, w, padding=1, out=y)
+    checked(initialized_driver(), "cuCtxSynchronize")
+    runs = list(graph._runs(graph._runtime.state()).values())
+    return y.to_host(np.empty((2, 8, 12, 12), np.float32)), runs
+began = time.perf_counter()
+first, runs = run_once()
+first_ms = (time.perf_counter() - began) * 1000
+on_quick = bool(runs) and all(run.provisional for run in runs)
+warming = not starting.done()
+starting.wait(120)
+later, runs = run_once()
+windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
+                                                   (3, 3), axis=(2, 3))
+want = np.einsum("nchwij,kcij->nkhw", windows, W.astype(np.float64))
+error = lambda got: float(np.abs(got - want).max() / np.abs(want).max())
+print(json.dumps({"on_quick": on_quick, "warming": warming, "first_ms": first_ms, "later_own": any(not r.provisional
+                  for r in runs), "first_error": error(first), "later_error": error(later)}))
+"""
+
+
+def test_a_call_before_the_warm_up_reaches_its_problem_runs_on_a_quick_plan_then_on_its_own() -> None:
+    require_gpus(1)
+    shim, _ = installed_cudnn()
+
+    out = run_child(_BEFORE_THE_WARM_UP, str(shim.parent))
+
+    # the application's thread does not build the problem's own plan (70-90 ms of cuDNN's lazy start) while a
+    # warm-up is on its way to it; once the warm-up is over, the call runs on the problem's own plan
+    assert out["warming"] and out["on_quick"] and out["later_own"], out
+    assert out["first_error"] < 1e-3 and out["later_error"] < 1e-3, out

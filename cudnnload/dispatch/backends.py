@@ -35,6 +35,7 @@ from cudnnload.dispatch.capabilities import Cell, Rule, cell_of, table
 from cudnnload.dispatch.entrypoints import EntryPoint, entry_points
 from cudnnload.dispatch.tensors import TensorRef
 from cudnnload.errors import UsageError
+from cudnnload.loading import pending
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,13 @@ def warming(before_own_plans: Callable[[], object]) -> Iterator[None]:
 def warming_hook() -> Callable[[], object] | None:
     """This thread's `warming` hook, or None outside a warm-up."""
     return getattr(_warming, "hook", None)
+
+
+def warm_ups_running() -> bool:
+    """Whether a background warm-up (`cudnnload.start`, `preload(background=True)`) is running in this
+    process: a backend with a quick first plan runs another thread's call on it meanwhile, as for a problem
+    the warm-up has claimed, since the warm-up may not have reached that problem yet."""
+    return pending.warm_ups_running()
 
 
 @dataclass(frozen=True)

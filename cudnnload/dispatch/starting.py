@@ -15,6 +15,11 @@ wait for the load like any other. `cudnnload.load` called from any other thread 
 loading waits for it (`cudnnload.loading.pending`) and returns its result; a failed start leaves
 that call to try again and raise its own error.
 
+An application call that comes before the warm-up has reached its problem (its thread may still be
+importing the plugins) runs on the backend's quick plan, as one whose plan the warm-up is building
+does, instead of building the problem's own plan on the application's thread
+(`cudnnload.loading.pending.warm_ups_running`).
+
 The threads are not daemons: a program that ends while they still run waits for them (a warm-up
 ends ~100 ms after the context) instead of tearing the interpreter down under cuDNN calls in
 flight. As daemons they did: on an H200, a program that printed its result before the warm-up
@@ -90,6 +95,9 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
 
         prepare_context()
 
+        if warmup:  # counted from now: the application's first calls may come before the warm-up's thread is up
+            pending.warm_up_began()
+
         def run(starting: Starting) -> Loaded:
             # The imports and the warm-up's claims begin at once. Deferring them until cuInit is done (so
             # as not to compete with the application's own imports) measured worse: 333 ms against 290 to
@@ -103,10 +111,14 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
             from cudnnload.loading.loader import load, with_warmup
 
             try:
-                loaded = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout)
+                try:
+                    loaded = load(source, version=version, environ=environ, use_cache=use_cache, timeout=timeout)
+                finally:
+                    starting.ready.set()  # the warm-up's own calls wait for this
+                warmed = warming.wait() if warming is not None else None
             finally:
-                starting.ready.set()  # the warm-up's own calls wait for this
-            warmed = warming.wait() if warming is not None else None
+                if warmup:
+                    pending.warm_up_ended()
             return loaded if warmed is None else with_warmup(warmed)
 
         _current = Starting(run)

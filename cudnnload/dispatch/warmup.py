@@ -13,6 +13,7 @@ import threading
 import time
 
 from cudnnload.errors import CudnnloadError
+from cudnnload.loading import pending
 from cudnnload.resolve.records import record
 
 TYPE_CHECKING = False
@@ -233,10 +234,18 @@ class Background:
         self._result: Warmed | None = None
         self._thread = threading.Thread(target=self._run, args=(tuple(problems),), name="cudnnload-warmup",
                                         daemon=False)
-        self._thread.start()
+        pending.warm_up_began()
+        try:
+            self._thread.start()
+        except BaseException:
+            pending.warm_up_ended()
+            raise
 
     def _run(self, problems: tuple[Warmable, ...]) -> None:
-        self._result = warm_up(problems)
+        try:
+            self._result = warm_up(problems)
+        finally:
+            pending.warm_up_ended()
 
     def wait(self, timeout: float | None = None) -> Warmed | None:
         self._thread.join(timeout)

@@ -5,6 +5,10 @@
 race it. The loader learns of such a load here instead of importing whoever began it: the
 starter announces its thread and an event set once the load is over (loaded or failed), and the
 loader waits on it.
+
+Warm-ups running in the background are counted here too (`warm_up_began`, `warm_up_ended`): a backend
+with a quick first plan runs an application's call on it while one is still on its way to that problem,
+instead of building the problem's own plan on the application's thread (`warm_ups_running`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import threading
 
 _current: tuple[threading.Thread, threading.Event] | None = None
+_warm_ups = 0
+_warm_ups_lock = threading.Lock()
 
 
 def announce(thread: threading.Thread, ready: threading.Event) -> None:
@@ -27,3 +33,22 @@ def wait(timeout: float | None = None) -> bool:
     if current is not None and threading.current_thread() is not current[0]:
         return current[1].wait(timeout)
     return True
+
+
+def warm_up_began() -> None:
+    """A background warm-up begins (`cudnnload.start`, `cudnnload.preload(background=True)`)."""
+    global _warm_ups
+    with _warm_ups_lock:
+        _warm_ups += 1
+
+
+def warm_up_ended() -> None:
+    """A background warm-up counted by `warm_up_began` is over (done or failed)."""
+    global _warm_ups
+    with _warm_ups_lock:
+        _warm_ups -= 1
+
+
+def warm_ups_running() -> bool:
+    """Whether a background warm-up is running in this process."""
+    return _warm_ups > 0

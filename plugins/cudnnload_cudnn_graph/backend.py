@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec, refusal, warming_hook
+from cudnnload.backends import ActivationSpec, ConvSpec, Spec, refusal, warm_ups_running, warming_hook
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, ThreadState, runtime, usable_strides
 from cudnnload.errors import CudnnloadError
 from cudnnload.loading.gpu import synchronize
@@ -407,6 +407,13 @@ class GraphBackend:
                 hook = warming_hook()
                 if hook is not None and self._claimed.setdefault(key, me) != me:
                     hook = None  # another warm-up claimed it first
+                elif hook is None and warm_ups_running():
+                    # the application's call, before a background warm-up reached its problem (it may still
+                    # be importing): its own plan's first build costs ~70-90 ms of cuDNN's lazy
+                    # initialization on this thread, the quick plan ~6 (H200, 2026-11-27)
+                    quick = self._quick_plan(key, graph_spec, device, stream)
+                    if quick is not None:
+                        return Steps((quick,), (graph_spec,)), True
         try:
             if hook is not None:
                 self._warm_quick(key, op, tensors, spec, stream, hook)
