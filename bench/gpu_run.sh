@@ -124,11 +124,9 @@ if want loader; then
     | tee "$OUT/bench_loader.txt"
 fi
 if want first-call; then
-  # Then with OpenBLAS's threads off for every path: numpy's import starts 15 of them here, which spin for
-  # ~0.1 s (1.8 s of CPU time, measured) while cudnnload.start's threads and the driver want the cores.
-  { python3 bench/bench_first_call.py --folder "$LIB" --runs 7
-    OPENBLAS_NUM_THREADS=1 python3 bench/bench_first_call.py --folder "$LIB" --runs 7 --no-overhead; } 2>&1 \
-    | tee "$OUT/first_call.txt"
+  # In the default environment (numpy's OpenBLAS threads as it starts them: cudnnload.start asks them to sleep
+  # when idle, see cudnnload/dispatch/starting.py).
+  python3 bench/bench_first_call.py --folder "$LIB" --runs 7 2>&1 | tee "$OUT/first_call.txt"
 fi
 if want trace; then
   { python3 -m cudnnload trace --lazy --preload --warm --start --runs 3 --folder "$LIB" --plot "$OUT/trace.png"

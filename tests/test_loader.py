@@ -250,3 +250,28 @@ def test_a_program_that_ends_while_start_is_loading_exits_cleanly(tmp_path: Path
     print('{{"ended": true}}')
     """
     assert _child(code, tmp_path) == {"ended": True}
+
+
+_OPENBLAS = """
+import json, os, sys, cudnnload
+{before}
+starting = cudnnload.start({folder!r}, warmup=[cudnnload.Problem((1, 4, 8, 8), (4, 4, 3, 3), "float32")]{options})
+during = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+import numpy
+starting.thread.join(60)
+print(json.dumps({{"during": during, "after": os.environ.get("OPENBLAS_THREAD_TIMEOUT")}}))
+"""
+
+
+@pytest.mark.parametrize(("before", "options", "env", "during", "after"), [
+    ("", "", {}, "4", None),  # numpy's idle BLAS threads sleep at once; no child inherits the variable
+    ("", ", blas_idle_spin=True", {}, None, None),
+    ("import numpy", "", {}, None, None),  # OpenBLAS started already: nothing to set
+    ("", "", {"OPENBLAS_THREAD_TIMEOUT": "12"}, "12", "12"),  # the user's value stays
+], ids=["set-then-removed", "asked-to-spin", "numpy-first", "users-value"])
+def test_start_lets_openblas_threads_sleep_during_the_import_and_leaves_the_environment_as_it_was(
+        tmp_path: Path, before: str, options: str, env: dict[str, str], during: str | None, after: str | None
+) -> None:
+    code = _OPENBLAS.format(before=before, options=options, folder=str(lib_folder("cu12-9.28.0.42")))
+    out = _child(code, tmp_path, env)
+    assert (out["during"], out["after"]) == (during, after), out

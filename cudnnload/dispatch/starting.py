@@ -15,6 +15,15 @@ wait for the load like any other. `cudnnload.load` called from any other thread 
 loading waits for it (`cudnnload.loading.pending`) and returns its result; a failed start leaves
 that call to try again and raise its own error.
 
+numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins ~0.1 s (2^28
+cycles) waiting for work before it sleeps: 15 spinning threads on the 16 cores of the H200 machine, in
+the very window where the driver makes the context, cost the first result 40-45 ms (319 against 278
+ms, median of 8, 2026-11-27). Unless ``blas_idle_spin=True``, or the variable is set already, or numpy
+is imported already, `start` sets ``OPENBLAS_THREAD_TIMEOUT=4`` (2^4 cycles: its idle threads sleep at
+once) for the import, and takes the variable out of the environment again once its threads are done,
+so that no child process inherits it. OpenBLAS keeps the setting for the life of the process: a later
+multi-threaded BLAS call then wakes its threads (microseconds) instead of finding them spinning.
+
 An application call that comes before the warm-up has reached its problem (its thread may still be
 importing the plugins) runs on the backend's quick plan, as one whose plan the warm-up is building
 does, instead of building the problem's own plan on the application's thread
@@ -29,6 +38,7 @@ ended sometimes exited with no message and a failure status.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from cudnnload.loading import pending
@@ -81,11 +91,13 @@ _current: Starting | None = None
 
 def start(source: str | os.PathLike[str] | Install | None = None, *, version: str | None = None,
           environ: Mapping[str, str] | None = None, use_cache: bool = True, timeout: float = 60.0,
-          warmup: Sequence[Problem | Activation] = ()) -> Starting:
+          warmup: Sequence[Problem | Activation] = (), blas_idle_spin: bool = False) -> Starting:
     """Begin `cudnnload.load` (same arguments) and then the ``warmup`` problems in a background thread,
     and return at once. Any cudnnload call that needs cuDNN waits for the load part;
     ``Starting.wait()`` returns the `Loaded` once the warm-up is over too (its result in
     ``Loaded.warmup``), or raises the load's error. A second call returns the first one's `Starting`.
+    ``blas_idle_spin=True`` leaves numpy's OpenBLAS threads spinning when idle, as OpenBLAS has them by
+    default (see the module docstring).
     """
     global _current
     with _lock:
@@ -94,6 +106,7 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
         from cudnnload.loading.cudadriver import prepare_context
 
         prepare_context()
+        calmed = not blas_idle_spin and _calm_openblas()
 
         if warmup:  # counted from now: the application's first calls may come before the warm-up's thread is up
             pending.warm_up_began()
@@ -119,9 +132,29 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
             finally:
                 if warmup:
                     pending.warm_up_ended()
+                if calmed:
+                    _uncalm_environment()
             return loaded if warmed is None else with_warmup(warmed)
 
         _current = Starting(run)
         pending.announce(_current.thread, _current.ready)
     _current.thread.start()
     return _current
+
+
+_OPENBLAS_SPIN = "OPENBLAS_THREAD_TIMEOUT"
+_CALM = "4"  # OpenBLAS's least: idle threads spin 2^4 cycles, then sleep
+
+
+def _calm_openblas() -> bool:
+    """Set ``OPENBLAS_THREAD_TIMEOUT`` for numpy's coming import (module docstring); whether it was set here."""
+    if _OPENBLAS_SPIN in os.environ or "numpy" in sys.modules:
+        return False
+    os.environ[_OPENBLAS_SPIN] = _CALM
+    return True
+
+
+def _uncalm_environment() -> None:
+    """Take `_calm_openblas`'s variable out of the environment again (OpenBLAS read it when it started)."""
+    if os.environ.get(_OPENBLAS_SPIN) == _CALM:
+        del os.environ[_OPENBLAS_SPIN]
