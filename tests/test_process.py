@@ -191,3 +191,42 @@ def test_a_preload_missing_only_functions_of_another_release_still_starts() -> N
                "LD_LIBRARY_PATH": str(jit)}
     assert _starts(environ).returncode == 0
     assert preload_findings(context(environ).preloads) == ()
+
+
+def test_a_sublibrary_that_fails_to_load_is_answered_by_the_shims_bare_name_as_the_real_loader_does(
+        tmp_path: Path) -> None:
+    """cuDNN 9's shim asks for libcudnn_cnn.so.9 and, when that file fails to load (here 9.0's cnn in a 9.28
+    folder: undefined symbols of 9.28's graph), for the bare libcudnn_cnn.so, which a -dev package or a CUDA
+    image puts on the search path (here a folder on LD_LIBRARY_PATH with 9.28's cnn under that name). The model
+    maps that file, as the real loader does, and the convolution library's check then answers 0."""
+    new, old = lib_folder("cu12-9.28.0.42"), lib_folder("cu12-9.0.0.312")
+    folder, dev = tmp_path / "lib", tmp_path / "dev"
+    folder.mkdir()
+    dev.mkdir()
+    for library in [*new.glob("libcudnn*.so.9"), *lib_folder("cublas-cu12-12.9.1.4").glob("*.so*")]:
+        os.link(library, folder / library.name)
+    (folder / "libcudnn_cnn.so.9").unlink()
+    os.link(old / "libcudnn_cnn.so.9", folder / "libcudnn_cnn.so.9")
+    os.link(new / "libcudnn_cnn.so.9", dev / "libcudnn_cnn.so")
+    environ = {**BASE, "LD_LIBRARY_PATH": str(dev)}
+    install = next(i for i in find([str(folder)], environ=environ, ctx=context(environ)).installs)
+    step = next(s for s in install.plan if s.library == "cnn")
+    assert step.path == str(folder / "libcudnn_cnn.so.9") and step.fallback is not None
+    assert step.fallback.path == str(dev / "libcudnn_cnn.so")
+    bare, own = os.path.realpath(dev / "libcudnn_cnn.so"), os.path.realpath(folder / "libcudnn_cnn.so.9")
+    maps = {os.path.realpath(path) for path in install.maps}
+    assert bare in maps and own not in maps
+    # the program runs, on a file from elsewhere: a warning on the install's own cnn, whose fix puts it back
+    (said,) = [f for f in install.all_findings if f.code is Code.SUBLIBRARY_UNLOADABLE]
+    assert said.severity.value == "warning" and said.subject.path == str(folder / "libcudnn_cnn.so.9")
+    assert not [f for f in install.all_findings if f.severity.value == "error"]
+    script = ("import ctypes, json, sys; shim = ctypes.CDLL(sys.argv[1]); shim.cudnnGetVersion(); "
+              "ops = shim.cudnnOpsVersionCheck(); cnn = shim.cudnnCnnVersionCheck(); "
+              "print(json.dumps([ops, cnn, sorted({l.split()[-1] for l in open('/proc/self/maps') "
+              "if 'libcudnn' in l})]))")
+    real = subprocess.run([sys.executable, "-c", script, str(folder / "libcudnn.so.9")], env=environ,
+                          capture_output=True, text=True, timeout=60, check=True)
+    ops, cnn, mapped = json.loads(real.stdout.strip().splitlines()[-1])
+    assert (ops, cnn) == (0, 0)
+    mapped = {os.path.realpath(path) for path in mapped}
+    assert bare in mapped and own not in mapped

@@ -103,6 +103,14 @@ def test_the_ctypes_driver_agrees_with_cuda_bindings() -> None:
     assert out["name_100"] == "CUDA_ERROR_NO_DEVICE" and "no CUDA-capable device" in out["text_100"]
 
 
+# The float64 reference of a 3x3 convolution with padding 1 of X by W, and a result's relative error against it.
+_REFERENCE = """
+windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
+                                                   (3, 3), axis=(2, 3))
+want = np.einsum("nchwij,kcij->nkhw", windows, W.astype(np.float64))
+error = lambda got: float(np.abs(got - want).max() / np.abs(want).max())
+"""
+
 _QUICK = """
 import json, sys, threading
 import numpy as np
@@ -137,10 +145,7 @@ finally:
     release.set()
 other.join(30)
 second, run = run_once()
-windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
-                                                   (3, 3), axis=(2, 3))
-want = np.einsum("nchwij,kcij->nkhw", windows, W.astype(np.float64))
-error = lambda got: float(np.abs(got - want).max() / np.abs(want).max())
+""" + _REFERENCE + """
 print(json.dumps({"provisional_first": provisional, "provisional_then": run.provisional,
                   "error_first": error(first), "error_then": error(second)}))
 """
@@ -188,10 +193,7 @@ on_quick = bool(runs) and all(run.provisional for run in runs)
 warming = not starting.done()
 starting.wait(120)
 later, runs = run_once()
-windows = np.lib.stride_tricks.sliding_window_view(np.pad(X.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
-                                                   (3, 3), axis=(2, 3))
-want = np.einsum("nchwij,kcij->nkhw", windows, W.astype(np.float64))
-error = lambda got: float(np.abs(got - want).max() / np.abs(want).max())
+""" + _REFERENCE + """
 print(json.dumps({"on_quick": on_quick, "warming": warming, "first_ms": first_ms, "later_own": any(not r.provisional
                   for r in runs), "first_error": error(first), "later_error": error(later)}))
 """

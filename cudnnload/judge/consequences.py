@@ -26,13 +26,14 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from cudnnload.codes import Effect
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
-from cudnnload.resolve.discovery import Host
+from cudnnload.resolve.discovery import Host, Step
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import Consequence
 
@@ -75,6 +76,13 @@ class Planned:
     outcome: str | None  # the linker's: "found", "already-loaded", "cut-segments", "not-elf" ...
     error: str | None
     release: Release | None
+    fallback: Planned | None = None  # the file the opener's later names get, when this one fails to load
+
+    @classmethod
+    def of(cls, step: Step) -> Planned:
+        """From a `discovery.Step` (its fallback too)."""
+        return cls(step.path, step.outcome, step.error, step.release,
+                   None if step.fallback is None else cls.of(step.fallback))
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,10 @@ class Load:
     # the file already in the process (LD_PRELOAD's) its DT_NEEDED bound to, when that is why it fails
     bound_to: str | None = None
     stays_mapped: bool = False  # it fails, yet stays in the process (it loaded, and its opener does not use it)
+    # the file the opener got first, which failed to load, and dlerror's text for it, when ``path`` is what its
+    # later names then gave (`discovery.Step.fallback`)
+    instead_of: str | None = None
+    instead_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,24 +146,18 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         step = planned.get(lib.key)
         if step is None:
             continue
-        path, outcome, error, own = step.path, step.outcome, step.error, step.release
         opener = loads.get("graph") if lib.opened_by == "graph" else None
         if opener is not None and opener.fails is not None:  # graph opens it: never asked for
-            loads[lib.key] = Load(lib.key, path, own, opener.fails, opener.error, opener.cause)
+            loads[lib.key] = Load(lib.key, step.path, step.release, opener.fails, opener.error, opener.cause)
             continue
-        if path is None:
-            name = lib.names_tried(release)[-1 if gen.major < 9 else -2]
-            loads[lib.key] = Load(lib.key, None, None, MISSING,
-                                  f"{name}: cannot open shared object file: No such file or directory", lib.key)
-            continue
-        if outcome in ("cut-segments", "fifo"):
-            loads[lib.key] = Load(lib.key, path, own, KILLS if outcome == "cut-segments" else HANGS, error, lib.key)
-            continue
-        if error is not None:
-            loads[lib.key] = Load(lib.key, path, own, UNLOADABLE, error, lib.key)
-            continue
-        loads[lib.key] = _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts,
-                                              present or {}), loads.get("graph"))
+        load = _load_of(lib, step, gen, release, loads, missing_dependencies, facts, present or {})
+        if load.fails == UNLOADABLE and step.fallback is not None and step.fallback.path is not None:
+            # the opener's next name (the bare X.so of a -dev package): it loads, or kills the process, or the
+            # first file's failure stands (its cause is what is wrong)
+            other = _load_of(lib, step.fallback, gen, release, loads, missing_dependencies, facts, present or {})
+            if other.fails in (None, KILLS, HANGS):
+                load = dataclasses.replace(other, instead_of=load.path, instead_error=load.error)
+        loads[lib.key] = load
     graph = loads.get("graph")
     for lib in gen.sublibraries:  # 9.0's graph asks for the engines of its chain whatever the plan says
         if lib.key not in loads and _stops_chain(lib, loads):
@@ -159,14 +165,30 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
             loads[lib.key] = Load(lib.key, None, None, MISSING,
                                   f"{name}: cannot open shared object file: No such file or directory", lib.key)
     for lib in gen.sublibraries:  # graph's engine order: one it opens only after another has loaded
-        load = loads.get(lib.key)
+        gated = loads.get(lib.key)
         after = _opened_after(lib, _graph_release(loads))
-        if load is None or not after or (graph is not None and graph.fails is not None):
+        if gated is None or not after or (graph is not None and graph.fails is not None):
             continue  # graph itself fails: nothing of it is asked for, as the loads already say
         gate = loads.get(after)  # None: nowhere (an optional engine library the plan leaves out)
         if gate is None or (gate.fails is not None and gate.fails not in _ENDS) or not gate.asked:
-            loads[lib.key] = Load(lib.key, load.path, load.release, None, None, None, asked=False)
+            loads[lib.key] = Load(lib.key, gated.path, gated.release, None, None, None, asked=False)
     return loads
+
+
+def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release | None, loads: Mapping[str, Load],
+             missing_dependencies: Mapping[str, str], facts: FileFacts, present: Mapping[str, str]) -> Load:
+    """The first dlopen of ``lib`` from the file ``step`` has (a graph that failed is `plan_loads`'s)."""
+    path, outcome, error, own = step.path, step.outcome, step.error, step.release
+    if path is None:
+        name = lib.names_tried(release)[-1 if gen.major < 9 else -2]
+        return Load(lib.key, None, None, MISSING, f"{name}: cannot open shared object file: No such file or directory",
+                    lib.key)
+    if outcome in ("cut-segments", "fifo"):
+        return Load(lib.key, path, own, KILLS if outcome == "cut-segments" else HANGS, error, lib.key)
+    if error is not None:
+        return Load(lib.key, path, own, UNLOADABLE, error, lib.key)
+    return _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts, present),
+                    loads.get("graph"))
 
 
 def _refused(lib: SubLibrary, load: Load, graph: Load | None) -> Load:

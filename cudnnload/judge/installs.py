@@ -78,6 +78,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
+    findings += _fallbacks(prediction, install, repair)
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
     if (shim_fails or origin) and not any(c.library not in ("shim", None) for c in install.files):
@@ -120,7 +121,7 @@ def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) 
     and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
     when libcuda.so.1 was found)."""
     gen = generation(install.major)
-    planned = {step.library: Planned(step.path, step.outcome, step.error, step.release) for step in install.plan}
+    planned = {step.library: Planned.of(step) for step in install.plan}
     missing = {step.library: step.library for step in install.dependencies if step.path is None}
     shim = install.file("shim")
     if gpu is None:
@@ -463,6 +464,27 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
                       f"{via}), outside this install", subject, cure)
+
+
+def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> Iterable[Finding]:
+    """``sublibrary-unloadable`` for a file of the install whose load fails where a later name of its opener then
+    gets another file (`Load.instead_of`): a warning where that file is of the install's release (the program
+    runs, on a file from elsewhere), an error where it is not (what its calls then do is said with it)."""
+    for key, load in prediction.loads.items():
+        if load.instead_of is None or load.path is None:
+            continue
+        step = next((s for s in install.plan if s.library == key), None)
+        opener = posixpath.basename(step.requested_by) if step is not None and step.requested_by else "the shim"
+        own = install.file(key)
+        same = load.release is None or install.release is None or load.release == install.release
+        rule = step.fallback.rule if step is not None and step.fallback is not None else "the search"
+        release = f"cuDNN {load.release}, " if load.release else ""
+        yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} cannot load {key} from {load.instead_of} "
+                      f"({load.instead_error}); it goes on to its next name, {posixpath.basename(load.path)}, and gets "
+                      f"{load.path} ({release}via {rule}), outside this install"
+                      + ("" if same else f", not its {install.release}"),
+                      Subject(SubjectKind.FILE, load.instead_of, key),
+                      repair.file(own) if own is not None else repair.put_back(), severity=WARNING if same else ERROR)
 
 
 def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:

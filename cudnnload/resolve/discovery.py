@@ -66,6 +66,11 @@ class Step:
     error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
     entry: str | None = None  # the entry, as written, of ``variable`` that gave it
     variable: str | None = None  # "LD_LIBRARY_PATH" (found through it) or "LD_PRELOAD" (preloaded, already loaded)
+    # What the opener gets from its later names when its dlopen of this file fails after the linker picked it
+    # (a NEEDED missing, an undefined symbol): cuDNN 9's shim and graph go on to the next name, and the bare
+    # ``X.so`` a -dev package or a CUDA image puts in ld.so.cache answers (measured on the H200 machine: the
+    # system's libcudnn_cnn.so after the wheel's cnn failed to bind). None: no other file answers them.
+    fallback: Step | None = None
 
 
 @dataclass(frozen=True)
@@ -566,10 +571,22 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
         names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
         res = linker.resolve_many(names, chain(opener), ctx.linker)
         step = make_step(lib.key, opener.path if opener else None, names, res, folder, ctx)
+        if res.found and res.name in names[:-1]:
+            step = replace(step, fallback=_fallback(lib.key, opener, names[names.index(res.name) + 1:], res, folder,
+                                                    ctx))
         if lib.key == "graph" and res.path:
             graph_req, graph_release = requester(res.path, ctx.cache), step.release or release
         steps.append((lib, step))
     return tuple(steps)
+
+
+def _fallback(key: str, opener: linker.Requester | None, rest: tuple[str, ...], picked: linker.Resolution,
+              folder: str, ctx: Context) -> Step | None:
+    """The step of the opener's names after the one that picked ``picked``, when they lead to another file."""
+    later = linker.resolve_many(rest, chain(opener), ctx.linker)
+    if later.path is None or os.path.realpath(later.path) == os.path.realpath(picked.path or ""):
+        return None  # nothing else answers (the same file again fails again)
+    return make_step(key, opener.path if opener else None, rest, later, folder, ctx)
 
 
 def release_near(path: str, cache: ElfCache) -> Release | None:
