@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.codes import ActionKind, Code
+from cudnnload.codes import ActionKind, Code, Effect
 from cudnnload.judge.inventory import find
 from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import preload_entries
@@ -230,3 +230,23 @@ def test_a_sublibrary_that_fails_to_load_is_answered_by_the_shims_bare_name_as_t
     assert (ops, cnn) == (0, 0)
     mapped = {os.path.realpath(path) for path in mapped}
     assert bare in mapped and own not in mapped
+
+
+def test_a_preload_whose_needed_is_cut_short_kills_every_start_as_predicted(tmp_path: Path) -> None:
+    """9.0's adv preloaded beside a graph cut inside a segment: ld.so maps that NEEDED graph at start and the
+    process dies of SIGBUS before the program runs; the model says SIGBUS (not exit 127), and the fix removes
+    the entry."""
+    from cudnnload.judge.preload import preload_findings
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    old = lib_folder("cu12-9.0.0.312")
+    os.link(old / "libcudnn_adv.so.9", folder / "libcudnn_adv.so.9")
+    with open(old / "libcudnn_graph.so.9", "rb") as whole, open(folder / "libcudnn_graph.so.9", "wb") as cut:
+        cut.write(whole.read(60000))
+    environ = {**BASE, "LD_PRELOAD": str(folder / "libcudnn_adv.so.9")}
+    assert _starts(environ).returncode == -7  # SIGBUS
+    said = preload_findings(context(environ).preloads)
+    assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
+    assert [c.effect for c in said[0].consequences] == [Effect.SIGBUS]
+    assert [(a.do, a.entry) for a in said[0].fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, environ["LD_PRELOAD"])]

@@ -97,6 +97,9 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
                 queue += _needed(already, entry, elf)
             continue
         res = linker.resolve(name, chain, replace(env, loaded=dict(names)))
+        if res.kills:  # a file cut inside a segment: mapping it kills the process (SIGBUS), entry or NEEDED alike
+            found.append(Preload(name, res.path, entry, kills=True))
+            break
         if res.path is None or res.error is not None:
             error = res.error or f"{name}: cannot open shared object file: No such file or directory"
             found.append(Preload(name, None, entry, f"object '{name}' from LD_PRELOAD cannot be preloaded ({error}): "
