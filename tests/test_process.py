@@ -250,3 +250,25 @@ def test_a_preload_whose_needed_is_cut_short_kills_every_start_as_predicted(tmp_
     assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
     assert [c.effect for c in said[0].consequences] == [Effect.SIGBUS]
     assert [(a.do, a.entry) for a in said[0].fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, environ["LD_PRELOAD"])]
+
+
+def test_a_preloads_needed_that_binds_to_an_object_already_mapped_of_another_release_stops_the_start(
+        tmp_path: Path) -> None:
+    """9.28's cnn preloaded from a folder whose ops is 9.0's: cnn NEEDs graph first (9.28's is mapped), then ops,
+    whose own NEEDED graph is that object already there; 9.0's ops binds data symbols of its graph at start
+    (function pointers, named by .rela.dyn) that 9.28's lacks: every program stops ("symbol lookup error"), as
+    the model says."""
+    from cudnnload.judge.preload import preload_findings
+
+    new, old = lib_folder("cu12-9.28.0.42"), lib_folder("cu12-9.0.0.312")
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for name in ("libcudnn_cnn.so.9", "libcudnn_graph.so.9"):
+        os.link(new / name, folder / name)
+    os.link(old / "libcudnn_ops.so.9", folder / "libcudnn_ops.so.9")
+    environ = {**BASE, "LD_PRELOAD": str(folder / "libcudnn_cnn.so.9")}
+    real = _starts(environ)
+    assert real.returncode == 127 and f"{folder / 'libcudnn_ops.so.9'}: undefined symbol" in real.stderr
+    said = preload_findings(context(environ).preloads)
+    assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
+    assert [(a.do, a.entry) for a in said[0].fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, environ["LD_PRELOAD"])]

@@ -216,7 +216,8 @@ class Context:
         """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error
         names when glibc meets it first); None when either file cannot be read. ``at_start``: only what a
         program's lazily bound start resolves (`elf.DynamicSymbols.functions`)."""
-        key = ("unresolved-at-start" if at_start else "unresolved", *_stamped(path), *_stamped(provider), version)
+        # "at-load": what a start binds, by the relocations that name it (`elf.DynamicSymbols.functions`)
+        key = ("unresolved-at-load" if at_start else "unresolved", *_stamped(path), *_stamped(provider), version)
         known = self.cache.recall(key, "tuple[str, ...]")
         if isinstance(known, tuple):
             return known

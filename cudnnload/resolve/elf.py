@@ -42,6 +42,9 @@ ELF_MAGIC = b"\x7fELF"
 
 # Dynamic tags (elf.h).
 DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = 1, 5, 14, 15, 29, 0x6FFFFFFB
+DT_BIND_NOW, DT_FLAGS, DT_RELACOUNT, DT_RELCOUNT = 24, 30, 0x6FFFFFF9, 0x6FFFFFFA
+DF_BIND_NOW, DF_1_NOW = 0x8, 0x1
+SHT_RELA, SHT_REL = 4, 9
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 STV_DEFAULT, STV_PROTECTED = 0, 3
@@ -57,7 +60,7 @@ INSPECTION_LIMIT_S = 5.0
 _NAME_BUDGET = 16 << 20
 # The sections read; the others are only checked to lie in the file.
 _WANTED = frozenset({".dynamic", ".dynsym", ".gnu.version", ".gnu.version_r", ".gnu.version_d",
-                     ".note.gnu.build-id", ".interp", ".nv_fatbin"})
+                     ".note.gnu.build-id", ".interp", ".nv_fatbin", ".rela.dyn", ".rel.dyn"})
 
 
 @record
@@ -524,9 +527,11 @@ class DynamicSymbols:
 
     defined: frozenset[str]
     needed: dict[str, frozenset[str]]  # version name -> undefined symbols bound to it
-    # the undefined functions (STT_FUNC): bound through the PLT at their first call when binding is lazy, as it
-    # is at a program's start (measured: a 9.28 cnn preloaded with the 9.27 JIT graph on the path starts, a 9.0
-    # engine library whose missing symbol is a vtable does not)
+    # the undefined functions bound lazily: through the PLT at their first call, as at a program's start
+    # (measured: a 9.28 cnn preloaded with the 9.27 JIT graph on the path starts, a 9.0 engine library whose
+    # missing symbol is a vtable does not). Not those a relocation of .rela.dyn names (a function whose address
+    # the code takes: R_X86_64_GLOB_DAT, R_X86_64_64), which ld.so resolves when it maps the file, nor any in a
+    # file linked with -z now (DF_BIND_NOW): measured, a 9.28 cnn preloaded beside 9.0's ops does not start.
     functions: frozenset[str] = frozenset()
 
     def unresolved(self, version: str, provider: DynamicSymbols, *, at_start: bool = False) -> tuple[str, ...]:
@@ -535,6 +540,43 @@ class DynamicSymbols:
         (not the functions)."""
         missing = self.needed.get(version, frozenset()) - provider.defined
         return tuple(sorted(missing - self.functions if at_start else missing))
+
+
+class _Everything:
+    """Every symbol index (a file linked with -z now binds them all when it is mapped)."""
+
+    def __contains__(self, index: object) -> bool:
+        return True
+
+
+def _bound_at_load(reader: _Reader, sections: _Sections, by_name: dict[str, _Section]) -> set[int] | _Everything:
+    """The .dynsym indices ld.so resolves when it maps the file, lazy binding or not: those the relocations of
+    .rela.dyn (.rel.dyn) name, past the relative ones DT_RELACOUNT counts first; every one under DF_BIND_NOW."""
+    dynamic, relative = by_name.get(".dynamic"), 0
+    if dynamic is not None and dynamic.type != SHT_NOBITS:
+        for tag, value in reader.entries(dynamic, reader.dyn):
+            now = tag == DT_BIND_NOW or (tag == DT_FLAGS and value & DF_BIND_NOW) or (
+                tag == DT_FLAGS_1 and value & DF_1_NOW)
+            if now:
+                return _Everything()
+            if tag in (DT_RELACOUNT, DT_RELCOUNT):
+                relative = value
+    eager: set[int] = set()
+    for name in (".rela.dyn", ".rel.dyn"):
+        sec = by_name.get(name)
+        if sec is None or sec.type not in (SHT_RELA, SHT_REL):
+            continue
+        layout = struct.Struct(reader.u16.format[0] + (("QQq" if sec.type == SHT_RELA else "QQ") if reader.wide
+                                                       else ("IIi" if sec.type == SHT_RELA else "II")))
+        start, end = reader.contents(sec)
+        if (end - start) % layout.size:
+            continue
+        shift = 32 if reader.wide else 8
+        for at in range(start + min(relative, (end - start) // layout.size) * layout.size, end, layout.size):
+            symbol = layout.unpack_from(reader.data, at)[1] >> shift
+            if symbol:
+                eager.add(symbol)
+    return eager
 
 
 def read_dynamic_symbols(path: str | os.PathLike[str]) -> DynamicSymbols:
@@ -556,6 +598,7 @@ def _dynamic_symbols(_path: str, reader: _Reader) -> DynamicSymbols:
         for _file, entries in _needs(reader, verneed):
             for other, name in entries:
                 versions[other] = reader.cstring(strings, name)
+    eager = _bound_at_load(reader, sections, by_name)
     strings = reader.contents(sections[dynsym.link])
     indices = reader.contents(versym) if versym is not None else (0, 0)  # one 16-bit version index a symbol
     defined: set[str] = set()
@@ -571,7 +614,7 @@ def _dynamic_symbols(_path: str, reader: _Reader) -> DynamicSymbols:
             if other & 3 in (STV_DEFAULT, STV_PROTECTED):
                 defined.add(symbol)
             continue
-        if info & 0xF in (STT_FUNC, STT_GNU_IFUNC):
+        if info & 0xF in (STT_FUNC, STT_GNU_IFUNC) and index not in eager:
             functions.add(symbol)
         at = indices[0] + 2 * index
         if at + 2 > indices[1]:

@@ -95,6 +95,13 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
             if at is not None:  # a running process's file: LD_PRELOAD put it there when the process started
                 found[at] = replace(found[at], entry=entry)
                 queue += _needed(already, entry, elf)
+            # the object already there answers this NEEDED too: what the requester binds at start must be in it
+            # (measured: a 9.28 cnn preloaded beside 9.0's ops, whose NEEDED graph cnn brought first)
+            lacking = unresolved(requester, already, name) if unresolved is not None and requester is not None \
+                and name.startswith("libcudnn") else None
+            if lacking:
+                found.append(Preload(name, already, entry, f"symbol lookup error: {requester}: undefined symbol: "
+                                     f"{lacking[0]}, version {name}", soname=_soname(already, elf)))
             continue
         res = linker.resolve(name, chain, replace(env, loaded=dict(names)))
         if res.kills:  # a file cut inside a segment: mapping it kills the process (SIGBUS), entry or NEEDED alike
