@@ -26,9 +26,8 @@ anything. The behaviour of the shims was measured on the real wheels with the sc
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from cudnnload.codes import Effect
@@ -156,7 +155,7 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
             # first file's failure stands (its cause is what is wrong)
             other = _load_of(lib, step.fallback, gen, release, loads, missing_dependencies, facts, present or {})
             if other.fails in (None, KILLS, HANGS):
-                load = dataclasses.replace(other, instead_of=load.path, instead_error=load.error)
+                load = replace(other, instead_of=load.path, instead_error=load.error)
         loads[lib.key] = load
     graph = loads.get("graph")
     for lib in gen.sublibraries:  # 9.0's graph asks for the engines of its chain whatever the plan says
