@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.scenarios.truth import never_started
 from tests.gpu import REPO, require_gpus
 
 pytestmark = pytest.mark.gpu
@@ -185,17 +186,11 @@ def _program(tmp_path: Path, framework: str, first: str = "") -> Path:
     return script
 
 
-def _stopped(done: subprocess.CompletedProcess[str]) -> bool:
-    """The process never started: an LD_PRELOAD entry stops every program (ld.so's own words, exit 127)."""
-    return done.returncode == 127 and any(said in done.stderr for said in (
-        "error while loading shared libraries", "symbol lookup error"))
-
-
 def _cudnnload(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """cudnnload in ``env``; where nothing starts there, from outside as its finding says: ``LD_PRELOAD=
     cudnnload doctor --env LD_PRELOAD=...`` (explain, which reads a text, without it)."""
     done = _run([sys.executable, "-m", "cudnnload", *args], env)
-    if _stopped(done) and env.get("LD_PRELOAD"):
+    if never_started(done) and env.get("LD_PRELOAD"):
         outside = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
         given = ["--env", f"LD_PRELOAD={env['LD_PRELOAD']}"] if args[0] == "doctor" else []
         rest = [a for a in args[1:] if a != "--here"] if args[0] == "explain" else list(args[1:])
@@ -205,7 +200,7 @@ def _cudnnload(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
 
 def _explain(env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
     done = _run([sys.executable, "-m", "cudnnload", "explain", "--here", "--json", "-"], env, stdin=message)
-    if _stopped(done) and env.get("LD_PRELOAD"):
+    if never_started(done) and env.get("LD_PRELOAD"):
         done = _run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"],
                     {k: v for k, v in env.items() if k != "LD_PRELOAD"}, stdin=message)
     return done
