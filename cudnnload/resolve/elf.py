@@ -549,7 +549,7 @@ class _Everything:
         return True
 
 
-def _bound_at_load(reader: _Reader, sections: _Sections, by_name: dict[str, _Section]) -> set[int] | _Everything:
+def _bound_at_load(reader: _Reader, by_name: dict[str, _Section]) -> set[int] | _Everything:
     """The .dynsym indices ld.so resolves when it maps the file, lazy binding or not: those the relocations of
     .rela.dyn (.rel.dyn) name, past the relative ones DT_RELACOUNT counts first; every one under DF_BIND_NOW."""
     dynamic, relative = by_name.get(".dynamic"), 0
@@ -598,7 +598,7 @@ def _dynamic_symbols(_path: str, reader: _Reader) -> DynamicSymbols:
         for _file, entries in _needs(reader, verneed):
             for other, name in entries:
                 versions[other] = reader.cstring(strings, name)
-    eager = _bound_at_load(reader, sections, by_name)
+    eager = _bound_at_load(reader, by_name)
     strings = reader.contents(sections[dynsym.link])
     indices = reader.contents(versym) if versym is not None else (0, 0)  # one 16-bit version index a symbol
     defined: set[str] = set()

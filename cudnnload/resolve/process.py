@@ -97,11 +97,9 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
                 queue += _needed(already, entry, elf)
             # the object already there answers this NEEDED too: what the requester binds at start must be in it
             # (measured: a 9.28 cnn preloaded beside 9.0's ops, whose NEEDED graph cnn brought first)
-            lacking = unresolved(requester, already, name) if unresolved is not None and requester is not None \
-                and name.startswith("libcudnn") else None
-            if lacking:
-                found.append(Preload(name, already, entry, f"symbol lookup error: {requester}: undefined symbol: "
-                                     f"{lacking[0]}, version {name}", soname=_soname(already, elf)))
+            lookup = _lookup_error(unresolved, requester, already, name)
+            if lookup is not None:
+                found.append(Preload(name, already, entry, lookup, soname=_soname(already, elf)))
             continue
         res = linker.resolve(name, chain, replace(env, loaded=dict(names)))
         if res.kills:  # a file cut inside a segment: mapping it kills the process (SIGBUS), entry or NEEDED alike
@@ -112,18 +110,21 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
             found.append(Preload(name, None, entry, f"object '{name}' from LD_PRELOAD cannot be preloaded ({error}): "
                                  "ignored" if name == entry else error))
             continue
-        item = Preload(name, res.path, entry, soname=_soname(res.path, elf), kills=res.kills)
-        lacking = unresolved(requester, res.path, name) if unresolved is not None and requester is not None \
-            and name.startswith("libcudnn") else None
-        if lacking:
-            item = replace(item, error=f"symbol lookup error: {requester}: undefined symbol: {lacking[0]}, version "
-                                       f"{name}")
+        item = Preload(name, res.path, entry, _lookup_error(unresolved, requester, res.path, name),
+                       soname=_soname(res.path, elf))
         found.append(item)
-        if res.kills:  # the process dies mapping it: nothing after it is mapped
-            break
         _answers(item, names)
         queue += _needed(res.path, entry, elf)
     return tuple(found)
+
+
+def _lookup_error(unresolved: Unresolved | None, requester: str | None, provider: str, name: str) -> str | None:
+    """ld.so's "symbol lookup error" when the cuDNN library ``provider``, answering ``requester``'s NEEDED
+    ``name``, lacks a symbol of that version node the requester binds at start; None when nothing is missing."""
+    if unresolved is None or requester is None or not name.startswith("libcudnn"):
+        return None
+    lacking = unresolved(requester, provider, name)
+    return f"symbol lookup error: {requester}: undefined symbol: {lacking[0]}, version {name}" if lacking else None
 
 
 def _needed(path: str, entry: str, elf: ElfReader) -> list[tuple[str, str, linker.Chain | None]]:
