@@ -52,8 +52,8 @@ _EXPORTS = {
     "Pinned": "cudnnload.loading.pin",
     "start": "cudnnload.dispatch.starting",
     "Starting": "cudnnload.dispatch.starting",
-    "Problem": "cudnnload.dispatch.warmup",
-    "Activation": "cudnnload.dispatch.warmup",
+    "Problem": "cudnnload.dispatch.problems",
+    "Activation": "cudnnload.dispatch.problems",
     "DeviceBuffer": "cudnnload.dispatch.warmup",
     "doctor": "cudnnload.diagnose.doctor",
     "conv": "cudnnload.dispatch.dispatcher",
@@ -99,9 +99,10 @@ if TYPE_CHECKING:
         conv_backward_filter,
     )
     from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
+    from cudnnload.dispatch.problems import Activation, Problem
     from cudnnload.dispatch.starting import Starting, start
     from cudnnload.dispatch.tensors import TensorRef
-    from cudnnload.dispatch.warmup import Activation, DeviceBuffer, Problem, preload
+    from cudnnload.dispatch.warmup import DeviceBuffer, preload
     from cudnnload.dispatch.warmup import preload as load
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
     from cudnnload.judge.inventory import find, inspect

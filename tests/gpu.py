@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from cudnnload.loading.gpu import GpuFacts, gpu_facts
+from cudnnload.loading.gpu import gpu_facts
 from cudnnload.resolve.catalog import classify
+from cudnnload.resolve.hardware import GpuFacts
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -275,3 +275,34 @@ def test_start_lets_openblas_threads_sleep_during_the_import_and_leaves_the_envi
     code = _OPENBLAS.format(before=before, options=options, folder=str(lib_folder("cu12-9.28.0.42")))
     out = _child(code, tmp_path, env)
     assert (out["during"], out["after"]) == (during, after), out
+
+
+def test_what_an_application_imports_before_start_begins_the_context_stays_light(tmp_path: Path) -> None:
+    # Every module imported before start() reaches cuInit delays the first result by its import time
+    # (cudnnload.dispatch.problems, cudnnload.loading.cudadriver say why).
+    code = """
+    import json, sys, cudnnload
+    problem = cudnnload.Problem((1, 4, 8, 8), (4, 4, 3, 3), "float32", padding=1, activation="relu")
+    start = cudnnload.start
+    import cudnnload.loading.cudadriver
+    heavy = ("typing", "dataclasses", "numpy", "cudnnload.errors", "cudnnload.dispatch.warmup", "logging")
+    print(json.dumps({"imported": [name for name in heavy if name in sys.modules]}))
+    """
+    assert _child(code, tmp_path) == {"imported": []}
+
+
+def test_device_buffer_copies_refuse_arrays_of_another_size_or_layout_before_any_driver_call() -> None:
+    import numpy as np
+
+    from cudnnload.dispatch.errors import ArgumentError
+    from cudnnload.dispatch.warmup import DeviceBuffer
+
+    buffer = object.__new__(DeviceBuffer)  # no GPU here: the checks come before the driver is asked anything
+    buffer.nbytes, buffer.pointer, buffer._driver = 8, 1, None
+    frozen = np.zeros(4, np.float16)
+    frozen.flags.writeable = False
+    for out, reason in ((np.zeros(3, np.float16), "holds 6 bytes where the device buffer has 8"),
+                        (np.zeros((4, 2), np.uint8)[:, :1], "holds 4 bytes"), ([0.0] * 4, "must be a numpy array"),
+                        (np.zeros((2, 4), np.uint8)[:, ::-1].T, "must be C-contiguous"), (frozen, "is read-only")):
+        with pytest.raises(ArgumentError, match=reason):
+            buffer.to_host(out)

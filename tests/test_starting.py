@@ -75,6 +75,36 @@ print(json.dumps({"count": count, "bindings_count": checked(bindings, "cuDeviceG
 """
 
 
+_COPIES = """
+import json
+import numpy as np
+from cudnnload.dispatch.warmup import REGISTER_FROM, DeviceBuffer
+from cudnnload.loading.gpu import checked, initialized_driver
+rng = np.random.default_rng(3)
+results = {}
+for name, count in (("small", 1000), ("large", REGISTER_FROM // 2 + 3)):  # float16: the large one is locked
+    values = rng.standard_normal(count).astype(np.float16)
+    buffer = DeviceBuffer((count,), "float16", values)
+    results[name] = bool((buffer.to_host(np.empty(count, np.float16)) == values).all())
+    owned = np.empty(count, np.float16)  # locked by its owner already: copied as it is, still locked after
+    driver = initialized_driver()
+    checked(driver, "cuMemHostRegister", owned.ctypes.data, owned.nbytes, 0)
+    results[name + " owned"] = bool((buffer.to_host(owned) == values).all())
+    results[name + " still locked"] = driver.cuMemHostUnregister(owned.ctypes.data)[0] == 0
+    buffer.free()
+print(json.dumps(results))
+"""
+
+
+def test_device_buffer_copies_are_exact_whether_or_not_the_host_array_is_locked() -> None:
+    require_gpus(1)
+
+    out = run_child(_COPIES)
+
+    assert out == {"small": True, "small owned": True, "small still locked": True,
+                   "large": True, "large owned": True, "large still locked": True}, out
+
+
 _ENDS_EARLY = """
 import sys
 import cudnnload

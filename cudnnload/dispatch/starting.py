@@ -47,7 +47,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from cudnnload.dispatch.warmup import Activation, Problem
+    from cudnnload.dispatch.problems import Activation, Problem
     from cudnnload.loading.loader import Loaded
     from cudnnload.resolve.discovery import Install
 

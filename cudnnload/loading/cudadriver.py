@@ -18,9 +18,13 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, ClassVar
 
-from cudnnload.errors import CudnnloadError, DriverUnavailable
+# Nothing else is imported here at run time: `cudnnload.start` imports this module before it starts the
+# context, and every millisecond spent importing then is a millisecond later for the first result
+# (typing and cudnnload.errors together cost ~5 ms on the 2-core development machine).
+TYPE_CHECKING = False  # type checkers treat this name as true
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 _lib: ctypes.CDLL | None = None
 _lib_lock = threading.Lock()
@@ -37,6 +41,8 @@ def library() -> ctypes.CDLL:
                 try:
                     _lib = ctypes.CDLL("libcuda.so.1")
                 except OSError:
+                    from cudnnload.errors import DriverUnavailable
+
                     raise DriverUnavailable("DynamicLibNotFoundError",
                                             "no NVIDIA driver was found (libcuda.so.1 cannot be loaded)",
                                             fix="install the NVIDIA driver, or in a container run with --gpus all"
@@ -173,6 +179,14 @@ def cuMemcpyDtoH(host: int, device: int, nbytes: int) -> tuple[CUresult]:  # noq
     return (_call("cuMemcpyDtoH_v2", _void(host), _u64(device), ctypes.c_size_t(nbytes)),)
 
 
+def cuMemHostRegister(host: int, nbytes: int, flags: int) -> tuple[CUresult]:  # noqa: N802
+    return (_call("cuMemHostRegister_v2", _void(host), ctypes.c_size_t(nbytes), ctypes.c_uint(flags)),)
+
+
+def cuMemHostUnregister(host: int) -> tuple[CUresult]:  # noqa: N802
+    return (_call("cuMemHostUnregister", _void(host)),)
+
+
 def cuMemsetD8(pointer: int, value: int, count: int) -> tuple[CUresult]:  # noqa: N802
     return (_call("cuMemsetD8_v2", _u64(pointer), ctypes.c_ubyte(value), ctypes.c_size_t(count)),)
 
@@ -206,8 +220,12 @@ def prepare_context(ordinal: int = 0) -> threading.Thread | None:
         try:
             if cuInit(0)[0] == 0:
                 primary_context(ordinal)
-        except CudnnloadError:
-            pass  # no driver: the loader's own calls say so
+        except Exception as exc:
+            from cudnnload.errors import CudnnloadError
+
+            if not isinstance(exc, CudnnloadError):
+                raise
+            # no driver: the loader's own calls say so
 
     with _contexts_lock:
         thread = _prepared.get(ordinal)

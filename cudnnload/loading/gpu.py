@@ -14,13 +14,20 @@ from __future__ import annotations
 import glob
 import importlib
 import os
-from collections.abc import Mapping
-from types import ModuleType
-from typing import Any
 
 from cudnnload.errors import DriverUnavailable, LoadError
-from cudnnload.judge.gpu import GENERIC_INIT_FIX, INIT_FIXES
-from cudnnload.resolve.hardware import Device, GpuFacts, kernel_module_version
+
+TYPE_CHECKING = False  # type checkers treat this name as true
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import ModuleType
+    from typing import Any
+
+    from cudnnload.resolve.hardware import Device, GpuFacts
+
+# The judgments (fix texts) and the doctor's facts are imported where they are used: the dispatch path
+# imports this module in a warm-up thread while the application imports its own modules, and every
+# millisecond of import there holds the GIL against the application (cudnnload.dispatch.starting).
 
 # Evidence that NVIDIA hardware and its kernel module are present. /proc/driver/nvidia is
 # the kernel module's own folder and shows in containers too; /dev/nvidia* appear only
@@ -46,8 +53,7 @@ class CudaError(LoadError):
         self.call = call
         self.result = result
         self.result_name = name  # "CUDA_ERROR_NO_DEVICE"
-        super().__init__(f"{call} returned {name} ({result}): {description}",
-                         fix=INIT_FIXES.get(name, GENERIC_INIT_FIX))
+        super().__init__(f"{call} returned {name} ({result}): {description}", fix=_init_fix(name))
 
 
 def driver_module() -> ModuleType:
@@ -78,7 +84,13 @@ def _unreachable(exc: RuntimeError) -> DriverUnavailable:
         return DriverUnavailable(code, "no NVIDIA driver was found (libcuda.so.1 cannot be loaded)",
                                  fix="install the NVIDIA driver, or in a container run with --gpus all")
     return DriverUnavailable(code, f"cuda-python cannot use this driver ({code}: {exc})",
-                             fix=INIT_FIXES.get(code, GENERIC_INIT_FIX))
+                             fix=_init_fix(code))
+
+
+def _init_fix(code: str) -> str:
+    from cudnnload.judge.gpu import GENERIC_INIT_FIX, INIT_FIXES
+
+    return INIT_FIXES.get(code, GENERIC_INIT_FIX)
 
 
 def initialized_driver() -> ModuleType:
@@ -108,13 +120,24 @@ def device_count() -> tuple[int, str | None]:
     return count, None if count else "the driver reports no CUDA device"
 
 
+_models: dict[int, tuple[str, tuple[int, int]]] = {}
+
+
 def device_model(index: int) -> tuple[str, tuple[int, int]]:
-    """Device ``index``'s name and compute capability, through `cudnnload.loading.cudadriver`."""
-    found = _device(initialized_driver(), index)
-    return found.name, found.capability
+    """Device ``index``'s name and compute capability, through `cudnnload.loading.cudadriver`; asked once per
+    process (they do not change), and needing ``cuInit`` only, not a context: a warm-up asks while the
+    driver still makes the context (cudnnload.dispatch.warmup)."""
+    model = _models.get(index)
+    if model is None:
+        driver = initialized_driver()
+        handle = checked(driver, "cuDeviceGet", index)
+        model = _models[index] = (_name(driver, handle), _capability(driver, handle))
+    return model
 
 
 def _kernel_module() -> str | None:
+    from cudnnload.resolve.hardware import kernel_module_version
+
     try:
         with open(_KERNEL_VERSION_FILE) as handle:
             return kernel_module_version(handle.readline())
@@ -129,6 +152,8 @@ def gpu_facts(environ: Mapping[str, str] | None = None) -> GpuFacts:
     its first ``cuInit``; ``environ`` is where the value is noted from, so
     pass this process's environment (the default) unless testing a report.
     """
+    from cudnnload.resolve.hardware import GpuFacts
+
     env = os.environ if environ is None else environ
     hardware = tuple(sorted(path for pattern in _HARDWARE_GLOBS for path in glob.glob(pattern)))
     base: dict[str, Any] = {"visible_devices": env.get("CUDA_VISIBLE_DEVICES"), "kernel_module": _kernel_module(),
@@ -156,15 +181,25 @@ def gpu_facts(environ: Mapping[str, str] | None = None) -> GpuFacts:
 
 
 def _device(driver: ModuleType, index: int) -> Device:
+    from cudnnload.resolve.hardware import Device
+
     handle = checked(driver, "cuDeviceGet", index)
-    attribute = driver.CUdevice_attribute
     return Device(
         index=index,
-        name=checked(driver, "cuDeviceGetName", 256, handle).split(b"\0", 1)[0].decode(errors="replace"),
-        capability=(checked(driver, "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                            handle),
-                    checked(driver, "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                            handle)),
+        name=_name(driver, handle),
+        capability=_capability(driver, handle),
         total_memory=int(checked(driver, "cuDeviceTotalMem", handle)),
         pci_bus_id=checked(driver, "cuDeviceGetPCIBusId", 32, handle).split(b"\0", 1)[0].decode(),
     )
+
+
+def _name(driver: ModuleType, handle: Any) -> str:
+    return str(checked(driver, "cuDeviceGetName", 256, handle).split(b"\0", 1)[0].decode(errors="replace"))
+
+
+def _capability(driver: ModuleType, handle: Any) -> tuple[int, int]:
+    attribute = driver.CUdevice_attribute
+    return (int(checked(driver, "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                        handle)),
+            int(checked(driver, "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                        handle)))
