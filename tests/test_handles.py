@@ -151,6 +151,28 @@ pool.close()
 
 
 @pytest.mark.gpu
+def test_a_spare_handle_goes_to_the_next_thread_without_one_and_is_destroyed_with_the_pool() -> None:
+    answer = _in_child("""
+pool.make_spare(0)
+pool.make_spare(0)  # one spare at most
+spare = pool._spares[0][0]
+other = []
+thread = threading.Thread(target=lambda: other.append(pool.get(0)))
+thread.start(); thread.join()
+left = len(pool._spares.get(0, []))
+mine = pool.get(0)  # none spare left: a handle of its own
+pool.make_spare(0)
+pool.close()  # the unused spare too: a second close finds nothing to destroy
+print(json.dumps({"spare": spare, "other": other[0], "left": left, "mine": mine, "size_after": pool.size,
+                  "spares_after": len(pool._spares)}))
+""")
+
+    assert answer["other"] == answer["spare"] and answer["left"] == 0
+    assert answer["mine"] and answer["mine"] != answer["spare"]
+    assert answer["size_after"] == 0 and answer["spares_after"] == 0
+
+
+@pytest.mark.gpu
 def test_each_device_gets_its_own_handle_and_becomes_current() -> None:
     require_gpus(2)
 

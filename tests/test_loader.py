@@ -306,3 +306,23 @@ def test_device_buffer_copies_refuse_arrays_of_another_size_or_layout_before_any
                         (np.zeros((2, 4), np.uint8)[:, ::-1].T, "must be C-contiguous"), (frozen, "is read-only")):
         with pytest.raises(ArgumentError, match=reason):
             buffer.to_host(out)
+
+
+def test_prepare_context_returns_while_another_thread_holds_the_contexts_lock(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: Path) -> None:
+    # A retain holds that lock ~120 ms: a load() that began meanwhile used to wait it out before its dlopens.
+    import threading
+
+    from cudnnload.loading import cudadriver
+
+    node = tmp_path / "nvidiactl"
+    node.touch()
+    monkeypatch.setattr(cudadriver, "GPU_DEVICE_NODE", str(node))
+    monkeypatch.setattr(cudadriver, "cuInit", lambda flags: (cudadriver.CUresult(100),))  # no device: no retain
+    with cudadriver._contexts_lock:
+        done = threading.Event()
+        caller = threading.Thread(target=lambda: (cudadriver.prepare_context(97), done.set()))
+        caller.start()
+        assert done.wait(5), "prepare_context waited for the contexts lock"
+    caller.join()
+    cudadriver._prepared.pop(97).join(5)

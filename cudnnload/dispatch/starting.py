@@ -11,9 +11,18 @@ why this module imports nothing heavy: it runs on the caller's thread before any
 
 The warm-up runs in a third thread from the start, not after the load: its Python work (importing
 the dispatcher and the plugins) then happens while the driver makes the context, and its calls
-wait for the load like any other. `cudnnload.load` called from any other thread while a start is
-loading waits for it (`cudnnload.loading.pending`) and returns its result; a failed start leaves
-that call to try again and raise its own error.
+wait for the load like any other. Both threads begin once the driver's ``cuInit`` has returned (~105 ms
+on an H200), not at once: their Python work (~60 ms of CPU holding the GIL) otherwise lands on the
+application's own imports and data, in the same window. Begun at once, the budget's program
+(bench/bench_first_call.py) had its data at 228 ms, after the context; begun after cuInit, at 188 ms, and
+the threads were still done before the context (~230 ms): first result 255.4 ms against 257.9, context
+alone 225.8 (medians of 15 cold processes, H200, 2026-11-27). Deferring measured worse on 2026-11-22 (333
+ms against 290), when an application call that came before the warm-up's claim built cuDNN's plan on
+its own thread; such a call now runs on the quick plan (below).
+
+`cudnnload.load` called from any other thread while a start is loading waits for it
+(`cudnnload.loading.pending`) and returns its result; a failed start leaves that call to try again and
+raise its own error.
 
 numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins ~0.1 s (2^28
 cycles) waiting for work before it sleeps: 15 spinning threads on the 16 cores of the H200 machine, in
@@ -103,19 +112,17 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
     with _lock:
         if _current is not None:
             return _current
-        from cudnnload.loading.cudadriver import prepare_context
+        from cudnnload.loading.cudadriver import INITIALIZED, prepare_context
 
-        prepare_context()
+        driver_starting = prepare_context() is not None
         calmed = not blas_idle_spin and _calm_openblas()
 
         if warmup:  # counted from now: the application's first calls may come before the warm-up's thread is up
             pending.warm_up_began()
 
         def run(starting: Starting) -> Loaded:
-            # The imports and the warm-up's claims begin at once. Deferring them until cuInit is done (so
-            # as not to compete with the application's own imports) measured worse: 333 ms against 290 to
-            # the first result (H200, 2026-11-22), as the application's first call then came before the
-            # warm-up had claimed its problem, and built cuDNN's plan itself.
+            if driver_starting:  # the application's imports first (module docstring)
+                INITIALIZED.wait(_AFTER_CUINIT_WAIT_S)
             warming = None
             if warmup:  # from now: its imports and plugins are ready by the time the context is
                 from cudnnload.dispatch.warmup import Background
@@ -141,6 +148,8 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
     _current.thread.start()
     return _current
 
+
+_AFTER_CUINIT_WAIT_S = 2.0  # at most; a cuInit that takes longer (many GPUs, no persistence mode) is not waited out
 
 _OPENBLAS_SPIN = "OPENBLAS_THREAD_TIMEOUT"
 _CALM = "4"  # OpenBLAS's least: idle threads spin 2^4 cycles, then sleep

@@ -201,8 +201,12 @@ def cuPointerGetAttribute(attribute: int, pointer: int) -> tuple[CUresult, int]:
 # Present where the NVIDIA kernel module made device nodes: only then does prepare_context start anything.
 GPU_DEVICE_NODE = "/dev/nvidiactl"
 _prepared: dict[int, threading.Thread] = {}
-_contexts_lock = threading.Lock()  # guards _prepared and _primary
+_prepared_lock = threading.Lock()  # guards _prepared (not _contexts_lock: a retain holds that ~120 ms)
+_contexts_lock = threading.Lock()  # guards _primary
 _primary: dict[int, int] = {}  # device ordinal -> its primary context, retained here for the process
+# Set once a context thread's cuInit has returned (whatever it returned): cudnnload.start's threads begin
+# their own work then (cudnnload.dispatch.starting says why).
+INITIALIZED = threading.Event()
 
 
 def prepare_context(ordinal: int = 0) -> threading.Thread | None:
@@ -218,7 +222,11 @@ def prepare_context(ordinal: int = 0) -> threading.Thread | None:
 
     def run() -> None:
         try:
-            if cuInit(0)[0] == 0:
+            try:
+                initialized = cuInit(0)[0] == 0
+            finally:
+                INITIALIZED.set()
+            if initialized:
                 primary_context(ordinal)
         except Exception as exc:
             from cudnnload.errors import CudnnloadError
@@ -227,7 +235,7 @@ def prepare_context(ordinal: int = 0) -> threading.Thread | None:
                 raise
             # no driver: the loader's own calls say so
 
-    with _contexts_lock:
+    with _prepared_lock:
         thread = _prepared.get(ordinal)
         if thread is None:
             thread = _prepared[ordinal] = threading.Thread(target=run, name="cudnnload-context", daemon=False)

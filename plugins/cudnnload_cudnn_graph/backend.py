@@ -527,7 +527,8 @@ class GraphBackend:
         once on its quick plan, so that other threads' first calls find it ready (its kernels loaded),
         then let the warm-up's other first-time work end, before the caller goes on to build the
         problem's own plan, whose first build spends ~70 ms in cuDNN's lazy initialization and would
-        hold those up. `_plan` releases the claim once that plan is built."""
+        hold those up. `_plan` releases the claim once that plan is built. It leaves a spare cuDNN handle for
+        the application's thread (`cudnnload.loading.handles.HandlePool.make_spare`)."""
         self._running_quick.add(key)  # the key is claimed by this thread: every call runs the quick plan now
         try:
             if op == "conv_forward":
@@ -537,6 +538,8 @@ class GraphBackend:
             else:
                 self._call(op, tensors, spec, False, stream)
             synchronize()
+            assert self._runtime is not None
+            self._runtime.pool.make_spare(key[0])  # the application's first call then takes it: no cudnnCreate
         except CudnnloadError as exc:
             log.debug("%s: no quick plan to warm: %s", NAME, exc)
         finally:
