@@ -68,11 +68,13 @@ class DeviceBuffer:
     def scratch(cls, parts: Sequence[tuple[tuple[int, ...], str] | None], device: int = 0
                 ) -> tuple[DeviceBuffer | None, ...]:
         """Buffers of these (shape, dtype) cut from one allocation, not zero-filled (None stays None). The
-        first frees the allocation; the others' ``free`` does nothing, so free them together. One cuMemAlloc
+        first buffer frees the allocation; the others' ``free`` does nothing, so free them together. One cuMemAlloc
         instead of one per buffer: a warm-up allocates right as the context is ready, where the application's
         first copy holds the driver's allocator up to 2 ms per call (H200, 2026-11-27)."""
         from cudnnload.loading.gpu import checked, initialized_driver
 
+        if all(part is None for part in parts):
+            return tuple(None for _ in parts)
         driver = initialized_driver()
         _make_current(driver, device)
         sizes = [0 if part is None else -(-cls._nbytes(*part) // _ALIGN) * _ALIGN for part in parts]
@@ -84,7 +86,7 @@ class DeviceBuffer:
                 made.append(None)
                 continue
             buffer = cls.__new__(cls)
-            buffer._view(driver, base + offset, *part, owns=offset == 0)
+            buffer._view(driver, base + offset, *part, owns=all(m is None for m in made))  # the first owns it
             made.append(buffer)
             offset += size
         return tuple(made)
