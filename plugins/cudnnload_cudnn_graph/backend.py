@@ -398,22 +398,14 @@ class GraphBackend:
         me = threading.get_ident()
         hook = None
         if self._quick_start and not autotune:
-            owner = self._claimed.get(key)
-            if owner is not None and (owner != me or key in self._running_quick):
-                quick = self._quick_plan(key, graph_spec, device, stream)
-                if quick is not None:
-                    return Steps((quick,), (graph_spec,)), True
-            elif owner is None:
+            if key not in self._claimed:
                 hook = warming_hook()
                 if hook is not None and self._claimed.setdefault(key, me) != me:
                     hook = None  # another warm-up claimed it first
-                elif hook is None and warm_ups_running():
-                    # the application's call, before a background warm-up reached its problem (it may still
-                    # be importing): its own plan's first build costs ~70-90 ms of cuDNN's lazy
-                    # initialization on this thread, the quick plan ~6 (H200, 2026-11-27)
-                    quick = self._quick_plan(key, graph_spec, device, stream)
-                    if quick is not None:
-                        return Steps((quick,), (graph_spec,)), True
+            if hook is None and self._stands_in(key, me):
+                quick = self._quick_plan(key, graph_spec, device, stream)
+                if quick is not None:
+                    return Steps((quick,), (graph_spec,)), True
         try:
             if hook is not None:
                 self._warm_quick(key, op, tensors, spec, stream, hook)
@@ -430,6 +422,17 @@ class GraphBackend:
         finally:
             if self._claimed.get(key) == me:
                 del self._claimed[key]
+
+    def _stands_in(self, key: PlanKey, me: int) -> bool:
+        """Whether a call runs on the quick plan instead of building the problem's own or waiting for it: a
+        warm-up owns the problem (another thread's, or this thread's own quick run), or a background warm-up
+        is still on its way to it. The latter is the application's call that comes first (the warm-up may
+        still be importing): the own plan's first build costs ~70-90 ms of cuDNN's lazy initialization on the
+        application's thread, the quick plan ~6 (H200, 2026-11-27)."""
+        owner = self._claimed.get(key)
+        if owner is None:
+            return warm_ups_running()
+        return owner != me or key in self._running_quick
 
     @staticmethod
     def _fused(steps: Steps, spec: Spec) -> Steps:
