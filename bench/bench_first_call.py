@@ -16,7 +16,8 @@ Also measured:
 - the first convolution in a process that preloaded and warmed up (cudnnload.load(warmup=...)),
   against the raw path's first convolution (heuristic query included), in the same kind of process;
 - tracing overhead: the PyTorch program's own start->result time under `cudnnload trace --` against
-  without, alternated run by run (at least 7 pairs), as the median of the paired ratios.
+  without, alternated run by run, each pair in the other order than the one before (at least 11 pairs),
+  as the median of the paired ratios.
 """
 
 from __future__ import annotations
@@ -205,20 +206,26 @@ def _tracing_overhead(args: argparse.Namespace, env: dict[str, str]) -> tuple[fl
     median of the paired ratios minus one."""
     script = ROOT / "bench" / ".first_call_torch.py"
     script.write_text(TORCH)
-    # Alternated, so that drift on the machine (other tenants, clocks) falls on both alike; at least 7 pairs:
-    # the program runs ~2.5 s and its run-to-run spread is several per cent.
+    # Alternated, so that drift on the machine (other tenants, clocks) falls on both alike, and each pair in
+    # the other order than the one before (plain first, then traced first: a process that runs right after
+    # another finds the page cache and the clocks as that one left them); at least 11 pairs: the program runs
+    # ~2.5 s and its run-to-run spread is several per cent (three runs of 7 plain-first pairs on one H200
+    # gave -3.0, +2.3 and +6.3 %, 2026-11-27).
     # The program's own start-to-result time, which leaves out the interpreter's start and exit (their
     # spread alone is several per cent of a PyTorch run).
     plain: list[float] = []
     traced: list[float] = []
-    for seed in range(max(args.runs, 7)):
-        done = subprocess.run([sys.executable, str(script), str(seed), args.folder], env=env, capture_output=True,
-                              text=True, check=True, timeout=300)
-        plain.append(_program_ms(done.stdout))
-        done = subprocess.run([sys.executable, "-m", "cudnnload", "trace", "--json", "--", sys.executable,
-                               str(script), str(seed), args.folder], env=env, capture_output=True, text=True,
-                              check=True, timeout=300)
-        traced.append(_program_ms(done.stdout))  # the program's line comes before the tracer's report
+    for seed in range(max(args.runs, 11)):
+        commands = [[sys.executable, str(script), str(seed), args.folder],
+                    [sys.executable, "-m", "cudnnload", "trace", "--json", "--", sys.executable, str(script),
+                     str(seed), args.folder]]
+        times: list[float] = []
+        for command in commands if seed % 2 == 0 else commands[::-1]:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True, timeout=300)
+            times.append(_program_ms(done.stdout))  # the program's line comes before the tracer's report
+        first, second = times if seed % 2 == 0 else times[::-1]
+        plain.append(first)
+        traced.append(second)
     script.unlink()
     ratios = [t / p for t, p in zip(traced, plain, strict=True)]
     return statistics.median(plain), statistics.median(traced), statistics.median(ratios) - 1
