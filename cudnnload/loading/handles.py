@@ -129,19 +129,19 @@ class HandlePool:
             if self._closed:
                 return
             self._closed = True
-            handles, self._handles = self._handles, {}
-            for ordinal, spares in self._spares.items():  # destroyed like the others (no thread's: negative keys)
-                handles.update({(-1 - n, ordinal): _Entry(handle, ordinal, 0) for n, handle in enumerate(spares)})
-            self._spares = {}
+            # (device, handle) of every thread's handle and every spare one
+            handles = [(entry.device, entry.handle) for entry in self._handles.values()] + [
+                (ordinal, handle) for ordinal, spares in self._spares.items() for handle in spares]
+            self._handles, self._spares = {}, {}
             contexts, self._contexts = self._contexts, {}
             if os.getpid() != self._pid:
                 return  # a forked child: the CUDA state belongs to the parent
             failures: list[CudnnloadError] = []
-            for entry in handles.values():
+            for device, handle in handles:
                 try:
-                    if self._driver is not None and entry.device in contexts:
-                        checked(self._driver, "cuCtxSetCurrent", contexts[entry.device])
-                    check(self.api.cudnnDestroy(entry.handle), "cudnnDestroy", self.api, environ=self._environ)
+                    if self._driver is not None and device in contexts:
+                        checked(self._driver, "cuCtxSetCurrent", contexts[device])
+                    check(self.api.cudnnDestroy(handle), "cudnnDestroy", self.api, environ=self._environ)
                 except CudnnloadError as exc:
                     failures.append(exc)
             if self._driver is not None and contexts:
