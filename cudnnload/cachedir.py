@@ -111,18 +111,19 @@ def warn_once(key: str, message: str) -> None:
         sys.stderr.write(f"cudnnload: warning: {message}\n")
 
 
-def read_json(path: str) -> Any | None:
+def read_json(path: str, limit: int = MAX_BYTES) -> Any | None:
     """The JSON in ``path``, or None: silently when it is missing, else with one warning line naming the
-    file and the reason (unsafe, see the module docstring; larger than ``MAX_BYTES``; nested deeper than
+    file and the reason (unsafe, see the module docstring; larger than ``limit``; nested deeper than
     ``MAX_DEPTH``; not JSON, NaN and Infinity included). Opened without following a link, checked on the
-    open file."""
-    content, problem = _load(path)
+    open file. A file of this user's that is damaged or too large is set aside (`_set_aside`), so no later
+    command reads it again."""
+    content, problem = _load(path, limit)
     if problem is not None:
         _ignored(path, problem)
     return content
 
 
-def _load(path: str) -> tuple[Any, str | None]:
+def _load(path: str, limit: int = MAX_BYTES) -> tuple[Any, str | None]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -131,7 +132,7 @@ def _load(path: str) -> tuple[Any, str | None]:
         return None, "it is a symbolic link" if exc.errno == errno.ELOOP else f"it cannot be opened ({exc.strerror})"
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        problem = _file_problem(info)
+        problem = _file_problem(info, limit)
         if problem is not None:
             return None, problem
         try:
@@ -152,7 +153,26 @@ def _load(path: str) -> tuple[Any, str | None]:
 
 
 def _ignored(path: str, problem: str) -> None:
-    warn_once(path, f"ignoring the cache file {path}: {problem}")
+    aside = _set_aside(path)
+    warn_once(path, f"ignoring the cache file {path}: {problem}" + (f"; set aside as {aside}" if aside else ""))
+
+
+def _set_aside(path: str) -> str | None:
+    """Rename a damaged or oversized cache file of this user's to ``PATH.set-aside`` (replacing an older one)
+    so that it is read once, not by every command until a write replaces it; None, and nothing renamed, for
+    a file that is not a regular file of this user's that only they can write (not ours to move)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return None
+    aside = f"{path}.set-aside"
+    try:
+        os.replace(path, aside)
+    except OSError:
+        return None
+    return aside
 
 
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # for counting levels, a bracket is a bracket
@@ -189,21 +209,21 @@ def _finite(literal: str) -> float:
     return number
 
 
-def _file_problem(info: os.stat_result) -> str | None:
+def _file_problem(info: os.stat_result, limit: int = MAX_BYTES) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         return "it is not a regular file"
     if info.st_uid != os.geteuid():
         return f"it belongs to uid {info.st_uid}, not to this user"
     if info.st_mode & 0o022:
         return f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
-    if info.st_size > MAX_BYTES:
-        return f"it is {info.st_size} bytes, more than cudnnload writes ({MAX_BYTES})"
+    if info.st_size > limit:
+        return f"it is {info.st_size} bytes, more than cudnnload writes ({limit})"
     return None
 
 
-def write_json(path: str, content: object) -> bool:
+def write_json(path: str, content: object, limit: int = MAX_BYTES) -> bool:
     """Write ``content`` to ``path`` atomically (`files.write_atomic`), mode 0600 in a folder of mode
-    0700. False when the folder cannot be written, or the text would be larger than ``MAX_BYTES`` (then
+    0700. False when the folder cannot be written, or the text would be larger than ``limit`` (then
     nothing is written): a cache is never worth an error."""
     import json
 
@@ -211,8 +231,8 @@ def write_json(path: str, content: object) -> bool:
 
     def dump(handle: TextIO) -> None:
         json.dump(content, handle, separators=(",", ":"), allow_nan=False)
-        if handle.tell() > MAX_BYTES:
-            raise ValueError(f"more than {MAX_BYTES} bytes")
+        if handle.tell() > limit:
+            raise ValueError(f"more than {limit} bytes")
 
     folder = os.path.dirname(path)
     if not _folder_ready(folder) or not write_atomic(path, dump, mode=0o600):
@@ -248,15 +268,22 @@ def _sweep(folder: str, older_than_s: float = 3600.0) -> None:
 
 class Layout:
     """How one cache file holds its entries: ``{"format": FORMAT, SECTION: {KEY: ... {KEY: entry}}}``,
-    ``depth`` keys from the top to an entry (its section's included), at most ``max_entries`` of them.
+    ``depth`` keys from the top to an entry (its section's included), at most ``max_entries`` of them and
+    ``max_bytes`` in all (every command that uses the file reads it whole: its size is their time).
     An entry is addressed by its keys, ``("plans", request)``; what an entry is, its user says when it
     revives it (`revive_entry`)."""
 
-    __slots__ = ("name", "format", "sections", "depth", "max_entries")
+    __slots__ = ("name", "format", "sections", "depth", "max_entries", "_max_bytes")
 
-    def __init__(self, name: str, format: int, sections: tuple[str, ...], depth: int, max_entries: int) -> None:
-        self.name, self.format, self.sections, self.depth, self.max_entries = (
-            name, format, sections, depth, max_entries)
+    def __init__(self, name: str, format: int, sections: tuple[str, ...], depth: int, max_entries: int,
+                 max_bytes: int | None = None) -> None:
+        self.name, self.format, self.sections, self.depth, self.max_entries, self._max_bytes = (
+            name, format, sections, depth, max_entries, max_bytes)
+
+    @property
+    def max_bytes(self) -> int:
+        """This file's bound, never past `MAX_BYTES` (what any reader accepts)."""
+        return MAX_BYTES if self._max_bytes is None else min(self._max_bytes, MAX_BYTES)
 
     def path(self, environ: Mapping[str, str] | None = None) -> str | None:
         """``NAME-vFORMAT.json`` in `cache_dir`; None when there is none."""
@@ -268,7 +295,7 @@ def read_entries(path: str, layout: Layout) -> dict[Key, Any]:
     """The entries of the cache file at ``path``, oldest first: empty when it is missing, or (with one
     warning line, `read_json`) damaged or not of ``layout``. Each entry is JSON data, checked only when
     its user revives it (`revive_entry`)."""
-    content = read_json(path)
+    content = read_json(path, layout.max_bytes)
     entries: dict[Key, Any] = {}
     if content is None:
         return entries
@@ -313,8 +340,8 @@ def write_entries(path: str, layout: Layout, changes: Mapping[Key, object]) -> b
     """Merge ``changes`` into the cache file at ``path``, as one writer among many processes: under an
     exclusive lock on ``NAME.lock`` beside it, the file is read again, ``changes`` replace entries of the
     same keys and become the newest, and the whole is replaced atomically (`write_json`). To keep
-    ``layout.max_entries`` and ``MAX_BYTES``, the entries first in the file go first: section by section,
-    in each the ones written longest ago (past ``MAX_BYTES``, the older half at a time). False, and
+    ``layout.max_entries`` and ``layout.max_bytes``, the entries first in the file go first: section by
+    section, in each the ones written longest ago (past ``max_bytes``, the older half at a time). False, and
     nothing written, when the folder cannot be written or another process holds the lock for longer than
     ``LOCK_WAIT_S`` (a stuck writer must not stop this one's command)."""
     if not _folder_ready(os.path.dirname(path)):
@@ -328,7 +355,7 @@ def write_entries(path: str, layout: Layout, changes: Mapping[Key, object]) -> b
             entries.pop(key, None)
             entries[key] = value
         kept = list(entries.items())[-layout.max_entries:]
-        while not write_json(path, _nested(kept, layout)):
+        while not write_json(path, _nested(kept, layout), layout.max_bytes):
             if len(kept) <= 1:
                 return False  # not writable at all
             kept = kept[len(kept) // 2:]  # larger than a reader takes: the older half goes

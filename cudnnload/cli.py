@@ -106,9 +106,9 @@ def make_cli() -> click.Group:
         names, given = _names_and_target(targets, consumer)
         result = which(names, consumer=given)
         if as_json:
-            click.echo(report.dumps("which", result))
+            _echo(report.dumps("which", result), as_json=True)
         else:
-            click.echo(report.which_text(report.printable(result), verbose))
+            _echo(report.which_text(report.printable(result), verbose))
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("inspect")
@@ -125,9 +125,9 @@ def make_cli() -> click.Group:
 
         inventory = find(paths, use_cache=not no_cache, verify=verify)
         if as_json:
-            click.echo(report.dumps("inventory", inventory))
+            _echo(report.dumps("inventory", inventory), as_json=True)
         else:
-            click.echo(report.inventory_text(report.printable(inventory), verbose))
+            _echo(report.inventory_text(report.printable(inventory), verbose))
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
     @cli.command("doctor", cls=_command_after_dashes())
@@ -213,8 +213,8 @@ def make_cli() -> click.Group:
         from cudnnload.diagnose.explain import explain
 
         result = explain(_read_stdin() if text == "-" else text, here=here)
-        click.echo(report.dumps("explain", result.json()) if as_json
-                   else report.explanation_text(report.printable(result)))
+        _echo(report.dumps("explain", result.json()) if as_json else report.explanation_text(report.printable(result)),
+              as_json=as_json)
         sys.exit(EXIT_PROBLEMS if result.confirmed else EXIT_OK)
 
     @cli.command("diff")
@@ -229,8 +229,8 @@ def make_cli() -> click.Group:
 
         docs = [_read_report(path) for path in (left, right)]
         differences = diff_reports(docs[0], docs[1])
-        click.echo(report.dumps("diff", {"left": left, "right": right, "differences": differences}) if as_json
-                   else report.diff_text(report.printable(differences), *report.printable((left, right))))
+        _echo(report.dumps("diff", {"left": left, "right": right, "differences": differences}) if as_json
+              else report.diff_text(report.printable(differences), *report.printable((left, right))), as_json=as_json)
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
     @cli.command("fleet")
@@ -269,7 +269,8 @@ def make_cli() -> click.Group:
         result = fleet.summarize(reports)
         if not result.nodes:
             raise UsageError("no node answered", path=ray_address or where)
-        click.echo(report.dumps("fleet", result) if as_json else report.fleet_text(report.printable(result)))
+        _echo(report.dumps("fleet", result) if as_json else report.fleet_text(report.printable(result)),
+              as_json=as_json)
         sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
 
     @cli.command("trace", cls=_command_after_dashes())
@@ -304,14 +305,15 @@ def make_cli() -> click.Group:
             if target or folder:
                 raise UsageError("give a TARGET or `-- COMMAND`, not both")
             result = trace.trace_program(command)
-            click.echo(report.dumps("trace-program", result) if as_json
-                       else trace.program_text(report.printable(result)))
+            _echo(report.dumps("trace-program", result) if as_json else trace.program_text(report.printable(result)),
+                  as_json=as_json)
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
         where, major = _trace_target(target or folder)
         conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
         traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
                   for mode in (modes or ("lazy", "preload"))]
-        click.echo(report.dumps("trace", traces) if as_json else trace.loader_text(report.printable(traces)))
+        _echo(report.dumps("trace", traces) if as_json else trace.loader_text(report.printable(traces)),
+              as_json=as_json)
         if plot_path:
             trace.plot(traces, plot_path)
         sys.exit(EXIT_OK if all(t.runs for t in traces) else EXIT_PROBLEMS)
@@ -342,7 +344,8 @@ def make_cli() -> click.Group:
         from cudnnload.dispatch.backends import list_backends
 
         statuses = list_backends()
-        click.echo(report.dumps("backends", statuses) if as_json else report.backends_text(report.printable(statuses)))
+        _echo(report.dumps("backends", statuses) if as_json else report.backends_text(report.printable(statuses)),
+              as_json=as_json)
         sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
 
     return cli
@@ -502,7 +505,7 @@ def _say(output: str | None, as_json: bool, document: Callable[[], str], text: C
     import click
 
     if output is None:
-        click.echo(document() if as_json else text())
+        _echo(document() if as_json else text(), as_json=as_json)
         return
     from cudnnload.files import write_output
     from cudnnload.report import escaped
@@ -599,6 +602,33 @@ def _run() -> int:
         return EXIT_CANNOT_RUN
     except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
         return _internal(exc)
+
+
+def _echo(output: str, as_json: bool = False) -> None:
+    """A command's output on standard output. Text for a terminal is wrapped to its width and coloured (not
+    with ``NO_COLOR`` set, or ``TERM=dumb``; ``FORCE_COLOR`` colours a pipe too); JSON, and text for a pipe or a
+    file, is written as it is."""
+    import click
+
+    from cudnnload.report import for_terminal
+
+    terminal = _is_terminal(sys.stdout)
+    colour = not as_json and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and (
+        terminal or bool(os.environ.get("FORCE_COLOR")))
+    if terminal and not as_json:
+        import shutil
+
+        output = for_terminal(output, max(40, shutil.get_terminal_size().columns), colour)
+    elif colour:
+        output = for_terminal(output, 1 << 30, colour)
+    click.echo(output, color=colour or None)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a closed stream
+        return False
 
 
 def _json_error(reason: str, path: str | None, fix: str | None, code: int) -> None:

@@ -69,6 +69,12 @@ class Code(_Word):
     MISSING_FILE = ("missing-file", ERROR, True, "a given path, or a file a link points to, does not exist")
     NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder "
                 "without `libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
+    CPU_ONLY_BUILD = ("cpu-only-build", WARNING, False, "a framework here is a build without CUDA (a CPU or ROCm "
+                      "build): it uses no cuDNN and never runs on an NVIDIA GPU; installing cuDNN does not change "
+                      "that, a CUDA build of the framework does")
+    TOOL_ENVIRONMENT = ("tool-environment", INFO, False, "cudnnload runs from an environment of its own (pipx, "
+                        "`uv tool`, a venv holding only cudnnload): plain `doctor` judged the `python3` on PATH "
+                        "instead (`--python` names another)")
     NOT_ELF = ("not-elf", ERROR, True, "the file is not an ELF object")
     EMPTY_FILE = ("empty-file", ERROR, True, "the file is 0 bytes")
     TRUNCATED = ("truncated", ERROR, True, "the ELF header, section table or a section runs past the end "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import shlex
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any
@@ -76,6 +78,34 @@ def escaped(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+# The words a check or finding line starts with (`check_line`, `finding_line`), and the colour each is given
+# on a terminal (ANSI SGR: 32 green, 33 yellow, 31 red, 2 dim, 1 bold).
+_COLOURS = {"ok": "32", "healthy": "32", "warn": "33", "warning": "33", "fail": "31", "error": "31", "info": "2",
+            "skip": "2", "PROBLEMS": "1;31"}
+_STATUS = re.compile(r"^(\s*)(" + "|".join(_COLOURS) + r")\b")
+
+
+def for_terminal(text: str, width: int, colour: bool) -> str:
+    """``text`` for a person at a terminal ``width`` columns wide: each longer line wrapped at its spaces and
+    continued under its own indent, four deeper (never cut: a path longer than the width stays whole, so it
+    can be pasted); with ``colour``, each line's leading status word (ok, warn, fail, error ...) coloured."""
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        parts = [line] if len(line) <= width else textwrap.wrap(
+            line, width, initial_indent="", subsequent_indent=indent + "    ", break_long_words=False,
+            break_on_hyphens=False, drop_whitespace=True) or [line]
+        if parts[0] != line and not parts[0].startswith(indent):
+            parts[0] = indent + parts[0].lstrip(" ")
+        if colour:
+            parts[0] = _STATUS.sub(lambda m: f"{m.group(1)}\033[{_COLOURS[m.group(2)]}m{m.group(2)}\033[0m",
+                                   parts[0], count=1)
+        out += parts
+    return "\n".join(out)
 
 
 def printable(value: Any) -> Any:
@@ -385,7 +415,7 @@ def program_report_text(report: ProgramReport) -> str:
     """``cudnnload doctor -- COMMAND``: how the program ended, what the linker mapped and by which rule, what
     cuDNN printed, the prediction beside it, then the findings."""
     seen = report.observation
-    program = " ".join(seen.command)
+    program = shlex.join(seen.command)
     if seen.timed_out:
         end = f"killed at the timeout after {seen.seconds:.2f} s" + (f", hung in {seen.died_in}" if seen.died_in
                                                                      else "")
@@ -442,7 +472,7 @@ def process_report_text(report: ProcessReport) -> str:
     """``cudnnload doctor --pid PID``: the process, the cuDNN (and cuBLAS, NVRTC, driver) files it has mapped
     with their release and whether the disk still has them, where each sub-library it has not loaded yet
     would come from, the frameworks mapped, a line per check, then the findings."""
-    command = " ".join(report.command) or report.executable
+    command = shlex.join(report.command) or report.executable
     lines = [f"cudnnload doctor --pid {report.pid}: {command[:200]}", f"  program: {report.executable}"]
     if report.libraries:
         lines.append(f"  mapped (/proc/{report.pid}/maps):")

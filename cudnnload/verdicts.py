@@ -81,13 +81,13 @@ class Action:
 
     def __str__(self) -> str:
         if self.do is ActionKind.ENV_REMOVE_ENTRY:
-            return f"remove {self.entry or '(the empty entry)'} from {self.variable}"
+            return f"remove {shlex.quote(self.entry) if self.entry else '(the empty entry)'} from {self.variable}"
         if self.do is ActionKind.ENV_UNSET:
             return f"unset {self.variable}"
         if self.do is ActionKind.ENV_SET:
             return f"export {self.variable}={shlex.quote(self.value or '')}"
         if self.do is ActionKind.DELETE:
-            return f"delete {self.path}"
+            return f"delete {shlex.quote(self.path or '')}"
         if self.do is ActionKind.PIP_INSTALL:
             words = [self.python or "python", "-m", "pip", "install", *self.options, *self.requirements]
             return " ".join(shlex.quote(word) for word in words)

@@ -24,7 +24,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.wheels import lib_folder
+from tests.wheels import cache_root, lib_folder
+
+# Nothing the suite runs writes into the user's own folders: every cudnnload in it (in this process and in
+# the children that inherit its environment) keeps its caches in the test cache, and HOME is a folder there
+# too (a default that reads `~`, a child's pip, a user site). Set at import, before any test module reads the
+# environment. `make clean-test-cache` removes all of it.
+TEST_CACHE = cache_root()
+os.environ["CUDNNLOAD_TEST_CACHE"] = str(TEST_CACHE)
+os.environ["CUDNNLOAD_CACHE"] = str(TEST_CACHE)
+os.environ.pop("XDG_CACHE_HOME", None)
+os.environ["HOME"] = str(TEST_CACHE / "home")
+os.makedirs(os.environ["HOME"], exist_ok=True)
 
 SYNTHETIC_SOURCES = Path(__file__).resolve().parent.parent / "fixtures" / "synthetic"
 

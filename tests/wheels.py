@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.wheels import cache_root as test_cache_root
+
 # tag -> unpacked folder name (fixtures/wheels.py)
 WHEELS = {
     "cu12-9.28.0.42": "nvidia-cudnn-cu12-9.28.0.42",
@@ -26,7 +28,8 @@ def python_path(*first: str | Path) -> str:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("CUDNNLOAD_CACHE") or Path.home() / ".cache" / "cudnnload")
+    """The test cache `make wheels` fills (fixtures/wheels.py), never the user's cudnnload cache."""
+    return test_cache_root()
 
 
 def site_folder(tag: str) -> Path:

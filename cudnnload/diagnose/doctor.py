@@ -29,6 +29,7 @@ from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which, which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
+from cudnnload.resolve.consumers import CpuBuild, cpu_builds
 from cudnnload.resolve.discovery import Install, Inventory
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, unique
 
@@ -117,8 +118,6 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
             findings += _probe_findings(result, install, expected)
-    if install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in findings):
-        findings.append(_no_cudnn(resolved))
     release = install.release if install else None
     if release is None and result is not None and result.release is not None:
         release = result.release  # cuDNN 7 and 8 without a version constant or a full file name
@@ -139,10 +138,21 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks.append(_handle_check(result, facts))
     consumers, consumer_summary = pending.result()
     pool.shutdown()
+    builds = cpu_builds(list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths) \
+        if resolved.target.kind in ("environment", "python") else ()
+    findings += [_cpu_only(build, install) for build in builds]
+    if install is None and builds and not consumers:  # frameworks without CUDA only: nothing here wants a cuDNN
+        findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
+        checks[0] = Check("installs", "info", f"no cuDNN, and nothing here needs one: {builds[0].label} is a "
+                          f"{builds[0].platform} build")
+    elif install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in findings):
+        findings.append(_no_cudnn(resolved))
     served = _serve(consumers, resolved, facts, env, site_paths, [*stops, *(f for f in gpu if f.severity is ERROR)])
     findings += [f for s in served for f in s.findings]
-    checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served] or \
-        [Check("consumers", "skip", consumer_summary)]
+    checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served]
+    checks += [Check(b.framework, "warn", f"{b.label} is a {b.platform} build without CUDA: it uses no cuDNN")
+               for b in builds]
+    checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
@@ -166,6 +176,15 @@ def _no_cudnn(resolved: Resolved) -> Finding:
         else fix(manual("make one of them whole (their findings say how), or install cuDNN where this target looks"))
     return Finding(Code.NO_CUDNN, f"{resolved.target.description} loads no cuDNN ({found})",
                    Subject(SubjectKind.TARGET, resolved.target.path), repair)
+
+
+def _cpu_only(build: CpuBuild, install: Install | None) -> Finding:
+    """A framework built without CUDA: said, with what would put it on the GPU, never a cuDNN to install."""
+    beside = f"; the cuDNN {install.release or install.major} here is of no use to it" if install else ""
+    return Finding(Code.CPU_ONLY_BUILD, f"{build.label} is a {build.platform} build ({build.why}): it uses no cuDNN "
+                   f"and runs on no NVIDIA GPU{beside}", Subject(SubjectKind.CONSUMER, build.site, name=build.label),
+                   fix(manual(f"for the GPU, install a CUDA build of {build.framework} (it brings its cuDNN); "
+                              "nothing needs fixing to run on the CPU")))
 
 
 def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:

@@ -29,7 +29,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, Release, classify
 from cudnnload.resolve.discovery import Context, Install, Inventory, Step, context, gather, python_requester
 from cudnnload.resolve.elf import ElfInfo, read_elf
-from cudnnload.resolve.elfcache import ElfCache, cache_file
+from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.verdicts import ERROR, Finding, Subject, fix, manual, remove_entry, unique
 
@@ -176,7 +176,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     """Diagnose the running process ``pid`` (see the module docstring). ``environ`` is cudnnload's own (where
     its memo is), not the process's; UsageError as `read_process` raises it."""
     running = read_process(pid)
-    cache = ElfCache(cache_file(os.environ if environ is None else environ))
+    cache = open_cache(os.environ if environ is None else environ)
     objects = [f.path for f in running.files if ".so" in os.path.basename(f.path) and f.path != running.executable]
     program = python_requester(cache, running.executable)
     ctx = context(running.environ, executable=program, mapped=objects, cache=cache)

@@ -30,7 +30,8 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
 from cudnnload.resolve.discovery import Context, Install, Inventory, context, python_requester, search_entry
-from cudnnload.resolve.elfcache import ElfCache, cache_file
+from cudnnload.resolve.elfcache import open_cache
+from cudnnload.resolve.pythons import python_on_path, tool_environment
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
@@ -72,6 +73,8 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
         return _python(python, env, verify)
+    if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
+        return _for_the_user(tool, env, verify)
     if given is None:
         ctx = context(env, verify=verify)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
@@ -112,6 +115,20 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     return _consumer(given, path, env, verify)
 
 
+def _for_the_user(tool: str, env: Mapping[str, str], verify: bool) -> Resolved:
+    """Plain ``doctor`` run from cudnnload's own environment (`resolve.pythons`): the user's ``python3`` on PATH
+    judged instead, and said; UsageError when there is none."""
+    user = python_on_path(env, outside=tool)
+    if user is None:
+        raise UsageError(f"cudnnload runs from an environment of its own ({tool}) and no python3 is on PATH to "
+                         "judge instead", fix="cudnnload doctor --python /path/to/python-or-venv")
+    resolved = _python(user, env, verify)
+    said = Finding(Code.TOOL_ENVIRONMENT, f"cudnnload runs from an environment of its own ({tool}), which no "
+                   f"program of yours uses: judged the python3 on PATH, {user}, instead",
+                   Subject(SubjectKind.TARGET, tool), fix(note="`cudnnload doctor --python PATH` judges another"))
+    return replace(resolved, findings=(*resolved.findings, said))
+
+
 def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """A cuDNN library path that is not there, in a folder that is (a program opens it by path: ``ctypes.CDLL``,
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
@@ -141,7 +158,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
         raise UsageError(exc.strerror or str(exc), path=given) from None
     if head != _ELF_MAGIC:
         raise UsageError("not an ELF file: not a cuDNN library, a program or a shared object", path=given)
-    cache = ElfCache(cache_file(env))
+    cache = open_cache(env)
     try:
         info = cache.inspect(os.path.realpath(path))
     except (OSError, ElfError) as exc:
@@ -344,7 +361,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False) -> Resolv
         executable, site_paths = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         raise UsageError("not a Python interpreter that answers (sys.path could not be read)", path=python) from None
-    cache = ElfCache(cache_file(env))
+    cache = open_cache(env)
     ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify)
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -325,7 +326,7 @@ def loader_text(traces: Sequence[LoaderTrace], width: int = 40) -> str:
 
 
 def program_text(trace: ProgramTrace) -> str:
-    lines = [f"{' '.join(trace.command)}: exit {trace.returncode}, {trace.wall_ms:.0f} ms, "
+    lines = [f"{shlex.join(trace.command)}: exit {trace.returncode}, {trace.wall_ms:.0f} ms, "
              f"{trace.log_lines} API calls logged"]
     if trace.apis:
         lines.append(f"  {'cuDNN API':<44} {'calls':>6} {'first at':>9} {'first ms':>9} {'later ms':>9}")

@@ -40,7 +40,7 @@ from cudnnload.cachedir import stamp
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
-from cudnnload.resolve.elfcache import ElfCache, cache_file
+from cudnnload.resolve.elfcache import ElfCache, open_cache
 
 # packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
 # consumers check pays it, when it reads a framework's pins.
@@ -193,6 +193,8 @@ class _Source:
     build_function: str | None = None  # dotted attribute of the module: (major, minor, patch) or 91000
     build_marker: str | None = None  # RECORD path prefix that shows the child has something to read
     build_file: str | None = None  # RECORD path of a Python literal build record (TensorFlow)
+    # the cuDNN release an exact ``==`` pin names is the one it was built with (no child is started)
+    build_is_pin: bool = False
 
 
 def _jax(package: str) -> _Source:
@@ -205,8 +207,13 @@ _TENSORFLOW = _Source("tensorflow", ("tensorflow",), build_file="tensorflow/pyth
 _ONNXRUNTIME = _Source("onnxruntime", ("onnxruntime/capi",))
 
 SOURCES: dict[str, _Source] = {
-    # torch/backends/cudnn/__init__.py compares torch._C._cudnn.getCompileVersion() with the runtime.
-    "torch": _Source("torch", ("torch/lib",), "torch._C", "_cudnn.getCompileVersion", "torch/lib/libtorch_cuda"),
+    # torch/backends/cudnn/__init__.py compares torch._C._cudnn.getCompileVersion() with the runtime. Its release
+    # wheels pin exactly the cuDNN they were compiled against (.ci/docker/common/install_cuda.sh installs the
+    # version .github/scripts/generate_binary_build_matrix.py pins; measured on torch 2.11.0+cu130: pin
+    # nvidia-cudnn-cu13==9.19.0.56, getCompileVersion() (9, 19, 0)): such a pin is read instead of importing
+    # torch in a child (1.7 s on the GPU machine); a torch without one (a source or conda build) is asked.
+    "torch": _Source("torch", ("torch/lib",), "torch._C", "_cudnn.getCompileVersion", "torch/lib/libtorch_cuda",
+                     build_is_pin=True),
     "jax-cuda13-plugin": _jax("jax_cuda13_plugin"),
     "jax-cuda12-plugin": _jax("jax_cuda12_plugin"),
     "jaxlib": _jax("jaxlib.cuda"),  # jaxlib's own CUDA builds, from before the jax-cuda*-plugin wheels
@@ -259,7 +266,7 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     for dist in installed:
         if dist.name in SOURCES:
             found.setdefault((os.path.realpath(dist.site), dist.name), dist)
-    cache = ElfCache(cache_file(env))
+    cache = open_cache(env)
     facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache)
     cache.save()
     consumers = []
@@ -281,6 +288,56 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
     return tuple(c for c in find_consumers([site], environ=environ, timeout=timeout)
                  if any(real.startswith(os.path.realpath(os.path.join(c.site, part)) + os.sep)
                         for part in SOURCES[c.distribution].folders))
+
+
+@dataclass(frozen=True)
+class CpuBuild:
+    """A framework installed as a build without CUDA: it uses no cuDNN, whatever is installed beside it."""
+
+    framework: str  # "torch", "jax", "onnxruntime", "tensorflow"
+    distribution: str
+    version: str
+    site: str
+    why: str  # what shows it, for people: "torch/lib holds no libtorch_cuda.so"
+    platform: str = "CPU"  # "CPU", or "ROCm" for PyTorch's AMD builds
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution} {self.version}"
+
+
+# (framework, distribution, the file a CUDA build of it has, the distributions that make it one instead): a
+# distribution without that file, and without any of those beside it, is a build without CUDA. Read in the
+# wheels: torch's CUDA builds ship torch/lib/libtorch_cuda.so (ROCm ones libtorch_hip.so, CPU ones neither);
+# jaxlib runs on the GPU only through a jax-cuda*-plugin (jaxlib >= 0.4.30) or its own jaxlib/cuda (older);
+# onnxruntime's CUDA provider is onnxruntime/capi/libonnxruntime_providers_cuda.so (only onnxruntime-gpu has
+# it); tensorflow-cpu is TensorFlow without CUDA.
+_CUDA_MARKS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
+    ("torch", "torch", "torch/lib/libtorch_cuda.so", ()),
+    ("jax", "jaxlib", "jaxlib/cuda", ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt")),
+    ("onnxruntime", "onnxruntime", "onnxruntime/capi/libonnxruntime_providers_cuda.so", ("onnxruntime-gpu",)),
+    ("tensorflow", "tensorflow-cpu", None, ("tensorflow",)),
+)
+
+
+def cpu_builds(site_paths: Sequence[str] | None = None) -> tuple[CpuBuild, ...]:
+    """The frameworks on ``site_paths`` (default ``sys.path``) installed as builds without CUDA (`_CUDA_MARKS`):
+    nothing of cuDNN concerns them, and installing cuDNN does not put them on the GPU."""
+    installed = _installed(list(sys.path if site_paths is None else site_paths))
+    present = {dist.name for dist in installed}
+    found: dict[str, CpuBuild] = {}
+    for framework, name, mark, instead in _CUDA_MARKS:
+        dist = next((d for d in installed if d.name == name), None)
+        if dist is None or framework in found or any(other in present for other in instead):
+            continue
+        if mark is not None and os.path.exists(os.path.join(dist.site, mark)):
+            continue
+        rocm = framework == "torch" and os.path.exists(os.path.join(dist.site, "torch/lib/libtorch_hip.so"))
+        why = (f"the distribution {name} is TensorFlow without CUDA" if mark is None else
+               f"{os.path.dirname(mark)} holds no {os.path.basename(mark)}"
+               + (f", and none of {', '.join(instead)} is installed" if instead else ""))
+        found[framework] = CpuBuild(framework, name, dist.version, dist.site, why, "ROCm" if rocm else "CPU")
+    return tuple(found.values())
 
 
 # Files whose presence in a process shows the framework runs there (a program's mapped files, `doctor --`).
@@ -385,10 +442,15 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
             results.append((dist, remembered))
             continue
         files = _record_files(dist)
+        requires = _requires(dist)
         source = SOURCES[dist.name]
         build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
         if source.build_file and source.build_file in files:
             build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
+        elif source.build_marker and any(f.startswith(source.build_marker) for f in files) \
+                and (pinned := _exact_pin(requires)) is not None and source.build_is_pin:
+            build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
+                     "against the cuDNN they pin)")
         elif source.build_module and source.build_function and source.build_marker \
                 and any(f.startswith(source.build_marker) for f in files):
             command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
@@ -396,7 +458,7 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, env=dict(env))
             pending[index] = (child, f"{source.build_module}.{source.build_function}()")
-        results.append((dist, (_requires(dist), _needs(dist, files, source.folders, cache), build)))
+        results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
     deadline = time.monotonic() + timeout
     for index, (child, what) in pending.items():
         dist, (requires, needs, _) = results[index]
@@ -459,6 +521,19 @@ def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, .
         if applies:
             pins.append(Pin(name, str(requirement.specifier), extras, installed.get(name)))
     return tuple(pins)
+
+
+def _exact_pin(requires: Sequence[str]) -> tuple[Release, str] | None:
+    """The cuDNN release of an exact ``nvidia-cudnn-*==X.Y.Z[.B]`` requirement that applies here, and the
+    requirement as written; None when there is none (or a range)."""
+    for pin in _pins(requires, {}):
+        exact = pin.specifier.removeprefix("==")
+        if pin.specifier.startswith("==") and "," not in exact and "*" not in exact:
+            try:
+                return parse_release(".".join(exact.split(".")[:3])), pin.requirement
+            except ValueError:
+                continue
+    return None
 
 
 def _needs(dist: _Installed, files: Sequence[str], folders: tuple[str, ...], cache: ElfCache) -> tuple[Need, ...]:

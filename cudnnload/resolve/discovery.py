@@ -25,7 +25,7 @@ from cudnnload.files import NotRegularFile, path_problem, read_regular
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
-from cudnnload.resolve.elfcache import ElfCache, cache_file, linker_defaults
+from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
@@ -248,7 +248,7 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
     ``cache``: an ELF memo already open (another context's), instead of reading it again."""
     env_vars = dict(os.environ if environ is None else environ)
-    cache = cache or ElfCache(cache_file(env_vars) if use_cache else None)
+    cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)

@@ -13,6 +13,7 @@ Processes merge what they learned into the file (`cachedir.write_entries`).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Hashable, Mapping
 
 from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
@@ -29,8 +30,10 @@ if TYPE_CHECKING:
     from cudnnload.resolve.linker import LinkerDefaults
 
 FORMAT = 7  # bump when ElfInfo's fields or the file layout change
-# "entries": path -> [stamp, ElfInfo]; "facts": a fact's key as JSON text -> the fact (ElfCache.memo)
-LAYOUT = Layout("elf", FORMAT, ("entries", "facts"), depth=2, max_entries=4096)
+# "entries": path -> [stamp, ElfInfo]; "facts": a fact's key as JSON text -> the fact (ElfCache.memo).
+# Every command reads the whole memo: 2 MiB (~600 cuDNN-sized entries, every install of a busy machine) is
+# read in ~20 ms; past it the oldest entries go. The test suite's runs never write the user's (Makefile).
+LAYOUT = Layout("elf", FORMAT, ("entries", "facts"), depth=2, max_entries=1024, max_bytes=2 << 20)
 # the only classes a memo entry can make (cachedir.revive)
 KINDS = {kind.__name__: kind for kind in (ElfInfo, VersionNeed, Release, GpuCode, ArchCount)}
 _ENTRY = "tuple[tuple[int, int, int, int], ElfInfo]"
@@ -39,6 +42,36 @@ _ENTRY = "tuple[tuple[int, int, int, int], ElfInfo]"
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:
     """Where the memo lives, or None when ``CUDNNLOAD_NO_CACHE`` is set."""
     return LAYOUT.path(environ)
+
+
+_open: dict[str, tuple[tuple[int, ...] | None, ElfCache]] = {}  # location -> (its stamp when read, the memo)
+_opening = threading.Lock()
+
+
+def open_cache(environ: Mapping[str, str] | None = None) -> ElfCache:
+    """The memo of ``environ``'s cache folder, read once per process: every stage of a command (discovery,
+    the consumers, a target's reader) shares one. It is read again only when the file changed since
+    (another process wrote it); what this process learned is kept either way."""
+    location = cache_file(environ)
+    if location is None:
+        return ElfCache(None)
+    with _opening:
+        held = _open.get(location)
+        now = _stamp_or_none(location)
+        if held is not None and held[0] == now:
+            return held[1]
+        cache = ElfCache(location)
+        if held is not None:
+            cache.adopt(held[1])
+        _open[location] = (_stamp_or_none(location), cache)
+        return cache
+
+
+def _stamp_or_none(path: str) -> tuple[int, ...] | None:
+    try:
+        return stamp(path)
+    except OSError:
+        return None
 
 
 def linker_defaults(cache: ElfCache, environ: Mapping[str, str]) -> LinkerDefaults:
@@ -68,6 +101,7 @@ class ElfCache:
         # what the file holds, as data, revived on first use; and what this process learned, to merge in
         self._stored: dict[Key, Any] = read_entries(location, LAYOUT) if location is not None else {}
         self._learned: dict[Key, object] = {}
+        self._saving = threading.Lock()  # a command's threads (doctor's consumers, its probe) learn and save at once
 
     @property
     def dirty(self) -> bool:
@@ -123,10 +157,26 @@ class ElfCache:
             self.entries[path] = hit
         return hit
 
+    def adopt(self, older: ElfCache) -> None:
+        """Keep what ``older`` (this file, as an earlier read in this process saw it) learned and has not
+        written yet."""
+        self._learned = {**older._learned, **self._learned}
+        self._facts = {**older._facts, **self._facts}
+
     def save(self) -> None:
         """Merge what this process learned into the memo; a cache folder we cannot write is not an error."""
-        if self.location is not None and self._learned and write_entries(self.location, LAYOUT, self._learned):
-            self._learned = {}
+        if self.location is None or not self._learned:
+            return
+        with self._saving:
+            learned = dict(self._learned)
+            if not write_entries(self.location, LAYOUT, learned):
+                return
+            for key in learned:
+                if self._learned.get(key) is learned[key]:
+                    del self._learned[key]
+            with _opening:
+                if _open.get(self.location, (None, None))[1] is self:
+                    _open[self.location] = (_stamp_or_none(self.location), self)
 
 
 def _fact_key(key: Hashable) -> str:

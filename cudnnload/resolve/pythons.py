@@ -1,0 +1,115 @@
+"""Which Python environment a command run without a target is about: this interpreter's, unless that is an
+environment of cudnnload's own (installed the way pipx or ``uv tool`` install a command), which is nobody's
+program: then the user's ``python3`` on PATH.
+
+An environment is cudnnload's own when it is a venv the user has not activated (``VIRTUAL_ENV`` does not name
+it) and either lies where pipx or ``uv tool`` keep their environments, or holds nothing but cudnnload and
+what cudnnload requires (its ``Requires-Dist``, followed through the distributions installed there) and the
+installers (pip, setuptools, wheel). A venv with a framework or a cuDNN wheel beside cudnnload is the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+# pipx: $PIPX_HOME/venvs/NAME (default ~/.local/pipx or ~/.local/share/pipx); uv: $UV_TOOL_DIR/NAME (default
+# ~/.local/share/uv/tools). Read in pipx's `paths.py` and uv's `uv-tool` crate.
+_TOOL_FOLDERS = ("/pipx/venvs/", "/uv/tools/")
+_INSTALLERS = frozenset({"pip", "setuptools", "wheel", "uv"})
+
+
+def tool_environment(environ: Mapping[str, str] | None = None, *, prefix: str | None = None,
+                     base_prefix: str | None = None) -> str | None:
+    """This interpreter's venv (``prefix``, default ``sys.prefix``) when it is cudnnload's own (see the module
+    docstring); None when the environment is the user's."""
+    env = os.environ if environ is None else environ
+    prefix = os.path.realpath(prefix or sys.prefix)
+    if prefix == os.path.realpath(base_prefix or sys.base_prefix):
+        return None  # not a venv: the system's or a conda Python is the user's
+    active = env.get("VIRTUAL_ENV")
+    if active and os.path.realpath(active) == prefix:
+        return None  # activated: the user works in it
+    if any(mark in prefix + "/" for mark in _TOOL_FOLDERS):
+        return prefix
+    sites = _site_packages(prefix)
+    names = _names(sites)
+    if "cudnnload" not in names:
+        return None  # cudnnload runs from a source tree on the path: the environment is the developer's
+    closure = _closure("cudnnload", sites, names)
+    return prefix if set(names) - _INSTALLERS <= closure else None
+
+
+def python_on_path(environ: Mapping[str, str] | None = None, *, outside: str | None = None) -> str | None:
+    """The first ``python3`` (then ``python``) on ``PATH`` that is not inside ``outside`` (a tool environment);
+    None when there is none."""
+    env = os.environ if environ is None else environ
+    for name in ("python3", "python"):
+        for folder in env.get("PATH", "").split(os.pathsep):
+            if not folder or not os.path.isabs(folder):
+                continue  # an empty or relative entry is the current folder: nobody's Python to judge
+            path = os.path.join(folder, name)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                continue
+            if outside is not None and (os.path.realpath(folder) + "/").startswith(outside.rstrip("/") + "/"):
+                continue
+            return path
+    return None
+
+
+def _site_packages(prefix: str) -> list[str]:
+    lib = os.path.join(prefix, "lib")
+    try:
+        names = sorted(os.listdir(lib))
+    except OSError:
+        return []
+    return [os.path.join(lib, name, "site-packages") for name in names if name.startswith("python")]
+
+
+def _names(sites: list[str]) -> dict[str, str]:
+    """Canonical name -> its metadata folder, from the folder names alone (a venv beside torch and JAX holds
+    ~600 distributions: reading each METADATA would cost a second)."""
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, str] = {}
+    for site in sites:
+        try:
+            entries = os.listdir(site)
+        except OSError:
+            continue
+        for entry in entries:
+            stem, dot, suffix = entry.rpartition(".")
+            if dot and suffix in ("dist-info", "egg-info"):
+                found.setdefault(str(canonicalize_name(stem.partition("-")[0])), os.path.join(site, entry))
+    return found
+
+
+def _closure(root: str, sites: list[str], names: Mapping[str, str]) -> set[str]:
+    """``root`` and what it requires (markers for this interpreter, no extras), followed through what is
+    installed: only these distributions' METADATA is read."""
+    from importlib import metadata
+    from pathlib import Path
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in names:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.PathDistribution(Path(names[name])).requires or []
+        except (OSError, ValueError):
+            continue
+        for text in requires:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(str(canonicalize_name(requirement.name)))
+    return seen
