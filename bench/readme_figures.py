@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 from fixtures.wheels import WHEELS, cache_root, wheel_file  # noqa: E402
 
 README = ROOT / "README.md"
-DEMO = (("nvidia-cudnn-cu12", "9.28.0.42"), ("nvidia-cublas-cu12", "12.9.1.4"))  # the Makefile's DEMO_CUDNN
+# the Makefile's DEMO_CUDNN and what it requires (pip takes the newest cuBLAS 12; the cached one is as large)
+DEMO = (("nvidia-cudnn-cu12", "9.28.0.42"), ("nvidia-cublas-cu12", "12.9.1.4"), ("nvidia-cuda-nvrtc-cu12", "12.9.86"))
 _SUMMARY = re.compile(r"=* ?(?P<counts>(?:\d+ \w+(?:, )?)+) in (?P<seconds>[\d.]+)s")
 
 
@@ -53,7 +54,7 @@ def main() -> int:
     lines = [
         f"- `make test` on {args.machine}, {time.strftime('%Y-%m-%d')}: {counts} in {seconds / 60:.0f} min "
         f"{seconds % 60:.0f} s (pytest's own count and time, the downloads already cached).",
-        f"- Downloads: `make demo` {gigabytes(DEMO):.1f} GB of cuDNN and cuBLAS wheels (plus cudnnload's "
+        f"- Downloads: `make demo` {gigabytes(DEMO):.1f} GB of cuDNN, cuBLAS and NVRTC wheels (plus cudnnload's "
         f"dependencies); `make test` {gigabytes(WHEELS):.1f} GB of test wheels ({len(WHEELS)} wheels), each once.",
     ]
     text = README.read_text()

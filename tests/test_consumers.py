@@ -72,26 +72,47 @@ class _cudnn:
 """
 
 
-def install_torch(site: Path, needs: Path, torch_c: str = TORCH_C) -> None:
-    install(site, "torch", "2.5.1", (
-        'nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux" and platform_machine == "x86_64"',
-        'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux"', "filelock"),
-        {"torch/__init__.py": "", "torch/_C.py": torch_c, "torch/lib/libtorch_cuda.so": needs})
+RELEASE_PINS = ('nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux" and platform_machine == "x86_64"',
+                'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux"', "filelock")
+
+
+def install_torch(site: Path, needs: Path, torch_c: str = TORCH_C,
+                  requires: tuple[str, ...] = ("filelock",)) -> None:
+    """torch with its CUDA library; by default as a source build has it (no pins: its build is read in a
+    child), with ``requires=RELEASE_PINS`` as a release wheel (its exact pin names its build)."""
+    install(site, "torch", "2.5.1", requires,
+            {"torch/__init__.py": "", "torch/_C.py": torch_c, "torch/lib/libtorch_cuda.so": needs})
 
 
 # --- reading what is installed ---------------------------------------------------------------------------
 
 
-def test_torch_pin_needed_soname_and_build_version_are_read(tmp_path: Path,
-                                                            needs_cudnn: Callable[[int], Path]) -> None:
-    install_torch(tmp_path, needs_cudnn(9))
+def test_torch_pin_needed_soname_and_build_version_are_read(tmp_path: Path, needs_cudnn: Callable[[int], Path],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release wheel's exact pin names the cuDNN it was compiled against: read without importing torch."""
+    install_torch(tmp_path, needs_cudnn(9), torch_c="raise SystemExit('imported')", requires=RELEASE_PINS)
     install(tmp_path, "nvidia-cudnn-cu12", "9.1.0.70")
+    import cudnnload.resolve.consumers as consumers_module
 
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a child was started to read a build version the pin names")
+
+    monkeypatch.setattr(consumers_module.subprocess, "Popen", no_child)
     (torch,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
 
     assert (torch.framework, torch.label, torch.site) == ("torch", "torch 2.5.1", str(tmp_path))
     assert torch.pins == (Pin("nvidia-cudnn-cu12", "==9.1.0.70", (), "9.1.0.70"),)
     assert torch.needs == (Need("libcudnn.so.9", str(tmp_path / "torch/lib/libtorch_cuda.so")),)
+    assert (torch.build, torch.build_major) == (Release(9, 1, 0), 9)
+    assert torch.build_source.startswith("its exact pin nvidia-cudnn-cu12==9.1.0.70")
+
+
+def test_a_torch_without_an_exact_pin_is_asked_its_build_in_a_child(tmp_path: Path,
+                                                                    needs_cudnn: Callable[[int], Path]) -> None:
+    install_torch(tmp_path, needs_cudnn(9))
+
+    (torch,) = find_consumers([str(tmp_path)], environ=NO_CACHE)
+
     assert (torch.build, torch.build_major) == (Release(9, 1, 0), 9)
     assert torch.build_source == "torch._C._cudnn.getCompileVersion() in a child process"
 

@@ -285,6 +285,10 @@ class _Child:
         return status
 
     def run(self, files: list[tuple[str, str]], create: bool, app: bool) -> None:
+        if create or app:  # cudnnCreate will need the driver: it starts while cuDNN loads (they overlap)
+            import threading
+
+            threading.Thread(target=_start_driver, daemon=True).start()
         shim = None
         for key, path in files:
             handle = self.dlopen(key, path)
@@ -373,6 +377,20 @@ class _Child:
                 if self.call(api, "cudnnCreate", "cudnnCreate", ctypes.byref(handle)) == 0:
                     self.call(api, "cudnnDestroy", "cudnnDestroy", handle)
         return missing
+
+
+def _start_driver() -> None:
+    """``cuInit`` and device 0's primary context, as cudnnCreate's first act would make them (~200 ms on an
+    H200): begun in a thread at the child's start, they overlap the shim's loads and version checks, which
+    need no driver. The same driver library the process's own search gives cuDNN (by name, libcuda.so.1);
+    nothing when there is none: cudnnCreate then meets that itself."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+        device, context = ctypes.c_int(), ctypes.c_void_p()
+        if driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), 0) == 0:
+            driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+    except (OSError, AttributeError):
+        return
 
 
 def _expected_failure(error: str) -> str:
