@@ -50,7 +50,9 @@ def install(folder: str | None, library: str | None = None) -> Subject:
 _FIELDS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.ENV_REMOVE_ENTRY: ("variable", "entry"), ActionKind.ENV_UNSET: ("variable",),
     ActionKind.ENV_SET: ("variable", "value"), ActionKind.DELETE: ("path",),
-    ActionKind.PIP_INSTALL: ("requirements", "options", "target", "python"), ActionKind.RUN: ("argv",),
+    ActionKind.PIP_INSTALL: ("requirements", "options", "target", "python"),
+    ActionKind.PIP_UNINSTALL: ("requirements", "target", "python"), ActionKind.RELINK: ("path", "target"),
+    ActionKind.CHMOD: ("path", "mode"), ActionKind.REMOVE_LINE: ("path", "line"), ActionKind.RUN: ("argv",),
     ActionKind.MANUAL: ("text",),
 }
 
@@ -66,10 +68,12 @@ class Action:
     path: str | None = None
     requirements: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
-    target: str | None = None  # the site-packages folder that holds the damaged distribution (its RECORD's)
+    target: str | None = None  # the site-packages folder of the distribution (pip's); what a link points to
     python: str | None = None  # the interpreter whose environment it is
     argv: tuple[str, ...] = ()
     text: str | None = None
+    mode: str | None = None  # chmod's, in octal: "0644"
+    line: str | None = None  # remove-line's, exactly as in the file
 
     def json(self) -> dict[str, object]:
         """The contract's object: ``do`` and that kind's fields (README "Fixes")."""
@@ -88,9 +92,17 @@ class Action:
             return f"export {self.variable}={shlex.quote(self.value or '')}"
         if self.do is ActionKind.DELETE:
             return f"delete {shlex.quote(self.path or '')}"
-        if self.do is ActionKind.PIP_INSTALL:
-            words = [self.python or "python", "-m", "pip", "install", *self.options, *self.requirements]
-            return " ".join(shlex.quote(word) for word in words)
+        if self.do in (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL):
+            verb = ["install", *self.options] if self.do is ActionKind.PIP_INSTALL else ["uninstall", "-y"]
+            place = ["--target", self.target] if self.target and self.do is ActionKind.PIP_UNINSTALL and \
+                "--target" in self.options else []
+            return shlex.join([self.python or "python", "-m", "pip", *verb, *place, *self.requirements])
+        if self.do is ActionKind.RELINK:
+            return f"ln -sfn {shlex.quote(self.target or '')} {shlex.quote(self.path or '')}"
+        if self.do is ActionKind.CHMOD:
+            return f"chmod {self.mode} {shlex.quote(self.path or '')}"
+        if self.do is ActionKind.REMOVE_LINE:
+            return f"remove the line {self.line!r} from {shlex.quote(self.path or '')}"
         if self.do is ActionKind.RUN:
             return f"run the program as: {shlex.join(self.argv)} <program> [args...]"
         return self.text or ""
@@ -116,6 +128,22 @@ def pip_install(requirements: Iterable[str], *, options: Iterable[str] = (), tar
                 python: str | None = None) -> Action:
     return Action(ActionKind.PIP_INSTALL, requirements=tuple(requirements), options=tuple(options), target=target,
                   python=python)
+
+
+def pip_uninstall(names: Iterable[str], *, target: str | None = None, python: str | None = None) -> Action:
+    return Action(ActionKind.PIP_UNINSTALL, requirements=tuple(names), target=target, python=python)
+
+
+def relink(path: str, target: str) -> Action:
+    return Action(ActionKind.RELINK, path=path, target=target)
+
+
+def chmod(path: str, mode: int) -> Action:
+    return Action(ActionKind.CHMOD, path=path, mode=f"{mode:04o}")
+
+
+def remove_line(path: str, line: str) -> Action:
+    return Action(ActionKind.REMOVE_LINE, path=path, line=line)
 
 
 def run(argv: Iterable[str]) -> Action:

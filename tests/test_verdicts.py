@@ -17,11 +17,15 @@ from cudnnload.codes import ActionKind, Code, Severity, SubjectKind
 from cudnnload.verdicts import (
     Finding,
     Subject,
+    chmod,
     delete,
     fix,
     manual,
     pip_install,
+    pip_uninstall,
+    relink,
     remove_entry,
+    remove_line,
     run,
     set_variable,
     unset,
@@ -76,6 +80,10 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
              set_variable("LD_LIBRARY_PATH", "/opt/cudnn/lib"), delete("/opt/x/libcudnn.so.9"),
              pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=("--force-reinstall", "--no-deps"),
                          target="/venv/lib/python3.11/site-packages", python="/venv/bin/python"),
+             pip_uninstall(["nvidia-cudnn-cu12"], target="/home/me/.local/lib/python3.11/site-packages",
+                           python="/venv/bin/python"),
+             relink("/opt/cudnn/lib/libcudnn.so.9", "libcudnn.so.9.28.0"), chmod("/opt/x/libcudnn_cnn.so.9", 0o644),
+             remove_line("/venv/lib/python3.11/site-packages/old.pth", "import ctypes; ctypes.CDLL('x')"),
              run(["cudnnload", "run", "--cudnn", "/opt/cudnn/lib", "--"]), manual("upgrade the NVIDIA driver")]
     written = fix(*steps).json()
     assert [a["do"] for a in written["actions"]] == [kind.value for kind in ActionKind]
@@ -85,6 +93,13 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
                                      "options": ["--force-reinstall", "--no-deps"],
                                      "target": "/venv/lib/python3.11/site-packages", "python": "/venv/bin/python"}
     assert written["text"].startswith("remove /opt/cudnn-9.0/lib from LD_LIBRARY_PATH; then unset CUDA_VISIBLE_DEVICES")
+    assert written["actions"][5:9] == [
+        {"do": "pip-uninstall", "requirements": ["nvidia-cudnn-cu12"],
+         "target": "/home/me/.local/lib/python3.11/site-packages", "python": "/venv/bin/python"},
+        {"do": "relink", "path": "/opt/cudnn/lib/libcudnn.so.9", "target": "libcudnn.so.9.28.0"},
+        {"do": "chmod", "path": "/opt/x/libcudnn_cnn.so.9", "mode": "0644"},
+        {"do": "remove-line", "path": "/venv/lib/python3.11/site-packages/old.pth",
+         "line": "import ctypes; ctypes.CDLL('x')"}]
     assert json.loads(json.dumps(written)) == written
 
 
