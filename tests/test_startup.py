@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cudnnload.errors import UsageError
 from cudnnload.resolve.startup import PathEntry, Source, Startup, StartupFailed, observe, package, torch_preload
 from tests.wheels import lib_folder, site_folder
 
@@ -257,6 +258,23 @@ def test_a_pip_target_folder_on_pythonpath_gives_torch_and_jax_their_cudnn(
     assert (jax.init is None) == (len(jax.folders) > 1 or not (Path(jax.folders[0]) / "__init__.py").exists())
 
 
+@pytest.mark.parametrize("version", PYTHONS)
+def test_a_cudnn_in_the_current_folder_is_what_jax_gets_through_the_empty_entry(
+        version: str, venv: Callable[..., tuple[str, Path]], env: dict[str, str], work: Path) -> None:
+    python, site = venv(interpreter(version))
+    _wheel(work, "cu12-9.28.0.42")
+    _wheel(site, "cu13-9.28.0.42")
+    found = observe(python, env, cwd=str(work))
+    jax = found.package("nvidia.cudnn")
+    done = subprocess.run([python, "-c", "import nvidia.cudnn as m; print(repr(list(m.__path__)))"], env=env,
+                          cwd=work, capture_output=True, text=True, check=True)
+    # 3.10's FileFinder writes the current folder as "CWD/.": the same folders
+    assert jax is not None and list(jax.folders) == [os.path.normpath(p) for p in ast.literal_eval(done.stdout)]
+    assert jax.folders == (str(work / "nvidia" / "cudnn"), str(site / "nvidia" / "cudnn"))
+    assert found.torch_preload("cudnn", "libcudnn.so.*[0-9]", cuda_major=12) == str(
+        work / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+
+
 def test_a_module_named_nvidia_earlier_on_the_path_hides_the_package(tmp_path: Path) -> None:
     (tmp_path / "first").mkdir()
     (tmp_path / "first" / "nvidia.py").write_text("")
@@ -461,6 +479,7 @@ def _file(path: Path, text: str, mode: int = 0o755) -> str:
 
 @pytest.mark.parametrize(("make", "why"), [
     (lambda tmp: str(tmp / "absent"), "missing"),
+    (lambda tmp: os.symlink(tmp / "gone", tmp / "python") or str(tmp / "python"), "missing"),
     (lambda tmp: str(tmp), "not-executable"),
     (lambda tmp: _file(tmp / "data.txt", "not a program\n", 0o644), "not-executable"),
     (lambda tmp: "/bin/true", "not-python"),
@@ -468,13 +487,18 @@ def _file(path: Path, text: str, mode: int = 0o755) -> str:
     (lambda tmp: _file(tmp / "crash", "#!/bin/sh\nkill -SEGV $$\n"), "died"),
     (lambda tmp: interpreter("2.7"), "not-python"),
     (lambda tmp: interpreter("3.7"), "too-old")],
-    ids=["missing", "folder", "not-executable", "true", "shell", "crash", "python2.7", "python3.7"])
+    ids=["missing", "dangling-link", "folder", "not-executable", "true", "shell", "crash", "python2.7", "python3.7"])
 def test_an_interpreter_that_cannot_be_observed_is_a_typed_error(make: Callable[[Path], str], why: str,
                                                                  env: dict[str, str], tmp_path: Path) -> None:
     python = make(tmp_path)
     with pytest.raises(StartupFailed) as failed:
         observe(python, env, cwd=str(tmp_path))
     assert (failed.value.why, failed.value.path) == (why, python)
+
+
+def test_a_current_folder_that_is_not_there_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        observe(BASE, env, cwd=str(tmp_path / "absent"))
 
 
 def test_a_start_up_that_never_ends_is_a_timeout_naming_where_it_was(venv: Callable[..., tuple[str, Path]],

@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.errors import CudnnloadError, UsageError
+from cudnnload.files import path_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -580,11 +581,15 @@ def _letters(flags: Sequence[str]) -> frozenset[str]:
 def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, run_site: bool,
          timeout: float) -> tuple[dict[str, Any], str]:
     """Run `_CHILD` under ``python``: its result, and what it wrote on stderr."""
-    if not os.path.exists(python):
-        raise StartupFailed("missing", "no such file", path=python, fix="give the path of a python executable")
+    problem = path_problem(python)
+    if problem is not None:  # a venv whose base interpreter is gone: "symbolic link to ..., which does not exist"
+        raise StartupFailed("missing" if problem[0] in ("missing", "broken-symlink") else "not-executable",
+                            problem[1], path=python, fix="give the path of a python executable")
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise StartupFailed("not-executable", "not an executable file", path=python,
                             fix="give the path of a python executable (a venv's bin/python)")
+    if not os.path.isdir(cwd):
+        raise UsageError("not a folder: the program's current folder must be one", path=cwd)
     answer = os.memfd_create("cudnnload-startup")
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
@@ -845,33 +850,33 @@ def package(sys_path: Sequence[str], name: str, *, suffixes: Sequence[str] | Non
     if suffixes is None:
         from importlib import machinery
 
-        suffixes = machinery.all_suffixes()
+        suffixes = [*machinery.EXTENSION_SUFFIXES, *machinery.SOURCE_SUFFIXES, *machinery.BYTECODE_SUFFIXES]
+    root = os.getcwd() if cwd is None else cwd
     folders: Sequence[str] = sys_path
     found: Package | None = None
     parts = name.split(".")
     for depth, part in enumerate(parts):
-        found = _find(folders, ".".join(parts[:depth + 1]), part, tuple(suffixes), cwd)
+        found = _find(folders, ".".join(parts[:depth + 1]), part, tuple(suffixes), root)
         if found is None:
             return None
         folders = found.folders
     return found
 
 
-def _find(folders: Sequence[str], name: str, part: str, suffixes: tuple[str, ...], cwd: str | None) -> Package | None:
+def _find(folders: Sequence[str], name: str, part: str, suffixes: tuple[str, ...], cwd: str) -> Package | None:
     portions: list[str] = []
     for entry in folders:
-        where = os.path.join(cwd, entry) if cwd is not None and not os.path.isabs(entry) else entry
-        if not os.path.isdir(where or "."):  # FileFinder takes folders only ('' is the current one)
+        folder = os.path.join(cwd, entry) if entry else cwd  # FileFinder: a relative entry is from the current folder
+        if not os.path.isdir(folder):  # FileFinder takes folders only (zip files are zipimport's)
             continue
-        base = os.path.join(entry, part) if entry else os.path.join(cwd or os.getcwd(), part)
-        inside = os.path.join(where, part)
+        inside = os.path.join(folder, part)
         init = next((suffix for suffix in suffixes if os.path.isfile(os.path.join(inside, "__init__" + suffix))), None)
         if init is not None:
-            return Package(name, (base,), os.path.join(base, "__init__" + init))
-        if any(os.path.isfile(os.path.join(where, part + suffix)) for suffix in suffixes):
+            return Package(name, (inside,), os.path.join(inside, "__init__" + init))
+        if any(os.path.isfile(os.path.join(folder, part + suffix)) for suffix in suffixes):
             return None
         if os.path.isdir(inside):
-            portions.append(base)
+            portions.append(inside)
     return Package(name, tuple(portions), None) if portions else None
 
 
