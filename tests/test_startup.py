@@ -15,7 +15,17 @@ from pathlib import Path
 import pytest
 
 from cudnnload.errors import UsageError
-from cudnnload.resolve.startup import PathEntry, Source, Startup, StartupFailed, observe, package, torch_preload
+from cudnnload.resolve.startup import (
+    Invocation,
+    PathEntry,
+    Source,
+    Startup,
+    StartupFailed,
+    invocation,
+    observe,
+    package,
+    torch_preload,
+)
 from tests.wheels import lib_folder, site_folder
 
 # The other interpreters pyenv has beside this one (the development machine has 2.7, 3.6-3.13); absent: skipped.
@@ -365,6 +375,38 @@ def test_entries_start_up_code_takes_off_are_listed_with_the_line(
     agrees(found, env, work)
     assert found.removed[0] == (str(tmp_path / "gone"), Source("pth-import", str(site / "b.pth"), 1, line))
     assert str(tmp_path / "gone") not in found.sys_path
+
+
+@pytest.mark.parametrize(("argv", "read"), [
+    (["python3", "-I", "-X", "utf8", "train.py", "--lr", "1"], ("python3", ("-I", "-X", "utf8"), "train.py")),
+    (["python", "-sEc", "import torch"], ("python", ("-sE",), "-c")),
+    (["python", "-c", "-S"], ("python", (), "-c")),
+    (["python", "-Wignore", "-m", "torch.utils.collect_env"], ("python", ("-Wignore",), "-m")),
+    (["python", "-W", "ignore", "--", "-odd.py"], ("python", ("-W", "ignore"), "-odd.py")),
+    (["python", "--check-hash-based-pycs", "never", "-"], ("python", ("--check-hash-based-pycs", "never"), "-")),
+    (["python", "-q"], ("python", ("-q",), "-"))])
+def test_a_command_line_is_read_as_the_interpreter_reads_it(argv: list[str],
+                                                            read: tuple[str, tuple[str, ...], str]) -> None:
+    assert invocation(argv) == Invocation(*read)
+
+
+@pytest.mark.parametrize("flags", [("-c",), ("-Ic",), ("script.py",), ("-I", "--")])
+def test_options_that_hold_a_program_are_refused(flags: tuple[str, ...], env: dict[str, str], work: Path) -> None:
+    with pytest.raises(UsageError):
+        observe(BASE, env, cwd=str(work), flags=flags)
+
+
+def test_a_command_observed_as_read_agrees_with_running_it(venv: Callable[..., tuple[str, Path]],
+                                                          env: dict[str, str], work: Path) -> None:
+    python, site = venv()
+    (site / "zz-cudnn.pth").write_text(loads(graph()) + "\n")
+    (work / "train.py").write_text(PROBE)
+    argv = [python, "-s", "-X", "utf8", "train.py", "--epochs", "1"]
+    read = invocation(argv)
+    found = observe(read.interpreter, env, run_as=read.run_as, flags=read.flags, cwd=str(work))
+    path, maps = real(python, env, work, program=argv[1:])
+    assert list(found.sys_path) == path and sorted(m.path for m in found.mapped) == maps
+    assert found.path[0].path == str(work)
 
 
 def test_the_script_folder_comes_first_as_its_real_folder(venv: Callable[..., tuple[str, Path]], env: dict[str, str],

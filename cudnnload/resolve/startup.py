@@ -553,28 +553,61 @@ def _executable(given: str, env: Mapping[str, str], cwd: str) -> str:
     return os.path.join(cwd, given)
 
 
-def _letters(flags: Sequence[str]) -> frozenset[str]:
-    """The one-letter options in ``flags``, clustered or not (``-sE``); -X and -W take a value, in the same word
-    or the next (CPython's Python/getopt.c). UsageError for -c, -m or a word that is not an option: the program
-    is ``run_as``."""
+@dataclass(frozen=True)
+class Invocation:
+    """A Python command line, as `observe` takes it."""
+
+    interpreter: str
+    flags: tuple[str, ...]  # the interpreter's own options, before the program
+    run_as: str  # "-c", "-m", "-" (standard input, or interactive), or the script
+
+
+def invocation(argv: Sequence[str]) -> Invocation:
+    """``argv`` (``["python3", "-I", "train.py", "--lr", "1"]``) read as the interpreter reads its command line."""
+    flags, _, program = _options(argv[1:])
+    return Invocation(argv[0], tuple(flags), program or "-")
+
+
+def _options(words: Sequence[str]) -> tuple[list[str], set[str], str | None]:
+    """CPython's command line up to the program (Python/getopt.c, 3.8-3.13: short options clustered, -c and -m end
+    them and take the next word, -W and -X take a value in the same word or the next, "--" ends them): the option
+    words, the one-letter options among them, and the program ("-c", "-m", "-" or the script; None: none came)."""
+    flags: list[str] = []
     letters: set[str] = set()
-    value = False
-    for word in flags:
-        if value:
-            value = False
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return flags, letters, words[index + 1] if index + 1 < len(words) else None
+        if word == "-" or not word.startswith("-"):
+            return flags, letters, word
+        index += 1
+        if word.startswith("--"):  # --check-hash-based-pycs MODE, --help ...
+            flags.append(word)
+            if word == "--check-hash-based-pycs" and index < len(words):
+                flags.append(words[index])
+                index += 1
             continue
-        if not word.startswith("-") or word in ("-", "--"):
-            raise UsageError(f"{word!r} is not an interpreter option", fix="give the program as run_as")
-        if word.startswith("--"):
-            continue
-        for index, letter in enumerate(word[1:], start=1):
+        flags.append(word)
+        for at, letter in enumerate(word[1:], start=1):
             if letter in "cm":
-                raise UsageError(f"{word}: the program is given as run_as, not among the options",
-                                 fix='run_as="-c", "-m" or the script')
-            if letter in "XW":
-                value = index == len(word) - 1
+                flags[-1:] = [word[:at]] if at > 1 else []
+                return flags, letters, "-" + letter
+            if letter in "WX":
+                if at == len(word) - 1 and index < len(words):
+                    flags.append(words[index])
+                    index += 1
                 break
             letters.add(letter)
+    return flags, letters, None
+
+
+def _letters(flags: Sequence[str]) -> frozenset[str]:
+    """The one-letter options in ``flags`` (`_options`); UsageError when they hold a program: it is ``run_as``."""
+    words, letters, program = _options(flags)
+    if program is not None or len(words) != len(flags):
+        raise UsageError(f"{' '.join(flags)}: the program is given as run_as, not among the options",
+                         fix='run_as="-c", "-m" or the script')
     return frozenset(letters)
 
 
