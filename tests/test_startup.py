@@ -552,6 +552,11 @@ def test_a_start_up_that_never_ends_is_a_timeout_naming_where_it_was(venv: Calla
         observe(python, env, cwd=str(work), timeout=1)
     assert time.monotonic() - started < 5
     assert failed.value.why == "timeout" and f"in {site / 'slow.pth'} line 1" in failed.value.reason
+    (site / "slow.pth").write_text(f"{site}\n")
+    (site / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")
+    with pytest.raises(StartupFailed) as failed:
+        observe(python, env, cwd=str(work), timeout=1)
+    assert failed.value.reason.endswith("importing sitecustomize")  # not the .pth line that ran last
 
 
 @pytest.mark.parametrize(("version", "ends"), [("3.10", True), ("3.11", False)])

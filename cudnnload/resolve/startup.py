@@ -270,8 +270,8 @@ def observe(fd, run_site):
     out = {"version": tuple(sys.version_info[:3]), "path0": path0, "executable": text(sys.executable)[0]}
 
     def send(kind, value):
-        # one literal a line: ("cause", ...) as each starts, so that a start-up that dies or hangs still says
-        # where it was; ("result", {...}) last
+        # one literal a line: ("cause", ...) as each starts and ("leave", None) as each ends, so that a start-up
+        # that dies or hangs still says where it was; ("result", {...}) last
         data = (ascii((kind, value)) + "\n").encode("ascii")
         while data:
             data = data[write(fd, data):]
@@ -425,6 +425,7 @@ def observe(fd, run_site):
 
         def leave():
             flush()
+            send("leave", None)
             owner = causes[stack.pop()][4]
             if owner is not None and pth_stack and pth_stack[-1] == owner:
                 pth_stack.pop()
@@ -709,11 +710,19 @@ def _lines(fd: int) -> list[tuple[str, object]]:
 
 
 def _where(lines: Sequence[tuple[str, object]]) -> str:
-    """Where a start-up that never ended was: the last .pth line or step it announced."""
-    causes = [value for kind, value in lines if kind == "cause" and isinstance(value, tuple)]
-    if not causes:
+    """Where a start-up that never ended was: the .pth line or step running when the child's announcements stop
+    (`_CHILD`: a line replaces its file or the line before, a step or file ends with "leave")."""
+    running: list[tuple[Any, ...]] = []
+    for kind, value in lines:
+        if kind == "leave" and running:
+            running.pop()
+        elif kind == "cause" and isinstance(value, tuple) and value[0] in ("pth-path", "pth-import") and running:
+            running[-1] = value  # a line takes the place of its file, or of the line before it
+        elif kind == "cause" and isinstance(value, tuple):
+            running.append(value)
+    if not running:
         return ""
-    kind, file, line, text = causes[-1][:4]
+    kind, file, line, text = running[-1][:4]
     if kind in ("pth", "pth-path", "pth-import"):
         return f", in {file}" + (f" line {line} ({text!r})" if line is not None else "")
     step = _STEP_KINDS.get(str(text))
