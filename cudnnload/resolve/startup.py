@@ -24,10 +24,13 @@ timeout. A ``.pth`` line, ``sitecustomize`` or ``usercustomize`` that raises is 
 gives, or any other): ``import nvidia.cudnn`` with namespace packages merged across entries (JAX), and the first
 entry holding ``nvidia/<lib>/lib/<pattern>`` (PyTorch).
 
-Not modelled: a ``._pth`` file beside the interpreter (it replaces ``sys.path`` and drops ``PYTHONPATH``); what
-``-m``'s ``runpy`` imports before the module runs; ``sys.argv`` as start-up code sees it (the child's is
-``['-c', ...]``); import hooks that start-up code installs are reported (`Startup.finders`) but not run by
-`package`.
+The child differs from the real start-up in what start-up code could only see by looking for it: ``sys.argv`` is
+``['-c', FD, '1']``, ``sys.flags.no_site`` is 1, ``sys.stderr`` is a wrapper while site.py runs, ``site``'s
+functions are wrappers. It runs as the user running cudnnload: the user site of a set-user-ID program (off,
+"setuid") is seen only when the observer runs so. Work done by threads start-up code starts is credited to what
+the main thread runs meanwhile. Not modelled: a ``._pth`` file beside the interpreter (it replaces ``sys.path``
+and drops ``PYTHONPATH``); what ``-m``'s ``runpy`` imports before the module runs; import hooks that start-up
+code installs are reported (`Startup.finders`) but not run by `package`.
 """
 
 from __future__ import annotations
