@@ -36,6 +36,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import classify
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, chain, requester
+from cudnnload.resolve.startup import package, torch_preload
 
 
 @dataclass(frozen=True)
@@ -96,17 +97,10 @@ def _loads(path: str, ctx: Context) -> bool:
 
 
 def _torch(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
-    cuda = _cuda(consumer)
+    cuda, release = _cuda(consumer), _torch_release(consumer.version)
 
     def first(folder: str, pattern: str) -> str | None:
-        for path in site_paths:
-            places = [os.path.join(path, "nvidia", folder, "lib"), *(
-                [os.path.join(path, "nvidia", f"cu{cuda}", "lib")] if cuda else []), os.path.join(path, folder, "lib")]
-            # glob.glob lists in directory order; sorted here, the same whenever one file matches (the wheels)
-            matches = [m for place in places for m in sorted(glob.glob(os.path.join(glob.escape(place), pattern)))]
-            if matches:
-                return matches[0]
-        return None
+        return torch_preload(site_paths, folder, pattern, cuda_major=cuda, torch=release)
 
     missing = next((name for name in ("libcublasLt", "libcublas") if first("cublas", f"{name}.so.*[0-9]") is None),
                    None)
@@ -137,17 +131,20 @@ def _jax(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: st
 
 
 def _nvidia_cudnn(site_paths: Sequence[str]) -> str | None:
-    """The folder ``import nvidia.cudnn`` gives: the first ``nvidia/cudnn`` on the path, unless an earlier
-    ``nvidia`` is a regular package (an ``__init__.py``: then only that one is searched)."""
-    for path in site_paths:
-        top = os.path.join(path, "nvidia")
-        if not os.path.isdir(top):
-            continue
-        if os.path.isdir(os.path.join(top, "cudnn")):
-            return os.path.join(top, "cudnn")
-        if os.path.isfile(os.path.join(top, "__init__.py")):
-            return None
-    return None
+    """The folder ``import nvidia.cudnn`` gives (its ``__path__[0]``, where the JAX plugin opens
+    ``lib/libcudnn.so.9``), as the import system finds it (`startup.package`: namespace portions merged, a later
+    regular package winning over them)."""
+    found = package(site_paths, "nvidia.cudnn")
+    return found.folders[0] if found is not None and found.folders else None
+
+
+def _torch_release(version: str) -> tuple[int, int]:
+    """(major, minor) of a torch version ("2.11.0+cu130"); torch's loaders changed at 2.7 and 2.9."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return (2, 11)
 
 
 def _needed(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
