@@ -151,6 +151,16 @@ class Consumer:
     def label(self) -> str:
         return f"{self.distribution} {self.version}"
 
+    @property
+    def cudnn_major(self) -> int:
+        """The cuDNN major it asks for: what its libraries NEED, else its build's, else its pins', else 9."""
+        for need in self.needs:
+            if need.major is not None:
+                return need.major
+        if self.build_major is not None:
+            return self.build_major
+        return next((m for pin in self.pins if (m := pin.major) is not None), 9)
+
 
 @dataclass(frozen=True)
 class Framework:
@@ -504,7 +514,30 @@ def _requires(dist: _Installed) -> tuple[str, ...]:
         return ()
 
 
-def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, ...]:
+def stated_consumer(framework: str, distribution: str, version: str, site: str, requires: Sequence[str],
+                    versions: Mapping[str, str], needs: Sequence[Need], *, environment: Mapping[str, str] | None = None,
+                    stated_build: str | None = None, stated_from: str = "") -> Consumer:
+    """A framework known from its metadata and its surveyed wheel, before it is installed: its pins against the
+    ``versions`` that will be beside it (markers evaluated in ``environment``, pip's), its build from its exact pin
+    where its release builds are compiled against it (`SOURCES`), else as its wheel states it (``stated_build``:
+    TensorFlow's "9")."""
+    pins = _pins(requires, versions, environment)
+    source = SOURCES.get(distribution)
+    pinned = _exact_pin(requires, environment) if source is not None and source.build_is_pin else None
+    if pinned is not None:
+        return Consumer(framework, distribution, version, site, pins, tuple(needs), pinned[0], pinned[0].major,
+                        f"its exact pin {pinned[1]} (its release builds are compiled against the cuDNN they pin)")
+    try:
+        build = parse_release(stated_build) if stated_build else None
+    except ValueError:
+        build = None
+    full = build if stated_build and stated_build.count(".") >= 2 else None
+    return Consumer(framework, distribution, version, site, pins, tuple(needs), full, build.major if build else None,
+                    stated_from if build else f"{distribution} {version} states no cuDNN build version")
+
+
+def _pins(requires: Sequence[str], installed: Mapping[str, str],
+          environment: Mapping[str, str] | None = None) -> tuple[Pin, ...]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -517,16 +550,16 @@ def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, .
         name = str(canonicalize_name(requirement.name))
         if not name.startswith("nvidia-cudnn-") or requirement.url:
             continue  # another package, or a direct reference: no version to check
-        applies, extras = marker_applies(requirement.marker) if requirement.marker else (True, ())
+        applies, extras = marker_applies(requirement.marker, environment) if requirement.marker else (True, ())
         if applies:
             pins.append(Pin(name, str(requirement.specifier), extras, installed.get(name)))
     return tuple(pins)
 
 
-def _exact_pin(requires: Sequence[str]) -> tuple[Release, str] | None:
+def _exact_pin(requires: Sequence[str], environment: Mapping[str, str] | None = None) -> tuple[Release, str] | None:
     """The cuDNN release of an exact ``nvidia-cudnn-*==X.Y.Z[.B]`` requirement that applies here, and the
     requirement as written; None when there is none (or a range)."""
-    for pin in _pins(requires, {}):
+    for pin in _pins(requires, {}, environment):
         exact = pin.specifier.removeprefix("==")
         if pin.specifier.startswith("==") and "," not in exact and "*" not in exact:
             try:
