@@ -193,6 +193,14 @@ def make_cli() -> click.Group:
             _say(output, as_json, lambda: report.dumps("doctor-requirements", predicted),
                  lambda: report.prediction_text(report.printable(predicted)), predicted.healthy)
             sys.exit(EXIT_OK if predicted.healthy else EXIT_PROBLEMS)
+        if root is not None:
+            from cudnnload import report
+            from cudnnload.diagnose.rooted import doctor_root
+
+            judged = doctor_root(root, env_file=env_file, driver=driver)
+            _say(output, as_json, lambda: report.dumps("doctor", judged),
+                 lambda: report.report_text(report.printable(judged)), judged.healthy)
+            sys.exit(EXIT_OK if judged.healthy else EXIT_PROBLEMS)
         environ = _environment(assignments)
         if pid is not None and assignments:
             raise UsageError("--env does not apply to --pid: a running process's environment is read from "

@@ -18,7 +18,7 @@ from cudnnload.errors import CannotRun, UsageError
 from cudnnload.judge.before import driver_needs, failing, overwrite_findings, way_findings
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.discovery import Context, context
-from cudnnload.resolve.hardware import GpuFacts, driver_cuda_version
+from cudnnload.resolve.hardware import GpuFacts, given_driver
 from cudnnload.resolve.pipset import PipSet, resolve_requirements
 from cudnnload.resolve.planned import Layout, Overwrite, Way, layout, matters, ways
 from cudnnload.resolve.wheelfacts import WheelError, WheelFacts, progress_to_stderr, wheel_facts
@@ -80,7 +80,7 @@ def predict(files: Sequence[str], pip_args: str = "", *, python: str | None = No
     """Everything `doctor --requirements` says. UsageError for input that cannot be one (a file pip cannot read
     or resolve, another tool's lock file, a wheel without RECORD, a ``--driver`` that is no version)."""
     env = dict(os.environ if environ is None else environ)
-    given_driver = _driver(driver)
+    given = driver_option(driver)
     interpreter = _interpreter(python)
     pip_set = resolve_requirements(files, pip_args, python=interpreter, environ=env)
     site = _purelib(interpreter, env)
@@ -91,26 +91,25 @@ def predict(files: Sequence[str], pip_args: str = "", *, python: str | None = No
     library_path = env.get("LD_LIBRARY_PATH", "")
     judged = {way.consumer.label: way_findings(way, python=interpreter, library_path=library_path) for way in found}
     outcomes = _outcomes(pip_set, facts, now, ctx, interpreter, library_path)
-    facts_now = given_driver if given_driver is not None else _this_driver(env)
+    facts_now = given if given is not None else _this_driver(env)
     findings = [*overwrite_findings(now.overwrites, outcomes, site=site, python=interpreter),
                 *(f for way in found for f in judged[way.consumer.label]),
-                *driver_needs(found, now.staying, facts_now, given=given_driver is not None, python=interpreter)]
+                *driver_needs(found, now.staying, facts_now, given=given is not None, python=interpreter)]
     return Prediction(
         tuple(os.path.abspath(f) for f in files), interpreter, pip_set.pip, pip_set.command, pip_set.order_note,
         tuple(p.label for p in pip_set.planned), site, tuple(_read(f) for f in facts.values()), now.overwrites,
         tuple(_expected(way, not failing(judged[way.consumer.label])) for way in found),
-        _driver_text(facts_now, given_driver is not None), unique(findings))
+        _driver_text(facts_now, given is not None), unique(findings))
 
 
-def _driver(text: str | None) -> GpuFacts | None:
+def driver_option(text: str | None) -> GpuFacts | None:
+    """``--driver``'s facts; UsageError for a text that is no version."""
     if text is None:
         return None
-    version = driver_cuda_version(text)
-    if version is None:
+    facts = given_driver(text)
+    if facts is None:
         raise UsageError(f"--driver {text!r}: neither a driver version (535.104.05) nor a CUDA version (12.2)")
-    return GpuFacts(bindings=None, driver_found=True, driver_version=version, devices=(), error=None, reason=None,
-                    visible_devices=None, kernel_module=text if text.count(".") >= 1 and int(text.split(".")[0]) >= 100
-                    else None, hardware=())
+    return facts
 
 
 def _this_driver(env: Mapping[str, str]) -> GpuFacts | None:

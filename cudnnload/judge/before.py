@@ -20,6 +20,7 @@ from cudnnload.judge.gpu import MIN_DRIVER_BRANCH, driver_findings
 from cudnnload.resolve.consumers import FRAMEWORKS
 from cudnnload.resolve.hardware import GpuFacts, cuda_text
 from cudnnload.resolve.planned import CudnnSeen, Overwrite, Way
+from cudnnload.resolve.rootview import Stale
 from cudnnload.resolve.wheelfacts import CudnnBuild
 from cudnnload.verdicts import ERROR, INFO, Finding, Fix, Subject, fix, manual, pip_install, set_variable
 
@@ -157,3 +158,16 @@ def driver_needs(ways: Sequence[Way], staying: Sequence[tuple[str, CudnnBuild]],
 
 def failing(findings: Sequence[Finding]) -> bool:
     return any(f.severity is ERROR for f in findings)
+
+
+def stale_findings(stale: Sequence[Stale], *, ldconfig_at_start: bool) -> tuple[Finding, ...]:
+    """``ld.so.conf`` folders whose libraries the image's ``ld.so.cache`` lacks: found only once ``ldconfig``
+    runs, which the NVIDIA container toolkit does at start (``ldconfig_at_start``) and a plain run does not."""
+    when = "this judgement counts them, as the NVIDIA container toolkit runs ldconfig when the container starts" \
+        if ldconfig_at_start else "a container started without the NVIDIA container toolkit finds none of them"
+    return tuple(Finding(Code.LDCACHE_STALE, f"{s.named_by} names {s.folder}, whose {', '.join(s.sonames[:4])}"
+                         f"{' ...' if len(s.sonames) > 4 else ''} the image's /etc/ld.so.cache does not list: {when}",
+                         Subject(SubjectKind.INSTALL, s.folder),
+                         fix(manual("run ldconfig when building the image (RUN ldconfig, after the files are in "
+                                    "place)")))
+                 for s in stale)

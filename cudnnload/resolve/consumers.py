@@ -252,13 +252,14 @@ print({_ANSWER!r} + json.dumps(answer), flush=True)
 
 
 def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-                   timeout: float = 60.0, interpreter: str | None = None) -> tuple[Consumer, ...]:
+                   timeout: float = 60.0, interpreter: str | None = None, run: bool = True) -> tuple[Consumer, ...]:
     """Every installed cuDNN consumer on ``site_paths`` (default ``sys.path``).
 
     A known framework distribution counts when it pins nvidia-cudnn-*, NEEDs
     a libcudnn, or records a cuDNN build version (a CPU-only torch does none).
     ``environ`` is the build-reading children's environment; ``timeout`` bounds
-    them all together; ``interpreter`` (default: this one) runs them.
+    them all together; ``interpreter`` (default: this one) runs them; without ``run`` none is started (an image
+    judged without running it) and such a build version is said to be unread.
 
     What a distribution says (its requirements, the sonames its libraries NEED,
     its build version) is remembered in the ELF memo under its RECORD's identity:
@@ -277,7 +278,7 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
         if dist.name in SOURCES:
             found.setdefault((os.path.realpath(dist.site), dist.name), dist)
     cache = open_cache(env)
-    facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache)
+    facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache, run)
     cache.save()
     consumers = []
     for dist, (requires, needs, (build, build_major, source)) in facts:
@@ -436,7 +437,7 @@ _Facts = tuple[tuple[str, ...], tuple[Need, ...], _Build]  # requirements, needs
 
 
 def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, str], timeout: float,
-           interpreter: str, cache: ElfCache) -> list[tuple[_Installed, _Facts]]:
+           interpreter: str, cache: ElfCache, run: bool = True) -> list[tuple[_Installed, _Facts]]:
     """What each distribution says, recalled from the memo or read: static files here, compiled build
     versions in children run side by side (importing torch takes ~2 s). Remembered for each installed
     copy of a distribution (its version, where it is, its RECORD's size, mtime and inode: a reinstall is
@@ -462,6 +463,9 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
             build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
                      "against the cuDNN they pin)")
         elif source.build_module and source.build_function and source.build_marker \
+                and any(f.startswith(source.build_marker) for f in files) and not run:
+            build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
+        elif source.build_module and source.build_function and source.build_marker \
                 and any(f.startswith(source.build_marker) for f in files):
             command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
                        source.build_function]
@@ -474,7 +478,8 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
         dist, (requires, needs, _) = results[index]
         results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
     for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
-        answered = index not in pending or facts[2][1] is not None  # not a timeout or a failed import
+        # not a timeout, a failed import, or a child not started
+        answered = run and (index not in pending or facts[2][1] is not None)
         if key is not None and answered and _recall(cache, key) is None:
             cache.remember(key, facts)
     return results

@@ -87,3 +87,14 @@ def driver_cuda_version(text: str) -> int | None:
         return first * 1000 + (int(parts[1]) * 10 if len(parts) > 1 else 0)
     known = [cuda for branch, cuda in DRIVER_BRANCH_CUDA if branch <= first]
     return known[-1] if known and first >= 100 else None
+
+
+def given_driver(text: str) -> GpuFacts | None:
+    """The driver a ``--driver`` names (a driver or CUDA version, `driver_cuda_version`), as facts with no
+    device; None when it is neither."""
+    version = driver_cuda_version(text)
+    if version is None:
+        return None
+    module = text if int(text.split(".")[0]) >= 100 else None
+    return GpuFacts(bindings=None, driver_found=True, driver_version=version, devices=(), error=None, reason=None,
+                    visible_devices=None, kernel_module=module, hardware=())
