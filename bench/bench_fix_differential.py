@@ -3,6 +3,7 @@
     python bench/bench_fix_differential.py --seed S --count N [--start I] [--jobs J] [--consumers app,torch]
                                            [--out DIR]
     python bench/bench_fix_differential.py --replay SEED-INDEX [--consumers app,torch]
+    python bench/bench_fix_differential.py --summarize DIR [DIR...]
 
 Each case (fixtures/fixdiff) is a healthy venv (the real PyTorch 2.14.1 with its cuDNN 9.24 for CUDA 13, or the
 cuDNN 9.28 wheel for CUDA 12 or 13) to which 2 to 4 things users really do were done, drawn from a grammar of 33
@@ -17,7 +18,8 @@ record per case in ``cases.jsonl``: the fraction of failing programs fixed per f
 outcomes (fixed, not fixed, no report, no error found, no actions, only manual, refused), the fixes that broke a
 program that worked, those that touch a path outside the case, what doctor said of programs that work, and the most
 common failure patterns with their case ids. ``--replay`` runs one case again, keeps its folder
-(``$CUDNNLOAD_TEST_CACHE/fixdiff/cases/SEED-INDEX``, as composed) and prints its record.
+(``$CUDNNLOAD_TEST_CACHE/fixdiff/cases/SEED-INDEX``, as composed) and prints its record; ``--summarize`` prints
+the tables again from the ``cases.jsonl`` of one run or several together.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fixtures.fixdiff.bases import BASES, built, by_name, fingerprint, root, store, store_wheel, unavailable  # noqa: E402
+from fixtures.fixdiff.case import OTHER_USER  # noqa: E402
 from fixtures.fixdiff.consumers import references  # noqa: E402
 from fixtures.fixdiff.grammar import CUBLAS, CUDNN, GRAMMAR, JIT, NVRTC, draw  # noqa: E402
 from fixtures.fixdiff.runner import (  # noqa: E402
+    FILE_KINDS,
     FIXED,
     NO_ACTIONS,
     NO_ERROR,
@@ -94,15 +98,16 @@ def _fraction(good: int, total: int) -> str:
     return f"{good}/{total} ({100 * good / total:.1f} %)" if total else "0/0"
 
 
-def summary(records: Sequence[Record], seed: int, wall: float) -> list[str]:
-    """The tables of the run."""
+def summary(records: Sequence[Record], seed: str, wall: float | None) -> list[str]:
+    """The tables of the run (``seed``: its seed or seeds; ``wall``: its minutes, when known)."""
     ran = [r for r in records if not r.get("skipped") and not r.get("error")]
     seconds = [float(r["seconds"]) for r in ran]  # type: ignore[arg-type]
     lines = [f"# Fix differential, seed {seed}", "",
              f"{len(records)} cases: {len(ran)} run, {sum(1 for r in records if r.get('skipped'))} skipped, "
              f"{sum(1 for r in records if r.get('error'))} harness errors; "
              f"{statistics.mean(seconds) if seconds else 0:.1f} s per case (median "
-             f"{statistics.median(seconds) if seconds else 0:.1f} s), {wall / 60:.1f} min in all", ""]
+             f"{statistics.median(seconds) if seconds else 0:.1f} s)"
+             + (f", {wall / 60:.1f} min in all" if wall is not None else ""), ""]
     programs = Counter(name for r in ran for name in r["consumers"])  # type: ignore[attr-defined]
     failing = Counter(name for r in ran for name, run in r["consumers"].items()  # type: ignore[attr-defined]
                       if not run["works"])
@@ -126,6 +131,10 @@ def summary(records: Sequence[Record], seed: int, wall: float) -> list[str]:
               "", f"**Outside touches** (a fix naming a path outside the case): {len(outside)}"
               + (": " + "; ".join(sorted({f"{r['case']} {_short(str(j['why'][0]))}" for r, j in outside})[:12])
                  if outside else ""), ""]
+    as_root = [j for r, j in pairs if j["failing"] and r["user"] == OTHER_USER
+               and any(a.get("do") in FILE_KINDS for a in j["actions"])]  # type: ignore[attr-defined]
+    lines += [f"Fixes of programs run as nobody that change root's files (applied as root; that user could not): "
+              f"{len(as_root)}, of which fixed {sum(1 for j in as_root if j['outcome'] == FIXED)}", ""]
     working = Counter(str(j["outcome"]) for _, j in pairs if not j["failing"])
     lines += ["Programs that work, doctor asked anyway: " + ", ".join(f"{k} {v}" for k, v in sorted(working.items())),
               "", "## Per grammar verb (cases holding it)", "",
@@ -148,7 +157,7 @@ def summary(records: Sequence[Record], seed: int, wall: float) -> list[str]:
     ranked = sorted(patterns.items(), key=lambda item: -len(item[1]))
     for number, (key, found) in enumerate(ranked[:10], start=1):
         forms = Counter(str(j["form"]) for _, j in found)
-        cases = sorted({str(r["case"]) for r, _ in found}, key=lambda c: int(c.split("-")[1]))
+        cases = sorted({str(r["case"]) for r, _ in found}, key=lambda c: tuple(map(int, c.split("-"))))
         lines.append(f"| {number} | {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {len(found)} | "
                      + ", ".join(f"{f} {n}" for f, n in forms.items()) + f" | {', '.join(cases[:8])} |")
     errors = [r for r in records if r.get("error")]
@@ -167,8 +176,17 @@ def main() -> None:
     parser.add_argument("--consumers", default="app,torch", help="app, torch (default both)")
     parser.add_argument("--replay", help="one case, SEED-INDEX: run again, its folder kept, its record printed")
     parser.add_argument("--out", help="folder for summary.md and cases.jsonl")
+    parser.add_argument("--summarize", metavar="DIR", nargs="+",
+                        help="only the tables again, from each DIR/cases.jsonl together")
     args = parser.parse_args()
     KINDS[:] = [k for k in args.consumers.split(",") if k]
+    if args.summarize:
+        records = [json.loads(line) for folder in args.summarize
+                   for line in (Path(folder) / "cases.jsonl").read_text().splitlines()]
+        records.sort(key=lambda r: (int(r["seed"]), int(r["index"])))
+        seeds = " and ".join(sorted({str(r["seed"]) for r in records}))
+        print("\n".join(summary(records, seeds, None)) if records else "no records")
+        return
     if args.replay:
         seed, index = map(int, args.replay.split("-"))
         prepare(seed, [index])
@@ -195,7 +213,7 @@ def main() -> None:
             print(f"[{len(records)}/{len(jobs)}] {record['case']} {record['base']} {','.join(record['verbs'])}: "
                   f"{state} ({record['seconds']} s)", flush=True)
     records.sort(key=lambda r: int(r["index"]))  # type: ignore[call-overload]
-    lines = summary(records, args.seed, time.monotonic() - started)
+    lines = summary(records, str(args.seed), time.monotonic() - started)
     changed = sorted(name for name, was in prints.items() if fingerprint(by_name(name)) != was)
     lines += ["", f"Bases written into by the run (through a hard link): {', '.join(changed) or 'none'}"]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
