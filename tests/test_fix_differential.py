@@ -22,7 +22,7 @@ import pytest
 from fixtures.fixdiff import bases, consumers, runner
 from fixtures.fixdiff.case import Case
 from fixtures.fixdiff.grammar import GRAMMAR, cases_root, compose, draw, verb
-from fixtures.scenarios.fixes import replace_file, unpacked_wheel
+from fixtures.scenarios.fixes import apply, replace_file, unpacked_wheel
 from fixtures.scenarios.layouts import corpus_marks, needs_wheels
 
 pytestmark = corpus_marks()
@@ -188,6 +188,25 @@ def test_the_first_error_finding_gives_the_fix() -> None:
     assert (said.codes, said.first, said.actions, said.text) == (("mixed-release", "missing-dependency"),
                                                                  "mixed-release", (remove,), "t")
     assert runner.said_in({"kind": "error", "result": {"error": "no such file"}}, "a", "target").failure
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_pip_fix_naming_the_venv_s_interpreter_installs_as_that_pip_would(cleanup: list[Case]) -> None:
+    case = _case("pip", "cu12-9.28")
+    cleanup.append(case)
+    pydeps = case.opt / "pydeps"
+    (pydeps / "nvidia").mkdir(parents=True)
+    pip = {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.0.0.312"], "python": str(case.python)}
+    done = apply([{**pip, "options": ["--force-reinstall", "--no-deps"], "target": str(case.site)},
+                  {**pip, "options": ["--user"], "target": None},
+                  {**pip, "options": [], "target": str(pydeps)}], case, ["app"], case.environ(),
+                 find_links=[bases.store()])
+    installed = sorted(d.name for d in case.site.glob("nvidia_cudnn*.dist-info"))
+    assert installed == ["nvidia_cudnn_cu12-9.0.0.312.dist-info"]
+    assert len(done.refused) == 1 and "User site-packages are not visible" in done.refused[0]
+    # pip's --target keeps a top-level folder that is there: only the .dist-info folders land
+    assert not any((pydeps / "nvidia").iterdir()) and (pydeps / "nvidia_cudnn_cu12-9.0.0.312.dist-info").is_dir()
 
 
 # --- the whole round ---------------------------------------------------------------------------------------------
