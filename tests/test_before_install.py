@@ -100,6 +100,31 @@ def test_the_prediction_names_the_order_and_the_files_pip_really_leaves(index: P
     assert winner in conflict["message"] and done.returncode == 0
 
 
+def test_a_failing_prediction_exits_1_with_the_fix_its_model_gives(tmp_path: Path) -> None:
+    """CTranslate2 4.5.0's surveyed wheel bundles the cuDNN 9.1 shim and NEEDs it; its sub-libraries it opens by
+    name, and the set writes them where no search looks: the fix is that folder on LD_LIBRARY_PATH."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    make_wheel(folder, "ctranslate2", "4.5.0", {"ctranslate2/__init__.py": b"",
+                                                "ctranslate2.libs/libcudnn-74a4c495.so.9.1.0": b"bundled"})
+    make_wheel(folder, "nvidia-cudnn-cu95", "9.1.0.1", {f"nvidia/cudnn/lib/{name}": b"x" for name in (
+        "libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_adv.so.9",
+        "libcudnn_engines_runtime_compiled.so.9")})
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("ctranslate2==4.5.0\nnvidia-cudnn-cu95\n")
+    done = subprocess.run([*CLI, "doctor", "--requirements", str(requirements), "--pip-args", _local(folder),
+                           "--json"], capture_output=True, text=True, timeout=300, check=False)
+    predicted = json.loads(done.stdout)["result"]
+    (expected,) = predicted["frameworks"]
+    assert expected["shim"].endswith("ctranslate2.libs/libcudnn-74a4c495.so.9.1.0") and expected["bundled"]
+    assert str(expected["release"]) == "9.1.0" and not expected["works"]
+    (missing,) = [f for f in predicted["findings"] if f["code"] == "missing-sublibrary"]
+    (action,) = missing["fix"]["actions"]
+    assert action["do"] == "env-set" and action["variable"] == "LD_LIBRARY_PATH"
+    assert action["value"] == os.path.join(predicted["site"], "nvidia/cudnn/lib")
+    assert done.returncode == 1
+
+
 def test_a_requirement_pip_cannot_resolve_is_one_line_and_exit_2(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

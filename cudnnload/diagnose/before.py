@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from cudnnload.codes import Code
 from cudnnload.errors import CannotRun, UsageError
 from cudnnload.judge.before import driver_needs, failing, overwrite_findings, way_findings
 from cudnnload.resolve.catalog import Release
@@ -52,6 +53,7 @@ class Expected:
     surveyed: str | None  # the surveyed wheel its loader was read from
     exact: bool  # that wheel is its own release
     works: bool
+    codes: tuple[Code, ...]  # its findings' codes
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def predict(files: Sequence[str], pip_args: str = "", *, python: str | None = No
     return Prediction(
         tuple(os.path.abspath(f) for f in files), interpreter, pip_set.pip, pip_set.command, pip_set.order_note,
         tuple(p.label for p in pip_set.planned), site, tuple(_read(f) for f in facts.values()), now.overwrites,
-        tuple(_expected(way, not failing(judged[way.consumer.label])) for way in found),
+        tuple(_expected(way, judged[way.consumer.label]) for way in found),
         _driver_text(facts_now, given is not None), unique(findings))
 
 
@@ -183,10 +185,11 @@ def _read(facts: WheelFacts) -> Read:
     return Read(facts.name, facts.filename, facts.how, facts.fetched, len(facts.record), said)
 
 
-def _expected(way: Way, works: bool) -> Expected:
+def _expected(way: Way, findings: Sequence[Finding]) -> Expected:
     consumer, seen = way.consumer, way.cudnn
     return Expected(consumer.framework, consumer.distribution, consumer.version, seen.release if seen else None,
                     seen.shim if seen else None, seen.distribution if seen else None, bool(seen and seen.bundled),
                     way.error if seen is None and way.error else way.how,
                     way.survey.wheel.provenance.wheel if way.survey else None,
-                    bool(way.survey and way.survey.exact), works)
+                    bool(way.survey and way.survey.exact), not failing(findings),
+                    tuple(dict.fromkeys(f.code for f in findings)))

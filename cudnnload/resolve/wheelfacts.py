@@ -305,8 +305,8 @@ def _cudnn_build(source: _Source, members: Mapping[str, _Member], filename: str,
                 out.write(block)
         try:
             info = read_elf(path)
-        except (OSError, ElfError) as exc:
-            raise WheelError(f"{filename}: {name} cannot be read as ELF ({exc})") from None
+        except (OSError, ElfError):
+            return CudnnBuild(name, None, None)  # not readable as ELF: the release is then the wheel's version's
     return CudnnBuild(name, info.release, info.cudart_version)
 
 
