@@ -353,6 +353,30 @@ def test_an_unprivileged_reader_is_confined_in_a_user_namespace(image: Path, tmp
 
 
 @pytest.mark.slow
+def test_a_pylock_toml_is_read_by_a_pip_that_reads_it(index: Path, tmp_path: Path) -> None:
+    """pip >= 26.1 (from PyPI) locks the set into a pylock.toml and reads it back with -r: the prediction for that
+    interpreter names pip's order and the file that stays, as the real install of the lock file shows."""
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "-U", "pip>=26.1"], check=True, timeout=600)
+    (tmp_path / "requirements.txt").write_text("app\n")
+    lock = tmp_path / "pylock.toml"
+    subprocess.run([python, "-m", "pip", "lock", "-q", "--no-index", "--find-links", str(index), "-r",
+                    str(tmp_path / "requirements.txt"), "-o", str(lock)], check=True, timeout=600, cwd=tmp_path)
+    code, predicted, _ = _doctor("--requirements", str(lock), "--python", python, "--pip-args", _local(index))
+    assert predicted["order"].startswith("pip 26.") and code == 0
+    target = tmp_path / "target"
+    real = subprocess.run([python, "-m", "pip", "install", "--no-index", "--find-links", str(index), "--target",
+                           str(target), "-r", str(lock)], capture_output=True, text=True, timeout=600, check=True)
+    line = next(x for x in real.stdout.splitlines() if x.startswith("Installing collected packages:"))
+    installed = [name.strip() for name in line.split(":")[1].split(",")]
+    assert [label.split(" ")[0] for label in predicted["installs"]] == installed
+    (pair,) = predicted["overwrites"]
+    assert (target / "nvidia/cudnn/lib/libcudnn.so.9").read_bytes() == f"from {pair['last'].split()[0][-4:]}".encode()
+
+
+@pytest.mark.slow
 def test_a_pypi_cudnn_wheel_is_predicted_from_a_fraction_of_it(tmp_path: Path) -> None:
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("nvidia-cudnn-cu12==9.28.0.42\n")
