@@ -281,9 +281,10 @@ def _way(planned: Planned, match: SurveyMatch | None, helpers: Sequence[SurveyMa
     if needed is not None and bundled is not None and classify(needed) is None:
         shim = posixpath.join(site, bundled.path)
         return Way(consumer, match, cuda, f"{posixpath.basename(caller.path)} NEEDs {needed}, a cuDNN its wheel "
-                   "bundles", _seen(shim, "bundled", planned_layout, ctx, bundled=True), None)
+                   "bundles", _seen(shim, "bundled", planned_layout, ctx, bundled=(bundled.rpath, bundled.runpath)),
+                   None)
     soname = needed or f"libcudnn.so.{consumer.cudnn_major}"
-    result = _search(soname, asker, caller, planned_layout, ctx)
+    result = _search(soname, asker, caller.rpath, caller.runpath, planned_layout, ctx)
     how = f"{posixpath.basename(caller.path)} NEEDs {soname}" if needed else \
         f"{posixpath.basename(caller.path)} dlopens {soname} by name when it first needs it"
     if result.path is None:
@@ -326,14 +327,15 @@ def _caller(rows: Iterable[SurveyedWheel]) -> SurveyedLibrary | None:
     return max(libraries, key=lambda lib: lib.cudnn_mentions, default=None)
 
 
-def _search(name: str, asker: str, lib: SurveyedLibrary, planned_layout: Layout, ctx: Context) -> Found:
+def _search(name: str, asker: str, rpath: tuple[str, ...], runpath: tuple[str, ...], planned_layout: Layout,
+            ctx: Context) -> Found:
     """glibc's order from ``asker`` (its DT_RPATH, LD_LIBRARY_PATH, its DT_RUNPATH, ld.so.cache, the default
     folders), with the folders inside the new site-packages read from the layout and the rest from this
     machine (`linker`, its rules; dl-load.c _dl_map_object)."""
-    owner = linker.Requester(asker, lib.rpath, lib.runpath)
+    owner = linker.Requester(asker, rpath, runpath)
     defaults = ctx.linker.defaults
-    if not lib.runpath:
-        hit = _in_folders(name, linker.expand_all(lib.rpath, owner, defaults), "rpath", planned_layout)
+    if not runpath:
+        hit = _in_folders(name, linker.expand_all(rpath, owner, defaults), "rpath", planned_layout)
         if hit is not None:
             return hit
     env = ctx.linker
@@ -341,7 +343,7 @@ def _search(name: str, asker: str, lib: SurveyedLibrary, planned_layout: Layout,
     first = linker.resolve(name, None, library_path)
     if first.found:
         return Found(first.path, first.rule, False)
-    hit = _in_folders(name, linker.expand_all(lib.runpath, owner, defaults), "runpath", planned_layout)
+    hit = _in_folders(name, linker.expand_all(runpath, owner, defaults), "runpath", planned_layout)
     if hit is not None:
         return hit
     last = linker.resolve(name, None, replace(env, ld_library_path=(), executable=None))
@@ -359,9 +361,12 @@ def _in_folders(name: str, folders: Iterable[str], rule: str, planned_layout: La
     return None
 
 
-def _seen(shim: str, rule: str, planned_layout: Layout, ctx: Context, bundled: bool = False) -> CudnnSeen:
+def _seen(shim: str, rule: str, planned_layout: Layout, ctx: Context,
+          bundled: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> CudnnSeen:
     """The cuDNN behind ``shim``: the release its graph (ops_infer) gives, the files of other releases beside it,
-    each sub-library the shim opens and where it comes from, and the cuBLASLt its engines open."""
+    each sub-library the shim opens and where it comes from (its own DT_RPATH or DT_RUNPATH: the wheel's, as read;
+    ``bundled``: the framework wheel's copy, as surveyed; this machine's file's), and the cuBLASLt its engines
+    open."""
     planned = planned_layout.holds(shim)
     match = _FULL_VERSION.search(shim)
     lib = classify(posixpath.basename(shim))
@@ -372,23 +377,17 @@ def _seen(shim: str, rule: str, planned_layout: Layout, ctx: Context, bundled: b
     def owner(name: str) -> str | None:
         return planned_layout.owners.get(planned_layout.relative(posixpath.join(folder, name)) or "")
 
-    sublibraries = []
-    for sub in gen.sublibraries:
-        if not sub.required:
-            continue
-        beside = posixpath.join(folder, sub.soname)
-        if planned and planned_layout.holds(beside):
-            sublibraries.append((sub.soname, Found(beside, "rpath", True)))
-            continue
-        if not planned and not bundled and os.path.isfile(beside):
-            sublibraries.append((sub.soname, Found(beside, "rpath", False)))
-            continue
-        sublibraries.append((sub.soname, _machine(sub.soname, ctx)))
     graph_key = "graph" if major >= 9 else "ops_infer"
     graph_name = next(s.soname for s in gen.libraries if s.key == graph_key) if major >= 8 else None
-    graph_owner = owner(graph_name) if planned and graph_name and not bundled else None
+    graph_owner = owner(graph_name) if planned and graph_name and bundled is None else None
     build = planned_layout.builds.get(graph_owner or "") if graph_owner else None
-    if bundled:
+    shim_build = planned_layout.builds.get(owner(posixpath.basename(shim)) or "") if planned else None
+    elf = ctx.elf(shim) if not planned else None
+    rpath, runpath = bundled or ((shim_build.shim_rpath, shim_build.shim_runpath) if shim_build else
+                                 (elf.rpath, elf.runpath) if elf else ((), ()))
+    sublibraries = tuple((sub.soname, _search(sub.soname, shim, rpath, runpath, planned_layout, ctx))
+                         for sub in gen.sublibraries if sub.required)
+    if bundled is not None:
         release, cudart = (parse_release(match.group(1)) if match else None), None
     elif planned:
         release = planned_layout.release_of(graph_owner) if graph_owner else None
@@ -396,34 +395,25 @@ def _seen(shim: str, rule: str, planned_layout: Layout, ctx: Context, bundled: b
     else:
         graph_path = next((found.path for name, found in sublibraries if name == graph_name and found.path), shim)
         release = release_near(graph_path, ctx.cache) if graph_path else None
-        cudart = ctx.elf(graph_path).cudart_version if graph_path and ctx.elf(graph_path) else None
+        info = ctx.elf(graph_path) if graph_path else None
+        cudart = info.cudart_version if info else None
         if release is None and match:
             release = parse_release(match.group(1))
     others = tuple((name, planned_layout.labels[who], str(other))
                    for name in planned_layout.listing(folder) if classify(name) is not None
                    and (who := owner(name)) is not None and who != graph_owner
                    and (other := planned_layout.release_of(who)) is not None and other != release) if planned else ()
-    cublaslt = _cublaslt(folder, build, planned_layout, ctx) if build else None
+    cublaslt = _cublaslt(folder, graph_name or "", build, planned_layout, ctx) if build else None
     return CudnnSeen(shim, rule, planned_layout.labels.get(graph_owner) if graph_owner else None, release, cudart,
-                     bundled, tuple(sublibraries), others, cublaslt)
+                     bundled is not None, sublibraries, others, cublaslt)
 
 
-def _machine(name: str, ctx: Context) -> Found:
-    """A name searched on this machine alone (LD_LIBRARY_PATH, the cache, the default folders)."""
-    result = linker.resolve(name, None, replace(ctx.linker, executable=None))
-    return Found(result.path, result.rule, False) if result.found else Found(None, "not-found", False)
-
-
-def _cublaslt(folder: str, build: CudnnBuild, planned_layout: Layout, ctx: Context) -> tuple[str, Found] | None:
-    """The cuBLASLt a wheel's engine library opens (``libcublasLt.so.<its CUDA major>``, cudnn-facts §1.1)
-    through the wheel's RUNPATH (``$ORIGIN/../../cublas/lib``; cu13 adds ``$ORIGIN/../../cu13/lib``)."""
+def _cublaslt(folder: str, graph: str, build: CudnnBuild, planned_layout: Layout,
+              ctx: Context) -> tuple[str, Found] | None:
+    """The cuBLASLt a wheel's engine library opens (``libcublasLt.so.<its CUDA major>``, cudnn-facts §1.1), searched
+    from it with the RUNPATH the wheel's libraries carry (``$ORIGIN/../../cublas/lib``; cu13 adds
+    ``$ORIGIN/../../cu13/lib``)."""
     if build.cudart_version is None:
         return None
-    cuda = build.cudart_version // 1000
-    soname = f"libcublasLt.so.{cuda}"
-    siblings = ("cublas/lib",) + (("cu13/lib",) if cuda >= 13 else ())
-    for sibling in siblings:
-        path = posixpath.normpath(posixpath.join(folder, "..", "..", sibling, soname))
-        if planned_layout.holds(path):
-            return soname, Found(path, "runpath", True)
-    return soname, _machine(soname, ctx)
+    soname = f"libcublasLt.so.{build.cudart_version // 1000}"
+    return soname, _search(soname, posixpath.join(folder, graph), (), build.runpath, planned_layout, ctx)

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from cudnnload.cachedir import cache_dir, read_json, write_json
 from cudnnload.errors import CudnnloadError, ElfError
 from cudnnload.resolve.catalog import Release, classify, parse_release
-from cudnnload.resolve.elf import read_elf
+from cudnnload.resolve.elf import ElfInfo, read_elf
 
-FACTS_FORMAT = 1  # bump when WheelFacts' fields change: remembered facts of another format are read again
+FACTS_FORMAT = 2  # bump when WheelFacts' fields change: remembered facts of another format are read again
 _TAIL = 1 << 16  # the end of central directory record and its comment fit in the last 64 KB + 22 bytes
 _CHUNK = 1 << 22
 _EOCD = struct.Struct("<4sHHHHIIH")  # signature, disk numbers, entries here, entries, cd size, cd offset, comment
@@ -66,6 +66,9 @@ class CudnnBuild:
     library: str  # the wheel's path of the file read ("nvidia/cudnn/lib/libcudnn_graph.so.9")
     release: Release | None  # its exported version constant
     cudart_version: int | None  # what its cudnnGetCudartVersion returns (12090: CUDA 12.9)
+    runpath: tuple[str, ...] = ()  # its DT_RUNPATH: where it, and the engines beside it, open cuBLASLt and NVRTC
+    shim_rpath: tuple[str, ...] = ()  # the shim's DT_RPATH (9.28: $ORIGIN, searched before LD_LIBRARY_PATH)
+    shim_runpath: tuple[str, ...] = ()  # the shim's DT_RUNPATH (9.0: $ORIGIN, searched after it)
 
 
 @dataclass(frozen=True)
@@ -294,20 +297,30 @@ def _cudnn_build(source: _Source, members: Mapping[str, _Member], filename: str,
              if (lib := classify(name.rsplit("/", 1)[-1])) is not None and FACTS_LIBRARY.get(lib.major) == lib.key]
     if not found:
         return None
-    _, name = max(found)
-    member = members[name]
+    major, name = max(found)
+    shim = next((n for n in members if (lib := classify(n.rsplit("/", 1)[-1])) is not None and lib.key == "shim"
+                 and lib.major == major), None)
     if progress is not None:
-        progress(f"{filename}: reading {name} ({member.compressed >> 20} MB compressed)")
+        progress(f"{filename}: reading {name} ({members[name].compressed >> 20} MB compressed)")
+    graph = _elf(source, members[name])
+    shim_info = _elf(source, members[shim]) if shim else None
+    if graph is None:  # not readable as ELF: the release is then the wheel's version's
+        return CudnnBuild(name, None, None)
+    return CudnnBuild(name, graph.release, graph.cudart_version, graph.runpath,
+                      shim_info.rpath if shim_info else (), shim_info.runpath if shim_info else ())
+
+
+def _elf(source: _Source, member: _Member) -> ElfInfo | None:
+    """A library of the wheel read as ELF, from a temporary file that is gone after."""
     with tempfile.TemporaryDirectory(prefix="cudnnload-lib-") as folder:
-        path = os.path.join(folder, name.rsplit("/", 1)[-1])
+        path = os.path.join(folder, member.name.rsplit("/", 1)[-1])
         with open(path, "wb") as out:
-            for block in _chunks(source, member, name):
+            for block in _chunks(source, member, member.name):
                 out.write(block)
         try:
-            info = read_elf(path)
+            return read_elf(path)
         except (OSError, ElfError):
-            return CudnnBuild(name, None, None)  # not readable as ELF: the release is then the wheel's version's
-    return CudnnBuild(name, info.release, info.cudart_version)
+            return None
 
 
 def _memo_path(sha256: str | None, environ: Mapping[str, str] | None) -> str | None:
@@ -322,7 +335,8 @@ def _plain(facts: WheelFacts) -> dict[str, object]:
     return {"format": FACTS_FORMAT, "name": facts.name, "version": facts.version, "filename": facts.filename,
             "sha256": facts.sha256, "record": [[e.path, e.digest, e.size] for e in facts.record],
             "cudnn": None if build is None else [build.library, str(build.release) if build.release else None,
-                                                 build.cudart_version]}
+                                                 build.cudart_version, list(build.runpath), list(build.shim_rpath),
+                                                 list(build.shim_runpath)]}
 
 
 def _remembered(path: str, cudnn: bool) -> WheelFacts | None:
@@ -335,7 +349,8 @@ def _remembered(path: str, cudnn: bool) -> WheelFacts | None:
                        for p, d, s in data["record"])
         raw = data["cudnn"]
         build = None if raw is None else CudnnBuild(str(raw[0]), parse_release(raw[1]) if raw[1] else None,
-                                                    raw[2] if isinstance(raw[2], int) else None)
+                                                    raw[2] if isinstance(raw[2], int) else None,
+                                                    *(tuple(str(x) for x in part) for part in raw[3:6]))
         if cudnn and build is None and any(classify(e.path.rsplit("/", 1)[-1]) for e in record):
             return None  # remembered without the cuDNN facts now asked for
         return WheelFacts(str(data["name"]), str(data["version"]), str(data["filename"]), data.get("sha256"), record,
