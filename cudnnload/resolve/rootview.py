@@ -54,7 +54,7 @@ def image_environment(text: str, name: str) -> dict[str, str]:
             raise UsageError("a JSON file without an Env list (an OCI image config's config.Env, or docker "
                              "inspect's Config.Env)", path=name)
         return dict(_assignment(item, name) for item in found)
-    pairs = {}
+    pairs: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
