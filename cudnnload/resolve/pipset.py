@@ -201,7 +201,7 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
         except (OSError, ValueError) as exc:
             raise CannotRun(f"pip wrote no installation report: {exc}") from None
         order = _read_json(order_file)
-    shown = ["python", "-m", "pip", *command]
+    shown = [interpreter, "-m", "pip", *(word.replace(scratch, "$TMP") for word in command)]
     return _pip_set(report, order, interpreter, shown)
 
 
