@@ -539,7 +539,7 @@ def prediction_text(prediction: Prediction) -> str:
              f"{prediction.python} into a fresh {prediction.site} ({len(prediction.installs)} distributions)",
              f"  order ({prediction.order}): {', '.join(prediction.installs)}"]
     for read in prediction.read:
-        cost = f"{read.fetched / 1e6:.1f} MB" if read.fetched else "nothing"
+        cost = f"{read.fetched / 1e6:.1f} MB of its {read.size / 1e6:.0f} MB" if read.fetched else "nothing"
         cudnn = f"; cuDNN {read.cudnn}" if read.cudnn else ""
         lines.append(f"  read   {read.filename}: RECORD of {read.files} files{cudnn} ({read.how}, {cost} fetched)")
     for pair in prediction.overwrites:

@@ -34,6 +34,7 @@ class Read:
     filename: str
     how: str  # "range requests", "local file", "remembered", "whole file ..."
     fetched: int  # bytes over the network
+    size: int  # the wheel's own size
     files: int  # entries of its RECORD
     cudnn: str | None  # "9.28.0, CUDA 12.9" for a cuDNN wheel
 
@@ -182,7 +183,7 @@ def _read(facts: WheelFacts) -> Read:
     build = facts.cudnn
     said = None if build is None else f"{build.release or '?'}, CUDA " + (
         f"{build.cudart_version // 1000}.{build.cudart_version % 1000 // 10}" if build.cudart_version else "?")
-    return Read(facts.name, facts.filename, facts.how, facts.fetched, len(facts.record), said)
+    return Read(facts.name, facts.filename, facts.how, facts.fetched, facts.size, len(facts.record), said)
 
 
 def _expected(way: Way, findings: Sequence[Finding]) -> Expected:

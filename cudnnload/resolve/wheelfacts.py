@@ -31,7 +31,7 @@ from cudnnload.errors import CudnnloadError, ElfError
 from cudnnload.resolve.catalog import Release, classify, parse_release
 from cudnnload.resolve.elf import ElfInfo, read_elf
 
-FACTS_FORMAT = 2  # bump when WheelFacts' fields change: remembered facts of another format are read again
+FACTS_FORMAT = 3  # bump when WheelFacts' fields change: remembered facts of another format are read again
 _TAIL = 1 << 16  # the end of central directory record and its comment fit in the last 64 KB + 22 bytes
 _CHUNK = 1 << 22
 _EOCD = struct.Struct("<4sHHHHIIH")  # signature, disk numbers, entries here, entries, cd size, cd offset, comment
@@ -81,6 +81,7 @@ class WheelFacts:
     cudnn: CudnnBuild | None  # for an nvidia-cudnn-* wheel
     fetched: int  # bytes read from the network for these facts (0: remembered, or a local file)
     how: str  # "range requests", "whole file", "local file", "remembered"
+    size: int  # the wheel's own size in bytes
 
     def writes(self, path: str) -> RecordEntry | None:
         return next((entry for entry in self.record if entry.path == path), None)
@@ -275,7 +276,7 @@ def wheel_facts(name: str, version: str, url: str, sha256: str | None, *, cudnn:
         build = _cudnn_build(source, members, filename, progress) if cudnn else None
     finally:
         source.close()
-    facts = WheelFacts(name, version, filename, sha256, record, build, source.fetched, source.how)
+    facts = WheelFacts(name, version, filename, sha256, record, build, source.fetched, source.how, source.size)
     if memo:
         write_json(memo, _plain(facts))
     return facts
@@ -333,7 +334,7 @@ def _memo_path(sha256: str | None, environ: Mapping[str, str] | None) -> str | N
 def _plain(facts: WheelFacts) -> dict[str, object]:
     build = facts.cudnn
     return {"format": FACTS_FORMAT, "name": facts.name, "version": facts.version, "filename": facts.filename,
-            "sha256": facts.sha256, "record": [[e.path, e.digest, e.size] for e in facts.record],
+            "sha256": facts.sha256, "size": facts.size, "record": [[e.path, e.digest, e.size] for e in facts.record],
             "cudnn": None if build is None else [build.library, str(build.release) if build.release else None,
                                                  build.cudart_version, list(build.runpath), list(build.shim_rpath),
                                                  list(build.shim_runpath)]}
@@ -354,7 +355,7 @@ def _remembered(path: str, cudnn: bool) -> WheelFacts | None:
         if cudnn and build is None and any(classify(e.path.rsplit("/", 1)[-1]) for e in record):
             return None  # remembered without the cuDNN facts now asked for
         return WheelFacts(str(data["name"]), str(data["version"]), str(data["filename"]), data.get("sha256"), record,
-                          build, 0, "remembered")
+                          build, 0, "remembered", int(data["size"]))
     except (KeyError, TypeError, ValueError):
         return None
 
