@@ -366,8 +366,9 @@ def _command_after_dashes() -> type[click.Command]:
 
 
 def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tuple[str, ...], str | None]:
-    """``which``'s words: the one that names a file (or has a '/') is the TARGET; the others are names."""
-    paths = [word for word in words if "/" in word or os.path.lexists(word)]
+    """``which``'s words: the one written as a path (it has a '/') is the TARGET; the others are names, even
+    where the current folder has a file of that name (a name is what a program asks the linker for)."""
+    paths = [word for word in words if "/" in word]
     if consumer is not None:
         paths.append(consumer)
     if len(paths) > 1:

@@ -201,6 +201,11 @@ class Code(_Word):
                             "such an install over)")
     WRITABLE_SEARCH_PATH = ("writable-search-path", WARNING, False, "a folder on `LD_LIBRARY_PATH` or in a "
                             "DT_RPATH/DT_RUNPATH that someone other than root and its owner can put a library in")
+    UNTRUSTED_LIBRARY = ("untrusted-library", ERROR, True, "a library a program would map (a cuDNN file, one it "
+                         "NEEDs or dlopens, an `LD_PRELOAD` entry) that someone other than root and you can change "
+                         "(the file, or a folder on its way), or that an empty or relative search-path entry gives "
+                         "from the current folder: the program runs whatever is there; cudnnload judges it from its "
+                         "bytes and never maps it")
     WRITABLE_LIBRARY = ("writable-library", WARNING, False, "a cuDNN file (symlinks followed) writable by others, "
                         "or by a group other than its owner's user private group")
     FOREIGN_OWNER = ("foreign-owner", WARNING, False, "a cuDNN file owned by a user who is neither root nor you")

@@ -94,8 +94,11 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
     without_gpu = _expected(install, resolved, False) if install is not None else ()
     hangs = next((e for e in without_gpu if e.outcome == Effect.HANG), None)
+    # a file someone else can change is never run (`judge.policy.untrusted_findings`): judged from its bytes alone
+    planted = next((f for f in (*resolved.findings, *(install.findings if install else ()))
+                    if f.code is Code.UNTRUSTED_LIBRARY), None)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
-        if install is not None and shim is not None and hangs is None and not stops else None
+        if install is not None and shim is not None and hangs is None and not stops and planted is None else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
@@ -112,6 +115,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         elif stops:
             checks.append(Check("probe", "fail", f"not run: no program starts with LD_PRELOAD as it is "
                                 f"({stops[0].message})"))
+        elif planted is not None:
+            checks.append(Check("probe", "fail", f"not run: it would map {planted.subject.path}, which someone other "
+                                "than root and you can change (judged from its bytes alone)"))
         if probing is not None:
             result = probing.result()
             expected = _expected(install, resolved, True) if facts.devices else without_gpu

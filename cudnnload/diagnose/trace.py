@@ -232,8 +232,12 @@ _BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.diagnose.trace i
 def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 5,
                  conv: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None,
                  timeout: float = 300.0) -> LoaderTrace:
-    """Run ``runs`` cold children through the stages; min/median/max per stage across them."""
-    env = dict(os.environ if environ is None else environ)
+    """Run ``runs`` cold children through the stages; min/median/max per stage across them. Each child runs
+    with no linker-variable entry that could give it a library someone else planted (as the probe's,
+    `resolve.access.guarded_environment`)."""
+    from cudnnload.resolve.access import guarded_environment
+
+    env, _ = guarded_environment(os.environ if environ is None else environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds cudnnload/
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})

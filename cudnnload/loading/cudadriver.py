@@ -38,6 +38,7 @@ def library() -> ctypes.CDLL:
     if _lib is None:
         with _lib_lock:
             if _lib is None:
+                refuse_planted_driver()
                 try:
                     _lib = ctypes.CDLL("libcuda.so.1")
                 except OSError:
@@ -48,6 +49,21 @@ def library() -> ctypes.CDLL:
                                             fix="install the NVIDIA driver, or in a container run with --gpus all"
                                             ) from None
     return _lib
+
+
+def refuse_planted_driver() -> None:
+    """DriverUnavailable when this process's dlopen of libcuda.so.1 would map a file someone other than root
+    and this user put on its LD_LIBRARY_PATH (`resolve.access.planted_on_path`): cudnnload runs no such code."""
+    if not os.environ.get("LD_LIBRARY_PATH"):
+        return  # the system's folders only: root's
+    from cudnnload.resolve.access import planted_on_path
+
+    why = planted_on_path("libcuda.so.1", os.environ)
+    if why is not None:
+        from cudnnload.errors import DriverUnavailable
+
+        raise DriverUnavailable("UntrustedLibrary", f"the NVIDIA driver was not loaded: {why}",
+                                fix="take that entry off LD_LIBRARY_PATH")
 
 
 class CUresult(int):

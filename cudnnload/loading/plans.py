@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
+from cudnnload.codes import Code
 from cudnnload.errors import LoadError
 from cudnnload.resolve.records import record
 from cudnnload.resolve.versions import Release, VersionRange
@@ -79,10 +80,14 @@ def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet
     remembered = recall_notes(store, key) if plan is not None and notes else ()
     if plan is not None and remembered is not None:
         return plan, vet(plan.files, plan.release, plan.folder), remembered, True
-    install, choice, found = _choose(source, wanted, env, frameworks)
+    install, choice, found, ctx, dists = _choose(source, wanted, env, frameworks)
     files = set_files(install)
     vetted = vet(files, install.release, install.folder)
     plan = _prove(install, files, choice, vetted, timeout)
+    if plan.skipped:  # what the probe could not map, the shim's own search looks for later: from where?
+        skipped = {key for key, _, _ in plan.skipped}
+        refuse([f for f in as_mapped(install, ctx, dists, without=skipped).findings
+                if f.code is Code.UNTRUSTED_LIBRARY])
     if store is not None:
         remember(store, key, plan, found)
     return plan, vetted, found, False
@@ -110,11 +115,11 @@ def set_files(install: Install) -> tuple[tuple[str, str], ...]:
 # --- choosing -------------------------------------------------------------------
 
 def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str]
-            ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...]]:
+            ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...], Context, Sequence[Distribution]]:
     """The install to load, each judged as the process holds it once its set is mapped (`as_mapped`);
-    what the choice says; and the notes: what that judgment found short of blocking, what the shim's own
+    what the choice says; the notes: what that judgment found short of blocking, what the shim's own
     search would do (the install's findings as found), and the installs passed over for an empty or
-    relative search-path entry."""
+    relative search-path entry; and the context and distributions it was judged with."""
     from cudnnload.judge.choose import choose_for, through_relative_entry
     from cudnnload.judge.inventory import find
     from cudnnload.resolve.discovery import Install, context
@@ -147,7 +152,7 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
     notes = tuple(f for f in chosen.all_findings if f.severity != "info") + tuple(
         f for f in searched.all_findings if f.severity != "info" and (f.code, f.subject) not in said) + tuple(
         found for install in mapped if (found := through_relative_entry(install, given)))
-    return chosen, choice.notes, notes
+    return chosen, choice.notes, notes, ctx, dists
 
 
 def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tuple[Consumer, ...]:
@@ -170,16 +175,19 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tu
     return tuple(c for c in found if not named or c.framework in named)
 
 
-def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution]) -> Install:
+def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution], without: Collection[str] = ()
+              ) -> Install:
     """``install`` judged in a process that already holds its set (discovery's process model, `mapped`):
-    its shim and graph then get each sub-library the set has as already loaded; what the set lacks is
-    still searched for, and what its files NEED besides cuDNN (libz, cuBLASLt) too. Its folder stays as it
-    was found (a relative one is still one an empty or relative search-path entry gave)."""
+    its shim and graph then get each sub-library the set has as already loaded; what the set lacks, or
+    leaves out (``without``: keys of files that could not be mapped), is still searched for, and what its
+    files NEED besides cuDNN (libz, cuBLASLt) too. Its folder stays as it was found (a relative one is still
+    one an empty or relative search-path entry gave)."""
     from cudnnload.judge.installs import judge_install
     from cudnnload.resolve.access import Access
     from cudnnload.resolve.discovery import build_install, context
 
-    holding = context(ctx.environ, cache=ctx.cache, mapped=[path for _, path in set_files(install)])
+    holding = context(ctx.environ, cache=ctx.cache, mapped=[path for key, path in set_files(install)
+                                                            if key not in without])
     facts = build_install(install.folder, install.major, [cand.path for cand in install.files], install.found_via,
                           holding, dists)
     return judge_install(facts, holding, Access(), sys.executable)
