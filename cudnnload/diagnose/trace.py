@@ -352,8 +352,17 @@ def program_text(trace: ProgramTrace) -> str:
     return "\n".join(lines)
 
 
+PLOT_FORMATS = (".png", ".svg")
+
+
 def plot(traces: Sequence[LoaderTrace], path: str) -> None:
-    """A waterfall of median stage times to PNG or SVG (matplotlib, the ``plot`` extra)."""
+    """A waterfall of median stage times to PNG or SVG (matplotlib, the ``plot`` extra), as the name of
+    ``path`` says, written as a report is (`files.write_output`: whole or not at all, never through a link
+    or onto a device). OutputError when it cannot be written."""
+    import io
+
+    from cudnnload.files import write_output
+
     try:
         import matplotlib
 
@@ -375,4 +384,6 @@ def plot(traces: Sequence[LoaderTrace], path: str) -> None:
         ax.set_xlabel("ms since process start (medians)")
         ax.set_title(f"cudnnload trace --{trace.mode}")
     figure.tight_layout()
-    figure.savefig(path)
+    image = io.BytesIO()
+    figure.savefig(image, format=os.path.splitext(path)[1].lower().lstrip("."))
+    write_output(path, image.getvalue())

@@ -54,6 +54,15 @@ class Access:
     def __init__(self, cwd: str | None = None, user: int | None = None) -> None:
         self.user = os.geteuid() if user is None else user
         self._cwd = cwd
+        self._stats: dict[str, os.stat_result | None] = {}  # the folders above many search folders, once each
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        if path not in self._stats:
+            try:
+                self._stats[path] = os.stat(path)
+            except OSError:
+                self._stats[path] = None
+        return self._stats[path]
 
     @property
     def cwd(self) -> str:
@@ -99,9 +108,8 @@ class Access:
                 real, sticky)
         child, parent = real, os.path.dirname(real)
         while parent != child:
-            try:
-                info = os.stat(parent)
-            except OSError:
+            info = self._stat(parent)
+            if info is None:
                 return None
             writer = None if info.st_mode & stat.S_ISVTX else self._other_writers(info)
             if writer is not None:

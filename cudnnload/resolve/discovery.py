@@ -308,7 +308,22 @@ def inspect_file(path: str, cache: ElfCache) -> Candidate:
         return Candidate(path, real, key, None, exc.code, reason, size)
     except OSError as exc:
         return Candidate(path, real, key, None, Code.UNREADABLE, exc.strerror or str(exc), size)
+    if key is None and info.soname and (named := classify(info.soname)) is not None:
+        key = named.key  # a cuDNN file under another name (a shim preloaded as libmyshim.so): its SONAME says
     return Candidate(path, real, key, info, size=size)
+
+
+def classify_file(path: str, cache: ElfCache) -> SubLibrary | None:
+    """The catalog's library a file is: by its name, else by the SONAME it carries (a cuDNN shim copied under
+    another name, put in LD_PRELOAD: its contents say what it is)."""
+    lib = classify(os.path.basename(path))
+    if lib is not None:
+        return lib
+    try:
+        soname = cache.inspect(os.path.realpath(path)).soname
+    except (OSError, ElfError):
+        return None
+    return classify(soname) if soname else None
 
 
 # --- one folder ---------------------------------------------------------------
@@ -484,7 +499,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     gen = generation(major)
     by_key: dict[str, list[str]] = {}
     for path in paths:
-        lib = classify(os.path.basename(path))
+        lib = classify_file(path, ctx.cache)
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
@@ -641,12 +656,11 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
     hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
     shown only when something was in it."""
     nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
-    lines: dict[tuple[str, str, str], str] = {}
+    lines: dict[tuple[str, str], str] = {}
     for attempt in res.trail:
-        folder, name = os.path.split(attempt.path)
-        if attempt.outcome in ("absent", "no-dir") and folder.endswith(nested):
+        if attempt.outcome in ("absent", "no-dir") and attempt.path.rpartition("/")[0].endswith(nested):
             continue
-        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
+        lines.setdefault((attempt.rule, attempt.path), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
     return tuple(lines.values())
 
 
@@ -750,7 +764,7 @@ def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribu
     """The facts of the install the cuDNN file at ``path`` belongs to, as that file would load it: its
     folder's files of its generation, with ``path`` itself as opened (not resolved: a symlinked shim's
     $ORIGIN is the link's folder). None when the file is of no known cuDNN generation."""
-    lib = classify(os.path.basename(path))
+    lib = classify_file(path, ctx.cache)
     if lib is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
