@@ -185,6 +185,8 @@ class Code(_Word):
                             "what it loads later comes from the disk")
     CUDNN_ERROR = ("cudnn-error", (INFO, WARNING), False, "(`doctor --`) a cuDNN call returned an error in the API "
                    "log (info where the prediction expected it, e.g. no GPU)")
+    LOGS_LOST = ("logs-lost", ERROR, False, "(`doctor --`) the file system holding the run's logs (TMPDIR) filled up "
+                 "while the program ran: the linker's and cuDNN's logs may be cut short, so no verdict is made on them")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
     SHADOWED_RELEASE = ("shadowed-release", ERROR, False, "(`doctor PROGRAM`) a program's own cuDNN (the one its "

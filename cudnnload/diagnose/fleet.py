@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudnnload.children import isolated
 from cudnnload.codes import Severity
 from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports, report_problem
 from cudnnload.errors import UsageError
@@ -127,7 +128,8 @@ def parse_report(data: bytes, where: str) -> dict[str, Any]:
 def node_doctor(args: Sequence[str], timeout: float) -> tuple[int | None, str, str]:
     """Runs on a node, in a Ray worker: ``cudnnload doctor --json ARGS`` in a child process with the
     worker's environment (the node's), so that no cuDNN is loaded into the worker itself."""
-    command = [sys.executable, "-m", "cudnnload", "doctor", "--json", *args]
+    # `-m` would import from the worker's current folder first: the command line, isolated (`children`)
+    command = [sys.executable, "-c", isolated("from cudnnload.cli import main\nmain()\n"), "doctor", "--json", *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -187,7 +189,7 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
     trial = ("import sys, ray\nray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False)\n"
              "ray.shutdown()")
     try:
-        done = subprocess.run([sys.executable, "-c", trial, address], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-c", isolated(trial), address], capture_output=True, text=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise UsageError(f"no Ray cluster answered at {address} within {timeout:g} s", path=address,

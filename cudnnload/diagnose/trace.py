@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.children import isolated
 from cudnnload.diagnose.apilog import ApiSummary, summarize
 from cudnnload.diagnose.family import Killed, Survivor
 
@@ -74,6 +75,7 @@ class ProgramTrace:
     interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
     killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, so that none outlives the run
     survivors: tuple[Survivor, ...] = ()  # those it could not end
+    logs_lost: str | None = None  # why cuDNN's API log may be cut short (its file system filled up)
 
 
 # --- our own path: the child ---------------------------------------------------------
@@ -224,7 +226,10 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         emit("stopped", exc.message)
 
 
-_BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.diagnose.trace import child_main; child_main(t)"
+# The child imports nothing from the current folder and dies with its parent (argv[2]), SIGKILL included.
+_BOOTSTRAP = isolated("import time\nt = time.monotonic()\nfrom cudnnload.children import die_with_parent\n"
+                      "die_with_parent(int(sys.argv[2]))\nfrom cudnnload.diagnose.trace import child_main\n"
+                      "child_main(t)\n")
 
 
 # --- our own path: the parent ----------------------------------------------------------
@@ -244,8 +249,8 @@ def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 
     per_run: list[list[_Record]] = []
     for _ in range(runs):
         spawned = time.monotonic()
-        done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request], env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request, str(os.getpid())], env=env,
+                              capture_output=True, text=True, timeout=timeout, cwd="/")
         records = _records(done.stdout, spawned)
         if not records:
             tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
@@ -302,7 +307,7 @@ def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None =
     return ProgramTrace(tuple(command), ran.returncode if ran.returncode is not None else -9, ran.seconds * 1000,
                         summarize(calls, started_wall),
                         tuple(LibraryArrival(name, ms) for name, ms in sorted(arrivals.items(), key=lambda x: x[1])),
-                        len(ran.api), ran.interrupted, ran.killed, ran.survivors)
+                        len(ran.api), ran.interrupted, ran.killed, ran.survivors, ran.logs_lost)
 
 
 # --- text --------------------------------------------------------------------------------
@@ -345,6 +350,8 @@ def program_text(trace: ProgramTrace) -> str:
         lines += [f"    {lib.at_ms:8.1f}  {lib.name}" for lib in trace.libraries]
     if trace.interrupted:
         lines.append(f"  interrupted by {trace.interrupted}: the trace covers the run until then")
+    if trace.logs_lost:
+        lines.append(f"  cuDNN's API log may be cut short: {trace.logs_lost}")
     lines += [f"  ended, so that it does not outlive the trace: pid {k.process.pid} ({k.process.command}): {k.why}, "
               f"{k.signal}" for k in trace.killed]
     lines += [f"  could not be ended, may still run: pid {s.process.pid} ({s.process.command}): {s.reason}"

@@ -225,6 +225,20 @@ _primary: dict[int, int] = {}  # device ordinal -> its primary context, retained
 INITIALIZED = threading.Event()
 
 
+def _forked() -> None:
+    """In the child of a fork(): the context threads are not there and their locks may be held; the driver
+    itself cannot be used from a child of a process that initialised it (CUDA is not fork-safe), so nothing
+    of the parent's is kept: a call fails with the driver's own error instead of waiting for ever."""
+    global _lib_lock, _prepared_lock, _contexts_lock, INITIALIZED
+    _lib_lock, _prepared_lock, _contexts_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    _prepared.clear()
+    _primary.clear()
+    INITIALIZED = threading.Event()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def prepare_context(ordinal: int = 0) -> threading.Thread | None:
     """Start ``cuInit`` and device ``ordinal``'s `primary_context` in a thread (once per process and
     device; not a daemon, so that the interpreter never exits under a driver call); returns the

@@ -21,8 +21,10 @@ as one JSON line on a private copy of stdout as soon as it ends, so a crash
 loses only the step that crashed. Before each step the child writes a marker
 on stderr, which attributes what cuDNN prints there ("Invalid handle. Cannot
 load symbol ...", "Could not load library ...") to the step that printed it.
-The child imports only the standard library and cudnnload's catalog, errors
-and capi: the bootstrap skips cudnnload/__init__.py and what it re-exports.
+The child imports only the standard library and cudnnload's catalog, errors,
+capi and children: the bootstrap skips cudnnload/__init__.py and what it
+re-exports; and it dies with the thread that started it, SIGKILL included
+(`children.die_with_parent`).
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ _TENSOR, _HEURISTIC = 17, 4  # CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_BACKEND_EN
 
 # Installs a bare `cudnnload` package object so that importing cudnnload.loading.probe
 # does not run cudnnload/__init__.py and whatever it re-exports.
+# It dies with the thread that started it, even of SIGKILL (`children.die_with_parent`: argv[2], the parent).
 _BOOTSTRAP = """\
 import sys, types
 package = types.ModuleType("cudnnload")
 package.__path__ = [sys.argv[1]]
 sys.modules["cudnnload"] = package
+from cudnnload.children import die_with_parent
+die_with_parent(int(sys.argv[2]))
 from cudnnload.loading.probe import child_main
 sys.exit(child_main())
 """
@@ -161,7 +166,7 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
                            "someone other than root and you can change", (), (), (), None, None, None, "", 0.0)
     request = json.dumps({"files": requested, "major": major, "create": create, "app": app}).encode()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
-    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package]
+    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package, str(os.getpid())]
     env, _ = guarded_environment(os.environ if environ is None else environ, access)
     start = time.perf_counter()
     try:
