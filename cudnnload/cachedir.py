@@ -146,11 +146,13 @@ def folder_problem(folder: str) -> str | None:
         parent = os.path.dirname(parent)
 
 
-def stamp(path: str) -> tuple[int, int, int, int]:
-    """(size, mtime_ns, inode, device) of ``path`` (links followed): what is remembered of a file holds
-    while these still match. OSError when it cannot be read."""
+def stamp(path: str) -> tuple[int, int, int, int, int]:
+    """(size, mtime_ns, inode, device, ctime_ns) of ``path`` (links followed): what is remembered of a file
+    holds while these still match. The change time too: bytes written in place with the mtime put back
+    (``touch -d``) leave size and mtime as they were, but the kernel moves ctime, and no one can set it.
+    OSError when it cannot be read."""
     info = os.stat(path)
-    return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev
+    return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, info.st_ctime_ns
 
 
 def warn_once(key: str, message: str) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
@@ -232,12 +233,13 @@ class Context:
         return self.unresolved(path, provider, version, at_start=True)
 
 
-def _stamped(path: str) -> tuple[str, int, int]:
+def _stamped(path: str) -> tuple[str, int, int, int, int, int]:
+    """What a fact of the file at ``path`` (a digest, the symbols it lacks) is remembered under: its real path
+    and `cachedir.stamp`, the change time included (bytes written in place with the mtime put back)."""
     try:
-        info = os.stat(path)
+        return (os.path.realpath(path), *stamp(path))
     except OSError:
-        return path, -1, -1
-    return os.path.realpath(path), info.st_size, info.st_mtime_ns
+        return path, -1, -1, -1, -1, -1
 
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
