@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,10 @@ import pytest
 from cudnnload import report
 from cudnnload.diagnose.doctor import diff_reports
 from cudnnload.diagnose.fleet import read_folder, summarize
+from fixtures.reliability.hostile import WRONG, places, with_value
 from tests.wheels import lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
-WRONG: tuple[object, ...] = (7, "x", None, True, [7], {"k": 7})
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,26 +42,6 @@ def doc() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(done.stdout)
     assert loaded["result"]["findings"] and loaded["result"]["probe"]["steps"]
     return loaded
-
-
-def places(value: object, at: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
-    """Every place in a JSON document (a list: its first item only, which stands for the rest)."""
-    yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from places(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:1]):
-            yield from places(item, (*at, index))
-
-
-def with_value(doc: dict[str, Any], at: tuple[object, ...], value: object) -> dict[str, Any]:
-    changed = copy.deepcopy(doc)
-    holder: Any = changed
-    for key in at[:-1]:
-        holder = holder[key]
-    holder[at[-1]] = value
-    return changed
 
 
 def where(at: tuple[object, ...]) -> str:
