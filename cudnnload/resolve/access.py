@@ -108,10 +108,10 @@ class Access:
                 real, sticky)
         child, parent = real, os.path.dirname(real)
         while parent != child:
-            info = self._stat(parent)
-            if info is None:
+            above = self._stat(parent)
+            if above is None:
                 return None
-            writer = None if info.st_mode & stat.S_ISVTX else self._other_writers(info)
+            writer = None if above.st_mode & stat.S_ISVTX else self._other_writers(above)
             if writer is not None:
                 return Plantable(f"{parent} is writable by {writer} without the sticky bit (they can move {child} "
                                  "away and put their own in its place)", parent, False)
