@@ -242,7 +242,7 @@ def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 
     `resolve.access.guarded_environment`)."""
     from cudnnload.resolve.access import guarded_environment
 
-    env, _ = guarded_environment(os.environ if environ is None else environ)
+    env = guarded_environment(os.environ if environ is None else environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds cudnnload/
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})

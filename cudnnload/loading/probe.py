@@ -167,7 +167,7 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     request = json.dumps({"files": requested, "major": major, "create": create, "app": app}).encode()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
     command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package, str(os.getpid())]
-    env, _ = guarded_environment(os.environ if environ is None else environ, access)
+    env = guarded_environment(os.environ if environ is None else environ, access)
     start = time.perf_counter()
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -231,17 +231,15 @@ def _private_group(uid: int, gid: int) -> bool:
 _LOADER_LISTS = {"LD_LIBRARY_PATH": ":;", "LD_PRELOAD": " :", "LD_AUDIT": ":"}
 
 
-def guarded_environment(environ: Mapping[str, str], access: Access | None = None
-                        ) -> tuple[dict[str, str], tuple[str, ...]]:
+def guarded_environment(environ: Mapping[str, str], access: Access | None = None) -> dict[str, str]:
     """``environ`` for a process of cudnnload's own (the probe, a trace's child): without the entries of the
     linker's variables that could give it a library someone other than root and this user put there (a
-    search folder `Access.untrusted_entry` refuses; a preloaded path `Access.replaceable` refuses); and why
-    each entry left, in order."""
+    search folder `Access.untrusted_entry` refuses; a preloaded path `Access.replaceable` refuses). What the
+    program itself would map from them, the judge says (`judge.policy.untrusted_findings`)."""
     import re
 
     access = access or Access()
     env = dict(environ)
-    removed: list[str] = []
     for name, separators in _LOADER_LISTS.items():
         if name not in env:
             continue
@@ -249,20 +247,15 @@ def guarded_environment(environ: Mapping[str, str], access: Access | None = None
         for entry in re.split(f"[{re.escape(separators)}]", env[name]):
             if name != "LD_LIBRARY_PATH" and not entry:
                 continue  # LD_PRELOAD and LD_AUDIT skip empty entries themselves
-            if name == "LD_LIBRARY_PATH":
-                why = access.untrusted_entry(entry)
-            else:
-                replaceable = access.replaceable(entry) if "/" in entry else None
-                why = replaceable.why if replaceable is not None else None
-            if why is None:
+            untrusted = access.untrusted_entry(entry) if name == "LD_LIBRARY_PATH" else \
+                "/" in entry and access.replaceable(entry) is not None
+            if not untrusted:
                 kept.append(entry)
-            else:
-                removed.append(f"{name} entry {why}")
         if kept:
             env[name] = ":".join(kept)
         else:
             del env[name]
-    return env, tuple(removed)
+    return env
 
 
 def planted_on_path(name: str, environ: Mapping[str, str], access: Access | None = None) -> str | None:
