@@ -24,7 +24,7 @@ from cudnnload.judge.consequences import shim_cannot_load, shim_ends
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
-from cudnnload.judge.policy import search_path_findings, setuid_findings
+from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
 from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
@@ -82,10 +82,10 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
             tuple(site_paths) if site_paths is not None else None))
         return Resolved(target, ctx, inventory, install, rejected)
+    if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
+        return _soname(given, env, verify)
     path = os.path.abspath(given)
     problem = path_problem(path)
-    if problem is not None and problem[0] == "missing" and "/" not in given and _SONAME.match(given):
-        return _soname(given, env, verify)
     if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
             and os.path.isdir(os.path.dirname(path)):
         return _missing_library(given, path, env, verify)
@@ -223,7 +223,11 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
     if install is not None:
         install = shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
-    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
+    # a shim an empty or relative entry finds is the current folder's, whatever that holds: never run
+    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if res.rule == "ld-library-path"
+                                         else None)])
+    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, (),
+                    planted)
 
 
 def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence:

@@ -24,7 +24,7 @@ from cudnnload.judge.consequences import (
     plan_loads,
     predict,
 )
-from cudnnload.judge.policy import install_findings
+from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
@@ -89,11 +89,33 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
+
+
+def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str) -> Iterable[Mapped]:
+    """Every file a program loading ``install`` could map, with the entry that gave it: its own files, what
+    LD_PRELOAD puts in the process, each planned sub-library (and what its opener's later names get when it
+    fails), and what cuDNN NEEDs or dlopens. A relative path (an empty or relative search-path entry gave it)
+    is the current folder's, whatever that holds; but one that names a file of the install's own folder from
+    ``cwd`` (a relative entry that leads to the folder the caller named) is that file."""
+    own = posixpath.normpath(install.folder)
+
+    def placed(path: str) -> str:
+        here = posixpath.join(cwd, path)
+        return here if own.startswith("/") and posixpath.normpath(posixpath.dirname(here)) == own else path
+
+    yield from (Mapped(placed(cand.path), cand.library) for cand in install.files if cand.elf is not None)
+    yield from (Mapped(p.path, p.name, "LD_PRELOAD" if p.entry else None, p.entry) for p in ctx.preloads
+                if p.path is not None)
+    for step in (*install.plan, *(s.fallback for s in install.plan if s.fallback), *install.dependencies):
+        if step.path is not None:
+            yield Mapped(placed(step.path), step.library, step.variable, step.entry)
+    yield from (Mapped(placed(load.path), key) for key, load in prediction.loads.items() if load.path is not None)
 
 
 def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:

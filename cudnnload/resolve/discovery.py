@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
@@ -232,12 +233,13 @@ class Context:
         return self.unresolved(path, provider, version, at_start=True)
 
 
-def _stamped(path: str) -> tuple[str, int, int]:
+def _stamped(path: str) -> tuple[str, int, int, int, int, int]:
+    """What a fact of the file at ``path`` (a digest, the symbols it lacks) is remembered under: its real path
+    and `cachedir.stamp`, the change time included (bytes written in place with the mtime put back)."""
     try:
-        info = os.stat(path)
+        return (os.path.realpath(path), *stamp(path))
     except OSError:
-        return path, -1, -1
-    return os.path.realpath(path), info.st_size, info.st_mtime_ns
+        return path, -1, -1, -1, -1, -1
 
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
@@ -308,7 +310,22 @@ def inspect_file(path: str, cache: ElfCache) -> Candidate:
         return Candidate(path, real, key, None, exc.code, reason, size)
     except OSError as exc:
         return Candidate(path, real, key, None, Code.UNREADABLE, exc.strerror or str(exc), size)
+    if key is None and info.soname and (named := classify(info.soname)) is not None:
+        key = named.key  # a cuDNN file under another name (a shim preloaded as libmyshim.so): its SONAME says
     return Candidate(path, real, key, info, size=size)
+
+
+def classify_file(path: str, cache: ElfCache) -> SubLibrary | None:
+    """The catalog's library a file is: by its name, else by the SONAME it carries (a cuDNN shim copied under
+    another name, put in LD_PRELOAD: its contents say what it is)."""
+    lib = classify(os.path.basename(path))
+    if lib is not None:
+        return lib
+    try:
+        soname = cache.inspect(os.path.realpath(path)).soname
+    except (OSError, ElfError):
+        return None
+    return classify(soname) if soname else None
 
 
 # --- one folder ---------------------------------------------------------------
@@ -484,7 +501,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     gen = generation(major)
     by_key: dict[str, list[str]] = {}
     for path in paths:
-        lib = classify(os.path.basename(path))
+        lib = classify_file(path, ctx.cache)
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
@@ -641,12 +658,11 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
     hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
     shown only when something was in it."""
     nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
-    lines: dict[tuple[str, str, str], str] = {}
+    lines: dict[tuple[str, str], str] = {}
     for attempt in res.trail:
-        folder, name = os.path.split(attempt.path)
-        if attempt.outcome in ("absent", "no-dir") and folder.endswith(nested):
+        if attempt.outcome in ("absent", "no-dir") and attempt.path.rpartition("/")[0].endswith(nested):
             continue
-        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
+        lines.setdefault((attempt.rule, attempt.path), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
     return tuple(lines.values())
 
 
@@ -750,7 +766,7 @@ def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribu
     """The facts of the install the cuDNN file at ``path`` belongs to, as that file would load it: its
     folder's files of its generation, with ``path`` itself as opened (not resolved: a symlinked shim's
     $ORIGIN is the link's folder). None when the file is of no known cuDNN generation."""
-    lib = classify(os.path.basename(path))
+    lib = classify_file(path, ctx.cache)
     if lib is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
