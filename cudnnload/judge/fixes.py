@@ -73,11 +73,25 @@ def dependency_manual(soname: str, requirement: str | None = None) -> Action:
 WHEEL_LIB = "nvidia/cudnn/lib"
 
 
-def reinstall(name: str, version: str, site: str | None, python: str | None) -> Action:
+# who installs into a site-packages folder: (its interpreter, the pip options choosing the folder), as
+# `resolve.pythons.interpreter_of_site` finds it
+PipEnv = tuple[str | None, tuple[str, ...]]
+
+
+def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, options: tuple[str, ...] = (),
+             python: str | None = None) -> Action:
+    """pip's install of ``requirements`` into the site-packages folder ``site`` by whoever installs there (the
+    venv's interpreter, ``pythonX.Y --user``, ``--target``); ``python`` only where the folder has no interpreter
+    of its own and the caller knows the program's."""
+    own, how = pip_env
+    return pip_install(requirements, options=(*options, *how), target=site, python=own or python)
+
+
+def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:
     """Put a damaged or incomplete pip distribution back as it was released: the same version, every file
     rewritten (``--force-reinstall``), its dependencies left as they are (``--no-deps``), into the
-    site-packages folder that holds it."""
-    return pip_install([f"{name}=={version}"], options=("--force-reinstall", "--no-deps"), target=site, python=python)
+    site-packages folder that holds it, by whoever installs there."""
+    return pip_into([f"{name}=={version}"], site, pip_env, options=("--force-reinstall", "--no-deps"), python=python)
 
 
 def install_kind(folder: str) -> str:

@@ -42,7 +42,6 @@ from cudnnload.verdicts import (
     delete,
     fix,
     manual,
-    pip_install,
     remove_entry,
     set_variable,
 )
@@ -203,7 +202,7 @@ class _Repairs:
     def put_back(self) -> Fix:
         """The install as it was released: every file back."""
         if self.dist is not None:
-            return fix(fixes.reinstall(*self.dist, self.install.site, self.python))
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python))
         whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
         if self.entry is not None:
             return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])
@@ -234,7 +233,7 @@ class _Repairs:
             return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
                               f"{install.distribution} has none) and load it instead"))
         folder = posixpath.join(install.site, fixes.WHEEL_LIB)
-        installed = pip_install([requirement], target=install.site, python=self.python)
+        installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
         shim = posixpath.join(folder, generation(install.major).shim.soname)
         if self.entry is None:
             return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "
@@ -572,7 +571,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
         return
     requirement = fixes.dependency_requirement(step.library)
     cure = repair.requester_fix(step.requested_by) or (
-        fix(pip_install([requirement], target=install.site, python=repair.python))
+        fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
         if requirement is not None and install.site is not None else
         fix(fixes.dependency_manual(step.library, requirement)))
     if step.library.startswith(("libcublasLt", "libnvrtc")):

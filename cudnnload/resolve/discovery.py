@@ -28,6 +28,7 @@ from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibra
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
+from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ class Install:
     # what the application's own dlopen of the shim (as opened) does: the linker's outcome and error
     opening: tuple[str, str | None] | None = None
     verdict: Verdict | None = None
+    # who installs into ``site`` with pip, and how (`pythons.interpreter_of_site`): its environment's interpreter,
+    # and the options that choose that folder (--user, --target); never cudnnload's own interpreter by default
+    pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -516,7 +520,8 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
-                   _records(folder, files, dist, ctx), dist.site if dist else None, opening)
+                   _records(folder, files, dist, ctx), dist.site if dist else None, opening,
+                   pip_env=interpreter_of_site(dist.site) if dist else (None, ()))
 
 
 def asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
