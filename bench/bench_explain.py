@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|all] [--print-priors] [--misses]
+    python bench/bench_explain.py [--reports both|tuning|held|all] [--print-priors] [--misses] [--catalog]
 
 For each report only its message is explained, twice: with an empty environment and with this process's;
 the two rankings must be the same (explain without --here reads nothing of the machine). Prints, per family
@@ -10,6 +10,7 @@ wrong first with a "confident" tag, and a cause about loading first for a report
 (issue 32, on the held-out part): right first >= 80 %, top 3 >= 90 %, no answer <= 5 %, wrong confident 0,
 blames loading 0. The held-out figure is the one to quote.
 
+First it prints the message catalog's entries per source and per release read (``--catalog``: only that).
 ``--print-priors`` prints the table `cudnnload/diagnose/explain/ranking.py` keeps as PRIORS, counted on the
 tuning part only.
 """
@@ -17,13 +18,16 @@ tuning part only.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cudnnload.diagnose.explain.catalog import DATA  # noqa: E402
 from fixtures.explain.corpus import load_reports  # noqa: E402
+from fixtures.explain.harvest import print_counts  # noqa: E402
 from fixtures.explain.scoring import (  # noqa: E402
     COLUMNS,
     GOALS,
@@ -64,13 +68,19 @@ def main() -> int:
     parser.add_argument("--reports", choices=("both", "tuning", "held", "all"), default="both")
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true", help="list each report whose cause is not first")
+    parser.add_argument("--catalog", action="store_true", help="print only the catalog's entries per source")
     args = parser.parse_args()
+    if not args.print_priors:
+        print("message catalog (cudnnload/diagnose/explain/catalog.json): ", end="")
+        print_counts(json.loads(DATA.read_text(encoding="utf-8")))
+        if args.catalog:
+            return 0
     reports = load_reports()
     tuning, held = split(reports)
     if args.print_priors:
         print(priors_source(priors(tuning)))
         return 0
-    parts = {"both": (("tuning", tuning), ("held-out", held)), "tuning": (("tuning", tuning),),
+    parts = {"both": (("held-out (the figure to quote)", held), ("tuning", tuning)), "tuning": (("tuning", tuning),),
              "held": (("held-out", held),), "all": (("all", reports),)}[args.reports]
     results = []
     for name, chosen in parts:
