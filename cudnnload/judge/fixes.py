@@ -15,7 +15,8 @@ import posixpath
 import re
 
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
-from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, run
+from cudnnload.resolve.process import Preload
+from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, remove_entry, remove_line, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -76,6 +77,21 @@ WHEEL_LIB = "nvidia/cudnn/lib"
 # who installs into a site-packages folder: (its interpreter, the pip options choosing the folder), as
 # `resolve.pythons.interpreter_of_site` finds it
 PipEnv = tuple[str | None, tuple[str, ...]]
+
+
+def undo(preload: Preload) -> Action | None:
+    """What takes an object out of the process before the program starts: its LD_PRELOAD entry removed, the
+    ``.pth`` line that loaded it at Python's start-up removed, or (sitecustomize, usercustomize: code, not a line)
+    said in words; None for what nothing named put there."""
+    if preload.entry is not None:
+        return remove_entry("LD_PRELOAD", preload.entry)
+    cause = preload.cause
+    if cause is None or cause.file is None:
+        return None
+    if cause.kind == "pth-import" and cause.text:
+        return remove_line(cause.file, cause.text)
+    return manual(f"take out of {cause.file} ({cause.kind}, run at every start of this Python) the code that "
+                  f"loads {preload.path}")
 
 
 def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, options: tuple[str, ...] = (),

@@ -35,6 +35,7 @@ from cudnnload.verdicts import (
     INFO,
     NO_FIX,
     WARNING,
+    Action,
     Consequence,
     Finding,
     Fix,
@@ -56,7 +57,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    preloads = {p.path: p.entry for p in ctx.preloads if p.path is not None and p.entry is not None}
+    preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
@@ -192,9 +193,10 @@ class _Repairs:
     (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, str] | None = None, search_path: Sequence[str] = ()) -> None:
+                 preloads: Mapping[str, Action] | None = None, search_path: Sequence[str] = ()) -> None:
         self.install, self.python, self.entry = install, python, entry
-        self.preloads = dict(preloads or {})  # a preloaded file -> the LD_PRELOAD entry that brought it
+        # a file in the process before the program starts -> what takes it out (`fixes.undo`)
+        self.preloads = dict(preloads or {})
         self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
@@ -249,7 +251,7 @@ class _Repairs:
         if path is None:
             return None
         if path in self.preloads:
-            return fix(remove_entry("LD_PRELOAD", self.preloads[path]))
+            return fix(self.preloads[path])
         step = next((s for s in self.install.plan if s.path == path and not s.inside_install), None)
         if step is not None:
             return _stray_fix(step, self.install.file(step.library), self)
@@ -623,12 +625,12 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
             continue
         bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
         if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
-            entry = repair.preloads.get(bound.bound_to)
+            undo = repair.preloads.get(bound.bound_to)
             extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
-                                 f"{bound.bound_to}, already in the process" + (" (by LD_PRELOAD)" if entry else "")
+                                 f"{bound.bound_to}, already in the process" + (f" ({undo})" if undo else "")
                                  + f", answers, and that file lacks what it binds to ({bound.error})",
                                  Subject(SubjectKind.FILE, bound.bound_to, cause),
-                                 fix(remove_entry("LD_PRELOAD", entry)) if entry else NO_FIX, consequences))
+                                 fix(undo) if undo else NO_FIX, consequences))
             continue
         extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
                              Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),

@@ -30,6 +30,7 @@ from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+from cudnnload.resolve.startup import Source
 
 if TYPE_CHECKING:
     from cudnnload.verdicts import Finding
@@ -248,17 +249,20 @@ def _stamped(path: str) -> tuple[str, int, int, int, int, int]:
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
-            cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = ()) -> Context:
+            cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = (),
+            started: Mapping[str, Source] | None = None) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
     What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
-    ``cache``: an ELF memo already open (another context's), instead of reading it again."""
+    ``cache``: an ELF memo already open (another context's), instead of reading it again. ``started``: what a
+    Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first."""
     env_vars = dict(os.environ if environ is None else environ)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start) \
+    mapped = [*(started or {}), *mapped]
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, started) \
         if mapped or preload_entries(env_vars) else ()
     if not preloads:
         return facts
