@@ -525,6 +525,8 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
         return brought
     if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
         return fix(remove_entry(step.variable, step.entry), alternatives=[pin] if _complete(repair.install) else [])
+    if step.rule == "already-loaded" and step.path in repair.preloads:  # what put it there before the program
+        return fix(repair.preloads[step.path])
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))
