@@ -69,6 +69,9 @@ class Code(_Word):
     MISSING_FILE = ("missing-file", ERROR, True, "a given path, or a file a link points to, does not exist")
     NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder "
                 "without `libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
+    REPAIR = ("repair", ERROR, False, "what makes the target work, all of it: the changes every error below needs, in "
+              "order, each environment change judged again on cudnnload's model of the process before the next is "
+              "chosen; the first fix a tool applies")
     CPU_ONLY_BUILD = ("cpu-only-build", WARNING, False, "a framework here is a build without CUDA (a CPU or ROCm "
                       "build): it uses no cuDNN and never runs on an NVIDIA GPU; installing cuDNN does not change "
                       "that, a CUDA build of the framework does")

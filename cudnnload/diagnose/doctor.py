@@ -21,6 +21,7 @@ from typing import Any
 
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
+from cudnnload.diagnose.remedy import Judge, plan
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
@@ -161,6 +162,11 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
                for b in builds]
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
+    blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
+    whole = repair(unique(findings), install, env, _judge_again(target, python, site_paths, verify, consumers, facts,
+                                                                blockers), resolved.target.description,
+                   resolved.target.path)
+    findings = [*whole, *findings]
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
@@ -170,6 +176,50 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=unique(findings),
         host=socket.gethostname(), frameworks=tuple(s.use for s in served),
     )
+
+
+def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[str, str], judge: Judge,
+           description: str, path: str | None) -> tuple[Finding, ...]:
+    """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
+    frameworks), said first when it is more than the first error's own fix."""
+    relevant = [f for f in findings if _concerns(f, install)]
+    whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
+                                                            if _concerns(f, install)])
+    first = next((f for f in relevant if f.severity is ERROR), None)
+    if whole is None or first is None or whole.actions == first.fix.actions:
+        return ()
+    return (Finding(Code.REPAIR, f"what makes {description} work: {len(whole.actions)} changes, each change of the "
+                    "environment judged again on the model before the next (the errors below are why)",
+                    Subject(SubjectKind.TARGET, path), whole),)
+
+
+def _concerns(finding: Finding, install: Install | None) -> bool:
+    """Whether ``finding`` is about what the target gets: its environment, program or frameworks, or the install
+    it loads and the files that install maps; not another install the machine holds."""
+    if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
+        return True
+    where = finding.subject.path
+    if where is None or install is None:
+        return True
+    files = {install.folder, *install.maps, *(s.path for s in (*install.plan, *install.dependencies) if s.path)}
+    return where in files or where.startswith(install.folder.rstrip("/") + "/")
+
+
+def _judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
+                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding]) -> Judge:
+    """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
+    for `remedy.plan`, in a world changed by its actions."""
+    def judge(env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Sequence[Finding]:
+        again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                               unstarted=unstarted)
+        found = [*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
+                 *(f for i in again.inventory.installs for f in i.all_findings)]
+        if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
+            found.append(_no_cudnn(again))
+        served = _serve(consumers, again, facts, env, site_paths, blockers)
+        return unique(scope([*found, *(f for s in served for f in s.findings)], served))
+
+    return judge
 
 
 def _no_cudnn(resolved: Resolved) -> Finding:

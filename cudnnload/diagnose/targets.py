@@ -65,14 +65,16 @@ class Resolved:
 
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
-                   site_paths: Sequence[str] | None = None, verify: bool = False) -> Resolved:
+                   site_paths: Sequence[str] | None = None, verify: bool = False,
+                   unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
-    check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode)."""
+    check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
+    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env, verify)
+        return _python(python, env, verify, unstarted)
     if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
         return _for_the_user(tool, env, verify)
     if given is None:
@@ -80,7 +82,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
         started = _this_python(env) if site_paths is None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
-        ctx = context(env, verify=verify, started=started_cuda(started) if started is not None else None)
+        ctx = context(env, verify=verify, started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
@@ -128,10 +130,12 @@ def _this_python(env: Mapping[str, str]) -> Startup | None:
         return None
 
 
-def started_cuda(started: Startup) -> dict[str, Source]:
+def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
     """The CUDA-family files (cuDNN, cuBLAS, NVRTC, the driver) Python code mapped during the start-up, and the
-    start-up file that did: in the process before the program's first line."""
-    return {m.path: m.source for m in started.mapped if m.source.kind != "loader" and is_cuda_family(m.path)}
+    start-up file that did: in the process before the program's first line; not those of the start-up lines
+    ``unstarted`` ((file, line text) taken as gone)."""
+    return {m.path: m.source for m in started.mapped if m.source.kind != "loader" and is_cuda_family(m.path)
+            and (m.source.file or "", m.source.text or "") not in unstarted}
 
 
 def _for_the_user(tool: str, env: Mapping[str, str], verify: bool) -> Resolved:
@@ -368,7 +372,8 @@ def _with_entry_fix(install: Install, name: str, found: tuple[str, str, Install]
     return replace(install, verdict=replace(install.verdict, findings=findings))
 
 
-def _python(python: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+def _python(python: str, env: Mapping[str, str], verify: bool = False,
+            unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
     """Another interpreter (or a venv's folder): its start-up observed (`startup.observe`: sys.path as it builds
     it, what its start-up files map), its executable, its frameworks."""
     candidates = [python] if not os.path.isdir(python) else [
@@ -383,7 +388,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False) -> Resolv
     executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
     ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify,
-                  started=started_cuda(started))
+                  started=started_cuda(started, unstarted))
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",
