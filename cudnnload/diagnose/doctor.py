@@ -163,7 +163,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
     blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
-    whole = repair(unique(findings), install, env, _judge_again(target, python, site_paths, verify, consumers, facts,
+    whole = repair(unique(findings), install, env, judge_again(target, python, site_paths, verify, consumers, facts,
                                                                 blockers), resolved.target.description,
                    resolved.target.path)
     findings = [*whole, *findings]
@@ -179,14 +179,14 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
 
 
 def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[str, str], judge: Judge,
-           description: str, path: str | None) -> tuple[Finding, ...]:
+           description: str, path: str | None, *, always: bool = False) -> tuple[Finding, ...]:
     """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
-    frameworks), said first when it is more than the first error's own fix."""
+    frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one)."""
     relevant = [f for f in findings if _concerns(f, install)]
     whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
                                                             if _concerns(f, install)])
     first = next((f for f in relevant if f.severity is ERROR), None)
-    if whole is None or first is None or whole.actions == first.fix.actions:
+    if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()
     return (Finding(Code.REPAIR, f"what makes {description} work: {len(whole.actions)} changes, each change of the "
                     "environment judged again on the model before the next (the errors below are why)",
@@ -205,7 +205,7 @@ def _concerns(finding: Finding, install: Install | None) -> bool:
     return where in files or where.startswith(install.folder.rstrip("/") + "/")
 
 
-def _judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
+def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
                  consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding]) -> Judge:
     """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
     for `remedy.plan`, in a world changed by its actions."""

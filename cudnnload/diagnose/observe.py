@@ -280,8 +280,30 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     from cudnnload.verdicts import unique
 
     final = unique(_as_run(findings, seen, explained))
+    if any(f.severity == "error" for f in final):
+        final = (*_whole_repair(seen, env), *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
+
+
+def _whole_repair(seen: Observation, env: Mapping[str, str]) -> tuple[Finding, ...]:
+    """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
+    the shim name it asked for in vain, judged on the model in the program's environment."""
+    from cudnnload.diagnose.doctor import judge_again, repair
+    from cudnnload.diagnose.targets import resolve_target
+    from cudnnload.errors import CudnnloadError
+
+    misses = _failed_lookups(seen).get("libcudnn", [])
+    target = seen.shims[0].path if seen.shims else misses[0].name if misses else None
+    if target is None:
+        return ()
+    try:
+        resolved = resolve_target(target, environ=env)
+        judge = judge_again(target, None, None, False, (), None, ())
+        return repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
+                      f"cuDNN ({target})", target, always=True)
+    except CudnnloadError:
+        return ()  # a target the model cannot read: the findings above say what the run showed
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
