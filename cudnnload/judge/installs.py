@@ -24,7 +24,7 @@ from cudnnload.judge.consequences import (
     plan_loads,
     predict,
 )
-from cudnnload.judge.policy import install_findings
+from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
@@ -35,6 +35,7 @@ from cudnnload.verdicts import (
     INFO,
     NO_FIX,
     WARNING,
+    Action,
     Consequence,
     Finding,
     Fix,
@@ -42,7 +43,6 @@ from cudnnload.verdicts import (
     delete,
     fix,
     manual,
-    pip_install,
     remove_entry,
     set_variable,
 )
@@ -57,7 +57,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    preloads = {p.path: p.entry for p in ctx.preloads if p.path is not None and p.entry is not None}
+    preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
@@ -89,11 +89,33 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
+
+
+def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str) -> Iterable[Mapped]:
+    """Every file a program loading ``install`` could map, with the entry that gave it: its own files, what
+    LD_PRELOAD puts in the process, each planned sub-library (and what its opener's later names get when it
+    fails), and what cuDNN NEEDs or dlopens. A relative path (an empty or relative search-path entry gave it)
+    is the current folder's, whatever that holds; but one that names a file of the install's own folder from
+    ``cwd`` (a relative entry that leads to the folder the caller named) is that file."""
+    own = posixpath.normpath(install.folder)
+
+    def placed(path: str) -> str:
+        here = posixpath.join(cwd, path)
+        return here if own.startswith("/") and posixpath.normpath(posixpath.dirname(here)) == own else path
+
+    yield from (Mapped(placed(cand.path), cand.library) for cand in install.files if cand.elf is not None)
+    yield from (Mapped(p.path, p.name, "LD_PRELOAD" if p.entry else None, p.entry) for p in ctx.preloads
+                if p.path is not None)
+    for step in (*install.plan, *(s.fallback for s in install.plan if s.fallback), *install.dependencies):
+        if step.path is not None:
+            yield Mapped(placed(step.path), step.library, step.variable, step.entry)
+    yield from (Mapped(placed(load.path), key) for key, load in prediction.loads.items() if load.path is not None)
 
 
 def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
@@ -171,9 +193,10 @@ class _Repairs:
     (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, str] | None = None, search_path: Sequence[str] = ()) -> None:
+                 preloads: Mapping[str, Action] | None = None, search_path: Sequence[str] = ()) -> None:
         self.install, self.python, self.entry = install, python, entry
-        self.preloads = dict(preloads or {})  # a preloaded file -> the LD_PRELOAD entry that brought it
+        # a file in the process before the program starts -> what takes it out (`fixes.undo`)
+        self.preloads = dict(preloads or {})
         self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
@@ -181,7 +204,7 @@ class _Repairs:
     def put_back(self) -> Fix:
         """The install as it was released: every file back."""
         if self.dist is not None:
-            return fix(fixes.reinstall(*self.dist, self.install.site, self.python))
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python))
         whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
         if self.entry is not None:
             return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])
@@ -212,7 +235,7 @@ class _Repairs:
             return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
                               f"{install.distribution} has none) and load it instead"))
         folder = posixpath.join(install.site, fixes.WHEEL_LIB)
-        installed = pip_install([requirement], target=install.site, python=self.python)
+        installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
         shim = posixpath.join(folder, generation(install.major).shim.soname)
         if self.entry is None:
             return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "
@@ -228,7 +251,7 @@ class _Repairs:
         if path is None:
             return None
         if path in self.preloads:
-            return fix(remove_entry("LD_PRELOAD", self.preloads[path]))
+            return fix(self.preloads[path])
         step = next((s for s in self.install.plan if s.path == path and not s.inside_install), None)
         if step is not None:
             return _stray_fix(step, self.install.file(step.library), self)
@@ -502,6 +525,8 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
         return brought
     if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
         return fix(remove_entry(step.variable, step.entry), alternatives=[pin] if _complete(repair.install) else [])
+    if step.rule == "already-loaded" and step.path in repair.preloads:  # what put it there before the program
+        return fix(repair.preloads[step.path])
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))
@@ -550,7 +575,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
         return
     requirement = fixes.dependency_requirement(step.library)
     cure = repair.requester_fix(step.requested_by) or (
-        fix(pip_install([requirement], target=install.site, python=repair.python))
+        fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
         if requirement is not None and install.site is not None else
         fix(fixes.dependency_manual(step.library, requirement)))
     if step.library.startswith(("libcublasLt", "libnvrtc")):
@@ -602,12 +627,12 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
             continue
         bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
         if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
-            entry = repair.preloads.get(bound.bound_to)
+            undo = repair.preloads.get(bound.bound_to)
             extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
-                                 f"{bound.bound_to}, already in the process" + (" (by LD_PRELOAD)" if entry else "")
+                                 f"{bound.bound_to}, already in the process" + (f" ({undo})" if undo else "")
                                  + f", answers, and that file lacks what it binds to ({bound.error})",
                                  Subject(SubjectKind.FILE, bound.bound_to, cause),
-                                 fix(remove_entry("LD_PRELOAD", entry)) if entry else NO_FIX, consequences))
+                                 fix(undo) if undo else NO_FIX, consequences))
             continue
         extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
                              Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),

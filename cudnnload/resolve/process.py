@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.elf import ElfInfo
+from cudnnload.resolve.startup import Source
 
 # What `preloaded` asks of a file: its ELF facts, or None (`discovery.Context.elf` answers).
 ElfReader = Callable[[str], ElfInfo | None]
@@ -48,6 +49,9 @@ class Preload:
     error: str | None = None  # why it was not mapped (ld.so: "cannot be preloaded ...: ignored")
     soname: str | None = None  # the SONAME it answers to (read from the file)
     kills: bool = False  # mapping it kills the process (SIGBUS on a cut segment): before the program starts
+    # what put an already-mapped object there when that was Python's start-up (`startup.Mapped.source`: a .pth
+    # import line, sitecustomize ...): the file and line a fix takes it out of
+    cause: Source | None = None
 
     @property
     def stops_start(self) -> bool:
@@ -73,14 +77,15 @@ def preload_entries(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
-              mapped: Sequence[str] = (), unresolved: Unresolved | None = None) -> tuple[Preload, ...]:
+              mapped: Sequence[str] = (), unresolved: Unresolved | None = None,
+              causes: Mapping[str, Source] | None = None) -> tuple[Preload, ...]:
     """What is in the process before the program's own loads: ``mapped`` (a running process's files), then
     each LD_PRELOAD entry and, breadth first, what they NEED (``elf`` reads a file's dynamic section). A cuDNN
     library NEEDed by a preloaded one that lacks a symbol of that version node the requester needs stops the
     start ("symbol lookup error: ...: undefined symbol: S, version libcudnn_graph.so.9", measured: a 9.0
     engine library preloaded with the 9.27 JIT graph on the path); ``unresolved`` tells."""
-    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf))
-                            for path in mapped]
+    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
+                                    cause=(causes or {}).get(path)) for path in mapped]
     names: dict[str, str] = {}
     for item in found:
         _answers(item, names)
