@@ -246,6 +246,23 @@ def test_a_zip_without_record_is_a_wheel_error(tmp_path: Path) -> None:
         wheel_facts("thing", "1.0", path.as_uri(), None, cudnn=False)
 
 
+@pytest.mark.parametrize(("text", "cuda"), [("535.104.05", 12020), ("580.65.06", 13000), ("570.86.10", 12080),
+                                           ("12.4", 12040), ("13", 13000), ("470.57.02", 11040), ("410.48", None),
+                                           ("latest", None)])
+def test_a_driver_is_named_by_its_version_or_the_cuda_it_supports(text: str, cuda: int | None) -> None:
+    from cudnnload.resolve.hardware import driver_cuda_version
+
+    assert driver_cuda_version(text) == cuda
+
+
+def test_a_driver_option_that_is_no_version_is_a_usage_error(tmp_path: Path) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("x\n")
+    done = subprocess.run([*CLI, "doctor", "--requirements", str(requirements), "--driver", "latest"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "--driver 'latest'" in done.stderr
+
+
 # --- an image's environment --------------------------------------------------------------------------------------
 
 
