@@ -353,9 +353,10 @@ def markdown(results: Sequence[Mapping[str, Any]], roots: Sequence[Mapping[str, 
              f"{results[0]['prediction'].get('pip', '?') if results else '?'}). Each set: `cudnnload doctor "
              "--requirements` first, then `pip install -r` into a fresh venv, plain `cudnnload doctor --python VENV`, "
              "and a real consumer per framework (its own loader, then `/proc/self/maps` and `cudnnGetVersion` through "
-             "the shim it mapped). The prediction's cache of wheel facts starts empty, so each set's fetch is what a "
-             "first prediction of it costs, beside what its wheels weigh; \"order\" compares pip's own \"Installing "
-             "collected packages\" line with the predicted order of the same distributions (the line leaves out what "
+             "the shim it mapped). The prediction's cache of wheel facts starts empty at the run's start: a set "
+             "fetches what no set before it read (torch's CUDA 13 wheels lie on this disk), beside what its wheels "
+             "weigh; \"order\" compares pip's own \"Installing collected packages\" line with the predicted order of "
+             "the same distributions (the line leaves out what "
              "the fresh venv already holds: setuptools).", ""]
     if results:
         agree = sum(1 for r in results if r["compare"]["agree"])
