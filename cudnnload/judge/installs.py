@@ -27,7 +27,7 @@ from cudnnload.judge.consequences import (
 from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
+from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import (
@@ -75,6 +75,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair)]
+    findings += _other_shims(install, ctx, repair)
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -89,7 +90,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
-    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd), access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
@@ -97,7 +98,30 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
 
 
-def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str) -> Iterable[Mapped]:
+def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[Finding]:
+    """A shim of the same generation from another folder that is in the process before the program (LD_PRELOAD,
+    Python's start-up): a program that opens this install's shim by path maps both (glibc compares files, not
+    sonames, for a path), and its calls by name bind to the first; two cuDNNs in one process."""
+    shim = install.file("shim")
+    own = {shim.path, shim.real_path} if shim is not None else set()
+    for item in ctx.preloads:
+        lib = classify(posixpath.basename(item.soname or item.path or ""))
+        if item.path is None or lib is None or lib.key != "shim" or lib.major != install.major \
+                or item.path in own or _inside(item.path, install.folder):
+            continue
+        undo = repair.preloads.get(item.path)
+        yield Finding(Code.MIXED_IN_PROCESS, f"{item.path}, another cuDNN {install.major} shim, is in the process "
+                      f"before the program" + (f" ({undo})" if undo else "") + f": opening {install.folder}'s shim "
+                      "maps a second one, and calls made by name bind to the first",
+                      Subject(SubjectKind.FILE, item.path, "shim"), fix(undo) if undo else NO_FIX)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return posixpath.normpath(posixpath.dirname(path)) == posixpath.normpath(folder)
+
+
+def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str,
+               entry: str | None = None) -> Iterable[Mapped]:
     """Every file a program loading ``install`` could map, with the entry that gave it: its own files, what
     LD_PRELOAD puts in the process, each planned sub-library (and what its opener's later names get when it
     fails), and what cuDNN NEEDs or dlopens. A relative path (an empty or relative search-path entry gave it)
@@ -109,7 +133,8 @@ def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str)
         here = posixpath.join(cwd, path)
         return here if own.startswith("/") and posixpath.normpath(posixpath.dirname(here)) == own else path
 
-    yield from (Mapped(placed(cand.path), cand.library) for cand in install.files if cand.elf is not None)
+    by = ("LD_LIBRARY_PATH", entry) if entry is not None else (None, None)  # the entry that gives the install
+    yield from (Mapped(placed(cand.path), cand.library, *by) for cand in install.files if cand.elf is not None)
     yield from (Mapped(p.path, p.name, "LD_PRELOAD" if p.entry else None, p.entry) for p in ctx.preloads
                 if p.path is not None)
     for step in (*install.plan, *(s.fallback for s in install.plan if s.fallback), *install.dependencies):
