@@ -191,12 +191,18 @@ def make_cli() -> click.Group:
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         import importlib
         import threading
+        from concurrent.futures import ThreadPoolExecutor
 
+        # plain doctor: this Python's start-up is observed (a child, ~a python -c's time) while doctor's own
+        # modules load; the report's renderers load while the probe runs (the main thread only waits for it)
+        early = ThreadPoolExecutor(max_workers=1)
+        started = early.submit(_observe_this_python, environ) if target is None and python is None else None
         from cudnnload.diagnose.doctor import doctor
 
-        # the report's renderers load while the probe runs (the main thread only waits for it)
         threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
-        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify)
+        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify,
+                        started=started.result if started is not None else None)
+        early.shutdown()
         from cudnnload import report
 
         _say(output, as_json, lambda: report.dumps("doctor", result),
@@ -356,6 +362,14 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_PROBLEMS if any(status.broken for status in statuses) else EXIT_OK)
 
     return cli
+
+
+def _observe_this_python(environ: dict[str, str] | None) -> Any:
+    """This interpreter's start-up in ``environ`` (`resolve.startup.this_python`: a light import), for plain
+    doctor."""
+    from cudnnload.resolve.startup import this_python
+
+    return this_python(dict(os.environ if environ is None else environ))
 
 
 def _command_after_dashes() -> type[click.Command]:

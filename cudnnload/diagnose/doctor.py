@@ -74,7 +74,8 @@ class Report:
 
 
 def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = None, python: str | None = None,
-           site_paths: list[str] | None = None, timeout: float = 60.0, verify: bool = False) -> Report:
+           site_paths: list[str] | None = None, timeout: float = 60.0, verify: bool = False,
+           started: Callable[[], Any] | None = None) -> Report:
     """Run every check on ``target`` (default: this Python's environment) in ``environ``. UsageError
     (naming the target and the reason) when the target cannot be read as one. ``verify``: check the sha256 of
     each file a pip distribution's RECORD lists, not only its size."""
@@ -82,7 +83,8 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     from cudnnload.loading.gpu import gpu_facts
 
     env = dict(os.environ if environ is None else environ)
-    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify)
+    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                              observed=started)
     # An LD_PRELOAD entry that stops every program at start stops every child too: what a framework was built
     # with is read without it (it is the framework's own fact), and the probe is not tried (certain).
     stops = preload_findings(resolved.ctx.preloads)
