@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
+from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -433,13 +433,22 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
         raise UsageError("no program to run: give it after --", fix="cudnnload run [--cudnn PATH] -- COMMAND")
     if cudnn is not None and frameworks:
         raise UsageError("give --cudnn PATH or --for FRAMEWORK, not both")
-    pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    try:
+        pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    except LoadError as exc:
+        if not frameworks:
+            raise  # the cuDNN you named cannot be pinned: said, nothing run
+        # run never makes a working program fail: the framework loads its own cuDNN, as without cudnnload
+        sys.stderr.write(f"cudnnload: nothing pinned ({exc.message}); the program runs as it would without "
+                         f"cudnnload, {', '.join(frameworks)} loading its own cuDNN\n")
+        sys.stderr.flush()
+        execute(command, os.environ, closed=_closed, pinning=False)
     said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]
                               if pinned.removed else [])
     for line in said:
         sys.stderr.write(f"cudnnload: {line}\n")
     sys.stderr.flush()
-    execute(command, pinned, closed=_closed)
+    execute(command, pinned.environ, closed=_closed)
 
 
 def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, ...], bool] | None:
