@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
+from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -229,12 +229,18 @@ def make_cli() -> click.Group:
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         import importlib
         import threading
+        from concurrent.futures import ThreadPoolExecutor
 
+        # plain doctor: this Python's start-up is observed (a child, ~a python -c's time) while doctor's own
+        # modules load; the report's renderers load while the probe runs (the main thread only waits for it)
+        early = ThreadPoolExecutor(max_workers=1)
+        started = early.submit(_observe_this_python, environ) if target is None and python is None else None
         from cudnnload.diagnose.doctor import doctor
 
-        # the report's renderers load while the probe runs (the main thread only waits for it)
         threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
-        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify)
+        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify,
+                        started=started.result if started is not None else None)
+        early.shutdown()
         from cudnnload import report
 
         _say(output, as_json, lambda: report.dumps("doctor", result),
@@ -396,6 +402,14 @@ def make_cli() -> click.Group:
     return cli
 
 
+def _observe_this_python(environ: dict[str, str] | None) -> Any:
+    """This interpreter's start-up in ``environ`` (`resolve.startup.this_python`: a light import), for plain
+    doctor."""
+    from cudnnload.resolve.startup import this_python
+
+    return this_python(dict(os.environ if environ is None else environ))
+
+
 def _command_after_dashes() -> type[click.Command]:
     import click
 
@@ -457,13 +471,22 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
         raise UsageError("no program to run: give it after --", fix="cudnnload run [--cudnn PATH] -- COMMAND")
     if cudnn is not None and frameworks:
         raise UsageError("give --cudnn PATH or --for FRAMEWORK, not both")
-    pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    try:
+        pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    except LoadError as exc:
+        if not frameworks:
+            raise  # the cuDNN you named cannot be pinned: said, nothing run
+        # run never makes a working program fail: the framework loads its own cuDNN, as without cudnnload
+        sys.stderr.write(f"cudnnload: nothing pinned ({exc.message}); the program runs as it would without "
+                         f"cudnnload, {', '.join(frameworks)} loading its own cuDNN\n")
+        sys.stderr.flush()
+        execute(command, os.environ, closed=_closed, pinning=False)
     said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]
                               if pinned.removed else [])
     for line in said:
         sys.stderr.write(f"cudnnload: {line}\n")
     sys.stderr.flush()
-    execute(command, pinned, closed=_closed)
+    execute(command, pinned.environ, closed=_closed)
 
 
 def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, ...], bool] | None:

@@ -300,3 +300,40 @@ def test_load_for_torch_pins_its_wheel_past_another_release_on_the_search_path(s
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["9.28.0", str(site / "nvidia/cudnn/lib"), "92800"]
+
+
+def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_the_fix(site: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A `pip install --target` folder with an older cuDNN on PYTHONPATH comes before site-packages on the
+    interpreter's sys.path (its start-up, observed): torch's preload takes that copy, and the fix takes the
+    PYTHONPATH entry away (reinstalling the pinned wheel, already there, would change nothing)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    shutil.copytree(site, venv_site, copy_function=os.link, dirs_exist_ok=True)
+    target = tmp_path / "target"
+    shutil.copytree(site_folder(OLD), target, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(target)}
+    report = doctor(env, python=str(python))
+    assert f"gets cuDNN 9.0.0 from {target}/nvidia/cudnn/lib" in torch_check(report)
+    older = next(f for f in report.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
+    assert [a.json() for a in older.fix.actions] == [
+        {"do": "env-remove-entry", "variable": "PYTHONPATH", "entry": str(target)}]
+    fixed = doctor({k: v for k, v in env.items() if k != "PYTHONPATH"}, python=str(python))
+    assert "gets cuDNN 9.28.0" in torch_check(fixed)
+
+
+def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_and_says_why(
+        site: Path, tmp_path: Path) -> None:
+    """`run --for torch` never makes a program fail that runs without it: with no install torch's rules accept
+    (its wheel gone, an older release on the path), nothing is pinned, the program runs in its own environment,
+    and one line says why."""
+    shutil.rmtree(site / "nvidia" / "cudnn")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "LD_LIBRARY_PATH": str(lib_folder(OLD)),
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), str(ROOT / "plugins")])}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "run", "--for", "torch", "--", sys.executable, "-c",
+                           "import os; print('ran', 'LD_PRELOAD' in os.environ)"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ran False", done.stderr
+    assert done.stderr.startswith("cudnnload: nothing pinned (") and "the program runs as it would" in done.stderr

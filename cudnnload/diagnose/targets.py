@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
@@ -19,7 +19,7 @@ from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
@@ -27,12 +27,20 @@ from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
-from cudnnload.resolve.discovery import Context, Install, Inventory, context, python_requester, search_entry
+from cudnnload.resolve.discovery import (
+    Context,
+    Install,
+    Inventory,
+    context,
+    python_requester,
+    search_entry,
+    wheel_site,
+)
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
-from cudnnload.resolve.pythons import python_on_path, tool_environment
-from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
+from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, chmod, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -62,14 +70,19 @@ class Resolved:
     install: Install | None
     rejected: tuple[str, ...]  # why load() would pass over the others (the environment and folders)
     findings: tuple[Finding, ...] = field(default=())
+    started: Startup | None = None  # the interpreter's start-up, observed (environment and --python targets)
 
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
                    site_paths: Sequence[str] | None = None, verify: bool = False,
-                   unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
+                   unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None,
+                   observed: Callable[[], Startup | None] | None = None) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
-    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process."""
+    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
+    ``program``: the start-up of the Python program that opens a library TARGET (`doctor -- python ...`): what
+    it maps is in the process first. ``observed``: gives this interpreter's start-up, observed already (plain
+    doctor starts that while its modules load)."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
@@ -80,21 +93,23 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     if given is None:
         # what `python -c ...` in this environment would have: its own sys.path (not cudnnload's, whose first
         # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
-        started = _this_python(env) if site_paths is None else None
+        started = (observed() if observed is not None else this_python(env)) if site_paths is None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
         ctx = context(env, verify=verify, started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
             tuple(site_paths) if site_paths is not None else None))
-        return Resolved(target, ctx, inventory, install, rejected)
+        return Resolved(target, ctx, inventory, install, rejected, started=started)
     if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
         return _soname(given, env, verify)
     path = os.path.abspath(given)
     problem = path_problem(path)
     if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
-            and os.path.isdir(os.path.dirname(path)):
+            and (os.path.isdir(os.path.dirname(path)) or _wheel_gone(path) is not None):
         return _missing_library(given, path, env, verify)
+    if problem is not None and problem[0] == "permission" and classify(os.path.basename(path)) is not None:
+        return _unreadable_library(given, path, env, verify)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
@@ -106,7 +121,8 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     lib = classify(os.path.basename(path))
     if lib is not None:
-        ctx = context(env, verify=verify)
+        ctx = context(env, verify=verify,
+                      started=started_cuda(program, unstarted) if program is not None else None)
         # a shim the process has mapped already under another name (LD_PRELOAD's, a hard link to the same file):
         # dlopen of this path hands that object out, and its $ORIGIN decides
         opened = linker.resolve(path, None, ctx.linker) if lib.key == "shim" and ctx.preloads else None
@@ -119,15 +135,6 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
     return _consumer(given, path, env, verify)
-
-
-def _this_python(env: Mapping[str, str]) -> Startup | None:
-    """This interpreter's start-up in ``env``, observed; None (the model then uses this process's sys.path)
-    when it cannot be observed."""
-    try:
-        return observe(None, env, cwd=os.getcwd())
-    except (StartupFailed, OSError):
-        return None
 
 
 def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
@@ -157,19 +164,78 @@ def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
     path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
     ctx = context(env, verify=verify)
-    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx)
+    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx) if os.path.isdir(os.path.dirname(path)) \
+        else Inventory(ctx.host, ())  # the folder is gone too: nothing there to read
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
     error = f"{path}: cannot open shared object file: No such file or directory"
     said = next((f.fix for i in inventory.installs for f in i.all_findings
                  if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
-    cure = said or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
+    cure = said or _wheel_gone(path) or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
     what = "shim" if lib is None or lib.key == "shim" else f"{lib.key} sub-library"
     finding = Finding(Code.NOT_FOUND, f"dlopen(\"{path}\") would fail: no such file",
                       Subject(SubjectKind.FILE, path, lib.key if lib else "shim"), cure,
                       (shim_cannot_load(gen, error),) if what == "shim" else ())
     target = Target(given, "library", path, f"the cuDNN {gen.major} {what} {path} (not there)")
     return Resolved(target, ctx, inventory, None, (), (finding,))  # nothing loads: no install is the target's
+
+
+def _wheel_gone(path: str) -> Fix | None:
+    """A pip wheel's cuDNN file that is gone with its folder (``SITE/nvidia/cudnn/lib/X``, the distribution
+    uninstalled, its site-packages still there): the wheel installed again into that site, by whoever installs
+    there, of the CUDA major the site's other NVIDIA wheels are built for (the cuBLAS beside it: `-cu12`, or
+    `nvidia-cublas` 13); None for another path."""
+    folder = os.path.dirname(path)
+    site = wheel_site(folder)
+    lib = classify(os.path.basename(path))
+    if site is None or lib is None or not os.path.isdir(site):
+        return None
+    names = os.listdir(site)
+    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
+                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
+    requirement = cudnn_requirement(lib.major, cudas[-1] if cudas else None)
+    if requirement is None:
+        return None
+    return fix(pip_into([requirement], site, interpreter_of_site(site), options=("--force-reinstall",)),
+               note=f"{folder} is gone: the wheel that holds it was uninstalled")
+
+
+def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+    """A cuDNN library this user cannot reach (a folder on its path not searchable, or the file not readable): what
+    a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
+    when the user owns what stops it, else who can."""
+    ctx = context(env, verify=verify)
+    blocker = _first_unreachable(path)
+    lib = classify(os.path.basename(path))
+    gen = GENERATIONS[lib.major if lib else 9]
+    try:
+        info = os.stat(blocker)
+        owner = info.st_uid
+    except OSError:
+        owner = None
+    mode = 0o755 if os.path.isdir(blocker) else 0o644
+    if owner == os.geteuid():
+        cure = fix(chmod(blocker, mode))
+    else:
+        cure = fix(manual(f"{blocker} belongs to uid {owner}: its owner or root can make it readable "
+                          f"(chmod {mode:o} {blocker}); or install cuDNN where you can read it"))
+    error = f"{path}: cannot open shared object file: Permission denied"
+    finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "
+                      + ("searched" if os.path.isdir(blocker) else "read") + " by this user",
+                      Subject(SubjectKind.FILE, blocker, lib.key if lib else "shim"), cure,
+                      (shim_cannot_load(gen, error),))
+    target = Target(given, "library", path, f"the cuDNN {gen.major} library {path} (not readable here)")
+    return Resolved(target, ctx, Inventory(ctx.host, ()), None, (), (finding,))
+
+
+def _first_unreachable(path: str) -> str:
+    """The first folder on ``path``'s way this user cannot search, else the file itself."""
+    parts = os.path.abspath(path).split("/")
+    for depth in range(2, len(parts)):
+        folder = "/".join(parts[:depth])
+        if not os.access(folder, os.X_OK):
+            return folder
+    return path
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
@@ -247,8 +313,8 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
         install = shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
     # a shim an empty or relative entry finds is the current folder's, whatever that holds: never run
-    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if res.rule == "ld-library-path"
-                                         else None)])
+    entry = search_entry(res.path, res.rule, ctx.linker)
+    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if entry is not None else None, entry)])
     return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, (),
                     planted)
 
@@ -393,4 +459,4 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",
                     python=executable, site_paths=tuple(site_paths))
-    return Resolved(target, ctx, inventory, install, rejected)
+    return Resolved(target, ctx, inventory, install, rejected, started=started)

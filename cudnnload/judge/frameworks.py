@@ -145,9 +145,10 @@ def _install_fix(consumer: Consumer, major: int, build: Release | None, python: 
     """What the consumer pins for ``major``, else a cuDNN of that major at least ``build`` for its CUDA; the
     other way, a build of the consumer for the cuDNN that loads, said as the alternative."""
     other = manual(f"install a {consumer.distribution} built for the cuDNN that loads")
-    pinned = next((pin.requirement for pin in consumer.pins if pin.major == major), None)
-    if pinned is not None:
-        return fix(_into(consumer, [pinned], python), alternatives=[other])
+    pinned = next((pin for pin in consumer.pins if pin.major == major), None)
+    if pinned is not None:  # installed already (and another cuDNN loads): its files are not the wheel's
+        again = pinned.installed is not None and pinned.allows(pinned.installed)
+        return fix(_into(consumer, [pinned.requirement], python, again), alternatives=[other])
     cuda = consumer_cuda(consumer)
     base = cudnn_requirement(major, cuda)
     if base is None:

@@ -27,7 +27,7 @@ from cudnnload.judge.consequences import (
 from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
+from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import (
@@ -75,6 +75,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair)]
+    findings += _other_shims(install, ctx, repair)
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -89,15 +90,38 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
-    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd), access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
-    said = tuple(_aborts_without_driver(f) for f in said)
+    said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
 
 
-def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str) -> Iterable[Mapped]:
+def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[Finding]:
+    """A shim of the same generation from another folder that is in the process before the program (LD_PRELOAD,
+    Python's start-up): a program that opens this install's shim by path maps both (glibc compares files, not
+    sonames, for a path), and its calls by name bind to the first; two cuDNNs in one process."""
+    shim = install.file("shim")
+    own = {shim.path, shim.real_path} if shim is not None else set()
+    for item in ctx.preloads:
+        lib = classify(posixpath.basename(item.soname or item.path or ""))
+        if item.path is None or lib is None or lib.key != "shim" or lib.major != install.major \
+                or item.path in own or _inside(item.path, install.folder):
+            continue
+        undo = repair.preloads.get(item.path)
+        yield Finding(Code.MIXED_IN_PROCESS, f"{item.path}, another cuDNN {install.major} shim, is in the process "
+                      f"before the program" + (f" ({undo})" if undo else "") + f": opening {install.folder}'s shim "
+                      "maps a second one, and calls made by name bind to the first",
+                      Subject(SubjectKind.FILE, item.path, "shim"), fix(undo) if undo else NO_FIX)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return posixpath.normpath(posixpath.dirname(path)) == posixpath.normpath(folder)
+
+
+def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str,
+               entry: str | None = None) -> Iterable[Mapped]:
     """Every file a program loading ``install`` could map, with the entry that gave it: its own files, what
     LD_PRELOAD puts in the process, each planned sub-library (and what its opener's later names get when it
     fails), and what cuDNN NEEDs or dlopens. A relative path (an empty or relative search-path entry gave it)
@@ -109,7 +133,8 @@ def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str)
         here = posixpath.join(cwd, path)
         return here if own.startswith("/") and posixpath.normpath(posixpath.dirname(here)) == own else path
 
-    yield from (Mapped(placed(cand.path), cand.library) for cand in install.files if cand.elf is not None)
+    by = ("LD_LIBRARY_PATH", entry) if entry is not None else (None, None)  # the entry that gives the install
+    yield from (Mapped(placed(cand.path), cand.library, *by) for cand in install.files if cand.elf is not None)
     yield from (Mapped(p.path, p.name, "LD_PRELOAD" if p.entry else None, p.entry) for p in ctx.preloads
                 if p.path is not None)
     for step in (*install.plan, *(s.fallback for s in install.plan if s.fallback), *install.dependencies):
@@ -418,11 +443,18 @@ def aborts_without_driver(finding: Finding) -> bool:
     return finding.code is Code.NO_DRIVER and any(c.effect is Effect.ABORT for c in finding.consequences)
 
 
-def _aborts_without_driver(finding: Finding) -> Finding:
+def _no_driver(major: int, *, aborts: bool) -> str:
+    """The no-driver finding's words: expected on a machine without a GPU, unless this shim then aborts."""
+    who = "libcudnn_engines_runtime_compiled cannot load" if major >= 9 else "cnn_infer's own dlopen of it fails"
+    said = f"libcuda.so.1 (the NVIDIA driver) is not installed: {who} and no handle can be created"
+    return said + (": this shim then aborts the process (see what you will see)" if aborts else
+                   "; expected on a machine without an NVIDIA GPU")
+
+
+def _aborts_without_driver(finding: Finding, major: int) -> Finding:
     if not aborts_without_driver(finding) or finding.severity is ERROR:
         return finding
-    return replace(finding, severity=ERROR, message=finding.message.replace("; expected on a machine without an "
-                   "NVIDIA GPU", "") + ": this shim then aborts the process (see what you will see)")
+    return replace(finding, severity=ERROR, message=_no_driver(major, aborts=True))
 
 
 def _loads_as_released(finding: Finding, prediction: Prediction, install: Install) -> Finding:
@@ -462,10 +494,13 @@ def _key_of(path: str) -> str | None:
 def step_findings(step: Step, install: Install, repair: _Repairs | None = None) -> Iterable[Finding]:
     """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
     ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
-    if step.path is None or step.inside_install:
+    if step.path is None:
         return
     repair = repair or _Repairs(install, None)
     opener = posixpath.basename(step.requested_by) if step.requested_by else "the shim"
+    if step.inside_install:
+        yield from _versioned_name(step, install, repair, opener)
+        return
     own = install.file(step.library)
     subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
     cure = _stray_fix(step, own, repair)
@@ -487,6 +522,21 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
                       f"{via}), outside this install", subject, cure)
+
+
+def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str) -> Iterable[Finding]:
+    """A name in the install's own folder that its opener tries before the library's own file (cuDNN 9's shim
+    and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file: that
+    is what loads. The name goes (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
+    own, path = install.file(step.library), step.path
+    if own is None or path is None or path == own.path or not install.release or not step.release \
+            or step.release == install.release:
+        return
+    listed = any(r.path == path for r in install.records)
+    yield Finding(Code.MIXED_RELEASE, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
+                  f"{posixpath.basename(own.path)}, and gets cuDNN {step.release}'s {step.library}, not this install's "
+                  f"{install.release}", Subject(SubjectKind.FILE, path, step.library),
+                  repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"))
 
 
 def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> Iterable[Finding]:
@@ -567,10 +617,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
     where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
     subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
     if step.library == "libcuda.so.1":
-        who = "libcudnn_engines_runtime_compiled cannot load" if install.major >= 9 else \
-            "cnn_infer's own dlopen of it fails"
-        yield Finding(Code.NO_DRIVER, f"libcuda.so.1 (the NVIDIA driver) is not installed: {who} and no handle can "
-                      "be created; expected on a machine without an NVIDIA GPU", subject,
+        yield Finding(Code.NO_DRIVER, _no_driver(install.major, aborts=False), subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
     requirement = fixes.dependency_requirement(step.library)

@@ -265,6 +265,8 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None) -
             continue
         if item.variable is not None and item.entry is not None:
             repair = fix(remove_entry(item.variable, item.entry))
+        elif "/" not in item.path:  # a bare file name: the current folder, which only an empty entry stands for
+            repair = fix(remove_entry("LD_LIBRARY_PATH", ""))
         elif not item.path.startswith("/"):
             repair = fix(manual("remove the empty or relative search-path entry that gives it (in LD_LIBRARY_PATH: "
                                 "a leading, trailing or doubled ':')"))
