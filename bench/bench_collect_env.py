@@ -176,7 +176,7 @@ def collect_env(venv: Path, env: Mapping[str, str]) -> dict[str, Any]:
 
 def doctor(venv: Path, env: Mapping[str, str]) -> dict[str, Any]:
     done = run([sys.executable, "-m", "cudnnload", "doctor", "--python", str(venv / "bin" / "python"), "--json"],
-               {**env, "PYTHONPATH": str(ROOT)})
+               {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     try:
         result = json.loads(done.stdout)["result"]
     except (ValueError, KeyError):
