@@ -292,20 +292,26 @@ def test_a_program_that_asks_by_name_never_gets_this_pythons_pip_wheel(tmp_path:
     assert found.fix.actions and found.fix.actions[0].do is ActionKind.ENV_SET
 
 
-def test_the_whole_repair_chains_what_each_change_reveals_judged_again_on_the_model(tmp_path: Path) -> None:
-    """An empty shim first on LD_LIBRARY_PATH hides a complete folder that lacks cuBLAS beside it: the first
-    error's own fix is the entry's removal; the repair, said first, goes on with what the model finds once the
-    entry is gone (cuBLAS, which this bare folder cannot get from pip: said in words), never repeating itself."""
+def test_the_whole_repair_is_the_least_change_the_model_finds_nothing_wrong_after(tmp_path: Path) -> None:
+    """Two causes at once: 9.0's graph in LD_PRELOAD and an empty shim first on LD_LIBRARY_PATH, before a complete
+    9.28 and its cuBLAS. Each finding alone is fixed by something else (or not at all: "install cuDNN"); the repair,
+    said first, is the smallest change of the environment after which the model finds nothing wrong (both entries
+    taken away, the complete folder kept), and applied, it is so."""
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "libcudnn.so.9").write_bytes(b"")
-    good = folder_of(W928, tmp_path / "good")
-    report = doctor({**BASE, "LD_LIBRARY_PATH": f"{empty}:{good}"}, target="libcudnn.so.9", timeout=60)
+    good, cublas = folder_of(W928, tmp_path / "good"), folder_of(CUBLAS, tmp_path / "cublas")
+    graph = folder_of(W90, tmp_path / "old") / "libcudnn_graph.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": f"{empty}:{good}:{cublas}", "LD_PRELOAD": str(graph)}
+    report = doctor(env, target="libcudnn.so.9", timeout=60)
     first = report.findings[0]
     assert first.code is Code.REPAIR
     steps = [a.json() for a in first.fix.actions]
-    assert steps[0] == {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(empty)}
-    assert [s["do"] for s in steps[1:]] == ["manual"] and "libcublasLt.so.12" in str(steps[1]["text"])
+    assert sorted(steps, key=str) == sorted([
+        {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": str(graph)},
+        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(empty)}], key=str)
+    fixed = doctor(applied(env, steps), target="libcudnn.so.9", timeout=60)
+    assert fixed.healthy and chosen_whole(fixed)
 
 
 def test_a_working_target_gets_no_repair(tmp_path: Path) -> None:

@@ -207,7 +207,8 @@ def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[st
     frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one)."""
     relevant = [f for f in findings if _concerns(f, install)]
     whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
-                                                            if _concerns(f, install)])
+                                                            if _concerns(f, install)],
+                 keep=install.folder if install is not None else None)
     first = next((f for f in relevant if f.severity is ERROR), None)
     if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()

@@ -284,7 +284,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     from cudnnload.verdicts import unique
 
     final = unique(_as_run(findings, seen, explained))
-    if any(f.severity == "error" for f in final):
+    first = next((f for f in final if f.severity == "error"), None)
+    if first is not None and not first.fix.actions:  # what the run showed has no change of its own: the model's
         final = (*_whole_repair(seen, env, program), *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
@@ -298,7 +299,12 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     from cudnnload.errors import CudnnloadError
 
     misses = _failed_lookups(seen).get("libcudnn", [])
-    target = seen.shims[0].path if seen.shims else misses[0].name if misses else None
+    # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it
+    from cudnnload.resolve.process import preload_entries
+
+    preloaded = {os.path.realpath(e) for e in preload_entries(env) if "/" in e}
+    own = [o for o in seen.shims if os.path.realpath(o.path) not in preloaded]
+    target = (own or seen.shims)[0].path if seen.shims else misses[0].name if misses else None
     if target is None:
         return ()
     try:

@@ -19,11 +19,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from cudnnload.codes import ActionKind, Code, Severity
-from cudnnload.verdicts import Action, Finding, Fix, fix, manual
+from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry
 
 # What judges the target again in a changed world: (its environment, the start-up lines taken as gone) -> findings.
 Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Finding]]
 
+_FILES = (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL, ActionKind.DELETE, ActionKind.RELINK, ActionKind.CHMOD)
 ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
 _ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
 # What a distribution rewritten whole takes care of, for its own files: what is wrong with one of them
@@ -33,32 +34,85 @@ _REWRITTEN = frozenset({Code.MISSING_FILE, Code.EMPTY_FILE, Code.TRUNCATED, Code
                         Code.SUBLIBRARY_UNLOADABLE})
 
 
-def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge) -> Fix | None:
+def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, keep: str | None = None) -> Fix | None:
     """The actions that make the target work, in order (see the module docstring), or None when the model
-    finds nothing wrong. ``findings``: the target's findings as judged now; ``environ``: its environment."""
+    finds nothing wrong. ``findings``: the target's findings as judged now; ``environ``: its environment;
+    ``keep``: the folder of the install the target loads, whose own search-path entry no step takes away (that
+    entry is how the target gets what it is meant to get: a finding whose fix would remove it is said, not
+    planned)."""
+    if any(f.severity is Severity.ERROR for f in findings):
+        found = least_change(environ, judge, keep)
+        if found is not None:
+            return found
     env = dict(environ)
     unstarted: frozenset[tuple[str, str]] = frozenset()
     actions: list[Action] = []
+    later: list[str] = []  # what only a person can do, after the automatic changes (said, not applied)
     handled: set[tuple[Code, str | None, str]] = set()
     for _ in range(ROUNDS):
         pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
                    and not _taken_care_of(f, actions)]
         if not pending:
-            return fix(*actions) if actions else None
+            return _said(actions, later)
         first = pending[0]
         handled.add(_key(first))
         steps = [a for a in first.fix.actions if a not in actions]
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
             return fix(*actions, manual(f"then: {first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
+        if actions and keep is not None and any(a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH"
+                                    and _same_entry(a.entry or "", keep) for a in first.fix.actions):
+            later.append(str(first.fix.text or first.message))
+            continue
+        if actions and all(a.do is ActionKind.MANUAL for a in first.fix.actions):
+            # after automatic changes whose effect on files the model does not judge again (a wheel installed
+            # with what it requires), a step only a person can take is said, not made part of the plan
+            later += [str(a) for a in first.fix.actions]
+            continue
         actions += steps
         changes = [a for a in steps if a.do in _ENVIRONMENT]
         if changes:
             for action in changes:
                 env, unstarted = applied(action, env, unstarted)
-            findings = judge(env, unstarted)
+            # judged again only while the model's world is the real one but for the environment: once a step
+            # puts files in place (a wheel installed), the model cannot see them, and what it would find missing
+            # is what that step brings
+            if not any(a.do in _FILES for a in actions):
+                findings = judge(env, unstarted)
     return fix(*actions, manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
+
+
+def _said(actions: list[Action], later: list[str]) -> Fix | None:
+    if not actions:
+        return None
+    return fix(*actions, note=("then, if it still shows: " + "; ".join(later)) if later else None)
+
+
+# How many worlds `least_change` judges at most (each a judgement without child processes, ~50-150 ms)
+CANDIDATES = 16
+_VARIABLES = ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")
+
+
+def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = None) -> Fix | None:
+    """The smallest change of the environment after which the model finds no error for the target: each entry of
+    LD_PRELOAD, LD_LIBRARY_PATH and PYTHONPATH taken away alone, then two at a time, judged on the model (at most
+    `CANDIDATES` worlds); None when none does. An entry that leads to ``keep`` (the folder of what the target
+    is meant to load) is never taken away. Synthesised and checked, never read off one finding."""
+    entries = [(variable, entry) for variable in _VARIABLES
+               for entry in dict.fromkeys(re.split(r"[ :]" if variable == "LD_PRELOAD" else r":",
+                                                   environ.get(variable, "")))
+               if variable in environ and not (keep is not None and _same_entry(entry, keep))]
+    single = [(one,) for one in entries]
+    pairs = [(a, b) for index, a in enumerate(entries) for b in entries[index + 1:]]
+    for change in [*single, *pairs][:CANDIDATES]:
+        actions = [remove_entry(variable, entry) for variable, entry in change]
+        env: dict[str, str] = dict(environ)
+        for action in actions:
+            env, _ = applied(action, env, frozenset())
+        if not any(f.severity is Severity.ERROR for f in judge(env, frozenset())):
+            return fix(*actions, note="the model finds nothing wrong once this is done")
+    return None
 
 
 def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]
@@ -103,6 +157,8 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
         return True
     if finding.code in _SUMMARIES and actions:
         return True
+    if finding.code is Code.MISSING_DEPENDENCY and any(_brings_dependencies(action) for action in actions):
+        return True  # pip installs cuDNN's own Requires-Dist (its cuBLAS, NVRTC) with it
     path = finding.subject.path
     if path is None:
         return False
@@ -113,6 +169,12 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
                 and finding.code in _REWRITTEN and _under(path, action.target):
             return True
     return False
+
+
+def _brings_dependencies(action: Action) -> bool:
+    """A pip install of a cuDNN wheel that installs what that wheel requires too (no ``--no-deps``)."""
+    return action.do is ActionKind.PIP_INSTALL and "--no-deps" not in action.options and any(
+        requirement.startswith("nvidia-cudnn") for requirement in action.requirements)
 
 
 def _under(path: str, folder: str) -> bool:

@@ -107,7 +107,8 @@ def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[F
     for item in ctx.preloads:
         lib = classify(posixpath.basename(item.soname or item.path or ""))
         if item.path is None or lib is None or lib.key != "shim" or lib.major != install.major \
-                or item.path in own or _inside(item.path, install.folder):
+                or item.path in own or _inside(item.path, install.folder) \
+                or (item.entry is None and item.cause is None):  # a running process's own file: doctor --pid's
             continue
         undo = repair.preloads.get(item.path)
         yield Finding(Code.MIXED_IN_PROCESS, f"{item.path}, another cuDNN {install.major} shim, is in the process "
