@@ -26,7 +26,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
-from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
+from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 
 if TYPE_CHECKING:
@@ -252,8 +252,9 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start) \
-        if mapped or preload_entries(env_vars) else ()
+    file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries) \
+        if mapped or file_entries or preload_entries(env_vars) else ()
     if not preloads:
         return facts
     names = {**loaded_names(preloads), **(loaded or {})}
@@ -468,7 +469,7 @@ def python_requester(cache: ElfCache, executable: str | None = None) -> linker.R
     """
     program = executable or sys.executable
     found = requester(program, cache)
-    return found and replace(found, origin=os.path.dirname(os.path.realpath(program)))
+    return found and replace(found, origin=os.path.dirname(os.path.realpath(program)), program=True)
 
 
 def chain(*links: linker.Requester | None) -> linker.Chain:
