@@ -40,15 +40,15 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
 def dependency_requirement(soname: str) -> str | None:
     """The pip distribution that provides a CUDA library cuDNN needs, by soname; None when pip has none
     (the driver's libcuda, zlib, a CUDA 10 runtime)."""
-    match = re.match(r"lib(cublasLt|cublas|nvrtc|cudart)\.so\.(\d+)", soname)
+    match = re.match(r"lib(cublasLt|cublas|nvrtc-builtins|nvrtc|cudart)\.so\.(\d+)", soname)
     if match is None:
         return None
     what, cuda = match.group(1), int(match.group(2))
     base = {"cublasLt": "nvidia-cublas", "cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc",
-            "cudart": "nvidia-cuda-runtime"}[what]
+            "nvrtc-builtins": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}[what]
     if cuda >= 13:
         return base
-    if cuda == 11 and what == "nvrtc":
+    if cuda == 11 and what.startswith("nvrtc"):
         return "nvidia-cuda-nvrtc-cu11"
     return f"{base}-cu{cuda}" if cuda in (11, 12) else None
 

@@ -25,11 +25,13 @@ from cudnnload.judge.consequences import (
     predict,
 )
 from cudnnload.judge.policy import install_findings
+from cudnnload.judge.preload import removal
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
+from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (
     ERROR,
     INFO,
@@ -57,7 +59,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    preloads = {p.path: p.entry for p in ctx.preloads if p.path is not None and p.entry is not None}
+    preloads = {p.path: (p.source, p.entry) for p in ctx.preloads if p.path is not None and p.entry is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
@@ -74,7 +76,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     for step in install.plan:
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
-    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair)]
+    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -171,9 +173,10 @@ class _Repairs:
     (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, str] | None = None, search_path: Sequence[str] = ()) -> None:
+                 preloads: Mapping[str, tuple[str, str]] | None = None, search_path: Sequence[str] = ()) -> None:
         self.install, self.python, self.entry = install, python, entry
-        self.preloads = dict(preloads or {})  # a preloaded file -> the LD_PRELOAD entry that brought it
+        # a preloaded file -> where the preload is written (LD_PRELOAD, /etc/ld.so.preload) and its entry there
+        self.preloads = dict(preloads or {})
         self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
         name, _, version = (install.distribution or "").partition(" ")
         self.dist = (name, version) if install.distribution else None
@@ -228,7 +231,7 @@ class _Repairs:
         if path is None:
             return None
         if path in self.preloads:
-            return fix(remove_entry("LD_PRELOAD", self.preloads[path]))
+            return fix(removal(*self.preloads[path]))
         step = next((s for s in self.install.plan if s.path == path and not s.inside_install), None)
         if step is not None:
             return _stray_fix(step, self.install.file(step.library), self)
@@ -266,15 +269,22 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
     what = {"GLIBC_": "glibc", "GLIBCXX_": "libstdc++", "CXXABI_": "libstdc++ (C++ ABI)"}
+    newer = manual("put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, or a newer OS "
+                   "image")
     for prefix, need, have in host.lacking(info):
-        code = Code.GLIBC_TOO_OLD if prefix == "GLIBC_" else Code.LIBSTDCXX_TOO_OLD
-        yield Finding(code, f"needs {prefix}{_dotted(need)}, this machine's {what[prefix]} provides "
-                      f"{prefix}{_dotted(have)}", subject, fix(manual(
-                          f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
-                          "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)"
-                          if prefix == "GLIBC_" else
-                          "put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, "
-                          "or a newer OS image")))
+        if prefix == "GLIBC_":
+            yield Finding(Code.GLIBC_TOO_OLD, f"needs {prefix}{_dotted(need)}, this machine's {what[prefix]} provides "
+                          f"{prefix}{_dotted(have)}", subject, fix(manual(
+                              f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
+                              "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)")))
+            continue
+        # the libstdc++ found first may be one an LD_LIBRARY_PATH entry puts before the system's: that entry goes
+        shadow = host.libstdcxx_entry
+        where = f" ({host.libstdcxx}, through the LD_LIBRARY_PATH entry {shadow})" if shadow is not None else ""
+        yield Finding(Code.LIBSTDCXX_TOO_OLD, f"needs {prefix}{_dotted(need)}, the {what[prefix]} found first"
+                      f"{where} provides {prefix}{_dotted(have)}", subject,
+                      fix(remove_entry("LD_LIBRARY_PATH", shadow), alternatives=[newer]) if shadow is not None
+                      else fix(newer))
 
 
 def _dotted(version: tuple[int, ...]) -> str:
@@ -494,8 +504,8 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
     searches its RUNPATH after LD_LIBRARY_PATH: the entry would still shadow the files put back), or only
     the entry goes when the install's release does not use that library (ext under a 9.0 shim)."""
     pin = fixes.pin(repair.install.folder)
-    if step.variable == "LD_PRELOAD" and step.entry is not None:
-        return fix(remove_entry("LD_PRELOAD", step.entry),
+    if step.variable in ("LD_PRELOAD", PRELOAD_FILE) and step.entry is not None:
+        return fix(removal(step.variable, step.entry),
                    alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
     brought = repair.requester_fix(step.requested_by)
     if brought is not None:
@@ -531,14 +541,16 @@ def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,
                       note=f"or link the whole folder {real} instead of the shim alone"))
 
 
-def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iterable[Finding]:
-    """A library cuDNN needs that would not be found. What only a problem file asks for (a stray graph's
-    cuBLASLt, another release's ops_infer's cuBLAS 11) goes with that file's fix; a pip install's dependency is
-    installed into its site-packages; a folder pip does not own finds it only on its own search path, said in
-    words."""
+def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: Host) -> Iterable[Finding]:
+    """A library cuDNN needs that would not be found, or whose copy found first lacks a version its requester
+    needs. What only a problem file asks for (a stray graph's cuBLASLt, another release's ops_infer's cuBLAS 11)
+    goes with that file's fix; a pip install's dependency is installed into its site-packages; a folder pip does
+    not own finds it only on its own search path, said in words."""
     if step.path is not None:
+        yield from _version_findings(step, install, repair, host)
         return
-    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
+    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail
+                                 if "(dropped" not in line))
     where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
     subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
     if step.library == "libcuda.so.1":
@@ -560,6 +572,27 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
     else:
         yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
                       cure)
+
+
+def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host) -> Iterable[Finding]:
+    """``dependency-version`` when the file found for ``step`` lacks a version node its requester needs (a
+    cuDNN file's needs of the host's libstdc++ are ``libstdcxx-too-old`` already)."""
+    own = {cand.path for cand in install.files}
+    said = step.requested_by in own and step.path == host.libstdcxx
+    lacks = [version for version in step.lacks if not (said and version.startswith(("GLIBCXX_", "CXXABI_")))]
+    if not lacks:
+        return
+    requirement = fixes.dependency_requirement(step.library)
+    shadow = fix(remove_entry("LD_LIBRARY_PATH", step.entry)) \
+        if step.variable == "LD_LIBRARY_PATH" and step.entry is not None else None
+    cure = shadow or repair.requester_fix(step.path) or (
+        fix(pip_install([requirement], target=install.site, python=repair.python))
+        if requirement is not None and install.site is not None else
+        fix(fixes.dependency_manual(step.library, requirement)))
+    yield Finding(Code.DEPENDENCY_VERSION, f"{step.requested_by} needs version {', '.join(lacks)} of "
+                  f"{step.library}, and {step.path}, the copy found first ({step.rule}), lacks it: the load fails "
+                  f"with \"version `{lacks[0]}' not found (required by {step.requested_by})\"",
+                  Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry), cure)
 
 
 def _real_folder(install: Install) -> str:
@@ -602,12 +635,13 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
             continue
         bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
         if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
-            entry = repair.preloads.get(bound.bound_to)
+            preload = repair.preloads.get(bound.bound_to)
             extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
-                                 f"{bound.bound_to}, already in the process" + (" (by LD_PRELOAD)" if entry else "")
+                                 f"{bound.bound_to}, already in the process"
+                                 + (f" (by {preload[0]})" if preload else "")
                                  + f", answers, and that file lacks what it binds to ({bound.error})",
                                  Subject(SubjectKind.FILE, bound.bound_to, cause),
-                                 fix(remove_entry("LD_PRELOAD", entry)) if entry else NO_FIX, consequences))
+                                 fix(removal(*preload)) if preload else NO_FIX, consequences))
             continue
         extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
                              Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),

@@ -310,6 +310,9 @@ def classify(file_name: str) -> SubLibrary | None:
 DEPENDENCY_SOURCES: dict[str, str] = {
     "libcuda.so.1": "the NVIDIA driver (not pip-installable)",
     "libz.so.1": "zlib (apt install zlib1g / dnf install zlib)",
+    "libstdc++.so.6": "the GCC C++ runtime, new enough (apt install libstdc++6 / dnf install libstdc++, or in a conda "
+                      "environment conda install -c conda-forge libstdcxx-ng)",
+    "libgcc_s.so.1": "the GCC runtime (apt install libgcc-s1 / dnf install libgcc)",
     "libcublas.so.11": "pip install nvidia-cublas-cu11",
     "libcublasLt.so.11": "pip install nvidia-cublas-cu11",
     "libcublas.so.12": "pip install nvidia-cublas-cu12",

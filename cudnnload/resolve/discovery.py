@@ -65,12 +65,18 @@ class Step:
     outcome: str | None = None  # what opening the file does: "found", "already-loaded", or why it fails
     error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
     entry: str | None = None  # the entry, as written, of ``variable`` that gave it
-    variable: str | None = None  # "LD_LIBRARY_PATH" (found through it) or "LD_PRELOAD" (preloaded, already loaded)
+    # "LD_LIBRARY_PATH" (found through it), or where the preload that put it in the process is written ("LD_PRELOAD"
+    # or "/etc/ld.so.preload": already loaded)
+    variable: str | None = None
     # What the opener gets from its later names when its dlopen of this file fails after the linker picked it
     # (a NEEDED missing, an undefined symbol): cuDNN 9's shim and graph go on to the next name, and the bare
     # ``X.so`` a -dev package or a CUDA image puts in ld.so.cache answers (measured on the H200 machine: the
     # system's libcudnn_cnn.so after the wheel's cnn failed to bind). None: no other file answers them.
     fallback: Step | None = None
+    # version nodes the requester needs from this library that the file found does not define: the load fails
+    # (dl-version.c "version `X' not found (required by Y)"); a provider without any version definitions has none
+    lacks: tuple[str, ...] = ()
+    undecided: str | None = None  # why the linker model cannot decide this lookup (a glibc it does not know)
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,7 @@ class Host:
     libstdcxx: str | None  # path of the libstdc++.so.6 that would load
     glibcxx: tuple[int, ...] | None
     cxxabi: tuple[int, ...] | None
+    libstdcxx_entry: str | None = None  # the LD_LIBRARY_PATH entry, as written, that gave that libstdc++
 
     def lacking(self, info: ElfInfo) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
         """Each of GLIBC_, GLIBCXX_ and CXXABI_ whose newest version the file needs is newer than this machine's:
@@ -201,8 +208,13 @@ class Context:
     preloads: tuple[Preload, ...] = ()
 
     def preload_entry(self, path: str) -> str | None:
-        """The LD_PRELOAD entry that put the file at ``path`` in the process, if one did."""
+        """The preload entry that put the file at ``path`` in the process, if one did."""
         return next((p.entry for p in self.preloads if p.path == path and p.entry is not None), None)
+
+    def preload_source(self, path: str) -> str:
+        """Where the preload that put the file at ``path`` in the process is written: "LD_PRELOAD" or the preload
+        file (rule ld-so-preload)."""
+        return next((p.source for p in self.preloads if p.path == path and p.entry is not None), "LD_PRELOAD")
 
     def elf(self, path: str) -> ElfInfo | None:
         """The file at ``path`` read as ELF (links followed), or None when it cannot be."""
@@ -266,7 +278,8 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
 def host_facts(env: linker.LinkerEnv, cache: ElfCache) -> Host:
     version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     glibc = max_version([version.replace(" ", "_")]) if version else None
-    stdcxx = linker.resolve("libstdc++.so.6", None, env).path
+    found = linker.resolve("libstdc++.so.6", None, env, how="needed")
+    stdcxx = found.path
     defs: tuple[str, ...] = ()
     if stdcxx:
         try:
@@ -279,6 +292,7 @@ def host_facts(env: linker.LinkerEnv, cache: ElfCache) -> Host:
         libstdcxx=stdcxx,
         glibcxx=max_version(d for d in defs if d.startswith("GLIBCXX_")),
         cxxabi=max_version(d for d in defs if d.startswith("CXXABI_")),
+        libstdcxx_entry=search_entry(stdcxx, found.rule, env) if stdcxx else None,
     )
 
 
@@ -615,10 +629,10 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
     entry = search_entry(path, rule, ctx.linker) if path and not found else None
     variable = "LD_LIBRARY_PATH" if entry is not None else None
     if path and rule == "already-loaded" and (preloaded_by := ctx.preload_entry(path)) is not None:
-        entry, variable = preloaded_by, "LD_PRELOAD"
+        entry, variable = preloaded_by, ctx.preload_source(path)
     trail = condensed_trail(res, ctx.linker.defaults.subdirs)
     return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
-                None if found else res.error, entry, variable)
+                None if found else res.error, entry, variable, undecided=res.undecided)
 
 
 def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
@@ -638,22 +652,30 @@ def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
 
 
 def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str, ...]:
-    """The search trail, one line per (rule, folder, name). glibc tries every folder with each
-    hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
-    shown only when something was in it."""
+    """The search trail, one line per (rule, folder, name): "rpath: /x/libz.so.1 (absent)". glibc tries every
+    folder with each hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
+    shown only when something was in it. What the search passed over or stopped at for a reason of its own (a
+    foreign ELF, a loop, an entry that is a file, a secure-mode drop, a file this user may not read) names the
+    rule that decided it: "ld-library-path: /x/libz.so.1 (no-access, rule open-eacces)"."""
     nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
     lines: dict[tuple[str, str, str], str] = {}
     for attempt in res.trail:
         folder, name = os.path.split(attempt.path)
         if attempt.outcome in ("absent", "no-dir") and folder.endswith(nested):
             continue
-        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
+        plain = attempt.outcome in ("found", "absent", "no-dir") or not attempt.by
+        said = attempt.outcome if plain else f"{attempt.outcome}, rule {attempt.by}"
+        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({said})")
     return tuple(lines.values())
 
 
 def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Step], cuda: int | None,
                  ctx: Context) -> tuple[Step, ...]:
-    """Non-cuDNN libraries the install needs: DT_NEEDED ones, and those cuDNN dlopens itself."""
+    """The install's closure outside cuDNN: what its files NEED (libstdc++, libgcc_s, libz ...) and what cuDNN
+    dlopens itself (libcuda, cuBLASLt, NVRTC and NVRTC's builtins), and in turn what those NEED, breadth first as
+    ld.so maps them (rule start-order). Each is looked up from the object that asks, with that object's own
+    search (its DT_RPATH chain or DT_RUNPATH), and its version needs are checked against the copy found first
+    (`Step.lacks`). The first lookup of a name decides it: later ones get that object (rule already-loaded)."""
     steps: dict[str, Step] = {}
     # the install's own files, then what the plan loads from elsewhere (LD_LIBRARY_PATH ...)
     loading = [(cand.path, cand.elf) for cand in files if cand.elf is not None]
@@ -663,13 +685,7 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
             info = ctx.elf(step.path)
             if info is not None:
                 loading.append((step.path, info))
-    for path, info in loading:
-        req = linker.Requester.from_elf(path, info)
-        for needed in info.needed:
-            if needed in steps or needed.startswith("libcudnn") or needed in SYSTEM_LIBRARIES:
-                continue
-            res = linker.resolve(needed, chain(req), ctx.linker)
-            steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), ctx)
+    _closure([(path, info, chain(linker.Requester.from_elf(path, info))) for path, info in loading], steps, ctx)
     # What cuDNN dlopens itself, each asked for by the file that opens it: (soname, that file's requester).
     dlopened: list[tuple[str, linker.Requester | None]] = []
     # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
@@ -696,9 +712,85 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
         dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req), (f"libnvrtc.so.{cuda}", opener_req)]
     for soname, asker in dlopened:
         if asker is not None and soname not in steps:
-            res = linker.resolve(soname, chain(asker), ctx.linker)
-            steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
+            _dlopened(soname, asker, steps, ctx)
+            nvrtc = steps[soname]
+            builtins = nvrtc_builtins(nvrtc.path) if soname.startswith("libnvrtc.") and nvrtc.path else None
+            # NVRTC dlopens the builtins of its own minor release when it compiles (its strings name
+            # "libnvrtc-builtins.so.12.9"), then the driver, with its own RUNPATH ($ORIGIN and an empty element:
+            # the current folder) (measured with LD_DEBUG on the 12.9 wheel)
+            nvrtc_req = requester(nvrtc.path, ctx.cache) if nvrtc.path is not None else None
+            for name in (builtins, "libcuda.so.1"):
+                if name is not None and nvrtc_req is not None and name not in steps:
+                    _dlopened(name, nvrtc_req, steps, ctx)
     return tuple(steps.values())
+
+
+# In every process before anything else: the C library and the loader (libdl, libpthread, librt are part of libc
+# from glibc 2.34; the interpreter NEEDs libm). Not searched; GLIBC_ needs are the host's (`Host.lacking`).
+ALWAYS_LOADED = frozenset({"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                           "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"})
+
+
+def _closure(queue: list[tuple[str, ElfInfo, linker.Chain]], steps: dict[str, Step], ctx: Context) -> None:
+    """Breadth first from ``queue`` (each object with its chain): each DT_NEEDED outside cuDNN and the C library,
+    looked up from the object that needs it, and what that NEEDs in turn."""
+    while queue:
+        path, info, links = queue.pop(0)
+        for needed in info.needed:
+            if needed in steps or needed.startswith("libcudnn") or needed in ALWAYS_LOADED:
+                continue
+            res = linker.resolve(needed, links, ctx.linker, how="needed")
+            steps[needed] = replace(make_step(needed, path, (needed,), res, os.path.dirname(path), ctx),
+                                    lacks=lacking(info, needed, res.path, ctx))
+            found = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
+            if found is not None and res.path is not None:
+                queue.append((res.path, found, linker.Chain((linker.Requester.from_elf(res.path, found),
+                                                             *links.links))))
+
+
+def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx: Context) -> None:
+    """A library cuDNN (or NVRTC) dlopens, looked up from ``asker``, then what it NEEDs (a dlopen'd object has no
+    loader: its chain starts at it)."""
+    res = linker.resolve(soname, chain(asker), ctx.linker)
+    steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
+    info = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
+    if info is not None and res.path is not None:
+        _closure([(res.path, info, chain(linker.Requester.from_elf(res.path, info)))], steps, ctx)
+
+
+def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> tuple[str, ...]:
+    """The versions ``info``'s file needs from ``needed`` (DT_VERNEED) that ``provider``, the file that answers
+    that name, does not define: dl-version.c then fails the load ("version `X' not found"). A provider without
+    version definitions satisfies every need (rule version-no-verdef)."""
+    wanted = next((need.versions for need in info.version_needs if need.library == needed), ())
+    if not wanted or provider is None:
+        return ()
+    found = ctx.elf(provider)
+    if found is None or not found.version_defs:
+        return ()
+    return tuple(version for version in wanted if version not in found.version_defs)
+
+
+def nvrtc_builtins(nvrtc: str) -> str | None:
+    """The builtins library NVRTC at ``nvrtc`` dlopens: ``libnvrtc-builtins.so.MAJOR.MINOR`` of its own release,
+    told by its wheel's metadata (nvidia_cuda_nvrtc_cu12-12.9.86) or by the one beside it; None when neither
+    tells."""
+    folder = os.path.dirname(os.path.realpath(nvrtc))
+    major = nvrtc.rsplit(".so.", 1)[-1].split(".")[0]
+    try:
+        beside = sorted(name for name in os.listdir(folder) if re.fullmatch(rf"libnvrtc-builtins\.so\.{major}\.\d+",
+                                                                           name))
+    except OSError:
+        beside = []
+    site = os.path.normpath(os.path.join(folder, "..", "..", ".."))
+    try:
+        versions = [m.group(1) for name in os.listdir(site)
+                    if (m := re.fullmatch(rf"nvidia_cuda_nvrtc(?:_cu{major})?-({major}\.\d+)\.[^-]*\.dist-info", name))]
+    except OSError:
+        versions = []
+    if len(versions) == 1:
+        return f"libnvrtc-builtins.so.{versions[0]}"
+    return beside[0] if len(beside) == 1 else None
 
 
 def cuda_near(path: str, cache: ElfCache) -> int | None:
@@ -736,13 +828,6 @@ def _wheel_cuda(folder: str) -> int | None:
         return None
     majors = {int(m.group(1)) for name in names if (m := re.match(r"nvidia_cudnn_cu(\d+)-.*\.dist-info$", name))}
     return majors.pop() if len(majors) == 1 else None
-
-
-# Always present with glibc and the compiler runtime; not worth a search each.
-SYSTEM_LIBRARIES = frozenset({
-    "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libgcc_s.so.1",
-    "libstdc++.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-})
 
 
 # --- the whole machine ---------------------------------------------------------
