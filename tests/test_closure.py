@@ -9,12 +9,14 @@ program under ld.so, and judged by cudnnload (`dependency-version`, its fix appl
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from cudnnload.codes import Code
 from cudnnload.judge.inventory import judged_install_of
 from cudnnload.resolve.discovery import context, install_of
+from cudnnload.verdicts import Finding
 from fixtures.glibc.scene import Lib, Node, Program, Scene, build, check, observe
 from tests.wheels import cache_root
 
@@ -39,6 +41,23 @@ def _site(*extra: Lib | Node) -> tuple[Lib | Node, ...]:
               for name in ("libnvrtc.so.12", "libnvrtc-builtins.so.12.9")]
     files += [Node("site/nvidia_cuda_nvrtc_cu12-12.9.86.dist-info/METADATA", f"wheel:{NVRTC_INFO}/METADATA")]
     return (*files, *extra)
+
+
+def _shadowing(scene: Scene, code: Code) -> tuple[Finding, Path]:
+    """The scene, run under the real loader and agreeing with the model, then judged by cudnnload with its
+    LD_LIBRARY_PATH: the finding of ``code``, and the scene's folder."""
+    predicted, observed, found = check(scene)
+    assert not found, "\n".join(found)
+    assert "not found (required by" in observed.opens[0]
+    folder = build(scene)
+    environ = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(folder / "old")}
+    judged = judged_install_of(str(folder / "site/nvidia/cudnn/lib/libcudnn.so.9"), context(environ, use_cache=False),
+                               "test")
+    assert judged is not None
+    finding = next(f for f in judged.findings if f.code is code)
+    action = finding.fix.actions[0]
+    assert (action.do, action.variable, action.entry) == ("env-remove-entry", "LD_LIBRARY_PATH", str(folder / "old"))
+    return finding, folder
 
 
 def test_nvrtc_dlopens_the_builtins_of_its_own_release_through_its_runpath() -> None:
@@ -81,20 +100,9 @@ def test_an_older_libstdcxx_found_first_is_said_with_the_copy_and_its_entry_goes
     scene = Scene("closure-old-libstdcxx", files=_site(old), program=Program(),
                   environ={"LD_LIBRARY_PATH": "{scene}/old"},
                   actions=("open:{scene}/site/nvidia/cudnn/lib/libcudnn_graph.so.9",))
-    predicted, observed, found = check(scene)
-    assert not found, "\n".join(found)
-    assert "libstdc++.so.6: version `CXXABI_1.3.8' not found (required by" in observed.opens[0]
-
-    folder = build(scene)
-    environ = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(folder / "old")}
-    judged = judged_install_of(str(folder / "site/nvidia/cudnn/lib/libcudnn.so.9"), context(environ, use_cache=False),
-                               "test")
-    assert judged is not None
-    finding = next(f for f in judged.findings if f.code is Code.LIBSTDCXX_TOO_OLD)
+    finding, folder = _shadowing(scene, Code.LIBSTDCXX_TOO_OLD)
     assert finding.subject.path == str(folder / "site/nvidia/cudnn/lib/libcudnn_graph.so.9")
     assert f"{folder}/old/libstdc++.so.6, through the LD_LIBRARY_PATH entry" in finding.message
-    action = finding.fix.actions[0]
-    assert (action.do, action.variable, action.entry) == ("env-remove-entry", "LD_LIBRARY_PATH", str(folder / "old"))
 
     fixed = observe(Scene(scene.name, files=scene.files, program=scene.program, actions=scene.actions), folder)
     assert fixed.opens == (f"open {folder}/site/nvidia/cudnn/lib/libcudnn_graph.so.9 ok",)
@@ -108,16 +116,5 @@ def test_a_dependency_found_first_without_a_version_node_is_dependency_version_a
     scene = Scene("closure-old-libgcc", files=_site(Lib("old/libgcc_s.so.1", defines=("GCC_3.0",))),
                   program=Program(), environ={"LD_LIBRARY_PATH": "{scene}/old"},
                   actions=("open:{scene}/site/nvidia/cudnn/lib/libcudnn_graph.so.9",))
-    predicted, observed, found = check(scene)
-    assert not found, "\n".join(found)
-    assert "not found (required by" in observed.opens[0]
-
-    folder = build(scene)
-    environ = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(folder / "old")}
-    judged = judged_install_of(str(folder / "site/nvidia/cudnn/lib/libcudnn.so.9"), context(environ, use_cache=False),
-                               "test")
-    assert judged is not None
-    finding = next(f for f in judged.findings if f.code is Code.DEPENDENCY_VERSION)
+    finding, folder = _shadowing(scene, Code.DEPENDENCY_VERSION)
     assert finding.subject.path == str(folder / "old/libgcc_s.so.1") and "GCC_3.4" in finding.message
-    action = finding.fix.actions[0]
-    assert (action.do, action.variable, action.entry) == ("env-remove-entry", "LD_LIBRARY_PATH", str(folder / "old"))
