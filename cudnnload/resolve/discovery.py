@@ -23,7 +23,16 @@ from cudnnload.codes import Code
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
+from cudnnload.resolve.catalog import (
+    GENERATIONS,
+    Generation,
+    Release,
+    SubLibrary,
+    classify,
+    dlopens_at_load,
+    generation,
+    parse_release,
+)
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
@@ -688,12 +697,10 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     _closure([(path, info, chain(linker.Requester.from_elf(path, info))) for path, info in loading], steps, ctx)
     # What cuDNN dlopens itself, each asked for by the file that opens it: (soname, that file's requester).
     dlopened: list[tuple[str, linker.Requester | None]] = []
-    # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
-    # trips on the dlerror() it leaves: `judge.consequences`)
-    cnn = next((step.path for step in plan if step.library == "cnn_infer" and step.path and step.error is None),
-               None) if gen.major == 8 else None
-    if cnn is not None:
-        dlopened.append(("libcuda.so.1", requester(cnn, ctx.cache)))
+    # What a loaded file dlopens as it loads (catalog.DLOPENS_AT_LOAD: cuDNN 8's cnn_infer opens the driver's
+    # libcuda.so.1, and the 8.5 shim then trips on the dlerror() it leaves: `judge.consequences`)
+    for path, info in loading:
+        dlopened += [(name, requester(path, ctx.cache)) for name in dlopens_at_load(info.soname or "")]
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
     # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from; in 9.x it is
     # the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13; graph's names
@@ -714,14 +721,15 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
         if asker is not None and soname not in steps:
             _dlopened(soname, asker, steps, ctx)
             nvrtc = steps[soname]
-            builtins = nvrtc_builtins(nvrtc.path) if soname.startswith("libnvrtc.") and nvrtc.path else None
+            builtins = nvrtc_builtins(nvrtc.path, ctx.cache) if soname.startswith("libnvrtc.") and nvrtc.path else None
             # NVRTC dlopens the builtins of its own minor release when it compiles (its strings name
-            # "libnvrtc-builtins.so.12.9"), then the driver, with its own RUNPATH ($ORIGIN and an empty element:
-            # the current folder) (measured with LD_DEBUG on the 12.9 wheel)
+            # "libnvrtc-builtins.so.12.9") and, when they load, the driver, with its own RUNPATH ($ORIGIN and an
+            # empty element: the current folder) (measured with LD_DEBUG on the 12.9 and 13.5 wheels)
             nvrtc_req = requester(nvrtc.path, ctx.cache) if nvrtc.path is not None else None
-            for name in (builtins, "libcuda.so.1"):
-                if name is not None and nvrtc_req is not None and name not in steps:
-                    _dlopened(name, nvrtc_req, steps, ctx)
+            if builtins is not None and nvrtc_req is not None and builtins not in steps:
+                _dlopened(builtins, nvrtc_req, steps, ctx)
+                if steps[builtins].path is not None and steps[builtins].error is None and "libcuda.so.1" not in steps:
+                    _dlopened("libcuda.so.1", nvrtc_req, steps, ctx)
     return tuple(steps.values())
 
 
@@ -755,7 +763,11 @@ def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx:
     steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
     info = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
     if info is not None and res.path is not None:
-        _closure([(res.path, info, chain(linker.Requester.from_elf(res.path, info)))], steps, ctx)
+        req = linker.Requester.from_elf(res.path, info)
+        _closure([(res.path, info, chain(req))], steps, ctx)
+        for name in dlopens_at_load(info.soname or ""):  # cuBLASLt opens the driver as it loads
+            if name not in steps:
+                _dlopened(name, req, steps, ctx)
 
 
 def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> tuple[str, ...]:
@@ -771,26 +783,31 @@ def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> t
     return tuple(version for version in wanted if version not in found.version_defs)
 
 
-def nvrtc_builtins(nvrtc: str) -> str | None:
-    """The builtins library NVRTC at ``nvrtc`` dlopens: ``libnvrtc-builtins.so.MAJOR.MINOR`` of its own release,
-    told by its wheel's metadata (nvidia_cuda_nvrtc_cu12-12.9.86) or by the one beside it; None when neither
-    tells."""
-    folder = os.path.dirname(os.path.realpath(nvrtc))
-    major = nvrtc.rsplit(".so.", 1)[-1].split(".")[0]
-    try:
-        beside = sorted(name for name in os.listdir(folder) if re.fullmatch(rf"libnvrtc-builtins\.so\.{major}\.\d+",
-                                                                           name))
-    except OSError:
-        beside = []
-    site = os.path.normpath(os.path.join(folder, "..", "..", ".."))
-    try:
-        versions = [m.group(1) for name in os.listdir(site)
-                    if (m := re.fullmatch(rf"nvidia_cuda_nvrtc(?:_cu{major})?-({major}\.\d+)\.[^-]*\.dist-info", name))]
-    except OSError:
-        versions = []
-    if len(versions) == 1:
-        return f"libnvrtc-builtins.so.{versions[0]}"
-    return beside[0] if len(beside) == 1 else None
+def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
+    """The builtins library NVRTC at ``nvrtc`` dlopens when it compiles: ``libnvrtc-builtins.so.MAJOR.MINOR`` of its
+    own release, the name its file holds (its error messages: "failed to open libnvrtc-builtins.so.12.9"), read
+    once per file (``cache``); None when the file holds none."""
+    def read() -> str | None:
+        import mmap
+
+        try:
+            with open(nvrtc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(b"libnvrtc-builtins.so.")
+                found = re.match(rb"libnvrtc-builtins\.so\.\d+\.\d+", data[at:at + 40]) if at >= 0 else None
+        except (OSError, ValueError):
+            return None
+        return found.group().decode() if found else None
+
+    if cache is None:
+        return read()
+    key = ("nvrtc-builtins", *_stamped(nvrtc))
+    known = cache.recall(key, "str")
+    if isinstance(known, str):
+        return known
+    name = read()
+    if name is not None:
+        cache.remember(key, name)
+    return name
 
 
 def cuda_near(path: str, cache: ElfCache) -> int | None:

@@ -251,6 +251,9 @@ class LinkerEnv:
     # (st_dev, st_ino) of each path looked at for `_same_file`, None when it cannot be stat'ed: a running
     # process has hundreds of objects mapped, each read once per query, not once per name
     identities: dict[str, tuple[int, int] | None] = field(default_factory=dict, compare=False, repr=False)
+    # absolute search folders ld.so has found missing (or not a folder) in this process: it tries them no more, and
+    # so makes no call there that could set errno (rule folder-missing-remembered)
+    remembered: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def from_environ(
@@ -384,6 +387,17 @@ class Resolution:
         return self.path is not None and self.outcome == "fifo"
 
     @property
+    def errno(self) -> int | None:
+        """The errno glibc spells out after ``error`` (the last failed call of a search that found nothing, or the
+        read that failed); None: none of this lookup's calls failed."""
+        if self.error is None:
+            return None
+        if self.path is None:
+            return last_errno(self.trail) if self.by == "not-found" else None
+        code = next((c for c, text in _ERRNO_TEXTS.items() if self.error.endswith(f": {text}")), None)
+        return code
+
+    @property
     def skipped(self) -> tuple[Attempt, ...]:
         """What the search passed over or stopped at, each with its rule: every attempt but the plain misses
         (absent files, missing folders), which change nothing."""
@@ -463,8 +477,8 @@ def _same_file(result: Resolution, env: LinkerEnv) -> Resolution:
     found = _identity(result.path, env)
     if found is None:
         return result
-    for other in dict.fromkeys(env.loaded.values()):
-        if other != result.path and _identity(other, env) == found:
+    for other in dict.fromkeys(env.loaded.values()):  # the object itself too: a path that names it another way
+        if _identity(other, env) == found:
             return Resolution(result.name, other, "already-loaded", trail=result.trail, by="same-file")
     return result
 
@@ -543,12 +557,37 @@ def _dropped_by(text: str, env: LinkerEnv) -> str:
 
 def _not_found(trail: Sequence[Attempt], env: LinkerEnv) -> tuple[str, str]:
     """dlerror's reason when nothing was picked, and its rule: _dl_map_object names the other class if it saw
-    one, else the error of the last open() (a file it may not read: Permission denied)."""
+    one, else the error of the last failed call (`last_errno`; ENOENT when none failed in this lookup: the
+    process's errno from before, which `process` knows better)."""
     if any(attempt.outcome == "wrong-class" for attempt in trail):
         return f"wrong ELF class: ELFCLASS{96 - env.defaults.elf_class}", "wrong-class-error"
-    last = next((a.outcome for a in reversed(trail) if a.outcome not in ("no-dir", "dropped", "nodeflib")), None)
-    text = os.strerror(errno.EACCES if last == "no-access" else errno.ENOENT)
-    return f"cannot open shared object file: {text}", "not-found"
+    code = last_errno(trail)
+    return f"cannot open shared object file: {os.strerror(code if code is not None else errno.ENOENT)}", "not-found"
+
+
+# The errno each outcome leaves (open_path: the candidate's open(), then stat() of a folder first found missing;
+# open_verify sets ENOENT for a file it passes over); the others make no failing call.
+_ERRNO = {"absent": errno.ENOENT, "broken-symlink": errno.ENOENT, "no-dir": errno.ENOENT, "not-setuid": errno.ENOENT,
+          "wrong-class": errno.ENOENT, "wrong-machine": errno.ENOENT, "no-access": errno.EACCES,
+          "not-dir": errno.ENOTDIR, "symlink-loop": errno.ELOOP, "open-error": errno.ENXIO}
+
+
+def last_errno(trail: Sequence[Attempt]) -> int | None:
+    """The errno a lookup leaves behind: that of its last failed call, None when it made none (glibc's errno is
+    then what it was before; the message of a failed lookup spells it out, rule not-found). A folder ld.so
+    remembers as missing costs no call."""
+    return next((_ERRNO[a.outcome] for a in reversed(trail)
+                 if a.outcome in _ERRNO and a.by != "folder-missing-remembered"), None)
+
+
+_ERRNO_TEXTS = {code: os.strerror(code) for code in (errno.EISDIR, errno.EIO, errno.EACCES, errno.ENOENT)}
+
+
+def rtld_strerror(code: int) -> str:
+    """ld.so's own words for an errno (elf/dl-minimal.c __strerror_r: it knows six; "Error N" for the rest), used
+    in what it prints at start; dlerror uses the C library's."""
+    known = (errno.ENOMEM, errno.EINVAL, errno.ENOENT, errno.EPERM, errno.EIO, errno.EACCES)
+    return os.strerror(code) if code in known else f"Error {code}"
 
 
 @dataclass(frozen=True)
@@ -700,9 +739,17 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
             if first and not (isinstance(names, int) and not isinstance(names, bool)):  # the subfolder is there
                 search.used.append("hwcaps-subdirs" if first == "glibc-hwcaps" else "legacy-hwcaps-subdirs")
             candidate = f"{folder}/{name}" if folder and folder != "/" else f"{folder}{name}"
+            missing_here = isinstance(names, int) and not isinstance(names, bool) and not relative
+            if missing_here and folder in env.remembered:
+                trail.append(Attempt(candidate, rule, "no-dir", "folder-missing-remembered"))
+                outcome = "no-dir"
+                continue
             probe = _tried(candidate, names, relative, search)
             outcome = probe.outcome
-            trail.append(Attempt(candidate, rule, outcome, _decided(outcome, rule, env, relative)))
+            by = "open-enoent" if outcome == "no-dir" else _decided(outcome, rule, env, relative)
+            trail.append(Attempt(candidate, rule, outcome, by))
+            if missing_here:
+                env.remembered.add(folder)
             if outcome == "not-dir" and not relative:
                 outcome = "no-dir"  # an absolute element that is a file is remembered as missing
             if outcome not in stop and outcome != "not-dir":
@@ -744,6 +791,8 @@ def _decided(outcome: Outcome, rule: Rule, env: LinkerEnv, relative: bool = Fals
     """The rule that decided ``outcome`` for a candidate of search step ``rule``."""
     if outcome == "found":
         return rule
+    if outcome == "no-dir" and rule in ("direct-path", "ld-cache"):
+        return "open-enoent"  # the one open() of a path in a folder that is not there
     if outcome == "not-dir":
         if rule == "direct-path":
             return "not-found"

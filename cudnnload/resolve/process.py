@@ -298,6 +298,8 @@ class Process:
     names: Mapping[str, str] = field(default_factory=dict, repr=False)  # what each object answers to
     secure: bool = False  # it runs in secure-execution mode (rule secure-mode)
     end: str = "ran"  # "ran", "stopped" (ld.so ended it), "killed" (SIGBUS mapping a file), "hung" (a FIFO)
+    rules: frozenset[str] = frozenset()  # rules that shaped it besides its lookups' and messages' (rtld-strerror)
+    errno: int = 0  # what its last failed call left: a later failed lookup without a call of its own says it
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -335,6 +337,7 @@ def start(program: linker.Requester, environ: Mapping[str, str], env: linker.Lin
             reason = _reason(res.error or "", request.entry, res.path)
             state.messages.append(Message(f"ERROR: ld.so: object '{request.entry}' from {request.source} cannot be "
                                           f"preloaded ({reason}): ignored.", "preload-not-loadable", False))
+    state.errno = 0  # _dl_map_object_deps starts from errno 0
     if not state.needed(fresh, "start-order", at_start=True):
         last = state.events[-1].resolution
         return state.process(started=False, end="hung" if last.hangs else "killed" if last.kills else None)
@@ -349,12 +352,12 @@ def dlopen(process: Process, name: str, caller: str | None, env: linker.LinkerEn
     mapped) and the message says why, as dlerror would."""
     state = _State(env=replace(env, executable=process.program.requester, loaded=dict(process.names)), elf=elf,
                    names=dict(process.names), objects=list(process.objects), events=list(process.events),
-                   messages=list(process.messages))
+                   messages=list(process.messages), rules=set(process.rules), errno=process.errno)
     before = len(state.objects)
     res = state.look_up(name, caller, "dlopen", "dlopen-caller")
     if res.kills or res.hangs:
         return state.stopped(res)
-    failed = None if res.found else Message(res.error or f"{name}: cannot open shared object file", res.by, True)
+    failed = None if res.found else Message(state.error(res, at_start=False), res.by, True)
     if failed is None and not state.needed(state.objects[before:], "start-order", at_start=False):
         last = state.events[-1].resolution
         if last.kills or last.hangs:
@@ -378,6 +381,23 @@ class _State:
     objects: list[Mapped]
     events: list[Event] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    errno: int = 0  # what the last failed call of the lookups left (glibc spells it out in "cannot open")
+    rules: set[str] = field(default_factory=set)
+
+    def error(self, res: linker.Resolution, *, at_start: bool) -> str:
+        """The lookup's error as ld.so prints it at start (its own six errno words, rule rtld-strerror) or as dlerror
+        returns it; a search that found nothing names the process's errno, that of the last failed call."""
+        text = res.error or f"{res.name}: cannot open shared object file"
+        code = res.errno
+        if res.path is None and res.by == "not-found":
+            text, code = f"{res.name}: cannot open shared object file", self.errno
+        elif code is not None:
+            text = text.removesuffix(f": {os.strerror(code)}")
+        if not code:
+            return text
+        if at_start and linker.rtld_strerror(code) != os.strerror(code):
+            self.rules.add("rtld-strerror")
+        return f"{text}: {linker.rtld_strerror(code) if at_start else os.strerror(code)}"
 
     def mapped(self, path: str) -> Mapped | None:
         return next((obj for obj in self.objects if obj.path == path), None)
@@ -394,6 +414,9 @@ class _State:
     def look_up(self, name: str, asker: str | None, how: linker.How, by: str) -> linker.Resolution:
         env = replace(self.env, loaded=self.names)
         res = linker.resolve(name, self.chain(asker), env, how=how)
+        code = linker.last_errno(res.trail)
+        if code is not None:
+            self.errno = code
         new = res.found and res.rule != "already-loaded"
         if new and res.path is not None:
             info = self.elf(env.here(res.path))
@@ -424,8 +447,9 @@ class _State:
                     if res.kills or res.hangs:
                         self.stopped(res)
                     else:
-                        text = f"error while loading shared libraries: {res.error}" if at_start else res.error
-                        self.messages.append(Message(text or name, "needed-not-loadable", True))
+                        text = self.error(res, at_start=at_start)
+                        self.messages.append(Message(f"error while loading shared libraries: {text}" if at_start
+                                                     else text, "needed-not-loadable", True))
                     return False
                 queue += self.objects[count:]
         return True
@@ -458,5 +482,6 @@ class _State:
         return self.process(started=False, end="hung" if res.hangs else "killed")
 
     def process(self, *, started: bool, end: str | None = None) -> Process:
+        rules = frozenset({*self.rules, *(("secure-mode",) if self.env.secure else ())})
         return Process(self.objects[0], tuple(self.objects), tuple(self.events), tuple(self.messages), started,
-                       dict(self.names), self.env.secure, end or ("ran" if started else "stopped"))
+                       dict(self.names), self.env.secure, end or ("ran" if started else "stopped"), rules, self.errno)

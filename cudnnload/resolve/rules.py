@@ -135,6 +135,9 @@ RULES: tuple[Rule, ...] = (
     Rule("not-found", "When nothing is found the load fails: \"cannot open shared object file: E\", E the error of "
          "the last open() (No such file or directory; Permission denied for a direct path it may not read).",
          _LOAD, "_dl_map_object"),
+    Rule("rtld-strerror", "What ld.so prints at start spells out only six errno values (ENOMEM, EINVAL, ENOENT, "
+         "EPERM, EIO, EACCES) and writes \"Error N\" for any other; dlerror spells out all.", "elf/dl-minimal.c",
+         "__strerror_r"),
     Rule("wrong-class-error", "When nothing is found but a file of the other ELF class was passed over, the load "
          "fails with \"wrong ELF class: ELFCLASS32\".", _LOAD, "_dl_map_object"),
     # --- $ORIGIN and the other DSTs --------------------------------------------------------------------------
