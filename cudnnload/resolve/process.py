@@ -426,7 +426,9 @@ class _State:
                                          origin=os.path.dirname(os.path.join(env.cwd or os.getcwd(), res.path)))
             self.objects.append(Mapped(res.path, res.name, info.soname if info else None, loader, requester, info))
         if res.found and res.path is not None:
-            for answer in (res.name, name, res.path):
+            # the names _dl_name_match_p knows it by: as found (l_name) and as asked (l_libname); a DT_NEEDED name
+            # is asked for with its DSTs expanded (dl-deps.c), a dlopen or preload name as written
+            for answer in (res.name, res.path, *((name,) if how != "needed" else ())):
                 self.names.setdefault(answer, res.path)
             soname = next((obj.soname for obj in self.objects if obj.path == res.path), None)
             if soname:
@@ -466,6 +468,7 @@ class _State:
                     continue
                 shown = obj.path or obj.name
                 if not provider.info.version_defs:
+                    self.rules.add("version-no-verdef")
                     if at_start:
                         said.append(Message(f"{provider.path}: no version information available (required by "
                                             f"{shown})", "version-no-verdef", False))
