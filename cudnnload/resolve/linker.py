@@ -301,15 +301,23 @@ class LinkerEnv:
             except OSError as exc:
                 self.listings[directory] = exc.errno or errno.ENOENT if exc.errno in _NOT_A_FOLDER else True
             else:
-                # another user may not search it: open() then decides, one EACCES each
-                self.listings[directory] = names if self.user is None or self._searchable(directory) else True
+                self.listings[directory] = names if self.user is None else self._as_user(directory, names)
         return self.listings[directory]
 
-    def _searchable(self, directory: str) -> bool:
+    def _as_user(self, directory: str, names: frozenset[str]) -> frozenset[str] | bool | int:
+        """The listing another user's process gets: EACCES when a folder above it may not be searched (ld.so's stat of
+        the folder then fails and it is remembered as missing); True when only the folder itself may not be searched
+        (each open() there fails with EACCES)."""
+        assert self.user is not None
+        where = self.here(directory or ".")
+        parts = where.rstrip("/").split("/")
         try:
-            return self.user is None or self.user.may(os.stat(self.here(directory or ".")), 1)
+            for depth in range(1, len(parts)):
+                if not self.user.may(os.stat("/".join(parts[:depth]) or "/"), 1):
+                    return errno.EACCES
+            return names if self.user.may(os.stat(where), 1) else True
         except OSError:
-            return False
+            return errno.EACCES
 
     def opens(self, path: str) -> int | None:
         """The errno ``open(path, O_RDONLY)`` fails with for this process's user before the file is read
@@ -721,6 +729,8 @@ def _elements(search: _Search, entries: tuple[str, ...], owner: Requester | None
 def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | None) -> Resolution | None:
     """open_path: every directory, every subdirectory; None when the list yields nothing usable."""
     env, name, trail = search.env, search.name, search.trail
+    if search.secure_preload and dirs:  # what this list may give a secure-mode preload: set-user-ID files only
+        search.used.append("preload-secure-setuid-only")
     stop = _PASSED | _ABANDON
     firsts = env.defaults.first_parts
     forget_root = env.holds("root-folder-forgotten")

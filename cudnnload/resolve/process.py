@@ -20,6 +20,7 @@ real loader).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -390,7 +391,10 @@ class _State:
         text = res.error or f"{res.name}: cannot open shared object file"
         code = res.errno
         if res.path is None and res.by == "not-found":
-            text, code = f"{res.name}: cannot open shared object file", self.errno
+            # a dlopen whose search made no failing call reports the program's errno, which the model cannot know
+            # (whatever its code last met; ENOENT, the likeliest, is assumed); at start it is known: 0 or the last
+            # lookup's
+            text, code = f"{res.name}: cannot open shared object file", self.errno or (0 if at_start else errno.ENOENT)
         elif code is not None:
             text = text.removesuffix(f": {os.strerror(code)}")
         if not code:
