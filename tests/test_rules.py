@@ -16,8 +16,9 @@ import pytest
 
 from cudnnload.resolve import linker, rules
 from cudnnload.resolve.linker import LinkerDefaults, LinkerEnv, resolve
-from fixtures.glibc.rules import SCENES
-from fixtures.glibc.scene import Scene, check, needs_root, replace
+from fixtures.glibc.rules import FOUND, SCENES
+from fixtures.glibc.scene import Node, Scene, check, needs_root, replace
+from fixtures.scenarios.layouts import needs_wheels
 
 THIS = linker.THIS_GLIBC
 
@@ -27,12 +28,14 @@ def rule_of(scene: Scene) -> str:
     return max((r.id for r in rules.RULES if scene.name == r.id or scene.name.startswith(r.id + "-")), key=len)
 
 
-@pytest.mark.parametrize("scene", SCENES, ids=[scene.name for scene in SCENES])
+@pytest.mark.parametrize("scene", SCENES + FOUND, ids=[scene.name for scene in SCENES + FOUND])
 def test_the_model_agrees_with_the_real_loader_and_cites_the_rule(scene: Scene) -> None:
     if scene.namespace and (why := needs_root()):
         pytest.skip(why)
     if scene.user != "root" and os.geteuid() != 0:
         pytest.skip("running as another user needs root")
+    if any(isinstance(item, Node) and item.kind.startswith("wheel:") for item in scene.files):
+        needs_wheels()
     predicted, observed, found = check(scene)
     assert not found, "\n".join(found) + f"\nscene: {scene.json()}"
     assert rule_of(scene) in predicted.cited, sorted(predicted.cited)

@@ -251,9 +251,10 @@ class LinkerEnv:
     # (st_dev, st_ino) of each path looked at for `_same_file`, None when it cannot be stat'ed: a running
     # process has hundreds of objects mapped, each read once per query, not once per name
     identities: dict[str, tuple[int, int] | None] = field(default_factory=dict, compare=False, repr=False)
-    # absolute search folders ld.so has found missing (or not a folder) in this process: it tries them no more, and
-    # so makes no call there that could set errno (rule folder-missing-remembered)
-    remembered: set[str] = field(default_factory=set, compare=False, repr=False)
+    # absolute search folders ld.so has found missing (or not a folder) in this process, with the position of the
+    # hwcaps subfolder in its list (a subfolder listed twice has two entries, as in glibc's r_search_path_elem
+    # status array): it tries them no more, so makes no call there that could set errno (folder-missing-remembered)
+    remembered: set[tuple[str, int]] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def from_environ(
@@ -325,14 +326,15 @@ class LinkerEnv:
         if self.user is None:
             return None
         where = self.here(path)
-        parts = os.path.dirname(where).split("/")
-        for depth in range(1, len(parts) + 1):
-            folder = "/".join(parts[:depth]) or "/"
-            try:
-                if not self.user.may(os.stat(folder), 1):
-                    return errno.EACCES
-            except OSError as exc:
-                return exc.errno
+        # every folder on the way, the path's as written and, through a symbolic link, its target's
+        for folder in dict.fromkeys((os.path.dirname(where), os.path.dirname(os.path.realpath(where)))):
+            parts = folder.split("/")
+            for depth in range(1, len(parts) + 1):
+                try:
+                    if not self.user.may(os.stat("/".join(parts[:depth]) or "/"), 1):
+                        return errno.EACCES
+                except OSError as exc:
+                    return exc.errno
         try:
             return None if self.user.may(os.stat(where), 4) else errno.EACCES
         except OSError as exc:
@@ -739,7 +741,7 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
         top = env.listing(directory)
         missing = isinstance(top, int) and not isinstance(top, bool)
         relative = not directory.startswith("/")
-        for folder, first in zip(env.folders(directory), firsts, strict=True):
+        for position, (folder, first) in enumerate(zip(env.folders(directory), firsts, strict=True)):
             # a subfolder whose first part the directory's listing lacks does not exist: no syscall for it
             # (a linear search of 3 000 LD_LIBRARY_PATH entries in milliseconds, not seconds)
             if first and (top is False or missing or (top is not True and first not in top)) and not relative:
@@ -750,7 +752,7 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
                 search.used.append("hwcaps-subdirs" if first == "glibc-hwcaps" else "legacy-hwcaps-subdirs")
             candidate = f"{folder}/{name}" if folder and folder != "/" else f"{folder}{name}"
             missing_here = isinstance(names, int) and not isinstance(names, bool) and not relative
-            if missing_here and folder in env.remembered:
+            if missing_here and (folder, position) in env.remembered:
                 trail.append(Attempt(candidate, rule, "no-dir", "folder-missing-remembered"))
                 outcome = "no-dir"
                 continue
@@ -759,7 +761,7 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
             by = "open-enoent" if outcome == "no-dir" else _decided(outcome, rule, env, relative)
             trail.append(Attempt(candidate, rule, outcome, by))
             if missing_here:
-                env.remembered.add(folder)
+                env.remembered.add((folder, position))
             if outcome == "not-dir" and not relative:
                 outcome = "no-dir"  # an absolute element that is a file is remembered as missing
             if outcome not in stop and outcome != "not-dir":
