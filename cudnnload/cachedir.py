@@ -45,20 +45,71 @@ _warned: set[str] = set()
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> str | None:
-    """``$CUDNNLOAD_CACHE``, else ``$XDG_CACHE_HOME/cudnnload`` or ``~/.cache/cudnnload``; None when
-    ``CUDNNLOAD_NO_CACHE`` is set, or when that folder cannot be trusted (then nothing is read or
-    written there, and one warning line says why)."""
+    """``$CUDNNLOAD_CACHE``, else ``$XDG_CACHE_HOME/cudnnload``, else ``$HOME/.cache/cudnnload``, else the
+    same in this user's home as the password database has it; None when ``CUDNNLOAD_NO_CACHE`` is set, or
+    when that folder cannot be trusted (then nothing is read or written there, and one warning line says
+    why). As the XDG base directory rules say, an empty or relative value is ignored (a relative one with a
+    warning line: it would be wherever the command runs). A folder found through HOME or XDG_CACHE_HOME
+    that would be made in another user's folder (root run by ``sudo -E`` keeps the user's HOME) is not: the
+    cache goes to this user's own home instead, and a warning line says where."""
     env = os.environ if environ is None else environ
     if env.get("CUDNNLOAD_NO_CACHE"):
         return None
-    folder = env.get("CUDNNLOAD_CACHE") or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cudnnload")
-    folder = os.path.abspath(folder)
+    given = _absolute(env, "CUDNNLOAD_CACHE")
+    base = _absolute(env, "XDG_CACHE_HOME") or os.path.join(_absolute(env, "HOME") or _own_home(), ".cache")
+    folder = os.path.normpath(given or os.path.join(base, "cudnnload"))
+    if given is None and (theirs := _creation_problem(folder)) is not None:
+        mine = os.path.join(_own_home(), ".cache", "cudnnload")
+        warn_once(folder, f"not making the cache folder {folder}: {theirs}; using {mine}")
+        folder = mine
     problem = folder_problem(folder)
     if problem is not None:
         warn_once(folder, f"not using the cache folder {folder}: {problem}")
         return None
     return folder
+
+
+def _absolute(env: Mapping[str, str], name: str) -> str | None:
+    """The variable's value when it is an absolute path; None when it is unset or empty, and with one warning
+    line when it is relative."""
+    value = env.get(name) or ""
+    if value and not value.startswith("/"):
+        warn_once(name, f"ignoring {name}={value!r}: a cache folder is an absolute path (a relative one would be "
+                  "wherever the command runs)")
+    return value if value.startswith("/") else None
+
+
+def _own_home() -> str:
+    """This user's home folder, from the password database (not HOME); "/" when it has none."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir or "/"
+    except KeyError:
+        return "/"
+
+
+def _creation_problem(folder: str) -> str | None:
+    """Why ``folder`` must not be made here: the nearest folder above it that exists belongs to another user
+    (not root, not this one), whose home it then is; None when it exists, or may be made."""
+    existing = folder
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if existing == folder:
+        return None
+    try:
+        owner = os.stat(existing).st_uid
+    except OSError:
+        return None  # making it fails, and says why
+    if owner in (0, os.geteuid()):
+        return None
+    import pwd
+
+    try:
+        name = pwd.getpwuid(owner).pw_name
+    except KeyError:
+        name = f"uid {owner}"
+    return f"{existing} belongs to {name}, not to this user (uid {os.geteuid()})"
 
 
 def folder_problem(folder: str) -> str | None:
@@ -95,11 +146,13 @@ def folder_problem(folder: str) -> str | None:
         parent = os.path.dirname(parent)
 
 
-def stamp(path: str) -> tuple[int, int, int, int]:
-    """(size, mtime_ns, inode, device) of ``path`` (links followed): what is remembered of a file holds
-    while these still match. OSError when it cannot be read."""
+def stamp(path: str) -> tuple[int, int, int, int, int]:
+    """(size, mtime_ns, inode, device, ctime_ns) of ``path`` (links followed): what is remembered of a file
+    holds while these still match. The change time too: bytes written in place with the mtime put back
+    (``touch -d``) leave size and mtime as they were, but the kernel moves ctime, and no one can set it.
+    OSError when it cannot be read."""
     info = os.stat(path)
-    return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev
+    return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, info.st_ctime_ns
 
 
 def warn_once(key: str, message: str) -> None:
@@ -242,7 +295,10 @@ def write_json(path: str, content: object, limit: int = MAX_BYTES) -> bool:
 
 
 def _folder_ready(folder: str) -> bool:
-    """``folder`` exists (made with mode 0700) and can hold caches (`folder_problem`)."""
+    """``folder`` exists (made with mode 0700, never in another user's folder: `_creation_problem`) and can
+    hold caches (`folder_problem`)."""
+    if _creation_problem(folder) is not None:
+        return False
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:

@@ -306,6 +306,7 @@ def make_cli() -> click.Group:
         from cudnnload import report
         from cudnnload.diagnose import trace
 
+        _plot_problem(plot_path)  # before any work
         command = click.get_current_context().meta.get("command")
         if command is not None:
             if target or folder:
@@ -375,8 +376,9 @@ def _command_after_dashes() -> type[click.Command]:
 
 
 def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tuple[str, ...], str | None]:
-    """``which``'s words: the one that names a file (or has a '/') is the TARGET; the others are names."""
-    paths = [word for word in words if "/" in word or os.path.lexists(word)]
+    """``which``'s words: the one written as a path (it has a '/') is the TARGET; the others are names, even
+    where the current folder has a file of that name (a name is what a program asks the linker for)."""
+    paths = [word for word in words if "/" in word]
     if consumer is not None:
         paths.append(consumer)
     if len(paths) > 1:
@@ -423,7 +425,7 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
     for line in said:
         sys.stderr.write(f"cudnnload: {line}\n")
     sys.stderr.flush()
-    execute(command, pinned)
+    execute(command, pinned, closed=_closed)
 
 
 def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, ...], bool] | None:
@@ -505,6 +507,29 @@ def _output_path(output: str | None) -> str | None:
     return path
 
 
+def _plot_problem(path: str | None) -> None:
+    """UsageError, before any work, when ``--plot PATH`` cannot be written as `--output` could not
+    (`files.output_problem`: a link, a device, a FIFO, a folder ...), its folder does not exist, its name
+    does not end in a format (matplotlib would add ".png" to it), or matplotlib is missing."""
+    if path is None:
+        return
+    import importlib.util
+
+    from cudnnload.diagnose.trace import PLOT_FORMATS
+    from cudnnload.files import output_problem
+
+    problem = output_problem(path)
+    if problem is None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        problem = "its folder does not exist"
+    if problem is None and os.path.splitext(path)[1].lower() not in PLOT_FORMATS:
+        problem = f"the name must end in {' or '.join(PLOT_FORMATS)}, the image's format"
+    if problem is not None:
+        raise UsageError(f"--plot: {problem}", path=path, fix="give a new file name ending .png or .svg, in a "
+                         "folder of yours")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'")
+
+
 def _say(output: str | None, as_json: bool, document: Callable[[], str], text: Callable[[], str],
          healthy: bool) -> None:
     """The report on standard output; or, with ``--output``, into that file (JSON) and one line."""
@@ -550,6 +575,8 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    global _closed
+    _closed = _open_closed_streams()
     # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
     # of `doctor --`: the program takes this process's place
     if sys.argv[1:2] == ["run"] and (parsed := _run_args(sys.argv[2:])) is not None:
@@ -579,6 +606,32 @@ def _end(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
     os._exit(code)
+
+
+# The standard streams the caller closed (`>&-`, `2>&-`, `<&-`), held open on /dev/null while cudnnload runs.
+_closed: tuple[int, ...] = ()
+
+
+def _open_closed_streams() -> tuple[int, ...]:
+    """Open each closed standard stream (0, 1, 2) on /dev/null, and give Python a stream for it; which were
+    closed. What is written to a closed stream is lost, as the caller asked: no error, no exit 3 (issue 29).
+    And the next file opened cannot take its number: a report written to fd 1 must not land in a cache file.
+    `run` closes them again for the program (`loading.pin.execute`)."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+    for fd in closed:
+        null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)  # the lowest free number: ``fd``
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:  # Python found it closed at start
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False, errors="backslashreplace"))  # noqa: SIM115
+    return tuple(closed)
 
 
 def _run() -> int:

@@ -69,6 +69,9 @@ class Code(_Word):
     MISSING_FILE = ("missing-file", ERROR, True, "a given path, or a file a link points to, does not exist")
     NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder "
                 "without `libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
+    REPAIR = ("repair", ERROR, False, "what makes the target work, all of it: the changes every error below needs, in "
+              "order, each environment change judged again on cudnnload's model of the process before the next is "
+              "chosen; the first fix a tool applies")
     CPU_ONLY_BUILD = ("cpu-only-build", WARNING, False, "a framework here is a build without CUDA (a CPU or ROCm "
                       "build): it uses no cuDNN and never runs on an NVIDIA GPU; installing cuDNN does not change "
                       "that, a CUDA build of the framework does")
@@ -193,6 +196,8 @@ class Code(_Word):
                             "what it loads later comes from the disk")
     CUDNN_ERROR = ("cudnn-error", (INFO, WARNING), False, "(`doctor --`) a cuDNN call returned an error in the API "
                    "log (info where the prediction expected it, e.g. no GPU)")
+    LOGS_LOST = ("logs-lost", ERROR, False, "(`doctor --`) the file system holding the run's logs (TMPDIR) filled up "
+                 "while the program ran: the linker's and cuDNN's logs may be cut short, so no verdict is made on them")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
     SHADOWED_RELEASE = ("shadowed-release", ERROR, False, "(`doctor PROGRAM`) a program's own cuDNN (the one its "
@@ -209,6 +214,11 @@ class Code(_Word):
                             "such an install over)")
     WRITABLE_SEARCH_PATH = ("writable-search-path", WARNING, False, "a folder on `LD_LIBRARY_PATH` or in a "
                             "DT_RPATH/DT_RUNPATH that someone other than root and its owner can put a library in")
+    UNTRUSTED_LIBRARY = ("untrusted-library", ERROR, True, "a library a program would map (a cuDNN file, one it "
+                         "NEEDs or dlopens, an `LD_PRELOAD` entry) that someone other than root and you can change "
+                         "(the file, or a folder on its way), or that an empty or relative search-path entry gives "
+                         "from the current folder: the program runs whatever is there; cudnnload judges it from its "
+                         "bytes and never maps it")
     WRITABLE_LIBRARY = ("writable-library", WARNING, False, "a cuDNN file (symlinks followed) writable by others, "
                         "or by a group other than its owner's user private group")
     FOREIGN_OWNER = ("foreign-owner", WARNING, False, "a cuDNN file owned by a user who is neither root nor you")

@@ -174,10 +174,10 @@ def _starts_with(path: str, magic: bytes) -> bool:
         os.close(fd)
 
 
-def write_output(path: str, text: str) -> None:
-    """A report written to ``path`` as `write_atomic` writes (never into what is there: beside it, then
-    renamed over it), after `output_problem` allows it, checked again just before the rename. Keeps the
-    mode of the file it replaces. Raises OutputError naming the path and the reason."""
+def write_output(path: str, text: str | bytes) -> None:
+    """A report (text, or an image's bytes) written to ``path`` as `write_atomic` writes (never into what is
+    there: beside it, then renamed over it), after `output_problem` allows it, checked again just before the
+    rename. Keeps the mode of the file it replaces. Raises OutputError naming the path and the reason."""
     problem = output_problem(path)
     if problem is not None:
         raise OutputError(problem, path=path)
@@ -193,7 +193,7 @@ def write_output(path: str, text: str) -> None:
         raise OutputError(exc.strerror or str(exc), path=path) from None
 
 
-def _replace(path: str, content: str | Callable[[TextIO], None], mode: int | None,
+def _replace(path: str, content: str | bytes | Callable[[TextIO], None], mode: int | None,
              check: Callable[[str], str | None] | None = None) -> None:
     """Write beside ``path`` (mkstemp: a new file, O_EXCL, so no link is followed), then rename it over
     ``path`` (rename replaces a link or a device entry itself, never what it points to; ``check`` refuses
@@ -209,12 +209,17 @@ def _replace(path: str, content: str | Callable[[TextIO], None], mode: int | Non
             os.umask(umask)
             mode = 0o666 & ~umask
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            fd = -1
-            if isinstance(content, str):
-                handle.write(content)
-            else:
-                content(handle)
+        if isinstance(content, bytes):
+            with os.fdopen(fd, "wb") as raw:
+                fd = -1
+                raw.write(content)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                fd = -1
+                if isinstance(content, str):
+                    handle.write(content)
+                else:
+                    content(handle)
         problem = check(path) if check is not None else None
         if problem is not None:
             raise NotRegularFile(problem, path=path)

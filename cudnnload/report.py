@@ -384,7 +384,7 @@ def fleet_text(fleet: Fleet) -> str:
              f"group{'s' * (len(fleet.groups) != 1)}; {odd} differ from the reference group"
              + (f"; {len(fleet.failed)} without a report" if fleet.failed else "")]
     for group in fleet.groups:
-        what = f"cuDNN {group.release} from {group.chosen}" if group.chosen else "no cuDNN"
+        what = f"cuDNN {group.release} from {_quoted(group.chosen)}" if group.chosen else "no cuDNN"
         count = f"{len(group.nodes)} node{'s' * (len(group.nodes) != 1)}"
         lines.append(f"  {count:<10} {'healthy ' if group.healthy else 'PROBLEMS'}  {what}  [{group.fingerprint}]")
         lines.append(f"             {names_text(group.nodes)}")
@@ -398,11 +398,12 @@ def fleet_text(fleet: Fleet) -> str:
                 lines.append(f"  fix: {group.fix.text}")
     if fleet.findings:
         lines += ["", "findings, with the nodes they occur on:"]
-        for f in fleet.findings:
+        for f in fleet.findings:  # each node's own words, quoted: never an instruction of cudnnload's (issue 29)
+            whose = f"{f.nodes[0]}'s report" if len(f.nodes) == 1 else f"the reports of {names_text(f.nodes)}"
             lines.append(f"  {f.severity:<7} {f.code:<24} on {names_text(f.nodes)}")
-            lines.append(f"      {f.message}")
+            lines.append(f"      {whose} {'says' if len(f.nodes) == 1 else 'say'}: {_quoted(f.message)}")
             if f.fix and f.fix.get("text"):
-                lines.append(f"      fix: {f.fix['text']}")
+                lines.append(f"      and suggest{'s' * (len(f.nodes) == 1)}: {_quoted(str(f.fix['text']))}")
     if fleet.failed:
         lines += ["", "nodes without a report:"]
         lines += [f"  {r.node}: {r.problem}" for r in fleet.failed]
@@ -411,6 +412,11 @@ def fleet_text(fleet: Fleet) -> str:
               f"PROBLEMS: {unhealthy} of {fleet.nodes} nodes unhealthy or without a report; "
               f"{len(fleet.groups)} different setups"]
     return "\n".join(lines)
+
+
+def _quoted(text: str) -> str:
+    """Words from a node's report (already `printable`), in double quotes: what it says, not what cudnnload says."""
+    return '"' + text.replace('"', '\\"') + '"'
 
 
 def program_report_text(report: ProgramReport) -> str:

@@ -92,11 +92,15 @@ class Action:
             return f"export {self.variable}={shlex.quote(self.value or '')}"
         if self.do is ActionKind.DELETE:
             return f"delete {shlex.quote(self.path or '')}"
-        if self.do in (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL):
-            verb = ["install", *self.options] if self.do is ActionKind.PIP_INSTALL else ["uninstall", "-y"]
-            place = ["--target", self.target] if self.target and self.do is ActionKind.PIP_UNINSTALL and \
-                "--target" in self.options else []
-            return shlex.join([self.python or "python", "-m", "pip", *verb, *place, *self.requirements])
+        if self.do is ActionKind.PIP_INSTALL:
+            # a target that is not the interpreter's own site-packages is pip's --target (README "Fixes")
+            place = ["--target", self.target] if self.target and "--user" not in self.options and \
+                not _owns(self.python, self.target) else []
+            return shlex.join([self.python or "python", "-m", "pip", "install", *self.options, *place,
+                               *self.requirements])
+        if self.do is ActionKind.PIP_UNINSTALL:  # pip uninstall has no --target: the files of its RECORD go
+            return shlex.join([self.python or "python", "-m", "pip", "uninstall", "-y", *self.requirements]) + (
+                f" (from {shlex.quote(self.target)})" if self.target and not _owns(self.python, self.target) else "")
         if self.do is ActionKind.RELINK:
             return f"ln -sfn {shlex.quote(self.target or '')} {shlex.quote(self.path or '')}"
         if self.do is ActionKind.CHMOD:
@@ -106,6 +110,14 @@ class Action:
         if self.do is ActionKind.RUN:
             return f"run the program as: {shlex.join(self.argv)} <program> [args...]"
         return self.text or ""
+
+
+def _owns(python: str | None, site: str) -> bool:
+    """Whether ``site`` lies in the prefix of the interpreter ``python`` (``PREFIX/bin/python``): its own."""
+    if python is None or "/" not in python:
+        return False
+    prefix = python.rsplit("/", 2)[0]
+    return site.startswith(prefix.rstrip("/") + "/")
 
 
 def remove_entry(variable: str, entry: str) -> Action:

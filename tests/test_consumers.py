@@ -303,10 +303,10 @@ def test_pytorch_refuses_an_older_minor_and_names_its_pin() -> None:
                              "5; the cuDNN that loads is 9.1.0; torch stops at its first "
                              "torch.backends.cudnn.version() or is_acceptable() call")
     assert [a.json() for a in older.fix.actions] == [
-        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"], "options": [], "target": None,
-         "python": None}]
-    assert older.fix.text == ("python -m pip install nvidia-cudnn-cu12==9.5.1.17; or install a torch built for the "
-                              "cuDNN that loads")
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.5.1.17"],
+         "options": ["--force-reinstall", "--no-deps"], "target": "/site", "python": None}]
+    assert older.fix.text == ("python -m pip install --force-reinstall --no-deps --target /site "
+                              "nvidia-cudnn-cu12==9.5.1.17; or install a torch built for the cuDNN that loads")
 
 
 def test_skipping_pytorchs_own_check_is_pointed_out() -> None:

@@ -6,6 +6,8 @@ fixes are proven wherever doctor gives actions.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,13 @@ from fixtures.scenarios.fixes import (
     copies_root,
     failing,
     kinds,
+    merge,
     placed,
     prove,
 )
 from fixtures.scenarios.layouts import (
     SITE,
+    Layout,
     by_name,
     corpus_marks,
     ensure,
@@ -39,6 +43,7 @@ from fixtures.scenarios.layouts import (
     reference_of,
     remove_entry,
 )
+from tests.wheels import lib_folder, site_folder
 
 pytestmark = corpus_marks()
 
@@ -182,3 +187,65 @@ def test_the_fix_doctor_gives_is_the_right_one_and_makes_the_app_work(layout: ob
         return
     assert proof.verdict not in (NOT_APPLIED, MANUAL_ONLY), proof
     assert proof.verdict == PROVEN and proof.right_kinds, proof
+
+
+# --- the other action kinds (issue 31: every kind of the contract applied, nothing shared written into) -------------
+
+def _copy(name: str) -> Layout:
+    needs_wheels()
+    return clone(by_name("healthy-9.28-cu12"), copies_root() / name)
+
+
+def test_relink_makes_the_path_a_link_and_refuses_one_that_leaves_the_copy() -> None:
+    copy = _copy("test-relink")
+    path = str(copy.folder() / SITE / "libcudnn_ops.so.9.28.0")
+    done = apply([{"do": "relink", "path": path, "target": "libcudnn_ops.so.9"},
+                  {"do": "relink", "path": path, "target": "../../../../../../../../etc/hostname"}], copy, ["app"], {})
+    assert os.readlink(path) == "libcudnn_ops.so.9" and len(done.refused) == 1
+
+
+def test_chmod_gives_the_copy_a_file_of_its_own_and_leaves_the_wheel_s_mode() -> None:
+    copy = _copy("test-chmod")
+    path = copy.folder() / SITE / "libcudnn_cnn.so.9"
+    shared = os.stat(path)
+    done = apply([{"do": "chmod", "path": str(path), "mode": "0600"}], copy, ["app"], {})
+    assert not done.refused and stat.S_IMODE(path.stat().st_mode) == 0o600 and path.stat().st_ino != shared.st_ino
+    assert stat.S_IMODE(os.stat(lib_folder("cu12-9.28.0.42") / "libcudnn_cnn.so.9").st_mode) == \
+        stat.S_IMODE(shared.st_mode)
+
+
+def test_remove_line_writes_the_file_again_without_that_line() -> None:
+    copy = _copy("test-remove-line")
+    pth = copy.folder() / "site" / "preload.pth"
+    line = "import ctypes; ctypes.CDLL('/old/libcudnn_graph.so.9')"
+    pth.write_text(f"import os\n{line}\n")
+    os.link(pth, copy.folder() / "shared.pth")
+    done = apply([{"do": "remove-line", "path": str(pth), "line": line},
+                  {"do": "remove-line", "path": str(pth), "line": "not there"}], copy, ["app"], {})
+    assert pth.read_text() == "import os\n" and (copy.folder() / "shared.pth").read_text().count("\n") == 2
+    assert done.refused == [f"remove-line {pth}: no line 'not there'"]
+
+
+def test_pip_uninstall_removes_what_record_lists_and_the_folders_it_empties() -> None:
+    copy = _copy("test-uninstall")
+    site = copy.folder() / "site"
+    done = apply([{"do": "pip-uninstall", "requirements": ["nvidia-cudnn-cu12"], "target": str(site), "python": None},
+                  {"do": "pip-uninstall", "requirements": ["nvidia-cudnn-cu13"], "target": str(site), "python": None}],
+                 copy, ["app"], {})
+    assert not done.refused and done.notes == [f"pip-uninstall nvidia-cudnn-cu13: not installed in {site}"]
+    assert not (site / "nvidia" / "cudnn").exists() and not list(site.glob("nvidia_cudnn*.dist-info"))
+    assert (site / "nvidia" / "cublas" / "lib" / "libcublasLt.so.12").exists()  # no RECORD lists it
+
+
+def test_an_empty_entry_of_a_search_path_is_an_entry_that_can_be_removed() -> None:
+    done = apply([remove_entry("LD_LIBRARY_PATH", "")], by_name("healthy-9.28-cu12"), ["app"],
+                 {"LD_LIBRARY_PATH": "/a::/b"})
+    assert done.env["LD_LIBRARY_PATH"] == "/a:/b" and not done.refused
+
+
+def test_a_pip_install_of_another_version_uninstalls_the_one_there() -> None:
+    copy = _copy("test-merge")
+    site = copy.folder() / "site"
+    merge(site_folder("cu12-9.0.0.312"), site)
+    assert sorted(d.name for d in site.glob("nvidia_cudnn*.dist-info")) == ["nvidia_cudnn_cu12-9.0.0.312.dist-info"]
+    assert not (site / SITE.removeprefix("site/") / "libcudnn_ext.so.9").exists()  # 9.28's, which 9.0 does not ship

@@ -199,7 +199,7 @@ def test_a_node_whose_doctor_fails_is_reported_with_the_reason(ray_cluster: Any)
 
 _SLOW = """
 import os, sys, time
-if sys.argv[:2] == ["-m", "doctor"]:  # the doctor a fleet task starts on this node, not the Ray worker
+if sys.argv[1:2] == ["doctor"]:  # the doctor a fleet task starts on this node (`python -c ... doctor`), not Ray's
     open(os.environ["CUDNNLOAD_TEST_STARTED"], "w").close()
     time.sleep(100)
 """

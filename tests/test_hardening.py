@@ -108,6 +108,76 @@ def test_a_cache_folder_of_another_user_is_not_used(tmp_path: Path) -> None:
     assert cache_dir({"CUDNNLOAD_CACHE": str(folder)}) is None
 
 
+# --- where the cache goes (issue 29, 4) -----------------------------------------------------------------
+
+@pytest.fixture
+def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This user's home as the password database has it, for the fallback (never the real one's cache)."""
+    import cudnnload.cachedir
+
+    home = tmp_path / "own-home"
+    home.mkdir()
+    monkeypatch.setattr(cudnnload.cachedir, "_own_home", lambda: str(home))
+    return home
+
+
+@pytest.fixture
+def other_home(tmp_path: Path) -> Path:
+    """Another user's home (uid 54321), as `sudo -E` leaves HOME: no .cache in it yet."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a folder to another user")
+    home = tmp_path / "alice"
+    home.mkdir(mode=0o755)
+    os.chown(home, 54321, 54321)
+    return home
+
+
+def test_no_folder_is_made_in_a_home_of_another_user_and_the_fallback_is_said(
+        other_home: Path, own_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: root with another user's HOME (sudo -E) made ~/.cache, owned by root, in that home, which then
+    broke that user's pip."""
+    folder = cache_dir({"HOME": str(other_home)})
+
+    assert folder == str(own_home / ".cache" / "cudnnload")
+    assert write_json(os.path.join(folder, "x.json"), {"a": 1})
+    assert os.listdir(other_home) == []
+    warning = capsys.readouterr().err
+    assert warning.count("cudnnload: warning:") == 1 and str(other_home) in warning and folder in warning
+
+
+@pytest.mark.parametrize("variables", [{"HOME": ""}, {"HOME": "relative-home"},
+                                       {"HOME": "", "XDG_CACHE_HOME": "relative-xdg"},
+                                       {"HOME": "", "CUDNNLOAD_CACHE": "relative-cache"},
+                                       {"HOME": "", "XDG_CACHE_HOME": "", "CUDNNLOAD_CACHE": ""}])
+def test_empty_or_relative_cache_variables_are_ignored_as_the_xdg_rules_say(
+        variables: dict[str, str], own_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: an empty HOME wrote /.cache/cudnnload; a relative XDG_CACHE_HOME or CUDNNLOAD_CACHE made folders
+    in the current folder (the XDG base directory rules: a relative path is invalid and is ignored)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    folder = cache_dir(variables)
+
+    assert folder == str(own_home / ".cache" / "cudnnload")
+    assert write_json(os.path.join(folder, "x.json"), {"a": 1})
+    assert os.listdir(work) == []
+
+
+def test_a_relative_xdg_cache_home_leaves_the_current_folder_alone_on_the_command_line(
+        tmp_path: Path) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "inspect", str(tmp_path / "missing")], cwd=work,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": python_path(ROOT), "HOME": str(home),
+                               "XDG_CACHE_HOME": "cache", "CUDNNLOAD_CACHE": "also-relative"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert os.listdir(work) == []
+    assert (home / ".cache" / "cudnnload").is_dir()
+    assert "CUDNNLOAD_CACHE='also-relative'" in done.stderr
+
+
 def test_the_cache_folder_is_created_owner_only(tmp_path: Path) -> None:
     folder = tmp_path / "new" / "cudnnload"
     assert write_json(str(folder / "x.json"), {"a": 1})

@@ -13,13 +13,14 @@ import shutil
 import sys
 from pathlib import Path
 
+from cudnnload.codes import Code
 from cudnnload.diagnose.doctor import doctor
 from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, dependency_manual, dependency_requirement
 from cudnnload.judge.installs import whole
 from cudnnload.verdicts import ActionKind
 from tests.wheels import lib_folder
 
-W928, W90 = "cu12-9.28.0.42", "cu12-9.0.0.312"
+W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
 BASE = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDNNLOAD_CACHE": os.environ.get("CUDNNLOAD_CACHE", ""),
         "HOME": os.environ.get("HOME", "/root")}
 
@@ -34,9 +35,9 @@ def folder_of(tag: str, target: Path, only: tuple[str, ...] | None = None) -> Pa
 
 
 def actions(report: object) -> list[dict[str, object]]:
-    """Every error finding's actions, in the JSON contract."""
+    """Every error finding's own actions, in the JSON contract (not the whole repair's, which chains them)."""
     return [a.json() for f in report.findings if f.severity.value == "error"  # type: ignore[attr-defined]
-            for a in f.fix.actions]
+            and f.code.value != "repair" for a in f.fix.actions]
 
 
 def chosen_whole(report: object) -> bool:
@@ -289,3 +290,26 @@ def test_a_program_that_asks_by_name_never_gets_this_pythons_pip_wheel(tmp_path:
     assert report.chosen is None and not report.healthy
     found = next(f for f in report.findings if f.code == "not-found")
     assert found.fix.actions and found.fix.actions[0].do is ActionKind.ENV_SET
+
+
+def test_the_whole_repair_chains_what_each_change_reveals_judged_again_on_the_model(tmp_path: Path) -> None:
+    """An empty shim first on LD_LIBRARY_PATH hides a complete folder that lacks cuBLAS beside it: the first
+    error's own fix is the entry's removal; the repair, said first, goes on with what the model finds once the
+    entry is gone (cuBLAS, which this bare folder cannot get from pip: said in words), never repeating itself."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "libcudnn.so.9").write_bytes(b"")
+    good = folder_of(W928, tmp_path / "good")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": f"{empty}:{good}"}, target="libcudnn.so.9", timeout=60)
+    first = report.findings[0]
+    assert first.code is Code.REPAIR
+    steps = [a.json() for a in first.fix.actions]
+    assert steps[0] == {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(empty)}
+    assert [s["do"] for s in steps[1:]] == ["manual"] and "libcublasLt.so.12" in str(steps[1]["text"])
+
+
+def test_a_working_target_gets_no_repair(tmp_path: Path) -> None:
+    good = folder_of(W928, tmp_path / "good")
+    cublas = folder_of(CUBLAS, tmp_path / "cublas")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": f"{good}:{cublas}"}, target="libcudnn.so.9", timeout=60)
+    assert not any(f.code is Code.REPAIR for f in report.findings)

@@ -22,7 +22,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "cudnnload"
 
 # Lowest first. A module may import from its own level and any level below it.
-BASE = ("cudnnload.codes", "cudnnload.verdicts", "cudnnload.errors", "cudnnload.cachedir", "cudnnload.files")
+BASE = ("cudnnload.codes", "cudnnload.verdicts", "cudnnload.errors", "cudnnload.cachedir", "cudnnload.files",
+        "cudnnload.children")
 STAGES = ("cudnnload.resolve", "cudnnload.judge", "cudnnload.loading", "cudnnload.dispatch", "cudnnload.diagnose")
 
 

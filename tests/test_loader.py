@@ -61,8 +61,18 @@ def test_load_probes_then_loads_in_order_and_a_new_process_reuses_the_verdict(tm
                                     "cudnnAdvVersionCheck", "cudnnSubquadraticOpsVersionCheck"]
     if not os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
         assert first["skipped"] == ["engines_runtime_compiled"]  # NEEDs libcuda.so.1: expected here
-    second = _child(LOAD.format(folder=folder), tmp_path)
+    second = _warm(LOAD.format(folder=folder), tmp_path)
     assert second["cached"] is True and second["files"] == first["files"]
+
+
+def _warm(code: str, cache: Path, tries: int = 3) -> dict:
+    """The child's answer once its verdict is remembered: a verdict holds a file's change time, which another
+    test run sharing the wheels moves (a hard link made or removed anywhere), and then it is proven again."""
+    for _ in range(tries):
+        got = _child(code, cache)
+        if got["cached"]:
+            break
+    return got
 
 
 def test_changed_file_invalidates_the_remembered_verdict(tmp_path: Path) -> None:
@@ -75,7 +85,7 @@ def test_changed_file_invalidates_the_remembered_verdict(tmp_path: Path) -> None
             (farm / path.name).symlink_to(path)
     code = LOAD.format(folder=str(farm))
     assert _child(code, tmp_path / "cache")["cached"] is False
-    assert _child(code, tmp_path / "cache")["cached"] is True
+    assert _warm(code, tmp_path / "cache")["cached"] is True
     stat = (farm / "libcudnn_cnn.so.9").stat()
     os.utime(farm / "libcudnn_cnn.so.9", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     assert _child(code, tmp_path / "cache")["cached"] is False

@@ -130,13 +130,13 @@ def test_timeout_becomes_a_verdict() -> None:
 def test_child_imports_nothing_beyond_stdlib_catalog_and_capi() -> None:
     package = os.path.dirname(os.path.dirname(probe_module.__file__))
     child = subprocess.run(
-        [sys.executable, "-I", "-S", "-X", "importtime", "-c", probe_module._BOOTSTRAP, package],
+        [sys.executable, "-I", "-S", "-X", "importtime", "-c", probe_module._BOOTSTRAP, package, str(os.getpid())],
         input=b'{"files": [], "major": 9, "create": false}', capture_output=True, check=True)
 
     imported = {line.split("|")[-1].strip() for line in child.stderr.decode().splitlines() if "|" in line}
     ours = {name for name in imported if name.startswith("cudnnload")}
     assert ours == {"cudnnload.loading", "cudnnload.loading.probe", "cudnnload.loading.capi", "cudnnload.errors",
-                    "cudnnload.codes",
+                    "cudnnload.codes", "cudnnload.children",
                     "cudnnload.resolve", "cudnnload.resolve.catalog", "cudnnload.resolve.versions",
                     "cudnnload.resolve.records", "cudnnload.resolve.mapped"}
     assert not imported & {"numpy", "click", "elftools", "subprocess"}

@@ -322,3 +322,21 @@ def test_a_sample_of_the_odd_input_corpus_ends_clearly_with_nothing_left_or_repl
     assert len(every) >= 300
     bad = [(o.case, o.verdict, o.returncode, o.orphans, o.replaced, o.stderr[-300:]) for o in outcomes if not o.ok]
     assert not bad
+
+
+def test_a_home_of_another_user_gets_no_cache_folder(as_nobody: tuple[str, dict[str, str], Path]) -> None:
+    """Issue 29: as root with another user's HOME (`sudo -E`), doctor made ~/.cache, owned by root, in that home
+    (then that user's pip broke). Here nobody plays the process and uid 54321 the home's owner: the home stays
+    as it was, and one warning line says where the cache went instead."""
+    python, env, scratch = as_nobody
+    home = scratch / "alice"
+    home.mkdir(mode=0o755)
+    os.chown(home, 54321, 54321)
+    environ = {key: value for key, value in env.items() if key != "CUDNNLOAD_NO_CACHE"}
+    done = subprocess.run([*nobody.prefix(), python, "-m", "cudnnload", "inspect", str(scratch / "missing")],
+                          capture_output=True, text=True, env={**environ, "HOME": str(home)}, cwd="/tmp", timeout=60,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    assert os.listdir(home) == []
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("cudnnload: warning:")]
+    assert len(warnings) == 1 and str(home) in warnings[0] and "belongs to uid 54321" in warnings[0], done.stderr

@@ -16,6 +16,7 @@ import copy
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -599,6 +600,10 @@ def test_any_damage_to_the_elf_memo_leaves_every_command_working_and_is_rebuilt(
 @pytest.mark.timeout_s(300)
 def test_any_damage_to_the_verdict_memo_is_not_trusted_and_is_rebuilt(
         primed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keys = list(json.loads(_file(primed, "plans").read_bytes())["plans"])
+    if any(plans.recall(str(_file(primed, "plans")), key) is None for key in keys):
+        # a wheel file's change time moved since (another test hard-linked it): the verdict is proven again
+        assert _load_in_child(primed).returncode == 0
     good = _file(primed, "plans").read_bytes()
     keys = list(json.loads(good)["plans"])
 
@@ -662,3 +667,74 @@ def test_load_in_a_child_works_past_any_damage_to_both_memos(primed: Path, tmp_p
         assert len(_warnings(done.stderr)) <= 2 and "Traceback" not in done.stderr, done.stderr
 
     load_works()
+
+
+# --- issue 29: verdicts keyed by what they depend on ---------------------------------------------------------
+
+def _fake_driver(folder: Path) -> Path:
+    """A libcuda.so.1 exporting the driver functions the 9.28 wheel's runtime-compiled engines NEED (each a
+    stub): with it on LD_LIBRARY_PATH that library loads, as on a machine with the driver."""
+    engines = lib_folder(W928) / "libcudnn_engines_runtime_compiled.so.9"
+    listed = subprocess.run(["nm", "-D", "--undefined-only", str(engines)], capture_output=True, text=True,
+                            check=True).stdout
+    names = sorted({line.split()[-1] for line in listed.splitlines() if re.fullmatch(r"cu[A-Z]\w*", line.split()[-1])})
+    source = folder / "driver.c"
+    source.write_text("".join(f"void {name}(void) {{}}\n" for name in names))
+    folder.mkdir(exist_ok=True)
+    library = folder / "libcuda.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source), "-Wl,-soname,libcuda.so.1"],
+                   check=True)
+    return library
+
+
+def test_a_set_proven_with_a_driver_is_proven_again_without_it(tmp_path: Path) -> None:
+    """Issue 29: `run` proved a set with the driver there, remembered it, and on the same cache without the
+    driver preloaded a library that NEEDs libcuda.so.1: no program could start (exit 127)."""
+    if shutil.which("gcc") is None or shutil.which("nm") is None:
+        pytest.skip("needs gcc and nm")
+    if _driver_present():
+        pytest.skip("the machine's own driver would answer")
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    driver = _fake_driver(drivers)
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache"),
+           "LD_LIBRARY_PATH": str(drivers)}
+    command = [sys.executable, "-m", "cudnnload", "run", "--cudnn", str(lib_folder(W928)), "--", "true"]
+    with_driver = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert with_driver.returncode == 0, with_driver.stderr
+    driver.unlink()
+    without = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert without.returncode == 0, without.stderr
+
+
+def _driver_present() -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def test_verify_hashes_again_a_file_changed_in_place_with_its_mtime_put_back(tmp_path: Path) -> None:
+    """Issue 29: `doctor --verify` with a warm cache did not see 16 bytes changed in place with the mtime
+    restored (its memo was keyed by size and mtime; the change time moved)."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, symlinks=True)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "cudnnload", "doctor", "--verify", "--json", str(lib)]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert not any(f["code"] == "record-mismatch" for f in json.loads(first.stdout)["result"]["findings"])
+    ops = lib / "libcudnn_ops.so.9"
+    before = ops.stat()
+    with open(ops, "r+b") as handle:
+        handle.seek(before.st_size // 2)
+        handle.write(b"\xa5" * 16)
+    os.utime(ops, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (ops.stat().st_size, ops.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    found = [f for f in json.loads(second.stdout)["result"]["findings"] if f["code"] == "record-mismatch"]
+    assert [f["path"] for f in found] == [str(ops)], second.stdout[:3000]

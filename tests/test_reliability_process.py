@@ -413,3 +413,169 @@ print(json.dumps([(k.why, k.signal) for k in running.family.killed]))
 """)
     assert killed == [["interrupted", "SIGKILL"]]
     assert alive_with(mark) == []
+
+
+# --- issue 29: children that cannot outlive or corrupt ---------------------------------------------------------
+
+def _scratch_folders() -> set[str]:
+    return {name for name in os.listdir("/tmp") if name.startswith("cudnnload-observe-")}
+
+
+@pytest.mark.parametrize("verb", ["doctor", "trace"])
+def test_sigkill_of_cudnnload_ends_the_program_and_removes_its_scratch_folder(verb: str) -> None:
+    """Issue 29: SIGKILL of `doctor --` or `trace --` left the program running with LD_DEBUG set, and the temp
+    folder behind. Nothing of cudnnload can run after a SIGKILL: a watcher it started does the cleaning."""
+    mark = marker()
+    before = _scratch_folders()
+    child = start(verb, "--", "sh", "-c", f"sleep 60 # {mark}", start_new_session=True)
+    try:
+        wait_until(lambda: [p for p in alive_with(mark, but=child.pid) if "sleep" in p[1]])
+        child.kill()
+        child.wait(timeout=10)
+        wait_until(lambda: not alive_with(mark, but=child.pid), seconds=5)
+        wait_until(lambda: _scratch_folders() <= before, seconds=5)
+    finally:
+        for pid, _ in alive_with(mark, but=child.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _slow_shim(synthetic_dir: Path, folder: Path) -> Path:
+    """A library named libcudnn.so.9 whose constructor sleeps (planted.c with CUDNNLOAD_PLANTED_SLEEP): the
+    probe's child is inside dlopen while cudnnload is killed."""
+    folder.mkdir()
+    shim = folder / "libcudnn.so.9"
+    shim.write_bytes((synthetic_dir / "planted" / "libcudnn.so.9").read_bytes())
+    return shim
+
+
+def test_sigkill_of_cudnnload_ends_its_probe(synthetic_dir: Path, tmp_path: Path) -> None:
+    """The probe `doctor`, `load()` and `run`'s proof start dies with the process that started it."""
+    mark = marker()
+    shim = _slow_shim(synthetic_dir, tmp_path / "slow")
+    child = subprocess.Popen([PY, "-m", "cudnnload", "doctor", str(shim), f"--env=MARK={mark}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             env=environ(CUDNNLOAD_PLANTED_SLEEP="60", CUDNNLOAD_PLANTED=str(tmp_path / "m")))
+    probes = lambda: [pid for pid in _with_variable(f"MARK={mark}") if pid != child.pid]  # noqa: E731
+    try:
+        wait_until(lambda: (tmp_path / "m").exists(), seconds=30)  # the probe's child is in the constructor
+        assert probes()
+        child.kill()
+        child.wait(timeout=10)
+        wait_until(lambda: not probes(), seconds=5)
+    finally:
+        for pid in probes():
+            os.kill(pid, signal.SIGKILL)
+
+
+def _with_variable(assignment: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and assignment.encode() in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_program_run_as_another_user_gets_no_loader_output_on_its_streams(tmp_path: Path) -> None:
+    """Issue 29: `doctor -- runuser -u alice -- prog`: glibc could not open LD_DEBUG_OUTPUT in doctor's private
+    folder and wrote its debug lines onto the program's own stdout. The program's user can write the log now,
+    and the doctor reads it."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/runuser"):
+        pytest.skip("needs root and runuser")
+    done = subprocess.run([PY, "-m", "cudnnload", "doctor", "--json", "--", "runuser", "-u", "nobody", "--",
+                           "/bin/echo", "hello"], capture_output=True, text=True, env=environ(), timeout=60,
+                          check=False)
+    report, _, _ = done.stdout.partition("\n{")
+    assert done.stdout.startswith("hello\n"), done.stdout[:500]
+    assert "file=" not in done.stdout and "find library=" not in done.stdout and "calling init" not in done.stderr
+    result = json.loads(done.stdout[len("hello\n"):])["result"]
+    assert result["observation"]["processes"] >= 2, result["observation"]  # runuser's log and echo's (as nobody)
+    del report
+
+
+@pytest.fixture
+def full_tmpdir(tmp_path: Path) -> Any:
+    """A TMPDIR on a file system with no space left (a 64 KiB tmpfs, filled)."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True,
+                      check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        subprocess.run(["dd", "if=/dev/zero", f"of={folder}/fill", "bs=4k"], capture_output=True, check=False)
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.wheels
+def test_a_full_tmpdir_is_said_as_such_and_gives_no_false_verdict(full_tmpdir: Path) -> None:
+    """Issue 29: a full TMPDIR turned `doctor --` into false verdicts (no cuDNN mapped, or "LD_DEBUG is ignored
+    in secure-execution mode") without naming the full disk."""
+    from tests.wheels import lib_folder
+
+    shim = lib_folder("cu12-9.28.0.42") / "libcudnn.so.9"
+    program = f"import ctypes; ctypes.CDLL({str(shim)!r})"
+    done = subprocess.run([PY, "-m", "cudnnload", "doctor", "--", PY, "-c", program], capture_output=True,
+                          text=True, env=environ(TMPDIR=str(full_tmpdir)), timeout=120, check=False)
+    out = done.stdout + done.stderr
+    assert "secure-execution" not in out and "ran with no cuDNN" not in out, out
+    assert f"{full_tmpdir}" in done.stderr and "full" in done.stderr, done.stderr
+    assert "cuDNN 9.28.0" in done.stdout, done.stdout
+
+
+_FORK = """
+import os, sys, threading, time
+import cudnnload.loading.loader as loader
+from cudnnload.loading.loader import load
+from cudnnload.dispatch.starting import start
+how, folder = sys.argv[1], sys.argv[2]
+proven = loader.proven
+loader.proven = lambda *args, **kwargs: (time.sleep(1), proven(*args, **kwargs))[1]  # a slow probe
+if how == "load":
+    threading.Thread(target=load, args=(folder,), kwargs={"use_cache": False}, daemon=True).start()
+else:
+    start(folder, use_cache=False)
+time.sleep(0.3)  # the other thread is inside load(): its lock held, its probe running
+pid = os.fork()
+if pid == 0:
+    import signal
+    signal.alarm(20)
+    got = load(folder, use_cache=False)
+    os._exit(0 if str(got.release) == "9.28.0" else 5)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("how", ["load", "start"])
+def test_a_fork_while_another_thread_loads_leaves_the_child_able_to_load(how: str) -> None:
+    """Issue 29: a fork() while another thread was in load() deadlocked the child's load() (the lock copied
+    held, and the thread that held it not in the child)."""
+    from tests.wheels import lib_folder
+
+    done = subprocess.run([PY, "-c", _FORK, how, str(lib_folder("cu12-9.28.0.42"))], capture_output=True, text=True,
+                          env=environ(), timeout=120, check=False)
+    assert done.stdout.strip().splitlines()[-1:] == ["child 0"], done.stdout + done.stderr
+
+
+def test_every_child_python_imports_nothing_from_the_current_folder(tmp_path: Path) -> None:
+    """Issue 29: trace's child imported a json.py from the current folder. Here every module a child could
+    import first is planted in the folder cudnnload runs in."""
+    from tests.wheels import lib_folder
+
+    planted = tmp_path / "planted-ran"
+    for name in ("json", "os", "ctypes", "time", "types", "encodings", "site", "sitecustomize", "cudnnload"):
+        (tmp_path / f"{name}.py").write_text(f"open({str(planted)!r}, 'a').write('{name}\\n')\n")
+    runs = [("trace", "--runs", "1", "--no-conv", "--lazy", str(lib_folder("cu12-9.28.0.42"))),
+            ("doctor", "--python", PY), ("doctor", str(lib_folder("cu12-9.28.0.42")))]
+    script = Path(PY).parent / "cudnnload"  # as a user runs it (`python -m` would put the folder first itself)
+    if not script.exists():
+        pytest.skip("cudnnload is not installed as a command in this interpreter's folder")
+    for args in runs:
+        subprocess.run([str(script), *args], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                       env={**environ(), "PYTHONPATH": python_path(ROOT)}, check=False)
+    assert not planted.exists(), planted.read_text()

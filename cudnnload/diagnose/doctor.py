@@ -9,17 +9,19 @@ stage could decide; where the probe's run and the prediction disagree, that is a
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
+from cudnnload.diagnose.remedy import Judge, plan
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
@@ -95,8 +97,11 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     # the whole timeout, and the prediction is certain (glibc's open() of a FIFO blocks)
     without_gpu = _expected(install, resolved, False) if install is not None else ()
     hangs = next((e for e in without_gpu if e.outcome == Effect.HANG), None)
+    # a file someone else can change is never run (`judge.policy.untrusted_findings`): judged from its bytes alone
+    planted = next((f for f in (*resolved.findings, *(install.findings if install else ()))
+                    if f.code is Code.UNTRUSTED_LIBRARY), None)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
-        if install is not None and shim is not None and hangs is None and not stops else None
+        if install is not None and shim is not None and hangs is None and not stops and planted is None else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
@@ -113,6 +118,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         elif stops:
             checks.append(Check("probe", "fail", f"not run: no program starts with LD_PRELOAD as it is "
                                 f"({stops[0].message})"))
+        elif planted is not None:
+            checks.append(Check("probe", "fail", f"not run: it would map {planted.subject.path}, which someone other "
+                                "than root and you can change (judged from its bytes alone)"))
         if probing is not None:
             result = probing.result()
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
@@ -154,6 +162,11 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
                for b in builds]
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
+    blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
+    whole = repair(unique(findings), install, env, judge_again(target, python, site_paths, verify, consumers, facts,
+                                                                blockers), resolved.target.description,
+                   resolved.target.path)
+    findings = [*whole, *findings]
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
@@ -163,6 +176,50 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         probe=result, gpu=facts, consumers=consumers, checks=tuple(checks), findings=unique(findings),
         host=socket.gethostname(), frameworks=tuple(s.use for s in served),
     )
+
+
+def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[str, str], judge: Judge,
+           description: str, path: str | None, *, always: bool = False) -> tuple[Finding, ...]:
+    """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
+    frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one)."""
+    relevant = [f for f in findings if _concerns(f, install)]
+    whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
+                                                            if _concerns(f, install)])
+    first = next((f for f in relevant if f.severity is ERROR), None)
+    if whole is None or first is None or (whole.actions == first.fix.actions and not always):
+        return ()
+    return (Finding(Code.REPAIR, f"what makes {description} work: {len(whole.actions)} changes, each change of the "
+                    "environment judged again on the model before the next (the errors below are why)",
+                    Subject(SubjectKind.TARGET, path), whole),)
+
+
+def _concerns(finding: Finding, install: Install | None) -> bool:
+    """Whether ``finding`` is about what the target gets: its environment, program or frameworks, or the install
+    it loads and the files that install maps; not another install the machine holds."""
+    if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
+        return True
+    where = finding.subject.path
+    if where is None or install is None:
+        return True
+    files = {install.folder, *install.maps, *(s.path for s in (*install.plan, *install.dependencies) if s.path)}
+    return where in files or where.startswith(install.folder.rstrip("/") + "/")
+
+
+def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
+                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding]) -> Judge:
+    """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
+    for `remedy.plan`, in a world changed by its actions."""
+    def judge(env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Sequence[Finding]:
+        again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                               unstarted=unstarted)
+        found = [*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
+                 *(f for i in again.inventory.installs for f in i.all_findings)]
+        if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
+            found.append(_no_cudnn(again))
+        served = _serve(consumers, again, facts, env, site_paths, blockers)
+        return unique(scope([*found, *(f for s in served for f in s.findings)], served))
+
+    return judge
 
 
 def _no_cudnn(resolved: Resolved) -> Finding:
@@ -374,9 +431,120 @@ def _handle_check(result: ProbeResult | None, facts: Any) -> Check:
 
 
 # --- diff ------------------------------------------------------------------------
+# A saved report is untrusted input (issue 29): anyone who can write to a reports folder writes one. Before
+# `decisive_facts` reads it, `report_problem` checks every field it reads (and `fleet` shows) against
+# `REPORT_SCHEMA`, the shape `report.to_jsonable` gives those fields; a report that fails is that node's
+# unreadable report, naming the field and why, never a crash of the whole summary.
+
+Shape = Callable[[object, str], "str | None"]  # (value, where it is) -> what is wrong with it, or None
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "an int", float: "a float", str: "a string", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__)
+
+
+def _typed(kind: type, name: str, pattern: str | None = None) -> Shape:
+    import re
+
+    full = re.compile(pattern) if pattern else None
+
+    def check(value: object, where: str) -> str | None:
+        if type(value) is not kind:
+            return f"{where}: {_kind(value)} where {name} belongs"
+        if full is not None and not full.fullmatch(str(value)):
+            return f"{where}: {json.dumps(value)[:80]} is not {name}"
+        return None
+
+    return check
+
+
+def _either(*shapes: Shape) -> Shape:
+    """One of ``shapes``; what is wrong is said in the first one's terms (the one meant, null the other)."""
+    def check(value: object, where: str) -> str | None:
+        problems = [shape(value, where) for shape in shapes]
+        return None if None in problems else problems[0]
+
+    return check
+
+
+def _null(value: object, where: str) -> str | None:
+    return None if value is None else f"{where}: {_kind(value)} where null belongs"
+
+
+def _list(item: Shape) -> Shape:
+    def check(value: object, where: str) -> str | None:
+        if type(value) is not list:
+            return f"{where}: {_kind(value)} where a list belongs"
+        return next((problem for index, each in enumerate(value) if (problem := item(each, f"{where}[{index}]"))),
+                    None)
+
+    return check
+
+
+def _pair(first: Shape, second: Shape) -> Shape:
+    def check(value: object, where: str) -> str | None:
+        if type(value) is not list or len(value) != 2:
+            return f"{where}: {_kind(value)}{'' if type(value) is not list else f' of {len(value)}'} where a pair " \
+                "belongs"
+        return first(value[0], f"{where}[0]") or second(value[1], f"{where}[1]")
+
+    return check
+
+
+def _object(required: Mapping[str, Shape], optional: Mapping[str, Shape] | None = None) -> Shape:
+    fields = {**required, **(optional or {})}
+
+    def check(value: object, where: str) -> str | None:
+        if type(value) is not dict:
+            return f"{where}: {_kind(value)} where an object belongs"
+        missing = next((name for name in required if name not in value), None)
+        if missing is not None:
+            return f"{where}.{missing}: missing"
+        return next((problem for name, shape in fields.items() if name in value
+                     and (problem := shape(value[name], f"{where}.{name}"))), None)
+
+    return check
+
+
+_TEXT, _INT, _BOOL = _typed(str, "a string"), _typed(int, "an int"), _typed(bool, "a boolean")
+_MAYBE_TEXT = _either(_TEXT, _null)
+_STEP = _object({"library": _TEXT}, {"path": _MAYBE_TEXT, "rule": _TEXT})
+# The fields of a `doctor --json` document that `decisive_facts` and `fleet` read, as `report.to_jsonable`
+# writes them; the words a fix may be built from (a release, a variable's name) are held to their form.
+REPORT_SCHEMA = _object({"schema": _INT, "kind": _TEXT, "result": _object({"findings": _list(_object(
+    {"code": _TEXT, "severity": _typed(str, "a severity (error, warning, info)", "error|warning|info")},
+    {"message": _TEXT, "path": _MAYBE_TEXT, "fix": _either(_object({}, {
+        "text": _MAYBE_TEXT, "actions": _list(_object({"do": _TEXT}))}), _null)}))}, {
+    "python": _MAYBE_TEXT, "machine": _MAYBE_TEXT, "chosen": _MAYBE_TEXT, "distribution": _MAYBE_TEXT,
+    "release": _either(_typed(str, "a release (N.N.N)", r"\d+(\.\d+){1,3}"), _null), "healthy": _BOOL,
+    "host": _TEXT, "environment": _list(_pair(_typed(str, "a variable's name", r"[A-Za-z_][A-Za-z0-9_]*"), _TEXT)),
+    "inventory": _either(_object({}, {
+        "host": _either(_object({}, {"glibc": _either(_list(_INT), _null)}), _null),
+        "installs": _list(_object({}, {"folder": _MAYBE_TEXT, "plan": _list(_STEP), "dependencies": _list(_STEP)}))}),
+        _null),
+    "probe": _either(_object({}, {"verdict": _MAYBE_TEXT, "steps": _list(_object(
+        {"name": _TEXT}, {"ok": _BOOL, "value": _either(_INT, _null), "status_name": _MAYBE_TEXT}))}), _null),
+    "gpu": _either(_object({}, {"driver_version": _either(_INT, _null), "devices": _list(_object(
+        {"index": _INT, "name": _TEXT, "capability": _pair(_INT, _INT)}))}), _null),
+    "consumers": _list(_object({"distribution": _TEXT}, {"version": _MAYBE_TEXT, "build": _MAYBE_TEXT})),
+})})
+
+
+def report_problem(doc: object) -> str | None:
+    """Which field of a saved report is not of `REPORT_SCHEMA`'s shape, and why ("result.findings[0].code:
+    an int where a string belongs"), or None."""
+    problem = REPORT_SCHEMA(doc, "")
+    return None if problem is None else problem.removeprefix(".")
+
 
 def decisive_facts(doc: Mapping[str, Any]) -> dict[str, str]:
-    """The facts of a saved report (``doctor --json``) that decide whether cuDNN works, flattened."""
+    """The facts of a saved report (``doctor --json``) that decide whether cuDNN works, flattened; ``doc`` is
+    of `REPORT_SCHEMA` (`report_problem`)."""
     result = doc.get("result", doc)
     out: dict[str, str] = {
         "python": str(result.get("python")), "machine": str(result.get("machine")),
@@ -401,7 +569,8 @@ def decisive_facts(doc: Mapping[str, Any]) -> dict[str, str]:
     for device in gpu.get("devices", []):
         out[f"GPU {device['index']}"] = f"{device['name']} sm_{device['capability'][0]}{device['capability'][1]}"
     for consumer in result.get("consumers", []):
-        out[f"consumer {consumer['distribution']}"] = f"{consumer['version']} (built with cuDNN {consumer['build']})"
+        out[f"consumer {consumer['distribution']}"] = \
+            f"{consumer.get('version')} (built with cuDNN {consumer.get('build')})"
     for f in result.get("findings", []):
         out[f"finding {f['code']} {f.get('path') or ''}".rstrip()] = f["severity"]
     return out

@@ -132,8 +132,11 @@ class Family:
     string only the program's environment holds ("": none); ``reaper``: this process is a child
     subreaper and its main thread started the program."""
 
-    def __init__(self, pid: int, *, tag: str, reaper: bool) -> None:
+    def __init__(self, pid: int, *, tag: str, reaper: bool, helpers: frozenset[int] = frozenset()) -> None:
+        """``helpers``: children of cudnnload's own its main thread started (the run's `children.Watcher`),
+        never the program's."""
         first = _stat(pid)
+        self._helpers = helpers
         self.program = (pid, first.started if first else 0)
         self.members: dict[int, int] = {pid: self.program[1]}  # pid -> start time
         self.killed: list[Killed] = []
@@ -205,7 +208,7 @@ class Family:
         """The members alive now, the family brought up to date first; the zombies among the orphans
         re-parented here reaped (the program's own exit status is left to its waiter)."""
         orphans = _thread_children(os.getpid(), os.getpid()) if self._reaper else None
-        found = self._walk(orphans) if orphans is not None else self._scan()
+        found = self._walk(orphans - self._helpers) if orphans is not None else self._scan()
         for pid, stat in found.items():
             self.members.setdefault(pid, stat.started)
         alive: dict[int, int] = {}

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudnnload.children import isolated
 from cudnnload.codes import Severity
-from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports
+from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports, report_problem
 from cudnnload.errors import UsageError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, set_variable, unset
@@ -116,6 +117,9 @@ def parse_report(data: bytes, where: str) -> dict[str, Any]:
         raise UsageError(f"not a `cudnnload doctor --json` report (kind {kind!r})", path=where)
     if doc.get("schema") != 1:
         raise UsageError(f"report schema {doc.get('schema')!r}; this cudnnload reads schema 1", path=where)
+    problem = report_problem(doc)
+    if problem is not None:
+        raise UsageError(f"unreadable report: {problem}", path=where)
     return doc
 
 
@@ -124,7 +128,8 @@ def parse_report(data: bytes, where: str) -> dict[str, Any]:
 def node_doctor(args: Sequence[str], timeout: float) -> tuple[int | None, str, str]:
     """Runs on a node, in a Ray worker: ``cudnnload doctor --json ARGS`` in a child process with the
     worker's environment (the node's), so that no cuDNN is loaded into the worker itself."""
-    command = [sys.executable, "-m", "cudnnload", "doctor", "--json", *args]
+    # `-m` would import from the worker's current folder first: the command line, isolated (`children`)
+    command = [sys.executable, "-c", isolated("from cudnnload.cli import main\nmain()\n"), "doctor", "--json", *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -184,7 +189,7 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
     trial = ("import sys, ray\nray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False)\n"
              "ray.shutdown()")
     try:
-        done = subprocess.run([sys.executable, "-c", trial, address], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-c", isolated(trial), address], capture_output=True, text=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise UsageError(f"no Ray cluster answered at {address} within {timeout:g} s", path=address,
@@ -301,15 +306,29 @@ def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: 
     chosen = next((d for d in differences if d.what == "cuDNN chosen"), None)
     if chosen is not None:
         result = majority.get("result", {})
-        distribution = result.get("distribution")
-        if isinstance(distribution, str) and " " in distribution:
-            name, version = distribution.split(" ", 1)
-            return fix(pip_install([f"{name}=={version}"]), note=f"{where} ({chosen.left})")
-        return fix(manual(f"install cuDNN {result.get('release')} as in {chosen.left}"), note=where)
+        requirement = _requirement(result.get("distribution"))
+        if requirement is not None:
+            return fix(pip_install([requirement]), note=f"{where} ({chosen.left})")
+        return fix(manual(f"install cuDNN {result.get('release')} as the reference group has it (shown above)"),
+                   note=where)
     driver = next((d for d in differences if d.what == "driver"), None)
     if driver is not None:
         return fix(manual(f"install the NVIDIA driver {driver.left} (here {driver.right})"), note=where)
     return None
+
+
+def _requirement(distribution: object) -> str | None:
+    """``name==version`` for a report's ``"nvidia-cudnn-cu12 9.28.0.42"``, when both parts are of their form
+    (a distribution name, PEP 508; a version, PEP 440): a report's text becomes a pip command only then."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    name, _, version = str(distribution).partition(" ")
+    try:
+        requirement = Requirement(f"{name}=={version}")
+    except InvalidRequirement:
+        return None
+    return str(requirement) if requirement.name == name and not requirement.marker and not requirement.extras \
+        and str(requirement.specifier) == f"=={version}" else None
 
 
 def condensed(differences: Sequence[Difference]) -> list[tuple[str, str | None, str | None]]:

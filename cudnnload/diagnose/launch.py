@@ -44,9 +44,13 @@ class Launched:
                  own_log: bool, linker_log: bool, timeout: float | None, sample_s: float) -> None:
         self.command = command
         self.environ = dict(env)  # as asked for, before the witnesses' switches
-        self.scratch = _scratch_folder()
-        self.prefix = os.path.join(self.scratch, "ld") if linker_log else None
-        self.log = os.path.join(self.scratch, "cudnn.log")
+        self.scratch, box = _scratch_folder()
+        from cudnnload.children import Watcher
+
+        # before the program starts: should cudnnload be killed (SIGKILL) while it runs, this ends it
+        self.watcher = Watcher(self.scratch, self.scratch)
+        self.prefix = os.path.join(box, "ld") if linker_log else None
+        self.log = os.path.join(box, "cudnn.log")
         self.theirs = env.get("CUDNN_LOGDEST_DBG") if not own_log else None  # the user's own log settings stand
         self.mine = self.theirs is None
         self.before = _sizes(self.theirs) if self.theirs else {}
@@ -71,7 +75,9 @@ class Launched:
 
         # the scratch folder's name is in the environment of the program and of all it starts; its start
         # time is read before it can be reaped
-        self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None and _owner.subreaper)
+        self.family = Family(self.child.pid, tag=self.scratch, reaper=_owner is not None and _owner.subreaper,
+                             helpers=frozenset({self.watcher.pid}))
+        self.watcher.program(*self.family.program)
         self.child.reap_when_it_ends()
         self.ended = threading.Event()
         if _owner is not None:
@@ -106,11 +112,20 @@ class Launched:
         self.sampler.join()
         return (None if timed_out else self.child.returncode), timed_out, seconds
 
+    def logs_lost(self) -> str | None:
+        """Why the run's logs may be cut short, or None: the file system that holds them filled up (a full
+        TMPDIR gives empty logs, not an error: glibc and cuDNN write them without telling anyone)."""
+        free = _free_bytes(self.scratch)
+        if free is None or free >= _FULL_BELOW:
+            return None
+        return f"the file system of {self.scratch} filled up while the program ran ({free} bytes left)"
+
     def cleanup(self) -> None:
-        """Remove the scratch folder (the linker's logs, cuDNN's log)."""
+        """Remove the scratch folder (the linker's logs, cuDNN's log); the watcher then has nothing to do."""
         import shutil
 
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self.watcher.done()
 
 
 def launch(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -345,18 +360,53 @@ def _which(name: str, path: str) -> str | None:
     return None
 
 
-def _scratch_folder() -> str:
-    """A new folder only this user can read, for the logs (0700, in the first of ``$TMPDIR``, /tmp,
-    /var/tmp that takes one, as ``tempfile.mkdtemp`` would)."""
+_ROOM = 8 << 20  # a folder with less free space is passed over: the linker's log of a framework is some MB
+_FULL_BELOW = 64 << 10  # less than this left after the run: the logs were likely cut short
+
+
+def _free_bytes(folder: str) -> int | None:
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
+def _scratch_folder() -> tuple[str, str]:
+    """A new folder for the run's logs, in the first of ``$TMPDIR``, /tmp, /var/tmp that takes one and has
+    room (one that is full is passed over, with a warning line: glibc and cuDNN would write empty logs there
+    without a word, and every verdict would be made on nothing); and in it, the box the logs go to.
+
+    The folder (mode 0711) cannot be listed by others; the box inside it (a random name, mode 1733) is
+    writable by anyone who knows its name, so that a program the command runs as another user (``runuser
+    -u alice --``, ``sudo -u``) can write its own logs there: glibc writes the linker's log to the
+    program's standard output when it cannot open ``LD_DEBUG_OUTPUT`` (elf/rtld.c, ``process_envvars``),
+    which would corrupt the program's output. Only the program's processes have its name (their
+    environment), and the sticky bit keeps each one's files its own."""
     tried = []
     for base in dict.fromkeys(b for b in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp") if b):
+        free = _free_bytes(base)
+        if free is not None and free < _ROOM:
+            tried.append(f"{base} is full ({free} bytes free)")
+            continue
         folder = os.path.join(base, f"cudnnload-observe-{os.urandom(8).hex()}")
+        box = os.path.join(folder, os.urandom(8).hex())
         try:
             os.mkdir(folder, 0o700)
-            return folder
+            os.mkdir(box, 0o700)
+            os.chmod(box, 0o1733)
+            os.chmod(folder, 0o711)
         except OSError as exc:
             tried.append(f"{base}: {exc.strerror or exc}")
-    raise UsageError(f"no folder for the run's logs ({'; '.join(tried)})", fix="set TMPDIR to a writable folder")
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        if tried:
+            sys.stderr.write(f"cudnnload: warning: the run's logs go to {folder}: {'; '.join(tried)}\n")
+        return folder, box
+    raise UsageError(f"no folder for the run's logs ({'; '.join(tried)})", fix="set TMPDIR to a writable folder "
+                     "with room")
 
 def _sizes(destination: str) -> dict[str, int]:
     """How long the user's log files already are: only what the run appends is its own."""

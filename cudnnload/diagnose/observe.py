@@ -59,6 +59,7 @@ class Run:
     interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
     killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended (timeout, interrupt, left running)
     survivors: tuple[Survivor, ...] = ()  # those it could not end
+    logs_lost: str | None = None  # why the witnesses' logs may be cut short (their file system filled up)
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -71,6 +72,7 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
                           linker_log=linker_log, sample_s=sample_s)
     try:
         returncode, timed_out, seconds = launched.wait()
+        lost = launched.logs_lost()
         logs = lddebug.read(launched.prefix) if launched.prefix is not None else {}
         if launched.mine:
             api = _read_log(launched.log, 0)
@@ -84,7 +86,7 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
                logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
-               tuple(launched.family.survivors))
+               tuple(launched.family.survivors), lost)
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -136,6 +138,7 @@ class Observation:
     survivors: tuple[Survivor, ...] = ()  # the program's processes it could not end
     frameworks: tuple[str, ...] = ()  # framework libraries it mapped (libtorch_cuda.so, JAX's CUDA plugin, ...)
     stderr_tail: tuple[str, ...] = ()  # the last lines it wrote on stderr
+    logs_lost: str | None = None  # why the linker's and cuDNN's logs may be cut short: then they prove nothing
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -173,7 +176,7 @@ def observation(ran: Run) -> Observation:
     frameworks = tuple(dict.fromkeys(o.path for log in order for o in log.opened if _FRAMEWORK_FILE.search(o.path)))
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
                        messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
-                       ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail)
+                       ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail, ran.logs_lost)
 
 
 # The libraries that show a framework runs in the process (`consumers.consumers_mapped` reads their owners).
@@ -277,8 +280,30 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     from cudnnload.verdicts import unique
 
     final = unique(_as_run(findings, seen, explained))
+    if any(f.severity == "error" for f in final):
+        final = (*_whole_repair(seen, env), *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
+
+
+def _whole_repair(seen: Observation, env: Mapping[str, str]) -> tuple[Finding, ...]:
+    """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
+    the shim name it asked for in vain, judged on the model in the program's environment."""
+    from cudnnload.diagnose.doctor import judge_again, repair
+    from cudnnload.diagnose.targets import resolve_target
+    from cudnnload.errors import CudnnloadError
+
+    misses = _failed_lookups(seen).get("libcudnn", [])
+    target = seen.shims[0].path if seen.shims else misses[0].name if misses else None
+    if target is None:
+        return ()
+    try:
+        resolved = resolve_target(target, environ=env)
+        judge = judge_again(target, None, None, False, (), None, ())
+        return repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
+                      f"cuDNN ({target})", target, always=True)
+    except CudnnloadError:
+        return ()  # a target the model cannot read: the findings above say what the run showed
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
@@ -345,6 +370,8 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     from cudnnload.verdicts import ERROR
 
     program = os.path.basename(seen.command[0])
+    if seen.logs_lost:
+        return f"{program}: what it loaded is not known: {seen.logs_lost}"
     shim = seen.shims[0].path if seen.shims else None
     install = installs.get(shim or "")
     used = (f"cuDNN {install.release or install.major} from {install.folder}" if install else
@@ -555,11 +582,15 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                 f"{program} ran: this report covers the run until then", about,
                                 fix(note="run it again to the end; a second interrupt stops everything at once")))
     findings += _stopping_findings(seen, program)
+    if seen.logs_lost:
+        findings.append(Finding(Code.LOGS_LOST, f"the linker's and cuDNN's logs of {program}'s run may be cut short: "
+                                f"{seen.logs_lost}; what it loaded is known only from its sampled maps", about,
+                                fix(note="free space there, or set TMPDIR to a folder with room, and run it again")))
     if not seen.ok and not seen.shims:  # stopped before it opened cuDNN: an LD_PRELOAD entry may stop every start
         from cudnnload.judge.preload import preload_findings
 
         findings += preload_findings(ctx.preloads)
-    for path in seen.unlogged:
+    for path in () if seen.logs_lost else seen.unlogged:  # a lost log explains an unlogged load: said above
         if _is_shim(path):
             findings.append(Finding(Code.UNLOGGED_LOAD, f"{program} mapped {path} where the dynamic linker kept no "
                                     "log (LD_DEBUG is ignored in secure-execution mode, or was removed): which rule "

@@ -31,6 +31,7 @@ from cudnnload.resolve.discovery import Context, Install, Inventory, Step, conte
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
+from cudnnload.resolve.pythons import interpreter_of_process
 from cudnnload.verdicts import ERROR, Finding, Subject, fix, manual, remove_entry, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
@@ -204,7 +205,8 @@ def _installs(running: RunningProcess, ctx: Context) -> Inventory:
     """The installs the mapped cuDNN files belong to (each folder's, as its mapped shim would load it), judged
     as `doctor TARGET` judges one, in the process's environment."""
     paths = [f.path for f in running.files if classify(os.path.basename(f.path)) and os.path.exists(f.path)]
-    python = running.executable if os.path.basename(running.executable).startswith("python") else None
+    python = interpreter_of_process(running.executable, running.command, running.environ) \
+        if os.path.basename(running.executable).startswith("python") else None
     if not paths:
         return judge_inventory(Inventory(ctx.host, ()), ctx, python)
     facts = gather(paths, ctx=ctx, system=False)

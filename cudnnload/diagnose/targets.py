@@ -9,10 +9,8 @@ environment gets); or, with ``--python PATH``, another interpreter or venv. Noth
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,18 +19,28 @@ from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
-from cudnnload.judge.policy import search_path_findings, setuid_findings
+from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
 from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
-from cudnnload.resolve.discovery import Context, Install, Inventory, context, python_requester, search_entry
+from cudnnload.resolve.discovery import (
+    Context,
+    Install,
+    Inventory,
+    context,
+    python_requester,
+    search_entry,
+    wheel_site,
+)
 from cudnnload.resolve.elfcache import open_cache
-from cudnnload.resolve.pythons import python_on_path, tool_environment
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.resolve.mapped import is_cuda_family
+from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
+from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, chmod, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -65,30 +73,38 @@ class Resolved:
 
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
-                   site_paths: Sequence[str] | None = None, verify: bool = False) -> Resolved:
+                   site_paths: Sequence[str] | None = None, verify: bool = False,
+                   unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
-    check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode)."""
+    check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
+    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env, verify)
+        return _python(python, env, verify, unstarted)
     if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
         return _for_the_user(tool, env, verify)
     if given is None:
-        ctx = context(env, verify=verify)
+        # what `python -c ...` in this environment would have: its own sys.path (not cudnnload's, whose first
+        # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
+        started = _this_python(env) if site_paths is None else None
+        site_paths = list(started.sys_path) if started is not None else site_paths
+        ctx = context(env, verify=verify, started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
             tuple(site_paths) if site_paths is not None else None))
         return Resolved(target, ctx, inventory, install, rejected)
+    if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
+        return _soname(given, env, verify)
     path = os.path.abspath(given)
     problem = path_problem(path)
-    if problem is not None and problem[0] == "missing" and "/" not in given and _SONAME.match(given):
-        return _soname(given, env, verify)
     if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
-            and os.path.isdir(os.path.dirname(path)):
+            and (os.path.isdir(os.path.dirname(path)) or _wheel_gone(path) is not None):
         return _missing_library(given, path, env, verify)
+    if problem is not None and problem[0] == "permission" and classify(os.path.basename(path)) is not None:
+        return _unreadable_library(given, path, env, verify)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
@@ -115,6 +131,23 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     return _consumer(given, path, env, verify)
 
 
+def _this_python(env: Mapping[str, str]) -> Startup | None:
+    """This interpreter's start-up in ``env``, observed; None (the model then uses this process's sys.path)
+    when it cannot be observed."""
+    try:
+        return observe(None, env, cwd=os.getcwd())
+    except (StartupFailed, OSError):
+        return None
+
+
+def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
+    """The CUDA-family files (cuDNN, cuBLAS, NVRTC, the driver) Python code mapped during the start-up, and the
+    start-up file that did: in the process before the program's first line; not those of the start-up lines
+    ``unstarted`` ((file, line text) taken as gone)."""
+    return {m.path: m.source for m in started.mapped if m.source.kind != "loader" and is_cuda_family(m.path)
+            and (m.source.file or "", m.source.text or "") not in unstarted}
+
+
 def _for_the_user(tool: str, env: Mapping[str, str], verify: bool) -> Resolved:
     """Plain ``doctor`` run from cudnnload's own environment (`resolve.pythons`): the user's ``python3`` on PATH
     judged instead, and said; UsageError when there is none."""
@@ -134,19 +167,78 @@ def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
     path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
     ctx = context(env, verify=verify)
-    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx)
+    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx) if os.path.isdir(os.path.dirname(path)) \
+        else Inventory(ctx.host, ())  # the folder is gone too: nothing there to read
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
     error = f"{path}: cannot open shared object file: No such file or directory"
     said = next((f.fix for i in inventory.installs for f in i.all_findings
                  if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
-    cure = said or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
+    cure = said or _wheel_gone(path) or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
     what = "shim" if lib is None or lib.key == "shim" else f"{lib.key} sub-library"
     finding = Finding(Code.NOT_FOUND, f"dlopen(\"{path}\") would fail: no such file",
                       Subject(SubjectKind.FILE, path, lib.key if lib else "shim"), cure,
                       (shim_cannot_load(gen, error),) if what == "shim" else ())
     target = Target(given, "library", path, f"the cuDNN {gen.major} {what} {path} (not there)")
     return Resolved(target, ctx, inventory, None, (), (finding,))  # nothing loads: no install is the target's
+
+
+def _wheel_gone(path: str) -> Fix | None:
+    """A pip wheel's cuDNN file that is gone with its folder (``SITE/nvidia/cudnn/lib/X``, the distribution
+    uninstalled, its site-packages still there): the wheel installed again into that site, by whoever installs
+    there, of the CUDA major the site's other NVIDIA wheels are built for (the cuBLAS beside it: `-cu12`, or
+    `nvidia-cublas` 13); None for another path."""
+    folder = os.path.dirname(path)
+    site = wheel_site(folder)
+    lib = classify(os.path.basename(path))
+    if site is None or lib is None or not os.path.isdir(site):
+        return None
+    names = os.listdir(site)
+    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
+                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
+    requirement = cudnn_requirement(lib.major, cudas[-1] if cudas else None)
+    if requirement is None:
+        return None
+    return fix(pip_into([requirement], site, interpreter_of_site(site), options=("--force-reinstall",)),
+               note=f"{folder} is gone: the wheel that holds it was uninstalled")
+
+
+def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+    """A cuDNN library this user cannot reach (a folder on its path not searchable, or the file not readable): what
+    a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
+    when the user owns what stops it, else who can."""
+    ctx = context(env, verify=verify)
+    blocker = _first_unreachable(path)
+    lib = classify(os.path.basename(path))
+    gen = GENERATIONS[lib.major if lib else 9]
+    try:
+        info = os.stat(blocker)
+        owner = info.st_uid
+    except OSError:
+        owner = None
+    mode = 0o755 if os.path.isdir(blocker) else 0o644
+    if owner == os.geteuid():
+        cure = fix(chmod(blocker, mode))
+    else:
+        cure = fix(manual(f"{blocker} belongs to uid {owner}: its owner or root can make it readable "
+                          f"(chmod {mode:o} {blocker}); or install cuDNN where you can read it"))
+    error = f"{path}: cannot open shared object file: Permission denied"
+    finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "
+                      + ("searched" if os.path.isdir(blocker) else "read") + " by this user",
+                      Subject(SubjectKind.FILE, blocker, lib.key if lib else "shim"), cure,
+                      (shim_cannot_load(gen, error),))
+    target = Target(given, "library", path, f"the cuDNN {gen.major} library {path} (not readable here)")
+    return Resolved(target, ctx, Inventory(ctx.host, ()), None, (), (finding,))
+
+
+def _first_unreachable(path: str) -> str:
+    """The first folder on ``path``'s way this user cannot search, else the file itself."""
+    parts = os.path.abspath(path).split("/")
+    for depth in range(2, len(parts)):
+        folder = "/".join(parts[:depth])
+        if not os.access(folder, os.X_OK):
+            return folder
+    return path
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
@@ -223,7 +315,11 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
     if install is not None:
         install = shadowed(install, name, None, ctx, res.path, res.rule)
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
-    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, ())
+    # a shim an empty or relative entry finds is the current folder's, whatever that holds: never run
+    entry = search_entry(res.path, res.rule, ctx.linker)
+    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if entry is not None else None, entry)])
+    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, (),
+                    planted)
 
 
 def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence:
@@ -345,24 +441,23 @@ def _with_entry_fix(install: Install, name: str, found: tuple[str, str, Install]
     return replace(install, verdict=replace(install.verdict, findings=findings))
 
 
-_SYS_PATH = "import json, sys; print(json.dumps([sys.executable, sys.path]))"
-
-
-def _python(python: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
-    """Another interpreter (or a venv's folder): its sys.path, its executable, its frameworks."""
+def _python(python: str, env: Mapping[str, str], verify: bool = False,
+            unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
+    """Another interpreter (or a venv's folder): its start-up observed (`startup.observe`: sys.path as it builds
+    it, what its start-up files map), its executable, its frameworks."""
     candidates = [python] if not os.path.isdir(python) else [
         os.path.join(python, "bin", name) for name in ("python", "python3")]
     interpreter = next((path for path in candidates if os.path.isfile(path) and os.access(path, os.X_OK)), None)
     if interpreter is None:
         raise UsageError("no Python interpreter there", path=python, fix="give a python executable or a venv folder")
     try:
-        done = subprocess.run([interpreter, "-c", _SYS_PATH], capture_output=True, text=True, timeout=60, env=dict(env),
-                              cwd="/", check=False)
-        executable, site_paths = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        raise UsageError("not a Python interpreter that answers (sys.path could not be read)", path=python) from None
+        started = observe(interpreter, env, cwd="/")
+    except StartupFailed as exc:
+        raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
+    executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
-    ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify)
+    ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify,
+                  started=started_cuda(started, unstarted))
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",

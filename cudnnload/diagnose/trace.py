@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.children import isolated
 from cudnnload.diagnose.apilog import ApiSummary, summarize
 from cudnnload.diagnose.family import Killed, Survivor
 
@@ -75,6 +76,7 @@ class ProgramTrace:
     interrupted: str | None = None  # the signal that interrupted cudnnload while the program ran
     killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended, so that none outlives the run
     survivors: tuple[Survivor, ...] = ()  # those it could not end
+    logs_lost: str | None = None  # why cuDNN's API log may be cut short (its file system filled up)
 
 
 # --- our own path: the child ---------------------------------------------------------
@@ -225,7 +227,10 @@ def _convolutions(spec: Mapping[str, object], emit: _Emitter) -> None:
         emit("stopped", exc.message)
 
 
-_BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.diagnose.trace import child_main; child_main(t)"
+# The child imports nothing from the current folder and dies with its parent (argv[2]), SIGKILL included.
+_BOOTSTRAP = isolated("import time\nt = time.monotonic()\nfrom cudnnload.children import die_with_parent\n"
+                      "die_with_parent(int(sys.argv[2]))\nfrom cudnnload.diagnose.trace import child_main\n"
+                      "child_main(t)\n")
 
 
 # --- our own path: the parent ----------------------------------------------------------
@@ -233,16 +238,20 @@ _BOOTSTRAP = "import time; t = time.monotonic(); from cudnnload.diagnose.trace i
 def trace_loader(folder: str, major: int, *, mode: str = "preload", runs: int = 5,
                  conv: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None,
                  timeout: float = 300.0) -> LoaderTrace:
-    """Run ``runs`` cold children through the stages; min/median/max per stage across them."""
-    env = dict(os.environ if environ is None else environ)
+    """Run ``runs`` cold children through the stages; min/median/max per stage across them. Each child runs
+    with no linker-variable entry that could give it a library someone else planted (as the probe's,
+    `resolve.access.guarded_environment`)."""
+    from cudnnload.resolve.access import guarded_environment
+
+    env = guarded_environment(os.environ if environ is None else environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds cudnnload/
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     request = json.dumps({"mode": mode, "folder": folder, "major": major, "conv": dict(conv) if conv else None})
     per_run: list[list[_Record]] = []
     for _ in range(runs):
         spawned = time.monotonic()
-        done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request], env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, "-c", _BOOTSTRAP, request, str(os.getpid())], env=env,
+                              capture_output=True, text=True, timeout=timeout, cwd="/")
         records = _records(done.stdout, spawned)
         if not records:
             tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
@@ -299,7 +308,7 @@ def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None =
     return ProgramTrace(tuple(command), ran.returncode if ran.returncode is not None else -9, ran.seconds * 1000,
                         summarize(calls, started_wall),
                         tuple(LibraryArrival(name, ms) for name, ms in sorted(arrivals.items(), key=lambda x: x[1])),
-                        len(ran.api), ran.interrupted, ran.killed, ran.survivors)
+                        len(ran.api), ran.interrupted, ran.killed, ran.survivors, ran.logs_lost)
 
 
 # --- text --------------------------------------------------------------------------------
@@ -342,6 +351,8 @@ def program_text(trace: ProgramTrace) -> str:
         lines += [f"    {lib.at_ms:8.1f}  {lib.name}" for lib in trace.libraries]
     if trace.interrupted:
         lines.append(f"  interrupted by {trace.interrupted}: the trace covers the run until then")
+    if trace.logs_lost:
+        lines.append(f"  cuDNN's API log may be cut short: {trace.logs_lost}")
     lines += [f"  ended, so that it does not outlive the trace: pid {k.process.pid} ({k.process.command}): {k.why}, "
               f"{k.signal}" for k in trace.killed]
     lines += [f"  could not be ended, may still run: pid {s.process.pid} ({s.process.command}): {s.reason}"
@@ -349,8 +360,17 @@ def program_text(trace: ProgramTrace) -> str:
     return "\n".join(lines)
 
 
+PLOT_FORMATS = (".png", ".svg")
+
+
 def plot(traces: Sequence[LoaderTrace], path: str) -> None:
-    """A waterfall of median stage times to PNG or SVG (matplotlib, the ``plot`` extra)."""
+    """A waterfall of median stage times to PNG or SVG (matplotlib, the ``plot`` extra), as the name of
+    ``path`` says, written as a report is (`files.write_output`: whole or not at all, never through a link
+    or onto a device). OutputError when it cannot be written."""
+    import io
+
+    from cudnnload.files import write_output
+
     try:
         import matplotlib
 
@@ -372,4 +392,6 @@ def plot(traces: Sequence[LoaderTrace], path: str) -> None:
         ax.set_xlabel("ms since process start (medians)")
         ax.set_title(f"cudnnload trace --{trace.mode}")
     figure.tight_layout()
-    figure.savefig(path)
+    image = io.BytesIO()
+    figure.savefig(image, format=os.path.splitext(path)[1].lower().lstrip("."))
+    write_output(path, image.getvalue())

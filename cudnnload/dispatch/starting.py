@@ -98,6 +98,18 @@ _lock = threading.Lock()
 _current: Starting | None = None
 
 
+def _forked() -> None:
+    """In the child of a fork(): the start's thread is not there; a start still under way is forgotten (its
+    result would never come), one that is over stays (what it loaded is mapped in the child too)."""
+    global _lock, _current
+    _lock = threading.Lock()
+    if _current is not None and not _current.done():
+        _current = None
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def start(source: str | os.PathLike[str] | Install | None = None, *, version: str | None = None,
           environ: Mapping[str, str] | None = None, use_cache: bool = True, timeout: float = 60.0,
           warmup: Sequence[Problem | Activation] = (), blas_idle_spin: bool = False) -> Starting:

@@ -15,7 +15,8 @@ import posixpath
 import re
 
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
-from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, run
+from cudnnload.resolve.process import Preload
+from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, remove_entry, remove_line, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -73,11 +74,48 @@ def dependency_manual(soname: str, requirement: str | None = None) -> Action:
 WHEEL_LIB = "nvidia/cudnn/lib"
 
 
-def reinstall(name: str, version: str, site: str | None, python: str | None) -> Action:
+# who installs into a site-packages folder: (its interpreter, the pip options choosing the folder), as
+# `resolve.pythons.interpreter_of_site` finds it
+PipEnv = tuple[str | None, tuple[str, ...]]
+
+
+def removal(source: str, entry: str) -> Action:
+    """Taking a preload away: its LD_PRELOAD entry, or its entry of /etc/ld.so.preload (root's file, rule
+    ld-so-preload), said in words."""
+    if source == "LD_PRELOAD":
+        return remove_entry("LD_PRELOAD", entry)
+    return manual(f"remove {entry} from {source} (as root): every program on this machine preloads it")
+
+
+def undo(preload: Preload) -> Action | None:
+    """What takes an object out of the process before the program starts: its LD_PRELOAD entry removed, the
+    ``.pth`` line that loaded it at Python's start-up removed, or (sitecustomize, usercustomize: code, not a line)
+    said in words; None for what nothing named put there."""
+    if preload.entry is not None:
+        return removal(preload.source, preload.entry)
+    cause = preload.cause
+    if cause is None or cause.file is None:
+        return None
+    if cause.kind == "pth-import" and cause.text:
+        return remove_line(cause.file, cause.text)
+    return manual(f"take out of {cause.file} ({cause.kind}, run at every start of this Python) the code that "
+                  f"loads {preload.path}")
+
+
+def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, options: tuple[str, ...] = (),
+             python: str | None = None) -> Action:
+    """pip's install of ``requirements`` into the site-packages folder ``site`` by whoever installs there (the
+    venv's interpreter, ``pythonX.Y --user``, ``--target``); ``python`` only where the folder has no interpreter
+    of its own and the caller knows the program's."""
+    own, how = pip_env
+    return pip_install(requirements, options=(*options, *how), target=site, python=own or python)
+
+
+def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:
     """Put a damaged or incomplete pip distribution back as it was released: the same version, every file
     rewritten (``--force-reinstall``), its dependencies left as they are (``--no-deps``), into the
-    site-packages folder that holds it."""
-    return pip_install([f"{name}=={version}"], options=("--force-reinstall", "--no-deps"), target=site, python=python)
+    site-packages folder that holds it, by whoever installs there."""
+    return pip_into([f"{name}=={version}"], site, pip_env, options=("--force-reinstall", "--no-deps"), python=python)
 
 
 def install_kind(folder: str) -> str:

@@ -9,12 +9,19 @@ import posixpath
 from collections.abc import Callable, Mapping
 
 from cudnnload.codes import Code, SubjectKind
-from cudnnload.judge.fixes import cudnn_requirement
+from cudnnload.judge.fixes import cudnn_requirement, pip_into
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, Pin
-from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, pip_install
+from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual
 
 _KnownBad = Callable[[Consumer, Release, int | None, str | None], Finding | None]
+
+
+def _into(consumer: Consumer, requirements: list[str], python: str | None, again: bool = False) -> Action:
+    """pip's install of ``requirements`` into the consumer's own site-packages, by whoever installs there;
+    ``again``: every file rewritten (the distribution is installed, its files are not what it shipped)."""
+    return pip_into(requirements, consumer.site, consumer.pip_env, python=python,
+                    options=("--force-reinstall", "--no-deps") if again else ())
 
 
 def _subject(consumer: Consumer, path: str | None = None) -> Subject:
@@ -28,7 +35,7 @@ def _newer_than(consumer: Consumer, release: Release, python: str | None) -> Fix
     if base is None:
         return fix(manual(f"install cuDNN {release} or newer (a {release.major}.x)"))
     name = base.split(">=")[0]
-    return fix(pip_install([f"{name}>={release},<{release.major + 1}"], python=python))
+    return fix(_into(consumer, [f"{name}>={release},<{release.major + 1}"], python))
 
 
 def _cudnn_9_10_0(consumer: Consumer, release: Release, device_count: int | None, python: str | None) -> Finding | None:
@@ -104,7 +111,9 @@ def consumer_findings(consumer: Consumer, install_release: Release | None, insta
 
 
 def _pin_finding(consumer: Consumer, pin: Pin, loading: str | Release | None, python: str | None) -> Finding | None:
-    repair = fix(pip_install([pin.requirement], python=python))
+    # the pinned wheel already there (and the cuDNN that loads another): its files are not what pip put there
+    repair = fix(_into(consumer, [pin.requirement], python, again=pin.installed is not None and pin.allows(
+        pin.installed)))
     if loading is not None and (pin.installed is not None or not pin.extras) and not pin.allows(loading):
         wheel = f" ({pin.distribution} {pin.installed} is installed)" if pin.installed else ""
         return Finding(Code.CONSUMER_PIN_UNMET, f"{consumer.label} requires {pin.requirement}, but the cuDNN that "
@@ -136,16 +145,17 @@ def _install_fix(consumer: Consumer, major: int, build: Release | None, python: 
     """What the consumer pins for ``major``, else a cuDNN of that major at least ``build`` for its CUDA; the
     other way, a build of the consumer for the cuDNN that loads, said as the alternative."""
     other = manual(f"install a {consumer.distribution} built for the cuDNN that loads")
-    pinned = next((pin.requirement for pin in consumer.pins if pin.major == major), None)
-    if pinned is not None:
-        return fix(pip_install([pinned], python=python), alternatives=[other])
+    pinned = next((pin for pin in consumer.pins if pin.major == major), None)
+    if pinned is not None:  # installed already (and another cuDNN loads): its files are not the wheel's
+        again = pinned.installed is not None and pinned.allows(pinned.installed)
+        return fix(_into(consumer, [pinned.requirement], python, again), alternatives=[other])
     cuda = consumer_cuda(consumer)
     base = cudnn_requirement(major, cuda)
     if base is None:
         return fix(manual(f"install cuDNN {build or major} or newer of major {major}"), alternatives=[other])
     name = base.split(">=")[0]
     requirement = f"{name}>={build},<{major + 1}" if build is not None else base
-    return fix(pip_install([requirement], python=python), alternatives=[other])
+    return fix(_into(consumer, [requirement], python), alternatives=[other])
 
 
 def _older_than_build(consumer: Consumer, framework: Framework, release: Release) -> str | None:

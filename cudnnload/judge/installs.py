@@ -24,11 +24,10 @@ from cudnnload.judge.consequences import (
     plan_loads,
     predict,
 )
-from cudnnload.judge.policy import install_findings
-from cudnnload.judge.preload import removal
+from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import Generation, Release, SubLibrary, generation
+from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
@@ -37,6 +36,7 @@ from cudnnload.verdicts import (
     INFO,
     NO_FIX,
     WARNING,
+    Action,
     Consequence,
     Finding,
     Fix,
@@ -44,7 +44,6 @@ from cudnnload.verdicts import (
     delete,
     fix,
     manual,
-    pip_install,
     remove_entry,
     set_variable,
 )
@@ -59,7 +58,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
     gen = generation(install.major)
-    preloads = {p.path: (p.source, p.entry) for p in ctx.preloads if p.path is not None and p.entry is not None}
+    preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
     files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
@@ -77,6 +76,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
+    findings += _other_shims(install, ctx, repair)
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -91,11 +91,57 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
+
+
+def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[Finding]:
+    """A shim of the same generation from another folder that is in the process before the program (LD_PRELOAD,
+    Python's start-up): a program that opens this install's shim by path maps both (glibc compares files, not
+    sonames, for a path), and its calls by name bind to the first; two cuDNNs in one process."""
+    shim = install.file("shim")
+    own = {shim.path, shim.real_path} if shim is not None else set()
+    for item in ctx.preloads:
+        lib = classify(posixpath.basename(item.soname or item.path or ""))
+        if item.path is None or lib is None or lib.key != "shim" or lib.major != install.major \
+                or item.path in own or _inside(item.path, install.folder):
+            continue
+        undo = repair.preloads.get(item.path)
+        yield Finding(Code.MIXED_IN_PROCESS, f"{item.path}, another cuDNN {install.major} shim, is in the process "
+                      f"before the program" + (f" ({undo})" if undo else "") + f": opening {install.folder}'s shim "
+                      "maps a second one, and calls made by name bind to the first",
+                      Subject(SubjectKind.FILE, item.path, "shim"), fix(undo) if undo else NO_FIX)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return posixpath.normpath(posixpath.dirname(path)) == posixpath.normpath(folder)
+
+
+def _would_map(install: Install, prediction: Prediction, ctx: Context, cwd: str,
+               entry: str | None = None) -> Iterable[Mapped]:
+    """Every file a program loading ``install`` could map, with the entry that gave it: its own files, what
+    LD_PRELOAD puts in the process, each planned sub-library (and what its opener's later names get when it
+    fails), and what cuDNN NEEDs or dlopens. A relative path (an empty or relative search-path entry gave it)
+    is the current folder's, whatever that holds; but one that names a file of the install's own folder from
+    ``cwd`` (a relative entry that leads to the folder the caller named) is that file."""
+    own = posixpath.normpath(install.folder)
+
+    def placed(path: str) -> str:
+        here = posixpath.join(cwd, path)
+        return here if own.startswith("/") and posixpath.normpath(posixpath.dirname(here)) == own else path
+
+    by = ("LD_LIBRARY_PATH", entry) if entry is not None else (None, None)  # the entry that gives the install
+    yield from (Mapped(placed(cand.path), cand.library, *by) for cand in install.files if cand.elf is not None)
+    yield from (Mapped(p.path, p.name, "LD_PRELOAD" if p.entry else None, p.entry) for p in ctx.preloads
+                if p.path is not None)
+    for step in (*install.plan, *(s.fallback for s in install.plan if s.fallback), *install.dependencies):
+        if step.path is not None:
+            yield Mapped(placed(step.path), step.library, step.variable, step.entry)
+    yield from (Mapped(placed(load.path), key) for key, load in prediction.loads.items() if load.path is not None)
 
 
 def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
@@ -173,9 +219,9 @@ class _Repairs:
     (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, tuple[str, str]] | None = None, search_path: Sequence[str] = ()) -> None:
+                 preloads: Mapping[str, Action] | None = None, search_path: Sequence[str] = ()) -> None:
         self.install, self.python, self.entry = install, python, entry
-        # a preloaded file -> where the preload is written (LD_PRELOAD, /etc/ld.so.preload) and its entry there
+        # a file in the process before the program starts -> what takes it out (`fixes.undo`)
         self.preloads = dict(preloads or {})
         self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
         name, _, version = (install.distribution or "").partition(" ")
@@ -184,7 +230,7 @@ class _Repairs:
     def put_back(self) -> Fix:
         """The install as it was released: every file back."""
         if self.dist is not None:
-            return fix(fixes.reinstall(*self.dist, self.install.site, self.python))
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python))
         whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
         if self.entry is not None:
             return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])
@@ -215,7 +261,7 @@ class _Repairs:
             return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
                               f"{install.distribution} has none) and load it instead"))
         folder = posixpath.join(install.site, fixes.WHEEL_LIB)
-        installed = pip_install([requirement], target=install.site, python=self.python)
+        installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
         shim = posixpath.join(folder, generation(install.major).shim.soname)
         if self.entry is None:
             return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "
@@ -231,7 +277,7 @@ class _Repairs:
         if path is None:
             return None
         if path in self.preloads:
-            return fix(removal(*self.preloads[path]))
+            return fix(self.preloads[path])
         step = next((s for s in self.install.plan if s.path == path and not s.inside_install), None)
         if step is not None:
             return _stray_fix(step, self.install.file(step.library), self)
@@ -505,13 +551,15 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
     the entry goes when the install's release does not use that library (ext under a 9.0 shim)."""
     pin = fixes.pin(repair.install.folder)
     if step.variable in ("LD_PRELOAD", PRELOAD_FILE) and step.entry is not None:
-        return fix(removal(step.variable, step.entry),
+        return fix(fixes.removal(step.variable, step.entry),
                    alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
     brought = repair.requester_fix(step.requested_by)
     if brought is not None:
         return brought
     if own is not None and own.problem is None and step.entry is not None and step.variable is not None:
         return fix(remove_entry(step.variable, step.entry), alternatives=[pin] if _complete(repair.install) else [])
+    if step.rule == "already-loaded" and step.path in repair.preloads:  # what put it there before the program
+        return fix(repair.preloads[step.path])
     if own is not None and own.problem is None and step.rule == "already-loaded":
         return fix(manual(f"load {own.path}'s cuDNN before the one already in the process (cudnnload.load() "
                           "first, or another import order)"))
@@ -560,11 +608,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
                       "be created; expected on a machine without an NVIDIA GPU", subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
-    requirement = fixes.dependency_requirement(step.library)
-    cure = repair.requester_fix(step.requested_by) or (
-        fix(pip_install([requirement], target=install.site, python=repair.python))
-        if requirement is not None and install.site is not None else
-        fix(fixes.dependency_manual(step.library, requirement)))
+    cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair)
     if step.library.startswith(("libcublasLt", "libnvrtc")):
         severity = ERROR if step.library.startswith("libcublasLt") else WARNING
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
@@ -582,17 +626,22 @@ def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host
     lacks = [version for version in step.lacks if not (said and version.startswith(("GLIBCXX_", "CXXABI_")))]
     if not lacks:
         return
-    requirement = fixes.dependency_requirement(step.library)
     shadow = fix(remove_entry("LD_LIBRARY_PATH", step.entry)) \
         if step.variable == "LD_LIBRARY_PATH" and step.entry is not None else None
-    cure = shadow or repair.requester_fix(step.path) or (
-        fix(pip_install([requirement], target=install.site, python=repair.python))
-        if requirement is not None and install.site is not None else
-        fix(fixes.dependency_manual(step.library, requirement)))
+    cure = shadow or repair.requester_fix(step.path) or _install_dependency(step.library, install, repair)
     yield Finding(Code.DEPENDENCY_VERSION, f"{step.requested_by} needs version {', '.join(lacks)} of "
                   f"{step.library}, and {step.path}, the copy found first ({step.rule}), lacks it: the load fails "
                   f"with \"version `{lacks[0]}' not found (required by {step.requested_by})\"",
                   Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry), cure)
+
+
+def _install_dependency(library: str, install: Install, repair: _Repairs) -> Fix:
+    """A dependency put where the install finds it: its pip distribution into the install's site-packages, or (no
+    pip distribution, or a folder pip does not own) what to install, in words."""
+    requirement = fixes.dependency_requirement(library)
+    if requirement is not None and install.site is not None:
+        return fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
+    return fix(fixes.dependency_manual(library, requirement))
 
 
 def _real_folder(install: Install) -> str:
@@ -635,13 +684,12 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
             continue
         bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
         if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
-            preload = repair.preloads.get(bound.bound_to)
+            undo = repair.preloads.get(bound.bound_to)
             extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
-                                 f"{bound.bound_to}, already in the process"
-                                 + (f" (by {preload[0]})" if preload else "")
+                                 f"{bound.bound_to}, already in the process" + (f" ({undo})" if undo else "")
                                  + f", answers, and that file lacks what it binds to ({bound.error})",
                                  Subject(SubjectKind.FILE, bound.bound_to, cause),
-                                 fix(removal(*preload)) if preload else NO_FIX, consequences))
+                                 fix(undo) if undo else NO_FIX, consequences))
             continue
         extra.append(Finding(Code.SUBLIBRARY_UNLOADABLE, f"{cause} would not load: {load.error}",
                              Subject(SubjectKind.FILE, load.path or install.folder, cause), repair.put_back(),

@@ -13,12 +13,13 @@ from dataclasses import replace
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.errors import UsageError
+from cudnnload.judge.fixes import reinstall
 from cudnnload.judge.installs import judge_install
 from cudnnload.judge.policy import search_path_findings
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.discovery import Context, Install, Inventory, context, gather, install_of
 from cudnnload.resolve.sources import Distribution
-from cudnnload.verdicts import Finding, Subject, fix, manual, pip_install
+from cudnnload.verdicts import Finding, Subject, fix, manual, pip_uninstall
 
 
 def find(paths: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
@@ -85,11 +86,10 @@ def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk
             continue  # one finding for the pair, on its first file
         said.add(names)
         keep = max(claim, key=lambda d: (f"{d.name} {d.version}" in on_disk, d.version, d.name))
-        others = " ".join(d.name for d in claim if d is not keep)
         # uninstalling after the reinstall would delete the shared files again: the other one goes first
         yield Finding(Code.RECORD_CONFLICT, f"claimed by {' and '.join(names)}: one overwrote the other's files (this "
                       f"and the others they share)", Subject(SubjectKind.DISTRIBUTION, path, name=" and ".join(names)),
-                      fix(manual(f"{python or 'python'} -m pip uninstall -y {others} (keep one cuDNN distribution "
-                                 "per environment: the one your framework pins)"),
-                          pip_install([f"{keep.name}=={keep.version}"], options=("--force-reinstall", "--no-deps"),
-                                      target=keep.site, python=python)))
+                      fix(pip_uninstall([d.name for d in claim if d is not keep], target=keep.site,
+                                        python=keep.pip_env[0] or python),
+                          reinstall(keep.name, keep.version, keep.site, keep.pip_env, python),
+                          note="keep one cuDNN distribution per environment: the one your framework pins"))

@@ -30,10 +30,11 @@ from cudnnload.resolve.access import Access
 from cudnnload.resolve.linker import LinkerDefaults, LinkerEnv, Requester, expand
 from cudnnload.verdicts import ERROR, WARNING, Finding, Subject, fix, manual, remove_entry
 
-RELATIVE_SEARCH_PATH, WRITABLE_SEARCH_PATH, WRITABLE_LIBRARY, FOREIGN_OWNER, ORIGIN_IN_SETUID = (
+RELATIVE_SEARCH_PATH, WRITABLE_SEARCH_PATH, WRITABLE_LIBRARY, FOREIGN_OWNER, ORIGIN_IN_SETUID, UNTRUSTED_LIBRARY = (
     Code.RELATIVE_SEARCH_PATH, Code.WRITABLE_SEARCH_PATH, Code.WRITABLE_LIBRARY, Code.FOREIGN_OWNER,
-    Code.ORIGIN_IN_SETUID)
-CODES = frozenset({RELATIVE_SEARCH_PATH, WRITABLE_SEARCH_PATH, WRITABLE_LIBRARY, FOREIGN_OWNER, ORIGIN_IN_SETUID})
+    Code.ORIGIN_IN_SETUID, Code.UNTRUSTED_LIBRARY)
+CODES = frozenset({RELATIVE_SEARCH_PATH, WRITABLE_SEARCH_PATH, WRITABLE_LIBRARY, FOREIGN_OWNER, ORIGIN_IN_SETUID,
+                   UNTRUSTED_LIBRARY})
 
 
 class Found(Protocol):
@@ -236,6 +237,46 @@ def file_findings(paths: Iterable[str], access: Access | None = None, *, user: i
                                  "program of yours that loads it", Subject(SubjectKind.FILE, path),
                                  fix(manual(f"install cuDNN as yourself (your own venv) or as root, or chown root "
                                             f"{facts.real}"))))
+    return tuple(found)
+
+
+# --- what a program would map --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Mapped:
+    """One file a program would map, and how it would get it (the search-path entry, when one gave it)."""
+
+    path: str
+    library: str | None = None  # catalog key, or a dependency's soname
+    variable: str | None = None  # "LD_LIBRARY_PATH" or "LD_PRELOAD"
+    entry: str | None = None  # that variable's entry, as written
+
+
+def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None) -> tuple[Finding, ...]:
+    """``untrusted-library`` for each file a program would map that someone other than root and the user
+    can change, or that the current folder gives (`Access.replaceable`): an error, since the program would
+    run it; cudnnload only reads such a file (its ELF facts), and maps it nowhere (`loading.probe`). The fix
+    takes away the entry that gave it, else makes the folder (or file) the user's and root's alone."""
+    access = access or Access()
+    found = []
+    for item in {item.path: item for item in mapped}.values():
+        why = access.replaceable(item.path)
+        if why is None:
+            continue
+        if item.variable is not None and item.entry is not None:
+            repair = fix(remove_entry(item.variable, item.entry))
+        elif "/" not in item.path:  # a bare file name: the current folder, which only an empty entry stands for
+            repair = fix(remove_entry("LD_LIBRARY_PATH", ""))
+        elif not item.path.startswith("/"):
+            repair = fix(manual("remove the empty or relative search-path entry that gives it (in LD_LIBRARY_PATH: "
+                                "a leading, trailing or doubled ':')"))
+        else:
+            repair = fix(manual(f"make {why.culprit} changeable by root and its owner only (chmod go-w, or chown "
+                                "root), or install the library in a folder only you or root can write"))
+        found.append(Finding(UNTRUSTED_LIBRARY, f"{why.why}: a program that loads it runs whatever code is put there "
+                             "(cudnnload judged it from its bytes and did not run it)",
+                             Subject(SubjectKind.FILE, item.path, item.library, variable=item.variable,
+                                     entry=item.entry), repair))
     return tuple(found)
 
 

@@ -15,16 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.judge import fixes
 from cudnnload.resolve.process import Preload
-from cudnnload.verdicts import Action, Consequence, Finding, Subject, fix, manual, remove_entry
-
-
-def removal(source: str, entry: str) -> Action:
-    """Taking a preload away: its LD_PRELOAD entry, or its entry of /etc/ld.so.preload (root's file, rule
-    ld-so-preload), said in words."""
-    if source == "LD_PRELOAD":
-        return remove_entry("LD_PRELOAD", entry)
-    return manual(f"remove {entry} from {source} (as root): every program on this machine preloads it")
+from cudnnload.verdicts import Consequence, Finding, Subject, fix
 
 
 def preload_findings(preloads: Iterable[Preload]) -> tuple[Finding, ...]:
@@ -48,5 +41,5 @@ def preload_findings(preloads: Iterable[Preload]) -> tuple[Finding, ...]:
             Code.PRELOAD_CANNOT_LOAD, f"the {item.source} entry {item.entry} stops every program before it starts: "
             f"{why}", Subject(SubjectKind.VARIABLE, item.entry, variable=item.source if item.source == "LD_PRELOAD"
                               else None, entry=item.entry),
-            fix(removal(item.source, item.entry)), (seen,))
+            fix(fixes.removal(item.source, item.entry)), (seen,))
     return tuple(said.values())

@@ -20,7 +20,7 @@ from cudnnload.codes import Code, SubjectKind
 from cudnnload.errors import UsageError
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.inventory import judged_install_of
-from cudnnload.judge.policy import CODES, search_path_findings
+from cudnnload.judge.policy import CODES, Mapped, search_path_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
@@ -123,7 +123,11 @@ def which(
         findings.append(Finding(Code.NOT_FOUND, "no cuDNN shim (libcudnn.so.9/.8/.7) is reachable by the linker or "
                                 "installed as a pip wheel", Subject(SubjectKind.CONSUMER, consumer_path, "shim"),
                                 not_found_fix(GENERATIONS[gens[0]] if gens else GENERATIONS[9], ctx, site_paths)))
-    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=Access())
+    access = Access()
+    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=access)
+    # a name an empty or relative entry resolves is the current folder's file (install_of places the install)
+    findings += untrusted_findings((Mapped(s.path, s.library, s.variable, s.entry) for s in steps
+                                    if s.path is not None and not s.path.startswith("/")), access)
     ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 

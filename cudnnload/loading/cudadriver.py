@@ -38,6 +38,7 @@ def library() -> ctypes.CDLL:
     if _lib is None:
         with _lib_lock:
             if _lib is None:
+                refuse_planted_driver()
                 try:
                     _lib = ctypes.CDLL("libcuda.so.1")
                 except OSError:
@@ -48,6 +49,21 @@ def library() -> ctypes.CDLL:
                                             fix="install the NVIDIA driver, or in a container run with --gpus all"
                                             ) from None
     return _lib
+
+
+def refuse_planted_driver() -> None:
+    """DriverUnavailable when this process's dlopen of libcuda.so.1 would map a file someone other than root
+    and this user put on its LD_LIBRARY_PATH (`resolve.access.planted_on_path`): cudnnload runs no such code."""
+    if not os.environ.get("LD_LIBRARY_PATH"):
+        return  # the system's folders only: root's
+    from cudnnload.resolve.access import planted_on_path
+
+    why = planted_on_path("libcuda.so.1", os.environ)
+    if why is not None:
+        from cudnnload.errors import DriverUnavailable
+
+        raise DriverUnavailable("UntrustedLibrary", f"the NVIDIA driver was not loaded: {why}",
+                                fix="take that entry off LD_LIBRARY_PATH")
 
 
 class CUresult(int):
@@ -207,6 +223,20 @@ _primary: dict[int, int] = {}  # device ordinal -> its primary context, retained
 # Set once a context thread's cuInit has returned (whatever it returned): cudnnload.start's threads begin
 # their own work then (cudnnload.dispatch.starting says why).
 INITIALIZED = threading.Event()
+
+
+def _forked() -> None:
+    """In the child of a fork(): the context threads are not there and their locks may be held; the driver
+    itself cannot be used from a child of a process that initialised it (CUDA is not fork-safe), so nothing
+    of the parent's is kept: a call fails with the driver's own error instead of waiting for ever."""
+    global _lib_lock, _prepared_lock, _contexts_lock, INITIALIZED
+    _lib_lock, _prepared_lock, _contexts_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    _prepared.clear()
+    _primary.clear()
+    INITIALIZED = threading.Event()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def prepare_context(ordinal: int = 0) -> threading.Thread | None:

@@ -57,7 +57,11 @@ class CudaError(LoadError):
 
 
 def driver_module() -> ModuleType:
-    """``cuda.bindings.driver``; DriverUnavailable when cuda-python is not importable."""
+    """``cuda.bindings.driver``; DriverUnavailable when cuda-python is not importable, or the libcuda.so.1 it
+    would load is one someone else put on LD_LIBRARY_PATH (`cudadriver.refuse_planted_driver`)."""
+    from cudnnload.loading.cudadriver import refuse_planted_driver
+
+    refuse_planted_driver()
     try:
         return importlib.import_module("cuda.bindings.driver")
     except ImportError as exc:

@@ -72,6 +72,17 @@ _lock = threading.Lock()
 _loaded: Loaded | None = None
 
 
+def _forked() -> None:
+    """In the child of a fork(): a thread that was loading is not there, and the lock it held is copied held
+    (issue 29: the child's load() waited for ever). What the parent had loaded, the child has mapped and keeps;
+    a load that was under way, the child makes again."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def loaded() -> Loaded | None:
     """What ``load()`` loaded in this process, if anything."""
     return _loaded

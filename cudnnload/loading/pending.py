@@ -13,11 +13,22 @@ instead of building the problem's own plan on the application's thread (`warm_up
 
 from __future__ import annotations
 
+import os
 import threading
 
 _current: tuple[threading.Thread, threading.Event] | None = None
 _warm_ups = 0
 _warm_ups_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In the child of a fork(): no thread of the parent's is there, so none is loading or warming up, and
+    nothing waits for one (issue 29)."""
+    global _current, _warm_ups, _warm_ups_lock
+    _current, _warm_ups, _warm_ups_lock = None, 0, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def announce(thread: threading.Thread, ready: threading.Event) -> None:

@@ -116,9 +116,10 @@ def _entries(env: Mapping[str, str]) -> tuple[str, ...]:
     return preload_entries(env)
 
 
-def execute(command: Sequence[str], pinned: Pinned) -> NoReturn:
+def execute(command: Sequence[str], pinned: Pinned, *, closed: Sequence[int] = ()) -> NoReturn:
     """Replace this process with ``command`` (found on the PATH of the pinned environment, as execvp
-    does) run in ``pinned.environ``. UsageError, before anything runs, when it cannot be found or
+    does) run in ``pinned.environ``, with the standard streams ``closed`` (the caller's ``2>&-``: cudnnload
+    held them on /dev/null) closed again. UsageError, before anything runs, when it cannot be found or
     executed, or would run in secure-execution mode."""
     if not command:
         raise UsageError("no program to run after --", fix="cudnnload run [--cudnn PATH] -- COMMAND [ARGS...]")
@@ -136,9 +137,14 @@ def execute(command: Sequence[str], pinned: Pinned) -> NoReturn:
     # gets the defaults back, as subprocess.Popen gives its children (restore_signals)
     for signo in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(signo, signal.SIG_DFL)
+    held = {fd: os.dup(fd) for fd in closed}  # to say why, should the exec fail
+    for fd in closed:
+        os.close(fd)
     try:
         os.execve(path, list(command), pinned.environ)
     except OSError as exc:
+        for fd, copy in held.items():
+            os.dup2(copy, fd)
         raise UsageError(f"cannot run it: {exc.strerror or exc}", path=path) from None
 
 

@@ -13,8 +13,11 @@ the caller checks that (its ``vet``) before the set is proven. The child probe t
 set, the same files by path in the same order, and must map no other cuDNN file (`_prove`).
 
 A proven set is remembered (`PLANS`: the `Plan` under "plans", the notes under "notes", by the request):
-a later process checks that each file still has the size, mtime, inode and device it was proven on, and
-does no search, no ELF reading and no probe. This module imports only lean records on that path (the
+a later process checks that each file still has the size, mtime, inode, device and change time it was
+proven on, and that it runs under what the proof was made under (`proven_under`: the host and its boot,
+glibc, the linker's cache, each LD_LIBRARY_PATH folder: a set proven with the driver's libcuda.so.1
+there preloads a library that NEEDs it, and without it no program starts), and does no search, no ELF
+reading and no probe; anything else is proven again. This module imports only lean records on that path (the
 warm ``cudnnload run`` is a few milliseconds of Python); discovery, the judge and the probe are imported
 when a set is chosen and proven.
 """
@@ -23,9 +26,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
+from cudnnload.codes import Code
 from cudnnload.errors import LoadError
 from cudnnload.resolve.records import record
 from cudnnload.resolve.versions import Release, VersionRange
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
     # LoadError when that process holds another cuDNN, else the environment to prove the set in.
     Vet = Callable[[Files, Release | None, str], dict[str, str]]
 
-PLAN_FORMAT = 6  # bump when Plan's fields or the file layout change
+PLAN_FORMAT = 7  # bump when Plan's fields or the file layout change
 # "plans": request key -> Plan; "notes": request key -> the findings load() reports with it
 PLANS = Layout("plans", PLAN_FORMAT, ("plans", "notes"), depth=2, max_entries=512)
 
@@ -60,7 +64,9 @@ class Plan:
     skipped: tuple[tuple[str, str, str], ...]  # (key, path, why): files that cannot load here, as expected
     verdict: str  # the child probe's one line
     choice: tuple[str, ...]  # what the choice says to tell the caller (`judge.choose.Choice.notes`)
-    stamps: tuple[tuple[int, int, int, int], ...]  # (size, mtime_ns, inode, device) of each file and skipped one
+    # (size, mtime_ns, inode, device, ctime_ns) of each file and skipped one (`cachedir.stamp`)
+    stamps: tuple[tuple[int, int, int, int, int], ...]
+    under: tuple[str, ...]  # what else it was proven under (`proven_under`)
 
 
 def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet: Vet, *,
@@ -75,14 +81,19 @@ def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet
     (`unloadable`, which imports the catalog); a preload names the files by path only."""
     store = PLANS.path(env) if use_cache else None
     key = request_key(source, wanted, env, frameworks)
-    plan = recall(store, key, by_key=by_key)
+    under = proven_under(env)
+    plan = recall(store, key, by_key=by_key, under=under)
     remembered = recall_notes(store, key) if plan is not None and notes else ()
     if plan is not None and remembered is not None:
         return plan, vet(plan.files, plan.release, plan.folder), remembered, True
-    install, choice, found = _choose(source, wanted, env, frameworks)
+    install, choice, found, ctx, dists = _choose(source, wanted, env, frameworks)
     files = set_files(install)
     vetted = vet(files, install.release, install.folder)
-    plan = _prove(install, files, choice, vetted, timeout)
+    plan = _prove(install, files, choice, vetted, timeout, under)
+    if plan.skipped:  # what the probe could not map, the shim's own search looks for later: from where?
+        skipped = {key for key, _, _ in plan.skipped}
+        refuse([f for f in as_mapped(install, ctx, dists, without=skipped).findings
+                if f.code is Code.UNTRUSTED_LIBRARY])
     if store is not None:
         remember(store, key, plan, found)
     return plan, vetted, found, False
@@ -99,6 +110,29 @@ def request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, s
                       *sys.path])
 
 
+def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
+    """What a proof depends on besides its files, as text: the host and its boot (a driver or kernel module
+    installed since; a home folder shared over NFS, a cache shared by containers with and without a GPU),
+    glibc, and what the linker finds libraries with: ``/etc/ld.so.cache`` (ldconfig rewrites it when a
+    library comes or goes, the driver's ``libcuda.so.1`` among them) and each absolute LD_LIBRARY_PATH folder
+    (a file added or removed there moves its change time). A few stats: the warm path stays lean."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        boot = "?"
+    folders = [entry for entry in env.get("LD_LIBRARY_PATH", "").replace(";", ":").split(":") if entry.startswith("/")]
+
+    def stamped(path: str) -> str:
+        try:
+            return f"{path} {' '.join(map(str, stamp(path)))}"
+        except OSError:
+            return f"{path} absent"
+
+    return (os.uname().nodename, boot, os.confstr("CS_GNU_LIBC_VERSION") or "?",
+            *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", *folders))))
+
+
 def set_files(install: Install) -> tuple[tuple[str, str], ...]:
     """(key, path) of the install's readable files, in load order: leaves first, shim last."""
     from cudnnload.resolve.catalog import generation
@@ -110,11 +144,11 @@ def set_files(install: Install) -> tuple[tuple[str, str], ...]:
 # --- choosing -------------------------------------------------------------------
 
 def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str]
-            ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...]]:
+            ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...], Context, Sequence[Distribution]]:
     """The install to load, each judged as the process holds it once its set is mapped (`as_mapped`);
-    what the choice says; and the notes: what that judgment found short of blocking, what the shim's own
+    what the choice says; the notes: what that judgment found short of blocking, what the shim's own
     search would do (the install's findings as found), and the installs passed over for an empty or
-    relative search-path entry."""
+    relative search-path entry; and the context and distributions it was judged with."""
     from cudnnload.judge.choose import choose_for, through_relative_entry
     from cudnnload.judge.inventory import find
     from cudnnload.resolve.discovery import Install, context
@@ -147,7 +181,7 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
     notes = tuple(f for f in chosen.all_findings if f.severity != "info") + tuple(
         f for f in searched.all_findings if f.severity != "info" and (f.code, f.subject) not in said) + tuple(
         found for install in mapped if (found := through_relative_entry(install, given)))
-    return chosen, choice.notes, notes
+    return chosen, choice.notes, notes, ctx, dists
 
 
 def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tuple[Consumer, ...]:
@@ -170,16 +204,19 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tu
     return tuple(c for c in found if not named or c.framework in named)
 
 
-def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution]) -> Install:
+def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution], without: Collection[str] = ()
+              ) -> Install:
     """``install`` judged in a process that already holds its set (discovery's process model, `mapped`):
-    its shim and graph then get each sub-library the set has as already loaded; what the set lacks is
-    still searched for, and what its files NEED besides cuDNN (libz, cuBLASLt) too. Its folder stays as it
-    was found (a relative one is still one an empty or relative search-path entry gave)."""
+    its shim and graph then get each sub-library the set has as already loaded; what the set lacks, or
+    leaves out (``without``: keys of files that could not be mapped), is still searched for, and what its
+    files NEED besides cuDNN (libz, cuBLASLt) too. Its folder stays as it was found (a relative one is still
+    one an empty or relative search-path entry gave)."""
     from cudnnload.judge.installs import judge_install
     from cudnnload.resolve.access import Access
     from cudnnload.resolve.discovery import build_install, context
 
-    holding = context(ctx.environ, cache=ctx.cache, mapped=[path for _, path in set_files(install)])
+    holding = context(ctx.environ, cache=ctx.cache, mapped=[path for key, path in set_files(install)
+                                                            if key not in without])
     facts = build_install(install.folder, install.major, [cand.path for cand in install.files], install.found_via,
                           holding, dists)
     return judge_install(facts, holding, Access(), sys.executable)
@@ -187,7 +224,8 @@ def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution]) -> 
 
 # --- proving ----------------------------------------------------------------------
 
-def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping[str, str], timeout: float) -> Plan:
+def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping[str, str], timeout: float,
+           under: tuple[str, ...]) -> Plan:
     from cudnnload.loading.probe import probe
 
     result = probe(files, install.major, environ=env, timeout=timeout)
@@ -206,7 +244,7 @@ def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping
     release = result.release or install.release
     assert release is not None
     return Plan(install.folder, install.major, release, kept, skipped, result.verdict, choice,
-                tuple(stamp(path) for _, path in kept) + tuple(stamp(path) for _, path, _ in skipped))
+                tuple(stamp(path) for _, path in kept) + tuple(stamp(path) for _, path, _ in skipped), under)
 
 
 # --- what else the process holds -------------------------------------------------
@@ -247,19 +285,21 @@ def refuse(findings: Sequence[Finding]) -> None:
 
 # --- the remembered verdicts ----------------------------------------------------
 # JSON data in the cache folder (cudnnload.cachedir): a plan is trusted only while it has the types Plan
-# declares, every file it was proven on still has the same size, mtime, inode and device, and (for load(),
-# which finds the shim by its key) it names a shim of a known generation.
+# declares, every file it was proven on still has the same stamp (`cachedir.stamp`), the process runs under
+# what it was proven under (`proven_under`), and (for load(), which finds the shim by its key) it names a
+# shim of a known generation.
 
-def recall(store: str | None, key: str, *, by_key: bool = True) -> Plan | None:
-    """The plan remembered for ``key`` while its files are unchanged (``by_key``: and it names a shim of a
-    known generation, `unloadable`), else None."""
+def recall(store: str | None, key: str, *, by_key: bool = True, under: tuple[str, ...] | None = None) -> Plan | None:
+    """The plan remembered for ``key`` while its files are unchanged and it was proven ``under`` the same
+    (default: this process's `proven_under`) (``by_key``: and it names a shim of a known generation,
+    `unloadable`), else None."""
     if store is None:
         return None
     stored = read_entries(store, PLANS).get(("plans", key))
     plan: Plan | None = None if stored is None else revive_entry(store, stored, "Plan", _PLAN_KINDS,
                                                                   unloadable if by_key else None)
-    if plan is None:
-        return None
+    if plan is None or plan.under != (proven_under(os.environ) if under is None else under):
+        return None  # another host, another driver, another search path: prove it again
     paths = [path for _, path in plan.files] + [path for _, path, _ in plan.skipped]
     try:
         if tuple(stamp(path) for path in paths) != plan.stamps:

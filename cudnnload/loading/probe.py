@@ -6,7 +6,12 @@ shim aborts when libcudnn_graph is missing (../shared/reference/cudnn-facts.md
 
 Parent side: `probe` starts ``python -I -S -c <bootstrap>`` with a JSON request
 on stdin and turns the child's answer, its death by a signal, or a timeout into
-a `ProbeResult`; it never raises for what happens in the child.
+a `ProbeResult`; it never raises for what happens in the child. It runs nothing
+someone other than root and the user could have put in its way (issue 29): a
+requested file such a person can change is refused before any child starts
+(outcome ``refused``), and the child runs in ``/`` with every linker-variable
+entry that could give it such a file left out (`resolve.access.guarded_environment`:
+an empty or relative LD_LIBRARY_PATH entry, a folder others can add to).
 
 Child side (`child_main`): dlopen each file by absolute path, in the given
 order (leaves first, shim last), with RTLD_GLOBAL, timing each; then through
@@ -16,8 +21,10 @@ as one JSON line on a private copy of stdout as soon as it ends, so a crash
 loses only the step that crashed. Before each step the child writes a marker
 on stderr, which attributes what cuDNN prints there ("Invalid handle. Cannot
 load symbol ...", "Could not load library ...") to the step that printed it.
-The child imports only the standard library and cudnnload's catalog, errors
-and capi: the bootstrap skips cudnnload/__init__.py and what it re-exports.
+The child imports only the standard library and cudnnload's catalog, errors,
+capi and children: the bootstrap skips cudnnload/__init__.py and what it
+re-exports; and it dies with the thread that started it, SIGKILL included
+(`children.die_with_parent`).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from cudnnload.resolve.mapped import mapped_libraries
 if TYPE_CHECKING:
     from cudnnload.judge.consequences import Observed
 
-Outcome = Literal["completed", "signal", "timeout", "error"]
+Outcome = Literal["completed", "signal", "timeout", "error", "refused"]
 
 _MARKER = "\x1e"  # ASCII record separator: starts a step marker line on the child's stderr
 _MARKERS = re.compile(_MARKER + r"([^\n]*)\n")
@@ -49,11 +56,14 @@ _TENSOR, _HEURISTIC = 17, 4  # CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_BACKEND_EN
 
 # Installs a bare `cudnnload` package object so that importing cudnnload.loading.probe
 # does not run cudnnload/__init__.py and whatever it re-exports.
+# It dies with the thread that started it, even of SIGKILL (`children.die_with_parent`: argv[2], the parent).
 _BOOTSTRAP = """\
 import sys, types
 package = types.ModuleType("cudnnload")
 package.__path__ = [sys.argv[1]]
 sys.modules["cudnnload"] = package
+from cudnnload.children import die_with_parent
+die_with_parent(int(sys.argv[2]))
 from cudnnload.loading.probe import child_main
 sys.exit(child_main())
 """
@@ -146,14 +156,22 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     """
     import subprocess  # here rather than at the top: the child imports this module and never needs it
 
-    requested = tuple((key, os.fspath(path)) for key, path in files)
+    from cudnnload.resolve.access import Access, guarded_environment
+
+    requested = tuple((key, os.path.abspath(path)) for key, path in files)  # the child runs in /
+    access = Access()
+    refused = next(((path, why) for _, path in requested if (why := access.replaceable(path)) is not None), None)
+    if refused is not None:
+        return ProbeResult(major, requested, "refused", f"not run: {refused[1].why}; cudnnload maps no library "
+                           "someone other than root and you can change", (), (), (), None, None, None, "", 0.0)
     request = json.dumps({"files": requested, "major": major, "create": create, "app": app}).encode()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
-    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package]
+    command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package, str(os.getpid())]
+    env = guarded_environment(os.environ if environ is None else environ, access)
     start = time.perf_counter()
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 env=dict(os.environ if environ is None else environ))
+                                 env=env, cwd="/")
     except OSError as exc:
         return _result(major, requested, b"", f"could not start {sys.executable}: {exc}".encode(), None, False,
                        timeout, 0.0)

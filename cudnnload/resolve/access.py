@@ -7,6 +7,13 @@ the sticky bit (``/tmp``) does not help: it stops others deleting your files, no
 the way to it counts when such a writer can rename entries in it (no sticky bit): the folder can be moved
 away and another put in its place. A search folder that does not exist counts when it can be created: its
 nearest existing parent is writable by others.
+
+Whom cudnnload trusts with code (`Access.replaceable`, `untrusted_entry`, `guarded_environment`): it maps
+or runs a library only when nobody but root and the user it runs as can change what its path gives: the
+file, and every folder from ``/`` down to it (a folder writable by anyone else lets them rename an entry
+and put their own in its place, unless its sticky bit keeps them off entries that are not theirs); and a
+path reached through the current folder (a relative path, an empty or relative search-path entry) is
+whatever folder the process runs in. Such a file is judged from its bytes, never mapped (issue 29).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import grp
 import os
 import pwd
 import stat
+from collections.abc import Mapping
 
 # records, not dataclasses: `cudnnload run` asks `secure_mode` on its warm path (resolve/records.py says why)
 from cudnnload.resolve.records import record
@@ -46,6 +54,15 @@ class Access:
     def __init__(self, cwd: str | None = None, user: int | None = None) -> None:
         self.user = os.geteuid() if user is None else user
         self._cwd = cwd
+        self._stats: dict[str, os.stat_result | None] = {}  # the folders above many search folders, once each
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        if path not in self._stats:
+            try:
+                self._stats[path] = os.stat(path)
+            except OSError:
+                self._stats[path] = None
+        return self._stats[path]
 
     @property
     def cwd(self) -> str:
@@ -91,16 +108,80 @@ class Access:
                 real, sticky)
         child, parent = real, os.path.dirname(real)
         while parent != child:
-            try:
-                info = os.stat(parent)
-            except OSError:
+            above = self._stat(parent)
+            if above is None:
                 return None
-            writer = None if info.st_mode & stat.S_ISVTX else self._other_writers(info)
+            writer = None if above.st_mode & stat.S_ISVTX else self._other_writers(above)
             if writer is not None:
                 return Plantable(f"{parent} is writable by {writer} without the sticky bit (they can move {child} "
                                  "away and put their own in its place)", parent, False)
             child, parent = parent, os.path.dirname(parent)
         return None
+
+    def replaceable(self, path: str) -> Plantable | None:
+        """Why someone other than root and this user can change what ``path`` gives (the file, links followed,
+        or any folder on the way to it or to a link on the way), or None: then cudnnload may map it. A
+        relative path is the current folder's."""
+        if not path.startswith("/"):
+            return Plantable(f"{path} is reached through the current folder ({self.cwd}), whatever folder the "
+                             "process runs in", self.cwd, False)
+        real = os.path.realpath(path)
+        try:
+            info = os.stat(real)
+        except OSError:
+            return None  # nothing there to run
+        why = self._changer(info)
+        if why is not None:
+            return Plantable(f"{real} is {why}", real, False)
+        entries = [real] + ([path] if os.path.islink(path) else [])
+        for entry in entries:
+            found = self._renamable(entry)
+            if found is not None:
+                return found
+        return None
+
+    def _renamable(self, entry: str) -> Plantable | None:
+        """Why someone other than root and this user can replace ``entry`` (absolute) or a folder above it."""
+        child, parent = entry, os.path.dirname(entry)
+        while parent != child:
+            try:
+                info, own = os.stat(parent), os.lstat(child)
+            except OSError:
+                return None
+            why = self._changer(info)
+            if why is not None and not (info.st_mode & stat.S_ISVTX and own.st_uid in (0, self.user)
+                                        and info.st_uid in (0, self.user)):
+                sticky = " (its sticky bit does not cover what is not yours)" if info.st_mode & stat.S_ISVTX else ""
+                return Plantable(f"{parent}, which holds {child}, is {why}{sticky}: they can put their own in its "
+                                 "place", parent, bool(info.st_mode & stat.S_ISVTX))
+            child, parent = parent, os.path.dirname(parent)
+        return None
+
+    def _changer(self, info: os.stat_result) -> str | None:
+        """Who besides root and this user may change a file or folder: "writable by anyone", "writable by the
+        group G", "owned by NAME"; None when nobody."""
+        writer = self._other_writers(info)
+        if writer is not None:
+            return f"writable by {writer}"
+        if info.st_uid not in (0, self.user):
+            return f"owned by {self.user_name(info.st_uid)}"
+        return None
+
+    def untrusted_entry(self, entry: str) -> str | None:
+        """Why the search-path folder ``entry`` (an element of LD_LIBRARY_PATH, as written) may hold a library
+        someone other than root and this user put there, or None: an empty or relative entry is the current
+        folder; an absolute one counts when others can add a file to it (`plantable`) or it is another
+        user's."""
+        if not entry.startswith("/"):
+            return f"'{entry}' is the current folder" if not entry else f"'{entry}' is relative to the current folder"
+        plantable = self.plantable(entry)
+        if plantable is not None:
+            return f"{entry}: {plantable.why}"
+        try:
+            owner = os.stat(entry).st_uid
+        except OSError:
+            return None
+        return None if owner in (0, self.user) else f"{entry} is owned by {self.user_name(owner)}"
 
     def file(self, path: str) -> FileAccess | None:
         try:
@@ -142,3 +223,57 @@ def _private_group(uid: int, gid: int) -> bool:
     except KeyError:
         return False
     return group.gr_name == owner.pw_name and owner.pw_gid == gid and set(group.gr_mem) <= {owner.pw_name}
+
+
+# The variables whose entries ld.so maps or searches, with the characters it splits each on (elf/rtld.c:
+# LD_LIBRARY_PATH on ':' and ';' (_dl_init_paths via fillin_rpath), LD_PRELOAD on ' ' and ':'
+# (handle_preload_list), LD_AUDIT on ':' (process_dl_audit)).
+_LOADER_LISTS = {"LD_LIBRARY_PATH": ":;", "LD_PRELOAD": " :", "LD_AUDIT": ":"}
+
+
+def guarded_environment(environ: Mapping[str, str], access: Access | None = None) -> dict[str, str]:
+    """``environ`` for a process of cudnnload's own (the probe, a trace's child): without the entries of the
+    linker's variables that could give it a library someone other than root and this user put there (a
+    search folder `Access.untrusted_entry` refuses; a preloaded path `Access.replaceable` refuses). What the
+    program itself would map from them, the judge says (`judge.policy.untrusted_findings`)."""
+    import re
+
+    access = access or Access()
+    env = dict(environ)
+    for name, separators in _LOADER_LISTS.items():
+        if name not in env:
+            continue
+        kept = []
+        for entry in re.split(f"[{re.escape(separators)}]", env[name]):
+            if name != "LD_LIBRARY_PATH" and not entry:
+                continue  # LD_PRELOAD and LD_AUDIT skip empty entries themselves
+            untrusted = access.untrusted_entry(entry) if name == "LD_LIBRARY_PATH" else \
+                "/" in entry and access.replaceable(entry) is not None
+            if not untrusted:
+                kept.append(entry)
+        if kept:
+            env[name] = ":".join(kept)
+        else:
+            del env[name]
+    return env
+
+
+def planted_on_path(name: str, environ: Mapping[str, str], access: Access | None = None) -> str | None:
+    """Why ``dlopen(name)`` in a process started with ``environ`` would take a file someone other than root
+    and this user put there, or None: LD_LIBRARY_PATH is searched before the system's folders (elf/dl-load.c
+    ``_dl_map_object``), so its first entry that holds ``name`` decides, when that entry is untrusted
+    (`Access.untrusted_entry`) or the file there is (`Access.replaceable`). A few stats: for cudnnload's own
+    dlopen of the driver, which must not pay for the linker model."""
+    import re
+
+    access = access or Access()
+    for entry in re.split(r"[:;]", environ.get("LD_LIBRARY_PATH", "")) if environ.get("LD_LIBRARY_PATH") else ():
+        path = os.path.join(entry, name) if entry else name
+        if not os.path.exists(path):
+            continue
+        why = access.untrusted_entry(entry)
+        if why is None:
+            replaceable = access.replaceable(os.path.abspath(path))
+            why = replaceable.why if replaceable is not None else None
+        return None if why is None else f"{name} would come from {os.path.abspath(path)} ({why})"
+    return None

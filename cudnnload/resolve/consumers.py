@@ -41,6 +41,7 @@ from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
 from cudnnload.resolve.elfcache import ElfCache, open_cache
+from cudnnload.resolve.pythons import interpreter_of_site
 
 # packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
 # consumers check pays it, when it reads a framework's pins.
@@ -146,6 +147,8 @@ class Consumer:
     build: Release | None  # the cuDNN it was compiled against, when recorded in full
     build_major: int | None  # its major, also when only the major is recorded (TensorFlow)
     build_source: str  # where build came from, or why it is unknown
+    # who installs into its site-packages with pip, and how (`pythons.interpreter_of_site`)
+    pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
 
     @property
     def label(self) -> str:
@@ -274,7 +277,7 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
         pins = _pins(requires, versions)
         if pins or needs or build_major is not None:
             consumers.append(Consumer(SOURCES[dist.name].framework, dist.name, dist.version, dist.site, pins,
-                                      needs, build, build_major, source))
+                                      needs, build, build_major, source, interpreter_of_site(dist.site)))
     return tuple(consumers)
 
 

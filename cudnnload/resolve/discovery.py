@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
@@ -36,7 +37,9 @@ from cudnnload.resolve.catalog import (
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
+from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+from cudnnload.resolve.startup import Source
 
 if TYPE_CHECKING:
     from cudnnload.verdicts import Finding
@@ -130,6 +133,9 @@ class Install:
     # what the application's own dlopen of the shim (as opened) does: the linker's outcome and error
     opening: tuple[str, str | None] | None = None
     verdict: Verdict | None = None
+    # who installs into ``site`` with pip, and how (`pythons.interpreter_of_site`): its environment's interpreter,
+    # and the options that choose that folder (--user, --target); never cudnnload's own interpreter by default
+    pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -253,28 +259,32 @@ class Context:
         return self.unresolved(path, provider, version, at_start=True)
 
 
-def _stamped(path: str) -> tuple[str, int, int]:
+def _stamped(path: str) -> tuple[str, int, int, int, int, int]:
+    """What a fact of the file at ``path`` (a digest, the symbols it lacks) is remembered under: its real path
+    and `cachedir.stamp`, the change time included (bytes written in place with the mtime put back)."""
     try:
-        info = os.stat(path)
+        return (os.path.realpath(path), *stamp(path))
     except OSError:
-        return path, -1, -1
-    return os.path.realpath(path), info.st_size, info.st_mtime_ns
+        return path, -1, -1, -1, -1, -1
 
 
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
-            cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = ()) -> Context:
+            cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = (),
+            started: Mapping[str, Source] | None = None) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
     What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
-    ``cache``: an ELF memo already open (another context's), instead of reading it again."""
+    ``cache``: an ELF memo already open (another context's), instead of reading it again. ``started``: what a
+    Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first."""
     env_vars = dict(os.environ if environ is None else environ)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=linker_defaults(cache, env_vars))
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
+    mapped = [*(started or {}), *mapped]
     file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries) \
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries, started) \
         if mapped or file_entries or preload_entries(env_vars) else ()
     if not preloads:
         return facts
@@ -332,7 +342,22 @@ def inspect_file(path: str, cache: ElfCache) -> Candidate:
         return Candidate(path, real, key, None, exc.code, reason, size)
     except OSError as exc:
         return Candidate(path, real, key, None, Code.UNREADABLE, exc.strerror or str(exc), size)
+    if key is None and info.soname and (named := classify(info.soname)) is not None:
+        key = named.key  # a cuDNN file under another name (a shim preloaded as libmyshim.so): its SONAME says
     return Candidate(path, real, key, info, size=size)
+
+
+def classify_file(path: str, cache: ElfCache) -> SubLibrary | None:
+    """The catalog's library a file is: by its name, else by the SONAME it carries (a cuDNN shim copied under
+    another name, put in LD_PRELOAD: its contents say what it is)."""
+    lib = classify(os.path.basename(path))
+    if lib is not None:
+        return lib
+    try:
+        soname = cache.inspect(os.path.realpath(path)).soname
+    except (OSError, ElfError):
+        return None
+    return classify(soname) if soname else None
 
 
 # --- one folder ---------------------------------------------------------------
@@ -508,7 +533,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     gen = generation(major)
     by_key: dict[str, list[str]] = {}
     for path in paths:
-        lib = classify(os.path.basename(path))
+        lib = classify_file(path, ctx.cache)
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
@@ -523,7 +548,8 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
-                   _records(folder, files, dist, ctx), dist.site if dist else None, opening)
+                   _records(folder, files, dist, ctx), dist.site if dist else None, opening,
+                   pip_env=interpreter_of_site(dist.site) if dist else (None, ()))
 
 
 def asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
@@ -667,14 +693,13 @@ def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str
     foreign ELF, a loop, an entry that is a file, a secure-mode drop, a file this user may not read) names the
     rule that decided it: "ld-library-path: /x/libz.so.1 (no-access, rule open-eacces)"."""
     nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
-    lines: dict[tuple[str, str, str], str] = {}
+    lines: dict[tuple[str, str], str] = {}
     for attempt in res.trail:
-        folder, name = os.path.split(attempt.path)
-        if attempt.outcome in ("absent", "no-dir") and folder.endswith(nested):
+        if attempt.outcome in ("absent", "no-dir") and attempt.path.rpartition("/")[0].endswith(nested):
             continue
         plain = attempt.outcome in ("found", "absent", "no-dir") or not attempt.by
         said = attempt.outcome if plain else f"{attempt.outcome}, rule {attempt.by}"
-        lines.setdefault((attempt.rule, folder, name), f"{attempt.rule}: {attempt.path} ({said})")
+        lines.setdefault((attempt.rule, attempt.path), f"{attempt.rule}: {attempt.path} ({said})")
     return tuple(lines.values())
 
 
@@ -853,7 +878,7 @@ def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribu
     """The facts of the install the cuDNN file at ``path`` belongs to, as that file would load it: its
     folder's files of its generation, with ``path`` itself as opened (not resolved: a symlinked shim's
     $ORIGIN is the link's folder). None when the file is of no known cuDNN generation."""
-    lib = classify(os.path.basename(path))
+    lib = classify_file(path, ctx.cache)
     if lib is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))

@@ -1,4 +1,4 @@
-"""On-disk memo of ``read_elf`` results, keyed by path, size, mtime, inode and device.
+"""On-disk memo of ``read_elf`` results, keyed by path, size, mtime, inode, device and change time.
 
 A repeat inspection in a new process then costs one small file read instead of
 importing pyelftools (85 ms) and walking ten libraries. The memo is JSON data
@@ -6,7 +6,7 @@ importing pyelftools (85 ms) and walking ten libraries. The memo is JSON data
 entry is turned back into an ElfInfo only when it is asked for, and only when every
 field has the type ElfInfo declares. A memo that cannot be read, is from another
 cudnnload version or is damaged is ignored and rebuilt, with one warning line; so is
-a damaged entry; a file whose size, mtime, inode or device changed is inspected again.
+a damaged entry; a file whose size, mtime, inode, device or change time changed is inspected again.
 Processes merge what they learned into the file (`cachedir.write_entries`).
 """
 
@@ -29,14 +29,14 @@ if TYPE_CHECKING:
     from cudnnload.cachedir import Key, Kinds
     from cudnnload.resolve.linker import LinkerDefaults
 
-FORMAT = 7  # bump when ElfInfo's fields or the file layout change
+FORMAT = 8  # bump when ElfInfo's fields, the stamp (`cachedir.stamp`) or the file layout change
 # "entries": path -> [stamp, ElfInfo]; "facts": a fact's key as JSON text -> the fact (ElfCache.memo).
 # Every command reads the whole memo: 2 MiB (~600 cuDNN-sized entries, every install of a busy machine) is
 # read in ~20 ms; past it the oldest entries go. The test suite's runs never write the user's (Makefile).
 LAYOUT = Layout("elf", FORMAT, ("entries", "facts"), depth=2, max_entries=1024, max_bytes=2 << 20)
 # the only classes a memo entry can make (cachedir.revive)
 KINDS = {kind.__name__: kind for kind in (ElfInfo, VersionNeed, Release, GpuCode, ArchCount)}
-_ENTRY = "tuple[tuple[int, int, int, int], ElfInfo]"
+_ENTRY = "tuple[tuple[int, int, int, int, int], ElfInfo]"
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str | None:

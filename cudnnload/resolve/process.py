@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.elf import ElfInfo
+from cudnnload.resolve.startup import Source
 
 # What `preloaded` asks of a file: its ELF facts, or None (`discovery.Context.elf` answers).
 ElfReader = Callable[[str], ElfInfo | None]
@@ -56,6 +57,9 @@ class Preload:
     kills: bool = False  # mapping it kills the process (SIGBUS on a cut segment): before the program starts
     source: str = "LD_PRELOAD"  # where the entry is written: "LD_PRELOAD" or the preload file
     by: str = "ld-preload"  # the rule that put it here, or dropped it ("preload-secure-filter" ...)
+    # what put an already-mapped object there when that was Python's start-up (`startup.Mapped.source`: a .pth
+    # import line, sitecustomize ...): the file and line a fix takes it out of
+    cause: Source | None = None
 
     @property
     def stops_start(self) -> bool:
@@ -138,15 +142,15 @@ def preload_requests(environ: Mapping[str, str], env: linker.LinkerEnv,
 
 def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
               mapped: Sequence[str] = (), unresolved: Unresolved | None = None,
-              file_entries: Sequence[str] = ()) -> tuple[Preload, ...]:
+              file_entries: Sequence[str] = (), causes: Mapping[str, Source] | None = None) -> tuple[Preload, ...]:
     """What is in the process before the program's own loads: ``mapped`` (a running process's files), then
     each preload (LD_PRELOAD's entries, then ``file_entries``, the preload file's) and, breadth first, what they
     NEED (``elf`` reads a file's dynamic section). A cuDNN library NEEDed by a preloaded one that lacks a symbol
     of that version node the requester needs stops the start ("symbol lookup error: ...: undefined symbol: S,
     version libcudnn_graph.so.9", measured: a 9.0 engine library preloaded with the 9.27 JIT graph on the path);
-    ``unresolved`` tells."""
-    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf))
-                            for path in mapped]
+    ``unresolved`` tells. ``causes``: what put each of ``mapped`` there when Python's start-up did."""
+    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
+                                    cause=(causes or {}).get(path)) for path in mapped]
     names: dict[str, str] = {}
     for item in found:
         _answers(item, names)

@@ -41,6 +41,43 @@ def tool_environment(environ: Mapping[str, str] | None = None, *, prefix: str | 
     return prefix if set(names) - _INSTALLERS <= closure else None
 
 
+def interpreter_of_site(site: str) -> tuple[str | None, tuple[str, ...]]:
+    """Who installs into the site-packages folder ``site`` with pip, and how: (interpreter, pip options). A venv's
+    (``PREFIX/lib/pythonX.Y/site-packages`` under a ``pyvenv.cfg``): its ``bin/python``; another prefix's (the
+    system's, conda's): its ``bin/pythonX.Y``; a user site (``~/.local/lib/pythonX.Y/site-packages``):
+    ``pythonX.Y`` with ``--user``; any other folder (a ``--target`` one): (None, ()), the action's ``target``
+    says it. Never the interpreter cudnnload happens to run in, unless that is the one whose folder it is."""
+    lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))
+    if os.path.basename(site) != "site-packages" or not version.startswith("python"):
+        return None, ()
+    prefix = os.path.dirname(lib)
+    for name in ("python", version, "python3"):
+        candidate = os.path.join(prefix, "bin", name)
+        if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")) and os.access(candidate, os.X_OK):
+            return candidate, ()
+    candidate = os.path.join(prefix, "bin", version)
+    if os.access(candidate, os.X_OK):
+        return candidate, ()
+    if os.path.basename(prefix) == ".local" or prefix.endswith("/.local"):
+        return version, ("--user",)
+    return None, ()
+
+
+def interpreter_of_process(executable: str, argv: list[str] | tuple[str, ...], environ: Mapping[str, str]) -> str:
+    """The interpreter whose environment a running Python process is in: its ``VIRTUAL_ENV``'s, else the path it
+    was started as (a venv's ``bin/python`` is a link to the base interpreter: ``/proc/PID/exe`` names the base,
+    whose pip installs elsewhere), else its executable."""
+    venv = environ.get("VIRTUAL_ENV")
+    if venv and os.path.isabs(venv):
+        for name in ("python", "python3"):
+            if os.access(os.path.join(venv, "bin", name), os.X_OK):
+                return os.path.join(venv, "bin", name)
+    first = argv[0] if argv else ""
+    if os.path.isabs(first) and os.path.basename(first).startswith("python") and os.access(first, os.X_OK):
+        return first
+    return executable
+
+
 def python_on_path(environ: Mapping[str, str] | None = None, *, outside: str | None = None) -> str | None:
     """The first ``python3`` (then ``python``) on ``PATH`` that is not inside ``outside`` (a tool environment);
     None when there is none."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.linker import LinkerEnv
+from cudnnload.resolve.pythons import interpreter_of_site
 
 _METADATA_BYTES = 1 << 20  # a header of some KB; the description after it is not read
 _RECORD_BYTES = 64 << 20  # torch's RECORD is ~3 MB
@@ -45,6 +46,8 @@ class Distribution:
     sizes: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
     digests: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     installer: str | None = None  # INSTALLER's first line ("pip", "uv", "conda"): who installed it
+    # who installs into ``site`` with pip now, and how (`pythons.interpreter_of_site`)
+    pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ def _read_dist_info(site: str, info: str) -> Distribution | None:
         sizes=sizes,
         digests=digests,
         installer=installer,
+        pip_env=interpreter_of_site(site),
     )
 
 

@@ -1,9 +1,12 @@
 """``cudnnload explain "TEXT"``: the causes of a pasted cuDNN error, ranked by what the text shows.
 
 People paste errors from another machine (a cluster node, a CI log, a GitHub issue), so the ranking reads
-the text alone (`reading`: the messages, the `Error:` part's library, paths, platform, versions, the
-framework; `ranking`: how often each cause is the real one for that message in the corpus of real reports,
-then the evidence in the text). The same text ranks the same on every machine.
+the text alone (`reading`: the messages, known from the `catalog` of what the frameworks, cuDNN, glibc and
+Windows print, the `Error:` part's library, paths, platform, versions, the framework; `ranking`: how often
+each cause is the real one for that message, counted on the tuning reports and on the catalog's meaning, then
+the evidence in the text, read after the frameworks' generic advice is taken out). The same text ranks the
+same on every machine. A text with no known message gets no cause: the catalog's nearest messages are shown
+as such, never as a match.
 
 With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
 machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
@@ -12,9 +15,11 @@ rules out down. Nothing is loaded either way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
 from cudnnload.diagnose.explain.ranking import Scored, confidence, rank
@@ -57,6 +62,7 @@ class Explanation:
     causes: tuple[Cause, ...]  # best first
     checked_here: bool  # whether the causes were checked on this machine (and ranked with it)
     note: str | None = None  # for a text with no known message
+    nearest: tuple[messages.Near, ...] = ()  # the catalog's messages closest to an unknown text: not matches
 
     @property
     def recognized(self) -> bool:
@@ -71,9 +77,10 @@ class Explanation:
         r = self.reading
         return {
             "recognized": self.recognized,
-            "messages": [{"pattern": s.pattern, "kind": s.kind, "line": s.line, "source": s.source,
+            "messages": [{"pattern": s.pattern, "kind": s.kind, "line": s.line, "quote": s.quote, "source": s.source,
                           "meaning": s.meaning, "library": s.library, "failed": s.failed, "error": s.error,
-                          "status": s.status, "built": s.built, "found": s.found} for s in r.signals],
+                          "status": s.status, "built": s.built, "found": s.found, "warning": s.warning,
+                          "catalog": s.entry} for s in r.signals],
             "read": {"platform": r.platform, "cudnn_major": r.cudnn_major,
                      "cuda": ".".join(map(str, r.cuda)) if r.cuda else None, "framework": r.framework,
                      "frameworks": list(r.frameworks), "paths": list(r.paths),
@@ -81,11 +88,19 @@ class Explanation:
             "checked_here": self.checked_here,
             "causes": [cause.json() for cause in self.causes],
             "note": self.note,
+            "nearest": [{"line": near.line, "score": near.score, **near.entry.json()} for near in self.nearest],
         }
 
 
+# A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones) and the
+# other control characters a coloured log or a binary paste holds: they are not words of any message.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
+                      r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _cut(text: str) -> str:
-    return "\n".join(line[:LINE_LIMIT] for line in text.splitlines())
+    """``text`` without escape sequences or control characters, each line cut at LINE_LIMIT."""
+    return "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).splitlines())
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,
@@ -95,13 +110,18 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     process's), and ranked with what this machine shows. Without ``here`` neither is read."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
-    reading = read(_cut(text))
+    cut = _cut(text)
+    reading = read(cut)
     ranked = rank(reading)
     if not ranked:
         aborted = reading.quote("aborted")
-        note = (f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
-                "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else None)
-        return Explanation(reading, (), here, note)
+        nearest = tuple(messages.load().nearest(cut)) if not reading.signals else ()
+        notes = [f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
+                 "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else "",
+                 "nearest known messages (not a match; the text holds none of them): " + "; ".join(
+                     f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
+                 if nearest else ""]
+        return Explanation(reading, (), here, "\n".join(n for n in notes if n) or None, nearest)
     checks: dict[str, Here] = {}
     if here:
         facts = machine(environ, site_paths)
@@ -115,8 +135,8 @@ def _cause(reading: Reading, ranked: tuple[Scored, ...], index: int, seen: Here 
     scored = ranked[index]
     family = FAMILIES[scored.family]
     primary = reading.primary
-    # what in the text moved it; with nothing more than the message, the message itself
-    evidence = scored.evidence or ((f"the message: \"{primary.line}\"",) if primary else ())
+    # what in the text moved it; with nothing more than the message, the message's own words
+    evidence = scored.evidence or ((f"the message: \"{primary.quote or primary.line}\"",) if primary else ())
     return Cause(family.title(reading, primary), scored.family, confidence(ranked, index), evidence, scored.prior,
                  family.why, family.tell, family.fix(reading, primary), seen.verdict if seen else None,
                  seen.detail if seen else None)

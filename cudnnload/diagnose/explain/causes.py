@@ -439,6 +439,47 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "folder is only in one", lambda r, s: fix(_library_path_step(r, "<venv>/lib/pythonX.Y/site-packages/nvidia/"
                                                                         "cudnn/lib"),
                                                      note="or a torch release that searches every sys.path entry")),
+    Family("unloadable-file", lambda r, s: f"{_failed(s, 'the library found')} is not a loadable library for this "
+           "machine (truncated, damaged, another architecture or word size)",
+           "the loader found a file under the right name but could not map it: a copy cut short or emptied (\"file too "
+           "short\"), a text placeholder such as a git-lfs pointer (\"invalid ELF header\"), a 32-bit or other-"
+           "architecture build (\"wrong ELF class\", Windows error 193)",
+           "`file` and `ls -l` on the path named: its size and architecture differ from the release's",
+           _manual("replace the file with a complete copy of the build for this machine's architecture (copy the "
+                   "archive again keeping its symlinks: cp -P; fetch git-lfs objects; the Jetson's own JetPack "
+                   "cuDNN on aarch64)")),
+    Family("paging-file-too-small", _title("Windows ran out of commit space mapping a large CUDA/cuDNN DLL (the "
+                                           "paging file is too small)"),
+           "every process that imports the framework maps its CUDA and cuDNN DLLs, which reserve large committed "
+           "sections; with many worker processes the commit limit (RAM + paging file) runs out: WinError 1455",
+           "the error names error 1455 / \"paging file\"; it goes away with fewer worker processes",
+           _manual("enlarge the paging file (System Properties > Advanced > Performance > Virtual memory) or start "
+                   "fewer processes that import the framework (DataLoader num_workers)")),
+    Family("removed-api", lambda r, s: "the code calls a cuDNN API that a newer cuDNN removed"
+           + (f" ({s.library})" if s is not None and s.library else ""),
+           "cuDNN 8 removed the v7 algorithm queries (cudnnGetConvolution*Algorithm, their *_PREFERENCE enums) and "
+           "the unversioned RNN descriptor calls; cuDNN 9 removed the legacy RNN API (cudnnRNNForward*, "
+           "cudnnSetRNNDescriptor_v6): code written for the older API no longer compiles or links",
+           "the name is absent from the installed cuDNN's headers (grep it in cudnn*.h)",
+           _manual("port the calls to the newer cuDNN API (cudnnGetConvolutionForwardAlgorithm_v7, "
+                   "cudnnSetRNNDescriptor_v8, cudnnRNNForward), use a release of the program that did, or build "
+                   "against the older cuDNN")),
+    Family("framework-bug", _title("a bug in the framework's own cuDNN code (fixed in a later release)"),
+           "the framework hands cuDNN a wrong descriptor, stride, workspace or layout in one of its releases",
+           "the same code works with the previous or next release of the framework",
+           _manual("upgrade the framework to the release that fixes it (or use the one before the regression)")),
+    Family("harmless-warning", lambda r, s: "this is only a warning" + (f": {s.meaning}" if s is not None and
+                                                                        s.warning else ""),
+           "the line is printed as a warning or for information; the program goes on, and whatever fails (if "
+           "anything does) has another cause, usually on another line",
+           "the program's own result: does it run? Look for an error line other than this one",
+           _manual("nothing to fix for this line; if something does fail, paste the error line itself")),
+    Family("gpu-hardware-fault", _title("the GPU, its memory or its power is faulty or unstable"),
+           "uncorrectable ECC errors, Xid errors (13, 31, 48, 79) and illegal accesses or launch failures at random "
+           "points in code that runs elsewhere come from the hardware, not from the software",
+           "dmesg / nvidia-smi -q -d ECC show Xid or ECC errors; the same job runs on another GPU",
+           _manual("run the job on another GPU; check dmesg for Xid errors and nvidia-smi -q -d ECC, lower the "
+                   "clocks or power limit, reseat or replace the card or its power supply")),
     Family("torch-without-nvidia-deps", _title("torch was installed without its nvidia-* dependency wheels"),
            "a package manager (poetry with the torch 2.0.1 metadata) installed the CUDA build of torch but not "
            "nvidia-cudnn/cublas/nvrtc", "`pip list | grep nvidia` shows none of them",

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.reading import Reading, Signal, version_of
 
 # The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
@@ -273,6 +274,17 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
     return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
 
 
+def only_warnings(reading: Reading, signal: Signal) -> str | None:
+    """Every message the text holds is only a warning or information (the catalog says so): nothing failed."""
+    if reading.signals and all(s.warning for s in reading.signals):
+        return signal.quote or signal.line
+    return None
+
+
+def removed_from_headers(reading: Reading, signal: Signal) -> str | None:
+    return signal.quote if signal.kind == "removed-api" else None
+
+
 def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
     return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
 
@@ -350,6 +362,13 @@ RULES: tuple[Rule, ...] = (
          VERSIONS),
     Rule("two-frameworks-conflict", 0.7, "two frameworks are in the text", two_frameworks, ("symbol-mismatch",)),
     Rule("known-bad-release", 3, "the framework names the cuDNN release as broken", clue("known-bad")),
+    Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
+         removed_from_headers),
+    Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings),
+    Rule("gpu-hardware-fault", 3, "the text shows an ECC or Xid error, or a GPU that fell off the bus",
+         clue("hardware")),
+    Rule("paging-file-too-small", 3, "Windows error 1455: the commit limit (RAM + paging file) ran out",
+         clue("paging-file")),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
     # Windows's; a file that was not located is not missing a dependency; torch's layouts need torch
     Rule("missing-runpath", -3, "Windows has no RUNPATH", clue("windows")),
@@ -387,23 +406,50 @@ class Scored:
     prior: str  # how often the corpus saw it for this kind of message
     evidence: tuple[str, ...]  # what in the text moved it, quoted
     decisive: bool  # a rule of weight 3 or more holds
+    behind: int = 0  # how many tuning reports of this kind of message its prior was counted on
 
 
-def _prior(kind_: str, platform: str | None, family: str) -> tuple[float, str]:
-    listed = CANDIDATES.get(kind_, ())
-    counts = PRIORS.get(f"{kind_}@{platform}", {})
+def candidates(signal: Signal) -> tuple[str, ...]:
+    """The causes a message can have: its catalog entry's (what its source means by it), else its kind's."""
+    return signal.families or CANDIDATES.get(signal.kind, ())
+
+
+# The second corpus of the priors: the catalog's meaning of the message. Its n-th cause counts as
+# CATALOG_WEIGHT / n reports, so the catalog's first cause weighs as much as a few reports of the tuning corpus,
+# and the corpus's counts decide where it has several reports.
+CATALOG_WEIGHT = 3.0
+
+
+def _prior(signal: Signal, platform: str | None, family: str) -> tuple[float, str, int]:
+    """(log prior, how it was counted, how many tuning reports stand behind it) of ``family`` for ``signal``."""
+    listed = candidates(signal)
+    counts = PRIORS.get(f"{signal.kind}@{platform}", {})
     if sum(counts.values()) < 2:
-        counts, platform = PRIORS.get(kind_, {}), None
+        counts, platform = PRIORS.get(signal.kind, {}), None
     total = sum(counts.values())
     count = counts.get(family, 0)
-    if family not in listed:
-        return math.log(0.5 / (total + 0.5 * (len(listed) + 1))) - 1, "not a usual cause of this message"
-    share = (count + 0.5) / (total + 0.5 * len(listed))
-    # within equal counts, the order of CANDIDATES (most common first) breaks the tie
-    tie = -0.01 * listed.index(family)
+    book = messages.load()
+    catalog = (book.weights(signal.families, CATALOG_WEIGHT) if signal.families else
+               book.kind_weights(signal.kind, CATALOG_WEIGHT))
+    mass = total + sum(catalog.values())
+    if family not in listed and family not in counts:
+        return math.log(0.5 / (mass + 0.5 * (len(listed) + 1))) - 1, "not a usual cause of this message", total
+    share = (count + catalog.get(family, 0.0) + 0.5) / (mass + 0.5 * max(1, len(listed)))
+    # within equal counts, the order of the candidates (most likely first) breaks the tie
+    tie = -0.01 * (listed.index(family) if family in listed else len(listed))
     on = f" on {platform.capitalize()}" if platform else ""
-    said = f"{count} of {total} reports of this kind of message{on} in the corpus" if total else "no report yet"
-    return math.log(share) + tie, said
+    said = [f"{count} of {total} tuning reports of this kind of message{on}" if total else
+            "no tuning report of this kind of message"]
+    if family in catalog and family in signal.families:
+        said.append(f"the catalog lists it {_ordinal(signal.families.index(family) + 1)} of "
+                    f"{len(signal.families)} causes of this message")
+    elif family in catalog:
+        said.append(f"the catalog's messages of this kind count it {catalog[family]:.1f}")
+    return math.log(share) + tie, "; ".join(said), total
+
+
+def _ordinal(number: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(number, f"{number}th")
 
 
 def rank(reading: Reading) -> tuple[Scored, ...]:
@@ -413,15 +459,15 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
         return ()
     primary = reading.primary
     assert primary is not None
-    families = list(CANDIDATES.get(primary.kind, ()))
+    families = list(candidates(primary))
     for signal in reading.signals[1:]:
-        families += [f for f in CANDIDATES.get(signal.kind, ()) if f not in families]
+        families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
         if rule.weight > 0 and rule.family not in families and rule.quote(reading, primary):
             families.append(rule.family)
     scored = []
     for family in families:
-        base, said = _prior(primary.kind, platform_group(reading), family)
+        base, said, behind = _prior(primary, platform_group(reading), family)
         evidence, decisive = [], False
         for rule in RULES:
             if rule.family != family:
@@ -431,16 +477,23 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
                 base += rule.weight
                 decisive = decisive or rule.weight >= 3
                 evidence.append(f"{rule.says}: \"{quote[:160]}\"")
-        scored.append(Scored(family, base, said, tuple(evidence), decisive))
+        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
+# How many tuning reports must stand behind a prior for it alone to make a cause "likely".
+REPORTS_FOR_LIKELY = 3
+
+
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
-    """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking."""
+    """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
+    where the text names the cause (a decisive rule) and it leads the next by 2 or more; "likely" where it leads
+    by 1 and either the text or enough tuning reports (REPORTS_FOR_LIKELY) stand behind it."""
     this = ranked[index]
     if index == 0:
         margin = this.score - ranked[1].score if len(ranked) > 1 else math.inf
         if this.decisive and margin >= 2:
             return "confident"
-        return "likely" if margin >= 1 else "possible"
+        backed = this.decisive or bool(this.evidence) or this.behind >= REPORTS_FOR_LIKELY
+        return "likely" if margin >= 1 and backed else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"

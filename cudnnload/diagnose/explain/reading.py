@@ -15,8 +15,9 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.resolve.catalog import GENERATIONS, SubLibrary
 
 # --- the libraries a message can name -----------------------------------------------------------------
@@ -117,6 +118,10 @@ class Signal:
     status: str | None = None  # a cudnnStatus_t name, without CUDNN_STATUS_
     built: str | None = None  # the cuDNN a framework was built with, dotted
     found: str | None = None  # the cuDNN it found at run time, dotted
+    quote: str = ""  # the words of the text that are the message (not the whole line)
+    families: tuple[str, ...] = ()  # the causes its catalog entry points to, most likely first (empty: its kind's)
+    warning: bool = False  # only a warning or information, not the failure
+    entry: str | None = None  # its catalog entry (catalog.Entry.id), where one holds its template
 
     @property
     def failed_class(self) -> str | None:
@@ -373,6 +378,44 @@ def status_kind(name: str) -> str:
     return "status:OTHER"
 
 
+_NAME_QUOTES = "[‘’'\"`]"
+_UNDECLARED = re.compile(
+    rf"{_NAME_QUOTES}(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}:? (?:was not declared|is undefined|"
+    r"does not name a type|has not been declared|undeclared identifier|identifier not found)"
+    rf"|(?:use of undeclared identifier|identifier|undefined reference to|function) {_NAME_QUOTES}"
+    rf"(?P<name2>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}(?: is undefined| not found)?")
+
+
+def removed_in(name: str) -> str | None:
+    """The cuDNN that no longer declares ``name``, from the headers of the releases read (catalog.api): "9" when
+    only cuDNN 8 declares it, "8" when no release read does (cuDNN 8 removed it, or it never was cuDNN's);
+    None when the newest release read declares it."""
+    catalog = messages.load()
+    declared = catalog.declared(name)
+    if not catalog.api_releases:
+        return None
+    newest_major = catalog.api_releases[-1].split(".")[0]
+    if any(release.split(".")[0] == newest_major for release in declared):
+        return None
+    return newest_major if declared else "8"
+
+
+def _undeclared(found: re.Match[str]) -> Signal | None:
+    name = group(found, "name", "name2") or ""
+    removed = removed_in(name)
+    declared = messages.load().declared(name)
+    if removed is None:
+        return Signal("undeclared", "compile-missing", _line(found), "the compiler or linker", f"{name} is "
+                      "declared by the cuDNN headers, but not by the ones the build saw: cuDNN's headers or library "
+                      "are missing or older", quote=found.group(0), families=("cudnn-not-installed",
+                      "installed-not-on-search-path", "version-mismatch-shadowed"))
+    last = f" (last declared by cuDNN {declared[-1]})" if declared else " (declared by none of cuDNN 8.5-9.x)"
+    return Signal("undeclared", "removed-api", _line(found), "the compiler or linker; the cuDNN headers of each "
+                  "release read (catalog.api)", f"{name} is not in cuDNN {removed}'s API{last}: the code calls an API "
+                  f"cuDNN {removed} removed", name, quote=found.group(0), families=("removed-api",
+                  "wrong-cudnn-major"))
+
+
 def _status(found: re.Match[str]) -> Signal | None:
     name = found.group("name") or _STATUS_NUMBERS.get(int(found.group("number") or 0)) or ""
     if found.group("camel"):  # libcudnn.py's exception classes: cudnnStatusArchMismatch
@@ -528,6 +571,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("xla-autotune", re.compile(r"Failed to determine best cudnn convolution algorithm"), "XLA",
             _fixed("xla-autotune", "conv-algorithm", "XLA's convolution autotuner (TensorFlow, JAX, EXLA; "
                    "xla/service/gpu/conv_algorithm_picker.cc)", "every cuDNN convolution algorithm XLA tried failed")),
+    # compilers' and linkers' words for a name nothing declares or defines: gcc "‘X’ was not declared in this
+    # scope" / "does not name a type", nvcc (EDG) 'identifier "X" is undefined', clang "use of undeclared
+    # identifier 'X'", MSVC C2065/C3861 "'X': undeclared identifier" / "identifier not found", ld "undefined
+    # reference to `X'", ctypes "function 'X' not found"; whether cuDNN removed X, its headers say (_undeclared)
+    Pattern("undeclared", _UNDECLARED, "compiler", lambda m: _undeclared(m)),
     # cudnnStatus_t names as frameworks print them; Caffe's CUDNN_CHECK: "Check failed: status ==
     # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
     Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
@@ -606,6 +654,8 @@ _CLUES: tuple[tuple[str, str], ...] = (
                   r"input)|0 channels|shape \[0"),
     ("bf16", r"\bbf16\b|bfloat16"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
+    ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|\bXid\b|fallen off the bus|GPU is lost"),
+    ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
 )
@@ -692,22 +742,25 @@ _OWNER = {
 
 # Which messages are the cause and which the consequence, when a text holds several: a library that failed
 # to load comes before the version check or status that follows from it; the Error: part's library first.
-_PRECEDENCE = ("dependency-", "symbol-mismatch", "engine-load", "sublibrary-load", "cudnn-not-found",
-               "version-", "known-bad", "status:ARCH_MISMATCH", "status:SUBLIBRARY", "status:", "no-engine",
-               "conv-algorithm", "framework-no-cudnn")
+_PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
+               "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
+               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "no-engine",
+               "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
 
 def _precedence(signal: Signal) -> int:
-    return next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
-                len(_PRECEDENCE))
+    """A message's rank among the text's: its kind's place in _PRECEDENCE; a warning after every error."""
+    place = next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
+                 len(_PRECEDENCE))
+    return place + (len(_PRECEDENCE) + 1 if signal.warning else 0)
 
 
 # A log that repeats one error thousands of times says no more than its first few.
 MATCHES_PER_PATTERN = 20
 
 
-def _signals(text: str) -> Iterator[tuple[int, Signal]]:
-    """(where in the text, the message) for each known message."""
+def _signals(text: str) -> Iterator[tuple[int, int, Signal]]:
+    """(where in the text it starts and ends, the message) for each message a pattern reads."""
     spans: list[tuple[int, int]] = []  # a dlerror inside "Could not load library X. Error: ..." is that
     for pattern in PATTERNS:          # message's Error: part, not a message of its own
         for found in itertools.islice(pattern.regex.finditer(text), MATCHES_PER_PATTERN):
@@ -716,7 +769,50 @@ def _signals(text: str) -> Iterator[tuple[int, Signal]]:
             signal = pattern.read(found)
             if signal is not None:
                 spans.append(found.span())
-                yield found.start(), signal
+                yield found.start(), found.end(), replace(signal, quote=signal.quote or quote(found.group(0)))
+
+
+def quote(text: str, limit: int = 200) -> str:
+    """The words of a message as quoted evidence: one line, at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple[int, int]]
+                     ) -> Iterator[tuple[int, Signal]]:
+    """A message for each catalog entry the text holds that no pattern above already read (a pattern reads the
+    names and versions in it; the catalog knows every other message its sources print)."""
+    for match in matches:
+        entry = match.entry
+        if entry.boilerplate or not (entry.families or entry.warning):
+            continue
+        if any(start < match.end and match.start < end for start, end in taken):
+            continue
+        versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
+                    f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
+        yield match.start, Signal(
+            f"catalog:{entry.id}", entry.kind or ("warning" if entry.warning else "catalog"),
+            _line_at(text, match.start), f"{entry.source}, {entry.file} ({versions})", entry.meaning,
+            quote=quote(match.text), families=entry.families, warning=entry.warning, entry=entry.id)
+
+
+def _line_at(text: str, at: int) -> str:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start:end if end >= 0 else len(text)].strip()[:400]
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span's characters but its newlines turned into spaces (a framework's generic advice
+    is not evidence of anything)."""
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for index in range(start, end):
+            if chars[index] != "\n":
+                chars[index] = " "
+    return "".join(chars)
 
 
 def _cuda_version(text: str) -> tuple[int, ...] | None:
@@ -750,11 +846,18 @@ _PATH = re.compile(r"(?<![\w.+@~/-])(?:/[\w.+@~-]+)+?/lib[\w+-][\w.+-]*?\.so(?:\
 
 
 def read(text: str) -> Reading:
-    """What ``text`` shows, from the text alone."""
-    found = sorted(_signals(text), key=lambda item: (_precedence(item[1]), item[0]))
+    """What ``text`` shows, from the text alone: its messages (the patterns above, then the catalog's), and the
+    facts around them, read after the catalog's boilerplate (a framework's generic advice) is taken out."""
+    matches = messages.load().matches(text)
+    spans = list(_signals(text))
+    taken = [(start, end) for start, end, _ in spans]
+    structured = [(start, _with_entry(signal, start, end, matches)) for start, end, signal in spans]
+    found = sorted(structured + list(_catalog_signals(text, matches, taken)),
+                   key=lambda item: (_precedence(item[1]), item[0]))
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
-    clues = tuple(Clue(name, _line(found_clue)[:160]) for name, pattern in _CLUE_PATTERNS
-                  if (found_clue := pattern.search(text)))
+    evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
+    clues = tuple(Clue(name, _clue_quote(found_clue)) for name, pattern in _CLUE_PATTERNS
+                  if (found_clue := pattern.search(evidence)))
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
@@ -763,11 +866,33 @@ def read(text: str) -> Reading:
                if number and (version := version_of(number)) and version[0] in (7, 8, 9)]
     ort = re.search(r"Require cuDNN (\d+)\.\*", text)
     lines = {signal.line for signal in unique}
-    stated = _stated_cudnn("\n".join(line for line in text.splitlines() if line.strip()[:400] not in lines))
+    stated = _stated_cudnn("\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in lines))
     major = majors[0] if majors else int(ort.group(1)) if ort else (
         stated[0] if stated and stated[0] in (7, 8, 9) else None)
     frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
                               key=lambda name: text.find(next(c.quote for c in clues if c.name == name))))
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
-    return Reading(tuple(unique), clues, platform, major, _cuda_version(text), frameworks, _builds(text), stated,
-                   paths)
+    return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
+                   stated, paths)
+
+
+def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
+    """``signal`` with the catalog entry its words hold: where it comes from, and whether it is a warning (its
+    own entry is, or it is quoted inside a line the catalog knows as a warning: a status one autotuning
+    candidate returned)."""
+    entry = next((m.entry for m in matches if start <= m.start < end and not m.entry.boilerplate
+                  and (m.entry.families or m.entry.warning)), None)
+    inside = any(m.entry.warning and m.start < start and end <= m.end for m in matches)
+    if entry is None:
+        return replace(signal, warning=True) if inside else signal
+    return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside)
+
+
+def _clue_quote(found: re.Match[str]) -> str:
+    """What a fact's pattern matched, with a few words around it: the evidence, not its whole line."""
+    line = _line(found)
+    at = line.find(found.group(0))
+    if at < 0:
+        return quote(found.group(0), 160)
+    start, end = max(0, at - 40), min(len(line), at + len(found.group(0)) + 40)
+    return quote(("…" if start else "") + line[start:end] + ("…" if end < len(line) else ""), 160)

@@ -1,0 +1,313 @@
+"""The real PyTorch and JAX on the GPU machine broken by compositions of what users do (issue 31 item 6), each
+diagnosed by `doctor` (plain, and `-- COMMAND`), the first error's fix applied, the program run again, the machine
+put back after each.
+
+    python bench/gpu_compositions.py [--out FILE.jsonl] [--only NAME ...]
+
+Run only on the GPU machine (bench/gpu_run.sh `compositions`): it changes the installed frameworks' files and
+start-up files and puts them back. The machine has no network, so a `pip-install` of the distribution already
+installed (its `--force-reinstall`) is applied by putting back the files that distribution's wheel put there
+(kept aside before the case); any other pip action is recorded as not applicable here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH = ("import torch\nprint('cudnn', torch.backends.cudnn.version(), flush=True)\n"
+         "c = torch.nn.Conv2d(3, 8, 3).cuda()\nprint('conv ok', float(c(torch.randn(1, 3, 16, 16, device='cuda'))"
+         ".sum()), flush=True)\n")
+JAX = ("import jax, jax.numpy as jnp\nout = jax.lax.conv(jnp.ones((1, 3, 16, 16)), jnp.ones((8, 3, 3, 3)), (1, 1),"
+       " 'SAME')\nprint('conv ok', float(out.sum()), jax.devices()[0].platform, flush=True)\n"
+       "assert jax.devices()[0].platform == 'gpu'\n")
+
+
+@dataclass
+class World:
+    """What a case changes: the environment, and files (each kept aside to be put back)."""
+
+    site: Path
+    wheel: Path  # site/nvidia/cudnn/lib
+    system: Path  # the system cuDNN's folder
+    scratch: Path
+    env: dict[str, str] = field(default_factory=dict)
+    kept: list[tuple[Path, Path | None]] = field(default_factory=list)  # (path, its copy; None: it did not exist)
+
+    def keep(self, path: Path) -> None:
+        if any(p == path for p, _ in self.kept):
+            return
+        if path.exists() or path.is_symlink():
+            copy = self.scratch / "kept" / str(len(self.kept))
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir() and not path.is_symlink():
+                shutil.copytree(path, copy, symlinks=True)
+            else:
+                shutil.copy2(path, copy, follow_symlinks=False)
+            self.kept.append((path, copy))
+        else:
+            self.kept.append((path, None))
+
+    def write(self, path: Path, text: str) -> None:
+        self.keep(path)
+        path.write_text(text)
+
+    def restore(self, under: Path | None = None) -> None:
+        """Put back what was kept (only what lies under ``under``, when given)."""
+        chosen = [(p, c) for p, c in self.kept if under is None or str(p).startswith(str(under) + "/")]
+        for path, copy in reversed(chosen):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            if copy is not None:
+                if copy.is_dir():
+                    shutil.copytree(copy, path, symlinks=True)
+                else:
+                    shutil.copy2(copy, path, follow_symlinks=False)
+        self.kept = [item for item in self.kept if item not in chosen]
+
+
+def older_copy(world: World, where: Path) -> Path:
+    """The system cuDNN's files laid out as a wheel's nvidia/cudnn/lib under ``where`` (a --target folder)."""
+    lib = where / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    for name in os.listdir(world.system):
+        if name.startswith("libcudnn") and re.search(r"\.so\.9$", name):
+            shutil.copy2(world.system / name, lib / name)
+    return lib
+
+
+def case_pth_and_ldlp(w: World) -> None:
+    w.write(w.site / "zz-startup-cudnn.pth", f"import ctypes; ctypes.CDLL('{w.system}/libcudnn_graph.so.9')\n")
+    w.env["LD_LIBRARY_PATH"] = str(w.system)
+
+
+def case_target_copy_on_pythonpath(w: World) -> None:
+    older_copy(w, w.scratch / "target")
+    w.env["PYTHONPATH"] = str(w.scratch / "target")
+    w.env["LD_LIBRARY_PATH"] = ""
+
+
+def case_sitecustomize_and_preload(w: World) -> None:
+    w.write(w.site / "sitecustomize.py", f"import ctypes\nctypes.CDLL('{w.system}/libcudnn.so.9')\n")
+    w.env["LD_PRELOAD"] = f"{w.system}/libcudnn_ops.so.9"
+
+
+def case_graph_replaced_and_empty_entry(w: World) -> None:
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    shutil.copy2(w.system / "libcudnn_graph.so.9", graph)
+    w.env["LD_LIBRARY_PATH"] = f":{w.system}"
+
+
+def case_preload_graph_and_target(w: World) -> None:
+    w.env["LD_PRELOAD"] = f"{w.system}/libcudnn_graph.so.9"
+    older_copy(w, w.scratch / "target")
+    w.env["PYTHONPATH"] = str(w.scratch / "target")
+
+
+def case_engine_deleted_and_system_path(w: World) -> None:
+    engine = w.wheel / "libcudnn_engines_runtime_compiled.so.9"
+    w.keep(engine)
+    engine.unlink()
+    w.env["LD_LIBRARY_PATH"] = str(w.system)
+
+
+def case_user_site_copy_and_ldlp(w: World) -> None:
+    base = w.scratch / "userbase"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    older_copy(w, base / "lib" / version / "site-packages")
+    w.env["PYTHONUSERBASE"] = str(base)
+    w.env["LD_LIBRARY_PATH"] = str(w.system)
+
+
+def case_record_gone_and_truncated(w: World) -> None:
+    heuristic = w.wheel / "libcudnn_heuristic.so.9"
+    w.keep(heuristic)
+    data = heuristic.read_bytes()
+    heuristic.unlink()
+    heuristic.write_bytes(data[: len(data) // 3])
+    w.env["LD_LIBRARY_PATH"] = ""
+
+
+def case_ops_deleted_and_preload_shim(w: World) -> None:
+    ops = w.wheel / "libcudnn_ops.so.9"
+    w.keep(ops)
+    ops.unlink()
+    w.env["LD_PRELOAD"] = f"{w.system}/libcudnn.so.9"
+
+
+CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "pth-maps-system-graph+ldlp-system": (case_pth_and_ldlp, ("torch", "jax")),
+    "target-copy-on-pythonpath": (case_target_copy_on_pythonpath, ("torch", "jax")),
+    "sitecustomize-maps-shim+preload-ops": (case_sitecustomize_and_preload, ("torch", "jax")),
+    "graph-replaced+empty-ldlp-entry": (case_graph_replaced_and_empty_entry, ("torch", "jax")),
+    "preload-graph+target-copy": (case_preload_graph_and_target, ("torch", "jax")),
+    "engine-deleted+ldlp-system": (case_engine_deleted_and_system_path, ("torch", "jax")),
+    "user-site-copy+ldlp-system": (case_user_site_copy_and_ldlp, ("torch", "jax")),
+    "heuristic-truncated+empty-ldlp": (case_record_gone_and_truncated, ("torch", "jax")),
+    "ops-deleted+preload-shim": (case_ops_deleted_and_preload_shim, ("torch", "jax")),
+}
+
+
+def run_program(code: str, env: dict[str, str], cwd: Path) -> dict[str, object]:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=300, check=False)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return {"ok": done.returncode == 0 and "conv ok" in done.stdout, "exit": done.returncode,
+            "last": lines[-3:], "seconds": round(time.monotonic() - start, 1)}
+
+
+def doctor(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, object]:
+    tool = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [env.get("PYTHONPATH"), os.environ.get(
+        "CUDNNLOAD_TREE", "")]))}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", *args], env=tool, cwd=cwd,
+                          capture_output=True, text=True, timeout=600, check=False)
+    try:
+        result = json.loads(done.stdout[done.stdout.index("{"):])["result"]
+    except (ValueError, KeyError):
+        return {"error": done.stderr.strip()[-300:] or f"exit {done.returncode}"}
+    errors = [f for f in result.get("findings", []) if f.get("severity") == "error"]
+    first = errors[0] if errors else None
+    return {"codes": [f["code"] for f in errors], "first": first["code"] if first else None,
+            "actions": first["fix"]["actions"] if first else [], "text": first["fix"]["text"] if first else None}
+
+
+def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The actions applied to the world (files kept aside first); the program's environment after; what could not
+    be applied here."""
+    env = dict(env)
+    refused = []
+    for action in actions:
+        kind = action["do"]
+        if kind == "env-unset":
+            env.pop(str(action["variable"]), None)
+        elif kind == "env-set":
+            env[str(action["variable"])] = str(action["value"])
+        elif kind == "env-remove-entry":
+            variable, entry = str(action["variable"]), str(action["entry"])
+            parts = re.split(r"[ :]" if variable == "LD_PRELOAD" else ":", env.get(variable, ""))
+            kept = [p for p in parts if os.path.normpath(p or ".") != os.path.normpath(entry or ".") and p != entry]
+            if any(kept):
+                env[variable] = (" " if variable == "LD_PRELOAD" else ":").join(kept)
+            else:
+                env.pop(variable, None)
+        elif kind == "remove-line":
+            path = Path(str(action["path"]))
+            world.keep(path)
+            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                    if line.rstrip("\n") != action["line"]))
+        elif kind in ("delete", "chmod", "relink"):
+            path = Path(str(action["path"]))
+            world.keep(path)
+            if kind == "delete":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+            elif kind == "chmod":
+                path.chmod(int(str(action["mode"]), 8))
+            else:
+                path.unlink(missing_ok=True)
+                path.symlink_to(str(action["target"]))
+        elif kind == "pip-install" and any(str(r).startswith("nvidia-cudnn-cu13") for r in action["requirements"]):
+            world.restore(under=world.wheel.parent)  # the wheel's files as pip puts them back; nothing else
+        elif kind == "pip-uninstall":
+            target = Path(str(action.get("target") or ""))
+            for name in action["requirements"]:
+                if str(name).startswith("nvidia-cudnn") and (target / "nvidia" / "cudnn").exists():
+                    shutil.rmtree(target / "nvidia" / "cudnn")
+        elif kind == "run":
+            env["CUDNNLOAD_RUN_ARGV"] = json.dumps(action["argv"])
+        else:
+            refused.append(f"{kind} {action.get('requirements') or action.get('text') or ''}")
+    return env, refused
+
+
+def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
+    """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
+    again, doctor asked, its first error's actions applied, the program run again, everything put back."""
+    make, _ = CASES[name]
+    record: dict[str, object] = {"case": name}
+    cwd = world.scratch / "cwd"
+    cwd.mkdir(exist_ok=True)
+    base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD")}
+
+    def made() -> dict[str, str]:
+        world.env = dict(base_env)
+        make(world)
+        return {k: v for k, v in world.env.items() if v or k != "LD_LIBRARY_PATH"} | (
+            {"LD_LIBRARY_PATH": world.env["LD_LIBRARY_PATH"]} if world.env.get("LD_LIBRARY_PATH") else {})
+
+    try:
+        for framework in frameworks:
+            code = TORCH if framework == "torch" else JAX
+            env = made()
+            entry: dict[str, object] = {"before": run_program(code, env, cwd)}
+            for form, args in (("plain", []), ("command", ["--", sys.executable, "-c", code])):
+                if entry["before"]["ok"]:  # type: ignore[index]
+                    break
+                world.restore()
+                env = made()
+                said = doctor(args, env, cwd)
+                after_env, refused = apply(list(said.get("actions") or []), world, env)  # type: ignore[arg-type]
+                argv = json.loads(after_env.pop("CUDNNLOAD_RUN_ARGV", "null"))
+                after = run_program(code, after_env, cwd) if not argv else {"ok": None, "note": "run action"}
+                entry[form] = {**said, "refused": refused, "after": after}
+            world.restore()
+            record[framework] = entry
+    finally:
+        world.restore()
+    return record
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args()
+    import torch
+
+    site = Path(torch.__file__).resolve().parents[1]
+    system = next(Path(d) for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
+                  if (Path(d) / "libcudnn.so.9").exists())
+    os.environ["CUDNNLOAD_TREE"] = os.pathsep.join([str(ROOT), str(ROOT / "plugins"),
+                                                   *(p for p in os.environ.get("PYTHONPATH", "").split(":") if p)])
+    rows = []
+    with open(args.out, "w") as out:
+        for name, (_, frameworks) in CASES.items():
+            if args.only and name not in args.only:
+                continue
+            with tempfile.TemporaryDirectory() as scratch:
+                world = World(site, site / "nvidia" / "cudnn" / "lib", system, Path(scratch))
+                record = run_case(name, world, frameworks)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            rows.append(record)
+            for framework in frameworks:
+                entry = record.get(framework) or {}
+                before = entry.get("before", {})
+                line = f"{name:<38} {framework:<6} before {'ok' if before.get('ok') else 'FAILS'}"
+                for form in ("plain", "command"):
+                    said = entry.get(form)
+                    if said:
+                        after = said["after"].get("ok")
+                        line += f" | {form}: {said.get('first') or said.get('error')} -> " + (
+                            "fixed" if after else "not fixed" if after is False else said["after"].get("note", "?"))
+                print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

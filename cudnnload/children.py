@@ -1,0 +1,141 @@
+"""Processes cudnnload starts: none imports code from the current folder, none outlives cudnnload (issue 29).
+
+Its own Python children (the probe, a trace's cold processes, the interpreter `doctor --python` asks for its
+``sys.path``, a node's doctor under Ray) run `isolated`: the code given with ``-c`` first drops from
+``sys.path`` the current folder Python puts there (``-P`` does the same, from 3.11 only), before it imports
+anything; and they run in ``/``. Those whose life is cudnnload's own call `die_with_parent` first thing:
+the kernel then sends them SIGKILL when the thread that started them ends, however it ends (prctl(2)
+``PR_SET_PDEATHSIG``; a parent gone before that call is seen by ``getppid``).
+
+A program cudnnload observes (``doctor -- COMMAND``, ``trace -- COMMAND``) is the user's, and may start
+set-user-ID programs that drop a parent-death signal: a `Watcher` ends it instead. It is a small child
+process started before the program, holding the read end of a pipe whose write end only cudnnload holds;
+when cudnnload ends without saying it is done (a SIGKILL: nothing of cudnnload runs then), the pipe's end
+wakes it, and it kills every process of the program (the program's pid, each process whose environment
+holds the run's tag) and removes the run's scratch folder. Each process is known by its pid and start time
+(``/proc/PID/stat`` field 22), which a reused pid does not share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+# Put first in the code of every Python child of cudnnload's: `python -c` puts "" (the current folder) at
+# the front of sys.path, where a json.py planted there would be imported by the child's first `import json`.
+ISOLATE = "import sys\nsys.path[:] = [p for p in sys.path if p and p.startswith('/')]\n"
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_SIGKILL = 9
+
+
+def isolated(code: str) -> str:
+    """``code`` for ``python -c``, importing nothing from the current folder (see the module docstring)."""
+    return ISOLATE + code
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child of cudnnload's, first thing: be killed when the thread that started it ends (SIGKILL, by the
+    kernel, whatever ends the parent); exit at once if ``parent`` (its pid) is gone already."""
+    import ctypes
+
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+# The watcher's own code: stdlib only, no cudnnload import (it must start fast and survive anything of
+# cudnnload's). argv: the tag, the scratch folder. Its standard input: the pipe; lines "PID START" name the
+# program; "done" says cudnnload stopped everything itself; the end of the pipe without it, that it died.
+_WATCHER = r"""
+import os, shutil, signal, sys, time
+for signo in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
+    signal.signal(signo, signal.SIG_IGN)
+tag, scratch = sys.argv[1].encode(), sys.argv[2]
+programs, done, pending = [], False, b""
+while True:
+    chunk = os.read(0, 4096)
+    if not chunk:
+        break
+    pending += chunk
+    *lines, pending = pending.split(b"\n")
+    for line in lines:
+        if line == b"done":
+            done = True
+        elif line:
+            pid, start = line.split()
+            programs.append((int(pid), int(start)))
+
+def started(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rpartition(b")")[2].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def members():
+    found = {pid for pid, start in programs if started(pid) == start}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if any(tag in item for item in handle.read().split(b"\0")):
+                    found.add(int(name))
+        except OSError:
+            continue
+    return found
+
+if not done:
+    for _ in range(50):  # a process forking as it is killed: again, until none is left
+        left = members()
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+shutil.rmtree(scratch, ignore_errors=True)
+"""
+
+
+class Watcher:
+    """Ends the program and removes ``scratch`` should cudnnload end without `done` (module docstring).
+    ``tag``: a string only the environment of the program and of what it starts holds."""
+
+    def __init__(self, tag: str, scratch: str) -> None:
+        read, self._write = os.pipe()  # neither is inherited by the program (PEP 446)
+        try:
+            self.pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _WATCHER, tag, scratch],
+                                      {}, file_actions=[(os.POSIX_SPAWN_DUP2, read, 0)])
+        except OSError:
+            os.close(self._write)
+            self._write = -1
+            self.pid = 0  # no watcher: what `Family` does while cudnnload lives is all there is
+        finally:
+            os.close(read)
+
+    def program(self, pid: int, started: int) -> None:
+        """The program's pid and start time, once it runs."""
+        self._say(f"{pid} {started}\n")
+
+    def done(self) -> None:
+        """cudnnload stopped everything itself: the watcher only removes the scratch folder, and ends."""
+        self._say("done\n")
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+        if self.pid:
+            import threading
+
+            threading.Thread(target=os.waitpid, args=(self.pid, 0), daemon=True).start()  # reaped, unwaited
+
+    def _say(self, line: str) -> None:
+        if self._write >= 0:
+            with contextlib.suppress(OSError):  # the watcher gone: nothing left to tell it
+                os.write(self._write, line.encode())

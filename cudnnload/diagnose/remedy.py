@@ -1,0 +1,119 @@
+"""The whole repair of what a program gets, checked on the model (issue 31): every change that stands between it
+and a working cuDNN, in order, as one fix a tool applies.
+
+A broken environment is rarely broken once: an ``LD_PRELOAD`` entry of another release, a relative
+``LD_LIBRARY_PATH`` entry and an unreadable sub-library together. Each finding's own fix addresses its own cause;
+applied alone, the program still fails on the next. `plan` derives the whole repair from the model, round by
+round: the first error finding not yet taken care of gives its fix's actions; an action that changes the process's
+environment (an entry removed, a variable unset or set) or its start-up (a ``.pth`` line taken out) is applied to
+the model, and the target judged again in the changed world (`Judge`), so that what the change reveals or cures
+is known, not assumed; an action on files (a distribution reinstalled whole, a stray file deleted, a mode
+changed) takes care of the findings about the files it rewrites. The plan ends when the model finds no error
+left, or says plainly what it cannot decide (a finding without actions: a `manual` step naming it).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from cudnnload.codes import ActionKind, Code, Severity
+from cudnnload.verdicts import Action, Finding, Fix, fix, manual
+
+# What judges the target again in a changed world: (its environment, the start-up lines taken as gone) -> findings.
+Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Finding]]
+
+ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
+_ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
+# What a distribution rewritten whole takes care of, for its own files: what is wrong with one of them
+_REWRITTEN = frozenset({Code.MISSING_FILE, Code.EMPTY_FILE, Code.TRUNCATED, Code.NOT_ELF, Code.DAMAGED_ELF,
+                        Code.UNREADABLE, Code.BROKEN_SYMLINK, Code.NOT_A_REGULAR_FILE, Code.SYMLINK_LOOP,
+                        Code.RECORD_MISMATCH, Code.MISSING_SUBLIBRARY, Code.MIXED_RELEASE,
+                        Code.SUBLIBRARY_UNLOADABLE})
+
+
+def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge) -> Fix | None:
+    """The actions that make the target work, in order (see the module docstring), or None when the model
+    finds nothing wrong. ``findings``: the target's findings as judged now; ``environ``: its environment."""
+    env = dict(environ)
+    unstarted: frozenset[tuple[str, str]] = frozenset()
+    actions: list[Action] = []
+    handled: set[tuple[Code, str | None, str]] = set()
+    for _ in range(ROUNDS):
+        pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
+                   and not _taken_care_of(f, actions)]
+        if not pending:
+            return fix(*actions) if actions else None
+        first = pending[0]
+        handled.add(_key(first))
+        steps = [a for a in first.fix.actions if a not in actions]
+        if not first.fix.actions:  # the model knows no change for it: said, never guessed
+            return fix(*actions, manual(f"then: {first.message} (no change is known for it: "
+                                        f"{first.fix.note or 'see that finding'})"))
+        actions += steps
+        changes = [a for a in steps if a.do in _ENVIRONMENT]
+        if changes:
+            for action in changes:
+                env, unstarted = applied(action, env, unstarted)
+            findings = judge(env, unstarted)
+    return fix(*actions, manual("then run doctor again: the model stopped after "
+                                f"{ROUNDS} changes with errors left"))
+
+
+def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]
+            ) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
+    """``action`` applied to the model's world: the environment, and the start-up lines taken as gone."""
+    changed = dict(env)
+    if action.do is ActionKind.REMOVE_LINE and action.path and action.line is not None:
+        return changed, unstarted | {(action.path, action.line)}
+    variable = action.variable or ""
+    if action.do is ActionKind.ENV_UNSET:
+        changed.pop(variable, None)
+    elif action.do is ActionKind.ENV_SET:
+        changed[variable] = action.value or ""
+    elif action.do is ActionKind.ENV_REMOVE_ENTRY:
+        # LD_PRELOAD is split on spaces and colons (rtld.c), the others on colons
+        parts = re.split(r"[ :]" if variable == "LD_PRELOAD" else r":", changed.get(variable, ""))
+        kept = [part for part in parts if not _same_entry(part, action.entry or "")]
+        if any(kept) or (kept and variable != "LD_PRELOAD"):
+            changed[variable] = (" " if variable == "LD_PRELOAD" else ":").join(kept)
+        else:
+            changed.pop(variable, None)
+    return changed, unstarted
+
+
+def _same_entry(a: str, b: str) -> bool:
+    return a == b or (bool(a) and bool(b) and posixpath.normpath(a) == posixpath.normpath(b))
+
+
+def _key(finding: Finding) -> tuple[Code, str | None, str]:
+    return finding.code, finding.subject.path, finding.message
+
+
+# Findings that sum up others ("loads no cuDNN": none of them is whole): the plan's changes take care of them
+_SUMMARIES = frozenset({Code.NO_CUDNN})
+
+
+def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
+    """Whether the plan's actions so far already do what ``finding`` needs: its own actions are all in it, or a
+    reinstall rewrites the file it is about, or a delete or mode change is about that very file, or it only sums
+    up the others (`_SUMMARIES`)."""
+    if finding.fix.actions and all(action in actions for action in finding.fix.actions):
+        return True
+    if finding.code in _SUMMARIES and actions:
+        return True
+    path = finding.subject.path
+    if path is None:
+        return False
+    for action in actions:
+        if action.do in (ActionKind.DELETE, ActionKind.CHMOD) and action.path == path:
+            return True
+        if action.do is ActionKind.PIP_INSTALL and "--force-reinstall" in action.options and action.target \
+                and finding.code in _REWRITTEN and _under(path, action.target):
+            return True
+    return False
+
+
+def _under(path: str, folder: str) -> bool:
+    return posixpath.normpath(path).startswith(posixpath.normpath(folder).rstrip("/") + "/")

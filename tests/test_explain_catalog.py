@@ -1,0 +1,240 @@
+"""The message catalog of `cudnnload explain` (cudnnload/diagnose/explain/catalog.json, written by
+fixtures/explain/harvest.py from the code that prints the messages): every entry is well formed, its compiled
+pattern finds its own example rendering, its causes are families of the corpus; the harvester reads the strings
+the way the code writes them; and explain uses the catalog as the issue asks: a framework's generic advice is no
+evidence, a warning is said to be one, an API a newer cuDNN removed is named from the headers, and an unknown
+text gets the nearest known messages, never a match."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain import explain
+from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
+from cudnnload.diagnose.explain.reading import read
+from fixtures.explain.corpus import families, loading_families
+from fixtures.explain.harvest import c_strings, mc_strings, print_counts, python_strings
+from fixtures.explain.sources import SOURCES
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = {"id", "source", "file", "versions", "template", "style", "example", "meaning", "families", "kind",
+        "warning", "boilerplate", "curated"}
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, object]:
+    return json.loads(messages.DATA.read_text(encoding="utf-8"))
+
+
+def ranked(text: str) -> list[str]:
+    return [cause.family for cause in explain(text, environ={}).causes]
+
+
+# --- the data ------------------------------------------------------------------------------------------
+
+def test_every_entry_is_well_formed_and_names_known_causes(data: dict[str, object]) -> None:
+    entries = data["entries"]
+    assert isinstance(entries, list) and len(entries) >= 200
+    known = families()
+    labels = {source.name: {source.label(release) for release in source.releases} for source in SOURCES}
+    ids = [entry["id"] for entry in entries]
+    assert len(ids) == len(set(ids))
+    for entry in entries:
+        assert set(entry) == KEYS, entry["id"]
+        assert entry["style"] in ("printf", "format", "literal"), entry["id"]
+        assert entry["versions"] and set(entry["versions"]) <= labels[entry["source"]], entry["id"]
+        assert set(entry["families"]) <= known, entry["id"]
+        assert entry["families"] or entry["warning"] or entry["boilerplate"], entry["id"]
+        assert entry["meaning"].strip() and entry["file"].strip(), entry["id"]
+
+
+def test_every_entry_still_matches_its_own_template(data: dict[str, object]) -> None:
+    for entry in data["entries"]:
+        pattern = compile_template(entry["template"], entry["style"])
+        assert pattern.search(entry["example"]), entry["id"]
+        assert entry["example"] == render_example(entry["template"], entry["style"]), entry["id"]
+
+
+def test_every_source_prints_entries_at_each_release_read(data: dict[str, object], capsys) -> None:
+    seen = {(entry["source"], version) for entry in data["entries"] for version in entry["versions"]}
+    for source in SOURCES:
+        assert any(name == source.name for name, _ in seen), source.name
+    print_counts(data)
+    out = capsys.readouterr().out
+    assert re.search(r"^\d+ entries \(\d+ curated\), \d+ cuDNN identifiers$", out.splitlines()[0])
+    assert all(f"  {source.name} " in out for source in SOURCES)
+
+
+def test_the_headers_say_which_cudnn_declares_which_name(data: dict[str, object]) -> None:
+    book = messages.load()
+    assert book.declared("cudnnGetConvolutionForwardAlgorithm_v7") and "9.28.0.42" in book.declared("cudnnCreate")
+    assert not book.declared("cudnnGetConvolutionForwardAlgorithm")  # cuDNN 8 removed it (no 8.5+ header has it)
+    assert "9.0.0.312" not in book.declared("cudnnSetRNNDescriptor_v6")  # cuDNN 9 removed it
+    assert "8.9.7.29" in book.declared("cudnnSetRNNDescriptor_v6")
+
+
+# --- the templates --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("template", "style", "line"), [
+    ("%s: cannot open shared object file", "printf", "libcudnn.so.8: cannot open shared object file: No such file"),
+    ("Could not load library %s. Error: %s", "printf", "Could not load library libcudnn_cnn_infer.so.8. Error: x"),
+    ("cuDNN version incompatibility: PyTorch was compiled  against {} but found runtime version {}", "format",
+     "cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found runtime version (9, 0, 0)"),
+    ("100%% of {{braces}} %d", "printf", "100% of {{braces}} 7"),
+])
+def test_a_template_finds_its_printed_message(template: str, style: str, line: str) -> None:
+    assert compile_template(template, style).search(line)
+
+
+def test_a_template_splits_into_its_literal_parts() -> None:
+    assert split_template("a %s b %d c", "printf") == ["a ", " b ", " c"]
+    assert split_template("x {} y {name!r} {{z}}", "format") == ["x ", " y ", " {z}"]
+
+
+@pytest.mark.slow
+def test_a_pattern_runs_in_bounded_time_on_a_hostile_line() -> None:
+    import time
+
+    pattern = compile_template("%s: %s: %s: undefined symbol: %s, version %s", "printf")
+    started = time.monotonic()
+    assert not pattern.search(": " * 1000)
+    assert time.monotonic() - started < 2
+
+
+# --- the harvester ----------------------------------------------------------------------------------------
+
+def test_a_c_stream_statement_is_read_as_one_message_with_fields() -> None:
+    found = {f.text for f in c_strings('LOG(ERROR) << "Could not create cudnn handle: " << ToString(status);')}
+    assert "Could not create cudnn handle: %s" in found
+    found = {f.text for f in c_strings('errstring = (x ? N_("file too short") : N_("cannot read file data"));')}
+    assert {"file too short", "cannot read file data"} <= found
+    found = {f.text for f in c_strings('_dl_error_printf ("\\\nERROR: ld.so: object \'%s\' cannot be preloaded", n);')}
+    assert "ERROR: ld.so: object '%s' cannot be preloaded" in found
+
+
+def test_python_f_strings_and_windows_message_files_are_read_as_templates() -> None:
+    found = {(f.text, f.style, f.warning) for f in python_strings(
+        'import warnings\nwarnings.warn(f"Found {n} but {{x}}")\nraise RuntimeError("plain text here")')}
+    assert ("Found {} but {{x}}", "format", True) in found and ("plain text here", "literal", False) in found
+    mc = "MessageId=193\nLanguage=English\n%1 is not a valid Win32 application.\n.\n"
+    assert [f.text for f in mc_strings(mc)] == ["%s is not a valid Win32 application."]
+
+
+# --- explain with the catalog ---------------------------------------------------------------------------------
+
+def test_the_catalog_is_read_only_when_a_text_is_explained() -> None:
+    code = ("import time, sys; t = time.perf_counter(); import cudnnload.diagnose.explain as e; "
+            "from cudnnload.diagnose.explain import catalog; "
+            "print(catalog.load.cache_info().currsize, round(time.perf_counter() - t, 3))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    loaded, seconds = done.stdout.split()
+    assert loaded == "0" and float(seconds) < 1.5
+
+
+def test_a_bare_cannot_open_naming_libcudnn_puts_not_installed_or_not_on_the_path_first() -> None:
+    for text in ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory",
+                 "libcudnn.so.9: cannot open shared object file: No such file or directory"):
+        top = ranked(text)[:2]
+        assert set(top) <= {"cudnn-not-installed", "installed-not-on-search-path"}, top
+
+
+def test_a_frameworks_generic_advice_is_no_evidence() -> None:
+    # PyTorch prints the contiguity hint after every CUDNN_STATUS_NOT_SUPPORTED; TF its install advice after
+    # every missing library: neither says anything about this machine
+    reading = read("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in "
+                   "a non-contiguous input.")
+    assert not reading.has("zero-size") and reading.primary is not None
+    advice = ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please "
+              "make sure the missing libraries mentioned above are installed properly if you would like to use GPU."
+              " Follow the guide at https://www.tensorflow.org/install/gpu for how to download and setup the "
+              "required libraries for your platform.")
+    assert not read(advice).has("windows") and not read(advice).has("linux")
+
+
+def test_a_text_of_warnings_only_is_said_to_be_only_a_warning() -> None:
+    text = ("2023-10-09 13:36:23.355516: E tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:9342] Unable to "
+            "register cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been "
+            "registered")
+    cause = explain(text, environ={}).causes[0]
+    assert cause.family == "harmless-warning" and cause.title.startswith("this is only a warning")
+
+
+@pytest.mark.parametrize(("text", "removed"), [
+    ('conv.cu(178): error: identifier "cudnnGetConvolutionForwardAlgorithm" is undefined', "8"),
+    ("cudnn_dlibapi.cpp:895:57: error: ‘CUDNN_CONVOLUTION_BWD_FILTER_PREFER_FASTEST’ was not declared in this scope",
+     "8"),
+    ('RecurrentPropagation.cu(513): error: identifier "cudnnRNNForwardInference" is undefined', "9"),
+])
+def test_a_name_no_newer_cudnn_header_declares_is_an_api_cudnn_removed(text: str, removed: str) -> None:
+    result = explain(text, environ={})
+    assert result.causes[0].family == "removed-api"
+    assert f"cuDNN {removed} removed" in result.reading.primary.meaning  # type: ignore[union-attr]
+
+
+def test_a_name_the_newest_cudnn_still_declares_is_not_a_removed_api() -> None:
+    text = "main.cpp:12:5: error: ‘cudnnCreate’ was not declared in this scope"
+    assert ranked(text)[0] != "removed-api"
+
+
+def test_an_unknown_text_gets_the_nearest_known_messages_never_a_match() -> None:
+    result = explain("fatal: Could not load the library libcudnn_thing.so.9 (error: file is missing)", environ={})
+    assert not result.recognized and not result.causes
+    assert result.note and result.note.startswith("nearest known messages (not a match")
+    assert result.nearest and all(0.5 <= near.score <= 1 for near in result.nearest)
+
+
+def test_evidence_quotes_the_message_not_the_whole_paste() -> None:
+    paste = (("x" * 300 + " ") * 3 + "ImportError: libcudnn.so.8: cannot open shared object file "
+             + ("y" * 300 + " ") * 3)
+    for cause in explain(paste, environ={}).causes:
+        assert all(len(item) < 320 for item in cause.evidence), cause.evidence
+
+
+def test_a_status_one_autotuning_candidate_returned_is_not_the_failure() -> None:
+    # XLA lists every engine it disqualified ("Profiling failure on cuDNN engine N: ... STATUS"); the error is
+    # the line that says all failed
+    text = ("Profiling failure on cuDNN engine 7#TC: UNKNOWN: CUDNN_STATUS_EXECUTION_FAILED\n"
+            "RuntimeError: UNKNOWN: Failed to determine best cudnn convolution algorithm")
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "conv-algorithm"
+    assert all(signal.warning for signal in reading.signals if signal.kind.startswith("status:"))
+
+
+def test_escape_sequences_and_control_characters_are_not_words_of_a_message() -> None:
+    text = ("\x1b[31mCould not load library libcudnn_cnn_infer.so.8. Error: \x1b[0mlibnvrtc.so: cannot open shared "
+            "object file\x1b]0;title\x07\x00")
+    result = explain(text, environ={})
+    assert result.causes[0].family == "nvrtc-missing"
+    dumped = json.dumps(result.json())
+    assert "\\u001b" not in dumped and "\\u0000" not in dumped
+
+
+def test_a_message_not_about_loading_never_gets_a_loading_cause_first(data: dict[str, object]) -> None:
+    # every curated message whose causes are none about loading, explained alone: its first cause is not either
+    loading = loading_families()
+    for entry in data["entries"]:
+        if not entry["curated"] or not entry["families"] or set(entry["families"]) & loading:
+            continue
+        causes = explain(entry["example"], environ={}).causes
+        assert not causes or causes[0].family not in loading, (entry["id"], causes[0].family)
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "
+     "\"C:\\Python310\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.",
+     "paging-file-too-small"),
+    ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "zlib-missing"),
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu-hardware-fault"),
+    ("OSError: /opt/conda/lib/libcudnn_cnn_infer.so.8: file too short", "unloadable-file"),
+])
+def test_messages_beyond_a_missing_library_get_their_own_cause_first(text: str, family: str) -> None:
+    assert ranked(text)[0] == family

@@ -1,0 +1,304 @@
+"""The fix differential's harness (fixtures/fixdiff, bench/bench_fix_differential.py, issue 31 item 4): a case is
+composed from its seed and rebuilt the same, its real programs run, doctor is asked in each form, the first fix's
+actions are applied to the case restored from its snapshot, and the outcome is classified; nothing of the bases or
+the wheels changes. What these tests hold is the instrument, not today's doctor: no test asserts how many fixes
+work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.fixdiff import bases, consumers, runner
+from fixtures.fixdiff.case import Case
+from fixtures.fixdiff.grammar import GRAMMAR, cases_root, compose, draw, verb
+from fixtures.scenarios.fixes import apply, replace_file, unpacked_wheel
+from fixtures.scenarios.layouts import corpus_marks, needs_wheels
+
+pytestmark = corpus_marks()
+
+FAILING = {runner.FIXED, runner.NOT_FIXED, runner.NO_REPORT, runner.NO_ERROR, runner.NO_ACTIONS, runner.ONLY_MANUAL,
+           runner.REFUSED}
+WORKING = {runner.QUIET, runner.FALSE_ALARM, runner.CHANGED, runner.NO_REPORT, runner.REFUSED}
+
+
+def _base(name: str) -> bases.Base:
+    needs_wheels()
+    base = bases.by_name(name)
+    why = bases.unavailable(base)
+    if why:
+        pytest.skip(why)
+    try:
+        bases.built(base)
+    except subprocess.CalledProcessError as error:
+        pytest.skip(f"base {name} could not be installed here: {error}")
+    return base
+
+
+def _case(name: str, base: str, *verbs: str) -> Case:
+    """A case of ``base`` with ``verbs`` done in order (a generator of its own: the test chooses what is done)."""
+    home = cases_root() / f"test-{name}-{os.getpid()}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    case = Case(0, 0, _base(base), str(home), random.Random(name))
+    bases.clone(case.base, case.venv)
+    case.start()
+    for each in verbs:
+        case.steps.append({"do": each, **verb(each).do(case)})
+    return case
+
+
+@pytest.fixture
+def cleanup() -> Iterator[list[Case]]:
+    made: list[Case] = []
+    yield made
+    for case in made:
+        if case.held is not None and case.held.process.poll() is None:
+            case.held.process.kill()
+            case.held.process.wait()
+        shutil.rmtree(case.folder(), ignore_errors=True)
+        shutil.rmtree(f"{case.folder()}.pristine", ignore_errors=True)
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every path below ``folder`` and its inode, size, mtime and mode (a change to any file shows)."""
+    return {str(p.relative_to(folder)): (s.st_ino, s.st_size, s.st_mtime_ns, s.st_mode)
+            for p in folder.rglob("*") for s in [p.lstat()]}
+
+
+# --- the grammar ---------------------------------------------------------------------------------------------------
+
+def test_the_grammar_has_at_least_25_verbs_each_named_and_told() -> None:
+    assert len(GRAMMAR) >= 25
+    assert len({v.name for v in GRAMMAR}) == len(GRAMMAR)
+    assert all(len(v.story) > 40 for v in GRAMMAR), [v.name for v in GRAMMAR if len(v.story) <= 40]
+
+
+def test_a_case_is_drawn_from_its_seed_and_index_alone() -> None:
+    first, again = draw(1, 7), draw(1, 7)
+    assert (first[1], first[2]) == (again[1], again[2])
+    assert [first[0].random() for _ in range(3)] == [again[0].random() for _ in range(3)]
+    assert [draw(1, i)[1:] for i in range(20)] != [draw(2, i)[1:] for i in range(20)]
+    assert all(2 <= len(draw(1, i)[2]) <= 4 for i in range(50))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_case_is_replayed_exactly(cleanup: list[Case]) -> None:
+    seed, index = next((1, i) for i in range(100) if draw(1, i)[1].name != "torch")
+    _base(draw(seed, index)[1].name)
+    built = compose(seed, index)
+    cleanup.append(built)
+    steps, tree = built.steps, {k: v[1:2] + v[3:] for k, v in _tree(built.folder()).items()}
+    again = compose(seed, index)
+    assert again.steps == steps
+    assert {k: v[1:2] + v[3:] for k, v in _tree(again.folder()).items()} == tree  # same names, sizes, modes
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_every_verb_changes_its_case_and_never_the_base_or_the_wheels(cleanup: list[Case]) -> None:
+    base = _base("cu13-9.28")
+    before = _tree(base.folder())
+    wheel = bases.store_wheel("nvidia-cudnn-cu12", "9.0.0.312")
+    assert wheel is not None
+    unpacked = unpacked_wheel(wheel)
+    wheels_before = _tree(unpacked)
+    for each in GRAMMAR:
+        case = _case(each.name, base.name)
+        cleanup.append(case)
+        start = _tree(case.folder())
+        case.steps.append({"do": each.name, **each.do(case)})
+        assert _tree(case.folder()) != start or case.held is not None, each.name
+        if case.held is not None:
+            case.held.process.kill()
+            case.held.process.wait()
+        shutil.rmtree(case.folder())
+    assert _tree(base.folder()) == before
+    assert _tree(unpacked) == wheels_before
+
+
+# --- the environment and the user ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(300)
+def test_the_profile_gives_the_environment_even_with_a_preload_that_stops_programs(cleanup: list[Case]) -> None:
+    case = _case("profile", "cu12-9.28")
+    cleanup.append(case)
+    case.export("export LD_PRELOAD=/nonexistent/libcudnn_graph.so.9", "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:")
+    env = case.environ()
+    assert env["LD_PRELOAD"] == "/nonexistent/libcudnn_graph.so.9"
+    assert env["LD_LIBRARY_PATH"] == f"{case.lib}:" and env["VIRTUAL_ENV"] == str(case.venv)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(300)
+def test_a_folder_closed_to_others_stops_the_programs_of_nobody_not_of_root(cleanup: list[Case]) -> None:
+    case = _case("nobody", "cu12-9.28", "unreadable-folder")
+    cleanup.append(case)
+    app = next(c for c in consumers.consumers(case, ["app"]) if c.name == "app-path")
+    as_nobody = consumers.run(app, case.environ(), case.work, case.user)
+    as_root = consumers.run(app, case.environ(), case.work, "root")
+    assert case.user == "nobody" and not as_nobody.works and "Permission denied" in as_nobody.why[0]
+    assert as_root.works, as_root.why
+
+
+# --- what a fix may touch ----------------------------------------------------------------------------------------
+
+def test_a_fix_naming_a_path_outside_the_case_is_an_outside_touch(tmp_path: Path) -> None:
+    case = Case(0, 0, bases.BASES[0], str(tmp_path / "case"), random.Random(0))
+    venv_python = str(case.python)
+    env = {"LD_LIBRARY_PATH": "/opt/old/lib", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin"}  # cudnnload's venv first
+    own = os.path.join(sys.prefix, "lib", "python3.11", "site-packages", "nvidia", "cudnn", "lib")
+    touches = {
+        "system python": {"do": "pip-install", "requirements": ["x"], "python": "/usr/bin/python3.11"},
+        "own venv": {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{own}:/opt/old/lib"},
+        "outside file": {"do": "delete", "path": "/usr/lib/libcudnn.so.9"},
+        "python on PATH": {"do": "pip-install", "requirements": ["x"], "python": None, "target": None},
+    }
+    stays = {
+        "the venv": {"do": "pip-install", "requirements": ["x"], "python": venv_python},
+        "an entry taken out": {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": "/opt/old/lib"},
+        "an entry kept": {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{case.lib}:/opt/old/lib"},
+        "manual": {"do": "manual", "text": "restart it"},
+    }
+    said = {name: runner.outside_touch(action, case, env) for name, action in touches.items()}
+    assert all(said.values()), said
+    assert "cudnnload's own environment" in str(said["own venv"]) and "own" in str(said["python on PATH"])
+    assert {name: runner.outside_touch(action, case, env) for name, action in stays.items()} == dict.fromkeys(stays)
+
+
+def test_the_first_error_finding_gives_the_fix() -> None:
+    remove = {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": "/x"}
+    report = {"schema": 1, "kind": "doctor", "result": {"findings": [
+        {"code": "no-driver", "severity": "info", "fix": {"text": "i", "actions": []}},
+        {"code": "mixed-release", "severity": "error", "fix": {"text": "t", "actions": [remove]}},
+        {"code": "missing-dependency", "severity": "error", "fix": {"text": "u", "actions": [{"do": "manual"}]}}]}}
+    said = runner.said_in(report, "app-path", "target")
+    assert (said.codes, said.first, said.actions, said.text) == (("mixed-release", "missing-dependency"),
+                                                                 "mixed-release", (remove,), "t")
+    assert runner.said_in({"kind": "error", "result": {"error": "no such file"}}, "a", "target").failure
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_pip_fix_naming_the_venv_s_interpreter_installs_as_that_pip_would(cleanup: list[Case]) -> None:
+    case = _case("pip", "cu12-9.28")
+    cleanup.append(case)
+    pydeps = case.opt / "pydeps"
+    (pydeps / "nvidia").mkdir(parents=True)
+    pip = {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.0.0.312"], "python": str(case.python)}
+    done = apply([{**pip, "options": ["--force-reinstall", "--no-deps"], "target": str(case.site)},
+                  {**pip, "options": ["--user"], "target": None},
+                  {**pip, "options": [], "target": str(pydeps)}], case, ["app"], case.environ(),
+                 find_links=[bases.store()])
+    installed = sorted(d.name for d in case.site.glob("nvidia_cudnn*.dist-info"))
+    assert installed == ["nvidia_cudnn_cu12-9.0.0.312.dist-info"]
+    assert len(done.refused) == 1 and "User site-packages are not visible" in done.refused[0]
+    # pip's --target keeps a top-level folder that is there: only the .dist-info folders land
+    assert not any((pydeps / "nvidia").iterdir()) and (pydeps / "nvidia_cudnn_cu12-9.0.0.312.dist-info").is_dir()
+
+
+# --- the whole round ---------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_failing_case_is_diagnosed_in_both_forms_and_each_fix_applied_and_classified(cleanup: list[Case]) -> None:
+    case = _case("round", "cu12-9.28", "copy-shim-other-release", "ldlp-relative-entry")
+    cleanup.append(case)
+    verdict = runner._judge(case, ["app"])
+    assert set(verdict.runs) == {"app-path", "app-soname"}
+    assert not all(r.works for r in verdict.runs.values())  # the case fails: what the rest of the test is about
+    assert {(j.said.consumer, j.said.form) for j in verdict.judged} == {
+        (c, f) for c in verdict.runs for f in ("target", "command")}
+    for judged in verdict.judged:
+        assert judged.outcome in (FAILING if judged.failing else WORKING), judged
+        if judged.outcome in (runner.FIXED, runner.NOT_FIXED, runner.CHANGED):
+            assert set(judged.after) == set(verdict.runs) and judged.said.actions
+        if judged.outcome != runner.NO_REPORT:
+            assert judged.said.seconds > 0
+    record = json.loads(json.dumps(verdict.json(), default=str))
+    assert record["steps"] == case.steps and len(record["doctor"]) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_fix_that_makes_a_working_program_fail_is_a_break(cleanup: list[Case]) -> None:
+    case = _case("break", "cu12-9.28")
+    cleanup.append(case)
+    pristine = Path(f"{case.folder()}.pristine")
+    subprocess.run(["cp", "-al", str(case.folder()), str(pristine)], check=True)
+    programs = consumers.consumers(case, ["app"])
+    env = case.environ()
+    before = {c.name: consumers.run(c, env, case.work, case.user) for c in programs}
+    assert all(r.works for r in before.values())
+    said = runner.Said("app-path", "target", codes=("mixed-release",), first="mixed-release",
+                       actions=({"do": "delete", "path": str(case.lib / "libcudnn_graph.so.9")},))
+    judged = runner._outcome(case, pristine, env, programs, programs[0], said, before, {})
+    assert (judged.outcome, judged.broke) == (runner.CHANGED, ("app-path", "app-soname"))
+    assert (pristine / "venv" / "lib" / "python3.11" / "site-packages" / "nvidia" / "cudnn" / "lib" /
+            "libcudnn_graph.so.9").exists()  # the snapshot keeps the case as composed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_program_whose_wheel_was_upgraded_under_it_is_asked_about_by_pid(cleanup: list[Case]) -> None:
+    case = _case("held", "cu12-9.28", "upgrade-under-running-process")
+    cleanup.append(case)
+    assert case.held is not None and case.held.ready.startswith("version ")
+    verdict = runner._judge(case, ["app"])
+    held = [j for j in verdict.judged if j.said.consumer == "held"]
+    assert [j.said.form for j in held] == ["pid"] and not verdict.runs["held"].works
+    assert held[0].outcome in FAILING
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_pytorch_is_a_consumer_of_the_torch_base(cleanup: list[Case]) -> None:
+    case = _case("torch", "torch", "cuda-visible-devices")
+    cleanup.append(case)
+    torch = next(c for c in consumers.consumers(case, ["app", "torch"]) if c.name == "torch")
+    ran = consumers.run(torch, case.environ(), case.work, case.user)
+    assert ran.works and ran.output[-1] == "92400", ran
+    assert torch.target == ("--python", str(case.python))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_the_bench_writes_a_record_per_case_and_its_tables(tmp_path: Path) -> None:
+    seed = 11
+    index = next(i for i in range(100) if draw(seed, i)[1].name != "torch")
+    _base(draw(seed, index)[1].name)
+    root = Path(__file__).resolve().parent.parent
+    ran = subprocess.run([sys.executable, str(root / "bench" / "bench_fix_differential.py"), "--seed",
+                          str(seed), "--start", str(index), "--count", "1", "--consumers", "app", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=850, check=False)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    records = [json.loads(line) for line in (tmp_path / "cases.jsonl").read_text().splitlines()]
+    assert [r["case"] for r in records] == [f"{seed}-{index}"] and not records[0]["error"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Per grammar verb" in summary and "**Breaks**" in summary and "**Outside touches**" in summary
+    assert not (cases_root() / f"{seed}-{index}").exists()  # removed once judged
+
+
+def test_a_file_given_its_own_mode_is_a_new_file() -> None:
+    """The permission verbs never chmod a shared inode (fixes.replace_file)."""
+    folder = Path(os.environ["CUDNNLOAD_TEST_CACHE"]) / "fixdiff-test-mode"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "a").write_bytes(b"x")
+    os.link(folder / "a", folder / "b")
+    replace_file(folder / "b", mode=0o600)
+    assert stat.S_IMODE((folder / "a").stat().st_mode) != 0o600
+    assert stat.S_IMODE((folder / "b").stat().st_mode) == 0o600 and (folder / "b").read_bytes() == b"x"
+    shutil.rmtree(folder)

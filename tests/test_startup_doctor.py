@@ -1,0 +1,72 @@
+"""Python's start-up in doctor's model (issue 30 item 3): a cuDNN file a `.pth` import line maps before the program's
+first line is in the process doctor judges, named with the line that maps it, and the fix takes that line out."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.wheels import python_path, site_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.wheels
+
+
+def venv_with_cudnn(tmp_path: Path) -> tuple[Path, Path]:
+    """A venv (no pip) holding the 9.28 cu12 wheel's files, hard-linked; its python and site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    for source in (site_folder("cu12-9.28.0.42"), site_folder("cublas-cu12-12.9.1.4")):
+        shutil.copytree(source, site, copy_function=os.link, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".unpacked"))
+    return python, site
+
+
+def doctor_json(*args: str, tmp_path: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    return json.loads(done.stdout)["result"]
+
+
+def test_a_cudnn_a_pth_file_maps_at_start_up_is_named_with_its_line_and_the_fix_takes_the_line_out(
+        tmp_path: Path) -> None:
+    python, site = venv_with_cudnn(tmp_path)
+    old_graph = site_folder("cu12-9.0.0.312") / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9"
+    line = f"import ctypes; ctypes.CDLL({str(old_graph)!r})"
+    pth = site / "zz-old-cudnn.pth"
+    pth.write_text(line + "\n")
+    report = doctor_json("--python", str(python), tmp_path=tmp_path)
+    first = next(f for f in report["findings"] if f["severity"] == "error")
+    assert first["code"] == "mixed-release"
+    assert first["fix"]["actions"] == [{"do": "remove-line", "path": str(pth), "line": line}]
+    pth.write_text("")  # the fix, applied
+    again = doctor_json("--python", str(python), tmp_path=tmp_path)
+    assert not any(f["code"] == "mixed-release" for f in again["findings"]), again["findings"]
+    assert again["release"] == "9.28.0"
+
+
+def test_the_sys_path_doctor_judges_is_the_interpreters_own_not_cudnnloads(tmp_path: Path) -> None:
+    """An older cuDNN in a folder on PYTHONPATH (a `pip install --target` copy) comes before site-packages on
+    that Python's sys.path: doctor --python sees it where the interpreter puts it."""
+    python, site = venv_with_cudnn(tmp_path)
+    target = tmp_path / "target"
+    shutil.copytree(site_folder("cu12-9.0.0.312"), target, copy_function=os.link,
+                    ignore=shutil.ignore_patterns(".unpacked"))
+    env = {**os.environ, "PYTHONPATH": f"{target}:{python_path(ROOT)}", "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--python", str(python)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    result = json.loads(done.stdout)["result"]
+    path = result["target"]["site_paths"]
+    assert path.index(str(target)) < path.index(str(site))  # '' (the program's folder, for -c) comes first
+    assert {i["folder"] for i in result["inventory"]["installs"]} >= {str(target / "nvidia" / "cudnn" / "lib"),
+                                                                       str(site / "nvidia" / "cudnn" / "lib")}
