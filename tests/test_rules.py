@@ -106,3 +106,19 @@ def test_the_relative_file_entry_depends_on_the_glibc_modelled(tmp_path: object)
     assert [a.path for a in new.trail] == ["file/liba.so", "b/liba.so"]
     assert old.trail[0].by == "relative-entry-not-folder-ends-list"
     assert new.trail[0].by == "relative-entry-not-folder-passed"
+
+
+def test_an_install_judged_for_a_loader_the_table_does_not_know_says_so(synthetic_dir: object) -> None:
+    """A glibc outside 2.28-2.41: every lookup carries `undecided`, and the install's verdict has one
+    loader-unknown finding naming LD_DEBUG=libs."""
+    from cudnnload.codes import Code
+    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.resolve.discovery import context
+
+    ctx = context({"PATH": "/usr/bin:/bin"}, use_cache=False)
+    ctx = replace(ctx, linker=replace(ctx.linker, glibc=(2, 45)))
+    judged = judged_install_of(f"{synthetic_dir}/v9-rpath/libcudnn.so.9", ctx, "test")
+
+    assert judged is not None
+    said = [f for f in judged.findings if f.code is Code.LOADER_UNKNOWN]
+    assert len(said) == 1 and "glibc 2.45" in said[0].message and "LD_DEBUG=libs" in said[0].message

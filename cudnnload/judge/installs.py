@@ -77,6 +77,9 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
             findings += step_findings(step, install, repair)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
     findings += _other_shims(install, ctx, repair)
+    doubt = next((step.undecided for step in install.plan + install.dependencies if step.undecided), None)
+    if doubt is not None:  # the model guessed: said once, with what settles it
+        findings.append(Finding(Code.LOADER_UNKNOWN, doubt, Subject(SubjectKind.INSTALL, install.folder), NO_FIX))
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
