@@ -1,14 +1,8 @@
 """cudnnload: find, inspect, preload and diagnose NVIDIA cuDNN.
 
-The public API is what this module re-exports; everything else is internal.
-Names are imported on first use, so ``import cudnnload`` stays cheap.
-
-Until the stages got folders every module sat in ``cudnnload/``; a module imported by its old path
-(``cudnnload.loader``, ``cudnnload.gpu`` ...) is the module at its new path, the same object, with a
-DeprecationWarning naming that path (`_MovedFinder`, here rather than in a module of its own: a
-module more to find and load costs every ``import cudnnload`` 0.13 ms). The plugin interface and the
-modules README documents keep their old paths for good, as modules of their own
-(``cudnnload/backends.py``, ``tensors.py``, ``status.py``, ``handles.py``, ``logs.py``).
+The public API is what this module re-exports (`_EXPORTS`); everything else is internal, in the stage folders
+(resolve, judge, loading, dispatch, diagnose). Names are imported on first use, so ``import cudnnload`` stays
+cheap. A plugin imports the interface it implements from here (``from cudnnload import ConvSpec, TensorRef``).
 """
 
 from __future__ import annotations

@@ -300,3 +300,25 @@ def test_load_for_torch_pins_its_wheel_past_another_release_on_the_search_path(s
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["9.28.0", str(site / "nvidia/cudnn/lib"), "92800"]
+
+
+def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_the_fix(site: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A `pip install --target` folder with an older cuDNN on PYTHONPATH comes before site-packages on the
+    interpreter's sys.path (its start-up, observed): torch's preload takes that copy, and the fix takes the
+    PYTHONPATH entry away (reinstalling the pinned wheel, already there, would change nothing)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    shutil.copytree(site, venv_site, copy_function=os.link, dirs_exist_ok=True)
+    target = tmp_path / "target"
+    shutil.copytree(site_folder(OLD), target, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(target)}
+    report = doctor(env, python=str(python))
+    assert f"gets cuDNN 9.0.0 from {target}/nvidia/cudnn/lib" in torch_check(report)
+    older = next(f for f in report.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
+    assert [a.json() for a in older.fix.actions] == [
+        {"do": "env-remove-entry", "variable": "PYTHONPATH", "entry": str(target)}]
+    fixed = doctor({k: v for k, v in env.items() if k != "PYTHONPATH"}, python=str(python))
+    assert "gets cuDNN 9.28.0" in torch_check(fixed)

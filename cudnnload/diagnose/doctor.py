@@ -206,12 +206,12 @@ def _concerns(finding: Finding, install: Install | None) -> bool:
 
 
 def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
-                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding]) -> Judge:
+                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding], program: Any = None) -> Judge:
     """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
     for `remedy.plan`, in a world changed by its actions."""
     def judge(env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Sequence[Finding]:
         again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                               unstarted=unstarted)
+                               unstarted=unstarted, program=program)
         found = [*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
                  *(f for i in again.inventory.installs for f in i.all_findings)]
         if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
@@ -294,7 +294,8 @@ def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mappin
     for consumer in consumers:
         paths = target.site_paths if target.site_paths is not None else site_paths if site_paths is not None \
             else sys.path if target.kind == "environment" else (consumer.site,)
-        way = route(consumer, ctx, list(paths))
+        way = route(consumer, ctx, list(paths), sources={e.path: e.source for e in resolved.started.path}
+                    if resolved.started is not None else None)
         install = None
         if way.shim is not None:
             folder = os.path.realpath(os.path.dirname(way.shim))

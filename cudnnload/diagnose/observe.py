@@ -32,6 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.discovery import Context, Install
+    from cudnnload.resolve.startup import Startup
     from cudnnload.verdicts import Finding, Fix
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
@@ -297,13 +298,29 @@ def _whole_repair(seen: Observation, env: Mapping[str, str]) -> tuple[Finding, .
     target = seen.shims[0].path if seen.shims else misses[0].name if misses else None
     if target is None:
         return ()
+    program = _python_start(seen.command, env)
     try:
-        resolved = resolve_target(target, environ=env)
-        judge = judge_again(target, None, None, False, (), None, ())
+        resolved = resolve_target(target, environ=env, program=program)
+        judge = judge_again(target, None, None, False, (), None, (), program)
         return repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
                       f"cuDNN ({target})", target, always=True)
     except CudnnloadError:
         return ()  # a target the model cannot read: the findings above say what the run showed
+
+
+def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:
+    """The start-up of the program when it is a Python (what its .pth files and sitecustomize map), observed as
+    that command line would start it; None for another program or one that cannot be observed."""
+    if not os.path.basename(command[0]).startswith("python"):
+        return None
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.resolve.startup import invocation, observe
+
+    how = invocation(list(command))
+    try:
+        return observe(how.interpreter, env, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags)
+    except (CudnnloadError, OSError):
+        return None
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],

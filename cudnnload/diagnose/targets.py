@@ -70,14 +70,17 @@ class Resolved:
     install: Install | None
     rejected: tuple[str, ...]  # why load() would pass over the others (the environment and folders)
     findings: tuple[Finding, ...] = field(default=())
+    started: Startup | None = None  # the interpreter's start-up, observed (environment and --python targets)
 
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
                    site_paths: Sequence[str] | None = None, verify: bool = False,
-                   unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
+                   unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
-    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process."""
+    ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
+    ``program``: the start-up of the Python program that opens a library TARGET (`doctor -- python ...`): what
+    it maps is in the process first."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
@@ -95,7 +98,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
             tuple(site_paths) if site_paths is not None else None))
-        return Resolved(target, ctx, inventory, install, rejected)
+        return Resolved(target, ctx, inventory, install, rejected, started=started)
     if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
         return _soname(given, env, verify)
     path = os.path.abspath(given)
@@ -116,7 +119,8 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     lib = classify(os.path.basename(path))
     if lib is not None:
-        ctx = context(env, verify=verify)
+        ctx = context(env, verify=verify,
+                      started=started_cuda(program, unstarted) if program is not None else None)
         # a shim the process has mapped already under another name (LD_PRELOAD's, a hard link to the same file):
         # dlopen of this path hands that object out, and its $ORIGIN decides
         opened = linker.resolve(path, None, ctx.linker) if lib.key == "shim" and ctx.preloads else None
@@ -462,4 +466,4 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",
                     python=executable, site_paths=tuple(site_paths))
-    return Resolved(target, ctx, inventory, install, rejected)
+    return Resolved(target, ctx, inventory, install, rejected, started=started)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Literal, Protocol
 
 from cudnnload.codes import Effect
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
@@ -555,22 +555,47 @@ def shim_cannot_load(gen: Generation, error: str) -> Consequence:
 # --- predictions against what happened ---------------------------------------------------------------
 
 @dataclass(frozen=True)
+class CallResult:
+    """What one call of the exercise gave: a status, a value, no such function in the shim, or (the shim's own
+    dlopen) ok or an error with dlerror's text."""
+
+    kind: Literal["status", "value", "missing-symbol", "ok", "error"]
+    number: int | None = None  # the status or the value
+    text: str | None = None  # dlerror's, for "error"
+
+    def __str__(self) -> str:
+        if self.kind in ("status", "value"):
+            return f"{self.kind}={self.number}"
+        return f"error {self.text}" if self.kind == "error" else self.kind
+
+    @classmethod
+    def read(cls, text: str) -> CallResult:
+        """The scenario app's printed form of a result ("status=3009", "value=92800", "missing-symbol", "ok",
+        "error ..."): the one reader of that format, where the app's output comes in."""
+        kind, equals, number = text.partition("=")
+        if equals and kind in ("status", "value") and number.lstrip("-").isdigit():
+            return cls(kind, int(number))  # type: ignore[arg-type]
+        if text.startswith("error"):
+            return cls("error", text=text[len("error"):].strip())
+        return cls("missing-symbol") if text == "missing-symbol" else cls("ok")
+
+
+@dataclass(frozen=True)
 class Observed:
     """What a run of the exercise showed: each call's result, and how the process ended."""
 
-    # str(call) -> "status=3009", "value=92800" or "missing-symbol"; "dlopen" -> "ok" or "error ..."
-    results: Mapping[str, str]
+    results: Mapping[str, CallResult]  # str(call) -> its result; "dlopen" -> the shim's own dlopen
     died_in: str | None  # str(call) running when the process died
     signal: str | None  # "SIGABRT", "SIGBUS"; "hang": still running at the time limit, and killed
     printed: tuple[str, ...]  # what cuDNN and the linker printed (stderr lines)
 
     def status(self, call: str) -> int | None:
-        result = self.results.get(call, "")
-        return int(result[7:]) if result.startswith("status=") else None
+        result = self.results.get(call)
+        return result.number if result is not None and result.kind == "status" else None
 
     def value(self, call: str) -> int | None:
-        result = self.results.get(call, "")
-        return int(result[6:]) if result.startswith("value=") else None
+        result = self.results.get(call)
+        return result.number if result is not None and result.kind == "value" else None
 
 
 def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]:
@@ -578,10 +603,11 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
     wrong: list[str] = []
     for index, expectation in enumerate(expected):
         call = str(expectation.call)
-        got = truth.results.get(call)
+        result = truth.results.get(call)
+        got = str(result) if result is not None else None
         said = f"{call}: predicted {_said(expectation)}"
         if expectation.outcome == NO_START:  # the app's dlopen of the shim, or the program's own start
-            refused = (got or "").startswith("error") and (expectation.message or "") in (got or "")
+            refused = result is not None and result.kind == "error" and (expectation.message or "") in (got or "")
             never = got is None and bool(expectation.message) and any(
                 (expectation.message or "") in line for line in truth.printed)  # ld.so's line, before main
             if not (refused or never):
@@ -598,7 +624,7 @@ def disagreements(expected: Sequence[Expectation], truth: Observed) -> list[str]
                 wrong.append(f"predicted calls after the death at {call}")
             return wrong
         if expectation.outcome == "absent":
-            if got != "missing-symbol":
+            if result is None or result.kind != "missing-symbol":
                 wrong.append(f"{said}, got {got or truth.signal}")
         elif expectation.outcome == "value":
             if expectation.value is not None and truth.value(call) != expectation.value:
@@ -621,7 +647,8 @@ def _said(expectation: Expectation) -> str:
 def _fate(truth: Observed, call: str) -> str:
     if truth.signal:
         return f"died of {truth.signal} in {truth.died_in}"
-    return f"returned {truth.results.get(call)}"
+    result = truth.results.get(call)
+    return f"returned {result}"
 
 
 def _same_message(predicted: str, printed: str) -> bool:

@@ -96,7 +96,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
                              install.plan + install.dependencies, ctx.linker.defaults, access)
     said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
-    said = tuple(_aborts_without_driver(f) for f in said)
+    said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
     return replace(install, verdict=Verdict(said, prediction.expectations, maps))
@@ -454,11 +454,18 @@ def aborts_without_driver(finding: Finding) -> bool:
     return finding.code is Code.NO_DRIVER and any(c.effect is Effect.ABORT for c in finding.consequences)
 
 
-def _aborts_without_driver(finding: Finding) -> Finding:
+def _no_driver(major: int, *, aborts: bool) -> str:
+    """The no-driver finding's words: expected on a machine without a GPU, unless this shim then aborts."""
+    who = "libcudnn_engines_runtime_compiled cannot load" if major >= 9 else "cnn_infer's own dlopen of it fails"
+    said = f"libcuda.so.1 (the NVIDIA driver) is not installed: {who} and no handle can be created"
+    return said + (": this shim then aborts the process (see what you will see)" if aborts else
+                   "; expected on a machine without an NVIDIA GPU")
+
+
+def _aborts_without_driver(finding: Finding, major: int) -> Finding:
     if not aborts_without_driver(finding) or finding.severity is ERROR:
         return finding
-    return replace(finding, severity=ERROR, message=finding.message.replace("; expected on a machine without an "
-                   "NVIDIA GPU", "") + ": this shim then aborts the process (see what you will see)")
+    return replace(finding, severity=ERROR, message=_no_driver(major, aborts=True))
 
 
 def _loads_as_released(finding: Finding, prediction: Prediction, install: Install) -> Finding:
@@ -605,10 +612,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
     where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
     subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
     if step.library == "libcuda.so.1":
-        who = "libcudnn_engines_runtime_compiled cannot load" if install.major >= 9 else \
-            "cnn_infer's own dlopen of it fails"
-        yield Finding(Code.NO_DRIVER, f"libcuda.so.1 (the NVIDIA driver) is not installed: {who} and no handle can "
-                      "be created; expected on a machine without an NVIDIA GPU", subject,
+        yield Finding(Code.NO_DRIVER, _no_driver(install.major, aborts=False), subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair)

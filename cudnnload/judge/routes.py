@@ -26,7 +26,19 @@ from cudnnload.judge.installs import predict_install
 from cudnnload.resolve.catalog import Release, decode_version, generation
 from cudnnload.resolve.discovery import Context, Install, Step
 from cudnnload.resolve.routes import Route
-from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.verdicts import (
+    ERROR,
+    WARNING,
+    Action,
+    Finding,
+    Fix,
+    Subject,
+    fix,
+    manual,
+    pip_uninstall,
+    remove_entry,
+    remove_line,
+)
 
 # The functions of the catalog's exercise that a framework's first convolution calls (cuDNN 9; see above).
 _GRAPH_API = frozenset({"cudnnGetVersion", "cudnnCreate", "cudnnBackendFinalize", "cudnnBackendCreateDescriptor"})
@@ -173,9 +185,13 @@ def _source(route: Route, graph: Step | None) -> str:
 
 def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
     """What gives the framework its own cuDNN back, when something put another in front of it: the
-    LD_PRELOAD entry of a preloaded shim, else the fix of the finding about the graph it gets."""
+    LD_PRELOAD entry of a preloaded shim; the sys.path entry, before its own site-packages, whose copy its
+    loader takes (`_earlier_entry`); else the fix of the finding about the graph it gets."""
     if route.variable == "LD_PRELOAD" and route.entry:
         return fix(remove_entry("LD_PRELOAD", route.entry))
+    earlier = _earlier_entry(route, install)
+    if earlier is not None:
+        return fix(earlier)
     if graph is None or graph.inside_install:
         return None
     about = next((f for f in install.all_findings if f.subject.path == graph.path and f.fix and f.fix.actions), None)
@@ -183,6 +199,22 @@ def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
         about = next((f for f in install.all_findings if f.subject.library == "graph" and f.fix and f.fix.actions),
                      None)
     return about.fix if about else None
+
+
+def _earlier_entry(route: Route, install: Install) -> Action | None:
+    """The change that takes away the sys.path entry a framework's loader found its cuDNN in, when that entry is
+    not the framework's own site-packages and start-up put it there: the PYTHONPATH entry removed (a
+    ``pip install --target`` folder), the user site's copy uninstalled, the ``.pth`` line removed."""
+    source, entry, site = route.source, route.path_entry, route.consumer.site
+    if source is None or entry is None or posixpath.normpath(entry) == posixpath.normpath(site):
+        return None
+    if source.kind == "pythonpath" and source.text is not None:
+        return remove_entry("PYTHONPATH", source.text)
+    if source.kind == "user-site" and install.distribution:  # the copy's own distribution, from that site
+        return pip_uninstall([install.distribution.split()[0]], target=entry, python=install.pip_env[0])
+    if source.kind == "pth" and source.file is not None and source.text is not None:
+        return remove_line(source.file, source.text)
+    return None
 
 
 def _calls_fail(route: Route, install: Install, expected: Expectation, cure: Fix | None) -> Finding:

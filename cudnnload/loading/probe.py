@@ -124,19 +124,19 @@ class ProbeResult:
 
     def observed(self, gen: Generation) -> Observed:
         """This run of the application-mode probe, as the prediction's terms put it (str(call) -> result)."""
-        from cudnnload.judge.consequences import Observed  # the parent's only: the child stays lean
+        from cudnnload.judge.consequences import CallResult, Observed  # the parent's only: the child stays lean
 
         calls = {call.function: str(call) for call in gen.exercise}
-        results: dict[str, str] = {}
+        results: dict[str, CallResult] = {}
         for step in self.steps:
             if step.name == "dlopen shim":
-                results["dlopen"] = "ok" if step.ok else f"error {step.detail}"
+                results["dlopen"] = CallResult("ok") if step.ok else CallResult("error", text=step.detail)
             elif step.name in calls and not step.exported:
-                results[calls[step.name]] = "missing-symbol"
+                results[calls[step.name]] = CallResult("missing-symbol")
             elif step.name in calls:
-                results[calls[step.name]] = (f"status={step.status}" if step.status is not None
-                                             else f"value={step.value}")
-        results.update({calls[name]: "missing-symbol" for name in self.not_exported if name in calls})
+                results[calls[step.name]] = CallResult("status", step.status) if step.status is not None \
+                    else CallResult("value", step.value)
+        results.update({calls[name]: CallResult("missing-symbol") for name in self.not_exported if name in calls})
         died = calls.get(self.died_in or "") if self.signal else None
         printed = tuple(line for step in self.steps for line in step.stderr.splitlines()) + tuple(
             self.stderr.splitlines())

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import classify
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, chain, requester
-from cudnnload.resolve.startup import package, torch_preload
+from cudnnload.resolve.startup import Source, package, torch_preload
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,28 @@ class Route:
     variable: str | None = None  # "LD_PRELOAD" when the shim comes from it
     entry: str | None = None  # that variable's entry
     error: str | None = None  # why no shim loads for it
+    # what put the sys.path entry that gave the shim there (a PYTHONPATH entry, the user site, a .pth path line),
+    # when the interpreter's start-up was observed; and that entry
+    source: Source | None = None
+    path_entry: str | None = None
 
     @property
     def folder(self) -> str | None:
         return os.path.dirname(self.shim) if self.shim else None
 
 
-def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str]) -> Route:
+def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
+          sources: Mapping[str, Source] | None = None) -> Route:
     """The shim ``consumer``'s framework would call in a process with ``ctx``'s environment and what it
-    maps first (LD_PRELOAD), ``site_paths`` being its ``sys.path``."""
+    maps first (LD_PRELOAD), ``site_paths`` being its ``sys.path``; ``sources``: what put each sys.path entry
+    there (`startup.PathEntry`), to name the one a shim found by path came from."""
     major = _major(consumer)
     soname = f"libcudnn.so.{major}"
     found = _FRAMEWORK_LOADS.get(consumer.framework, _needed)(consumer, ctx, site_paths, soname)
+    entry = next((path for path in site_paths if path and found.shim
+                  and found.shim.startswith(path.rstrip("/") + "/")), None)
+    if entry is not None and sources is not None:
+        found = replace(found, source=sources.get(entry), path_entry=entry)
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
     if preloaded is None or preloaded.path is None or os.path.realpath(preloaded.path) == os.path.realpath(
             found.shim or ""):

@@ -44,12 +44,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Spec, refusal, warm_ups_running, warming_hook
+from cudnnload.dispatch.backends import ActivationSpec, ConvSpec, Spec, refusal, warm_ups_running, warming_hook
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, ThreadState, runtime, usable_strides
+from cudnnload.dispatch.tensors import TensorRef
 from cudnnload.errors import CudnnloadError
 from cudnnload.loading.gpu import synchronize
-from cudnnload.status import NotSupported, check
-from cudnnload.tensors import TensorRef
+from cudnnload.loading.status import NotSupported, check
 
 from .backend_api import GraphApi, HeuristicMode
 from .graphs import (

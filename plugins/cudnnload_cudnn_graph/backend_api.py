@@ -14,7 +14,7 @@ from typing import Any
 
 from cudnnload.dispatch.runtime import bind
 from cudnnload.loading.capi import CudnnApi
-from cudnnload.status import check
+from cudnnload.loading.status import check
 
 
 class DescriptorType(IntEnum):

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudnnload.backends import ActivationSpec, ConvSpec
+from cudnnload.dispatch.backends import ActivationSpec, ConvSpec
 from cudnnload.dispatch.runtime import DATA_TYPES, alignment, nc_dims, widened
+from cudnnload.dispatch.tensors import TensorRef, memory_order, strides_in_order
 from cudnnload.loading.capi import ConvolutionMode, DataType
-from cudnnload.tensors import TensorRef, memory_order, strides_in_order
 
 from .backend_api import Attribute as A
 from .backend_api import AttributeType as T

@@ -12,7 +12,7 @@ Loaded like any third-party plugin: cudnnload's pyproject.toml declares the entr
 
 from __future__ import annotations
 
-from cudnnload.backends import Registry
+from cudnnload.dispatch.backends import Registry
 
 from .backend import NAME, LegacyBackend
 

@@ -21,13 +21,13 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from cudnnload.backends import ACTIVATIONS, ActivationSpec, ConvSpec, Spec, refusal
 from cudnnload.dispatch.algos import problem_key
+from cudnnload.dispatch.backends import ACTIVATIONS, ActivationSpec, ConvSpec, Spec, refusal
 from cudnnload.dispatch.runtime import PlanningLock, Runtime, nc_dims, runtime, usable_strides
+from cudnnload.dispatch.tensors import TensorRef
 from cudnnload.errors import CudnnloadError
 from cudnnload.loading.capi import ConvolutionFwdAlgoPerf, MathType
-from cudnnload.status import NotSupported, check
-from cudnnload.tensors import TensorRef
+from cudnnload.loading.status import NotSupported, check
 
 from .descriptors import INT_MAX, MAX_DIMS, Descriptors, filter_format, math_type
 from .functions import LegacyFunctions

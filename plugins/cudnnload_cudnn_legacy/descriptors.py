@@ -16,10 +16,10 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cudnnload.backends import ConvSpec
+from cudnnload.dispatch.backends import ConvSpec
 from cudnnload.dispatch.runtime import DATA_TYPES, channels_last_order, packed, widened
 from cudnnload.loading.capi import ActivationMode, ConvolutionMode, DataType, MathType, NanPropagation, TensorFormat
-from cudnnload.status import check
+from cudnnload.loading.status import check
 
 from .functions import LegacyFunctions
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from cudnnload.backends import ActivationSpec, ConvSpec, Registry, Spec
-from cudnnload.tensors import TensorRef
+from cudnnload.dispatch.backends import ActivationSpec, ConvSpec, Registry, Spec
+from cudnnload.dispatch.tensors import TensorRef
 
 Array = np.ndarray
 
