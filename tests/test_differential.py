@@ -15,7 +15,8 @@ import shutil
 
 import pytest
 
-from fixtures.glibc.differential import coverage_lines, run_scene
+from cudnnload.resolve import rules
+from fixtures.glibc.differential import CLOSURE, PYTHON, coverage_lines, run_scene
 from fixtures.glibc.draw import draw
 from fixtures.glibc.scene import Scene, needs_root
 from fixtures.scenarios.differential import (
@@ -144,9 +145,10 @@ def test_the_model_agrees_with_the_real_loader_as_root_and_as_nobody(scene: Scen
         f"\nrebuild: python bench/bench_differential.py --scene '{result.scene}'"
 
 
-def test_the_coverage_names_every_rule_and_what_this_glibc_cannot_show() -> None:
+def test_the_coverage_names_every_rule_what_this_glibc_cannot_show_and_each_closure_member() -> None:
     lines = coverage_lines([], 1, 0, 0.0)
-    table = [line for line in lines if line.startswith("| ") and not line.startswith("| rule")]
-    assert len(table) > 80
+    rows = {line.split(" | ")[0].removeprefix("| ") for line in lines if line.startswith("| ")}
+    assert {rule.id for rule in rules.RULES} <= rows
+    assert {*CLOSURE, PYTHON} <= rows
     assert any("relative-entry-not-folder-passed" in line and "does not hold for this glibc" in line
-               for line in table)
+               for line in lines)
