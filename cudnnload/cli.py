@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudnnload.errors import CannotRun, CudnnloadError, OutputError, UsageError
+from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -144,25 +144,63 @@ def make_cli() -> click.Group:
     @click.option("--env", "assignments", metavar="NAME=VALUE", multiple=True, help="Judge (and run the COMMAND) "
                   "with NAME set to VALUE: for an environment cudnnload itself cannot start in, e.g. "
                   "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"`. Repeatable.")
+    @click.option("--requirements", "requirements", metavar="FILE", multiple=True, help="Predict, before "
+                  "anything is installed, what `pip install -r FILE` would give each framework (pip's own resolver "
+                  "and order; a pinned requirements file, or pylock.toml for pip >= 26.1). With --python: that "
+                  "interpreter's pip. Repeatable.")
+    @click.option("--pip-args", default="", metavar="ARGS", help="With --requirements: more arguments for pip "
+                  "(\"--index-url URL --python-version 3.12 --platform manylinux_2_28_x86_64\").")
+    @click.option("--root", metavar="DIR", help="Judge an unpacked container image or chroot without running it: "
+                  "its ld.so.cache, ld.so.conf, Python and site-packages, seen from inside it.")
+    @click.option("--env-file", metavar="FILE", help="With --root: the image's environment, NAME=VALUE lines or "
+                  "an OCI/docker config.json (its Env).")
+    @click.option("--driver", metavar="VERSION", help="With --requirements or --root: judge against this NVIDIA "
+                  "driver (535.104.05) or CUDA version (12.2) instead of this machine's (--root: none unless given).")
     @_verify_option
     @_json_option
     @_friendly
     def doctor_command(target: str | None, python: str | None, pid: int | None, timeout: float | None,
-                       output: str | None, assignments: tuple[str, ...], verify: bool, as_json: bool) -> None:
+                       output: str | None, assignments: tuple[str, ...], requirements: tuple[str, ...],
+                       pip_args: str, root: str | None, env_file: str | None, driver: str | None, verify: bool,
+                       as_json: bool) -> None:
         """Run every check and say what the user will see and what to fix.
 
         TARGET: a cuDNN library (the install it belongs to), a folder, a program or shared object that
         uses cuDNN, or a soname (libcudnn.so.9). Without one: this Python's environment.
         `doctor --pid PID` diagnoses a running process; `doctor -- COMMAND [ARGS...]` runs the program and
-        explains what it did with cuDNN.
+        explains what it did with cuDNN. `doctor --requirements FILE` and `doctor --root DIR` judge before
+        anything is installed or run.
         """
         output = _output_path(output)  # refused before any work: the program has not run yet
         command = click.get_current_context().meta.get("command")
-        given = [what for what, value in (("TARGET", target), ("--python", python), ("--pid", pid),
-                                          ("`-- COMMAND`", command)) if value is not None]
+        given = [what for what, value in (("TARGET", target), ("--python", None if requirements else python),
+                                          ("--pid", pid), ("`-- COMMAND`", command),
+                                          ("--requirements", requirements or None), ("--root", root))
+                 if value is not None]
         if len(given) > 1:
-            raise UsageError(f"give one of TARGET, --python, --pid or `-- COMMAND`, not both {given[0]} and "
-                             f"{given[1]}")
+            raise UsageError(f"give one of TARGET, --python, --pid, `-- COMMAND`, --requirements or --root, not both "
+                             f"{given[0]} and {given[1]}")
+        for option, value, needs, name in (("--pip-args", pip_args, requirements, "--requirements"),
+                                           ("--env-file", env_file, root, "--root"),
+                                           ("--driver", driver, requirements or root, "--requirements or --root")):
+            if value and not needs:
+                raise UsageError(f"{option} goes with {name}")
+        if requirements:
+            from cudnnload import report
+            from cudnnload.diagnose.before import predict
+
+            predicted = predict(requirements, pip_args, python=python, driver=driver, environ=_environment(assignments))
+            _say(output, as_json, lambda: report.dumps("doctor-requirements", predicted),
+                 lambda: report.prediction_text(report.printable(predicted)), predicted.healthy)
+            sys.exit(EXIT_OK if predicted.healthy else EXIT_PROBLEMS)
+        if root is not None:
+            from cudnnload import report
+            from cudnnload.diagnose.rooted import doctor_root
+
+            judged = doctor_root(root, env_file=env_file, driver=driver)
+            _say(output, as_json, lambda: report.dumps("doctor", judged),
+                 lambda: report.report_text(report.printable(judged)), judged.healthy)
+            sys.exit(EXIT_OK if judged.healthy else EXIT_PROBLEMS)
         environ = _environment(assignments)
         if pid is not None and assignments:
             raise UsageError("--env does not apply to --pid: a running process's environment is read from "
@@ -191,12 +229,18 @@ def make_cli() -> click.Group:
             sys.exit(EXIT_OK if seen.healthy else EXIT_PROBLEMS)
         import importlib
         import threading
+        from concurrent.futures import ThreadPoolExecutor
 
+        # plain doctor: this Python's start-up is observed (a child, ~a python -c's time) while doctor's own
+        # modules load; the report's renderers load while the probe runs (the main thread only waits for it)
+        early = ThreadPoolExecutor(max_workers=1)
+        started = early.submit(_observe_this_python, environ) if target is None and python is None else None
         from cudnnload.diagnose.doctor import doctor
 
-        # the report's renderers load while the probe runs (the main thread only waits for it)
         threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
-        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify)
+        result = doctor(environ, target=target, python=python, timeout=timeout or 60.0, verify=verify,
+                        started=started.result if started is not None else None)
+        early.shutdown()
         from cudnnload import report
 
         _say(output, as_json, lambda: report.dumps("doctor", result),
@@ -358,6 +402,14 @@ def make_cli() -> click.Group:
     return cli
 
 
+def _observe_this_python(environ: dict[str, str] | None) -> Any:
+    """This interpreter's start-up in ``environ`` (`resolve.startup.this_python`: a light import), for plain
+    doctor."""
+    from cudnnload.resolve.startup import this_python
+
+    return this_python(dict(os.environ if environ is None else environ))
+
+
 def _command_after_dashes() -> type[click.Command]:
     import click
 
@@ -419,13 +471,22 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
         raise UsageError("no program to run: give it after --", fix="cudnnload run [--cudnn PATH] -- COMMAND")
     if cudnn is not None and frameworks:
         raise UsageError("give --cudnn PATH or --for FRAMEWORK, not both")
-    pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    try:
+        pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+    except LoadError as exc:
+        if not frameworks:
+            raise  # the cuDNN you named cannot be pinned: said, nothing run
+        # run never makes a working program fail: the framework loads its own cuDNN, as without cudnnload
+        sys.stderr.write(f"cudnnload: nothing pinned ({exc.message}); the program runs as it would without "
+                         f"cudnnload, {', '.join(frameworks)} loading its own cuDNN\n")
+        sys.stderr.flush()
+        execute(command, os.environ, closed=_closed, pinning=False)
     said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]
                               if pinned.removed else [])
     for line in said:
         sys.stderr.write(f"cudnnload: {line}\n")
     sys.stderr.flush()
-    execute(command, pinned, closed=_closed)
+    execute(command, pinned.environ, closed=_closed)
 
 
 def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, ...], bool] | None:

@@ -135,6 +135,13 @@ class Code(_Word):
     RECORD_CONFLICT = ("record-conflict", WARNING, False, "two distributions claim the same file (e.g. cu12 "
                        "and cu13 in one environment): the files of the last one installed are there, and uninstalling "
                        "either deletes them; what that does to the program now is said by the install's own findings")
+    # before anything is installed or run (`doctor --requirements`, `doctor --root`)
+    NOT_SURVEYED = ("not-surveyed", INFO, False, "(`doctor --requirements`) a framework of the set whose release "
+                    "the survey of framework wheels lacks: its loader is judged by the nearest surveyed release, or "
+                    "not at all when none was surveyed")
+    LDCACHE_STALE = ("ldcache-stale", WARNING, False, "(`doctor --root`) a folder `ld.so.conf` names holds "
+                     "libraries the image's `ld.so.cache` does not list: programs find them only after `ldconfig` "
+                     "runs (the NVIDIA container toolkit runs it at start)")
     # resolving a name
     NOT_FOUND = ("not-found", ERROR, False, "(`which`, `doctor TARGET`) no cuDNN shim would be found for the name "
                  "the program asks for")

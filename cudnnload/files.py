@@ -46,10 +46,12 @@ _PSEUDO_ROOTS = ("/proc", "/sys")
 
 def _pseudo(info: os.stat_result) -> str | None:
     """A file of the kernel's pseudo file systems (``/proc/self/mem``, ``/sys/...``): "regular" to stat,
-    but its size is not its content, and reading one can block, fail or have effects."""
+    but its size is not its content, and reading one can block, fail or have effects. Only where they are
+    mounted: in a chroot without them, /proc is a plain folder of the root's own file system."""
     for root in _PSEUDO_ROOTS:
         try:
-            if os.stat(root).st_dev == info.st_dev:
+            device = os.stat(root).st_dev
+            if device == info.st_dev and device != os.stat("/").st_dev:
                 return f"a file of the kernel's {root} file system"
         except OSError:
             continue

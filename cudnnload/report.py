@@ -21,6 +21,7 @@ from cudnnload.verdicts import Action, Finding, Fix
 # The backends pull in numpy (90 ms): imported only by the command that lists them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.diagnose.before import Prediction
     from cudnnload.diagnose.doctor import Check, Difference, Report
     from cudnnload.diagnose.explain import Explanation
     from cudnnload.diagnose.fleet import Fleet
@@ -535,4 +536,34 @@ def explanation_text(explanation: Explanation, shown: int = 5) -> str:
     else:
         lines.append("on this machine:")
         lines += [f"  {cause.family}: {cause.here} ({cause.here_detail})" for cause in explanation.causes[:shown]]
+    return "\n".join(lines)
+
+
+def prediction_text(prediction: Prediction) -> str:
+    """``cudnnload doctor --requirements``: what pip would install, in its order, whose files stay, the cuDNN
+    each framework would get, then every finding with its fix."""
+    files = ", ".join(prediction.requirements)
+    lines = [f"cudnnload doctor --requirements {files}: what pip {prediction.pip} would install for "
+             f"{prediction.python} into a fresh {prediction.site} ({len(prediction.installs)} distributions)",
+             f"  order ({prediction.order}): {', '.join(prediction.installs)}"]
+    for read in prediction.read:
+        cost = f"{read.fetched / 1e6:.1f} MB of its {read.size / 1e6:.0f} MB" if read.fetched else "nothing"
+        cudnn = f"; cuDNN {read.cudnn}" if read.cudnn else ""
+        lines.append(f"  read   {read.filename}: RECORD of {read.files} files{cudnn} ({read.how}, {cost} fetched)")
+    for pair in prediction.overwrites:
+        lines.append(f"  overwrites {pair.first} -> {pair.last}: {len(pair.paths)} files ({pair.paths[0]} ...)")
+    for expected in prediction.frameworks:
+        status = "ok" if expected.works else "fail"
+        whose = expected.cudnn_distribution or ("its own wheel's" if expected.bundled else "this machine's")
+        gets = f"cuDNN {expected.release or '(release unknown)'} ({whose}) from {os.path.dirname(expected.shim)}" \
+            if expected.shim else "no cuDNN"
+        nearest = "" if expected.exact or expected.surveyed is None else f"; loader of {expected.surveyed}, the nearest"
+        lines.append(f"  {status:<5} {expected.framework:<10} {expected.distribution} {expected.version} would get "
+                     f"{gets} ({expected.how}{nearest})")
+    lines.append(f"  driver     {prediction.driver}")
+    if prediction.findings:
+        lines.append(f"findings ({findings_summary(prediction.findings)}):")
+        lines += [finding_line(f) for f in prediction.findings]
+    lines.append("healthy: nothing above stops a framework of the set" if prediction.healthy else
+                 "PROBLEMS PREDICTED: apply the fixes above before installing")
     return "\n".join(lines)

@@ -322,3 +322,18 @@ def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_th
         {"do": "env-remove-entry", "variable": "PYTHONPATH", "entry": str(target)}]
     fixed = doctor({k: v for k, v in env.items() if k != "PYTHONPATH"}, python=str(python))
     assert "gets cuDNN 9.28.0" in torch_check(fixed)
+
+
+def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_and_says_why(
+        site: Path, tmp_path: Path) -> None:
+    """`run --for torch` never makes a program fail that runs without it: with no install torch's rules accept
+    (its wheel gone, an older release on the path), nothing is pinned, the program runs in its own environment,
+    and one line says why."""
+    shutil.rmtree(site / "nvidia" / "cudnn")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "LD_LIBRARY_PATH": str(lib_folder(OLD)),
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), str(ROOT / "plugins")])}
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "run", "--for", "torch", "--", sys.executable, "-c",
+                           "import os; print('ran', 'LD_PRELOAD' in os.environ)"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ran False", done.stderr
+    assert done.stderr.startswith("cudnnload: nothing pinned (") and "the program runs as it would" in done.stderr

@@ -23,7 +23,7 @@ from cudnnload.resolve.catalog import Call, Release
 from cudnnload.resolve.consumers import Consumer, Need, Pin
 from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import Preload, loaded_names, preloaded
-from cudnnload.resolve.routes import Route, _cuda, _major, _nvidia_cudnn, route
+from cudnnload.resolve.routes import Route, _cuda, _nvidia_cudnn, route
 from cudnnload.verdicts import Finding, Subject
 from tests.wheels import lib_folder
 
@@ -118,10 +118,10 @@ def test_the_cuda_major_of_a_build_from_its_pin_else_its_local_version(pins: tup
 
 
 def test_the_cudnn_major_a_framework_asks_for() -> None:
-    assert _major(consumer(needs=(Need("libcudnn.so.8", "/t/lib.so"),), build_major=9)) == 8
-    assert _major(consumer(build_major=8)) == 8
-    assert _major(consumer(pins=(Pin("nvidia-cudnn-cu11", "<9,>=8.5", (), None),))) == 8
-    assert _major(consumer()) == 9
+    assert consumer(needs=(Need("libcudnn.so.8", "/t/lib.so"),), build_major=9).cudnn_major == 8
+    assert consumer(build_major=8).cudnn_major == 8
+    assert consumer(pins=(Pin("nvidia-cudnn-cu11", "<9,>=8.5", (), None),)).cudnn_major == 8
+    assert consumer().cudnn_major == 9
 
 
 def _wheel_site(tmp_path: Path, *, cudnn: str = "cudnn", cublas: tuple[str, ...] = ("libcublasLt.so.12",

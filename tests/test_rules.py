@@ -108,6 +108,17 @@ def test_the_relative_file_entry_depends_on_the_glibc_modelled(tmp_path: object)
     assert new.trail[0].by == "relative-entry-not-folder-passed"
 
 
+def test_another_systems_glibc_decides_the_rules_the_linker_model_takes() -> None:
+    """An image's C library (doctor --root: `context(glibc=...)`), not this machine's, picks the rules."""
+    from cudnnload.resolve.discovery import context
+
+    newer = context({"PATH": "/usr/bin:/bin"}, use_cache=False, glibc=(2, 39, 0))
+    unknown = context({"PATH": "/usr/bin:/bin"}, use_cache=False, glibc=(2, 45))
+
+    assert newer.linker.glibc == (2, 39) and newer.linker.holds("relative-entry-not-folder-passed")
+    assert resolve("libnothing.so.1", None, unknown.linker).undecided is not None
+
+
 def test_an_install_judged_for_a_loader_the_table_does_not_know_says_so(synthetic_dir: object) -> None:
     """A glibc outside 2.28-2.41: every lookup carries `undecided`, and the install's verdict has one
     loader-unknown finding naming LD_DEBUG=libs."""

@@ -74,15 +74,28 @@ class Report:
 
 
 def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = None, python: str | None = None,
-           site_paths: list[str] | None = None, timeout: float = 60.0, verify: bool = False) -> Report:
+           site_paths: list[str] | None = None, timeout: float = 60.0, verify: bool = False,
+           started: Callable[[], Any] | None = None) -> Report:
     """Run every check on ``target`` (default: this Python's environment) in ``environ``. UsageError
     (naming the target and the reason) when the target cannot be read as one. ``verify``: check the sha256 of
     each file a pip distribution's RECORD lists, not only its size."""
-    from cudnnload.judge.gpu import gpu_findings
+    env = dict(os.environ if environ is None else environ)
+    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                              observed=started)
+    return diagnose(resolved, env, site_paths=site_paths, timeout=timeout, asked=(target, python, verify))
+
+
+def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str] | None = None,
+             timeout: float = 60.0, gpu: Any = None,
+             asked: tuple[str | None, str | None, bool] | None = None) -> Report:
+    """Every check on a target already read. ``gpu`` (`hardware.GpuFacts`): the driver the target will have, given
+    instead of asked; then nothing is run at all (no probe, no child reading a framework's build): a target judged
+    without running it (`doctor --root`). ``asked``: the target, ``--python`` and ``--verify`` it was read from, for
+    the repair's judgement in a world its actions changed (`judge_again`); None: no such repair is planned."""
+    from cudnnload.judge.gpu import driver_findings, gpu_findings, presence_findings
     from cudnnload.loading.gpu import gpu_facts
 
-    env = dict(os.environ if environ is None else environ)
-    resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify)
+    running = gpu is None
     # An LD_PRELOAD entry that stops every program at start stops every child too: what a framework was built
     # with is read without it (it is the framework's own fact), and the probe is not tried (certain).
     stops = preload_findings(resolved.ctx.preloads)
@@ -90,7 +103,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     # The child processes overlap the rest: reading a framework's build version imports it (torch: ~2 s, until
     # remembered), the probe loads cuDNN and makes a context; the driver's facts are read meanwhile.
     pool = ThreadPoolExecutor(max_workers=2)
-    pending = pool.submit(_consumers_of, resolved, bare, timeout)
+    pending = pool.submit(_consumers_of, resolved, bare, timeout, running)
     install, inventory = resolved.install, resolved.inventory
     shim = install.file("shim") if install is not None else None
     # a load the prediction says hangs (a FIFO on the search path) is not tried: the child would wait for
@@ -101,7 +114,8 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     planted = next((f for f in (*resolved.findings, *(install.findings if install else ()))
                     if f.code is Code.UNTRUSTED_LIBRARY), None)
     probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
-        if install is not None and shim is not None and hangs is None and not stops and planted is None else None
+        if install is not None and shim is not None and hangs is None and not stops and planted is None and running \
+        else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
@@ -109,7 +123,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     findings += list(resolved_which.findings) if resolved_which else []
     findings += [f for i in inventory.installs for f in i.all_findings]
     result: ProbeResult | None = None
-    facts = gpu_facts(env)
+    facts = gpu_facts(env) if running else gpu
     if install is not None:
         checks.append(_coherence_check(install))
         if hangs is not None:
@@ -121,6 +135,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
         elif planted is not None:
             checks.append(Check("probe", "fail", f"not run: it would map {planted.subject.path}, which someone other "
                                 "than root and you can change (judged from its bytes alone)"))
+        elif not running:
+            checks.append(Check("probe", "skip", "not run: judged without running anything (the findings are the "
+                                "prediction's)"))
         if probing is not None:
             result = probing.result()
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
@@ -134,10 +151,16 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checked = [s for s in result.steps if s.name.endswith("VersionCheck") or s.name == "cudnnGetVersion"] \
         if result else []
     passed = bool(result and result.completed and checked and all(s.ok for s in checked))
-    gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
-                       max_device_version=max_sm.value if max_sm else None,
-                       gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install else {},
-                       version_checks_passed=passed, python=resolved.target.python)
+    if running:
+        gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
+                           max_device_version=max_sm.value if max_sm else None,
+                           gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install
+                           else {}, version_checks_passed=passed, python=resolved.target.python)
+    else:  # a driver named, not asked: its CUDA against the one read from cuDNN's graph; no device to judge
+        read = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None) \
+            if install else None
+        gpu = (driver_findings(facts, read, release=release, python=resolved.target.python) if read else ()) \
+            if facts.driver_found else presence_findings(facts, release=release, python=resolved.target.python)
     if any(f.code is Code.NO_DRIVER for f in gpu):  # said once, by the driver check
         gpu = tuple(_with_driver_consequences(f, findings) for f in gpu)
         findings = [f for f in findings if f.code is not Code.NO_DRIVER]
@@ -163,9 +186,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
     findings = list(scope(findings, served))
     blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
-    whole = repair(unique(findings), install, env, judge_again(target, python, site_paths, verify, consumers, facts,
+    whole = repair(unique(findings), install, env, judge_again(*asked[:2], site_paths, asked[2], consumers, facts,
                                                                 blockers), resolved.target.description,
-                   resolved.target.path)
+                   resolved.target.path) if asked is not None and running else ()
     findings = [*whole, *findings]
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
@@ -260,15 +283,16 @@ def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Fi
     return replace(finding, consequences=finding.consequences or said)
 
 
-def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float) -> tuple[tuple[Any, ...], str]:
-    """The frameworks the target concerns, and a summary."""
+def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float,
+                  running: bool = True) -> tuple[tuple[Any, ...], str]:
+    """The frameworks the target concerns, and a summary; without ``running``, none is imported in a child."""
     target = resolved.target
     if target.kind in ("environment", "python"):
         from cudnnload.resolve.consumers import find_consumers
 
         found = find_consumers(list(target.site_paths) if target.site_paths is not None else None, environ=env,
-                               timeout=timeout, interpreter=target.python)
-        where = "this Python" if target.kind == "environment" else target.python
+                               timeout=timeout, interpreter=target.python, run=running)
+        where = "this Python" if target.kind == "environment" else target.python or target.description
         none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
         return found, ", ".join(c.label for c in found) or none
     if target.kind in ("program", "shared-object") and target.path:
@@ -317,8 +341,10 @@ def _with_pin(served: Served, resolved: Resolved, env: Mapping[str, str]) -> Ser
     from cudnnload.resolve.discovery import context
 
     preloaded = bool(resolved.ctx.preloads)
-    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=resolved.ctx.cache) if preloaded \
-        else resolved.ctx
+    linking = resolved.ctx.linker
+    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=resolved.ctx.cache,
+                    defaults=linking.defaults, ld_cache=linking.ld_cache, glibc=resolved.ctx.host.glibc) \
+        if preloaded else resolved.ctx
     candidates = [as_mapped(i, clean, resolved.inventory.distributions) for i in resolved.inventory.installs]
     consumer = served.route.consumer
     if choose_for(candidates, consumers=(consumer,)).install is None:

@@ -271,8 +271,11 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if as_run is not None:
             installs[shim.path] = as_run
     gpu = _gpu_findings(installs, env)
-    served = _frameworks(seen, installs, env, preparing.result(), [f for f in gpu if f.severity == "error"]) \
-        if installs else ()
+    # a Python program's start-up, as its command line starts it: the sys.path its frameworks' loaders search
+    # (what put each entry there), and what its .pth files map; read once the run is over
+    program = _python_start(seen.command, env) if installs or not seen.ok else None
+    served = _frameworks(seen, installs, env, preparing.result(), [f for f in gpu if f.severity == "error"],
+                         program) if installs else ()
     findings += [f for s in served for f in s.findings]
     findings += gpu
     findings += _run_findings(seen, explained, findings, preparing.result())
@@ -282,12 +285,12 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
 
     final = unique(_as_run(findings, seen, explained))
     if any(f.severity == "error" for f in final):
-        final = (*_whole_repair(seen, env), *final)
+        final = (*_whole_repair(seen, env, program), *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 
 
-def _whole_repair(seen: Observation, env: Mapping[str, str]) -> tuple[Finding, ...]:
+def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None) -> tuple[Finding, ...]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment."""
     from cudnnload.diagnose.doctor import judge_again, repair
@@ -298,7 +301,6 @@ def _whole_repair(seen: Observation, env: Mapping[str, str]) -> tuple[Finding, .
     target = seen.shims[0].path if seen.shims else misses[0].name if misses else None
     if target is None:
         return ()
-    program = _python_start(seen.command, env)
     try:
         resolved = resolve_target(target, environ=env, program=program)
         judge = judge_again(target, None, None, False, (), None, (), program)
@@ -324,7 +326,7 @@ def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | N
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
-                ctx: Context, blockers: Sequence[Finding]) -> tuple[Served, ...]:
+                ctx: Context, blockers: Sequence[Finding], program: Startup | None = None) -> tuple[Served, ...]:
     """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process; one
     LD_PRELOAD put there is named so), and on ``blockers`` (no GPU visible)."""
     from cudnnload.judge.routes import serve
@@ -342,6 +344,9 @@ def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping
     devices = gpu_facts(env).devices
     python = seen.command[0] if "python" in os.path.basename(seen.command[0]) else None
     way = Route(consumer=consumers[0], shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
+    if program is not None:  # the sys.path entry the shim lies in, and what put it there
+        held = next((e for e in program.path if e.path and shim.path.startswith(e.path.rstrip("/") + "/")), None)
+        way = replace(way, source=held.source, path_entry=held.path) if held is not None else way
     return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
                        device_count=len(devices), environ=env, python=python, blockers=blockers)
                  for consumer in consumers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
@@ -39,7 +39,7 @@ from cudnnload.resolve.discovery import (
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
-from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe
+from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, chmod, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
@@ -75,12 +75,14 @@ class Resolved:
 
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
                    site_paths: Sequence[str] | None = None, verify: bool = False,
-                   unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None) -> Resolved:
+                   unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None,
+                   observed: Callable[[], Startup | None] | None = None) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
     ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
     ``program``: the start-up of the Python program that opens a library TARGET (`doctor -- python ...`): what
-    it maps is in the process first."""
+    it maps is in the process first. ``observed``: gives this interpreter's start-up, observed already (plain
+    doctor starts that while its modules load)."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
@@ -91,7 +93,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     if given is None:
         # what `python -c ...` in this environment would have: its own sys.path (not cudnnload's, whose first
         # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
-        started = _this_python(env) if site_paths is None else None
+        started = (observed() if observed is not None else this_python(env)) if site_paths is None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
         ctx = context(env, verify=verify, started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
@@ -133,15 +135,6 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
     return _consumer(given, path, env, verify)
-
-
-def _this_python(env: Mapping[str, str]) -> Startup | None:
-    """This interpreter's start-up in ``env``, observed; None (the model then uses this process's sys.path)
-    when it cannot be observed."""
-    try:
-        return observe(None, env, cwd=os.getcwd())
-    except (StartupFailed, OSError):
-        return None
 
 
 def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:

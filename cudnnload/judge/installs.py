@@ -505,10 +505,13 @@ def _key_of(path: str) -> str | None:
 def step_findings(step: Step, install: Install, repair: _Repairs | None = None) -> Iterable[Finding]:
     """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
     ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
-    if step.path is None or step.inside_install:
+    if step.path is None:
         return
     repair = repair or _Repairs(install, None)
     opener = posixpath.basename(step.requested_by) if step.requested_by else "the shim"
+    if step.inside_install:
+        yield from _versioned_name(step, install, repair, opener)
+        return
     own = install.file(step.library)
     subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
     cure = _stray_fix(step, own, repair)
@@ -530,6 +533,21 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
                       f"{via}), outside this install", subject, cure)
+
+
+def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str) -> Iterable[Finding]:
+    """A name in the install's own folder that its opener tries before the library's own file (cuDNN 9's shim
+    and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file: that
+    is what loads. The name goes (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
+    own, path = install.file(step.library), step.path
+    if own is None or path is None or path == own.path or not install.release or not step.release \
+            or step.release == install.release:
+        return
+    listed = any(r.path == path for r in install.records)
+    yield Finding(Code.MIXED_RELEASE, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
+                  f"{posixpath.basename(own.path)}, and gets cuDNN {step.release}'s {step.library}, not this install's "
+                  f"{install.release}", Subject(SubjectKind.FILE, path, step.library),
+                  repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"))
 
 
 def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> Iterable[Finding]:

@@ -116,17 +116,18 @@ def _entries(env: Mapping[str, str]) -> tuple[str, ...]:
     return preload_entries(env)
 
 
-def execute(command: Sequence[str], pinned: Pinned, *, closed: Sequence[int] = ()) -> NoReturn:
-    """Replace this process with ``command`` (found on the PATH of the pinned environment, as execvp
-    does) run in ``pinned.environ``, with the standard streams ``closed`` (the caller's ``2>&-``: cudnnload
-    held them on /dev/null) closed again. UsageError, before anything runs, when it cannot be found or
-    executed, or would run in secure-execution mode."""
+def execute(command: Sequence[str], environ: Mapping[str, str], *, closed: Sequence[int] = (),
+            pinning: bool = True) -> NoReturn:
+    """Replace this process with ``command`` (found on ``environ``'s PATH, as execvp does) run in ``environ``
+    (a `Pinned`'s, or the caller's own when nothing is pinned: ``pinning`` False), with the standard streams
+    ``closed`` (the caller's ``2>&-``: cudnnload held them on /dev/null) closed again. UsageError, before
+    anything runs, when it cannot be found or executed, or, pinning, would run in secure-execution mode."""
     if not command:
         raise UsageError("no program to run after --", fix="cudnnload run [--cudnn PATH] -- COMMAND [ARGS...]")
-    path = _program(command[0], pinned.environ)
+    path = _program(command[0], environ)
     from cudnnload.resolve.access import Access
 
-    secure = Access().secure_mode(path)
+    secure = Access().secure_mode(path) if pinning else None
     if secure is not None:
         raise UsageError(f"{secure}: it runs in secure-execution mode, where glibc ignores every LD_PRELOAD entry "
                          "with a '/', so the pinned cuDNN would not be loaded", path=path,
@@ -141,7 +142,7 @@ def execute(command: Sequence[str], pinned: Pinned, *, closed: Sequence[int] = (
     for fd in closed:
         os.close(fd)
     try:
-        os.execve(path, list(command), pinned.environ)
+        os.execve(path, list(command), dict(environ))
     except OSError as exc:
         for fd, copy in held.items():
             os.dup2(copy, fd)

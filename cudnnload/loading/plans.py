@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
 from cudnnload.codes import Code
-from cudnnload.errors import LoadError
+from cudnnload.errors import LoadError, UsageError
 from cudnnload.resolve.records import record
 from cudnnload.resolve.versions import Release, VersionRange
 
@@ -193,12 +193,12 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tu
 
     unknown = [name for name in named if name not in FRAMEWORKS]
     if unknown:
-        raise LoadError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(FRAMEWORKS))}",
+        raise UsageError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(FRAMEWORKS))}",
                         fix="name one of those, or give the cuDNN to load")
     found = find_consumers(environ=env)
     missing = [name for name in named if not any(c.framework == name for c in found)]
     if missing:
-        raise LoadError(f"{missing[0]} is not installed on this Python's path (or uses no cuDNN): there are no rules "
+        raise UsageError(f"{missing[0]} is not installed on this Python's path (or uses no cuDNN): there are no rules "
                         "of its to choose by", fix=f"run it with the Python that has {missing[0]}, or give the cuDNN "
                         "to load")
     return tuple(c for c in found if not named or c.framework in named)

@@ -154,6 +154,16 @@ class Consumer:
     def label(self) -> str:
         return f"{self.distribution} {self.version}"
 
+    @property
+    def cudnn_major(self) -> int:
+        """The cuDNN major it asks for: what its libraries NEED, else its build's, else its pins', else 9."""
+        for need in self.needs:
+            if need.major is not None:
+                return need.major
+        if self.build_major is not None:
+            return self.build_major
+        return next((m for pin in self.pins if (m := pin.major) is not None), 9)
+
 
 @dataclass(frozen=True)
 class Framework:
@@ -245,13 +255,14 @@ print({_ANSWER!r} + json.dumps(answer), flush=True)
 
 
 def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-                   timeout: float = 60.0, interpreter: str | None = None) -> tuple[Consumer, ...]:
+                   timeout: float = 60.0, interpreter: str | None = None, run: bool = True) -> tuple[Consumer, ...]:
     """Every installed cuDNN consumer on ``site_paths`` (default ``sys.path``).
 
     A known framework distribution counts when it pins nvidia-cudnn-*, NEEDs
     a libcudnn, or records a cuDNN build version (a CPU-only torch does none).
     ``environ`` is the build-reading children's environment; ``timeout`` bounds
-    them all together; ``interpreter`` (default: this one) runs them.
+    them all together; ``interpreter`` (default: this one) runs them; without ``run`` none is started (an image
+    judged without running it) and such a build version is said to be unread.
 
     What a distribution says (its requirements, the sonames its libraries NEED,
     its build version) is remembered in the ELF memo under its RECORD's identity:
@@ -270,7 +281,7 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
         if dist.name in SOURCES:
             found.setdefault((os.path.realpath(dist.site), dist.name), dist)
     cache = open_cache(env)
-    facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache)
+    facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache, run)
     cache.save()
     consumers = []
     for dist, (requires, needs, (build, build_major, source)) in facts:
@@ -429,7 +440,7 @@ _Facts = tuple[tuple[str, ...], tuple[Need, ...], _Build]  # requirements, needs
 
 
 def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, str], timeout: float,
-           interpreter: str, cache: ElfCache) -> list[tuple[_Installed, _Facts]]:
+           interpreter: str, cache: ElfCache, run: bool = True) -> list[tuple[_Installed, _Facts]]:
     """What each distribution says, recalled from the memo or read: static files here, compiled build
     versions in children run side by side (importing torch takes ~2 s). Remembered for each installed
     copy of a distribution (its version, where it is, its RECORD's size, mtime and inode: a reinstall is
@@ -455,6 +466,9 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
             build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
                      "against the cuDNN they pin)")
         elif source.build_module and source.build_function and source.build_marker \
+                and any(f.startswith(source.build_marker) for f in files) and not run:
+            build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
+        elif source.build_module and source.build_function and source.build_marker \
                 and any(f.startswith(source.build_marker) for f in files):
             command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
                        source.build_function]
@@ -467,7 +481,8 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
         dist, (requires, needs, _) = results[index]
         results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
     for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
-        answered = index not in pending or facts[2][1] is not None  # not a timeout or a failed import
+        # not a timeout, a failed import, or a child not started
+        answered = run and (index not in pending or facts[2][1] is not None)
         if key is not None and answered and _recall(cache, key) is None:
             cache.remember(key, facts)
     return results
@@ -507,7 +522,30 @@ def _requires(dist: _Installed) -> tuple[str, ...]:
         return ()
 
 
-def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, ...]:
+def stated_consumer(framework: str, distribution: str, version: str, site: str, requires: Sequence[str],
+                    versions: Mapping[str, str], needs: Sequence[Need], *, environment: Mapping[str, str] | None = None,
+                    stated_build: str | None = None, stated_from: str = "") -> Consumer:
+    """A framework known from its metadata and its surveyed wheel, before it is installed: its pins against the
+    ``versions`` that will be beside it (markers evaluated in ``environment``, pip's), its build from its exact pin
+    where its release builds are compiled against it (`SOURCES`), else as its wheel states it (``stated_build``:
+    TensorFlow's "9")."""
+    pins = _pins(requires, versions, environment)
+    source = SOURCES.get(distribution)
+    pinned = _exact_pin(requires, environment) if source is not None and source.build_is_pin else None
+    if pinned is not None:
+        return Consumer(framework, distribution, version, site, pins, tuple(needs), pinned[0], pinned[0].major,
+                        f"its exact pin {pinned[1]} (its release builds are compiled against the cuDNN they pin)")
+    try:
+        build = parse_release(stated_build) if stated_build else None
+    except ValueError:
+        build = None
+    full = build if stated_build and stated_build.count(".") >= 2 else None
+    return Consumer(framework, distribution, version, site, pins, tuple(needs), full, build.major if build else None,
+                    stated_from if build else f"{distribution} {version} states no cuDNN build version")
+
+
+def _pins(requires: Sequence[str], installed: Mapping[str, str],
+          environment: Mapping[str, str] | None = None) -> tuple[Pin, ...]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -520,16 +558,16 @@ def _pins(requires: Sequence[str], installed: Mapping[str, str]) -> tuple[Pin, .
         name = str(canonicalize_name(requirement.name))
         if not name.startswith("nvidia-cudnn-") or requirement.url:
             continue  # another package, or a direct reference: no version to check
-        applies, extras = marker_applies(requirement.marker) if requirement.marker else (True, ())
+        applies, extras = marker_applies(requirement.marker, environment) if requirement.marker else (True, ())
         if applies:
             pins.append(Pin(name, str(requirement.specifier), extras, installed.get(name)))
     return tuple(pins)
 
 
-def _exact_pin(requires: Sequence[str]) -> tuple[Release, str] | None:
+def _exact_pin(requires: Sequence[str], environment: Mapping[str, str] | None = None) -> tuple[Release, str] | None:
     """The cuDNN release of an exact ``nvidia-cudnn-*==X.Y.Z[.B]`` requirement that applies here, and the
     requirement as written; None when there is none (or a range)."""
-    for pin in _pins(requires, {}):
+    for pin in _pins(requires, {}, environment):
         exact = pin.specifier.removeprefix("==")
         if pin.specifier.startswith("==") and "," not in exact and "*" not in exact:
             try:

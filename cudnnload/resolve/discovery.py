@@ -36,6 +36,7 @@ from cudnnload.resolve.catalog import (
 )
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
+from cudnnload.resolve.ldcache import LdCache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
@@ -271,17 +272,23 @@ def _stamped(path: str) -> tuple[str, int, int, int, int, int]:
 def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
             cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = (),
-            started: Mapping[str, Source] | None = None) -> Context:
+            started: Mapping[str, Source] | None = None, defaults: linker.LinkerDefaults | None = None,
+            ld_cache: LdCache | None = None, glibc: tuple[int, ...] | None = None) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
     What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
     ``cache``: an ELF memo already open (another context's), instead of reading it again. ``started``: what a
-    Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first."""
+    Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first.
+    ``defaults``, ``ld_cache`` and ``glibc``: another system's linker, cache and C library than this machine's (an
+    image's: `resolve.rootview`), given instead of asked of the real ld.so."""
     env_vars = dict(os.environ if environ is None else environ)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
-                                             defaults=linker_defaults(cache, env_vars))
-    facts = Context(env_vars, cache, link_env, host_facts(link_env, cache), verify)
+                                             defaults=defaults or linker_defaults(cache, env_vars))
+    link_env = replace(link_env, ld_cache=ld_cache) if ld_cache is not None else link_env
+    # another system's C library decides which of the loader's rules hold (`rules`), and whether the model knows it
+    link_env = replace(link_env, glibc=(glibc[0], glibc[1])) if glibc is not None and len(glibc) >= 2 else link_env
+    facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify)
     mapped = [*(started or {}), *mapped]
     file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
     preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries, started) \
@@ -294,9 +301,11 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
 
 # --- host -----------------------------------------------------------------
 
-def host_facts(env: linker.LinkerEnv, cache: ElfCache) -> Host:
-    version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
-    glibc = max_version([version.replace(" ", "_")]) if version else None
+def host_facts(env: linker.LinkerEnv, cache: ElfCache, glibc: tuple[int, ...] | None = None) -> Host:
+    """The C library (``glibc``: another system's, else this process's) and the libstdc++ ``env`` would load, as
+    a DT_NEEDED entry asks for it (and the LD_LIBRARY_PATH entry that puts it first, when one does)."""
+    version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") and glibc is None else None
+    glibc = glibc or (max_version([version.replace(" ", "_")]) if version else None)
     found = linker.resolve("libstdc++.so.6", None, env, how="needed")
     stdcxx = found.path
     defs: tuple[str, ...] = ()

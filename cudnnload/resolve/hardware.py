@@ -63,3 +63,38 @@ def kernel_module_version(nvrm_line: str) -> str | None:
 def cuda_text(version: int) -> str:
     """CUDA's ``major*1000 + minor*10`` encoding to "13.0"."""
     return f"{version // 1000}.{version % 1000 // 10}"
+
+
+# The CUDA version each Linux driver branch supports (what its cuDriverGetVersion returns and nvidia-smi prints
+# as "CUDA Version"; the CUDA Toolkit release notes' table of toolkit and minimum driver versions): a driver of
+# a branch runs every toolkit up to that version, and newer minors of the same major under minor-version
+# compatibility.
+DRIVER_BRANCH_CUDA: tuple[tuple[int, int], ...] = (
+    (450, 11000), (455, 11010), (460, 11020), (465, 11030), (470, 11040), (495, 11050), (510, 11060), (515, 11070),
+    (520, 11080), (525, 12000), (530, 12010), (535, 12020), (545, 12030), (550, 12040), (555, 12050), (560, 12060),
+    (565, 12070), (570, 12080), (575, 12090), (580, 13000), (590, 13010),
+)
+
+
+def driver_cuda_version(text: str) -> int | None:
+    """``--driver`` as a CUDA version (``12.4``, what nvidia-smi prints as "CUDA Version") or a driver version
+    (``535.104.05``) to ``cuDriverGetVersion``'s number (12040, 12020); None when it is neither."""
+    parts = text.strip().split(".")
+    if not parts or not all(part.isdigit() for part in parts):
+        return None
+    first = int(parts[0])
+    if 9 <= first < 100 and len(parts) <= 2:
+        return first * 1000 + (int(parts[1]) * 10 if len(parts) > 1 else 0)
+    known = [cuda for branch, cuda in DRIVER_BRANCH_CUDA if branch <= first]
+    return known[-1] if known and first >= 100 else None
+
+
+def given_driver(text: str) -> GpuFacts | None:
+    """The driver a ``--driver`` names (a driver or CUDA version, `driver_cuda_version`), as facts with no
+    device; None when it is neither."""
+    version = driver_cuda_version(text)
+    if version is None:
+        return None
+    module = text if int(text.split(".")[0]) >= 100 else None
+    return GpuFacts(bindings=None, driver_found=True, driver_version=version, devices=(), error=None, reason=None,
+                    visible_devices=None, kernel_module=module, hardware=())

@@ -65,7 +65,7 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     """The shim ``consumer``'s framework would call in a process with ``ctx``'s environment and what it
     maps first (LD_PRELOAD), ``site_paths`` being its ``sys.path``; ``sources``: what put each sys.path entry
     there (`startup.PathEntry`), to name the one a shim found by path came from."""
-    major = _major(consumer)
+    major = consumer.cudnn_major
     soname = f"libcudnn.so.{major}"
     found = _FRAMEWORK_LOADS.get(consumer.framework, _needed)(consumer, ctx, site_paths, soname)
     entry = next((path for path in site_paths if path and found.shim
@@ -80,15 +80,6 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     return Route(consumer, preloaded.path, f"{by} maps {preloaded.path} before {consumer.framework} loads cuDNN: "
                  f"its calls bind to that shim" + (f", not to {found.shim}" if found.shim else ""),
                  opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry)
-
-
-def _major(consumer: Consumer) -> int:
-    for need in consumer.needs:
-        if need.major is not None:
-            return need.major
-    if consumer.build_major is not None:
-        return consumer.build_major
-    return next((m for pin in consumer.pins if (m := pin.major) is not None), 9)
 
 
 def _cuda(consumer: Consumer) -> int | None:

@@ -544,6 +544,15 @@ def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = 
                     letters=letters, run_site=run_site, stderr=stderr)
 
 
+def this_python(environ: Mapping[str, str] | None = None) -> Startup | None:
+    """This interpreter's start-up in ``environ``, run as ``-c`` in the current folder; None when it cannot be
+    observed (the caller then falls back to this process's own sys.path)."""
+    try:
+        return observe(None, environ, cwd=os.getcwd())
+    except (StartupFailed, OSError):
+        return None
+
+
 def _executable(given: str, env: Mapping[str, str], cwd: str) -> str:
     """The file the program's ``exec`` runs: a bare name searched on the environment's PATH, a relative path taken
     from the program's folder (as POSIX subprocess does with ``cwd``). StartupFailed when there is none."""
