@@ -23,6 +23,7 @@ import os
 import struct
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 
 from cudnnload.files import NotRegularFile, read_regular
 
@@ -126,8 +127,8 @@ class LdCache:
         """
         best: CacheEntry | None = None
         best_priority = len(hwcaps)
-        for entry in self.entries:
-            if entry.name != name or entry.flags not in flags:
+        for entry in self.named(name):
+            if entry.flags not in flags:
                 continue
             if entry.named_hwcap:
                 if entry.hwcaps_subdir in hwcaps and hwcaps.index(entry.hwcaps_subdir) < best_priority:
@@ -138,7 +139,19 @@ class LdCache:
 
     def legacy_entries(self, name: str) -> bool:
         """Whether ``name`` has legacy hwcap entries (ldconfig before 2.37 wrote them for tls/, x86_64/ ...)."""
-        return any(entry.name == name and entry.hwcap and not entry.named_hwcap for entry in self.entries)
+        return any(entry.hwcap and not entry.named_hwcap for entry in self.named(name))
+
+    def named(self, name: str) -> tuple[CacheEntry, ...]:
+        """The entries for ``name``, in the file's order (looked up in an index: a cache of thousands of entries is
+        not scanned once per lookup)."""
+        return self._by_name.get(name, ())
+
+    @cached_property
+    def _by_name(self) -> dict[str, tuple[CacheEntry, ...]]:
+        index: dict[str, list[CacheEntry]] = {}
+        for entry in self.entries:
+            index.setdefault(entry.name, []).append(entry)
+        return {name: tuple(entries) for name, entries in index.items()}
 
 
 def _in_legacy(path: str, legacy: tuple[str, ...]) -> bool:

@@ -43,6 +43,7 @@ from typing import Literal, NamedTuple
 
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.ldcache import LD_SO_CACHE, LdCache, accepted_flags, read_ld_cache
+from cudnnload.resolve.records import record
 from cudnnload.resolve.rules import Glibc, glibc_version, holds, undecided
 
 # The search steps, in glibc's order; each is also the id of its rule (`rules`).
@@ -205,7 +206,7 @@ class LinkerDefaults:
         return tuple(sub for sub in self.subdirs if sub and not sub.startswith("glibc-hwcaps/"))
 
 
-@dataclass(frozen=True)
+@record
 class User:
     """Whose permissions the process opens files with (root reads everything)."""
 
@@ -348,7 +349,7 @@ class LinkerEnv:
 _NOT_A_FOLDER = (errno.ENOENT, errno.ENOTDIR)
 
 
-@dataclass(frozen=True)
+@record  # (one per candidate file: a named tuple is made in a third of a frozen dataclass's time)
 class Attempt:
     """One candidate file tried (or one search element not tried: ``dropped``), and the rule that decided it."""
 
@@ -429,7 +430,7 @@ def resolve(name: str, chain: Chain | None, env: LinkerEnv, *, how: How = "dlope
     """
     if chain is None or not chain.links:
         chain = Chain((env.executable,) if env.executable is not None else ())
-    search = _Search(name, chain, env, [], how)
+    search = _Search(name, chain, env, how)
     result = _resolve(search)
     doubts = [why for why in (undecided(env.glibc), *search.doubts) if why]
     used = tuple(dict.fromkeys((*search.used, result.by)))
@@ -445,7 +446,7 @@ def _resolve(search: _Search) -> Resolution:
         if not isinstance(expanded, str):
             return expanded
         name = expanded
-        search = replace(search, name=name)
+        search.name = name
     loaded = _already_loaded(name, env.loaded)
     if loaded is not None:
         return Resolution(name, loaded, "already-loaded", by="already-loaded")
@@ -600,17 +601,17 @@ def rtld_strerror(code: int) -> str:
     return os.strerror(code) if code in known else f"Error {code}"
 
 
-@dataclass(frozen=True)
 class _Search:
-    """One lookup of a name: what every step reads, and what they write (the trail, the rules used)."""
+    """One lookup of a name: what every step reads, and what they write (the trail, the rules used). A plain
+    class: a dataclass here would cost `which` half a millisecond at import."""
 
-    name: str
-    chain: Chain
-    env: LinkerEnv
-    trail: list[Attempt]
-    how: How
-    doubts: list[str] = field(default_factory=list)  # what this loader may do that the model cannot tell
-    used: list[str] = field(default_factory=list)  # the rules that shaped the answer, besides the attempts'
+    __slots__ = ("name", "chain", "env", "trail", "how", "doubts", "used")
+
+    def __init__(self, name: str, chain: Chain, env: LinkerEnv, how: How) -> None:
+        self.name, self.chain, self.env, self.how = name, chain, env, how
+        self.trail: list[Attempt] = []
+        self.doubts: list[str] = []  # what this loader may do that the model cannot tell
+        self.used: list[str] = []  # the rules that shaped the answer, besides the attempts'
 
     @property
     def secure_preload(self) -> bool:
@@ -682,7 +683,7 @@ def _search_ld_cache(search: _Search) -> Resolution | None:
         search.used.append("ld-cache-hwcaps-entries")
     elif entry.hwcap:
         search.used.append("ld-cache-legacy-hwcap")
-    if any(other.name == name and other.flags != entry.flags for other in env.ld_cache.entries):
+    if any(other.flags != entry.flags for other in env.ld_cache.named(name)):
         search.used.append("ld-cache-flags")
     # dl-load.c compares the cached path with each system dir, trailing '/' included.
     in_default_dir = any(entry.path.startswith(directory.rstrip("/") + "/") for directory in defaults.default_dirs)

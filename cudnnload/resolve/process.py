@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.elf import ElfInfo
+from cudnnload.resolve.records import record
 from cudnnload.resolve.startup import Source
 
 # What `preloaded` asks of a file: its ELF facts, or None (`discovery.Context.elf` answers).
@@ -119,7 +120,7 @@ def read_preload_file(path: str = PRELOAD_FILE, env: linker.LinkerEnv | None = N
         return ()
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """One preload the loader is asked for: the entry, where it is written, and whether it is tried at all."""
 

@@ -16,7 +16,8 @@ Each rule that holds for glibc 2.36 is checked against the real ``ld.so`` of the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from cudnnload.resolve.records import record
 
 Glibc = tuple[int, int]
 
@@ -26,7 +27,7 @@ NEWEST: Glibc = (2, 41)
 KNOWN: tuple[Glibc, Glibc] = (OLDEST, NEWEST)
 
 
-@dataclass(frozen=True)
+@record  # (not a dataclass: linker imports the table on `which`'s path)
 class Rule:
     """One rule of glibc's loader: what it does, where glibc does it, and for which glibc versions."""
 
