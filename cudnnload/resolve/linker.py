@@ -154,7 +154,7 @@ class Requester:
         return replace(cls.from_file(path), origin=os.path.dirname(os.path.realpath(path)), program=True)
 
 
-@dataclass(frozen=True)
+@record
 class Chain:
     """The requester first, then the object whose DT_NEEDED loaded it, and on up (glibc's
     ``l_loader`` links).
