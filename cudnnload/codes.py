@@ -121,6 +121,11 @@ class Code(_Word):
                               "`$ORIGIN` is the link's folder, where the sub-libraries are not")
     MISSING_DEPENDENCY = ("missing-dependency", (ERROR, WARNING), False, "a NEEDED library (libz) or one cuDNN "
                           "dlopens (cuBLASLt: error; NVRTC: warning) would not be found")
+    LOADER_UNKNOWN = ("loader-unknown", WARNING, False, "the dynamic loader is not a glibc whose rules cudnnload "
+                      "knows (2.28 to 2.41): what it would open is said as the nearest known glibc does, and "
+                      "`LD_DEBUG=libs` settles it")
+    DEPENDENCY_VERSION = ("dependency-version", ERROR, False, "a library cuDNN or one of its dependencies needs is "
+                          "found, but the copy found first lacks a version it needs (`version `X' not found`)")
     RECORD_MISSING_FILE = ("record-missing-file", (ERROR, WARNING), False, "a pip distribution's RECORD lists a "
                            "library that "
                            "is not on disk")

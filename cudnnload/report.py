@@ -258,6 +258,8 @@ def which_text(result: Which, verbose: bool = False) -> str:
         if verbose:
             lines.append(f"  {'':<26}    tried {', '.join(step.names_tried)}")
             lines += [f"  {'':<26}      {attempt}" for attempt in step.trail]
+            if step.undecided:
+                lines.append(f"  {'':<26}    cannot decide: {step.undecided}")
     if result.findings:
         lines.append("findings:")
         lines += [finding_line(f) for f in result.findings]

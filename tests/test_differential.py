@@ -9,11 +9,16 @@ any other class fails, printing the recipe that rebuilds it.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 
 import pytest
 
+from cudnnload.resolve import rules
+from fixtures.glibc.differential import CLOSURE, PYTHON, coverage_lines, run_scene
+from fixtures.glibc.draw import draw
+from fixtures.glibc.scene import Scene, needs_root
 from fixtures.scenarios.differential import (
     CAUSES,
     NO_START,
@@ -114,3 +119,36 @@ def test_each_known_cause_is_kept_by_a_corpus_layout_that_still_shows_it(name: s
     own = {key for key, cause in CAUSES.items() if cause.layout == name}
     assert own & causes, f"{name} no longer shows {own}, but {causes}"
     pytest.xfail("; ".join(sorted(str(c) for c in causes)))
+
+
+# --- the rule differential -------------------------------------------------------------------------------
+
+RULE_SLICE = [draw(18, index) for index in range(30)]
+
+
+def test_a_drawn_scene_reads_back_from_the_json_it_prints() -> None:
+    scenes = [draw(7, index) for index in range(200)]
+    assert all(Scene.parse(scene.json()) == scene for scene in scenes)
+    assert len({scene.json() for scene in scenes}) > 190  # random enough to explore
+
+
+def test_a_scene_is_rebuilt_from_its_seed_and_index_alone() -> None:
+    assert draw(5, 12).json() == draw(5, 12).json() != draw(5, 13).json()
+
+
+@pytest.mark.parametrize("scene", RULE_SLICE, ids=[scene.name for scene in RULE_SLICE])
+def test_the_model_agrees_with_the_real_loader_as_root_and_as_nobody(scene: Scene) -> None:
+    if os.geteuid() != 0 or needs_root():
+        pytest.skip("runs as nobody and in a private mount namespace: needs root")
+    result = run_scene(scene)
+    assert not result.disagreements, "\n".join(result.disagreements) + \
+        f"\nrebuild: python bench/bench_differential.py --scene '{result.scene}'"
+
+
+def test_the_coverage_names_every_rule_what_this_glibc_cannot_show_and_each_closure_member() -> None:
+    lines = coverage_lines([], 1, 0, 0.0)
+    rows = {line.split(" | ")[0].removeprefix("| ") for line in lines if line.startswith("| ")}
+    assert {rule.id for rule in rules.RULES} <= rows
+    assert {*CLOSURE, PYTHON} <= rows
+    assert any("relative-entry-not-folder-passed" in line and "does not hold for this glibc" in line
+               for line in lines)

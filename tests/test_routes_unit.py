@@ -75,10 +75,14 @@ def test_a_mapped_file_no_entry_names_keeps_no_entry() -> None:
     assert (item.path, item.entry, item.soname) == (graph, None, "libcudnn_graph.so.9")
 
 
-def test_loaded_names_answer_to_soname_file_name_asked_name_and_path() -> None:
-    items = [Preload("libx.so", "/l/libx.so.1.2", "libx.so", soname="libx.so.1"), Preload("gone.so", None, "gone.so")]
-    assert loaded_names(items) == {"libx.so.1": "/l/libx.so.1.2", "libx.so.1.2": "/l/libx.so.1.2",
-                                   "libx.so": "/l/libx.so.1.2", "/l/libx.so.1.2": "/l/libx.so.1.2"}
+def test_loaded_names_answer_to_soname_asked_name_and_path_not_to_a_file_name_never_asked_for() -> None:
+    """_dl_name_match_p compares l_name and the names asked for (rule already-loaded); a running process's file,
+    whose request is unknown, answers its file name too."""
+    items = [Preload("libx.so", "/l/libx.so.1.2", "libx.so", soname="libx.so.1"), Preload("gone.so", None, "gone.so"),
+             Preload("liby.so.2", "/l/liby.so.2.0", None)]
+    assert loaded_names(items) == {"libx.so.1": "/l/libx.so.1.2", "libx.so": "/l/libx.so.1.2",
+                                   "/l/libx.so.1.2": "/l/libx.so.1.2", "liby.so.2": "/l/liby.so.2.0",
+                                   "/l/liby.so.2.0": "/l/liby.so.2.0", "liby.so.2.0": "/l/liby.so.2.0"}
 
 
 def test_a_preload_that_is_not_elf_is_ignored_with_ld_sos_words(tmp_path: Path) -> None:

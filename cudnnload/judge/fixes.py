@@ -41,15 +41,15 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
 def dependency_requirement(soname: str) -> str | None:
     """The pip distribution that provides a CUDA library cuDNN needs, by soname; None when pip has none
     (the driver's libcuda, zlib, a CUDA 10 runtime)."""
-    match = re.match(r"lib(cublasLt|cublas|nvrtc|cudart)\.so\.(\d+)", soname)
+    match = re.match(r"lib(cublasLt|cublas|nvrtc-builtins|nvrtc|cudart)\.so\.(\d+)", soname)
     if match is None:
         return None
     what, cuda = match.group(1), int(match.group(2))
     base = {"cublasLt": "nvidia-cublas", "cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc",
-            "cudart": "nvidia-cuda-runtime"}[what]
+            "nvrtc-builtins": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}[what]
     if cuda >= 13:
         return base
-    if cuda == 11 and what == "nvrtc":
+    if cuda == 11 and what.startswith("nvrtc"):
         return "nvidia-cuda-nvrtc-cu11"
     return f"{base}-cu{cuda}" if cuda in (11, 12) else None
 
@@ -79,12 +79,20 @@ WHEEL_LIB = "nvidia/cudnn/lib"
 PipEnv = tuple[str | None, tuple[str, ...]]
 
 
+def removal(source: str, entry: str) -> Action:
+    """Taking a preload away: its LD_PRELOAD entry, or its entry of /etc/ld.so.preload (root's file, rule
+    ld-so-preload), said in words."""
+    if source == "LD_PRELOAD":
+        return remove_entry("LD_PRELOAD", entry)
+    return manual(f"remove {entry} from {source} (as root): every program on this machine preloads it")
+
+
 def undo(preload: Preload) -> Action | None:
     """What takes an object out of the process before the program starts: its LD_PRELOAD entry removed, the
     ``.pth`` line that loaded it at Python's start-up removed, or (sitecustomize, usercustomize: code, not a line)
     said in words; None for what nothing named put there."""
     if preload.entry is not None:
-        return remove_entry("LD_PRELOAD", preload.entry)
+        return removal(preload.source, preload.entry)
     cause = preload.cause
     if cause is None or cause.file is None:
         return None

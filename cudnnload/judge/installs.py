@@ -30,6 +30,7 @@ from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
 from cudnnload.resolve.elf import ElfInfo
+from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (
     ERROR,
     INFO,
@@ -74,8 +75,11 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     for step in install.plan:
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair)
-    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair)]
+    findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
     findings += _other_shims(install, ctx, repair)
+    doubt = next((step.undecided for step in install.plan + install.dependencies if step.undecided), None)
+    if doubt is not None:  # the model guessed: said once, with what settles it
+        findings.append(Finding(Code.LOADER_UNKNOWN, doubt, Subject(SubjectKind.INSTALL, install.folder), NO_FIX))
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     prediction = predict_install(install, ctx)
@@ -315,15 +319,22 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
     what = {"GLIBC_": "glibc", "GLIBCXX_": "libstdc++", "CXXABI_": "libstdc++ (C++ ABI)"}
+    newer = manual("put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, or a newer OS "
+                   "image")
     for prefix, need, have in host.lacking(info):
-        code = Code.GLIBC_TOO_OLD if prefix == "GLIBC_" else Code.LIBSTDCXX_TOO_OLD
-        yield Finding(code, f"needs {prefix}{_dotted(need)}, this machine's {what[prefix]} provides "
-                      f"{prefix}{_dotted(have)}", subject, fix(manual(
-                          f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
-                          "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)"
-                          if prefix == "GLIBC_" else
-                          "put a newer libstdc++ (GCC >= 7) before the system's: conda install libstdcxx-ng, "
-                          "or a newer OS image")))
+        if prefix == "GLIBC_":
+            yield Finding(Code.GLIBC_TOO_OLD, f"needs {prefix}{_dotted(need)}, this machine's {what[prefix]} provides "
+                          f"{prefix}{_dotted(have)}", subject, fix(manual(
+                              f"run it where glibc provides {prefix}{_dotted(need)} (a newer OS image), or use a "
+                              "cuDNN release built for an older glibc (9.0 needs only GLIBC_2.14)")))
+            continue
+        # the libstdc++ found first may be one an LD_LIBRARY_PATH entry puts before the system's: that entry goes
+        shadow = host.libstdcxx_entry
+        where = f" ({host.libstdcxx}, through the LD_LIBRARY_PATH entry {shadow})" if shadow is not None else ""
+        yield Finding(Code.LIBSTDCXX_TOO_OLD, f"needs {prefix}{_dotted(need)}, the {what[prefix]} found first"
+                      f"{where} provides {prefix}{_dotted(have)}", subject,
+                      fix(remove_entry("LD_LIBRARY_PATH", shadow), alternatives=[newer]) if shadow is not None
+                      else fix(newer))
 
 
 def _dotted(version: tuple[int, ...]) -> str:
@@ -568,8 +579,8 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
     searches its RUNPATH after LD_LIBRARY_PATH: the entry would still shadow the files put back), or only
     the entry goes when the install's release does not use that library (ext under a 9.0 shim)."""
     pin = fixes.pin(repair.install.folder)
-    if step.variable == "LD_PRELOAD" and step.entry is not None:
-        return fix(remove_entry("LD_PRELOAD", step.entry),
+    if step.variable in ("LD_PRELOAD", PRELOAD_FILE) and step.entry is not None:
+        return fix(fixes.removal(step.variable, step.entry),
                    alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
     brought = repair.requester_fix(step.requested_by)
     if brought is not None:
@@ -607,25 +618,23 @@ def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,
                       note=f"or link the whole folder {real} instead of the shim alone"))
 
 
-def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iterable[Finding]:
-    """A library cuDNN needs that would not be found. What only a problem file asks for (a stray graph's
-    cuBLASLt, another release's ops_infer's cuBLAS 11) goes with that file's fix; a pip install's dependency is
-    installed into its site-packages; a folder pip does not own finds it only on its own search path, said in
-    words."""
+def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: Host) -> Iterable[Finding]:
+    """A library cuDNN needs that would not be found, or whose copy found first lacks a version its requester
+    needs. What only a problem file asks for (a stray graph's cuBLASLt, another release's ops_infer's cuBLAS 11)
+    goes with that file's fix; a pip install's dependency is installed into its site-packages; a folder pip does
+    not own finds it only on its own search path, said in words."""
     if step.path is not None:
+        yield from _version_findings(step, install, repair, host)
         return
-    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail))
+    folders = list(dict.fromkeys(line.split(": ", 1)[1].rsplit("/", 1)[0] for line in step.trail
+                                 if "(dropped" not in line))
     where = f"searched {', '.join(folders)}" if folders else "not found by the linker"
     subject = Subject(SubjectKind.FILE, step.requested_by, step.library)
     if step.library == "libcuda.so.1":
         yield Finding(Code.NO_DRIVER, _no_driver(install.major, aborts=False), subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
-    requirement = fixes.dependency_requirement(step.library)
-    cure = repair.requester_fix(step.requested_by) or (
-        fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
-        if requirement is not None and install.site is not None else
-        fix(fixes.dependency_manual(step.library, requirement)))
+    cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair)
     if step.library.startswith(("libcublasLt", "libnvrtc")):
         severity = ERROR if step.library.startswith("libcublasLt") else WARNING
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
@@ -633,6 +642,32 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs) -> Iter
     else:
         yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
                       cure)
+
+
+def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host) -> Iterable[Finding]:
+    """``dependency-version`` when the file found for ``step`` lacks a version node its requester needs (a
+    cuDNN file's needs of the host's libstdc++ are ``libstdcxx-too-old`` already)."""
+    own = {cand.path for cand in install.files}
+    said = step.requested_by in own and step.path == host.libstdcxx
+    lacks = [version for version in step.lacks if not (said and version.startswith(("GLIBCXX_", "CXXABI_")))]
+    if not lacks:
+        return
+    shadow = fix(remove_entry("LD_LIBRARY_PATH", step.entry)) \
+        if step.variable == "LD_LIBRARY_PATH" and step.entry is not None else None
+    cure = shadow or repair.requester_fix(step.path) or _install_dependency(step.library, install, repair)
+    yield Finding(Code.DEPENDENCY_VERSION, f"{step.requested_by} needs version {', '.join(lacks)} of "
+                  f"{step.library}, and {step.path}, the copy found first ({step.rule}), lacks it: the load fails "
+                  f"with \"version `{lacks[0]}' not found (required by {step.requested_by})\"",
+                  Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry), cure)
+
+
+def _install_dependency(library: str, install: Install, repair: _Repairs) -> Fix:
+    """A dependency put where the install finds it: its pip distribution into the install's site-packages, or (no
+    pip distribution, or a folder pip does not own) what to install, in words."""
+    requirement = fixes.dependency_requirement(library)
+    if requirement is not None and install.site is not None:
+        return fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
+    return fix(fixes.dependency_manual(library, requirement))
 
 
 def _real_folder(install: Install) -> str:

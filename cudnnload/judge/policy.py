@@ -22,7 +22,7 @@ from __future__ import annotations
 import posixpath as path_
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from cudnnload.codes import Code, SubjectKind
@@ -301,7 +301,8 @@ def setuid_findings(program: Requester, defaults: LinkerDefaults, found: str | N
         if not _ORIGIN.search(text):
             continue
         folder = expand(text, program, defaults)
-        if folder is None or _secure_keeps(text, folder, defaults):
+        # what secure mode keeps (rules secure-origin-position, secure-origin-trusted): linker.expand says
+        if folder is None or expand(text, replace(program, program=True), defaults, secure=True) is not None:
             continue
         folder = folder.rstrip("/") or "/"
         tried = {path_.normpath(path_.join(folder, sub)) for sub in defaults.subdirs}  # with each hwcaps subfolder
@@ -318,13 +319,3 @@ def setuid_findings(program: Requester, defaults: LinkerDefaults, found: str | N
                        "path to a folder only root can write, or drop the bit (chmod u-s,g-s)")),
             severity=ERROR if hit else WARNING))
     return tuple(findings)
-
-
-def _secure_keeps(text: str, folder: str, defaults: LinkerDefaults) -> bool:
-    """_dl_dst_substitute under __libc_enable_secure, for the executable: its only $ORIGIN must start the
-    element, followed by '/' or nothing, and the expanded path, normalized, must lie under a system folder."""
-    origins = list(_ORIGIN.finditer(text))
-    if len(origins) != 1 or origins[0].start() != 0 or text[origins[0].end():][:1] not in ("", "/"):
-        return False
-    normal = path_.normpath(re.sub("/+", "/", folder)).rstrip("/") + "/"
-    return any(normal.startswith(system.rstrip("/") + "/") for system in defaults.default_dirs)

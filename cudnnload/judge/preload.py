@@ -15,28 +15,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.judge import fixes
 from cudnnload.resolve.process import Preload
-from cudnnload.verdicts import Consequence, Finding, Subject, fix, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Subject, fix
 
 
 def preload_findings(preloads: Iterable[Preload]) -> tuple[Finding, ...]:
-    """One error per LD_PRELOAD entry that stops programs at start, its fix the entry's removal."""
+    """One error per preload entry (LD_PRELOAD's, /etc/ld.so.preload's) that stops programs at start, its fix the
+    entry's removal."""
     said: dict[str, Finding] = {}
     for item in preloads:
         if not item.stops_start or item.entry is None or item.entry in said:
             continue
         if item.kills:
             why = f"mapping {item.path} kills the process (SIGBUS: the file is shorter than its segments)"
-            seen = Consequence("every program started with this LD_PRELOAD", Effect.SIGBUS, item.name,
+            seen = Consequence(f"every program started with this {item.source}", Effect.SIGBUS, item.name,
                                message=f"{item.path} is cut short")
         else:
             lacks = item.path is not None  # found, but a symbol of its version node is missing from it
             why = (f"it needs {item.name}, and the one found ({item.path}, of another release) lacks a symbol it "
                    "binds to" if lacks else f"it needs {item.name}, which cannot be found")
-            seen = Consequence("every program started with this LD_PRELOAD", Effect.NO_START, item.name,
+            seen = Consequence(f"every program started with this {item.source}", Effect.NO_START, item.name,
                                message=item.printed)
         said[item.entry] = Finding(
-            Code.PRELOAD_CANNOT_LOAD, f"the LD_PRELOAD entry {item.entry} stops every program before it starts: "
-            f"{why}", Subject(SubjectKind.VARIABLE, item.entry, variable="LD_PRELOAD", entry=item.entry),
-            fix(remove_entry("LD_PRELOAD", item.entry)), (seen,))
+            Code.PRELOAD_CANNOT_LOAD, f"the {item.source} entry {item.entry} stops every program before it starts: "
+            f"{why}", Subject(SubjectKind.VARIABLE, item.entry, variable=item.source if item.source == "LD_PRELOAD"
+                              else None, entry=item.entry),
+            fix(fixes.removal(item.source, item.entry)), (seen,))
     return tuple(said.values())

@@ -304,12 +304,33 @@ def classify(file_name: str) -> SubLibrary | None:
     return next((lib for lib in gen.libraries if lib.stem == stem), None)
 
 
+# Libraries that dlopen another while they load (in their initializers), by the start of their soname: measured
+# with LD_DEBUG=files, each wheel's libraries dlopened alone beside the wheels they need ("file=libcuda.so.1 [0];
+# dynamically loaded by .../libcublasLt.so.12"): cuBLASLt 12.9 and 13.5, cuDNN 9.0 and 9.28's precompiled engines,
+# cuDNN 8.9.7's cnn_infer and cnn_train (8.5's cnn_infer too, by the dlerror() its shim then trips on). None of the
+# other libraries of those wheels opens anything as it loads. Each is looked up from the library that opens it.
+DLOPENS_AT_LOAD: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("libcublasLt.so.", ("libcuda.so.1",)),
+    ("libcudnn_engines_precompiled.so.9", ("libcuda.so.1",)),
+    ("libcudnn_cnn_infer.so.8", ("libcuda.so.1",)),
+    ("libcudnn_cnn_train.so.8", ("libcuda.so.1",)),
+)
+
+
+def dlopens_at_load(soname: str) -> tuple[str, ...]:
+    """What the library of ``soname`` dlopens as it loads (`DLOPENS_AT_LOAD`)."""
+    return next((names for prefix, names in DLOPENS_AT_LOAD if soname.startswith(prefix)), ())
+
+
 # Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
 # cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
 # $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
 DEPENDENCY_SOURCES: dict[str, str] = {
     "libcuda.so.1": "the NVIDIA driver (not pip-installable)",
     "libz.so.1": "zlib (apt install zlib1g / dnf install zlib)",
+    "libstdc++.so.6": "the GCC C++ runtime, new enough (apt install libstdc++6 / dnf install libstdc++, or in a conda "
+                      "environment conda install -c conda-forge libstdcxx-ng)",
+    "libgcc_s.so.1": "the GCC runtime (apt install libgcc-s1 / dnf install libgcc)",
     "libcublas.so.11": "pip install nvidia-cublas-cu11",
     "libcublasLt.so.11": "pip install nvidia-cublas-cu11",
     "libcublas.so.12": "pip install nvidia-cublas-cu12",

@@ -24,11 +24,20 @@ from cudnnload.codes import Code
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, path_problem, read_regular
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import GENERATIONS, Generation, Release, SubLibrary, classify, generation, parse_release
+from cudnnload.resolve.catalog import (
+    GENERATIONS,
+    Generation,
+    Release,
+    SubLibrary,
+    classify,
+    dlopens_at_load,
+    generation,
+    parse_release,
+)
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
-from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded
+from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 from cudnnload.resolve.startup import Source
@@ -69,12 +78,18 @@ class Step:
     outcome: str | None = None  # what opening the file does: "found", "already-loaded", or why it fails
     error: str | None = None  # dlerror's text when the file was picked but cannot load (or kills the process)
     entry: str | None = None  # the entry, as written, of ``variable`` that gave it
-    variable: str | None = None  # "LD_LIBRARY_PATH" (found through it) or "LD_PRELOAD" (preloaded, already loaded)
+    # "LD_LIBRARY_PATH" (found through it), or where the preload that put it in the process is written ("LD_PRELOAD"
+    # or "/etc/ld.so.preload": already loaded)
+    variable: str | None = None
     # What the opener gets from its later names when its dlopen of this file fails after the linker picked it
     # (a NEEDED missing, an undefined symbol): cuDNN 9's shim and graph go on to the next name, and the bare
     # ``X.so`` a -dev package or a CUDA image puts in ld.so.cache answers (measured on the H200 machine: the
     # system's libcudnn_cnn.so after the wheel's cnn failed to bind). None: no other file answers them.
     fallback: Step | None = None
+    # version nodes the requester needs from this library that the file found does not define: the load fails
+    # (dl-version.c "version `X' not found (required by Y)"); a provider without any version definitions has none
+    lacks: tuple[str, ...] = ()
+    undecided: str | None = None  # why the linker model cannot decide this lookup (a glibc it does not know)
 
 
 @dataclass(frozen=True)
@@ -156,6 +171,7 @@ class Host:
     libstdcxx: str | None  # path of the libstdc++.so.6 that would load
     glibcxx: tuple[int, ...] | None
     cxxabi: tuple[int, ...] | None
+    libstdcxx_entry: str | None = None  # the LD_LIBRARY_PATH entry, as written, that gave that libstdc++
 
     def lacking(self, info: ElfInfo) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
         """Each of GLIBC_, GLIBCXX_ and CXXABI_ whose newest version the file needs is newer than this machine's:
@@ -208,8 +224,13 @@ class Context:
     preloads: tuple[Preload, ...] = ()
 
     def preload_entry(self, path: str) -> str | None:
-        """The LD_PRELOAD entry that put the file at ``path`` in the process, if one did."""
+        """The preload entry that put the file at ``path`` in the process, if one did."""
         return next((p.entry for p in self.preloads if p.path == path and p.entry is not None), None)
+
+    def preload_source(self, path: str) -> str:
+        """Where the preload that put the file at ``path`` in the process is written: "LD_PRELOAD" or the preload
+        file (rule ld-so-preload)."""
+        return next((p.source for p in self.preloads if p.path == path and p.entry is not None), "LD_PRELOAD")
 
     def elf(self, path: str) -> ElfInfo | None:
         """The file at ``path`` read as ELF (links followed), or None when it cannot be."""
@@ -265,10 +286,13 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=defaults or linker_defaults(cache, env_vars))
     link_env = replace(link_env, ld_cache=ld_cache) if ld_cache is not None else link_env
+    # another system's C library decides which of the loader's rules hold (`rules`), and whether the model knows it
+    link_env = replace(link_env, glibc=(glibc[0], glibc[1])) if glibc is not None and len(glibc) >= 2 else link_env
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify)
     mapped = [*(started or {}), *mapped]
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, started) \
-        if mapped or preload_entries(env_vars) else ()
+    file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
+    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries, started) \
+        if mapped or file_entries or preload_entries(env_vars) else ()
     if not preloads:
         return facts
     names = {**loaded_names(preloads), **(loaded or {})}
@@ -278,10 +302,12 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
 # --- host -----------------------------------------------------------------
 
 def host_facts(env: linker.LinkerEnv, cache: ElfCache, glibc: tuple[int, ...] | None = None) -> Host:
-    """The C library (``glibc``: another system's, else this process's) and the libstdc++ ``env`` would load."""
+    """The C library (``glibc``: another system's, else this process's) and the libstdc++ ``env`` would load, as
+    a DT_NEEDED entry asks for it (and the LD_LIBRARY_PATH entry that puts it first, when one does)."""
     version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") and glibc is None else None
     glibc = glibc or (max_version([version.replace(" ", "_")]) if version else None)
-    stdcxx = linker.resolve("libstdc++.so.6", None, env).path
+    found = linker.resolve("libstdc++.so.6", None, env, how="needed")
+    stdcxx = found.path
     defs: tuple[str, ...] = ()
     if stdcxx:
         try:
@@ -294,6 +320,7 @@ def host_facts(env: linker.LinkerEnv, cache: ElfCache, glibc: tuple[int, ...] | 
         libstdcxx=stdcxx,
         glibcxx=max_version(d for d in defs if d.startswith("GLIBCXX_")),
         cxxabi=max_version(d for d in defs if d.startswith("CXXABI_")),
+        libstdcxx_entry=search_entry(stdcxx, found.rule, env) if stdcxx else None,
     )
 
 
@@ -499,7 +526,7 @@ def python_requester(cache: ElfCache, executable: str | None = None) -> linker.R
     """
     program = executable or sys.executable
     found = requester(program, cache)
-    return found and replace(found, origin=os.path.dirname(os.path.realpath(program)))
+    return found and replace(found, origin=os.path.dirname(os.path.realpath(program)), program=True)
 
 
 def chain(*links: linker.Requester | None) -> linker.Chain:
@@ -646,10 +673,10 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
     entry = search_entry(path, rule, ctx.linker) if path and not found else None
     variable = "LD_LIBRARY_PATH" if entry is not None else None
     if path and rule == "already-loaded" and (preloaded_by := ctx.preload_entry(path)) is not None:
-        entry, variable = preloaded_by, "LD_PRELOAD"
+        entry, variable = preloaded_by, ctx.preload_source(path)
     trail = condensed_trail(res, ctx.linker.defaults.subdirs)
     return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
-                None if found else res.error, entry, variable)
+                None if found else res.error, entry, variable, undecided=res.undecided)
 
 
 def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
@@ -669,21 +696,29 @@ def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
 
 
 def condensed_trail(res: linker.Resolution, subdirs: Sequence[str]) -> tuple[str, ...]:
-    """The search trail, one line per (rule, folder, name). glibc tries every folder with each
-    hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
-    shown only when something was in it."""
+    """The search trail, one line per (rule, folder, name): "rpath: /x/libz.so.1 (absent)". glibc tries every
+    folder with each hwcaps subfolder first (``subdirs``, up to 18: linker.LinkerDefaults); an attempt there is
+    shown only when something was in it. What the search passed over or stopped at for a reason of its own (a
+    foreign ELF, a loop, an entry that is a file, a secure-mode drop, a file this user may not read) names the
+    rule that decided it: "ld-library-path: /x/libz.so.1 (no-access, rule open-eacces)"."""
     nested = tuple("/" + s.rstrip("/") for s in subdirs if s)
     lines: dict[tuple[str, str], str] = {}
     for attempt in res.trail:
         if attempt.outcome in ("absent", "no-dir") and attempt.path.rpartition("/")[0].endswith(nested):
             continue
-        lines.setdefault((attempt.rule, attempt.path), f"{attempt.rule}: {attempt.path} ({attempt.outcome})")
+        plain = attempt.outcome in ("found", "absent", "no-dir") or not attempt.by
+        said = attempt.outcome if plain else f"{attempt.outcome}, rule {attempt.by}"
+        lines.setdefault((attempt.rule, attempt.path), f"{attempt.rule}: {attempt.path} ({said})")
     return tuple(lines.values())
 
 
 def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Step], cuda: int | None,
                  ctx: Context) -> tuple[Step, ...]:
-    """Non-cuDNN libraries the install needs: DT_NEEDED ones, and those cuDNN dlopens itself."""
+    """The install's closure outside cuDNN: what its files NEED (libstdc++, libgcc_s, libz ...) and what cuDNN
+    dlopens itself (libcuda, cuBLASLt, NVRTC and NVRTC's builtins), and in turn what those NEED, breadth first as
+    ld.so maps them (rule start-order). Each is looked up from the object that asks, with that object's own
+    search (its DT_RPATH chain or DT_RUNPATH), and its version needs are checked against the copy found first
+    (`Step.lacks`). The first lookup of a name decides it: later ones get that object (rule already-loaded)."""
     steps: dict[str, Step] = {}
     # the install's own files, then what the plan loads from elsewhere (LD_LIBRARY_PATH ...)
     loading = [(cand.path, cand.elf) for cand in files if cand.elf is not None]
@@ -693,21 +728,13 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
             info = ctx.elf(step.path)
             if info is not None:
                 loading.append((step.path, info))
-    for path, info in loading:
-        req = linker.Requester.from_elf(path, info)
-        for needed in info.needed:
-            if needed in steps or needed.startswith("libcudnn") or needed in SYSTEM_LIBRARIES:
-                continue
-            res = linker.resolve(needed, chain(req), ctx.linker)
-            steps[needed] = make_step(needed, path, (needed,), res, os.path.dirname(path), ctx)
+    _closure([(path, info, chain(linker.Requester.from_elf(path, info))) for path, info in loading], steps, ctx)
     # What cuDNN dlopens itself, each asked for by the file that opens it: (soname, that file's requester).
     dlopened: list[tuple[str, linker.Requester | None]] = []
-    # cuDNN 8's cnn_infer dlopens the driver's libcuda.so.1 as it loads (its file names it; the 8.5 shim then
-    # trips on the dlerror() it leaves: `judge.consequences`)
-    cnn = next((step.path for step in plan if step.library == "cnn_infer" and step.path and step.error is None),
-               None) if gen.major == 8 else None
-    if cnn is not None:
-        dlopened.append(("libcuda.so.1", requester(cnn, ctx.cache)))
+    # What a loaded file dlopens as it loads (catalog.DLOPENS_AT_LOAD: cuDNN 8's cnn_infer opens the driver's
+    # libcuda.so.1, and the 8.5 shim then trips on the dlerror() it leaves: `judge.consequences`)
+    for path, info in loading:
+        dlopened += [(name, requester(path, ctx.cache)) for name in dlopens_at_load(info.soname or "")]
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
     # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from; in 9.x it is
     # the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13; graph's names
@@ -726,9 +753,95 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
         dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req), (f"libnvrtc.so.{cuda}", opener_req)]
     for soname, asker in dlopened:
         if asker is not None and soname not in steps:
-            res = linker.resolve(soname, chain(asker), ctx.linker)
-            steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
+            _dlopened(soname, asker, steps, ctx)
+            nvrtc = steps[soname]
+            builtins = nvrtc_builtins(nvrtc.path, ctx.cache) if soname.startswith("libnvrtc.") and nvrtc.path else None
+            # NVRTC dlopens the builtins of its own minor release when it compiles (its strings name
+            # "libnvrtc-builtins.so.12.9") and, when they load, the driver, with its own RUNPATH ($ORIGIN and an
+            # empty element: the current folder) (measured with LD_DEBUG on the 12.9 and 13.5 wheels)
+            nvrtc_req = requester(nvrtc.path, ctx.cache) if nvrtc.path is not None else None
+            if builtins is not None and nvrtc_req is not None and builtins not in steps:
+                _dlopened(builtins, nvrtc_req, steps, ctx)
+                if steps[builtins].path is not None and steps[builtins].error is None and "libcuda.so.1" not in steps:
+                    _dlopened("libcuda.so.1", nvrtc_req, steps, ctx)
     return tuple(steps.values())
+
+
+# In every process before anything else: the C library and the loader (libdl, libpthread, librt are part of libc
+# from glibc 2.34; the interpreter NEEDs libm). Not searched; GLIBC_ needs are the host's (`Host.lacking`).
+ALWAYS_LOADED = frozenset({"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                           "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"})
+
+
+def _closure(queue: list[tuple[str, ElfInfo, linker.Chain]], steps: dict[str, Step], ctx: Context) -> None:
+    """Breadth first from ``queue`` (each object with its chain): each DT_NEEDED outside cuDNN and the C library,
+    looked up from the object that needs it, and what that NEEDs in turn."""
+    while queue:
+        path, info, links = queue.pop(0)
+        for needed in info.needed:
+            if needed in steps or needed.startswith("libcudnn") or needed in ALWAYS_LOADED:
+                continue
+            res = linker.resolve(needed, links, ctx.linker, how="needed")
+            steps[needed] = replace(make_step(needed, path, (needed,), res, os.path.dirname(path), ctx),
+                                    lacks=lacking(info, needed, res.path, ctx))
+            found = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
+            if found is not None and res.path is not None:
+                queue.append((res.path, found, linker.Chain((linker.Requester.from_elf(res.path, found),
+                                                             *links.links))))
+
+
+def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx: Context) -> None:
+    """A library cuDNN (or NVRTC) dlopens, looked up from ``asker``, then what it NEEDs (a dlopen'd object has no
+    loader: its chain starts at it)."""
+    res = linker.resolve(soname, chain(asker), ctx.linker)
+    steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
+    info = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
+    if info is not None and res.path is not None:
+        req = linker.Requester.from_elf(res.path, info)
+        _closure([(res.path, info, chain(req))], steps, ctx)
+        for name in dlopens_at_load(info.soname or ""):  # cuBLASLt opens the driver as it loads
+            if name not in steps:
+                _dlopened(name, req, steps, ctx)
+
+
+def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> tuple[str, ...]:
+    """The versions ``info``'s file needs from ``needed`` (DT_VERNEED) that ``provider``, the file that answers
+    that name, does not define: dl-version.c then fails the load ("version `X' not found"). A provider without
+    version definitions satisfies every need (rule version-no-verdef)."""
+    wanted = next((need.versions for need in info.version_needs if need.library == needed), ())
+    if not wanted or provider is None:
+        return ()
+    found = ctx.elf(provider)
+    if found is None or not found.version_defs:
+        return ()
+    return tuple(version for version in wanted if version not in found.version_defs)
+
+
+def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
+    """The builtins library NVRTC at ``nvrtc`` dlopens when it compiles: ``libnvrtc-builtins.so.MAJOR.MINOR`` of its
+    own release, the name its file holds (its error messages: "failed to open libnvrtc-builtins.so.12.9"), read
+    once per file (``cache``); None when the file holds none."""
+    def read() -> str | None:
+        import mmap
+
+        try:
+            with open(nvrtc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(b"libnvrtc-builtins.so.")
+                found = re.match(rb"libnvrtc-builtins\.so\.\d+\.\d+", data[at:at + 40]) if at >= 0 else None
+        except (OSError, ValueError):
+            return None
+        return found.group().decode() if found else None
+
+    if cache is None:
+        return read()
+    key = ("nvrtc-builtins", *_stamped(nvrtc))
+    known = cache.recall(key, "str")
+    if isinstance(known, str):
+        return known
+    name = read()
+    if name is not None:
+        cache.remember(key, name)
+    return name
 
 
 def cuda_near(path: str, cache: ElfCache) -> int | None:
@@ -766,13 +879,6 @@ def _wheel_cuda(folder: str) -> int | None:
         return None
     majors = {int(m.group(1)) for name in names if (m := re.match(r"nvidia_cudnn_cu(\d+)-.*\.dist-info$", name))}
     return majors.pop() if len(majors) == 1 else None
-
-
-# Always present with glibc and the compiler runtime; not worth a search each.
-SYSTEM_LIBRARIES = frozenset({
-    "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libgcc_s.so.1",
-    "libstdc++.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-})
 
 
 # --- the whole machine ---------------------------------------------------------

@@ -23,6 +23,7 @@ import os
 import struct
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 
 from cudnnload.files import NotRegularFile, read_regular
 
@@ -111,28 +112,51 @@ class LdCache:
     generator: str | None = None  # "ldconfig (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36"
     problem: str | None = None
 
-    def lookup(self, name: str, flags: tuple[int, ...], hwcaps: tuple[str, ...] = ()) -> CacheEntry | None:
+    def lookup(self, name: str, flags: tuple[int, ...], hwcaps: tuple[str, ...] = (),
+               legacy: tuple[str, ...] | None = None) -> CacheEntry | None:
         """The entry ``ld.so`` would pick for ``name`` (``search_cache`` in dl-cache.c).
 
         ``flags``: what the host accepts (:func:`accepted_flags`). ``hwcaps``: the
         glibc-hwcaps subdirectories the CPU supports, most preferred first. Among
         the entries for ``name`` (ldconfig sorts glibc-hwcaps entries first), the
         supported glibc-hwcaps entry of highest priority wins; otherwise the first
-        plain entry. Legacy hwcap entries (``tls/``, ``haswell/``... written by
-        ldconfig before 2.37) are skipped: whether ld.so takes one depends on
-        AT_HWCAP bits not modelled here.
+        plain entry. ``legacy``: the legacy hwcaps subfolders the loader supports (``tls``, ``x86_64``...,
+        glibc <= 2.39 takes such entries, rule ld-cache-legacy-hwcap): a legacy entry (written by ldconfig
+        for a library in one of them) counts when its folder ends with one of them; None: the loader takes
+        none (glibc 2.40+).
         """
         best: CacheEntry | None = None
         best_priority = len(hwcaps)
-        for entry in self.entries:
-            if entry.name != name or entry.flags not in flags:
+        for entry in self.named(name):
+            if entry.flags not in flags:
                 continue
             if entry.named_hwcap:
                 if entry.hwcaps_subdir in hwcaps and hwcaps.index(entry.hwcaps_subdir) < best_priority:
                     best, best_priority = entry, hwcaps.index(entry.hwcaps_subdir)
-            elif best is None and entry.hwcap == 0:
+            elif best is None and (entry.hwcap == 0 or (legacy and _in_legacy(entry.path, legacy))):
                 return entry
         return best  # a glibc-hwcaps entry, which ldconfig sorts before the plain ones
+
+    def legacy_entries(self, name: str) -> bool:
+        """Whether ``name`` has legacy hwcap entries (ldconfig before 2.37 wrote them for tls/, x86_64/ ...)."""
+        return any(entry.hwcap and not entry.named_hwcap for entry in self.named(name))
+
+    def named(self, name: str) -> tuple[CacheEntry, ...]:
+        """The entries for ``name``, in the file's order (looked up in an index: a cache of thousands of entries is
+        not scanned once per lookup)."""
+        return self._by_name.get(name, ())
+
+    @cached_property
+    def _by_name(self) -> dict[str, tuple[CacheEntry, ...]]:
+        index: dict[str, list[CacheEntry]] = {}
+        for entry in self.entries:
+            index.setdefault(entry.name, []).append(entry)
+        return {name: tuple(entries) for name, entries in index.items()}
+
+
+def _in_legacy(path: str, legacy: tuple[str, ...]) -> bool:
+    folder = os.path.dirname(path)
+    return any(folder.endswith("/" + sub) for sub in legacy)
 
 
 def read_ld_cache(path: str = LD_SO_CACHE) -> LdCache:
