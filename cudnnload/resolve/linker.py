@@ -745,7 +745,7 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
         for position, (folder, first) in enumerate(zip(env.folders(directory), firsts, strict=True)):
             # a subfolder whose first part the directory's listing lacks does not exist: no syscall for it
             # (a linear search of 3 000 LD_LIBRARY_PATH entries in milliseconds, not seconds)
-            if first and (top is False or missing or (top is not True and first not in top)) and not relative:
+            if first and (top is False or missing or (isinstance(top, frozenset) and first not in top)) and not relative:
                 outcome = "no-dir"  # a hwcaps subfolder that is not there: said nowhere, so not kept either
                 continue
             names = env.listing(folder) if first else top
@@ -785,7 +785,7 @@ def _tried(candidate: str, names: frozenset[str] | bool | int, relative: bool, s
     if isinstance(names, int) and not isinstance(names, bool):
         # a relative folder is never remembered as missing: each open() fails again (ENOENT or ENOTDIR)
         return _Probe("not-dir" if names == errno.ENOTDIR else "absent" if relative else "no-dir", names)
-    if names is not True and os.path.basename(candidate) not in names:
+    if isinstance(names, frozenset) and os.path.basename(candidate) not in names:
         return _Probe("absent", errno.ENOENT)
     probe = _probe(candidate, search.env, search.how)
     if probe.outcome == "found" and search.secure_preload and not _setuid(candidate, search.env):
