@@ -745,7 +745,8 @@ def _search_list(search: _Search, dirs: tuple[str, ...], rule: Rule, via: str | 
         for position, (folder, first) in enumerate(zip(env.folders(directory), firsts, strict=True)):
             # a subfolder whose first part the directory's listing lacks does not exist: no syscall for it
             # (a linear search of 3 000 LD_LIBRARY_PATH entries in milliseconds, not seconds)
-            if first and (top is False or missing or (isinstance(top, frozenset) and first not in top)) and not relative:
+            absent = top is False or missing or (isinstance(top, frozenset) and first not in top)
+            if first and absent and not relative:
                 outcome = "no-dir"  # a hwcaps subfolder that is not there: said nowhere, so not kept either
                 continue
             names = env.listing(folder) if first else top
