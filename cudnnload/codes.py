@@ -256,7 +256,7 @@ class ActionKind(_Word):
     PIP_INSTALL = "pip-install"  # {requirements, options, target, python}
     PIP_UNINSTALL = "pip-uninstall"  # {requirements (names), target, python}
     RELINK = "relink"  # {path, target}: path becomes a symbolic link to target
-    CHMOD = "chmod"  # {path, mode}: mode in octal, "0644"
+    CHMOD = "chmod"  # {path, mode, owner}: mode in octal, "0644"; owner: who must run it (None: the user)
     REMOVE_LINE = "remove-line"  # {path, line}: that line taken out of a start-up file (.pth, sitecustomize, profile)
     RUN = "run"  # {argv}: run the program as argv + program
     MANUAL = "manual"  # {text}: no automatic action exists (a driver upgrade, relinking)

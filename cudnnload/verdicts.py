@@ -52,7 +52,7 @@ _FIELDS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.ENV_SET: ("variable", "value"), ActionKind.DELETE: ("path",),
     ActionKind.PIP_INSTALL: ("requirements", "options", "target", "python"),
     ActionKind.PIP_UNINSTALL: ("requirements", "target", "python"), ActionKind.RELINK: ("path", "target"),
-    ActionKind.CHMOD: ("path", "mode"), ActionKind.REMOVE_LINE: ("path", "line"), ActionKind.RUN: ("argv",),
+    ActionKind.CHMOD: ("path", "mode", "owner"), ActionKind.REMOVE_LINE: ("path", "line"), ActionKind.RUN: ("argv",),
     ActionKind.MANUAL: ("text",),
 }
 
@@ -74,6 +74,7 @@ class Action:
     text: str | None = None
     mode: str | None = None  # chmod's, in octal: "0644"
     line: str | None = None  # remove-line's, exactly as in the file
+    owner: str | None = None  # chmod's: who must run it, when the path is not the user's (its owner, or root)
 
     def json(self) -> dict[str, object]:
         """The contract's object: ``do`` and that kind's fields (README "Fixes")."""
@@ -104,7 +105,8 @@ class Action:
         if self.do is ActionKind.RELINK:
             return f"ln -sfn {shlex.quote(self.target or '')} {shlex.quote(self.path or '')}"
         if self.do is ActionKind.CHMOD:
-            return f"chmod {self.mode} {shlex.quote(self.path or '')}"
+            return f"chmod {self.mode} {shlex.quote(self.path or '')}" + (
+                f" (as {self.owner}, its owner{', or root' if self.owner != 'root' else ''})" if self.owner else "")
         if self.do is ActionKind.REMOVE_LINE:
             return f"remove the line {self.line!r} from {shlex.quote(self.path or '')}"
         if self.do is ActionKind.RUN:
@@ -150,8 +152,8 @@ def relink(path: str, target: str) -> Action:
     return Action(ActionKind.RELINK, path=path, target=target)
 
 
-def chmod(path: str, mode: int) -> Action:
-    return Action(ActionKind.CHMOD, path=path, mode=f"{mode:04o}")
+def chmod(path: str, mode: int, owner: str | None = None) -> Action:
+    return Action(ActionKind.CHMOD, path=path, mode=f"{mode:04o}", owner=owner)
 
 
 def remove_line(path: str, line: str) -> Action:

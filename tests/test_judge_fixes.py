@@ -238,7 +238,7 @@ def test_a_shim_path_a_program_opened_in_vain_is_put_back_by_its_distribution(tm
     cure = unopened_fix(str(shim), chain(), context(BASE))
     assert cure is not None and [a.json() for a in cure.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": None}]
+         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}]
 
 
 def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distributions_fix(tmp_path: Path) -> None:

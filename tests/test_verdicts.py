@@ -97,7 +97,7 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
         {"do": "pip-uninstall", "requirements": ["nvidia-cudnn-cu12"],
          "target": "/home/me/.local/lib/python3.11/site-packages", "python": "/venv/bin/python"},
         {"do": "relink", "path": "/opt/cudnn/lib/libcudnn.so.9", "target": "libcudnn.so.9.28.0"},
-        {"do": "chmod", "path": "/opt/x/libcudnn_cnn.so.9", "mode": "0644"},
+        {"do": "chmod", "path": "/opt/x/libcudnn_cnn.so.9", "mode": "0644", "owner": None},
         {"do": "remove-line", "path": "/venv/lib/python3.11/site-packages/old.pth",
          "line": "import ctypes; ctypes.CDLL('x')"}]
     assert json.loads(json.dumps(written)) == written

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
@@ -304,7 +304,10 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
 
     preloaded = {os.path.realpath(e) for e in preload_entries(env) if "/" in e}
     own = [o for o in seen.shims if os.path.realpath(o.path) not in preloaded]
-    target = (own or seen.shims)[0].path if seen.shims else misses[0].name if misses else None
+    # only a preloaded shim served it: the program's own load was by name (answered by the object already
+    # loaded), so the repair is judged for that name, the preload in its environment
+    target = _asked(own[0]) if own else _shim_name(seen.shims[0].path) if seen.shims else \
+        misses[0].name if misses else None
     if target is None:
         return ()
     try:
@@ -314,6 +317,94 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
                       f"cuDNN ({target})", target, always=True)
     except CudnnloadError:
         return ()  # a target the model cannot read: the findings above say what the run showed
+
+
+def _strays_said() -> Fix:
+    """Two folders' cuDNN in one process, where the prediction's findings give the change (said once, there)."""
+    from cudnnload.verdicts import fix
+
+    return fix(note="one cuDNN per process: the prediction's findings say which folder gave the stray ones")
+
+
+def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -> Fix:
+    """One cuDNN per process, checked on the model for what the program asked for (its shim's name, or path):
+    the model's own repair (`remedy.plan`: the least change of the environment first) when it finds that wrong;
+    else, where the model finds the program's own load whole (the same release in two folders), every other folder
+    taken away where an LD_LIBRARY_PATH or LD_PRELOAD entry put it in the process, and what that reveals repaired
+    too; else said in words."""
+    from cudnnload.diagnose.doctor import judge_again
+    from cudnnload.diagnose.remedy import applied, plan
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.judge.fixes import undo as undo_preload
+    from cudnnload.verdicts import fix, remove_entry
+
+    unknown = _strays_said()
+    preloaded = {os.path.realpath(p.path) for p in ctx.preloads if p.path}
+    shims = [o for o in seen.shims if (lib := classify(os.path.basename(o.path))) and lib.major == major]
+    opened = next((o for o in shims if os.path.realpath(o.path) not in preloaded), shims[0] if shims else None)
+    if opened is None:
+        return unknown
+    home = os.path.dirname(os.path.realpath(opened.path))
+    judge = judge_again(_asked(opened), None, None, False, (), None, ())
+
+    def repaired(env: Mapping[str, str]) -> Fix | None:
+        """The model's repair in ``env``: empty when nothing is wrong there; None when it knows none."""
+        whole = plan(judge(env, frozenset()), env, judge)
+        if whole is None:
+            return fix()
+        return None if not whole.actions or any(a.do is ActionKind.MANUAL for a in whole.actions) else whole
+
+    actions = []
+    for folder in sorted(places - {home}):
+        entry = next((e for e in ctx.linker.ld_library_path if e and os.path.realpath(e) == folder), None)
+        preload = next((p for p in ctx.preloads if p.path and os.path.dirname(os.path.realpath(p.path)) == folder),
+                       None)
+        undo = remove_entry("LD_LIBRARY_PATH", entry) if entry is not None else \
+            undo_preload(preload) if preload is not None else None
+        if undo is None:
+            return unknown
+        actions.append(undo)
+    try:
+        first = repaired(ctx.environ)
+        if first is not None and first.actions:
+            return first
+        env: Mapping[str, str] = dict(ctx.environ)
+        for action in actions:
+            env, _ = applied(action, env, frozenset())
+        more = repaired(env) if actions else None
+    except CudnnloadError:
+        return unknown
+    if more is None:
+        return unknown
+    return fix(*actions, *more.actions, note=f"the program's cuDNN is {home}'s; the model finds nothing wrong once "
+               "this is done")
+
+
+def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
+    """A CUDA library a pip-installed object asked for in vain (torch's libcublas.so.13): the pip distribution
+    that has it (`fixes.dependency_requirement`), installed into the site that holds the object that asked."""
+    from cudnnload.judge.fixes import dependency_requirement, pip_into
+    from cudnnload.resolve.consumers import site_of
+    from cudnnload.resolve.pythons import interpreter_of_site
+    from cudnnload.verdicts import fix
+
+    requirement = dependency_requirement(miss.name)
+    site = site_of(miss.requested_by)
+    if requirement is None or site is None:
+        return None
+    return fix(pip_into([requirement], site, interpreter_of_site(site)),
+               note=f"{os.path.basename(miss.requested_by)} needs {miss.name}; {requirement} has it")
+
+
+def _asked(opened: lddebug.Opened) -> str:
+    """What the program asked for to get ``opened``: the name it searched for, else the path it gave."""
+    return opened.name if "/" not in opened.name else opened.path
+
+
+def _shim_name(path: str) -> str:
+    """The soname a shim answers to (``libcudnn.so.9``), else its path."""
+    lib = classify(os.path.basename(path))
+    return generation(lib.major).shim.soname if lib is not None and lib.key == "shim" else path
 
 
 def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:
@@ -633,7 +724,8 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
         asker = misses[0].requested_by
-        cure = _unopened_fix(misses[0], ctx) if not seen.shims and stem == "libcudnn" else None
+        cure = _unopened_fix(misses[0], ctx) if not seen.shims and stem == "libcudnn" else \
+            _dependency_fix(misses[0]) if stem != "libcudnn" else None
         findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
                                 f"linker found nothing loadable in {', '.join(searched) or 'no folder'}",
                                 Subject(SubjectKind.FILE, asker, stem),
@@ -648,8 +740,8 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         if len(places) > 1:
             findings.append(Finding(Code.MIXED_IN_PROCESS, f"cuDNN {major} libraries from {len(places)} folders were "
                                     f"mapped in one process: {', '.join(sorted(places))}", about,
-                                    fix(note="one cuDNN per process: the prediction's findings say which folder "
-                                             "gave the stray ones")))
+                                    _strays_said() if any(f.severity == "error" and f.fix.actions for f in said)
+                                    else _strays_fix(seen, major, places, ctx)))
     for call in seen.api_errors:
         # an error the prediction gave this call (a missing library, no GPU here) is explained by its finding
         expected = explained.get(call.function) == call.status

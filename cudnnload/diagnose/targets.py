@@ -19,7 +19,7 @@ from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, pip_into
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, make_readable, pip_into
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import find, judged_install_of
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
@@ -40,7 +40,7 @@ from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, chmod, fix, manual, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -164,20 +164,30 @@ def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
     path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
     ctx = context(env, verify=verify)
-    inventory = find([os.path.dirname(path)], environ=env, ctx=ctx) if os.path.isdir(os.path.dirname(path)) \
-        else Inventory(ctx.host, ())  # the folder is gone too: nothing there to read
+    inventory, cure = _missing_path(path, ctx)
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
     error = f"{path}: cannot open shared object file: No such file or directory"
-    said = next((f.fix for i in inventory.installs for f in i.all_findings
-                 if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
-    cure = said or _wheel_gone(path) or unopened_fix(path, None, ctx) or _missing_fix(gen.shim.soname, gen, ctx)
     what = "shim" if lib is None or lib.key == "shim" else f"{lib.key} sub-library"
     finding = Finding(Code.NOT_FOUND, f"dlopen(\"{path}\") would fail: no such file",
                       Subject(SubjectKind.FILE, path, lib.key if lib else "shim"), cure,
                       (shim_cannot_load(gen, error),) if what == "shim" else ())
     target = Target(given, "library", path, f"the cuDNN {gen.major} {what} {path} (not there)")
     return Resolved(target, ctx, inventory, None, (), (finding,))  # nothing loads: no install is the target's
+
+
+def _missing_path(path: str, ctx: Context) -> tuple[Inventory, Fix]:
+    """What is in the folder of a cuDNN path that is not there, and the fix that puts it back: the distribution
+    whose RECORD lists it; the wheel gone with its folder installed again; the finding about that path in the
+    install its folder holds; else the shim's name found or installed."""
+    folder = os.path.dirname(path)
+    inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else Inventory(ctx.host, ())  # folder gone too
+    lib = classify(os.path.basename(path))
+    gen = GENERATIONS[lib.major if lib else 9]
+    said = next((f.fix for i in inventory.installs for f in i.all_findings
+                 if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
+    return inventory, said or _wheel_gone(path) or _installed_path_fix(path, ctx) or \
+        _missing_fix(gen.shim.soname, gen, ctx)
 
 
 def _wheel_gone(path: str) -> Fix | None:
@@ -205,37 +215,20 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
     when the user owns what stops it, else who can."""
     ctx = context(env, verify=verify)
-    blocker = _first_unreachable(path)
+    access = Access()
+    stop = access.unreachable(path)
+    blocker = stop.path if stop is not None else path
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    try:
-        info = os.stat(blocker)
-        owner = info.st_uid
-    except OSError:
-        owner = None
-    mode = 0o755 if os.path.isdir(blocker) else 0o644
-    if owner == os.geteuid():
-        cure = fix(chmod(blocker, mode))
-    else:
-        cure = fix(manual(f"{blocker} belongs to uid {owner}: its owner or root can make it readable "
-                          f"(chmod {mode:o} {blocker}); or install cuDNN where you can read it"))
+    cure = fix(make_readable(stop, access.user), note="or install cuDNN where you can read it") \
+        if stop is not None else fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
     error = f"{path}: cannot open shared object file: Permission denied"
     finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "
-                      + ("searched" if os.path.isdir(blocker) else "read") + " by this user",
+                      + ("searched" if stop is not None and stop.folder else "read") + " by this user",
                       Subject(SubjectKind.FILE, blocker, lib.key if lib else "shim"), cure,
                       (shim_cannot_load(gen, error),))
     target = Target(given, "library", path, f"the cuDNN {gen.major} library {path} (not readable here)")
     return Resolved(target, ctx, Inventory(ctx.host, ()), None, (), (finding,))
-
-
-def _first_unreachable(path: str) -> str:
-    """The first folder on ``path``'s way this user cannot search, else the file itself."""
-    parts = os.path.abspath(path).split("/")
-    for depth in range(2, len(parts)):
-        folder = "/".join(parts[:depth])
-        if not os.access(folder, os.X_OK):
-            return folder
-    return path
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
@@ -340,12 +333,17 @@ def unopened_fix(name: str, chain: linker.Chain | None, ctx: Context) -> Fix | N
     of the finding about that file in the install it belongs to (a wheel's file gone: its distribution put
     back); by name, what `doctor NAME` gives. None when the model finds it loads."""
     if "/" in name:
-        install = judged_install_of(name, ctx, "the path the program opened")
-        about = next((f for f in install.findings if f.subject.path == name and f.fix and f.fix.actions), None) \
-            if install is not None else None
-        return about.fix if about else None
+        return _missing_path(name, ctx)[1] if not os.path.lexists(name) else _installed_path_fix(name, ctx)
     res = linker.resolve(name, chain, ctx.linker)
     return None if res.path is not None and res.error is None else _unloaded_fix(name, chain, ctx, res)
+
+
+def _installed_path_fix(path: str, ctx: Context) -> Fix | None:
+    """The fix of the finding about ``path`` in the install its folder holds; None when there is none."""
+    install = judged_install_of(path, ctx, "the path the program opened")
+    about = next((f for f in install.findings if f.subject.path == path and f.fix and f.fix.actions), None) \
+        if install is not None else None
+    return about.fix if about else None
 
 
 def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:

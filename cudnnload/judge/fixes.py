@@ -14,9 +14,10 @@ from __future__ import annotations
 import posixpath
 import re
 
+from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
 from cudnnload.resolve.process import Preload
-from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, remove_entry, remove_line, run
+from cudnnload.verdicts import Action, Fix, chmod, fix, manual, pip_install, remove_entry, remove_line, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -109,6 +110,13 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
     of its own and the caller knows the program's."""
     own, how = pip_env
     return pip_install(requirements, options=(*options, *how), target=site, python=own or python)
+
+
+def make_readable(stop: Unreachable, user: int) -> Action:
+    """The mode change that lets the user reach a library: the folder searchable (0755) or the file readable
+    (0644), run by its owner (or root) when it is not the user's; never a reinstall, which that user may not do and
+    which leaves the mode as it was."""
+    return chmod(stop.path, 0o755 if stop.folder else 0o644, owner=None if stop.owner == user else stop.owner_name)
 
 
 def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:

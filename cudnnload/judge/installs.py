@@ -60,7 +60,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     gen = generation(install.major)
     preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
-    files = [f for cand in install.files for f in file_findings(cand, install.major, ctx.host, repair)]
+    files = [_readable(f, access) for cand in install.files for f in file_findings(cand, install.major, ctx.host,
+                                                                                    repair)]
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx, repair)
     findings: list[Finding] = []
@@ -94,7 +95,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
-    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access)
+    said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access,
+                                ctx.linker.ld_library_path)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
@@ -335,6 +337,15 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
                       f"{where} provides {prefix}{_dotted(have)}", subject,
                       fix(remove_entry("LD_LIBRARY_PATH", shadow), alternatives=[newer]) if shadow is not None
                       else fix(newer))
+
+
+def _readable(finding: Finding, access: Access) -> Finding:
+    """An unreadable file's fix is the mode change that lets the user read it (`fixes.make_readable`), not the
+    reinstall of a damaged one: its bytes are as released."""
+    path = finding.subject.path
+    if finding.code is not Code.UNREADABLE or path is None or (stop := access.unreachable(path)) is None:
+        return finding
+    return replace(finding, fix=fix(fixes.make_readable(stop, access.user)))
 
 
 def _dotted(version: tuple[int, ...]) -> str:

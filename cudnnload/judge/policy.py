@@ -252,11 +252,14 @@ class Mapped:
     entry: str | None = None  # that variable's entry, as written
 
 
-def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None) -> tuple[Finding, ...]:
+def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
+                       search_path: Sequence[str] = ()) -> tuple[Finding, ...]:
     """``untrusted-library`` for each file a program would map that someone other than root and the user
     can change, or that the current folder gives (`Access.replaceable`): an error, since the program would
     run it; cudnnload only reads such a file (its ELF facts), and maps it nowhere (`loading.probe`). The fix
-    takes away the entry that gave it, else makes the folder (or file) the user's and root's alone."""
+    takes away the entry that gave it (for a relative path with no entry recorded: the entry of
+    ``search_path``, LD_LIBRARY_PATH's entries as written, that names its folder), else makes the folder (or
+    file) the user's and root's alone."""
     access = access or Access()
     found = []
     for item in {item.path: item for item in mapped}.values():
@@ -267,6 +270,8 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None) -
             repair = fix(remove_entry(item.variable, item.entry))
         elif "/" not in item.path:  # a bare file name: the current folder, which only an empty entry stands for
             repair = fix(remove_entry("LD_LIBRARY_PATH", ""))
+        elif not item.path.startswith("/") and (entry := _entry_of(item.path, search_path)) is not None:
+            repair = fix(remove_entry("LD_LIBRARY_PATH", entry))
         elif not item.path.startswith("/"):
             repair = fix(manual("remove the empty or relative search-path entry that gives it (in LD_LIBRARY_PATH: "
                                 "a leading, trailing or doubled ':')"))
@@ -278,6 +283,13 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None) -
                              Subject(SubjectKind.FILE, item.path, item.library, variable=item.variable,
                                      entry=item.entry), repair))
     return tuple(found)
+
+
+def _entry_of(path: str, search_path: Sequence[str]) -> str | None:
+    """The relative ``search_path`` entry whose folder holds the relative ``path`` (``./lib`` for
+    ``lib/libcudnn.so.9``): the entry ld.so joined the name to."""
+    folder = path_.normpath(path_.dirname(path) or ".")
+    return next((e for e in search_path if not e.startswith("/") and path_.normpath(e or ".") == folder), None)
 
 
 # --- set-user-ID programs ----------------------------------------------------------------

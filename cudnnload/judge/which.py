@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.errors import UsageError
-from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.fixes import cudnn_install, make_readable, reinstall
 from cudnnload.judge.inventory import judged_install_of
 from cudnnload.judge.policy import CODES, Mapped, search_path_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
+from cudnnload.resolve.consumers import site_of
 from cudnnload.resolve.discovery import Context, Install, Step, context, make_step, requester
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.sources import cudnn_distributions
@@ -127,7 +128,8 @@ def which(
     findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=access)
     # a name an empty or relative entry resolves is the current folder's file (install_of places the install)
     findings += untrusted_findings((Mapped(s.path, s.library, s.variable, s.entry) for s in steps
-                                    if s.path is not None and not s.path.startswith("/")), access)
+                                    if s.path is not None and not s.path.startswith("/")), access,
+                                   ctx.linker.ld_library_path)
     ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 
@@ -193,9 +195,27 @@ def _about(install: Install, keys: set[str]) -> list[Finding]:
 
 
 def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None) -> Fix:
-    """A shim no search finds: the folder of an installed wheel of this generation on LD_LIBRARY_PATH
-    (frameworks that load it by path find it anyway); else cuDNN installed."""
-    for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
+    """A shim no search finds. An installed wheel of this generation whose RECORD lists the shim but the file is
+    gone (a partial uninstall, a deleted file), on ``site_paths`` or under a search-path entry (an
+    LD_LIBRARY_PATH entry that names a wheel's lib folder): that wheel put back, into the site that holds it;
+    else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
+    it anyway); else cuDNN installed."""
+    sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
+                           *filter(None, (site_of(os.path.join(entry, gen.shim.soname))
+                                         for entry in ctx.linker.ld_library_path if entry.startswith("/")))])
+    dists = cudnn_distributions(tuple(sites))
+    access = Access()
+    listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
+    entries = [os.path.join(entry, gen.shim.soname) for entry in ctx.linker.ld_library_path if entry.startswith("/")]
+    for path in [*(path for _, path in listed), *entries]:
+        if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
+            return fix(make_readable(stop, access.user),
+                       note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
+    for dist, path in listed:
+        if path in dist.missing:
+            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
+                       note=f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone")
+    for dist in dists:
         for folder in dist.lib_folders:
             if os.path.exists(os.path.join(folder, gen.shim.soname)):
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder

@@ -48,6 +48,16 @@ class FileAccess:
     owner_name: str
 
 
+@record
+class Unreachable:
+    """What stops this user reading a file: the first folder on its way it cannot search, else the file."""
+
+    path: str
+    folder: bool
+    owner: int
+    owner_name: str
+
+
 class Access:
     """Reads modes, owners and names on demand (the judge asks; nothing is read it does not ask for)."""
 
@@ -190,6 +200,20 @@ class Access:
             return None
         return FileAccess(path, os.path.realpath(path), self._other_writers(info), info.st_uid,
                           self.user_name(info.st_uid))
+
+    def unreachable(self, path: str) -> Unreachable | None:
+        """What stops this user opening ``path`` (absolute): the first folder on its way it may not search, else
+        the file when it may not read it; None when nothing does (or it is not there)."""
+        parts = os.path.abspath(path).split("/")
+        for depth in range(2, len(parts) + 1):
+            here = "/".join(parts[:depth])
+            folder = depth < len(parts)
+            if not os.access(here, os.X_OK if folder else os.R_OK, effective_ids=True):
+                info = self._stat(here)
+                if info is None:
+                    return None
+                return Unreachable(here, folder, info.st_uid, self.user_name(info.st_uid))
+        return None
 
     def secure_mode(self, path: str) -> str | None:
         """Why running ``path`` may set AT_SECURE (the kernel sets it when the effective ids differ from the

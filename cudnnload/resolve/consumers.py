@@ -296,7 +296,7 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
     """The framework a file belongs to (``.../torch/lib/libtorch_cuda.so`` -> torch), read from the site
     folder above it; () when none of the known frameworks holds it."""
     real = os.path.realpath(path)
-    site = _site_of(path)
+    site = site_of(path)
     if site is None:
         return ()
     return tuple(c for c in find_consumers([site], environ=environ, timeout=timeout)
@@ -367,14 +367,14 @@ def consumers_mapped(paths: Sequence[str], *, environ: Mapping[str, str] | None 
     wanted: dict[str, set[str]] = {}
     for path in paths:
         for framework, mark in _MAPPED_MARKS:
-            site = _site_of(path) if mark in path else None
+            site = site_of(path) if mark in path else None
             if site is not None:
                 wanted.setdefault(site, set()).add(framework)
     return tuple(c for site, frameworks in wanted.items()
                  for c in find_consumers([site], environ=environ, timeout=timeout) if c.framework in frameworks)
 
 
-def _site_of(path: str) -> str | None:
+def site_of(path: str) -> str | None:
     """The nearest folder above ``path`` that holds a ``.dist-info``: its site-packages."""
     folder = os.path.dirname(os.path.abspath(path))
     while folder != os.path.dirname(folder):
