@@ -27,6 +27,7 @@ from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.resolve.catalog import classify, generation
+from cudnnload.resolve.mapped import is_cuda_family
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -284,9 +285,21 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     from cudnnload.verdicts import unique
 
     final = unique(_as_run(findings, seen, explained))
+    if not seen.ok:  # what the program's own code asked for in vain (not a cuDNN file: the prediction knows why
+        # that one asks), with a change that gives it, is why it stopped: first
+        stopped = tuple(f for f in final if f.code is Code.LOAD_FAILED and f.fix.actions and f.subject.path
+                        and classify(os.path.basename(f.subject.path)) is None)
+        final = (*stopped, *(f for f in final if f not in stopped))
     first = next((f for f in final if f.severity == "error"), None)
-    if first is not None and not first.fix.actions:  # what the run showed has no change of its own: the model's
-        final = (*_whole_repair(seen, env, program), *final)
+    # the model's whole repair, first: where what the run showed has no change of its own, or where the repair
+    # takes the first error's own change and goes on (the next cause it reveals); not before a library the program
+    # stopped for want of, with the change that gives it
+    if first is not None and not (first.code is Code.LOAD_FAILED and first.fix.actions):
+        whole = _whole_repair(seen, env, program)
+        steps = whole[0].fix.actions if whole else ()
+        if whole and (not first.fix.actions or (len(steps) > len(first.fix.actions) and all(
+                a in steps for a in first.fix.actions) and all(a.do is not ActionKind.MANUAL for a in steps))):
+            final = (*whole, *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 
@@ -397,8 +410,10 @@ def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
 
 
 def _asked(opened: lddebug.Opened) -> str:
-    """What the program asked for to get ``opened``: the name it searched for, else the path it gave."""
-    return opened.name if "/" not in opened.name else opened.path
+    """What to judge for ``opened``: the name the program searched for, where its own search path (an RPATH or
+    RUNPATH it came through) does not decide, else the path it got."""
+    return opened.name if "/" not in opened.name and opened.via is None and \
+        opened.rule not in ("rpath", "runpath") else opened.path
 
 
 def _shim_name(path: str) -> str:
@@ -724,8 +739,9 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
         asker = misses[0].requested_by
+        # a CUDA library a cuDNN file asked for is the prediction's (its missing-dependency finding says why)
         cure = _unopened_fix(misses[0], ctx) if not seen.shims and stem == "libcudnn" else \
-            _dependency_fix(misses[0]) if stem != "libcudnn" else None
+            _dependency_fix(misses[0]) if stem != "libcudnn" and classify(os.path.basename(asker)) is None else None
         findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
                                 f"linker found nothing loadable in {', '.join(searched) or 'no folder'}",
                                 Subject(SubjectKind.FILE, asker, stem),
@@ -795,14 +811,16 @@ def _unopened_fix(miss: lddebug.Missed, ctx: Context) -> Fix | None:
 
 
 def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
-    """cuDNN libraries looked up in vain under every name tried (the v9 shim tries X.so.9.28.0, X.so.9.28,
-    X.so.9, X.so: a name that fails before one that works is no failure), by library stem."""
+    """cuDNN libraries, and the CUDA libraries beside them (cuBLAS, NVRTC: `mapped.is_cuda_family`),
+    looked up in vain under every name tried (the v9 shim tries X.so.9.28.0, X.so.9.28, X.so.9, X.so: a name that
+    fails before one that works is no failure), by library stem."""
     found = {os.path.basename(o.path).split(".so")[0] for o in seen.libraries} | {
         os.path.basename(r.path).split(".so")[0] for r in seen.reused}
     failed: dict[str, list[lddebug.Missed]] = {}
     for miss in seen.missed:
         stem = os.path.basename(miss.name).split(".so")[0]
-        if stem.startswith("libcudnn") and stem not in found:
+        # the driver's libcuda missing is the no-driver finding's, said once there
+        if is_cuda_family(miss.name) and stem != "libcuda" and stem not in found:
             failed.setdefault(stem, []).append(miss)
     return failed
 

@@ -235,8 +235,12 @@ class _Repairs:
 
     def put_back(self) -> Fix:
         """The install as it was released: every file back."""
-        if self.dist is not None:
-            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python))
+        if self.dist is not None:  # and what would shadow its files once they are back
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python),
+                       *map(delete, self.install.shadowing),
+                       note=f"{', '.join(map(posixpath.basename, self.install.shadowing))}: no file of "
+                       f"{' '.join(self.dist)}, named as its release's loaders look first" if self.install.shadowing
+                       else None)
         whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
         if self.entry is not None:
             return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])

@@ -137,6 +137,10 @@ class Install:
     # who installs into ``site`` with pip, and how (`pythons.interpreter_of_site`): its environment's interpreter,
     # and the options that choose that folder (--user, --target); never cudnnload's own interpreter by default
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
+    # files of the folder no RECORD lists, named as the loaders of its distribution's release try first
+    # (``libcudnn_ops.so.9.24.0``, ``.so.9.24``: the shim's and graph's dlopen names, cudnn-facts): they shadow the
+    # distribution's own files whatever is reinstalled
+    shadowing: tuple[str, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -558,7 +562,24 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
                    _records(folder, files, dist, ctx), dist.site if dist else None, opening,
-                   pip_env=interpreter_of_site(dist.site) if dist else (None, ()))
+                   pip_env=interpreter_of_site(dist.site) if dist else (None, ()),
+                   shadowing=_shadowing(folder, dist, release))
+
+
+def _shadowing(folder: str, dist: Distribution | None, release: Release | None) -> tuple[str, ...]:
+    """The files of ``folder`` no RECORD of ``dist`` lists whose names the loaders of its release try before the
+    files it ships (``STEM.so.M.m.p`` and ``STEM.so.M.m``)."""
+    if dist is None or release is None:
+        return ()
+    tried = (f".so.{release.major}.{release.minor}.{release.patch}", f".so.{release.major}.{release.minor}")
+    here = os.path.realpath(folder)
+    listed = {os.path.basename(path) for path in dist.files if os.path.realpath(os.path.dirname(path)) == here}
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
+    return tuple(os.path.join(folder, name) for name in names if name.startswith("libcudnn")
+                 and name.endswith(tried) and name not in listed)
 
 
 def asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
