@@ -113,7 +113,11 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     # a file someone else can change is never run (`judge.policy.untrusted_findings`): judged from its bytes alone
     planted = next((f for f in (*resolved.findings, *(install.findings if install else ()))
                     if f.code is Code.UNTRUSTED_LIBRARY), None)
-    probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout) \
+    # the answer of an earlier run is given again while every file it mapped, the host, its boot and the environment
+    # are as they were; --verify runs it again whatever is remembered
+    memo = None if resolved.ctx.verify else resolved.ctx.cache
+    probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout,
+                          memo=memo) \
         if install is not None and shim is not None and hangs is None and not stops and planted is None and running \
         else None
     resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
@@ -397,7 +401,9 @@ def _probe_check(result: ProbeResult, install: Install, expected: tuple[Any, ...
 
     gen = generation(install.major)
     wrong = disagreements(expected, result.observed(gen))
-    took = f"{result.seconds * 1000:.0f} ms in a child process"
+    took = f"{result.seconds * 1000:.0f} ms in a child process" + (
+        ", remembered: its files, host, boot and environment unchanged; --verify runs it again" if result.remembered
+        else "")
     failing = [e for e in expected if e.cause and e.cause != "libcuda.so.1"]
     if wrong:
         return Check("probe", "fail" if result.signal else "warn",

@@ -37,7 +37,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from cudnnload.loading.capi import CudnnApi, LibraryProperty
@@ -46,6 +46,7 @@ from cudnnload.resolve.mapped import mapped_libraries
 
 if TYPE_CHECKING:
     from cudnnload.judge.consequences import Observed
+    from cudnnload.resolve.elfcache import ElfCache
 
 Outcome = Literal["completed", "signal", "timeout", "error", "refused"]
 
@@ -100,6 +101,7 @@ class ProbeResult:
     signal: str | None  # "SIGABRT", "SIGSEGV", ...
     stderr: str  # the child's whole stderr, markers removed
     seconds: float  # round trip, child start to answer
+    remembered: bool = False  # the answer of an earlier run, its files, host, boot and environment unchanged
 
     @property
     def completed(self) -> bool:
@@ -144,7 +146,8 @@ class ProbeResult:
 
 
 def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, create: bool = False,
-          app: bool = False, timeout: float = 60.0, environ: Mapping[str, str] | None = None) -> ProbeResult:
+          app: bool = False, timeout: float = 60.0, environ: Mapping[str, str] | None = None,
+          memo: ElfCache | None = None) -> ProbeResult:
     """Load ``files`` (catalog key, path) in order in a child process and call through the ``shim`` entry.
 
     Two requests: load()'s proof (every file by absolute path, leaves first; the getters, every
@@ -152,7 +155,9 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     shim alone (``files`` is just it), whose own dlopen then gets each sub-library, and the catalog's
     exercise of the generation, call by call (`cudnnload.judge.consequences` predicts each).
     ``environ`` is the child's whole environment (default: this process's); LD_LIBRARY_PATH in it
-    decides where the shim's own dlopen calls look.
+    decides where the shim's own dlopen calls look. ``memo``: the answer is remembered there and given again,
+    without a child, while every file the child mapped, the host and its boot, glibc, the linker's cache and
+    folders (`plans.proven_under`) and the environment the child ran in are as they were (`remembered` says so).
     """
     import subprocess  # here rather than at the top: the child imports this module and never needs it
 
@@ -168,6 +173,10 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudnnload/
     command = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, package, str(os.getpid())]
     env = guarded_environment(os.environ if environ is None else environ, access)
+    key = _memo_key(request, env) if memo is not None else None
+    known = _recalled(memo, key, major, requested, timeout) if memo is not None and key is not None else None
+    if known is not None:
+        return known
     start = time.perf_counter()
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -185,7 +194,52 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
         except subprocess.TimeoutExpired:  # something the child started still holds its pipes
             out, err = b"", b""
         timed_out = True
-    return _result(major, requested, out, err, child.returncode, timed_out, timeout, time.perf_counter() - start)
+    result = _result(major, requested, out, err, child.returncode, timed_out, timeout, time.perf_counter() - start)
+    if memo is not None and key is not None and not timed_out:
+        _remember(memo, key, result, out, err)
+    return result
+
+
+# What the child's answer depends on in its environment besides its files: the linker's and CUDA's variables.
+_DECIDING = ("LD_", "CUDA", "CUDNN", "NVIDIA", "__NV", "__GL")
+
+
+def _memo_key(request: bytes, env: Mapping[str, str]) -> tuple[str, ...]:
+    from cudnnload.loading.plans import proven_under
+
+    deciding = sorted((k, v) for k, v in env.items() if k.startswith(_DECIDING))
+    return ("probe", sys.executable, request.decode(), json.dumps(deciding), *proven_under(env))
+
+
+def _stamps(paths: Sequence[str]) -> list[list[object]] | None:
+    from cudnnload.cachedir import stamp
+
+    try:
+        return [[path, *stamp(path)] for path in dict.fromkeys(paths)]
+    except OSError:
+        return None
+
+
+def _remember(memo: ElfCache, key: tuple[str, ...], result: ProbeResult, out: bytes, err: bytes) -> None:
+    stamps = _stamps([path for _, path in result.files] + list(result.mapped))
+    if stamps is not None:
+        memo.remember(key, json.dumps({"out": out.decode("latin-1"), "err": err.decode("latin-1"),
+                                       "rc": result.returncode, "seconds": result.seconds, "stamps": stamps}))
+
+
+def _recalled(memo: ElfCache, key: tuple[str, ...], major: int, files: tuple[tuple[str, str], ...],
+              timeout: float) -> ProbeResult | None:
+    """The remembered answer to the same request, while every file it mapped is unchanged (`cachedir.stamp`)."""
+    text = memo.recall(key, "str")
+    try:
+        known = json.loads(text) if isinstance(text, str) else None
+        if not isinstance(known, dict) or _stamps([str(row[0]) for row in known["stamps"]]) != known["stamps"]:
+            return None
+        result = _result(major, files, known["out"].encode("latin-1"), known["err"].encode("latin-1"), known["rc"],
+                         False, timeout, float(known["seconds"]))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    return replace(result, remembered=True)
 
 
 def _result(major: int, files: tuple[tuple[str, str], ...], out: bytes, err: bytes, returncode: int | None,
