@@ -307,7 +307,8 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
     target = Target(name, "soname", res.path, f"dlopen(\"{name}\") from this Python", res.path, res.rule)
     # a shim an empty or relative entry finds is the current folder's, whatever that holds: never run
     entry = search_entry(res.path, res.rule, ctx.linker)
-    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if entry is not None else None, entry)])
+    planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if entry is not None else None, entry)],
+                                 search_path=ctx.linker.ld_library_path)
     return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, (),
                     planted)
 

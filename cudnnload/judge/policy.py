@@ -28,7 +28,7 @@ from typing import Protocol
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.linker import LinkerDefaults, LinkerEnv, Requester, expand
-from cudnnload.verdicts import ERROR, WARNING, Finding, Subject, fix, manual, remove_entry
+from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, set_variable
 
 RELATIVE_SEARCH_PATH, WRITABLE_SEARCH_PATH, WRITABLE_LIBRARY, FOREIGN_OWNER, ORIGIN_IN_SETUID, UNTRUSTED_LIBRARY = (
     Code.RELATIVE_SEARCH_PATH, Code.WRITABLE_SEARCH_PATH, Code.WRITABLE_LIBRARY, Code.FOREIGN_OWNER,
@@ -266,13 +266,16 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
         why = access.replaceable(item.path)
         if why is None:
             continue
-        if item.variable is not None and item.entry is not None:
+        relative = not item.path.startswith("/")
+        entry = item.entry if item.variable == "LD_LIBRARY_PATH" else _entry_of(item.path, search_path) \
+            if relative and "/" in item.path else None
+        if relative and entry is not None:
+            repair = _absolute_entry(item.path, entry, search_path, access)
+        elif item.variable is not None and item.entry is not None:
             repair = fix(remove_entry(item.variable, item.entry))
         elif "/" not in item.path:  # a bare file name: the current folder, which only an empty entry stands for
             repair = fix(remove_entry("LD_LIBRARY_PATH", ""))
-        elif not item.path.startswith("/") and (entry := _entry_of(item.path, search_path)) is not None:
-            repair = fix(remove_entry("LD_LIBRARY_PATH", entry))
-        elif not item.path.startswith("/"):
+        elif relative:
             repair = fix(manual("remove the empty or relative search-path entry that gives it (in LD_LIBRARY_PATH: "
                                 "a leading, trailing or doubled ':')"))
         else:
@@ -283,6 +286,19 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
                              Subject(SubjectKind.FILE, item.path, item.library, variable=item.variable,
                                      entry=item.entry), repair))
     return tuple(found)
+
+
+def _absolute_entry(path: str, entry: str, search_path: Sequence[str], access: Access) -> Fix:
+    """A relative LD_LIBRARY_PATH ``entry`` that gives ``path``: written as the folder it names from here, where
+    nobody else can change what that gives (the program keeps what it loads now, wherever it runs); else taken
+    away."""
+    gone = remove_entry("LD_LIBRARY_PATH", entry)
+    here = path_.normpath(path_.join(access.cwd, entry or "."))
+    if not access.cwd.startswith("/") or entry not in search_path or \
+            access.replaceable(path_.join(here, path_.basename(path))) is not None:
+        return fix(gone)
+    return fix(set_variable("LD_LIBRARY_PATH", ":".join(here if e == entry else e for e in search_path)),
+               alternatives=[gone])
 
 
 def _entry_of(path: str, search_path: Sequence[str]) -> str | None:
