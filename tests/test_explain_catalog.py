@@ -120,6 +120,18 @@ def test_a_c_stream_statement_is_read_as_one_message_with_fields() -> None:
     assert "ERROR: ld.so: object '%s' cannot be preloaded" in found
 
 
+def test_strings_added_as_std_strings_in_a_macro_are_read_as_one_message() -> None:
+    # CTranslate2 src/cuda/cublas_stub.cc and the CUDA_CHECK macro of src/cuda/utils.h (a backslash-newline
+    # continues the macro's line before the message is read)
+    found = {f.text for f in c_strings('throw std::runtime_error("Library " + std::string(CUBLAS_LIBNAME)\n'
+                                       '                         + " is not found or cannot be loaded");')}
+    assert "Library %s is not found or cannot be loaded" in found
+    macro = ('#define CUDA_CHECK(ans) { if (code != cudaSuccess) \\\n'
+             '    THROW_RUNTIME_ERROR("CUDA failed with error "   \\\n'
+             '                        + std::string(cudaGetErrorString(code))); }')
+    assert "CUDA failed with error %s" in {f.text for f in c_strings(macro)}
+
+
 def test_python_f_strings_and_windows_message_files_are_read_as_templates() -> None:
     found = {(f.text, f.style, f.warning) for f in python_strings(
         'import warnings\nwarnings.warn(f"Found {n} but {{x}}")\nraise RuntimeError("plain text here")')}
