@@ -21,7 +21,7 @@ from cudnnload.diagnose.explain import explain
 from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
 from cudnnload.diagnose.explain.reading import read
 from fixtures.explain.corpus import families, loading_families
-from fixtures.explain.harvest import c_strings, mc_strings, print_counts, python_strings
+from fixtures.explain.harvest import _derived, c_strings, mc_strings, print_counts, python_strings
 from fixtures.explain.sources import SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,6 +251,13 @@ def test_a_message_not_about_loading_never_gets_a_loading_cause_first(data: dict
     ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "zlib-missing"),
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu-hardware-fault"),
     ("OSError: /opt/conda/lib/libcudnn_cnn_infer.so.8: file too short", "unloadable-file"),
+    # PyTorch's Conv_v7.cpp and CublasHandlePool.cpp, TensorFlow's cudnn_rnn_ops.cc and CTranslate2's stub
+    ("RuntimeError: Unable to find a valid cuDNN algorithm to run convolution", "out-of-memory"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+     "out-of-memory"),
+    ("tensorflow.python.framework.errors_impl.UnknownError: Fail to find the dnn implementation. [Op:CudnnRNN]",
+     "out-of-memory"),
+    ("RuntimeError: Library libcublas.so.11 is not found or cannot be loaded", "cublas-missing-or-wrong"),
 ])
 def test_messages_beyond_a_missing_library_get_their_own_cause_first(text: str, family: str) -> None:
     assert ranked(text)[0] == family
@@ -296,3 +303,9 @@ def test_a_program_needing_a_cudnn_function_no_newer_header_declares_is_a_remove
         "removed-api"
     # between cuDNN's own libraries a missing name is another release's library, not a removed API
     assert ranked("/x/libcudnn_graph.so.9: undefined symbol: cudnnGetLibConfig")[0] != "removed-api"
+
+
+def test_a_loading_word_without_a_failure_gives_no_driver_cause() -> None:
+    # "Found shared library libcuda.so.1 at" is information, "Can't open libcuda.so.1" a missing driver
+    assert not _derived("Found shared library libcuda.so.1 at")[0]
+    assert _derived("Can't open libcuda.so.1:")[0][0] == "no-gpu-or-driver"
