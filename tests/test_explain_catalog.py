@@ -21,7 +21,7 @@ from cudnnload.diagnose.explain import explain
 from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
 from cudnnload.diagnose.explain.reading import read
 from fixtures.explain.corpus import families, loading_families
-from fixtures.explain.harvest import c_strings, mc_strings, print_counts, python_strings
+from fixtures.explain.harvest import _derived, c_strings, mc_strings, print_counts, python_strings
 from fixtures.explain.sources import SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +120,18 @@ def test_a_c_stream_statement_is_read_as_one_message_with_fields() -> None:
     assert "ERROR: ld.so: object '%s' cannot be preloaded" in found
 
 
+def test_strings_added_as_std_strings_in_a_macro_are_read_as_one_message() -> None:
+    # CTranslate2 src/cuda/cublas_stub.cc and the CUDA_CHECK macro of src/cuda/utils.h (a backslash-newline
+    # continues the macro's line before the message is read)
+    found = {f.text for f in c_strings('throw std::runtime_error("Library " + std::string(CUBLAS_LIBNAME)\n'
+                                       '                         + " is not found or cannot be loaded");')}
+    assert "Library %s is not found or cannot be loaded" in found
+    macro = ('#define CUDA_CHECK(ans) { if (code != cudaSuccess) \\\n'
+             '    THROW_RUNTIME_ERROR("CUDA failed with error "   \\\n'
+             '                        + std::string(cudaGetErrorString(code))); }')
+    assert "CUDA failed with error %s" in {f.text for f in c_strings(macro)}
+
+
 def test_python_f_strings_and_windows_message_files_are_read_as_templates() -> None:
     found = {(f.text, f.style, f.warning) for f in python_strings(
         'import warnings\nwarnings.warn(f"Found {n} but {{x}}")\nraise RuntimeError("plain text here")')}
@@ -140,11 +152,15 @@ def test_the_catalog_is_read_only_when_a_text_is_explained() -> None:
     assert loaded == "0" and float(seconds) < 1.5
 
 
-def test_a_bare_cannot_open_naming_libcudnn_puts_not_installed_or_not_on_the_path_first() -> None:
+def test_a_bare_cannot_open_naming_libcudnn_puts_not_installed_first() -> None:
+    # nothing in the text shows a cuDNN anywhere: the plain absence has the text behind it, the causes that need
+    # one installed elsewhere (a wheel, another major, a folder the loader skips) have nothing
     for text in ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory",
                  "libcudnn.so.9: cannot open shared object file: No such file or directory"):
-        top = ranked(text)[:2]
-        assert set(top) <= {"cudnn-not-installed", "installed-not-on-search-path"}, top
+        assert ranked(text)[0] == "cudnn-not-installed"
+    wheel = ("libcudnn.so.9: cannot open shared object file: No such file or directory\n"
+             "/home/u/.venv/lib/python3.11/site-packages/nvidia/cudnn/lib")
+    assert ranked(wheel)[0] != "cudnn-not-installed"
 
 
 def test_a_frameworks_generic_advice_is_no_evidence() -> None:
@@ -235,6 +251,61 @@ def test_a_message_not_about_loading_never_gets_a_loading_cause_first(data: dict
     ("Could not locate zlibwapi.dll. Please make sure it is in your library path!", "zlib-missing"),
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu-hardware-fault"),
     ("OSError: /opt/conda/lib/libcudnn_cnn_infer.so.8: file too short", "unloadable-file"),
+    # PyTorch's Conv_v7.cpp and CublasHandlePool.cpp, TensorFlow's cudnn_rnn_ops.cc and CTranslate2's stub
+    ("RuntimeError: Unable to find a valid cuDNN algorithm to run convolution", "out-of-memory"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+     "out-of-memory"),
+    ("tensorflow.python.framework.errors_impl.UnknownError: Fail to find the dnn implementation. [Op:CudnnRNN]",
+     "out-of-memory"),
+    ("RuntimeError: Library libcublas.so.11 is not found or cannot be loaded", "cublas-missing-or-wrong"),
 ])
 def test_messages_beyond_a_missing_library_get_their_own_cause_first(text: str, family: str) -> None:
     assert ranked(text)[0] == family
+
+
+@pytest.mark.parametrize(("status", "family"), [
+    ("NOT_SUPPORTED_ARCH_MISMATCH", "gpu-too-old"),  # cudnn_graph.h 9.x: in the ARCH_MISMATCH class by meaning
+    ("NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER", "driver-too-old"),
+    ("NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING", "nvrtc-missing"),
+    ("INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED", "out-of-memory"),
+])
+def test_a_status_takes_its_kind_and_causes_from_its_catalog_entry(status: str, family: str) -> None:
+    result = explain(f"cudnnGraphNotSupportedError: CUDNN_STATUS_{status}", environ={})
+    entry = messages.load().by_literal[f"CUDNN_STATUS_{status}"]
+    assert result.reading.primary is not None and result.reading.primary.kind == entry.kind
+    assert result.causes[0].family == family
+
+
+def test_a_framework_bug_is_a_cause_of_a_status_that_says_the_caller_erred() -> None:
+    # CUDNN_STATUS_BAD_PARAM: the call passed a value cuDNN rejects; in a framework the caller is its own code
+    assert "framework-bug" in ranked("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM")[:3]
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("Found GPU0 GeForce GT 710 which is of cuda capability 3.5.\n  PyTorch no longer supports this GPU because it "
+     "is too old.", "gpu-too-old"),
+    ("NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the current PyTorch installation.",
+     "gpu-too-new"),
+])
+def test_a_message_printed_over_several_lines_is_found_by_its_first_line(text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_a_template_holding_colour_escapes_is_found_in_a_text_without_them() -> None:
+    # onnxruntime/__init__.py prints its CUDA warning in yellow; explain drops escapes before reading
+    text = ("\x1b[33mWARNING: torch is not built with CUDA 12.x support. Please install a version that supports CUDA "
+            "12.x, or call preload_dlls with cuda=False and cudnn=False.\x1b[0m")
+    assert explain(text, environ={}).recognized
+
+
+def test_a_program_needing_a_cudnn_function_no_newer_header_declares_is_a_removed_api() -> None:
+    assert ranked("ImportError: /opt/app/_conv.so: undefined symbol: cudnnGetConvolutionForwardAlgorithm")[0] == \
+        "removed-api"
+    # between cuDNN's own libraries a missing name is another release's library, not a removed API
+    assert ranked("/x/libcudnn_graph.so.9: undefined symbol: cudnnGetLibConfig")[0] != "removed-api"
+
+
+def test_a_loading_word_without_a_failure_gives_no_driver_cause() -> None:
+    # "Found shared library libcuda.so.1 at" is information, "Can't open libcuda.so.1" a missing driver
+    assert not _derived("Found shared library libcuda.so.1 at")[0]
+    assert _derived("Can't open libcuda.so.1:")[0][0] == "no-gpu-or-driver"

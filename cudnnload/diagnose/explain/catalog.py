@@ -130,6 +130,9 @@ def render_example(template: str, style: str, values: tuple[str, ...] = ()) -> s
     return "".join(part + (fills[index] if index < len(parts) - 1 else "") for index, part in enumerate(parts))
 
 
+# A terminal's colour and cursor escapes (CSI sequences), as a template may hold them.
+_COLOUR = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 
 
@@ -156,12 +159,23 @@ class Entry:
     curated: bool = False  # meaning and causes written for it (else derived from its words)
 
     @functools.cached_property
+    def line(self) -> str:
+        """The line of its template that a text is searched for: the template itself, or for one printed over
+        several lines (torch/cuda/__init__.py's "Found GPU%d %s which is of cuda capability %d.%d." and then,
+        indented, "PyTorch no longer supports ...") its first line of MIN_LETTERS letters or more: texts are
+        matched line by line, and a paste keeps a message's first line where it re-indents or cuts the rest.
+        Colour escapes in a template (onnxruntime/__init__.py prints its CUDA warning in yellow) are not
+        searched for: explain takes them out of the text first."""
+        lines = _COLOUR.sub("", self.template).split("\n")
+        return next((line for line in lines if sum(c.isalpha() for c in line) >= MIN_LETTERS), self.template)
+
+    @functools.cached_property
     def regex(self) -> TemplatePattern:
-        return compile_template(self.template, self.style)
+        return compile_template(self.line, self.style)
 
     @functools.cached_property
     def parts(self) -> tuple[str, ...]:
-        return tuple(part for part in split_template(self.template, self.style) if part.strip())
+        return tuple(part for part in split_template(self.line, self.style) if part.strip())
 
     @functools.cached_property
     def keys(self) -> frozenset[str]:
@@ -211,6 +225,11 @@ class Catalog:
     @functools.cached_property
     def by_id(self) -> dict[str, Entry]:
         return {entry.id: entry for entry in self.entries}
+
+    @functools.cached_property
+    def by_literal(self) -> dict[str, Entry]:
+        """The entries whose template is a literal string (a status name as cudnnGetErrorString returns it), by it."""
+        return {entry.template: entry for entry in self.entries if entry.style == "literal"}
 
     def matches(self, text: str) -> list[Match]:
         """Each entry found in ``text``, with where. Of matches where one holds the other, the longer wins, and a

@@ -222,6 +222,20 @@ def stated_installed(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
+# What in a text shows a cuDNN somewhere on the machine (a wheel, an environment, a system or cluster install, a
+# search-path entry, a framework release that brings or wants one, a version the user says is installed).
+_INSTALLED_CLUES = ("pip-wheel", "pip-wheel-installed", "venv", "conda", "system-cuda", "program-files", "hpc-module",
+                    "ld-library-path-cudnn")
+
+
+def nothing_installed_shown(reading: Reading, signal: Signal) -> str | None:
+    """The text shows no cuDNN anywhere on the machine: a cause that needs one there (another major, a wheel or
+    folder the loader does not search) has nothing in the text behind it, the plain absence has."""
+    if reading.stated or reading.builds or any(reading.has(name) for name in _INSTALLED_CLUES):
+        return None
+    return f"nothing in the text shows a cuDNN installed anywhere: {signal.quote or signal.line}"
+
+
 def windows_cudnn9_installer(reading: Reading, signal: Signal) -> str | None:
     if reading.has("windows") and reading.cudnn_major == 9 and signal.pattern == "could-not-locate":
         return signal.line
@@ -340,6 +354,8 @@ RULES: tuple[Rule, ...] = (
     Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
          stated_installed, LOADING),
     Rule("cudnn-not-installed", -1, "the text says that cuDNN is installed", stated_installed, LOADING),
+    Rule("cudnn-not-installed", 1, "the library was not found and the text shows no cuDNN installed anywhere",
+         nothing_installed_shown, LOADING),
     Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "
          "version>, a subfolder PATH does not reach", windows_cudnn9_installer),
     Rule("installed-not-on-search-path", 1, "Windows: a DLL the module needs is in no PATH folder",

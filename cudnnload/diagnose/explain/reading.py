@@ -42,6 +42,9 @@ _LIBRARY_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+CUDNN_CLASSES = ("cudnn", "cudnn-sub", "cudnn-engine")
+
+
 def library_class(name: str) -> str | None:
     """``"cudnn"``, ``"cudnn-sub"``, ``"cudnn-engine"``, ``"nvrtc"``, ``"libcuda"``, ``"cublas"``, ``"cudart"``,
     ``"zlib"``, ``"libstdc++"``, ``"glibc"``, ``"framework"``, or None for a name of none of these."""
@@ -53,7 +56,7 @@ def library_major(name: str) -> int | None:
     """The cuDNN major a cuDNN library name belongs to: ``.so.8``, ``64_8.dll``; cuDNN 9's names without a
     number (``libcudnn_graph``, ``libcudnn_cnn.so``) are 9, the ``_infer``/``_train`` ones 8 (catalog)."""
     base = ntpath.basename(posixpath.basename(name)).lower()
-    if library_class(base) not in ("cudnn", "cudnn-sub", "cudnn-engine"):
+    if library_class(base) not in CUDNN_CLASSES:
         return None
     number = re.search(r"\.so\.(\d+)|64_(\d+)\.dll$", base)
     if number:
@@ -262,6 +265,11 @@ def _cannot_open(found: re.Match[str]) -> Signal | None:
 
 def _undefined_symbol(found: re.Match[str]) -> Signal | None:
     library, symbol, version = found.group("lib"), found.group("symbol"), found.group("version")
+    # a program (not a cuDNN library: their own calls between them are sub-library versions, internal names)
+    # needing a cuDNN function that no header of the newest release declares: an API that release removed
+    if (symbol.startswith("cudnn") and not version and library_class(library) not in CUDNN_CLASSES
+            and removed_in(symbol)):
+        return _removed("undefined-symbol", symbol, found, "glibc's dynamic linker (elf/dl-lookup.c)")
     signal = _load_signal("undefined-symbol", found, "glibc's dynamic linker (elf/dl-lookup.c)", library,
                           found.group(0), f"{library} needs {symbol}" + (f" from {version}" if version else "") +
                           ", which the library loaded does not have")
@@ -365,17 +373,11 @@ _STATUS_NUMBERS = {1: "NOT_INITIALIZED", 2: "ALLOC_FAILED", 3: "BAD_PARAM", 4: "
                    13: "RUNTIME_FP_OVERFLOW", 14: "VERSION_MISMATCH"}
 
 
-def status_kind(name: str) -> str:
-    """The message kind of a status: its own, with the 9.x sub-codes folded into their class."""
-    for family in ("SUBLIBRARY_VERSION_MISMATCH", "SUBLIBRARY_LOADING_FAILED", "SUBLIBRARY_UNAVAILABLE"):
-        if family in name:
-            return "status:SUBLIBRARY_LOADING_FAILED" if "VERSION" not in family else f"status:{family}"
-    for known in ("NOT_INITIALIZED", "ALLOC_FAILED", "BAD_PARAM", "INTERNAL_ERROR", "ARCH_MISMATCH",
-                  "MAPPING_ERROR", "EXECUTION_FAILED", "NOT_SUPPORTED", "VERSION_MISMATCH",
-                  "RUNTIME_PREREQUISITE_MISSING", "INVALID_VALUE"):
-        if name.startswith(known):
-            return "status:SUBLIBRARY_VERSION_MISMATCH" if known == "VERSION_MISMATCH" else f"status:{known}"
-    return "status:OTHER"
+def status_entry(name: str) -> messages.Entry | None:
+    """The catalog's entry of ``CUDNN_STATUS_<name>`` (cudnn_graph.h 9.x, cudnn_ops_infer.h 8.x, as
+    cudnnGetErrorString spells it): its kind says which class the status is of (a 9.x sub-code such as
+    NOT_SUPPORTED_ARCH_MISMATCH in the class of what it means, ARCH_MISMATCH), its families what causes it."""
+    return messages.load().by_literal.get(f"CUDNN_STATUS_{name}")
 
 
 _NAME_QUOTES = "[‘’'\"`]"
@@ -402,18 +404,21 @@ def removed_in(name: str) -> str | None:
 
 def _undeclared(found: re.Match[str]) -> Signal | None:
     name = group(found, "name", "name2") or ""
-    removed = removed_in(name)
-    declared = messages.load().declared(name)
-    if removed is None:
+    if removed_in(name) is None:
         return Signal("undeclared", "compile-missing", _line(found), "the compiler or linker", f"{name} is "
                       "declared by the cuDNN headers, but not by the ones the build saw: cuDNN's headers or library "
                       "are missing or older", quote=found.group(0), families=("cudnn-not-installed",
                       "installed-not-on-search-path", "version-mismatch-shadowed"))
+    return _removed("undeclared", name, found, "the compiler or linker")
+
+
+def _removed(pattern: str, name: str, found: re.Match[str], source: str) -> Signal:
+    """``name``, which the newest cuDNN headers read do not declare, asked for by a build or a library."""
+    removed, declared = removed_in(name), messages.load().declared(name)
     last = f" (last declared by cuDNN {declared[-1]})" if declared else " (declared by none of cuDNN 8.5-9.x)"
-    return Signal("undeclared", "removed-api", _line(found), "the compiler or linker; the cuDNN headers of each "
-                  "release read (catalog.api)", f"{name} is not in cuDNN {removed}'s API{last}: the code calls an API "
-                  f"cuDNN {removed} removed", name, quote=found.group(0), families=("removed-api",
-                  "wrong-cudnn-major"))
+    return Signal(pattern, "removed-api", _line(found), f"{source}; the cuDNN headers of each release read "
+                  f"(catalog.api)", f"{name} is not in cuDNN {removed}'s API{last}: the code calls an API cuDNN "
+                  f"{removed} removed", name, quote=found.group(0), families=("removed-api", "wrong-cudnn-major"))
 
 
 def _status(found: re.Match[str]) -> Signal | None:
@@ -422,8 +427,10 @@ def _status(found: re.Match[str]) -> Signal | None:
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", found.group("camel")).upper()
     if not name or name == "SUCCESS" or "Profiling failure" in _line(found):
         return None  # XLA's autotuner trying one engine: part of "Failed to determine best ... algorithm"
-    return Signal("status", status_kind(name), _line(found), "a cuDNN call's status (cudnnStatus_t), as the "
-                  "framework prints it", f"a cuDNN call returned CUDNN_STATUS_{name}", status=name)
+    entry = status_entry(name)
+    return Signal("status", entry.kind if entry and entry.kind else "status:OTHER", _line(found), "a cuDNN call's "
+                  "status (cudnnStatus_t), as the framework prints it", f"a cuDNN call returned CUDNN_STATUS_{name}",
+                  status=name, families=entry.families if entry else ())
 
 
 PATTERNS: tuple[Pattern, ...] = (
