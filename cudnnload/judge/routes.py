@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
+from cudnnload.judge.fixes import pip_into
 from cudnnload.judge.frameworks import consumer_findings
 from cudnnload.judge.installs import predict_install
 from cudnnload.resolve.catalog import Release, decode_version, generation
@@ -90,13 +91,19 @@ class Served:
     @property
     def summary(self) -> str:
         label = self.route.consumer.label
+        judged = f"; {self.route.judged_by}" if self.route.judged_by else ""
+        if self.route.consumer.broken:
+            return f"{label} is installed but broken: {self.route.consumer.broken}"
+        if not self.route.uses_cudnn:
+            return f"{label} uses no cuDNN ({self.route.how}{judged})"
         if self.route.shim is None:
-            return f"{label}: no cuDNN ({self.route.error or self.route.how})"
+            return f"{label}: no cuDNN ({self.route.error or self.route.how}{judged})"
         where = self.install.folder if self.install else posixpath.dirname(self.route.shim)
         release = f"cuDNN {self.release}" if self.release else "a cuDNN"
         blocked = next((f for f in self.findings if f.subject.kind is not SubjectKind.CONSUMER
                         and f.severity is ERROR), None)
-        return f"{label} gets {release} from {where} ({self.route.how})" + (
+        when = " when it first uses cuDNN" if self.route.lazy else ""
+        return f"{label} gets {release} from {where}{when} ({self.route.how}{judged})" + (
             f"; it cannot run: {blocked.message}" if blocked else "")
 
 
@@ -111,10 +118,20 @@ def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, dev
 def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
            environ: Mapping[str, str], python: str | None) -> Served:
     consumer = route.consumer
+    subject = Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label)
+    if consumer.broken:
+        again = pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site, consumer.pip_env,
+                         python=python, options=("--force-reinstall", "--no-deps"))
+        return Served(route, None, None, (), (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but "
+                                                      f"broken: {consumer.broken}", subject, fix(again)),), frozenset())
+    if not route.uses_cudnn:  # its surveyed wheel has nothing to do with cuDNN: nothing to judge it on
+        return Served(route, None, None, (), (), frozenset())
     if route.shim is None or install is None:
-        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN: {route.error or route.how}",
-                          Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                          fix(manual(f"install the cuDNN {consumer.label} pins")))
+        # a loader by name on first use (`Route.lazy`) starts without one and fails only where it uses cuDNN
+        first = " when it first uses cuDNN (it starts without one)" if route.lazy else ""
+        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN{first}: {route.error or route.how}",
+                          subject, fix(manual(f"install the cuDNN {consumer.label} pins")),
+                          severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
