@@ -56,15 +56,19 @@ def real_site(distribution: str, version: str) -> Path:
 
 
 def install(site: Path, name: str, version: str, requires: tuple[str, ...] = (), *, metadata: bool = True,
-            tag: str = "py3-none-manylinux_2_28_x86_64") -> None:
-    """A distribution's .dist-info as pip leaves it (METADATA, WHEEL, RECORD); ``metadata`` False: a broken one."""
+            tag: str = "py3-none-manylinux_2_28_x86_64", files: dict[str, str] | None = None) -> None:
+    """A distribution as pip leaves it: ``files`` (site-relative path: text) and its .dist-info (METADATA, WHEEL,
+    RECORD listing them); ``metadata`` False: a broken one."""
+    for relative, text in (files or {}).items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_text(text)
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
     if metadata:
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
                                        + "".join(f"Requires-Dist: {r}\n" for r in requires))
     (info / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n")
-    (info / "RECORD").write_text(f"{info.name}/RECORD,,\n")
+    (info / "RECORD").write_text("".join(f"{path},,\n" for path in [*(files or {}), f"{info.name}/RECORD"]))
 
 
 def with_cudnn(site: Path) -> Path:
@@ -219,10 +223,31 @@ def test_an_installed_but_broken_framework_is_a_finding_naming_it(tmp_path: Path
     assert ct2.broken is not None and said in ct2.broken
     served = serve(route(ct2, context(BASE), [str(site)]), None, context(BASE), gpu=False, device_count=0,
                    environ=BASE, python=None)
-    (finding,) = served.findings
+    finding = served.findings[0]  # then what its route finds (here: no cuDNN)
     assert (finding.code, finding.subject.kind, finding.subject.name) == (Code.CONSUMER_BROKEN, SubjectKind.CONSUMER,
                                                                           "ctranslate2 4.5.0")
     assert said in finding.message and "--force-reinstall" in finding.fix.actions[0].options
+
+
+def test_a_framework_whose_own_import_fails_is_a_finding_naming_it_with_the_error(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "jax-cuda12-plugin", "0.6.2", ('nvidia-cudnn-cu12<10.0,>=9.8; extra == "with-cuda"',),
+            files={"jax_cuda12_plugin/__init__.py": "", "jax_cuda12_plugin/_versions.py": "import jax_gone_missing\n"})
+    (jax,) = find_consumers([str(site)], environ=NO_CACHE, timeout=30)
+    assert jax.broken is not None and "its import fails (ModuleNotFoundError" in jax.broken
+    served = serve(route(jax, context(BASE), [str(site)]), None, context(BASE), gpu=False, device_count=0,
+                   environ=BASE, python=None)
+    assert served.findings[0].code is Code.CONSUMER_BROKEN and "jax_gone_missing" in served.findings[0].message
+
+
+def test_an_import_failing_on_a_missing_shared_object_is_the_loading_judged_not_a_broken_install(
+        tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "jax-cuda12-plugin", "0.6.2", ('nvidia-cudnn-cu12<10.0,>=9.8; extra == "with-cuda"',),
+            files={"jax_cuda12_plugin/__init__.py": "", "jax_cuda12_plugin/_versions.py":
+                   "raise ImportError('libcudnn.so.9: cannot open shared object file: No such file or directory')\n"})
+    (jax,) = find_consumers([str(site)], environ=NO_CACHE, timeout=30)
+    assert jax.broken is None and "shared object" in jax.build_source
 
 
 # --- doctor -- COMMAND ----------------------------------------------------------------------------------------

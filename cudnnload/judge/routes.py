@@ -93,7 +93,7 @@ class Served:
         label = self.route.consumer.label
         judged = f"; {self.route.judged_by}" if self.route.judged_by else ""
         if self.route.consumer.broken:
-            return f"{label} is installed but broken: {self.route.consumer.broken}"
+            judged += f"; it is installed but broken: {self.route.consumer.broken}"
         if not self.route.uses_cudnn:
             return f"{label} uses no cuDNN ({self.route.how}{judged})"
         if self.route.shim is None:
@@ -112,18 +112,19 @@ def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, dev
     """Judge ``route``'s framework on ``install``, the judged install its shim belongs to. ``blockers``: what
     stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
     served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
-    return replace(served, findings=served.findings + tuple(blockers)) if blockers else served
+    consumer = route.consumer
+    broken = (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
+                      Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                      fix(pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site, consumer.pip_env,
+                                   python=python, options=("--force-reinstall", "--no-deps")))),) \
+        if consumer.broken else ()
+    return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 
 def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
            environ: Mapping[str, str], python: str | None) -> Served:
     consumer = route.consumer
     subject = Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label)
-    if consumer.broken:
-        again = pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site, consumer.pip_env,
-                         python=python, options=("--force-reinstall", "--no-deps"))
-        return Served(route, None, None, (), (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but "
-                                                      f"broken: {consumer.broken}", subject, fix(again)),), frozenset())
     if not route.uses_cudnn:  # its surveyed wheel has nothing to do with cuDNN: nothing to judge it on
         return Served(route, None, None, (), (), frozenset())
     if route.shim is None or install is None:

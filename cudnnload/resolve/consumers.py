@@ -340,7 +340,7 @@ def _names(requires: Sequence[str]) -> list[str]:
 def _broken(dist: _Installed, build_source: str) -> str | None:
     """Why an installed framework cannot be read or run as installed: no METADATA (pip writes one for every
     wheel), a wheel built for another platform (its WHEEL file's tags), or the child that imports it to read its
-    build failing on the import."""
+    build failing on the import of one of its own modules."""
     import platform
 
     if not os.path.isfile(os.path.join(dist.info, "METADATA")) and dist.info.endswith(".dist-info"):
@@ -354,9 +354,11 @@ def _broken(dist: _Installed, build_source: str) -> str | None:
     if tags and not any(tag.endswith("-any") or (sys.platform in tag.rpartition("-")[2] and machine in tag)
                         or (sys.platform == "linux" and "manylinux" in tag and machine in tag) for tag in tags):
         return f"its wheel is for {', '.join(tag.rpartition('-')[2] for tag in tags)}, not {sys.platform} {machine}"
-    if "in a child process failed" in build_source and ("ImportError" in build_source or "OSError" in build_source
-                                                        or "ModuleNotFoundError" in build_source):
-        return build_source
+    # an import that fails on a missing shared object is the loading that doctor judges (libcudnn.so.9 not found),
+    # not a broken distribution
+    failed = build_source.partition(" in a child process failed: ")[2]
+    if failed.startswith(("ImportError", "ModuleNotFoundError")) and "shared object" not in failed:
+        return f"its import fails ({failed})"
     return None
 
 
