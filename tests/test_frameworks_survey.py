@@ -173,6 +173,31 @@ def test_doctor_on_ctranslate2_alone_says_it_uses_no_cudnn_and_asks_for_none(tmp
     assert not [f for f in report.findings if f.code in (Code.NO_CUDNN, Code.CONSUMER_BROKEN)]
 
 
+def test_a_lazy_loader_that_misses_the_wheels_cudnn_is_given_its_folder_or_the_packages_preload(
+        tmp_path: Path) -> None:
+    """ONNX Runtime 1.31's CUDA provider has no RPATH: the nvidia-cudnn wheel beside it is not searched. The fix
+    puts that folder on LD_LIBRARY_PATH (proven with the linker model), or calls ``onnxruntime.preload_dlls()``,
+    the surveyed loader only a program runs."""
+    site = tmp_path / "site"
+    for entry in real_site("onnxruntime-gpu", "1.31.1").iterdir():
+        (site / entry.name).parent.mkdir(parents=True, exist_ok=True)
+        (site / entry.name).symlink_to(entry)
+    folder = with_cudnn(site)
+    env = {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "empty")}
+    ort = only("onnxruntime-gpu", site)
+    got = route(ort, context(env), [str(site)])
+    if got.shim is not None:
+        pytest.skip(f"this machine's linker finds a cuDNN for it: {got.shim}")
+    assert got.unsearched == str(folder)
+    (finding,) = serve(got, None, context(env), gpu=False, device_count=0, environ=env, python=None).findings
+    action = finding.fix.actions[0]
+    assert (action.variable, action.value) == ("LD_LIBRARY_PATH", f"{folder}:{tmp_path / 'empty'}")
+    assert [a.text for a in finding.fix.alternatives] == ["call onnxruntime.preload_dlls() in the program before its "
+                                                          "first use of cuDNN"]
+    fixed = route(ort, context({**env, "LD_LIBRARY_PATH": action.value or ""}), [str(site)])
+    assert fixed.shim == str(folder / "libcudnn.so.9") and "found via ld-library-path" in fixed.how
+
+
 # --- layouts built from the survey's rows ---------------------------------------------------------------------
 
 def test_a_release_not_surveyed_is_judged_by_the_nearest_and_says_so(tmp_path: Path) -> None:

@@ -405,7 +405,8 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     used = (f"cuDNN {install.release or install.major} from {install.folder}" if install else
             f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
     workers = f" ({seen.processes} processes)" if seen.processes > 1 else ""
-    if seen.ok and shim is None:  # not an error of the setup: a loader by name on first use maps none until then
+    cudnn_mapped = shim is not None or any("libcudnn" in os.path.basename(path) for path in seen.unlogged)
+    if seen.ok and not cudnn_mapped:  # not an error of the setup: a loader by name on first use maps none until then
         ran = f" (it ran {', '.join(dict.fromkeys(os.path.basename(f) for f in seen.frameworks))})" \
             if seen.frameworks else ""
         return (f"{program} ran and exited and never reached cuDNN{ran}: no cuDNN was mapped, so this run says "

@@ -39,6 +39,7 @@ from cudnnload.verdicts import (
     pip_uninstall,
     remove_entry,
     remove_line,
+    set_variable,
 )
 
 # The functions of the catalog's exercise that a framework's first convolution calls (cuDNN 9; see above).
@@ -131,8 +132,7 @@ def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, de
         # a loader by name on first use (`Route.lazy`) starts without one and fails only where it uses cuDNN
         first = " when it first uses cuDNN (it starts without one)" if route.lazy else ""
         finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN{first}: {route.error or route.how}",
-                          subject, fix(manual(f"install the cuDNN {consumer.label} pins")),
-                          severity=WARNING if route.lazy else ERROR)
+                          subject, _unreached(route, environ), severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
@@ -164,6 +164,18 @@ def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, de
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
     return Served(route, install, release, failing, tuple(findings), frozenset(reached))
+
+
+def _unreached(route: Route, environ: Mapping[str, str]) -> Fix:
+    """What gives a framework that finds no cuDNN one: the shim folder on its sys.path that its search does not
+    reach, put on LD_LIBRARY_PATH (or loaded by a function its package offers programs: ``preload_dlls()``);
+    else the cuDNN it pins installed."""
+    if route.unsearched is None:
+        return fix(manual(f"install the cuDNN {route.consumer.label} pins"))
+    value = route.unsearched + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
+    note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
+    calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]
+    return fix(set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=calls)
 
 
 _RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_PIN_UNMET,

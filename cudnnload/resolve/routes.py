@@ -62,6 +62,10 @@ class Route:
     # the surveyed wheel whose loader it was judged by (None: not surveyed), and that loader's kind
     survey: SurveyMatch | None = None
     kind: LoadKind | None = None
+    # when it finds none: the first folder on sys.path holding a shim of its major (a wheel's nvidia/cudnn/lib) that
+    # its search does not reach, and the functions a program can call to load it (`survey.CudnnLoad.program_calls`)
+    unsearched: str | None = None
+    program_calls: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str | None:
@@ -105,7 +109,9 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
         found = _REPLAYS.get(load.by_path[0].loader.function, _first_on_path)(consumer, load, ctx, site_paths, soname)
     else:
         found = _from_caller(consumer, load, ctx, soname)
-    found = replace(found, survey=match, kind=load.kind if load else None)
+    found = replace(found, survey=match, kind=load.kind if load else None,
+                    unsearched=_shim_on_path(site_paths, major) if found.shim is None else None,
+                    program_calls=load.program_calls if load else ())
     entry = next((path for path in site_paths if path and found.shim
                   and found.shim.startswith(path.rstrip("/") + "/")), None)
     if entry is not None and sources is not None:
@@ -216,6 +222,15 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
         res = linker.resolve(soname, None, ctx.linker)
         return _by_name(consumer, res, f"{consumer.framework} opens {soname} by name", fell)
     return _from_caller(consumer, load, ctx, soname, fell)
+
+
+def _shim_on_path(site_paths: Sequence[str], major: int) -> str | None:
+    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>``."""
+    for entry in site_paths:
+        for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
+                                                  f"libcudnn.so.{major}"))):
+            return os.path.dirname(shim)
+    return None
 
 
 def _caller_file(consumer: Consumer, load: CudnnLoad) -> str | None:

@@ -238,6 +238,9 @@ class CudnnLoad:
     caller: SurveyedLibrary | None
     needed: str | None  # the cuDNN name (or a bundled copy's SONAME) ``caller`` NEEDs
     bundled: SurveyedLibrary | None
+    # loaders by path only the program runs, by calling them ("onnxruntime.preload_dlls()"): nothing of the
+    # framework calls them, so they are not its way, but a way a program can take
+    program_calls: tuple[str, ...] = ()
 
 
 def decides_cudnn(row: SurveyedWheel) -> bool:
@@ -291,4 +294,21 @@ def cudnn_load(rows: typing.Sequence[SurveyedWheel]) -> CudnnLoad:
                     and classify(needed) is None), None)
     kind: LoadKind = "by-path" if by_path else "none" if caller is None else \
         "bundled" if bundled is not None else "needed" if needed is not None else "by-name"
-    return CudnnLoad(kind, rows, by_path, caller, needed, bundled)
+    return CudnnLoad(kind, rows, by_path, caller, needed, bundled, _program_calls(rows))
+
+
+def _program_calls(rows: typing.Sequence[SurveyedWheel]) -> tuple[str, ...]:
+    """The public functions that load libraries, run neither at import nor by the framework, that call (or are) a
+    function naming cuDNN: ONNX Runtime's ``preload_dlls()``, whose ``_get_nvidia_dll_paths()`` names
+    ``nvidia/cudnn/lib/libcudnn.so.9``. Said as ``package.function()``."""
+    found = []
+    for row in rows:
+        naming = {loader.function for loader in row.loaders if loader.names}
+        for loader in row.loaders:
+            callers = {site.call for other in row.loaders if other.names for site in other.called_from}
+            runs = loader.at_import or loader.function in FRAMEWORK_CALLED or any(
+                site.call in FRAMEWORK_CALLED for site in loader.called_from)
+            if loader.loads and not runs and not loader.function.startswith("_") and loader.module.endswith(
+                    "__init__.py") and (loader.function in naming or loader.function in callers):
+                found.append(f"{loader.module.removesuffix('/__init__.py').replace('/', '.')}.{loader.function}()")
+    return tuple(dict.fromkeys(found))
