@@ -97,6 +97,8 @@ class Served:
             judged += f"; it is installed but broken: {self.route.consumer.broken}"
         if not self.route.uses_cudnn:
             return f"{label} uses no cuDNN ({self.route.how}{judged})"
+        if self.route.shim is None and self.route.lazy:
+            return f"{label}: no cuDNN when it first uses one ({self.route.how}: {self.route.error}{judged})"
         if self.route.shim is None:
             return f"{label}: no cuDNN ({self.route.error or self.route.how}{judged})"
         where = self.install.folder if self.install else posixpath.dirname(self.route.shim)
