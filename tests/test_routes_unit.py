@@ -31,9 +31,19 @@ BASE = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRA
 NEW, OLD = "cu12-9.28.0.42", "cu12-9.0.0.312"
 
 
-def consumer(framework: str = "torch", *, version: str = "2.11.0", site: str = "/site", pins: tuple[Pin, ...] = (),
-             needs: tuple[Need, ...] = (), build: Release | None = None, build_major: int | None = None) -> Consumer:
-    return Consumer(framework, framework, version, site, pins, needs, build, build_major, "test")
+# Each framework as a surveyed release installs it (its loader is read from that row): the JAX CUDA plugin with
+# the PJRT wheel it requires, which holds the loader; ONNX Runtime 1.22, whose CUDA provider NEEDs cuDNN.
+RELEASES = {"torch": ("torch", "2.11.0", ()),
+            "jax": ("jax-cuda13-plugin", "0.12.0.1", (("jax-cuda13-pjrt", "0.12.0.1"),)),
+            "onnxruntime": ("onnxruntime-gpu", "1.22.0", ())}
+
+
+def consumer(framework: str = "torch", *, version: str | None = None, site: str = "/site",
+             pins: tuple[Pin, ...] = (), needs: tuple[Need, ...] = (), build: Release | None = None,
+             build_major: int | None = None) -> Consumer:
+    distribution, release, beside = RELEASES.get(framework, (framework, "2.11.0", ()))
+    return Consumer(framework, distribution, version or release, site, pins, needs, build, build_major, "test",
+                    beside=beside)
 
 
 # --- resolve.process -------------------------------------------------------------------------------------
@@ -264,7 +274,7 @@ def test_need_says_the_build_rule_and_the_pins() -> None:
     assert need(pinned) == ("torch 2.11.0: cuDNN 9.x >= 9.19 (its build, 9.19.0), "
                             "nvidia-cudnn-cu13==9.19.0.56")
     assert need(consumer("tensorflow", build_major=9)) == "tensorflow 2.11.0: cuDNN 9"
-    assert need(consumer("onnxruntime")) == "onnxruntime 2.11.0: any cuDNN"
+    assert need(consumer("onnxruntime")) == "onnxruntime-gpu 1.22.0: any cuDNN"
 
 
 def test_choose_for_without_installs_refuses_with_the_needs() -> None:

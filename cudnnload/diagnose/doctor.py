@@ -184,7 +184,10 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         findings.append(_no_cudnn(resolved))
     served = _serve(consumers, resolved, facts, env, site_paths, [*stops, *(f for f in gpu if f.severity is ERROR)])
     findings += [f for s in served for f in s.findings]
-    checks += [Check(s.route.consumer.framework, "ok" if s.works else "fail", s.summary) for s in served]
+    checks += [Check(s.route.consumer.framework, "fail" if not s.works else "info" if not s.route.uses_cudnn
+                     else "warn" if s.route.shim is None else "ok", s.summary) for s in served]
+    if install is None and served and not any(s.route.uses_cudnn for s in served):  # none of them uses a cuDNN
+        findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
     checks += [Check(b.framework, "warn", f"{b.label} is a {b.platform} build without CUDA: it uses no cuDNN")
                for b in builds]
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
@@ -298,7 +301,7 @@ def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float,
         found = find_consumers(list(target.site_paths) if target.site_paths is not None else None, environ=env,
                                timeout=timeout, interpreter=target.python, run=running)
         where = "this Python" if target.kind == "environment" else target.python or target.description
-        none = f"no PyTorch, JAX, ONNX Runtime or TensorFlow in {where}"
+        none = f"no framework that uses cuDNN (PyTorch, JAX, ONNX Runtime, TensorFlow, or one surveyed) in {where}"
         return found, ", ".join(c.label for c in found) or none
     if target.kind in ("program", "shared-object") and target.path:
         from cudnnload.resolve.consumers import owner_of

@@ -511,6 +511,13 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     used = (f"cuDNN {install.release or install.major} from {install.folder}" if install else
             f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
     workers = f" ({seen.processes} processes)" if seen.processes > 1 else ""
+    cudnn_mapped = shim is not None or any("libcudnn" in os.path.basename(path) for path in seen.unlogged)
+    if seen.ok and not cudnn_mapped:  # not an error of the setup: a loader by name on first use maps none until then
+        ran = f" (it ran {', '.join(dict.fromkeys(os.path.basename(f) for f in seen.frameworks))})" \
+            if seen.frameworks else ""
+        return (f"{program} ran and exited and never reached cuDNN{ran}: no cuDNN was mapped, so this run says "
+                "nothing about the cuDNN set-up (a framework that opens cuDNN by name on first use, as ONNX Runtime's "
+                "CUDA provider from 1.28 does, maps none until an operation needs it)")
     if seen.ok:
         return f"{program} ran with {used}{workers}"
     ended = (f"died of {seen.signal}" if seen.signal else "timed out" if seen.timed_out else

@@ -89,7 +89,8 @@ def consumer_findings(consumer: Consumer, install_release: Release | None, insta
         return (*findings, *other)
     if install_release is None:
         return tuple(findings)
-    framework = FRAMEWORKS[consumer.framework]
+    # a framework without a rule of its own (CTranslate2, CuPy, ...) compares no build version
+    framework = FRAMEWORKS.get(consumer.framework) or Framework(consumer.framework, None, None)
     older = _older_than_build(consumer, framework, install_release)
     if older is not None:
         skipped = framework.skip_variable and (environ or {}).get(framework.skip_variable, "0") not in ("", "0")

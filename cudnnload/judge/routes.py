@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
+from cudnnload.judge.fixes import pip_into
 from cudnnload.judge.frameworks import consumer_findings
 from cudnnload.judge.installs import predict_install
 from cudnnload.resolve.catalog import Release, decode_version, generation
@@ -38,6 +39,7 @@ from cudnnload.verdicts import (
     pip_uninstall,
     remove_entry,
     remove_line,
+    set_variable,
 )
 
 # The functions of the catalog's exercise that a framework's first convolution calls (cuDNN 9; see above).
@@ -90,13 +92,21 @@ class Served:
     @property
     def summary(self) -> str:
         label = self.route.consumer.label
+        judged = f"; {self.route.judged_by}" if self.route.judged_by else ""
+        if self.route.consumer.broken:
+            judged += f"; it is installed but broken: {self.route.consumer.broken}"
+        if not self.route.uses_cudnn:
+            return f"{label} uses no cuDNN ({self.route.how}{judged})"
+        if self.route.shim is None and self.route.lazy:
+            return f"{label}: no cuDNN when it first uses one ({self.route.how}: {self.route.error}{judged})"
         if self.route.shim is None:
-            return f"{label}: no cuDNN ({self.route.error or self.route.how})"
+            return f"{label}: no cuDNN ({self.route.error or self.route.how}{judged})"
         where = self.install.folder if self.install else posixpath.dirname(self.route.shim)
         release = f"cuDNN {self.release}" if self.release else "a cuDNN"
         blocked = next((f for f in self.findings if f.subject.kind is not SubjectKind.CONSUMER
                         and f.severity is ERROR), None)
-        return f"{label} gets {release} from {where} ({self.route.how})" + (
+        when = " when it first uses cuDNN" if self.route.lazy else ""
+        return f"{label} gets {release} from {where}{when} ({self.route.how}{judged})" + (
             f"; it cannot run: {blocked.message}" if blocked else "")
 
 
@@ -105,16 +115,26 @@ def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, dev
     """Judge ``route``'s framework on ``install``, the judged install its shim belongs to. ``blockers``: what
     stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
     served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
-    return replace(served, findings=served.findings + tuple(blockers)) if blockers else served
+    consumer = route.consumer
+    broken = (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
+                      Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                      fix(pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site, consumer.pip_env,
+                                   python=python, options=("--force-reinstall", "--no-deps")))),) \
+        if consumer.broken else ()
+    return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 
 def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
            environ: Mapping[str, str], python: str | None) -> Served:
     consumer = route.consumer
+    subject = Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label)
+    if not route.uses_cudnn:  # its surveyed wheel has nothing to do with cuDNN: nothing to judge it on
+        return Served(route, None, None, (), (), frozenset())
     if route.shim is None or install is None:
-        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN: {route.error or route.how}",
-                          Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                          fix(manual(f"install the cuDNN {consumer.label} pins")))
+        # a loader by name on first use (`Route.lazy`) starts without one and fails only where it uses cuDNN
+        first = " when it first uses cuDNN (it starts without one)" if route.lazy else ""
+        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN{first}: {route.error or route.how}",
+                          subject, _unreached(route, environ), severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
@@ -146,6 +166,18 @@ def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, de
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
     return Served(route, install, release, failing, tuple(findings), frozenset(reached))
+
+
+def _unreached(route: Route, environ: Mapping[str, str]) -> Fix:
+    """What gives a framework that finds no cuDNN one: the shim folder on its sys.path that its search does not
+    reach, put on LD_LIBRARY_PATH (or loaded by a function its package offers programs: ``preload_dlls()``);
+    else the cuDNN it pins installed."""
+    if route.unsearched is None:
+        return fix(manual(f"install the cuDNN {route.consumer.label} pins"))
+    value = route.unsearched + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
+    note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
+    calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]
+    return fix(set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=calls)
 
 
 _RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_PIN_UNMET,

@@ -149,6 +149,12 @@ class Consumer:
     build_source: str  # where build came from, or why it is unknown
     # who installs into its site-packages with pip, and how (`pythons.interpreter_of_site`)
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
+    # (distribution, version) of what it requires installed beside it: the JAX CUDA plugin's PJRT wheel, which
+    # holds its loader (`routes.consumer_load` reads their surveyed rows with its own)
+    beside: tuple[tuple[str, str], ...] = ()
+    # why it is installed but cannot be read or run as installed (its METADATA missing, a wheel of another
+    # platform, its import failing in a child); None: nothing seen wrong
+    broken: str | None = None
 
     @property
     def label(self) -> str:
@@ -278,18 +284,82 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
         versions.setdefault(dist.name, dist.version)
     found: dict[tuple[str, str], _Installed] = {}
     for dist in installed:
-        if dist.name in SOURCES:
+        if dist.name in SOURCES or _surveyed_source(dist) is not None:
             found.setdefault((os.path.realpath(dist.site), dist.name), dist)
     cache = open_cache(env)
     facts = _facts(list(found.values()), paths, env, timeout, interpreter, cache, run)
     cache.save()
+    required = {name for _, (requires, _, _) in facts for name in _names(requires)}
     consumers = []
     for dist, (requires, needs, (build, build_major, source)) in facts:
         pins = _pins(requires, versions)
-        if pins or needs or build_major is not None:
-            consumers.append(Consumer(SOURCES[dist.name].framework, dist.name, dist.version, dist.site, pins,
-                                      needs, build, build_major, source, interpreter_of_site(dist.site)))
+        surveyed = dist.name not in SOURCES
+        if surveyed and dist.name in required:
+            continue  # a wheel another framework requires (the JAX PJRT wheel): judged with it
+        if pins or needs or build_major is not None or surveyed:
+            beside = tuple((name, versions[name]) for name in _names(requires) if name in versions)
+            consumers.append(Consumer(_source_of(dist).framework, dist.name, dist.version, dist.site, pins, needs,
+                                      build, build_major, source, interpreter_of_site(dist.site), beside,
+                                      _broken(dist, source)))
     return tuple(consumers)
+
+
+def _surveyed_source(dist: _Installed | Consumer) -> _Source | None:
+    """Where to look in a distribution `SOURCES` does not name but the framework survey does, when some surveyed
+    release of it has to do with cuDNN (CTranslate2, CuPy, PaddlePaddle, TransformerEngine, cudnn-frontend): the
+    folders its surveyed libraries lie in. A release of it that uses none is still one (judged as using none)."""
+    from cudnnload.resolve.survey import decides_cudnn, nearest, surveyed
+
+    name = dist.name if isinstance(dist, _Installed) else dist.distribution
+    if not any(decides_cudnn(row) for row in surveyed(name)):
+        return None
+    match = nearest(name, dist.version)
+    folders = tuple(sorted({lib.path.rpartition("/")[0] for lib in match.wheel.libraries})) if match else ()
+    return _Source(name, folders)
+
+
+def _source_of(dist: _Installed | Consumer) -> _Source:
+    name = dist.name if isinstance(dist, _Installed) else dist.distribution
+    return SOURCES.get(name) or _surveyed_source(dist) or _Source(name, ())
+
+
+def _names(requires: Sequence[str]) -> list[str]:
+    """The canonical names of the distributions ``requires`` names (markers not evaluated: a name is a name)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names = []
+    for text in requires:
+        try:
+            names.append(str(canonicalize_name(Requirement(text).name)))
+        except InvalidRequirement:
+            continue
+    return names
+
+
+def _broken(dist: _Installed, build_source: str) -> str | None:
+    """Why an installed framework cannot be read or run as installed: no METADATA (pip writes one for every
+    wheel), a wheel built for another platform (its WHEEL file's tags), or the child that imports it to read its
+    build failing on the import of one of its own modules."""
+    import platform
+
+    if not os.path.isfile(os.path.join(dist.info, "METADATA")) and dist.info.endswith(".dist-info"):
+        return f"{os.path.basename(dist.info)} has no METADATA"
+    try:
+        wheel = read_regular(os.path.join(dist.info, "WHEEL"), 1 << 16).decode("utf-8", "replace")
+    except (OSError, NotRegularFile):
+        wheel = ""
+    tags = [line.partition(":")[2].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+    machine = platform.machine()
+    if tags and not any(tag.endswith("-any") or (sys.platform in tag.rpartition("-")[2] and machine in tag)
+                        or (sys.platform == "linux" and "manylinux" in tag and machine in tag) for tag in tags):
+        return f"its wheel is for {', '.join(tag.rpartition('-')[2] for tag in tags)}, not {sys.platform} {machine}"
+    # an import that fails on a missing shared object is the loading that doctor judges (libcudnn.so.9 not found),
+    # not a broken distribution
+    failed = build_source.partition(" in a child process failed: ")[2]
+    if failed.startswith(("ImportError", "ModuleNotFoundError")) and "shared object" not in failed:
+        return f"its import fails ({failed})"
+    return None
 
 
 def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: float = 60.0) -> tuple[Consumer, ...]:
@@ -301,7 +371,7 @@ def owner_of(path: str, *, environ: Mapping[str, str] | None = None, timeout: fl
         return ()
     return tuple(c for c in find_consumers([site], environ=environ, timeout=timeout)
                  if any(real.startswith(os.path.realpath(os.path.join(c.site, part)) + os.sep)
-                        for part in SOURCES[c.distribution].folders))
+                        for part in _source_of(c).folders))
 
 
 @dataclass(frozen=True)
@@ -457,7 +527,7 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
             continue
         files = _record_files(dist)
         requires = _requires(dist)
-        source = SOURCES[dist.name]
+        source = _source_of(dist)
         build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
         if source.build_file and source.build_file in files:
             build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)

@@ -37,15 +37,11 @@ from cudnnload.resolve.consumers import SOURCES, Consumer, Need, stated_consumer
 from cudnnload.resolve.discovery import Context, release_near
 from cudnnload.resolve.ldcache import LdCache
 from cudnnload.resolve.pipset import PipSet, Planned
-from cudnnload.resolve.survey import SurveyedLibrary, SurveyedWheel, SurveyMatch, nearest
+from cudnnload.resolve.survey import CudnnLoad, SurveyMatch, cudnn_load, decides_cudnn, nearest
 from cudnnload.resolve.wheelfacts import CudnnBuild, WheelFacts
 
 # The distributions whose files decide a cuDNN (issue 34): cuDNN itself, the cuBLAS and NVRTC it opens.
 CUDA_LIBRARIES = ("nvidia-cudnn-", "nvidia-cublas", "nvidia-cuda-nvrtc")
-# Entry points a framework calls itself, where a surveyed loader runs from (the survey records who calls a
-# loader inside its module; what the framework calls from outside is this): JAX calls initialize() on each
-# plugin it discovers (jax/_src/xla_bridge.py, discover_pjrt_plugins / the jax_plugins entry point).
-FRAMEWORK_CALLED = frozenset({"initialize"})
 _FULL_VERSION = re.compile(r"\.so\.(\d+\.\d+\.\d+)$")
 
 
@@ -115,11 +111,7 @@ def framework_row(planned: Planned, system: str = "linux") -> SurveyMatch | None
     match = nearest(planned.name, planned.version, system=system)
     if match is None:
         return None
-    row = match.wheel
-    relevant = row.cudnn_requires or row.build_cudnn or any(
-        lib.cudnn_needed or lib.cudnn_names for lib in row.libraries) or any(
-        loader.loads and loader.names for loader in row.loaders)
-    return match if relevant else None
+    return match if decides_cudnn(match.wheel) else None
 
 
 def layout(pip_set: PipSet, facts: Mapping[str, WheelFacts], site: str) -> Layout:
@@ -267,18 +259,17 @@ def _way(planned: Planned, match: SurveyMatch | None, helpers: Sequence[SurveyMa
         return Way(consumer, None, None, "not surveyed", None, f"{planned.label} is a release of no surveyed wheel: "
                    "its loader is not known")
     cuda = row.cuda_major or next((h.wheel.cuda_major for h in helpers if h.wheel.cuda_major), None)
-    rows = [row, *(h.wheel for h in helpers)]
-    loaded = _by_path(rows, planned_layout, consumer.cudnn_major)
+    load = cudnn_load([row, *(h.wheel for h in helpers)])
+    loaded = _by_path(load, planned_layout, consumer.cudnn_major)
     if loaded is not None:
         how, shim = loaded
         return Way(consumer, match, cuda, how, _seen(shim, "by-path", planned_layout, ctx), None)
-    caller = _caller(rows)
+    caller = load.caller
     if caller is None:
         return Way(consumer, match, cuda, "no library of its wheel calls cuDNN", None, None)
     asker = posixpath.join(site, caller.path)
-    needed = next(iter(caller.cudnn_needed), None)
-    bundled = next((lib for row in rows for lib in row.libraries if needed and lib.soname == needed), None)
-    if needed is not None and bundled is not None and classify(needed) is None:
+    needed, bundled = load.needed, load.bundled
+    if needed is not None and bundled is not None:
         shim = posixpath.join(site, bundled.path)
         return Way(consumer, match, cuda, f"{posixpath.basename(caller.path)} NEEDs {needed}, a cuDNN its wheel "
                    "bundles", _seen(shim, "bundled", planned_layout, ctx, bundled=(bundled.rpath, bundled.runpath)),
@@ -294,37 +285,19 @@ def _way(planned: Planned, match: SurveyMatch | None, helpers: Sequence[SurveyMa
                                                                               planned_layout, ctx), None)
 
 
-def _by_path(rows: Iterable[SurveyedWheel], planned_layout: Layout, major: int) -> tuple[str, str] | None:
-    """A Python loader that opens ``nvidia/<folder>/lib/<name>`` by path before cuDNN is called: the first
-    ``sys.path`` entry (the new site-packages) holding one."""
-    for row in rows:
-        for loader in row.loaders:
-            runs = loader.at_import or any(site.call in FRAMEWORK_CALLED for site in loader.called_from) or \
-                loader.function in FRAMEWORK_CALLED
-            if not (loader.loads and runs):
-                continue
-            folders = [name for name in loader.names if "/" not in name and "." not in name]
-            patterns = [name for name in loader.names if name.startswith("libcudnn") and ".so" in name]
-            for folder in folders:
-                for pattern in patterns:
-                    place = posixpath.join(planned_layout.site, "nvidia", folder, "lib")
-                    hits = [n for n in planned_layout.listing(place) if fnmatch.fnmatchcase(n, pattern)
-                            and (lib := classify(n)) is not None and lib.key == "shim" and lib.major == major]
-                    if hits:
-                        return (f"by path: {loader.module} {loader.function}() opens nvidia/{folder}/lib/{pattern}",
-                                posixpath.join(place, hits[0]))
+def _by_path(load: CudnnLoad, planned_layout: Layout, major: int) -> tuple[str, str] | None:
+    """A Python loader that opens a cuDNN by path before cuDNN is called (`survey.CudnnLoad`): the first
+    ``sys.path`` entry (the new site-packages) holding one of its globs."""
+    for found in load.by_path:
+        for pattern in found.globs:
+            place = posixpath.join(planned_layout.site, posixpath.dirname(pattern))
+            name = posixpath.basename(pattern)
+            hits = [n for n in planned_layout.listing(place) if fnmatch.fnmatchcase(n, name)
+                    and (lib := classify(n)) is not None and lib.key == "shim" and lib.major == major]
+            if hits:
+                return (f"by path: {found.loader.module} {found.loader.function}() opens {pattern}",
+                        posixpath.join(place, hits[0]))
     return None
-
-
-def _caller(rows: Iterable[SurveyedWheel]) -> SurveyedLibrary | None:
-    """The library that calls cuDNN: among those with CUDA code or a cuDNN NEEDED (not a cuDNN the wheel bundles),
-    the one whose strings name cuDNN most (ONNX Runtime's CUDA provider over its TensorRT one, which NEEDs cuDNN
-    but carries no CUDA code of its own and loads only for TensorRT)."""
-    rows = list(rows)
-    bundled = {soname for row in rows for lib in row.libraries for soname in lib.cudnn_needed}
-    libraries = [lib for row in rows for lib in row.libraries if lib.format == "elf" and lib.soname not in bundled
-                 and (lib.gpu_code or lib.cudnn_needed)]
-    return max(libraries, key=lambda lib: lib.cudnn_mentions, default=None)
 
 
 def _search(name: str, asker: str, rpath: tuple[str, ...], runpath: tuple[str, ...], planned_layout: Layout,

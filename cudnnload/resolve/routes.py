@@ -1,24 +1,28 @@
 """How each framework puts cuDNN in its process: the shim whose functions it calls, and the rule that gave it.
 
-A framework does not load cuDNN the way a plain program does; each has its own loader, read from its
-source (the versions named are the ones measured on the GPU machine, 2026-11-24):
+The kind of loader comes from the framework's surveyed wheel (`survey.cudnn_load`: the row of the installed release,
+else of the nearest surveyed one, and the route says so), applied to what is installed here:
 
-- PyTorch (torch 2.11, ``torch/__init__.py``): ``_load_global_deps()`` opens ``libtorch_global_deps.so`` and
-  then ``_preload_cuda_deps()``, which for each CUDA library takes the first ``sys.path`` entry holding
-  ``nvidia/<lib>/lib/<glob>``, ``nvidia/cu<N>/lib/<glob>`` or ``<lib>/lib/<glob>`` (``_get_cuda_dep_paths``)
-  and opens that file by path with ctypes. cuBLASLt and cuBLAS come first and are required: when either is
-  missing a ValueError stops the preload before cuDNN, inside a ``try: ... except Exception: pass``. Then
-  ``from torch._C import *`` maps ``libtorch_cuda.so``, whose DT_NEEDED ``libcudnn.so.9`` is answered by the
-  shim already loaded (its SONAME), else searched through its DT_RPATH (``$ORIGIN/../../nvidia/cudnn/lib``
-  first), ``LD_LIBRARY_PATH`` and ``ld.so.cache``.
-- JAX (the ``jax_plugins/xla_cuda13`` plugin, ``_load_nvidia_libraries``): ``import nvidia.cudnn`` and
-  ``ctypes.cdll.LoadLibrary(<its __path__[0]>/lib/libcudnn.so.9)``, errors ignored; XLA then dlopens
-  ``libcudnn.so.9`` by name from ``xla_cuda_plugin.so`` (no DT_NEEDED on cuDNN; its DT_RPATH lists
-  ``$ORIGIN/../../nvidia/cudnn/lib``).
-- ONNX Runtime: ``libonnxruntime_providers_cuda.so`` NEEDs ``libcudnn.so.9`` (searched from it);
-  ``onnxruntime.preload_dlls()`` loads the wheel's by path first, but only when the program calls it.
-- TensorFlow: ``tsl/platform/default/dso_loader.cc`` dlopens ``libcudnn.so.<major>`` by name from its own
-  library (``libtensorflow_framework.so.2``, whose RPATH lists the nvidia wheels' folders).
+- ``by-path``: a Python loader opens a cuDNN by path. Two are replayed as measured, because what they do around
+  the path matters: PyTorch's ``_preload_cuda_deps()`` (torch 2.11, ``torch/__init__.py``; ``_load_global_deps()``
+  before 2.10) takes, for each CUDA library, the first ``sys.path`` entry holding ``nvidia/<lib>/lib/<glob>``,
+  ``nvidia/cu<N>/lib/<glob>`` or ``<lib>/lib/<glob>`` (``_get_cuda_dep_paths``) and opens it by path with ctypes;
+  cuBLASLt and cuBLAS come first and are required: when either is missing a ValueError stops the preload before
+  cuDNN, inside a ``try: ... except Exception: pass``. Then ``libtorch_cuda.so``'s DT_NEEDED ``libcudnn.so.9`` is
+  answered by the shim already loaded (its SONAME), else searched through its DT_RPATH. The JAX CUDA plugin's
+  ``_load_nvidia_libraries()`` does ``import nvidia.cudnn`` and opens ``<its __path__[0]>/lib/libcudnn.so.9``,
+  errors ignored; XLA then dlopens ``libcudnn.so.9`` by name from ``xla_cuda_plugin.so``. Any other surveyed
+  loader by path (cudnn-frontend's ``_dlopen_cudnn()``) is its globs tried on each ``sys.path`` entry in order.
+- ``needed``: the library that calls cuDNN NEEDs it, searched from it (ONNX Runtime up to 1.27's CUDA provider,
+  TransformerEngine); ``bundled``: that NEEDED names the copy its wheel ships (CTranslate2 up to 4.6.2).
+- ``by-name``: the library dlopens ``libcudnn.so.<major>`` by name when it first needs it (ONNX Runtime's CUDA
+  provider from 1.28, no NEEDED and no RPATH; TensorFlow's ``dso_loader``): lazy, judged by what the process
+  already maps (the rule ``already-loaded``) and by the name search from that library at that moment.
+- ``none``: the wheel has nothing to do with cuDNN (CTranslate2 from 4.6.3 on Linux): it is not judged as needing
+  one.
+
+A framework no surveyed wheel answers for is judged by the rule of its installed files: the library that NEEDs a
+cuDNN, searched from it; the route says it was not surveyed.
 
 Whatever the framework opens, an ``LD_PRELOAD``-ed shim is first in the global scope: the framework's calls
 bind to it (measured: torch with the system's ``libcudnn.so.9`` preloaded reports its release). The shim's
@@ -34,9 +38,10 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import classify
-from cudnnload.resolve.consumers import Consumer
+from cudnnload.resolve.consumers import Consumer, Need
 from cudnnload.resolve.discovery import Context, chain, requester
 from cudnnload.resolve.startup import Source, package, torch_preload
+from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
 
 
 @dataclass(frozen=True)
@@ -54,10 +59,37 @@ class Route:
     # when the interpreter's start-up was observed; and that entry
     source: Source | None = None
     path_entry: str | None = None
+    # the surveyed wheel whose loader it was judged by (None: not surveyed), and that loader's kind
+    survey: SurveyMatch | None = None
+    kind: LoadKind | None = None
+    # when it finds none: the first folder on sys.path holding a shim of its major (a wheel's nvidia/cudnn/lib) that
+    # its search does not reach, and the functions a program can call to load it (`survey.CudnnLoad.program_calls`)
+    unsearched: str | None = None
+    program_calls: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str | None:
         return os.path.dirname(self.shim) if self.shim else None
+
+    @property
+    def uses_cudnn(self) -> bool:
+        """False when its surveyed wheel has nothing to do with cuDNN: it is not judged as needing one."""
+        return self.kind != "none"
+
+    @property
+    def lazy(self) -> bool:
+        """Its cuDNN is opened by name on first use, not at load time: a program that never reaches cuDNN maps none."""
+        return self.kind == "by-name"
+
+    @property
+    def judged_by(self) -> str:
+        """Which surveyed wheel's loader it was judged by, when that is not its own release's."""
+        if self.survey is None:
+            return f"{self.consumer.label} is a release of no surveyed wheel: judged by what its libraries NEED"
+        if self.survey.exact:
+            return ""
+        row = self.survey.wheel
+        return f"judged by the loader of {row.distribution} {row.version}, the nearest surveyed"
 
 
 def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
@@ -67,7 +99,19 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     there (`startup.PathEntry`), to name the one a shim found by path came from."""
     major = consumer.cudnn_major
     soname = f"libcudnn.so.{major}"
-    found = _FRAMEWORK_LOADS.get(consumer.framework, _needed)(consumer, ctx, site_paths, soname)
+    match, load = consumer_load(consumer)
+    if load is None:
+        found = _from_files(consumer, ctx, site_paths, soname)
+    elif load.kind == "none":
+        return Route(consumer, None, f"{consumer.label}: nothing of its wheel NEEDs, names, pins or loads cuDNN",
+                     survey=match, kind="none")
+    elif load.kind == "by-path":
+        found = _REPLAYS.get(load.by_path[0].loader.function, _first_on_path)(consumer, load, ctx, site_paths, soname)
+    else:
+        found = _from_caller(consumer, load, ctx, soname)
+    found = replace(found, survey=match, kind=load.kind if load else None,
+                    unsearched=_shim_on_path(site_paths, major) if found.shim is None else None,
+                    program_calls=load.program_calls if load else ())
     entry = next((path for path in site_paths if path and found.shim
                   and found.shim.startswith(path.rstrip("/") + "/")), None)
     if entry is not None and sources is not None:
@@ -79,7 +123,21 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     by = f"LD_PRELOAD entry {preloaded.entry}" if preloaded.entry else "the process, already"
     return Route(consumer, preloaded.path, f"{by} maps {preloaded.path} before {consumer.framework} loads cuDNN: "
                  f"its calls bind to that shim" + (f", not to {found.shim}" if found.shim else ""),
-                 opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry)
+                 opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry,
+                 survey=found.survey, kind=found.kind)
+
+
+def consumer_load(consumer: Consumer, system: str = "linux") -> tuple[SurveyMatch | None, CudnnLoad | None]:
+    """The surveyed wheel that answers for ``consumer`` (its release, else the nearest surveyed) and how its wheels
+    come to their cuDNN: its own row, with the rows of the surveyed distributions it requires installed beside it
+    (the JAX CUDA plugin's PJRT wheel, which holds the loader). (None, None) when its distribution was not
+    surveyed."""
+    match = nearest(consumer.distribution, consumer.version, system=system)
+    if match is None:
+        return None, None
+    helpers = [found.wheel for name, version in consumer.beside
+               if (found := nearest(name, version, system=system)) is not None]
+    return match, cudnn_load([match.wheel, *helpers])
 
 
 def _cuda(consumer: Consumer) -> int | None:
@@ -97,7 +155,7 @@ def _loads(path: str, ctx: Context) -> bool:
     return outcome == "found"
 
 
-def _torch(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
+def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
     cuda, release = _cuda(consumer), _torch_release(consumer.version)
 
     def first(folder: str, pattern: str) -> str | None:
@@ -112,23 +170,21 @@ def _torch(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: 
     fell = (f"torch's preload by path stops before cuDNN ({missing}.so.* is on no sys.path entry)" if missing else
             f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path for torch's "
             "preload by path")
-    needed = _needed(consumer, ctx, site_paths, soname)
+    needed = _from_caller(consumer, load, ctx, soname)
     return Route(consumer, needed.shim, f"{needed.how} ({fell})", error=needed.error)
 
 
-def _jax(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
+def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
     package = _nvidia_cudnn(site_paths)
     shim = os.path.join(package, "lib", soname) if package else None
     if shim is not None and os.path.exists(shim) and _loads(shim, ctx):
         return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
                      "nvidia.cudnn's lib/" + soname)
-    plugin = sorted(glob.glob(os.path.join(glob.escape(consumer.site), "jax_plugins", "xla_cuda*",
-                                           "xla_cuda_plugin.so")))
-    asker = requester(plugin[0], ctx.cache) if plugin else None
-    res = linker.resolve(soname, chain(asker) if asker else None, ctx.linker)
     why = f"no {soname} in the nvidia.cudnn package" if package else "no nvidia.cudnn package on sys.path"
-    return _by_name(consumer, res, f"XLA dlopens {soname} from {os.path.basename(plugin[0]) if plugin else 'JAX'}",
-                    why)
+    caller = _caller_file(consumer, load)
+    asker = requester(caller, ctx.cache) if caller else None
+    res = linker.resolve(soname, chain(asker) if asker else None, ctx.linker)
+    return _by_name(consumer, res, f"XLA dlopens {soname} from {os.path.basename(caller) if caller else 'JAX'}", why)
 
 
 def _nvidia_cudnn(site_paths: Sequence[str]) -> str | None:
@@ -148,31 +204,84 @@ def _torch_release(version: str) -> tuple[int, int]:
         return (2, 11)
 
 
-def _needed(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
-    """The framework library that NEEDs the shim, searched from it (the generic rule)."""
+def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str],
+                   soname: str) -> Route:
+    """A surveyed Python loader by path (cudnn-frontend's ``_dlopen_cudnn()``): the first ``sys.path`` entry holding
+    a shim of the major under one of its globs; else what its library that calls cuDNN gets."""
+    major = int(soname.rpartition(".")[2])
+    for entry in site_paths:
+        for found in load.by_path:
+            for pattern in found.globs:
+                for path in sorted(glob.glob(os.path.join(glob.escape(entry or "."), pattern))):
+                    lib = classify(os.path.basename(path))
+                    if lib is not None and lib.key == "shim" and lib.major == major and _loads(path, ctx):
+                        return Route(consumer, path, f"by path: {found.loader.module} {found.loader.function}() "
+                                     f"opens the first {pattern} on sys.path")
+    fell = f"no {' or '.join(g for f in load.by_path for g in f.globs)} on sys.path"
+    if load.caller is None:
+        res = linker.resolve(soname, None, ctx.linker)
+        return _by_name(consumer, res, f"{consumer.framework} opens {soname} by name", fell)
+    return _from_caller(consumer, load, ctx, soname, fell)
+
+
+def _shim_on_path(site_paths: Sequence[str], major: int) -> str | None:
+    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>``."""
+    for entry in site_paths:
+        for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
+                                                  f"libcudnn.so.{major}"))):
+            return os.path.dirname(shim)
+    return None
+
+
+def _caller_file(consumer: Consumer, load: CudnnLoad) -> str | None:
+    """The installed file of the library that calls cuDNN, where it is installed."""
+    if load.caller is None:
+        return None
+    path = os.path.join(consumer.site, load.caller.path)
+    return path if os.path.isfile(path) else None
+
+
+def _from_caller(consumer: Consumer, load: CudnnLoad, ctx: Context, soname: str, why: str | None = None) -> Route:
+    """What the library that calls cuDNN gets: its NEEDED (as installed: the consumer's own reading of its files,
+    else the surveyed name), searched from it at load time; a copy its wheel bundles; else its dlopen by name when
+    it first needs cuDNN, searched from it at that moment (what the process maps already answers first)."""
+    caller = _caller_file(consumer, load)
+    need = next((n for n in consumer.needs if caller and os.path.realpath(n.path) == os.path.realpath(caller)), None)
+    if need is None and load.needed is not None:
+        need = next((n for n in consumer.needs if n.soname == load.needed), None) or \
+            (Need(load.needed, caller) if caller else None)
+    asking = need.path if need else caller
+    asker = requester(asking, ctx.cache) if asking else None
+    res = linker.resolve(need.soname if need else load.needed or soname, chain(asker) if asker else None, ctx.linker)
+    who = os.path.basename(asking or (load.caller.path if load.caller else consumer.framework))
+    named = need.soname if need else load.needed
+    if named is not None and load.bundled is not None:
+        what = f"{who} NEEDs {named}, a cuDNN its wheel bundles"
+    elif named is not None:
+        what = f"{who} NEEDs {named}"
+    else:
+        what = f"{who} dlopens {soname} by name when it first needs cuDNN"
+    return _by_name(consumer, res, what, why, bundled=load.bundled is not None)
+
+
+def _from_files(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
+    """A framework no surveyed wheel answers for: the library of it that NEEDs a cuDNN, searched from it."""
     need = next((n for n in consumer.needs if n.soname == soname), consumer.needs[0] if consumer.needs else None)
     asker = requester(need.path, ctx.cache) if need else None
     res = linker.resolve(need.soname if need else soname, chain(asker) if asker else None, ctx.linker)
     what = f"{os.path.basename(need.path)} NEEDs {need.soname}" if need else f"{consumer.framework} opens {soname}"
-    return _by_name(consumer, res, what, None)
+    return _by_name(consumer, res, what, "not surveyed")
 
 
-def _tensorflow(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
-    if consumer.needs:
-        return _needed(consumer, ctx, site_paths, soname)
-    framework = sorted(glob.glob(os.path.join(glob.escape(consumer.site), "tensorflow", "libtensorflow_framework.so*")))
-    asker = requester(framework[0], ctx.cache) if framework else None
-    res = linker.resolve(soname, chain(asker) if asker else None, ctx.linker)
-    return _by_name(consumer, res, f"TensorFlow's dso_loader dlopens {soname}", None)
-
-
-def _by_name(consumer: Consumer, res: linker.Resolution, what: str, why: str | None) -> Route:
+def _by_name(consumer: Consumer, res: linker.Resolution, what: str, why: str | None, bundled: bool = False) -> Route:
     how = f"{what}: found via {res.rule}" + (f" ({why})" if why else "")
     if res.path is None or res.error is not None:
         return Route(consumer, res.path if res.error else None, how, error=res.error or f"{res.name}: not found")
-    if classify(os.path.basename(res.path)) is None and res.rule != "already-loaded":
+    if classify(os.path.basename(res.path)) is None and res.rule != "already-loaded" and not bundled:
         return Route(consumer, None, how, error=f"{res.path} is not a cuDNN shim")
     return Route(consumer, res.path, how)
 
 
-_FRAMEWORK_LOADS = {"torch": _torch, "jax": _jax, "tensorflow": _tensorflow}
+# The surveyed Python loaders by path replayed as measured (module docstring), by the function the survey names;
+# any other is `_first_on_path`.
+_REPLAYS = {"_preload_cuda_deps": _torch, "_load_global_deps": _torch, "_load_nvidia_libraries": _jax}

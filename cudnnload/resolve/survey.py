@@ -20,6 +20,8 @@ from dataclasses import dataclass, is_dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cudnnload.resolve.catalog import classify
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -193,3 +195,120 @@ def nearest(distribution: str, version: str, variant: str | None = None, system:
     after = [wheel for wheel in (series or rows) if wheel.release > asked]
     chosen = max(before, key=lambda wheel: wheel.release) if before else min(after, key=lambda wheel: wheel.release)
     return SurveyMatch(wheel=chosen, asked=version, exact=chosen.release == asked)
+
+
+# --- how a surveyed wheel comes to its cuDNN ------------------------------------------------------------------
+
+# Entry points a framework calls itself, where a surveyed loader runs from (the survey records who calls a
+# loader inside its module; what the framework calls from outside is this): JAX calls initialize() on each
+# plugin it discovers (jax/_src/xla_bridge.py, discover_pjrt_plugins / the jax_plugins entry point).
+FRAMEWORK_CALLED = frozenset({"initialize"})
+
+LoadKind = typing.Literal["by-path", "needed", "bundled", "by-name", "none"]
+
+
+@dataclass(frozen=True)
+class PathLoader:
+    """A Python loader that opens a cuDNN by path before the framework calls cuDNN: the globs it tries, relative
+    to each ``sys.path`` entry (``nvidia/cudnn/lib/libcudnn.so.*[0-9]``)."""
+
+    loader: LoaderFunction
+    globs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CudnnLoad:
+    """How a framework's wheels (its own row, and those of the distributions it requires that were surveyed:
+    the JAX CUDA plugin and its PJRT wheel) put a cuDNN in its process, in the order its loader tries:
+
+    - ``by-path``: a Python loader opens ``nvidia/<folder>/lib/<name>`` by path (``by_path``), then the
+      library that calls cuDNN is left to its NEEDED or its own dlopen;
+    - ``needed``: the library that calls cuDNN (``caller``) NEEDs ``needed``, searched from it at load time;
+    - ``bundled``: that NEEDED names a cuDNN the wheel ships under another name (``bundled``, auditwheel's
+      ``libcudnn-<hash>.so.8.9.7``);
+    - ``by-name``: ``caller`` has no cuDNN NEEDED and dlopens one by name when it first needs it (ONNX
+      Runtime's CUDA provider from 1.28, TensorFlow's dso_loader): lazy, a program that never reaches cuDNN
+      never maps one;
+    - ``none``: nothing of the wheel names, NEEDs, pins or loads cuDNN (CTranslate2 from 4.6.3 on Linux).
+    """
+
+    kind: LoadKind
+    rows: tuple[SurveyedWheel, ...]
+    by_path: tuple[PathLoader, ...]
+    caller: SurveyedLibrary | None
+    needed: str | None  # the cuDNN name (or a bundled copy's SONAME) ``caller`` NEEDs
+    bundled: SurveyedLibrary | None
+    # loaders by path only the program runs, by calling them ("onnxruntime.preload_dlls()"): nothing of the
+    # framework calls them, so they are not its way, but a way a program can take
+    program_calls: tuple[str, ...] = ()
+
+
+def decides_cudnn(row: SurveyedWheel) -> bool:
+    """Whether a wheel has to do with a cuDNN at all: loads one, NEEDs or names one, pins one or states its build."""
+    return bool(row.cudnn_requires or row.build_cudnn or any(
+        lib.cudnn_needed or lib.cudnn_names for lib in row.libraries) or any(
+        loader.loads and loader.names for loader in row.loaders))
+
+
+def _path_loaders(rows: typing.Iterable[SurveyedWheel]) -> tuple[PathLoader, ...]:
+    """The Python loaders that open a cuDNN by path and run before cuDNN is called: at import, or from an entry
+    point the framework calls (`FRAMEWORK_CALLED`); their globs from the names they hold, a folder
+    (``cudnn``) joined with a file name or glob (``libcudnn.so.*[0-9]``), or a relative path as written."""
+    found = []
+    for row in rows:
+        for loader in row.loaders:
+            runs = loader.at_import or any(site.call in FRAMEWORK_CALLED for site in loader.called_from) or \
+                loader.function in FRAMEWORK_CALLED
+            if not (loader.loads and runs):
+                continue
+            folders = [name for name in loader.names if "/" not in name and "." not in name]
+            files = [name for name in loader.names if name.startswith("libcudnn") and ".so" in name]
+            written = [name for name in loader.names if "/" in name and not name.startswith("/")
+                       and name.rpartition("/")[2].startswith("libcudnn") and ".so" in name]
+            globs = tuple(dict.fromkeys([*(f"nvidia/{folder}/lib/{name}" for folder in folders for name in files),
+                                         *written]))
+            if globs:
+                found.append(PathLoader(loader, globs))
+    return tuple(found)
+
+
+def _caller(rows: typing.Sequence[SurveyedWheel]) -> SurveyedLibrary | None:
+    """The library that calls cuDNN: among the ELF libraries of the wheels that have to do with cuDNN
+    (`decides_cudnn`), those with CUDA code or a cuDNN NEEDED (not a cuDNN the wheel bundles), the one whose strings
+    name cuDNN most (ONNX Runtime's CUDA provider over its TensorRT one, which NEEDs cuDNN but carries no CUDA
+    code of its own and loads only for TensorRT)."""
+    bundled = {soname for row in rows for lib in row.libraries for soname in lib.cudnn_needed}
+    libraries = [lib for row in rows if decides_cudnn(row) for lib in row.libraries
+                 if lib.format == "elf" and lib.soname not in bundled and (lib.gpu_code or lib.cudnn_needed)
+                 and lib.cudnn_mentions]
+    return max(libraries, key=lambda lib: lib.cudnn_mentions, default=None)
+
+
+def cudnn_load(rows: typing.Sequence[SurveyedWheel]) -> CudnnLoad:
+    """How ``rows`` (a framework's wheel first, then those it requires) come to their cuDNN (`CudnnLoad`)."""
+    rows = tuple(rows)
+    by_path = _path_loaders(rows)
+    caller = _caller(rows)
+    needed = next(iter(caller.cudnn_needed), None) if caller is not None else None
+    bundled = next((lib for row in rows for lib in row.libraries if needed and lib.soname == needed
+                    and classify(needed) is None), None)
+    kind: LoadKind = "by-path" if by_path else "none" if caller is None else \
+        "bundled" if bundled is not None else "needed" if needed is not None else "by-name"
+    return CudnnLoad(kind, rows, by_path, caller, needed, bundled, _program_calls(rows))
+
+
+def _program_calls(rows: typing.Sequence[SurveyedWheel]) -> tuple[str, ...]:
+    """The public functions that load libraries, run neither at import nor by the framework, that call (or are) a
+    function naming cuDNN: ONNX Runtime's ``preload_dlls()``, whose ``_get_nvidia_dll_paths()`` names
+    ``nvidia/cudnn/lib/libcudnn.so.9``. Said as ``package.function()``."""
+    found = []
+    for row in rows:
+        naming = {loader.function for loader in row.loaders if loader.names}
+        for loader in row.loaders:
+            callers = {site.call for other in row.loaders if other.names for site in other.called_from}
+            runs = loader.at_import or loader.function in FRAMEWORK_CALLED or any(
+                site.call in FRAMEWORK_CALLED for site in loader.called_from)
+            if loader.loads and not runs and not loader.function.startswith("_") and loader.module.endswith(
+                    "__init__.py") and (loader.function in naming or loader.function in callers):
+                found.append(f"{loader.module.removesuffix('/__init__.py').replace('/', '.')}.{loader.function}()")
+    return tuple(dict.fromkeys(found))
