@@ -155,6 +155,29 @@ def stamp(path: str) -> tuple[int, int, int, int, int]:
     return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, info.st_ctime_ns
 
 
+def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
+    """What a proof depends on besides its files, as text: the host and its boot (a driver or kernel module
+    installed since; a home folder shared over NFS, a cache shared by containers with and without a GPU),
+    glibc, and what the linker finds libraries with: ``/etc/ld.so.cache`` (ldconfig rewrites it when a
+    library comes or goes, the driver's ``libcuda.so.1`` among them) and each absolute LD_LIBRARY_PATH folder
+    (a file added or removed there moves its change time). A few stats: the warm path stays lean."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        boot = "?"
+    folders = [entry for entry in env.get("LD_LIBRARY_PATH", "").replace(";", ":").split(":") if entry.startswith("/")]
+
+    def stamped(path: str) -> str:
+        try:
+            return f"{path} {' '.join(map(str, stamp(path)))}"
+        except OSError:
+            return f"{path} absent"
+
+    return (os.uname().nodename, boot, os.confstr("CS_GNU_LIBC_VERSION") or "?",
+            *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", *folders))))
+
+
 def warn_once(key: str, message: str) -> None:
     """One line on standard error, once per process for ``key``."""
     if key in _warned:

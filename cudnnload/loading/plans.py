@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from cudnnload.cachedir import Layout, plain, read_entries, revive_entry, stamp, write_entries
+from cudnnload.cachedir import Layout, plain, proven_under, read_entries, revive_entry, stamp, write_entries
 from cudnnload.codes import Code
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.resolve.records import record
@@ -108,29 +108,6 @@ def request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, s
     # The text itself, not a digest of it: hashlib's OpenSSL binding costs ~5 ms to import.
     return "\0".join([where, wanted.text if wanted else "", ",".join(frameworks), sys.executable, *relevant,
                       *sys.path])
-
-
-def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
-    """What a proof depends on besides its files, as text: the host and its boot (a driver or kernel module
-    installed since; a home folder shared over NFS, a cache shared by containers with and without a GPU),
-    glibc, and what the linker finds libraries with: ``/etc/ld.so.cache`` (ldconfig rewrites it when a
-    library comes or goes, the driver's ``libcuda.so.1`` among them) and each absolute LD_LIBRARY_PATH folder
-    (a file added or removed there moves its change time). A few stats: the warm path stays lean."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            boot = handle.read().strip()
-    except OSError:
-        boot = "?"
-    folders = [entry for entry in env.get("LD_LIBRARY_PATH", "").replace(";", ":").split(":") if entry.startswith("/")]
-
-    def stamped(path: str) -> str:
-        try:
-            return f"{path} {' '.join(map(str, stamp(path)))}"
-        except OSError:
-            return f"{path} absent"
-
-    return (os.uname().nodename, boot, os.confstr("CS_GNU_LIBC_VERSION") or "?",
-            *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", *folders))))
 
 
 def set_files(install: Install) -> tuple[tuple[str, str], ...]:

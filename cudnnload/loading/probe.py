@@ -157,7 +157,7 @@ def probe(files: Sequence[tuple[str, str | os.PathLike[str]]], major: int, *, cr
     ``environ`` is the child's whole environment (default: this process's); LD_LIBRARY_PATH in it
     decides where the shim's own dlopen calls look. ``memo``: the answer is remembered there and given again,
     without a child, while every file the child mapped, the host and its boot, glibc, the linker's cache and
-    folders (`plans.proven_under`) and the environment the child ran in are as they were (`remembered` says so).
+    folders (`cachedir.proven_under`) and the environment the child ran in are as they were (`remembered` says so).
     """
     import subprocess  # here rather than at the top: the child imports this module and never needs it
 
@@ -205,7 +205,7 @@ _DECIDING = ("LD_", "CUDA", "CUDNN", "NVIDIA", "__NV", "__GL")
 
 
 def _memo_key(request: bytes, env: Mapping[str, str]) -> tuple[str, ...]:
-    from cudnnload.loading.plans import proven_under
+    from cudnnload.cachedir import proven_under
 
     deciding = sorted((k, v) for k, v in env.items() if k.startswith(_DECIDING))
     return ("probe", sys.executable, request.decode(), json.dumps(deciding), *proven_under(env))
