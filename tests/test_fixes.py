@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,10 +133,10 @@ def test_removing_the_last_entry_unsets_the_variable_and_a_missing_entry_is_refu
     assert kept.env == {"LD_LIBRARY_PATH": "/x/lib"} and kept.refused == ["/y is not an entry of LD_LIBRARY_PATH"]
 
 
-def test_a_run_action_runs_the_program_through_its_argv() -> None:
+def test_a_run_action_runs_the_program_through_its_argv_with_the_cudnnload_measured() -> None:
     layout = by_name("healthy-9.28-cu12")
     done = apply([{"do": "run", "argv": ["cudnnload", "run", "--"]}], layout, ["app", "x"], {})
-    assert done.argv == ["cudnnload", "run", "--", "app", "x"]
+    assert done.argv == [sys.executable, "-m", "cudnnload", "run", "--", "app", "x"]
 
 
 def test_a_delete_outside_the_copy_is_refused_and_removes_nothing(tmp_path: Path) -> None:

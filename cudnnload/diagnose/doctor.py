@@ -195,7 +195,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
     whole = repair(unique(findings), install, env, judge_again(*asked[:2], site_paths, asked[2], consumers, facts,
                                                                 blockers), resolved.target.description,
-                   resolved.target.path) if asked is not None and running else ()
+                   resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served) \
+        if asked is not None and running else ()
     findings = [*whole, *findings]
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
@@ -209,13 +210,15 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
 
 
 def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[str, str], judge: Judge,
-           description: str, path: str | None, *, always: bool = False) -> tuple[Finding, ...]:
+           description: str, path: str | None, *, always: bool = False, keep: bool = True) -> tuple[Finding, ...]:
     """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
-    frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one)."""
+    frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one).
+    ``keep``: the search-path entry that leads to ``install`` is what the target is meant to load and stays (not
+    for a Python environment, whose frameworks load their own cuDNN by their own rules, not load()'s choice)."""
     relevant = [f for f in findings if _concerns(f, install)]
     whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
                                                             if _concerns(f, install)],
-                 keep=install.folder if install is not None else None)
+                 keep=install.folder if install is not None and keep else None)
     first = next((f for f in relevant if f.severity is ERROR), None)
     if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()

@@ -291,14 +291,16 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
                         and classify(os.path.basename(f.subject.path)) is None)
         final = (*stopped, *(f for f in final if f not in stopped))
     first = next((f for f in final if f.severity == "error"), None)
-    # the model's whole repair, first: where what the run showed has no change of its own, or where the repair
+    # the model's whole repair, first: where what the run showed has no change of its own (none, or only words for a
+    # person), or where the repair
     # takes the first error's own change and goes on (the next cause it reveals); not before a library the program
     # stopped for want of, with the change that gives it
     if first is not None and not (first.code is Code.LOAD_FAILED and first.fix.actions):
         whole = _whole_repair(seen, env, program)
         steps = whole[0].fix.actions if whole else ()
-        if whole and (not first.fix.actions or (len(steps) > len(first.fix.actions) and all(
-                a in steps for a in first.fix.actions) and all(a.do is not ActionKind.MANUAL for a in steps))):
+        automatic = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
+        if whole and (not automatic or (len(steps) > len(automatic) and all(a in steps for a in automatic)
+                                        and all(a.do is not ActionKind.MANUAL for a in steps))):
             final = (*whole, *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))

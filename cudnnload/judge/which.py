@@ -24,8 +24,7 @@ from cudnnload.judge.policy import CODES, Mapped, search_path_findings, untruste
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
-from cudnnload.resolve.consumers import site_of
-from cudnnload.resolve.discovery import Context, Install, Step, context, make_step, requester
+from cudnnload.resolve.discovery import Context, Install, Step, context, make_step, requester, wheel_site
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.verdicts import ERROR, Finding, Fix, Subject, fix, set_variable
@@ -201,8 +200,8 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
     it anyway); else cuDNN installed."""
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
-                           *filter(None, (site_of(os.path.join(entry, gen.shim.soname))
-                                         for entry in ctx.linker.ld_library_path if entry.startswith("/")))])
+                           *filter(None, (wheel_site(entry) for entry in ctx.linker.ld_library_path
+                                          if entry.startswith("/")))])
     dists = cudnn_distributions(tuple(sites))
     access = Access()
     listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
