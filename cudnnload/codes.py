@@ -111,8 +111,8 @@ class Code(_Word):
     MIXED_RELEASE = ("mixed-release", (ERROR, WARNING), True, "a sub-library (in the folder, or the one the linker "
                      "would pick) "
                      "is from another release")
-    SUBLIBRARY_ELSEWHERE = ("sublibrary-elsewhere", WARNING, False, "the shim would load a sub-library from "
-                            "outside its own folder")
+    SUBLIBRARY_ELSEWHERE = ("sublibrary-elsewhere", ERROR, False, "the shim would load a sub-library from "
+                            "outside its own folder: two folders' cuDNN in one process")
     SUBLIBRARY_UNLOADABLE = ("sublibrary-unloadable", (ERROR, WARNING), False, "a sub-library the shim would get "
                              "cannot load "
                              "(a dependency or a symbol of another release missing), with what calls then do")
