@@ -285,22 +285,26 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     from cudnnload.verdicts import unique
 
     final = unique(_as_run(findings, seen, explained))
-    if not seen.ok:  # what the program's own code asked for in vain (not a cuDNN file: the prediction knows why
-        # that one asks), with a change that gives it, is why it stopped: first
-        stopped = tuple(f for f in final if f.code is Code.LOAD_FAILED and f.fix.actions and f.subject.path
-                        and classify(os.path.basename(f.subject.path)) is None)
-        final = (*stopped, *(f for f in final if f not in stopped))
+    # the order of what to do first: what the program's own code asked for in vain (not a cuDNN file: the
+    # prediction knows why that one asks), with a change that gives it, is why it stopped; then what a framework's
+    # own loader gets (its route decides which cuDNN it calls), where that has a change; then the rest
+    automatic = {id(f) for f in final if f.severity == "error" and any(a.do is not ActionKind.MANUAL
+                                                                       for a in f.fix.actions)}
+    stopped = tuple(f for f in final if not seen.ok and f.code is Code.LOAD_FAILED and id(f) in automatic
+                    and f.subject.path and classify(os.path.basename(f.subject.path)) is None)
+    framework = tuple(f for f in final if id(f) in automatic and f not in stopped
+                      and any(f in s.findings for s in served))
+    final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
     first = next((f for f in final if f.severity == "error"), None)
-    # the model's whole repair, first: where what the run showed has no change of its own (none, or only words for a
-    # person), or where the repair
-    # takes the first error's own change and goes on (the next cause it reveals); not before a library the program
-    # stopped for want of, with the change that gives it
-    if first is not None and not (first.code is Code.LOAD_FAILED and first.fix.actions):
+    # the model's whole repair, first, where it has a change to make: where what the run showed has none of its
+    # own (none, or only words for a person), or where the repair takes the first error's own change and goes on
+    # (the next cause it reveals); not before a library the program stopped for want of
+    if first is not None and first not in stopped:
         whole = _whole_repair(seen, env, program)
         steps = whole[0].fix.actions if whole else ()
-        automatic = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
-        if whole and (not automatic or (len(steps) > len(automatic) and all(a in steps for a in automatic)
-                                        and all(a.do is not ActionKind.MANUAL for a in steps))):
+        own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
+        if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
+                not own or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
