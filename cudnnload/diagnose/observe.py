@@ -288,12 +288,12 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # the order of what to do first: what the program's own code asked for in vain (not a cuDNN file: the
     # prediction knows why that one asks), with a change that gives it, is why it stopped; then what a framework's
     # own loader gets (its route decides which cuDNN it calls), where that has a change; then the rest
-    automatic = {id(f) for f in final if f.severity == "error" and any(a.do is not ActionKind.MANUAL
-                                                                       for a in f.fix.actions)}
-    stopped = tuple(f for f in final if not seen.ok and f.code is Code.LOAD_FAILED and id(f) in automatic
+    def changes(f: Finding) -> bool:
+        return f.severity == "error" and any(a.do is not ActionKind.MANUAL for a in f.fix.actions)
+
+    stopped = tuple(f for f in final if not seen.ok and f.code is Code.LOAD_FAILED and changes(f)
                     and f.subject.path and classify(os.path.basename(f.subject.path)) is None)
-    framework = tuple(f for f in final if id(f) in automatic and f not in stopped
-                      and any(f in s.findings for s in served))
+    framework = tuple(f for f in final if changes(f) and f not in stopped and any(f in s.findings for s in served))
     final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
     first = next((f for f in final if f.severity == "error"), None)
     # the model's whole repair, first, where it has a change to make: where what the run showed has none of its
@@ -373,6 +373,12 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
             return fix()
         return None if not whole.actions or any(a.do is ActionKind.MANUAL for a in whole.actions) else whole
 
+    try:
+        first = repaired(ctx.environ)
+    except CudnnloadError:
+        return unknown
+    if first is not None and first.actions:
+        return first
     actions = []
     for folder in sorted(places - {home}):
         entry = next((e for e in ctx.linker.ld_library_path if e and os.path.realpath(e) == folder), None)
@@ -384,9 +390,6 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
             return unknown
         actions.append(undo)
     try:
-        first = repaired(ctx.environ)
-        if first is not None and first.actions:
-            return first
         env: Mapping[str, str] = dict(ctx.environ)
         for action in actions:
             env, _ = applied(action, env, frozenset())
