@@ -2,7 +2,8 @@
 
 - plain `cudnnload doctor`, cold (its memo empty, the page cache warm) and warm, beside `python -c pass` and
   `python -c 'import torch'` (goals on the GPU machine with PyTorch and JAX installed: cold <= 1.5 s, warm <= 0.7 s);
-- `cudnnload which` beside the interpreter's own start-up (goal <= 2x);
+- `cudnnload which` beside the interpreter's own start-up (goal <= 2x), its answer kept from the run before
+  (`cudnnload.recall`), and the run that makes it;
 - cold `cudnnload inspect --no-cache FOLDER` of the cuDNN 9.28 wheel folder beside
   `readelf -d --dyn-syms -V` of the same files (goal <= 5x).
 
@@ -19,6 +20,7 @@ import argparse
 import glob
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,10 +38,14 @@ def wall(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     return time.perf_counter() - start, done.returncode
 
 
-def median(argv: list[str], env: dict[str, str], runs: int, fresh_cache: bool = False) -> tuple[float, int]:
+def median(argv: list[str], env: dict[str, str], runs: int, fresh_cache: bool = False,
+           forget: str | None = None) -> tuple[float, int]:
+    """``forget``: a folder removed before each run (a kept answer, to time the run that makes it)."""
     wall(argv, env)
     times, code = [], 0
     for _ in range(runs):
+        if forget is not None:
+            shutil.rmtree(forget, ignore_errors=True)
         if fresh_cache:
             with tempfile.TemporaryDirectory() as cache:
                 seconds, code = wall(argv, {**env, "CUDNNLOAD_CACHE": cache})
@@ -72,6 +78,7 @@ def main() -> int:
         cold, cold_code = median([*cli, "doctor"], env, args.runs, fresh_cache=True)
         warm, warm_code = median([*cli, "doctor"], env, args.runs)
         which, _ = median([*cli, "which"], env, args.runs)
+        which_first, _ = median([*cli, "which"], env, args.runs, forget=os.path.join(cache, "answers-v1"))
         readelf, _ = median(["readelf", "-W", "-d", "--dyn-syms", "-V", *files], env, args.runs)
         inspect, _ = median([*cli, "inspect", "--no-cache", args.folder], env, args.runs)
     figures = {"doctor cold s": cold, "doctor warm s": warm, "which / python": which / bare,
@@ -83,6 +90,7 @@ def main() -> int:
             ("cudnnload doctor, cold (memo empty)", cold, f"exit {cold_code}; goal <= {GOALS['doctor cold s']} s"),
             ("cudnnload doctor, warm", warm, f"exit {warm_code}; goal <= {GOALS['doctor warm s']} s"),
             ("cudnnload which", which, f"{figures['which / python']:.2f}x python -c pass; goal <= 2x"),
+            ("cudnnload which, its answer not kept yet", which_first, f"{which_first / bare:.2f}x python -c pass"),
             (f"readelf -W -d --dyn-syms -V ({len(files)} files)", readelf, ""),
             ("cudnnload inspect --no-cache FOLDER", inspect,
              f"{figures['inspect / readelf']:.2f}x readelf; goal <= 5x")]

@@ -89,6 +89,12 @@ def _own_home() -> str:
         return "/"
 
 
+def ownership(path: str, follow: bool = True) -> os.stat_result:
+    """``path``'s metadata, of which only the type, mode, owner and group are read (what `recall` notes of it: a
+    folder's times move with every file added to it)."""
+    return os.stat(path) if follow else os.lstat(path)
+
+
 def _creation_problem(folder: str) -> str | None:
     """Why ``folder`` must not be made here: the nearest folder above it that exists belongs to another user
     (not root, not this one), whose home it then is; None when it exists, or may be made."""
@@ -98,7 +104,7 @@ def _creation_problem(folder: str) -> str | None:
     if existing == folder:
         return None
     try:
-        owner = os.stat(existing).st_uid
+        owner = ownership(existing).st_uid
     except OSError:
         return None  # making it fails, and says why
     if owner in (0, os.geteuid()):
@@ -117,7 +123,7 @@ def folder_problem(folder: str) -> str | None:
     judged by the folders above it (it will be created with mode 0700)."""
     uid = os.geteuid()
     try:
-        info = os.stat(folder)
+        info = ownership(folder)
     except FileNotFoundError:
         info = None
     except OSError as exc:
@@ -133,7 +139,7 @@ def folder_problem(folder: str) -> str | None:
     parent = os.path.dirname(folder)
     while True:
         try:
-            above = os.stat(parent)
+            above = ownership(parent)
         except OSError:
             above = None
         if above is not None and above.st_mode & 0o002 and not above.st_mode & stat.S_ISVTX:

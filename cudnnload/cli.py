@@ -100,16 +100,20 @@ def make_cli() -> click.Group:
         TARGET: a program or shared object (.../torch/lib/libtorch_cuda.so) to resolve as its own loads would,
         or a cuDNN file (its install); without one, this Python. NAME: libcudnn_ops.so.9, ops, cnn_infer ...
         """
-        from cudnnload import report
-        from cudnnload.judge.which import which
+        with _recording():
+            from cudnnload import report
+            from cudnnload.judge.which import which
 
-        names, given = _names_and_target(targets, consumer)
-        result = which(names, consumer=given)
-        if as_json:
-            _echo(report.dumps("which", result), as_json=True)
-        else:
-            _echo(report.which_text(report.printable(result), verbose))
-        sys.exit(EXIT_OK if result.healthy else EXIT_PROBLEMS)
+            names, given = _names_and_target(targets, consumer)
+            result = which(names, consumer=given)
+            if as_json:
+                _echo(report.dumps("which", result), as_json=True)
+            else:
+                _echo(report.which_text(report.printable(result), verbose))
+        code = EXIT_OK if result.healthy else EXIT_PROBLEMS
+        if _recorder is not None:
+            _recorder.keep(code)
+        sys.exit(code)
 
     @cli.command("inspect")
     @click.argument("paths", nargs=-1, type=click.Path())
@@ -642,6 +646,8 @@ def main() -> None:
     # of `doctor --`: the program takes this process's place
     if sys.argv[1:2] == ["run"] and (parsed := _run_args(sys.argv[2:])) is not None:
         sys.exit(_run_now(*parsed))
+    if sys.argv[1:2] == ["which"]:
+        _recalled(sys.argv[1:])  # the answer of an earlier run, when all it was made of is as it was
     from cudnnload.diagnose import launch
 
     # `doctor|trace ... -- COMMAND`: this process owns the program it runs (its signals, and whatever it
@@ -653,6 +659,54 @@ def main() -> None:
     if owning:
         launch.finish(code)  # by the signal that interrupted it, if one did; without the teardown
     _end(code)
+
+
+# `which` from the command line: the key its answer is kept under (`recall`), and the recording of this run
+_answer_key: list[str] | None = None
+_recorder: Any = None
+
+
+def _recalled(args: list[str]) -> None:
+    """Print the answer kept for this command line and exit, when every file, folder and variable it was made of
+    is as it was (`recall`); else return, with the key this run's answer is to be kept under."""
+    global _answer_key
+    from cudnnload.recall import recall
+    from cudnnload.resolve.mapped import mapped_libraries
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return  # a folder since removed: relative paths mean nothing to keep an answer by
+    uname = os.uname()
+    key = [*args, "\0", cwd, sys.executable, *sys.path, "\0", sys.version, uname.nodename, uname.release, uname.machine,
+           " ".join(map(str, (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), *os.getgroups()))),
+           str(_is_terminal(sys.stdout)), *mapped_libraries()]
+    answer = recall(key)
+    if answer is None:
+        _answer_key = key
+        return
+    text, _colour, code = answer
+    try:
+        sys.stdout.write(text + "\n")  # as click.echo writes it (its ANSI codes are there only when coloured)
+        sys.stdout.flush()
+    except OSError:
+        return  # the command runs and says what stopped its output
+    _end(code)
+
+
+def _recording() -> Any:
+    """Observe what this command looks at (`recall.Recording`) when it ran from the command line; else nothing."""
+    global _recorder
+    import contextlib
+
+    if _answer_key is None:
+        return contextlib.nullcontext()
+    from cudnnload.cachedir import cache_dir
+    from cudnnload.recall import Recording
+
+    folder = cache_dir()
+    _recorder = Recording(_answer_key, exempt=[*([folder] if folder else []), "/proc/self/maps"])
+    return _recorder
 
 
 def _end(code: int) -> NoReturn:
@@ -755,6 +809,8 @@ def _echo(output: str, as_json: bool = False) -> None:
         output = for_terminal(output, max(40, shutil.get_terminal_size().columns), colour)
     elif colour:
         output = for_terminal(output, 1 << 30, colour)
+    if _recorder is not None:
+        _recorder.said(output, colour)
     click.echo(output, color=colour or None)
 
 

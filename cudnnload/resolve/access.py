@@ -25,6 +25,7 @@ import stat
 from collections.abc import Mapping
 
 # records, not dataclasses: `cudnnload run` asks `secure_mode` on its warm path (resolve/records.py says why)
+from cudnnload.cachedir import ownership
 from cudnnload.resolve.records import record
 
 
@@ -69,7 +70,7 @@ class Access:
     def _stat(self, path: str) -> os.stat_result | None:
         if path not in self._stats:
             try:
-                self._stats[path] = os.stat(path)
+                self._stats[path] = ownership(path)
             except OSError:
                 self._stats[path] = None
         return self._stats[path]
@@ -103,7 +104,7 @@ class Access:
             existing = os.path.dirname(existing)
         real = os.path.realpath(existing)
         try:
-            info = os.stat(real)
+            info = ownership(real)
         except OSError:
             return None
         if not stat.S_ISDIR(info.st_mode):
@@ -137,7 +138,7 @@ class Access:
                              "process runs in", self.cwd, False)
         real = os.path.realpath(path)
         try:
-            info = os.stat(real)
+            info = ownership(real)
         except OSError:
             return None  # nothing there to run
         why = self._changer(info)
@@ -155,7 +156,7 @@ class Access:
         child, parent = entry, os.path.dirname(entry)
         while parent != child:
             try:
-                info, own = os.stat(parent), os.lstat(child)
+                info, own = ownership(parent), ownership(child, follow=False)
             except OSError:
                 return None
             why = self._changer(info)
@@ -188,14 +189,14 @@ class Access:
         if plantable is not None:
             return f"{entry}: {plantable.why}"
         try:
-            owner = os.stat(entry).st_uid
+            owner = ownership(entry).st_uid
         except OSError:
             return None
         return None if owner in (0, self.user) else f"{entry} is owned by {self.user_name(owner)}"
 
     def file(self, path: str) -> FileAccess | None:
         try:
-            info = os.stat(path)
+            info = ownership(path)
         except OSError:
             return None
         return FileAccess(path, os.path.realpath(path), self._other_writers(info), info.st_uid,
@@ -219,7 +220,7 @@ class Access:
         """Why running ``path`` may set AT_SECURE (the kernel sets it when the effective ids differ from the
         real ones, or file capabilities were granted), or None."""
         try:
-            info = os.stat(path)
+            info = ownership(path)
         except OSError:
             return None
         if info.st_mode & stat.S_ISUID:

@@ -285,7 +285,7 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first.
     ``defaults``, ``ld_cache`` and ``glibc``: another system's linker, cache and C library than this machine's (an
     image's: `resolve.rootview`), given instead of asked of the real ld.so."""
-    env_vars = dict(os.environ if environ is None else environ)
+    env_vars = os.environ.copy() if environ is None else dict(environ)  # (`recall` notes what is read of it)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=defaults or linker_defaults(cache, env_vars))
