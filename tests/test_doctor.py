@@ -69,14 +69,19 @@ def test_doctor_blames_ld_library_path_for_a_mixed_release(tmp_path: Path) -> No
     stray = str(lib_folder("cu12-9.0.0.312"))
     report = _fresh(tmp_path, site_folder("cu12-9.28.0.42"), LD_LIBRARY_PATH=stray)
     mixed = [f for f in report["findings"] if f["code"] == "mixed-release"]
-    # the wheel has its own engines: the entry that shadows them goes (derived from the step's entry)
-    assert mixed and all(f["fix"]["actions"] == [
-        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": stray}] for f in mixed)
+    # the wheel has its own engines: the entry that shadows them goes (derived from the step's entry); a program
+    # that asks for libcudnn.so.9 by name gets the whole 9.0 there, so it goes for this program alone
+    # (diagnose/scoped.py), the removal for every program kept as an alternative
+    assert mixed and all(f["fix"]["actions"] == [{"do": "run", "argv": ["env", "-u", "LD_LIBRARY_PATH"]}]
+                         for f in mixed)
     # and, changing nothing, the wheel's set pinned (issue 19)
     wheel = str(lib_folder("cu12-9.28.0.42"))
-    assert all(f["fix"]["alternatives"] == [{"do": "run", "argv": ["cudnnload", "run", "--cudnn", wheel, "--"]}]
-               and f["fix"]["text"].startswith(f"remove {stray} from LD_LIBRARY_PATH; or run the program as")
-               for f in mixed)
+    assert all(f["fix"]["alternatives"] == [
+        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": stray},
+        {"do": "run", "argv": ["cudnnload", "run", "--cudnn", wheel, "--"]}]
+        and f["fix"]["text"].startswith(f"run the program as: env -u LD_LIBRARY_PATH <program> [args...]; or remove "
+                                        f"{stray} from LD_LIBRARY_PATH; or run the program as") for f in mixed)
+    assert all("programs that load libcudnn.so.9 by name get cuDNN 9.0.0 there" in f["fix"]["text"] for f in mixed)
     assert "libcudnn_graph.so.9 would load engines_precompiled" in " ".join(f["message"] for f in mixed)
     assert not report["healthy"]
 

@@ -22,6 +22,7 @@ from typing import Any
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose.remedy import Judge, plan
+from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
@@ -198,6 +199,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                    resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served) \
         if asked is not None and running else ()
     findings = [*whole, *findings]
+    findings = list(scoped(findings, env, resolved.ctx))  # a shared entry's removal, for this target alone
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",

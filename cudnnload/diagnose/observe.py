@@ -26,6 +26,7 @@ from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
+from cudnnload.diagnose.scoped import scoped
 from cudnnload.resolve.catalog import classify, generation
 from cudnnload.resolve.mapped import is_cuda_family
 
@@ -306,6 +307,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 not own or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
+    final = scoped(final, env)  # a shared entry's removal, for this program alone
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 

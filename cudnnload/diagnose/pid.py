@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
+from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.inventory import judge_inventory
 from cudnnload.resolve import linker
@@ -198,7 +199,8 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     cache.save()
     return ProcessReport(pid, running.executable, running.command,
                          tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
-                         libraries, inventory, pending, frameworks, checks, unique(findings))
+                         libraries, inventory, pending, frameworks, checks,
+                         unique(scoped(findings, running.environ, ctx)))  # a shared entry's removal, for it alone
 
 
 def _installs(running: RunningProcess, ctx: Context) -> Inventory:

@@ -40,7 +40,7 @@ from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry, run
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -268,7 +268,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
         if install is not None:  # the model run once more without the entry that gave the shim, if one did
             without = _without_entry(gen.shim.soname, chain, ctx, step.path, step.rule)
             install = _with_entry_fix(install, gen.shim.soname, without)
-            wrong = _shadowed_release(path, gen.shim.soname, install, without)
+            wrong = _shadowed_release(path, gen.shim.soname, install, without, ctx.linker.ld_library_path)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = Inventory(ctx.host, (install,) if install else (), searched)
@@ -394,8 +394,8 @@ def _entry_fix(name: str, found: tuple[str, str, Install] | None, clean: bool) -
                note=f"then {name} is {other}, cuDNN {install.release or install.major}, which is whole")
 
 
-def _shadowed_release(program: str, name: str, install: Install,
-                      found: tuple[str, str, Install] | None) -> Finding | None:
+def _shadowed_release(program: str, name: str, install: Install, found: tuple[str, str, Install] | None,
+                      ld_library_path: Sequence[str] = ()) -> Finding | None:
     """A program whose cuDNN comes from an LD_LIBRARY_PATH entry while its own search (its DT_RUNPATH, which
     glibc reads after LD_LIBRARY_PATH) would find a whole one of another release (``found``: `_without_entry`):
     it runs the entry's release."""
@@ -406,10 +406,21 @@ def _shadowed_release(program: str, name: str, install: Install,
         return None
     seen = Consequence("every cuDNN call", Effect.WRONG_RELEASE, "shim", message=f"cudnnGetVersion() returns "
                        f"{install.release.number}, not {own.release.number}")
-    return Finding(Code.SHADOWED_RELEASE, f"{os.path.basename(program)} runs cuDNN {install.release} from "
-                   f"{install.folder} (the LD_LIBRARY_PATH entry {entry}), not the cuDNN {own.release} its own search "
-                   f"finds ({other}): LD_LIBRARY_PATH comes before a DT_RUNPATH",
-                   Subject(SubjectKind.VARIABLE, install.folder, "shim", variable="LD_LIBRARY_PATH", entry=entry),
+    said = (f"{os.path.basename(program)} runs cuDNN {install.release} from {install.folder} (the LD_LIBRARY_PATH "
+            f"entry {entry}), not the cuDNN {own.release} its own search finds ({other}): LD_LIBRARY_PATH comes "
+            "before a DT_RUNPATH")
+    subject = Subject(SubjectKind.VARIABLE, install.folder, "shim", variable="LD_LIBRARY_PATH", entry=entry)
+    if install.release.major == own.release.major and install.release.minor >= own.release.minor:
+        # cuDNN's compatibility rule: a minor release runs what was built against the same or an earlier minor
+        # one. The entry may serve other programs (their cuDNN by name): the change is for this program only.
+        rest = [text for text in ld_library_path if text != entry]
+        scoped = ["env", f"LD_LIBRARY_PATH={':'.join(rest)}"] if rest else ["env", "-u", "LD_LIBRARY_PATH"]
+        return Finding(Code.SHADOWED_RELEASE, f"{said}; a later minor release of the same major runs programs built "
+                       "against an earlier one (cuDNN's compatibility rule), so it should run", subject,
+                       fix(run(scoped), note=f"then {name} is {other}, cuDNN {own.release}, for this program only; "
+                           f"removing the entry for every program changes what the others load by name"),
+                       (seen,), severity=Severity.WARNING)
+    return Finding(Code.SHADOWED_RELEASE, said, subject,
                    fix(remove_entry("LD_LIBRARY_PATH", entry), note=f"then {name} is {other}, cuDNN {own.release}"),
                    (seen,))
 

@@ -1,0 +1,79 @@
+"""A change of the environment that other programs would feel, said for the program that needs it.
+
+An ``LD_LIBRARY_PATH`` entry is shared by every program started from the same shell, profile or job script. When
+the entry a fix removes is where a program that asks for a shim by name (``dlopen("libcudnn.so.9")``, a NEEDED
+entry without an RPATH or RUNPATH of its own) gets a cuDNN that loads whole (`judge.installs.whole`), and without
+the entry it would get another one or none, removing it for everyone changes what they all load to mend one. The
+model says so, by resolving that name from a plain program with and without the entry. Where what they get there
+does not load, taking the entry away is their fix too, and stays the first. Then the fix runs this program with the
+variable changed for it alone (``env LD_LIBRARY_PATH=... PROGRAM``), and the removal for everyone stays as the
+alternative, with why it is not the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from cudnnload.codes import ActionKind
+from cudnnload.judge.installs import whole
+from cudnnload.judge.inventory import judged_install_of
+from cudnnload.resolve import linker
+from cudnnload.resolve.catalog import GENERATIONS
+from cudnnload.resolve.discovery import Context, context, search_entry
+from cudnnload.verdicts import Action, Finding, Fix, run
+
+_VARIABLE = "LD_LIBRARY_PATH"
+
+
+def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
+    """``findings`` with each fix that takes an LD_LIBRARY_PATH entry away from every program, where others get a
+    working cuDNN through it, said for the program alone (the module docstring)."""
+    findings = tuple(findings)
+    removals = {a.entry for f in findings for a in f.fix.actions
+                if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE and a.entry is not None}
+    if not removals:
+        return findings
+    # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
+    plain = linker.Requester("/usr/bin/env", program=True)
+    now = context(environ, executable=plain, cache=ctx.cache if ctx is not None else None,
+                  verify=ctx.verify if ctx is not None else False)
+    serves = {entry: why for entry in removals if (why := _serves_others(entry, now)) is not None}
+    return tuple(_for_the_program(f, now.linker.ld_library_path, serves) for f in findings) if serves else findings
+
+
+def _serves_others(entry: str, ctx: Context) -> str | None:
+    """What a program asking for a shim by name gets through ``entry`` and would lose without it (a cuDNN that
+    loads whole there; another file or none without the entry), or None."""
+    entries = [text for text in ctx.linker.ld_library_path if text != entry]
+    without = {**ctx.environ, _VARIABLE: ":".join(entries)}
+    if not entries:
+        without.pop(_VARIABLE)
+    other: Context | None = None
+    for gen in GENERATIONS.values():
+        found = linker.resolve(gen.shim.soname, None, ctx.linker)
+        if found.path is None or search_entry(found.path, found.rule, ctx.linker) != entry:
+            continue
+        install = judged_install_of(found.path, ctx, "as a program that asks for it by name")
+        if install is None or not whole(install):
+            continue  # what they get there does not load: taking it away from them all is their fix too
+        other = other or context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
+        instead = linker.resolve(gen.shim.soname, None, other.linker).path
+        if instead != found.path:
+            return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
+                    f"without it they would get {instead or 'none'}")
+    return None
+
+
+def _for_the_program(finding: Finding, entries: Iterable[str], serves: Mapping[str, str]) -> Finding:
+    removed = [a for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE
+               and a.entry in serves]
+    if not removed:
+        return finding
+    gone = {a.entry for a in removed}
+    rest = [text for text in entries if text not in gone]
+    scope = ["env", f"{_VARIABLE}={':'.join(rest)}"] if rest else ["env", "-u", _VARIABLE]
+    kept: list[Action] = [a for a in finding.fix.actions if a not in removed]
+    why = "; ".join(serves[entry] for entry in gone if entry is not None)
+    note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
+    return replace(finding, fix=Fix((*kept, run(scope)), note, (*removed, *finding.fix.alternatives)))

@@ -1,0 +1,69 @@
+"""A program whose own cuDNN (its DT_RUNPATH's) loses to an LD_LIBRARY_PATH entry (`shadowed-release`), judged
+by cuDNN's compatibility rule; and an entry other programs get their cuDNN through, taken away for the failing
+program alone (cudnnload/diagnose/scoped.py). Real wheels; a program gcc links against the shim."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudnnload.diagnose.doctor import doctor
+from tests.test_judge_fixes import BASE, W90, W928, folder_of
+
+pytestmark = pytest.mark.wheels
+
+
+def _program(tmp_path: Path, own: Path) -> Path:
+    """A program that NEEDs libcudnn.so.9 and finds it through its DT_RUNPATH, ``own``."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the program")
+    source = tmp_path / "program.c"
+    source.write_text("int main(void) { return 0; }\n")
+    program = tmp_path / "program"
+    subprocess.run(["gcc", "-o", str(program), str(source), f"-L{own}", "-l:libcudnn.so.9", "-Wl,--no-as-needed",
+                    "-Wl,--allow-shlib-undefined", f"-Wl,--enable-new-dtags,-rpath,{own}"], check=True)
+    return program
+
+
+def _shadowed(report: object) -> list:
+    return [f for f in report.findings if f.code.value == "shadowed-release"]  # type: ignore[attr-defined]
+
+
+def test_a_later_minor_release_on_the_path_is_a_warning_said_for_the_program_alone(tmp_path: Path) -> None:
+    """9.28 on LD_LIBRARY_PATH over the program's own 9.0: cuDNN runs programs built against an earlier minor
+    release, so it should run; the way back to its own is for it alone (others load 9.28 by name there)."""
+    own, entry = folder_of(W90, tmp_path / "own"), folder_of(W928, tmp_path / "entry")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(entry)}, target=str(_program(tmp_path, own)), timeout=60)
+    [found] = _shadowed(report)
+    assert found.severity.value == "warning" and "cuDNN's compatibility rule" in found.message
+    assert [a.json() for a in found.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_LIBRARY_PATH"]}]
+
+
+def test_an_earlier_release_on_the_path_is_an_error_whose_removal_is_for_the_program_alone(tmp_path: Path) -> None:
+    """9.0 on LD_LIBRARY_PATH over the program's own 9.28: not guaranteed to run it (an error). The 9.0 there is
+    whole, and what a program asking for libcudnn.so.9 by name gets: taking it away from every program would change
+    theirs, so the fix is for this program, the removal for all kept as the alternative."""
+    own, entry = folder_of(W928, tmp_path / "own"), folder_of(W90, tmp_path / "entry")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(entry)}, target=str(_program(tmp_path, own)), timeout=60)
+    [found] = _shadowed(report)
+    assert found.severity.value == "error"
+    assert [a.json() for a in found.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_LIBRARY_PATH"]}]
+    assert {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(entry)} in [
+        a.json() for a in found.fix.alternatives]
+    assert "programs that load libcudnn.so.9 by name get cuDNN 9.0.0 there; without it they would get none" in \
+        found.fix.text
+
+
+def test_an_entry_whose_cudnn_does_not_load_is_taken_away_from_every_program(tmp_path: Path) -> None:
+    """What a program asking by name gets through the entry does not load (a sub-library missing): the entry's
+    removal is their fix too, and stays the first."""
+    own = folder_of(W928, tmp_path / "own")
+    entry = folder_of(W90, tmp_path / "entry", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
+    report = doctor({**BASE, "LD_LIBRARY_PATH": f"{entry}:{own}"}, target=str(_program(tmp_path, own)), timeout=60)
+    removals = [a.json() for f in report.findings if f.severity.value == "error" for a in f.fix.actions
+                if a.do.value == "env-remove-entry"]
+    assert {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(entry)} in removals
+    assert not any(a.do.value == "run" and a.argv[:1] == ("env",) for f in report.findings for a in f.fix.actions)
