@@ -210,9 +210,10 @@ class Code(_Word):
                  "while the program ran: the linker's and cuDNN's logs may be cut short, so no verdict is made on them")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
-    SHADOWED_RELEASE = ("shadowed-release", ERROR, False, "(`doctor PROGRAM`) a program's own cuDNN (the one its "
-                        "RPATH/RUNPATH or search would find) loses to an `LD_LIBRARY_PATH` entry holding another "
-                        "release: the program runs that release")
+    SHADOWED_RELEASE = ("shadowed-release", (ERROR, WARNING), False, "(`doctor PROGRAM`) a program's own cuDNN (the "
+                        "one its RPATH/RUNPATH or search would find) loses to an `LD_LIBRARY_PATH` entry holding "
+                        "another release: the program runs that release (a warning when it is a later minor release "
+                        "of the same major, which cuDNN keeps compatible with what was built against the earlier)")
     PRELOAD_CANNOT_LOAD = ("preload-cannot-load", ERROR, False, "an `LD_PRELOAD` entry needs a library that "
                            "cannot be found: every program started with it, cudnnload's own Python included, stops "
                            "before it starts (\"error while loading shared libraries\"); "
