@@ -218,9 +218,8 @@ def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[st
     ``keep``: the search-path entry that leads to ``install`` is what the target is meant to load and stays (not
     for a Python environment, whose frameworks load their own cuDNN by their own rules, not load()'s choice)."""
     relevant = [f for f in findings if _concerns(f, install)]
-    whole = plan(relevant, env, lambda changed, unstarted: [f for f in judge(changed, unstarted)
-                                                            if _concerns(f, install)],
-                 keep=install.folder if install is not None and keep else None)
+    # (each changed world's findings are those about what the target loads there: `judge_again`)
+    whole = plan(relevant, env, judge, keep=install.folder if install is not None and keep else None)
     first = next((f for f in relevant if f.severity is ERROR), None)
     if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()
@@ -244,12 +243,15 @@ def _concerns(finding: Finding, install: Install | None) -> bool:
 def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
                  consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding], program: Any = None) -> Judge:
     """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
-    for `remedy.plan`, in a world changed by its actions."""
+    for `remedy.plan`, in a world changed by its actions. Its findings are those about what the target loads in
+    that world (`_concerns`): the install it gets there, whose files may be other files than today's (a graph of
+    another release asks for other versioned names)."""
     def judge(env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Sequence[Finding]:
         again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
                                unstarted=unstarted, program=program)
-        found = [*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
-                 *(f for i in again.inventory.installs for f in i.all_findings)]
+        found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
+                             *(f for i in again.inventory.installs for f in i.all_findings))
+                 if _concerns(f, again.install)]
         if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
             found.append(_no_cudnn(again))
         served = _serve(consumers, again, facts, env, site_paths, blockers)

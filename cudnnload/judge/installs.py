@@ -365,7 +365,8 @@ def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[Su
 
 
 def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: bool) -> Iterable[Finding]:
-    present = {c.library for c in install.files}
+    # (a sub-library the search finds in the folder the shim's own file is in, the shim a link, is the install's)
+    present = {c.library for c in install.files} | {s.library for s in install.plan if s.path and s.inside_install}
     if "shim" not in present:
         yield Finding(Code.MISSING_SHIM, f"no {gen.shim.soname} in this folder: only the sub-libraries are here",
                       Subject(SubjectKind.INSTALL, install.folder, "shim"), repair.put_back(),
@@ -625,6 +626,10 @@ def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,
     if all(lib.key in names for lib in gen.sublibraries if lib.required):
         return
     real = posixpath.dirname(shim.real_path or "")
+    found = {step.library: step.path for step in install.plan if step.path}
+    if all(found.get(lib.key) and posixpath.dirname(posixpath.realpath(found[lib.key])) == posixpath.realpath(real)
+           for lib in gen.sublibraries if lib.required):
+        return  # a search path leads each of them to the folder the shim's file is in: one release, as it should
     value = ":".join([real, *env.ld_library_path]) if env.ld_library_path else real
     yield Finding(Code.ORIGIN_THROUGH_SYMLINK, f"the shim is a symbolic link to {shim.real_path}; $ORIGIN is the "
                   f"folder of the link ({install.folder}), where the sub-libraries are not",

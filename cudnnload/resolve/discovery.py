@@ -652,6 +652,9 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
         names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
         res = linker.resolve_many(names, chain(opener), ctx.linker)
         step = make_step(lib.key, opener.path if opener else None, names, res, folder, ctx)
+        if not step.inside_install and step.path and real and os.path.realpath(os.path.dirname(step.path)) == \
+                os.path.dirname(real):
+            step = replace(step, inside_install=True)  # the folder the shim's own file is in: its install's
         if res.found and res.name in names[:-1]:
             step = replace(step, fallback=_fallback(lib.key, opener, names[names.index(res.name) + 1:], res, folder,
                                                     ctx))
