@@ -50,6 +50,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
                       "two-frameworks-conflict"),
     "version-newer": ("minor-mismatch-strict", "version-mismatch-shadowed", "conda-vs-pip"),
     "version-other-major": ("wrong-cudnn-major", "version-mismatch-shadowed", "two-frameworks-conflict"),
+    # a text that names cuDNN without a known message (reading._unknown_text): a cuDNN version that does not fit,
+    # without saying which way; a cuDNN function that a library lacks at link or load time
+    "version-unclear": ("runtime-older-than-build", "wrong-cudnn-major", "version-mismatch-shadowed",
+                        "minor-mismatch-strict", "two-frameworks-conflict", "conda-vs-pip"),
+    "api-missing": ("runtime-older-than-build", "version-mismatch-shadowed", "mixed-release", "wrong-cudnn-major"),
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
     "known-bad": ("known-bad-release",),
@@ -78,6 +83,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 # corpus). The platform's counts are used where they hold 2 reports or more, else the kind's; a kind absent
 # here has no report yet, and its CANDIDATES order decides.
 PRIORS: dict[str, dict[str, int]] = {
+    "api-missing": {"runtime-older-than-build": 1},
     "compile-missing": {"framework-bug": 1},
     "conv-algorithm": {"out-of-memory": 3},
     "cudnn-not-found": {"wrong-cudnn-major": 5, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
@@ -108,7 +114,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "no-engine": {"out-of-memory": 2, "driver-too-old": 1},
     "no-engine@linux": {"out-of-memory": 1},
     "removed-api": {"removed-api": 1},
-    "status:ARCH_MISMATCH": {"gpu-too-old": 4},
+    "status:ARCH_MISMATCH": {"gpu-too-old": 5},
+    "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
     "status:BAD_PARAM": {"bad-param-usage": 3},
     "status:EXECUTION_FAILED": {"gpu-too-new": 4},
@@ -130,7 +137,7 @@ PRIORS: dict[str, dict[str, int]] = {
     "symbol-mismatch@linux": {"mixed-release": 2},
     "symbol-mismatch@windows": {"mixed-release": 1},
     "version-newer": {"minor-mismatch-strict": 4},
-    "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 3,
+    "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1},
     "version-other-major": {"wrong-cudnn-major": 3},
 }
@@ -291,6 +298,31 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
     return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
 
 
+# The loader found the file but could not load it: Windows error 193 (ERROR_BAD_EXE_FORMAT, "%1 is not a valid
+# Win32 application": a 32-bit or foreign build), glibc's "wrong ELF class", "invalid ELF header", "file too short"
+# (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not recognized" (bfd/bfd.c).
+_UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
+                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized")
+
+
+def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    found = _UNLOADABLE.search(f"{signal.error or ''} {signal.line}")
+    return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+# A public cuDNN function (cudnnXxx, no ", version libcudnn_*" tag of cuDNN 8's internal symbols) missing from the
+# library that was loaded: a cuDNN of the same major but an older release than the program was built with.
+_PUBLIC_MISSING = re.compile(r"undefined symbol: (cudnn[A-Z]\w*)(?!\S*, version)|entry point (cudnn[A-Z]\w*)"
+                             r"|Could not load symbol (cudnn[A-Z]\w*)")
+
+
+def public_function_missing(reading: Reading, signal: Signal) -> str | None:
+    if signal.kind == "api-missing":
+        return signal.quote
+    found = _PUBLIC_MISSING.search(f"{signal.error or ''} {signal.line}")
+    return found.group(0) if found else None
+
+
 def only_warnings(reading: Reading, signal: Signal) -> str | None:
     """Every message the text holds is only a warning or information (the catalog says so): nothing failed."""
     if reading.signals and all(s.warning for s in reading.signals):
@@ -330,6 +362,13 @@ RULES: tuple[Rule, ...] = (
          clue("wsl"), ("sublibrary-load", "dependency-load:libcuda")),
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
+    Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
+         "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
+    Rule("zlib-missing", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    Rule("cudnn-not-installed", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    Rule("runtime-older-than-build", 1.5, "the function missing is a public cuDNN function: the cuDNN loaded is an "
+         "older release than the program was built with", public_function_missing,
+         ("symbol-mismatch", "api-missing")),
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
     Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
