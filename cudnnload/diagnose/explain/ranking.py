@@ -206,7 +206,8 @@ def other_major_there(reading: Reading, signal: Signal) -> str | None:
             return (f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, the text has cuDNN "
                     f"{'.'.join(map(str, reading.stated))}")
     if reading.stated and want and reading.stated[0] != want and signal.kind in ("cudnn-not-found",
-                                                                                 "sublibrary-load"):
+                                                                                 "sublibrary-load",
+                                                                                 "framework-no-cudnn"):
         return f"the text has cuDNN {'.'.join(map(str, reading.stated))}, cuDNN {want} is wanted"
     return None
 

@@ -662,6 +662,11 @@ def _unknown_text(text: str) -> Signal | None:
         name = library.group(0)
         return Signal("cudnn-named", load_kind(name, "missing"), _line(library), "the text (no known message)",
                       f"{name} is named next to words of a library that did not load", name, name)
+    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)),
+                None)
+    if said is not None:  # "cuDNN not found", "Could not find cuDNN", "cudnn is missing": the library, unnamed
+        return Signal("cudnn-named", "cudnn-not-found", said.strip()[:400], "the text (no known message)",
+                      "the text says that cuDNN did not load, without naming the file")
     function = _CUDNN_FUNCTION.search(text)
     if function and _LINK_WORDS.search(text):
         if removed_in(function.group(1)) is not None:
