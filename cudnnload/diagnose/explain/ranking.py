@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
-from cudnnload.diagnose.explain.reading import Reading, Signal, version_of
+from cudnnload.diagnose.explain.reading import CUDNN_CLASSES, Reading, Signal, library_class, version_of
 
 # The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
 # message says rules in (a library failed to load: loading causes; a status: the call and the GPU).
@@ -311,17 +311,21 @@ def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
     return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
 
 
-# A public cuDNN function (cudnnXxx, no ", version libcudnn_*" tag of cuDNN 8's internal symbols) missing from the
-# library that was loaded: a cuDNN of the same major but an older release than the program was built with.
-_PUBLIC_MISSING = re.compile(r"undefined symbol: (cudnn[A-Z]\w*)(?!\S*, version)|entry point (cudnn[A-Z]\w*)"
-                             r"|Could not load symbol (cudnn[A-Z]\w*)")
+# A public cuDNN function (cudnnXxx, not cuDNN 8's internal symbols with their ", version libcudnn_*" tag) that a
+# program, not a cuDNN library, needs and the cuDNN loaded lacks (glibc names the library that needs the symbol;
+# Windows the DLL that lacks the entry point): a cuDNN of the same major but an older release than the program
+# was built with. A cuDNN library lacking one of another's is two releases mixed (mixed-release).
+_PUBLIC_MISSING = re.compile(r"(?P<needs>[^\s:'\"`()]+): undefined symbol: cudnn[A-Z]\w*(?!\S*, version)"
+                             r"|entry point cudnn[A-Z]\w*")
 
 
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
     if signal.kind == "api-missing":
         return signal.quote
     found = _PUBLIC_MISSING.search(f"{signal.error or ''} {signal.line}")
-    return found.group(0) if found else None
+    if found is None or (found.group("needs") and library_class(found.group("needs")) in CUDNN_CLASSES):
+        return None
+    return found.group(0)
 
 
 def only_warnings(reading: Reading, signal: Signal) -> str | None:
