@@ -371,9 +371,11 @@ RULES: tuple[Rule, ...] = (
          "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
     Rule("zlib-missing", -3, "the file was found: it is there, but not loadable", found_not_loadable),
     Rule("cudnn-not-installed", -3, "the file was found: it is there, but not loadable", found_not_loadable),
-    Rule("runtime-older-than-build", 1.5, "the function missing is a public cuDNN function: the cuDNN loaded is an "
+    Rule("runtime-older-than-build", 2.5, "a program needs a public cuDNN function that the cuDNN loaded lacks: an "
          "older release than the program was built with", public_function_missing,
          ("symbol-mismatch", "api-missing")),
+    Rule("version-mismatch-shadowed", 1, "a program needs a public cuDNN function that the cuDNN loaded lacks: "
+         "perhaps an older copy found first", public_function_missing, ("symbol-mismatch", "api-missing")),
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
     Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
