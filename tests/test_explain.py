@@ -478,13 +478,15 @@ def test_tensorflow_and_jaxlib_releases_give_the_cudnn_major_they_need() -> None
                   "file: No such file or directory")[0] == "wrong-cudnn-major"
 
 
-def test_a_public_cudnn_function_a_program_lacks_is_an_older_release() -> None:
-    text = ("ImportError: /opt/app/lib/libmyapp.so: undefined symbol: cudnnGetConvolutionForwardAlgorithm_v7\n"
-            "cuDNN 7.1")
-    assert ranked(text)[0] == "runtime-older-than-build"
-    cudnn_to_cudnn = ("Could not load symbol cudnnGetLibConfig. Error: /usr/lib/libcudnn_graph.so.9: undefined "
-                      "symbol: cudnnGetLibConfig")
-    assert ranked(cudnn_to_cudnn)[0] == "mixed-release"
+@pytest.mark.parametrize(("text", "family"), [
+    ("ImportError: /opt/app/lib/libmyapp.so: undefined symbol: cudnnGetConvolutionForwardAlgorithm_v7\ncuDNN 7.1",
+     "runtime-older-than-build"),
+    ("Could not load symbol cudnnGetLibConfig. Error: /usr/lib/libcudnn_graph.so.9: undefined symbol: "
+     "cudnnGetLibConfig", "mixed-release"),
+])
+def test_a_public_cudnn_function_missing_is_an_older_release_for_a_program_two_releases_for_cudnn(
+        text: str, family: str) -> None:
+    assert ranked(text)[0] == family
 
 
 @pytest.mark.parametrize(("text", "family"), [
