@@ -498,3 +498,9 @@ def test_an_unknown_text_that_names_cudnn_gets_the_usual_causes_of_its_words_nev
     result = explain(text, environ={})
     assert result.causes[0].family == family
     assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)
+
+
+def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None:
+    text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
+            "libcudnn.so.8\nUnimplementedError: DNN library is not found.")
+    assert ranked(text)[0] not in {"cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path"}

@@ -447,6 +447,11 @@ RULES: tuple[Rule, ...] = (
     Rule("platlib-purelib-split", -2, "torch's lib64/lib split matters only to torch", loader_is_not_torch),
     Rule("torch-without-nvidia-deps", -1, "the text names no program", no_torch),
     Rule("platlib-purelib-split", -1, "the text names no program", no_torch),
+    # the log shows cuDNN itself loaded: a framework that then has no usable cuDNN failed its check or its
+    # initialisation, not the search for the file
+    *(Rule(family, -2, "the log shows that cuDNN itself was loaded", clue("cudnn-opened"),
+           ("framework-no-cudnn", "conv-algorithm", "status:"))
+      for family in ("cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path")),
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),

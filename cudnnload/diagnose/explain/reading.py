@@ -754,6 +754,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|\bXid\b|fallen off the bus|GPU is lost"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
+    # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
+    # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
+    # cuda_dnn.cc "Loaded cuDNN version %d"
+    ("cudnn-opened", r"[Ss]uccessfully opened (?:dynamic|CUDA) library (?:lib)?cudnn(?:\.so|64_)|Loaded cuDNN "
+                     r"version \d+"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
 )
 _CLUE_PATTERNS = tuple((name, re.compile(pattern)) for name, pattern in _CLUES)
