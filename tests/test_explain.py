@@ -432,3 +432,75 @@ def test_a_program_that_links_no_cudnn_stopping_at_start_is_an_ld_preload_entry(
 def test_a_program_of_its_own_stopping_at_start_is_not_blamed_on_ld_preload() -> None:
     text = "./train: error while loading shared libraries: libcudnn.so.9: cannot open shared object file: No such file"
     assert explain(text).causes[0].family != "preload-needs-missing"
+
+
+# --- what a text still says when no known message holds it (issue 32) ---------------------------------------
+
+@pytest.mark.parametrize(("text", "kind", "built", "found"), [
+    ("[TRT] TensorRT was linked against cuDNN 8.9.0 but loaded cuDNN 8.6.0", "version-older", "8.9.0", "8.6.0"),
+    ("WARNING: TensorRT was compiled against cuDNN 7.5.0 but is linked against cuDNN 7.0.5", "version-older",
+     "7.5.0", "7.0.5"),
+    ("The installed Paddle is compiled with CUDNN 8.4, but CUDNN version in your machine is 8.2", "version-older",
+     "8.4", "8.2"),
+    ("cuDNN compiled (7102) and runtime (7605) versions mismatch", "version-newer", "7.1.2", "7.6.5"),
+    ("MyApp was built against cuDNN 9.1 but found cuDNN 8.9.7", "version-other-major", "9.1", "8.9.7"),
+])
+def test_a_build_versus_loaded_check_is_read_by_its_two_versions_in_any_words(text: str, kind: str, built: str,
+                                                                               found: str) -> None:
+    signal = read(text).primary
+    assert signal is not None and (signal.kind, signal.built, signal.found) == (kind, built, found)
+
+
+def test_a_status_inside_a_pytorch_warning_is_not_the_failure() -> None:
+    text = ("UserWarning: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED (Triggered "
+            "internally at ../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)")
+    assert read(text).primary is not None and read(text).primary.warning
+    assert ranked(text)[0] == "harmless-warning"
+
+
+def test_windows_error_193_says_the_file_is_there_but_not_loadable() -> None:
+    family, confidence = first("Could not load library cudnn_ops_infer64_8.dll. Error code 193. Please verify that "
+                               "the library is built correctly for your processor architecture (32-bit, 64-bit)")
+    assert family == "unloadable-file"
+    assert ranked("Could not load library zlibwapi.dll. Error code 193")[0] == "unloadable-file"
+
+
+def test_a_compile_error_puts_the_codes_defect_before_loading() -> None:
+    family = ranked("conv.cu(12): error: identifier \"cudnnGetConvolutionForwardAlgorithm_v7\" is undefined")[0]
+    assert family not in LOADING
+
+
+def test_tensorflow_and_jaxlib_releases_give_the_cudnn_major_they_need() -> None:
+    builds = {(b.framework, b.cudnn_major) for b in read("tensorflow-gpu==1.15.0\njaxlib-0.4.7+cuda11.cudnn82\n"
+                                                          "Could not load dynamic library 'libcudnn.so.7'").builds}
+    assert {("tensorflow", 7), ("jax", 8)} <= builds
+    assert ranked("tensorflow-gpu==1.15.0\ncuDNN: 8.1\nImportError: libcudnn.so.7: cannot open shared object "
+                  "file: No such file or directory")[0] == "wrong-cudnn-major"
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("ImportError: /opt/app/lib/libmyapp.so: undefined symbol: cudnnGetConvolutionForwardAlgorithm_v7\ncuDNN 7.1",
+     "runtime-older-than-build"),
+    ("Could not load symbol cudnnGetLibConfig. Error: /usr/lib/libcudnn_graph.so.9: undefined symbol: "
+     "cudnnGetLibConfig", "mixed-release"),
+])
+def test_a_public_cudnn_function_missing_is_an_older_release_for_a_program_two_releases_for_cudnn(
+        text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("Initializing CuDNN backend...\nERROR: Arch mismatch", "gpu-too-old"),
+    ("RuntimeError: cuDNN not found on this machine", "cudnn-not-installed"),
+])
+def test_an_unknown_text_that_names_cudnn_gets_the_usual_causes_of_its_words_never_surer_than_possible(
+        text: str, family: str) -> None:
+    result = explain(text, environ={})
+    assert result.causes[0].family == family
+    assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)
+
+
+def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None:
+    text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
+            "libcudnn.so.8\nUnimplementedError: DNN library is not found.")
+    assert ranked(text)[0] not in {"cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path"}

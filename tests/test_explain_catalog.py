@@ -201,11 +201,17 @@ def test_a_name_the_newest_cudnn_still_declares_is_not_a_removed_api() -> None:
     assert ranked(text)[0] != "removed-api"
 
 
-def test_an_unknown_text_gets_the_nearest_known_messages_never_a_match() -> None:
+def test_an_unknown_text_about_cudnn_gets_the_usual_causes_of_its_words_and_the_nearest_messages() -> None:
     result = explain("fatal: Could not load the library libcudnn_thing.so.9 (error: file is missing)", environ={})
-    assert not result.recognized and not result.causes
-    assert result.note and result.note.startswith("nearest known messages (not a match")
+    assert result.causes and result.causes[0].family in loading_families()
+    assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)
+    assert result.note and "no message cudnnload knows" in result.note and "(not a match)" in result.note
     assert result.nearest and all(0.5 <= near.score <= 1 for near in result.nearest)
+
+
+def test_a_text_that_does_not_name_cudnn_gets_no_cause() -> None:
+    result = explain("fatal: Could not load the library libfoo.so.3 (error: file is missing)", environ={})
+    assert not result.recognized and not result.causes
 
 
 def test_evidence_quotes_the_message_not_the_whole_paste() -> None:

@@ -5,8 +5,10 @@ the text alone (`reading`: the messages, known from the `catalog` of what the fr
 Windows print, the `Error:` part's library, paths, platform, versions, the framework; `ranking`: how often
 each cause is the real one for that message, counted on the tuning reports and on the catalog's meaning, then
 the evidence in the text, read after the frameworks' generic advice is taken out). The same text ranks the
-same on every machine. A text with no known message gets no cause: the catalog's nearest messages are shown
-as such, never as a match.
+same on every machine. A text with no known message that still names cuDNN gets the usual causes of what its
+words say (a status in words, a cuDNN library next to words of a failed load, a cuDNN function next to words of
+a link failure, a version), never above "possible", with the catalog's nearest messages shown as such, never as
+a match; a text that does not name cuDNN gets no cause.
 
 With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
 machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
@@ -23,7 +25,7 @@ from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
 from cudnnload.diagnose.explain.ranking import Scored, confidence, rank
-from cudnnload.diagnose.explain.reading import Reading, Signal, read
+from cudnnload.diagnose.explain.reading import GUESSES, Reading, Signal, read
 from cudnnload.errors import UsageError
 from cudnnload.verdicts import Fix
 
@@ -122,21 +124,34 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
                      f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
                  if nearest else ""]
         return Explanation(reading, (), here, "\n".join(n for n in notes if n) or None, nearest)
+    guessed = all(signal.pattern in GUESSES for signal in reading.signals)
+    nearest = tuple(messages.load().nearest(cut)) if guessed else ()
+    note = ("no message cudnnload knows is in the text: the causes are the usual ones of what its words say"
+            + ("; nearest known messages (not a match): " + "; ".join(
+                f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
+               if nearest else "")) if guessed else None
     checks: dict[str, Here] = {}
     if here:
         facts = machine(environ, site_paths)
         checks = {scored.family: check(scored.family, facts, reading) for scored in ranked}
         ranked = tuple(sorted(ranked, key=lambda s: -(s.score + HERE_WEIGHT[checks[s.family].verdict])))
-    return Explanation(reading, tuple(_cause(reading, ranked, index, checks.get(scored.family))
-                                      for index, scored in enumerate(ranked)), here)
+    return Explanation(reading, tuple(_cause(reading, ranked, index, checks.get(scored.family), guessed)
+                                      for index, scored in enumerate(ranked)), here, note, nearest)
 
 
-def _cause(reading: Reading, ranked: tuple[Scored, ...], index: int, seen: Here | None) -> Cause:
+# The confidences from most to least sure; a guess from a text's words is never surer than "possible".
+_CONFIDENCES = ("confident", "likely", "possible", "unlikely")
+
+
+def _cause(reading: Reading, ranked: tuple[Scored, ...], index: int, seen: Here | None, guessed: bool) -> Cause:
     scored = ranked[index]
     family = FAMILIES[scored.family]
     primary = reading.primary
     # what in the text moved it; with nothing more than the message, the message's own words
     evidence = scored.evidence or ((f"the message: \"{primary.quote or primary.line}\"",) if primary else ())
-    return Cause(family.title(reading, primary), scored.family, confidence(ranked, index), evidence, scored.prior,
+    sure = confidence(ranked, index)
+    if guessed:
+        sure = _CONFIDENCES[max(_CONFIDENCES.index(sure), _CONFIDENCES.index("possible"))]
+    return Cause(family.title(reading, primary), scored.family, sure, evidence, scored.prior,
                  family.why, family.tell, family.fix(reading, primary), seen.verdict if seen else None,
                  seen.detail if seen else None)

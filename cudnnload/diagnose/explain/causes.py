@@ -307,7 +307,8 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "`pip show nvidia-cudnn-cu12` lists the wheel, and `cudnnload which` says it is found only by path",
            _wheel_off_path),
     Family("preload-needs-missing", lambda r, s: (
-           f"an LD_PRELOAD entry ({s.library}) needs a symbol the library found for it lacks (another release's): "
+           f"an LD_PRELOAD entry{f' ({s.library})' if s.library else ''} needs a symbol the library found for it "
+           "lacks (another release's): "
            "every program stops at start" if s is not None and s.kind == "symbol-mismatch" else
            f"an LD_PRELOAD entry needs {_failed(s, 'a library')}, which is not found: every program stops at start"),
            "glibc maps each LD_PRELOAD entry (and /etc/ld.so.preload) and what it NEEDs before any program's own "

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
-from cudnnload.diagnose.explain.reading import Reading, Signal, version_of
+from cudnnload.diagnose.explain.reading import CUDNN_CLASSES, Reading, Signal, library_class, version_of
 
 # The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
 # message says rules in (a library failed to load: loading causes; a status: the call and the GPU).
@@ -50,6 +50,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
                       "two-frameworks-conflict"),
     "version-newer": ("minor-mismatch-strict", "version-mismatch-shadowed", "conda-vs-pip"),
     "version-other-major": ("wrong-cudnn-major", "version-mismatch-shadowed", "two-frameworks-conflict"),
+    # a text that names cuDNN without a known message (reading._unknown_text): a cuDNN version that does not fit,
+    # without saying which way; a cuDNN function that a library lacks at link or load time
+    "version-unclear": ("runtime-older-than-build", "wrong-cudnn-major", "version-mismatch-shadowed",
+                        "minor-mismatch-strict", "two-frameworks-conflict", "conda-vs-pip"),
+    "api-missing": ("runtime-older-than-build", "version-mismatch-shadowed", "mixed-release", "wrong-cudnn-major"),
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
     "known-bad": ("known-bad-release",),
@@ -78,12 +83,14 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 # corpus). The platform's counts are used where they hold 2 reports or more, else the kind's; a kind absent
 # here has no report yet, and its CANDIDATES order decides.
 PRIORS: dict[str, dict[str, int]] = {
+    "api-missing": {"runtime-older-than-build": 1},
+    "compile-missing": {"framework-bug": 1},
     "conv-algorithm": {"out-of-memory": 3},
-    "cudnn-not-found": {"wrong-cudnn-major": 4, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
-        "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
+    "cudnn-not-found": {"wrong-cudnn-major": 5, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
+        "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
     "cudnn-not-found@linux": {"installed-not-on-search-path": 2, "torch-without-nvidia-deps": 2,
-        "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1, "wrong-cudnn-major": 1},
-    "cudnn-not-found@windows": {"wrong-cudnn-major": 3},
+        "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1, "wrong-cudnn-major": 1},
+    "cudnn-not-found@windows": {"wrong-cudnn-major": 4},
     "dependency-load:cublas": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
     "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
     "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
@@ -94,8 +101,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "dependency-load:libcuda@linux": {"libcuda-missing": 1, "no-gpu-or-driver": 1},
     "dependency-load:nvrtc": {"nvrtc-missing": 4},
     "dependency-load:nvrtc@linux": {"nvrtc-missing": 4},
-    "dependency-load:zlib": {"zlib-missing": 2},
-    "dependency-load:zlib@windows": {"zlib-missing": 2},
+    "dependency-load:zlib": {"zlib-missing": 4, "unloadable-file": 1},
+    "dependency-load:zlib@windows": {"zlib-missing": 4, "unloadable-file": 1},
     "dependency-symbol:nvrtc": {"nvrtc-wrong": 1},
     "dependency-symbol:nvrtc@linux": {"nvrtc-wrong": 1},
     "engine-load": {"missing-runpath": 1, "origin-through-symlink": 1, "sublibrary-missing": 1},
@@ -106,30 +113,33 @@ PRIORS: dict[str, dict[str, int]] = {
     "framework-no-cudnn@linux": {"runtime-older-than-build": 1},
     "no-engine": {"out-of-memory": 2, "driver-too-old": 1},
     "no-engine@linux": {"out-of-memory": 1},
-    "status:ARCH_MISMATCH": {"gpu-too-old": 4},
+    "removed-api": {"removed-api": 1},
+    "status:ARCH_MISMATCH": {"gpu-too-old": 5},
+    "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
-    "status:BAD_PARAM": {"bad-param-usage": 2},
-    "status:EXECUTION_FAILED": {"gpu-too-new": 3},
-    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 1},
+    "status:BAD_PARAM": {"bad-param-usage": 3},
+    "status:EXECUTION_FAILED": {"gpu-too-new": 4},
+    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 2},
     "status:INTERNAL_ERROR": {"known-bad-release": 1, "unsupported-configuration": 1},
-    "status:NOT_INITIALIZED": {"out-of-memory": 3, "driver-too-old": 1},
-    "status:NOT_SUPPORTED": {"unsupported-configuration": 1},
+    "status:NOT_INITIALIZED": {"out-of-memory": 4, "driver-too-old": 1},
+    "status:NOT_INITIALIZED@windows": {"out-of-memory": 1},
+    "status:NOT_SUPPORTED": {"harmless-warning": 1, "known-bad-release": 1, "unsupported-configuration": 1},
     "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 1},
-    "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 2},
+    "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 3},
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
-    "sublibrary-load": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
-        "sublibrary-missing": 2, "zlib-missing": 2, "installed-not-on-search-path": 1, "libcuda-missing": 1},
-    "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 3, "wrong-cudnn-major": 2,
+    "sublibrary-load": {"cudnn-not-installed": 6, "wheel-not-on-linker-path": 6, "wrong-cudnn-major": 5,
+        "installed-not-on-search-path": 2, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1},
+    "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
         "libcuda-missing": 1},
-    "sublibrary-load@windows": {"sublibrary-missing": 2, "zlib-missing": 2, "cudnn-not-installed": 1,
-        "installed-not-on-search-path": 1, "wrong-cudnn-major": 1},
+    "sublibrary-load@windows": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2, "sublibrary-missing": 2,
+        "wrong-cudnn-major": 2, "zlib-missing": 2},
     "symbol-mismatch": {"mixed-release": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
     "symbol-mismatch@windows": {"mixed-release": 1},
     "version-newer": {"minor-mismatch-strict": 4},
-    "version-older": {"runtime-older-than-build": 5, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 2,
+    "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1},
-    "version-other-major": {"wrong-cudnn-major": 2},
+    "version-other-major": {"wrong-cudnn-major": 3},
 }
 
 
@@ -196,7 +206,8 @@ def other_major_there(reading: Reading, signal: Signal) -> str | None:
             return (f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, the text has cuDNN "
                     f"{'.'.join(map(str, reading.stated))}")
     if reading.stated and want and reading.stated[0] != want and signal.kind in ("cudnn-not-found",
-                                                                                 "sublibrary-load"):
+                                                                                 "sublibrary-load",
+                                                                                 "framework-no-cudnn"):
         return f"the text has cuDNN {'.'.join(map(str, reading.stated))}, cuDNN {want} is wanted"
     return None
 
@@ -288,6 +299,35 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
     return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
 
 
+# The loader found the file but could not load it: Windows error 193 (ERROR_BAD_EXE_FORMAT, "%1 is not a valid
+# Win32 application": a 32-bit or foreign build), glibc's "wrong ELF class", "invalid ELF header", "file too short"
+# (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not recognized" (bfd/bfd.c).
+_UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
+                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized")
+
+
+def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    found = _UNLOADABLE.search(f"{signal.error or ''} {signal.line}")
+    return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+# A public cuDNN function (cudnnXxx, not cuDNN 8's internal symbols with their ", version libcudnn_*" tag) that a
+# program, not a cuDNN library, needs and the cuDNN loaded lacks (glibc names the library that needs the symbol;
+# Windows the DLL that lacks the entry point): a cuDNN of the same major but an older release than the program
+# was built with. A cuDNN library lacking one of another's is two releases mixed (mixed-release).
+_PUBLIC_MISSING = re.compile(r"(?P<needs>[^\s:'\"`()]+): undefined symbol: cudnn[A-Z]\w*(?!\S*, version)"
+                             r"|entry point cudnn[A-Z]\w*")
+
+
+def public_function_missing(reading: Reading, signal: Signal) -> str | None:
+    if signal.kind == "api-missing":
+        return signal.quote
+    found = _PUBLIC_MISSING.search(f"{signal.error or ''} {signal.line}")
+    if found is None or (found.group("needs") and library_class(found.group("needs")) in CUDNN_CLASSES):
+        return None
+    return found.group(0)
+
+
 def only_warnings(reading: Reading, signal: Signal) -> str | None:
     """Every message the text holds is only a warning or information (the catalog says so): nothing failed."""
     if reading.signals and all(s.warning for s in reading.signals):
@@ -327,6 +367,15 @@ RULES: tuple[Rule, ...] = (
          clue("wsl"), ("sublibrary-load", "dependency-load:libcuda")),
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
+    Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
+         "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
+    Rule("zlib-missing", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    Rule("cudnn-not-installed", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    Rule("runtime-older-than-build", 2.5, "a program needs a public cuDNN function that the cuDNN loaded lacks: an "
+         "older release than the program was built with", public_function_missing,
+         ("symbol-mismatch", "api-missing")),
+    Rule("version-mismatch-shadowed", 1, "a program needs a public cuDNN function that the cuDNN loaded lacks: "
+         "perhaps an older copy found first", public_function_missing, ("symbol-mismatch", "api-missing")),
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
     Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
@@ -398,6 +447,11 @@ RULES: tuple[Rule, ...] = (
     Rule("platlib-purelib-split", -2, "torch's lib64/lib split matters only to torch", loader_is_not_torch),
     Rule("torch-without-nvidia-deps", -1, "the text names no program", no_torch),
     Rule("platlib-purelib-split", -1, "the text names no program", no_torch),
+    # the log shows cuDNN itself loaded: a framework that then has no usable cuDNN failed its check or its
+    # initialisation, not the search for the file
+    *(Rule(family, -2, "the log shows that cuDNN itself was loaded", clue("cudnn-opened"),
+           ("framework-no-cudnn", "conv-algorithm", "status:"))
+      for family in ("cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path")),
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),

@@ -405,10 +405,14 @@ def removed_in(name: str) -> str | None:
 def _undeclared(found: re.Match[str]) -> Signal | None:
     name = group(found, "name", "name2") or ""
     if removed_in(name) is None:
+        # the compiler reached the name, so it read a cudnn.h (a missing header stops the build at the #include):
+        # the code calls a function its cuDNN lacks without a version guard, or that header is older than the
+        # code needs, or an older copy was found first. A build failing is not a library failing to load: the
+        # code's defect comes first
         return Signal("undeclared", "compile-missing", _line(found), "the compiler or linker", f"{name} is "
-                      "declared by the cuDNN headers, but not by the ones the build saw: cuDNN's headers or library "
-                      "are missing or older", quote=found.group(0), families=("cudnn-not-installed",
-                      "installed-not-on-search-path", "version-mismatch-shadowed"))
+                      "declared by the newer cuDNN headers, but not by the ones the build saw: an older cuDNN",
+                      quote=found.group(0), families=("framework-bug", "runtime-older-than-build",
+                                                      "version-mismatch-shadowed", "cudnn-not-installed"))
     return _removed("undeclared", name, found, "the compiler or linker")
 
 
@@ -590,6 +594,92 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
+# --- what a text still says about cuDNN when no message above is on the line ------------------------------
+
+# A version in any framework's words: 8.9.0, 7605, v5.1, (8, 7, 0).
+_ANY_VERSION = r"(?:\(\s*\d+(?:\s*,\s*\d+)+\s*\)|v?\d+(?:\.\d+)*)"
+_CUDNN_WORD = r"(?:cu[Dd][Nn][Nn]\s*(?:(?:runtime\s+)?version\s*)?)?"
+# The build's cuDNN and the one loaded, however a program words its check: TensorRT's logger "TensorRT was linked
+# against cuDNN 8.9.0 but loaded cuDNN 8.8.0" (8.x) and "was compiled against cuDNN 7.5.0 but is linked against
+# cuDNN 7.0.5" (5.x); Paddle's gpu_resources.cc "The installed Paddle is compiled with CUDNN 8.4, but CUDNN version
+# in your machine is 8.2"; Caffe2's common_cudnn.h "cuDNN compiled (7102) and runtime (7005) versions mismatch";
+# wrappers that reword PyTorch's or XLA's check. Only where no known message is on the line.
+_VERSION_PAIR = re.compile(
+    rf"(?i)\b(?:compiled|built|linked)\s+(?:with|against)[:\s]+{_CUDNN_WORD}(?P<built>{_ANY_VERSION})[^\n]{{0,80}}?"
+    rf"\b(?:but|while|whereas)\b[^\n]{{0,60}}?\b(?:loaded|found|linked against|running (?:with|against)|is|runtime)"
+    rf"[:\s]+{_CUDNN_WORD}(?P<found>{_ANY_VERSION})"
+    rf"|\b(?:loaded|found|runtime|installed)\b[^\n]{{0,30}}?cu[Dd][Nn][Nn][^\n]{{0,20}}?(?P<found2>{_ANY_VERSION})"
+    rf"[^\n]{{0,60}}?\b(?:compiled|built)\s+(?:with|against)[:\s]+{_CUDNN_WORD}(?P<built2>{_ANY_VERSION})"
+    rf"|cu[Dd][Nn][Nn] compiled \((?P<built3>\d+)\) and runtime \((?P<found3>\d+)\) versions mismatch")
+
+# cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"): read only in
+# a text that names cuDNN and holds no message above.
+_STATUS_WORDS = re.compile(r"(?i)\b(?P<words>arch(?:itecture)?[ _]mismatch|not[ _]initiali[sz]ed|bad[ _]param(?:eter)?"
+                           r"|execution[ _]failed|internal[ _]error|not[ _]supported|alloc(?:ation)?[ _]failed"
+                           r"|mapping[ _]error)\b")
+_STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), ("bad", "BAD_PARAM"),
+                    ("execution", "EXECUTION_FAILED"), ("internal", "INTERNAL_ERROR"), ("not supp", "NOT_SUPPORTED"),
+                    ("alloc", "ALLOC_FAILED"), ("mapping", "MAPPING_ERROR"))
+
+# What an unknown text says it is about: a cuDNN library that did not load, a cuDNN function a library lacks, a
+# cuDNN version that does not fit. The words of loaders, linkers and people ("could not find", "missing", "entry
+# point", "link error").
+_LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
+                         r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
+_LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
+_VERSION_WORDS = re.compile(r"(?i)\bversion\b|mismatch|incompatib|not compatible|compatib")
+_CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
+_CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+
+
+def _version_pair(found: re.Match[str]) -> Signal | None:
+    built = group(found, "built", "built2", "built3") or ""
+    have = group(found, "found", "found2", "found3") or ""
+    return _version_signal("version-pair", "a framework's check of the cuDNN it was built with against the one "
+                           "it loaded, in its own words (TensorRT, Paddle, Caffe2, wrappers)", "the program", built,
+                           have, False, found)
+
+
+# The patterns of `_unknown_text`: guesses from the words of a text that holds no known message.
+GUESSES = ("cudnn-named", "status-words")
+
+
+def _unknown_text(text: str) -> Signal | None:
+    """For a text that names cuDNN but holds no message above: what it is about, from its words (a status, a
+    library that did not load, a function a library lacks, a version), so that the ranking can offer the usual
+    causes of that kind of failure rather than nothing. None for a text that does not name cuDNN."""
+    if not re.search(r"(?i)cudnn", text):
+        return None
+    if (status := _STATUS_WORDS.search(text)):
+        words = status.group("words").lower().replace("_", " ")
+        name = next(name for prefix, name in _STATUS_OF_WORDS if words.startswith(prefix))
+        entry = status_entry(name)
+        return Signal("status-words", entry.kind if entry and entry.kind else "status:OTHER", _line(status),
+                      "a cuDNN status in words (a wrapper's message)", f"a cuDNN call failed: {status.group(0)}",
+                      status=name, families=entry.families if entry else ())
+    library = _CUDNN_LIBRARY.search(text)
+    if library and _LOAD_WORDS.search(text):
+        name = library.group(0)
+        return Signal("cudnn-named", load_kind(name, "missing"), _line(library), "the text (no known message)",
+                      f"{name} is named next to words of a library that did not load", name, name)
+    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)),
+                None)
+    if said is not None:  # "cuDNN not found", "Could not find cuDNN", "cudnn is missing": the library, unnamed
+        return Signal("cudnn-named", "cudnn-not-found", said.strip()[:400], "the text (no known message)",
+                      "the text says that cuDNN did not load, without naming the file")
+    function = _CUDNN_FUNCTION.search(text)
+    if function and _LINK_WORDS.search(text):
+        if removed_in(function.group(1)) is not None:
+            return _removed("cudnn-named", function.group(1), function, "the text (no known message)")
+        return Signal("cudnn-named", "api-missing", _line(function), "the text (no known message)",
+                      f"{function.group(1)} is named next to words of a link or load failure: a cuDNN without that "
+                      "function was found", quote=function.group(1))
+    if (version := _VERSION_WORDS.search(text)):
+        return Signal("cudnn-named", "version-unclear", _line(version), "the text (no known message)",
+                      "the text is about a cuDNN version that does not fit")
+    return None
+
+
 # --- the facts around the messages --------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -664,6 +754,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|\bXid\b|fallen off the bus|GPU is lost"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
+    # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
+    # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
+    # cuda_dnn.cc "Loaded cuDNN version %d"
+    ("cudnn-opened", r"[Ss]uccessfully opened (?:dynamic|CUDA) library (?:lib)?cudnn(?:\.so|64_)|Loaded cuDNN "
+                     r"version \d+"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
 )
 _CLUE_PATTERNS = tuple((name, re.compile(pattern)) for name, pattern in _CLUES)
@@ -691,6 +786,12 @@ _BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
     ("onnxruntime", r"onnxruntime[\w-]{0,30}?(?:==|-|\s+)(1)\.(\d+)(?:\.\d+)?\b", lambda v: 9 if v >= (1, 19) else 8,
      False),
     ("ctranslate2", r"ctranslate2(?:==|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (4, 5) else 8, False),
+    # tensorflow.org/install/source#gpu ("Tested build configurations"): 1.0-1.2 cuDNN 5.1, 1.3-1.4 6, 1.5-2.3 7,
+    # 2.4-2.17 8, 2.18+ 9
+    ("tensorflow", r"\btensorflow(?:[-_]gpu)?(?:==|\s+version:?\s*|:\s*|\s+|-)(\d)\.(\d+)(?:\.\d+)?\b",
+     lambda v: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
+    # jaxlib's CUDA wheels name the cuDNN they were built for: jaxlib-0.4.7+cuda11.cudnn82, +cuda12.cudnn91
+    ("jax", r"jaxlib[^\s+]*\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
 )
 
 
@@ -859,7 +960,13 @@ def read(text: str) -> Reading:
     spans = list(_signals(text))
     taken = [(start, end) for start, end, _ in spans]
     structured = [(start, _with_entry(signal, start, end, matches)) for start, end, signal in spans]
-    found = sorted(structured + list(_catalog_signals(text, matches, taken)),
+    known = structured + list(_catalog_signals(text, matches, taken))
+    lines = {signal.line for _, signal in known}
+    known += [(pair.start(), _with_entry(signal, *pair.span(), matches)) for pair in _VERSION_PAIR.finditer(text)
+              if _line(pair) not in lines and (signal := _version_pair(pair)) is not None]
+    if not known and (guess := _unknown_text(text)) is not None:
+        known.append((0, guess))
+    found = sorted(((at, _torch_warning(signal)) for at, signal in known),
                    key=lambda item: (_precedence(item[1]), item[0]))
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
@@ -881,6 +988,12 @@ def read(text: str) -> Reading:
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
                    stated, paths)
+
+
+def _torch_warning(signal: Signal) -> Signal:
+    """A status in a PyTorch warning is not the failure: torch/csrc/Exceptions.cpp (PyWarningHandler) turns a
+    TORCH_WARN into a Python warning ending in "(Triggered internally at FILE:LINE.)", which errors never carry."""
+    return replace(signal, warning=True) if "(Triggered internally at" in signal.line else signal
 
 
 def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
