@@ -67,3 +67,28 @@ def test_an_entry_whose_cudnn_does_not_load_is_taken_away_from_every_program(tmp
                 if a.do.value == "env-remove-entry"]
     assert {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(entry)} in removals
     assert not any(a.do.value == "run" and a.argv[:1] == ("env",) for f in report.findings for a in f.fix.actions)
+
+
+def test_a_wheel_put_back_takes_away_what_would_put_another_folders_cudnn_beside_it(tmp_path: Path) -> None:
+    """A fix that reinstalls a cuDNN 9 wheel into a site: the LD_LIBRARY_PATH entry whose engines its graph would
+    open first (DT_RUNPATH comes after LD_LIBRARY_PATH) and an LD_PRELOAD entry of another folder's cuDNN go with
+    it (cudnnload/diagnose/ahead.py); an entry holding no cuDNN stays."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.ahead import ahead
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install
+
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)  # uninstalled: the folder is empty
+    engines = folder_of(W90, tmp_path / "engines", only=("libcudnn_engines_precompiled.so.9",
+                                                         "libcudnn_heuristic.so.9"))
+    other = folder_of(W928, tmp_path / "other", only=("libcudnn_graph.so.9",))
+    (tmp_path / "plain").mkdir()
+    reinstall = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=["--force-reinstall"], target=str(site))
+    gone = Finding(Code.NOT_FOUND, "the shim is gone", Subject(SubjectKind.CONSUMER, "app", "shim"), fix(reinstall))
+    env = {**BASE, "LD_LIBRARY_PATH": f"{tmp_path / 'plain'}:{engines}",
+           "LD_PRELOAD": str(other / "libcudnn_graph.so.9")}
+    [said] = ahead([gone], env)
+    assert [a.json() for a in said.fix.actions] == [
+        reinstall.json(), {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(engines)},
+        {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": str(other / "libcudnn_graph.so.9")}]
+    assert ahead([gone], {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "plain")}) == (gone,)

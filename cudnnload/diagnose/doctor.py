@@ -21,6 +21,7 @@ from typing import Any
 
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
+from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.remedy import Judge, plan
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
@@ -199,7 +200,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                    resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served) \
         if asked is not None and running else ()
     findings = [*whole, *findings]
-    findings = list(scoped(findings, env, resolved.ctx))  # a shared entry's removal, for this target alone
+    # what a wheel put back will meet, with it; a shared entry's removal, for this target alone
+    findings = list(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx))
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
+from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
@@ -307,7 +308,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 not own or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
-    final = scoped(final, env)  # a shared entry's removal, for this program alone
+    final = scoped(ahead(final, env), env)  # what a wheel put back meets, with it; a shared entry's, for it alone
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 

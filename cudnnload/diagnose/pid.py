@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.codes import Code, SubjectKind
+from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
@@ -200,7 +201,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     return ProcessReport(pid, running.executable, running.command,
                          tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
                          libraries, inventory, pending, frameworks, checks,
-                         unique(scoped(findings, running.environ, ctx)))  # a shared entry's removal, for it alone
+                         unique(scoped(ahead(findings, running.environ, ctx), running.environ, ctx)))
 
 
 def _installs(running: RunningProcess, ctx: Context) -> Inventory:

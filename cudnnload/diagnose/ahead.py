@@ -1,0 +1,72 @@
+"""What a cuDNN wheel a fix installs will meet when the program loads it, said with the install.
+
+A fix that puts a cuDNN 9 wheel back (``pip install --force-reinstall`` of a damaged or uninstalled one) is judged
+by the model only as far as its files go: they are not there yet. Its graph library opens the engine and heuristic
+libraries by name, searching with its DT_RUNPATH ``$ORIGIN`` (every cuDNN 9 wheel's, cudnn-facts §1), which glibc
+reads after ``LD_LIBRARY_PATH``; and whatever ``LD_PRELOAD`` maps is in the process before the wheel's shim. So an
+``LD_LIBRARY_PATH`` entry that answers those names, or an ``LD_PRELOAD`` entry of a cuDNN library outside the wheel's
+folder, puts a second folder's cuDNN beside the reinstalled one: the model resolves the names from the wheel's folder
+as the graph there will, and the entries that would answer go with the install, in the same fix (`scoped` then
+says an entry others need for this program alone).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from cudnnload.codes import ActionKind
+from cudnnload.diagnose.remedy import applied
+from cudnnload.resolve import linker
+from cudnnload.resolve.catalog import GENERATIONS, classify
+from cudnnload.resolve.discovery import Context, context, search_entry
+from cudnnload.resolve.process import preload_entries
+from cudnnload.verdicts import Action, Finding, remove_entry
+
+_LIB = os.path.join("nvidia", "cudnn", "lib")
+
+
+def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
+    """``findings`` with each fix that installs a cuDNN 9 wheel into a named site also taking away the entries
+    that would put another folder's cuDNN beside it (the module docstring), in the environment the fix's own
+    changes of it leave."""
+    return tuple(_with(f, environ, ctx) if any(_installs_cudnn9(a) for a in f.fix.actions) else f
+                 for f in findings)
+
+
+def _installs_cudnn9(action: Action) -> bool:
+    return action.do is ActionKind.PIP_INSTALL and action.target is not None and any(
+        r.startswith(("nvidia-cudnn-cu12", "nvidia-cudnn-cu13")) for r in action.requirements)
+
+
+def _met(folder: str, ctx: Context) -> tuple[Action, ...]:
+    """The removals of the entries that would answer the graph in ``folder`` before its own folder, or put a
+    cuDNN library of another folder in the process first."""
+    gen = GENERATIONS[9]
+    graph = linker.Requester(os.path.join(folder, gen.library("graph").soname), runpath=("$ORIGIN",))
+    removals: dict[tuple[str, str], Action] = {}
+    for lib in gen.libraries:
+        if lib.opened_by != "graph":
+            continue
+        found = linker.resolve(lib.soname, linker.Chain((graph,)), ctx.linker)
+        entry = search_entry(found.path, found.rule, ctx.linker) if found.path else None
+        if entry is not None and os.path.realpath(os.path.dirname(found.path or "")) != os.path.realpath(folder):
+            removals[("LD_LIBRARY_PATH", entry)] = remove_entry("LD_LIBRARY_PATH", entry)
+    for entry in preload_entries(ctx.environ):
+        if classify(os.path.basename(entry)) is not None and os.path.realpath(os.path.dirname(entry)) != \
+                os.path.realpath(folder):
+            removals[("LD_PRELOAD", entry)] = remove_entry("LD_PRELOAD", entry)
+    return tuple(removals.values())
+
+
+def _with(finding: Finding, environ: Mapping[str, str], ctx: Context | None) -> Finding:
+    env: Mapping[str, str] = environ
+    for action in finding.fix.actions:  # the variables as the fix itself leaves them
+        env, _ = applied(action, env, frozenset())
+    then = context(env, cache=ctx.cache if ctx is not None else None)
+    added = [removal for action in finding.fix.actions if _installs_cudnn9(action) and action.target
+             for removal in _met(os.path.join(action.target, _LIB), then) if removal not in finding.fix.actions]
+    if not added:
+        return finding
+    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *dict.fromkeys(added))))
