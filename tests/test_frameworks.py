@@ -323,6 +323,15 @@ def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_th
     fixed = doctor({k: v for k, v in env.items() if k != "PYTHONPATH"}, python=str(python))
     assert "gets cuDNN 9.28.0" in torch_check(fixed)
 
+    # and a graph of another folder put in front by LD_PRELOAD: it stays in front of whatever torch loads once the
+    # copy is gone, so its entry goes with the copy's (the H200's preload-graph+target-copy composition)
+    graph = str(lib_folder(OLD) / "libcudnn_graph.so.9")
+    both = doctor({**env, "LD_PRELOAD": graph}, python=str(python))
+    older = next(f for f in both.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
+    assert [a.json() for a in older.fix.actions] == [
+        {"do": "env-remove-entry", "variable": "PYTHONPATH", "entry": str(target)},
+        {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": graph}]
+
 
 def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_and_says_why(
         site: Path, tmp_path: Path) -> None:

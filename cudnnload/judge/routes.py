@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
 from cudnnload.judge.fixes import pip_into
 from cudnnload.judge.frameworks import consumer_findings
@@ -218,18 +218,21 @@ def _source(route: Route, graph: Step | None) -> str:
 def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
     """What gives the framework its own cuDNN back, when something put another in front of it: the
     LD_PRELOAD entry of a preloaded shim; the sys.path entry, before its own site-packages, whose copy its
-    loader takes (`_earlier_entry`); else the fix of the finding about the graph it gets."""
+    loader takes (`_earlier_entry`), with the LD_PRELOAD entry of a graph put in front of it (that stays in front
+    of whatever the framework loads once the copy is gone); else the fix of the finding about the graph it gets."""
     if route.variable == "LD_PRELOAD" and route.entry:
         return fix(remove_entry("LD_PRELOAD", route.entry))
     earlier = _earlier_entry(route, install)
+    about = None
+    if graph is not None and not graph.inside_install:
+        about = next((f for f in install.all_findings if f.subject.path == graph.path and f.fix and f.fix.actions),
+                     None) or next((f for f in install.all_findings if f.subject.library == "graph" and f.fix
+                                    and f.fix.actions), None)
     if earlier is not None:
-        return fix(earlier)
-    if graph is None or graph.inside_install:
-        return None
-    about = next((f for f in install.all_findings if f.subject.path == graph.path and f.fix and f.fix.actions), None)
-    if about is None:
-        about = next((f for f in install.all_findings if f.subject.library == "graph" and f.fix and f.fix.actions),
-                     None)
+        # the copy goes; a graph LD_PRELOAD puts in the process stays in front of whatever the framework loads then
+        preloaded = [a for a in about.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
+                     and a.variable == "LD_PRELOAD"] if about is not None else []
+        return fix(earlier, *preloaded)
     return about.fix if about else None
 
 
