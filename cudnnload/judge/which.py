@@ -100,7 +100,7 @@ def which(
     consumer_path = consumer or sys.executable
     consumer_req = requester(consumer, ctx.cache) if consumer else None
     if consumer and consumer_req is None:
-        raise UsageError(f"--from: {_unreadable(consumer, ctx)}", path=consumer,
+        raise UsageError(_unreadable(consumer, ctx), path=consumer,
                          fix="give a program or shared object (e.g. .../torch/lib/libtorch_cuda.so)")
     requested = _names(names)
     if requested:
