@@ -31,8 +31,9 @@ def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context 
     """``findings`` with each fix that installs a cuDNN 9 wheel into a named site also taking away the entries
     that would put another folder's cuDNN beside it (the module docstring), in the environment the fix's own
     changes of it leave."""
-    return tuple(_with(f, environ, ctx) if any(_installs_cudnn9(a) for a in f.fix.actions) else f
-                 for f in findings)
+    added: dict[tuple[Action, ...], tuple[Action, ...]] = {}  # per fix: findings often share one reinstall
+    return tuple(_with(f, added.setdefault(f.fix.actions, _added(f.fix.actions, environ, ctx)))
+                 if any(_installs_cudnn9(a) for a in f.fix.actions) else f for f in findings)
 
 
 def _installs_cudnn9(action: Action) -> bool:
@@ -60,13 +61,15 @@ def _met(folder: str, ctx: Context) -> tuple[Action, ...]:
     return tuple(removals.values())
 
 
-def _with(finding: Finding, environ: Mapping[str, str], ctx: Context | None) -> Finding:
+def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context | None) -> tuple[Action, ...]:
+    """The removals ``actions`` need beside the cuDNN 9 wheels they install, in the environment they leave."""
     env: Mapping[str, str] = environ
-    for action in finding.fix.actions:  # the variables as the fix itself leaves them
+    for action in actions:  # the variables as the fix itself leaves them
         env, _ = applied(action, env, frozenset())
     then = context(env, cache=ctx.cache if ctx is not None else None)
-    added = [removal for action in finding.fix.actions if _installs_cudnn9(action) and action.target
-             for removal in _met(os.path.join(action.target, _LIB), then) if removal not in finding.fix.actions]
-    if not added:
-        return finding
-    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *dict.fromkeys(added))))
+    return tuple(dict.fromkeys(removal for action in actions if _installs_cudnn9(action) and action.target
+                               for removal in _met(os.path.join(action.target, _LIB), then) if removal not in actions))
+
+
+def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:
+    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *added))) if added else finding

@@ -16,12 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
+from cudnnload.diagnose.remedy import applied
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import judged_install_of
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
 from cudnnload.resolve.discovery import Context, context, search_entry
-from cudnnload.verdicts import Action, Finding, Fix, run
+from cudnnload.verdicts import Action, Finding, Fix, remove_entry, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
 
@@ -45,10 +46,7 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
 def _serves_others(entry: str, ctx: Context) -> str | None:
     """What a program asking for a shim by name gets through ``entry`` and would lose without it (a cuDNN that
     loads whole there; another file or none without the entry), or None."""
-    entries = [text for text in ctx.linker.ld_library_path if text != entry]
-    without = {**ctx.environ, _VARIABLE: ":".join(entries)}
-    if not entries:
-        without.pop(_VARIABLE)
+    without, _ = applied(remove_entry(_VARIABLE, entry), ctx.environ, frozenset())
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker)
@@ -71,9 +69,13 @@ def _for_the_program(finding: Finding, entries: Iterable[str], serves: Mapping[s
     if not removed:
         return finding
     gone = {a.entry for a in removed}
-    rest = [text for text in entries if text not in gone]
-    scope = ["env", f"{_VARIABLE}={':'.join(rest)}"] if rest else ["env", "-u", _VARIABLE]
     kept: list[Action] = [a for a in finding.fix.actions if a not in removed]
     why = "; ".join(serves[entry] for entry in gone if entry is not None)
     note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
-    return replace(finding, fix=Fix((*kept, run(scope)), note, (*removed, *finding.fix.alternatives)))
+    return replace(finding, fix=Fix((*kept, run_without(entries, gone)), note, (*removed, *finding.fix.alternatives)))
+
+
+def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:
+    """The program run with LD_LIBRARY_PATH's ``entries`` less ``gone``, for it alone (``env``)."""
+    rest = [text for text in entries if text not in set(gone)]
+    return run(["env", f"{_VARIABLE}={':'.join(rest)}"] if rest else ["env", "-u", _VARIABLE])

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.diagnose.scoped import run_without
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.judge.choose import choose_install
@@ -40,7 +41,7 @@ from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry, run
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 _ELF_MAGIC = b"\x7fELF"
@@ -413,12 +414,11 @@ def _shadowed_release(program: str, name: str, install: Install, found: tuple[st
     if install.release.major == own.release.major and install.release.minor >= own.release.minor:
         # cuDNN's compatibility rule: a minor release runs what was built against the same or an earlier minor
         # one. The entry may serve other programs (their cuDNN by name): the change is for this program only.
-        rest = [text for text in ld_library_path if text != entry]
-        scoped = ["env", f"LD_LIBRARY_PATH={':'.join(rest)}"] if rest else ["env", "-u", "LD_LIBRARY_PATH"]
         return Finding(Code.SHADOWED_RELEASE, f"{said}; a later minor release of the same major runs programs built "
                        "against an earlier one (cuDNN's compatibility rule), so it should run", subject,
-                       fix(run(scoped), note=f"then {name} is {other}, cuDNN {own.release}, for this program only; "
-                           f"removing the entry for every program changes what the others load by name"),
+                       fix(run_without(ld_library_path, [entry]), note=f"then {name} is {other}, cuDNN "
+                           f"{own.release}, for this program only; removing the entry for every program changes what "
+                           "the others load by name"),
                        (seen,), severity=Severity.WARNING)
     return Finding(Code.SHADOWED_RELEASE, said, subject,
                    fix(remove_entry("LD_LIBRARY_PATH", entry), note=f"then {name} is {other}, cuDNN {own.release}"),
