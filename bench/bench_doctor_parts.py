@@ -84,7 +84,7 @@ def main() -> None:
         return
     from cudnnload.diagnose.doctor import doctor
     from cudnnload.diagnose.targets import resolve_target
-    from cudnnload.judge.which import which
+    from cudnnload.diagnose.which import which
     from cudnnload.loading.gpu import gpu_facts
     from cudnnload.loading.probe import probe
     from cudnnload.resolve.consumers import find_consumers

@@ -15,9 +15,11 @@ TYPE_CHECKING = False
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "find": "cudnnload.judge.inventory",
-    "inspect": "cudnnload.judge.inventory",
+    "find": "cudnnload.diagnose.inventory",
+    "inspect": "cudnnload.diagnose.inventory",
     "Inventory": "cudnnload.resolve.discovery",
+    "JudgedInventory": "cudnnload.judge.judged",
+    "Judged": "cudnnload.judge.judged",
     "Install": "cudnnload.resolve.discovery",
     "Candidate": "cudnnload.resolve.discovery",
     "Finding": "cudnnload.verdicts",
@@ -28,7 +30,7 @@ _EXPORTS = {
     "Severity": "cudnnload.codes",
     "Effect": "cudnnload.codes",
     "Step": "cudnnload.resolve.discovery",
-    "which": "cudnnload.judge.which",
+    "which": "cudnnload.diagnose.which",
     "Which": "cudnnload.judge.which",
     "read_elf": "cudnnload.resolve.elf",
     "ElfInfo": "cudnnload.resolve.elf",
@@ -73,8 +75,8 @@ _EXPORTS = {
 __all__ = [
     "Action", "Activation", "ActivationSpec", "ArgumentError", "Backend", "BackendStatus", "Candidate", "Code",
     "ConvSpec", "CudnnloadError", "DeviceBuffer", "DeviceError", "Dispatcher", "DtypeError", "Effect", "ElfError",
-    "ElfInfo", "Finding", "Fix", "Severity", "Subject",
-    "GpuCode", "Install", "Inventory", "LoadError", "Loaded", "Pinned", "Problem", "Registry", "Release",
+    "ElfInfo", "Finding", "Fix", "Severity", "Subject", "GpuCode", "Install", "Inventory", "Judged", "JudgedInventory",
+    "LoadError", "Loaded", "Pinned", "Problem", "Registry", "Release",
     "ShapeError", "Starting", "Step", "TensorRef", "UnsupportedError", "UsageError", "Which", "activation",
     "activation_backward", "conv", "conv_backward_data", "conv_backward_filter", "doctor", "find", "inspect",
     "list_backends", "load", "preload", "read_elf", "run_environment", "start", "to_jsonable", "which",
@@ -83,6 +85,8 @@ __all__ = [
 if TYPE_CHECKING:
     from cudnnload.codes import Code, Effect, Severity
     from cudnnload.diagnose.doctor import doctor
+    from cudnnload.diagnose.inventory import find, inspect
+    from cudnnload.diagnose.which import which
     from cudnnload.dispatch.backends import ActivationSpec, Backend, BackendStatus, ConvSpec, Registry, list_backends
     from cudnnload.dispatch.dispatcher import (
         Dispatcher,
@@ -99,8 +103,8 @@ if TYPE_CHECKING:
     from cudnnload.dispatch.warmup import DeviceBuffer, preload
     from cudnnload.dispatch.warmup import preload as load
     from cudnnload.errors import CudnnloadError, ElfError, LoadError, UsageError
-    from cudnnload.judge.inventory import find, inspect
-    from cudnnload.judge.which import Which, which
+    from cudnnload.judge.judged import Judged, JudgedInventory
+    from cudnnload.judge.which import Which
     from cudnnload.loading.loader import Loaded
     from cudnnload.loading.pin import Pinned, run_environment
     from cudnnload.report import to_jsonable

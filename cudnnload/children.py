@@ -21,10 +21,43 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 
 # Put first in the code of every Python child of cudnnload's: `python -c` puts "" (the current folder) at
 # the front of sys.path, where a json.py planted there would be imported by the child's first `import json`.
 ISOLATE = "import sys\nsys.path[:] = [p for p in sys.path if p and p.startswith('/')]\n"
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The fields of ``/proc/PID/stat`` cudnnload needs (proc(5): 2 comm, 3 state, 4 ppid, 9 flags, 22
+    starttime, clock ticks after boot: a reused pid does not share it)."""
+
+    name: str
+    state: str
+    ppid: int
+    flags: int
+    started: int
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in "ZX"  # a zombie has ended; only its exit status is left to collect
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """``/proc/PID/stat`` read (the one reader of it); None when there is no such process (or it was reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    name, _, rest = data.partition(b" (")[2].rpartition(b")")  # the name, in parentheses, may hold anything
+    fields = rest.split()
+    try:
+        return ProcStat(name.decode(errors="replace"), fields[0].decode(), int(fields[1]), int(fields[6]),
+                        int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _SIGKILL = 9

@@ -102,7 +102,7 @@ def make_cli() -> click.Group:
         """
         with _recording():
             from cudnnload import report
-            from cudnnload.judge.which import which
+            from cudnnload.diagnose.which import which
 
             names, given = _names_and_target(targets, consumer)
             result = which(names, consumer=given)
@@ -125,7 +125,7 @@ def make_cli() -> click.Group:
     def inspect_command(paths: tuple[str, ...], verbose: bool, no_cache: bool, verify: bool, as_json: bool) -> None:
         """Every cuDNN install found (or the given files and folders): inventory and verdicts."""
         from cudnnload import report
-        from cudnnload.judge.inventory import find
+        from cudnnload.diagnose.inventory import find
 
         inventory = find(paths, use_cache=not no_cache, verify=verify)
         if as_json:
@@ -446,9 +446,9 @@ def _names_and_target(words: tuple[str, ...], consumer: str | None) -> tuple[tup
 def _trace_target(folder: str | None) -> tuple[str, int]:
     """The install to trace: the given folder (or the folder of a given cuDNN file), or the one load()
     would take."""
+    from cudnnload.diagnose.inventory import find
     from cudnnload.files import path_problem
     from cudnnload.judge.choose import choose_install
-    from cudnnload.judge.inventory import find
     from cudnnload.resolve.catalog import classify
 
     problem = path_problem(folder) if folder else None

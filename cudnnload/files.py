@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import BinaryIO, TextIO
 
+ELF_MAGIC = b"\x7fELF"  # the first four bytes of every ELF file (elf(5) EI_MAG0..3)
+
 
 class NotRegularFile(CudnnloadError):
     """A path that is a FIFO, a socket, a device or a folder where a file was expected."""
@@ -151,7 +153,7 @@ def output_problem(path: str) -> str | None:
             return f"it is {kind}, not a regular file"
         if info.st_uid != os.geteuid():
             return f"it belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})"
-        if _starts_with(path, b"\x7fELF"):
+        if _starts_with(path, ELF_MAGIC):
             return "it is an ELF file (a library or a program), not a report"
     folder = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(folder):

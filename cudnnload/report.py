@@ -11,9 +11,10 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
+from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.which import Which
 from cudnnload.resolve.catalog import Release
-from cudnnload.resolve.discovery import Candidate, Install, Inventory, Step
+from cudnnload.resolve.discovery import Candidate, Step
 from cudnnload.resolve.fatbin import GpuCode
 from cudnnload.resolve.records import is_record
 from cudnnload.verdicts import Action, Finding, Fix
@@ -35,13 +36,13 @@ SCHEMA = 1
 
 # Derived values worth having in JSON beside the fields, by class name.
 JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
-    "ElfInfo": ("version_checks",), "Install": ("healthy",), "Inventory": ("healthy",), "Which": ("healthy",),
+    "ElfInfo": ("version_checks",), "Judged": ("healthy",), "JudgedInventory": ("healthy",), "Which": ("healthy",),
     "Report": ("healthy",), "ProgramReport": ("healthy",), "ProcessReport": ("healthy",), "Fleet": ("healthy",),
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
-    "Finding": ("path",),
+    "Finding": ("path",), "Difference": ("what",),
 }
 # Fields left out of JSON: the verdict's fields are the install's own (``findings``, ``expected``).
-JSON_HIDDEN: dict[str, tuple[str, ...]] = {"Install": ("verdict",), "Finding": ()}
+JSON_HIDDEN: dict[str, tuple[str, ...]] = {"Judged": ("verdict",), "Finding": ()}
 
 
 def to_jsonable(value: Any) -> Any:
@@ -54,7 +55,7 @@ def to_jsonable(value: Any) -> Any:
         names = value._fields if is_record(value) else [f.name for f in dataclasses.fields(value)]
         hidden = JSON_HIDDEN.get(type(value).__name__, ())
         out = {name: to_jsonable(getattr(value, name)) for name in names if name not in hidden}
-        if type(value).__name__ == "Install":
+        if type(value).__name__ == "Judged":
             out["findings"], out["expected"] = to_jsonable(value.findings), to_jsonable(value.expected)
             out["maps"] = list(value.maps)
         for name in JSON_PROPERTIES.get(type(value).__name__, ()):
@@ -177,7 +178,7 @@ def _step_line(step: Step, dependency: bool = False) -> str:
     return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]{fails}"
 
 
-def install_text(install: Install, verbose: bool = False) -> str:
+def install_text(install: Judged, verbose: bool = False) -> str:
     status = "OK" if install.healthy else "PROBLEMS"
     release = f"cuDNN {install.release}" if install.release else f"cuDNN {install.major}.x (release unknown)"
     dist = f" ({install.distribution})" if install.distribution else ""
@@ -214,14 +215,14 @@ def install_text(install: Install, verbose: bool = False) -> str:
                 lines.append(f"  {os.path.basename(cand.path)}: soname {cand.elf.soname}, build-id "
                              f"{cand.elf.build_id}, VersionCheck {', '.join(cand.elf.version_checks) or '-'}, "
                              f"needs {', '.join(cand.elf.needed)}")
-    findings = install.all_findings
+    findings = install.findings
     if findings:
         lines.append("  findings:")
         lines += [finding_line(f) for f in findings]
     return "\n".join(lines)
 
 
-def inventory_text(inv: Inventory, verbose: bool = False) -> str:
+def inventory_text(inv: JudgedInventory, verbose: bool = False) -> str:
     host = inv.host
     glibc = ".".join(map(str, host.glibc)) if host.glibc else "?"
     glibcxx = ".".join(map(str, host.glibcxx)) if host.glibcxx else "?"

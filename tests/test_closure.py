@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.codes import Code
-from cudnnload.judge.inventory import judged_install_of
+from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.resolve.discovery import context, install_of
 from cudnnload.verdicts import Finding
 from fixtures.glibc.scene import Lib, Node, Program, Scene, build, check, observe

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cudnnload.diagnose.inventory import find
 from cudnnload.judge.installs import file_findings
-from cudnnload.judge.inventory import find
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.discovery import Host, Install, Inventory, inspect_file
 from cudnnload.resolve.elfcache import ElfCache
@@ -22,7 +22,7 @@ ENV: dict[str, str] = {"CUDNNLOAD_NO_CACHE": "1", "PATH": os.environ.get("PATH",
 
 
 def _codes(install: Install) -> set[str]:
-    return {f.code for f in install.all_findings}
+    return {f.code for f in install.findings}
 
 
 def _only(inv: Inventory) -> Install:
@@ -69,7 +69,7 @@ def test_unpacked_wheel_without_cublas_reports_the_missing_runtime_dependency() 
 
 def test_driverless_machine_gets_an_info_not_an_error_for_libcuda() -> None:
     install = _only(find([str(lib_folder("cu13-9.28.0.42"))], environ=ENV))
-    no_driver = [f for f in install.all_findings if f.code == "no-driver"]
+    no_driver = [f for f in install.findings if f.code == "no-driver"]
     if Path("/usr/lib/x86_64-linux-gnu/libcuda.so.1").exists():
         pytest.skip("this machine has an NVIDIA driver")
     assert no_driver and no_driver[0].severity == "info"
@@ -88,7 +88,7 @@ def test_cudnn8_shim_asks_for_exactly_so8_names() -> None:
 def test_folder_missing_a_sublibrary_names_it(tmp_path: Path) -> None:
     lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",))
     install = _only(find([str(lib)], environ=ENV))
-    missing = [f for f in install.all_findings if f.code == "missing-sublibrary"]
+    missing = [f for f in install.findings if f.code == "missing-sublibrary"]
     assert [f.path for f in missing] == [str(lib / "libcudnn_ops.so.9")]
     assert not install.healthy
     assert next(s for s in install.plan if s.library == "ops").path is None
@@ -108,7 +108,7 @@ def test_sublibrary_from_another_release_in_the_folder_is_flagged(tmp_path: Path
     lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",),
                 extra={"libcudnn_ops.so.9": lib_folder("cu12-9.0.0.312") / "libcudnn_ops.so.9"})
     install = _only(find([str(lib)], environ=ENV))
-    mixed = [f for f in install.all_findings if f.code == "mixed-release"]
+    mixed = [f for f in install.findings if f.code == "mixed-release"]
     assert mixed and mixed[0].path == str(lib / "libcudnn_ops.so.9") and "9.0.0" in mixed[0].message
 
 
@@ -119,7 +119,7 @@ def test_symlink_farm_holding_only_the_shim_breaks_origin(tmp_path: Path) -> Non
     install = _only(find([str(farm)], environ=ENV))
     assert all(step.path is None for step in install.plan if step.library in ("graph", "ops"))
     # one cause, said once: the link's $ORIGIN, and what it does to the first call
-    origin = next(f for f in install.all_findings if f.code == "origin-through-symlink")
+    origin = next(f for f in install.findings if f.code == "origin-through-symlink")
     assert [c.effect for c in origin.consequences] == ["abort"]
     assert origin.consequences[0].message == "Invalid handle. Cannot load symbol cudnnGetVersion"
     assert "missing-sublibrary" not in _codes(install)
@@ -134,7 +134,7 @@ def test_bad_files_become_findings_that_name_the_file(tmp_path: Path) -> None:
     (lib / "libcudnn_adv.so.9").symlink_to(tmp_path / "gone.so")
     (lib / "libcudnn_ext.so.9").symlink_to(lib / "libcudnn_ext.so.9")
     install = _only(find([str(lib)], environ=ENV))
-    by_path = {f.path: f.code for f in install.all_findings}
+    by_path = {f.path: f.code for f in install.findings}
     assert by_path[str(lib / "libcudnn_ops.so.9")] == "empty-file"
     assert by_path[str(lib / "libcudnn_cnn.so.9")] == "not-elf"
     assert by_path[str(lib / "libcudnn_adv.so.9")] == "broken-symlink"
@@ -166,7 +166,7 @@ def test_pip_distribution_is_found_and_its_record_checked(tmp_path: Path) -> Non
     inv = find(environ=ENV, site_paths=[str(site)], system=False)
     install = _only(inv)
     assert install.found_via == "wheel nvidia-cudnn-cu12 9.28.0.42"
-    record = [f for f in install.all_findings if f.code == "record-missing-file"]
+    record = [f for f in install.findings if f.code == "record-missing-file"]
     assert [f.path for f in record] == [str(site / "nvidia/cudnn/lib/libcudnn_cnn.so.9")]
 
 
@@ -201,7 +201,7 @@ def test_cudnn7_is_one_monolithic_install_with_its_release_from_the_file_name(sy
 
 def test_library_for_another_machine_is_foreign(synthetic_dir: Path) -> None:
     install = _only(find([str(synthetic_dir / "bad" / "wrong-machine")], environ=ENV))
-    foreign = [f for f in install.all_findings if f.code == "foreign-elf"]
+    foreign = [f for f in install.findings if f.code == "foreign-elf"]
     assert foreign and "EM_AARCH64" in foreign[0].message
 
 

@@ -87,7 +87,8 @@ def test_the_folder_as_json(reports: Path) -> None:
     assert result["nodes"] == 4 and [g["nodes"] for g in result["groups"]] == [["node-a", "node-b"], ["node-c"],
                                                                                 ["node-d"]]
     assert result["groups"][0]["differences"] == [] and result["groups"][1]["differences"]
-    assert {"what": "$LD_LIBRARY_PATH", "left": search_path(NEW), "right": None} in result["groups"][2]["differences"]
+    assert {"fact": {"kind": "variable", "name": "LD_LIBRARY_PATH"}, "what": "$LD_LIBRARY_PATH",
+            "left": search_path(NEW), "right": None} in result["groups"][2]["differences"]
     assert result["failed"] == [] and result["healthy"] is False
 
 

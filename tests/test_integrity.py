@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.codes import Code
-from cudnnload.judge.inventory import find
+from cudnnload.diagnose.inventory import find
 from tests.wheels import site_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ def flip_a_byte(path: Path) -> None:
 
 def mismatches(folder: Path, environ: dict[str, str], verify: bool) -> list[str]:
     inventory = find([str(folder)], environ=environ, verify=verify)
-    return [f.message for i in inventory.installs for f in i.all_findings if f.code is Code.RECORD_MISMATCH]
+    return [f.message for i in inventory.installs for f in i.findings if f.code is Code.RECORD_MISMATCH]
 
 
 def test_same_size_other_content_is_found_only_by_verify(wheel: Path, tmp_path: Path) -> None:

@@ -15,8 +15,16 @@ from pathlib import Path
 
 from cudnnload.codes import Code
 from cudnnload.diagnose.doctor import doctor
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, dependency_manual, dependency_requirement
+from cudnnload.judge.fixes import (
+    cudnn_install,
+    cudnn_requirement,
+    dependency_manual,
+    dependency_requirement,
+    readable_again,
+)
 from cudnnload.judge.installs import whole
+from cudnnload.resolve.access import Unreachable
+from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import ActionKind
 from tests.wheels import lib_folder
 
@@ -140,7 +148,7 @@ def test_no_wheel_is_suggested_for_cudnn_7_or_cuda_10() -> None:
 
 
 def test_whole_means_one_release_from_its_own_folder(tmp_path: Path) -> None:
-    from cudnnload.judge.inventory import inspect
+    from cudnnload.diagnose.inventory import inspect
 
     [install] = inspect([str(folder_of(W928, tmp_path / "good"))], environ=BASE).installs
     assert whole(install)  # its missing cuBLAS is a finding, not a hole in the install
@@ -321,3 +329,20 @@ def test_a_working_target_gets_no_repair(tmp_path: Path) -> None:
     cublas = folder_of(CUBLAS, tmp_path / "cublas")
     report = doctor({**BASE, "LD_LIBRARY_PATH": f"{good}:{cublas}"}, target="libcudnn.so.9", timeout=60)
     assert not any(f.code is Code.REPAIR for f in report.findings)
+
+
+def test_a_wheel_folder_this_user_cannot_search_is_opened_then_put_back_whole() -> None:
+    """What an unsearchable folder holds cannot be seen: a file gone or another release's copied in stays
+    hidden until the mode changes, so the distribution that owns it is put back too, by its owner."""
+    lib = "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib"
+    wheel = Distribution("nvidia-cudnn-cu12", "9.28.0.42", "/venv/lib/python3.11/site-packages", (lib,),
+                         (f"{lib}/libcudnn.so.9",), (), (), pip_env=("/venv/bin/python", ()))
+    folder = readable_again(Unreachable(lib, True, 0, "root"), 65534, wheel)
+    assert [a.do for a in folder.actions] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL]
+    assert folder.actions[0].owner == "root" and folder.actions[1].requirements == ("nvidia-cudnn-cu12==9.28.0.42",)
+    assert "what it holds is unknown here" in (folder.note or "")
+    file = readable_again(Unreachable(f"{lib}/libcudnn.so.9", False, 0, "root"), 65534, wheel)
+    assert [a.do for a in file.actions] == [ActionKind.CHMOD]  # the folder is seen: only the mode is wrong
+    elsewhere = readable_again(Unreachable("/opt/app/lib", True, 0, "root"), 65534, wheel)
+    assert [a.do for a in elsewhere.actions] == [ActionKind.CHMOD]  # a folder no RECORD lists files in
+

@@ -155,7 +155,6 @@ def test_a_stage_module_importing_a_name_the_root_re_exports_is_caught(tmp_path:
 
 # The judge's modules decide from facts; the two that gather them first are its doors to resolve: `inventory`
 # (every install) and `which` (what each name resolves to, then the install it leads to).
-JUDGE_GATHERS = {"cudnnload.judge.inventory", "cudnnload.judge.which"}
 # What reads the file system or the process: never called by a judge module itself.
 IO_CALLS = {"open", "os.stat", "os.lstat", "os.listdir", "os.scandir", "os.access", "os.readlink", "os.getcwd",
             "os.path.exists", "os.path.lexists", "os.path.isdir", "os.path.isfile", "os.path.islink",
@@ -180,11 +179,45 @@ def io_calls(path: Path) -> list[str]:
     return found
 
 
+# resolve's doors to the machine: a judge that called one would gather facts itself instead of judging the facts
+# it is handed (the command's context, its installs, its `Access`)
+GATHERING = {"context", "gather", "install_of", "build_install", "cudnn_distributions", "mapped_libraries",
+             "open_cache", "find_consumers", "Access", "read_process", "observe", "this_python"}
+
+
+def gathering_calls(path: Path) -> list[str]:
+    return [f"{path.name}:{node.lineno} {_dotted(node.func)}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] in GATHERING]
+
+
+def judge_modules() -> dict[str, Path]:
+    return {name: path for name, path in modules().items() if name.startswith("cudnnload.judge")}
+
+
 def test_the_judge_reads_nothing_itself() -> None:
-    judged = {name: path for name, path in modules().items()
-              if name.startswith("cudnnload.judge") and name not in JUDGE_GATHERS}
-    assert len(judged) >= 8
+    judged = judge_modules()
+    assert len(judged) >= 12
     assert [call for path in judged.values() for call in io_calls(path)] == []
+
+
+def test_the_judge_gathers_nothing_itself() -> None:
+    assert [call for path in judge_modules().values() for call in gathering_calls(path)] == []
+
+
+def test_the_gathering_check_catches_a_judge_that_makes_its_own_context(tmp_path: Path) -> None:
+    source = tmp_path / "rule.py"
+    source.write_text("from cudnnload.resolve import discovery\n"
+                      "def rule(env):\n    return discovery.context(env), discovery.gather([])\n")
+    assert gathering_calls(source) == ["rule.py:3 discovery.context", "rule.py:3 discovery.gather"]
+
+
+def test_no_resolve_record_holds_a_later_stages_verdict() -> None:
+    """resolve's records are facts: no field typed ``Any`` (a slot for what a later stage says of them)."""
+    found = [f"{path.name}:{node.lineno} {record.name}.{node.target.id}"
+             for path in PACKAGE.joinpath("resolve").glob("*.py") for record in ast.walk(ast.parse(path.read_text()))
+             if isinstance(record, ast.ClassDef) for node in record.body if isinstance(node, ast.AnnAssign)
+             and isinstance(node.target, ast.Name) and "Any" in ast.unparse(node.annotation)]
+    assert found == []
 
 
 def test_the_io_check_catches_a_judge_that_stats_a_file(tmp_path: Path) -> None:
@@ -275,3 +308,43 @@ def test_cudnnload_load_stays_the_function_whatever_was_imported_first() -> None
         print("ok")
     """)
     assert child.stdout.strip() == "ok", child.stderr
+
+
+ONE_CONTEXT = """
+    import collections, sys, tempfile
+    from click.testing import CliRunner
+    import cudnnload.resolve.discovery as discovery
+    made = collections.Counter()
+    original = discovery.context
+
+    def counted(environ=None, **facts):
+        world = (tuple(sorted((environ if environ is not None else {"": "os.environ"}).items())),
+                 tuple(sorted((k, repr(v)) for k, v in facts.items() if k not in ("cache", "use_cache"))))
+        made[world] += 1
+        return original(environ, **facts)
+
+    import cudnnload.cli, cudnnload.diagnose.doctor, cudnnload.diagnose.targets, cudnnload.diagnose.which
+    import cudnnload.diagnose.inventory, cudnnload.diagnose.observe, cudnnload.diagnose.scoped, cudnnload.loading.plans
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("cudnnload") and getattr(module, "context", None) is original:
+            module.context = counted
+    discovery.context = counted
+    folder = tempfile.mkdtemp()
+    for command in (["doctor"], ["doctor", folder], ["inspect", folder], ["which"], ["doctor", "--", "true"]):
+        made.clear()
+        result = CliRunner().invoke(cudnnload.cli.make_cli(), command)
+        twice = {world: n for world, n in made.items() if n > 1}
+        print(" ".join(command), result.exit_code, sum(made.values()), len(twice))
+"""
+
+
+def test_each_command_builds_one_context_per_world() -> None:
+    """One context per command for the world it judges: a second one of the same environment and facts would
+    read the machine twice, and could disagree with the first (a file changed between). Contexts of other
+    worlds (the environment a fix would make, a process holding a set) are that world's own."""
+    child = run_python(ONE_CONTEXT)
+    lines = [line.split() for line in child.stdout.splitlines()]
+    assert len(lines) == 5, child.stderr
+    for *command, code, made, twice in lines:
+        assert code in ("0", "1") and int(made) >= 1 and twice == "0", (command, code, made, twice, child.stderr)
+

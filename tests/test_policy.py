@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from cudnnload.diagnose.inventory import find, inspect
 from cudnnload.diagnose.targets import resolve_target
+from cudnnload.diagnose.which import which
 from cudnnload.judge.choose import choose_install
-from cudnnload.judge.inventory import find, inspect
 from cudnnload.judge.policy import (
     FOREIGN_OWNER,
     ORIGIN_IN_SETUID,
@@ -38,7 +39,7 @@ from cudnnload.judge.policy import (
     search_path_findings,
     setuid_findings,
 )
-from cudnnload.judge.which import which
+from cudnnload.resolve.access import Access
 from cudnnload.resolve.discovery import Step
 from cudnnload.resolve.ldcache import read_ld_cache
 from cudnnload.resolve.linker import (
@@ -99,7 +100,7 @@ def test_an_empty_ld_library_path_entry_is_the_current_directory(synthetic_dir: 
     monkeypatch.chdir(here)
     run = run_probe(synthetic_dir / "probe", "open:libcudnn_ops.so.9", ld_library_path="/nonexistent:", cwd=here)
 
-    found = search_path_findings(env_for("/nonexistent:"), cwd=str(here))
+    found = search_path_findings(env_for("/nonexistent:"), access=Access(cwd=str(here)))
     ops = resolve("libcudnn_ops.so.9", None, env_for("/nonexistent:"))
 
     assert run.tried["libcudnn_ops.so.9"][-1] == "libcudnn_ops.so.9"  # ld.so tries the bare name: the cwd
@@ -107,8 +108,9 @@ def test_an_empty_ld_library_path_entry_is_the_current_directory(synthetic_dir: 
     [relative] = codes(found, RELATIVE_SEARCH_PATH)
     assert relative.severity == WARNING and "empty entry" in relative.message and str(here) in relative.message
     assert relative.fix.json()["actions"] == [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": ""}]
-    assert (ops.path, relative_loads("/x", [ops_step(ops.path)])) == ("libcudnn_ops.so.9", ("libcudnn_ops.so.9",))
-    assert relative_loads(str(here), [ops_step(ops.path)]) == ()  # an install's own file, found from its folder
+    lent = relative_loads("/x", [ops_step(ops.path)], cwd=str(here))
+    assert (ops.path, lent) == ("libcudnn_ops.so.9", ("libcudnn_ops.so.9",))
+    assert relative_loads(str(here), [ops_step(ops.path)], cwd=str(here)) == ()  # its own file, found from its folder
 
 
 def ops_step(path: str | None) -> Step:
@@ -131,7 +133,7 @@ def test_a_relative_ld_library_path_entry_is_searched_from_the_current_directory
     elsewhere = run_probe(synthetic_dir / "probe", "open:libcudnn_ops.so.9", ld_library_path="rel",
                           cwd=synthetic_dir)
 
-    [relative] = codes(search_path_findings(env_for("rel"), cwd=str(tmp_path)), RELATIVE_SEARCH_PATH)
+    [relative] = codes(search_path_findings(env_for("rel"), access=Access(cwd=str(tmp_path))), RELATIVE_SEARCH_PATH)
 
     assert "rel/libcudnn_ops.so.9" in run.tried["libcudnn_ops.so.9"]
     assert run.mapped(tmp_path / "rel" / "libcudnn_ops.so.9")
@@ -156,7 +158,8 @@ def test_a_relative_runpath_entry_is_searched_from_the_current_directory(
     monkeypatch.chdir(tmp_path)
 
     ops = resolve("libcudnn_ops.so.9", Chain((req,)), env_for(""))
-    [relative] = codes(search_path_findings(env_for(""), req, cwd=str(tmp_path)), RELATIVE_SEARCH_PATH)
+    found = search_path_findings(env_for(""), req, access=Access(cwd=str(tmp_path)))
+    [relative] = codes(found, RELATIVE_SEARCH_PATH)
 
     assert "opener libcudnn_ops.so.9 ok" in run.lines and run.mapped(tmp_path / "rel" / "libcudnn_ops.so.9")
     assert (ops.rule, ops.path) == ("runpath", "rel/libcudnn_ops.so.9")
@@ -263,7 +266,7 @@ def test_world_writable_search_folders_are_found_sticky_or_not(tmp_path: Path) -
     (sticky / "inner").mkdir(mode=0o755)
     entries = [open_, sticky, safe, open_ / "missing" / "lib", open_ / "inner", sticky / "inner"]
 
-    found = search_path_findings(env_for(":".join(map(str, entries))))
+    found = search_path_findings(env_for(":".join(map(str, entries))), access=Access())
     flagged = {f.path: f for f in codes(found, WRITABLE_SEARCH_PATH)}
 
     assert set(flagged) == {str(open_), str(sticky), str(open_ / "missing" / "lib"), str(open_ / "inner")}
@@ -311,7 +314,7 @@ def test_a_sticky_world_writable_folder_still_lets_anyone_plant_a_library(synthe
 
     assert planted.returncode == 0, planted.stderr
     assert (sticky / "libcudnn_ops.so.9").stat().st_uid == NOBODY and run.mapped(sticky / "libcudnn_ops.so.9")
-    assert codes(search_path_findings(env_for(str(sticky))), WRITABLE_SEARCH_PATH)
+    assert codes(search_path_findings(env_for(str(sticky)), access=Access()), WRITABLE_SEARCH_PATH)
 
 
 def test_cudnn_files_others_can_write_or_another_user_owns_are_findings(synthetic_dir: Path, tmp_path: Path) -> None:
@@ -327,7 +330,7 @@ def test_cudnn_files_others_can_write_or_another_user_owns_are_findings(syntheti
         os.chown(mine, NOBODY, -1)  # as root: really another user's file
 
     # not root: judged as if another user looked, to whom every file here is a stranger's
-    found = file_findings([str(world), str(mine), str(link)], user=me if me == 0 else me + 1)
+    found = file_findings([str(world), str(mine), str(link)], Access(user=me if me == 0 else me + 1))
 
     writable = {f.path: f for f in codes(found, WRITABLE_LIBRARY)}
     foreign = codes(found, FOREIGN_OWNER)
@@ -335,7 +338,7 @@ def test_cudnn_files_others_can_write_or_another_user_owns_are_findings(syntheti
     assert f"({world})" in writable[str(link)].message  # a symlink is judged by the file it leads to
     assert {f.path for f in foreign} == ({str(mine)} if me == 0 else {str(world), str(mine), str(link)})
     assert all(f.severity == WARNING and "neither root nor you" in f.message for f in foreign)
-    assert file_findings([str(mine)], user=os.stat(mine).st_uid) == ()  # one's own file, 0644: nothing
+    assert file_findings([str(mine)], Access(user=os.stat(mine).st_uid)) == ()  # one's own file, 0644: nothing
 
 
 def test_a_group_writable_file_counts_unless_the_group_is_its_owners_private_one(tmp_path: Path) -> None:
@@ -353,9 +356,9 @@ def test_a_group_writable_file_counts_unless_the_group_is_its_owners_private_one
         pytest.skip("needs root, a user private group for the owner and another group")
 
     os.chown(path, -1, private.gr_gid)
-    quiet = file_findings([str(path)], user=owner.pw_uid)
+    quiet = file_findings([str(path)], Access(user=owner.pw_uid))
     os.chown(path, -1, shared.gr_gid)
-    loud = file_findings([str(path)], user=owner.pw_uid)
+    loud = file_findings([str(path)], Access(user=owner.pw_uid))
 
     assert quiet == () and [f.message.split(":")[0] for f in loud] == [f"writable by the group {shared.gr_name}"]
 
@@ -468,8 +471,9 @@ def test_a_setuid_program_keeps_an_origin_that_lies_under_a_system_folder(synthe
     assert f"map {here}/libcudnn.so.9" not in direct.stdout
     assert direct.returncode == 127 and "libcudnn.so.9: cannot open shared object file" in direct.stderr \
         or system_cudnn("libcudnn.so.9")
-    assert setuid_findings(replace(program, origin=seen), defaults) == ()
-    assert [f.code for f in setuid_findings(replace(program, origin=str(here)), defaults)] == [ORIGIN_IN_SETUID]
+    assert setuid_findings(replace(program, origin=seen), defaults, access=Access()) == ()
+    found = setuid_findings(replace(program, origin=str(here)), defaults, access=Access())
+    assert [f.code for f in found] == [ORIGIN_IN_SETUID]
 
 
 @pytest.mark.parametrize(("rpath", "origin", "dropped"), [
@@ -488,7 +492,7 @@ def test_secure_mode_drops_origin_entries_by_glibcs_rules(tmp_path: Path, rpath:
     program.chmod(0o4755)  # an owner may set the bit on a file of its own
     requester = Requester(str(program), rpath=(rpath,), origin=origin)
 
-    found = setuid_findings(requester, DEBIAN)
+    found = setuid_findings(requester, DEBIAN, access=Access())
 
     assert [f.severity for f in found] == ([WARNING] if dropped else [])
 
@@ -499,13 +503,13 @@ def test_origin_in_setuid_is_an_error_only_when_cudnn_comes_through_the_dropped_
     program.chmod(0o2755)  # set-group-ID: the same secure mode
     requester = Requester(str(program), runpath=("$ORIGIN/../lib",), origin="/opt/app/bin")
 
-    hit = setuid_findings(requester, DEBIAN, "/opt/app/bin/../lib/libcudnn.so.9")
-    elsewhere = setuid_findings(requester, DEBIAN, "/usr/lib/x86_64-linux-gnu/libcudnn.so.9")
+    hit = setuid_findings(requester, DEBIAN, "/opt/app/bin/../lib/libcudnn.so.9", access=Access())
+    elsewhere = setuid_findings(requester, DEBIAN, "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", access=Access())
     program.chmod(0o755)
 
     assert [f.severity for f in hit] == [ERROR] and "DT_RUNPATH" in hit[0].message and "set-group-ID" in hit[0].message
     assert [f.severity for f in elsewhere] == [WARNING]
-    assert setuid_findings(requester, DEBIAN, "/opt/app/lib/libcudnn.so.9") == ()  # no bit: no secure mode
+    assert setuid_findings(requester, DEBIAN, "/opt/app/lib/libcudnn.so.9", access=Access()) == ()  # no bit: none
 
 
 def test_programs_found_by_doctor_without_setuid_have_no_origin_finding(synthetic_dir: Path, tmp_path: Path) -> None:
@@ -513,3 +517,18 @@ def test_programs_found_by_doctor_without_setuid_have_no_origin_finding(syntheti
     resolved = resolve_target(str(program), environ=BASE_ENVIRON)
     assert resolved.install is not None and not codes(list(resolved.findings), ORIGIN_IN_SETUID)
     assert glob.glob(str(tmp_path / "lib" / "libcudnn.so.9"))
+
+
+def test_a_relative_entry_is_kept_as_its_folder_only_when_nothing_else_fails() -> None:
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.judge.policy import kept_when_whole
+    from cudnnload.verdicts import ActionKind, Fix, Subject, remove_entry, set_variable
+
+    written = set_variable("LD_LIBRARY_PATH", "/work/lib")
+    keep = Finding(Code.UNTRUSTED_LIBRARY, "u", Subject(SubjectKind.FILE, "lib/libcudnn.so.9"),
+                   Fix((written,), None, (remove_entry("LD_LIBRARY_PATH", "lib"),)))
+    other = Finding(Code.MISSING_DEPENDENCY, "d", Subject(SubjectKind.FILE, "lib/libcudnn_graph.so.9"), Fix())
+    assert kept_when_whole([keep]) == (keep,)  # what it loads works: keep it, written as the folder it names
+    said, _ = kept_when_whole([keep, other])
+    assert [a.do for a in said.fix.actions] == [ActionKind.ENV_REMOVE_ENTRY]
+    assert [a.do for a in said.fix.alternatives] == [ActionKind.ENV_SET]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.codes import ActionKind, Code, Effect
-from cudnnload.judge.inventory import find
+from cudnnload.diagnose.inventory import find
 from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import preload_entries
 from tests.wheels import cache_root, lib_folder
@@ -54,8 +54,8 @@ def test_preloaded_sublibrary_of_another_release(preloaded: str) -> None:
     install = next(i for i in find([str(new)], environ=environ, ctx=ctx).installs)
     step = next(s for s in install.plan if s.library == preloaded)
     assert (step.path, step.rule, step.variable, step.entry) == (preload, "already-loaded", "LD_PRELOAD", preload)
-    mixed = [f for f in install.all_findings if f.code is Code.MIXED_RELEASE and f.subject.path == preload]
-    assert mixed, [f.message for f in install.all_findings]
+    mixed = [f for f in install.findings if f.code is Code.MIXED_RELEASE and f.subject.path == preload]
+    assert mixed, [f.message for f in install.findings]
     actions = mixed[0].fix.actions if mixed[0].fix else ()
     assert [(a.do, a.variable, a.entry) for a in actions] == [(ActionKind.ENV_REMOVE_ENTRY, "LD_PRELOAD", preload)]
     if preloaded == "graph":  # the real loader: the shim's graph is the preloaded one
@@ -217,9 +217,9 @@ def test_a_sublibrary_that_fails_to_load_is_answered_by_the_shims_bare_name_as_t
     maps = {os.path.realpath(path) for path in install.maps}
     assert bare in maps and own not in maps
     # the program runs, on a file from elsewhere: a warning on the install's own cnn, whose fix puts it back
-    (said,) = [f for f in install.all_findings if f.code is Code.SUBLIBRARY_UNLOADABLE]
+    (said,) = [f for f in install.findings if f.code is Code.SUBLIBRARY_UNLOADABLE]
     assert said.severity.value == "warning" and said.subject.path == str(folder / "libcudnn_cnn.so.9")
-    assert not [f for f in install.all_findings if f.severity.value == "error"]
+    assert not [f for f in install.findings if f.severity.value == "error"]
     script = ("import ctypes, json, sys; shim = ctypes.CDLL(sys.argv[1]); shim.cudnnGetVersion(); "
               "ops = shim.cudnnOpsVersionCheck(); cnn = shim.cudnnCnnVersionCheck(); "
               "print(json.dumps([ops, cnn, sorted({l.split()[-1] for l in open('/proc/self/maps') "

@@ -123,7 +123,7 @@ def test_an_install_judged_for_a_loader_the_table_does_not_know_says_so(syntheti
     """A glibc outside 2.28-2.41: every lookup carries `undecided`, and the install's verdict has one
     loader-unknown finding naming LD_DEBUG=libs."""
     from cudnnload.codes import Code
-    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.diagnose.inventory import judged_install_of
     from cudnnload.resolve.discovery import context
 
     ctx = context({"PATH": "/usr/bin:/bin"}, use_cache=False)

@@ -220,7 +220,8 @@ def test_a_warm_run_imports_no_search_no_elf_reader_no_probe_and_no_click() -> N
             break
     assert "cudnnload.loading.plans" in imported
     assert imported & {"click", "cudnnload.resolve.discovery", "cudnnload.resolve.elf", "cudnnload.loading.probe",
-                       "cudnnload.judge.inventory", "cudnnload.diagnose.launch", "dataclasses"} == set(), done.stderr
+                       "cudnnload.judge.inventory", "cudnnload.diagnose.inventory", "cudnnload.diagnose.launch",
+                       "dataclasses"} == set(), done.stderr
 
 
 def test_for_a_framework_not_installed_is_refused_before_the_program_starts() -> None:

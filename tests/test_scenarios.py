@@ -203,7 +203,7 @@ def test_doctor_command_explains_an_older_cudnn_loaded_first_by_the_already_load
 def test_a_cut_sublibrary_is_shown_killing_the_process_not_not_found() -> None:
     layout = by_name("truncated-cnn")
     _needs_wheels(layout)
-    from cudnnload.judge.inventory import find
+    from cudnnload.diagnose.inventory import find
     from cudnnload.report import install_text
 
     (install,) = find([str(layout.folder() / "site/nvidia/cudnn/lib")], environ={"CUDNNLOAD_NO_CACHE": "1"}).installs
@@ -254,4 +254,4 @@ def test_the_prediction_is_made_while_the_program_runs_and_equals_the_one_made_a
     opened = observe.observation(ran).shims[0]
     after = observe._predict(opened, context(env))
     assert after is not None and (opened.path, opened.requested_by) == key
-    assert ahead.plan == after.plan and ahead.all_findings == after.all_findings and ctx is preparing.ctx
+    assert ahead.plan == after.plan and ahead.findings == after.findings and ctx is preparing.ctx

@@ -92,3 +92,25 @@ def test_a_wheel_put_back_takes_away_what_would_put_another_folders_cudnn_beside
         reinstall.json(), {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(engines)},
         {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": str(other / "libcudnn_graph.so.9")}]
     assert ahead([gone], {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "plain")}) == (gone,)
+
+
+def test_removals_of_one_fix_are_judged_together_and_none_is_worse_than_a_doubtful_cudnn(tmp_path: Path) -> None:
+    """A fix that takes two entries away: programs asking by name get a cuDNN the model doubts (a sub-library
+    missing) through the first; without both entries they would get none. Alone, neither removal takes anything
+    from them (the first's cuDNN does not load whole; the second's is not what they get), but together they leave
+    them nothing: the fix is for the failing program alone."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, remove_entry
+
+    doubtful = folder_of(W90, tmp_path / "doubtful", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
+    whole = folder_of(W928, tmp_path / "whole")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{doubtful}:{whole}"}
+    both = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(whole / "libcudnn.so.9")),
+                   fix(remove_entry("LD_LIBRARY_PATH", str(doubtful)), remove_entry("LD_LIBRARY_PATH", str(whole))))
+    [said] = scoped([both], env)
+    assert [a.json() for a in said.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_LIBRARY_PATH"]}]
+    assert "without them they would get none" in said.fix.text
+    one = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(whole / "libcudnn.so.9")),
+                  fix(remove_entry("LD_LIBRARY_PATH", str(whole))))
+    assert scoped([one], env) == (one,)  # they keep the first entry's: nothing taken from them

@@ -25,16 +25,18 @@ from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.remedy import Judge, plan
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
+from cudnnload.diagnose.which import not_found_fix, which
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import aborts_without_driver, predict_install
+from cudnnload.judge.judged import Judged, JudgedInventory
+from cudnnload.judge.policy import kept_when_whole
 from cudnnload.judge.preload import preload_findings
 from cudnnload.judge.routes import Served, Use, scope, serve
-from cudnnload.judge.which import Which, which
+from cudnnload.judge.which import Which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
 from cudnnload.resolve.consumers import CpuBuild, cpu_builds
-from cudnnload.resolve.discovery import Install, Inventory
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, unique
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
@@ -60,7 +62,7 @@ class Report:
     chosen: str | None  # folder of the install the target would load
     release: str | None
     distribution: str | None
-    inventory: Inventory
+    inventory: JudgedInventory
     which: Which | None  # for this environment (no target): each name as this Python resolves it
     probe: ProbeResult | None  # the shim loaded in a child as an application loads it, and its calls
     gpu: Any  # gpu.GpuFacts
@@ -122,12 +124,12 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                           memo=memo) \
         if install is not None and shim is not None and hangs is None and not stops and planted is None and running \
         else None
-    resolved_which = which(environ=env, site_paths=site_paths) if resolved.target.kind == "environment" else None
+    resolved_which = which(site_paths=site_paths, ctx=resolved.ctx) if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
     findings: list[Finding] = list(stops) + list(inventory.findings) + list(resolved.findings)
     findings += list(resolved_which.findings) if resolved_which else []
-    findings += [f for i in inventory.installs for f in i.all_findings]
+    findings += [f for i in inventory.installs for f in i.findings]
     result: ProbeResult | None = None
     facts = gpu_facts(env) if running else gpu
     if install is not None:
@@ -201,7 +203,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         if asked is not None and running else ()
     findings = [*whole, *findings]
     # what a wheel put back will meet, with it; a shared entry's removal, for this target alone
-    findings = list(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx))
+    findings = list(scoped(ahead(kept_when_whole(findings), env, resolved.ctx), env, resolved.ctx))
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
@@ -213,7 +215,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     )
 
 
-def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[str, str], judge: Judge,
+def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str, str], judge: Judge,
            description: str, path: str | None, *, always: bool = False, keep: bool = True) -> tuple[Finding, ...]:
     """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
     frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one).
@@ -230,7 +232,7 @@ def repair(findings: Sequence[Finding], install: Install | None, env: Mapping[st
                     Subject(SubjectKind.TARGET, path), whole),)
 
 
-def _concerns(finding: Finding, install: Install | None) -> bool:
+def _concerns(finding: Finding, install: Judged | None) -> bool:
     """Whether ``finding`` is about what the target gets: its environment, program or frameworks, or the install
     it loads and the files that install maps; not another install the machine holds."""
     if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
@@ -252,7 +254,7 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
         again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
                                unstarted=unstarted, program=program)
         found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
-                             *(f for i in again.inventory.installs for f in i.all_findings))
+                             *(f for i in again.inventory.installs for f in i.findings))
                  if _concerns(f, again.install)]
         if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
             found.append(_no_cudnn(again))
@@ -269,13 +271,17 @@ def _no_cudnn(resolved: Resolved) -> Finding:
     found = f"{len(installs)} found, none loadable: {'; '.join(resolved.rejected)}" if installs and resolved.rejected \
         else f"{len(installs)} found, none loadable" if installs else "none found"
     python = resolved.target.python or (sys.executable if resolved.target.kind == "environment" else None)
-    repair = cudnn_install(9, None, python) if resolved.target.kind in ("environment", "python") and not installs \
+    # a wheel whose folder this user cannot search, or whose RECORD lists files that are gone: that, not a new one
+    sites = list(resolved.target.site_paths) if resolved.target.site_paths is not None else None
+    repair = (not_found_fix(generation(9), resolved.ctx, sites, python) if sites is not None
+              else cudnn_install(9, None, python)) \
+        if resolved.target.kind in ("environment", "python") and not installs \
         else fix(manual("make one of them whole (their findings say how), or install cuDNN where this target looks"))
     return Finding(Code.NO_CUDNN, f"{resolved.target.description} loads no cuDNN ({found})",
                    Subject(SubjectKind.TARGET, resolved.target.path), repair)
 
 
-def _cpu_only(build: CpuBuild, install: Install | None) -> Finding:
+def _cpu_only(build: CpuBuild, install: Judged | None) -> Finding:
     """A framework built without CUDA: said, with what would put it on the GPU, never a cuDNN to install."""
     beside = f"; the cuDNN {install.release or install.major} here is of no use to it" if install else ""
     return Finding(Code.CPU_ONLY_BUILD, f"{build.label} is a {build.platform} build ({build.why}): it uses no cuDNN "
@@ -284,7 +290,7 @@ def _cpu_only(build: CpuBuild, install: Install | None) -> Finding:
                               "nothing needs fixing to run on the CPU")))
 
 
-def _expected(install: Install, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:
+def _expected(install: Judged, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:
     """The install's predicted calls, for a machine with or without a usable GPU as the driver says."""
     return predict_install(install, resolved.ctx, gpu=gpu).expectations
 
@@ -325,7 +331,7 @@ def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mappin
            site_paths: Sequence[str] | None, blockers: Sequence[Finding]) -> tuple[Served, ...]:
     """Each framework judged on the cuDNN its own loader gives it (`resolve.routes`, `judge.routes`), and on
     ``blockers``: what stops any of them (no GPU visible)."""
-    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.diagnose.inventory import judged_install_of
     from cudnnload.resolve.routes import route
 
     target, ctx = resolved.target, resolved.ctx
@@ -391,7 +397,7 @@ def _installs_check(resolved: Resolved) -> Check:
                  f"{target.description}: cuDNN {release} in {install.folder}{how}")
 
 
-def _coherence_check(install: Install) -> Check:
+def _coherence_check(install: Judged) -> Check:
     if install.expected and install.expected[0].call.kind == "dlopen":
         return Check("coherent", "skip", f"the shim itself does not load: {install.expected[0].message}")
     # a step's own file, or the one its opener's later names get when that one fails to load (mapped instead)
@@ -406,7 +412,7 @@ def _coherence_check(install: Install) -> Check:
     return Check("coherent", "fail", f"the shim would not get these from its folder: {names}")
 
 
-def _probe_check(result: ProbeResult, install: Install, expected: tuple[Any, ...]) -> Check:
+def _probe_check(result: ProbeResult, install: Judged, expected: tuple[Any, ...]) -> Check:
     """The shim loaded as an application loads it, and the catalog's calls made: against the prediction.
     cudnnCreate has its own check ("handle")."""
     from cudnnload.loading.gpu import minimum_driver
@@ -440,7 +446,7 @@ def _probe_check(result: ProbeResult, install: Install, expected: tuple[Any, ...
                  f"{built} ({took})")
 
 
-def _probe_findings(result: ProbeResult, install: Install, expected: tuple[Any, ...]) -> list[Finding]:
+def _probe_findings(result: ProbeResult, install: Judged, expected: tuple[Any, ...]) -> list[Finding]:
     """What the run showed that the prediction did not: never hidden."""
     wrong = disagreements(expected, result.observed(generation(install.major)))
     if not wrong:
@@ -588,49 +594,84 @@ def report_problem(doc: object) -> str | None:
     return None if problem is None else problem.removeprefix(".")
 
 
-def decisive_facts(doc: Mapping[str, Any]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Fact:
+    """Which decisive fact of a report: its ``kind`` (one of `FACT_LABELS`) and, for the kinds there are many of,
+    its ``name`` (a variable's, a library key, a probe step's, a GPU index, a distribution, a finding's code and
+    path). Code decides on these fields; ``label`` is what people read."""
+
+    kind: str
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return FACT_LABELS[self.kind].format(name=self.name).rstrip()
+
+
+FACT_LABELS = {  # in the order differences are shown
+    "variable": "${name}", "chosen": "cuDNN chosen", "distribution": "distribution", "loads": "loads {name}",
+    "found-by": "{name} found by", "python": "python", "machine": "machine", "glibc": "glibc", "driver": "driver",
+    "gpu": "GPU {name}", "consumer": "consumer {name}", "probe": "probe {name}", "probe-verdict": "probe verdict",
+    "finding": "finding {name}",
+}
+
+
+def decisive_facts(doc: Mapping[str, Any]) -> dict[Fact, str]:
     """The facts of a saved report (``doctor --json``) that decide whether cuDNN works, flattened; ``doc`` is
-    of `REPORT_SCHEMA` (`report_problem`)."""
+    of `REPORT_SCHEMA` (`report_problem`). A library's load is two facts: the path, and the rule that found it."""
     result = doc.get("result", doc)
-    out: dict[str, str] = {
-        "python": str(result.get("python")), "machine": str(result.get("machine")),
-        "cuDNN chosen": f"{result.get('release')} in {result.get('chosen')}" if result.get("chosen") else "none",
-        "distribution": str(result.get("distribution")),
+    out: dict[Fact, str] = {
+        Fact("python"): str(result.get("python")), Fact("machine"): str(result.get("machine")),
+        Fact("chosen"): f"{result.get('release')} in {result.get('chosen')}" if result.get("chosen") else "none",
+        Fact("distribution"): str(result.get("distribution")),
     }
     for name, value in result.get("environment", []):
-        out[f"${name}"] = value
+        out[Fact("variable", name)] = value
     host = (result.get("inventory") or {}).get("host") or {}
-    out["glibc"] = ".".join(map(str, host.get("glibc") or [])) or "?"
-    for install in (result.get("inventory") or {}).get("installs", []):
-        if install.get("folder") == result.get("chosen"):
-            for step in install.get("plan", []) + install.get("dependencies", []):
-                out[f"loads {step['library']}"] = f"{step.get('path')} ({step.get('rule')})"
+    out[Fact("glibc")] = ".".join(map(str, host.get("glibc") or [])) or "?"
+    for step in loads(result):
+        out[Fact("loads", step["library"])] = str(step.get("path"))
+        out[Fact("found-by", step["library"])] = str(step.get("rule"))
     for step in (result.get("probe") or {}).get("steps", []):
         value = step.get("value") if step.get("value") is not None else step.get("status_name") or step.get("ok")
-        out[f"probe {step['name']}"] = str(value)
+        out[Fact("probe", step["name"])] = str(value)
     if result.get("probe"):
-        out["probe verdict"] = str(result["probe"].get("verdict"))
+        out[Fact("probe-verdict")] = str(result["probe"].get("verdict"))
     gpu = result.get("gpu") or {}
-    out["driver"] = str(gpu.get("driver_version"))
+    out[Fact("driver")] = str(gpu.get("driver_version"))
     for device in gpu.get("devices", []):
-        out[f"GPU {device['index']}"] = f"{device['name']} sm_{device['capability'][0]}{device['capability'][1]}"
+        major, minor = device["capability"]
+        out[Fact("gpu", str(device["index"]))] = f"{device['name']} sm_{major}{minor}"
     for consumer in result.get("consumers", []):
-        out[f"consumer {consumer['distribution']}"] = \
+        out[Fact("consumer", consumer["distribution"])] = \
             f"{consumer.get('version')} (built with cuDNN {consumer.get('build')})"
     for f in result.get("findings", []):
-        out[f"finding {f['code']} {f.get('path') or ''}".rstrip()] = f["severity"]
+        out[Fact("finding", f"{f['code']} {f.get('path') or ''}".rstrip())] = f["severity"]
     return out
+
+
+def loads(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The chosen install's planned loads and dependencies in a report's result (`REPORT_SCHEMA`'s steps)."""
+    return [step for install in (result.get("inventory") or {}).get("installs", [])
+            if install.get("folder") == result.get("chosen")
+            for step in install.get("plan", []) + install.get("dependencies", [])]
 
 
 @dataclass(frozen=True)
 class Difference:
-    what: str
+    fact: Fact
     left: str | None
     right: str | None
+
+    @property
+    def what(self) -> str:
+        return self.fact.label
 
 
 def diff_reports(left: Mapping[str, Any], right: Mapping[str, Any]) -> tuple[Difference, ...]:
     """What differs between two ``doctor --json`` reports, among the facts that matter."""
     a, b = decisive_facts(left), decisive_facts(right)
-    return tuple(Difference(key, a.get(key), b.get(key)) for key in sorted(set(a) | set(b))
+    order = list(FACT_LABELS)
+    return tuple(Difference(key, a.get(key), b.get(key))
+                 for key in sorted(set(a) | set(b), key=lambda fact: (order.index(fact.kind), fact.name))
                  if a.get(key) != b.get(key))

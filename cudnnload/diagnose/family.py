@@ -30,6 +30,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cudnnload.children import ProcStat, proc_stat
+
 _COMMAND_CHARS = 200
 # why cudnnload ended a process (`Killed.why`)
 TIMEOUT = "timeout"  # --timeout ran out while the program ran
@@ -65,33 +67,6 @@ class Survivor:
 
     process: Process
     reason: str
-
-
-@dataclass(frozen=True)
-class _Stat:
-    """The fields of ``/proc/PID/stat`` that are needed (proc(5): fields 3, 4 and 22)."""
-
-    state: str
-    ppid: int
-    started: int
-
-    @property
-    def alive(self) -> bool:
-        return self.state not in "ZX"  # a zombie has ended; only its exit status is left to collect
-
-
-def _stat(pid: int) -> _Stat | None:
-    """The process's state, parent and start time; None once it is gone (and reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data.rpartition(b")")[2].split()  # the command name, in parentheses, may hold anything
-    try:
-        return _Stat(fields[0].decode(), int(fields[1]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
 
 
 def _command(pid: int) -> str:
@@ -135,7 +110,7 @@ class Family:
     def __init__(self, pid: int, *, tag: str, reaper: bool, helpers: frozenset[int] = frozenset()) -> None:
         """``helpers``: children of cudnnload's own its main thread started (the run's `children.Watcher`),
         never the program's."""
-        first = _stat(pid)
+        first = proc_stat(pid)
         self._helpers = helpers
         self.program = (pid, first.started if first else 0)
         self.members: dict[int, int] = {pid: self.program[1]}  # pid -> start time
@@ -155,7 +130,7 @@ class Family:
                 return False
             if pid == os.getpid() or pid in self.members:
                 return True
-            stat = _stat(pid)
+            stat = proc_stat(pid)
             if stat is None:
                 return False
             pid = stat.ppid
@@ -213,7 +188,7 @@ class Family:
             self.members.setdefault(pid, stat.started)
         alive: dict[int, int] = {}
         for pid, started in list(self.members.items()):
-            now = found.get(pid) or _stat(pid)
+            now = found.get(pid) or proc_stat(pid)
             if now is None or now.started != started:
                 del self.members[pid]  # gone, and the pid maybe another process's by now
             elif now.alive:
@@ -223,14 +198,14 @@ class Family:
                     os.waitpid(pid, os.WNOHANG)
         return alive
 
-    def _walk(self, orphans: set[int]) -> dict[int, _Stat]:
+    def _walk(self, orphans: set[int]) -> dict[int, ProcStat]:
         """The members and the orphans handed to this process, and everything below them, down the
         kernel's lists of children: a few reads, where a scan of /proc reads every process's."""
-        found: dict[int, _Stat] = {}
+        found: dict[int, ProcStat] = {}
         todo = [*self.members, *orphans]
         while todo:
             pid = todo.pop()
-            stat = _stat(pid) if pid not in found else None
+            stat = proc_stat(pid) if pid not in found else None
             known = self.members.get(pid)
             if stat is None or (known is not None and known != stat.started):
                 continue
@@ -238,12 +213,12 @@ class Family:
             todo += _children(pid)
         return found
 
-    def _scan(self) -> dict[int, _Stat]:
+    def _scan(self) -> dict[int, ProcStat]:
         """Where the kernel keeps no lists of children, or this process is no subreaper: every process
         started since the program whose parent is a member, or whose environment holds the tag."""
-        born: dict[int, _Stat] = {}
+        born: dict[int, ProcStat] = {}
         for name in os.listdir("/proc"):
-            stat = _stat(int(name)) if name.isdigit() else None
+            stat = proc_stat(int(name)) if name.isdigit() else None
             if stat is not None and stat.started >= self.program[1]:
                 born[int(name)] = stat
         found = {pid: stat for pid, stat in born.items() if self.members.get(pid) == stat.started}

@@ -252,7 +252,8 @@ def summarize(reports: Iterable[NodeReport]) -> Fleet:
             failed.append(report)
             continue
         facts = decisive_facts(report.doc)
-        key = hashlib.sha1(json.dumps(sorted(facts.items())).encode(), usedforsecurity=False).hexdigest()[:12]
+        key = hashlib.sha1(json.dumps(sorted((fact.kind, fact.name, value) for fact, value in facts.items())).encode(),
+                           usedforsecurity=False).hexdigest()[:12]
         group = groups.get(key)
         if group is None:  # the first node of a setup: its report is kept, the others' only their names
             group = groups[key] = _Building(key, report.doc)
@@ -298,12 +299,12 @@ def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: 
     """Make the nodes like the reference group: its environment first (the usual drift: a module system's
     LD_LIBRARY_PATH), else its cuDNN, else its driver. The text says on which nodes."""
     where = f"on {names_text(nodes)}, as on the reference group"
-    env = [d for d in differences if d.what.startswith("$")]
+    env = [d for d in differences if d.fact.kind == "variable"]
     if env:
-        steps: list[Action] = [set_variable(d.what[1:], d.left) if d.left is not None else unset(d.what[1:])
+        steps: list[Action] = [set_variable(d.fact.name, d.left) if d.left is not None else unset(d.fact.name)
                                for d in env]
         return fix(*steps, note=where)
-    chosen = next((d for d in differences if d.what == "cuDNN chosen"), None)
+    chosen = next((d for d in differences if d.fact.kind == "chosen"), None)
     if chosen is not None:
         result = majority.get("result", {})
         requirement = _requirement(result.get("distribution"))
@@ -311,7 +312,7 @@ def _fix(differences: Sequence[Difference], majority: Mapping[str, Any], nodes: 
             return fix(pip_install([requirement]), note=f"{where} ({chosen.left})")
         return fix(manual(f"install cuDNN {result.get('release')} as the reference group has it (shown above)"),
                    note=where)
-    driver = next((d for d in differences if d.what == "driver"), None)
+    driver = next((d for d in differences if d.fact.kind == "driver"), None)
     if driver is not None:
         return fix(manual(f"install the NVIDIA driver {driver.left} (here {driver.right})"), note=where)
     return None
@@ -331,13 +332,18 @@ def _requirement(distribution: object) -> str | None:
         and str(requirement.specifier) == f"=={version}" else None
 
 
+# the kinds of fact condensed into one line when many differ: a library's path and the rule that found it are
+# one library's load; a probe's steps and its verdict one probe
+_GROUPED = {"loads": "loads", "found-by": "loads", "probe": "probe", "probe-verdict": "probe"}
+
+
 def condensed(differences: Sequence[Difference]) -> list[tuple[str, str | None, str | None]]:
     """The differences for reading: the libraries that all moved from one folder to another in one line,
     and a side that has none of a kind (no install, no probe) in one line, the rest as they are."""
     out: list[tuple[str, str | None, str | None]] = []
     kinds: dict[str, list[Difference]] = {}
     for d in differences:
-        kind = d.what.split(" ", 1)[0] if d.what.split(" ", 1)[0] in ("loads", "probe") else ""
+        kind = _GROUPED.get(d.fact.kind, "")
         kinds.setdefault(kind, []).append(d)
     for kind, items in kinds.items():
         if not kind or len(items) < 3:
@@ -347,7 +353,7 @@ def condensed(differences: Sequence[Difference]) -> list[tuple[str, str | None, 
         elif all(d.left is None for d in items):
             out.append((f"{kind}: {len(items)} differ", "none on the reference group", f"{len(items)} here"))
         elif kind == "loads" and (moved := _moved(items)) is not None:
-            out.append((f"loads: {len(items)} libraries from another folder", *moved))
+            out.append((f"loads: {sum(d.fact.kind == 'loads' for d in items)} libraries from another folder", *moved))
         elif kind == "probe":
             out.append((f"probe: {len(items)} answers differ", _answers(items, "left"), _answers(items, "right")))
         else:
@@ -357,16 +363,17 @@ def condensed(differences: Sequence[Difference]) -> list[tuple[str, str | None, 
 
 def _answers(items: Sequence[Difference], side: str) -> str:
     """The first three of one side's probe answers, in a line."""
-    shown = [f"{d.what.removeprefix('probe ')} {getattr(d, side)}" for d in items
-             if getattr(d, side) is not None and d.what != "probe verdict"][:3]
+    shown = [f"{d.fact.name} {getattr(d, side)}" for d in items
+             if getattr(d, side) is not None and d.fact.kind == "probe"][:3]
     return "; ".join(shown) + (" ..." if len(items) > 4 else "")
 
 
 def _moved(items: Sequence[Difference]) -> tuple[str, str] | None:
     """(folder, folder) when every library of ``items`` comes from the one folder there and the other here."""
-    def folder(text: str | None) -> str | None:
-        return os.path.dirname(text.split(" (")[0]) if text and text.startswith("/") else None
+    def folder(path: str | None) -> str | None:
+        return os.path.dirname(path) if path and path.startswith("/") else None
 
+    items = [d for d in items if d.fact.kind == "loads"]
     pairs = {(folder(d.left), folder(d.right)) for d in items if d.left is not None and d.right is not None}
     if len(pairs) == 1 and None not in next(iter(pairs)):
         left, right = next(iter(pairs))

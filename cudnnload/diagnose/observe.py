@@ -28,13 +28,15 @@ from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.diagnose.scoped import scoped
+from cudnnload.judge.policy import kept_when_whole
 from cudnnload.resolve.catalog import classify, generation
 from cudnnload.resolve.mapped import is_cuda_family
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.judge.judged import Judged
     from cudnnload.judge.routes import Served, Use
-    from cudnnload.resolve.discovery import Context, Install
+    from cudnnload.resolve.discovery import Context
     from cudnnload.resolve.startup import Startup
     from cudnnload.verdicts import Finding, Fix
 
@@ -263,7 +265,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     comparisons: dict[tuple[str, tuple[str, ...]], Comparison] = {}
     findings: list[Finding] = []
     explained: dict[str, str] = {}  # function -> the status name the prediction gave it
-    installs: dict[str, Install] = {}  # shim as opened -> its install, as the program loaded it
+    installs: dict[str, Judged] = {}  # shim as opened -> its install, as the program loaded it
     for shim in seen.shims:  # a program that never opened cuDNN needs no model
         if shim.path in installs:  # the same shim in another process (a worker): said once, counted
             continue
@@ -308,7 +310,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 not own or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
-    final = scoped(ahead(final, env), env)  # what a wheel put back meets, with it; a shared entry's, for it alone
+    # what a wheel put back meets, with it; a shared entry's, for it alone
+    final = scoped(ahead(kept_when_whole(final), env), env)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 
@@ -449,7 +452,7 @@ def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | N
         return None
 
 
-def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping[str, str],
+def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[str, str],
                 ctx: Context, blockers: Sequence[Finding], program: Startup | None = None) -> tuple[Served, ...]:
     """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process; one
     LD_PRELOAD put there is named so), and on ``blockers`` (no GPU visible)."""
@@ -476,7 +479,7 @@ def _frameworks(seen: Observation, installs: Mapping[str, Install], env: Mapping
                  for consumer in consumers)
 
 
-def _gpu_findings(installs: Mapping[str, Install], env: Mapping[str, str]) -> list[Finding]:
+def _gpu_findings(installs: Mapping[str, Judged], env: Mapping[str, str]) -> list[Finding]:
     """The driver and the GPUs as the program's environment shows them (CUDA_VISIBLE_DEVICES, ...), for the
     cuDNN it loaded: what `doctor` checks, without a probe."""
     if not installs:
@@ -511,7 +514,7 @@ def _as_run(findings: Sequence[Finding], seen: Observation, explained: Mapping[s
 
 
 def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[Served],
-              installs: Mapping[str, Install]) -> str:
+              installs: Mapping[str, Judged]) -> str:
     """One line first: the cuDNN a healthy run used, or why the program stopped and the cause found."""
     from cudnnload.verdicts import ERROR
 
@@ -584,7 +587,7 @@ class _Prepare(threading.Thread):
         self.env: Mapping[str, str] = env
         self.launched = launched
         self.ctx: Context | None = None
-        self.alone: dict[tuple[str, str], Install | None] = {}  # (shim as opened, who opened it) -> its install
+        self.alone: dict[tuple[str, str], Judged | None] = {}  # (shim as opened, who opened it) -> its install
         self.start()
 
     def run(self) -> None:
@@ -632,19 +635,19 @@ class _Prepare(threading.Thread):
         return self.ctx
 
 
-def _predict(shim: lddebug.Opened, ctx: Context) -> Install | None:
+def _predict(shim: lddebug.Opened, ctx: Context) -> Judged | None:
     """The prediction for ``shim`` in this environment alone."""
-    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.diagnose.inventory import judged_install_of
 
     return judged_install_of(shim.path, ctx, f"opened by {os.path.basename(shim.requested_by)}")
 
 
 def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ctx: Context,
-             ahead: Mapping[tuple[str, str], Install | None]
-             ) -> tuple[Comparison, list[Finding], dict[str, str], Install | None]:
+             ahead: Mapping[tuple[str, str], Judged | None]
+             ) -> tuple[Comparison, list[Finding], dict[str, str], Judged | None]:
     """The prediction for ``shim`` in this environment, beside the linker's account; and the findings of
     the prediction made with what was already in the process when the shim came."""
-    from cudnnload.judge.inventory import judged_install_of
+    from cudnnload.diagnose.inventory import judged_install_of
     from cudnnload.resolve.discovery import context
     from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual
 

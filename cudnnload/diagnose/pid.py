@@ -21,15 +21,18 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from cudnnload.children import ProcStat, proc_stat
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.inventory import judge_inventory
+from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve import linker
+from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Release, classify
-from cudnnload.resolve.discovery import Context, Install, Inventory, Step, context, gather, python_requester
+from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
@@ -79,7 +82,7 @@ class ProcessReport:
     command: tuple[str, ...]
     environment: tuple[tuple[str, str], ...]  # its variables that change what loads (doctor.RELEVANT_VARIABLES)
     libraries: tuple[MappedLibrary, ...]  # the CUDA-family files mapped, by path
-    inventory: Inventory  # the installs its cuDNN files belong to, judged in its environment
+    inventory: JudgedInventory  # the installs its cuDNN files belong to, judged in its environment
     pending: tuple[Step, ...]  # each sub-library not loaded yet, and where the shim's dlopen would get it
     frameworks: tuple[Framework, ...]
     checks: tuple[Check, ...]
@@ -92,34 +95,10 @@ class ProcessReport:
 
 # --- reading /proc ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Stat:
-    name: str
-    state: str
-    flags: int
-    started: int  # clock ticks after boot: a reused PID does not share it
-
-
-def _stat(pid: int) -> _Stat | None:
-    """Fields 2, 3, 9 and 22 of ``/proc/PID/stat`` (proc(5)), readable for every process; None when there
-    is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    name, _, rest = data.partition(b" (")[2].rpartition(b")")  # the name, in parentheses, may hold anything
-    fields = rest.split()
-    try:
-        return _Stat(name.decode(errors="replace"), fields[0].decode(), int(fields[6]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
 def read_process(pid: int) -> RunningProcess:
     """The process's maps, environment, program and command line; UsageError (one line) when there is no
     such process, it is a kernel thread or has ended, is another user's, or ends while it is read."""
-    before = _stat(pid)
+    before = proc_stat(pid)
     if before is None:
         raise UsageError(f"no process with PID {pid}", fix="give the PID of a running process (pgrep -f NAME)")
     if before.flags & _PF_KTHREAD:
@@ -149,8 +128,8 @@ def read_process(pid: int) -> RunningProcess:
     return RunningProcess(pid, before.name, executable, command, environ, files)
 
 
-def _ended(pid: int, before: _Stat) -> bool:
-    after = _stat(pid)
+def _ended(pid: int, before: ProcStat) -> bool:
+    after = proc_stat(pid)
     return after is None or after.started != before.started or after.state in "ZX"
 
 
@@ -189,7 +168,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     shims = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim"}
     installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
-    findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.all_findings]
+    findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.findings]
     findings += _mixed(cudnn, shims, running)
     findings += _changed(libraries, running)
     stale = _stale(installs, cudnn)
@@ -204,22 +183,22 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
                          unique(scoped(ahead(findings, running.environ, ctx), running.environ, ctx)))
 
 
-def _installs(running: RunningProcess, ctx: Context) -> Inventory:
+def _installs(running: RunningProcess, ctx: Context) -> JudgedInventory:
     """The installs the mapped cuDNN files belong to (each folder's, as its mapped shim would load it), judged
     as `doctor TARGET` judges one, in the process's environment."""
     paths = [f.path for f in running.files if classify(os.path.basename(f.path)) and os.path.exists(f.path)]
     python = interpreter_of_process(running.executable, running.command, running.environ) \
         if os.path.basename(running.executable).startswith("python") else None
     if not paths:
-        return judge_inventory(Inventory(ctx.host, ()), ctx, python)
+        return judge_inventory(Inventory(ctx.host, ()), ctx, python, Access())
     facts = gather(paths, ctx=ctx, system=False)
     found = f"mapped in process {running.pid}"
     return judge_inventory(replace(facts, installs=tuple(replace(i, found_via=found) for i in facts.installs)),
-                           ctx, python)
+                           ctx, python, Access())
 
 
 def _libraries(files: Sequence[MappedFile], pid: int, ctx: Context,
-               inventory: Inventory) -> tuple[MappedLibrary, ...]:
+               inventory: JudgedInventory) -> tuple[MappedLibrary, ...]:
     """The mapped files of the family, by path: what each is, its release as mapped, whether the disk still has
     it. Graph and ops carry their release; the shim and the others take that of the graph or ops mapped from
     their folder, else (the file still on disk) that of the install they belong to."""
@@ -244,7 +223,8 @@ def _elf(path: str) -> ElfInfo | None:
         return None
 
 
-def _release_beside(lib: MappedLibrary, libraries: Sequence[MappedLibrary], inventory: Inventory) -> Release | None:
+def _release_beside(lib: MappedLibrary, libraries: Sequence[MappedLibrary], inventory: JudgedInventory
+                    ) -> Release | None:
     if lib.major is None:
         return None
     folder = os.path.dirname(lib.path)
@@ -325,7 +305,7 @@ def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess) -> lis
     return findings
 
 
-def _stale(installs: Sequence[Install], cudnn: Sequence[MappedLibrary]) -> list[tuple[Step, Release]]:
+def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary]) -> list[tuple[Step, Release]]:
     """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
     process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
     reading the disk alone, sees one release there)."""
@@ -365,7 +345,7 @@ def _frameworks(files: Sequence[MappedFile]) -> tuple[Framework, ...]:
 
 # --- checks --------------------------------------------------------------------------------------------
 
-def _mapped_check(cudnn: Sequence[MappedLibrary], inventory: Inventory, program: linker.Requester | None,
+def _mapped_check(cudnn: Sequence[MappedLibrary], inventory: JudgedInventory, program: linker.Requester | None,
                   ctx: Context) -> Check:
     if not cudnn:
         shim = GENERATIONS[9].shim.soname
@@ -410,7 +390,7 @@ def _files_check(libraries: Sequence[MappedLibrary]) -> Check:
                  + ", ".join(f"{os.path.basename(lib.path)} ({lib.state})" for lib in changed))
 
 
-def _pending_check(installs: Sequence[Install], pending: Sequence[Step],
+def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],
                    stale: Sequence[tuple[Step, Release]]) -> Check:
     if not installs:
         return Check("pending", "skip", "no cuDNN shim mapped: nothing it would load later")

@@ -77,10 +77,10 @@ def judge_root(root: str, *, environ: Mapping[str, str], host: LinkerDefaults, g
 def _judge(root: str, environ: Mapping[str, str], host: LinkerDefaults, gpu: GpuFacts | None) -> Any:
     """Inside the root: its view, then doctor's judgement of its Python's environment."""
     from cudnnload.diagnose.doctor import diagnose
+    from cudnnload.diagnose.inventory import find
     from cudnnload.diagnose.targets import Resolved, Target
     from cudnnload.judge.before import stale_findings
     from cudnnload.judge.choose import choose_install
-    from cudnnload.judge.inventory import find
     from cudnnload.resolve.discovery import context, python_requester
     from cudnnload.resolve.elfcache import ElfCache
     from cudnnload.resolve.rootview import root_view

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
+from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.remedy import applied
 from cudnnload.judge.installs import whole
-from cudnnload.judge.inventory import judged_install_of
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
 from cudnnload.resolve.discovery import Context, context, search_entry
@@ -28,49 +28,61 @@ _VARIABLE = "LD_LIBRARY_PATH"
 
 
 def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
-    """``findings`` with each fix that takes an LD_LIBRARY_PATH entry away from every program, where others get a
-    working cuDNN through it, said for the program alone (the module docstring)."""
+    """``findings`` with each fix that takes LD_LIBRARY_PATH entries away from every program, where others get a
+    working cuDNN through them, said for the program alone (the module docstring). A fix's removals are judged
+    together: two entries that each leave the others a cuDNN can, both gone, leave them none."""
     findings = tuple(findings)
-    removals = {a.entry for f in findings for a in f.fix.actions
-                if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE and a.entry is not None}
-    if not removals:
+    if not any(_removed(f.fix) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
     plain = linker.Requester("/usr/bin/env", program=True)
     now = context(environ, executable=plain, cache=ctx.cache if ctx is not None else None,
                   verify=ctx.verify if ctx is not None else False)
-    serves = {entry: why for entry in removals if (why := _serves_others(entry, now)) is not None}
-    return tuple(_for_the_program(f, now.linker.ld_library_path, serves) for f in findings) if serves else findings
+    serves: dict[frozenset[str], str | None] = {}
+    out = []
+    for finding in findings:
+        gone = _removed(finding.fix)
+        if gone and gone not in serves:
+            serves[gone] = _serves_others(gone, now)
+        why = serves.get(gone) if gone else None
+        out.append(_for_the_program(finding, now.linker.ld_library_path, gone, why) if why else finding)
+    return tuple(out)
 
 
-def _serves_others(entry: str, ctx: Context) -> str | None:
-    """What a program asking for a shim by name gets through ``entry`` and would lose without it (a cuDNN that
-    loads whole there; another file or none without the entry), or None."""
-    without, _ = applied(remove_entry(_VARIABLE, entry), ctx.environ, frozenset())
+def _removed(repair: Fix) -> frozenset[str]:
+    """The LD_LIBRARY_PATH entries the fix's actions take away from everyone."""
+    return frozenset(a.entry for a in repair.actions
+                     if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE and a.entry is not None)
+
+
+def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
+    """What a program asking for a shim by name gets through one of ``entries`` and would lose without them all:
+    a cuDNN that loads whole there, and another file without them; or any cuDNN there, and none without them (a
+    cuDNN the model doubts still beats none). None when they lose nothing."""
+    without = dict(ctx.environ)
+    for entry in sorted(entries):
+        without, _ = applied(remove_entry(_VARIABLE, entry), without, frozenset())
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker)
-        if found.path is None or search_entry(found.path, found.rule, ctx.linker) != entry:
+        if found.path is None or search_entry(found.path, found.rule, ctx.linker) not in entries:
             continue
         install = judged_install_of(found.path, ctx, "as a program that asks for it by name")
-        if install is None or not whole(install):
-            continue  # what they get there does not load: taking it away from them all is their fix too
+        if install is None:
+            continue
         other = other or context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
-        if instead != found.path:
-            return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
-                    f"without it they would get {instead or 'none'}")
+        if instead == found.path or (instead is not None and not whole(install)):
+            continue  # what they get there does not load: taking it away from them all is their fix too
+        return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
+                f"without {'it' if len(entries) == 1 else 'them'} they would get {instead or 'none'}")
     return None
 
 
-def _for_the_program(finding: Finding, entries: Iterable[str], serves: Mapping[str, str]) -> Finding:
+def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], why: str) -> Finding:
     removed = [a for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE
-               and a.entry in serves]
-    if not removed:
-        return finding
-    gone = {a.entry for a in removed}
+               and a.entry in gone]
     kept: list[Action] = [a for a in finding.fix.actions if a not in removed]
-    why = "; ".join(serves[entry] for entry in gone if entry is not None)
     note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
     return replace(finding, fix=Fix((*kept, run_without(entries, gone)), note, (*removed, *finding.fix.alternatives)))
 

@@ -15,23 +15,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.diagnose.inventory import find, judged_install_of
 from cudnnload.diagnose.scoped import run_without
+from cudnnload.diagnose.which import consumer_generations, holder, not_found_fix, shim_for
 from cudnnload.errors import ElfError, UsageError
-from cudnnload.files import path_problem
+from cudnnload.files import ELF_MAGIC, path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, make_readable, pip_into
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, pip_into, readable_again
 from cudnnload.judge.installs import whole
-from cudnnload.judge.inventory import find, judged_install_of
+from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
-from cudnnload.judge.which import consumer_generations, not_found_fix, shim_for
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
 from cudnnload.resolve.discovery import (
     Context,
-    Install,
-    Inventory,
     context,
     python_requester,
     search_entry,
@@ -40,11 +39,11 @@ from cudnnload.resolve.discovery import (
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
+from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
-_ELF_MAGIC = b"\x7fELF"
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,8 @@ class Resolved:
 
     target: Target
     ctx: Context
-    inventory: Inventory
-    install: Install | None
+    inventory: JudgedInventory
+    install: Judged | None
     rejected: tuple[str, ...]  # why load() would pass over the others (the environment and folders)
     findings: tuple[Finding, ...] = field(default=())
     started: Startup | None = None  # the interpreter's start-up, observed (environment and --python targets)
@@ -177,15 +176,20 @@ def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool
     return Resolved(target, ctx, inventory, None, (), (finding,))  # nothing loads: no install is the target's
 
 
-def _missing_path(path: str, ctx: Context) -> tuple[Inventory, Fix]:
+def _missing_path(path: str, ctx: Context) -> tuple[JudgedInventory, Fix]:
     """What is in the folder of a cuDNN path that is not there, and the fix that puts it back: the distribution
     whose RECORD lists it; the wheel gone with its folder installed again; the finding about that path in the
     install its folder holds; else the shim's name found or installed."""
     folder = os.path.dirname(path)
-    inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else Inventory(ctx.host, ())  # folder gone too
+    access = Access()
+    if (stop := access.unreachable(path)) is not None and stop.folder:  # not gone: hidden from this user
+        site = wheel_site(folder)
+        return JudgedInventory(ctx.host, ()), \
+            readable_again(stop, access.user, holder(cudnn_distributions((site,)) if site else (), path))
+    inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else JudgedInventory(ctx.host, ())  # folder gone too
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    said = next((f.fix for i in inventory.installs for f in i.all_findings
+    said = next((f.fix for i in inventory.installs for f in i.findings
                  if f.subject.path == path and f.fix and f.fix.actions), None)  # the RECORD that lists it
     return inventory, said or _wheel_gone(path) or _installed_path_fix(path, ctx) or \
         _missing_fix(gen.shim.soname, gen, ctx)
@@ -221,7 +225,8 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     blocker = stop.path if stop is not None else path
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    cure = fix(make_readable(stop, access.user), note="or install cuDNN where you can read it") \
+    site = wheel_site(os.path.dirname(path))
+    cure = readable_again(stop, access.user, holder(cudnn_distributions((site,)) if site else (), path)) \
         if stop is not None else fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
     error = f"{path}: cannot open shared object file: Permission denied"
     finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "
@@ -229,7 +234,7 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
                       Subject(SubjectKind.FILE, blocker, lib.key if lib else "shim"), cure,
                       (shim_cannot_load(gen, error),))
     target = Target(given, "library", path, f"the cuDNN {gen.major} library {path} (not readable here)")
-    return Resolved(target, ctx, Inventory(ctx.host, ()), None, (), (finding,))
+    return Resolved(target, ctx, JudgedInventory(ctx.host, ()), None, (), (finding,))
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
@@ -239,7 +244,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             head = handle.read(4)
     except OSError as exc:
         raise UsageError(exc.strerror or str(exc), path=given) from None
-    if head != _ELF_MAGIC:
+    if head != ELF_MAGIC:
         raise UsageError("not an ELF file: not a cuDNN library, a program or a shared object", path=given)
     cache = open_cache(env)
     try:
@@ -272,8 +277,8 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             wrong = _shadowed_release(path, gen.shim.soname, install, without, ctx.linker.ld_library_path)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
-        inventory = Inventory(ctx.host, (install,) if install else (), searched)
-        secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access) if program else ()
+        inventory = JudgedInventory(ctx.host, (install,) if install else (), findings=searched)
+        secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access=access) if program else ()
         return Resolved(target, ctx, inventory, install, (), (*secure, *((wrong,) if wrong else ())))
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
@@ -285,13 +290,14 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
                       Subject(SubjectKind.CONSUMER, path, "shim"), _missing_fix(soname, gen, ctx), (consequence,))
     target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
     secure = setuid_findings(consumer, ctx.linker.defaults, access=access) if program else ()
-    return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding, *secure))
+    return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
 
 
 def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
     ctx = context(env, verify=verify)
-    searched = search_path_findings(ctx.linker, access=Access())
+    access = Access()
+    searched = search_path_findings(ctx.linker, access=access)
     res = linker.resolve(name, None, ctx.linker)
     lib = classify(name)
     gen = GENERATIONS[lib.major if lib else 9]
@@ -301,7 +307,7 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
                           Subject(SubjectKind.CONSUMER, res.path or name, "shim"),
                           _unloaded_fix(name, None, ctx, res), (_opening(gen, res, error),))
         target = Target(name, "soname", None, f"dlopen(\"{name}\") from this Python")
-        return Resolved(target, ctx, Inventory(ctx.host, (), searched), None, (), (finding,))
+        return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding,))
     install = judged_install_of(res.path, ctx, f"dlopen(\"{name}\") ({res.rule})")
     if install is not None:
         install = shadowed(install, name, None, ctx, res.path, res.rule)
@@ -309,9 +315,9 @@ def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved
     # a shim an empty or relative entry finds is the current folder's, whatever that holds: never run
     entry = search_entry(res.path, res.rule, ctx.linker)
     planted = untrusted_findings([Mapped(res.path, "shim", "LD_LIBRARY_PATH" if entry is not None else None, entry)],
-                                 search_path=ctx.linker.ld_library_path)
-    return Resolved(target, ctx, Inventory(ctx.host, (install,) if install else (), searched), install, (),
-                    planted)
+                                 access, search_path=ctx.linker.ld_library_path)
+    inventory = JudgedInventory(ctx.host, (install,) if install else (), findings=searched)
+    return Resolved(target, ctx, inventory, install, (), planted)
 
 
 def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence:
@@ -358,7 +364,7 @@ def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
 
 
 def _without_entry(name: str, chain: linker.Chain | None, ctx: Context, path: str | None,
-                   rule: str) -> tuple[str, str, Install] | None:
+                   rule: str) -> tuple[str, str, Judged] | None:
     """Where ``name`` came through an LD_LIBRARY_PATH entry: that entry, and what the same search gets without
     it (its path and judged install), the model run again; None when it came another way or gets nothing."""
     entry = search_entry(path, rule, ctx.linker) if path else None
@@ -384,7 +390,7 @@ def _shadow_fix(name: str, chain: linker.Chain | None, ctx: Context, path: str |
     return _entry_fix(name, _without_entry(name, chain, ctx, path, rule), clean)
 
 
-def _entry_fix(name: str, found: tuple[str, str, Install] | None, clean: bool) -> Fix | None:
+def _entry_fix(name: str, found: tuple[str, str, Judged] | None, clean: bool) -> Fix | None:
     """`_shadow_fix`, given what the search gets without the entry (`_without_entry`)."""
     if found is None:
         return None
@@ -395,7 +401,7 @@ def _entry_fix(name: str, found: tuple[str, str, Install] | None, clean: bool) -
                note=f"then {name} is {other}, cuDNN {install.release or install.major}, which is whole")
 
 
-def _shadowed_release(program: str, name: str, install: Install, found: tuple[str, str, Install] | None,
+def _shadowed_release(program: str, name: str, install: Judged, found: tuple[str, str, Judged] | None,
                       ld_library_path: Sequence[str] = ()) -> Finding | None:
     """A program whose cuDNN comes from an LD_LIBRARY_PATH entry while its own search (its DT_RUNPATH, which
     glibc reads after LD_LIBRARY_PATH) would find a whole one of another release (``found``: `_without_entry`):
@@ -425,20 +431,20 @@ def _shadowed_release(program: str, name: str, install: Install, found: tuple[st
                    (seen,))
 
 
-def shadowed(install: Install, name: str, chain: linker.Chain | None, ctx: Context, path: str,
-             rule: str) -> Install:
+def shadowed(install: Judged, name: str, chain: linker.Chain | None, ctx: Context, path: str,
+             rule: str) -> Judged:
     """A broken install the program reaches through an LD_LIBRARY_PATH entry (``rule``), when without the
     entry the same search for ``name`` would reach a whole one (one without errors, when this one is whole
     too and fails only for want of something else, its cuBLAS): every error's fix is then the entry's removal
     (the install's own fix kept as the alternative)."""
-    if install.verdict is None or not any(f.severity is Severity.ERROR for f in install.findings):
+    if not any(f.severity is Severity.ERROR for f in install.findings):
         return install  # nothing to fix: the search is not run again
     return _with_entry_fix(install, name, _without_entry(name, chain, ctx, path, rule))
 
 
-def _with_entry_fix(install: Install, name: str, found: tuple[str, str, Install] | None) -> Install:
+def _with_entry_fix(install: Judged, name: str, found: tuple[str, str, Judged] | None) -> Judged:
     """`shadowed`, given what the search gets without the entry (`_without_entry`)."""
-    if install.verdict is None or not any(f.severity is Severity.ERROR for f in install.findings):
+    if not any(f.severity is Severity.ERROR for f in install.findings):
         return install
     repair = _entry_fix(name, found, clean=whole(install))
     if repair is None:

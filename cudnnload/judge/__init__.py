@@ -3,8 +3,9 @@
 Pure functions over what `cudnnload.resolve` found (files are asked about through its facts, never read
 here): an install's findings and the calls an application would see (`installs`, `consequences`), the
 search-path policy (`policy`), the driver and GPUs (`gpu`), each framework's rules (`frameworks`), the
-fixes as actions derived from the facts (`fixes`), which install ``load()`` takes (`choose`), and what
-each cuDNN name resolves to (`which`). `inventory` and `which` are the doors: they gather resolve's facts
-first, then judge them. Hands on judged `Install`s (their `Verdict`) for `cudnnload.loading` to load and
-`cudnnload.diagnose` to explain.
+fixes as actions derived from the facts (`fixes`), which install ``load()`` takes (`choose`), what is said
+of the names ``which`` resolved (`which`), and the findings of a whole inventory (`inventory`). No module
+here gathers: the caller builds one context and gathers (`cudnnload.diagnose.inventory`, `.which`), then
+asks. Hands on `judged.Judged` installs (resolve's `Install` with the judge's `Verdict`) for
+`cudnnload.loading` to load and `cudnnload.diagnose` to explain.
 """

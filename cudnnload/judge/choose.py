@@ -12,10 +12,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from cudnnload.codes import Code, Severity, SubjectKind
-from cudnnload.judge.policy import relative_loads
+from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, classify
 from cudnnload.resolve.consumers import Consumer
-from cudnnload.resolve.discovery import Install
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.versions import VersionRange
 from cudnnload.verdicts import Finding, Subject, fix, manual, remove_entry
@@ -26,12 +25,12 @@ class Choice:
     """The install to load (None: none fits), why each other one was passed over, and what the caller is
     to be told about how it was chosen."""
 
-    install: Install | None
+    install: Judged | None
     rejected: tuple[str, ...]
     notes: tuple[str, ...] = ()
 
 
-def choose_for(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False,
+def choose_for(installs: Sequence[Judged], wanted: VersionRange | None = None, *, given: bool = False,
                consumers: Sequence[Consumer] = ()) -> Choice:
     """The install for the frameworks ``consumers`` (those installed, or the ones named: ``--for torch``,
     ``load(for_="torch")``), in this order: among the installs `choose_install` accepts (coherent, inside
@@ -43,7 +42,7 @@ def choose_for(installs: Sequence[Install], wanted: VersionRange | None = None, 
     usable, rejected = _usable(installs, wanted, given)
     if not consumers:
         return Choice(_newest(usable), rejected)
-    fitting: list[tuple[bool, Install]] = []
+    fitting: list[tuple[bool, Judged]] = []
     for install in usable:
         errors, pinned = _fit(install, consumers)
         if errors:
@@ -57,7 +56,7 @@ def choose_for(installs: Sequence[Install], wanted: VersionRange | None = None, 
     return Choice(chosen, rejected, (f"chosen for {', '.join(c.label for c in consumers)} ({needs})",))
 
 
-def _fit(install: Install, consumers: Sequence[Consumer]) -> tuple[list[str], bool]:
+def _fit(install: Judged, consumers: Sequence[Consumer]) -> tuple[list[str], bool]:
     """Why the frameworks' rules refuse ``install`` (their error findings' messages), and whether it meets
     every pin too."""
     from cudnnload.judge.frameworks import consumer_findings
@@ -83,8 +82,8 @@ def need(consumer: Consumer) -> str:
     return f"{consumer.label}: " + (", ".join(p for p in parts if p) or "any cuDNN")
 
 
-def choose_install(installs: Sequence[Install], wanted: VersionRange | None = None, *, given: bool = False
-                   ) -> tuple[Install | None, tuple[str, ...]]:
+def choose_install(installs: Sequence[Judged], wanted: VersionRange | None = None, *, given: bool = False
+                   ) -> tuple[Judged | None, tuple[str, ...]]:
     """The install load() would take: the newest release without blocking findings inside
     ``wanted`` (among equals, the first found: pip wheels are searched first; an install whose release
     only the probe can tell, a cuDNN 7 without a versioned name, after those that say it), and none that
@@ -94,15 +93,15 @@ def choose_install(installs: Sequence[Install], wanted: VersionRange | None = No
     return _newest(usable), rejected
 
 
-def _newest(installs: Sequence[Install]) -> Install | None:
+def _newest(installs: Sequence[Judged]) -> Judged | None:
     return max(installs, key=lambda i: i.release or Release(0, 0, 0)) if installs else None
 
 
-def _usable(installs: Sequence[Install], wanted: VersionRange | None, given: bool
-            ) -> tuple[list[Install], tuple[str, ...]]:
+def _usable(installs: Sequence[Judged], wanted: VersionRange | None, given: bool
+            ) -> tuple[list[Judged], tuple[str, ...]]:
     """The installs load() may take, and why each other one is passed over (`choose_install`)."""
     rejected: list[str] = []
-    usable: list[Install] = []
+    usable: list[Judged] = []
     for install in installs:
         # an error that blocks; the same code said as a warning (an optional engine library of another release,
         # which graph goes on without) does not
@@ -126,10 +125,10 @@ def _usable(installs: Sequence[Install], wanted: VersionRange | None, given: boo
     return usable, tuple(rejected)
 
 
-def through_relative_entry(install: Install, given: bool) -> Finding | None:
+def through_relative_entry(install: Judged, given: bool) -> Finding | None:
     """Why load() passes over ``install``: a file it would load came from an empty or relative search-path
-    entry, so it is whatever the folder the program runs in holds (judge.policy.relative_loads)."""
-    paths = relative_loads(install.folder, install.plan + install.dependencies, given=given)
+    entry, so it is whatever the folder the program runs in holds (judge.policy.relative_loads, in the verdict)."""
+    paths = ([] if given or install.folder.startswith("/") else [install.folder]) + list(install.verdict.lent)
     if not paths:
         return None
     own = paths[0] == install.folder

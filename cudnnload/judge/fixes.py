@@ -17,6 +17,7 @@ import re
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
 from cudnnload.resolve.process import Preload
+from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import Action, Fix, chmod, fix, manual, pip_install, remove_entry, remove_line, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
@@ -117,6 +118,22 @@ def make_readable(stop: Unreachable, user: int) -> Action:
     (0644), run by its owner (or root) when it is not the user's; never a reinstall, which that user may not do and
     which leaves the mode as it was."""
     return chmod(stop.path, 0o755 if stop.folder else 0o644, owner=None if stop.owner == user else stop.owner_name)
+
+
+def readable_again(stop: Unreachable, user: int, holder: Distribution | None = None) -> Fix:
+    """A library this user cannot reach: the mode change (`make_readable`). When what stops it is a folder of a pip
+    distribution (``holder``), what the folder holds cannot be seen from here (a file gone, another release's
+    copied in): that distribution is then put back as its RECORD says, by the same owner, so that the folder is
+    whole whatever it held (its RECORD, beside the folder, is readable)."""
+    mode = make_readable(stop, user)
+    inside = holder is not None and any(path == stop.path or path.startswith(stop.path.rstrip("/") + "/")
+                                        for path in holder.files)
+    if holder is None or not stop.folder or not inside:
+        return fix(mode, note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
+    return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env),
+               note=f"{stop.path} cannot be searched by this user, so what it holds is unknown here: "
+                    f"{holder.name} {holder.version} is put back whole too"
+                    + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
 
 
 def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:

@@ -24,11 +24,12 @@ from cudnnload.judge.consequences import (
     plan_loads,
     predict,
 )
-from cudnnload.judge.policy import Mapped, install_findings, untrusted_findings
+from cudnnload.judge.judged import Judged, Verdict
+from cudnnload.judge.policy import Mapped, install_findings, relative_loads, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
-from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, Verdict, asked_for
+from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (
@@ -53,7 +54,7 @@ FILE_PROBLEMS = frozenset({Code.MISSING_FILE, Code.EMPTY_FILE, Code.TRUNCATED, C
                            Code.UNREADABLE, Code.BROKEN_SYMLINK, Code.NOT_A_REGULAR_FILE, Code.SYMLINK_LOOP})
 
 
-def judge_install(install: Install, ctx: Context, access: Access, python: str | None = None) -> Install:
+def judge_install(install: Install, ctx: Context, access: Access, python: str | None = None) -> Judged:
     """``install`` with its verdict: every finding (its files' first), each with what the user will see and
     its fix, and the calls an application makes, predicted. ``python``: the interpreter whose environment
     it is (pip fixes name it)."""
@@ -101,7 +102,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
-    return replace(install, verdict=Verdict(said, prediction.expectations, maps))
+    lent = relative_loads(install.folder, install.plan + install.dependencies, cwd=access.cwd, given=True)
+    return Judged.of(install, Verdict(said, prediction.expectations, maps, lent))
 
 
 def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[Finding]:
@@ -164,7 +166,7 @@ def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
 _NOT_WHOLE = frozenset({Code.SUBLIBRARY_UNLOADABLE, Code.SUBLIBRARY_ELSEWHERE, Code.MISSING_SHIM})
 
 
-def whole(install: Install) -> bool:
+def whole(install: Judged) -> bool:
     """Whether the install loads as one release from its own folder: no finding that keeps ``load()`` from
     it, and nothing taken from elsewhere."""
     return not any(f.code.blocks_load or f.code in _NOT_WHOLE for f in install.findings)

@@ -7,48 +7,20 @@ judging itself stays in the pure functions it calls.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import replace
+from collections.abc import Iterable, Set
 
 from cudnnload.codes import Code, SubjectKind
-from cudnnload.errors import UsageError
 from cudnnload.judge.fixes import reinstall
 from cudnnload.judge.installs import judge_install
+from cudnnload.judge.judged import JudgedInventory
 from cudnnload.judge.policy import search_path_findings
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.discovery import Context, Install, Inventory, context, gather, install_of
+from cudnnload.resolve.discovery import Context, Inventory
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import Finding, Subject, fix, manual, pip_uninstall
 
 
-def find(paths: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
-         site_paths: Sequence[str] | None = None, system: bool | None = None, use_cache: bool = True,
-         ctx: Context | None = None, python: str | None = None, verify: bool = False) -> Inventory:
-    """Every cuDNN install on the machine (or only under ``paths`` when given), with verdicts.
-
-    ``system`` (default: True unless ``paths`` are given) adds the ld.so cache, the default linker folders
-    and /usr/local/cuda*; ``site_paths`` (default ``sys.path``) is where pip distributions are looked for;
-    ``ctx`` (default: this Python in ``environ``) is the process the loads are judged for; ``python`` the
-    interpreter whose environment it is (pip fixes name it); ``verify``: check each RECORD-listed file's
-    sha256 too. A given file stands for the install it belongs to. Nothing is loaded."""
-    ctx = ctx or context(environ, use_cache=use_cache, verify=verify)
-    facts = gather(paths, ctx=ctx, site_paths=site_paths, system=system)
-    judged = judge_inventory(facts, ctx, python or sys.executable)
-    ctx.cache.save()  # what judging read (the symbols two files of a load share), for the next process
-    return judged
-
-
-def inspect(paths: Sequence[str], *, environ: Mapping[str, str] | None = None, use_cache: bool = True,
-            verify: bool = False) -> Inventory:
-    """Inventory and verdicts for the given files and folders only."""
-    if not paths:
-        raise UsageError("inspect() needs at least one file or folder")
-    return find(paths, environ=environ, system=False, use_cache=use_cache, verify=verify)
-
-
-def judge_inventory(facts: Inventory, ctx: Context, python: str | None, access: Access | None = None) -> Inventory:
-    access = access or Access()
+def judge_inventory(facts: Inventory, ctx: Context, python: str | None, access: Access) -> JudgedInventory:
     installs = tuple(judge_install(install, ctx, access, python) for install in facts.installs)
     findings: list[Finding] = [Finding(given.code, given.reason, Subject(SubjectKind.TARGET, given.path),
                                        fix(manual("give a cuDNN library or the folder that holds one")))
@@ -57,14 +29,7 @@ def judge_inventory(facts: Inventory, ctx: Context, python: str | None, access: 
                          Subject(SubjectKind.FILE, path)) for path in facts.unknown]
     findings += _record_conflicts(facts.distributions, python, {i.distribution for i in installs if i.distribution})
     findings += search_path_findings(ctx.linker, access=access)
-    return replace(facts, installs=installs, findings=tuple(findings))
-
-
-def judged_install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribution] = (),
-                      python: str | None = None, access: Access | None = None) -> Install | None:
-    """`discovery.install_of`, judged."""
-    install = install_of(path, ctx, found_via, dists)
-    return None if install is None else judge_install(install, ctx, access or Access(), python)
+    return JudgedInventory.of(facts, installs, tuple(findings))
 
 
 def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk: Set[str]) -> Iterable[Finding]:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from cudnnload.codes import Code, SubjectKind
+from cudnnload.codes import ActionKind, Code, SubjectKind
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.linker import LinkerDefaults, LinkerEnv, Requester, expand
 from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, set_variable
@@ -69,12 +69,10 @@ class _Entry:
 
 # --- the search lists ----------------------------------------------------------------
 
-def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access | None = None,
-                         cwd: str | None = None) -> tuple[Finding, ...]:
+def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access) -> tuple[Finding, ...]:
     """LD_LIBRARY_PATH, then the DT_RPATH/DT_RUNPATH of the executable and of ``objects``: each empty or
     relative entry (``relative-search-path``), each folder others can write (``writable-search-path``).
-    ``access`` (default: this process's, in ``cwd``) answers who may write what."""
-    access = access or Access(cwd=cwd)
+    ``access`` answers who may write what, and which folder is current."""
     here = access.cwd
     llp = list(_entries("LD_LIBRARY_PATH", None, env.ld_library_path, env.executable, env.defaults))
     owners = {owner.path: owner for owner in (env.executable, *objects) if owner is not None}
@@ -85,11 +83,10 @@ def search_path_findings(env: LinkerEnv, *objects: Requester, access: Access | N
 
 
 def install_findings(folder: str, found_via: str, files: Sequence[Requester], loads: Sequence[Found],
-                     defaults: LinkerDefaults, access: Access | None = None) -> tuple[Finding, ...]:
+                     defaults: LinkerDefaults, access: Access) -> tuple[Finding, ...]:
     """An install's own: what it would load through an empty or relative entry, its files that others can
     write or another user owns, and the empty, relative or writable entries of their DT_RPATH/DT_RUNPATH
     (``$ORIGIN`` expanded with each file's folder as opened)."""
-    access = access or Access()
     here = access.cwd
     found: list[Finding] = []
     if not folder.startswith("/"):
@@ -118,19 +115,18 @@ def install_findings(folder: str, found_via: str, files: Sequence[Requester], lo
     return tuple(found)
 
 
-def relative_loads(folder: str, loads: Iterable[Found], *, given: bool = False,
-                   cwd: str | None = None) -> tuple[str, ...]:
+def relative_loads(folder: str, loads: Iterable[Found], *, cwd: str, given: bool = False) -> tuple[str, ...]:
     """Paths an install would load that an empty or relative search-path entry gave (the linker model joins
     such an entry to the name, so the path stays relative): its own files when its folder is relative,
     unless ``given`` (the caller named it), and every planned load with a relative path outside its own
-    folder (one inside is the file the install has anyway; ``cwd``, default this process's, places it)."""
+    folder (one inside is the file the install has anyway; ``cwd``, the current folder, places it)."""
     found = [] if given or folder.startswith("/") else [folder]
     return (*found, *(load.path for load in _lent(folder, loads, cwd) if load.path is not None))
 
 
-def _lent(folder: str, loads: Iterable[Found], cwd: str | None = None) -> list[Found]:
-    """Planned loads with a relative path, the mark of an empty or relative entry, from outside ``folder``."""
-    here = cwd or Access().cwd
+def _lent(folder: str, loads: Iterable[Found], here: str) -> list[Found]:
+    """Planned loads with a relative path, the mark of an empty or relative entry, from outside ``folder``
+    (``here``: the current folder)."""
     own = path_.normpath(path_.join(here, folder))
     return [load for load in loads if load.path is not None and not load.path.startswith("/")
             and path_.normpath(path_.join(here, path_.dirname(load.path))) != own]
@@ -215,12 +211,9 @@ def _writable_folders(entries: Sequence[_Entry], access: Access) -> tuple[Findin
 
 # --- the files ---------------------------------------------------------------------
 
-def file_findings(paths: Iterable[str], access: Access | None = None, *, user: int | None = None
-                  ) -> tuple[Finding, ...]:
+def file_findings(paths: Iterable[str], access: Access) -> tuple[Finding, ...]:
     """cuDNN files (symlinks followed) that someone other than root and their owner can write
-    (``writable-library``), or that belong to a user who is neither root nor ``user`` (default: this
-    process's effective user) (``foreign-owner``)."""
-    access = access or Access(user=user)
+    (``writable-library``), or that belong to a user who is neither root nor ``access.user`` (``foreign-owner``)."""
     found: list[Finding] = []
     for path in dict.fromkeys(paths):
         facts = access.file(path)
@@ -252,7 +245,7 @@ class Mapped:
     entry: str | None = None  # that variable's entry, as written
 
 
-def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
+def untrusted_findings(mapped: Iterable[Mapped], access: Access,
                        search_path: Sequence[str] = ()) -> tuple[Finding, ...]:
     """``untrusted-library`` for each file a program would map that someone other than root and the user
     can change, or that the current folder gives (`Access.replaceable`): an error, since the program would
@@ -260,7 +253,6 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
     takes away the entry that gave it (for a relative path with no entry recorded: the entry of
     ``search_path``, LD_LIBRARY_PATH's entries as written, that names its folder), else makes the folder (or
     file) the user's and root's alone."""
-    access = access or Access()
     found = []
     for item in {item.path: item for item in mapped}.values():
         why = access.replaceable(item.path)
@@ -286,6 +278,25 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access | None = None,
                              Subject(SubjectKind.FILE, item.path, item.library, variable=item.variable,
                                      entry=item.entry), repair))
     return tuple(found)
+
+
+def kept_when_whole(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """A relative entry's file is kept by writing the entry as its folder (`_absolute_entry`): the program keeps
+    what it loads, right when that works, wrong when it fails for another reason too (a copy of another release
+    there, a library it lacks). Then taking the entry away comes first, and keeping it is the alternative."""
+    if not any(f.severity is ERROR and f.code is not UNTRUSTED_LIBRARY for f in findings):
+        return tuple(findings)
+    return tuple(_taken_away(f) for f in findings)
+
+
+def _taken_away(finding: Finding) -> Finding:
+    repair = finding.fix
+    if finding.code is not UNTRUSTED_LIBRARY or not repair.actions or not repair.alternatives \
+            or repair.actions[0].do is not ActionKind.ENV_SET \
+            or repair.alternatives[0].do is not ActionKind.ENV_REMOVE_ENTRY:
+        return finding
+    return replace(finding, fix=Fix((repair.alternatives[0],), "it does not load whole from there either",
+                                    (*repair.actions, *repair.alternatives[1:])))
 
 
 def _absolute_entry(path: str, entry: str, search_path: Sequence[str], access: Access) -> Fix:
@@ -315,12 +326,12 @@ _ORIGIN = re.compile(r"\$(?:\{ORIGIN\}|ORIGIN(?![A-Za-z0-9_]))")
 
 
 def setuid_findings(program: Requester, defaults: LinkerDefaults, found: str | None = None,
-                    access: Access | None = None) -> tuple[Finding, ...]:
+                    *, access: Access) -> tuple[Finding, ...]:
     """``origin-in-setuid`` for each entry of a set-user-ID, set-group-ID or file-capability program's
     DT_RPATH/DT_RUNPATH that secure-execution mode drops for its ``$ORIGIN``: an error when ``found`` (the
     cuDNN the program loads, as predicted) came from that entry, else a warning. ``program``: the main
     program, its ``$ORIGIN`` its resolved folder (`Requester.executable`)."""
-    why = (access or Access()).secure_mode(program.path)
+    why = access.secure_mode(program.path)
     if why is None:
         return ()
     what, texts = ("DT_RUNPATH", program.runpath) if program.runpath else ("DT_RPATH", program.rpath)

@@ -24,8 +24,9 @@ from cudnnload.judge.consequences import Expectation
 from cudnnload.judge.fixes import pip_into
 from cudnnload.judge.frameworks import consumer_findings
 from cudnnload.judge.installs import predict_install
+from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, decode_version, generation
-from cudnnload.resolve.discovery import Context, Install, Step
+from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Route
 from cudnnload.verdicts import (
     ERROR,
@@ -73,7 +74,7 @@ class Served:
     would stop (``findings`` with errors) or not."""
 
     route: Route
-    install: Install | None
+    install: Judged | None
     release: Release | None  # what its cudnnGetVersion returns
     failing: tuple[Expectation, ...]  # its calls that fail, as predicted
     findings: tuple[Finding, ...]
@@ -110,7 +111,7 @@ class Served:
             f"; it cannot run: {blocked.message}" if blocked else "")
 
 
-def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
+def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, device_count: int | None,
           environ: Mapping[str, str], python: str | None, blockers: Sequence[Finding] = ()) -> Served:
     """Judge ``route``'s framework on ``install``, the judged install its shim belongs to. ``blockers``: what
     stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
@@ -124,7 +125,7 @@ def serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, dev
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 
-def _serve(route: Route, install: Install | None, ctx: Context, *, gpu: bool, device_count: int | None,
+def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, device_count: int | None,
            environ: Mapping[str, str], python: str | None) -> Served:
     consumer = route.consumer
     subject = Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label)
@@ -193,12 +194,12 @@ def _fails(expected: Expectation) -> bool:
     return True
 
 
-def _graph_step(install: Install) -> Step | None:
+def _graph_step(install: Judged) -> Step | None:
     """The plan's step for graph (cuDNN 9): where cudnnGetVersion's answer comes from."""
     return next((s for s in install.plan if s.library == "graph"), None)
 
 
-def _wheel_version(install: Install, graph: Step | None) -> str | None:
+def _wheel_version(install: Judged, graph: Step | None) -> str | None:
     """The wheel version to check pins against exactly, when graph is the wheel's own."""
     if not install.distribution or (graph is not None and not graph.inside_install):
         return None
@@ -215,7 +216,7 @@ def _source(route: Route, graph: Step | None) -> str:
     return ""
 
 
-def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
+def _cure(route: Route, install: Judged, graph: Step | None) -> Fix | None:
     """What gives the framework its own cuDNN back, when something put another in front of it: the
     LD_PRELOAD entry of a preloaded shim; the sys.path entry, before its own site-packages, whose copy its
     loader takes (`_earlier_entry`), with the LD_PRELOAD entry of a graph put in front of it (that stays in front
@@ -225,8 +226,8 @@ def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
     earlier = _earlier_entry(route, install)
     about = None
     if graph is not None and not graph.inside_install:
-        about = next((f for f in install.all_findings if f.subject.path == graph.path and f.fix and f.fix.actions),
-                     None) or next((f for f in install.all_findings if f.subject.library == "graph" and f.fix
+        about = next((f for f in install.findings if f.subject.path == graph.path and f.fix and f.fix.actions),
+                     None) or next((f for f in install.findings if f.subject.library == "graph" and f.fix
                                     and f.fix.actions), None)
     if earlier is not None:
         # the copy goes; a graph LD_PRELOAD puts in the process stays in front of whatever the framework loads then
@@ -236,7 +237,7 @@ def _cure(route: Route, install: Install, graph: Step | None) -> Fix | None:
     return about.fix if about else None
 
 
-def _earlier_entry(route: Route, install: Install) -> Action | None:
+def _earlier_entry(route: Route, install: Judged) -> Action | None:
     """The change that takes away the sys.path entry a framework's loader found its cuDNN in, when that entry is
     not the framework's own site-packages and start-up put it there: the PYTHONPATH entry removed (a
     ``pip install --target`` folder), the user site's copy uninstalled, the ``.pth`` line removed."""
@@ -252,7 +253,7 @@ def _earlier_entry(route: Route, install: Install) -> Action | None:
     return None
 
 
-def _calls_fail(route: Route, install: Install, expected: Expectation, cure: Fix | None) -> Finding:
+def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix | None) -> Finding:
     consumer = route.consumer
     what = {"abort": "aborts", "sigbus": "kills the process (SIGBUS)", "hang": "hangs",
             "no-start": "cannot load the shim"}.get(str(expected.outcome), f"returns {expected.status}")
@@ -260,7 +261,7 @@ def _calls_fail(route: Route, install: Install, expected: Expectation, cure: Fix
     if expected.outcome == Effect.STATUS and expected.status is not None:
         what = f"returns {expected.status} {gen.status_name(expected.status)}"
     cause = expected.cause or "?"
-    about = next((f for f in install.all_findings if f.subject.library == cause and f.fix and f.fix.actions), None)
+    about = next((f for f in install.findings if f.subject.library == cause and f.fix and f.fix.actions), None)
     said = f', after "{expected.message}"' if expected.message else ""
     return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
                    f"({cause} of cuDNN in {install.folder})",

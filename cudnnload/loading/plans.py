@@ -36,6 +36,7 @@ from cudnnload.resolve.versions import Release, VersionRange
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.judge.judged import Judged
     from cudnnload.resolve.consumers import Consumer
     from cudnnload.resolve.discovery import Context, Install
     from cudnnload.resolve.process import Preload
@@ -121,14 +122,16 @@ def set_files(install: Install) -> tuple[tuple[str, str], ...]:
 # --- choosing -------------------------------------------------------------------
 
 def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str]
-            ) -> tuple[Install, tuple[str, ...], tuple[Finding, ...], Context, Sequence[Distribution]]:
+            ) -> tuple[Judged, tuple[str, ...], tuple[Finding, ...], Context, Sequence[Distribution]]:
     """The install to load, each judged as the process holds it once its set is mapped (`as_mapped`);
     what the choice says; the notes: what that judgment found short of blocking, what the shim's own
     search would do (the install's findings as found), and the installs passed over for an empty or
     relative search-path entry; and the context and distributions it was judged with."""
     from cudnnload.judge.choose import choose_for, through_relative_entry
-    from cudnnload.judge.inventory import find
-    from cudnnload.resolve.discovery import Install, context
+    from cudnnload.judge.inventory import judge_inventory
+    from cudnnload.judge.judged import Judged
+    from cudnnload.resolve.access import Access
+    from cudnnload.resolve.discovery import Install, context, gather
 
     ctx = context(env)
     if isinstance(source, Install):
@@ -136,7 +139,9 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
         dists: Sequence[Distribution] = ()
     else:
         # a file stands for the install it belongs to, as that file would load it (discovery.install_of)
-        inventory = find([os.fspath(source)] if source is not None else [], ctx=ctx)
+        facts = gather([os.fspath(source)] if source is not None else [], ctx=ctx)
+        inventory = judge_inventory(facts, ctx, sys.executable, Access())
+        ctx.cache.save()  # what judging read, for the next process (as `cudnnload.find` does)
         installs, dists = inventory.installs, inventory.distributions
         if not installs and inventory.given:  # missing, a device, a folder without cuDNN ...: why, in its words
             raise LoadError(inventory.given[0].reason, path=inventory.given[0].path,
@@ -154,9 +159,10 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
                         if pins else "pip install nvidia-cudnn-cu12 (or -cu13), or run `cudnnload doctor`")
     chosen = choice.install
     searched = next(install for install, judged in zip(installs, mapped, strict=True) if judged is chosen)
-    said = {(f.code, f.subject) for f in chosen.all_findings}
-    notes = tuple(f for f in chosen.all_findings if f.severity != "info") + tuple(
-        f for f in searched.all_findings if f.severity != "info" and (f.code, f.subject) not in said) + tuple(
+    said = {(f.code, f.subject) for f in chosen.findings}
+    notes = tuple(f for f in chosen.findings if f.severity != "info") + tuple(
+        f for f in (searched.findings if isinstance(searched, Judged) else ())  # a bare Install: facts only
+        if f.severity != "info" and (f.code, f.subject) not in said) + tuple(
         found for install in mapped if (found := through_relative_entry(install, given)))
     return chosen, choice.notes, notes, ctx, dists
 
@@ -182,7 +188,7 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tu
 
 
 def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution], without: Collection[str] = ()
-              ) -> Install:
+              ) -> Judged:
     """``install`` judged in a process that already holds its set (discovery's process model, `mapped`):
     its shim and graph then get each sub-library the set has as already loaded; what the set lacks, or
     leaves out (``without``: keys of files that could not be mapped), is still searched for, and what its

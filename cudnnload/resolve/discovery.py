@@ -3,7 +3,8 @@ each file is, which file the shim's own ``dlopen`` would get for each sub-librar
 
 Takes folders from ``sources``, facts about each file from ``elf`` (through the on-disk memo) and
 search answers from ``linker``; adds the cuDNN layout from ``catalog``. Nothing here says whether
-anything is wrong: `cudnnload.judge` turns these facts into findings (and fills `Install.verdict`).
+anything is wrong: `cudnnload.judge` turns these facts into findings (`judge.judged.Judged`: an install with
+its verdict).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
 
 from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
@@ -41,9 +41,6 @@ from cudnnload.resolve.process import Preload, loaded_names, preload_entries, pr
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
 from cudnnload.resolve.startup import Source
-
-if TYPE_CHECKING:
-    from cudnnload.verdicts import Finding
 
 # Machine this Python runs on, as pyelftools names e_machine.
 HOST_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}
@@ -103,21 +100,8 @@ class Record:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What `cudnnload.judge` says of an install: its findings (its files' included) and what an application
-    would see, call by call (`judge.consequences.Expectation`), on a machine with a GPU when libcuda.so.1
-    was found, else without one."""
-
-    findings: tuple[Finding, ...]
-    expected: tuple[Any, ...] = ()  # judge.consequences.Expectation
-    # the cuDNN files an application making those calls maps, shim first (`judge.consequences.mapped_files`);
-    # none when its dlopen of the shim fails
-    maps: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Install:
-    """One folder holding one cuDNN generation: the facts, then (`judge`) the verdict."""
+    """One folder holding one cuDNN generation, as facts (`judge.installs.Judged` adds the verdict)."""
 
     folder: str
     major: int
@@ -133,7 +117,6 @@ class Install:
     site: str | None = None  # the site-packages folder of its distribution (pip's --target for a reinstall)
     # what the application's own dlopen of the shim (as opened) does: the linker's outcome and error
     opening: tuple[str, str | None] | None = None
-    verdict: Verdict | None = None
     # who installs into ``site`` with pip, and how (`pythons.interpreter_of_site`): its environment's interpreter,
     # and the options that choose that folder (--user, --target); never cudnnload's own interpreter by default
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
@@ -141,28 +124,6 @@ class Install:
     # (``libcudnn_ops.so.9.24.0``, ``.so.9.24``: the shim's and graph's dlopen names, cudnn-facts): they shadow the
     # distribution's own files whatever is reinstalled
     shadowing: tuple[str, ...] = ()
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        return self.verdict.findings if self.verdict else ()
-
-    @property
-    def all_findings(self) -> tuple[Finding, ...]:
-        return self.findings
-
-    @property
-    def expected(self) -> tuple[Any, ...]:
-        return self.verdict.expected if self.verdict else ()
-
-    @property
-    def maps(self) -> tuple[str, ...]:
-        return self.verdict.maps if self.verdict else ()
-
-    @property
-    def healthy(self) -> bool:
-        from cudnnload.codes import Severity
-
-        return not any(f.severity is Severity.ERROR for f in self.findings)
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -199,18 +160,14 @@ class Given:
 
 @dataclass(frozen=True)
 class Inventory:
+    """What was found: the installs, the distributions that claim files, and what could not be searched
+    (`judge.judged.JudgedInventory` adds the verdicts)."""
+
     host: Host
     installs: tuple[Install, ...]
-    findings: tuple[Finding, ...] = ()  # (`judge`) not tied to one install: RECORD conflicts, bad paths
     distributions: tuple[Distribution, ...] = field(default=())
     given: tuple[Given, ...] = ()  # the given paths that are no file or folder to read
     unknown: tuple[str, ...] = ()  # libcudnn* files of no known generation
-
-    @property
-    def healthy(self) -> bool:
-        from cudnnload.codes import Severity
-
-        return not any(f.severity is Severity.ERROR for f in self.findings) and all(i.healthy for i in self.installs)
 
 
 @dataclass(frozen=True)
@@ -973,7 +930,7 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
                     files[0])
         installs += [install for install in [install_of(shim, ctx, "given on the command line", dists)] if install]
     ctx.cache.save()
-    return Inventory(ctx.host, tuple(installs), (), tuple(dists), tuple(given_problems), tuple(unknown))
+    return Inventory(ctx.host, tuple(installs), tuple(dists), tuple(given_problems), tuple(unknown))
 
 
 def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Given], dict[tuple[str, int], list[str]]]:

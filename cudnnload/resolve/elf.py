@@ -25,7 +25,7 @@ import time
 
 from cudnnload.codes import Code
 from cudnnload.errors import CannotRun, ElfError
-from cudnnload.files import NotRegularFile, open_regular
+from cudnnload.files import ELF_MAGIC, NotRegularFile, open_regular
 from cudnnload.resolve.fatbin import GpuCode, read_gpu_code
 from cudnnload.resolve.records import record
 from cudnnload.resolve.versions import VERSION_SYMBOLS, Release, decode_packed_version
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-ELF_MAGIC = b"\x7fELF"
 
 # Dynamic tags (elf.h).
 DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = 1, 5, 14, 15, 29, 0x6FFFFFFB

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
+from cudnnload.files import ELF_MAGIC
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.ldcache import LD_SO_CACHE, LdCache, accepted_flags, read_ld_cache
 from cudnnload.resolve.records import record
@@ -985,7 +986,7 @@ def _check_header(fd: int, env: LinkerEnv) -> tuple[Outcome, str | None]:
     ehdr, phdr = _EHDR[defaults.elf_class], _PHDR[defaults.elf_class]
     if len(head) < ehdr.size:
         return "too-short", None
-    if head[:4] != b"\x7fELF":
+    if head[:4] != ELF_MAGIC:
         return "not-elf", None
     if head[4] != defaults.elf_class // 32:  # ELFCLASS32 = 1, ELFCLASS64 = 2
         return "wrong-class", None

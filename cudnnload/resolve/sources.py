@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudnnload.files import NotRegularFile, read_regular
-from cudnnload.resolve.linker import LinkerEnv
+from cudnnload.resolve.linker import LinkerEnv, split_ld_library_path
 from cudnnload.resolve.pythons import interpreter_of_site
 
 _METADATA_BYTES = 1 << 20  # a header of some KB; the description after it is not read
@@ -158,7 +158,7 @@ def _from_cuda_toolkits(ctx: SearchContext) -> Iterable[Origin]:
 
 
 def _from_ld_library_path(ctx: SearchContext) -> Iterable[Origin]:
-    for folder in ctx.environ.get("LD_LIBRARY_PATH", "").split(":"):
+    for folder in split_ld_library_path(ctx.environ.get("LD_LIBRARY_PATH", "")):
         if folder:
             yield Origin(folder, "LD_LIBRARY_PATH")
 

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudnnload.diagnose.explain.reading import Reading, version_of
-from cudnnload.judge.inventory import find
-from cudnnload.resolve.discovery import Install, Inventory
+from cudnnload.diagnose.inventory import find
+from cudnnload.judge.judged import Judged, JudgedInventory
+from cudnnload.resolve.linker import split_ld_library_path
 from cudnnload.verdicts import Code
 
 SHOWS, RULES_OUT, CANNOT_TELL = "shows", "rules out", "cannot tell"
@@ -30,12 +31,12 @@ class Machine:
 
     environ: Mapping[str, str]
     site_paths: Sequence[str] | None = None
-    _inventory: Inventory | None = field(default=None, repr=False)
+    _inventory: JudgedInventory | None = field(default=None, repr=False)
     _gpu: object | None = field(default=None, repr=False)
     _which: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @property
-    def inventory(self) -> Inventory:
+    def inventory(self) -> JudgedInventory:
         if self._inventory is None:
             self._inventory = find(environ=self.environ, site_paths=self.site_paths)
         return self._inventory
@@ -48,17 +49,17 @@ class Machine:
             self._gpu = gpu_facts(self.environ)
         return self._gpu
 
-    def installs(self, major: int | None) -> tuple[Install, ...]:
+    def installs(self, major: int | None) -> tuple[Judged, ...]:
         return tuple(i for i in self.inventory.installs if major is None or i.major == major)
 
-    def codes(self, major: int | None, *codes: Code) -> list[tuple[Install, str]]:
+    def codes(self, major: int | None, *codes: Code) -> list[tuple[Judged, str]]:
         """(install, the file or folder) of each finding with one of ``codes``."""
-        return [(i, f.path or i.folder) for i in self.installs(major) for f in i.all_findings if f.code in codes]
+        return [(i, f.path or i.folder) for i in self.installs(major) for f in i.findings if f.code in codes]
 
     def which_codes(self, name: str) -> tuple[str, ...]:
         """The finding codes of `which(name)` from this Python: "not-found", "only-by-path", ..."""
         if name not in self._which:
-            from cudnnload.judge.which import which
+            from cudnnload.diagnose.which import which
 
             result = which([name], environ=self.environ, site_paths=self.site_paths)
             self._which[name] = tuple(str(f.code) for f in result.findings)
@@ -72,7 +73,7 @@ def _named(major: int | None) -> str:
     return f"cuDNN {major}" if major else "cuDNN"
 
 
-def _where(found: list[tuple[Install, str]]) -> str:
+def _where(found: list[tuple[Judged, str]]) -> str:
     return "; ".join(path for _, path in found[:3]) + (f" (and {len(found) - 3} more)" if len(found) > 3 else "")
 
 
@@ -134,7 +135,7 @@ def not_on_search_path(machine: Machine, reading: Reading) -> Here:
 
 
 def on_ld_library_path(machine: Machine, reading: Reading) -> Here:
-    entries = [e for e in machine.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
+    entries = [e for e in split_ld_library_path(machine.environ.get("LD_LIBRARY_PATH", "")) if e]
     found = [i for i in machine.installs(None) if i.folder in entries]
     if found:
         return Here(SHOWS, "LD_LIBRARY_PATH holds " + "; ".join(f"cuDNN {i.release} in {i.folder}" for i in found[:3]))

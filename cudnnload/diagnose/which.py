@@ -1,0 +1,197 @@
+"""Which file each cuDNN name resolves to for a given consumer, and by which rule.
+
+The consumer is this Python process (default) or a shared object or program such as
+``libtorch_cuda.so``. The shim is looked up as the consumer's ``dlopen`` (or DT_NEEDED entry)
+would (resolve's linker); then the install that shim belongs to is gathered and judged by
+`inventory.judged_install_of`, the code ``inspect`` uses, so ``which`` and ``inspect`` cannot disagree
+about the same files: each sub-library as the shim's own run-time ``dlopen`` would get it (the part
+``ldd`` cannot see). A consumer that is itself a cuDNN file (a shim or a sub-library, of any
+generation) stands for the install it belongs to. What is said of the steps: `judge.which`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from cudnnload.diagnose.inventory import judged_install_of
+from cudnnload.errors import UsageError
+from cudnnload.judge.fixes import cudnn_install, readable_again, reinstall
+from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
+from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
+from cudnnload.resolve import linker
+from cudnnload.resolve.access import Access
+from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
+from cudnnload.resolve.discovery import Context, Step, context, make_step, requester, wheel_site
+from cudnnload.resolve.mapped import mapped_libraries
+from cudnnload.resolve.sources import Distribution, cudnn_distributions
+from cudnnload.verdicts import Finding, Fix, fix, set_variable
+
+
+def _unreadable(path: str, ctx: Context) -> str:
+    """Why ``path`` cannot be read as a consumer: the file's problem, or the ELF reader's reason."""
+    from cudnnload.errors import ElfError
+    from cudnnload.files import path_problem
+
+    problem = path_problem(path)
+    if problem is not None:
+        return problem[1]
+    try:
+        ctx.cache.inspect(os.path.realpath(path))
+    except ElfError as exc:
+        return f"not an ELF shared object or program: {exc.reason}"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "cannot be read as an ELF shared object"
+
+
+def consumer_generations(consumer: str, ctx: Context) -> tuple[int, ...]:
+    """The cuDNN generations a consumer asks for: its own (a cuDNN file), or those it NEEDs, newest first;
+    every generation when it NEEDs none (it may dlopen one by name)."""
+    own = classify(os.path.basename(consumer))
+    if own is not None:
+        return (own.major,)
+    try:
+        needed = ctx.cache.inspect(os.path.realpath(consumer)).needed
+    except (OSError, Exception):  # noqa: BLE001 (an unreadable consumer asks for every generation)
+        needed = ()
+    majors = sorted({lib.major for name in needed if (lib := classify(name))}, reverse=True)
+    return tuple(majors) or (9, 8, 7)
+
+
+def which(
+    names: Sequence[str] = (),
+    *,
+    consumer: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    site_paths: Sequence[str] | None = None,
+    use_cache: bool = True,
+    ctx: Context | None = None,
+) -> Which:
+    """Resolve cuDNN names (default: the newest generation's shim and every sub-library) as the consumer would.
+    ``ctx``: the command's context, when it has one (`doctor`); else a process started now in ``environ`` that
+    holds what this one has mapped of cuDNN (for no ``consumer``)."""
+    if ctx is None:
+        mapped = mapped_libraries() if consumer is None else ()
+        ctx = context(environ, use_cache=use_cache, loaded={os.path.basename(path): path for path in mapped
+                                                            if os.path.basename(path).startswith("libcudnn")})
+    loaded = {name: path for name, path in ctx.linker.loaded.items() if name.startswith("libcudnn")}
+    consumer_path = consumer or sys.executable
+    consumer_req = requester(consumer, ctx.cache) if consumer else None
+    if consumer and consumer_req is None:
+        raise UsageError(_unreadable(consumer, ctx), path=consumer,
+                         fix="give a program or shared object (e.g. .../torch/lib/libtorch_cuda.so)")
+    requested = requested_names(names)
+    if requested:
+        gens = sorted({lib.major for lib in requested}, reverse=True)
+    else:
+        gens = list(consumer_generations(consumer, ctx)) if consumer else [9, 8, 7]
+    steps: list[Step] = []
+    findings: list[Finding] = []
+    for major in gens:
+        gen = GENERATIONS[major]
+        libs = tuple(lib for lib in requested if lib.major == major) if requested else gen.libraries
+        shim_step = shim_for(gen, consumer, consumer_req, ctx, site_paths)
+        if shim_step.path is None and not requested:
+            continue  # this generation is not here; try the next older one
+        steps += _resolve_generation(gen, libs, shim_step, ctx, findings, explicit=bool(requested),
+                                     site_paths=site_paths)
+        if not requested:
+            break
+    if not steps:
+        gen = GENERATIONS[gens[0]] if gens else GENERATIONS[9]
+        findings.append(not_found(gen, consumer_path, not_found_fix(gen, ctx, site_paths), generic=True))
+    access = Access()
+    findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=access)
+    # a name an empty or relative entry resolves is the current folder's file (install_of places the install)
+    findings += untrusted_findings((Mapped(s.path, s.library, s.variable, s.entry) for s in steps
+                                    if s.path is not None and not s.path.startswith("/")), access,
+                                   ctx.linker.ld_library_path)
+    ctx.cache.save()
+    return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
+
+
+def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Requester | None, ctx: Context,
+             site_paths: Sequence[str] | None = None) -> Step:
+    """The shim as the consumer's dlopen (or DT_NEEDED) would find it; None consumer: the executable asks.
+    A consumer that is a cuDNN file of this generation stands for its own install's shim."""
+    shim = gen.shim
+    asker = consumer_req.path if consumer_req else sys.executable
+    own = classify(os.path.basename(consumer)) if consumer else None
+    if consumer and own is not None and own.major == gen.major:
+        path = consumer if own.key == "shim" else os.path.join(os.path.dirname(consumer), shim.soname)
+        res = linker.resolve(path, None, ctx.linker)
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(path), ctx)
+    res = linker.resolve(shim.soname, linker.Chain((consumer_req,)) if consumer_req else None, ctx.linker)
+    if res.path:
+        return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), ctx)
+    # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path.
+    for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
+        for folder in dist.lib_folders:
+            path = os.path.join(folder, shim.soname)
+            if os.path.exists(path):
+                rule = f"by-path (pip wheel {dist.name} {dist.version}; not on any linker path)"
+                return make_step("shim", asker, (shim.soname,), res, folder, ctx,
+                                 found=(path, rule))
+    return make_step("shim", asker, (shim.soname,), res, None, ctx)
+
+
+def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, ctx: Context,
+                        findings: list[Finding], explicit: bool, site_paths: Sequence[str] | None) -> list[Step]:
+    """Steps for ``libs`` from the install the shim belongs to; an optional library (ext, tensor_ir) that is
+    nowhere is left out unless asked for. Findings: the install's, about these libraries."""
+    if shim_step.path is None:
+        findings.append(not_found(gen, shim_step.requested_by, not_found_fix(gen, ctx, site_paths)))
+        return [shim_step] if any(lib.key == "shim" for lib in libs) else []
+    if shim_step.rule.startswith("by-path"):
+        findings.append(only_by_path(gen, shim_step))
+    install = judged_install_of(shim_step.path, ctx,
+                                f"as {os.path.basename(shim_step.requested_by or '?')} loads it")
+    assert install is not None  # the shim's name is a cuDNN name
+    steps = [shim_step] if gen.shim in libs else []
+    keys = {lib.key for lib in libs}
+    steps += [step for step in install.plan if step.library in keys]
+    if explicit:
+        planned = {step.library for step in install.plan}
+        steps += [make_step(lib.key, shim_step.path, lib.names_tried(install.release),
+                            linker.Resolution(lib.soname, None, "not-found"), None, ctx)
+                  for lib in libs if lib.key not in planned and lib.key != "shim"]
+    findings += about(install, keys)
+    return steps
+
+
+def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None, python: str | None = None) -> Fix:
+    """A shim no search finds. An installed wheel of this generation whose RECORD lists the shim but the file is
+    gone (a partial uninstall, a deleted file), on ``site_paths`` or under a search-path entry (an
+    LD_LIBRARY_PATH entry that names a wheel's lib folder): that wheel put back, into the site that holds it;
+    else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
+    it anyway); else cuDNN installed (by ``python``'s pip, when given)."""
+    sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
+                           *filter(None, (wheel_site(entry) for entry in ctx.linker.ld_library_path
+                                          if entry.startswith("/")))])
+    dists = cudnn_distributions(tuple(sites))
+    access = Access()
+    listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
+    entries = [os.path.join(entry, gen.shim.soname) for entry in ctx.linker.ld_library_path if entry.startswith("/")]
+    for path in [*(path for _, path in listed), *entries]:
+        if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
+            return readable_again(stop, access.user, holder(dists, path))
+    for dist, path in listed:
+        if path in dist.missing:
+            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
+                       note=f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone")
+    for dist in dists:
+        for folder in dist.lib_folders:
+            if os.path.exists(os.path.join(folder, gen.shim.soname)):
+                value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
+                return fix(set_variable("LD_LIBRARY_PATH", value),
+                           note=f"the folder of {dist.name} {dist.version}, which no search reaches")
+    return cudnn_install(gen.major, None, python)
+
+
+def holder(dists: Sequence[Distribution], path: str) -> Distribution | None:
+    """The distribution whose RECORD lists ``path``, or whose lib folder would hold it."""
+    folder = os.path.dirname(path)
+    return next((d for d in dists if path in d.files), None) or next((d for d in dists if folder in d.lib_folders),
+                                                                   None)
