@@ -281,3 +281,20 @@ def test_doctor_runs_the_command_with_the_env_it_is_given(tmp_path: Path) -> Non
 ])
 def test_a_bad_env_assignment_is_a_usage_error(args: tuple[str, ...], words: tuple[str, ...]) -> None:
     one_line_error(cli("doctor", *args), EXIT_USAGE, *words)
+
+
+def test_a_venv_python_that_finds_no_cudnn_is_told_to_install_it_with_its_own_pip(tmp_path: Path) -> None:
+    """The program is a venv's interpreter (a link to the base one): the pip fix names the venv's bin/python,
+    never the base interpreter the link leads to, nor the Python cudnnload runs in."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    python = venv / "bin" / "python"
+    python.symlink_to(os.path.realpath(sys.executable))
+    done = cli("doctor", "--json", str(python), env={"LD_LIBRARY_PATH": str(tmp_path)})
+    found = [f for f in json.loads(done.stdout)["result"]["findings"] if f["code"] == "not-found"]
+    if not found:
+        pytest.skip("this machine finds a cuDNN 9 for any program (ld.so.cache)")
+    pips = [a for a in found[0]["fix"]["actions"] if a["do"] == "pip-install"]
+    assert pips and pips[0]["python"] == str(python), found[0]["fix"]

@@ -124,7 +124,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                           memo=memo) \
         if install is not None and shim is not None and hangs is None and not stops and planted is None and running \
         else None
-    resolved_which = which(site_paths=site_paths, ctx=resolved.ctx) if resolved.target.kind == "environment" else None
+    resolved_which = which(site_paths=site_paths, ctx=resolved.ctx, python=resolved.target.python or sys.executable) \
+        if resolved.target.kind == "environment" else None
     checks: list[Check] = [_installs_check(resolved)]
     # every install's problems: a framework may load any of them by path, whichever load() prefers
     findings: list[Finding] = list(stops) + list(inventory.findings) + list(resolved.findings)

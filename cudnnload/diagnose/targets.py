@@ -22,7 +22,7 @@ from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import ELF_MAGIC, path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, pip_into, readable_again
+from cudnnload.judge.fixes import cudnn_requirement, pip_into, readable_again
 from cudnnload.judge.installs import whole
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
@@ -38,7 +38,7 @@ from cudnnload.resolve.discovery import (
 )
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
-from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment
+from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
@@ -287,7 +287,8 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     consequence = shim_cannot_load(gen, error)
     finding = Finding(Code.NOT_FOUND, f"{os.path.basename(path)} {'NEEDs' if needed else 'asks for'} {soname}, which "
                       "its search (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default folders) does not find",
-                      Subject(SubjectKind.CONSUMER, path, "shim"), _missing_fix(soname, gen, ctx), (consequence,))
+                      Subject(SubjectKind.CONSUMER, path, "shim"),
+                      _missing_fix(soname, gen, ctx, path if program else None), (consequence,))
     target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
     secure = setuid_findings(consumer, ctx.linker.defaults, access=access) if program else ()
     return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
@@ -354,13 +355,19 @@ def _installed_path_fix(path: str, ctx: Context) -> Fix | None:
     return about.fix if about else None
 
 
-def _missing_fix(name: str, gen: Generation, ctx: Context) -> Fix:
+def _missing_fix(name: str, gen: Generation, ctx: Context, program: str | None = None) -> Fix:
     """A cuDNN name no search finds: the unversioned name pip does not ship said as such; an installed wheel's
-    folder put on LD_LIBRARY_PATH; else cuDNN installed."""
+    folder put on LD_LIBRARY_PATH; else cuDNN installed. ``program``: the one that asks; a venv's Python is asked
+    about its own site-packages and installs into them; another program's wheels are looked for in this Python's
+    (never in cudnnload's own tool environment)."""
     if name == "libcudnn.so" or name.endswith(".so"):
         return fix(manual(f"open {gen.shim.soname}: the pip wheels (and most packages) ship only the versioned "
                           f"name, {name} comes with the -dev package"))
-    return not_found_fix(gen, ctx, None) or cudnn_install(gen.major, None, None)
+    sites = venv_sites(program) if program is not None else None
+    python = program if sites is not None else None
+    if sites is None and tool_environment(ctx.environ) is not None:
+        sites = []
+    return not_found_fix(gen, ctx, sites, python)
 
 
 def _without_entry(name: str, chain: linker.Chain | None, ctx: Context, path: str | None,

@@ -68,10 +68,12 @@ def which(
     site_paths: Sequence[str] | None = None,
     use_cache: bool = True,
     ctx: Context | None = None,
+    python: str | None = None,
 ) -> Which:
     """Resolve cuDNN names (default: the newest generation's shim and every sub-library) as the consumer would.
     ``ctx``: the command's context, when it has one (`doctor`); else a process started now in ``environ`` that
-    holds what this one has mapped of cuDNN (for no ``consumer``)."""
+    holds what this one has mapped of cuDNN (for no ``consumer``). ``python``: the interpreter whose environment a
+    pip fix installs into (none: the fix names no interpreter)."""
     if ctx is None:
         mapped = mapped_libraries() if consumer is None else ()
         ctx = context(environ, use_cache=use_cache, loaded={os.path.basename(path): path for path in mapped
@@ -96,12 +98,12 @@ def which(
         if shim_step.path is None and not requested:
             continue  # this generation is not here; try the next older one
         steps += _resolve_generation(gen, libs, shim_step, ctx, findings, explicit=bool(requested),
-                                     site_paths=site_paths)
+                                     site_paths=site_paths, python=python)
         if not requested:
             break
     if not steps:
         gen = GENERATIONS[gens[0]] if gens else GENERATIONS[9]
-        findings.append(not_found(gen, consumer_path, not_found_fix(gen, ctx, site_paths), generic=True))
+        findings.append(not_found(gen, consumer_path, not_found_fix(gen, ctx, site_paths, python), generic=True))
     access = Access()
     findings += search_path_findings(ctx.linker, *([consumer_req] if consumer_req else []), access=access)
     # a name an empty or relative entry resolves is the current folder's file (install_of places the install)
@@ -138,11 +140,12 @@ def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Request
 
 
 def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: Step, ctx: Context,
-                        findings: list[Finding], explicit: bool, site_paths: Sequence[str] | None) -> list[Step]:
+                        findings: list[Finding], explicit: bool, site_paths: Sequence[str] | None,
+                        python: str | None = None) -> list[Step]:
     """Steps for ``libs`` from the install the shim belongs to; an optional library (ext, tensor_ir) that is
     nowhere is left out unless asked for. Findings: the install's, about these libraries."""
     if shim_step.path is None:
-        findings.append(not_found(gen, shim_step.requested_by, not_found_fix(gen, ctx, site_paths)))
+        findings.append(not_found(gen, shim_step.requested_by, not_found_fix(gen, ctx, site_paths, python)))
         return [shim_step] if any(lib.key == "shim" for lib in libs) else []
     if shim_step.rule.startswith("by-path"):
         findings.append(only_by_path(gen, shim_step))

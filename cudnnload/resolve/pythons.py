@@ -78,6 +78,16 @@ def interpreter_of_process(executable: str, argv: list[str] | tuple[str, ...], e
     return executable
 
 
+def venv_sites(python: str) -> list[str] | None:
+    """The site-packages folders of the venv whose interpreter ``python`` is (``PREFIX/bin/python`` under a
+    ``pyvenv.cfg``), as the path names it (a venv's interpreter is a link to the base one); None for another
+    interpreter, whose folders only running it would tell."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    if not os.path.basename(python).startswith("python") or not os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        return None
+    return _site_packages(prefix)
+
+
 def python_on_path(environ: Mapping[str, str] | None = None, *, outside: str | None = None) -> str | None:
     """The first ``python3`` (then ``python``) on ``PATH`` that is not inside ``outside`` (a tool environment);
     None when there is none."""
