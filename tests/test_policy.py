@@ -517,18 +517,3 @@ def test_programs_found_by_doctor_without_setuid_have_no_origin_finding(syntheti
     resolved = resolve_target(str(program), environ=BASE_ENVIRON)
     assert resolved.install is not None and not codes(list(resolved.findings), ORIGIN_IN_SETUID)
     assert glob.glob(str(tmp_path / "lib" / "libcudnn.so.9"))
-
-
-def test_a_relative_entry_is_kept_as_its_folder_only_when_nothing_else_fails() -> None:
-    from cudnnload.codes import Code, SubjectKind
-    from cudnnload.judge.policy import kept_when_whole
-    from cudnnload.verdicts import ActionKind, Fix, Subject, remove_entry, set_variable
-
-    written = set_variable("LD_LIBRARY_PATH", "/work/lib")
-    keep = Finding(Code.UNTRUSTED_LIBRARY, "u", Subject(SubjectKind.FILE, "lib/libcudnn.so.9"),
-                   Fix((written,), None, (remove_entry("LD_LIBRARY_PATH", "lib"),)))
-    other = Finding(Code.MISSING_DEPENDENCY, "d", Subject(SubjectKind.FILE, "lib/libcudnn_graph.so.9"), Fix())
-    assert kept_when_whole([keep]) == (keep,)  # what it loads works: keep it, written as the folder it names
-    said, _ = kept_when_whole([keep, other])
-    assert [a.do for a in said.fix.actions] == [ActionKind.ENV_REMOVE_ENTRY]
-    assert [a.do for a in said.fix.alternatives] == [ActionKind.ENV_SET]

@@ -30,7 +30,6 @@ from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import aborts_without_driver, predict_install
 from cudnnload.judge.judged import Judged, JudgedInventory
-from cudnnload.judge.policy import kept_when_whole
 from cudnnload.judge.preload import preload_findings
 from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which
@@ -204,7 +203,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         if asked is not None and running else ()
     findings = [*whole, *findings]
     # what a wheel put back will meet, with it; a shared entry's removal, for this target alone
-    findings = list(scoped(ahead(kept_when_whole(findings), env, resolved.ctx), env, resolved.ctx))
+    findings = list(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx))
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",

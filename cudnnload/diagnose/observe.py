@@ -28,7 +28,6 @@ from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.diagnose.scoped import scoped
-from cudnnload.judge.policy import kept_when_whole
 from cudnnload.resolve.catalog import classify, generation
 from cudnnload.resolve.mapped import is_cuda_family
 
@@ -311,7 +310,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
                 not own or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
     # what a wheel put back meets, with it; a shared entry's, for it alone
-    final = scoped(ahead(kept_when_whole(final), env), env)
+    final = scoped(ahead(final, env), env)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 

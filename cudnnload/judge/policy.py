@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from cudnnload.codes import ActionKind, Code, SubjectKind
+from cudnnload.codes import Code, SubjectKind
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.linker import LinkerDefaults, LinkerEnv, Requester, expand
 from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, set_variable
@@ -278,25 +278,6 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access,
                              Subject(SubjectKind.FILE, item.path, item.library, variable=item.variable,
                                      entry=item.entry), repair))
     return tuple(found)
-
-
-def kept_when_whole(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    """A relative entry's file is kept by writing the entry as its folder (`_absolute_entry`): the program keeps
-    what it loads, right when that works, wrong when it fails for another reason too (a copy of another release
-    there, a library it lacks). Then taking the entry away comes first, and keeping it is the alternative."""
-    if not any(f.severity is ERROR and f.code is not UNTRUSTED_LIBRARY for f in findings):
-        return tuple(findings)
-    return tuple(_taken_away(f) for f in findings)
-
-
-def _taken_away(finding: Finding) -> Finding:
-    repair = finding.fix
-    if finding.code is not UNTRUSTED_LIBRARY or not repair.actions or not repair.alternatives \
-            or repair.actions[0].do is not ActionKind.ENV_SET \
-            or repair.alternatives[0].do is not ActionKind.ENV_REMOVE_ENTRY:
-        return finding
-    return replace(finding, fix=Fix((repair.alternatives[0],), "it does not load whole from there either",
-                                    (*repair.actions, *repair.alternatives[1:])))
 
 
 def _absolute_entry(path: str, entry: str, search_path: Sequence[str], access: Access) -> Fix:
