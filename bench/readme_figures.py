@@ -51,9 +51,10 @@ def main() -> int:
     parser.add_argument("--machine", default=f"{os.cpu_count()} cores", help="where the run was made")
     args = parser.parse_args()
     counts, seconds = suite(Path(args.log).read_text(errors="replace"))
+    minutes, rest = divmod(round(seconds), 60)  # 537.6 s is 8 min 58 s, not "9 min" and 58 s
     lines = [
-        f"- `make test` on {args.machine}, {time.strftime('%Y-%m-%d')}: {counts} in {seconds / 60:.0f} min "
-        f"{seconds % 60:.0f} s (pytest's own count and time, the downloads already cached).",
+        f"- `make test` on {args.machine}, {time.strftime('%Y-%m-%d')}: {counts} in {minutes} min {rest} s "
+        "(pytest's own count and time, the downloads already cached).",
         f"- Downloads: `make demo` {gigabytes(DEMO):.1f} GB of cuDNN, cuBLAS and NVRTC wheels (plus cudnnload's "
         f"dependencies); `make test` {gigabytes(WHEELS):.1f} GB of test wheels ({len(WHEELS)} wheels), each once.",
     ]
