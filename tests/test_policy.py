@@ -35,6 +35,7 @@ from cudnnload.judge.policy import (
     WRITABLE_LIBRARY,
     WRITABLE_SEARCH_PATH,
     file_findings,
+    lent_loads,
     relative_loads,
     search_path_findings,
     setuid_findings,
@@ -108,9 +109,9 @@ def test_an_empty_ld_library_path_entry_is_the_current_directory(synthetic_dir: 
     [relative] = codes(found, RELATIVE_SEARCH_PATH)
     assert relative.severity == WARNING and "empty entry" in relative.message and str(here) in relative.message
     assert relative.fix.json()["actions"] == [{"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": ""}]
-    lent = relative_loads("/x", [ops_step(ops.path)], cwd=str(here))
-    assert (ops.path, lent) == ("libcudnn_ops.so.9", ("libcudnn_ops.so.9",))
-    assert relative_loads(str(here), [ops_step(ops.path)], cwd=str(here)) == ()  # its own file, found from its folder
+    lent = lent_loads("/x", [ops_step(ops.path)], cwd=str(here))
+    assert (ops.path, relative_loads("/x", lent)) == ("libcudnn_ops.so.9", ("libcudnn_ops.so.9",))
+    assert lent_loads(str(here), [ops_step(ops.path)], cwd=str(here)) == ()  # its own file, found from its folder
 
 
 def ops_step(path: str | None) -> Step:

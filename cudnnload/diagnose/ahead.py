@@ -32,8 +32,15 @@ def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context 
     that would put another folder's cuDNN beside it (the module docstring), in the environment the fix's own
     changes of it leave."""
     added: dict[tuple[Action, ...], tuple[Action, ...]] = {}  # per fix: findings often share one reinstall
-    return tuple(_with(f, added.setdefault(f.fix.actions, _added(f.fix.actions, environ, ctx)))
-                 if any(_installs_cudnn9(a) for a in f.fix.actions) else f for f in findings)
+    out = []
+    for finding in findings:
+        actions = finding.fix.actions
+        if any(_installs_cudnn9(a) for a in actions):
+            if actions not in added:
+                added[actions] = _added(actions, environ, ctx)
+            finding = _with(finding, added[actions])
+        out.append(finding)
+    return tuple(out)
 
 
 def _installs_cudnn9(action: Action) -> bool:

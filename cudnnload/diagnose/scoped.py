@@ -51,8 +51,11 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
 
 def _removed(repair: Fix) -> frozenset[str]:
     """The LD_LIBRARY_PATH entries the fix's actions take away from everyone."""
-    return frozenset(a.entry for a in repair.actions
-                     if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE and a.entry is not None)
+    return frozenset(a.entry for a in repair.actions if _takes_away(a) and a.entry is not None)
+
+
+def _takes_away(action: Action) -> bool:
+    return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE
 
 
 def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
@@ -80,8 +83,7 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
 
 
 def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], why: str) -> Finding:
-    removed = [a for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == _VARIABLE
-               and a.entry in gone]
+    removed = [a for a in finding.fix.actions if _takes_away(a) and a.entry in gone]
     kept: list[Action] = [a for a in finding.fix.actions if a not in removed]
     note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
     return replace(finding, fix=Fix((*kept, run_without(entries, gone)), note, (*removed, *finding.fix.alternatives)))
@@ -89,5 +91,6 @@ def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[s
 
 def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:
     """The program run with LD_LIBRARY_PATH's ``entries`` less ``gone``, for it alone (``env``)."""
-    rest = [text for text in entries if text not in set(gone)]
+    left_out = set(gone)
+    rest = [text for text in entries if text not in left_out]
     return run(["env", f"{_VARIABLE}={':'.join(rest)}"] if rest else ["env", "-u", _VARIABLE])

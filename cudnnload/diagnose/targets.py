@@ -39,7 +39,7 @@ from cudnnload.resolve.discovery import (
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
-from cudnnload.resolve.sources import cudnn_distributions
+from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
 
@@ -183,9 +183,7 @@ def _missing_path(path: str, ctx: Context) -> tuple[JudgedInventory, Fix]:
     folder = os.path.dirname(path)
     access = Access()
     if (stop := access.unreachable(path)) is not None and stop.folder:  # not gone: hidden from this user
-        site = wheel_site(folder)
-        return JudgedInventory(ctx.host, ()), \
-            readable_again(stop, access.user, holder(cudnn_distributions((site,)) if site else (), path))
+        return JudgedInventory(ctx.host, ()), readable_again(stop, access.user, _wheel_holding(path))
     inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else JudgedInventory(ctx.host, ())  # folder gone too
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
@@ -215,6 +213,12 @@ def _wheel_gone(path: str) -> Fix | None:
                note=f"{folder} is gone: the wheel that holds it was uninstalled")
 
 
+def _wheel_holding(path: str) -> Distribution | None:
+    """The pip distribution whose wheel folder holds (or held) the cuDNN file ``path``, from its site's RECORDs."""
+    site = wheel_site(os.path.dirname(path))
+    return holder(cudnn_distributions((site,)), path) if site else None
+
+
 def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
     """A cuDNN library this user cannot reach (a folder on its path not searchable, or the file not readable): what
     a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
@@ -225,8 +229,7 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     blocker = stop.path if stop is not None else path
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    site = wheel_site(os.path.dirname(path))
-    cure = readable_again(stop, access.user, holder(cudnn_distributions((site,)) if site else (), path)) \
+    cure = readable_again(stop, access.user, _wheel_holding(path)) \
         if stop is not None else fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
     error = f"{path}: cannot open shared object file: Permission denied"
     finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "

@@ -74,6 +74,7 @@ def which(
     ``ctx``: the command's context, when it has one (`doctor`); else a process started now in ``environ`` that
     holds what this one has mapped of cuDNN (for no ``consumer``). ``python``: the interpreter whose environment a
     pip fix installs into (none: the fix names no interpreter)."""
+    own = ctx is None  # a context made here is saved here; the command's own, by the command
     if ctx is None:
         mapped = mapped_libraries() if consumer is None else ()
         ctx = context(environ, use_cache=use_cache, loaded={os.path.basename(path): path for path in mapped
@@ -110,7 +111,8 @@ def which(
     findings += untrusted_findings((Mapped(s.path, s.library, s.variable, s.entry) for s in steps
                                     if s.path is not None and not s.path.startswith("/")), access,
                                    ctx.linker.ld_library_path)
-    ctx.cache.save()
+    if own:
+        ctx.cache.save()
     return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cudnnload.codes import Code, Severity, SubjectKind
 from cudnnload.judge.judged import Judged
+from cudnnload.judge.policy import relative_loads
 from cudnnload.resolve.catalog import Release, classify
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.process import Preload
@@ -127,8 +128,8 @@ def _usable(installs: Sequence[Judged], wanted: VersionRange | None, given: bool
 
 def through_relative_entry(install: Judged, given: bool) -> Finding | None:
     """Why load() passes over ``install``: a file it would load came from an empty or relative search-path
-    entry, so it is whatever the folder the program runs in holds (judge.policy.relative_loads, in the verdict)."""
-    paths = ([] if given or install.folder.startswith("/") else [install.folder]) + list(install.verdict.lent)
+    entry, so it is whatever the folder the program runs in holds (judge.policy.relative_loads)."""
+    paths = relative_loads(install.folder, install.verdict.lent, given=given)
     if not paths:
         return None
     own = paths[0] == install.folder

@@ -25,7 +25,7 @@ from cudnnload.judge.consequences import (
     predict,
 )
 from cudnnload.judge.judged import Judged, Verdict
-from cudnnload.judge.policy import Mapped, install_findings, relative_loads, untrusted_findings
+from cudnnload.judge.policy import Mapped, install_findings, lent_loads, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
@@ -102,7 +102,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(
         gen, prediction.loads, shim.path, set(shim.elf.cudnn_functions) if shim.elf else None), ctx)
-    lent = relative_loads(install.folder, install.plan + install.dependencies, cwd=access.cwd, given=True)
+    lent = lent_loads(install.folder, install.plan + install.dependencies, cwd=access.cwd)
     return Judged.of(install, Verdict(said, prediction.expectations, maps, lent))
 
 

@@ -23,7 +23,7 @@ class Verdict:
     # when its dlopen of the shim fails
     maps: tuple[str, ...] = ()
     # the planned loads outside its folder that an empty or relative search-path entry gave, placed from the
-    # current folder of the judgement (`policy.relative_loads`): load() passes over such an install
+    # current folder of the judgement (`policy.lent_loads`): load() passes over such an install
     lent: tuple[str, ...] = ()
 
 

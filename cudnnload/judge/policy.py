@@ -115,13 +115,17 @@ def install_findings(folder: str, found_via: str, files: Sequence[Requester], lo
     return tuple(found)
 
 
-def relative_loads(folder: str, loads: Iterable[Found], *, cwd: str, given: bool = False) -> tuple[str, ...]:
-    """Paths an install would load that an empty or relative search-path entry gave (the linker model joins
-    such an entry to the name, so the path stays relative): its own files when its folder is relative,
-    unless ``given`` (the caller named it), and every planned load with a relative path outside its own
-    folder (one inside is the file the install has anyway; ``cwd``, the current folder, places it)."""
-    found = [] if given or folder.startswith("/") else [folder]
-    return (*found, *(load.path for load in _lent(folder, loads, cwd) if load.path is not None))
+def lent_loads(folder: str, loads: Iterable[Found], *, cwd: str) -> tuple[str, ...]:
+    """Paths of the planned loads outside the install's ``folder`` that an empty or relative search-path entry
+    gave (the linker model joins such an entry to the name, so the path stays relative; one inside the folder is
+    the file the install has anyway; ``cwd``, the current folder, places it)."""
+    return tuple(load.path for load in _lent(folder, loads, cwd) if load.path is not None)
+
+
+def relative_loads(folder: str, lent: Sequence[str], *, given: bool = False) -> tuple[str, ...]:
+    """Paths an install would load that an empty or relative search-path entry gave: its own files when its
+    folder is relative, unless ``given`` (the caller named it), then what such an entry lent it (`lent_loads`)."""
+    return (*(() if given or folder.startswith("/") else (folder,)), *lent)
 
 
 def _lent(folder: str, loads: Iterable[Found], here: str) -> list[Found]:
