@@ -383,3 +383,16 @@ def test_onnxruntime_has_no_build_version_so_only_the_major_counts() -> None:
     ort = consumer("onnxruntime", None, needs=(Need("libcudnn.so.9", "/site/onnxruntime/capi/p.so"),))
 
     assert consumer_findings(ort, Release(9, 0, 0), 9) == ()
+
+
+def test_a_framework_that_finds_no_cudnn_gets_the_wheel_it_pins_into_its_own_site() -> None:
+    """Nothing on its path holds a cuDNN: the wheel it always requires, by the site's interpreter; every file
+    rewritten when a version it allows is installed (its folder is not what pip put there); none for an extra's."""
+    from cudnnload.judge.frameworks import pinned_cudnn
+
+    fresh = pinned_cudnn(consumer(pins=(pin("==9.1.0.70"),)), "/venv/bin/python")
+    assert fresh is not None and (fresh.requirements, fresh.options, fresh.target, fresh.python) == (
+        ("nvidia-cudnn-cu12==9.1.0.70",), (), "/site", "/venv/bin/python")
+    again = pinned_cudnn(consumer(pins=(pin("==9.1.0.70", "9.1.0.70"),)), "/venv/bin/python")
+    assert again is not None and again.options == ("--force-reinstall", "--no-deps")
+    assert pinned_cudnn(consumer(pins=(pin("<10", extras=("cuda",)),)), None) is None

@@ -346,3 +346,25 @@ def test_a_wheel_folder_this_user_cannot_search_is_opened_then_put_back_whole() 
     elsewhere = readable_again(Unreachable("/opt/app/lib", True, 0, "root"), 65534, wheel)
     assert [a.do for a in elsewhere.actions] == [ActionKind.CHMOD]  # a folder no RECORD lists files in
 
+
+
+def test_a_wheel_folder_on_ld_library_path_whose_wheel_is_gone_gets_it_back_by_its_venvs_python(
+        tmp_path: Path) -> None:
+    """A program of no Python, pointed by LD_LIBRARY_PATH at a venv's nvidia/cudnn/lib whose wheel was uninstalled
+    (leftovers only): cuDNN goes back into that venv's site by that venv's interpreter, never a bare `python`."""
+    from cudnnload.diagnose.which import not_found_fix
+    from cudnnload.resolve.catalog import GENERATIONS
+    from cudnnload.resolve.discovery import context
+
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    lib = site / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("#!/bin/sh\n")
+    (venv / "bin" / "python").chmod(0o755)
+    said = not_found_fix(GENERATIONS[9], context({"PATH": "/usr/bin", "LD_LIBRARY_PATH": str(lib)}), [], None)
+    [action] = said.actions
+    assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
+    assert action.requirements[0].startswith("nvidia-cudnn-cu")

@@ -94,6 +94,26 @@ def test_a_wheel_put_back_takes_away_what_would_put_another_folders_cudnn_beside
     assert ahead([gone], {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "plain")}) == (gone,)
 
 
+def test_a_wheel_put_back_takes_away_an_entry_that_answers_its_shims_own_names(tmp_path: Path) -> None:
+    """The shim of the release a fix puts back is not on disk yet: 9.0's opens graph and ops with DT_RUNPATH
+    (after LD_LIBRARY_PATH), 9.28's with DT_RPATH (before it). An entry holding copies of graph and ops (no engine
+    library) is taken away with the reinstall, whichever release it is (measured: the 9.0 wheel put back under
+    such an entry maps cuDNN from two folders, fix differential case 1-122)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.ahead import ahead
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install
+
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    copies = folder_of(W90, tmp_path / "copies", only=("libcudnn_graph.so.9", "libcudnn_ops.so.9"))
+    reinstall = pip_install(["nvidia-cudnn-cu12==9.0.0.312"], options=["--force-reinstall"], target=str(site))
+    mixed = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(site / "nvidia/cudnn/lib/libcudnn.so.9")),
+                    fix(reinstall))
+    [said] = ahead([mixed], {**BASE, "LD_LIBRARY_PATH": str(copies)})
+    assert [a.json() for a in said.fix.actions] == [
+        reinstall.json(), {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(copies)}]
+
+
 def test_removals_of_one_fix_are_judged_together_and_none_is_worse_than_a_doubtful_cudnn(tmp_path: Path) -> None:
     """A fix that takes two entries away: programs asking by name get a cuDNN the model doubts (a sub-library
     missing) through the first; without both entries they would get none. Alone, neither removal takes anything

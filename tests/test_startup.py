@@ -174,9 +174,30 @@ def test_sitecustomize_that_loads_cudnn_is_named_as_the_cause(venv: Callable[...
     found = observe(python, env, cwd=str(work))
     agrees(found, env, work)
     assert found.customize[0].file == str(site / "sitecustomize.py")
-    assert mapped_by(found, graph()) == Source("sitecustomize", str(site / "sitecustomize.py"))
+    # the line whose call mapped it, which a fix can take out alone (the module still compiles without it)
+    assert mapped_by(found, graph()) == Source("sitecustomize", str(site / "sitecustomize.py"), 2, loads(graph()))
     assert found.path[1].path == str(tmp_path / "front")  # before the stdlib: put there by sitecustomize
     assert found.path[1].source == Source("sitecustomize", str(site / "sitecustomize.py"))
+
+
+def test_a_sitecustomize_line_is_named_only_when_it_can_go_alone(venv: Callable[..., tuple[str, Path]],
+                                                                 env: dict[str, str], work: Path) -> None:
+    """The only statement of a block cannot be taken out alone (the module would not compile): the module is named,
+    and a fix says the code in words (judge.fixes.undo)."""
+    from cudnnload.judge.fixes import undo
+    from cudnnload.resolve.process import Preload
+
+    python, site = venv()
+    (site / "sitecustomize.py").write_text(f"import sys\nif sys:\n    {loads(graph())}\n")
+    found = observe(python, env, cwd=str(work))
+    assert mapped_by(found, graph()) == Source("sitecustomize", str(site / "sitecustomize.py"))
+    said = undo(Preload(graph(), graph(), None, cause=mapped_by(found, graph())))
+    assert said is not None and said.do.value == "manual"
+    (site / "sitecustomize.py").write_text(f"import sys\nif sys:\n    pass\n    {loads(graph())}\n")
+    cause = mapped_by(observe(python, env, cwd=str(work)), graph())
+    assert cause == Source("sitecustomize", str(site / "sitecustomize.py"), 4, f"    {loads(graph())}")
+    said = undo(Preload(graph(), graph(), None, cause=cause))
+    assert said is not None and (said.do.value, said.line) == ("remove-line", f"    {loads(graph())}")
 
 
 def test_a_pth_processed_by_sitecustomize_is_the_innermost_cause(
@@ -208,7 +229,7 @@ def test_usercustomize_runs_only_where_the_user_site_is_on(flags: tuple[str, ...
     assert (found.user_site.why, found.user_site.enabled) == (why, why == "enabled")
     if why == "enabled":
         assert found.customize[1].file == str(where / "usercustomize.py")
-        assert mapped_by(found, graph()) == Source("usercustomize", str(where / "usercustomize.py"))
+        assert mapped_by(found, graph()) == Source("usercustomize", str(where / "usercustomize.py"), 1, loads(graph()))
         assert by_path(found, str(where)).kind == "user-site"
     else:
         assert found.customize[1].file is None and mapped_by(found, graph()) is None

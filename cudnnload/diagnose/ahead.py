@@ -3,11 +3,13 @@
 A fix that puts a cuDNN 9 wheel back (``pip install --force-reinstall`` of a damaged or uninstalled one) is judged
 by the model only as far as its files go: they are not there yet. Its graph library opens the engine and heuristic
 libraries by name, searching with its DT_RUNPATH ``$ORIGIN`` (every cuDNN 9 wheel's, cudnn-facts §1), which glibc
-reads after ``LD_LIBRARY_PATH``; and whatever ``LD_PRELOAD`` maps is in the process before the wheel's shim. So an
-``LD_LIBRARY_PATH`` entry that answers those names, or an ``LD_PRELOAD`` entry of a cuDNN library outside the wheel's
-folder, puts a second folder's cuDNN beside the reinstalled one: the model resolves the names from the wheel's folder
-as the graph there will, and the entries that would answer go with the install, in the same fix (`scoped` then
-says an entry others need for this program alone).
+reads after ``LD_LIBRARY_PATH``; its shim opens graph, ops, cnn and adv by name with ``$ORIGIN`` as DT_RPATH in the
+releases seen from 9.24 on (read before ``LD_LIBRARY_PATH``) but as DT_RUNPATH in 9.0 (read after it): the shim of a
+release that is not on disk yet is taken as the weaker of the two. And whatever ``LD_PRELOAD`` maps is in the process
+before the wheel's shim. So an ``LD_LIBRARY_PATH`` entry that answers those names, or an ``LD_PRELOAD`` entry of a
+cuDNN library outside the wheel's folder, puts a second folder's cuDNN beside the reinstalled one: the model resolves
+the names from the wheel's folder as its shim and graph there will, and the entries that would answer go with the
+install, in the same fix (`scoped` then says an entry others need for this program alone).
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ def _installs_cudnn9(action: Action) -> bool:
 
 
 def _met(folder: str, ctx: Context) -> tuple[Action, ...]:
-    """The removals of the entries that would answer the graph in ``folder`` before its own folder, or put a
+    """The removals of the entries that would answer the shim or graph in ``folder`` before its own folder, or put a
     cuDNN library of another folder in the process first."""
     gen = GENERATIONS[9]
-    graph = linker.Requester(os.path.join(folder, gen.library("graph").soname), runpath=("$ORIGIN",))
+    openers = {opener: linker.Requester(os.path.join(folder, gen.library(opener).soname), runpath=("$ORIGIN",))
+               for opener in ("shim", "graph")}
     removals: dict[tuple[str, str], Action] = {}
     for lib in gen.libraries:
-        if lib.opened_by != "graph":
+        if lib.opened_by not in openers:
             continue
-        found = linker.resolve(lib.soname, linker.Chain((graph,)), ctx.linker)
+        found = linker.resolve(lib.soname, linker.Chain((openers[lib.opened_by],)), ctx.linker)
         entry = search_entry(found.path, found.rule, ctx.linker) if found.path else None
         if entry is not None and os.path.realpath(os.path.dirname(found.path or "")) != os.path.realpath(folder):
             removals[("LD_LIBRARY_PATH", entry)] = remove_entry("LD_LIBRARY_PATH", entry)

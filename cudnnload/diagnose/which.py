@@ -25,6 +25,7 @@ from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
 from cudnnload.resolve.discovery import Context, Step, context, make_step, requester, wheel_site
 from cudnnload.resolve.mapped import mapped_libraries
+from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.verdicts import Finding, Fix, fix, set_variable
 
@@ -171,7 +172,8 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     gone (a partial uninstall, a deleted file), on ``site_paths`` or under a search-path entry (an
     LD_LIBRARY_PATH entry that names a wheel's lib folder): that wheel put back, into the site that holds it;
     else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
-    it anyway); else cuDNN installed (by ``python``'s pip, when given)."""
+    it anyway); else cuDNN installed (by ``python``'s pip, when given; for a program of no Python, into the site of
+    a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter)."""
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
                            *filter(None, (wheel_site(entry) for entry in ctx.linker.ld_library_path
                                           if entry.startswith("/")))])
@@ -192,6 +194,14 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
                 return fix(set_variable("LD_LIBRARY_PATH", value),
                            note=f"the folder of {dist.name} {dist.version}, which no search reaches")
+    if python is None:  # a program of no Python: a wheel's folder it is pointed at is where its cuDNN goes back
+        for entry in ctx.linker.ld_library_path:
+            site = wheel_site(entry) if entry.startswith("/") else None
+            if site is not None and os.path.basename(os.path.dirname(os.path.normpath(entry))) == "cudnn" and \
+                    os.path.isdir(site) and (pip_env := interpreter_of_site(site))[0] is not None:
+                return cudnn_install(gen.major, None, pip_env[0], site=site,
+                                     note=f"{entry} is on LD_LIBRARY_PATH, and the cuDNN wheel it is the folder of "
+                                          "is not installed there")
     return cudnn_install(gen.major, None, python)
 
 

@@ -91,14 +91,15 @@ def removal(source: str, entry: str) -> Action:
 
 def undo(preload: Preload) -> Action | None:
     """What takes an object out of the process before the program starts: its LD_PRELOAD entry removed, the
-    ``.pth`` line that loaded it at Python's start-up removed, or (sitecustomize, usercustomize: code, not a line)
-    said in words; None for what nothing named put there."""
+    ``.pth`` line that loaded it at Python's start-up removed, the line of sitecustomize or usercustomize whose
+    call loaded it removed (when start-up's observation found one that can go alone), or else that code said in
+    words; None for what nothing named put there."""
     if preload.entry is not None:
         return removal(preload.source, preload.entry)
     cause = preload.cause
     if cause is None or cause.file is None:
         return None
-    if cause.kind == "pth-import" and cause.text:
+    if cause.kind in ("pth-import", "sitecustomize", "usercustomize") and cause.text:
         return remove_line(cause.file, cause.text)
     return manual(f"take out of {cause.file} ({cause.kind}, run at every start of this Python) the code that "
                   f"loads {preload.path}")
@@ -176,11 +177,11 @@ def manual_reinstall(folder: str, major: int, release: Release | None) -> Action
 
 
 def cudnn_install(major: int, cuda: int | None, python: str | None, site: str | None = None,
-                  release: Release | None = None) -> Fix:
+                  release: Release | None = None, note: str | None = None) -> Fix:
     """Install a cuDNN of ``major`` for CUDA ``cuda`` with pip, where a wheel exists; else in words."""
     requirement = cudnn_requirement(major, cuda, release)
     if requirement is not None:
-        return fix(pip_install([requirement], target=site, python=python))
+        return fix(pip_install([requirement], target=site, python=python), note=note)
     if major == 7:
         return fix(manual("cuDNN 7 has no pip wheel: install it from NVIDIA's archive (cudnn-*-v7.*.tgz), conda "
                           "(conda install cudnn=7) or the distribution's libcudnn7 package"))

@@ -24,6 +24,16 @@ def _into(consumer: Consumer, requirements: list[str], python: str | None, again
                     options=("--force-reinstall", "--no-deps") if again else ())
 
 
+def pinned_cudnn(consumer: Consumer, python: str | None) -> Action | None:
+    """The cuDNN wheel ``consumer`` always requires (not through an extra), installed into its own site; every
+    file rewritten when a version it allows is installed already (its folder does not hold what it shipped).
+    None when it pins none."""
+    pin = next((pin for pin in consumer.pins if not pin.extras), None)
+    if pin is None:
+        return None
+    return _into(consumer, [pin.requirement], python, again=pin.installed is not None and pin.allows(pin.installed))
+
+
 def _subject(consumer: Consumer, path: str | None = None) -> Subject:
     return Subject(SubjectKind.CONSUMER, path or consumer.site, name=consumer.label)
 

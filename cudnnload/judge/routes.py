@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
 from cudnnload.judge.fixes import pip_into
-from cudnnload.judge.frameworks import consumer_findings
+from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, decode_version, generation
@@ -135,7 +135,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         # a loader by name on first use (`Route.lazy`) starts without one and fails only where it uses cuDNN
         first = " when it first uses cuDNN (it starts without one)" if route.lazy else ""
         finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN{first}: {route.error or route.how}",
-                          subject, _unreached(route, environ), severity=WARNING if route.lazy else ERROR)
+                          subject, _unreached(route, environ, python), severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
@@ -169,12 +169,13 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     return Served(route, install, release, failing, tuple(findings), frozenset(reached))
 
 
-def _unreached(route: Route, environ: Mapping[str, str]) -> Fix:
+def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> Fix:
     """What gives a framework that finds no cuDNN one: the shim folder on its sys.path that its search does not
     reach, put on LD_LIBRARY_PATH (or loaded by a function its package offers programs: ``preload_dlls()``);
-    else the cuDNN it pins installed."""
+    else the cuDNN it pins installed (`pinned_cudnn`), said in words when it pins none."""
     if route.unsearched is None:
-        return fix(manual(f"install the cuDNN {route.consumer.label} pins"))
+        pinned = pinned_cudnn(route.consumer, python)
+        return fix(pinned) if pinned is not None else fix(manual(f"install the cuDNN {route.consumer.label} needs"))
     value = route.unsearched + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
     note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
     calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]

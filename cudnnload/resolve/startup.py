@@ -362,6 +362,15 @@ def observe(fd, run_site):
             out["pyvenv_cfg"] = path
         return None
 
+    def customize_line():
+        # the line of sitecustomize or usercustomize whose call this is (its innermost frame): a fix takes it out
+        frame = getframe(2)
+        while frame is not None:
+            if frame.f_globals.get("__name__") in ("sitecustomize", "usercustomize"):
+                return (text(frame.f_code.co_filename)[0], frame.f_lineno)
+            frame = frame.f_back
+        return None
+
     def hook(event, args):
         if state["busy"]:
             return
@@ -372,10 +381,11 @@ def observe(fd, run_site):
                 flush()
             if event == "import" and len(args) > 1 and args[1] is not None:  # an extension module, dlopened next
                 flush()
-                state["pending"] = ("import", text(args[0])[0], text(args[1])[0])
+                state["pending"] = ("import", text(args[0])[0], text(args[1])[0], customize_line())
             elif event == "ctypes.dlopen":
                 flush()
-                state["pending"] = ("ctypes.dlopen", None if args[0] is None else text(fsdecode(args[0]))[0], None)
+                state["pending"] = ("ctypes.dlopen", None if args[0] is None else text(fsdecode(args[0]))[0], None,
+                                    customize_line())
             elif event == "compile" and getframe(1).f_code is state["codes"].get("addpackage"):
                 line_starts("import", getframe(1))  # site.addpackage's exec(line): an import line starts
             elif event == "open":
@@ -855,8 +865,29 @@ def _error(cause: int, kind: str, message: str, frames: Sequence[Sequence[Any]],
 
 def _mapped(text: str, source: Source, trigger: Sequence[Any] | None) -> Mapped:
     deleted = text.endswith(_DELETED)
+    at = trigger[3] if trigger and len(trigger) > 3 else None
+    if at is not None and source.kind in ("sitecustomize", "usercustomize"):
+        source = _customize_line(source, at[0], at[1])
     return Mapped(text[:-len(_DELETED)] if deleted else text, source,
                   Trigger(trigger[0], trigger[1], trigger[2]) if trigger else None, deleted)
+
+
+def _customize_line(source: Source, file: str, number: int) -> Source:
+    """``source`` (a customize module) with the line whose call mapped an object, when taking that line out (every
+    line equal to it, as a remove-line fix does) leaves a module that still compiles: a line of its own, not part
+    of a statement that spans lines nor the only statement of a block; else as it was (the code said in words)."""
+    if source.file is not None and os.path.realpath(source.file) != os.path.realpath(file):
+        return source
+    try:
+        with open(file, encoding="utf-8", errors="surrogateescape") as handle:
+            lines = handle.read().splitlines()
+        line = lines[number - 1]
+        compile("\n".join(each for each in lines if each != line) + "\n", file, "exec")
+    except (OSError, IndexError, SyntaxError, ValueError):
+        return source
+    if not line.strip() or line.strip().startswith("#"):
+        return source
+    return Source(source.kind, file, number, line)
 
 
 def _user_site(raw: Mapping[str, Any], letters: frozenset[str], run_site: bool,
