@@ -95,7 +95,8 @@ class Code(_Word):
     FOREIGN_ELF = ("foreign-elf", ERROR, True, "wrong ELF class or machine for this host (32-bit, aarch64 "
                    "on "
                    "x86-64, ...)")
-    SONAME_MISMATCH = ("soname-mismatch", WARNING, False, "the SONAME is not the one the file name promises")
+    SONAME_MISMATCH = ("soname-mismatch", (WARNING, ERROR), False, "the SONAME is not the one the file name "
+                       "promises (an error where a name cuDNN opens leads to another sub-library's file)")
     GLIBC_TOO_OLD = ("glibc-too-old", ERROR, True, "the file needs a newer `GLIBC_x.y` than this machine "
                      "has")
     LIBSTDCXX_TOO_OLD = ("libstdcxx-too-old", ERROR, True, "the file needs a newer `GLIBCXX_`/`CXXABI_` "

@@ -368,3 +368,19 @@ def test_a_wheel_folder_on_ld_library_path_whose_wheel_is_gone_gets_it_back_by_i
     [action] = said.actions
     assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
     assert action.requirements[0].startswith("nvidia-cudnn-cu")
+
+
+def test_a_versioned_name_that_leads_to_another_sub_library_is_an_error_and_goes(tmp_path: Path) -> None:
+    """``libcudnn_adv.so.9.28.0 -> libcudnn_ops.so.9`` (an ``ln -s`` by hand): the shim opens that name before
+    ``libcudnn_adv.so.9`` and gets ops, whose SONAME is not adv's: adv's functions are not there (measured: its
+    check returns 3009, fix differential case 1-274). The name goes; no wheel ships it. Compared with readelf."""
+    import subprocess
+
+    good = folder_of(W928, tmp_path / "good")
+    (good / "libcudnn_adv.so.9.28.0").symlink_to("libcudnn_ops.so.9")
+    read = subprocess.run(["readelf", "-d", str(good / "libcudnn_adv.so.9.28.0")], capture_output=True, text=True)
+    assert "Library soname: [libcudnn_ops.so.9]" in read.stdout
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(good)}, target=str(good / "libcudnn.so.9"), timeout=60)
+    [finding] = [f for f in report.findings if f.code == "soname-mismatch"]
+    assert finding.severity.value == "error" and "gets ops (SONAME libcudnn_ops.so.9), not adv" in finding.message
+    assert [a.json() for a in finding.fix.actions] == [{"do": "delete", "path": str(good / "libcudnn_adv.so.9.28.0")}]

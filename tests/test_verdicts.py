@@ -67,7 +67,7 @@ def test_a_finding_of_a_severity_its_code_never_has_is_refused() -> None:
     with pytest.raises(ValueError, match="never info"):
         Finding(Code.MISSING_SUBLIBRARY, "m", subject, severity=Severity.INFO)
     with pytest.raises(ValueError, match="never error"):
-        Finding(Code.SONAME_MISMATCH, "m", subject, severity=Severity.ERROR)
+        Finding(Code.LDCACHE_STALE, "m", subject, severity=Severity.ERROR)
 
 
 def test_an_error_that_does_not_apply_here_may_be_said_as_a_warning() -> None:

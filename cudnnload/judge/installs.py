@@ -559,10 +559,25 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
     and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file: that
     is what loads. The name goes (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
     own, path = install.file(step.library), step.path
-    if own is None or path is None or path == own.path or not install.release or not step.release \
-            or step.release == install.release:
+    if own is None or path is None or path == own.path:
         return
     listed = any(r.path == path for r in install.records)
+    soname = step.soname
+    expected = generation(install.major).library(step.library).soname
+    if soname and soname != expected and (other := classify(soname)) is not None:
+        # the name leads to another sub-library's file: glibc finds that object loaded already (the same file, or
+        # its SONAME) or loads it, and the functions of step.library are not in it
+        optional = optional_engines(install.major, step.library, install.release)
+        yield Finding(Code.SONAME_MISMATCH, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
+                      f"{posixpath.basename(own.path)}, and gets {other.key} (SONAME {soname}), not {step.library}: "
+                      f"{step.library}'s functions are not there" + ("; graph goes on without it, with fewer engines"
+                                                                     if optional else ""),
+                      Subject(SubjectKind.FILE, path, step.library),
+                      repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"),
+                      severity=WARNING if optional else ERROR)
+        return
+    if not install.release or not step.release or step.release == install.release:
+        return
     yield Finding(Code.MIXED_RELEASE, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
                   f"{posixpath.basename(own.path)}, and gets cuDNN {step.release}'s {step.library}, not this install's "
                   f"{install.release}", Subject(SubjectKind.FILE, path, step.library),

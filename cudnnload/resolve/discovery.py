@@ -87,6 +87,7 @@ class Step:
     # (dl-version.c "version `X' not found (required by Y)"); a provider without any version definitions has none
     lacks: tuple[str, ...] = ()
     undecided: str | None = None  # why the linker model cannot decide this lookup (a glibc it does not know)
+    soname: str | None = None  # the DT_SONAME of the file found (a versioned name may lead to another library's)
 
 
 @dataclass(frozen=True)
@@ -657,7 +658,15 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
         entry, variable = preloaded_by, ctx.preload_source(path)
     trail = condensed_trail(res, ctx.linker.defaults.subdirs)
     return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
-                None if found else res.error, entry, variable, undecided=res.undecided)
+                None if found else res.error, entry, variable, undecided=res.undecided,
+                soname=_soname_of(path, ctx.cache) if path else None)
+
+
+def _soname_of(path: str, cache: ElfCache) -> str | None:
+    try:
+        return cache.inspect(os.path.realpath(path)).soname
+    except (OSError, ElfError):
+        return None
 
 
 def search_entry(path: str, rule: str, env: linker.LinkerEnv) -> str | None:
