@@ -224,3 +224,20 @@ def test_a_header_of_another_cudnn_does_not_name_this_installs_release(tmp_path:
     (include / "cudnn_version.h").write_text(header.format(7, 6, 5))
     install = _only(find([str(lib)], environ=ENV))
     assert install.release == Release(7, 6, 5) and install.release_source == f"{include}/cudnn_version.h"
+
+
+def test_a_library_its_openers_release_never_names_gets_no_step(tmp_path: Path) -> None:
+    """9.0's graph names no engines_tensor_ir and 9.0's shim no ext (their .rodata): a 9.0 folder beside a 9.28
+    one on LD_LIBRARY_PATH is never said to load them from there; 9.28's install plans both."""
+    from cudnnload.diagnose.inventory import judged_install_of
+    from cudnnload.resolve.discovery import context
+    from tests.wheels import lib_folder
+
+    old, new = lib_folder("cu12-9.0.0.312"), lib_folder("cu12-9.28.0.42")
+    ctx = context({"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": f"{old}:{new}"})
+    nine = judged_install_of(str(old / "libcudnn.so.9"), ctx, "test")
+    assert nine is not None and {s.library for s in nine.plan} >= {"ops", "cnn", "adv", "graph", "heuristic"}
+    assert not {"engines_tensor_ir", "ext"} & {s.library for s in nine.plan}
+    assert not [f for f in nine.findings if f.subject.library in ("engines_tensor_ir", "ext")]
+    later = judged_install_of(str(new / "libcudnn.so.9"), context({"PATH": "/usr/bin:/bin"}), "test")
+    assert later is not None and {"engines_tensor_ir", "ext"} <= {s.library for s in later.plan}

@@ -150,3 +150,18 @@ def test_missing_file_error_names_the_path(tmp_path: Path) -> None:
         read_elf(tmp_path / "nope.so")
     assert caught.value.path == str(tmp_path / "nope.so") and "No such file" in caught.value.reason
     assert not os.path.exists(tmp_path / "nope.so")
+
+
+@pytest.mark.parametrize("wheel", ["cu12-9.0.0.312", "cu12-9.28.0.42"])
+def test_the_names_a_shim_or_graph_dlopens_are_those_strings_finds(wheel: str) -> None:
+    """``opens``: the libcudnn_* names in the .rodata of the shim and graph, compared with readelf's dump of it;
+    9.0's graph names no engines_tensor_ir and 9.0's shim no ext, 9.28's both; other files are not read."""
+    folder = lib_folder(wheel)
+    for name in ("libcudnn.so.9", "libcudnn_graph.so.9"):
+        text = subprocess.run(["readelf", "-p", ".rodata", str(folder / name)], capture_output=True,
+                              text=True, errors="replace").stdout
+        assert read_elf(folder / name).opens == tuple(sorted(set(re.findall(r"(libcudnn_[a-z_]+)\.so", text))))
+    newer = wheel.endswith("9.28.0.42")
+    assert ("libcudnn_engines_tensor_ir" in read_elf(folder / "libcudnn_graph.so.9").opens) is newer
+    assert ("libcudnn_ext" in read_elf(folder / "libcudnn.so.9").opens) is newer
+    assert read_elf(folder / "libcudnn_ops.so.9").opens == ()

@@ -607,6 +607,8 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
         # shim's own paths, graph's calls with graph's, plus the executable's RPATH (linker.Chain).
         # Each asks for the names of its own release: a 9.0 graph under a 9.28 shim asks for X.so.9.0.0.
         opener = shim_req if lib.opened_by == "shim" else graph_req
+        if not lib.required and opener is not None and lib.stem not in _opens(opener.path, ctx.cache, lib.stem):
+            continue  # its opener's release never asks for it (9.0's graph and engines_tensor_ir; 9.0's shim, ext)
         names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
         res = linker.resolve_many(names, chain(opener), ctx.linker)
         step = make_step(lib.key, opener.path if opener else None, names, res, folder, ctx)
@@ -620,6 +622,16 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
             graph_req, graph_release = requester(res.path, ctx.cache), step.release or release
         steps.append((lib, step))
     return tuple(steps)
+
+
+def _opens(path: str, cache: ElfCache, stem: str) -> tuple[str, ...]:
+    """The libcudnn_* names the opener's file holds (`ElfInfo.opens`); ``(stem,)`` when they cannot be read, so
+    that an unreadable opener is taken to ask for it."""
+    try:
+        named = cache.inspect(os.path.realpath(path)).opens
+    except (OSError, ElfError):
+        return (stem,)
+    return named or (stem,)
 
 
 def _fallback(key: str, opener: linker.Requester | None, rest: tuple[str, ...], picked: linker.Resolution,

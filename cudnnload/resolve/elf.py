@@ -59,7 +59,10 @@ INSPECTION_LIMIT_S = 5.0
 _NAME_BUDGET = 16 << 20
 # The sections read; the others are only checked to lie in the file.
 _WANTED = frozenset({".dynamic", ".dynsym", ".gnu.version", ".gnu.version_r", ".gnu.version_d",
-                     ".note.gnu.build-id", ".interp", ".nv_fatbin", ".rela.dyn", ".rel.dyn"})
+                     ".note.gnu.build-id", ".interp", ".nv_fatbin", ".rela.dyn", ".rel.dyn", ".rodata"})
+# A cuDNN library that dlopens others by name (the shim, graph): its .rodata holds their names
+_OPENERS = ("libcudnn.so.", "libcudnn_graph.so.")
+_STEM_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz_")
 
 
 @record
@@ -92,6 +95,9 @@ class ElfInfo:
     gpu_code: GpuCode | None
     interpreter: str | None = None  # PT_INTERP (.interp): set for a program, not for a shared library
     cudart_version: int | None = None  # what its cudnnGetCudartVersion returns (12090: CUDA 12.9), read, not run
+    # the libcudnn_* names (stems) in the .rodata of a shim or graph, which dlopens them by name: a library its
+    # release does not name is never asked for (9.0's graph names no engines_tensor_ir); empty: not read
+    opens: tuple[str, ...] = ()
 
     @property
     def version_checks(self) -> tuple[str, ...]:
@@ -337,7 +343,24 @@ def _inspect(path: str, reader: _Reader) -> ElfInfo:
         gpu_code=gpu_code,
         interpreter=_interpreter(reader, by_name.get(".interp")),
         cudart_version=cudart,
+        opens=_opens(reader, by_name.get(".rodata")) if (dynamic.soname or "").startswith(_OPENERS) else (),
     )
+
+
+def _opens(reader: _Reader, rodata: _Section | None) -> tuple[str, ...]:
+    """The stems of the ``libcudnn_*.so`` names in ``.rodata`` (``libcudnn_ops``), sorted."""
+    if rodata is None or rodata.type == SHT_NOBITS or not rodata.size:
+        return ()
+    start, end = reader.contents(rodata)
+    data, found, at = reader.data, set(), start
+    while (at := data.find(b"libcudnn_", at, end)) >= 0:
+        stop = at + len(b"libcudnn_")
+        while stop < end and data[stop] in _STEM_BYTES:
+            stop += 1
+        if data[stop:stop + 3] == b".so" and stop > at + len(b"libcudnn_"):
+            found.add(data[at:stop].decode())
+        at = stop
+    return tuple(sorted(found))
 
 
 def _interpreter(reader: _Reader, interp: _Section | None) -> str | None:
