@@ -265,9 +265,13 @@ def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distribut
     assert report.chosen is None and not report.healthy
     found = next(f for f in report.findings if f.code == "not-found")
     assert found.path == str(shim) and found.severity == "error"
+    # the site lacks what the wheel requires (nvidia-cublas-cu12, as the test's unpacked wheel has no cuBLAS): a
+    # reinstall without its dependencies brings that back too (diagnose/ahead.py)
     assert [a.json() for a in found.fix.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}]
+         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable},
+        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": [], "target": str(site),
+         "python": sys.executable}]
 
 
 def test_a_library_path_in_a_folder_that_is_not_there_stays_a_usage_error(tmp_path: Path) -> None:

@@ -134,3 +134,30 @@ def test_removals_of_one_fix_are_judged_together_and_none_is_worse_than_a_doubtf
     one = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(whole / "libcudnn.so.9")),
                   fix(remove_entry("LD_LIBRARY_PATH", str(whole))))
     assert scoped([one], env) == (one,)  # they keep the first entry's: nothing taken from them
+
+
+def test_a_wheel_put_back_without_its_dependencies_brings_back_what_it_requires_and_its_site_lacks(
+        tmp_path: Path) -> None:
+    """``--force-reinstall --no-deps`` puts the cuDNN wheel back but not nvidia-cublas, which its engines dlopen
+    (measured: the 9.24 wheel put back after cuBLAS was uninstalled aborts in the heuristic, fix differential case
+    1-330): the requirements its installed metadata names that the site lacks go with the reinstall."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.ahead import ahead
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install
+
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n"
+                                   "Requires-Dist: nvidia-cublas-cu12\n")
+    (info / "RECORD").write_text("")
+    reinstall = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=["--force-reinstall", "--no-deps"],
+                            target=str(site), python="/venv/bin/python")
+    damaged = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(site / "nvidia/cudnn/lib")),
+                      fix(reinstall))
+    [said] = ahead([damaged], BASE)
+    assert [a.json() for a in said.fix.actions] == [reinstall.json(), pip_install(
+        ["nvidia-cublas-cu12"], target=str(site), python="/venv/bin/python").json()]
+    (site / "nvidia_cublas_cu12-12.9.1.4.dist-info").mkdir()
+    assert ahead([damaged], BASE) == (damaged,)

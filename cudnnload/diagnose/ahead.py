@@ -22,9 +22,11 @@ from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import applied
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
+from cudnnload.resolve.consumers import installed_names
 from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.resolve.process import preload_entries
-from cudnnload.verdicts import Action, Finding, remove_entry
+from cudnnload.resolve.sources import cudnn_distributions
+from cudnnload.verdicts import Action, Finding, pip_install, remove_entry
 
 _LIB = os.path.join("nvidia", "cudnn", "lib")
 
@@ -72,13 +74,43 @@ def _met(folder: str, ctx: Context) -> tuple[Action, ...]:
 
 
 def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context | None) -> tuple[Action, ...]:
-    """The removals ``actions`` need beside the cuDNN 9 wheels they install, in the environment they leave."""
+    """What ``actions`` need beside the cuDNN 9 wheels they install: the requirements a ``--no-deps`` reinstall
+    leaves missing, and the removals of the entries that would put another folder's cuDNN beside them, in the
+    environment they leave."""
     env: Mapping[str, str] = environ
     for action in actions:  # the variables as the fix itself leaves them
         env, _ = applied(action, env, frozenset())
     then = context(env, cache=ctx.cache if ctx is not None else None)
-    return tuple(dict.fromkeys(removal for action in actions if _installs_cudnn9(action) and action.target
-                               for removal in _met(os.path.join(action.target, _LIB), then) if removal not in actions))
+    wanted = [each for action in actions if _installs_cudnn9(action) and action.target
+              for each in (*_requirements_left_out(action), *_met(os.path.join(action.target, _LIB), then))]
+    return tuple(dict.fromkeys(each for each in wanted if each not in actions))
+
+
+def _requirements_left_out(action: Action) -> tuple[Action, ...]:
+    """A reinstall with ``--no-deps`` puts the wheel back but not what it requires (nvidia-cublas for its engines):
+    the requirements its installed metadata names that its site lacks, installed there by the same interpreter.
+    Nothing when the wheel's metadata is gone too (pip, without ``--no-deps``, would bring them)."""
+    if "--no-deps" not in action.options or action.target is None:
+        return ()
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    wanted = {canonicalize_name(r.split("=")[0].split("<")[0].split(">")[0]) for r in action.requirements}
+    present = installed_names([action.target])
+    missing: list[str] = []
+    for dist in cudnn_distributions((action.target,)):
+        if canonicalize_name(dist.name) not in wanted:
+            continue
+        for text in dist.requires:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if (requirement.marker is None or requirement.marker.evaluate({"extra": ""})) and \
+                    canonicalize_name(requirement.name) not in present:
+                missing.append(str(requirement).split(";")[0].strip())
+    return (pip_install(list(dict.fromkeys(missing)), target=action.target, python=action.python),) if missing \
+        else ()
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:

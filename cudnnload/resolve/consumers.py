@@ -495,6 +495,11 @@ def _installed(paths: Sequence[str]) -> list[_Installed]:
     return found
 
 
+def installed_names(paths: Sequence[str]) -> frozenset[str]:
+    """The canonical names of the distributions installed on ``paths`` (their metadata folders' names)."""
+    return frozenset(each.name for each in _installed(paths))
+
+
 def _egg_info(folder: str) -> tuple[str, str] | None:
     from importlib import metadata
 
