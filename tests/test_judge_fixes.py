@@ -388,3 +388,20 @@ def test_a_versioned_name_that_leads_to_another_sub_library_is_an_error_and_goes
     [finding] = [f for f in report.findings if f.code == "soname-mismatch"]
     assert finding.severity.value == "error" and "gets ops (SONAME libcudnn_ops.so.9), not adv" in finding.message
     assert [a.json() for a in finding.fix.actions] == [{"do": "delete", "path": str(good / "libcudnn_adv.so.9.28.0")}]
+
+
+def test_a_dependency_a_copied_cudnn_cannot_find_is_put_on_the_path_from_the_wheel_that_holds_it(
+        tmp_path: Path) -> None:
+    """A cuDNN copied into a folder pip does not own loses its wheel's RUNPATH ``$ORIGIN/../../cublas/lib``:
+    cuBLASLt is not found. The venv named on LD_LIBRARY_PATH has it in its nvidia/cublas/lib: that folder goes
+    on LD_LIBRARY_PATH (fix differential 1-383: the by-name app aborted in the heuristic), never a bare pip
+    install nor words only."""
+    copy = folder_of(W928, tmp_path / "app" / "lib")
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    wheel = folder_of(W928, site / "nvidia" / "cudnn" / "lib")
+    shutil.copytree(lib_folder(CUBLAS), site / "nvidia" / "cublas" / "lib", copy_function=os.link)
+    env = {**BASE, "LD_LIBRARY_PATH": f"{copy}:{wheel}"}
+    report = doctor(env, target=str(copy / "libcudnn.so.9"), timeout=60)
+    [missing] = [f for f in report.findings if f.code == "missing-dependency" and "libcublasLt" in f.message]
+    assert [a.json() for a in missing.fix.actions] == [
+        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{copy}:{wheel}:{site / 'nvidia/cublas/lib'}"}]

@@ -238,7 +238,7 @@ def _concerns(finding: Finding, install: Judged | None) -> bool:
     if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
         return True
     where = finding.subject.path
-    if where is None or install is None:
+    if where is None or install is None or not where.startswith("/"):  # relative: found by the target's own search
         return True
     files = {install.folder, *install.maps, *(s.path for s in (*install.plan, *install.dependencies) if s.path)}
     return where in files or where.startswith(install.folder.rstrip("/") + "/")

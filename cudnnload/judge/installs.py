@@ -671,7 +671,8 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
         yield Finding(Code.NO_DRIVER, _no_driver(install.major, aborts=False), subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
-    cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair)
+    cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,
+                                                                          step.elsewhere)
     if step.library.startswith(("libcublasLt", "libnvrtc")):
         severity = ERROR if step.library.startswith("libcublasLt") else WARNING
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
@@ -698,12 +699,17 @@ def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host
                   Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry), cure)
 
 
-def _install_dependency(library: str, install: Install, repair: _Repairs) -> Fix:
-    """A dependency put where the install finds it: its pip distribution into the install's site-packages, or (no
-    pip distribution, or a folder pip does not own) what to install, in words."""
+def _install_dependency(library: str, install: Install, repair: _Repairs, elsewhere: str | None = None) -> Fix:
+    """A dependency put where the install finds it: its pip distribution into the install's site-packages; for a
+    folder pip does not own, the wheel folder of this environment that holds it (``elsewhere``) put on
+    LD_LIBRARY_PATH; else what to install, in words."""
     requirement = fixes.dependency_requirement(library)
     if requirement is not None and install.site is not None:
         return fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
+    if elsewhere is not None:
+        folder = posixpath.dirname(elsewhere)
+        return fix(set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),
+                   note=f"{elsewhere} is installed, in a folder this cuDNN's search does not reach")
     return fix(fixes.dependency_manual(library, requirement))
 
 

@@ -88,6 +88,9 @@ class Step:
     lacks: tuple[str, ...] = ()
     undecided: str | None = None  # why the linker model cannot decide this lookup (a glibc it does not know)
     soname: str | None = None  # the DT_SONAME of the file found (a versioned name may lead to another library's)
+    # a dependency not found: a file of that name in a pip wheel's lib folder of a site this environment names (its
+    # LD_LIBRARY_PATH's wheel folders, the install's own site), which the search does not reach
+    elsewhere: str | None = None
 
 
 @dataclass(frozen=True)
@@ -766,7 +769,32 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
                 _dlopened(builtins, nvrtc_req, steps, ctx)
                 if steps[builtins].path is not None and steps[builtins].error is None and "libcuda.so.1" not in steps:
                     _dlopened("libcuda.so.1", nvrtc_req, steps, ctx)
-    return tuple(steps.values())
+    sites = _named_sites(files, ctx)
+    return tuple(replace(step, elsewhere=_in_wheels(step.library, sites)) if step.path is None and sites else step
+                 for step in steps.values())
+
+
+def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
+    """The site-packages folders this environment names: those of the wheel folders on LD_LIBRARY_PATH and of
+    the install's own files."""
+    folders = [*(e for e in ctx.linker.ld_library_path if e.startswith("/")),
+               *(os.path.dirname(c.path) for c in files)]
+    return tuple(dict.fromkeys(site for folder in folders if (site := wheel_site(folder)) and os.path.isdir(site)))
+
+
+def _in_wheels(soname: str, sites: Sequence[str]) -> str | None:
+    """A file named ``soname`` in a pip wheel's ``nvidia/*/lib`` folder of ``sites`` (cuBLAS, NVRTC, the CUDA
+    runtime: what pip ships), the first found."""
+    for site in sites:
+        try:
+            packages = sorted(os.listdir(os.path.join(site, "nvidia")))
+        except OSError:
+            continue
+        for package in packages:
+            path = os.path.join(site, "nvidia", package, "lib", soname)
+            if os.path.isfile(path):
+                return path
+    return None
 
 
 # In every process before anything else: the C library and the loader (libdl, libpthread, librt are part of libc
