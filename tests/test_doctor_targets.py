@@ -298,3 +298,22 @@ def test_a_venv_python_that_finds_no_cudnn_is_told_to_install_it_with_its_own_pi
         pytest.skip("this machine finds a cuDNN 9 for any program (ld.so.cache)")
     pips = [a for a in found[0]["fix"]["actions"] if a["do"] == "pip-install"]
     assert pips and pips[0]["python"] == str(python), found[0]["fix"]
+
+
+def test_a_python_that_an_ld_preload_stops_is_judged_not_refused(tmp_path: Path) -> None:
+    """`doctor --env LD_PRELOAD=X --python P` where X (9.0's ops beside 9.28's graph) stops every program at a
+    symbol lookup: the interpreter's start-up is observed without that entry, and the report says the preload
+    stops it, with the entry's removal (held-out fix differential case 2-400: doctor refused the interpreter)."""
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    os.link(lib_folder("cu12-9.0.0.312") / "libcudnn_ops.so.9", mixed / "libcudnn_ops.so.9")
+    os.link(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9", mixed / "libcudnn_graph.so.9")
+    ops = str(mixed / "libcudnn_ops.so.9")
+    started = subprocess.run([sys.executable, "-c", "pass"], env={**os.environ, "LD_PRELOAD": ops},
+                             capture_output=True, text=True)
+    assert started.returncode == 127 and "symbol lookup error" in started.stderr  # the real loader's account
+    done = cli("doctor", "--json", "--env", f"LD_PRELOAD={ops}", "--python", sys.executable)
+    assert done.returncode == EXIT_PROBLEMS, done.stderr
+    found = [f for f in json.loads(done.stdout)["result"]["findings"] if f["code"] == "preload-cannot-load"]
+    assert len(found) == 1 and found[0]["fix"]["actions"] == [
+        {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": ops}]

@@ -473,10 +473,16 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     interpreter = next((path for path in candidates if os.path.isfile(path) and os.access(path, os.X_OK)), None)
     if interpreter is None:
         raise UsageError("no Python interpreter there", path=python, fix="give a python executable or a venv folder")
+    stops: tuple[Finding, ...] = ()
     try:
         started = observe(interpreter, env, cwd="/")
     except StartupFailed as exc:
-        raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
+        # a preloaded cuDNN library that cannot bind stops the interpreter too: its start-up is observed without
+        # LD_PRELOAD's cuDNN entries (sys.path does not depend on them), and the failure said as theirs
+        seen, stops = _without_preload(interpreter, env, exc)
+        if seen is None:
+            raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
+        started = seen
     executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
     ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify,
@@ -485,4 +491,27 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",
                     python=executable, site_paths=tuple(site_paths))
-    return Resolved(target, ctx, inventory, install, rejected, started=started)
+    if any(p.stops_start for p in ctx.preloads):  # the model's own account of it (judge.preload) is said
+        stops = ()
+    return Resolved(target, ctx, inventory, install, rejected, findings=stops, started=started)
+
+
+def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed
+                     ) -> tuple[Startup | None, tuple[Finding, ...]]:
+    """The interpreter's start-up without the LD_PRELOAD entries that are cuDNN libraries, when it does not start
+    with them, and the error that says so (their removal); (None, ()) when that does not start it either."""
+    written = [entry for entry in re.split(r"[ :]", env.get("LD_PRELOAD", "")) if entry]
+    entries = [entry for entry in written if classify(os.path.basename(entry)) is not None]
+    if not entries:
+        return None, ()
+    kept = " ".join(entry for entry in written if entry not in entries)
+    rest = {k: v for k, v in env.items() if k != "LD_PRELOAD"} | ({"LD_PRELOAD": kept} if kept else {})
+    try:
+        started = observe(interpreter, rest, cwd="/")
+    except StartupFailed:
+        return None, ()
+    subject = Subject(SubjectKind.VARIABLE, entries[0], variable="LD_PRELOAD", entry=entries[0])
+    seen = Consequence("every program started with this LD_PRELOAD", Effect.NO_START, entries[0], message=failed.reason)
+    return started, (Finding(Code.PRELOAD_CANNOT_LOAD, f"{interpreter} does not start with LD_PRELOAD="
+                             f"{env['LD_PRELOAD']} ({failed.reason}); without its cuDNN entries it does", subject,
+                             fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries)), (seen,)),)
