@@ -556,8 +556,9 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
 
 def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str) -> Iterable[Finding]:
     """A name in the install's own folder that its opener tries before the library's own file (cuDNN 9's shim
-    and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file: that
-    is what loads. The name goes (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
+    and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file, or to
+    another sub-library's file (its SONAME says which: ``soname-mismatch``): that is what loads. The name goes
+    (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
     own, path = install.file(step.library), step.path
     if own is None or path is None or path == own.path:
         return
