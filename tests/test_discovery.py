@@ -241,3 +241,23 @@ def test_a_library_its_openers_release_never_names_gets_no_step(tmp_path: Path) 
     assert not [f for f in nine.findings if f.subject.library in ("engines_tensor_ir", "ext")]
     later = judged_install_of(str(new / "libcudnn.so.9"), context({"PATH": "/usr/bin:/bin"}), "test")
     assert later is not None and {"engines_tensor_ir", "ext"} <= {s.library for s in later.plan}
+
+
+def test_a_folder_holding_only_a_link_to_a_shim_takes_its_cuda_from_the_graph_the_search_finds(tmp_path: Path) -> None:
+    """A folder with only ``libcudnn.so.9`` (a link to a wheel's shim, which carries no CUDA runtime constant):
+    its sub-libraries come from where the search finds them, and so does its CUDA major (the graph's
+    cudnnGetCudartVersion), so the cuBLASLt its engines dlopen is looked for (fix differential 1-340: it was not,
+    and the model missed that it cannot be found)."""
+    from cudnnload.diagnose.inventory import judged_install_of
+    from cudnnload.resolve.discovery import context
+    from tests.wheels import lib_folder
+
+    wheel = lib_folder("cu12-9.28.0.42")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "libcudnn.so.9").symlink_to(wheel / "libcudnn.so.9")
+    ctx = context({"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": f"{links}:{wheel}"})
+    install = judged_install_of(str(links / "libcudnn.so.9"), ctx, "test")
+    assert install is not None
+    lt = next((s for s in install.dependencies if s.library == "libcublasLt.so.12"), None)
+    assert lt is not None and lt.path is None  # the test's wheel folder has no cuBLAS beside it

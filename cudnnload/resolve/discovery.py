@@ -464,6 +464,14 @@ def _cuda_major(dist: Distribution | None, files: Sequence[Candidate]) -> int | 
     return None
 
 
+def _cuda_of_graph(steps: Sequence[Step], ctx: Context) -> int | None:
+    """The CUDA major of the graph the plan loads from elsewhere (a folder that holds only a shim, or a link to
+    one: its sub-libraries and their cuBLASLt come from where the search finds them)."""
+    graph = next((step.path for step in steps if step.library == "graph" and step.path and step.error is None), None)
+    info = ctx.elf(graph) if graph else None
+    return info.cudart_version // 1000 if info is not None and info.cudart_version else None
+
+
 def _distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] = ()
                       ) -> Distribution | None:
     """The distribution whose files ``folder`` holds. Two may claim it (cu12 then cu13 installed into one
@@ -518,7 +526,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     steps = () if gen.major == 7 else tuple(
         step for lib, step in plan(gen, shim.path if shim else None, folder, release, ctx)
         if step.path or lib.required or asked_for(lib, shim))
-    cuda = _cuda_major(dist, files)
+    cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
