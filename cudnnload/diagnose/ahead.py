@@ -95,7 +95,7 @@ def _requirements_left_out(action: Action) -> tuple[Action, ...]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    wanted = {canonicalize_name(r.split("=")[0].split("<")[0].split(">")[0]) for r in action.requirements}
+    wanted = {canonicalize_name(Requirement(r).name) for r in action.requirements}
     present = installed_names([action.target])
     missing: list[str] = []
     for dist in cudnn_distributions((action.target,)):

@@ -38,6 +38,7 @@ from cudnnload.resolve.discovery import (
 )
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
+from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
@@ -500,7 +501,7 @@ def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFa
                      ) -> tuple[Startup | None, tuple[Finding, ...]]:
     """The interpreter's start-up without the LD_PRELOAD entries that are cuDNN libraries, when it does not start
     with them, and the error that says so (their removal); (None, ()) when that does not start it either."""
-    written = [entry for entry in re.split(r"[ :]", env.get("LD_PRELOAD", "")) if entry]
+    written = preload_entries(env)
     entries = [entry for entry in written if classify(os.path.basename(entry)) is not None]
     if not entries:
         return None, ()
