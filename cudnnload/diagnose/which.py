@@ -23,7 +23,7 @@ from cudnnload.judge.which import Which, about, not_found, only_by_path, request
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
-from cudnnload.resolve.discovery import Context, Step, context, make_step, requester, wheel_site
+from cudnnload.resolve.discovery import Context, Step, context, make_step, requester, search_path_sites, wheel_site
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
@@ -175,8 +175,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     it anyway); else cuDNN installed (by ``python``'s pip, when given; for a program of no Python, into the site of
     a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter)."""
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
-                           *filter(None, (wheel_site(entry) for entry in ctx.linker.ld_library_path
-                                          if entry.startswith("/")))])
+                           *search_path_sites(ctx.linker.ld_library_path)])
     dists = cudnn_distributions(tuple(sites))
     access = Access()
     listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]

@@ -618,7 +618,7 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
         # shim's own paths, graph's calls with graph's, plus the executable's RPATH (linker.Chain).
         # Each asks for the names of its own release: a 9.0 graph under a 9.28 shim asks for X.so.9.0.0.
         opener = shim_req if lib.opened_by == "shim" else graph_req
-        if not lib.required and opener is not None and lib.stem not in _opens(opener.path, ctx.cache, lib.stem):
+        if not lib.required and opener is not None and lib.stem not in _named_by(opener.path, ctx.cache, lib.stem):
             continue  # its opener's release never asks for it (9.0's graph and engines_tensor_ir; 9.0's shim, ext)
         names = lib.names_tried(release if lib.opened_by == "shim" else graph_release)
         res = linker.resolve_many(names, chain(opener), ctx.linker)
@@ -635,7 +635,7 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
     return tuple(steps)
 
 
-def _opens(path: str, cache: ElfCache, stem: str) -> tuple[str, ...]:
+def _named_by(path: str, cache: ElfCache, stem: str) -> tuple[str, ...]:
     """The libcudnn_* names the opener's file holds (`ElfInfo.opens`); ``(stem,)`` when they cannot be read, so
     that an unreadable opener is taken to ask for it."""
     try:
@@ -785,9 +785,9 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
 def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
     """The site-packages folders this environment names: those of the wheel folders on LD_LIBRARY_PATH and of
     the install's own files."""
-    folders = [*(e for e in ctx.linker.ld_library_path if e.startswith("/")),
-               *(os.path.dirname(c.path) for c in files)]
-    return tuple(dict.fromkeys(site for folder in folders if (site := wheel_site(folder)) and os.path.isdir(site)))
+    found = (wheel_site(os.path.dirname(c.path)) for c in files)
+    return tuple(dict.fromkeys(site for site in (*search_path_sites(ctx.linker.ld_library_path), *found)
+                               if site and os.path.isdir(site)))
 
 
 def _in_wheels(soname: str, sites: Sequence[str]) -> str | None:
@@ -944,6 +944,12 @@ def wheel_site(folder: str) -> str | None:
     if os.path.basename(folder) != "lib" or not os.path.basename(os.path.dirname(folder)).startswith(("cudnn", "cu")):
         return None
     return os.path.normpath(os.path.join(folder, "..", "..", ".."))
+
+
+def search_path_sites(entries: Sequence[str]) -> tuple[str, ...]:
+    """The site-packages folders of the pip wheel folders among search-path ``entries`` (LD_LIBRARY_PATH's),
+    in their order, each once; relative entries name no site."""
+    return tuple(dict.fromkeys(site for entry in entries if entry.startswith("/") and (site := wheel_site(entry))))
 
 
 def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str] | None = None,

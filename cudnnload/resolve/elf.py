@@ -343,11 +343,11 @@ def _inspect(path: str, reader: _Reader) -> ElfInfo:
         gpu_code=gpu_code,
         interpreter=_interpreter(reader, by_name.get(".interp")),
         cudart_version=cudart,
-        opens=_opens(reader, by_name.get(".rodata")) if (dynamic.soname or "").startswith(_OPENERS) else (),
+        opens=_rodata_names(reader, by_name.get(".rodata")) if (dynamic.soname or "").startswith(_OPENERS) else (),
     )
 
 
-def _opens(reader: _Reader, rodata: _Section | None) -> tuple[str, ...]:
+def _rodata_names(reader: _Reader, rodata: _Section | None) -> tuple[str, ...]:
     """The stems of the ``libcudnn_*.so`` names in ``.rodata`` (``libcudnn_ops``), sorted."""
     if rodata is None or rodata.type == SHT_NOBITS or not rodata.size:
         return ()

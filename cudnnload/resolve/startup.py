@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import glob
 import os
 import signal
@@ -879,15 +880,25 @@ def _customize_line(source: Source, file: str, number: int) -> Source:
     if source.file is not None and os.path.realpath(source.file) != os.path.realpath(file):
         return source
     try:
+        stat = os.stat(file)
+    except OSError:
+        return source
+    line = _line_alone(file, number, (stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return source if line is None else Source(source.kind, file, number, line)
+
+
+@functools.lru_cache(maxsize=32)
+def _line_alone(file: str, number: int, stamp: tuple[int, int, int]) -> str | None:
+    """Line ``number`` of ``file`` when the module compiles without it (and it is code), else None. Read and
+    compiled once per version of the file (``stamp``), not once per object one call of it mapped."""
+    try:
         with open(file, encoding="utf-8", errors="surrogateescape") as handle:
             lines = handle.read().splitlines()
         line = lines[number - 1]
         compile("\n".join(each for each in lines if each != line) + "\n", file, "exec")
     except (OSError, IndexError, SyntaxError, ValueError):
-        return source
-    if not line.strip() or line.strip().startswith("#"):
-        return source
-    return Source(source.kind, file, number, line)
+        return None
+    return None if not line.strip() or line.strip().startswith("#") else line
 
 
 def _user_site(raw: Mapping[str, Any], letters: frozenset[str], run_site: bool,
