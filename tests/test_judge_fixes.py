@@ -405,3 +405,80 @@ def test_a_dependency_a_copied_cudnn_cannot_find_is_put_on_the_path_from_the_whe
     [missing] = [f for f in report.findings if f.code == "missing-dependency" and "libcublasLt" in f.message]
     assert [a.json() for a in missing.fix.actions] == [
         {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{copy}:{wheel}:{site / 'nvidia/cublas/lib'}"}]
+
+
+def test_a_wheel_folder_whose_wheel_is_gone_gets_back_the_wheel_its_site_requires(tmp_path: Path) -> None:
+    """``pip uninstall nvidia-cudnn-cu13`` and then another release's shim copied into its folder (fix
+    differential 1-532: the app and torch aborted in cudnnGetVersion): no distribution owns the folder, so it is
+    put back by pip into its own site, by that venv's interpreter, as the wheel its frameworks require (torch's
+    pin), never as words only."""
+    prefix = tmp_path / "venv"
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    lib = folder_of(W928, site / "nvidia" / "cudnn" / "lib", only=("libcudnn.so.9",))
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (prefix / "bin").mkdir()
+    os.symlink(sys.executable, prefix / "bin" / "python")
+    info = site / "torch-2.9.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\nRequires-Dist: "
+                                   "nvidia-cudnn-cu13==9.19.0.56; platform_system == \"Linux\"\n")
+    report = doctor({**BASE}, target=str(lib / "libcudnn.so.9"), timeout=60)
+    assert {"do": "pip-install", "requirements": ["nvidia-cudnn-cu13==9.19.0.56"], "options": [],
+            "target": str(site), "python": str(prefix / "bin" / "python")} in actions(report)
+
+
+def test_a_versioned_name_leading_to_the_same_release_in_another_folder_goes(tmp_path: Path) -> None:
+    """``libcudnn_cnn.so.9.28 -> /elsewhere/libcudnn_cnn.so.9`` of the same release number (fix differential
+    1-437): it loads, and the process maps cuDNN from two folders. The name goes; no wheel ships it."""
+    good = folder_of(W928, tmp_path / "good")
+    other = folder_of(W928, tmp_path / "other")
+    (good / "libcudnn_cnn.so.9.28").symlink_to(other / "libcudnn_cnn.so.9")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(good)}, target=str(good / "libcudnn.so.9"), timeout=60)
+    [finding] = [f for f in report.findings if f.code == "sublibrary-elsewhere"]
+    assert finding.severity.value == "error" and str(other / "libcudnn_cnn.so.9") in finding.message
+    assert [a.json() for a in finding.fix.actions] == [{"do": "delete", "path": str(good / "libcudnn_cnn.so.9.28")}]
+
+
+def test_a_shim_name_stopped_by_an_emptied_wheel_file_gets_the_wheel_put_back(tmp_path: Path) -> None:
+    """``libcudnn.so.9`` found first on LD_LIBRARY_PATH in a wheel's folder, emptied: glibc stops there ("file
+    too short", fix differential 1-440). The wheel is put back; that folder is not added to the path again."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn.so.9").unlink()
+    (lib / "libcudnn.so.9").write_bytes(b"")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(lib)}, target="libcudnn.so.9", timeout=60)
+    [finding] = [f for f in report.findings if f.code == "not-found"]
+    assert [(a.do, a.requirements) for a in finding.fix.actions][0] == (ActionKind.PIP_INSTALL,
+                                                                         ("nvidia-cudnn-cu12==9.28.0.42",))
+    assert not any(a.do is ActionKind.ENV_SET for a in finding.fix.actions)
+
+
+def test_a_release_is_required_with_any_build_of_its_wheel() -> None:
+    from cudnnload.resolve.catalog import Release
+
+    assert cudnn_requirement(9, 12, Release(9, 28, 0)) == "nvidia-cudnn-cu12==9.28.0.*"
+
+
+def test_an_optional_engine_of_another_release_that_stays_mapped_is_an_error() -> None:
+    """9.28's engines_precompiled under 9.24's graph (fix differential 1-519; measured: it loads with RTLD_NOW
+    beside that graph, which then declines it): graph goes on without it, but the process maps two releases'
+    files. One that does not load at all is a warning (graph goes on with fewer engines)."""
+    from cudnnload.judge.consequences import UNLOADABLE, Load
+    from cudnnload.judge.installs import step_findings
+    from cudnnload.resolve.catalog import Release
+    from cudnnload.resolve.discovery import Install, Step
+
+    stray = "/stray/libcudnn_engines_precompiled.so.9"
+    install = Install("/wheel/lib", 9, Release(9, 24, 0), "graph", "path", None, 13, (), (), ())
+    step = Step("engines_precompiled", "/wheel/lib/libcudnn_graph.so.9", ("libcudnn_engines_precompiled.so.9",),
+                stray, "ld-library-path", False, Release(9, 28, 0), entry="/stray", variable="LD_LIBRARY_PATH")
+
+    def severity(stays: bool) -> str:
+        load = Load("engines_precompiled", stray, Release(9, 28, 0), UNLOADABLE, "declined", "engines_precompiled",
+                    stays_mapped=stays)
+        [finding] = step_findings(step, install, loads={"engines_precompiled": load})
+        assert finding.code == "mixed-release"
+        return finding.severity.value
+
+    assert severity(True) == "error" and severity(False) == "warning"

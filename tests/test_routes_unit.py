@@ -355,3 +355,23 @@ def test_the_headline_without_a_finding_reads_the_programs_stderr() -> None:
                             "cannot open shared object file: No such file or directory",))
     line = _headline(seen, [], [], {})  # type: ignore[arg-type]
     assert line.startswith("app exited with status 1 with no cuDNN; its last lines read as: ")
+
+
+def test_a_log_ending_inside_a_lookup_is_a_miss_only_when_the_process_ended_by_itself() -> None:
+    """glibc stops at a file it opened and cannot use ("file too short"): a program's start exits 127 there and
+    the log ends inside that lookup (fix differential 1-440); a process killed at the deadline hung there."""
+    from cudnnload.diagnose.lddebug import parse
+
+    lines = ["7:\tfile=libcudnn.so.9 [0];  needed by /bin/program [0]\n", "7:\tfind library=libcudnn.so.9 [0]; "
+             "searching\n", "7:\t search path=/x\t\t(LD_LIBRARY_PATH)\n", "7:\t  trying file=/x/libcudnn.so.9\n"]
+    log = parse(lines)[7]
+    assert log.missed == () and log.unfinished is not None and log.unfinished.name == "libcudnn.so.9"
+    assert log.stuck_opening == "/x/libcudnn.so.9"
+
+
+def test_a_miss_of_another_major_than_the_library_that_loaded_is_a_miss() -> None:
+    """torch's libcublas.so.13 looked up in vain beside a cuDNN's libcublas.so.12 (fix differential 1-451)."""
+    from cudnnload.diagnose.observe import _stem_major
+
+    assert _stem_major("/a/libcublas.so.12.9.1.4") == ("libcublas", "12")
+    assert _stem_major("libcublas.so.13") == ("libcublas", "13") and _stem_major("libcudnn.so") == ("libcudnn", "")

@@ -76,6 +76,9 @@ class LinkerLog:
     missed: tuple[Missed, ...]
     reused: tuple[Reused, ...]
     last: str  # the last line: what the linker was doing when the log ends
+    # the lookup the log ends inside: a process that was not killed ended there (glibc stops at a file it opened
+    # and cannot use, "file too short", and a program's start then exits 127); one killed hung there
+    unfinished: Missed | None = None
 
     def opened_named(self, prefix: str) -> tuple[Opened, ...]:
         return tuple(o for o in self.opened if os.path.basename(o.path).startswith(prefix))
@@ -183,10 +186,13 @@ class Reader:
 
     def log(self) -> LinkerLog:
         """The log as read so far, the process having ended here."""
-        if _TRYING.match(self.last):
-            self._request = None  # the log ends inside a lookup: it never finished (stuck_opening), not failed
+        unfinished = None
+        if _TRYING.match(self.last) and (request := self._request) is not None:
+            # the log ends inside a lookup: never finished (stuck_opening), or stopped there; not yet a miss
+            unfinished = Missed(request.name, request.requested_by, request.how, tuple(p for p, _, _ in request.tried))
+            self._request = None
         self._close()
-        return LinkerLog(self.pid, tuple(self.opened), tuple(self.missed), tuple(self.reused), self.last)
+        return LinkerLog(self.pid, tuple(self.opened), tuple(self.missed), tuple(self.reused), self.last, unfinished)
 
 
 def read(prefix: str) -> dict[int, LinkerLog]:

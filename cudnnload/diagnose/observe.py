@@ -33,11 +33,12 @@ from cudnnload.resolve.mapped import is_cuda_family
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudnnload.diagnose.remedy import Judge
     from cudnnload.judge.judged import Judged
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.discovery import Context
     from cudnnload.resolve.startup import Startup
-    from cudnnload.verdicts import Finding, Fix
+    from cudnnload.verdicts import Action, Finding, Fix
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
@@ -170,7 +171,14 @@ def observation(ran: Run) -> Observation:
     order = [main] if main else []
     order += [log for pid, log in sorted(logs.items()) if pid != ran.pid]
     libraries = tuple(o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY))
-    missed = tuple(m for log in order for m in log.missed if os.path.basename(m.name).startswith(_FAMILY))
+    # a lookup a log ends inside, at a file that is there, in a process that ended by itself: the linker stopped
+    # at a file it cannot use (a lookup that found nothing ends the same way: the other findings say that one)
+    killed = {k.process.pid for k in ran.killed}
+    ended = () if ran.timed_out or ran.interrupted else tuple(
+        log.unfinished for log in order if log.unfinished is not None and log.pid not in killed
+        and log.unfinished.tried and os.path.isfile(log.unfinished.tried[-1]))  # it stopped at a file it opened
+    missed = tuple(m for m in (*(m for log in order for m in log.missed), *ended)
+                   if os.path.basename(m.name).startswith(_FAMILY))
     reused = tuple(r for log in order for r in log.reused if os.path.basename(r.path).startswith(_FAMILY))
     messages = tuple(line for line in ran.stderr_tail if line.startswith(_CUDNN_LINES))
     errors = tuple(call for call in ran.api if call.level == "E")
@@ -302,12 +310,14 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # the model's whole repair, first, where it has a change to make: where what the run showed has none of its
     # own (none, or only words for a person), or where the repair takes the first error's own change and goes on
     # (the next cause it reveals); not before a library the program stopped for want of
+    # (or where the first error's own change, applied to the model, leaves it failing: a relative entry made
+    # absolute keeps the other release it leads to)
     if first is not None and first not in stopped:
-        whole = _whole_repair(seen, env, program)
+        whole, better = _whole_repair(seen, env, program, first)
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
-                not own or (len(steps) > len(own) and all(a in steps for a in own))):
+                not own or better or (len(steps) > len(own) and all(a in steps for a in own))):
             final = (*whole, *final)
     # what a wheel put back meets, with it; a shared entry's, for it alone
     final = scoped(ahead(final, env), env)
@@ -315,9 +325,11 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
                          tuple(s.use for s in served))
 
 
-def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None) -> tuple[Finding, ...]:
+def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None,
+                  first: Finding) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
-    the shim name it asked for in vain, judged on the model in the program's environment."""
+    the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
+    proves it where it does not prove ``first``'s own change (both changes of the environment only, each judged)."""
     from cudnnload.diagnose.doctor import judge_again, repair
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
@@ -333,14 +345,31 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     target = _asked(own[0]) if own else _shim_name(seen.shims[0].path) if seen.shims else \
         misses[0].name if misses else None
     if target is None:
-        return ()
+        return (), False
     try:
         resolved = resolve_target(target, environ=env, program=program)
         judge = judge_again(target, None, None, False, (), None, (), program)
-        return repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
-                      f"cuDNN ({target})", target, always=True)
+        whole = repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
+                       f"cuDNN ({target})", target, always=True)
+        better = bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
+            _leaves_errors(whole[0].fix.actions, env, judge) is False
+        return whole, better
     except CudnnloadError:
-        return ()  # a target the model cannot read: the findings above say what the run showed
+        return (), False  # a target the model cannot read: the findings above say what the run showed
+
+
+def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Judge) -> bool | None:
+    """Whether the model still finds an error once ``actions`` are made; None when they are not all changes of
+    the environment (the model cannot see the files a change would write)."""
+    from cudnnload.diagnose.remedy import ENVIRONMENT, applied
+
+    if not actions or any(a.do not in ENVIRONMENT for a in actions):
+        return None
+    changed: Mapping[str, str] = dict(env)
+    unstarted: frozenset[tuple[str, str]] = frozenset()
+    for action in actions:
+        changed, unstarted = applied(action, changed, unstarted)
+    return any(f.severity == "error" for f in judge(changed, unstarted))
 
 
 def _strays_said() -> Fix:
@@ -835,15 +864,22 @@ def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
     """cuDNN libraries, and the CUDA libraries beside them (cuBLAS, NVRTC: `mapped.is_cuda_family`),
     looked up in vain under every name tried (the v9 shim tries X.so.9.28.0, X.so.9.28, X.so.9, X.so: a name that
     fails before one that works is no failure), by library stem."""
-    found = {os.path.basename(o.path).split(".so")[0] for o in seen.libraries} | {
-        os.path.basename(r.path).split(".so")[0] for r in seen.reused}
+    found = {_stem_major(o.path) for o in seen.libraries} | {_stem_major(r.path) for r in seen.reused}
     failed: dict[str, list[lddebug.Missed]] = {}
     for miss in seen.missed:
-        stem = os.path.basename(miss.name).split(".so")[0]
-        # the driver's libcuda missing is the no-driver finding's, said once there
-        if is_cuda_family(miss.name) and stem != "libcuda" and stem not in found:
+        stem, major = _stem_major(miss.name)
+        # the driver's libcuda missing is the no-driver finding's, said once there; a name of another major than
+        # the one that loaded is another library (torch's libcublas.so.13 beside a cuDNN's libcublas.so.12)
+        served = any(s == stem and (m == major or not m or not major) for s, m in found)
+        if is_cuda_family(miss.name) and stem != "libcuda" and not served:
             failed.setdefault(stem, []).append(miss)
     return failed
+
+
+def _stem_major(path: str) -> tuple[str, str]:
+    """``libcublas.so.12.9.1`` -> ("libcublas", "12"); an unversioned name's major is ""."""
+    stem, _, version = os.path.basename(path).partition(".so")
+    return stem, version.lstrip(".").split(".")[0]
 
 
 _NESTED = ("/glibc-hwcaps/", "/tls", "/x86_64", "/haswell", "/avx512_1")

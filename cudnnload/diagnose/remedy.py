@@ -26,7 +26,7 @@ Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Findi
 
 _FILES = (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL, ActionKind.DELETE, ActionKind.RELINK, ActionKind.CHMOD)
 ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
-_ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
+ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
 # What a distribution rewritten whole takes care of, for its own files: what is wrong with one of them
 _REWRITTEN = frozenset({Code.MISSING_FILE, Code.EMPTY_FILE, Code.TRUNCATED, Code.NOT_ELF, Code.DAMAGED_ELF,
                         Code.UNREADABLE, Code.BROKEN_SYMLINK, Code.NOT_A_REGULAR_FILE, Code.SYMLINK_LOOP,
@@ -70,7 +70,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             later += [str(a) for a in first.fix.actions]
             continue
         actions += steps
-        changes = [a for a in steps if a.do in _ENVIRONMENT]
+        changes = [a for a in steps if a.do in ENVIRONMENT]
         if changes:
             for action in changes:
                 env, unstarted = applied(action, env, unstarted)

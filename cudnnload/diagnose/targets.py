@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.diagnose.inventory import find, judged_install_of
 from cudnnload.diagnose.scoped import run_without
 from cudnnload.diagnose.which import consumer_generations, holder, not_found_fix, shim_for
@@ -334,11 +334,15 @@ def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence
 
 
 def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: linker.Resolution) -> Fix:
-    """A shim name whose search (``res``) gets nothing that loads: the LD_LIBRARY_PATH entry of the file that
-    stops it removed, where the search then gets a whole cuDNN; else as for a name not found."""
+    """A shim name whose search (``res``) gets nothing that loads: the file that stops it put right where its
+    install's finding has a change for it (a wheel's emptied shim: the wheel put back); else that file's
+    LD_LIBRARY_PATH entry removed, where the search then gets a whole cuDNN; else as for a name not found."""
     lib = classify(os.path.basename(name))
+    own = _installed_path_fix(res.path, ctx) if res.path and res.error and os.path.lexists(res.path) else None
+    if own is not None and any(a.do is not ActionKind.MANUAL for a in own.actions):
+        return own
     repair = _shadow_fix(name, chain, ctx, res.path, res.rule) if res.path else None
-    return repair or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx)
+    return repair or own or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx)
 
 
 def unopened_fix(name: str, chain: linker.Chain | None, ctx: Context) -> Fix | None:

@@ -35,8 +35,8 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
     if cuda not in majors:
         return None
     name = f"nvidia-cudnn-cu{cuda}"
-    if release is not None:
-        return f"{name}=={release}"
+    if release is not None:  # a wheel's version has a fourth part, its build: 9.28.0.42 is a 9.28.0
+        return f"{name}=={release}.*"
     return f"{name}>={major},<{major + 1}"
 
 

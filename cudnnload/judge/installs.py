@@ -74,9 +74,10 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     # what only a shim of another release asks for (ext, of a 9.28 shim over 9.0's folder) is that shim's
     # finding, not one more missing library
     only_asked = {lib.key for lib in gen.sublibraries if not lib.required} if stray_shim is not None else set()
+    prediction = predict_install(install, ctx)
     for step in install.plan:
         if step.library not in only_asked or step.path is not None:
-            findings += step_findings(step, install, repair)
+            findings += step_findings(step, install, repair, prediction.loads)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
     findings += _other_shims(install, ctx, repair)
     doubt = next((step.undecided for step in install.plan + install.dependencies if step.undecided), None)
@@ -84,7 +85,6 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
         findings.append(Finding(Code.LOADER_UNKNOWN, doubt, Subject(SubjectKind.INSTALL, install.folder), NO_FIX))
     if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
-    prediction = predict_install(install, ctx)
     findings += _fallbacks(prediction, install, repair)
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
@@ -243,10 +243,24 @@ class _Repairs:
                        note=f"{', '.join(map(posixpath.basename, self.install.shadowing))}: no file of "
                        f"{' '.join(self.dist)}, named as its release's loaders look first" if self.install.shadowing
                        else None)
+        again = self._wheel_again()  # the folder is where its wheel goes back: the entry may stay
+        if again is not None:
+            return fix(again, note=f"no installed distribution owns {self.install.folder}")
         whole = fixes.manual_reinstall(self.install.folder, self.install.major, self.install.release)
         if self.entry is not None:
             return fix(remove_entry("LD_LIBRARY_PATH", self.entry), alternatives=[whole])
         return fix(whole)
+
+    def _wheel_again(self) -> Action | None:
+        """A pip wheel's folder whose wheel is gone: the wheel its site's frameworks require (else the one of its
+        files' release and CUDA) installed there again, by that site's interpreter (pip writes over what is there)."""
+        install = self.install
+        if install.distribution is not None or install.site is None or install.pip_env[0] is None:
+            return None
+        requirement = install.wanted or fixes.cudnn_requirement(install.major, install.cuda_major, install.release)
+        if requirement is None:
+            return None
+        return fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
 
     def file(self, cand: Candidate) -> Fix:
         """A damaged, missing or foreign file: put back by its distribution when RECORD lists it; a file of
@@ -521,9 +535,12 @@ def _key_of(path: str) -> str | None:
     return lib.key if lib else None
 
 
-def step_findings(step: Step, install: Install, repair: _Repairs | None = None) -> Iterable[Finding]:
+def step_findings(step: Step, install: Install, repair: _Repairs | None = None,
+                  loads: Mapping[str, Load] | None = None) -> Iterable[Finding]:
     """``mixed-release`` or ``sublibrary-elsewhere`` when a planned load leaves the install's folder;
-    ``sublibrary-unloadable`` when the file it would get from there cannot be loaded."""
+    ``sublibrary-unloadable`` when the file it would get from there cannot be loaded. ``loads``: what the
+    prediction says each first dlopen does (an optional engine library of another release that binds to graph
+    loads, and the process maps two releases)."""
     if step.path is None:
         return
     repair = repair or _Repairs(install, None)
@@ -535,8 +552,11 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None) 
     subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
     cure = _stray_fix(step, own, repair)
     via = f"{step.rule}, put in the process by LD_PRELOAD" if step.variable == "LD_PRELOAD" else step.rule
-    # an optional engine library that does not load beside graph: graph goes on without it
-    optional = optional_engines(install.major, step.library, install.release)
+    # an optional engine library that does not load beside graph: graph goes on without it; one that stays mapped
+    # (it binds to graph's symbols; graph then declines another release's) puts a second folder in the process
+    load = (loads or {}).get(step.library)
+    mapped = load is not None and load.asked and load.path == step.path and (load.fails is None or load.stays_mapped)
+    optional = optional_engines(install.major, step.library, install.release) and not mapped
     severity = WARNING if optional else ERROR
     if step.error is not None:
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
@@ -578,6 +598,14 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
                       severity=WARNING if optional else ERROR)
         return
     if not install.release or not step.release or step.release == install.release:
+        real, own_real = step.real_path or path, own.real_path or own.path
+        if posixpath.dirname(real) != posixpath.dirname(own_real):
+            # a release of the same number from another folder (another CUDA's build, another copy): the process
+            # maps cuDNN from two places, and what that folder holds next decides this install's loads
+            yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} opens {posixpath.basename(path)}, a name it tries "
+                          f"before {posixpath.basename(own.path)}, and gets {real}, outside this install",
+                          Subject(SubjectKind.FILE, path, step.library),
+                          repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"))
         return
     yield Finding(Code.MIXED_RELEASE, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
                   f"{posixpath.basename(own.path)}, and gets cuDNN {step.release}'s {step.library}, not this install's "

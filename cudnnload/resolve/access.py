@@ -202,14 +202,20 @@ class Access:
         return FileAccess(path, os.path.realpath(path), self._other_writers(info), info.st_uid,
                           self.user_name(info.st_uid))
 
-    def unreachable(self, path: str) -> Unreachable | None:
+    def unreachable(self, path: str, _hops: int = 0) -> Unreachable | None:
         """What stops this user opening ``path`` (absolute): the first folder on its way it may not search, else
-        the file when it may not read it; None when nothing does (or it is not there)."""
+        the file when it may not read it; None when nothing does (or it is not there). A symbolic link on the way
+        is followed: what stops it is then on its target's way (a link to a file in a folder this user may not
+        search)."""
         parts = os.path.abspath(path).split("/")
         for depth in range(2, len(parts) + 1):
             here = "/".join(parts[:depth])
             folder = depth < len(parts)
             if not os.access(here, os.X_OK if folder else os.R_OK, effective_ids=True):
+                if os.path.islink(here) and _hops < 40:  # (glibc's own limit on links is 40)
+                    target = os.path.realpath(here)
+                    if target != here:
+                        return self.unreachable("/".join([target, *parts[depth:]]), _hops + 1)
                 info = self._stat(here)
                 if info is None:
                     return None

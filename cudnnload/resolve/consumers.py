@@ -500,6 +500,17 @@ def installed_names(paths: Sequence[str]) -> frozenset[str]:
     return frozenset(each.name for each in _installed(paths))
 
 
+def site_pins(site: str) -> tuple[Pin, ...]:
+    """The cuDNN wheels the distributions installed in ``site`` always require (Requires-Dist on nvidia-cudnn-*
+    without an extra, on this platform), each once, in name order: what that environment's frameworks expect in
+    its ``nvidia/cudnn/lib`` folder."""
+    dists = _installed([site])
+    versions = {dist.name: dist.version for dist in dists}
+    pins = (pin for dist in dists if not dist.name.startswith("nvidia-")
+            for pin in _pins(_requires(dist), versions) if not pin.extras)
+    return tuple(dict.fromkeys(pins))
+
+
 def _egg_info(folder: str) -> tuple[str, str] | None:
     from importlib import metadata
 

@@ -34,6 +34,7 @@ from cudnnload.resolve.catalog import (
     generation,
     parse_release,
 )
+from cudnnload.resolve.consumers import site_pins
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
@@ -91,6 +92,7 @@ class Step:
     # a dependency not found: a file of that name in a pip wheel's lib folder of a site this environment names (its
     # LD_LIBRARY_PATH's wheel folders, the install's own site), which the search does not reach
     elsewhere: str | None = None
+    real_path: str | None = None  # ``path`` with its links followed: the file the process maps
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,10 @@ class Install:
     # (``libcudnn_ops.so.9.24.0``, ``.so.9.24``: the shim's and graph's dlopen names, cudnn-facts): they shadow the
     # distribution's own files whatever is reinstalled
     shadowing: tuple[str, ...] = ()
+    # a pip wheel's folder no installed distribution owns (its wheel uninstalled, another's files copied in):
+    # ``site`` and ``pip_env`` are then that folder's site's, and this is the cuDNN wheel the distributions
+    # installed there require (`consumers.site_pins`), when they require one
+    wanted: str | None = None
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -528,11 +534,21 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
         if step.path or lib.required or asked_for(lib, shim))
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
+    site = dist.site if dist else _orphan_site(folder)
+    wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
-                   _records(folder, files, dist, ctx), dist.site if dist else None, opening,
-                   pip_env=interpreter_of_site(dist.site) if dist else (None, ()),
-                   shadowing=_shadowing(folder, dist, release))
+                   _records(folder, files, dist, ctx), site, opening,
+                   pip_env=interpreter_of_site(site) if site else (None, ()),
+                   shadowing=_shadowing(folder, dist, release), wanted=wanted)
+
+
+def _orphan_site(folder: str) -> str | None:
+    """The site-packages folder of a cuDNN wheel's folder (``SITE/nvidia/cudnn/lib``) that no distribution owns,
+    when that site exists: pip installs the wheel back there."""
+    site = wheel_site(folder)
+    owner = os.path.basename(os.path.dirname(os.path.normpath(folder)))
+    return site if site is not None and owner.startswith("cudnn") and os.path.isdir(site) else None
 
 
 def _shadowing(folder: str, dist: Distribution | None, release: Release | None) -> tuple[str, ...]:
@@ -682,7 +698,8 @@ def make_step(key: str, requested_by: str | None, names: tuple[str, ...], res: l
     trail = condensed_trail(res, ctx.linker.defaults.subdirs)
     return Step(key, requested_by, names, path, rule, inside, release, trail, "found" if found else res.outcome,
                 None if found else res.error, entry, variable, undecided=res.undecided,
-                soname=_soname_of(path, ctx.cache) if path else None)
+                soname=_soname_of(path, ctx.cache) if path else None,
+                real_path=os.path.realpath(path) if path else None)
 
 
 def _soname_of(path: str, cache: ElfCache) -> str | None:
