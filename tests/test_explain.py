@@ -504,3 +504,86 @@ def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None
     text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
             "libcudnn.so.8\nUnimplementedError: DNN library is not found.")
     assert ranked(text)[0] not in {"cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path"}
+
+
+# --- readings of what the text shows (issue 32: evidence is the text's, not a report's wording) -------------
+
+@pytest.mark.parametrize("line", [
+    "[06/01/2025-10:00:00] [W] [TRT] TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+    "W0601 10:00:00.123456 4242 gpu_resources.cc:99] The installed Paddle is compiled with CUDNN 8.9, but CUDNN "
+    "version in your machine is 8.6, which may cause serious incompatible bug.",
+    "/opt/app/build.py:40: UserWarning: TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+])
+def test_a_message_on_a_line_its_logger_marks_as_a_warning_is_only_a_warning(line: str) -> None:
+    primary = read(line).primary
+    assert primary is not None and primary.warning
+    assert ranked(line)[0] == "harmless-warning"
+
+
+def test_a_version_warning_followed_by_a_failure_is_read_as_its_cause() -> None:
+    text = ("WARNING: The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
+            "ExternalError: Cudnn error, CUDNN_STATUS_EXECUTION_FAILED at (conv_op.cu:77)")
+    primary = read(text).primary
+    assert primary is not None and primary.kind == "version-older" and primary.warning
+    assert ranked(text)[0] not in ("harmless-warning", "gpu-too-new")
+
+
+def test_a_version_check_the_catalog_knows_gets_the_numbers_of_its_line() -> None:
+    primary = read("The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6").primary
+    assert primary is not None and (primary.built, primary.found, primary.kind) == ("8.9", "8.6", "version-older")
+
+
+@pytest.mark.parametrize(("words", "stated"), [
+    ("CUDNN：8.9.1", (8, 9, 1)),
+    ("CuDNN 7.1.4 on a laptop", (7, 1, 4)),
+    ("$ grep CUDNN_MAJOR -A 2 /usr/include/cudnn_version.h\n#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n"
+     "#define CUDNN_PATCHLEVEL 7", (8, 9, 7)),
+])
+def test_the_cudnn_the_text_says_is_installed_is_read_in_any_spelling_and_from_its_header(
+        words: str, stated: tuple[int, ...]) -> None:
+    assert read(f"RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\n{words}").stated == stated
+
+
+def test_a_header_newer_than_the_cudnn_loaded_points_at_another_copy() -> None:
+    text = ("The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
+            "$ grep CUDNN_MAJOR -A 2 /usr/local/cuda/include/cudnn_version.h\n#define CUDNN_MAJOR 8\n"
+            "#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7")
+    assert ranked(text)[0] == "version-mismatch-shadowed"
+
+
+def test_a_stated_version_is_not_also_the_major_the_program_wants() -> None:
+    """The failing library names no cuDNN major: the stated one is not evidence that the wanted major is there."""
+    text = ('LoadLibrary failed with error 126 "" when trying to load "C:\\app\\onnxruntime_providers_cuda.dll"\n'
+            "I have CUDA 11.8 and cuDNN 8.5.0 installed")
+    reading = read(text)
+    assert reading.wanted is None and reading.cudnn_major == 8
+    cause = next(c for c in explain(text, environ={}).causes if c.family == "installed-not-on-search-path")
+    assert not any("is installed" in evidence for evidence in cause.evidence)
+
+
+@pytest.mark.parametrize(("text", "capability", "too_old"), [
+    ("Failed to initialize cuDNN. My GPU Compute Capability is 2.1", (2, 1), True),
+    ("GPU: NVIDIA Quadro K4000 (computeCapability: 3.0)\ncuDNN 9.1.0\nCUDNN_STATUS_ARCH_MISMATCH", (3, 0), True),
+    ("GPU compute capability: 7.5\nCUDNN_STATUS_ARCH_MISMATCH", (7, 5), False),
+    ("name: Tesla K40c major: 3 minor: 5 memoryClockRate(GHz): 0.745\nCUDNN_STATUS_ARCH_MISMATCH", (3, 5), False),
+])
+def test_a_compute_capability_below_what_cudnn_supports_shows_a_gpu_too_old(
+        text: str, capability: tuple[int, int], too_old: bool) -> None:
+    assert read(text).capability == capability
+    cause = next(c for c in explain(text, environ={}).causes if c.family == "gpu-too-old")
+    assert any("below the" in evidence for evidence in cause.evidence) == too_old
+
+
+def test_a_line_stating_the_gpus_memory_is_not_talk_of_running_out() -> None:
+    text = ("GPU memory: 3.99957 GiB\n"
+            "Unhandled exception: CUDA error: an illegal memory access was encountered (network_cudnn.cc:865)")
+    assert not read(text).has("memory-hint") and ranked(text)[0] != "out-of-memory"
+
+
+@pytest.mark.parametrize("text", [
+    'could not load library "C:\\Users\\u\\.julia\\artifacts\\ab12\\bin\\cudnn_ops_infer64_8.dll"\n│    Access is '
+    'denied.',
+    "OSError: /opt/cudnn/lib/libcudnn_ops.so.9: cannot open shared object file: Permission denied",
+])
+def test_a_library_found_but_refused_access_is_there_but_not_loadable(text: str) -> None:
+    assert first(text)[0] == "unloadable-file"

@@ -234,8 +234,9 @@ def stated_newer_than_found(reading: Reading, signal: Signal) -> str | None:
 
 
 def stated_installed(reading: Reading, signal: Signal) -> str | None:
-    """The text says the cuDNN major the failing program wants is installed."""
-    if reading.stated and reading.cudnn_major and reading.stated[0] == reading.cudnn_major:
+    """The text says the cuDNN major the failing program wants is installed (the messages show the major wanted:
+    a major read from the stated version itself says nothing about what is wanted)."""
+    if reading.stated and reading.wanted and reading.stated[0] == reading.wanted:
         return f"the text says cuDNN {'.'.join(map(str, reading.stated))} is installed"
     return None
 
@@ -306,11 +307,14 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
     return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
 
 
-# The loader found the file but could not load it: Windows error 193 (ERROR_BAD_EXE_FORMAT, "%1 is not a valid
-# Win32 application": a 32-bit or foreign build), glibc's "wrong ELF class", "invalid ELF header", "file too short"
-# (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not recognized" (bfd/bfd.c).
+# The loader found the file but could not load it: Windows error 5 (ERROR_ACCESS_DENIED, "Access is denied": a
+# file without read or execute permission) and glibc's EACCES ("Permission denied"); Windows error 193
+# (ERROR_BAD_EXE_FORMAT, "%1 is not a valid Win32 application": a 32-bit or foreign build), glibc's "wrong ELF
+# class", "invalid ELF header", "file too short" (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not
+# recognized" (bfd/bfd.c).
 _UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
-                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized")
+                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized"
+                         r"|\[WinError 5\]|Access is denied|Permission denied")
 
 
 def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
@@ -324,6 +328,22 @@ def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
 # was built with. A cuDNN library lacking one of another's is two releases mixed (mixed-release).
 _PUBLIC_MISSING = re.compile(r"(?P<needs>[^\s:'\"`()]+): undefined symbol: cudnn[A-Z]\w*(?!\S*, version)"
                              r"|entry point cudnn[A-Z]\w*")
+
+
+# The oldest GPU each cuDNN major runs on, from cuDNN's support matrices: 7.x "Kepler (3.x)" and later; 8.x "SM 3.0
+# and later" (CUDA 10.2 builds; SM 3.5 for CUDA 11); 9.0 "5.0" (Maxwell) and later. No cuDNN ran below 3.0.
+OLDEST_CAPABILITY = {7: (3, 0), 8: (3, 0), 9: (5, 0)}
+
+
+def capability_too_old(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a compute capability below the oldest the text's cuDNN major (any cuDNN, when it shows no
+    major) supports."""
+    have, major = reading.capability, reading.cudnn_major
+    oldest = OLDEST_CAPABILITY.get(major or 0, (3, 0))
+    if have is None or have >= oldest:
+        return None
+    return (f"compute capability {have[0]}.{have[1]}, below the {oldest[0]}.{oldest[1]} that "
+            f"{f'cuDNN {major}' if major else 'every cuDNN'} needs")
 
 
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
@@ -376,8 +396,10 @@ RULES: tuple[Rule, ...] = (
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
          "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
-    Rule("zlib-missing", -3, "the file was found: it is there, but not loadable", found_not_loadable),
-    Rule("cudnn-not-installed", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    # a cause whose file is absent from where the loader looks (or of another major) cannot have found it
+    *(Rule(family, -3, "the file was found: it is there, but not loadable", found_not_loadable)
+      for family in ("zlib-missing", "cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
+                     "sublibrary-missing", "wrong-cudnn-major")),
     Rule("runtime-older-than-build", 2.5, "a program needs a public cuDNN function that the cuDNN loaded lacks: an "
          "older release than the program was built with", public_function_missing,
          ("symbol-mismatch", "api-missing")),
@@ -464,6 +486,7 @@ RULES: tuple[Rule, ...] = (
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
     Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
+    Rule("gpu-too-old", 3, "the GPU is older than cuDNN supports", capability_too_old),
     Rule("gpu-too-old", 1.5, "the text names an old GPU", clue("gpu-old-name")),
     Rule("gpu-too-new", 3, "the build has no kernel image for this GPU", clue("no-kernel-image")),
     Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),

@@ -204,8 +204,10 @@ def _could_not_load_library(found: re.Match[str]) -> Signal | None:
     library = found.group("lib")
     error = found.group("error") or (f"error code {found.group('code')}" if found.group("code") else None)
     after = found.string[found.end():found.end() + 200]
-    if error is None and (windows := re.match(r"\s*(The specified (?:module|procedure) could not be found)", after)):
-        error = windows.group(1)  # Julia, Python: the Windows message on the next line
+    # Julia, Python: the Windows message on the next line (Julia's ConsoleLogger starts it with "│")
+    if error is None and (windows := re.match(r"[\s│]*(The specified (?:module|procedure) could not be found|Access "
+                                              r"is denied)", after)):
+        error = windows.group(1)
     return _load_signal("could-not-load-library", found, "the cuDNN 8 shim (libcudnn.so.8, cudnn64_8.dll) before "
                         "it aborts; Julia's and other loaders' dlopen", library, error,
                         f"{library} could not be loaded" + (f": {error}" if error else ""))
@@ -720,7 +722,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("julia", r"\.julia[/\\]|\bjulia>|CUDA\.jl|\bFlux\b"),
     ("out-of-memory", r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|\bOOM\b|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED"
                       r"|failed to allocate"),
-    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|GPU memory|gpu memory|allow_growth|memory growth|PREALLOCATE|"
+    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out
+    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
+                    r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
                     r"reserve[sd]? [^\n]*memory"),
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
@@ -728,8 +732,7 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|--gpus all|NVIDIA-SMI has failed"),
-    ("gpu-too-old", r"cuda capability (?:sm_)?[1-5]\.?\d\b|(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports "
-                    r"this GPU|compute capability (?:of )?[1-5]\.\d|\bsm_[1-5]\d\b|\bKepler\b|\bFermi\b"),
+    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU|\bKepler\b|\bFermi\b"),
     ("gpu-old-name", r"\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+|\b(?:GT|GTX) ?[4-7]\d\dM?"
                      r"\b|\b6\d\dM\b"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
@@ -819,6 +822,8 @@ class Reading:
     builds: tuple[Build, ...] = ()  # the framework releases the text names, with the cuDNN major each uses
     stated: tuple[int, ...] | None = None  # the cuDNN version the user says is installed ("cuDNN: 8.1.1")
     paths: tuple[str, ...] = ()  # paths of libraries the text shows (Linux or Windows)
+    capability: tuple[int, int] | None = None  # the GPU's compute capability the text shows
+    wanted: int | None = None  # the cuDNN major the messages show (a library's name, a version check), not stated
 
     @property
     def primary(self) -> Signal | None:
@@ -857,10 +862,13 @@ _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbo
 
 
 def _precedence(signal: Signal) -> int:
-    """A message's rank among the text's: its kind's place in _PRECEDENCE; a warning after every error."""
+    """A message's rank among the text's: its kind's place in _PRECEDENCE; a warning after every error, except a
+    version check's: a program warns that the cuDNN it loaded is not the one it was built with because later
+    calls may fail (Paddle's gpu_resources.cc: "which may cause serious incompatible bug"), so a failure after it
+    is read as its consequence."""
     place = next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
                  len(_PRECEDENCE))
-    return place + (len(_PRECEDENCE) + 1 if signal.warning else 0)
+    return place + (len(_PRECEDENCE) + 1 if signal.warning and not signal.kind.startswith("version-") else 0)
 
 
 # A log that repeats one error thousands of times says no more than its first few.
@@ -937,15 +945,39 @@ def _cuda_version(text: str) -> tuple[int, ...] | None:
     return None
 
 
+# The version a cuDNN header defines, as `grep CUDNN_MAJOR -A 2` prints cudnn.h (cuDNN 7) or cudnn_version.h (8+).
+_HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR\s+(\d+)(?:\s+#define "
+                             r"CUDNN_PATCHLEVEL\s+(\d+))?")
+
+
 def _stated_cudnn(context: str) -> tuple[int, ...] | None:
-    """The cuDNN version the text says is there, outside the messages: "cuDNN: 8.1.1", "cudnn v5.1", "cudnn9",
-    "libcudnn8"."""
-    found = re.search(r"\bcu[Dd][Nn][Nn](?:\s*(?:[Vv]er(?:sion)?|v)\.?)?[:= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
+    """The cuDNN version the text says is there, outside the messages: "cuDNN: 8.1.1", "CUDNN：8.9.1" (a full-width
+    colon), "CuDNN 7.1.4", "cudnn v5.1", "cudnn9", "libcudnn8", or the defines of the cuDNN header it printed."""
+    if (header := _HEADER_VERSION.search(context)):
+        return tuple(int(n) for n in header.groups() if n)
+    found = re.search(r"(?i)\bcudnn(?:\s*(?:ver(?:sion)?|v)\.?)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
                       r"|\blibcudnn(\d)\b", context)
     if not found:
         return None
     numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
     return numbers if numbers and 4 <= numbers[0] <= 9 else None
+
+
+# The GPU's compute capability as programs print it: PyTorch "which is of cuda capability 3.0", TensorFlow 1.x
+# "major: 3 minor: 0", 2.x "computeCapability: 7.5", JAX "has CUDA compute capability 5.2", "sm_35", a person's
+# "Compute Capability is 2.1"; the first one is the device's (a minimum named after it is not).
+_CAPABILITY = re.compile(r"(?i)\b(?:compute|cuda)[ _-]?capability(?:\s+(?:is|of|=))?[\s:=]*(?:sm_?)?(?P<major>\d+)"
+                         r"(?:\.(?P<minor>\d))?\b|\bmajor: (?P<major2>\d+) minor: (?P<minor2>\d+)\b")
+
+
+def _capability(text: str) -> tuple[int, int] | None:
+    found = _CAPABILITY.search(text)
+    if not found:
+        return None
+    major, minor = group(found, "major", "major2") or "", group(found, "minor", "minor2")
+    if minor is None and len(major) == 2:  # sm_35
+        major, minor = major[0], major[1]
+    return (int(major), int(minor or 0)) if 1 <= int(major) <= 12 else None
 
 
 # A library's path: /x/y/libcudnn_ops.so.9, C:\\x\\cudnn_ops64_9.dll
@@ -962,11 +994,14 @@ def read(text: str) -> Reading:
     structured = [(start, _with_entry(signal, start, end, matches)) for start, end, signal in spans]
     known = structured + list(_catalog_signals(text, matches, taken))
     lines = {signal.line for _, signal in known}
-    known += [(pair.start(), _with_entry(signal, *pair.span(), matches)) for pair in _VERSION_PAIR.finditer(text)
-              if _line(pair) not in lines and (signal := _version_pair(pair)) is not None]
+    pairs = [(pair, signal) for pair in _VERSION_PAIR.finditer(text) if (signal := _version_pair(pair)) is not None]
+    numbers = {_line(pair): signal for pair, signal in pairs}
+    known = [(at, _with_numbers(signal, numbers.get(signal.line))) for at, signal in known]
+    known += [(pair.start(), _with_entry(signal, *pair.span(), matches)) for pair, signal in pairs
+              if _line(pair) not in lines]
     if not known and (guess := _unknown_text(text)) is not None:
         known.append((0, guess))
-    found = sorted(((at, _torch_warning(signal)) for at, signal in known),
+    found = sorted(((at, _logged_as_warning(signal)) for at, signal in known),
                    key=lambda item: (_precedence(item[1]), item[0]))
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
@@ -981,19 +1016,37 @@ def read(text: str) -> Reading:
     ort = re.search(r"Require cuDNN (\d+)\.\*", text)
     lines = {signal.line for signal in unique}
     stated = _stated_cudnn("\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in lines))
-    major = majors[0] if majors else int(ort.group(1)) if ort else (
-        stated[0] if stated and stated[0] in (7, 8, 9) else None)
+    wanted = majors[0] if majors else int(ort.group(1)) if ort else None
+    major = wanted or (stated[0] if stated and stated[0] in (7, 8, 9) else None)
     frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
                               key=lambda name: text.find(next(c.quote for c in clues if c.name == name))))
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
-                   stated, paths)
+                   stated, paths, wanted=wanted, capability=_capability(evidence))
 
 
-def _torch_warning(signal: Signal) -> Signal:
-    """A status in a PyTorch warning is not the failure: torch/csrc/Exceptions.cpp (PyWarningHandler) turns a
-    TORCH_WARN into a Python warning ending in "(Triggered internally at FILE:LINE.)", which errors never carry."""
-    return replace(signal, warning=True) if "(Triggered internally at" in signal.line else signal
+# The severity a logger writes at the start of a line, or a warning's own words on it: TensorRT's logger "[W] "
+# (samples/common/logger.h, Severity::kWARNING); ONNX Runtime's "[W:onnxruntime:" (core/common/logging/sinks/
+# ostream_sink.cc); glog and absl "W0604 12:34:56.789012 " (TensorFlow, XLA, Paddle, Caffe: the first letter is the
+# severity); TensorFlow's tsl logging "2024-01-01 12:00:00.000000: W "; Python's warnings module "...: UserWarning: "
+# (Lib/warnings.py, formatwarning) and logging's "WARNING:name:" (logging.BASIC_FORMAT); Julia's "┌ Warning:";
+# PyTorch's TORCH_WARN, which torch/csrc/Exceptions.cpp (PyWarningHandler) ends in "(Triggered internally at
+# FILE:LINE.)", which errors never carry.
+_WARNING_LINE = re.compile(r"\[W\] |\[W:|\[WARN(?:ING)?\]|^W\d{4} \d\d:\d\d:\d\d|^\d{4}-\d\d-\d\d[ T][\d:.]+:? W "
+                           r"|\b[A-Z]\w*Warning: |\bWARNING:|^(?:[┌│]\s*)?Warning:|\(Triggered internally at")
+
+
+def _logged_as_warning(signal: Signal) -> Signal:
+    """A message on a line that its logger marks as a warning is only a warning, whatever the message says."""
+    return replace(signal, warning=True) if _WARNING_LINE.search(signal.line) else signal
+
+
+def _with_numbers(signal: Signal, pair: Signal | None) -> Signal:
+    """A version check's message that the catalog knows (its template holds no numbers the ranking reads) with
+    the versions built and found that the version pair on its line reads, and the kind they make."""
+    if pair is None or not signal.kind.startswith("version-") or signal.built or signal.found:
+        return signal
+    return replace(signal, kind=pair.kind, built=pair.built, found=pair.found)
 
 
 def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
