@@ -587,3 +587,24 @@ def test_a_line_stating_the_gpus_memory_is_not_talk_of_running_out() -> None:
 ])
 def test_a_library_found_but_refused_access_is_there_but_not_loadable(text: str) -> None:
     assert first(text)[0] == "unloadable-file"
+
+
+@pytest.mark.parametrize("text", ["MyApp: failed to initialize cuDNN, exiting", "E: could not create cudnn handle"])
+def test_cudnns_initialisation_failing_in_words_is_read_as_not_initialized(text: str) -> None:
+    result = explain(text, environ={})
+    assert result.reading.primary is not None and result.reading.primary.kind == "status:NOT_INITIALIZED"
+    assert result.causes[0].family == "out-of-memory" and result.causes[0].confidence == "possible"
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("worker 3: Check failed: error == cudaSuccess (2 vs. 0) out of memory", "out-of-memory"),
+    ("kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", "gpu-hardware-fault"),
+])
+def test_a_text_without_a_known_message_gets_only_the_runtime_cause_its_words_name(text: str, family: str) -> None:
+    result = explain(text, environ={})
+    assert [(c.family, c.confidence) for c in result.causes] == [(family, "possible")]
+    assert not result.recognized and "no message cudnnload knows" in (result.note or "")
+
+
+def test_a_text_without_a_message_of_a_failed_load_gets_no_cause_about_loading() -> None:
+    assert ranked("poetry install\nSegmentation fault") == []

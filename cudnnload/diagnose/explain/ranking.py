@@ -75,6 +75,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "status:RUNTIME_PREREQUISITE_MISSING": ("nvrtc-missing", "libcuda-missing", "driver-too-old"),
     "status:INVALID_VALUE": ("bad-param-usage", "unsupported-configuration"),
     "status:OTHER": ("execution-failed-kernel",),
+    # the CUDA runtime's words for a kernel that faulted (the catalog's "an illegal memory access was encountered",
+    # ECC and Xid lines): a defect of the code, of the cuDNN release, or of the GPU itself
+    "hardware": ("framework-bug", "known-bad-release", "execution-failed-kernel", "gpu-hardware-fault"),
 }
 
 # How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
@@ -552,11 +555,33 @@ def _ordinal(number: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(number, f"{number}th")
 
 
+# The causes of a cuDNN call failing on the GPU: those of the runtime message kinds (a status, no engine, no
+# convolution algorithm, a GPU fault).
+RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items()
+                           if kind.startswith(("status:", "no-engine", "conv-algorithm", "hardware"))
+                           for family in listed)
+
+
+def _without_a_message(reading: Reading) -> tuple[Scored, ...]:
+    """The causes of a text that holds no message cudnnload knows: only what its words name decisively (a rule of
+    weight 3 or more: "CUDA out of memory", an Xid, "insufficient driver version", a compute capability below
+    cuDNN's), and only causes of a failing call: a cause about loading needs a message of a load that failed."""
+    nothing = Signal("none", "none", "", "the text", "no message cudnnload knows")
+    scored = []
+    for family in sorted(RUNTIME_CAUSES):
+        evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule in RULES
+                         if rule.family == family and rule.weight >= 3 and (quote := rule.quote(reading, nothing)))
+        if evidence:
+            scored.append(Scored(family, float(len(evidence)), "no known message in the text: only what its words "
+                                 "name", evidence, True))
+    return tuple(sorted(scored, key=lambda s: -s.score))
+
+
 def rank(reading: Reading) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families."""
+    way, where they add families. A text without a message gets only what its words name (`_without_a_message`)."""
     if not reading.signals:
-        return ()
+        return _without_a_message(reading)
     primary = reading.primary
     assert primary is not None
     families = list(candidates(primary))

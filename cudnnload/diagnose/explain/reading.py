@@ -614,11 +614,14 @@ _VERSION_PAIR = re.compile(
     rf"[^\n]{{0,60}}?\b(?:compiled|built)\s+(?:with|against)[:\s]+{_CUDNN_WORD}(?P<built2>{_ANY_VERSION})"
     rf"|cu[Dd][Nn][Nn] compiled \((?P<built3>\d+)\) and runtime \((?P<found3>\d+)\) versions mismatch")
 
-# cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"): read only in
-# a text that names cuDNN and holds no message above.
+# cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"), and cuDNN's
+# initialisation failing in words ("Failed to initialize cuDNN", "could not create cudnn handle": what
+# CUDNN_STATUS_NOT_INITIALIZED means, cudnn_graph.h): read only in a text that names cuDNN and holds no message above.
 _STATUS_WORDS = re.compile(r"(?i)\b(?P<words>arch(?:itecture)?[ _]mismatch|not[ _]initiali[sz]ed|bad[ _]param(?:eter)?"
                            r"|execution[ _]failed|internal[ _]error|not[ _]supported|alloc(?:ation)?[ _]failed"
-                           r"|mapping[ _]error)\b")
+                           r"|mapping[ _]error)\b|(?P<init>fail(?:ed|s|ure)? to (?:initiali[sz]e|init) (?:the )?cudnn"
+                           r"|cudnn (?:initiali[sz]ation|init) failed|(?:could ?n[o']t|cannot|unable to|failed to) "
+                           r"create (?:a |the )?cudnn handle)")
 _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), ("bad", "BAD_PARAM"),
                     ("execution", "EXECUTION_FAILED"), ("internal", "INTERNAL_ERROR"), ("not supp", "NOT_SUPPORTED"),
                     ("alloc", "ALLOC_FAILED"), ("mapping", "MAPPING_ERROR"))
@@ -653,7 +656,7 @@ def _unknown_text(text: str) -> Signal | None:
     if not re.search(r"(?i)cudnn", text):
         return None
     if (status := _STATUS_WORDS.search(text)):
-        words = status.group("words").lower().replace("_", " ")
+        words = (status.group("words") or "not init").lower().replace("_", " ")
         name = next(name for prefix, name in _STATUS_OF_WORDS if words.startswith(prefix))
         entry = status_entry(name)
         return Signal("status-words", entry.kind if entry and entry.kind else "status:OTHER", _line(status),
