@@ -608,3 +608,20 @@ def test_a_text_without_a_known_message_gets_only_the_runtime_cause_its_words_na
 
 def test_a_text_without_a_message_of_a_failed_load_gets_no_cause_about_loading() -> None:
     assert ranked("poetry install\nSegmentation fault") == []
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nThis used to work fine with mylib 1.4, but does not work "
+     "with 1.5", "framework-bug"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nIt worked with cuDNN 8.0.4 but fails with cuDNN 8.0.5",
+     "known-bad-release"),
+])
+def test_a_failing_call_that_worked_with_an_earlier_release_is_a_regression_of_that_release(
+        text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_a_load_that_worked_with_an_earlier_release_is_not_read_as_a_regression() -> None:
+    text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object "
+            "file: No such file or directory\nit worked with mylib 2.3.1 but not with 2.4.0")
+    assert "framework-bug" not in ranked(text)[:3]

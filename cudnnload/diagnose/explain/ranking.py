@@ -373,7 +373,15 @@ def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
     return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
 
 
+def program_regression(reading: Reading, signal: Signal) -> str | None:
+    """The text says it worked with one release and fails with another, and the releases are not cuDNN's."""
+    return None if reading.has("cudnn-regression") else reading.quote("regression") or None
+
+
 LOADING = ("sublibrary-load", "cudnn-not-found")
+# The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
+# lacks a name) and of a text that only talks of a version
+RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -459,6 +467,12 @@ RULES: tuple[Rule, ...] = (
          VERSIONS),
     Rule("two-frameworks-conflict", 0.7, "two frameworks are in the text", two_frameworks, ("symbol-mismatch",)),
     Rule("known-bad-release", 3, "the framework names the cuDNN release as broken", clue("known-bad")),
+    # a regression between two releases, in a failure that is not a load: of cuDNN's releases where the text says
+    # they are cuDNN's, else of the program's own
+    Rule("known-bad-release", 2, "it worked with an earlier cuDNN release and fails with a later one",
+         clue("cudnn-regression"), RUNTIME_KINDS),
+    Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
+         program_regression, RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
          removed_from_headers),
     Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings),

@@ -695,6 +695,12 @@ class Clue:
     quote: str
 
 
+# "used to work fine with 5.2, does not work with 6.0", "does not work anymore with 6.0 (worked with 5.2)"
+_REGRESSION = (r"(?i)\b(?:used to work|work(?:ed|s))(?: fine| well)? (?:with|in|on|under) {release}\d+(?:\.\w+)+"
+               r"[^\n]{{0,80}}?(?:\bbut\b|does ?n[o']t|not work|fails?\b|broke|no longer)"
+               r"|\b(?:does ?n[o']t|not|no longer) work(?:s|ing)? (?:any ?more )?(?:with|in|on|since|after) {release}"
+               r"\d+(?:\.\w+)+[^\n]{{0,60}}?\b(?:worked|works|used to work)\b")
+
 # (name, pattern, flags): the first match is quoted. Names are what ranking.RULES read.
 _CLUES: tuple[tuple[str, str], ...] = (
     ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"),
@@ -766,6 +772,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("cudnn-opened", r"[Ss]uccessfully opened (?:dynamic|CUDA) library (?:lib)?cudnn(?:\.so|64_)|Loaded cuDNN "
                      r"version \d+"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
+    # the text says it worked with an earlier release and fails with a later one: a regression of that release
+    # (cuDNN's where the release it names is cuDNN's)
+    ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
+    ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
 _CLUE_PATTERNS = tuple((name, re.compile(pattern)) for name, pattern in _CLUES)
 
