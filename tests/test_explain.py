@@ -513,8 +513,9 @@ def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None
     "W0601 10:00:00.123456 4242 gpu_resources.cc:99] The installed Paddle is compiled with CUDNN 8.9, but CUDNN "
     "version in your machine is 8.6, which may cause serious incompatible bug.",
     "/opt/app/build.py:40: UserWarning: TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+    "[06/01/2025-10:00:00] [I] [TRT] TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
 ])
-def test_a_message_on_a_line_its_logger_marks_as_a_warning_is_only_a_warning(line: str) -> None:
+def test_a_message_on_a_line_its_logger_marks_as_a_warning_or_information_is_only_that(line: str) -> None:
     primary = read(line).primary
     assert primary is not None and primary.warning
     assert ranked(line)[0] == "harmless-warning"
@@ -584,6 +585,7 @@ def test_a_line_stating_the_gpus_memory_is_not_talk_of_running_out() -> None:
     'could not load library "C:\\Users\\u\\.julia\\artifacts\\ab12\\bin\\cudnn_ops_infer64_8.dll"\n│    Access is '
     'denied.',
     "OSError: /opt/cudnn/lib/libcudnn_ops.so.9: cannot open shared object file: Permission denied",
+    "OSError: /opt/cudnn/lib/libcudnn_ops.so.9: failed to map segment from shared object",
 ])
 def test_a_library_found_but_refused_access_is_there_but_not_loadable(text: str) -> None:
     assert first(text)[0] == "unloadable-file"
@@ -598,6 +600,8 @@ def test_cudnns_initialisation_failing_in_words_is_read_as_not_initialized(text:
 
 @pytest.mark.parametrize(("text", "family"), [
     ("worker 3: Check failed: error == cudaSuccess (2 vs. 0) out of memory", "out-of-memory"),
+    ("render worker 2 stopped: GPU Out of memory", "out-of-memory"),
+    ("cudaMalloc returned cudaErrorMemoryAllocation", "out-of-memory"),
     ("kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", "gpu-hardware-fault"),
 ])
 def test_a_text_without_a_known_message_gets_only_the_runtime_cause_its_words_name(text: str, family: str) -> None:

@@ -311,13 +311,14 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
 
 
 # The loader found the file but could not load it: Windows error 5 (ERROR_ACCESS_DENIED, "Access is denied": a
-# file without read or execute permission) and glibc's EACCES ("Permission denied"); Windows error 193
+# file without read or execute permission), glibc's EACCES ("Permission denied") and "failed to map segment from
+# shared object" (elf/dl-map-segments.h: mmap refused, a noexec mount or a memory limit); Windows error 193
 # (ERROR_BAD_EXE_FORMAT, "%1 is not a valid Win32 application": a 32-bit or foreign build), glibc's "wrong ELF
 # class", "invalid ELF header", "file too short" (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not
 # recognized" (bfd/bfd.c).
 _UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
                          r"|invalid ELF header|file too short|file in wrong format|file format not recognized"
-                         r"|\[WinError 5\]|Access is denied|Permission denied")
+                         r"|\[WinError 5\]|Access is denied|Permission denied|failed to map segment from shared object")
 
 
 def found_not_loadable(reading: Reading, signal: Signal) -> str | None:

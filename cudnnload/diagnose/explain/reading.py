@@ -729,8 +729,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("paddle", r"\bpaddle\w*|Paddle"),
     ("caffe", r"\bcaffe\b|Caffe|Check failed: status == CUDNN_STATUS_SUCCESS"),
     ("julia", r"\.julia[/\\]|\bjulia>|CUDA\.jl|\bFlux\b"),
-    ("out-of-memory", r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|\bOOM\b|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED"
-                      r"|failed to allocate"),
+    # the CUDA runtime's "out of memory" (cudaErrorMemoryAllocation), XLA's "Out of memory while trying to allocate",
+    # cuBLAS's and cuDNN's ALLOC_FAILED
+    ("out-of-memory", r"(?i:out of memory)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|\bOOM\b"
+                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate"),
     # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out
     ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
                     r"memory growth|PREALLOCATE|"
@@ -1038,19 +1040,21 @@ def read(text: str) -> Reading:
                    stated, paths, wanted=wanted, capability=_capability(evidence))
 
 
-# The severity a logger writes at the start of a line, or a warning's own words on it: TensorRT's logger "[W] "
+# The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
+# words on it: TensorRT's logger "[W] "
 # (samples/common/logger.h, Severity::kWARNING); ONNX Runtime's "[W:onnxruntime:" (core/common/logging/sinks/
 # ostream_sink.cc); glog and absl "W0604 12:34:56.789012 " (TensorFlow, XLA, Paddle, Caffe: the first letter is the
 # severity); TensorFlow's tsl logging "2024-01-01 12:00:00.000000: W "; Python's warnings module "...: UserWarning: "
 # (Lib/warnings.py, formatwarning) and logging's "WARNING:name:" (logging.BASIC_FORMAT); Julia's "┌ Warning:";
 # PyTorch's TORCH_WARN, which torch/csrc/Exceptions.cpp (PyWarningHandler) ends in "(Triggered internally at
 # FILE:LINE.)", which errors never carry.
-_WARNING_LINE = re.compile(r"\[W\] |\[W:|\[WARN(?:ING)?\]|^W\d{4} \d\d:\d\d:\d\d|^\d{4}-\d\d-\d\d[ T][\d:.]+:? W "
-                           r"|\b[A-Z]\w*Warning: |\bWARNING:|^(?:[┌│]\s*)?Warning:|\(Triggered internally at")
+_WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d{4} \d\d:\d\d:\d\d"
+                           r"|^\d{4}-\d\d-\d\d[ T][\d:.]+:? [WI] |\b[A-Z]\w*Warning: |\b(?:WARNING|INFO):"
+                           r"|^(?:[┌│]\s*)?(?:Warning|Info):|\(Triggered internally at")
 
 
 def _logged_as_warning(signal: Signal) -> Signal:
-    """A message on a line that its logger marks as a warning is only a warning, whatever the message says."""
+    """A message on a line that its logger marks as a warning or information is only that, whatever it says."""
     return replace(signal, warning=True) if _WARNING_LINE.search(signal.line) else signal
 
 
