@@ -629,3 +629,20 @@ def test_a_load_that_worked_with_an_earlier_release_is_not_read_as_a_regression(
     text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object "
             "file: No such file or directory\nit worked with mylib 2.3.1 but not with 2.4.0")
     assert "framework-bug" not in ranked(text)[:3]
+
+
+def test_an_issue_templates_version_line_is_not_read_as_a_version_that_does_not_fit() -> None:
+    text = "ValueError: shapes do not line up\n - CUDA/cuDNN version: 12.1 / 8.9\n - OS: Ubuntu 22.04"
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "cudnn-mentioned"
+    assert ranked(text) == []
+
+
+def test_words_that_say_a_cudnn_version_does_not_fit_are_read_as_such() -> None:
+    primary = read("mylib: this build needs a newer cuDNN version than the one found").primary
+    assert primary is not None and primary.kind == "version-unclear"
+
+
+def test_a_text_that_only_names_cudnn_gets_only_the_runtime_causes_its_words_show() -> None:
+    text = "Training with cuDNN on used to work with mylib 1.4 but does not work with 1.5 (poetry install)"
+    assert [(c.family, c.confidence) for c in explain(text, environ={}).causes] == [("framework-bug", "possible")]

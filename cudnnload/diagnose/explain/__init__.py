@@ -118,7 +118,7 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     ranked = rank(reading)
     if not ranked:
         aborted = reading.quote("aborted")
-        nearest = tuple(messages.load().nearest(cut)) if not reading.signals else ()
+        nearest = tuple(messages.load().nearest(cut)) if all(s.pattern in GUESSES for s in reading.signals) else ()
         notes = [f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
                  "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else "",
                  "nearest known messages (not a match; the text holds none of them): " + "; ".join(

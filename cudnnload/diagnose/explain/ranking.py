@@ -90,6 +90,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "catalog": {"gpu-too-old": 1},
     "compile-missing": {"framework-bug": 1, "version-mismatch-shadowed": 1},
     "conv-algorithm": {"out-of-memory": 3},
+    "cudnn-mentioned": {"framework-bug": 1, "wrong-cudnn-major": 1},
+    "cudnn-mentioned@linux": {"framework-bug": 1},
     "cudnn-not-found": {"wrong-cudnn-major": 7, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
         "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
     "cudnn-not-found@linux": {"installed-not-on-search-path": 2, "torch-without-nvidia-deps": 2,
@@ -148,8 +150,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 6, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1, "harmless-warning": 1},
     "version-other-major": {"wrong-cudnn-major": 3},
-    "version-unclear": {"wrong-cudnn-major": 2, "framework-bug": 1},
-    "version-unclear@linux": {"framework-bug": 1, "wrong-cudnn-major": 1},
+    "version-unclear": {"wrong-cudnn-major": 1},
+    "version-unclear@linux": {"wrong-cudnn-major": 1},
 }
 
 
@@ -382,7 +384,8 @@ def program_regression(reading: Reading, signal: Signal) -> str | None:
 LOADING = ("sublibrary-load", "cudnn-not-found")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
-RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear")
+RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
+                 "cudnn-mentioned")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -577,28 +580,31 @@ RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items()
                            for family in listed)
 
 
-def _without_a_message(reading: Reading) -> tuple[Scored, ...]:
-    """The causes of a text that holds no message cudnnload knows: only what its words name decisively (a rule of
-    weight 3 or more: "CUDA out of memory", an Xid, "insufficient driver version", a compute capability below
-    cuDNN's), and only causes of a failing call: a cause about loading needs a message of a load that failed."""
-    nothing = Signal("none", "none", "", "the text", "no message cudnnload knows")
+def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
+    """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
+    causes of a failing call (a cause about loading needs a message of a load that failed), each with the rules of
+    weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
+    words name decisively: "CUDA out of memory", an Xid, "insufficient driver version")."""
     scored = []
     for family in sorted(RUNTIME_CAUSES):
-        evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule in RULES
-                         if rule.family == family and rule.weight >= 3 and (quote := rule.quote(reading, nothing)))
-        if evidence:
-            scored.append(Scored(family, float(len(evidence)), "no known message in the text: only what its words "
-                                 "name", evidence, True))
+        rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
+                 and (quote := rule.quote(reading, signal))]
+        score = sum(rule.weight for rule, _ in rules)
+        if score > 0:
+            evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in rules)
+            scored.append(Scored(family, score, "no known message in the text: only what its words name", evidence,
+                                 any(rule.weight >= 3 for rule, _ in rules)))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
 def rank(reading: Reading) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
     way, where they add families. A text without a message gets only what its words name (`_without_a_message`)."""
-    if not reading.signals:
-        return _without_a_message(reading)
     primary = reading.primary
-    assert primary is not None
+    if primary is None:
+        return _without_a_message(reading, Signal("none", "none", "", "the text", "no message"), 3)
+    if primary.kind == "cudnn-mentioned":
+        return _without_a_message(reading, primary, -math.inf)
     families = list(candidates(primary))
     for signal in reading.signals[1:]:
         families += [f for f in candidates(signal) if f not in families]

@@ -632,7 +632,12 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
                          r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
-_VERSION_WORDS = re.compile(r"(?i)\bversion\b|mismatch|incompatib|not compatible|compatib")
+# Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
+# nothing of a mismatch).
+_VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[o']t|not) match|(?:older|newer|wrong"
+                            r"|different|another) (?:cudnn )?version|\bversion\b[^\n]{0,40}?\b(?:but|while|whereas"
+                            r"|instead|expected|required|needed|wanted)\b|(?:requires?|needs?|expects?|(?:built|compiled)"
+                            r" (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
 _CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
 _CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
 
@@ -651,8 +656,9 @@ GUESSES = ("cudnn-named", "status-words")
 
 def _unknown_text(text: str) -> Signal | None:
     """For a text that names cuDNN but holds no message above: what it is about, from its words (a status, a
-    library that did not load, a function a library lacks, a version), so that the ranking can offer the usual
-    causes of that kind of failure rather than nothing. None for a text that does not name cuDNN."""
+    library that did not load, a function a library lacks, a version that does not fit; else only that it names
+    cuDNN), so that the ranking can offer the usual causes of that kind of failure rather than nothing. None for a
+    text that does not name cuDNN."""
     if not re.search(r"(?i)cudnn", text):
         return None
     if (status := _STATUS_WORDS.search(text)):
@@ -682,7 +688,10 @@ def _unknown_text(text: str) -> Signal | None:
     if (version := _VERSION_WORDS.search(text)):
         return Signal("cudnn-named", "version-unclear", _line(version), "the text (no known message)",
                       "the text is about a cuDNN version that does not fit")
-    return None
+    named = re.search(r"(?i)cudnn", text)
+    assert named is not None
+    return Signal("cudnn-named", "cudnn-mentioned", _line(named), "the text (no known message)",
+                  "the text names cuDNN, but no message of it and no words of a failure cudnnload can read")
 
 
 # --- the facts around the messages --------------------------------------------------------------------
