@@ -521,6 +521,21 @@ def test_a_message_on_a_line_its_logger_marks_as_a_warning_or_information_is_onl
     assert ranked(line)[0] == "harmless-warning"
 
 
+@pytest.mark.parametrize("text", [
+    "2025-07-31 15:09:16.647341662 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:1055 "
+    "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*. "
+    "Please install all dependencies as mentioned in the GPU requirements page, make sure they're in the PATH, and "
+    "that your GPU is supported.",
+    "2023-05-01 10:00:00.123456: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could "
+    "not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file "
+    "or directory",
+])
+def test_a_load_that_failed_is_the_failure_even_when_logged_as_a_warning(text: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and not primary.warning
+    assert "harmless-warning" not in ranked(text)[:3]
+
+
 def test_a_version_warning_followed_by_a_failure_is_read_as_its_cause() -> None:
     text = ("WARNING: The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
             "ExternalError: Cudnn error, CUDNN_STATUS_EXECUTION_FAILED at (conv_op.cu:77)")

@@ -1062,9 +1062,20 @@ _WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d
                            r"|^(?:[┌│]\s*)?(?:Warning|Info):|\(Triggered internally at")
 
 
+# The kinds of a library that failed to load, or of a framework going on without cuDNN: a program that logs such
+# a failure at warning level carries on without the GPU (TensorFlow's gpu_device.cc: "Cannot dlopen some GPU
+# libraries ... Skipping registering GPU devices"; ONNX Runtime's "Failed to create CUDAExecutionProvider", after
+# which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports.
+_DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
+             "framework-no-cudnn")
+
+
 def _logged_as_warning(signal: Signal) -> Signal:
-    """A message on a line that its logger marks as a warning or information is only that, whatever it says."""
-    return replace(signal, warning=True) if _WARNING_LINE.search(signal.line) else signal
+    """A message on a line that its logger marks as a warning or information is only that, whatever it says,
+    except a load that failed (`_DEGRADED`): the program went on without what it could not load."""
+    if signal.kind.startswith(_DEGRADED) or not _WARNING_LINE.search(signal.line):
+        return signal
+    return replace(signal, warning=True)
 
 
 def _with_numbers(signal: Signal, pair: Signal | None) -> Signal:
