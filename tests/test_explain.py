@@ -661,3 +661,58 @@ def test_words_that_say_a_cudnn_version_does_not_fit_are_read_as_such() -> None:
 def test_a_text_that_only_names_cudnn_gets_only_the_runtime_causes_its_words_show() -> None:
     text = "Training with cuDNN on used to work with mylib 1.4 but does not work with 1.5 (poetry install)"
     assert [(c.family, c.confidence) for c in explain(text, environ={}).causes] == [("framework-bug", "possible")]
+
+
+# --- which cuDNN the text shows on the machine, against the major its messages want (issue 32) -------------
+
+_SHIM_8 = ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared "
+           "object file: No such file or directory\n")
+
+
+@pytest.mark.parametrize(("text", "wheel"), [
+    ("$ pip list | grep cudnn\nnvidia-cudnn-cu12         9.1.0.70", (9, 1, 0, 70)),
+    ("nvidia-cudnn-cu11==8.9.2.26", (8, 9, 2, 26)),
+    ("Successfully installed nvidia-cublas-cu12-12.4.5.8 nvidia-cudnn-cu12-9.1.0.70", (9, 1, 0, 70)),
+    ("Name: nvidia-cudnn-cu12\nVersion: 9.5.1.17", (9, 5, 1, 17)),
+    ("pip install nvidia-cudnn-cu12", None),
+])
+def test_the_cudnn_wheel_version_is_read_from_pips_output(text: str, wheel: tuple[int, ...] | None) -> None:
+    assert read(text).wheel == wheel
+
+
+def test_files_are_read_from_paths_and_listings_not_from_sentences_or_lines_of_absence() -> None:
+    text = (_SHIM_8 + "Please make sure libcudnn_ops_infer.so.8 is in your library path!\n"
+            "lrwxrwxrwx 1 root root 17 Jan  1 10:00 libcudnn_ops.so.9 -> libcudnn_ops.so.9.1.0\n"
+            "\tlibcudnn.so.8 (libc6,x86-64) => /opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8\n"
+            "where do I get libcudnn_cnn_infer.so.8?\n"
+            "ls: cannot access '/usr/lib/libcudnn_adv_infer.so.8': No such file or directory\n"
+            "      trying file=/usr/lib/libcudnn_graph.so.9\n")
+    assert read(text).files == ("libcudnn_ops.so.9", "libcudnn_ops.so.9.1.0", "libcudnn.so.8",
+                                "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8")
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # another major on the machine, none of the one wanted: pip's wheel, a listing, the user's words
+    (_SHIM_8 + "$ pip list | grep nvidia\nnvidia-cudnn-cu12         9.1.0.70", "wrong-cudnn-major"),
+    (_SHIM_8 + "$ ls /usr/lib/x86_64-linux-gnu | grep cudnn\nlibcudnn.so.9\nlibcudnn_ops.so.9", "wrong-cudnn-major"),
+    ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}\n"
+     "I have cuDNN 8.9.7 installed", "wrong-cudnn-major"),
+    # the program's release wants another major than the one the text shows
+    ("ctranslate2==4.4.0\ntorch==2.5.1\n" + _SHIM_8, "wrong-cudnn-major"),
+    # the major wanted is there as a pip wheel, or the failing file itself is in a wheel's folder
+    ("libcudnn.so.9: cannot open shared object file: No such file or directory\n$ pip list\n"
+     "nvidia-cudnn-cu12 9.1.0.70", "wheel-not-on-linker-path"),
+    (_SHIM_8 + "$ ls /opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_ops_infer.so.8\n"
+     "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_ops_infer.so.8", "wheel-not-on-linker-path"),
+    # the failing file is on the machine, outside any wheel; a listing of the install without the sub-library
+    (_SHIM_8 + "$ find / -name 'libcudnn_ops_infer*'\n/usr/local/cudnn-8.9/lib/libcudnn_ops_infer.so.8",
+     "installed-not-on-search-path"),
+    (_SHIM_8 + "$ ls /usr/local/cuda/lib64 | grep cudnn\nlibcudnn.so.8\nlibcudnn_cnn_infer.so.8", "sublibrary-missing"),
+])
+def test_what_the_text_shows_on_the_machine_decides_between_the_causes_of_a_load(text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_a_bare_load_failure_leaves_the_choice_to_the_prior_and_is_only_possible() -> None:
+    result = explain(_SHIM_8, environ={})
+    assert result.causes[0].confidence == "possible"

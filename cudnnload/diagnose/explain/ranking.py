@@ -13,12 +13,22 @@ for it and it leads the next by 2 or more.
 from __future__ import annotations
 
 import math
+import ntpath
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
-from cudnnload.diagnose.explain.reading import CUDNN_CLASSES, Reading, Signal, library_class, version_of
+from cudnnload.diagnose.explain.reading import (
+    CUDNN_CLASSES,
+    Reading,
+    Signal,
+    dotted,
+    library_class,
+    library_major,
+    version_of,
+)
 
 # The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
 # message says rules in (a library failed to load: loading causes; a status: the call and the GPU).
@@ -207,21 +217,98 @@ def not_windows(reading: Reading, signal: Signal) -> str | None:
     return None if reading.has("windows") else "no Windows name or path in the text"
 
 
+def majors_shown(reading: Reading) -> dict[int, str]:
+    """The cuDNN majors the text shows on the machine, each with what shows it: a version the user states, the
+    nvidia-cudnn wheel pip lists, a cuDNN file a listing or path shows."""
+    shown: dict[int, str] = {}
+    if reading.stated:
+        shown.setdefault(reading.stated[0], f"the text has cuDNN {dotted(reading.stated)}")
+    if reading.wheel:
+        shown.setdefault(reading.wheel[0], f"pip shows the nvidia-cudnn wheel {dotted(reading.wheel)}")
+    for name in reading.files:
+        if (major := library_major(name)) is not None:
+            shown.setdefault(major, f"the text shows {name}")
+    return shown
+
+
 def other_major_there(reading: Reading, signal: Signal) -> str | None:
-    """The text shows a cuDNN of another major than the one the program wants: brought by a torch release it
-    names, said to be installed, or wanted by the program's own release (ONNX Runtime, CTranslate2)."""
+    """The text shows a cuDNN of another major than the one the program wants, and none of the wanted major:
+    brought by a torch release it names, said to be installed, listed by pip or shown as a file, against the major
+    the messages want or the program's own release is built for (ONNX Runtime, CTranslate2, TensorFlow)."""
     want = reading.cudnn_major
     for build in reading.builds:
         if build.bundles and want and build.cudnn_major != want:
             return f"{build.framework} {build.release} brings cuDNN {build.cudnn_major}, cuDNN {want} is wanted"
-        if not build.bundles and reading.stated and build.cudnn_major != reading.stated[0]:
-            return (f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, the text has cuDNN "
-                    f"{'.'.join(map(str, reading.stated))}")
-    if reading.stated and want and reading.stated[0] != want and signal.kind in ("cudnn-not-found",
-                                                                                 "sublibrary-load",
-                                                                                 "framework-no-cudnn"):
-        return f"the text has cuDNN {'.'.join(map(str, reading.stated))}, cuDNN {want} is wanted"
+    shown = majors_shown(reading)
+    if not shown:
+        return None
+    for build in reading.builds:
+        if not build.bundles and build.cudnn_major not in shown:
+            said = next(iter(shown.values()))
+            return f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, {said}"
+    if want and want not in shown and signal.kind in ("cudnn-not-found", "sublibrary-load", "framework-no-cudnn"):
+        return f"{next(iter(shown.values()))}, cuDNN {want} is wanted"
     return None
+
+
+# A pip wheel's folder: site-packages/nvidia/cudnn/lib (Linux), site-packages\nvidia\cudnn\bin (Windows)
+_WHEEL_FOLDER = re.compile(r"(?i)(?:site|dist)-packages[/\\]nvidia[/\\]")
+
+
+def wanted_wheel_shown(reading: Reading, signal: Signal) -> str | None:
+    """pip lists the nvidia-cudnn wheel of the major the messages want, or the text shows a file of that major in a
+    wheel's folder: it is installed, where no loader searches unless told (the wheel sets no search path)."""
+    want = reading.wanted
+    if not want:
+        return None
+    if reading.wheel and reading.wheel[0] == want:
+        return f"pip shows the nvidia-cudnn wheel {dotted(reading.wheel)}"
+    file = next((f for f in reading.files if _WHEEL_FOLDER.search(f) and library_major(f) == want), None)
+    return f"the text shows {file}, a pip wheel's file" if file else None
+
+
+def pip_wheel_not_of_another_major(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a pip cuDNN wheel, and not one of another major than the messages want (that one is
+    other_major_there's evidence)."""
+    if reading.wheel and reading.wanted and reading.wheel[0] != reading.wanted:
+        return None
+    return reading.quote("pip-wheel") or None
+
+
+def _stem(name: str) -> str:
+    """A cuDNN library's name without folder, prefix, major and suffixes: libcudnn_ops_infer.so.8.9.2 and
+    cudnn_ops_infer64_8.dll are both cudnn_ops_infer."""
+    base = ntpath.basename(posixpath.basename(name)).lower()
+    return re.sub(r"(?:64_\d+)?\.(?:so|dll).*$", "", base).removeprefix("lib")
+
+
+def failed_file_shown(reading: Reading, signal: Signal) -> str | None:
+    """A listing or path in the text shows the very library that failed to load, of the major wanted: it is on
+    the machine, in a folder the loader did not search."""
+    failed = signal.failed or ""
+    if library_class(failed) not in CUDNN_CLASSES:
+        return None
+    file = next((f for f in reading.files if _stem(f) == _stem(failed)
+                 and library_major(f) == library_major(failed)), None)
+    return f"the text shows {file}" if file else None
+
+
+def sublibrary_not_listed(reading: Reading, signal: Signal) -> str | None:
+    """The text lists cuDNN libraries of the failing sub-library's major on the machine, and not that one: the
+    install is there without it."""
+    failed = signal.failed or ""
+    if library_class(failed) != "cudnn-sub":
+        return None
+    same = [f for f in reading.files if library_major(f) == library_major(failed)]
+    if same and all(_stem(f) != _stem(failed) for f in same):
+        return f"the text shows {', '.join(same[:3])}, and not {failed}"
+    return None
+
+
+def wanted_major_shown(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a cuDNN of the major the messages want on the machine (stated, listed by pip, a file)."""
+    want = reading.wanted
+    return majors_shown(reading).get(want) if want else None
 
 
 def same_major_bundled(reading: Reading, signal: Signal) -> str | None:
@@ -255,7 +342,8 @@ _INSTALLED_CLUES = ("pip-wheel", "pip-wheel-installed", "venv", "conda", "system
 def nothing_installed_shown(reading: Reading, signal: Signal) -> str | None:
     """The text shows no cuDNN anywhere on the machine: a cause that needs one there (another major, a wheel or
     folder the loader does not search) has nothing in the text behind it, the plain absence has."""
-    if reading.stated or reading.builds or any(reading.has(name) for name in _INSTALLED_CLUES):
+    if (reading.stated or reading.wheel or reading.files or reading.builds
+            or any(reading.has(name) for name in _INSTALLED_CLUES)):
         return None
     return f"nothing in the text shows a cuDNN installed anywhere: {signal.quote or signal.line}"
 
@@ -431,8 +519,18 @@ RULES: tuple[Rule, ...] = (
          "program does not search", same_major_bundled, LOADING),
     Rule("wheel-not-on-linker-path", 1, "a virtual environment: its cuDNN can only be a pip wheel", clue("venv"),
          LOADING),
-    Rule("wheel-not-on-linker-path", 1.5, "the text shows a pip cuDNN wheel", clue("pip-wheel"),
+    Rule("wheel-not-on-linker-path", 1.5, "the text shows a pip cuDNN wheel", pip_wheel_not_of_another_major,
          (*LOADING, "framework-no-cudnn")),
+    Rule("wheel-not-on-linker-path", 2, "the cuDNN of the major wanted is installed as a pip wheel, which the "
+         "loader does not search unless told", wanted_wheel_shown, LOADING),
+    Rule("installed-not-on-search-path", 1.5, "the library that failed is on the machine: the loader did not look "
+         "where it is", failed_file_shown, LOADING),
+    *(Rule(family, -2, "the library that failed is on the machine", failed_file_shown, LOADING)
+      for family in ("cudnn-not-installed", "sublibrary-missing", "wrong-cudnn-major")),
+    Rule("sublibrary-missing", 2, "the text lists that cuDNN's other libraries on the machine, without the one that "
+         "failed", sublibrary_not_listed, LOADING),
+    Rule("cudnn-not-installed", -1, "the text shows a cuDNN of the major wanted on the machine", wanted_major_shown,
+         LOADING),
     Rule("torch-without-nvidia-deps", 3, "poetry resolved torch without its nvidia-* dependencies", clue("poetry")),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
          pattern("torch-preload")),
@@ -446,7 +544,6 @@ RULES: tuple[Rule, ...] = (
          "not where cuDNN is", pattern("paddle-dynload")),
     Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
          stated_installed, LOADING),
-    Rule("cudnn-not-installed", -1, "the text says that cuDNN is installed", stated_installed, LOADING),
     Rule("cudnn-not-installed", 1, "the library was not found and the text shows no cuDNN installed anywhere",
          nothing_installed_shown, LOADING),
     Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "

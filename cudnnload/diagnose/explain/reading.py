@@ -848,6 +848,8 @@ class Reading:
     paths: tuple[str, ...] = ()  # paths of libraries the text shows (Linux or Windows)
     capability: tuple[int, int] | None = None  # the GPU's compute capability the text shows
     wanted: int | None = None  # the cuDNN major the messages show (a library's name, a version check), not stated
+    wheel: tuple[int, ...] | None = None  # the nvidia-cudnn wheel's version that pip's output in the text shows
+    files: tuple[str, ...] = ()  # cuDNN libraries the text shows on the machine (a listing, a path), not its messages'
 
     @property
     def primary(self) -> Signal | None:
@@ -987,6 +989,43 @@ def _stated_cudnn(context: str) -> tuple[int, ...] | None:
     return numbers if numbers and 4 <= numbers[0] <= 9 else None
 
 
+# The cuDNN wheel's version as pip prints it: `pip list` "nvidia-cudnn-cu12   9.1.0.70", `pip freeze` and
+# requirements "nvidia-cudnn-cu12==9.1.0.70", `pip install` "Successfully installed ... nvidia-cudnn-cu12-9.1.0.70"
+# and "Requirement already satisfied: nvidia-cudnn-cu11==8.9.2.26 in ...", `pip show` "Name: nvidia-cudnn-cu12"
+# then "Version: 9.1.0.70".
+_WHEEL_VERSION = re.compile(r"(?i)\bnvidia-cudnn-cu\d+(?:==|>=|~=|-|[ \t]+|\s*\n\s*Version:\s*)v?(\d+(?:\.\d+)+)")
+
+
+def _wheel_version(context: str) -> tuple[int, ...] | None:
+    found = _WHEEL_VERSION.search(context)
+    return tuple(int(n) for n in found.group(1).split(".")) if found else None
+
+
+# A line that says a file is absent ("ls: cannot access", "find: ... No such file", ldd's "=> not found"), asks
+# for one (the cuDNN 8 shim's "Please make sure %s is in your library path!", libcudnn.so.8's strings), or names a
+# file the loader only tried (glibc's LD_DEBUG=libs "trying file=", "find library=", "search path=") shows no file.
+_NO_FILE = re.compile(r"(?i)cannot access|no such file|not found|cannot open|could ?n[o']t|unable to|missing|failed"
+                      r"|make sure|trying file=|find library=|search path=")
+# A listing's line: `ls -l` ("lrwxrwxrwx 1 root root 17 Jan 1 libcudnn.so.9 -> libcudnn.so.9.1.0"), or one that
+# starts with the file's name (`ls -1`, `ldconfig -p` "libcudnn.so.8 (libc6,x86-64) => /usr/lib/...").
+_LISTING = re.compile(r"^\s*(?:[-dlcbps][-rwxsStT]{9}[.+@]?\s|(?:lib)?cudnn\w*\.(?:so|dll))", re.IGNORECASE)
+
+
+def _files_shown(context: str) -> tuple[str, ...]:
+    """The cuDNN libraries the text shows on the machine outside its messages' lines: a path (a folder, then the
+    name) or a listing's line (`ls`, `find`, `ldconfig -p`, `/proc/PID/maps`); not a name in a sentence, which may
+    ask where the file is, nor a line saying a file is absent."""
+    return tuple(dict.fromkeys(
+        found.group(0) for line in context.splitlines() if not _NO_FILE.search(line)
+        for found in _SHOWN_FILE.finditer(line) if library_major(found.group(0))
+        and (found.group("folder") or _LISTING.match(line))))
+
+
+# A cuDNN library's name with the folder written before it, if any (/x/site-packages/nvidia/cudnn/lib/libcudnn.so.9)
+_SHOWN_FILE = re.compile(r"(?i)(?P<folder>[^\s'\"`(){}\[\],=>]*[/\\])?(?<![\w.-])(?:lib)?cudnn[\w.-]*?"
+                         r"(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+
+
 # The GPU's compute capability as programs print it: PyTorch "which is of cuda capability 3.0", TensorFlow 1.x
 # "major: 3 minor: 0", 2.x "computeCapability: 7.5", JAX "has CUDA compute capability 5.2", "sm_35", a person's
 # "Compute Capability is 2.1"; the first one is the device's (a minimum named after it is not).
@@ -1040,13 +1079,17 @@ def read(text: str) -> Reading:
     ort = re.search(r"Require cuDNN (\d+)\.\*", text)
     lines = {signal.line for signal in unique}
     stated = _stated_cudnn("\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in lines))
+    # pip's output and listings on a line of a known message are that message's; a guess's line is the text's own
+    messages_lines = {signal.line for signal in unique if signal.pattern not in GUESSES}
+    context = "\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in messages_lines)
     wanted = majors[0] if majors else int(ort.group(1)) if ort else None
     major = wanted or (stated[0] if stated and stated[0] in (7, 8, 9) else None)
     frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
                               key=lambda name: text.find(next(c.quote for c in clues if c.name == name))))
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
-                   stated, paths, wanted=wanted, capability=_capability(evidence))
+                   stated, paths, wanted=wanted, capability=_capability(evidence), wheel=_wheel_version(context),
+                   files=_files_shown(context))
 
 
 # The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
