@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,8 +17,9 @@ import pytest
 
 from cudnnload.diagnose.explain import Explanation, explain
 from cudnnload.diagnose.explain.causes import FAMILIES, cudnn_wheel
-from cudnnload.diagnose.explain.reading import read
+from cudnnload.diagnose.explain.reading import library_major, read
 from cudnnload.errors import UsageError
+from cudnnload.resolve.survey import SurveyedWheel, surveyed
 from fixtures.explain.corpus import families
 from tests.wheels import lib_folder, python_path
 
@@ -716,3 +718,31 @@ def test_what_the_text_shows_on_the_machine_decides_between_the_causes_of_a_load
 def test_a_bare_load_failure_leaves_the_choice_to_the_prior_and_is_only_possible() -> None:
     result = explain(_SHIM_8, environ={})
     assert result.causes[0].confidence == "possible"
+
+
+def _surveyed_major(row: SurveyedWheel) -> int | None:
+    """The cuDNN major a surveyed framework wheel uses, read from the wheel (cudnnload.resolve.survey): its
+    nvidia-cudnn pin, its build information, else the cuDNN names among its libraries' strings."""
+    for pin in row.cudnn_requires:
+        if (found := re.search(r"(?:==|>=|~=)\s*(\d+)\.", pin)):
+            return int(found.group(1))
+    if row.build_cudnn:
+        return int(row.build_cudnn.split(".")[0])
+    majors = {major for library in row.libraries for name in library.cudnn_names
+              if (major := library_major(name)) is not None}
+    return majors.pop() if len(majors) == 1 else None
+
+
+def test_the_framework_releases_explain_knows_agree_with_the_surveyed_wheels() -> None:
+    """reading._BUILDS (release notes and wheel pins, written by hand) against what each surveyed wheel says."""
+    names = {"torch": "torch", "onnxruntime-gpu": "onnxruntime-gpu", "ctranslate2": "ctranslate2",
+             "tensorflow": "tensorflow"}
+    checked = 0
+    for row in surveyed():
+        major = _surveyed_major(row)
+        if row.distribution not in names or major is None:
+            continue
+        builds = read(f"{names[row.distribution]}=={row.version}").builds
+        assert [build.cudnn_major for build in builds] == [major], (row.distribution, row.version)
+        checked += 1
+    assert checked >= 10
