@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, explain
+from cudnnload.diagnose.explain import Explanation, explain, ranking
 from cudnnload.diagnose.explain.causes import FAMILIES, cudnn_wheel
-from cudnnload.diagnose.explain.reading import library_major, read
+from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
 from cudnnload.resolve.survey import SurveyedWheel, surveyed
 from fixtures.explain.corpus import families
@@ -746,3 +746,24 @@ def test_the_framework_releases_explain_knows_agree_with_the_surveyed_wheels() -
         assert [build.cudnn_major for build in builds] == [major], (row.distribution, row.version)
         checked += 1
     assert checked >= 10
+
+
+@pytest.mark.parametrize("platform", [None, "linux", "windows"])
+def test_a_prior_counted_on_few_reports_never_outweighs_what_the_text_shows(platform: str | None) -> None:
+    """Issue 32: priors from the tuning corpus and the catalog, shrunk by one pseudo-report per cause
+    (ranking.PSEUDO_REPORTS): no prior keeps two causes of a message as far apart as a decisive rule (3), and one
+    whose leading cause stands on 3 reports or fewer not as far as a strong rule (2)."""
+    for kind in (kind for kind in ranking.PRIORS if "@" not in kind):
+        signal = Signal("test", kind, "", "", "")
+        priors = [ranking._prior(signal, platform, family)
+                  for family in set(ranking.candidates(signal)) | set(ranking.PRIORS[kind])]
+        (best, _, behind), (worst, _, _) = max(priors), min(priors)
+        assert best - worst < (2 if behind <= 3 else 3), (kind, platform)
+
+
+def test_what_the_text_lacks_never_makes_a_cause_likely() -> None:
+    """"Nothing in the text shows a cuDNN installed" moves the plain absence up, but a bare message shows nothing
+    for it: the prior decides, and the first cause stays "possible"."""
+    result = explain("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory",
+                     environ={})
+    assert result.causes[0].confidence == "possible"

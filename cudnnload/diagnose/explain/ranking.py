@@ -93,8 +93,8 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 # How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
 # "kind@linux"): counted on fixtures/explain/reports (the kind of each report's first message and the platform
 # as `reading.read` gives them; `python bench/bench_explain.py --print-priors` prints this table from the
-# corpus). The platform's counts are used where they hold 2 reports or more, else the kind's; a kind absent
-# here has no report yet, and its CANDIDATES order decides.
+# corpus). `_prior` weighs the text's platform's reports in full and the kind's others in part; a kind absent
+# here has no report yet, and the catalog and its CANDIDATES order decide.
 PRIORS: dict[str, dict[str, int]] = {
     "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1},
     "catalog": {"gpu-too-old": 1},
@@ -173,13 +173,16 @@ def platform_group(reading: Reading) -> str | None:
 @dataclass(frozen=True)
 class Rule:
     """Evidence in the text for (weight > 0) or against (< 0) a cause: ``holds`` returns the part of the text
-    that shows it, or None; ``kinds`` (prefixes) limits it to those message kinds (empty: any)."""
+    that shows it, or None; ``kinds`` (prefixes) limits it to those message kinds (empty: any). ``shown`` is
+    False for a rule that holds on what the text lacks: it moves the score, but the text shows nothing for it, so it
+    never makes a cause "likely" (`confidence`)."""
 
     family: str
     weight: float
     says: str
     holds: Callable[[Reading, Signal], str | None]
     kinds: tuple[str, ...] = ()
+    shown: bool = True
 
     def quote(self, reading: Reading, signal: Signal) -> str | None:
         if self.kinds and not signal.kind.startswith(self.kinds):
@@ -545,7 +548,7 @@ RULES: tuple[Rule, ...] = (
     Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
          stated_installed, LOADING),
     Rule("cudnn-not-installed", 1, "the library was not found and the text shows no cuDNN installed anywhere",
-         nothing_installed_shown, LOADING),
+         nothing_installed_shown, LOADING, shown=False),
     Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "
          "version>, a subfolder PATH does not reach", windows_cudnn9_installer),
     Rule("installed-not-on-search-path", 1, "Windows: a DLL the module needs is in no PATH folder",
@@ -624,7 +627,9 @@ class Scored:
     prior: str  # how often the corpus saw it for this kind of message
     evidence: tuple[str, ...]  # what in the text moved it, quoted
     decisive: bool  # a rule of weight 3 or more holds
-    behind: int = 0  # how many tuning reports of this kind of message its prior was counted on
+    behind: int = 0  # how many tuning reports of this kind of message had it as their cause
+    shown: bool = False  # a rule for it holds on something the text shows (not only on what it lacks)
+    lacks: float = 0.0  # the weight of the rules that hold for it on what the text lacks (Rule.shown False)
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -632,38 +637,51 @@ def candidates(signal: Signal) -> tuple[str, ...]:
     return signal.families or CANDIDATES.get(signal.kind, ())
 
 
-# The second corpus of the priors: the catalog's meaning of the message. Its n-th cause counts as
-# CATALOG_WEIGHT / n reports, so the catalog's first cause weighs as much as a few reports of the tuning corpus,
-# and the corpus's counts decide where it has several reports.
+# The second corpus of the priors: the catalog's meaning of the message (what the code that prints it means by
+# it). Its n-th cause counts as CATALOG_WEIGHT / n reports, so the catalog's first cause weighs as much as a few
+# reports of the tuning corpus, and the corpus's counts decide where it has several reports.
 CATALOG_WEIGHT = 3.0
+# Laplace's rule of succession: every cause the message can have starts with one report. Two causes whose counts
+# differ by n reports are then at most log(n + 1 + catalog) apart, so a prior counted on few reports cannot outweigh
+# what the text shows: a strong rule (2) outweighs a lead of up to 6 reports, a decisive one (3) of up to 19.
+PSEUDO_REPORTS = 1.0
+# The reports of the message's kind seen on another platform (or on none the text showed) count for this share of
+# a report of the text's own platform: backing off to the kind's counts rather than switching to them.
+OTHER_PLATFORM = 0.5
 
 
 def _prior(signal: Signal, platform: str | None, family: str) -> tuple[float, str, int]:
-    """(log prior, how it was counted, how many tuning reports stand behind it) of ``family`` for ``signal``."""
+    """(log prior, how it was counted, how many tuning reports had ``family`` as their cause) of ``family`` for
+    ``signal``: the tuning reports of its message kind (those of the text's platform in full, the others at
+    OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
     listed = candidates(signal)
-    counts = PRIORS.get(f"{signal.kind}@{platform}", {})
-    if sum(counts.values()) < 2:
-        counts, platform = PRIORS.get(signal.kind, {}), None
-    total = sum(counts.values())
-    count = counts.get(family, 0)
+    kind = PRIORS.get(signal.kind, {})
+    here = PRIORS.get(f"{signal.kind}@{platform}", {}) if platform else {}
+    counts = {name: here.get(name, 0) + OTHER_PLATFORM * (number - here.get(name, 0)) if platform else number
+              for name, number in kind.items()}
     book = messages.load()
     catalog = (book.weights(signal.families, CATALOG_WEIGHT) if signal.families else
                book.kind_weights(signal.kind, CATALOG_WEIGHT))
-    mass = total + sum(catalog.values())
-    if family not in listed and family not in counts:
-        return math.log(0.5 / (mass + 0.5 * (len(listed) + 1))) - 1, "not a usual cause of this message", total
-    share = (count + catalog.get(family, 0.0) + 0.5) / (mass + 0.5 * max(1, len(listed)))
+    causes = set(listed) | set(counts) | set(catalog)
+    mass = sum(counts.values()) + sum(catalog.values()) + PSEUDO_REPORTS * len(causes)
+    behind = kind.get(family, 0)
+    if family not in causes:
+        return (math.log(PSEUDO_REPORTS / (mass + PSEUDO_REPORTS)) - 1, "not a usual cause of this message",
+                behind)
+    share = (counts.get(family, 0.0) + catalog.get(family, 0.0) + PSEUDO_REPORTS) / mass
     # within equal counts, the order of the candidates (most likely first) breaks the tie
     tie = -0.01 * (listed.index(family) if family in listed else len(listed))
-    on = f" on {platform.capitalize()}" if platform else ""
-    said = [f"{count} of {total} tuning reports of this kind of message{on}" if total else
+    total = sum(kind.values())
+    said = [f"{behind} of {total} tuning reports of this kind of message" if total else
             "no tuning report of this kind of message"]
+    if total and platform and here:
+        said[0] += f" ({here.get(family, 0)} of {sum(here.values())} on {platform.capitalize()})"
     if family in catalog and family in signal.families:
         said.append(f"the catalog lists it {_ordinal(signal.families.index(family) + 1)} of "
                     f"{len(signal.families)} causes of this message")
     elif family in catalog:
         said.append(f"the catalog's messages of this kind count it {catalog[family]:.1f}")
-    return math.log(share) + tie, "; ".join(said), total
+    return math.log(share) + tie, "; ".join(said), behind
 
 
 def _ordinal(number: int) -> str:
@@ -690,7 +708,8 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
         if score > 0:
             evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in rules)
             scored.append(Scored(family, score, "no known message in the text: only what its words name", evidence,
-                                 any(rule.weight >= 3 for rule, _ in rules)))
+                                 any(rule.weight >= 3 for rule, _ in rules),
+                                 shown=any(rule.shown and rule.weight > 0 for rule, _ in rules)))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
@@ -711,7 +730,7 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
     scored = []
     for family in families:
         base, said, behind = _prior(primary, platform_group(reading), family)
-        evidence, decisive = [], False
+        evidence, decisive, shown, lacks = [], False, False, 0.0
         for rule in RULES:
             if rule.family != family:
                 continue
@@ -719,24 +738,30 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
             if quote:
                 base += rule.weight
                 decisive = decisive or rule.weight >= 3
+                shown = shown or (rule.shown and rule.weight > 0)
+                lacks += 0.0 if rule.shown else rule.weight
                 evidence.append(f"{rule.says}: \"{quote[:160]}\"")
-        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind))
+        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind, shown, lacks))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-# How many tuning reports must stand behind a prior for it alone to make a cause "likely".
+# How many tuning reports of the kind of message must have had the cause for its prior alone to make it "likely".
 REPORTS_FOR_LIKELY = 3
 
 
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
     """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
     where the text names the cause (a decisive rule) and it leads the next by 2 or more; "likely" where it leads
-    by 1 and either the text or enough tuning reports (REPORTS_FOR_LIKELY) stand behind it."""
+    by 1 and the text shows something for it, or enough tuning reports had it (REPORTS_FOR_LIKELY) and it leads by 1
+    on its prior and what the text shows alone (what the text lacks is no evidence that it holds)."""
     this = ranked[index]
     if index == 0:
-        margin = this.score - ranked[1].score if len(ranked) > 1 else math.inf
+        second = ranked[1] if len(ranked) > 1 else None
+        margin = this.score - second.score if second else math.inf
         if this.decisive and margin >= 2:
             return "confident"
-        backed = this.decisive or bool(this.evidence) or this.behind >= REPORTS_FOR_LIKELY
-        return "likely" if margin >= 1 and backed else "possible"
+        if margin >= 1 and (this.decisive or this.shown):
+            return "likely"
+        shown_margin = margin - this.lacks + (second.lacks if second else 0.0)
+        return "likely" if shown_margin >= 1 and this.behind >= REPORTS_FOR_LIKELY else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"
