@@ -767,3 +767,23 @@ def test_what_the_text_lacks_never_makes_a_cause_likely() -> None:
     result = explain("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory",
                      environ={})
     assert result.causes[0].confidence == "possible"
+
+
+@pytest.mark.parametrize(("line", "build"), [
+    ("PyTorch version: 2.5.1+cu121", ("pytorch", "2.5", 9)),  # torch.utils.collect_env
+    ("torch: 2.4.0", ("pytorch", "2.4", 9)),
+    ("pytorch                   2.0.1           py3.10_cuda11.8_cudnn8.7.0_0    pytorch", ("pytorch", "2.0", 8)),
+    ("CTranslate2 version: 4.4.0", ("ctranslate2", "4.4", 8)),
+    ("ONNX Runtime version: 1.18.0", ("onnxruntime", "1.18", 8)),
+    ("onnxruntime-win-x64-cuda12-1.17.1", ("onnxruntime", "1.17", 8)),
+    ("TensorFlow version: 2.18.0", ("tensorflow", "2.18", 9)),
+    ("jaxlib 0.4.23+cuda12.cudnn89", ("jax", "8.9", 8)),
+])
+def test_a_framework_release_is_read_in_the_forms_pip_conda_and_issue_templates_write_it(
+        line: str, build: tuple[str, str, int]) -> None:
+    assert [(b.framework, b.release, b.cudnn_major) for b in read(line).builds] == [build]
+
+
+@pytest.mark.parametrize("line", ["torchvision 0.15.2", "pytorch-lightning 2.1.0", "I moved torch to 2.4 later"])
+def test_a_name_that_only_starts_like_a_framework_or_prose_is_no_release(line: str) -> None:
+    assert read(line).builds == ()

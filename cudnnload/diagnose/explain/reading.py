@@ -803,22 +803,26 @@ class Build:
     bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
 
 
+# How a release is written after a program's name: pip list's columns, pip freeze's "==", a wheel's "-", an issue
+# template's or torch.utils.collect_env's "PyTorch version: 2.5.1", "CTranslate2 version: 4.4.0", "torch: 2.4.0".
+_RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
+
 # The cuDNN major of a framework's release, from its release notes and wheel pins: torch 1.8-2.3 ship
 # cuDNN 8, 2.4+ pin nvidia-cudnn-cu12 9.x (PyTorch's release compatibility matrix); ONNX Runtime's CUDA 12
 # packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements"); CTranslate2 4.5.0
-# moved from cuDNN 8 to 9 (its release notes).
+# moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the surveyed wheels.
 _BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
-    ("pytorch", r"\btorch(?:==|\s+version:?\s*|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (2, 4) else 8
-     if v >= (1, 8) else 7, True),
-    ("onnxruntime", r"onnxruntime[\w-]{0,30}?(?:==|-|\s+)(1)\.(\d+)(?:\.\d+)?\b", lambda v: 9 if v >= (1, 19) else 8,
-     False),
-    ("ctranslate2", r"ctranslate2(?:==|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (4, 5) else 8, False),
+    ("pytorch", rf"\b(?:py)?torch{_RELEASE}", lambda v: 9 if v >= (2, 4) else 8 if v >= (1, 8) else 7, True),
+    # a package (onnxruntime-gpu) or a release archive's name (onnxruntime-win-x64-cuda12-1.17.1)
+    ("onnxruntime", rf"\bonnx[ _]?runtime(?:[-_][A-Za-z]\w*){{0,4}}?{_RELEASE}\b",
+     lambda v: 9 if v >= (1, 19) else 8, False),
+    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v: 9 if v >= (4, 5) else 8, False),
     # tensorflow.org/install/source#gpu ("Tested build configurations"): 1.0-1.2 cuDNN 5.1, 1.3-1.4 6, 1.5-2.3 7,
     # 2.4-2.17 8, 2.18+ 9
-    ("tensorflow", r"\btensorflow(?:[-_]gpu)?(?:==|\s+version:?\s*|:\s*|\s+|-)(\d)\.(\d+)(?:\.\d+)?\b",
+    ("tensorflow", rf"\btensorflow(?:[-_]gpu)?{_RELEASE}\b",
      lambda v: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
     # jaxlib's CUDA wheels name the cuDNN they were built for: jaxlib-0.4.7+cuda11.cudnn82, +cuda12.cudnn91
-    ("jax", r"jaxlib[^\s+]*\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
+    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
 )
 
 
