@@ -556,6 +556,10 @@ def test_a_version_check_the_catalog_knows_gets_the_numbers_of_its_line() -> Non
     ("CuDNN 7.1.4 on a laptop", (7, 1, 4)),
     ("$ grep CUDNN_MAJOR -A 2 /usr/include/cudnn_version.h\n#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n"
      "#define CUDNN_PATCHLEVEL 7", (8, 9, 7)),
+    ("ENV NV_CUDNN_VERSION 8.9.0.131", (8, 9, 0, 131)),  # NVIDIA's CUDA images
+    ("pytorch 2.0.1 py3.10_cuda11.8_cudnn8.7.0_0 pytorch", (8, 7, 0)),  # a conda build string
+    ("I removed cudnn64_8.dll, and I have cuDNN 9.1", (9, 1)),  # a library's name is no version
+    ("cudnn 9.x", (9,)),
 ])
 def test_the_cudnn_the_text_says_is_installed_is_read_in_any_spelling_and_from_its_header(
         words: str, stated: tuple[int, ...]) -> None:

@@ -980,17 +980,23 @@ _HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR
                              r"CUDNN_PATCHLEVEL\s+(\d+))?")
 
 
+# "cuDNN: 8.1.1", "CUDNN：8.9.1" (a full-width colon), "CuDNN 7.1.4", "cudnn v5.1", "cudnn9", Docker's
+# "CUDNN_VERSION=8.9.0.131" and "NV_CUDNN_VERSION 8.9.0.131", a conda build string "py3.10_cuda11.8_cudnn8.7.0_0",
+# "libcudnn8" (Debian's package); not a library's name (cudnn64_8.dll, libcudnn_ops.so.9).
+_STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
+                     r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b")
+
+
 def _stated_cudnn(context: str) -> tuple[int, ...] | None:
-    """The cuDNN version the text says is there, outside the messages: "cuDNN: 8.1.1", "CUDNN：8.9.1" (a full-width
-    colon), "CuDNN 7.1.4", "cudnn v5.1", "cudnn9", "libcudnn8", or the defines of the cuDNN header it printed."""
+    """The cuDNN version the text says is there, outside the messages (`_STATED`), or the defines of the cuDNN
+    header it printed; the first that is a cuDNN version (4 to 9)."""
     if (header := _HEADER_VERSION.search(context)):
         return tuple(int(n) for n in header.groups() if n)
-    found = re.search(r"(?i)\bcudnn(?:\s*(?:ver(?:sion)?|v)\.?)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
-                      r"|\blibcudnn(\d)\b", context)
-    if not found:
-        return None
-    numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
-    return numbers if numbers and 4 <= numbers[0] <= 9 else None
+    for found in _STATED.finditer(context):
+        numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
+        if numbers and 4 <= numbers[0] <= 9:
+            return numbers
+    return None
 
 
 # The cuDNN wheel's version as pip prints it: `pip list` "nvidia-cudnn-cu12   9.1.0.70", `pip freeze` and
