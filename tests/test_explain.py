@@ -791,3 +791,10 @@ def test_a_framework_release_is_read_in_the_forms_pip_conda_and_issue_templates_
 @pytest.mark.parametrize("line", ["torchvision 0.15.2", "pytorch-lightning 2.1.0", "I moved torch to 2.4 later"])
 def test_a_name_that_only_starts_like_a_framework_or_prose_is_no_release(line: str) -> None:
     assert read(line).builds == ()
+
+
+def test_a_cause_the_tuning_reports_of_a_kind_had_is_ranked_where_the_catalog_leaves_it_out() -> None:
+    text = "RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM"
+    primary = read(text).primary
+    assert primary is not None and "known-bad-release" not in primary.families
+    assert "known-bad-release" in ranking.PRIORS[primary.kind] and "known-bad-release" in ranked(text)

@@ -722,6 +722,8 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
     if primary.kind == "cudnn-mentioned":
         return _without_a_message(reading, primary, -math.inf)
     families = list(candidates(primary))
+    # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
+    families += [f for f in PRIORS.get(primary.kind, {}) if f not in families]
     for signal in reading.signals[1:]:
         families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
