@@ -693,7 +693,7 @@ def test_files_are_read_from_paths_and_listings_not_from_sentences_or_lines_of_a
             "where do I get libcudnn_cnn_infer.so.8?\n"
             "ls: cannot access '/usr/lib/libcudnn_adv_infer.so.8': No such file or directory\n"
             "      trying file=/usr/lib/libcudnn_graph.so.9\n")
-    assert read(text).files == ("libcudnn_ops.so.9", "libcudnn_ops.so.9.1.0", "libcudnn.so.8",
+    assert read(text).files == ("libcudnn_ops.so.9", "libcudnn_ops.so.9.1.0",
                                 "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8")
 
 
@@ -798,3 +798,11 @@ def test_a_cause_the_tuning_reports_of_a_kind_had_is_ranked_where_the_catalog_le
     primary = read(text).primary
     assert primary is not None and "known-bad-release" not in primary.families
     assert "known-bad-release" in ranking.PRIORS[primary.kind] and "known-bad-release" in ranked(text)
+
+
+def test_a_wheels_shim_shown_alone_is_no_sign_of_a_missing_sublibrary() -> None:
+    """ldd shows the shim a program links, never the sub-libraries it dlopens; a wheel ships them all."""
+    text = (_SHIM_8 + "$ ldd libctranslate2.so | grep cudnn\n\tlibcudnn.so.8 => "
+            "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8 (0x00007f)")
+    assert ranked(text)[0] == "wheel-not-on-linker-path"
+    assert "sublibrary-missing" not in ranked(text)[:2]

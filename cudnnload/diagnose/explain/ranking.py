@@ -298,11 +298,12 @@ def failed_file_shown(reading: Reading, signal: Signal) -> str | None:
 
 def sublibrary_not_listed(reading: Reading, signal: Signal) -> str | None:
     """The text lists cuDNN libraries of the failing sub-library's major on the machine, and not that one: the
-    install is there without it."""
+    install is there without it. Not from a pip wheel's folder: every nvidia-cudnn wheel ships all the sub-libraries
+    of its release (an `ldd` or /proc/PID/maps line shows the shim alone because the sub-libraries are dlopened)."""
     failed = signal.failed or ""
     if library_class(failed) != "cudnn-sub":
         return None
-    same = [f for f in reading.files if library_major(f) == library_major(failed)]
+    same = [f for f in reading.files if library_major(f) == library_major(failed) and not _WHEEL_FOLDER.search(f)]
     if same and all(_stem(f) != _stem(failed) for f in same):
         return f"the text shows {', '.join(same[:3])}, and not {failed}"
     return None

@@ -1024,11 +1024,16 @@ _LISTING = re.compile(r"^\s*(?:[-dlcbps][-rwxsStT]{9}[.+@]?\s|(?:lib)?cudnn\w*\.
 def _files_shown(context: str) -> tuple[str, ...]:
     """The cuDNN libraries the text shows on the machine outside its messages' lines: a path (a folder, then the
     name) or a listing's line (`ls`, `find`, `ldconfig -p`, `/proc/PID/maps`); not a name in a sentence, which may
-    ask where the file is, nor a line saying a file is absent."""
-    return tuple(dict.fromkeys(
-        found.group(0) for line in context.splitlines() if not _NO_FILE.search(line)
-        for found in _SHOWN_FILE.finditer(line) if library_major(found.group(0))
-        and (found.group("folder") or _LISTING.match(line))))
+    ask where the file is, nor a line saying a file is absent. On a line that holds a path, a bare name is that
+    path's (ldd's and ldconfig's "libcudnn.so.8 => /x/libcudnn.so.8")."""
+    shown: list[str] = []
+    for line in context.splitlines():
+        if _NO_FILE.search(line):
+            continue
+        found = [m for m in _SHOWN_FILE.finditer(line) if library_major(m.group(0))]
+        paths = [m.group(0) for m in found if m.group("folder")]
+        shown += paths or ([m.group(0) for m in found] if _LISTING.match(line) else [])
+    return tuple(dict.fromkeys(shown))
 
 
 # A cuDNN library's name with the folder written before it, if any (/x/site-packages/nvidia/cudnn/lib/libcudnn.so.9)
