@@ -2,12 +2,13 @@
 message (`PRIORS`, counted on the corpus), then each piece of evidence in the text for or against it
 (`RULES`). Pure: the text's `Reading` in, scores out; this machine plays no part.
 
-A score is a log-odds: ``log`` of the cause's share among the corpus reports of the message kind (with
-half a report added to every listed cause, so one never seen keeps a chance), plus the weight of every rule
-that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the text names the cause: the
-`Error:` part's library, "possibly insufficient driver version"; 4 where it says it in words, "CUDA out of
-memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a decisive rule holds
-for it and it leads the next by 2 or more.
+A score is a log-odds: ``log`` of the cause's share among the tuning reports of the message kind (those of the
+text's platform in full, the others in part) and the catalog's causes of the message, with one report added to
+every cause it can have (so one never seen keeps a chance, and a few reports cannot outweigh the text: `_prior`),
+plus the weight of every rule that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the
+text names the cause: the `Error:` part's library, "possibly insufficient driver version"; 4 where it says it in
+words, "CUDA out of memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a
+decisive rule holds for it and it leads the next by 2 or more.
 """
 
 from __future__ import annotations
