@@ -680,6 +680,7 @@ _SHIM_8 = ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_
     ("nvidia-cudnn-cu11==8.9.2.26", (8, 9, 2, 26)),
     ("Successfully installed nvidia-cublas-cu12-12.4.5.8 nvidia-cudnn-cu12-9.1.0.70", (9, 1, 0, 70)),
     ("Name: nvidia-cudnn-cu12\nVersion: 9.5.1.17", (9, 5, 1, 17)),
+    ("  Downloading nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl (664.8 MB)", (9, 1, 0, 70)),
     ("pip install nvidia-cudnn-cu12", None),
 ])
 def test_the_cudnn_wheel_version_is_read_from_pips_output(text: str, wheel: tuple[int, ...] | None) -> None:

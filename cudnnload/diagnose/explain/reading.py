@@ -719,10 +719,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("macos", r"\.dylib\b|\bmacOS\b|\bDarwin\b"),
     ("conda", r"(?:ana|mini)conda\d?|[/\\]envs[/\\]|\bconda (?:install|create|env|activate)\b|CONDA_PREFIX"
               r"|conda-forge|\[conda\]"),
-    ("pip-wheel", r"site-packages[/\\]nvidia[/\\]cu\w+|nvidia-cudnn-cu\d+|tensorflow\[and-cuda\]|jax\[cuda\d*"
+    ("pip-wheel", r"site-packages[/\\]nvidia[/\\]cu\w+|nvidia[-_]cudnn[-_]cu\d+|tensorflow\[and-cuda\]|jax\[cuda\d*"
                   r"(?:_pip)?\]|cuda\d+_pip"),
     ("venv", r"\bvenv\b|\.venv/|virtualenv"),
-    ("pip-wheel-installed", r"nvidia-cudnn-cu\d+\S*\s+(?:\d|installed)|Successfully installed[^\n]*nvidia-cudnn|"
+    ("pip-wheel-installed", r"nvidia[-_]cudnn[-_]cu\d+\S*\s+(?:\d|installed)|Successfully installed[^\n]*nvidia-cudnn|"
                             r"site-packages[/\\]nvidia[/\\]cudnn"),
     ("system-cuda", r"/usr/local/cuda(?:-[\d.]+)?/|/usr/lib/x86_64-linux-gnu/libcudnn|/lib/x86_64-linux-gnu/"
                     r"libcudnn|\blibcudnn\d(?:-cuda-\d+)?\b|apt(?:-get)? install[^\n]*cudnn"),
@@ -965,8 +965,8 @@ def _cuda_version(text: str) -> tuple[int, ...] | None:
     """The CUDA version the text names: a wheel tag (cu121), ORT's "CUDA 12.*", "CUDA: 11.2", a toolkit path."""
     for pattern in (r"\+cu(\d\d)(\d)\b", r"\bcu(\d\d)(\d)\b", r"\bcu(\d\d)\b", r"\bcuda(\d\d)_(?:pip|local)\b",
                     r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
-                    r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia-cudnn-cu(\d+)", r"\bCUDA_VERSION="
-                    r"(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
+                    r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia[-_]cudnn[-_]cu(\d+)",
+                    r"\bCUDA_VERSION=(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
         found = re.search(pattern, text, re.IGNORECASE)
         if found:
             numbers = tuple(int(group) for group in found.groups() if group)
@@ -1002,8 +1002,8 @@ def _stated_cudnn(context: str) -> tuple[int, ...] | None:
 # The cuDNN wheel's version as pip prints it: `pip list` "nvidia-cudnn-cu12   9.1.0.70", `pip freeze` and
 # requirements "nvidia-cudnn-cu12==9.1.0.70", `pip install` "Successfully installed ... nvidia-cudnn-cu12-9.1.0.70"
 # and "Requirement already satisfied: nvidia-cudnn-cu11==8.9.2.26 in ...", `pip show` "Name: nvidia-cudnn-cu12"
-# then "Version: 9.1.0.70".
-_WHEEL_VERSION = re.compile(r"(?i)\bnvidia-cudnn-cu\d+(?:==|>=|~=|-|[ \t]+|\s*\n\s*Version:\s*)v?(\d+(?:\.\d+)+)")
+# then "Version: 9.1.0.70"; the wheel's file name as pip downloads it, "nvidia_cudnn_cu12-9.1.0.70-py3-none-...whl".
+_WHEEL_VERSION = re.compile(r"(?i)\bnvidia[-_]cudnn[-_]cu\d+(?:==|>=|~=|-|[ \t]+|\s*\n\s*Version:\s*)v?(\d+(?:\.\d+)+)")
 
 
 def _wheel_version(context: str) -> tuple[int, ...] | None:
