@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, explain
+from cudnnload.diagnose.explain import Explanation, explain, ranking
 from cudnnload.diagnose.explain.causes import FAMILIES, cudnn_wheel
-from cudnnload.diagnose.explain.reading import read
+from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
+from cudnnload.resolve.survey import SurveyedWheel, surveyed
 from fixtures.explain.corpus import families
 from tests.wheels import lib_folder, python_path
 
@@ -504,3 +506,304 @@ def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None
     text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
             "libcudnn.so.8\nUnimplementedError: DNN library is not found.")
     assert ranked(text)[0] not in {"cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path"}
+
+
+# --- readings of what the text shows (issue 32: evidence is the text's, not a report's wording) -------------
+
+@pytest.mark.parametrize("line", [
+    "[06/01/2025-10:00:00] [W] [TRT] TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+    "W0601 10:00:00.123456 4242 gpu_resources.cc:99] The installed Paddle is compiled with CUDNN 8.9, but CUDNN "
+    "version in your machine is 8.6, which may cause serious incompatible bug.",
+    "/opt/app/build.py:40: UserWarning: TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+    "[06/01/2025-10:00:00] [I] [TRT] TensorRT was linked against cuDNN 8.9.2 but loaded cuDNN 8.6.0",
+])
+def test_a_message_on_a_line_its_logger_marks_as_a_warning_or_information_is_only_that(line: str) -> None:
+    primary = read(line).primary
+    assert primary is not None and primary.warning
+    assert ranked(line)[0] == "harmless-warning"
+
+
+@pytest.mark.parametrize("text", [
+    "2025-07-31 15:09:16.647341662 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:1055 "
+    "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*. "
+    "Please install all dependencies as mentioned in the GPU requirements page, make sure they're in the PATH, and "
+    "that your GPU is supported.",
+    "2023-05-01 10:00:00.123456: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could "
+    "not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file "
+    "or directory",
+])
+def test_a_load_that_failed_is_the_failure_even_when_logged_as_a_warning(text: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and not primary.warning
+    assert "harmless-warning" not in ranked(text)[:3]
+
+
+def test_a_version_warning_followed_by_a_failure_is_read_as_its_cause() -> None:
+    text = ("WARNING: The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
+            "ExternalError: Cudnn error, CUDNN_STATUS_EXECUTION_FAILED at (conv_op.cu:77)")
+    primary = read(text).primary
+    assert primary is not None and primary.kind == "version-older" and primary.warning
+    assert ranked(text)[0] not in ("harmless-warning", "gpu-too-new")
+
+
+def test_a_version_check_the_catalog_knows_gets_the_numbers_of_its_line() -> None:
+    primary = read("The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6").primary
+    assert primary is not None and (primary.built, primary.found, primary.kind) == ("8.9", "8.6", "version-older")
+
+
+@pytest.mark.parametrize(("words", "stated"), [
+    ("CUDNN：8.9.1", (8, 9, 1)),
+    ("CuDNN 7.1.4 on a laptop", (7, 1, 4)),
+    ("$ grep CUDNN_MAJOR -A 2 /usr/include/cudnn_version.h\n#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n"
+     "#define CUDNN_PATCHLEVEL 7", (8, 9, 7)),
+    ("ENV NV_CUDNN_VERSION 8.9.0.131", (8, 9, 0, 131)),  # NVIDIA's CUDA images
+    ("pytorch 2.0.1 py3.10_cuda11.8_cudnn8.7.0_0 pytorch", (8, 7, 0)),  # a conda build string
+    ("I removed cudnn64_8.dll, and I have cuDNN 9.1", (9, 1)),  # a library's name is no version
+    ("cudnn 9.x", (9,)),
+])
+def test_the_cudnn_the_text_says_is_installed_is_read_in_any_spelling_and_from_its_header(
+        words: str, stated: tuple[int, ...]) -> None:
+    assert read(f"RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\n{words}").stated == stated
+
+
+def test_a_header_newer_than_the_cudnn_loaded_points_at_another_copy() -> None:
+    text = ("The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
+            "$ grep CUDNN_MAJOR -A 2 /usr/local/cuda/include/cudnn_version.h\n#define CUDNN_MAJOR 8\n"
+            "#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7")
+    assert ranked(text)[0] == "version-mismatch-shadowed"
+
+
+def test_a_stated_version_is_not_also_the_major_the_program_wants() -> None:
+    """The failing library names no cuDNN major: the stated one is not evidence that the wanted major is there."""
+    text = ('LoadLibrary failed with error 126 "" when trying to load "C:\\app\\onnxruntime_providers_cuda.dll"\n'
+            "I have CUDA 11.8 and cuDNN 8.5.0 installed")
+    reading = read(text)
+    assert reading.wanted is None and reading.cudnn_major == 8
+    cause = next(c for c in explain(text, environ={}).causes if c.family == "installed-not-on-search-path")
+    assert not any("is installed" in evidence for evidence in cause.evidence)
+
+
+@pytest.mark.parametrize(("text", "capability", "too_old"), [
+    ("Failed to initialize cuDNN. My GPU Compute Capability is 2.1", (2, 1), True),
+    ("GPU: NVIDIA Quadro K4000 (computeCapability: 3.0)\ncuDNN 9.1.0\nCUDNN_STATUS_ARCH_MISMATCH", (3, 0), True),
+    ("GPU compute capability: 7.5\nCUDNN_STATUS_ARCH_MISMATCH", (7, 5), False),
+    ("name: Tesla K40c major: 3 minor: 5 memoryClockRate(GHz): 0.745\nCUDNN_STATUS_ARCH_MISMATCH", (3, 5), False),
+])
+def test_a_compute_capability_below_what_cudnn_supports_shows_a_gpu_too_old(
+        text: str, capability: tuple[int, int], too_old: bool) -> None:
+    assert read(text).capability == capability
+    cause = next(c for c in explain(text, environ={}).causes if c.family == "gpu-too-old")
+    assert any("below the" in evidence for evidence in cause.evidence) == too_old
+
+
+def test_a_line_stating_the_gpus_memory_is_not_talk_of_running_out() -> None:
+    text = ("GPU memory: 3.99957 GiB\n"
+            "Unhandled exception: CUDA error: an illegal memory access was encountered (network_cudnn.cc:865)")
+    assert not read(text).has("memory-hint") and ranked(text)[0] != "out-of-memory"
+
+
+@pytest.mark.parametrize("text", [
+    'could not load library "C:\\Users\\u\\.julia\\artifacts\\ab12\\bin\\cudnn_ops_infer64_8.dll"\n│    Access is '
+    'denied.',
+    "OSError: /opt/cudnn/lib/libcudnn_ops.so.9: cannot open shared object file: Permission denied",
+    "OSError: /opt/cudnn/lib/libcudnn_ops.so.9: failed to map segment from shared object",
+])
+def test_a_library_found_but_refused_access_is_there_but_not_loadable(text: str) -> None:
+    assert first(text)[0] == "unloadable-file"
+
+
+@pytest.mark.parametrize("text", ["MyApp: failed to initialize cuDNN, exiting", "E: could not create cudnn handle"])
+def test_cudnns_initialisation_failing_in_words_is_read_as_not_initialized(text: str) -> None:
+    result = explain(text, environ={})
+    assert result.reading.primary is not None and result.reading.primary.kind == "status:NOT_INITIALIZED"
+    assert result.causes[0].family == "out-of-memory" and result.causes[0].confidence == "possible"
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("worker 3: Check failed: error == cudaSuccess (2 vs. 0) out of memory", "out-of-memory"),
+    ("render worker 2 stopped: GPU Out of memory", "out-of-memory"),
+    ("cudaMalloc returned cudaErrorMemoryAllocation", "out-of-memory"),
+    ("kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", "gpu-hardware-fault"),
+])
+def test_a_text_without_a_known_message_gets_only_the_runtime_cause_its_words_name(text: str, family: str) -> None:
+    result = explain(text, environ={})
+    assert [(c.family, c.confidence) for c in result.causes] == [(family, "possible")]
+    assert not result.recognized and "no message cudnnload knows" in (result.note or "")
+
+
+def test_a_text_without_a_message_of_a_failed_load_gets_no_cause_about_loading() -> None:
+    assert ranked("poetry install\nSegmentation fault") == []
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nThis used to work fine with mylib 1.4, but does not work "
+     "with 1.5", "framework-bug"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nIt worked with cuDNN 8.0.4 but fails with cuDNN 8.0.5",
+     "known-bad-release"),
+])
+def test_a_failing_call_that_worked_with_an_earlier_release_is_a_regression_of_that_release(
+        text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_a_load_that_worked_with_an_earlier_release_is_not_read_as_a_regression() -> None:
+    text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object "
+            "file: No such file or directory\nit worked with mylib 2.3.1 but not with 2.4.0")
+    assert "framework-bug" not in ranked(text)[:3]
+
+
+def test_an_issue_templates_version_line_is_not_read_as_a_version_that_does_not_fit() -> None:
+    text = "ValueError: shapes do not line up\n - CUDA/cuDNN version: 12.1 / 8.9\n - OS: Ubuntu 22.04"
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "cudnn-mentioned"
+    assert ranked(text) == []
+
+
+def test_words_that_say_a_cudnn_version_does_not_fit_are_read_as_such() -> None:
+    primary = read("mylib: this build needs a newer cuDNN version than the one found").primary
+    assert primary is not None and primary.kind == "version-unclear"
+
+
+def test_a_text_that_only_names_cudnn_gets_only_the_runtime_causes_its_words_show() -> None:
+    text = "Training with cuDNN on used to work with mylib 1.4 but does not work with 1.5 (poetry install)"
+    assert [(c.family, c.confidence) for c in explain(text, environ={}).causes] == [("framework-bug", "possible")]
+
+
+# --- which cuDNN the text shows on the machine, against the major its messages want (issue 32) -------------
+
+_SHIM_8 = ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared "
+           "object file: No such file or directory\n")
+
+
+@pytest.mark.parametrize(("text", "wheel"), [
+    ("$ pip list | grep cudnn\nnvidia-cudnn-cu12         9.1.0.70", (9, 1, 0, 70)),
+    ("nvidia-cudnn-cu11==8.9.2.26", (8, 9, 2, 26)),
+    ("Successfully installed nvidia-cublas-cu12-12.4.5.8 nvidia-cudnn-cu12-9.1.0.70", (9, 1, 0, 70)),
+    ("Name: nvidia-cudnn-cu12\nVersion: 9.5.1.17", (9, 5, 1, 17)),
+    ("  Downloading nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl (664.8 MB)", (9, 1, 0, 70)),
+    ("pip install nvidia-cudnn-cu12", None),
+])
+def test_the_cudnn_wheel_version_is_read_from_pips_output(text: str, wheel: tuple[int, ...] | None) -> None:
+    assert read(text).wheel == wheel
+
+
+def test_files_are_read_from_paths_and_listings_not_from_sentences_or_lines_of_absence() -> None:
+    text = (_SHIM_8 + "Please make sure libcudnn_ops_infer.so.8 is in your library path!\n"
+            "lrwxrwxrwx 1 root root 17 Jan  1 10:00 libcudnn_ops.so.9 -> libcudnn_ops.so.9.1.0\n"
+            "\tlibcudnn.so.8 (libc6,x86-64) => /opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8\n"
+            "where do I get libcudnn_cnn_infer.so.8?\n"
+            "ls: cannot access '/usr/lib/libcudnn_adv_infer.so.8': No such file or directory\n"
+            "      trying file=/usr/lib/libcudnn_graph.so.9\n")
+    assert read(text).files == ("libcudnn_ops.so.9", "libcudnn_ops.so.9.1.0",
+                                "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8")
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # another major on the machine, none of the one wanted: pip's wheel, a listing, the user's words
+    (_SHIM_8 + "$ pip list | grep nvidia\nnvidia-cudnn-cu12         9.1.0.70", "wrong-cudnn-major"),
+    (_SHIM_8 + "$ ls /usr/lib/x86_64-linux-gnu | grep cudnn\nlibcudnn.so.9\nlibcudnn_ops.so.9", "wrong-cudnn-major"),
+    ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}\n"
+     "I have cuDNN 8.9.7 installed", "wrong-cudnn-major"),
+    # the program's release wants another major than the one the text shows
+    ("ctranslate2==4.4.0\ntorch==2.5.1\n" + _SHIM_8, "wrong-cudnn-major"),
+    # the major wanted is there as a pip wheel, or the failing file itself is in a wheel's folder
+    ("libcudnn.so.9: cannot open shared object file: No such file or directory\n$ pip list\n"
+     "nvidia-cudnn-cu12 9.1.0.70", "wheel-not-on-linker-path"),
+    (_SHIM_8 + "$ ls /opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_ops_infer.so.8\n"
+     "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_ops_infer.so.8", "wheel-not-on-linker-path"),
+    # the failing file is on the machine, outside any wheel; a listing of the install without the sub-library
+    (_SHIM_8 + "$ find / -name 'libcudnn_ops_infer*'\n/usr/local/cudnn-8.9/lib/libcudnn_ops_infer.so.8",
+     "installed-not-on-search-path"),
+    (_SHIM_8 + "$ ls /usr/local/cuda/lib64 | grep cudnn\nlibcudnn.so.8\nlibcudnn_cnn_infer.so.8", "sublibrary-missing"),
+])
+def test_what_the_text_shows_on_the_machine_decides_between_the_causes_of_a_load(text: str, family: str) -> None:
+    assert ranked(text)[0] == family
+
+
+def test_a_bare_load_failure_leaves_the_choice_to_the_prior_and_is_only_possible() -> None:
+    result = explain(_SHIM_8, environ={})
+    assert result.causes[0].confidence == "possible"
+
+
+def _surveyed_major(row: SurveyedWheel) -> int | None:
+    """The cuDNN major a surveyed framework wheel uses, read from the wheel (cudnnload.resolve.survey): its
+    nvidia-cudnn pin, its build information, else the cuDNN names among its libraries' strings."""
+    for pin in row.cudnn_requires:
+        if (found := re.search(r"(?:==|>=|~=)\s*(\d+)\.", pin)):
+            return int(found.group(1))
+    if row.build_cudnn:
+        return int(row.build_cudnn.split(".")[0])
+    majors = {major for library in row.libraries for name in library.cudnn_names
+              if (major := library_major(name)) is not None}
+    return majors.pop() if len(majors) == 1 else None
+
+
+def test_the_framework_releases_explain_knows_agree_with_the_surveyed_wheels() -> None:
+    """reading._BUILDS (release notes and wheel pins, written by hand) against what each surveyed wheel says."""
+    names = {"torch": "torch", "onnxruntime-gpu": "onnxruntime-gpu", "ctranslate2": "ctranslate2",
+             "tensorflow": "tensorflow"}
+    checked = 0
+    for row in surveyed():
+        major = _surveyed_major(row)
+        if row.distribution not in names or major is None:
+            continue
+        builds = read(f"{names[row.distribution]}=={row.version}").builds
+        assert [build.cudnn_major for build in builds] == [major], (row.distribution, row.version)
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("platform", [None, "linux", "windows"])
+def test_a_prior_counted_on_few_reports_never_outweighs_what_the_text_shows(platform: str | None) -> None:
+    """Issue 32: priors from the tuning corpus and the catalog, shrunk by one pseudo-report per cause
+    (ranking.PSEUDO_REPORTS): no prior keeps two causes of a message as far apart as a decisive rule (3), and one
+    whose leading cause stands on 3 reports or fewer not as far as a strong rule (2)."""
+    for kind in (kind for kind in ranking.PRIORS if "@" not in kind):
+        signal = Signal("test", kind, "", "", "")
+        priors = [ranking._prior(signal, platform, family)
+                  for family in set(ranking.candidates(signal)) | set(ranking.PRIORS[kind])]
+        (best, _, behind), (worst, _, _) = max(priors), min(priors)
+        assert best - worst < (2 if behind <= 3 else 3), (kind, platform)
+
+
+def test_what_the_text_lacks_never_makes_a_cause_likely() -> None:
+    """"Nothing in the text shows a cuDNN installed" moves the plain absence up, but a bare message shows nothing
+    for it: the prior decides, and the first cause stays "possible"."""
+    result = explain("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory",
+                     environ={})
+    assert result.causes[0].confidence == "possible"
+
+
+@pytest.mark.parametrize(("line", "build"), [
+    ("PyTorch version: 2.5.1+cu121", ("pytorch", "2.5", 9)),  # torch.utils.collect_env
+    ("torch: 2.4.0", ("pytorch", "2.4", 9)),
+    ("pytorch                   2.0.1           py3.10_cuda11.8_cudnn8.7.0_0    pytorch", ("pytorch", "2.0", 8)),
+    ("CTranslate2 version: 4.4.0", ("ctranslate2", "4.4", 8)),
+    ("ONNX Runtime version: 1.18.0", ("onnxruntime", "1.18", 8)),
+    ("onnxruntime-win-x64-cuda12-1.17.1", ("onnxruntime", "1.17", 8)),
+    ("TensorFlow version: 2.18.0", ("tensorflow", "2.18", 9)),
+    ("jaxlib 0.4.23+cuda12.cudnn89", ("jax", "8.9", 8)),
+])
+def test_a_framework_release_is_read_in_the_forms_pip_conda_and_issue_templates_write_it(
+        line: str, build: tuple[str, str, int]) -> None:
+    assert [(b.framework, b.release, b.cudnn_major) for b in read(line).builds] == [build]
+
+
+@pytest.mark.parametrize("line", ["torchvision 0.15.2", "pytorch-lightning 2.1.0", "I moved torch to 2.4 later"])
+def test_a_name_that_only_starts_like_a_framework_or_prose_is_no_release(line: str) -> None:
+    assert read(line).builds == ()
+
+
+def test_a_cause_the_tuning_reports_of_a_kind_had_is_ranked_where_the_catalog_leaves_it_out() -> None:
+    text = "RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM"
+    primary = read(text).primary
+    assert primary is not None and "known-bad-release" not in primary.families
+    assert "known-bad-release" in ranking.PRIORS[primary.kind] and "known-bad-release" in ranked(text)
+
+
+def test_a_wheels_shim_shown_alone_is_no_sign_of_a_missing_sublibrary() -> None:
+    """ldd shows the shim a program links, never the sub-libraries it dlopens; a wheel ships them all."""
+    text = (_SHIM_8 + "$ ldd libctranslate2.so | grep cudnn\n\tlibcudnn.so.8 => "
+            "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8 (0x00007f)")
+    assert ranked(text)[0] == "wheel-not-on-linker-path"
+    assert "sublibrary-missing" not in ranked(text)[:2]

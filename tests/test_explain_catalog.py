@@ -315,3 +315,24 @@ def test_a_loading_word_without_a_failure_gives_no_driver_cause() -> None:
     # "Found shared library libcuda.so.1 at" is information, "Can't open libcuda.so.1" a missing driver
     assert not _derived("Found shared library libcuda.so.1 at")[0]
     assert _derived("Can't open libcuda.so.1:")[0][0] == "no-gpu-or-driver"
+
+
+def test_every_derived_entry_has_the_causes_its_words_give_now(data: dict[str, object]) -> None:
+    """A change of messages.DERIVED reaches the committed catalog (`harvest --rederive`, or a full harvest)."""
+    for entry in data["entries"]:  # type: ignore[attr-defined]
+        if not entry["curated"]:
+            assert list(_derived(entry["template"])[0]) == entry["families"], entry["id"]
+
+
+@pytest.mark.parametrize("template", [
+    "[cudnn_frontend] Cached Plan Not Found in %s",  # a cache miss, not a library
+    "[MPItrampoline] Calling dlopen",  # nothing failed
+    "Specify path for loading libcudnn.so. For instance, /usr/local/cudnn/lib. If empty [default], dlopen will search",
+])
+def test_words_that_only_name_loading_give_no_loading_cause(template: str) -> None:
+    assert not set(_derived(template)[0]) & loading_families()
+
+
+def test_a_symbol_a_library_lacks_is_not_a_library_not_found() -> None:
+    families = _derived("cudnnGetErrorString symbol not found.")[0]
+    assert families and families[0] == "mixed-release" and "cudnn-not-installed" not in families

@@ -1,5 +1,5 @@
 """The explain corpus (fixtures/explain): its real reports load and follow the format, the split into a tuning
-part and two held-out parts (split.json, issue 32) places every report once, and `cudnnload explain` meets the
+part and three held-out parts (split.json, issue 32) places every report once, and `cudnnload explain` meets the
 goals on the tuning part, ranked by the text alone: the established cause first in 80 % or more, in the top 3 in
 90 % or more, never a wrong first cause tagged "confident", never a loading cause first for a cause that is not
 about loading, and the same ranking whatever the machine's environment. The priors kept in the code are the
@@ -57,18 +57,18 @@ def test_the_priors_in_the_code_are_the_tuning_parts_counts(tuning: list[dict[st
     assert priors(tuning) == ranking.PRIORS, "run `python bench/bench_explain.py --print-priors` and paste it"
 
 
-def test_the_split_places_every_report_once_and_holds_out_two_parts(reports: list[dict[str, object]]) -> None:
+def test_the_split_places_every_report_once_and_holds_out_three_parts(reports: list[dict[str, object]]) -> None:
     parts = split(reports)
-    assert len(parts["held_out"]) >= 40 and len(parts["held_out_2"]) >= 10
+    assert len(parts["held_out"]) >= 40 and len(parts["held_out_2"]) >= 10 and len(parts["held_out_3"]) >= 20
     assert sum(len(part) for part in parts.values()) == len(reports)
     assert len({r["id"] for part in parts.values() for r in part}) == len(reports)
 
 
-def test_the_second_held_out_part_holds_only_ids_its_hash_rule_holds_out() -> None:
-    """split.json's held_out_2 rule: sha1(id) starting with 8-f is held out, 0-7 went to tuning."""
+@pytest.mark.parametrize("part", ["held_out_2", "held_out_3"])
+def test_a_hash_split_held_out_part_holds_only_ids_its_rule_holds_out(part: str) -> None:
+    """split.json's held_out_2 and held_out_3 rules: sha1(id) starting with 8-f is held out, 0-7 went to tuning."""
     data = json.loads((Path(__file__).resolve().parents[1] / "fixtures/explain/split.json").read_text("utf-8"))
-    assert data["held_out_2"] and all(int(hashlib.sha1(i.encode()).hexdigest()[0], 16) >= 8
-                                      for i in data["held_out_2"])
+    assert data[part] and all(int(hashlib.sha1(i.encode()).hexdigest()[0], 16) >= 8 for i in data[part])
 
 
 def test_a_report_in_no_part_of_the_split_is_one_line_naming_the_file(tmp_path: Path,

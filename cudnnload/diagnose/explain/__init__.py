@@ -8,7 +8,8 @@ the evidence in the text, read after the frameworks' generic advice is taken out
 same on every machine. A text with no known message that still names cuDNN gets the usual causes of what its
 words say (a status in words, a cuDNN library next to words of a failed load, a cuDNN function next to words of
 a link failure, a version), never above "possible", with the catalog's nearest messages shown as such, never as
-a match; a text that does not name cuDNN gets no cause.
+a match; a text with no known message that does not name cuDNN gets only the causes of a failing call its words
+name decisively ("out of memory", an Xid), never one about loading, and otherwise none.
 
 With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
 machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
@@ -117,7 +118,7 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     ranked = rank(reading)
     if not ranked:
         aborted = reading.quote("aborted")
-        nearest = tuple(messages.load().nearest(cut)) if not reading.signals else ()
+        nearest = tuple(messages.load().nearest(cut)) if all(s.pattern in GUESSES for s in reading.signals) else ()
         notes = [f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
                  "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else "",
                  "nearest known messages (not a match; the text holds none of them): " + "; ".join(

@@ -2,23 +2,34 @@
 message (`PRIORS`, counted on the corpus), then each piece of evidence in the text for or against it
 (`RULES`). Pure: the text's `Reading` in, scores out; this machine plays no part.
 
-A score is a log-odds: ``log`` of the cause's share among the corpus reports of the message kind (with
-half a report added to every listed cause, so one never seen keeps a chance), plus the weight of every rule
-that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the text names the cause: the
-`Error:` part's library, "possibly insufficient driver version"; 4 where it says it in words, "CUDA out of
-memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a decisive rule holds
-for it and it leads the next by 2 or more.
+A score is a log-odds: ``log`` of the cause's share among the tuning reports of the message kind (those of the
+text's platform in full, the others in part) and the catalog's causes of the message, with one report added to
+every cause it can have (so one never seen keeps a chance, and a few reports cannot outweigh the text: `_prior`),
+plus the weight of every rule that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the
+text names the cause: the `Error:` part's library, "possibly insufficient driver version"; 4 where it says it in
+words, "CUDA out of memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a
+decisive rule holds for it and it leads the next by 2 or more.
 """
 
 from __future__ import annotations
 
 import math
+import ntpath
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
-from cudnnload.diagnose.explain.reading import CUDNN_CLASSES, Reading, Signal, library_class, version_of
+from cudnnload.diagnose.explain.reading import (
+    CUDNN_CLASSES,
+    Reading,
+    Signal,
+    dotted,
+    library_class,
+    library_major,
+    version_of,
+)
 
 # The causes each kind of message can have (fixtures/explain/FAMILIES.md ids), most common first: what the
 # message says rules in (a library failed to load: loading causes; a status: the call and the GPU).
@@ -75,22 +86,28 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "status:RUNTIME_PREREQUISITE_MISSING": ("nvrtc-missing", "libcuda-missing", "driver-too-old"),
     "status:INVALID_VALUE": ("bad-param-usage", "unsupported-configuration"),
     "status:OTHER": ("execution-failed-kernel",),
+    # the CUDA runtime's words for a kernel that faulted (the catalog's "an illegal memory access was encountered",
+    # ECC and Xid lines): a defect of the code, of the cuDNN release, or of the GPU itself
+    "hardware": ("framework-bug", "known-bad-release", "execution-failed-kernel", "gpu-hardware-fault"),
 }
 
 # How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
 # "kind@linux"): counted on fixtures/explain/reports (the kind of each report's first message and the platform
 # as `reading.read` gives them; `python bench/bench_explain.py --print-priors` prints this table from the
-# corpus). The platform's counts are used where they hold 2 reports or more, else the kind's; a kind absent
-# here has no report yet, and its CANDIDATES order decides.
+# corpus). `_prior` weighs the text's platform's reports in full and the kind's others in part; a kind absent
+# here has no report yet, and the catalog and its CANDIDATES order decide.
 PRIORS: dict[str, dict[str, int]] = {
-    "api-missing": {"runtime-older-than-build": 1},
-    "compile-missing": {"framework-bug": 1},
+    "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1},
+    "catalog": {"gpu-too-old": 1},
+    "compile-missing": {"framework-bug": 1, "version-mismatch-shadowed": 1},
     "conv-algorithm": {"out-of-memory": 3},
-    "cudnn-not-found": {"wrong-cudnn-major": 5, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
+    "cudnn-mentioned": {"framework-bug": 1, "wrong-cudnn-major": 1},
+    "cudnn-mentioned@linux": {"framework-bug": 1},
+    "cudnn-not-found": {"wrong-cudnn-major": 7, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
         "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
     "cudnn-not-found@linux": {"installed-not-on-search-path": 2, "torch-without-nvidia-deps": 2,
         "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1, "wrong-cudnn-major": 1},
-    "cudnn-not-found@windows": {"wrong-cudnn-major": 4},
+    "cudnn-not-found@windows": {"wrong-cudnn-major": 6},
     "dependency-load:cublas": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
     "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
     "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
@@ -111,35 +128,41 @@ PRIORS: dict[str, dict[str, int]] = {
     "framework-no-cudnn": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1,
         "wheel-not-on-linker-path": 1},
     "framework-no-cudnn@linux": {"runtime-older-than-build": 1},
+    "hardware": {"framework-bug": 1},
+    "hardware@windows": {"framework-bug": 1},
     "no-engine": {"out-of-memory": 2, "driver-too-old": 1},
     "no-engine@linux": {"out-of-memory": 1},
     "removed-api": {"removed-api": 1},
     "status:ARCH_MISMATCH": {"gpu-too-old": 5},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
-    "status:BAD_PARAM": {"bad-param-usage": 3},
+    "status:BAD_PARAM": {"bad-param-usage": 3, "known-bad-release": 1, "version-mismatch-shadowed": 1},
     "status:EXECUTION_FAILED": {"gpu-too-new": 4},
     "status:EXECUTION_FAILED@linux": {"gpu-too-new": 2},
     "status:INTERNAL_ERROR": {"known-bad-release": 1, "unsupported-configuration": 1},
     "status:NOT_INITIALIZED": {"out-of-memory": 4, "driver-too-old": 1},
     "status:NOT_INITIALIZED@windows": {"out-of-memory": 1},
-    "status:NOT_SUPPORTED": {"harmless-warning": 1, "known-bad-release": 1, "unsupported-configuration": 1},
-    "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 1},
+    "status:NOT_SUPPORTED": {"unsupported-configuration": 3, "harmless-warning": 1, "known-bad-release": 1,
+        "version-mismatch-shadowed": 1},
+    "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 3},
     "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 3},
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
     "sublibrary-load": {"cudnn-not-installed": 6, "wheel-not-on-linker-path": 6, "wrong-cudnn-major": 5,
-        "installed-not-on-search-path": 2, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1},
+        "installed-not-on-search-path": 2, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1,
+        "paging-file-too-small": 1, "unloadable-file": 1},
     "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
         "libcuda-missing": 1},
     "sublibrary-load@windows": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2, "sublibrary-missing": 2,
-        "wrong-cudnn-major": 2, "zlib-missing": 2},
+        "wrong-cudnn-major": 2, "zlib-missing": 2, "paging-file-too-small": 1, "unloadable-file": 1},
     "symbol-mismatch": {"mixed-release": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
     "symbol-mismatch@windows": {"mixed-release": 1},
-    "version-newer": {"minor-mismatch-strict": 4},
-    "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 5, "two-frameworks-conflict": 4,
-        "conda-vs-pip": 1},
+    "version-newer": {"minor-mismatch-strict": 5},
+    "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 6, "two-frameworks-conflict": 4,
+        "conda-vs-pip": 1, "harmless-warning": 1},
     "version-other-major": {"wrong-cudnn-major": 3},
+    "version-unclear": {"wrong-cudnn-major": 1},
+    "version-unclear@linux": {"wrong-cudnn-major": 1},
 }
 
 
@@ -151,13 +174,16 @@ def platform_group(reading: Reading) -> str | None:
 @dataclass(frozen=True)
 class Rule:
     """Evidence in the text for (weight > 0) or against (< 0) a cause: ``holds`` returns the part of the text
-    that shows it, or None; ``kinds`` (prefixes) limits it to those message kinds (empty: any)."""
+    that shows it, or None; ``kinds`` (prefixes) limits it to those message kinds (empty: any). ``shown`` is
+    False for a rule that holds on what the text lacks: it moves the score, but the text shows nothing for it, so it
+    never makes a cause "likely" (`confidence`)."""
 
     family: str
     weight: float
     says: str
     holds: Callable[[Reading, Signal], str | None]
     kinds: tuple[str, ...] = ()
+    shown: bool = True
 
     def quote(self, reading: Reading, signal: Signal) -> str | None:
         if self.kinds and not signal.kind.startswith(self.kinds):
@@ -195,21 +221,99 @@ def not_windows(reading: Reading, signal: Signal) -> str | None:
     return None if reading.has("windows") else "no Windows name or path in the text"
 
 
+def majors_shown(reading: Reading) -> dict[int, str]:
+    """The cuDNN majors the text shows on the machine, each with what shows it: a version the user states, the
+    nvidia-cudnn wheel pip lists, a cuDNN file a listing or path shows."""
+    shown: dict[int, str] = {}
+    if reading.stated:
+        shown.setdefault(reading.stated[0], f"the text has cuDNN {dotted(reading.stated)}")
+    if reading.wheel:
+        shown.setdefault(reading.wheel[0], f"pip shows the nvidia-cudnn wheel {dotted(reading.wheel)}")
+    for name in reading.files:
+        if (major := library_major(name)) is not None:
+            shown.setdefault(major, f"the text shows {name}")
+    return shown
+
+
 def other_major_there(reading: Reading, signal: Signal) -> str | None:
-    """The text shows a cuDNN of another major than the one the program wants: brought by a torch release it
-    names, said to be installed, or wanted by the program's own release (ONNX Runtime, CTranslate2)."""
+    """The text shows a cuDNN of another major than the one the program wants, and none of the wanted major:
+    brought by a torch release it names, said to be installed, listed by pip or shown as a file, against the major
+    the messages want or the program's own release is built for (ONNX Runtime, CTranslate2, TensorFlow)."""
     want = reading.cudnn_major
     for build in reading.builds:
         if build.bundles and want and build.cudnn_major != want:
             return f"{build.framework} {build.release} brings cuDNN {build.cudnn_major}, cuDNN {want} is wanted"
-        if not build.bundles and reading.stated and build.cudnn_major != reading.stated[0]:
-            return (f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, the text has cuDNN "
-                    f"{'.'.join(map(str, reading.stated))}")
-    if reading.stated and want and reading.stated[0] != want and signal.kind in ("cudnn-not-found",
-                                                                                 "sublibrary-load",
-                                                                                 "framework-no-cudnn"):
-        return f"the text has cuDNN {'.'.join(map(str, reading.stated))}, cuDNN {want} is wanted"
+    shown = majors_shown(reading)
+    if not shown:
+        return None
+    for build in reading.builds:
+        if not build.bundles and build.cudnn_major not in shown:
+            said = next(iter(shown.values()))
+            return f"{build.framework} {build.release} is built for cuDNN {build.cudnn_major}, {said}"
+    if want and want not in shown and signal.kind in ("cudnn-not-found", "sublibrary-load", "framework-no-cudnn"):
+        return f"{next(iter(shown.values()))}, cuDNN {want} is wanted"
     return None
+
+
+# A pip wheel's folder: site-packages/nvidia/cudnn/lib (Linux), site-packages\nvidia\cudnn\bin (Windows)
+_WHEEL_FOLDER = re.compile(r"(?i)(?:site|dist)-packages[/\\]nvidia[/\\]")
+
+
+def wanted_wheel_shown(reading: Reading, signal: Signal) -> str | None:
+    """pip lists the nvidia-cudnn wheel of the major the messages want, or the text shows a file of that major in a
+    wheel's folder: it is installed, where no loader searches unless told (the wheel sets no search path)."""
+    want = reading.wanted
+    if not want:
+        return None
+    if reading.wheel and reading.wheel[0] == want:
+        return f"pip shows the nvidia-cudnn wheel {dotted(reading.wheel)}"
+    file = next((f for f in reading.files if _WHEEL_FOLDER.search(f) and library_major(f) == want), None)
+    return f"the text shows {file}, a pip wheel's file" if file else None
+
+
+def pip_wheel_not_of_another_major(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a pip cuDNN wheel, and not one of another major than the messages want (that one is
+    other_major_there's evidence)."""
+    if reading.wheel and reading.wanted and reading.wheel[0] != reading.wanted:
+        return None
+    return reading.quote("pip-wheel") or None
+
+
+def _stem(name: str) -> str:
+    """A cuDNN library's name without folder, prefix, major and suffixes: libcudnn_ops_infer.so.8.9.2 and
+    cudnn_ops_infer64_8.dll are both cudnn_ops_infer."""
+    base = ntpath.basename(posixpath.basename(name)).lower()
+    return re.sub(r"(?:64_\d+)?\.(?:so|dll).*$", "", base).removeprefix("lib")
+
+
+def failed_file_shown(reading: Reading, signal: Signal) -> str | None:
+    """A listing or path in the text shows the very library that failed to load, of the major wanted: it is on
+    the machine, in a folder the loader did not search."""
+    failed = signal.failed or ""
+    if library_class(failed) not in CUDNN_CLASSES:
+        return None
+    file = next((f for f in reading.files if _stem(f) == _stem(failed)
+                 and library_major(f) == library_major(failed)), None)
+    return f"the text shows {file}" if file else None
+
+
+def sublibrary_not_listed(reading: Reading, signal: Signal) -> str | None:
+    """The text lists cuDNN libraries of the failing sub-library's major on the machine, and not that one: the
+    install is there without it. Not from a pip wheel's folder: every nvidia-cudnn wheel ships all the sub-libraries
+    of its release (an `ldd` or /proc/PID/maps line shows the shim alone because the sub-libraries are dlopened)."""
+    failed = signal.failed or ""
+    if library_class(failed) != "cudnn-sub":
+        return None
+    same = [f for f in reading.files if library_major(f) == library_major(failed) and not _WHEEL_FOLDER.search(f)]
+    if same and all(_stem(f) != _stem(failed) for f in same):
+        return f"the text shows {', '.join(same[:3])}, and not {failed}"
+    return None
+
+
+def wanted_major_shown(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a cuDNN of the major the messages want on the machine (stated, listed by pip, a file)."""
+    want = reading.wanted
+    return majors_shown(reading).get(want) if want else None
 
 
 def same_major_bundled(reading: Reading, signal: Signal) -> str | None:
@@ -227,8 +331,9 @@ def stated_newer_than_found(reading: Reading, signal: Signal) -> str | None:
 
 
 def stated_installed(reading: Reading, signal: Signal) -> str | None:
-    """The text says the cuDNN major the failing program wants is installed."""
-    if reading.stated and reading.cudnn_major and reading.stated[0] == reading.cudnn_major:
+    """The text says the cuDNN major the failing program wants is installed (the messages show the major wanted:
+    a major read from the stated version itself says nothing about what is wanted)."""
+    if reading.stated and reading.wanted and reading.stated[0] == reading.wanted:
         return f"the text says cuDNN {'.'.join(map(str, reading.stated))} is installed"
     return None
 
@@ -242,7 +347,8 @@ _INSTALLED_CLUES = ("pip-wheel", "pip-wheel-installed", "venv", "conda", "system
 def nothing_installed_shown(reading: Reading, signal: Signal) -> str | None:
     """The text shows no cuDNN anywhere on the machine: a cause that needs one there (another major, a wheel or
     folder the loader does not search) has nothing in the text behind it, the plain absence has."""
-    if reading.stated or reading.builds or any(reading.has(name) for name in _INSTALLED_CLUES):
+    if (reading.stated or reading.wheel or reading.files or reading.builds
+            or any(reading.has(name) for name in _INSTALLED_CLUES)):
         return None
     return f"nothing in the text shows a cuDNN installed anywhere: {signal.quote or signal.line}"
 
@@ -299,11 +405,15 @@ def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
     return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
 
 
-# The loader found the file but could not load it: Windows error 193 (ERROR_BAD_EXE_FORMAT, "%1 is not a valid
-# Win32 application": a 32-bit or foreign build), glibc's "wrong ELF class", "invalid ELF header", "file too short"
-# (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not recognized" (bfd/bfd.c).
+# The loader found the file but could not load it: Windows error 5 (ERROR_ACCESS_DENIED, "Access is denied": a
+# file without read or execute permission), glibc's EACCES ("Permission denied") and "failed to map segment from
+# shared object" (elf/dl-map-segments.h: mmap refused, a noexec mount or a memory limit); Windows error 193
+# (ERROR_BAD_EXE_FORMAT, "%1 is not a valid Win32 application": a 32-bit or foreign build), glibc's "wrong ELF
+# class", "invalid ELF header", "file too short" (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not
+# recognized" (bfd/bfd.c).
 _UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
-                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized")
+                         r"|invalid ELF header|file too short|file in wrong format|file format not recognized"
+                         r"|\[WinError 5\]|Access is denied|Permission denied|failed to map segment from shared object")
 
 
 def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
@@ -317,6 +427,22 @@ def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
 # was built with. A cuDNN library lacking one of another's is two releases mixed (mixed-release).
 _PUBLIC_MISSING = re.compile(r"(?P<needs>[^\s:'\"`()]+): undefined symbol: cudnn[A-Z]\w*(?!\S*, version)"
                              r"|entry point cudnn[A-Z]\w*")
+
+
+# The oldest GPU each cuDNN major runs on, from cuDNN's support matrices: 7.x "Kepler (3.x)" and later; 8.x "SM 3.0
+# and later" (CUDA 10.2 builds; SM 3.5 for CUDA 11); 9.0 "5.0" (Maxwell) and later. No cuDNN ran below 3.0.
+OLDEST_CAPABILITY = {7: (3, 0), 8: (3, 0), 9: (5, 0)}
+
+
+def capability_too_old(reading: Reading, signal: Signal) -> str | None:
+    """The text shows a compute capability below the oldest the text's cuDNN major (any cuDNN, when it shows no
+    major) supports."""
+    have, major = reading.capability, reading.cudnn_major
+    oldest = OLDEST_CAPABILITY.get(major or 0, (3, 0))
+    if have is None or have >= oldest:
+        return None
+    return (f"compute capability {have[0]}.{have[1]}, below the {oldest[0]}.{oldest[1]} that "
+            f"{f'cuDNN {major}' if major else 'every cuDNN'} needs")
 
 
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
@@ -343,7 +469,16 @@ def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
     return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
 
 
+def program_regression(reading: Reading, signal: Signal) -> str | None:
+    """The text says it worked with one release and fails with another, and the releases are not cuDNN's."""
+    return None if reading.has("cudnn-regression") else reading.quote("regression") or None
+
+
 LOADING = ("sublibrary-load", "cudnn-not-found")
+# The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
+# lacks a name) and of a text that only talks of a version
+RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
+                 "cudnn-mentioned")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -369,8 +504,10 @@ RULES: tuple[Rule, ...] = (
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
          "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
-    Rule("zlib-missing", -3, "the file was found: it is there, but not loadable", found_not_loadable),
-    Rule("cudnn-not-installed", -3, "the file was found: it is there, but not loadable", found_not_loadable),
+    # a cause whose file is absent from where the loader looks (or of another major) cannot have found it
+    *(Rule(family, -3, "the file was found: it is there, but not loadable", found_not_loadable)
+      for family in ("zlib-missing", "cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
+                     "sublibrary-missing", "wrong-cudnn-major")),
     Rule("runtime-older-than-build", 2.5, "a program needs a public cuDNN function that the cuDNN loaded lacks: an "
          "older release than the program was built with", public_function_missing,
          ("symbol-mismatch", "api-missing")),
@@ -387,8 +524,18 @@ RULES: tuple[Rule, ...] = (
          "program does not search", same_major_bundled, LOADING),
     Rule("wheel-not-on-linker-path", 1, "a virtual environment: its cuDNN can only be a pip wheel", clue("venv"),
          LOADING),
-    Rule("wheel-not-on-linker-path", 1.5, "the text shows a pip cuDNN wheel", clue("pip-wheel"),
+    Rule("wheel-not-on-linker-path", 1.5, "the text shows a pip cuDNN wheel", pip_wheel_not_of_another_major,
          (*LOADING, "framework-no-cudnn")),
+    Rule("wheel-not-on-linker-path", 2, "the cuDNN of the major wanted is installed as a pip wheel, which the "
+         "loader does not search unless told", wanted_wheel_shown, LOADING),
+    Rule("installed-not-on-search-path", 1.5, "the library that failed is on the machine: the loader did not look "
+         "where it is", failed_file_shown, LOADING),
+    *(Rule(family, -2, "the library that failed is on the machine", failed_file_shown, LOADING)
+      for family in ("cudnn-not-installed", "sublibrary-missing", "wrong-cudnn-major")),
+    Rule("sublibrary-missing", 2, "the text lists that cuDNN's other libraries on the machine, without the one that "
+         "failed", sublibrary_not_listed, LOADING),
+    Rule("cudnn-not-installed", -1, "the text shows a cuDNN of the major wanted on the machine", wanted_major_shown,
+         LOADING),
     Rule("torch-without-nvidia-deps", 3, "poetry resolved torch without its nvidia-* dependencies", clue("poetry")),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
          pattern("torch-preload")),
@@ -402,9 +549,8 @@ RULES: tuple[Rule, ...] = (
          "not where cuDNN is", pattern("paddle-dynload")),
     Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
          stated_installed, LOADING),
-    Rule("cudnn-not-installed", -1, "the text says that cuDNN is installed", stated_installed, LOADING),
     Rule("cudnn-not-installed", 1, "the library was not found and the text shows no cuDNN installed anywhere",
-         nothing_installed_shown, LOADING),
+         nothing_installed_shown, LOADING, shown=False),
     Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "
          "version>, a subfolder PATH does not reach", windows_cudnn9_installer),
     Rule("installed-not-on-search-path", 1, "Windows: a DLL the module needs is in no PATH folder",
@@ -427,6 +573,12 @@ RULES: tuple[Rule, ...] = (
          VERSIONS),
     Rule("two-frameworks-conflict", 0.7, "two frameworks are in the text", two_frameworks, ("symbol-mismatch",)),
     Rule("known-bad-release", 3, "the framework names the cuDNN release as broken", clue("known-bad")),
+    # a regression between two releases, in a failure that is not a load: of cuDNN's releases where the text says
+    # they are cuDNN's, else of the program's own
+    Rule("known-bad-release", 2, "it worked with an earlier cuDNN release and fails with a later one",
+         clue("cudnn-regression"), RUNTIME_KINDS),
+    Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
+         program_regression, RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
          removed_from_headers),
     Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings),
@@ -457,6 +609,7 @@ RULES: tuple[Rule, ...] = (
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
     Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
+    Rule("gpu-too-old", 3, "the GPU is older than cuDNN supports", capability_too_old),
     Rule("gpu-too-old", 1.5, "the text names an old GPU", clue("gpu-old-name")),
     Rule("gpu-too-new", 3, "the build has no kernel image for this GPU", clue("no-kernel-image")),
     Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),
@@ -476,7 +629,9 @@ class Scored:
     prior: str  # how often the corpus saw it for this kind of message
     evidence: tuple[str, ...]  # what in the text moved it, quoted
     decisive: bool  # a rule of weight 3 or more holds
-    behind: int = 0  # how many tuning reports of this kind of message its prior was counted on
+    behind: int = 0  # how many tuning reports of this kind of message had it as their cause
+    shown: bool = False  # a rule for it holds on something the text shows (not only on what it lacks)
+    lacks: float = 0.0  # the weight of the rules that hold for it on what the text lacks (Rule.shown False)
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -484,52 +639,93 @@ def candidates(signal: Signal) -> tuple[str, ...]:
     return signal.families or CANDIDATES.get(signal.kind, ())
 
 
-# The second corpus of the priors: the catalog's meaning of the message. Its n-th cause counts as
-# CATALOG_WEIGHT / n reports, so the catalog's first cause weighs as much as a few reports of the tuning corpus,
-# and the corpus's counts decide where it has several reports.
+# The second corpus of the priors: the catalog's meaning of the message (what the code that prints it means by
+# it). Its n-th cause counts as CATALOG_WEIGHT / n reports, so the catalog's first cause weighs as much as a few
+# reports of the tuning corpus, and the corpus's counts decide where it has several reports.
 CATALOG_WEIGHT = 3.0
+# Laplace's rule of succession: every cause the message can have starts with one report. Two causes whose counts
+# differ by n reports are then at most log(n + 1 + catalog) apart, so a prior counted on few reports cannot outweigh
+# what the text shows: a strong rule (2) outweighs a lead of up to 6 reports, a decisive one (3) of up to 19.
+PSEUDO_REPORTS = 1.0
+# The reports of the message's kind seen on another platform (or on none the text showed) count for this share of
+# a report of the text's own platform: backing off to the kind's counts rather than switching to them.
+OTHER_PLATFORM = 0.5
 
 
 def _prior(signal: Signal, platform: str | None, family: str) -> tuple[float, str, int]:
-    """(log prior, how it was counted, how many tuning reports stand behind it) of ``family`` for ``signal``."""
+    """(log prior, how it was counted, how many tuning reports had ``family`` as their cause) of ``family`` for
+    ``signal``: the tuning reports of its message kind (those of the text's platform in full, the others at
+    OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
     listed = candidates(signal)
-    counts = PRIORS.get(f"{signal.kind}@{platform}", {})
-    if sum(counts.values()) < 2:
-        counts, platform = PRIORS.get(signal.kind, {}), None
-    total = sum(counts.values())
-    count = counts.get(family, 0)
+    kind = PRIORS.get(signal.kind, {})
+    here = PRIORS.get(f"{signal.kind}@{platform}", {}) if platform else {}
+    counts = {name: here.get(name, 0) + OTHER_PLATFORM * (number - here.get(name, 0)) if platform else number
+              for name, number in kind.items()}
     book = messages.load()
     catalog = (book.weights(signal.families, CATALOG_WEIGHT) if signal.families else
                book.kind_weights(signal.kind, CATALOG_WEIGHT))
-    mass = total + sum(catalog.values())
-    if family not in listed and family not in counts:
-        return math.log(0.5 / (mass + 0.5 * (len(listed) + 1))) - 1, "not a usual cause of this message", total
-    share = (count + catalog.get(family, 0.0) + 0.5) / (mass + 0.5 * max(1, len(listed)))
+    causes = set(listed) | set(counts) | set(catalog)
+    mass = sum(counts.values()) + sum(catalog.values()) + PSEUDO_REPORTS * len(causes)
+    behind = kind.get(family, 0)
+    if family not in causes:
+        return (math.log(PSEUDO_REPORTS / (mass + PSEUDO_REPORTS)) - 1, "not a usual cause of this message",
+                behind)
+    share = (counts.get(family, 0.0) + catalog.get(family, 0.0) + PSEUDO_REPORTS) / mass
     # within equal counts, the order of the candidates (most likely first) breaks the tie
     tie = -0.01 * (listed.index(family) if family in listed else len(listed))
-    on = f" on {platform.capitalize()}" if platform else ""
-    said = [f"{count} of {total} tuning reports of this kind of message{on}" if total else
+    total = sum(kind.values())
+    said = [f"{behind} of {total} tuning reports of this kind of message" if total else
             "no tuning report of this kind of message"]
+    if total and platform and here:
+        said[0] += f" ({here.get(family, 0)} of {sum(here.values())} on {platform.capitalize()})"
     if family in catalog and family in signal.families:
         said.append(f"the catalog lists it {_ordinal(signal.families.index(family) + 1)} of "
                     f"{len(signal.families)} causes of this message")
     elif family in catalog:
         said.append(f"the catalog's messages of this kind count it {catalog[family]:.1f}")
-    return math.log(share) + tie, "; ".join(said), total
+    return math.log(share) + tie, "; ".join(said), behind
 
 
 def _ordinal(number: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(number, f"{number}th")
 
 
+# The causes of a cuDNN call failing on the GPU: those of the runtime message kinds (a status, no engine, no
+# convolution algorithm, a GPU fault).
+RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items()
+                           if kind.startswith(("status:", "no-engine", "conv-algorithm", "hardware"))
+                           for family in listed)
+
+
+def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
+    """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
+    causes of a failing call (a cause about loading needs a message of a load that failed), each with the rules of
+    weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
+    words name decisively: "CUDA out of memory", an Xid, "insufficient driver version")."""
+    scored = []
+    for family in sorted(RUNTIME_CAUSES):
+        rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
+                 and (quote := rule.quote(reading, signal))]
+        score = sum(rule.weight for rule, _ in rules)
+        if score > 0:
+            evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in rules)
+            scored.append(Scored(family, score, "no known message in the text: only what its words name", evidence,
+                                 any(rule.weight >= 3 for rule, _ in rules),
+                                 shown=any(rule.shown and rule.weight > 0 for rule, _ in rules)))
+    return tuple(sorted(scored, key=lambda s: -s.score))
+
+
 def rank(reading: Reading) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families."""
-    if not reading.signals:
-        return ()
+    way, where they add families. A text without a message gets only what its words name (`_without_a_message`)."""
     primary = reading.primary
-    assert primary is not None
+    if primary is None:
+        return _without_a_message(reading, Signal("none", "none", "", "the text", "no message"), 3)
+    if primary.kind == "cudnn-mentioned":
+        return _without_a_message(reading, primary, -math.inf)
     families = list(candidates(primary))
+    # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
+    families += [f for f in PRIORS.get(primary.kind, {}) if f not in families]
     for signal in reading.signals[1:]:
         families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
@@ -538,7 +734,7 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
     scored = []
     for family in families:
         base, said, behind = _prior(primary, platform_group(reading), family)
-        evidence, decisive = [], False
+        evidence, decisive, shown, lacks = [], False, False, 0.0
         for rule in RULES:
             if rule.family != family:
                 continue
@@ -546,24 +742,30 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
             if quote:
                 base += rule.weight
                 decisive = decisive or rule.weight >= 3
+                shown = shown or (rule.shown and rule.weight > 0)
+                lacks += 0.0 if rule.shown else rule.weight
                 evidence.append(f"{rule.says}: \"{quote[:160]}\"")
-        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind))
+        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind, shown, lacks))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-# How many tuning reports must stand behind a prior for it alone to make a cause "likely".
+# How many tuning reports of the kind of message must have had the cause for its prior alone to make it "likely".
 REPORTS_FOR_LIKELY = 3
 
 
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
     """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
     where the text names the cause (a decisive rule) and it leads the next by 2 or more; "likely" where it leads
-    by 1 and either the text or enough tuning reports (REPORTS_FOR_LIKELY) stand behind it."""
+    by 1 and the text shows something for it, or enough tuning reports had it (REPORTS_FOR_LIKELY) and it leads by 1
+    on its prior and what the text shows alone (what the text lacks is no evidence that it holds)."""
     this = ranked[index]
     if index == 0:
-        margin = this.score - ranked[1].score if len(ranked) > 1 else math.inf
+        second = ranked[1] if len(ranked) > 1 else None
+        margin = this.score - second.score if second else math.inf
         if this.decisive and margin >= 2:
             return "confident"
-        backed = this.decisive or bool(this.evidence) or this.behind >= REPORTS_FOR_LIKELY
-        return "likely" if margin >= 1 and backed else "possible"
+        if margin >= 1 and (this.decisive or this.shown):
+            return "likely"
+        shown_margin = margin - this.lacks + (second.lacks if second else 0.0)
+        return "likely" if shown_margin >= 1 and this.behind >= REPORTS_FOR_LIKELY else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"

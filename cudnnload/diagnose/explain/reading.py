@@ -204,8 +204,10 @@ def _could_not_load_library(found: re.Match[str]) -> Signal | None:
     library = found.group("lib")
     error = found.group("error") or (f"error code {found.group('code')}" if found.group("code") else None)
     after = found.string[found.end():found.end() + 200]
-    if error is None and (windows := re.match(r"\s*(The specified (?:module|procedure) could not be found)", after)):
-        error = windows.group(1)  # Julia, Python: the Windows message on the next line
+    # Julia, Python: the Windows message on the next line (Julia's ConsoleLogger starts it with "│")
+    if error is None and (windows := re.match(r"[\s│]*(The specified (?:module|procedure) could not be found|Access "
+                                              r"is denied)", after)):
+        error = windows.group(1)
     return _load_signal("could-not-load-library", found, "the cuDNN 8 shim (libcudnn.so.8, cudnn64_8.dll) before "
                         "it aborts; Julia's and other loaders' dlopen", library, error,
                         f"{library} could not be loaded" + (f": {error}" if error else ""))
@@ -612,11 +614,14 @@ _VERSION_PAIR = re.compile(
     rf"[^\n]{{0,60}}?\b(?:compiled|built)\s+(?:with|against)[:\s]+{_CUDNN_WORD}(?P<built2>{_ANY_VERSION})"
     rf"|cu[Dd][Nn][Nn] compiled \((?P<built3>\d+)\) and runtime \((?P<found3>\d+)\) versions mismatch")
 
-# cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"): read only in
-# a text that names cuDNN and holds no message above.
+# cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"), and cuDNN's
+# initialisation failing in words ("Failed to initialize cuDNN", "could not create cudnn handle": what
+# CUDNN_STATUS_NOT_INITIALIZED means, cudnn_graph.h): read only in a text that names cuDNN and holds no message above.
 _STATUS_WORDS = re.compile(r"(?i)\b(?P<words>arch(?:itecture)?[ _]mismatch|not[ _]initiali[sz]ed|bad[ _]param(?:eter)?"
                            r"|execution[ _]failed|internal[ _]error|not[ _]supported|alloc(?:ation)?[ _]failed"
-                           r"|mapping[ _]error)\b")
+                           r"|mapping[ _]error)\b|(?P<init>fail(?:ed|s|ure)? to (?:initiali[sz]e|init) (?:the )?cudnn"
+                           r"|cudnn (?:initiali[sz]ation|init) failed|(?:could ?n[o']t|cannot|unable to|failed to) "
+                           r"create (?:a |the )?cudnn handle)")
 _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), ("bad", "BAD_PARAM"),
                     ("execution", "EXECUTION_FAILED"), ("internal", "INTERNAL_ERROR"), ("not supp", "NOT_SUPPORTED"),
                     ("alloc", "ALLOC_FAILED"), ("mapping", "MAPPING_ERROR"))
@@ -627,7 +632,12 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
                          r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
-_VERSION_WORDS = re.compile(r"(?i)\bversion\b|mismatch|incompatib|not compatible|compatib")
+# Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
+# nothing of a mismatch).
+_VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[o']t|not) match|(?:older|newer|wrong"
+                            r"|different|another) (?:cudnn )?version|\bversion\b[^\n]{0,40}?\b(?:but|while|whereas"
+                            r"|instead|expected|required|needed|wanted)\b|(?:requires?|needs?|expects?|(?:built|compiled)"
+                            r" (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
 _CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
 _CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
 
@@ -646,12 +656,13 @@ GUESSES = ("cudnn-named", "status-words")
 
 def _unknown_text(text: str) -> Signal | None:
     """For a text that names cuDNN but holds no message above: what it is about, from its words (a status, a
-    library that did not load, a function a library lacks, a version), so that the ranking can offer the usual
-    causes of that kind of failure rather than nothing. None for a text that does not name cuDNN."""
+    library that did not load, a function a library lacks, a version that does not fit; else only that it names
+    cuDNN), so that the ranking can offer the usual causes of that kind of failure rather than nothing. None for a
+    text that does not name cuDNN."""
     if not re.search(r"(?i)cudnn", text):
         return None
     if (status := _STATUS_WORDS.search(text)):
-        words = status.group("words").lower().replace("_", " ")
+        words = (status.group("words") or "not init").lower().replace("_", " ")
         name = next(name for prefix, name in _STATUS_OF_WORDS if words.startswith(prefix))
         entry = status_entry(name)
         return Signal("status-words", entry.kind if entry and entry.kind else "status:OTHER", _line(status),
@@ -677,7 +688,10 @@ def _unknown_text(text: str) -> Signal | None:
     if (version := _VERSION_WORDS.search(text)):
         return Signal("cudnn-named", "version-unclear", _line(version), "the text (no known message)",
                       "the text is about a cuDNN version that does not fit")
-    return None
+    named = re.search(r"(?i)cudnn", text)
+    assert named is not None
+    return Signal("cudnn-named", "cudnn-mentioned", _line(named), "the text (no known message)",
+                  "the text names cuDNN, but no message of it and no words of a failure cudnnload can read")
 
 
 # --- the facts around the messages --------------------------------------------------------------------
@@ -690,6 +704,12 @@ class Clue:
     quote: str
 
 
+# "used to work fine with 5.2, does not work with 6.0", "does not work anymore with 6.0 (worked with 5.2)"
+_REGRESSION = (r"(?i)\b(?:used to work|work(?:ed|s))(?: fine| well)? (?:with|in|on|under) {release}\d+(?:\.\w+)+"
+               r"[^\n]{{0,80}}?(?:\bbut\b|does ?n[o']t|not work|fails?\b|broke|no longer)"
+               r"|\b(?:does ?n[o']t|not|no longer) work(?:s|ing)? (?:any ?more )?(?:with|in|on|since|after) {release}"
+               r"\d+(?:\.\w+)+[^\n]{{0,60}}?\b(?:worked|works|used to work)\b")
+
 # (name, pattern, flags): the first match is quoted. Names are what ranking.RULES read.
 _CLUES: tuple[tuple[str, str], ...] = (
     ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"),
@@ -699,10 +719,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("macos", r"\.dylib\b|\bmacOS\b|\bDarwin\b"),
     ("conda", r"(?:ana|mini)conda\d?|[/\\]envs[/\\]|\bconda (?:install|create|env|activate)\b|CONDA_PREFIX"
               r"|conda-forge|\[conda\]"),
-    ("pip-wheel", r"site-packages[/\\]nvidia[/\\]cu\w+|nvidia-cudnn-cu\d+|tensorflow\[and-cuda\]|jax\[cuda\d*"
+    ("pip-wheel", r"site-packages[/\\]nvidia[/\\]cu\w+|nvidia[-_]cudnn[-_]cu\d+|tensorflow\[and-cuda\]|jax\[cuda\d*"
                   r"(?:_pip)?\]|cuda\d+_pip"),
     ("venv", r"\bvenv\b|\.venv/|virtualenv"),
-    ("pip-wheel-installed", r"nvidia-cudnn-cu\d+\S*\s+(?:\d|installed)|Successfully installed[^\n]*nvidia-cudnn|"
+    ("pip-wheel-installed", r"nvidia[-_]cudnn[-_]cu\d+\S*\s+(?:\d|installed)|Successfully installed[^\n]*nvidia-cudnn|"
                             r"site-packages[/\\]nvidia[/\\]cudnn"),
     ("system-cuda", r"/usr/local/cuda(?:-[\d.]+)?/|/usr/lib/x86_64-linux-gnu/libcudnn|/lib/x86_64-linux-gnu/"
                     r"libcudnn|\blibcudnn\d(?:-cuda-\d+)?\b|apt(?:-get)? install[^\n]*cudnn"),
@@ -718,9 +738,13 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("paddle", r"\bpaddle\w*|Paddle"),
     ("caffe", r"\bcaffe\b|Caffe|Check failed: status == CUDNN_STATUS_SUCCESS"),
     ("julia", r"\.julia[/\\]|\bjulia>|CUDA\.jl|\bFlux\b"),
-    ("out-of-memory", r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|\bOOM\b|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED"
-                      r"|failed to allocate"),
-    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|GPU memory|gpu memory|allow_growth|memory growth|PREALLOCATE|"
+    # the CUDA runtime's "out of memory" (cudaErrorMemoryAllocation), XLA's "Out of memory while trying to allocate",
+    # cuBLAS's and cuDNN's ALLOC_FAILED
+    ("out-of-memory", r"(?i:out of memory)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|\bOOM\b"
+                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate"),
+    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out
+    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
+                    r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
                     r"reserve[sd]? [^\n]*memory"),
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
@@ -728,8 +752,7 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|--gpus all|NVIDIA-SMI has failed"),
-    ("gpu-too-old", r"cuda capability (?:sm_)?[1-5]\.?\d\b|(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports "
-                    r"this GPU|compute capability (?:of )?[1-5]\.\d|\bsm_[1-5]\d\b|\bKepler\b|\bFermi\b"),
+    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU|\bKepler\b|\bFermi\b"),
     ("gpu-old-name", r"\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+|\b(?:GT|GTX) ?[4-7]\d\dM?"
                      r"\b|\b6\d\dM\b"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
@@ -760,6 +783,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("cudnn-opened", r"[Ss]uccessfully opened (?:dynamic|CUDA) library (?:lib)?cudnn(?:\.so|64_)|Loaded cuDNN "
                      r"version \d+"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
+    # the text says it worked with an earlier release and fails with a later one: a regression of that release
+    # (cuDNN's where the release it names is cuDNN's)
+    ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
+    ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
 _CLUE_PATTERNS = tuple((name, re.compile(pattern)) for name, pattern in _CLUES)
 
@@ -776,22 +803,26 @@ class Build:
     bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
 
 
+# How a release is written after a program's name: pip list's columns, pip freeze's "==", a wheel's "-", an issue
+# template's or torch.utils.collect_env's "PyTorch version: 2.5.1", "CTranslate2 version: 4.4.0", "torch: 2.4.0".
+_RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
+
 # The cuDNN major of a framework's release, from its release notes and wheel pins: torch 1.8-2.3 ship
 # cuDNN 8, 2.4+ pin nvidia-cudnn-cu12 9.x (PyTorch's release compatibility matrix); ONNX Runtime's CUDA 12
 # packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements"); CTranslate2 4.5.0
-# moved from cuDNN 8 to 9 (its release notes).
+# moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the surveyed wheels.
 _BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
-    ("pytorch", r"\btorch(?:==|\s+version:?\s*|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (2, 4) else 8
-     if v >= (1, 8) else 7, True),
-    ("onnxruntime", r"onnxruntime[\w-]{0,30}?(?:==|-|\s+)(1)\.(\d+)(?:\.\d+)?\b", lambda v: 9 if v >= (1, 19) else 8,
-     False),
-    ("ctranslate2", r"ctranslate2(?:==|\s+|-)(\d+)\.(\d+)(?:\.\d+)?", lambda v: 9 if v >= (4, 5) else 8, False),
+    ("pytorch", rf"\b(?:py)?torch{_RELEASE}", lambda v: 9 if v >= (2, 4) else 8 if v >= (1, 8) else 7, True),
+    # a package (onnxruntime-gpu) or a release archive's name (onnxruntime-win-x64-cuda12-1.17.1)
+    ("onnxruntime", rf"\bonnx[ _]?runtime(?:[-_][A-Za-z]\w*){{0,4}}?{_RELEASE}\b",
+     lambda v: 9 if v >= (1, 19) else 8, False),
+    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v: 9 if v >= (4, 5) else 8, False),
     # tensorflow.org/install/source#gpu ("Tested build configurations"): 1.0-1.2 cuDNN 5.1, 1.3-1.4 6, 1.5-2.3 7,
     # 2.4-2.17 8, 2.18+ 9
-    ("tensorflow", r"\btensorflow(?:[-_]gpu)?(?:==|\s+version:?\s*|:\s*|\s+|-)(\d)\.(\d+)(?:\.\d+)?\b",
+    ("tensorflow", rf"\btensorflow(?:[-_]gpu)?{_RELEASE}\b",
      lambda v: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
     # jaxlib's CUDA wheels name the cuDNN they were built for: jaxlib-0.4.7+cuda11.cudnn82, +cuda12.cudnn91
-    ("jax", r"jaxlib[^\s+]*\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
+    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
 )
 
 
@@ -819,6 +850,10 @@ class Reading:
     builds: tuple[Build, ...] = ()  # the framework releases the text names, with the cuDNN major each uses
     stated: tuple[int, ...] | None = None  # the cuDNN version the user says is installed ("cuDNN: 8.1.1")
     paths: tuple[str, ...] = ()  # paths of libraries the text shows (Linux or Windows)
+    capability: tuple[int, int] | None = None  # the GPU's compute capability the text shows
+    wanted: int | None = None  # the cuDNN major the messages show (a library's name, a version check), not stated
+    wheel: tuple[int, ...] | None = None  # the nvidia-cudnn wheel's version that pip's output in the text shows
+    files: tuple[str, ...] = ()  # cuDNN libraries the text shows on the machine (a listing, a path), not its messages'
 
     @property
     def primary(self) -> Signal | None:
@@ -857,10 +892,13 @@ _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbo
 
 
 def _precedence(signal: Signal) -> int:
-    """A message's rank among the text's: its kind's place in _PRECEDENCE; a warning after every error."""
+    """A message's rank among the text's: its kind's place in _PRECEDENCE; a warning after every error, except a
+    version check's: a program warns that the cuDNN it loaded is not the one it was built with because later
+    calls may fail (Paddle's gpu_resources.cc: "which may cause serious incompatible bug"), so a failure after it
+    is read as its consequence."""
     place = next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
                  len(_PRECEDENCE))
-    return place + (len(_PRECEDENCE) + 1 if signal.warning else 0)
+    return place + (len(_PRECEDENCE) + 1 if signal.warning and not signal.kind.startswith("version-") else 0)
 
 
 # A log that repeats one error thousands of times says no more than its first few.
@@ -927,8 +965,8 @@ def _cuda_version(text: str) -> tuple[int, ...] | None:
     """The CUDA version the text names: a wheel tag (cu121), ORT's "CUDA 12.*", "CUDA: 11.2", a toolkit path."""
     for pattern in (r"\+cu(\d\d)(\d)\b", r"\bcu(\d\d)(\d)\b", r"\bcu(\d\d)\b", r"\bcuda(\d\d)_(?:pip|local)\b",
                     r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
-                    r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia-cudnn-cu(\d+)", r"\bCUDA_VERSION="
-                    r"(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
+                    r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia[-_]cudnn[-_]cu(\d+)",
+                    r"\bCUDA_VERSION=(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
         found = re.search(pattern, text, re.IGNORECASE)
         if found:
             numbers = tuple(int(group) for group in found.groups() if group)
@@ -937,15 +975,87 @@ def _cuda_version(text: str) -> tuple[int, ...] | None:
     return None
 
 
+# The version a cuDNN header defines, as `grep CUDNN_MAJOR -A 2` prints cudnn.h (cuDNN 7) or cudnn_version.h (8+).
+_HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR\s+(\d+)(?:\s+#define "
+                             r"CUDNN_PATCHLEVEL\s+(\d+))?")
+
+
+# "cuDNN: 8.1.1", "CUDNN：8.9.1" (a full-width colon), "CuDNN 7.1.4", "cudnn v5.1", "cudnn9", Docker's
+# "CUDNN_VERSION=8.9.0.131" and "NV_CUDNN_VERSION 8.9.0.131", a conda build string "py3.10_cuda11.8_cudnn8.7.0_0",
+# "libcudnn8" (Debian's package); not a library's name (cudnn64_8.dll, libcudnn_ops.so.9).
+_STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
+                     r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b")
+
+
 def _stated_cudnn(context: str) -> tuple[int, ...] | None:
-    """The cuDNN version the text says is there, outside the messages: "cuDNN: 8.1.1", "cudnn v5.1", "cudnn9",
-    "libcudnn8"."""
-    found = re.search(r"\bcu[Dd][Nn][Nn](?:\s*(?:[Vv]er(?:sion)?|v)\.?)?[:= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
-                      r"|\blibcudnn(\d)\b", context)
+    """The cuDNN version the text says is there, outside the messages (`_STATED`), or the defines of the cuDNN
+    header it printed; the first that is a cuDNN version (4 to 9)."""
+    if (header := _HEADER_VERSION.search(context)):
+        return tuple(int(n) for n in header.groups() if n)
+    for found in _STATED.finditer(context):
+        numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
+        if numbers and 4 <= numbers[0] <= 9:
+            return numbers
+    return None
+
+
+# The cuDNN wheel's version as pip prints it: `pip list` "nvidia-cudnn-cu12   9.1.0.70", `pip freeze` and
+# requirements "nvidia-cudnn-cu12==9.1.0.70", `pip install` "Successfully installed ... nvidia-cudnn-cu12-9.1.0.70"
+# and "Requirement already satisfied: nvidia-cudnn-cu11==8.9.2.26 in ...", `pip show` "Name: nvidia-cudnn-cu12"
+# then "Version: 9.1.0.70"; the wheel's file name as pip downloads it, "nvidia_cudnn_cu12-9.1.0.70-py3-none-...whl".
+_WHEEL_VERSION = re.compile(r"(?i)\bnvidia[-_]cudnn[-_]cu\d+(?:==|>=|~=|-|[ \t]+|\s*\n\s*Version:\s*)v?(\d+(?:\.\d+)+)")
+
+
+def _wheel_version(context: str) -> tuple[int, ...] | None:
+    found = _WHEEL_VERSION.search(context)
+    return tuple(int(n) for n in found.group(1).split(".")) if found else None
+
+
+# A line that says a file is absent ("ls: cannot access", "find: ... No such file", ldd's "=> not found"), asks
+# for one (the cuDNN 8 shim's "Please make sure %s is in your library path!", libcudnn.so.8's strings), or names a
+# file the loader only tried (glibc's LD_DEBUG=libs "trying file=", "find library=", "search path=") shows no file.
+_NO_FILE = re.compile(r"(?i)cannot access|no such file|not found|cannot open|could ?n[o']t|unable to|missing|failed"
+                      r"|make sure|trying file=|find library=|search path=")
+# A listing's line: `ls -l` ("lrwxrwxrwx 1 root root 17 Jan 1 libcudnn.so.9 -> libcudnn.so.9.1.0"), or one that
+# starts with the file's name (`ls -1`, `ldconfig -p` "libcudnn.so.8 (libc6,x86-64) => /usr/lib/...").
+_LISTING = re.compile(r"^\s*(?:[-dlcbps][-rwxsStT]{9}[.+@]?\s|(?:lib)?cudnn\w*\.(?:so|dll))", re.IGNORECASE)
+
+
+def _files_shown(context: str) -> tuple[str, ...]:
+    """The cuDNN libraries the text shows on the machine outside its messages' lines: a path (a folder, then the
+    name) or a listing's line (`ls`, `find`, `ldconfig -p`, `/proc/PID/maps`); not a name in a sentence, which may
+    ask where the file is, nor a line saying a file is absent. On a line that holds a path, a bare name is that
+    path's (ldd's and ldconfig's "libcudnn.so.8 => /x/libcudnn.so.8")."""
+    shown: list[str] = []
+    for line in context.splitlines():
+        if _NO_FILE.search(line):
+            continue
+        found = [m for m in _SHOWN_FILE.finditer(line) if library_major(m.group(0))]
+        paths = [m.group(0) for m in found if m.group("folder")]
+        shown += paths or ([m.group(0) for m in found] if _LISTING.match(line) else [])
+    return tuple(dict.fromkeys(shown))
+
+
+# A cuDNN library's name with the folder written before it, if any (/x/site-packages/nvidia/cudnn/lib/libcudnn.so.9)
+_SHOWN_FILE = re.compile(r"(?i)(?P<folder>[^\s'\"`(){}\[\],=>]*[/\\])?(?<![\w.-])(?:lib)?cudnn[\w.-]*?"
+                         r"(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+
+
+# The GPU's compute capability as programs print it: PyTorch "which is of cuda capability 3.0", TensorFlow 1.x
+# "major: 3 minor: 0", 2.x "computeCapability: 7.5", JAX "has CUDA compute capability 5.2", "sm_35", a person's
+# "Compute Capability is 2.1"; the first one is the device's (a minimum named after it is not).
+_CAPABILITY = re.compile(r"(?i)\b(?:compute|cuda)[ _-]?capability(?:\s+(?:is|of|=))?[\s:=]*(?:sm_?)?(?P<major>\d+)"
+                         r"(?:\.(?P<minor>\d))?\b|\bmajor: (?P<major2>\d+) minor: (?P<minor2>\d+)\b")
+
+
+def _capability(text: str) -> tuple[int, int] | None:
+    found = _CAPABILITY.search(text)
     if not found:
         return None
-    numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
-    return numbers if numbers and 4 <= numbers[0] <= 9 else None
+    major, minor = group(found, "major", "major2") or "", group(found, "minor", "minor2")
+    if minor is None and len(major) == 2:  # sm_35
+        major, minor = major[0], major[1]
+    return (int(major), int(minor or 0)) if 1 <= int(major) <= 12 else None
 
 
 # A library's path: /x/y/libcudnn_ops.so.9, C:\\x\\cudnn_ops64_9.dll
@@ -962,11 +1072,14 @@ def read(text: str) -> Reading:
     structured = [(start, _with_entry(signal, start, end, matches)) for start, end, signal in spans]
     known = structured + list(_catalog_signals(text, matches, taken))
     lines = {signal.line for _, signal in known}
-    known += [(pair.start(), _with_entry(signal, *pair.span(), matches)) for pair in _VERSION_PAIR.finditer(text)
-              if _line(pair) not in lines and (signal := _version_pair(pair)) is not None]
+    pairs = [(pair, signal) for pair in _VERSION_PAIR.finditer(text) if (signal := _version_pair(pair)) is not None]
+    numbers = {_line(pair): signal for pair, signal in pairs}
+    known = [(at, _with_numbers(signal, numbers.get(signal.line))) for at, signal in known]
+    known += [(pair.start(), _with_entry(signal, *pair.span(), matches)) for pair, signal in pairs
+              if _line(pair) not in lines]
     if not known and (guess := _unknown_text(text)) is not None:
         known.append((0, guess))
-    found = sorted(((at, _torch_warning(signal)) for at, signal in known),
+    found = sorted(((at, _logged_as_warning(signal)) for at, signal in known),
                    key=lambda item: (_precedence(item[1]), item[0]))
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
@@ -981,19 +1094,54 @@ def read(text: str) -> Reading:
     ort = re.search(r"Require cuDNN (\d+)\.\*", text)
     lines = {signal.line for signal in unique}
     stated = _stated_cudnn("\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in lines))
-    major = majors[0] if majors else int(ort.group(1)) if ort else (
-        stated[0] if stated and stated[0] in (7, 8, 9) else None)
+    # pip's output and listings on a line of a known message are that message's; a guess's line is the text's own
+    messages_lines = {signal.line for signal in unique if signal.pattern not in GUESSES}
+    context = "\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in messages_lines)
+    wanted = majors[0] if majors else int(ort.group(1)) if ort else None
+    major = wanted or (stated[0] if stated and stated[0] in (7, 8, 9) else None)
     frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
                               key=lambda name: text.find(next(c.quote for c in clues if c.name == name))))
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
-                   stated, paths)
+                   stated, paths, wanted=wanted, capability=_capability(evidence), wheel=_wheel_version(context),
+                   files=_files_shown(context))
 
 
-def _torch_warning(signal: Signal) -> Signal:
-    """A status in a PyTorch warning is not the failure: torch/csrc/Exceptions.cpp (PyWarningHandler) turns a
-    TORCH_WARN into a Python warning ending in "(Triggered internally at FILE:LINE.)", which errors never carry."""
-    return replace(signal, warning=True) if "(Triggered internally at" in signal.line else signal
+# The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
+# words on it: TensorRT's logger "[W] "
+# (samples/common/logger.h, Severity::kWARNING); ONNX Runtime's "[W:onnxruntime:" (core/common/logging/sinks/
+# ostream_sink.cc); glog and absl "W0604 12:34:56.789012 " (TensorFlow, XLA, Paddle, Caffe: the first letter is the
+# severity); TensorFlow's tsl logging "2024-01-01 12:00:00.000000: W "; Python's warnings module "...: UserWarning: "
+# (Lib/warnings.py, formatwarning) and logging's "WARNING:name:" (logging.BASIC_FORMAT); Julia's "┌ Warning:";
+# PyTorch's TORCH_WARN, which torch/csrc/Exceptions.cpp (PyWarningHandler) ends in "(Triggered internally at
+# FILE:LINE.)", which errors never carry.
+_WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d{4} \d\d:\d\d:\d\d"
+                           r"|^\d{4}-\d\d-\d\d[ T][\d:.]+:? [WI] |\b[A-Z]\w*Warning: |\b(?:WARNING|INFO):"
+                           r"|^(?:[┌│]\s*)?(?:Warning|Info):|\(Triggered internally at")
+
+
+# The kinds of a library that failed to load, or of a framework going on without cuDNN: a program that logs such
+# a failure at warning level carries on without the GPU (TensorFlow's gpu_device.cc: "Cannot dlopen some GPU
+# libraries ... Skipping registering GPU devices"; ONNX Runtime's "Failed to create CUDAExecutionProvider", after
+# which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports.
+_DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
+             "framework-no-cudnn")
+
+
+def _logged_as_warning(signal: Signal) -> Signal:
+    """A message on a line that its logger marks as a warning or information is only that, whatever it says,
+    except a load that failed (`_DEGRADED`): the program went on without what it could not load."""
+    if signal.kind.startswith(_DEGRADED) or not _WARNING_LINE.search(signal.line):
+        return signal
+    return replace(signal, warning=True)
+
+
+def _with_numbers(signal: Signal, pair: Signal | None) -> Signal:
+    """A version check's message that the catalog knows (its template holds no numbers the ranking reads) with
+    the versions built and found that the version pair on its line reads, and the kind they make."""
+    if pair is None or not signal.kind.startswith("version-") or signal.built or signal.found:
+        return signal
+    return replace(signal, kind=pair.kind, built=pair.built, found=pair.found)
 
 
 def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
