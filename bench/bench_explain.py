@@ -1,7 +1,8 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|all] [--print-priors] [--misses]
+    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|all] [--print-priors]
+                                  [--misses]
                                   [--catalog]
 
 For each report only its message is explained, twice: with an empty environment and with this process's;
@@ -72,7 +73,8 @@ def report(name: str, outcomes: list[Outcome], differ: list[str], detail: bool, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reports", choices=("both", "tuning", "held", "held2", "held3", "all"), default="both")
+    parser.add_argument("--reports", choices=("both", "tuning", "held", "held2", "held3", "held4", "all"),
+                        default="both")
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true",
                         help="list each tuning report whose cause is not first (never the held-out ones)")
@@ -91,9 +93,11 @@ def main() -> int:
         return 0
     held = (("held-out (the figure to quote)", parts["held_out"]),
             ("held-out 2 (the figure to quote)", parts["held_out_2"]),
-            ("held-out 3 (the figure to quote)", parts["held_out_3"]))
+            ("held-out 3 (the figure to quote)", parts["held_out_3"]),
+            ("held-out 4 (the figure to quote)", parts["held_out_4"]))
     chosen_parts = {"both": (*held, ("tuning", tuning)), "tuning": (("tuning", tuning),), "held": held[:1],
-                    "held2": held[1:2], "held3": held[2:], "all": (("all", reports),)}[args.reports]
+                    "held2": held[1:2], "held3": held[2:3], "held4": held[3:],
+                    "all": (("all", reports),)}[args.reports]
     results = []
     for name, chosen in chosen_parts:
         empty = measure(chosen, environ={})
