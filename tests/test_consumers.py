@@ -396,3 +396,35 @@ def test_a_framework_that_finds_no_cudnn_gets_the_wheel_it_pins_into_its_own_sit
     again = pinned_cudnn(consumer(pins=(pin("==9.1.0.70", "9.1.0.70"),)), "/venv/bin/python")
     assert again is not None and again.options == ("--force-reinstall", "--no-deps")
     assert pinned_cudnn(consumer(pins=(pin("<10", extras=("cuda",)),)), None) is None
+
+
+def test_a_cuda_library_torch_needs_and_nothing_holds_is_why_it_cannot_be_imported(tmp_path: Path) -> None:
+    """``pip uninstall nvidia-cublas`` beside torch (fix differential 1-449): libtorch_cuda.so NEEDs
+    libcublas.so.13, no wheel's nvidia/*/lib holds it and its own search finds none, so ``import torch`` fails.
+    Said as the framework's finding, with the distribution that has it installed into torch's own site; once a
+    wheel's folder holds it (where torch's loader takes it from, by path) nothing is unmet."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the shared object this test reads")
+    from cudnnload.judge.routes import _unmet
+
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "empty.c").write_text("int cudnnload_test_symbol;\n")
+    for soname in ("libcudnn.so.9", "libcublas.so.13"):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", build / soname, build / "empty.c", f"-Wl,-soname,{soname}"],
+                       check=True)
+    needs = build / "libtorch_cuda.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", needs, build / "empty.c", "-Wl,--no-as-needed", f"-L{build}",
+                    "-l:libcudnn.so.9", "-l:libcublas.so.13"], check=True)
+    site = tmp_path / "site"
+    install_torch(site, needs, torch_c="raise SystemExit('imported')", requires=RELEASE_PINS)
+    (torch,) = find_consumers([str(site)], environ=NO_CACHE)
+    assert [n.soname for n in torch.unmet] == ["libcublas.so.13"]
+    finding = _unmet(torch, "libcublas.so.13", torch.unmet[0].path, None)
+    assert finding.code == "consumer-broken" and "libtorch_cuda.so NEEDs libcublas.so.13" in finding.message
+    assert [(a.requirements, a.target) for a in finding.fix.actions] == [(("nvidia-cublas",), str(site))]
+
+    (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    shutil.copy(build / "libcublas.so.13", site / "nvidia" / "cu13" / "lib")
+    (torch,) = find_consumers([str(site)], environ=NO_CACHE)
+    assert torch.unmet == ()

@@ -21,11 +21,12 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import pip_into
+from cudnnload.judge.fixes import dependency_manual, dependency_requirement, pip_into
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, decode_version, generation
+from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Route
 from cudnnload.verdicts import (
@@ -117,12 +118,26 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
     stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
     served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
     consumer = route.consumer
-    broken = (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
-                      Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                      fix(pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site, consumer.pip_env,
-                                   python=python, options=("--force-reinstall", "--no-deps")))),) \
-        if consumer.broken else ()
+    # a CUDA library it NEEDs and nothing holds is why its import fails (said first: its reinstall would not help)
+    broken = tuple(_unmet(consumer, need.soname, need.path, python) for need in consumer.unmet)
+    if consumer.broken:
+        broken += (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
+                           Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                           fix(pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site,
+                                        consumer.pip_env, python=python, options=("--force-reinstall", "--no-deps")))),)
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
+
+
+def _unmet(consumer: Consumer, soname: str, path: str, python: str | None) -> Finding:
+    """A CUDA library pip ships that the framework's own object NEEDs and nothing holds where it looks: its
+    import stops there. The distribution that has it, into the framework's own site."""
+    requirement = dependency_requirement(soname)
+    return Finding(Code.CONSUMER_BROKEN, f"{consumer.label} cannot be imported: {posixpath.basename(path)} NEEDs "
+                   f"{soname}, and no folder it looks in holds it (a wheel's nvidia/*/lib on its site paths, its own "
+                   f"search): \"{soname}: cannot open shared object file\"",
+                   Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
+                   fix(pip_into([requirement], consumer.site, consumer.pip_env, python=python))
+                   if requirement is not None else fix(dependency_manual(soname)))
 
 
 def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, device_count: int | None,

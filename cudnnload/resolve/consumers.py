@@ -40,6 +40,7 @@ from cudnnload.cachedir import stamp
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
+from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.pythons import interpreter_of_site
 
@@ -155,6 +156,9 @@ class Consumer:
     # why it is installed but cannot be read or run as installed (its METADATA missing, a wheel of another
     # platform, its import failing in a child); None: nothing seen wrong
     broken: str | None = None
+    # CUDA libraries pip ships (cuBLAS, NVRTC, the runtime) that its own objects NEED and nothing holds where it
+    # looks (a wheel's nvidia/*/lib folder on its site paths, the object's own search): its import fails
+    unmet: tuple[Need, ...] = ()
 
     @property
     def label(self) -> str:
@@ -300,8 +304,60 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
             beside = tuple((name, versions[name]) for name in _names(requires) if name in versions)
             consumers.append(Consumer(_source_of(dist).framework, dist.name, dist.version, dist.site, pins, needs,
                                       build, build_major, source, interpreter_of_site(dist.site), beside,
-                                      _broken(dist, source)))
+                                      _broken(dist, source), _unmet(dist, paths, env, cache)))
     return tuple(consumers)
+
+
+# The CUDA libraries pip ships, as a framework's objects NEED them (torch's libtorch_cuda.so: libcublas.so.13)
+_SHIPPED = re.compile(r"lib(cublasLt|cublas|nvrtc|cudart)\.so\.\d+$")
+
+
+def _unmet(dist: _Installed, paths: Sequence[str], env: Mapping[str, str], cache: ElfCache) -> tuple[Need, ...]:
+    """The CUDA libraries pip ships that the objects of ``dist``'s library folders NEED and that neither a wheel's
+    ``nvidia/*/lib`` folder on ``paths`` (where torch's and JAX's loaders take them from, by path) nor the object's
+    own search (its RPATH or RUNPATH, LD_LIBRARY_PATH, the ld.so cache) holds: importing it fails with
+    "libcublas.so.13: cannot open shared object file"."""
+    from cudnnload.resolve import linker
+    from cudnnload.resolve.elfcache import linker_defaults
+
+    wanted: dict[str, tuple[str, ElfInfo]] = {}
+    for folder in _source_of(dist).folders:
+        where = os.path.join(dist.site, folder)
+        try:
+            names = sorted(os.listdir(where))
+        except OSError:
+            continue
+        for name in names:
+            if ".so" not in name:
+                continue
+            try:
+                info = cache.inspect(os.path.join(where, name))
+            except (OSError, ElfError):
+                continue
+            for soname in info.needed:
+                if _SHIPPED.match(soname):
+                    wanted.setdefault(soname, (os.path.join(where, name), info))
+    if not wanted:
+        return ()
+    held: set[str] = set()
+    for site in paths:
+        try:
+            packages = os.listdir(os.path.join(site or ".", "nvidia"))
+        except OSError:
+            continue
+        for package in packages:
+            with contextlib.suppress(OSError):
+                held.update(os.listdir(os.path.join(site or ".", "nvidia", package, "lib")))
+    unmet = []
+    search: linker.LinkerEnv | None = None
+    for soname, (path, info) in wanted.items():
+        if soname in held:
+            continue
+        search = search or linker.LinkerEnv.from_environ(env, defaults=linker_defaults(cache, env))
+        found = linker.resolve(soname, linker.Chain((linker.Requester.from_elf(path, info),)), search, how="needed")
+        if found.path is None:
+            unmet.append(Need(soname, path))
+    return tuple(unmet)
 
 
 def _surveyed_source(dist: _Installed | Consumer) -> _Source | None:
