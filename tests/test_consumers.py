@@ -421,7 +421,8 @@ def test_a_cuda_library_torch_needs_and_nothing_holds_is_why_it_cannot_be_import
     (torch,) = find_consumers([str(site)], environ=NO_CACHE)
     assert [n.soname for n in torch.unmet] == ["libcublas.so.13"]
     finding = _unmet(torch, "libcublas.so.13", torch.unmet[0].path, None)
-    assert finding.code == "consumer-broken" and "libtorch_cuda.so NEEDs libcublas.so.13" in finding.message
+    assert finding.code == "consumer-broken" and finding.severity.value == "error"
+    assert "libtorch_cuda.so cannot load at import: it NEEDs libcublas.so.13" in finding.message
     assert [(a.requirements, a.target) for a in finding.fix.actions] == [(("nvidia-cublas",), str(site))]
 
     (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)

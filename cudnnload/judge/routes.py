@@ -119,7 +119,7 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
     served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
     consumer = route.consumer
     # a CUDA library it NEEDs and nothing holds is why its import fails (said first: its reinstall would not help)
-    broken = tuple(_unmet(consumer, need.soname, need.path, python) for need in consumer.unmet)
+    broken = tuple(_unmet(consumer, need.soname, need.path, python, route.lazy) for need in consumer.unmet)
     if consumer.broken:
         broken += (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
                            Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
@@ -128,16 +128,19 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 
-def _unmet(consumer: Consumer, soname: str, path: str, python: str | None) -> Finding:
-    """A CUDA library pip ships that the framework's own object NEEDs and nothing holds where it looks: its
-    import stops there. The distribution that has it, into the framework's own site."""
+def _unmet(consumer: Consumer, soname: str, path: str, python: str | None, lazy: bool = False) -> Finding:
+    """A CUDA library pip ships that the framework's own object NEEDs and nothing holds where it looks: that object
+    cannot load (torch's libtorch_cuda at import; ONNX Runtime's CUDA provider when a session first asks for it,
+    then a warning, as finding no cuDNN is for it). The distribution that has it, into the framework's own site."""
     requirement = dependency_requirement(soname)
-    return Finding(Code.CONSUMER_BROKEN, f"{consumer.label} cannot be imported: {posixpath.basename(path)} NEEDs "
+    when = "when it is first used" if lazy else "at import"
+    return Finding(Code.CONSUMER_BROKEN, f"{consumer.label}: {posixpath.basename(path)} cannot load {when}: it NEEDs "
                    f"{soname}, and no folder it looks in holds it (a wheel's nvidia/*/lib on its site paths, its own "
                    f"search): \"{soname}: cannot open shared object file\"",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
                    fix(pip_into([requirement], consumer.site, consumer.pip_env, python=python))
-                   if requirement is not None else fix(dependency_manual(soname)))
+                   if requirement is not None else fix(dependency_manual(soname)),
+                   severity=WARNING if lazy else ERROR)
 
 
 def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, device_count: int | None,
