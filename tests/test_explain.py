@@ -766,6 +766,18 @@ def test_a_prior_counted_on_few_reports_never_outweighs_what_the_text_shows(plat
         assert best - worst < (2 if behind <= 3 else 3), (kind, platform)
 
 
+def test_a_priors_table_passed_in_replaces_the_tuning_counts() -> None:
+    """The cross-validation bench (bench/bench_explain_cv.py) ranks a fold with priors counted on the other folds:
+    a table passed in is the one the ranking counts, and without one the tuning part's PRIORS are."""
+    text = "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"
+    default = explain(text, environ={})
+    assert explain(text, environ={}, priors=ranking.PRIORS).causes == default.causes
+    counted = {"cudnn-not-found": {"conda-vs-pip": 40}}
+    swayed = explain(text, environ={}, priors=counted)
+    assert swayed.causes[0].family == "conda-vs-pip" != default.causes[0].family
+    assert "40 of 40 tuning reports" in swayed.causes[0].prior
+
+
 def test_what_the_text_lacks_never_makes_a_cause_likely() -> None:
     """"Nothing in the text shows a cuDNN installed" moves the plain absence up, but a bare message shows nothing
     for it: the prior decides, and the first cause stays "possible"."""

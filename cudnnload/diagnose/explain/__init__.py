@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
-from cudnnload.diagnose.explain.ranking import Scored, confidence, rank
+from cudnnload.diagnose.explain.ranking import Priors, Scored, confidence, rank
 from cudnnload.diagnose.explain.reading import GUESSES, Reading, Signal, read
 from cudnnload.errors import UsageError
 from cudnnload.verdicts import Fix
@@ -107,15 +107,16 @@ def _cut(text: str) -> str:
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,
-            site_paths: Sequence[str] | None = None) -> Explanation:
+            site_paths: Sequence[str] | None = None, priors: Priors | None = None) -> Explanation:
     """The causes of the cuDNN messages in ``text``, best first, ranked by the text alone; with ``here``, also
     checked on this machine (its environment ``environ``, the pip wheels on ``site_paths``; default: this
-    process's), and ranked with what this machine shows. Without ``here`` neither is read."""
+    process's), and ranked with what this machine shows. Without ``here`` neither is read. ``priors``: the counts
+    per message kind the ranking weighs causes by (default `ranking.PRIORS`)."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
     cut = _cut(text)
     reading = read(cut)
-    ranked = rank(reading)
+    ranked = rank(reading, priors)
     if not ranked:
         aborted = reading.quote("aborted")
         nearest = tuple(messages.load().nearest(cut)) if all(s.pattern in GUESSES for s in reading.signals) else ()

@@ -17,7 +17,7 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
@@ -90,6 +90,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # ECC and Xid lines): a defect of the code, of the cuDNN release, or of the GPU itself
     "hardware": ("framework-bug", "known-bad-release", "execution-failed-kernel", "gpu-hardware-fault"),
 }
+
+# A table of priors: per message kind (and "kind@platform"), how many reports had each cause.
+Priors = Mapping[str, Mapping[str, int]]
 
 # How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
 # "kind@linux"): counted on fixtures/explain/reports (the kind of each report's first message and the platform
@@ -652,13 +655,14 @@ PSEUDO_REPORTS = 1.0
 OTHER_PLATFORM = 0.5
 
 
-def _prior(signal: Signal, platform: str | None, family: str) -> tuple[float, str, int]:
+def _prior(signal: Signal, platform: str | None, family: str,
+           priors: Priors = PRIORS) -> tuple[float, str, int]:
     """(log prior, how it was counted, how many tuning reports had ``family`` as their cause) of ``family`` for
-    ``signal``: the tuning reports of its message kind (those of the text's platform in full, the others at
-    OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
+    ``signal``: the reports of its message kind in ``priors`` (those of the text's platform in full, the others
+    at OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
     listed = candidates(signal)
-    kind = PRIORS.get(signal.kind, {})
-    here = PRIORS.get(f"{signal.kind}@{platform}", {}) if platform else {}
+    kind = priors.get(signal.kind, {})
+    here = priors.get(f"{signal.kind}@{platform}", {}) if platform else {}
     counts = {name: here.get(name, 0) + OTHER_PLATFORM * (number - here.get(name, 0)) if platform else number
               for name, number in kind.items()}
     book = messages.load()
@@ -715,9 +719,12 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-def rank(reading: Reading) -> tuple[Scored, ...]:
+def rank(reading: Reading, priors: Priors | None = None) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families. A text without a message gets only what its words name (`_without_a_message`)."""
+    way, where they add families. A text without a message gets only what its words name (`_without_a_message`).
+    ``priors``: the counts per message kind to weigh causes by (default `PRIORS`, counted on the tuning part; the
+    cross-validation bench passes counts of the other folds)."""
+    priors = PRIORS if priors is None else priors
     primary = reading.primary
     if primary is None:
         return _without_a_message(reading, Signal("none", "none", "", "the text", "no message"), 3)
@@ -725,7 +732,7 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
         return _without_a_message(reading, primary, -math.inf)
     families = list(candidates(primary))
     # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
-    families += [f for f in PRIORS.get(primary.kind, {}) if f not in families]
+    families += [f for f in priors.get(primary.kind, {}) if f not in families]
     for signal in reading.signals[1:]:
         families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
@@ -733,7 +740,7 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
             families.append(rule.family)
     scored = []
     for family in families:
-        base, said, behind = _prior(primary, platform_group(reading), family)
+        base, said, behind = _prior(primary, platform_group(reading), family, priors)
         evidence, decisive, shown, lacks = [], False, False, 0.0
         for rule in RULES:
             if rule.family != family:
