@@ -417,11 +417,6 @@ def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: byte
     "or directory",
     "bash: error while loading shared libraries: libcudnn_ops.so.9: cannot open shared object file: No such file or "
     "directory",
-    # measured on the GPU machine: the wheel's 9.19 engines preloaded from a folder of their own, bound to the
-    # system's 9.14 graph (tests/test_frameworks_gpu.py, preload-lonely-engines)
-    "/opt/torch/.venv/bin/python3: symbol lookup error: /tmp/cudnnload-lonely/libcudnn_engines_precompiled.so.9: "
-    "undefined symbol: _ZNK5cudnn3cnn15EngineInterface23create_kernel_cache_keyESt10shared_ptrIKNS_7backend14Operation"
-    "GraphEERK16engcfg_backend_t, version libcudnn_graph.so.9",
 ])
 def test_a_program_that_links_no_cudnn_stopping_at_start_is_an_ld_preload_entry(text: str) -> None:
     """Python or a shell tool cannot NEED cuDNN: failing at start on one of its libraries, it was made to map it
@@ -429,6 +424,19 @@ def test_a_program_that_links_no_cudnn_stopping_at_start_is_an_ld_preload_entry(
     first = explain(text).causes[0]
     assert first.family == "preload-needs-missing"
     assert any("links no cuDNN" in said for said in first.evidence)
+
+
+def test_a_symbol_lookup_error_in_python_is_two_releases_mixed_before_an_ld_preload_entry() -> None:
+    """glibc prints "symbol lookup error" for a lazily bound symbol at any time, in a library Python imported as
+    well: the measured LD_PRELOAD case (the wheel's 9.19 engines preloaded from a folder of their own, bound to the
+    system's 9.14 graph: tests/test_frameworks_gpu.py, preload-lonely-engines) reads the same as two releases mixed
+    by an import, so the preload is a cause to check, never the confident answer."""
+    text = ("/opt/torch/.venv/bin/python3: symbol lookup error: /tmp/cudnnload-lonely/libcudnn_engines_precompiled"
+            ".so.9: undefined symbol: _ZNK5cudnn3cnn15EngineInterface23create_kernel_cache_keyESt10shared_ptrIKNS_7"
+            "backend14OperationGraphEERK16engcfg_backend_t, version libcudnn_graph.so.9")
+    causes = explain(text, environ={}).causes
+    assert [c.family for c in causes[:2]] == ["mixed-release", "preload-needs-missing"]
+    assert causes[0].confidence == "possible"
 
 
 def test_a_program_of_its_own_stopping_at_start_is_not_blamed_on_ld_preload() -> None:
@@ -819,3 +827,53 @@ def test_a_wheels_shim_shown_alone_is_no_sign_of_a_missing_sublibrary() -> None:
             "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.8 (0x00007f)")
     assert ranked(text)[0] == "wheel-not-on-linker-path"
     assert "sublibrary-missing" not in ranked(text)[:2]
+
+
+def test_a_prior_alone_never_makes_a_cause_likely() -> None:
+    """Issue 32: "likely" and "confident" come from what the text shows, never from how many reports had the cause:
+    a bare status whose kind 50 reports explained one way stays "possible"."""
+    counted = {"status:BAD_PARAM": {"bad-param-usage": 50}}
+    first = explain("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM", environ={}, priors=counted).causes[0]
+    assert (first.family, first.confidence) == ("bad-param-usage", "possible")
+
+
+def test_a_text_of_only_warnings_never_makes_the_warning_likely() -> None:
+    """"Every message is only a warning" holds on what the text lacks (an error line, which a paste cut short lacks
+    too): a warning that loaded cuDNN is older than the one linked stays a "possible" harmless warning at most."""
+    first = explain("WARNING: TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.4.1", environ={}).causes[0]
+    assert first.confidence == "possible"
+
+
+@pytest.mark.parametrize(("gpu", "family"), [("NVIDIA GeForce RTX 5090 with CUDA capability sm_120", "gpu-too-new"),
+                                             ("Tesla K40c with CUDA capability sm_35", "gpu-too-old")])
+def test_no_kernel_for_the_gpu_is_too_new_or_too_old_by_its_capability_against_the_builds_list(
+        gpu: str, family: str) -> None:
+    """torch/cuda/__init__.py's warning lists the architectures the build has kernels for: a GPU newer than all of
+    them is too new, one older than all of them too old (torch 1.13+ dropped Kepler)."""
+    text = (f"{gpu} is not compatible with the current PyTorch installation.\nThe current PyTorch install supports "
+            "CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\nRuntimeError: CUDA error: no kernel image "
+            "is available for execution on the device")
+    first = explain(text, environ={}).causes[0]
+    assert (first.family, first.confidence) == (family, "confident")
+
+
+@pytest.mark.parametrize(("xid", "confidence"), [("13, Graphics SM Warp Exception", "possible"),
+                                                 ("79, GPU has fallen off the bus.", "confident"),
+                                                 ("48, An uncorrectable double bit error", "confident")])
+def test_only_the_gpus_own_xid_errors_name_a_hardware_fault(xid: str, confidence: str) -> None:
+    """NVIDIA's Xid catalog: 48 (double-bit ECC) and 79 (fallen off the bus) are the GPU's; 13 (graphics engine
+    exception) is as often a program's bad access, so it is only a hint."""
+    text = f"kernel: NVRM: Xid (PCI:0000:3b:00): {xid}\nRuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED"
+    causes = explain(text, environ={}).causes
+    assert "gpu-hardware-fault" in [c.family for c in causes[:2]]
+    assert causes[0].confidence == confidence
+
+
+@pytest.mark.parametrize("errno", ["", ": Cannot allocate memory"])
+def test_a_segment_that_could_not_be_mapped_is_never_a_confident_bad_file(errno: str) -> None:
+    """glibc's "failed to map segment from shared object" is mmap refused: a noexec mount or a memory limit, which
+    the text rarely tells apart; the file is there (not missing), but it is not shown to be a bad file."""
+    text = f"OSError: /opt/x/libcudnn_cnn_infer.so.8: failed to map segment from shared object{errno}"
+    causes = explain(text, environ={}).causes
+    assert causes[0].confidence == "possible"
+    assert causes[0].family not in ("cudnn-not-installed", "sublibrary-missing")

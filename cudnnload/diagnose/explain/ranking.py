@@ -8,7 +8,8 @@ every cause it can have (so one never seen keeps a chance, and a few reports can
 plus the weight of every rule that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the
 text names the cause: the `Error:` part's library, "possibly insufficient driver version"; 4 where it says it in
 words, "CUDA out of memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a
-decisive rule holds for it and it leads the next by 2 or more.
+decisive rule holds for it on what the text shows and it leads the next by 2 or more, "likely" only when a strong
+one does and it leads by 1, each lead both in score and in evidence alone: never from the prior (`confidence`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
@@ -396,32 +397,61 @@ def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
 
 
 # Programs that link no cuDNN: one of them failing at start on a cuDNN (or cuDNN dependency) library can only
-# have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload.
-_NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])((?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep|echo|"
-                               r"pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): (?:error while loading "
-                               r"shared libraries|symbol lookup error): ([^\s:]+)")
+# have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload. glibc's rtld.c prints
+# "error while loading shared libraries" only for the objects mapped at start; "symbol lookup error"
+# (elf/dl-lookup.c through _dl_signal_error) is printed for a lazily bound symbol at any time, in a library the
+# program dlopened itself as well (Python importing a framework): there it shows no preload.
+_NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])(?P<program>(?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep"
+                               r"|echo|pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): (?P<how>error while "
+                               r"loading shared libraries|symbol lookup error): (?P<library>[^\s:]+)")
 
 
-def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
-    """The program that stopped at start is one that links no cuDNN (Python, a shell tool)."""
-    found = _NO_CUDNN_PROGRAM.search(signal.line or "")
-    return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
+def preloaded_into_any_program(at_start: bool) -> Test:
+    """A test: the program that stopped is one that links no cuDNN (Python, a shell tool), on a library mapped at
+    start (``at_start``: "error while loading shared libraries") or on a symbol looked up later."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        found = _NO_CUDNN_PROGRAM.search(signal.line or "")
+        if found is None or (found.group("how") == "error while loading shared libraries") != at_start:
+            return None
+        return f"{found.group('program')} links no cuDNN, yet stopped on {found.group('library')}"
+    return test
 
 
 # The loader found the file but could not load it: Windows error 5 (ERROR_ACCESS_DENIED, "Access is denied": a
-# file without read or execute permission), glibc's EACCES ("Permission denied") and "failed to map segment from
-# shared object" (elf/dl-map-segments.h: mmap refused, a noexec mount or a memory limit); Windows error 193
+# file without read or execute permission), glibc's EACCES ("Permission denied"); Windows error 193
 # (ERROR_BAD_EXE_FORMAT, "%1 is not a valid Win32 application": a 32-bit or foreign build), glibc's "wrong ELF
 # class", "invalid ELF header", "file too short" (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not
 # recognized" (bfd/bfd.c).
 _UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
                          r"|invalid ELF header|file too short|file in wrong format|file format not recognized"
-                         r"|\[WinError 5\]|Access is denied|Permission denied|failed to map segment from shared object")
+                         r"|\[WinError 5\]|Access is denied|Permission denied")
+# glibc's "failed to map segment from shared object" (elf/dl-map-segments.h): mmap of a found file refused. The file
+# is there, but the errno glibc appends (older releases) or the process's limits decide why: ENOMEM ("Cannot
+# allocate memory": a memory or address-space limit, ulimit -v, a cgroup) is not the file's fault; EPERM/EACCES (a
+# noexec mount) is where the file is kept.
+_MAP_SEGMENT = re.compile(r"(?i)failed to map segment from shared object(?P<errno>:? *[A-Z][\w ]+)?")
 
 
 def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    """The file was found but could not be loaded (its format, its permissions, a segment that could not be
+    mapped)."""
+    said = f"{signal.error or ''} {signal.line}"
+    found = _UNLOADABLE.search(said) or _MAP_SEGMENT.search(said)
+    return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+def file_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    """What the loader says of the file itself: its format, its permissions."""
     found = _UNLOADABLE.search(f"{signal.error or ''} {signal.line}")
     return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
+    """A segment of the found file could not be mapped, and glibc does not say it was for want of memory."""
+    mapped = _MAP_SEGMENT.search(f"{signal.error or ''} {signal.line}")
+    if mapped is None or re.search(r"(?i)cannot allocate memory", mapped.group("errno") or ""):
+        return None
+    return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
 
 
 # A public cuDNN function (cudnnXxx, not cuDNN 8's internal symbols with their ", version libcudnn_*" tag) that a
@@ -446,6 +476,19 @@ def capability_too_old(reading: Reading, signal: Signal) -> str | None:
         return None
     return (f"compute capability {have[0]}.{have[1]}, below the {oldest[0]}.{oldest[1]} that "
             f"{f'cuDNN {major}' if major else 'every cuDNN'} needs")
+
+
+def kernels_only_for(older: bool) -> Test:
+    """A test: the text shows the GPU's capability and the architectures the build has kernels for (reading's
+    "arch-list"), and every one of them is older (``older``) or newer than the GPU."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        listed, have = reading.quote("arch-list"), reading.capability
+        after = re.split(r"(?i)capabilities|list:?", listed, maxsplit=1)[-1]
+        built = sorted({(int(n[:-1]), int(n[-1])) for n in re.findall(r"_(\d{2,3})\b", after)})
+        if have is None or not built or not (have > built[-1] if older else have < built[0]):
+            return None
+        return f"compute capability {have[0]}.{have[1]}; {listed}"
+    return test
 
 
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
@@ -506,7 +549,9 @@ RULES: tuple[Rule, ...] = (
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
-         "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
+         "another architecture or word size, a truncated or placeholder copy)", file_not_loadable),
+    Rule("unloadable-file", 1.5, "the file was found but a segment of it could not be mapped (a noexec mount; or a "
+         "memory limit, where glibc does not say which)", segment_not_mapped),
     # a cause whose file is absent from where the loader looks (or of another major) cannot have found it
     *(Rule(family, -3, "the file was found: it is there, but not loadable", found_not_loadable)
       for family in ("zlib-missing", "cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
@@ -519,7 +564,10 @@ RULES: tuple[Rule, ...] = (
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
     Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
-         "only LD_PRELOAD (or /etc/ld.so.preload) puts one there", preloaded_into_any_program),
+         "only LD_PRELOAD (or /etc/ld.so.preload) puts one there", preloaded_into_any_program(at_start=True)),
+    Rule("preload-needs-missing", 1.5, "a program that links no cuDNN stopped on a symbol of a cuDNN library: "
+         "LD_PRELOAD puts one there, and so does a library the program imported", preloaded_into_any_program(
+             at_start=False)),
     # which install: the path, the versions, the program, the package manager
     Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
          other_major_there, (*LOADING, "framework-no-cudnn")),
@@ -539,7 +587,9 @@ RULES: tuple[Rule, ...] = (
          "failed", sublibrary_not_listed, LOADING),
     Rule("cudnn-not-installed", -1, "the text shows a cuDNN of the major wanted on the machine", wanted_major_shown,
          LOADING),
-    Rule("torch-without-nvidia-deps", 3, "poetry resolved torch without its nvidia-* dependencies", clue("poetry")),
+    # poetry named is a way torch comes without its nvidia-* wheels (torch 2.0.1's metadata), not proof that it did
+    Rule("torch-without-nvidia-deps", 2, "poetry resolves some torch releases without their nvidia-* dependencies",
+         clue("poetry")),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
          pattern("torch-preload")),
     Rule("platlib-purelib-split", 3, "torch is in lib64/.../site-packages: the nvidia wheels went to lib/...",
@@ -584,9 +634,13 @@ RULES: tuple[Rule, ...] = (
          program_regression, RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
          removed_from_headers),
-    Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings),
-    Rule("gpu-hardware-fault", 3, "the text shows an ECC or Xid error, or a GPU that fell off the bus",
+    # it holds on what the text lacks (an error line), which a paste cut short lacks too: it never makes the warning
+    # "likely" the whole story
+    Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings,
+         shown=False),
+    Rule("gpu-hardware-fault", 3, "the text shows an uncorrectable ECC error, or a GPU that fell off the bus",
          clue("hardware")),
+    Rule("gpu-hardware-fault", 1.5, "the text shows an Xid error (the GPU's, or a program's bad access)", clue("xid")),
     Rule("paging-file-too-small", 3, "Windows error 1455: the commit limit (RAM + paging file) ran out",
          clue("paging-file")),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
@@ -614,7 +668,17 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
     Rule("gpu-too-old", 3, "the GPU is older than cuDNN supports", capability_too_old),
     Rule("gpu-too-old", 1.5, "the text names an old GPU", clue("gpu-old-name")),
-    Rule("gpu-too-new", 3, "the build has no kernel image for this GPU", clue("no-kernel-image")),
+    # "no kernel image" is a build without code for this GPU: newer than the build's newest architecture, or older
+    # than its oldest (torch 1.13+ dropped Kepler); only the GPU's capability against the build's list tells which
+    Rule("gpu-too-new", 3, "the GPU is newer than every architecture the build has kernels for",
+         kernels_only_for(older=True)),
+    Rule("gpu-too-old", 3, "the GPU is older than every architecture the build has kernels for",
+         kernels_only_for(older=False)),
+    Rule("gpu-too-new", 2, "the build has no kernel image for this GPU", clue("no-kernel-image")),
+    Rule("gpu-too-new", -3, "the GPU is older than every architecture the build has kernels for",
+         kernels_only_for(older=False)),
+    Rule("gpu-too-old", -3, "the GPU is newer than every architecture the build has kernels for",
+         kernels_only_for(older=True)),
     Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),
                                                                                      clue("cuda-old"))),
     Rule("unsupported-configuration", 2, "the text shows a tensor near 2**31 elements or a batch that fails only "
@@ -631,10 +695,9 @@ class Scored:
     score: float
     prior: str  # how often the corpus saw it for this kind of message
     evidence: tuple[str, ...]  # what in the text moved it, quoted
-    decisive: bool  # a rule of weight 3 or more holds
+    heaviest: float = 0.0  # the weight of the heaviest rule for it that holds on what the text shows (0: none)
+    weight: float = 0.0  # the weights of every rule that holds for it, summed: its score less its prior
     behind: int = 0  # how many tuning reports of this kind of message had it as their cause
-    shown: bool = False  # a rule for it holds on something the text shows (not only on what it lacks)
-    lacks: float = 0.0  # the weight of the rules that hold for it on what the text lacks (Rule.shown False)
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -714,8 +777,7 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
         if score > 0:
             evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in rules)
             scored.append(Scored(family, score, "no known message in the text: only what its words name", evidence,
-                                 any(rule.weight >= 3 for rule, _ in rules),
-                                 shown=any(rule.shown and rule.weight > 0 for rule, _ in rules)))
+                                 _heaviest(rule for rule, _ in rules), score))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
@@ -741,38 +803,36 @@ def rank(reading: Reading, priors: Priors | None = None) -> tuple[Scored, ...]:
     scored = []
     for family in families:
         base, said, behind = _prior(primary, platform_group(reading), family, priors)
-        evidence, decisive, shown, lacks = [], False, False, 0.0
-        for rule in RULES:
-            if rule.family != family:
-                continue
-            quote = rule.quote(reading, primary)
-            if quote:
-                base += rule.weight
-                decisive = decisive or rule.weight >= 3
-                shown = shown or (rule.shown and rule.weight > 0)
-                lacks += 0.0 if rule.shown else rule.weight
-                evidence.append(f"{rule.says}: \"{quote[:160]}\"")
-        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind, shown, lacks))
+        holding = [(rule, quote) for rule in RULES if rule.family == family and (quote := rule.quote(reading, primary))]
+        weight = sum(rule.weight for rule, _ in holding)
+        scored.append(Scored(family, base + weight, said,
+                             tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in holding),
+                             _heaviest(rule for rule, _ in holding), weight, behind))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-# How many tuning reports of the kind of message must have had the cause for its prior alone to make it "likely".
-REPORTS_FOR_LIKELY = 3
+def _heaviest(rules: Iterable[Rule]) -> float:
+    """The weight of the heaviest of ``rules`` for a cause that holds on what the text shows (0: none does)."""
+    return max((rule.weight for rule in rules if rule.shown and rule.weight > 0), default=0.0)
+
+
+# What a first cause needs for each tag: the heaviest rule for it that holds on what the text shows, and its lead
+# over the next cause, in its whole score and in the evidence alone (a lead its prior gives is no evidence: issue
+# 32, "wrong answers tagged likely from priors alone").
+CONFIDENT = 3.0  # the text names the cause (a decisive rule)
+LIKELY = 2.0  # the text shows strong evidence for it
 
 
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
     """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
-    where the text names the cause (a decisive rule) and it leads the next by 2 or more; "likely" where it leads
-    by 1 and the text shows something for it, or enough tuning reports had it (REPORTS_FOR_LIKELY) and it leads by 1
-    on its prior and what the text shows alone (what the text lacks is no evidence that it holds)."""
+    where the text names the cause (a decisive rule) and it leads the next by 2 or more, "likely" where the text
+    shows strong evidence for it (a rule of weight 2 or more) and it leads by 1, both in its score and in what the
+    text shows alone: never from how many reports had it (its prior) or from what the text lacks."""
     this = ranked[index]
     if index == 0:
         second = ranked[1] if len(ranked) > 1 else None
-        margin = this.score - second.score if second else math.inf
-        if this.decisive and margin >= 2:
+        margin = min(this.score - second.score, this.weight - second.weight) if second else math.inf
+        if this.heaviest >= CONFIDENT and margin >= 2:
             return "confident"
-        if margin >= 1 and (this.decisive or this.shown):
-            return "likely"
-        shown_margin = margin - this.lacks + (second.lacks if second else 0.0)
-        return "likely" if shown_margin >= 1 and this.behind >= REPORTS_FOR_LIKELY else "possible"
+        return "likely" if this.heaviest >= LIKELY and margin >= 1 else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"

@@ -741,24 +741,30 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the CUDA runtime's "out of memory" (cudaErrorMemoryAllocation), XLA's "Out of memory while trying to allocate",
     # cuBLAS's and cuDNN's ALLOC_FAILED
     ("out-of-memory", r"(?i:out of memory)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|\bOOM\b"
-                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate"),
-    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out
+                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED"),
+    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out; "failed
+    # to allocate" alone does not say which memory (a host buffer, a workspace: TensorFlow's GPU allocator says
+    # CUDA_ERROR_OUT_OF_MEMORY in the same line)
     ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
                     r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
-                    r"reserve[sd]? [^\n]*memory"),
+                    r"reserve[sd]? [^\n]*memory|failed to allocate"),
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
                        r"insufficient|driver too old|older than the CUDA"),
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
-                  r"|nvidia-smi: command not found|--gpus all|NVIDIA-SMI has failed"),
-    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU|\bKepler\b|\bFermi\b"),
-    ("gpu-old-name", r"\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+|\b(?:GT|GTX) ?[4-7]\d\dM?"
-                     r"\b|\b6\d\dM\b"),
+                  r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
+    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU"),
+    # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
+    ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
+                     r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
                 r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
                         r"CUDA capability sm_\d+ is not compatible"),
+    # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
+    # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
+    ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
     ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
                  r"cudatoolkit=(?:9|10)|built for a CUDA older"),
     ("poetry", r"\bpoetry\b"),
@@ -774,7 +780,12 @@ _CLUES: tuple[tuple[str, str], ...] = (
                   r"input)|0 channels|shape \[0"),
     ("bf16", r"\bbf16\b|bfloat16"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
-    ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|\bXid\b|fallen off the bus|GPU is lost"),
+    # NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors): 48 (double-bit ECC), 63/64 (ECC page retirement),
+    # 74 (NVLink), 79 (fallen off the bus), 92/94/95 (ECC) are the GPU's; 13 (graphics engine exception), 31 (memory
+    # page fault), 43 and 45 are as often a program's bad access or a driver's, so any other Xid is only a hint
+    ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|fallen off the bus|GPU is lost|\bXid\b[^\n]{0,40}?\b(?:48|6[34]"
+                 r"|74|79|9[245])\b"),
+    ("xid", r"\bXid\b"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
@@ -1053,8 +1064,8 @@ def _capability(text: str) -> tuple[int, int] | None:
     if not found:
         return None
     major, minor = group(found, "major", "major2") or "", group(found, "minor", "minor2")
-    if minor is None and len(major) == 2:  # sm_35
-        major, minor = major[0], major[1]
+    if minor is None and len(major) in (2, 3):  # sm_35, sm_120
+        major, minor = major[:-1], major[-1]
     return (int(major), int(minor or 0)) if 1 <= int(major) <= 12 else None
 
 
