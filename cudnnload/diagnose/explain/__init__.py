@@ -9,7 +9,9 @@ same on every machine. A text with no known message that still names cuDNN gets 
 words say (a status in words, a cuDNN library next to words of a failed load, a cuDNN function next to words of
 a link failure, a version), never above "possible", with the catalog's nearest messages shown as such, never as
 a match; a text with no known message that does not name cuDNN gets only the causes of a failing call its words
-name decisively ("out of memory", an Xid), never one about loading, and otherwise none.
+name strongly ("out of memory", an Xid, "no kernel image"), never one about loading. Where its words name none,
+the causes of a failing call that the catalog's nearest messages list are offered, said to come from them; a text
+that names cuDNN and nothing more gets the usual causes of a failing cuDNN call. All are never above "possible".
 
 With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
 machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
@@ -116,18 +118,17 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
     cut = _cut(text)
     reading = read(cut)
-    ranked = rank(reading, priors)
+    guessed = all(signal.pattern in GUESSES for signal in reading.signals)
+    nearest = tuple(messages.load().nearest(cut)) if guessed else ()
+    ranked = rank(reading, priors, nearest)
     if not ranked:
         aborted = reading.quote("aborted")
-        nearest = tuple(messages.load().nearest(cut)) if all(s.pattern in GUESSES for s in reading.signals) else ()
         notes = [f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
                  "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else "",
                  "nearest known messages (not a match; the text holds none of them): " + "; ".join(
                      f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
                  if nearest else ""]
         return Explanation(reading, (), here, "\n".join(n for n in notes if n) or None, nearest)
-    guessed = all(signal.pattern in GUESSES for signal in reading.signals)
-    nearest = tuple(messages.load().nearest(cut)) if guessed else ()
     note = ("no message cudnnload knows is in the text: the causes are the usual ones of what its words say"
             + ("; nearest known messages (not a match): " + "; ".join(
                 f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)

@@ -18,7 +18,7 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
@@ -524,7 +524,7 @@ LOADING = ("sublibrary-load", "cudnn-not-found")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
 RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
-                 "cudnn-mentioned")
+                 "cudnn-mentioned", "cublas-status:")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -759,16 +759,62 @@ def _ordinal(number: int) -> str:
 
 # The causes of a cuDNN call failing on the GPU: those of the runtime message kinds (a status, no engine, no
 # convolution algorithm, a GPU fault).
-RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items()
-                           if kind.startswith(("status:", "no-engine", "conv-algorithm", "hardware"))
+RUNTIME_PREFIXES = ("status:", "no-engine", "conv-algorithm", "hardware")
+RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items() if kind.startswith(RUNTIME_PREFIXES)
                            for family in listed)
+
+
+# The causes of a failing call that are not about loading: a text with no known message gets only these from the
+# catalog's nearest messages (a cause about loading needs a message of a load that failed).
+CALL_CAUSES = RUNTIME_CAUSES - frozenset(
+    family for kind, listed in CANDIDATES.items()
+    if kind.startswith(("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
+                        "version-"))
+    for family in listed) | {"harmless-warning"}
+
+
+def _from_nearest(nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
+    """The causes of a failing call that the catalog's messages nearest to a text without a known message list
+    (CALL_CAUSES), weighed as `_prior` weighs an entry's causes and by how alike each message is: never a match,
+    and the evidence says so."""
+    weights: dict[str, float] = {}
+    said: dict[str, str] = {}
+    for near in nearest:
+        listed = tuple(f for f in near.entry.families if f in CALL_CAUSES)
+        for family, weight in messages.load().weights(listed, CATALOG_WEIGHT * near.score).items():
+            weights[family] = weights.get(family, 0.0) + weight
+            said.setdefault(family, f"the nearest known message, \"{near.entry.template[:120]}\" "
+                                    f"({near.entry.source}), lists it: not a match, {near.score:.0%} alike to "
+                                    f"\"{near.line[:120]}\"")
+    mass = sum(weights.values()) + PSEUDO_REPORTS * len(weights)
+    return tuple(Scored(family, math.log((weight + PSEUDO_REPORTS) / mass), "no known message in the text: the "
+                        "nearest known messages' causes", (said[family],))
+                 for family, weight in sorted(weights.items(), key=lambda item: -item[1]))
+
+
+def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
+    """The causes of a failing cuDNN call (CALL_CAUSES) as often as the reports of the runtime message kinds in
+    ``priors`` had them: for a text that names cuDNN with no message and no words of a failure cudnnload can read,
+    and no known message near it; never a cause about loading."""
+    counts: dict[str, int] = {}
+    for kind, found in priors.items():
+        if "@" not in kind and kind.startswith(RUNTIME_PREFIXES):
+            for family, number in found.items():
+                if family in CALL_CAUSES:
+                    counts[family] = counts.get(family, 0) + number
+    total = sum(counts.values()) + PSEUDO_REPORTS * len(counts)
+    return tuple(Scored(family, math.log((number + PSEUDO_REPORTS) / total),
+                        f"{number} of {sum(counts.values())} tuning reports of a failing cuDNN call",
+                        ("the text names cuDNN, but holds no message and no words of a failure cudnnload can read: "
+                         "the usual causes of a failing cuDNN call",))
+                 for family, number in sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
     """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
     causes of a failing call (a cause about loading needs a message of a load that failed), each with the rules of
     weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
-    words name decisively: "CUDA out of memory", an Xid, "insufficient driver version")."""
+    words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no kernel image")."""
     scored = []
     for family in sorted(RUNTIME_CAUSES):
         rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
@@ -781,17 +827,21 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-def rank(reading: Reading, priors: Priors | None = None) -> tuple[Scored, ...]:
+def rank(reading: Reading, priors: Priors | None = None,
+         nearest: Sequence[messages.Near] = ()) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families. A text without a message gets only what its words name (`_without_a_message`).
+    way, where they add families. A text without a message gets only what its words name (`_without_a_message`),
+    else the causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
     ``priors``: the counts per message kind to weigh causes by (default `PRIORS`, counted on the tuning part; the
     cross-validation bench passes counts of the other folds)."""
     priors = PRIORS if priors is None else priors
     primary = reading.primary
     if primary is None:
-        return _without_a_message(reading, Signal("none", "none", "", "the text", "no message"), 3)
+        return (_without_a_message(reading, Signal("none", "none", "", "the text", "no message"), LIKELY)
+                or _from_nearest(nearest))
     if primary.kind == "cudnn-mentioned":
-        return _without_a_message(reading, primary, -math.inf)
+        return (_without_a_message(reading, primary, -math.inf) or _from_nearest(nearest)
+                or _usual_call_causes(priors))
     families = list(candidates(primary))
     # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
     families += [f for f in priors.get(primary.kind, {}) if f not in families]

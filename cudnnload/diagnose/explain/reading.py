@@ -439,6 +439,39 @@ def _status(found: re.Match[str]) -> Signal | None:
                   status=name, families=entry.families if entry else ())
 
 
+# cublasStatus_t (cublas_api.h; the cuBLAS Library User Guide's "cublasStatus_t" says what each means and how to
+# correct it), as frameworks print it ("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+# TensorFlow's "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED"): the causes of each, most likely
+# first. NOT_INITIALIZED: "an error in the CUDA Runtime API called by the cuBLAS routine, or an error in the hardware
+# setup" (cublasCreate failing: no memory left for the handle's workspace, a driver or GPU it cannot use, another
+# CUDA major's cuBLAS); ALLOC_FAILED: "usually caused by a cudaMalloc() failure"; INVALID_VALUE: "an unsupported
+# value or parameter was passed"; ARCH_MISMATCH: "a feature absent from the device architecture"; MAPPING_ERROR:
+# "an access to GPU memory space failed"; EXECUTION_FAILED: "the GPU program failed to execute ... often a launch
+# failure of the kernel" (no kernel for the GPU, a bad access); INTERNAL_ERROR: "usually caused by a
+# cudaMemcpyAsync() failure"; NOT_SUPPORTED: "the functionality requested is not supported".
+CUBLAS_CAUSES: dict[str, tuple[str, ...]] = {
+    "NOT_INITIALIZED": ("out-of-memory", "cublas-missing-or-wrong", "driver-too-old", "no-gpu-or-driver",
+                        "gpu-too-new"),
+    "ALLOC_FAILED": ("out-of-memory",),
+    "INVALID_VALUE": ("bad-param-usage", "framework-bug", "unsupported-configuration"),
+    "ARCH_MISMATCH": ("gpu-too-old", "gpu-too-new"),
+    "MAPPING_ERROR": ("out-of-memory", "execution-failed-kernel"),
+    "EXECUTION_FAILED": ("gpu-too-new", "framework-bug", "execution-failed-kernel", "out-of-memory",
+                         "gpu-hardware-fault"),
+    "INTERNAL_ERROR": ("out-of-memory", "cublas-missing-or-wrong", "framework-bug", "execution-failed-kernel"),
+    "NOT_SUPPORTED": ("unsupported-configuration", "gpu-too-old", "cublas-missing-or-wrong"),
+}
+
+
+def _cublas_status(found: re.Match[str]) -> Signal | None:
+    name = found.group("name")
+    if name not in CUBLAS_CAUSES:
+        return None
+    return Signal("cublas-status", f"cublas-status:{name}", _line(found), "a cuBLAS call's status (cublasStatus_t, "
+                  "cublas_api.h), as the framework prints it", f"a cuBLAS call returned CUBLAS_STATUS_{name}",
+                  quote=found.group(0), families=CUBLAS_CAUSES[name])
+
+
 PATTERNS: tuple[Pattern, ...] = (
     # libcudnn.so.8 (8.9.7): "Could not load library %s. Error: %s"; cudnn64_8.dll: "Could not load library %s.
     # Error code %d" then "Please make sure %s is in your library path!"; Julia: could not load library "PATH"
@@ -593,6 +626,7 @@ PATTERNS: tuple[Pattern, ...] = (
     # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
     Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
                                  r"vs\. 0\)|cudnnStatus(?P<camel>[A-Z][A-Za-z]+)"), "cuDNN", _status),
+    Pattern("cublas-status", re.compile(r"CUBLAS_STATUS_(?P<name>[A-Z_]+?)\b"), "cuBLAS", _cublas_status),
 )
 
 
@@ -898,7 +932,7 @@ _OWNER = {
 # to load comes before the version check or status that follows from it; the Error: part's library first.
 _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
                "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
-               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "no-engine",
+               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "cublas-status:", "no-engine",
                "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
 
