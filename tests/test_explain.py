@@ -905,3 +905,15 @@ def test_a_text_that_only_names_cudnn_gets_the_usual_causes_of_a_failing_call_ne
     assert result.causes and all(c.confidence == "possible" for c in result.causes)
     assert not {c.family for c in result.causes} & {"cudnn-not-installed", "wrong-cudnn-major", "mixed-release",
                                                      "wheel-not-on-linker-path", "version-mismatch-shadowed"}
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ('OSError: [WinError 1455] 页面文件太小，无法完成操作 Error loading "C:\\x\\torch\\lib\\cudnn_cnn_infer64_8.dll" '
+     "or one of its dependencies.", "paging-file-too-small"),
+    ('OSError: [WinError 193] %1 ist keine zulässige Win32-Anwendung. Error loading "C:\\x\\zlibwapi.dll" or one of '
+     "its dependencies.", "unloadable-file"),
+])
+def test_a_windows_error_is_read_by_its_code_in_any_language(text: str, family: str) -> None:
+    """Windows prints a system error's text in the user's language; the code (winerror.h) is the same in all."""
+    first = explain(text, environ={}).causes[0]
+    assert (first.family, first.confidence) == (family, "confident")

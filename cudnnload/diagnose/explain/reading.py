@@ -288,10 +288,27 @@ def _version_not_found(found: re.Match[str]) -> Signal | None:
                   by, found.group("dep"), found.group(0))
 
 
+# Windows system error codes (winerror.h) whose text is a catalog entry of its own (dlls/kernelbase/winerror.mc):
+# Windows prints that text in the user's language, the code is the same in every one ("[WinError 1455] 页面文件太小").
+# 126 and 127 (a module or a procedure not found) are read as a load that failed, by the library it names.
+WINDOWS_ERRORS = {
+    193: "windows/is-not-a-valid-win32-application",  # ERROR_BAD_EXE_FORMAT
+    1114: "windows/a-dynamic-link-library-dll-initialization-routine-failed",  # ERROR_DLL_INIT_FAILED
+    1455: "windows/the-paging-file-is-too-small-for-this-operation-to-complete",  # ERROR_COMMITMENT_LIMIT
+}
+
+
 def _windows_load(found: re.Match[str]) -> Signal | None:
     library, code = group(found, "lib", "lib2", "lib3"), group(found, "code", "code2")
     dependency = found.group("dep")
     error = f"error {code}" if code else None
+    entry = messages.load().by_id.get(WINDOWS_ERRORS.get(int(code or 0), ""))
+    if entry is not None and entry.kind and library_class(library or "") is not None:
+        return Signal("windows-load", entry.kind, _line(found), f"Windows LoadLibrary, error {code} "
+                      f"({entry.template.strip()})", f"{library} was found but could not be loaded: {entry.meaning}",
+                      library, library, error, quote=found.group(0), families=entry.families, entry=entry.id)
+    if code not in (None, "126", "127"):
+        return None
     if dependency:  # ONNX Runtime 1.20+: 'Error loading "X" which depends on "Y" which is missing.'
         return _load_signal("windows-load", found, "ONNX Runtime's provider loader (Windows)", dependency, None,
                             f"{library} needs {dependency}, which is missing")
@@ -503,7 +520,7 @@ PATTERNS: tuple[Pattern, ...] = (
     # "LoadLibrary failed with error 126 "" when trying to load "X"" and 'Error loading "X" which depends on "Y"
     # which is missing.'; Python < 3.8: "ImportError: DLL load failed: The specified module could not be found."
     Pattern("windows-load", re.compile(
-        r"\[WinError (?P<code>12[67])\][^\n]*?Error loading \"(?P<lib>[^\"]+)\""
+        r"\[WinError (?P<code>\d+)\][^\n]*?Error loading \"(?P<lib>[^\"]+)\""
         r"|[Ll]oad[Ll]ibrary failed with error (?P<code2>\d+)[^\n]*?when trying to load \"?(?P<lib2>[^\"\s]+)\"?"
         r"|Error loading \"(?P<lib3>[^\"]+)\" which depends on \"(?P<dep>[^\"]+)\" which is missing"),
         "Windows", _windows_load),
