@@ -917,3 +917,19 @@ def test_a_windows_error_is_read_by_its_code_in_any_language(text: str, family: 
     """Windows prints a system error's text in the user's language; the code (winerror.h) is the same in all."""
     first = explain(text, environ={}).causes[0]
     assert (first.family, first.confidence) == (family, "confident")
+
+
+@pytest.mark.parametrize(("text", "major"), [
+    ("torch==1.10.0+cu102", 7), ("torch 1.10.0+cu113", 8), ("torch 1.7.1", 7),
+    ("pytorch                   1.10.0          py3.8_cuda10.2_cudnn7.6.5_0    pytorch", 7),
+    ("PyTorch version: 1.10.0\nIs debug build: False\nCUDA used to build PyTorch: 10.2", 7),
+    ("PyTorch version: 1.9.0", None),
+])
+def test_torch_before_1_13_brings_the_cudnn_of_its_cuda_variant(text: str, major: int | None) -> None:
+    """pytorch/builder's common/install_cuda.sh (2020-02 to 2022-11): CUDA 10.2 builds carried libcudnn7 7.6.5.32,
+    CUDA 11.x builds cuDNN 8; a 1.8-1.12 release without its variant says no major."""
+    assert [b.cudnn_major for b in read(text).builds] == ([major] if major else [])
+
+
+def test_the_cuda_that_built_pytorch_is_no_pytorch_release() -> None:
+    assert read("CUDA used to build PyTorch: 11.3").builds == ()

@@ -869,32 +869,60 @@ class Build:
 # template's or torch.utils.collect_env's "PyTorch version: 2.5.1", "CTranslate2 version: 4.4.0", "torch: 2.4.0".
 _RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
 
-# The cuDNN major of a framework's release, from its release notes and wheel pins: torch 1.8-2.3 ship
-# cuDNN 8, 2.4+ pin nvidia-cudnn-cu12 9.x (PyTorch's release compatibility matrix); ONNX Runtime's CUDA 12
-# packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements"); CTranslate2 4.5.0
-# moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the surveyed wheels.
-_BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
-    ("pytorch", rf"\b(?:py)?torch{_RELEASE}", lambda v: 9 if v >= (2, 4) else 8 if v >= (1, 8) else 7, True),
+def _torch_cudnn(release: tuple[int, int], variant: str | None) -> int | None:
+    """The cuDNN major a torch release brings. 2.4+ pin nvidia-cudnn-cu12 9.x and 1.13-2.3 8.x (their wheels'
+    Requires-Dist); before 1.13 the binaries carry cuDNN by their CUDA variant (pytorch/builder
+    common/install_cuda.sh, 2020-02 to 2022-11: CUDA 10.2 builds with libcudnn7 7.6.5.32, CUDA 11.x builds with
+    cuDNN 8): a "+cu102", "cu101", "cuda10.2" variant is cuDNN 7, an 11.x one 8; without a variant, 1.8-1.12 (whose
+    default wheels were CUDA 10.2 on Linux and 11.x elsewhere) say no major, and 1.7 and earlier 7."""
+    if release >= (2, 4):
+        return 9
+    if release >= (1, 13):
+        return 8
+    if variant:
+        return 8 if int(variant.replace(".", "")[:2]) >= 11 else 7
+    return None if release >= (1, 8) else 7
+
+
+# The cuDNN major of a framework's release, from its release notes and wheel pins: torch (_torch_cudnn); ONNX
+# Runtime's CUDA 12 packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements");
+# CTranslate2 4.5.0 moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the
+# surveyed wheels. A conda build string or a local version label may follow the release: "+cu102", "py3.8_cuda10.2_
+# cudnn7.6.5_0" (whose cuDNN major is read as written).
+_VARIANT = r"(?:\+cu(?P<cu>\d+)|[ \t]+\S*?cuda(?P<cuda>\d+\.\d+)_cudnn(?P<cudnn>\d+))?"
+_BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int], str | None], int | None], bool], ...] = (
+    # not torch.utils.collect_env's "CUDA used to build PyTorch: 10.2" (a CUDA version; _builds reads it as the variant)
+    ("pytorch", rf"(?<!build )\b(?:py)?torch{_RELEASE}{_VARIANT}", _torch_cudnn, True),
     # a package (onnxruntime-gpu) or a release archive's name (onnxruntime-win-x64-cuda12-1.17.1)
     ("onnxruntime", rf"\bonnx[ _]?runtime(?:[-_][A-Za-z]\w*){{0,4}}?{_RELEASE}\b",
-     lambda v: 9 if v >= (1, 19) else 8, False),
-    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v: 9 if v >= (4, 5) else 8, False),
+     lambda v, _: 9 if v >= (1, 19) else 8, False),
+    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v, _: 9 if v >= (4, 5) else 8, False),
     # tensorflow.org/install/source#gpu ("Tested build configurations"): 1.0-1.2 cuDNN 5.1, 1.3-1.4 6, 1.5-2.3 7,
     # 2.4-2.17 8, 2.18+ 9
     ("tensorflow", rf"\btensorflow(?:[-_]gpu)?{_RELEASE}\b",
-     lambda v: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
+     lambda v, _: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
     # jaxlib's CUDA wheels name the cuDNN they were built for: jaxlib-0.4.7+cuda11.cudnn82, +cuda12.cudnn91
-    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
+    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v, _: v[0], False),
 )
+
+
+# torch.utils.collect_env: "CUDA used to build PyTorch: 10.2" (the variant of the release it prints beside)
+_BUILT_WITH_CUDA = re.compile(r"CUDA used to build PyTorch: (\d+\.\d+)")
 
 
 def _builds(text: str) -> tuple[Build, ...]:
     found = []
-    for framework, pattern, major, bundles in _BUILDS:
+    for framework, pattern, major_of, bundles in _BUILDS:
         match = re.search(pattern, text, re.IGNORECASE)
-        if match:
-            release = (int(match.group(1)), int(match.group(2)))
-            found.append(Build(framework, f"{release[0]}.{release[1]}", major(release), bundles))
+        if not match:
+            continue
+        release = (int(match.group(1)), int(match.group(2)))
+        named = match.groupdict()
+        built_with = _BUILT_WITH_CUDA.search(text) if framework == "pytorch" else None
+        variant = named.get("cu") or named.get("cuda") or (built_with.group(1) if built_with else None)
+        major = int(named["cudnn"]) if named.get("cudnn") else major_of(release, variant)
+        if major is not None:
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles))
     return tuple(found)
 
 
