@@ -933,3 +933,15 @@ def test_torch_before_1_13_brings_the_cudnn_of_its_cuda_variant(text: str, major
 
 def test_the_cuda_that_built_pytorch_is_no_pytorch_release() -> None:
     assert read("CUDA used to build PyTorch: 11.3").builds == ()
+
+
+def test_a_removed_function_missing_at_run_time_is_never_a_confident_removed_api() -> None:
+    """A compiler or linker not finding a name cuDNN 8 removed is the code calling a removed API; glibc not finding
+    it at run time is a binary built against an older cuDNN meeting a newer one, which a cuDNN of the binary's
+    major fixes as well: "removed-api" leads, not confidently, "wrong-cudnn-major" next."""
+    text = "ImportError: /home/u/darknet/libdarknet.so: undefined symbol: cudnnGetConvolutionForwardAlgorithm"
+    runtime = explain(text, environ={}).causes
+    assert [(c.family, c.confidence) for c in runtime[:2]] == [("removed-api", "likely"),
+                                                               ("wrong-cudnn-major", "possible")]
+    built = explain("error: identifier \"cudnnGetConvolutionForwardAlgorithm\" is undefined", environ={}).causes
+    assert (built[0].family, built[0].confidence) == ("removed-api", "confident")

@@ -509,8 +509,16 @@ def only_warnings(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
-def removed_from_headers(reading: Reading, signal: Signal) -> str | None:
-    return signal.quote if signal.kind == "removed-api" else None
+def removed_from_headers(at_run_time: bool) -> Test:
+    """A test: the name the code uses is one no header of the newer cuDNN releases declares, found missing when the
+    code was built (a compiler's or linker's words: the code calls an API the cuDNN it is built against removed) or
+    at run time (glibc's "undefined symbol": a binary built against an older cuDNN, which had it, meets a newer
+    one: the API removed, or a binary of another major than the cuDNN installed, alike)."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        if signal.kind != "removed-api" or (signal.pattern == "undefined-symbol") != at_run_time:
+            return None
+        return signal.quote
+    return test
 
 
 def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
@@ -635,7 +643,11 @@ RULES: tuple[Rule, ...] = (
     Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
          program_regression, RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
-         removed_from_headers),
+         removed_from_headers(at_run_time=False)),
+    Rule("removed-api", 2, "no header of the newer cuDNN releases declares the name the binary needs",
+         removed_from_headers(at_run_time=True)),
+    Rule("wrong-cudnn-major", 1, "a binary built against an older cuDNN, which had the name, meets a newer one",
+         removed_from_headers(at_run_time=True)),
     # it holds on what the text lacks (an error line), which a paste cut short lacks too: it never makes the warning
     # "likely" the whole story
     Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings,
