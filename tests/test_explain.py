@@ -945,3 +945,10 @@ def test_a_removed_function_missing_at_run_time_is_never_a_confident_removed_api
                                                                ("wrong-cudnn-major", "possible")]
     built = explain("error: identifier \"cudnnGetConvolutionForwardAlgorithm\" is undefined", environ={}).causes
     assert (built[0].family, built[0].confidence) == ("removed-api", "confident")
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("It is not an out of memory problem, 20 GB are free", False), ("there is no OOM in the log", False),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", True)])
+def test_a_fact_the_words_deny_is_not_shown(text: str, shown: bool) -> None:
+    assert read(f"RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\n{text}").has("out-of-memory") is shown

@@ -1174,7 +1174,7 @@ def read(text: str) -> Reading:
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
     clues = tuple(Clue(name, _clue_quote(found_clue)) for name, pattern in _CLUE_PATTERNS
-                  if (found_clue := pattern.search(evidence)))
+                  if (found_clue := _affirmed(pattern, evidence)))
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
@@ -1244,6 +1244,19 @@ def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Mat
     if entry is None:
         return replace(signal, warning=True) if inside else signal
     return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside)
+
+
+# A fact the words deny is not shown: "it is not an out of memory problem", "no OOM", "the driver isn't too old".
+_DENIED = re.compile(r"(?i)(?:\bnot|n't|\bno|\bnever|\bwithout)\s+(?:(?:an?|the|any|really|even|because of)\s+)?$")
+
+
+def _affirmed(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` in ``text`` that the words just before it do not deny."""
+    for found in pattern.finditer(text):
+        start = text.rfind("\n", 0, found.start()) + 1
+        if not _DENIED.search(text[max(start, found.start() - 30):found.start()]):
+            return found
+    return None
 
 
 def _clue_quote(found: re.Match[str]) -> str:
