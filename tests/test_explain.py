@@ -952,3 +952,13 @@ def test_a_removed_function_missing_at_run_time_is_never_a_confident_removed_api
     ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", True)])
 def test_a_fact_the_words_deny_is_not_shown(text: str, shown: bool) -> None:
     assert read(f"RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\n{text}").has("out-of-memory") is shown
+
+
+def test_a_stated_cudnn_that_the_named_tensorflow_was_built_with_points_to_another_copy() -> None:
+    """TensorFlow 2.8 was built with cuDNN 8.1 (its "Tested build configurations"): a user who says 8.1.1 is
+    installed has one it accepts, so "DNN library is not found" is another copy or a folder it does not search,
+    not an older runtime."""
+    text = "DNN library is not found.\ntensorflow: 2.8.0\ncuDNN: 8.1.1\ncuda: 11.2"
+    assert read(text).builds[0].cudnn == (8, 1)
+    causes = ranked(text)
+    assert causes[0] == "version-mismatch-shadowed" and causes.index("runtime-older-than-build") > 0

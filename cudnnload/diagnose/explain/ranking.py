@@ -336,6 +336,18 @@ def stated_newer_than_found(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
+def stated_fits_build(reading: Reading, signal: Signal) -> str | None:
+    """The user says a cuDNN is installed that is of the major and at least the minor the framework release they
+    name was built with (reading.TENSORFLOW_CUDNN): that one would do, so the cuDNN the framework failed on (an older
+    one loaded) is another copy, or that one is not where the framework looks."""
+    stated = reading.stated
+    for build in reading.builds:
+        if build.cudnn and stated and len(stated) >= 2 and stated[0] == build.cudnn[0] and stated[:2] >= build.cudnn:
+            return (f"cuDNN {dotted(stated)} is said to be installed; {build.framework} {build.release} was built "
+                    f"with cuDNN {dotted(build.cudnn)}")
+    return None
+
+
 def stated_installed(reading: Reading, signal: Signal) -> str | None:
     """The text says the cuDNN major the failing program wants is installed (the messages show the major wanted:
     a major read from the stated version itself says nothing about what is wanted)."""
@@ -623,6 +635,10 @@ RULES: tuple[Rule, ...] = (
          pattern("pytorch-version"), ("version-older", "version-other-major")),
     Rule("version-mismatch-shadowed", 2, "the build's cuDNN is said to be installed, yet an older one loaded",
          stated_newer_than_found, VERSIONS),
+    Rule("version-mismatch-shadowed", 1.5, "the cuDNN said to be installed is one the framework's release accepts",
+         stated_fits_build, ("framework-no-cudnn", "conv-algorithm")),
+    Rule("runtime-older-than-build", -1.5, "the cuDNN said to be installed is not older than the framework's "
+         "release was built with", stated_fits_build, ("framework-no-cudnn", "conv-algorithm")),
     Rule("version-mismatch-shadowed", 2, "the text shows a cuDNN or CUDA folder on LD_LIBRARY_PATH",
          clue("ld-library-path-cudnn"), (*VERSIONS, "framework-no-cudnn", "symbol-mismatch")),
     Rule("version-mismatch-shadowed", 1, "the text shows a cluster module or system CUDA folder",

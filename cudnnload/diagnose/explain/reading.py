@@ -863,6 +863,17 @@ class Build:
     release: str
     cudnn_major: int
     bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
+    cudnn: tuple[int, int] | None = None  # the cuDNN major.minor the release was built with, where its notes say
+
+
+# TensorFlow's "Tested build configurations" (tensorflow/docs site/en/install/source.md, Linux GPU): the cuDNN each
+# release was built with, major.minor; before 1.13 the table gives the major alone.
+TENSORFLOW_CUDNN: dict[tuple[int, int], tuple[int, int]] = {
+    (1, 13): (7, 4), (1, 14): (7, 4), (1, 15): (7, 4), (2, 0): (7, 4), (2, 1): (7, 6), (2, 2): (7, 6), (2, 3): (7, 6),
+    (2, 4): (8, 0), **{(2, minor): (8, 1) for minor in range(5, 12)}, (2, 12): (8, 6), (2, 13): (8, 6),
+    (2, 14): (8, 7), (2, 15): (8, 9), (2, 16): (8, 9), (2, 17): (8, 9),
+    **{(2, minor): (9, 3) for minor in range(18, 22)},
+}
 
 
 # How a release is written after a program's name: pip list's columns, pip freeze's "==", a wheel's "-", an issue
@@ -922,7 +933,8 @@ def _builds(text: str) -> tuple[Build, ...]:
         variant = named.get("cu") or named.get("cuda") or (built_with.group(1) if built_with else None)
         major = int(named["cudnn"]) if named.get("cudnn") else major_of(release, variant)
         if major is not None:
-            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles))
+            built = TENSORFLOW_CUDNN.get(release) if framework == "tensorflow" else None
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles, built))
     return tuple(found)
 
 
