@@ -962,3 +962,13 @@ def test_a_stated_cudnn_that_the_named_tensorflow_was_built_with_points_to_anoth
     assert read(text).builds[0].cudnn == (8, 1)
     causes = ranked(text)
     assert causes[0] == "version-mismatch-shadowed" and causes.index("runtime-older-than-build") > 0
+
+
+@pytest.mark.parametrize("text", [
+    "mxnet.base.MXNetError: src/operator/nn/cudnn/cudnn_convolution-inl.h:875: Failed to find any forward convolution "
+    "algorithm.  with workspace size of 1073741824 bytes, please consider reducing batch size or limiting workspace.",
+    "mylib: could not find a suitable cudnn algorithm for this layer"])
+def test_a_load_verb_whose_object_is_no_library_is_no_failed_load(text: str) -> None:
+    """A text without a known message is read as a load that failed only where the verb's object can be a library:
+    finding an algorithm, an engine or a workspace is a failing call, never a cause about loading."""
+    assert set(ranked(text)) <= ranking.CALL_CAUSES

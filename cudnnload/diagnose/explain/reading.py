@@ -682,6 +682,10 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 # point", "link error").
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
                          r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
+# A load verb whose object is not a library: "Failed to find any forward convolution algorithm" (MXNet's
+# cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model".
+_NOT_A_LIBRARY = re.compile(r"(?i)\b(?:find|load|locate|open)\s+(?:a|an|any|the)?\s*(?:[\w-]+\s+){0,3}?(?:algorithms?|"
+                            r"engines?|plans?|kernels?|configs?|configurations?|workspace|model|weights|checkpoint)\b")
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
 # Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
 # nothing of a mismatch).
@@ -724,8 +728,8 @@ def _unknown_text(text: str) -> Signal | None:
         name = library.group(0)
         return Signal("cudnn-named", load_kind(name, "missing"), _line(library), "the text (no known message)",
                       f"{name} is named next to words of a library that did not load", name, name)
-    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)),
-                None)
+    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)
+                 and not _NOT_A_LIBRARY.search(line)), None)
     if said is not None:  # "cuDNN not found", "Could not find cuDNN", "cudnn is missing": the library, unnamed
         return Signal("cudnn-named", "cudnn-not-found", said.strip()[:400], "the text (no known message)",
                       "the text says that cuDNN did not load, without naming the file")
