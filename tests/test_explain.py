@@ -972,3 +972,12 @@ def test_a_load_verb_whose_object_is_no_library_is_no_failed_load(text: str) -> 
     """A text without a known message is read as a load that failed only where the verb's object can be a library:
     finding an algorithm, an engine or a workspace is a failing call, never a cause about loading."""
     assert set(ranked(text)) <= ranking.CALL_CAUSES
+
+
+def test_a_library_that_is_not_cudnns_failing_to_load_in_a_warning_is_harmless() -> None:
+    """TensorFlow logs TensorRT's libnvinfer failing to load at W and goes on: not a cuDNN that failed to load."""
+    line = ("2023-01-01 12:00:01.5: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could "
+            "not load dynamic library '{0}'; dlerror: {0}: cannot open shared object file: No such file or directory")
+    other = explain(line.format("libnvinfer.so.7"), environ={}).causes
+    assert [c.family for c in other] == ["harmless-warning"]
+    assert explain(line.format("libcudnn.so.8"), environ={}).causes[0].family == "cudnn-not-installed"

@@ -1040,12 +1040,33 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
             continue
         if any(start < match.end and match.start < end for start, end in taken):
             continue
+        if entry.kind and entry.kind.startswith(_LOAD_KINDS) and _names_only_others(match.text):
+            line = _line_at(text, match.start)
+            if _WARNING_LINE.search(line):  # logged as a warning, and the program went on without it
+                yield match.start, Signal(f"catalog:{entry.id}", "warning", line, entry.source, "a library that is "
+                                          "not cuDNN's nor one it needs could not be loaded, and the program's log "
+                                          "marks it as a warning", quote=quote(match.text),
+                                          families=("harmless-warning",), warning=True, entry=entry.id)
+            continue
         versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
                     f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
         yield match.start, Signal(
             f"catalog:{entry.id}", entry.kind or ("warning" if entry.warning else "catalog"),
             _line_at(text, match.start), f"{entry.source}, {entry.file} ({versions})", entry.meaning,
             quote=quote(match.text), families=entry.families, warning=entry.warning, entry=entry.id)
+
+
+# The kinds of a library that failed to load (load_kind).
+_LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-load:")
+_LIBRARY_NAME = re.compile(r"[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
+
+
+def _names_only_others(said: str) -> bool:
+    """A loader's message that names libraries, none of them cuDNN, one it needs, or a framework's own (TensorFlow's
+    "Could not load dynamic library 'libnvinfer.so.7'": TensorRT, which TensorFlow can do without): not a cuDNN
+    library that failed to load."""
+    names = _LIBRARY_NAME.findall(said)
+    return bool(names) and all(library_class(name) is None for name in names)
 
 
 def _line_at(text: str, at: int) -> str:
