@@ -981,3 +981,13 @@ def test_a_library_that_is_not_cudnns_failing_to_load_in_a_warning_is_harmless()
     other = explain(line.format("libnvinfer.so.7"), environ={}).causes
     assert [c.family for c in other] == ["harmless-warning"]
     assert explain(line.format("libcudnn.so.8"), environ={}).causes[0].family == "cudnn-not-installed"
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\nmy GPU driver is too old, 418.67", "driver-too-old"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\nThe NVIDIA driver on your system is too old (found "
+     "version 10010).", "driver-too-old"),
+    ("Found GPU0 NVIDIA GeForce GT 730 which is of cuda capability 3.5. PyTorch no longer supports this GPU because "
+     "it is too old.", "gpu-too-old")])
+def test_a_driver_too_old_is_not_a_gpu_too_old(text: str, family: str) -> None:
+    assert ranked(text)[0] == family

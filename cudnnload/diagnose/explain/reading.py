@@ -804,12 +804,14 @@ _CLUES: tuple[tuple[str, str], ...] = (
                     r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
                     r"reserve[sd]? [^\n]*memory|failed to allocate"),
+    # PyTorch (c10/cuda): "The NVIDIA driver on your system is too old (found version %d)"
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
-                       r"insufficient|driver too old|older than the CUDA"),
+                       r"insufficient|driver too old|older than the CUDA|driver\b[^\n]{0,30}?\bis too old"),
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
-    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU"),
+    # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
+    ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
     # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
     ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
                      r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
