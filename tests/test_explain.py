@@ -991,3 +991,11 @@ def test_a_library_that_is_not_cudnns_failing_to_load_in_a_warning_is_harmless()
      "it is too old.", "gpu-too-old")])
 def test_a_driver_too_old_is_not_a_gpu_too_old(text: str, family: str) -> None:
     assert ranked(text)[0] == family
+
+
+@pytest.mark.parametrize(("shape", "large"), [("1x1x65536x65536", True), ("torch.randn(64, 3, 8192, 8192)", True),
+                                              ("torch.randn(64, 3, 224, 224)", False)])
+def test_a_shape_of_2_to_the_31_elements_or_more_is_a_large_tensor(shape: str, large: bool) -> None:
+    """cuDNN's descriptors and many engines index with 32-bit integers: a shape whose elements number 2**31 or more
+    is read as the large tensor it is, whatever words are around it."""
+    assert read(f"RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED\n{shape}").has("large-tensor") is large

@@ -11,6 +11,7 @@ source (the library's format string, a framework's source file). The `Error:` pa
 from __future__ import annotations
 
 import itertools
+import math
 import ntpath
 import posixpath
 import re
@@ -1071,6 +1072,21 @@ def _names_only_others(said: str) -> bool:
     return bool(names) and all(library_class(name) is None for name in names)
 
 
+# A tensor's shape as programs and people print it: "1x1x65536x65536", "[64, 3, 8192, 8192]", "torch.Size([...])",
+# "(N, C, H, W)" with numbers; cuDNN's tensor descriptors and many of its engines index with 32-bit integers, so a
+# tensor of 2**31 elements or more is one they do not support (the large-tensor clue's words, computed).
+_SHAPE = re.compile(r"\b\d+(?:\s*[x×]\s*\d+){2,}\b|[\[(]\s*\d+(?:\s*,\s*\d+){2,}\s*[\])]")
+
+
+def _large_shape(text: str) -> str | None:
+    """The first shape in ``text`` of 2**31 elements or more."""
+    for found in itertools.islice(_SHAPE.finditer(text), 200):
+        elements = math.prod(int(n) for n in re.findall(r"\d+", found.group(0)))
+        if elements >= 2**31:
+            return f"{found.group(0)} ({elements:,} elements, 2**31 or more)"
+    return None
+
+
 def _line_at(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
@@ -1214,6 +1230,8 @@ def read(text: str) -> Reading:
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
     clues = tuple(Clue(name, _clue_quote(found_clue)) for name, pattern in _CLUE_PATTERNS
                   if (found_clue := _affirmed(pattern, evidence)))
+    if not any(clue.name == "large-tensor" for clue in clues) and (large := _large_shape(evidence)):
+        clues += (Clue("large-tensor", large),)
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
