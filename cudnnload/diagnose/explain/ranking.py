@@ -846,7 +846,7 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
     weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
     words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no kernel image")."""
     scored = []
-    for family in sorted(RUNTIME_CAUSES):
+    for family in sorted(RUNTIME_CAUSES | {"harmless-warning"}):  # a text of warnings only: perhaps no failure
         rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
                  and (quote := rule.quote(reading, signal))]
         score = sum(rule.weight for rule, _ in rules)
@@ -869,9 +869,10 @@ def rank(reading: Reading, priors: Priors | None = None,
     if primary is None:
         return (_without_a_message(reading, Signal("none", "none", "", "the text", "no message"), LIKELY)
                 or _from_nearest(nearest))
-    if primary.kind == "cudnn-mentioned":
-        return (_without_a_message(reading, primary, -math.inf) or _from_nearest(nearest)
-                or _usual_call_causes(priors))
+    if primary.kind == "cudnn-mentioned":  # what its words name first, then the usual causes, below any of those
+        named = _without_a_message(reading, primary, -math.inf)
+        usual = _from_nearest(nearest) or _usual_call_causes(priors)
+        return named + tuple(scored for scored in usual if scored.family not in {s.family for s in named})
     families = list(candidates(primary))
     # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
     families += [f for f in priors.get(primary.kind, {}) if f not in families]
