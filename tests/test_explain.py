@@ -1007,3 +1007,12 @@ def test_a_text_of_a_warning_that_only_names_cudnn_is_first_a_harmless_warning()
     text = "UserWarning: cuDNN SDPA backward got grad_output.strides() != output.strides(), attempting to materialize"
     causes = explain(text, environ={}).causes
     assert (causes[0].family, causes[0].confidence) == ("harmless-warning", "possible") and len(causes) > 1
+
+
+@pytest.mark.parametrize(("free", "first"), [(1234, "out-of-memory"), (20438126080, "driver-too-old")])
+def test_xlas_memory_usage_after_a_failed_cudnn_create_tells_out_of_memory_apart(free: int, first: str) -> None:
+    """XLA's cuda_dnn.cc prints the GPU's free memory when cudnnCreate fails: almost none is out of memory, much of it
+    is something else."""
+    text = ("E0000 cuda_dnn.cc:535] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n"
+            f"E0000 cuda_dnn.cc:539] Memory usage: {free} bytes free, 25438126080 bytes total.")
+    assert ranked(text)[0] == first

@@ -694,6 +694,8 @@ RULES: tuple[Rule, ...] = (
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
+    Rule("out-of-memory", 3, "the GPU had almost no memory free when cuDNN failed to start", clue("memory-exhausted")),
+    Rule("out-of-memory", -2, "the GPU had much of its memory free when cuDNN failed to start", clue("memory-free")),
     Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
     Rule("gpu-too-old", 3, "the GPU is older than cuDNN supports", capability_too_old),

@@ -1087,6 +1087,22 @@ def _large_shape(text: str) -> str | None:
     return None
 
 
+# XLA's cuda_dnn.cc, after cudnnCreate failed: "Memory usage: %d bytes free, %d bytes total." (the GPU's memory when
+# the handle could not be made, printed so that running out of it can be told from the rest).
+_MEMORY_USAGE = re.compile(r"Memory usage: (?P<free>\d+) bytes free, (?P<total>\d+) bytes total")
+
+
+def _memory_at_failure(text: str) -> tuple[Clue, ...]:
+    """"memory-exhausted" where the GPU had under a twentieth of its memory free when cuDNN failed to start,
+    "memory-free" where it had 30 % or more (JAX preallocates 75 % of it by default)."""
+    found = _MEMORY_USAGE.search(text)
+    if found is None or not int(found.group("total")):
+        return ()
+    share = int(found.group("free")) / int(found.group("total"))
+    said = f"{found.group(0)} ({share:.0%} free)"
+    return (Clue("memory-exhausted", said),) if share < 0.05 else (Clue("memory-free", said),) if share >= 0.3 else ()
+
+
 def _line_at(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
@@ -1232,6 +1248,7 @@ def read(text: str) -> Reading:
                   if (found_clue := _affirmed(pattern, evidence)))
     if not any(clue.name == "large-tensor" for clue in clues) and (large := _large_shape(evidence)):
         clues += (Clue("large-tensor", large),)
+    clues += _memory_at_failure(evidence)
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
