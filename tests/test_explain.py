@@ -1016,3 +1016,17 @@ def test_xlas_memory_usage_after_a_failed_cudnn_create_tells_out_of_memory_apart
     text = ("E0000 cuda_dnn.cc:535] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n"
             f"E0000 cuda_dnn.cc:539] Memory usage: {free} bytes free, 25438126080 bytes total.")
     assert ranked(text)[0] == first
+
+
+@pytest.mark.parametrize("text", [
+    "./include/caffe/util/cudnn.hpp:112:3: error: too few arguments to function 'cudnnStatus_t "
+    "cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t, int, int, int, int, int, int, "
+    "cudnnConvolutionMode_t, cudnnDataType_t)'",
+    'src/caffe/layers/cudnn_conv_layer.cu(43): error: argument of type "int" is incompatible with parameter of type '
+    '"cudnnConvolutionFwdAlgo_t"'])
+def test_a_call_that_does_not_fit_the_cudnn_headers_is_code_for_another_cudnn_api(text: str) -> None:
+    """A compiler finding a cuDNN call of another signature than the headers declare: the code was written for
+    another cuDNN release's API, never a failing call (out of memory) nor a library that failed to load."""
+    primary = read(text).primary
+    assert primary is not None and primary.kind == "compile-missing"
+    assert ranked(text)[:2] == ["removed-api", "framework-bug"]

@@ -408,6 +408,20 @@ _UNDECLARED = re.compile(
     rf"(?P<name2>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}(?: is undefined| not found)?")
 
 
+_SIGNATURE = re.compile(
+    r"(?:too (?:few|many) arguments to function|no matching function for call to|incompatible with parameter of "
+    r"type|invalid conversion from [^\n]{0,60}? to|cannot convert [^\n]{0,80}? to)\s*[^\n]{0,120}?"
+    r"\b(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+)")
+
+
+def _signature(found: re.Match[str]) -> Signal:
+    name = found.group("name")
+    return Signal("signature", "compile-missing", _line(found), "the compiler", f"the code uses {name} otherwise than "
+                  "the cuDNN headers it is built against declare it: it was written for another cuDNN release's API",
+                  quote=found.group(0), families=("removed-api", "framework-bug", "version-mismatch-shadowed",
+                                                  "wrong-cudnn-major"))
+
+
 def removed_in(name: str) -> str | None:
     """The cuDNN that no longer declares ``name``, from the headers of the releases read (catalog.api): "9" when
     only cuDNN 8 declares it, "8" when no release read does (cuDNN 8 removed it, or it never was cuDNN's);
@@ -640,6 +654,11 @@ PATTERNS: tuple[Pattern, ...] = (
     # identifier 'X'", MSVC C2065/C3861 "'X': undeclared identifier" / "identifier not found", ld "undefined
     # reference to `X'", ctypes "function 'X' not found"; whether cuDNN removed X, its headers say (_undeclared)
     Pattern("undeclared", _UNDECLARED, "compiler", lambda m: _undeclared(m)),
+    # compilers' words for a call that does not fit the declaration the cuDNN header gives: gcc "too few arguments to
+    # function ‘cudnnStatus_t cudnnSetConvolution2dDescriptor(...)’", "invalid conversion from ‘int’ to
+    # ‘cudnnNanPropagation_t’", nvcc 'argument of type "int" is incompatible with parameter of type
+    # "cudnnConvolutionFwdAlgo_t"', clang "no matching function for call to 'cudnnX'"
+    Pattern("signature", _SIGNATURE, "compiler", lambda m: _signature(m)),
     # cudnnStatus_t names as frameworks print them; Caffe's CUDNN_CHECK: "Check failed: status ==
     # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
     Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
