@@ -1030,3 +1030,7 @@ def test_a_call_that_does_not_fit_the_cudnn_headers_is_code_for_another_cudnn_ap
     primary = read(text).primary
     assert primary is not None and primary.kind == "compile-missing"
     assert ranked(text)[:2] == ["removed-api", "framework-bug"]
+
+
+def test_nvcc_without_the_gpus_architecture_is_a_gpu_newer_than_the_cuda() -> None:
+    assert ranked("nvcc fatal   : Unsupported gpu architecture 'compute_86'") == ["gpu-too-new"]

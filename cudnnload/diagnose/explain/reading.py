@@ -837,8 +837,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
                      r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
                 r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
+    # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
-                        r"CUDA capability sm_\d+ is not compatible"),
+                        r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"),
     # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
     # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
     ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
