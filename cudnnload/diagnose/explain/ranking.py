@@ -729,7 +729,6 @@ class Scored:
     evidence: tuple[str, ...]  # what in the text moved it, quoted
     heaviest: float = 0.0  # the weight of the heaviest rule for it that holds on what the text shows (0: none)
     weight: float = 0.0  # the weights of every rule that holds for it, summed: its score less its prior
-    behind: int = 0  # how many tuning reports of this kind of message had it as their cause
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -885,12 +884,12 @@ def rank(reading: Reading, priors: Priors | None = None,
             families.append(rule.family)
     scored = []
     for family in families:
-        base, said, behind = _prior(primary, platform_group(reading), family, priors)
+        base, said, _ = _prior(primary, platform_group(reading), family, priors)
         holding = [(rule, quote) for rule in RULES if rule.family == family and (quote := rule.quote(reading, primary))]
         weight = sum(rule.weight for rule, _ in holding)
         scored.append(Scored(family, base + weight, said,
                              tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in holding),
-                             _heaviest(rule for rule, _ in holding), weight, behind))
+                             _heaviest(rule for rule, _ in holding), weight))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
