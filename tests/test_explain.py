@@ -1034,3 +1034,15 @@ def test_a_call_that_does_not_fit_the_cudnn_headers_is_code_for_another_cudnn_ap
 
 def test_nvcc_without_the_gpus_architecture_is_a_gpu_newer_than_the_cuda() -> None:
     assert ranked("nvcc fatal   : Unsupported gpu architecture 'compute_86'") == ["gpu-too-new"]
+
+
+@pytest.mark.parametrize(("text", "newer"), [
+    ("GPU: NVIDIA GeForce RTX 4090\ntorch 1.12.1+cu113", True),
+    ("PyTorch version: 1.7.1\nCUDA used to build PyTorch: 11.0\nGPU 0: GeForce RTX 3080", True),
+    ("GPU: NVIDIA GeForce RTX 4090\ntorch 2.1.0+cu121", False),
+    ("GPU: NVIDIA GeForce RTX 3090\ncudatoolkit=10.2", True)])
+def test_a_gpu_newer_than_the_cuda_its_build_is_for(text: str, newer: bool) -> None:
+    """The CUDA Toolkit release notes: sm_86 first in CUDA 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8;
+    a build for an older CUDA has no kernels for that GPU."""
+    reading = read(f"RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n{text}")
+    assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer

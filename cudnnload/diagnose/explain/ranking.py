@@ -505,6 +505,41 @@ def kernels_only_for(older: bool) -> Test:
     return test
 
 
+# The first CUDA release with each GPU generation's architecture (the CUDA Toolkit release notes: sm_80 in 11.0,
+# sm_86 in 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8): a build for an older CUDA has no kernels for it.
+_FIRST_CUDA: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = (
+    (re.compile(r"RTX ?50\d0|\bB[12]00\b|\bGB200\b|\bBlackwell\b"), (12, 8)),
+    (re.compile(r"RTX ?40\d0|\bL40S?\b|\bL4\b|\bH[12]00\b|\bGH200\b|\bHopper\b"), (11, 8)),
+    (re.compile(r"RTX ?30\d0|\bA(?:10|40|6000|5000|4000)\b|\bRTX A\d{4}\b"), (11, 1)),
+    (re.compile(r"\bA(?:100|30)\b|\bAmpere\b"), (11, 0)),
+)
+# The CUDA a build is for, as the text names it: torch's local version ("+cu113"), collect_env's "CUDA used to build
+# PyTorch: 11.3", conda's "cudatoolkit=11.3" / "pytorch-cuda=11.8"
+_BUILD_CUDA = re.compile(r"\+cu(?P<tag>\d{2,3})\b|CUDA used to build PyTorch: (?P<used>\d+\.\d+)|"
+                         r"(?:cudatoolkit|pytorch-cuda)[= ]+(?P<conda>\d+\.\d+)")
+
+
+def gpu_newer_than_cuda(reading: Reading, signal: Signal) -> str | None:
+    """The text names a GPU of a generation that the CUDA its build is for predates (a build has no kernels for a
+    newer GPU), or a GPU of Ampere or later beside a CUDA of 10 or older."""
+    newest = reading.quote("gpu-new")
+    if not newest:
+        return None
+    if reading.has("cuda-old"):
+        return f"{newest}; {reading.quote('cuda-old')}"
+    found = _BUILD_CUDA.search(reading.quote("build-cuda"))
+    if found is None:
+        return None
+    tag = found.group("tag")
+    built = (int(tag[:-1]), int(tag[-1])) if tag else tuple(
+        int(n) for n in (found.group("used") or found.group("conda") or "0.0").split("."))
+    for pattern, first in _FIRST_CUDA:
+        gpu = pattern.search(newest)
+        if gpu and built < first:
+            return f"{gpu.group(0)} needs CUDA {first[0]}.{first[1]} or newer; the build is for {found.group(0)}"
+    return None
+
+
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
     if signal.kind == "api-missing":
         return signal.quote
@@ -711,8 +746,7 @@ RULES: tuple[Rule, ...] = (
          kernels_only_for(older=False)),
     Rule("gpu-too-old", -3, "the GPU is newer than every architecture the build has kernels for",
          kernels_only_for(older=True)),
-    Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),
-                                                                                     clue("cuda-old"))),
+    Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", gpu_newer_than_cuda),
     Rule("unsupported-configuration", 2, "the text shows a tensor near 2**31 elements or a batch that fails only "
          "above a size", clue("large-tensor")),
     Rule("unsupported-configuration", 1.5, "grouped (depthwise) convolutions with many groups", clue("groups")),

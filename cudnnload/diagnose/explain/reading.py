@@ -835,7 +835,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
     ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
                      r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
+    # the CUDA a build is for (ranking.gpu_newer_than_cuda): torch's "+cu113", collect_env's "CUDA used to build
+    # PyTorch: 11.3", conda's "cudatoolkit=11.3" and "pytorch-cuda=11.8"
+    ("build-cuda", r"\+cu\d{2,3}\b|CUDA used to build PyTorch: \d+\.\d+|(?:cudatoolkit|pytorch-cuda)[= ]+\d+\.\d+"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
+                r"\bL40S?\b|\bL4\b|\bGH200\b|\bGB200\b|\bB100\b|\bA(?:10|30|5000|4000)\b|\bRTX A\d{4}\b|"
                 r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
     # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
