@@ -1046,3 +1046,12 @@ def test_a_gpu_newer_than_the_cuda_its_build_is_for(text: str, newer: bool) -> N
     a build for an older CUDA has no kernels for that GPU."""
     reading = read(f"RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n{text}")
     assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer
+
+
+@pytest.mark.parametrize("layout", ['  File "/usr/lib64/python3.9/site-packages/torch/nn/modules/conv.py", line 443',
+                                    "poetry run python train.py", '  File "torch/nn/modules/conv.py", line 443'])
+def test_how_the_files_were_installed_is_no_cause_of_a_failing_call(layout: str) -> None:
+    """A lib64 site-packages, poetry or a bundle of symlinks can be why a library failed to load; beside a status of a
+    call that ran, it is only the machine's layout, and brings no cause about loading in."""
+    causes = ranked(f"{layout}\nRuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED")
+    assert not {"platlib-purelib-split", "torch-without-nvidia-deps", "origin-through-symlink"} & set(causes)

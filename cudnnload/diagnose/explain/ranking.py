@@ -578,6 +578,10 @@ def program_regression(reading: Reading, signal: Signal) -> str | None:
 
 
 LOADING = ("sublibrary-load", "cudnn-not-found")
+# The kinds of a library that failed to load, cuDNN's or one it needs: where what the text shows of how the files
+# were installed (a lib64 site-packages, poetry, a bundle of symlinks) can be the cause; in a failing call or a
+# version check it is only the machine's layout
+FAILED_LOADS = (*LOADING, "engine-load", "dependency-load:", "status:SUBLIBRARY_LOADING_FAILED")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
 RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
@@ -646,13 +650,13 @@ RULES: tuple[Rule, ...] = (
          LOADING),
     # poetry named is a way torch comes without its nvidia-* wheels (torch 2.0.1's metadata), not proof that it did
     Rule("torch-without-nvidia-deps", 2, "poetry resolves some torch releases without their nvidia-* dependencies",
-         clue("poetry")),
+         clue("poetry"), FAILED_LOADS),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
          pattern("torch-preload")),
     Rule("platlib-purelib-split", 3, "torch is in lib64/.../site-packages: the nvidia wheels went to lib/...",
-         clue("lib64-site-packages")),
+         clue("lib64-site-packages"), FAILED_LOADS),
     Rule("origin-through-symlink", 2.5, "a bundle of symlinks (PyInstaller, Bazel, Nix): $ORIGIN is the link's "
-         "folder", clue("bundled-symlink")),
+         "folder", clue("bundled-symlink"), FAILED_LOADS),
     Rule("missing-runpath", 2, "arm64 cuDNN 9.1 wheels shipped libcudnn_graph without RUNPATH", clue("arm64"),
          ("engine-load",)),
     Rule("installed-not-on-search-path", 1.5, "the program looked in one fixed folder (the loader's default) and "
