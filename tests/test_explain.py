@@ -983,6 +983,7 @@ def test_a_library_that_is_not_cudnns_failing_to_load_in_a_warning_is_harmless()
     other = explain(line.format("libnvinfer.so.7"), environ={}).causes
     assert [c.family for c in other] == ["harmless-warning"]
     assert explain(line.format("libcudnn.so.8"), environ={}).causes[0].family == "cudnn-not-installed"
+    assert "harmless-warning" not in ranked(line.format("libcusolver.so.11"))  # CUDA's own: a GPU library
 
 
 @pytest.mark.parametrize(("text", "family"), [

@@ -1093,7 +1093,9 @@ def _names_only_others(said: str) -> bool:
     "Could not load dynamic library 'libnvinfer.so.7'": TensorRT, which TensorFlow can do without): not a cuDNN
     library that failed to load."""
     names = _LIBRARY_NAME.findall(said)
-    return bool(names) and all(library_class(name) is None for name in names)
+    # CUDA's own libraries (libcufft, libcusolver, ...: cufft64_11.dll) are a framework's GPU libraries, not optional
+    return bool(names) and all(library_class(name) is None and not re.match(r"(?i)(?:lib)?cu", name)
+                               for name in names)
 
 
 # A tensor's shape as programs and people print it: "1x1x65536x65536", "[64, 3, 8192, 8192]", "torch.Size([...])",
