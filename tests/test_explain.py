@@ -1056,3 +1056,16 @@ def test_how_the_files_were_installed_is_no_cause_of_a_failing_call(layout: str)
     call that ran, it is only the machine's layout, and brings no cause about loading in."""
     causes = ranked(f"{layout}\nRuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED")
     assert not {"platlib-purelib-split", "torch-without-nvidia-deps", "origin-through-symlink"} & set(causes)
+
+
+@pytest.mark.parametrize(("oom", "first"), [
+    ("Tried to allocate 1024.00 GiB (GPU 0; 23.65 GiB total capacity; 2.10 GiB already allocated)", "framework-bug"),
+    ("Tried to allocate 40.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 20.1 GiB is free.",
+     "framework-bug"),
+    ("Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 6.21 GiB already allocated)", "out-of-memory")])
+def test_a_request_larger_than_the_whole_gpu_is_no_gpu_that_filled_up(oom: str, first: str) -> None:
+    """PyTorch's out-of-memory message says what was asked for and the GPU's capacity: asking for more than the GPU
+    has in all is a size computed wrong (or a configuration no engine runs), which no smaller batch fixes."""
+    causes = explain(f"torch.cuda.OutOfMemoryError: CUDA out of memory. {oom}", environ={}).causes
+    assert causes[0].family == first
+    assert first == "out-of-memory" or causes[0].confidence == "possible"

@@ -734,6 +734,14 @@ RULES: tuple[Rule, ...] = (
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
     Rule("out-of-memory", 3, "the GPU had almost no memory free when cuDNN failed to start", clue("memory-exhausted")),
+    # a request larger than the whole GPU: out of memory in words (their 4 taken back), but no smaller batch fits it,
+    # which a GPU that filled up would hardly show (2 against): the size asked for is the defect
+    Rule("out-of-memory", -6, "the program asked for more memory than the GPU has in all",
+         clue("allocation-beyond-gpu")),
+    Rule("framework-bug", 1.5, "the program asked for more memory than the GPU has in all: a size computed wrong",
+         clue("allocation-beyond-gpu")),
+    Rule("unsupported-configuration", 1, "the program asked for more memory than the GPU has in all: a workspace "
+         "for a configuration no engine runs well", clue("allocation-beyond-gpu")),
     Rule("out-of-memory", -2, "the GPU had much of its memory free when cuDNN failed to start", clue("memory-free")),
     Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),

@@ -1129,6 +1129,33 @@ def _memory_at_failure(text: str) -> tuple[Clue, ...]:
     return (Clue("memory-exhausted", said),) if share < 0.05 else (Clue("memory-free", said),) if share >= 0.3 else ()
 
 
+# PyTorch's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp): "Tried to allocate 20.00 MiB (GPU 0; 7.79
+# GiB total capacity; ...)", from 2.1 "... GPU 0 has a total capacity of 23.65 GiB of which ..."
+_TRIED = re.compile(r"Tried to allocate (?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B")
+_CAPACITY = re.compile(r"(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B total capacity|total capacity of "
+                       r"(?P<size2>\d+(?:\.\d+)?) ?(?P<unit2>[KMGT])i?B")
+_UNIT = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# No GPU has had 256 GiB of memory (the largest, B200-class, about 192 GB): a request above it fits none.
+_LARGEST_GPU = 256 * 2**30
+
+
+def _allocation_beyond_gpu(text: str) -> tuple[Clue, ...]:
+    """"allocation-beyond-gpu" where the program asked for more memory than the GPU has in all (or than any GPU has):
+    no batch size makes that fit; the size asked for is the defect (a workspace or a tensor computed wrong, or a
+    configuration cuDNN does not support), not a GPU that filled up."""
+    tried = _TRIED.search(text)
+    if tried is None:
+        return ()
+    asked = float(tried.group("size")) * _UNIT[tried.group("unit")]
+    capacity = _CAPACITY.search(text)
+    total = (float(capacity.group("size") or capacity.group("size2"))
+             * _UNIT[capacity.group("unit") or capacity.group("unit2")]) if capacity else _LARGEST_GPU
+    if asked <= total:
+        return ()
+    return (Clue("allocation-beyond-gpu", f"{tried.group(0)}, more than the GPU's "
+                                          f"{capacity.group(0) if capacity else 'largest memory of any GPU'}"),)
+
+
 def _line_at(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
@@ -1274,7 +1301,7 @@ def read(text: str) -> Reading:
                   if (found_clue := _affirmed(pattern, evidence)))
     if not any(clue.name == "large-tensor" for clue in clues) and (large := _large_shape(evidence)):
         clues += (Clue("large-tensor", large),)
-    clues += _memory_at_failure(evidence)
+    clues += _memory_at_failure(evidence) + _allocation_beyond_gpu(evidence)
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
