@@ -1069,3 +1069,11 @@ def test_a_request_larger_than_the_whole_gpu_is_no_gpu_that_filled_up(oom: str, 
     causes = explain(f"torch.cuda.OutOfMemoryError: CUDA out of memory. {oom}", environ={}).causes
     assert causes[0].family == first
     assert first == "out-of-memory" or causes[0].confidence == "possible"
+
+
+@pytest.mark.parametrize(("release", "newer"), [("tensorflow-gpu 2.3.0", True), ("tensorflow 2.5.0", False)])
+def test_a_tensorflow_release_is_built_for_the_cuda_its_tested_configuration_names(release: str, newer: bool) -> None:
+    """tensorflow/docs's Tested build configurations: 2.3 was built for CUDA 10.1, older than the RTX 3090's sm_86
+    (CUDA 11.1); 2.5 for CUDA 11.2."""
+    reading = read(f"Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n{release}\nGPU: GeForce RTX 3090")
+    assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer

@@ -528,15 +528,20 @@ def gpu_newer_than_cuda(reading: Reading, signal: Signal) -> str | None:
     if reading.has("cuda-old"):
         return f"{newest}; {reading.quote('cuda-old')}"
     found = _BUILD_CUDA.search(reading.quote("build-cuda"))
-    if found is None:
+    release = next((b for b in reading.builds if b.cuda), None)
+    if found is not None:
+        tag = found.group("tag")
+        built = (int(tag[:-1]), int(tag[-1])) if tag else tuple(
+            int(n) for n in (found.group("used") or found.group("conda") or "0.0").split("."))
+        said = found.group(0)
+    elif release is not None and release.cuda:
+        built, said = release.cuda, f"{release.framework} {release.release}, built for CUDA {dotted(release.cuda)}"
+    else:
         return None
-    tag = found.group("tag")
-    built = (int(tag[:-1]), int(tag[-1])) if tag else tuple(
-        int(n) for n in (found.group("used") or found.group("conda") or "0.0").split("."))
     for pattern, first in _FIRST_CUDA:
         gpu = pattern.search(newest)
         if gpu and built < first:
-            return f"{gpu.group(0)} needs CUDA {first[0]}.{first[1]} or newer; the build is for {found.group(0)}"
+            return f"{gpu.group(0)} needs CUDA {first[0]}.{first[1]} or newer; the build is for {said}"
     return None
 
 

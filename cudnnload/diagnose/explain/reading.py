@@ -895,6 +895,7 @@ class Build:
     cudnn_major: int
     bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
     cudnn: tuple[int, int] | None = None  # the cuDNN major.minor the release was built with, where its notes say
+    cuda: tuple[int, int] | None = None  # the CUDA the release was built for, where its notes say
 
 
 # TensorFlow's "Tested build configurations" (tensorflow/docs site/en/install/source.md, Linux GPU): the cuDNN each
@@ -904,6 +905,14 @@ TENSORFLOW_CUDNN: dict[tuple[int, int], tuple[int, int]] = {
     (2, 4): (8, 0), **{(2, minor): (8, 1) for minor in range(5, 12)}, (2, 12): (8, 6), (2, 13): (8, 6),
     (2, 14): (8, 7), (2, 15): (8, 9), (2, 16): (8, 9), (2, 17): (8, 9),
     **{(2, minor): (9, 3) for minor in range(18, 22)},
+}
+# ... and the CUDA each release was built for (the same table; 1.5-1.12: CUDA 9, 1.0-1.4: CUDA 8).
+TENSORFLOW_CUDA: dict[tuple[int, int], tuple[int, int]] = {
+    **{(1, minor): (8, 0) for minor in range(0, 5)}, **{(1, minor): (9, 0) for minor in range(5, 13)},
+    (1, 13): (10, 0), (1, 14): (10, 0), (1, 15): (10, 0), (2, 0): (10, 0), (2, 1): (10, 1), (2, 2): (10, 1),
+    (2, 3): (10, 1), (2, 4): (11, 0), **{(2, minor): (11, 2) for minor in range(5, 12)}, (2, 12): (11, 8),
+    (2, 13): (11, 8), (2, 14): (11, 8), (2, 15): (12, 2), (2, 16): (12, 3), (2, 17): (12, 3),
+    **{(2, minor): (12, 5) for minor in range(18, 22)},
 }
 
 
@@ -964,8 +973,10 @@ def _builds(text: str) -> tuple[Build, ...]:
         variant = named.get("cu") or named.get("cuda") or (built_with.group(1) if built_with else None)
         major = int(named["cudnn"]) if named.get("cudnn") else major_of(release, variant)
         if major is not None:
-            built = TENSORFLOW_CUDNN.get(release) if framework == "tensorflow" else None
-            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles, built))
+            tensorflow = framework == "tensorflow"
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles,
+                               TENSORFLOW_CUDNN.get(release) if tensorflow else None,
+                               TENSORFLOW_CUDA.get(release) if tensorflow else None))
     return tuple(found)
 
 
