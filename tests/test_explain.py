@@ -1077,3 +1077,18 @@ def test_a_tensorflow_release_is_built_for_the_cuda_its_tested_configuration_nam
     (CUDA 11.1); 2.5 for CUDA 11.2."""
     reading = read(f"Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n{release}\nGPU: GeForce RTX 3090")
     assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer
+
+
+def test_a_device_side_assert_before_a_status_is_no_gpu_out_of_memory() -> None:
+    """CUDA's cudaErrorAssert: a kernel's own assertion failed (values out of range); the cuDNN status after it
+    follows from it."""
+    causes = ranked("RuntimeError: CUDA error: device-side assert triggered\n"
+                    "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR")
+    assert causes[0] != "out-of-memory" and "framework-bug" in causes[:2]
+
+
+def test_the_causes_of_a_known_message_are_offered_only_when_it_is_near_enough() -> None:
+    """The nearest known messages are shown from a likeness of 0.5; their causes only from NEAR_ENOUGH (0.6):
+    "CUDA error: misaligned address" is 51 % alike "CUDA driver is a stub library", which says nothing of it."""
+    result = explain("CUDA error: misaligned address", environ={})
+    assert result.nearest and result.causes == ()

@@ -769,6 +769,14 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported-configuration", 1.5, "grouped (depthwise) convolutions with many groups", clue("groups")),
     Rule("unsupported-configuration", 1, "bfloat16, which older GPUs' cuDNN engines lack", clue("bf16")),
     Rule("bad-param-usage", 2.5, "a tensor with a zero-sized dimension", clue("zero-size")),
+    # a kernel's assertion (CUDA's cudaErrorAssert): values out of range (labels, indices) that the caller passed, or
+    # the program computed; a cuDNN status after it is its consequence, not a GPU out of memory
+    Rule("bad-param-usage", 2, "a kernel's own assertion failed: values out of range (labels, indices)",
+         clue("device-assert")),
+    Rule("framework-bug", 1, "a kernel's own assertion failed: the program's values out of range",
+         clue("device-assert")),
+    Rule("out-of-memory", -1.5, "a kernel's own assertion failed first: the errors after it follow from it",
+         clue("device-assert")),
 )
 
 
@@ -855,6 +863,11 @@ CALL_CAUSES = RUNTIME_CAUSES - frozenset(
     for family in listed) | {"harmless-warning"}
 
 
+# How alike (difflib's ratio) a known message must be to a line of the text for its causes to be offered: the nearest
+# messages are shown from 0.5 (catalog.nearest), their causes only from a closer likeness.
+NEAR_ENOUGH = 0.6
+
+
 def _from_nearest(nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
     """The causes of a failing call that the catalog's messages nearest to a text without a known message list
     (CALL_CAUSES), weighed as `_prior` weighs an entry's causes and by how alike each message is: never a match,
@@ -862,6 +875,8 @@ def _from_nearest(nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
     weights: dict[str, float] = {}
     said: dict[str, str] = {}
     for near in nearest:
+        if near.score < NEAR_ENOUGH:
+            continue
         listed = tuple(f for f in near.entry.families if f in CALL_CAUSES)
         for family, weight in messages.load().weights(listed, CATALOG_WEIGHT * near.score).items():
             weights[family] = weights.get(family, 0.0) + weight

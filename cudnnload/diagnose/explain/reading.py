@@ -869,6 +869,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
                  r"|74|79|9[245])\b"),
     ("xid", r"\bXid\b"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
+    # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
+    # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
+    ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
     # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
