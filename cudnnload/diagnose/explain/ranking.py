@@ -909,9 +909,10 @@ def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
 
 def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
     """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
-    causes of a failing call (a cause about loading needs a message of a load that failed), each with the rules of
-    weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
-    words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no kernel image")."""
+    causes of a failing call, or a harmless warning (a cause about loading needs a message of a load that failed),
+    each with the rules of weight ``least`` or more that find it in the text (for a text that does not even name
+    cuDNN, only what its words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no
+    kernel image")."""
     scored = []
     for family in sorted(RUNTIME_CAUSES | {"harmless-warning"}):  # a text of warnings only: perhaps no failure
         rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
