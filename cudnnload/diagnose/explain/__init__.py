@@ -9,7 +9,9 @@ same on every machine. A text with no known message that still names cuDNN gets 
 words say (a status in words, a cuDNN library next to words of a failed load, a cuDNN function next to words of
 a link failure, a version), never above "possible", with the catalog's nearest messages shown as such, never as
 a match; a text with no known message that does not name cuDNN gets only the causes of a failing call its words
-name decisively ("out of memory", an Xid), never one about loading, and otherwise none.
+name strongly ("out of memory", an Xid, "no kernel image"), never one about loading. Where its words name none,
+the causes of a failing call that the catalog's nearest messages list are offered, said to come from them; a text
+that names cuDNN and nothing more gets the usual causes of a failing cuDNN call. All are never above "possible".
 
 With ``here=True`` (``explain --here``, for an error of this machine) each cause is also checked on this
 machine (`here`): "shows", "rules out" or "cannot tell", and a cause this machine shows moves up, one it
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
-from cudnnload.diagnose.explain.ranking import Scored, confidence, rank
+from cudnnload.diagnose.explain.ranking import Priors, Scored, confidence, rank
 from cudnnload.diagnose.explain.reading import GUESSES, Reading, Signal, read
 from cudnnload.errors import UsageError
 from cudnnload.verdicts import Fix
@@ -107,26 +109,26 @@ def _cut(text: str) -> str:
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,
-            site_paths: Sequence[str] | None = None) -> Explanation:
+            site_paths: Sequence[str] | None = None, priors: Priors | None = None) -> Explanation:
     """The causes of the cuDNN messages in ``text``, best first, ranked by the text alone; with ``here``, also
     checked on this machine (its environment ``environ``, the pip wheels on ``site_paths``; default: this
-    process's), and ranked with what this machine shows. Without ``here`` neither is read."""
+    process's), and ranked with what this machine shows. Without ``here`` neither is read. ``priors``: the counts
+    per message kind the ranking weighs causes by (default `ranking.PRIORS`)."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
     cut = _cut(text)
     reading = read(cut)
-    ranked = rank(reading)
+    guessed = all(signal.pattern in GUESSES for signal in reading.signals)
+    nearest = tuple(messages.load().nearest(cut)) if guessed else ()
+    ranked = rank(reading, priors, nearest)
     if not ranked:
         aborted = reading.quote("aborted")
-        nearest = tuple(messages.load().nearest(cut)) if all(s.pattern in GUESSES for s in reading.signals) else ()
         notes = [f"the process aborted (\"{aborted}\") after a line that is not in the text: paste the line before "
                  "it, or run `cudnnload doctor -- YOUR-PROGRAM`" if aborted else "",
                  "nearest known messages (not a match; the text holds none of them): " + "; ".join(
                      f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
                  if nearest else ""]
         return Explanation(reading, (), here, "\n".join(n for n in notes if n) or None, nearest)
-    guessed = all(signal.pattern in GUESSES for signal in reading.signals)
-    nearest = tuple(messages.load().nearest(cut)) if guessed else ()
     note = ("no message cudnnload knows is in the text: the causes are the usual ones of what its words say"
             + ("; nearest known messages (not a match): " + "; ".join(
                 f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)

@@ -8,7 +8,8 @@ every cause it can have (so one never seen keeps a chance, and a few reports can
 plus the weight of every rule that holds. Weights are likelihood ratios in the same log scale: 3 decisive (the
 text names the cause: the `Error:` part's library, "possibly insufficient driver version"; 4 where it says it in
 words, "CUDA out of memory"), 2 strong, 1 a hint, negative against. A cause is tagged "confident" only when a
-decisive rule holds for it and it leads the next by 2 or more.
+decisive rule holds for it on what the text shows and it leads the next by 2 or more, "likely" only when a strong
+one does and it leads by 1, each lead both in score and in evidence alone: never from the prior (`confidence`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
@@ -91,6 +92,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "hardware": ("framework-bug", "known-bad-release", "execution-failed-kernel", "gpu-hardware-fault"),
 }
 
+# A table of priors: per message kind (and "kind@platform"), how many reports had each cause.
+Priors = Mapping[str, Mapping[str, int]]
+
 # How often each cause was the established one, per message kind, and per kind on one platform ("kind@windows",
 # "kind@linux"): counted on fixtures/explain/reports (the kind of each report's first message and the platform
 # as `reading.read` gives them; `python bench/bench_explain.py --print-priors` prints this table from the
@@ -132,6 +136,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "hardware@windows": {"framework-bug": 1},
     "no-engine": {"out-of-memory": 2, "driver-too-old": 1},
     "no-engine@linux": {"out-of-memory": 1},
+    "paging-file": {"paging-file-too-small": 1},
+    "paging-file@windows": {"paging-file-too-small": 1},
     "removed-api": {"removed-api": 1},
     "status:ARCH_MISMATCH": {"gpu-too-old": 5},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
@@ -149,11 +155,11 @@ PRIORS: dict[str, dict[str, int]] = {
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
     "sublibrary-load": {"cudnn-not-installed": 6, "wheel-not-on-linker-path": 6, "wrong-cudnn-major": 5,
         "installed-not-on-search-path": 2, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1,
-        "paging-file-too-small": 1, "unloadable-file": 1},
+        "unloadable-file": 1},
     "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
         "libcuda-missing": 1},
     "sublibrary-load@windows": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2, "sublibrary-missing": 2,
-        "wrong-cudnn-major": 2, "zlib-missing": 2, "paging-file-too-small": 1, "unloadable-file": 1},
+        "wrong-cudnn-major": 2, "zlib-missing": 2, "unloadable-file": 1},
     "symbol-mismatch": {"mixed-release": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
     "symbol-mismatch@windows": {"mixed-release": 1},
@@ -330,6 +336,18 @@ def stated_newer_than_found(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
+def stated_fits_build(reading: Reading, signal: Signal) -> str | None:
+    """The user says a cuDNN is installed that is of the major and at least the minor the framework release they
+    name was built with (reading.TENSORFLOW_CUDNN): that one would do, so the cuDNN the framework failed on (an older
+    one loaded) is another copy, or that one is not where the framework looks."""
+    stated = reading.stated
+    for build in reading.builds:
+        if build.cudnn and stated and len(stated) >= 2 and stated[0] == build.cudnn[0] and stated[:2] >= build.cudnn:
+            return (f"cuDNN {dotted(stated)} is said to be installed; {build.framework} {build.release} was built "
+                    f"with cuDNN {dotted(build.cudnn)}")
+    return None
+
+
 def stated_installed(reading: Reading, signal: Signal) -> str | None:
     """The text says the cuDNN major the failing program wants is installed (the messages show the major wanted:
     a major read from the stated version itself says nothing about what is wanted)."""
@@ -393,32 +411,61 @@ def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
 
 
 # Programs that link no cuDNN: one of them failing at start on a cuDNN (or cuDNN dependency) library can only
-# have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload.
-_NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])((?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep|echo|"
-                               r"pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): (?:error while loading "
-                               r"shared libraries|symbol lookup error): ([^\s:]+)")
+# have been made to map it before its own libraries: LD_PRELOAD, /etc/ld.so.preload. glibc's rtld.c prints
+# "error while loading shared libraries" only for the objects mapped at start; "symbol lookup error"
+# (elf/dl-lookup.c through _dl_signal_error) is printed for a lazily bound symbol at any time, in a library the
+# program dlopened itself as well (Python importing a framework): there it shows no preload.
+_NO_CUDNN_PROGRAM = re.compile(r"(?:^|[\s/])(?P<program>(?:python|pypy)[0-9.]*|bash|sh|dash|zsh|env|true|ls|cat|sleep"
+                               r"|echo|pip[0-9.]*|conda|nvidia-smi|ldd|ldconfig|git|uname|id): (?P<how>error while "
+                               r"loading shared libraries|symbol lookup error): (?P<library>[^\s:]+)")
 
 
-def preloaded_into_any_program(reading: Reading, signal: Signal) -> str | None:
-    """The program that stopped at start is one that links no cuDNN (Python, a shell tool)."""
-    found = _NO_CUDNN_PROGRAM.search(signal.line or "")
-    return f"{found.group(1)} links no cuDNN, yet stopped at start on {found.group(2)}" if found else None
+def preloaded_into_any_program(at_start: bool) -> Test:
+    """A test: the program that stopped is one that links no cuDNN (Python, a shell tool), on a library mapped at
+    start (``at_start``: "error while loading shared libraries") or on a symbol looked up later."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        found = _NO_CUDNN_PROGRAM.search(signal.line or "")
+        if found is None or (found.group("how") == "error while loading shared libraries") != at_start:
+            return None
+        return f"{found.group('program')} links no cuDNN, yet stopped on {found.group('library')}"
+    return test
 
 
 # The loader found the file but could not load it: Windows error 5 (ERROR_ACCESS_DENIED, "Access is denied": a
-# file without read or execute permission), glibc's EACCES ("Permission denied") and "failed to map segment from
-# shared object" (elf/dl-map-segments.h: mmap refused, a noexec mount or a memory limit); Windows error 193
+# file without read or execute permission), glibc's EACCES ("Permission denied"); Windows error 193
 # (ERROR_BAD_EXE_FORMAT, "%1 is not a valid Win32 application": a 32-bit or foreign build), glibc's "wrong ELF
 # class", "invalid ELF header", "file too short" (elf/dl-load.c), GNU ld's "file in wrong format" / "file format not
 # recognized" (bfd/bfd.c).
 _UNLOADABLE = re.compile(r"(?i)(?:error|code)\s*193\b|\[WinError 193\]|not a valid Win32 application|wrong ELF class"
                          r"|invalid ELF header|file too short|file in wrong format|file format not recognized"
-                         r"|\[WinError 5\]|Access is denied|Permission denied|failed to map segment from shared object")
+                         r"|\[WinError 5\]|Access is denied|Permission denied")
+# glibc's "failed to map segment from shared object" (elf/dl-map-segments.h): mmap of a found file refused. The file
+# is there, but the errno glibc appends (older releases) or the process's limits decide why: ENOMEM ("Cannot
+# allocate memory": a memory or address-space limit, ulimit -v, a cgroup) is not the file's fault; EPERM/EACCES (a
+# noexec mount) is where the file is kept.
+_MAP_SEGMENT = re.compile(r"(?i)failed to map segment from shared object(?P<errno>:? *[A-Z][\w ]+)?")
 
 
 def found_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    """The file was found but could not be loaded (its format, its permissions, a segment that could not be
+    mapped)."""
+    said = f"{signal.error or ''} {signal.line}"
+    found = _UNLOADABLE.search(said) or _MAP_SEGMENT.search(said)
+    return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+def file_not_loadable(reading: Reading, signal: Signal) -> str | None:
+    """What the loader says of the file itself: its format, its permissions."""
     found = _UNLOADABLE.search(f"{signal.error or ''} {signal.line}")
     return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
+
+
+def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
+    """A segment of the found file could not be mapped, and glibc does not say it was for want of memory."""
+    mapped = _MAP_SEGMENT.search(f"{signal.error or ''} {signal.line}")
+    if mapped is None or re.search(r"(?i)cannot allocate memory", mapped.group("errno") or ""):
+        return None
+    return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
 
 
 # A public cuDNN function (cudnnXxx, not cuDNN 8's internal symbols with their ", version libcudnn_*" tag) that a
@@ -445,6 +492,59 @@ def capability_too_old(reading: Reading, signal: Signal) -> str | None:
             f"{f'cuDNN {major}' if major else 'every cuDNN'} needs")
 
 
+def kernels_only_for(older: bool) -> Test:
+    """A test: the text shows the GPU's capability and the architectures the build has kernels for (reading's
+    "arch-list"), and every one of them is older (``older``) or newer than the GPU."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        listed, have = reading.quote("arch-list"), reading.capability
+        after = re.split(r"(?i)capabilities|list:?", listed, maxsplit=1)[-1]
+        built = sorted({(int(n[:-1]), int(n[-1])) for n in re.findall(r"_(\d{2,3})\b", after)})
+        if have is None or not built or not (have > built[-1] if older else have < built[0]):
+            return None
+        return f"compute capability {have[0]}.{have[1]}; {listed}"
+    return test
+
+
+# The first CUDA release with each GPU generation's architecture (the CUDA Toolkit release notes: sm_80 in 11.0,
+# sm_86 in 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8): a build for an older CUDA has no kernels for it.
+_FIRST_CUDA: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = (
+    (re.compile(r"RTX ?50\d0|\bB[12]00\b|\bGB200\b|\bBlackwell\b"), (12, 8)),
+    (re.compile(r"RTX ?40\d0|\bL40S?\b|\bL4\b|\bH[12]00\b|\bGH200\b|\bHopper\b"), (11, 8)),
+    (re.compile(r"RTX ?30\d0|\bA(?:10|40|6000|5000|4000)\b|\bRTX A\d{4}\b"), (11, 1)),
+    (re.compile(r"\bA(?:100|30)\b|\bAmpere\b"), (11, 0)),
+)
+# The CUDA a build is for, as the text names it: torch's local version ("+cu113"), collect_env's "CUDA used to build
+# PyTorch: 11.3", conda's "cudatoolkit=11.3" / "pytorch-cuda=11.8"
+_BUILD_CUDA = re.compile(r"\+cu(?P<tag>\d{2,3})\b|CUDA used to build PyTorch: (?P<used>\d+\.\d+)|"
+                         r"(?:cudatoolkit|pytorch-cuda)[= ]+(?P<conda>\d+\.\d+)")
+
+
+def gpu_newer_than_cuda(reading: Reading, signal: Signal) -> str | None:
+    """The text names a GPU of a generation that the CUDA its build is for predates (a build has no kernels for a
+    newer GPU), or a GPU of Ampere or later beside a CUDA of 10 or older."""
+    newest = reading.quote("gpu-new")
+    if not newest:
+        return None
+    if reading.has("cuda-old"):
+        return f"{newest}; {reading.quote('cuda-old')}"
+    found = _BUILD_CUDA.search(reading.quote("build-cuda"))
+    release = next((b for b in reading.builds if b.cuda), None)
+    if found is not None:
+        tag = found.group("tag")
+        built = (int(tag[:-1]), int(tag[-1])) if tag else tuple(
+            int(n) for n in (found.group("used") or found.group("conda") or "0.0").split("."))
+        said = found.group(0)
+    elif release is not None and release.cuda:
+        built, said = release.cuda, f"{release.framework} {release.release}, built for CUDA {dotted(release.cuda)}"
+    else:
+        return None
+    for pattern, first in _FIRST_CUDA:
+        gpu = pattern.search(newest)
+        if gpu and built < first:
+            return f"{gpu.group(0)} needs CUDA {first[0]}.{first[1]} or newer; the build is for {said}"
+    return None
+
+
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:
     if signal.kind == "api-missing":
         return signal.quote
@@ -461,8 +561,16 @@ def only_warnings(reading: Reading, signal: Signal) -> str | None:
     return None
 
 
-def removed_from_headers(reading: Reading, signal: Signal) -> str | None:
-    return signal.quote if signal.kind == "removed-api" else None
+def removed_from_headers(at_run_time: bool) -> Test:
+    """A test: the name the code uses is one no header of the newer cuDNN releases declares, found missing when the
+    code was built (a compiler's or linker's words: the code calls an API the cuDNN it is built against removed) or
+    at run time (glibc's "undefined symbol": a binary built against an older cuDNN, which had it, meets a newer
+    one: the API removed, or a binary of another major than the cuDNN installed, alike)."""
+    def test(reading: Reading, signal: Signal) -> str | None:
+        if signal.kind != "removed-api" or (signal.pattern == "undefined-symbol") != at_run_time:
+            return None
+        return signal.quote
+    return test
 
 
 def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
@@ -475,10 +583,14 @@ def program_regression(reading: Reading, signal: Signal) -> str | None:
 
 
 LOADING = ("sublibrary-load", "cudnn-not-found")
+# The kinds of a library that failed to load, cuDNN's or one it needs: where what the text shows of how the files
+# were installed (a lib64 site-packages, poetry, a bundle of symlinks) can be the cause; in a failing call or a
+# version check it is only the machine's layout
+FAILED_LOADS = (*LOADING, "engine-load", "dependency-load:", "status:SUBLIBRARY_LOADING_FAILED")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
 RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
-                 "cudnn-mentioned")
+                 "cudnn-mentioned", "cublas-status:")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -503,7 +615,9 @@ RULES: tuple[Rule, ...] = (
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
-         "another architecture or word size, a truncated or placeholder copy)", found_not_loadable),
+         "another architecture or word size, a truncated or placeholder copy)", file_not_loadable),
+    Rule("unloadable-file", 1.5, "the file was found but a segment of it could not be mapped (a noexec mount; or a "
+         "memory limit, where glibc does not say which)", segment_not_mapped),
     # a cause whose file is absent from where the loader looks (or of another major) cannot have found it
     *(Rule(family, -3, "the file was found: it is there, but not loadable", found_not_loadable)
       for family in ("zlib-missing", "cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
@@ -516,7 +630,10 @@ RULES: tuple[Rule, ...] = (
     Rule("multiple-cudart-or-frontend", 2, "cudnn-frontend loads the CUDA runtime itself",
          pattern("unable-to-load-any"), ("dependency-load:cudart",)),
     Rule("preload-needs-missing", 4, "a program that links no cuDNN stopped at start on one of its libraries: "
-         "only LD_PRELOAD (or /etc/ld.so.preload) puts one there", preloaded_into_any_program),
+         "only LD_PRELOAD (or /etc/ld.so.preload) puts one there", preloaded_into_any_program(at_start=True)),
+    Rule("preload-needs-missing", 1.5, "a program that links no cuDNN stopped on a symbol of a cuDNN library: "
+         "LD_PRELOAD puts one there, and so does a library the program imported", preloaded_into_any_program(
+             at_start=False)),
     # which install: the path, the versions, the program, the package manager
     Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
          other_major_there, (*LOADING, "framework-no-cudnn")),
@@ -536,13 +653,15 @@ RULES: tuple[Rule, ...] = (
          "failed", sublibrary_not_listed, LOADING),
     Rule("cudnn-not-installed", -1, "the text shows a cuDNN of the major wanted on the machine", wanted_major_shown,
          LOADING),
-    Rule("torch-without-nvidia-deps", 3, "poetry resolved torch without its nvidia-* dependencies", clue("poetry")),
+    # poetry named is a way torch comes without its nvidia-* wheels (torch 2.0.1's metadata), not proof that it did
+    Rule("torch-without-nvidia-deps", 2, "poetry resolves some torch releases without their nvidia-* dependencies",
+         clue("poetry"), FAILED_LOADS),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
          pattern("torch-preload")),
     Rule("platlib-purelib-split", 3, "torch is in lib64/.../site-packages: the nvidia wheels went to lib/...",
-         clue("lib64-site-packages")),
+         clue("lib64-site-packages"), FAILED_LOADS),
     Rule("origin-through-symlink", 2.5, "a bundle of symlinks (PyInstaller, Bazel, Nix): $ORIGIN is the link's "
-         "folder", clue("bundled-symlink")),
+         "folder", clue("bundled-symlink"), FAILED_LOADS),
     Rule("missing-runpath", 2, "arm64 cuDNN 9.1 wheels shipped libcudnn_graph without RUNPATH", clue("arm64"),
          ("engine-load",)),
     Rule("installed-not-on-search-path", 1.5, "the program looked in one fixed folder (the loader's default) and "
@@ -560,6 +679,10 @@ RULES: tuple[Rule, ...] = (
          pattern("pytorch-version"), ("version-older", "version-other-major")),
     Rule("version-mismatch-shadowed", 2, "the build's cuDNN is said to be installed, yet an older one loaded",
          stated_newer_than_found, VERSIONS),
+    Rule("version-mismatch-shadowed", 1.5, "the cuDNN said to be installed is one the framework's release accepts",
+         stated_fits_build, ("framework-no-cudnn", "conv-algorithm")),
+    Rule("runtime-older-than-build", -1.5, "the cuDNN said to be installed is not older than the framework's "
+         "release was built with", stated_fits_build, ("framework-no-cudnn", "conv-algorithm")),
     Rule("version-mismatch-shadowed", 2, "the text shows a cuDNN or CUDA folder on LD_LIBRARY_PATH",
          clue("ld-library-path-cudnn"), (*VERSIONS, "framework-no-cudnn", "symbol-mismatch")),
     Rule("version-mismatch-shadowed", 1, "the text shows a cluster module or system CUDA folder",
@@ -580,10 +703,18 @@ RULES: tuple[Rule, ...] = (
     Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
          program_regression, RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
-         removed_from_headers),
-    Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings),
-    Rule("gpu-hardware-fault", 3, "the text shows an ECC or Xid error, or a GPU that fell off the bus",
+         removed_from_headers(at_run_time=False)),
+    Rule("removed-api", 2, "no header of the newer cuDNN releases declares the name the binary needs",
+         removed_from_headers(at_run_time=True)),
+    Rule("wrong-cudnn-major", 1, "a binary built against an older cuDNN, which had the name, meets a newer one",
+         removed_from_headers(at_run_time=True)),
+    # it holds on what the text lacks (an error line), which a paste cut short lacks too: it never makes the warning
+    # "likely" the whole story
+    Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings,
+         shown=False),
+    Rule("gpu-hardware-fault", 3, "the text shows an uncorrectable ECC error, or a GPU that fell off the bus",
          clue("hardware")),
+    Rule("gpu-hardware-fault", 1.5, "the text shows an Xid error (the GPU's, or a program's bad access)", clue("xid")),
     Rule("paging-file-too-small", 3, "Windows error 1455: the commit limit (RAM + paging file) ran out",
          clue("paging-file")),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
@@ -607,18 +738,45 @@ RULES: tuple[Rule, ...] = (
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
+    Rule("out-of-memory", 3, "the GPU had almost no memory free when cuDNN failed to start", clue("memory-exhausted")),
+    # a request larger than the whole GPU: out of memory in words (their 4 taken back), but no smaller batch fits it,
+    # which a GPU that filled up would hardly show (2 against): the size asked for is the defect
+    Rule("out-of-memory", -6, "the program asked for more memory than the GPU has in all",
+         clue("allocation-beyond-gpu")),
+    Rule("framework-bug", 1.5, "the program asked for more memory than the GPU has in all: a size computed wrong",
+         clue("allocation-beyond-gpu")),
+    Rule("unsupported-configuration", 1, "the program asked for more memory than the GPU has in all: a workspace "
+         "for a configuration no engine runs well", clue("allocation-beyond-gpu")),
+    Rule("out-of-memory", -2, "the GPU had much of its memory free when cuDNN failed to start", clue("memory-free")),
     Rule("driver-too-old", 3, "the log says the driver is too old for the CUDA in use", clue("driver-too-old")),
     Rule("gpu-too-old", 3, "the text says the GPU's compute capability is too old", clue("gpu-too-old")),
     Rule("gpu-too-old", 3, "the GPU is older than cuDNN supports", capability_too_old),
     Rule("gpu-too-old", 1.5, "the text names an old GPU", clue("gpu-old-name")),
-    Rule("gpu-too-new", 3, "the build has no kernel image for this GPU", clue("no-kernel-image")),
-    Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", both(clue("gpu-new"),
-                                                                                     clue("cuda-old"))),
+    # "no kernel image" is a build without code for this GPU: newer than the build's newest architecture, or older
+    # than its oldest (torch 1.13+ dropped Kepler); only the GPU's capability against the build's list tells which
+    Rule("gpu-too-new", 3, "the GPU is newer than every architecture the build has kernels for",
+         kernels_only_for(older=True)),
+    Rule("gpu-too-old", 3, "the GPU is older than every architecture the build has kernels for",
+         kernels_only_for(older=False)),
+    Rule("gpu-too-new", 2, "the build has no kernel image for this GPU", clue("no-kernel-image")),
+    Rule("gpu-too-new", -3, "the GPU is older than every architecture the build has kernels for",
+         kernels_only_for(older=False)),
+    Rule("gpu-too-old", -3, "the GPU is newer than every architecture the build has kernels for",
+         kernels_only_for(older=True)),
+    Rule("gpu-too-new", 2.5, "a GPU newer than the CUDA version the text names", gpu_newer_than_cuda),
     Rule("unsupported-configuration", 2, "the text shows a tensor near 2**31 elements or a batch that fails only "
          "above a size", clue("large-tensor")),
     Rule("unsupported-configuration", 1.5, "grouped (depthwise) convolutions with many groups", clue("groups")),
     Rule("unsupported-configuration", 1, "bfloat16, which older GPUs' cuDNN engines lack", clue("bf16")),
     Rule("bad-param-usage", 2.5, "a tensor with a zero-sized dimension", clue("zero-size")),
+    # a kernel's assertion (CUDA's cudaErrorAssert): values out of range (labels, indices) that the caller passed, or
+    # the program computed; a cuDNN status after it is its consequence, not a GPU out of memory
+    Rule("bad-param-usage", 2, "a kernel's own assertion failed: values out of range (labels, indices)",
+         clue("device-assert")),
+    Rule("framework-bug", 1, "a kernel's own assertion failed: the program's values out of range",
+         clue("device-assert")),
+    Rule("out-of-memory", -1.5, "a kernel's own assertion failed first: the errors after it follow from it",
+         clue("device-assert")),
 )
 
 
@@ -628,10 +786,8 @@ class Scored:
     score: float
     prior: str  # how often the corpus saw it for this kind of message
     evidence: tuple[str, ...]  # what in the text moved it, quoted
-    decisive: bool  # a rule of weight 3 or more holds
-    behind: int = 0  # how many tuning reports of this kind of message had it as their cause
-    shown: bool = False  # a rule for it holds on something the text shows (not only on what it lacks)
-    lacks: float = 0.0  # the weight of the rules that hold for it on what the text lacks (Rule.shown False)
+    heaviest: float = 0.0  # the weight of the heaviest rule for it that holds on what the text shows (0: none)
+    weight: float = 0.0  # the weights of every rule that holds for it, summed: its score less its prior
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -652,13 +808,14 @@ PSEUDO_REPORTS = 1.0
 OTHER_PLATFORM = 0.5
 
 
-def _prior(signal: Signal, platform: str | None, family: str) -> tuple[float, str, int]:
+def _prior(signal: Signal, platform: str | None, family: str,
+           priors: Priors = PRIORS) -> tuple[float, str, int]:
     """(log prior, how it was counted, how many tuning reports had ``family`` as their cause) of ``family`` for
-    ``signal``: the tuning reports of its message kind (those of the text's platform in full, the others at
-    OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
+    ``signal``: the reports of its message kind in ``priors`` (those of the text's platform in full, the others
+    at OTHER_PLATFORM), the catalog's meaning of the message, and PSEUDO_REPORTS for every cause it can have."""
     listed = candidates(signal)
-    kind = PRIORS.get(signal.kind, {})
-    here = PRIORS.get(f"{signal.kind}@{platform}", {}) if platform else {}
+    kind = priors.get(signal.kind, {})
+    here = priors.get(f"{signal.kind}@{platform}", {}) if platform else {}
     counts = {name: here.get(name, 0) + OTHER_PLATFORM * (number - here.get(name, 0)) if platform else number
               for name, number in kind.items()}
     book = messages.load()
@@ -692,40 +849,101 @@ def _ordinal(number: int) -> str:
 
 # The causes of a cuDNN call failing on the GPU: those of the runtime message kinds (a status, no engine, no
 # convolution algorithm, a GPU fault).
-RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items()
-                           if kind.startswith(("status:", "no-engine", "conv-algorithm", "hardware"))
+RUNTIME_PREFIXES = ("status:", "no-engine", "conv-algorithm", "hardware")
+RUNTIME_CAUSES = frozenset(family for kind, listed in CANDIDATES.items() if kind.startswith(RUNTIME_PREFIXES)
                            for family in listed)
+
+
+# The causes of a failing call that are not about loading: a text with no known message gets only these from the
+# catalog's nearest messages (a cause about loading needs a message of a load that failed).
+CALL_CAUSES = RUNTIME_CAUSES - frozenset(
+    family for kind, listed in CANDIDATES.items()
+    if kind.startswith(("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
+                        "version-"))
+    for family in listed) | {"harmless-warning"}
+
+
+# How alike (difflib's ratio) a known message must be to a line of the text for its causes to be offered: the nearest
+# messages are shown from 0.5 (catalog.nearest), their causes only from a closer likeness.
+NEAR_ENOUGH = 0.6
+
+
+def _from_nearest(nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
+    """The causes of a failing call that the catalog's messages nearest to a text without a known message list
+    (CALL_CAUSES), weighed as `_prior` weighs an entry's causes and by how alike each message is: never a match,
+    and the evidence says so."""
+    weights: dict[str, float] = {}
+    said: dict[str, str] = {}
+    for near in nearest:
+        if near.score < NEAR_ENOUGH:
+            continue
+        listed = tuple(f for f in near.entry.families if f in CALL_CAUSES)
+        for family, weight in messages.load().weights(listed, CATALOG_WEIGHT * near.score).items():
+            weights[family] = weights.get(family, 0.0) + weight
+            said.setdefault(family, f"the nearest known message, \"{near.entry.template[:120]}\" "
+                                    f"({near.entry.source}), lists it: not a match, {near.score:.0%} alike to "
+                                    f"\"{near.line[:120]}\"")
+    mass = sum(weights.values()) + PSEUDO_REPORTS * len(weights)
+    return tuple(Scored(family, math.log((weight + PSEUDO_REPORTS) / mass), "no known message in the text: the "
+                        "nearest known messages' causes", (said[family],))
+                 for family, weight in sorted(weights.items(), key=lambda item: -item[1]))
+
+
+def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
+    """The causes of a failing cuDNN call (CALL_CAUSES) as often as the reports of the runtime message kinds in
+    ``priors`` had them: for a text that names cuDNN with no message and no words of a failure cudnnload can read,
+    and no known message near it; never a cause about loading."""
+    counts: dict[str, int] = {}
+    for kind, found in priors.items():
+        if "@" not in kind and kind.startswith(RUNTIME_PREFIXES):
+            for family, number in found.items():
+                if family in CALL_CAUSES:
+                    counts[family] = counts.get(family, 0) + number
+    total = sum(counts.values()) + PSEUDO_REPORTS * len(counts)
+    return tuple(Scored(family, math.log((number + PSEUDO_REPORTS) / total),
+                        f"{number} of {sum(counts.values())} tuning reports of a failing cuDNN call",
+                        ("the text names cuDNN, but holds no message and no words of a failure cudnnload can read: "
+                         "the usual causes of a failing cuDNN call",))
+                 for family, number in sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
     """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
-    causes of a failing call (a cause about loading needs a message of a load that failed), each with the rules of
-    weight ``least`` or more that find it in the text (for a text that does not even name cuDNN, only what its
-    words name decisively: "CUDA out of memory", an Xid, "insufficient driver version")."""
+    causes of a failing call, or a harmless warning (a cause about loading needs a message of a load that failed),
+    each with the rules of weight ``least`` or more that find it in the text (for a text that does not even name
+    cuDNN, only what its words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no
+    kernel image")."""
     scored = []
-    for family in sorted(RUNTIME_CAUSES):
+    for family in sorted(RUNTIME_CAUSES | {"harmless-warning"}):  # a text of warnings only: perhaps no failure
         rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
                  and (quote := rule.quote(reading, signal))]
         score = sum(rule.weight for rule, _ in rules)
         if score > 0:
             evidence = tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in rules)
             scored.append(Scored(family, score, "no known message in the text: only what its words name", evidence,
-                                 any(rule.weight >= 3 for rule, _ in rules),
-                                 shown=any(rule.shown and rule.weight > 0 for rule, _ in rules)))
+                                 _heaviest(rule for rule, _ in rules), score))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-def rank(reading: Reading) -> tuple[Scored, ...]:
+def rank(reading: Reading, priors: Priors | None = None,
+         nearest: Sequence[messages.Near] = ()) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families. A text without a message gets only what its words name (`_without_a_message`)."""
+    way, where they add families. A text without a message gets only what its words name (`_without_a_message`),
+    else the causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
+    ``priors``: the counts per message kind to weigh causes by (default `PRIORS`, counted on the tuning part; the
+    cross-validation bench passes counts of the other folds)."""
+    priors = PRIORS if priors is None else priors
     primary = reading.primary
     if primary is None:
-        return _without_a_message(reading, Signal("none", "none", "", "the text", "no message"), 3)
-    if primary.kind == "cudnn-mentioned":
-        return _without_a_message(reading, primary, -math.inf)
+        return (_without_a_message(reading, Signal("none", "none", "", "the text", "no message"), LIKELY)
+                or _from_nearest(nearest))
+    if primary.kind == "cudnn-mentioned":  # what its words name first, then the usual causes, below any of those
+        named = _without_a_message(reading, primary, -math.inf)
+        usual = _from_nearest(nearest) or _usual_call_causes(priors)
+        return named + tuple(scored for scored in usual if scored.family not in {s.family for s in named})
     families = list(candidates(primary))
     # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
-    families += [f for f in PRIORS.get(primary.kind, {}) if f not in families]
+    families += [f for f in priors.get(primary.kind, {}) if f not in families]
     for signal in reading.signals[1:]:
         families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
@@ -733,39 +951,37 @@ def rank(reading: Reading) -> tuple[Scored, ...]:
             families.append(rule.family)
     scored = []
     for family in families:
-        base, said, behind = _prior(primary, platform_group(reading), family)
-        evidence, decisive, shown, lacks = [], False, False, 0.0
-        for rule in RULES:
-            if rule.family != family:
-                continue
-            quote = rule.quote(reading, primary)
-            if quote:
-                base += rule.weight
-                decisive = decisive or rule.weight >= 3
-                shown = shown or (rule.shown and rule.weight > 0)
-                lacks += 0.0 if rule.shown else rule.weight
-                evidence.append(f"{rule.says}: \"{quote[:160]}\"")
-        scored.append(Scored(family, base, said, tuple(evidence), decisive, behind, shown, lacks))
+        base, said, _ = _prior(primary, platform_group(reading), family, priors)
+        holding = [(rule, quote) for rule in RULES if rule.family == family and (quote := rule.quote(reading, primary))]
+        weight = sum(rule.weight for rule, _ in holding)
+        scored.append(Scored(family, base + weight, said,
+                             tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in holding),
+                             _heaviest(rule for rule, _ in holding), weight))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
-# How many tuning reports of the kind of message must have had the cause for its prior alone to make it "likely".
-REPORTS_FOR_LIKELY = 3
+def _heaviest(rules: Iterable[Rule]) -> float:
+    """The weight of the heaviest of ``rules`` for a cause that holds on what the text shows (0: none does)."""
+    return max((rule.weight for rule in rules if rule.shown and rule.weight > 0), default=0.0)
+
+
+# What a first cause needs for each tag: the heaviest rule for it that holds on what the text shows, and its lead
+# over the next cause, in its whole score and in the evidence alone (a lead its prior gives is no evidence: issue
+# 32, "wrong answers tagged likely from priors alone").
+CONFIDENT = 3.0  # the text names the cause (a decisive rule)
+LIKELY = 2.0  # the text shows strong evidence for it
 
 
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
     """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
-    where the text names the cause (a decisive rule) and it leads the next by 2 or more; "likely" where it leads
-    by 1 and the text shows something for it, or enough tuning reports had it (REPORTS_FOR_LIKELY) and it leads by 1
-    on its prior and what the text shows alone (what the text lacks is no evidence that it holds)."""
+    where the text names the cause (a decisive rule) and it leads the next by 2 or more, "likely" where the text
+    shows strong evidence for it (a rule of weight 2 or more) and it leads by 1, both in its score and in what the
+    text shows alone: never from how many reports had it (its prior) or from what the text lacks."""
     this = ranked[index]
     if index == 0:
         second = ranked[1] if len(ranked) > 1 else None
-        margin = this.score - second.score if second else math.inf
-        if this.decisive and margin >= 2:
+        margin = min(this.score - second.score, this.weight - second.weight) if second else math.inf
+        if this.heaviest >= CONFIDENT and margin >= 2:
             return "confident"
-        if margin >= 1 and (this.decisive or this.shown):
-            return "likely"
-        shown_margin = margin - this.lacks + (second.lacks if second else 0.0)
-        return "likely" if shown_margin >= 1 and this.behind >= REPORTS_FOR_LIKELY else "possible"
+        return "likely" if this.heaviest >= LIKELY and margin >= 1 else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"

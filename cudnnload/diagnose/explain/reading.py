@@ -11,6 +11,7 @@ source (the library's format string, a framework's source file). The `Error:` pa
 from __future__ import annotations
 
 import itertools
+import math
 import ntpath
 import posixpath
 import re
@@ -288,10 +289,27 @@ def _version_not_found(found: re.Match[str]) -> Signal | None:
                   by, found.group("dep"), found.group(0))
 
 
+# Windows system error codes (winerror.h) whose text is a catalog entry of its own (dlls/kernelbase/winerror.mc):
+# Windows prints that text in the user's language, the code is the same in every one ("[WinError 1455] 页面文件太小").
+# 126 and 127 (a module or a procedure not found) are read as a load that failed, by the library it names.
+WINDOWS_ERRORS = {
+    193: "windows/is-not-a-valid-win32-application",  # ERROR_BAD_EXE_FORMAT
+    1114: "windows/a-dynamic-link-library-dll-initialization-routine-failed",  # ERROR_DLL_INIT_FAILED
+    1455: "windows/the-paging-file-is-too-small-for-this-operation-to-complete",  # ERROR_COMMITMENT_LIMIT
+}
+
+
 def _windows_load(found: re.Match[str]) -> Signal | None:
     library, code = group(found, "lib", "lib2", "lib3"), group(found, "code", "code2")
     dependency = found.group("dep")
     error = f"error {code}" if code else None
+    entry = messages.load().by_id.get(WINDOWS_ERRORS.get(int(code or 0), ""))
+    if entry is not None and entry.kind and library_class(library or "") is not None:
+        return Signal("windows-load", entry.kind, _line(found), f"Windows LoadLibrary, error {code} "
+                      f"({entry.template.strip()})", f"{library} was found but could not be loaded: {entry.meaning}",
+                      library, library, error, quote=found.group(0), families=entry.families, entry=entry.id)
+    if code not in (None, "126", "127"):
+        return None
     if dependency:  # ONNX Runtime 1.20+: 'Error loading "X" which depends on "Y" which is missing.'
         return _load_signal("windows-load", found, "ONNX Runtime's provider loader (Windows)", dependency, None,
                             f"{library} needs {dependency}, which is missing")
@@ -390,6 +408,20 @@ _UNDECLARED = re.compile(
     rf"(?P<name2>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}(?: is undefined| not found)?")
 
 
+_SIGNATURE = re.compile(
+    r"(?:too (?:few|many) arguments to function|no matching function for call to|incompatible with parameter of "
+    r"type|invalid conversion from [^\n]{0,60}? to|cannot convert [^\n]{0,80}? to)\s*[^\n]{0,120}?"
+    r"\b(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+)")
+
+
+def _signature(found: re.Match[str]) -> Signal:
+    name = found.group("name")
+    return Signal("signature", "compile-missing", _line(found), "the compiler", f"the code uses {name} otherwise than "
+                  "the cuDNN headers it is built against declare it: it was written for another cuDNN release's API",
+                  quote=found.group(0), families=("removed-api", "framework-bug", "version-mismatch-shadowed",
+                                                  "wrong-cudnn-major"))
+
+
 def removed_in(name: str) -> str | None:
     """The cuDNN that no longer declares ``name``, from the headers of the releases read (catalog.api): "9" when
     only cuDNN 8 declares it, "8" when no release read does (cuDNN 8 removed it, or it never was cuDNN's);
@@ -439,6 +471,39 @@ def _status(found: re.Match[str]) -> Signal | None:
                   status=name, families=entry.families if entry else ())
 
 
+# cublasStatus_t (cublas_api.h; the cuBLAS Library User Guide's "cublasStatus_t" says what each means and how to
+# correct it), as frameworks print it ("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+# TensorFlow's "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED"): the causes of each, most likely
+# first. NOT_INITIALIZED: "an error in the CUDA Runtime API called by the cuBLAS routine, or an error in the hardware
+# setup" (cublasCreate failing: no memory left for the handle's workspace, a driver or GPU it cannot use, another
+# CUDA major's cuBLAS); ALLOC_FAILED: "usually caused by a cudaMalloc() failure"; INVALID_VALUE: "an unsupported
+# value or parameter was passed"; ARCH_MISMATCH: "a feature absent from the device architecture"; MAPPING_ERROR:
+# "an access to GPU memory space failed"; EXECUTION_FAILED: "the GPU program failed to execute ... often a launch
+# failure of the kernel" (no kernel for the GPU, a bad access); INTERNAL_ERROR: "usually caused by a
+# cudaMemcpyAsync() failure"; NOT_SUPPORTED: "the functionality requested is not supported".
+CUBLAS_CAUSES: dict[str, tuple[str, ...]] = {
+    "NOT_INITIALIZED": ("out-of-memory", "cublas-missing-or-wrong", "driver-too-old", "no-gpu-or-driver",
+                        "gpu-too-new"),
+    "ALLOC_FAILED": ("out-of-memory",),
+    "INVALID_VALUE": ("bad-param-usage", "framework-bug", "unsupported-configuration"),
+    "ARCH_MISMATCH": ("gpu-too-old", "gpu-too-new"),
+    "MAPPING_ERROR": ("out-of-memory", "execution-failed-kernel"),
+    "EXECUTION_FAILED": ("gpu-too-new", "framework-bug", "execution-failed-kernel", "out-of-memory",
+                         "gpu-hardware-fault"),
+    "INTERNAL_ERROR": ("out-of-memory", "cublas-missing-or-wrong", "framework-bug", "execution-failed-kernel"),
+    "NOT_SUPPORTED": ("unsupported-configuration", "gpu-too-old", "cublas-missing-or-wrong"),
+}
+
+
+def _cublas_status(found: re.Match[str]) -> Signal | None:
+    name = found.group("name")
+    if name not in CUBLAS_CAUSES:
+        return None
+    return Signal("cublas-status", f"cublas-status:{name}", _line(found), "a cuBLAS call's status (cublasStatus_t, "
+                  "cublas_api.h), as the framework prints it", f"a cuBLAS call returned CUBLAS_STATUS_{name}",
+                  quote=found.group(0), families=CUBLAS_CAUSES[name])
+
+
 PATTERNS: tuple[Pattern, ...] = (
     # libcudnn.so.8 (8.9.7): "Could not load library %s. Error: %s"; cudnn64_8.dll: "Could not load library %s.
     # Error code %d" then "Please make sure %s is in your library path!"; Julia: could not load library "PATH"
@@ -470,7 +535,7 @@ PATTERNS: tuple[Pattern, ...] = (
     # "LoadLibrary failed with error 126 "" when trying to load "X"" and 'Error loading "X" which depends on "Y"
     # which is missing.'; Python < 3.8: "ImportError: DLL load failed: The specified module could not be found."
     Pattern("windows-load", re.compile(
-        r"\[WinError (?P<code>12[67])\][^\n]*?Error loading \"(?P<lib>[^\"]+)\""
+        r"\[WinError (?P<code>\d+)\][^\n]*?Error loading \"(?P<lib>[^\"]+)\""
         r"|[Ll]oad[Ll]ibrary failed with error (?P<code2>\d+)[^\n]*?when trying to load \"?(?P<lib2>[^\"\s]+)\"?"
         r"|Error loading \"(?P<lib3>[^\"]+)\" which depends on \"(?P<dep>[^\"]+)\" which is missing"),
         "Windows", _windows_load),
@@ -589,10 +654,16 @@ PATTERNS: tuple[Pattern, ...] = (
     # identifier 'X'", MSVC C2065/C3861 "'X': undeclared identifier" / "identifier not found", ld "undefined
     # reference to `X'", ctypes "function 'X' not found"; whether cuDNN removed X, its headers say (_undeclared)
     Pattern("undeclared", _UNDECLARED, "compiler", lambda m: _undeclared(m)),
+    # compilers' words for a call that does not fit the declaration the cuDNN header gives: gcc "too few arguments to
+    # function ‘cudnnStatus_t cudnnSetConvolution2dDescriptor(...)’", "invalid conversion from ‘int’ to
+    # ‘cudnnNanPropagation_t’", nvcc 'argument of type "int" is incompatible with parameter of type
+    # "cudnnConvolutionFwdAlgo_t"', clang "no matching function for call to 'cudnnX'"
+    Pattern("signature", _SIGNATURE, "compiler", lambda m: _signature(m)),
     # cudnnStatus_t names as frameworks print them; Caffe's CUDNN_CHECK: "Check failed: status ==
     # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
     Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
                                  r"vs\. 0\)|cudnnStatus(?P<camel>[A-Z][A-Za-z]+)"), "cuDNN", _status),
+    Pattern("cublas-status", re.compile(r"CUBLAS_STATUS_(?P<name>[A-Z_]+?)\b"), "cuBLAS", _cublas_status),
 )
 
 
@@ -631,6 +702,10 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 # point", "link error").
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
                          r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
+# A load verb whose object is not a library: "Failed to find any forward convolution algorithm" (MXNet's
+# cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model".
+_NOT_A_LIBRARY = re.compile(r"(?i)\b(?:find|load|locate|open)\s+(?:a|an|any|the)?\s*(?:[\w-]+\s+){0,3}?(?:algorithms?|"
+                            r"engines?|plans?|kernels?|configs?|configurations?|workspace|model|weights|checkpoint)\b")
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
 # Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
 # nothing of a mismatch).
@@ -673,8 +748,8 @@ def _unknown_text(text: str) -> Signal | None:
         name = library.group(0)
         return Signal("cudnn-named", load_kind(name, "missing"), _line(library), "the text (no known message)",
                       f"{name} is named next to words of a library that did not load", name, name)
-    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)),
-                None)
+    said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)
+                 and not _NOT_A_LIBRARY.search(line)), None)
     if said is not None:  # "cuDNN not found", "Could not find cuDNN", "cudnn is missing": the library, unnamed
         return Signal("cudnn-named", "cudnn-not-found", said.strip()[:400], "the text (no known message)",
                       "the text says that cuDNN did not load, without naming the file")
@@ -741,24 +816,37 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the CUDA runtime's "out of memory" (cudaErrorMemoryAllocation), XLA's "Out of memory while trying to allocate",
     # cuBLAS's and cuDNN's ALLOC_FAILED
     ("out-of-memory", r"(?i:out of memory)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|\bOOM\b"
-                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate"),
-    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out
+                      r"|RESOURCE_EXHAUSTED|CUDNN_STATUS_ALLOC_FAILED|CUBLAS_STATUS_ALLOC_FAILED"),
+    # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out; "failed
+    # to allocate" alone does not say which memory (a host buffer, a workspace: TensorFlow's GPU allocator says
+    # CUDA_ERROR_OUT_OF_MEMORY in the same line)
     ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
                     r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
-                    r"reserve[sd]? [^\n]*memory"),
+                    r"reserve[sd]? [^\n]*memory|failed to allocate"),
+    # PyTorch (c10/cuda): "The NVIDIA driver on your system is too old (found version %d)"
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
-                       r"insufficient|driver too old|older than the CUDA"),
+                       r"insufficient|driver too old|older than the CUDA|driver\b[^\n]{0,30}?\bis too old"),
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
-                  r"|nvidia-smi: command not found|--gpus all|NVIDIA-SMI has failed"),
-    ("gpu-too-old", r"(?:GPU|this GPU)[^\n]{0,40}too old|no longer supports this GPU|\bKepler\b|\bFermi\b"),
-    ("gpu-old-name", r"\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+|\b(?:GT|GTX) ?[4-7]\d\dM?"
-                     r"\b|\b6\d\dM\b"),
+                  r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
+    # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
+    ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
+    # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
+    ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
+                     r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
+    # the CUDA a build is for (ranking.gpu_newer_than_cuda): torch's "+cu113", collect_env's "CUDA used to build
+    # PyTorch: 11.3", conda's "cudatoolkit=11.3" and "pytorch-cuda=11.8"
+    ("build-cuda", r"\+cu\d{2,3}\b|CUDA used to build PyTorch: \d+\.\d+|(?:cudatoolkit|pytorch-cuda)[= ]+\d+\.\d+"),
     ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
+                r"\bL40S?\b|\bL4\b|\bGH200\b|\bGB200\b|\bB100\b|\bA(?:10|30|5000|4000)\b|\bRTX A\d{4}\b|"
                 r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
+    # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
-                        r"CUDA capability sm_\d+ is not compatible"),
+                        r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"),
+    # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
+    # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
+    ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
     ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
                  r"cudatoolkit=(?:9|10)|built for a CUDA older"),
     ("poetry", r"\bpoetry\b"),
@@ -774,8 +862,16 @@ _CLUES: tuple[tuple[str, str], ...] = (
                   r"input)|0 channels|shape \[0"),
     ("bf16", r"\bbf16\b|bfloat16"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
-    ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|\bXid\b|fallen off the bus|GPU is lost"),
+    # NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors): 48 (double-bit ECC), 63/64 (ECC page retirement),
+    # 74 (NVLink), 79 (fallen off the bus), 92/94/95 (ECC) are the GPU's; 13 (graphics engine exception), 31 (memory
+    # page fault), 43 and 45 are as often a program's bad access or a driver's, so any other Xid is only a hint
+    ("hardware", r"uncorrectable ECC|ECC_UNCORRECTABLE|fallen off the bus|GPU is lost|\bXid\b[^\n]{0,40}?\b(?:48|6[34]"
+                 r"|74|79|9[245])\b"),
+    ("xid", r"\bXid\b"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
+    # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
+    # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
+    ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
     ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
     # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
@@ -801,38 +897,89 @@ class Build:
     release: str
     cudnn_major: int
     bundles: bool  # it brings that cuDNN along (torch's nvidia-cudnn pin) rather than needing it installed
+    cudnn: tuple[int, int] | None = None  # the cuDNN major.minor the release was built with, where its notes say
+    cuda: tuple[int, int] | None = None  # the CUDA the release was built for, where its notes say
+
+
+# TensorFlow's "Tested build configurations" (tensorflow/docs site/en/install/source.md, Linux GPU): the cuDNN each
+# release was built with, major.minor; before 1.13 the table gives the major alone.
+TENSORFLOW_CUDNN: dict[tuple[int, int], tuple[int, int]] = {
+    (1, 13): (7, 4), (1, 14): (7, 4), (1, 15): (7, 4), (2, 0): (7, 4), (2, 1): (7, 6), (2, 2): (7, 6), (2, 3): (7, 6),
+    (2, 4): (8, 0), **{(2, minor): (8, 1) for minor in range(5, 12)}, (2, 12): (8, 6), (2, 13): (8, 6),
+    (2, 14): (8, 7), (2, 15): (8, 9), (2, 16): (8, 9), (2, 17): (8, 9),
+    **{(2, minor): (9, 3) for minor in range(18, 22)},
+}
+# ... and the CUDA each release was built for (the same table; 1.5-1.12: CUDA 9, 1.0-1.4: CUDA 8).
+TENSORFLOW_CUDA: dict[tuple[int, int], tuple[int, int]] = {
+    **{(1, minor): (8, 0) for minor in range(0, 5)}, **{(1, minor): (9, 0) for minor in range(5, 13)},
+    (1, 13): (10, 0), (1, 14): (10, 0), (1, 15): (10, 0), (2, 0): (10, 0), (2, 1): (10, 1), (2, 2): (10, 1),
+    (2, 3): (10, 1), (2, 4): (11, 0), **{(2, minor): (11, 2) for minor in range(5, 12)}, (2, 12): (11, 8),
+    (2, 13): (11, 8), (2, 14): (11, 8), (2, 15): (12, 2), (2, 16): (12, 3), (2, 17): (12, 3),
+    **{(2, minor): (12, 5) for minor in range(18, 22)},
+}
 
 
 # How a release is written after a program's name: pip list's columns, pip freeze's "==", a wheel's "-", an issue
 # template's or torch.utils.collect_env's "PyTorch version: 2.5.1", "CTranslate2 version: 4.4.0", "torch: 2.4.0".
 _RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
 
-# The cuDNN major of a framework's release, from its release notes and wheel pins: torch 1.8-2.3 ship
-# cuDNN 8, 2.4+ pin nvidia-cudnn-cu12 9.x (PyTorch's release compatibility matrix); ONNX Runtime's CUDA 12
-# packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements"); CTranslate2 4.5.0
-# moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the surveyed wheels.
-_BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int]], int], bool], ...] = (
-    ("pytorch", rf"\b(?:py)?torch{_RELEASE}", lambda v: 9 if v >= (2, 4) else 8 if v >= (1, 8) else 7, True),
+def _torch_cudnn(release: tuple[int, int], variant: str | None) -> int | None:
+    """The cuDNN major a torch release brings. 2.4+ pin nvidia-cudnn-cu12 9.x and 1.13-2.3 8.x (their wheels'
+    Requires-Dist); before 1.13 the binaries carry cuDNN by their CUDA variant (pytorch/builder
+    common/install_cuda.sh, 2020-02 to 2022-11: CUDA 10.2 builds with libcudnn7 7.6.5.32, CUDA 11.x builds with
+    cuDNN 8): a "+cu102", "cu101", "cuda10.2" variant is cuDNN 7, an 11.x one 8; without a variant, 1.8-1.12 (whose
+    default wheels were CUDA 10.2 on Linux and 11.x elsewhere) say no major, and 1.7 and earlier 7."""
+    if release >= (2, 4):
+        return 9
+    if release >= (1, 13):
+        return 8
+    if variant:
+        return 8 if int(variant.replace(".", "")[:2]) >= 11 else 7
+    return None if release >= (1, 8) else 7
+
+
+# The cuDNN major of a framework's release, from its release notes and wheel pins: torch (_torch_cudnn); ONNX
+# Runtime's CUDA 12 packages use cuDNN 9 from 1.19 on, 8 before ("CUDA Execution Provider requirements");
+# CTranslate2 4.5.0 moved from cuDNN 8 to 9 (its release notes). tests/test_explain.py checks them against the
+# surveyed wheels. A conda build string or a local version label may follow the release: "+cu102", "py3.8_cuda10.2_
+# cudnn7.6.5_0" (whose cuDNN major is read as written).
+_VARIANT = r"(?:\+cu(?P<cu>\d+)|[ \t]+\S*?cuda(?P<cuda>\d+\.\d+)_cudnn(?P<cudnn>\d+))?"
+_BUILDS: tuple[tuple[str, str, Callable[[tuple[int, int], str | None], int | None], bool], ...] = (
+    # not torch.utils.collect_env's "CUDA used to build PyTorch: 10.2" (a CUDA version; _builds reads it as the variant)
+    ("pytorch", rf"(?<!build )\b(?:py)?torch{_RELEASE}{_VARIANT}", _torch_cudnn, True),
     # a package (onnxruntime-gpu) or a release archive's name (onnxruntime-win-x64-cuda12-1.17.1)
     ("onnxruntime", rf"\bonnx[ _]?runtime(?:[-_][A-Za-z]\w*){{0,4}}?{_RELEASE}\b",
-     lambda v: 9 if v >= (1, 19) else 8, False),
-    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v: 9 if v >= (4, 5) else 8, False),
+     lambda v, _: 9 if v >= (1, 19) else 8, False),
+    ("ctranslate2", rf"\bctranslate2{_RELEASE}", lambda v, _: 9 if v >= (4, 5) else 8, False),
     # tensorflow.org/install/source#gpu ("Tested build configurations"): 1.0-1.2 cuDNN 5.1, 1.3-1.4 6, 1.5-2.3 7,
     # 2.4-2.17 8, 2.18+ 9
     ("tensorflow", rf"\btensorflow(?:[-_]gpu)?{_RELEASE}\b",
-     lambda v: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
+     lambda v, _: 9 if v >= (2, 18) else 8 if v >= (2, 4) else 7 if v >= (1, 5) else 6 if v >= (1, 3) else 5, False),
     # jaxlib's CUDA wheels name the cuDNN they were built for: jaxlib-0.4.7+cuda11.cudnn82, +cuda12.cudnn91
-    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v: v[0], False),
+    ("jax", r"jaxlib\S*?(?:==|-|[ \t]+)[\d.]+\+cuda\d+\.cudnn(\d)(\d)", lambda v, _: v[0], False),
 )
+
+
+# torch.utils.collect_env: "CUDA used to build PyTorch: 10.2" (the variant of the release it prints beside)
+_BUILT_WITH_CUDA = re.compile(r"CUDA used to build PyTorch: (\d+\.\d+)")
 
 
 def _builds(text: str) -> tuple[Build, ...]:
     found = []
-    for framework, pattern, major, bundles in _BUILDS:
+    for framework, pattern, major_of, bundles in _BUILDS:
         match = re.search(pattern, text, re.IGNORECASE)
-        if match:
-            release = (int(match.group(1)), int(match.group(2)))
-            found.append(Build(framework, f"{release[0]}.{release[1]}", major(release), bundles))
+        if not match:
+            continue
+        release = (int(match.group(1)), int(match.group(2)))
+        named = match.groupdict()
+        built_with = _BUILT_WITH_CUDA.search(text) if framework == "pytorch" else None
+        variant = named.get("cu") or named.get("cuda") or (built_with.group(1) if built_with else None)
+        major = int(named["cudnn"]) if named.get("cudnn") else major_of(release, variant)
+        if major is not None:
+            tensorflow = framework == "tensorflow"
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles,
+                               TENSORFLOW_CUDNN.get(release) if tensorflow else None,
+                               TENSORFLOW_CUDA.get(release) if tensorflow else None))
     return tuple(found)
 
 
@@ -887,7 +1034,7 @@ _OWNER = {
 # to load comes before the version check or status that follows from it; the Error: part's library first.
 _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
                "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
-               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "no-engine",
+               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "cublas-status:", "no-engine",
                "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
 
@@ -934,12 +1081,93 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
             continue
         if any(start < match.end and match.start < end for start, end in taken):
             continue
+        if entry.kind and entry.kind.startswith(_LOAD_KINDS) and _names_only_others(match.text):
+            line = _line_at(text, match.start)
+            if _WARNING_LINE.search(line):  # logged as a warning, and the program went on without it
+                yield match.start, Signal(f"catalog:{entry.id}", "warning", line, entry.source, "a library that is "
+                                          "not cuDNN's nor one it needs could not be loaded, and the program's log "
+                                          "marks it as a warning", quote=quote(match.text),
+                                          families=("harmless-warning",), warning=True, entry=entry.id)
+            continue
         versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
                     f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
         yield match.start, Signal(
             f"catalog:{entry.id}", entry.kind or ("warning" if entry.warning else "catalog"),
             _line_at(text, match.start), f"{entry.source}, {entry.file} ({versions})", entry.meaning,
             quote=quote(match.text), families=entry.families, warning=entry.warning, entry=entry.id)
+
+
+# The kinds of a library that failed to load (load_kind).
+_LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-load:")
+_LIBRARY_NAME = re.compile(r"[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
+
+
+def _names_only_others(said: str) -> bool:
+    """A loader's message that names libraries, none of them cuDNN, one it needs, or a framework's own (TensorFlow's
+    "Could not load dynamic library 'libnvinfer.so.7'": TensorRT, which TensorFlow can do without): not a cuDNN
+    library that failed to load."""
+    names = _LIBRARY_NAME.findall(said)
+    # CUDA's own libraries (libcufft, libcusolver, ...: cufft64_11.dll) are a framework's GPU libraries, not optional
+    return bool(names) and all(library_class(name) is None and not re.match(r"(?i)(?:lib)?cu", name)
+                               for name in names)
+
+
+# A tensor's shape as programs and people print it: "1x1x65536x65536", "[64, 3, 8192, 8192]", "torch.Size([...])",
+# "(N, C, H, W)" with numbers; cuDNN's tensor descriptors and many of its engines index with 32-bit integers, so a
+# tensor of 2**31 elements or more is one they do not support (the large-tensor clue's words, computed).
+_SHAPE = re.compile(r"\b\d+(?:\s*[x×]\s*\d+){2,}\b|[\[(]\s*\d+(?:\s*,\s*\d+){2,}\s*[\])]")
+
+
+def _large_shape(text: str) -> str | None:
+    """The first shape in ``text`` of 2**31 elements or more."""
+    for found in itertools.islice(_SHAPE.finditer(text), 200):
+        elements = math.prod(int(n) for n in re.findall(r"\d+", found.group(0)))
+        if elements >= 2**31:
+            return f"{found.group(0)} ({elements:,} elements, 2**31 or more)"
+    return None
+
+
+# XLA's cuda_dnn.cc, after cudnnCreate failed: "Memory usage: %d bytes free, %d bytes total." (the GPU's memory when
+# the handle could not be made, printed so that running out of it can be told from the rest).
+_MEMORY_USAGE = re.compile(r"Memory usage: (?P<free>\d+) bytes free, (?P<total>\d+) bytes total")
+
+
+def _memory_at_failure(text: str) -> tuple[Clue, ...]:
+    """"memory-exhausted" where the GPU had under a twentieth of its memory free when cuDNN failed to start,
+    "memory-free" where it had 30 % or more (JAX preallocates 75 % of it by default)."""
+    found = _MEMORY_USAGE.search(text)
+    if found is None or not int(found.group("total")):
+        return ()
+    share = int(found.group("free")) / int(found.group("total"))
+    said = f"{found.group(0)} ({share:.0%} free)"
+    return (Clue("memory-exhausted", said),) if share < 0.05 else (Clue("memory-free", said),) if share >= 0.3 else ()
+
+
+# PyTorch's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp): "Tried to allocate 20.00 MiB (GPU 0; 7.79
+# GiB total capacity; ...)", from 2.1 "... GPU 0 has a total capacity of 23.65 GiB of which ..."
+_TRIED = re.compile(r"Tried to allocate (?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B")
+_CAPACITY = re.compile(r"(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B total capacity|total capacity of "
+                       r"(?P<size2>\d+(?:\.\d+)?) ?(?P<unit2>[KMGT])i?B")
+_UNIT = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# No GPU has had 256 GiB of memory (the largest, B200-class, about 192 GB): a request above it fits none.
+_LARGEST_GPU = 256 * 2**30
+
+
+def _allocation_beyond_gpu(text: str) -> tuple[Clue, ...]:
+    """"allocation-beyond-gpu" where the program asked for more memory than the GPU has in all (or than any GPU has):
+    no batch size makes that fit; the size asked for is the defect (a workspace or a tensor computed wrong, or a
+    configuration cuDNN does not support), not a GPU that filled up."""
+    tried = _TRIED.search(text)
+    if tried is None:
+        return ()
+    asked = float(tried.group("size")) * _UNIT[tried.group("unit")]
+    capacity = _CAPACITY.search(text)
+    total = (float(capacity.group("size") or capacity.group("size2"))
+             * _UNIT[capacity.group("unit") or capacity.group("unit2")]) if capacity else _LARGEST_GPU
+    if asked <= total:
+        return ()
+    return (Clue("allocation-beyond-gpu", f"{tried.group(0)}, more than the GPU's "
+                                          f"{capacity.group(0) if capacity else 'largest memory of any GPU'}"),)
 
 
 def _line_at(text: str, at: int) -> str:
@@ -1053,8 +1281,8 @@ def _capability(text: str) -> tuple[int, int] | None:
     if not found:
         return None
     major, minor = group(found, "major", "major2") or "", group(found, "minor", "minor2")
-    if minor is None and len(major) == 2:  # sm_35
-        major, minor = major[0], major[1]
+    if minor is None and len(major) in (2, 3):  # sm_35, sm_120
+        major, minor = major[:-1], major[-1]
     return (int(major), int(minor or 0)) if 1 <= int(major) <= 12 else None
 
 
@@ -1084,7 +1312,10 @@ def read(text: str) -> Reading:
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
     clues = tuple(Clue(name, _clue_quote(found_clue)) for name, pattern in _CLUE_PATTERNS
-                  if (found_clue := pattern.search(evidence)))
+                  if (found_clue := _affirmed(pattern, evidence)))
+    if not any(clue.name == "large-tensor" for clue in clues) and (large := _large_shape(evidence)):
+        clues += (Clue("large-tensor", large),)
+    clues += _memory_at_failure(evidence) + _allocation_beyond_gpu(evidence)
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
@@ -1154,6 +1385,19 @@ def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Mat
     if entry is None:
         return replace(signal, warning=True) if inside else signal
     return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside)
+
+
+# A fact the words deny is not shown: "it is not an out of memory problem", "no OOM", "the driver isn't too old".
+_DENIED = re.compile(r"(?i)(?:\bnot|n't|\bno|\bnever|\bwithout)\s+(?:(?:an?|the|any|really|even|because of)\s+)?$")
+
+
+def _affirmed(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` in ``text`` that the words just before it do not deny."""
+    for found in pattern.finditer(text):
+        start = text.rfind("\n", 0, found.start()) + 1
+        if not _DENIED.search(text[max(start, found.start() - 30):found.start()]):
+            return found
+    return None
 
 
 def _clue_quote(found: re.Match[str]) -> str:
