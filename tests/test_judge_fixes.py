@@ -482,3 +482,29 @@ def test_an_optional_engine_of_another_release_that_stays_mapped_is_an_error() -
         return finding.severity.value
 
     assert severity(True) == "error" and severity(False) == "warning"
+
+
+def test_a_program_by_name_is_not_led_to_the_jit_wheel_but_gets_the_full_one(tmp_path: Path) -> None:
+    """Only nvidia-cudnn-jit-cu13 has a libcudnn.so.9 in the venv (the full wheel replaced by cuDNN 8's): putting
+    its folder on LD_LIBRARY_PATH gives a by-name program a cuDNN whose legacy calls all fail (fix differential
+    1-571, 1-666, 1-698: 9.27's JIT shim answered). The full wheel is installed into that venv instead."""
+    from cudnnload.diagnose.which import not_found_fix
+    from cudnnload.resolve.catalog import GENERATIONS
+    from cudnnload.resolve.discovery import context
+
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    from fixtures.scenarios.layouts import JIT, unpacked
+
+    shutil.copytree(unpacked(JIT), site, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("#!/bin/sh\n")
+    (venv / "bin" / "python").chmod(0o755)
+    said = not_found_fix(GENERATIONS[9], context({"PATH": "/usr/bin", "LD_LIBRARY_PATH": str(lib)}), [str(site)],
+                         None)
+    [action] = said.actions
+    assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
+    assert action.requirements[0].startswith("nvidia-cudnn-cu") and "jit" not in action.requirements[0]

@@ -187,7 +187,10 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         if path in dist.missing:
             return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
                        note=f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone")
-    for dist in dists:
+    # only a wheel that ships every sub-library its shim needs: the JIT wheel (no ops, cnn or adv) answers a program
+    # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)
+    needed = {lib.soname for lib in gen.sublibraries if lib.required}
+    for dist in (d for d in dists if needed <= {os.path.basename(p) for p in d.files}):
         for folder in dist.lib_folders:
             if os.path.exists(os.path.join(folder, gen.shim.soname)):
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
