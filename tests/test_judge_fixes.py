@@ -42,6 +42,17 @@ def folder_of(tag: str, target: Path, only: tuple[str, ...] | None = None) -> Pa
     return target
 
 
+def venv_at(prefix: Path) -> Path:
+    """A venv's shape at ``prefix`` (pyvenv.cfg and an executable bin/python): its site-packages folder, made."""
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True, exist_ok=True)
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").write_text("#!/bin/sh\n")
+    (prefix / "bin" / "python").chmod(0o755)
+    return site
+
+
 def actions(report: object) -> list[dict[str, object]]:
     """Every error finding's own actions, in the JSON contract (not the whole repair's, which chains them)."""
     return [a.json() for f in report.findings if f.severity.value == "error"  # type: ignore[attr-defined]
@@ -361,13 +372,9 @@ def test_a_wheel_folder_on_ld_library_path_whose_wheel_is_gone_gets_it_back_by_i
     from cudnnload.resolve.discovery import context
 
     venv = tmp_path / "venv"
-    site = venv / "lib" / "python3.11" / "site-packages"
+    site = venv_at(venv)
     lib = site / "nvidia" / "cudnn" / "lib"
     lib.mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (venv / "bin").mkdir()
-    (venv / "bin" / "python").write_text("#!/bin/sh\n")
-    (venv / "bin" / "python").chmod(0o755)
     said = not_found_fix(GENERATIONS[9], context({"PATH": "/usr/bin", "LD_LIBRARY_PATH": str(lib)}), [], None)
     [action] = said.actions
     assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
@@ -413,11 +420,8 @@ def test_a_wheel_folder_whose_wheel_is_gone_gets_back_the_wheel_its_site_require
     put back by pip into its own site, by that venv's interpreter, as the wheel its frameworks require (torch's
     pin), never as words only."""
     prefix = tmp_path / "venv"
-    site = prefix / "lib" / "python3.11" / "site-packages"
+    site = venv_at(prefix)
     lib = folder_of(W928, site / "nvidia" / "cudnn" / "lib", only=("libcudnn.so.9",))
-    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (prefix / "bin").mkdir()
-    os.symlink(sys.executable, prefix / "bin" / "python")
     info = site / "torch-2.9.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\nRequires-Dist: "
@@ -491,18 +495,13 @@ def test_a_program_by_name_is_not_led_to_the_jit_wheel_but_gets_the_full_one(tmp
     from cudnnload.diagnose.which import not_found_fix
     from cudnnload.resolve.catalog import GENERATIONS
     from cudnnload.resolve.discovery import context
-
-    venv = tmp_path / "venv"
-    site = venv / "lib" / "python3.11" / "site-packages"
     from fixtures.scenarios.layouts import JIT, unpacked
 
-    shutil.copytree(unpacked(JIT), site, copy_function=os.link)
+    venv = tmp_path / "venv"
+    site = venv_at(venv)
+    shutil.copytree(unpacked(JIT), site, copy_function=os.link, dirs_exist_ok=True)
     lib = site / "nvidia" / "cudnn" / "lib"
     lib.mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (venv / "bin").mkdir()
-    (venv / "bin" / "python").write_text("#!/bin/sh\n")
-    (venv / "bin" / "python").chmod(0o755)
     said = not_found_fix(GENERATIONS[9], context({"PATH": "/usr/bin", "LD_LIBRARY_PATH": str(lib)}), [str(site)],
                          None)
     [action] = said.actions
