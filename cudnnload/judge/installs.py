@@ -583,6 +583,7 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
     if own is None or path is None or path == own.path:
         return
     listed = any(r.path == path for r in install.records)
+    goes = repair.put_back() if listed else fix(delete(path), note="no wheel ships that name")
     soname = step.soname
     expected = generation(install.major).library(step.library).soname
     if soname and soname != expected and (other := classify(soname)) is not None:
@@ -594,8 +595,7 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
                       f"{step.library}'s functions are not there" + ("; graph goes on without it, with fewer engines"
                                                                      if optional else ""),
                       Subject(SubjectKind.FILE, path, step.library),
-                      repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"),
-                      severity=WARNING if optional else ERROR)
+                      goes, severity=WARNING if optional else ERROR)
         return
     if not install.release or not step.release or step.release == install.release:
         real, own_real = step.real_path or path, own.real_path or own.path
@@ -605,12 +605,12 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
             yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} opens {posixpath.basename(path)}, a name it tries "
                           f"before {posixpath.basename(own.path)}, and gets {real}, outside this install",
                           Subject(SubjectKind.FILE, path, step.library),
-                          repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"))
+                          goes)
         return
     yield Finding(Code.MIXED_RELEASE, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
                   f"{posixpath.basename(own.path)}, and gets cuDNN {step.release}'s {step.library}, not this install's "
                   f"{install.release}", Subject(SubjectKind.FILE, path, step.library),
-                  repair.put_back() if listed else fix(delete(path), note="no wheel ships that name"))
+                  goes)
 
 
 def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> Iterable[Finding]:
