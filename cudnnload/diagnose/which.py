@@ -23,7 +23,15 @@ from cudnnload.judge.which import Which, about, not_found, only_by_path, request
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
-from cudnnload.resolve.discovery import Context, Step, context, make_step, requester, search_path_sites, wheel_site
+from cudnnload.resolve.discovery import (
+    Context,
+    Step,
+    context,
+    cudnn_wheel_site,
+    make_step,
+    requester,
+    search_path_sites,
+)
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
@@ -198,9 +206,8 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                            note=f"the folder of {dist.name} {dist.version}, which no search reaches")
     if python is None:  # a program of no Python: a wheel's folder it is pointed at is where its cuDNN goes back
         for entry in ctx.linker.ld_library_path:
-            site = wheel_site(entry) if entry.startswith("/") else None
-            if site is not None and os.path.basename(os.path.dirname(os.path.normpath(entry))) == "cudnn" and \
-                    os.path.isdir(site) and (pip_env := interpreter_of_site(site))[0] is not None:
+            site = cudnn_wheel_site(entry) if entry.startswith("/") else None
+            if site is not None and (pip_env := interpreter_of_site(site))[0] is not None:
                 return cudnn_install(gen.major, None, pip_env[0], site=site,
                                      note=f"{entry} is on LD_LIBRARY_PATH, and the cuDNN wheel it is the folder of "
                                           "is not installed there")

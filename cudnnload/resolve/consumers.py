@@ -43,6 +43,7 @@ from cudnnload.resolve.catalog import Release, classify, decode_version, parse_r
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.pythons import interpreter_of_site
+from cudnnload.resolve.sources import wheel_lib_folders
 
 # packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
 # consumers check pays it, when it reads a framework's pins.
@@ -340,14 +341,9 @@ def _unmet(dist: _Installed, paths: Sequence[str], env: Mapping[str, str], cache
     if not wanted:
         return ()
     held: set[str] = set()
-    for site in paths:
-        try:
-            packages = os.listdir(os.path.join(site or ".", "nvidia"))
-        except OSError:
-            continue
-        for package in packages:
-            with contextlib.suppress(OSError):
-                held.update(os.listdir(os.path.join(site or ".", "nvidia", package, "lib")))
+    for folder in wheel_lib_folders(paths):
+        with contextlib.suppress(OSError):
+            held.update(os.listdir(folder))
     unmet = []
     search: linker.LinkerEnv | None = None
     for soname, (path, info) in wanted.items():

@@ -40,7 +40,14 @@ from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
 from cudnnload.resolve.pythons import interpreter_of_site
-from cudnnload.resolve.sources import Distribution, Origin, SearchContext, cudnn_distributions, search
+from cudnnload.resolve.sources import (
+    Distribution,
+    Origin,
+    SearchContext,
+    cudnn_distributions,
+    search,
+    wheel_lib_folders,
+)
 from cudnnload.resolve.startup import Source
 
 # Machine this Python runs on, as pyelftools names e_machine.
@@ -534,21 +541,13 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
         if step.path or lib.required or asked_for(lib, shim))
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
-    site = dist.site if dist else _orphan_site(folder)
+    site = dist.site if dist else cudnn_wheel_site(folder)
     wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
                    _records(folder, files, dist, ctx), site, opening,
                    pip_env=interpreter_of_site(site) if site else (None, ()),
                    shadowing=_shadowing(folder, dist, release), wanted=wanted)
-
-
-def _orphan_site(folder: str) -> str | None:
-    """The site-packages folder of a cuDNN wheel's folder (``SITE/nvidia/cudnn/lib``) that no distribution owns,
-    when that site exists: pip installs the wheel back there."""
-    site = wheel_site(folder)
-    owner = os.path.basename(os.path.dirname(os.path.normpath(folder)))
-    return site if site is not None and owner.startswith("cudnn") and os.path.isdir(site) else None
 
 
 def _shadowing(folder: str, dist: Distribution | None, release: Release | None) -> tuple[str, ...]:
@@ -810,16 +809,8 @@ def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
 def _in_wheels(soname: str, sites: Sequence[str]) -> str | None:
     """A file named ``soname`` in a pip wheel's ``nvidia/*/lib`` folder of ``sites`` (cuBLAS, NVRTC, the CUDA
     runtime: what pip ships), the first found."""
-    for site in sites:
-        try:
-            packages = sorted(os.listdir(os.path.join(site, "nvidia")))
-        except OSError:
-            continue
-        for package in packages:
-            path = os.path.join(site, "nvidia", package, "lib", soname)
-            if os.path.isfile(path):
-                return path
-    return None
+    return next((path for folder in wheel_lib_folders(sites)
+                 if os.path.isfile(path := os.path.join(folder, soname))), None)
 
 
 # In every process before anything else: the C library and the loader (libdl, libpthread, librt are part of libc
@@ -961,6 +952,14 @@ def wheel_site(folder: str) -> str | None:
     if os.path.basename(folder) != "lib" or not os.path.basename(os.path.dirname(folder)).startswith(("cudnn", "cu")):
         return None
     return os.path.normpath(os.path.join(folder, "..", "..", ".."))
+
+
+def cudnn_wheel_site(folder: str) -> str | None:
+    """The site-packages folder of a cuDNN wheel's folder (``SITE/nvidia/cudnn/lib``, ``cudnn_jit``), when that
+    site exists: where pip installs the wheel back when no distribution owns the folder any more."""
+    site = wheel_site(folder)
+    owner = os.path.basename(os.path.dirname(os.path.normpath(folder)))
+    return site if site is not None and owner.startswith("cudnn") and os.path.isdir(site) else None
 
 
 def search_path_sites(entries: Sequence[str]) -> tuple[str, ...]:

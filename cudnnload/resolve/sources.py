@@ -58,6 +58,18 @@ class SearchContext:
     distributions: tuple[Distribution, ...] = field(default=())
 
 
+def wheel_lib_folders(sites: Sequence[str]) -> Iterable[str]:
+    """The ``nvidia/*/lib`` folders of pip's NVIDIA wheels in ``sites`` (cuDNN, cuBLAS, NVRTC, the CUDA runtime),
+    site by site and in name order within one: where torch's and JAX's loaders take them from, by path."""
+    for site in sites:
+        try:
+            packages = sorted(os.listdir(os.path.join(site or ".", "nvidia")))
+        except OSError:
+            continue
+        for package in packages:
+            yield os.path.join(site or ".", "nvidia", package, "lib")
+
+
 def cudnn_distributions(site_paths: Sequence[str]) -> tuple[Distribution, ...]:
     """Every installed nvidia-cudnn-* distribution on ``site_paths``, with its RECORD read.
 
