@@ -302,3 +302,19 @@ def test_a_file_given_its_own_mode_is_a_new_file() -> None:
     assert stat.S_IMODE((folder / "a").stat().st_mode) != 0o600
     assert stat.S_IMODE((folder / "b").stat().st_mode) == 0o600 and (folder / "b").read_bytes() == b"x"
     shutil.rmtree(folder)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_doctor_on_a_python_command_repairs_what_its_frameworks_get_not_the_cudnn_it_opened() -> None:
+    """``doctor -- python -c 'import torch ...'`` with another cuDNN installed by ``pip --target`` on PYTHONPATH and
+    a relative LD_LIBRARY_PATH entry of it (fix differential 1-892, 1-486, 1-525, 1-577): the program opened the
+    stray cuDNN, and the repair of that one alone (unset LD_LIBRARY_PATH) left torch on the PYTHONPATH copy. The
+    whole repair is judged as ``doctor --python`` judges the interpreter's environment, on what torch's own loader
+    gets in each changed world; applied, torch runs. (A check of the harness round, on today's doctor.)"""
+    _base("torch")
+    verdict = runner.differential(1, 892, ["torch"])  # pip-install-target, copy-sublibrary-other-release, and
+    assert verdict.error is None, verdict.error  # ldlp-relative-entry, as seed 1 draws them
+    assert not verdict.runs["torch"].works
+    [command] = [j for j in verdict.judged if j.said.form == "command"]
+    assert command.outcome == runner.FIXED, command

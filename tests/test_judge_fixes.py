@@ -507,3 +507,63 @@ def test_a_program_by_name_is_not_led_to_the_jit_wheel_but_gets_the_full_one(tmp
     [action] = said.actions
     assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
     assert action.requirements[0].startswith("nvidia-cudnn-cu") and "jit" not in action.requirements[0]
+
+
+def test_a_versioned_name_that_puts_another_engine_in_an_optional_engines_place_is_an_error(tmp_path: Path) -> None:
+    """``libcudnn_engines_precompiled.so.9.28.0 -> libcudnn_engines_tensor_ir.so.9`` (fix differential 1-794):
+    graph opens that name first and maps tensor_ir, which loads; graph runs without its precompiled engines and the
+    process maps a library the healthy wheel does not (measured: "mapped also libcudnn_engines_tensor_ir.so.9").
+    An error, whose fix deletes the name; the whole repair has that deletion (an environment change alone, which
+    keeps the name, is not offered)."""
+    good = folder_of(W928, tmp_path / "good")
+    (good / "libcudnn_engines_precompiled.so.9.28.0").symlink_to("libcudnn_engines_tensor_ir.so.9")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(good)}, target=str(good / "libcudnn.so.9"), timeout=60)
+    [finding] = [f for f in report.findings if f.code == "soname-mismatch"]
+    assert finding.severity.value == "error" and "with fewer engines" not in finding.message
+    deletion = {"do": "delete", "path": str(good / "libcudnn_engines_precompiled.so.9.28.0")}
+    assert [a.json() for a in finding.fix.actions] == [deletion]
+    first = next(f for f in report.findings if f.severity.value == "error")
+    assert deletion in [a.json() for a in first.fix.actions]
+
+
+def test_an_engine_file_record_does_not_list_is_not_taken_for_the_installs_release() -> None:
+    """9.28's engines_tensor_ir copied over 9.24's in its wheel (fix differential 1-892; measured: it stays mapped
+    and cudnnBackendFinalize returns 1002, not the healthy 2000). The engines carry no version constant: the release
+    the model gives them is their neighbours', which says nothing of a file RECORD does not list as it is. So such a
+    file that loads is not "another build of the same release" (a warning): it stays an error, the wheel put back.
+    An optional engine's (precompiled) is an error too when the process maps it, a warning when it never does."""
+    from cudnnload.judge.consequences import Load, Prediction
+    from cudnnload.judge.installs import _loads_as_released, _records, _Repairs
+    from cudnnload.resolve.catalog import Release
+    from cudnnload.resolve.discovery import Install, Record
+
+    lib = "/site/nvidia/cudnn/lib/"
+    records = tuple(Record(lib + name, 201345448, 249581552) for name in
+                    ("libcudnn_engines_tensor_ir.so.9", "libcudnn_engines_precompiled.so.9"))
+    install = Install(lib.rstrip("/"), 9, Release(9, 24, 0), "graph", "wheel", "nvidia-cudnn-cu13 9.24.0.43", 13, (),
+                      (), (), records=records, site="/site")
+
+    def severities(**loads: Load) -> list[str]:
+        found = list(_records(install, _Repairs(install, None), loads))
+        assert [f.code for f in found] == ["record-mismatch"] * 2
+        prediction = Prediction(loads, {}, ())
+        return [_loads_as_released(f, prediction, install).severity.value for f in found]
+
+    def load(key: str, asked: bool = True) -> Load:
+        return Load(key, f"{lib}libcudnn_{key}.so.9", Release(9, 24, 0), None, None, None, asked=asked)
+
+    assert severities(engines_tensor_ir=load("engines_tensor_ir"),
+                      engines_precompiled=load("engines_precompiled")) == ["error", "error"]
+    assert severities(engines_tensor_ir=load("engines_tensor_ir"),
+                      engines_precompiled=load("engines_precompiled", asked=False)) == ["error", "warning"]
+
+
+def test_a_plan_says_a_variable_once_when_a_later_round_sets_it_again() -> None:
+    """Two rounds that each set LD_LIBRARY_PATH (the second value holds the first's entries): only the last is
+    said (fix differential 1-794: "export LD_LIBRARY_PATH=A; then export LD_LIBRARY_PATH=A:B")."""
+    from cudnnload.diagnose.remedy import _kept
+    from cudnnload.verdicts import delete, set_variable
+
+    first, second = set_variable("LD_LIBRARY_PATH", "/a"), set_variable("LD_LIBRARY_PATH", "/a:/b")
+    other = set_variable("LD_PRELOAD", "/x.so")
+    assert _kept([first, delete("/f"), other, second]) == [delete("/f"), other, second]

@@ -313,7 +313,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # (or where the first error's own change, applied to the model, leaves it failing: a relative entry made
     # absolute keeps the other release it leads to)
     if first is not None and first not in stopped:
-        whole, better = _whole_repair(seen, env, program, first)
+        whole, better = _whole_repair(seen, env, program, first, served)
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
@@ -326,13 +326,34 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
 
 
 def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None,
-                  first: Finding) -> tuple[tuple[Finding, ...], bool]:
+                  first: Finding, served: Sequence[Served] = ()) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
-    proves it where it does not prove ``first``'s own change (both changes of the environment only, each judged)."""
+    proves it where it does not prove ``first``'s own change (both changes of the environment only, each judged).
+    A Python program whose frameworks ran: the repair of its interpreter's environment with those frameworks, as
+    ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
+    of the cuDNN it happened to open (which may be the stray one)."""
     from cudnnload.diagnose.doctor import judge_again, repair
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
+
+    python = seen.command[0] if seen.command and "python" in os.path.basename(seen.command[0]) else None
+    if python is not None and served and any(not s.works for s in served):
+        from cudnnload.loading.gpu import gpu_facts
+
+        consumers = [s.route.consumer for s in served]
+        try:
+            resolved = resolve_target(None, python=python, environ=env, program=program)
+            # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
+            if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
+                judge = judge_again(None, python, None, False, consumers, gpu_facts(env), (), program)
+                whole = repair(judge(env, frozenset()), resolved.install, env, judge,
+                               f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
+                               keep=False)
+                return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
+                    _leaves_errors(whole[0].fix.actions, env, judge) is False
+        except CudnnloadError:
+            pass  # an interpreter the model cannot ask: the cuDNN the program opened, below
 
     misses = _failed_lookups(seen).get("libcudnn", [])
     # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it

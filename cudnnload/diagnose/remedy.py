@@ -74,19 +74,25 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         if changes:
             for action in changes:
                 env, unstarted = applied(action, env, unstarted)
-            # judged again only while the model's world is the real one but for the environment: once a step
-            # puts files in place (a wheel installed), the model cannot see them, and what it would find missing
-            # is what that step brings
-            if not any(a.do in _FILES for a in actions):
-                findings = judge(env, unstarted)
-    return fix(*actions, manual("then run doctor again: the model stopped after "
+            # judged again; once a step puts files in place (a wheel installed), the model cannot see them, and
+            # what it finds about the files that step rewrites is taken care of by it (`_taken_care_of`)
+            findings = judge(env, unstarted)
+    return fix(*_kept(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
 
 
 def _said(actions: list[Action], later: list[str]) -> Fix | None:
     if not actions:
         return None
-    return fix(*actions, note=("then, if it still shows: " + "; ".join(later)) if later else None)
+    return fix(*_kept(actions), note=("then, if it still shows: " + "; ".join(later)) if later else None)
+
+
+def _kept(actions: Sequence[Action]) -> list[Action]:
+    """``actions`` less a setting of a variable that a later step sets or unsets again (two rounds that each
+    set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said)."""
+    return [a for i, a in enumerate(actions)
+            if a.do is not ActionKind.ENV_SET or not any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
+                                                         and b.variable == a.variable for b in actions[i + 1:])]
 
 
 # How many worlds `least_change` judges at most (each a judgement without child processes, ~50-150 ms)
@@ -159,6 +165,10 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
         return True
     if finding.code is Code.MISSING_DEPENDENCY and any(_brings_dependencies(action) for action in actions):
         return True  # pip installs cuDNN's own Requires-Dist (its cuBLAS, NVRTC) with it
+    installed = {r for action in actions if action.do is ActionKind.PIP_INSTALL for r in action.requirements}
+    if any(a.do is ActionKind.PIP_INSTALL for a in finding.fix.actions) and all(
+            set(a.requirements) <= installed for a in finding.fix.actions if a.do is ActionKind.PIP_INSTALL):
+        return True  # what a wheel the plan installs already brings (judged again, the model cannot see its files)
     path = finding.subject.path
     if path is None:
         return False

@@ -70,11 +70,11 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     findings += _mixed(install, repair)
     if stray_shim is not None:
         findings.append(stray_shim)
-    findings += _records(install, repair)
+    prediction = predict_install(install, ctx)
+    findings += _records(install, repair, prediction.loads)
     # what only a shim of another release asks for (ext, of a 9.28 shim over 9.0's folder) is that shim's
     # finding, not one more missing library
     only_asked = {lib.key for lib in gen.sublibraries if not lib.required} if stray_shim is not None else set()
-    prediction = predict_install(install, ctx)
     for step in install.plan:
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair, prediction.loads)
@@ -460,14 +460,17 @@ def _older_shim(shim: Candidate, graph: Step, graph_info: ElfInfo, install: Inst
                    (seen,))
 
 
-def _records(install: Install, repair: _Repairs) -> Iterable[Finding]:
+def _records(install: Install, repair: _Repairs, loads: Mapping[str, Load]) -> Iterable[Finding]:
     """What RECORD lists but is not on disk, or is on disk with another size (or sha256, with --verify)."""
     name = install.distribution or "its distribution"
     for record in install.records:
         key = _key_of(record.path)
         subject = Subject(SubjectKind.DISTRIBUTION, record.path, key, name=install.distribution)
-        # an optional engine library: graph runs without it (catalog), so the install works, with fewer engines
-        optional = key is not None and optional_engines(install.major, key, install.release)
+        # an optional engine library: graph runs without it (catalog), so the install works, with fewer engines;
+        # not another release's file in its place that the process maps all the same (measured: 9.28's tensor_ir
+        # in 9.24's wheel stays mapped, and cudnnBackendFinalize returns 1002, not the healthy 2000)
+        optional = key is not None and optional_engines(install.major, key, install.release) and \
+            not _maps_stray(loads.get(key), record.path, _own_release(install, record.path))
         effect = "; graph runs without it, with fewer engines" if optional else ""
         severity = WARNING if optional else ERROR
         if record.on_disk is None:
@@ -508,7 +511,8 @@ def _loads_as_released(finding: Finding, prediction: Prediction, install: Instal
         return finding
     load = prediction.loads.get(finding.subject.library)
     if load is None or load.fails is not None or not load.asked or load.path is None or load.release is None or \
-            load.release != install.release or posixpath.basename(load.path) != posixpath.basename(finding.path or ""):
+            load.release != install.release or posixpath.basename(load.path) != posixpath.basename(finding.path or "") \
+            or _own_release(install, finding.path) != install.release:
         return finding
     return replace(finding, severity=WARNING, message=finding.message + f"; it loads and serves as cuDNN "
                    f"{install.release}'s (another build of the same release)")
@@ -546,7 +550,7 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None,
     repair = repair or _Repairs(install, None)
     opener = posixpath.basename(step.requested_by) if step.requested_by else "the shim"
     if step.inside_install:
-        yield from _versioned_name(step, install, repair, opener)
+        yield from _versioned_name(step, install, repair, opener, (loads or {}).get(step.library))
         return
     own = install.file(step.library)
     subject = Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry)
@@ -554,9 +558,8 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None,
     via = f"{step.rule}, put in the process by LD_PRELOAD" if step.variable == "LD_PRELOAD" else step.rule
     # an optional engine library that does not load beside graph: graph goes on without it; one that stays mapped
     # (it binds to graph's symbols; graph then declines another release's) puts a second folder in the process
-    load = (loads or {}).get(step.library)
-    mapped = load is not None and load.asked and load.path == step.path and (load.fails is None or load.stays_mapped)
-    optional = optional_engines(install.major, step.library, install.release) and not mapped
+    optional = optional_engines(install.major, step.library, install.release) and \
+        not _maps_stray((loads or {}).get(step.library), step.path, install.release)
     severity = WARNING if optional else ERROR
     if step.error is not None:
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} would load {step.library} from {step.path} (via "
@@ -574,11 +577,29 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None,
                       f"{via}), outside this install", subject, cure)
 
 
-def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str) -> Iterable[Finding]:
+def _maps_stray(load: Load | None, path: str, release: Release | None) -> bool:
+    """Whether the process maps ``path`` as that library's load, as a file of another release than ``release``
+    (it binds to graph's symbols, and graph then declines it or not) or of none known."""
+    return load is not None and load.asked and load.path == path and (load.fails is None or load.stays_mapped) \
+        and (load.release is None or release is None or load.release != release)
+
+
+def _own_release(install: Install, path: str | None) -> Release | None:
+    """The release a file of the install says it is by its own version constant; None for one that carries none
+    (the shim, cnn, heuristic and the engines: the model then gives it its neighbours' release, which says
+    nothing of a file RECORD does not list as it is)."""
+    own = next((c for c in install.files if c.path == path), None)
+    return own.elf.release if own is not None and own.elf is not None else None
+
+
+def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str, load: Load | None
+                    ) -> Iterable[Finding]:
     """A name in the install's own folder that its opener tries before the library's own file (cuDNN 9's shim
     and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file, or to
     another sub-library's file (its SONAME says which: ``soname-mismatch``): that is what loads. The name goes
-    (`delete`: no wheel ships it), or the install is put back where RECORD lists it."""
+    (`delete`: no wheel ships it), or the install is put back where RECORD lists it. Another sub-library's file
+    in an optional engine's place is an error all the same when it loads (``load``): the process maps a library
+    the healthy install does not, and graph runs without the engines it asked for."""
     own, path = install.file(step.library), step.path
     if own is None or path is None or path == own.path:
         return
@@ -589,7 +610,8 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str)
     if soname and soname != expected and (other := classify(soname)) is not None:
         # the name leads to another sub-library's file: glibc finds that object loaded already (the same file, or
         # its SONAME) or loads it, and the functions of step.library are not in it
-        optional = optional_engines(install.major, step.library, install.release)
+        optional = optional_engines(install.major, step.library, install.release) and \
+            (load is None or not load.asked or (load.fails is not None and not load.stays_mapped))
         yield Finding(Code.SONAME_MISMATCH, f"{opener} opens {posixpath.basename(path)}, a name it tries before "
                       f"{posixpath.basename(own.path)}, and gets {other.key} (SONAME {soname}), not {step.library}: "
                       f"{step.library}'s functions are not there" + ("; graph goes on without it, with fewer engines"
