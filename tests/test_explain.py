@@ -1092,3 +1092,56 @@ def test_the_causes_of_a_known_message_are_offered_only_when_it_is_near_enough()
     "CUDA error: misaligned address" is 51 % alike "CUDA driver is a stub library", which says nothing of it."""
     result = explain("CUDA error: misaligned address", environ={})
     assert result.nearest and result.causes == ()
+
+
+@pytest.mark.parametrize("text", [
+    "CMake Error at cmake/Cuda.cmake:240 (message):\n  cuDNN version >= 9 is not yet supported.",
+    "RuntimeError: cuDNN 9 is not supported by this build; please install cuDNN 8",
+    "mylib: unsupported cuDNN version 9.1.0 found"])
+def test_a_program_refusing_the_cudnn_version_is_code_for_other_releases_not_a_status(text: str) -> None:
+    """"cuDNN X is not (yet) supported" is the program's own check of the version, not CUDNN_STATUS_NOT_SUPPORTED:
+    it was written for other cuDNN releases (their API, their major), and nothing failed to load."""
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "refused-version"
+    assert ranked(text)[:2] == ["removed-api", "wrong-cudnn-major"]
+
+
+def test_a_cudnn_status_not_supported_in_words_is_still_a_status() -> None:
+    primary = read("mylib: cudnn convolution failed: not supported for this layout").primary
+    assert primary is not None and primary.kind == "status:NOT_SUPPORTED"
+
+
+@pytest.mark.parametrize("text", [
+    "F cuda_dnn.cc:222] could not find cudnnConvolutionBackwardFilter_v2 in cudnn DSO; dlerror: /usr/local/cuda/lib64/"
+    "libcudnn.so.5: undefined symbol: cudnnConvolutionBackwardFilter_v2",
+    "ImportError: /opt/cudnn/lib64/libcudnn.so.6: undefined symbol: cudnnConvolutionBackwardData_v2"])
+def test_a_function_undefined_in_a_one_library_cudnn_is_one_it_lacks(text: str) -> None:
+    """glibc names the object it searched; cuDNN up to 7 is one library that imports no cuDNN function, so a cuDNN
+    function undefined in libcudnn.so.5/6/7 is a lookup into it that it lacks: an API that release removed."""
+    assert ranked(text)[0] == "removed-api"
+
+
+def test_a_function_undefined_in_a_cudnn_8_sub_library_is_still_two_releases_mixed() -> None:
+    text = ("OSError: /venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_cnn_infer.so.8: undefined symbol: "
+            "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, version libcudnn_ops_infer.so.8")
+    assert ranked(text)[0] == "mixed-release"
+
+
+def test_tensorflows_old_dso_lookup_in_a_users_words_is_a_missing_function() -> None:
+    """TensorFlow's cuda_dnn.cc before 1.x: "could not find <function> in cudnn DSO; dlerror: ...", reworded."""
+    primary = read("when it initializes I get: ConvolutionalBackwardFilter_V2 cudnn DSO dlerror").primary
+    assert primary is not None and primary.kind == "api-missing"
+
+
+def test_a_package_adding_a_dll_folder_that_is_not_there_stops_its_own_import() -> None:
+    """CPython's os.add_dll_directory raises FileNotFoundError for a folder that does not exist: the package's own
+    code stops the import before any cuDNN is loaded; never a GPU or a failing call."""
+    text = ('  File "C:\\venv\\lib\\site-packages\\mylib\\__init__.py", line 9, in <module>\n'
+            "    os.add_dll_directory(os.path.join(cuda_home, 'bin'))\n"
+            '  File "C:\\Python311\\lib\\os.py", line 1118, in add_dll_directory\n'
+            "    cookie = nt._add_dll_directory(path)\n"
+            "FileNotFoundError: [WinError 3] The system cannot find the path specified: "
+            "'C:\\Program Files\\NVIDIA\\CUDNN\\v8.9\\bin'")
+    causes = explain(text, environ={}).causes
+    assert [c.family for c in causes] == ["framework-bug", "installed-not-on-search-path", "cudnn-not-installed"]
+    assert causes[0].confidence == "possible"

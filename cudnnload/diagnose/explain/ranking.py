@@ -27,6 +27,7 @@ from cudnnload.diagnose.explain.reading import (
     Reading,
     Signal,
     dotted,
+    lacks_not_needs,
     library_class,
     library_major,
     version_of,
@@ -66,6 +67,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # without saying which way; a cuDNN function that a library lacks at link or load time
     "version-unclear": ("runtime-older-than-build", "wrong-cudnn-major", "version-mismatch-shadowed",
                         "minor-mismatch-strict", "two-frameworks-conflict", "conda-vs-pip"),
+    # a package adding, at import, a DLL folder that is not there (os.add_dll_directory): its own unchecked path,
+    # else the install it was built to find is elsewhere or absent
+    "dll-directory-missing": ("framework-bug", "installed-not-on-search-path", "cudnn-not-installed"),
+    # a program that says it does not take the cuDNN version found: written for an older API, or another major
+    "refused-version": ("removed-api", "wrong-cudnn-major", "framework-bug", "runtime-older-than-build"),
     "api-missing": ("runtime-older-than-build", "version-mismatch-shadowed", "mixed-release", "wrong-cudnn-major"),
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
@@ -101,13 +107,12 @@ Priors = Mapping[str, Mapping[str, int]]
 # corpus). `_prior` weighs the text's platform's reports in full and the kind's others in part; a kind absent
 # here has no report yet, and the catalog and its CANDIDATES order decide.
 PRIORS: dict[str, dict[str, int]] = {
-    "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1},
+    "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "catalog": {"gpu-too-old": 1},
     "compile-missing": {"framework-bug": 1, "version-mismatch-shadowed": 1},
     "conv-algorithm": {"out-of-memory": 3},
-    "cudnn-mentioned": {"framework-bug": 2, "removed-api": 1, "wrong-cudnn-major": 1},
-    "cudnn-mentioned@linux": {"framework-bug": 1, "removed-api": 1},
-    "cudnn-mentioned@windows": {"framework-bug": 1},
+    "cudnn-mentioned": {"framework-bug": 1},
+    "cudnn-mentioned@linux": {"framework-bug": 1},
     "cudnn-not-found": {"wrong-cudnn-major": 7, "installed-not-on-search-path": 3, "cudnn-not-installed": 2,
         "torch-without-nvidia-deps": 2, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
     "cudnn-not-found@linux": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2,
@@ -128,6 +133,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "dependency-load:zlib@windows": {"zlib-missing": 4, "unloadable-file": 1},
     "dependency-symbol:nvrtc": {"nvrtc-wrong": 1},
     "dependency-symbol:nvrtc@linux": {"nvrtc-wrong": 1},
+    "dll-directory-missing": {"framework-bug": 1},
+    "dll-directory-missing@windows": {"framework-bug": 1},
     "engine-load": {"missing-runpath": 1, "origin-through-symlink": 1, "sublibrary-missing": 1},
     "engine-load@linux": {"missing-runpath": 1, "origin-through-symlink": 1},
     "engine-load@windows": {"sublibrary-missing": 1},
@@ -140,6 +147,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "no-engine@linux": {"out-of-memory": 1},
     "paging-file": {"paging-file-too-small": 1},
     "paging-file@windows": {"paging-file-too-small": 1},
+    "refused-version": {"removed-api": 1},
+    "refused-version@linux": {"removed-api": 1},
     "removed-api": {"removed-api": 1},
     "status:ARCH_MISMATCH": {"gpu-too-old": 5},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
@@ -554,7 +563,10 @@ def public_function_missing(reading: Reading, signal: Signal) -> str | None:
     if signal.kind == "api-missing":
         return signal.quote
     found = _PUBLIC_MISSING.search(f"{signal.error or ''} {signal.line}")
-    if found is None or (found.group("needs") and library_class(found.group("needs")) in CUDNN_CLASSES):
+    if found is None:
+        return None
+    needs = found.group("needs")
+    if needs and library_class(needs) in CUDNN_CLASSES and not lacks_not_needs(needs):
         return None
     return found.group(0)
 
@@ -594,8 +606,8 @@ LOADING = ("sublibrary-load", "cudnn-not-found")
 FAILED_LOADS = (*LOADING, "engine-load", "dependency-load:", "status:SUBLIBRARY_LOADING_FAILED")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
-RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
-                 "cudnn-mentioned", "cublas-status:")
+RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "refused-version",
+                 "version-unclear", "cudnn-mentioned", "cublas-status:")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
