@@ -19,9 +19,10 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
     CUDNN_CLASSES,
     Reading,
@@ -942,14 +943,55 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
+# The kinds of a program's own check of the cuDNN version it found: one that refuses it says a cuDNN other than
+# the one it was written for was loaded, whatever the likeliest reason
+VERSION_CHECKS = (*VERSIONS, "refused-version")
+
+
+def shows_a_load(signal: Signal) -> bool:
+    """Whether ``signal`` is a load that failed or loaded the wrong library: a library that could not be loaded
+    (its kind, `FAILED_LOADS`, read from the loader's or the framework's words), a version check that refused the
+    cuDNN found (`VERSION_CHECKS`), or a message whose most likely cause, as its catalog entry means it (else its
+    kind's), is about loading (`causes.ABOUT_LOADING`): an undefined symbol, a sub-library version mismatch, "was
+    compiled against". A status the catalog reads first as something else (NOT_INITIALIZED: out of memory first)
+    is not one, nor a warning whose first cause is that it is harmless."""
+    if signal.kind.startswith((*FAILED_LOADS, *VERSION_CHECKS)):
+        return True
+    listed = candidates(signal)
+    return bool(listed) and listed[0] in ABOUT_LOADING
+
+
+# Said of a cause about loading that `loads_last` put after the others.
+NO_LOAD_SHOWN = ("the text shows no library that failed to load and no wrong one loaded (no loader error, no version "
+                 "check): a cause about loading comes after the causes of what it does show")
+
+
+def loads_last(reading: Reading, ranked: Iterable[Scored]) -> tuple[Scored, ...]:
+    """``ranked`` as it is where a message of the text shows a load that failed or loaded the wrong library
+    (`shows_a_load`); else with the causes about loading after the others, each saying why, each part in its
+    order. A failing call, a GPU fault or a refused configuration is never blamed on loading first when nothing
+    in the text says that anything failed to load (issue 32: "a loading cause first for a non-loading error: 0")."""
+    ranked = tuple(ranked)
+    if any(shows_a_load(signal) for signal in reading.signals):
+        return ranked
+    return (tuple(s for s in ranked if s.family not in ABOUT_LOADING)
+            + tuple(s if NO_LOAD_SHOWN in s.evidence else replace(s, evidence=(*s.evidence, NO_LOAD_SHOWN))
+                    for s in ranked if s.family in ABOUT_LOADING))
+
+
 def rank(reading: Reading, priors: Priors | None = None,
          nearest: Sequence[messages.Near] = ()) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families. A text without a message gets only what its words name (`_without_a_message`),
-    else the causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
+    way, where they add families; causes about loading after the others where the text shows no load that failed
+    (`loads_last`). A text without a message gets only what its words name (`_without_a_message`), else the
+    causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
     ``priors``: the counts per message kind to weigh causes by (default `PRIORS`, counted on the tuning part; the
     cross-validation bench passes counts of the other folds)."""
-    priors = PRIORS if priors is None else priors
+    return loads_last(reading, by_score(reading, PRIORS if priors is None else priors, nearest))
+
+
+def by_score(reading: Reading, priors: Priors, nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
+    """The causes as `rank` scores them, best first, before `loads_last` orders them by what the text shows."""
     primary = reading.primary
     if primary is None:
         return (_without_a_message(reading, Signal("none", "none", "", "the text", "no message"), LIKELY)
