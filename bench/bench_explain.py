@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|all] [--print-priors]
+    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|held5|all] [--print-priors]
                                   [--misses]
                                   [--catalog]
 
@@ -10,10 +10,11 @@ the two rankings must be the same (explain without --here reads nothing of the m
 reports, left without an answer, right cause first, right cause in the top 3, wrong cause first, wrong first
 with a "confident" tag, and a cause about loading first for a report whose cause is not. The tuning part is
 also shown per family (``--misses``: each of its reports not ranked right first); the held-out parts only as
-their totals, so that nobody tunes on what they miss: "held-out" (issue 32's first 63), "held-out 2" and
-"held-out 3" (each split by a hash of the id on 2026-11-28, split.json). Goals (issue 32, on the held-out
-parts): right first >= 80 %, top 3 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0. The held-out
-figures are the ones to quote.
+their totals, so that nobody tunes on what they miss: "held-out" (issue 32's first 63), "held-out 2" to
+"held-out 4" (each split by a hash of the id, split.json) and "held-out 5" (the sixth round, all held out; shown
+also without the reports its harvest called doubtful, split.json's ``held_out_5_doubtful``). Goals (issue 32, on
+the held-out parts): right first >= 80 %, top 3 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0.
+The held-out figures are the ones to quote.
 
 First it prints the message catalog's entries per source and per release read (``--catalog``: only that).
 ``--print-priors`` prints the table `cudnnload/diagnose/explain/ranking.py` keeps as PRIORS, counted on the
@@ -27,11 +28,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudnnload.diagnose.explain.catalog import DATA  # noqa: E402
-from fixtures.explain.corpus import load_reports  # noqa: E402
+from fixtures.explain.corpus import load_doubtful, load_reports  # noqa: E402
 from fixtures.explain.harvest import print_counts  # noqa: E402
 from fixtures.explain.scoring import (  # noqa: E402
     COLUMNS,
@@ -73,7 +75,7 @@ def report(name: str, outcomes: list[Outcome], differ: list[str], detail: bool, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reports", choices=("both", "tuning", "held", "held2", "held3", "held4", "all"),
+    parser.add_argument("--reports", choices=("both", "tuning", "held", "held2", "held3", "held4", "held5", "all"),
                         default="both")
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true",
@@ -91,13 +93,16 @@ def main() -> int:
     if args.print_priors:
         print(priors_source(priors(tuning)))
         return 0
-    held = (("held-out (the figure to quote)", parts["held_out"]),
-            ("held-out 2 (the figure to quote)", parts["held_out_2"]),
-            ("held-out 3 (the figure to quote)", parts["held_out_3"]),
-            ("held-out 4 (the figure to quote)", parts["held_out_4"]))
-    chosen_parts = {"both": (*held, ("tuning", tuning)), "tuning": (("tuning", tuning),), "held": held[:1],
-                    "held2": held[1:2], "held3": held[2:3], "held4": held[3:],
-                    "all": (("all", reports),)}[args.reports]
+    doubtful = load_doubtful()
+    held: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+    for number, part in enumerate(("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5"), 1):
+        suffix = f" {number}" if number > 1 else ""
+        shown = held[f"held{suffix.strip()}"] = [(f"held-out{suffix} (the figure to quote)", parts[part])]
+        if part in doubtful:
+            shown.append((f"held-out{suffix} without the {len(doubtful[part])} its harvest called doubtful",
+                          [r for r in parts[part] if r["id"] not in doubtful[part]]))
+    chosen_parts = {"both": [*(entry for entries in held.values() for entry in entries), ("tuning", tuning)],
+                    "tuning": [("tuning", tuning)], "all": [("all", reports)], **held}[args.reports]
     results = []
     for name, chosen in chosen_parts:
         empty = measure(chosen, environ={})

@@ -16,19 +16,17 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.explain import Explanation, explain, ranking
-from cudnnload.diagnose.explain.causes import FAMILIES, cudnn_wheel
+from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
 from cudnnload.resolve.survey import SurveyedWheel, surveyed
-from fixtures.explain.corpus import families
+from fixtures.explain.corpus import families, loading_families
 from tests.wheels import lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # causes that blame loading: never first when the text shows a runtime problem
-LOADING = {"cudnn-not-installed", "sublibrary-missing", "wheel-not-on-linker-path", "installed-not-on-search-path",
-           "wrong-cudnn-major", "platlib-purelib-split", "torch-without-nvidia-deps", "origin-through-symlink",
-           "missing-runpath", "nvrtc-missing", "libcuda-missing", "zlib-missing", "cublas-missing-or-wrong"}
+LOADING = ABOUT_LOADING
 
 
 def ranked(text: str) -> list[str]:
@@ -1092,3 +1090,134 @@ def test_the_causes_of_a_known_message_are_offered_only_when_it_is_near_enough()
     "CUDA error: misaligned address" is 51 % alike "CUDA driver is a stub library", which says nothing of it."""
     result = explain("CUDA error: misaligned address", environ={})
     assert result.nearest and result.causes == ()
+
+
+@pytest.mark.parametrize("text", [
+    "CMake Error at cmake/Cuda.cmake:240 (message):\n  cuDNN version >= 9 is not yet supported.",
+    "RuntimeError: cuDNN 9 is not supported by this build; please install cuDNN 8",
+    "mylib: unsupported cuDNN version 9.1.0 found"])
+def test_a_program_refusing_the_cudnn_version_is_code_for_other_releases_not_a_status(text: str) -> None:
+    """"cuDNN X is not (yet) supported" is the program's own check of the version, not CUDNN_STATUS_NOT_SUPPORTED:
+    it was written for other cuDNN releases (their API, their major), and nothing failed to load."""
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "refused-version"
+    assert ranked(text)[:2] == ["removed-api", "wrong-cudnn-major"]
+
+
+def test_a_cudnn_status_not_supported_in_words_is_still_a_status() -> None:
+    primary = read("mylib: cudnn convolution failed: not supported for this layout").primary
+    assert primary is not None and primary.kind == "status:NOT_SUPPORTED"
+
+
+@pytest.mark.parametrize("text", [
+    "F cuda_dnn.cc:222] could not find cudnnConvolutionBackwardFilter_v2 in cudnn DSO; dlerror: /usr/local/cuda/lib64/"
+    "libcudnn.so.5: undefined symbol: cudnnConvolutionBackwardFilter_v2",
+    "ImportError: /opt/cudnn/lib64/libcudnn.so.6: undefined symbol: cudnnConvolutionBackwardData_v2"])
+def test_a_function_undefined_in_a_one_library_cudnn_is_one_it_lacks(text: str) -> None:
+    """glibc names the object it searched; cuDNN up to 7 is one library that imports no cuDNN function, so a cuDNN
+    function undefined in libcudnn.so.5/6/7 is a lookup into it that it lacks: an API that release removed."""
+    assert ranked(text)[0] == "removed-api"
+
+
+def test_a_function_undefined_in_a_cudnn_8_sub_library_is_still_two_releases_mixed() -> None:
+    text = ("OSError: /venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_cnn_infer.so.8: undefined symbol: "
+            "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, version libcudnn_ops_infer.so.8")
+    assert ranked(text)[0] == "mixed-release"
+
+
+def test_tensorflows_old_dso_lookup_in_a_users_words_is_a_missing_function() -> None:
+    """TensorFlow's cuda_dnn.cc before 1.x: "could not find <function> in cudnn DSO; dlerror: ...", reworded."""
+    primary = read("when it initializes I get: ConvolutionalBackwardFilter_V2 cudnn DSO dlerror").primary
+    assert primary is not None and primary.kind == "api-missing"
+
+
+def test_a_package_adding_a_dll_folder_that_is_not_there_stops_its_own_import() -> None:
+    """CPython's os.add_dll_directory raises FileNotFoundError for a folder that does not exist: the package's own
+    code stops the import before any cuDNN is loaded; never a GPU or a failing call."""
+    text = ('  File "C:\\venv\\lib\\site-packages\\mylib\\__init__.py", line 9, in <module>\n'
+            "    os.add_dll_directory(os.path.join(cuda_home, 'bin'))\n"
+            '  File "C:\\Python311\\lib\\os.py", line 1118, in add_dll_directory\n'
+            "    cookie = nt._add_dll_directory(path)\n"
+            "FileNotFoundError: [WinError 3] The system cannot find the path specified: "
+            "'C:\\Program Files\\NVIDIA\\CUDNN\\v8.9\\bin'")
+    causes = explain(text, environ={}).causes
+    assert [c.family for c in causes] == ["framework-bug", "installed-not-on-search-path", "cudnn-not-installed"]
+    assert causes[0].confidence == "possible"
+
+
+# --- a cause about loading only where the text shows a load ---------------------------------------------
+
+def test_the_causes_about_loading_are_the_families_under_the_loading_headings() -> None:
+    assert loading_families() == ABOUT_LOADING
+
+
+# TensorFlow's "Failed to get convolution algorithm" with the GPU's memory free and a cuDNN the release accepts:
+# the evidence leans to another cuDNN shadowing it, but nothing in the text failed to load or refused a version
+_CONV_ALGORITHM_MEMORY_FREE = (
+    "tensorflow 2.4.0, cuDNN 8.0.4 installed\nMemory usage: 15000000000 bytes free, 16000000000 bytes total.\n"
+    "UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try "
+    "looking to see if a warning log message was printed above.")
+
+
+@pytest.mark.parametrize("text", [
+    _CONV_ALGORITHM_MEMORY_FREE,
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\nLD_LIBRARY_PATH=/usr/local/cuda/lib64 (cuDNN 8.9 there)\n"
+    "torch 2.1.0+cu121",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\n(venv) $ pip list | grep nvidia-cudnn\n"
+    "nvidia-cudnn-cu11 8.5.0.96\ntorch 2.1.0+cu121",
+    "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\ncudnn64_7.dll\ntensorflow-gpu 1.15.0, cuDNN 7.4",
+])
+def test_a_cause_about_loading_never_comes_first_where_no_load_failed(text: str) -> None:
+    """A failing call, with paths, wheels and versions around it: a cause about loading only after the causes of
+    what the text shows, each saying why."""
+    reading = read(text)
+    assert reading.signals and not any(ranking.shows_a_load(signal) for signal in reading.signals)
+    causes = explain(text, environ={}).causes
+    kinds = [cause.family in ABOUT_LOADING for cause in causes]
+    assert not kinds[0] and kinds == sorted(kinds)
+    assert all(ranking.NO_LOAD_SHOWN in cause.evidence for cause in causes if cause.family in ABOUT_LOADING)
+
+
+def test_the_evidence_alone_would_have_put_a_cause_about_loading_first() -> None:
+    """The rule is what decides there: without it (its score alone) another cuDNN shadowing TensorFlow's leads."""
+    reading = read(_CONV_ALGORITHM_MEMORY_FREE)
+    assert ranking.by_score(reading, ranking.PRIORS, ())[0].family == "version-mismatch-shadowed"
+    assert ranked(_CONV_ALGORITHM_MEMORY_FREE)[0] not in ABOUT_LOADING
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object "
+     "file: No such file or directory", None),
+    ("ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory", None),
+    ("Loaded runtime CuDNN library: 7.1.4 but source was compiled with: 7.2.1.", "runtime-older-than-build"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 10, 2) but found runtime "
+     "version (9, 0, 0).", None),
+    ("OSError: /venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn_cnn_infer.so.8: undefined symbol: "
+     "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, version libcudnn_ops_infer.so.8", "mixed-release"),
+    ("cuDNN error: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH", "mixed-release"),
+    ("Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor", None),
+    ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}", None),
+    ("Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!", None),
+])
+def test_a_text_that_shows_a_failed_or_wrong_load_may_put_loading_first(text: str, family: str | None) -> None:
+    """A loader's error, a library that could not be loaded, a version check, two releases mixed: the text shows
+    the load, and the causes about loading keep their place (first here)."""
+    reading = read(text)
+    assert any(ranking.shows_a_load(signal) for signal in reading.signals)
+    causes = explain(text, environ={}).causes
+    assert causes[0].family in ABOUT_LOADING and (family is None or causes[0].family == family)
+    assert not any(ranking.NO_LOAD_SHOWN in cause.evidence for cause in causes)
+
+
+def test_a_status_is_a_load_only_where_the_catalog_reads_it_first_as_one() -> None:
+    """The catalog's meaning decides: CUDNN_STATUS_NOT_INITIALIZED is out of memory first (not a load);
+    SUBLIBRARY_LOADING_FAILED is a sub-library that did not load."""
+    assert not any(ranking.shows_a_load(s) for s in read("cuDNN error: CUDNN_STATUS_NOT_INITIALIZED").signals)
+    assert any(ranking.shows_a_load(s) for s in read("cuDNN error: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED").signals)
+
+
+def test_here_keeps_the_causes_about_loading_after_the_others_where_no_load_failed() -> None:
+    causes = explain(_CONV_ALGORITHM_MEMORY_FREE, here=True, environ={}, site_paths=[]).causes
+    kinds = [cause.family in ABOUT_LOADING for cause in causes]
+    assert not kinds[0] and kinds == sorted(kinds)
+    assert all(cause.evidence.count(ranking.NO_LOAD_SHOWN) == 1 for cause in causes if cause.family in ABOUT_LOADING)

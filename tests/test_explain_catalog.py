@@ -56,6 +56,27 @@ def test_every_entry_is_well_formed_and_names_known_causes(data: dict[str, objec
         assert entry["meaning"].strip() and entry["file"].strip(), entry["id"]
 
 
+# What a meaning says of a message that is no more than a warning or information: the flag `warning` must agree
+# with it (a flag marks the line as not the failure: `reading`, `ranking.only_warnings`). A warning whose words name
+# the cause of what fails next (Paddle's cuDNN version warning, PyTorch's "no longer supports this GPU") is said to
+# be "a warning that names the cause" and is not flagged: it is read as the failure's first line.
+_ONLY_A_WARNING = re.compile(r"^only (?:a warning|information)\b")
+
+
+@pytest.mark.parametrize("where", ["catalog.json", "messages.MESSAGES"])
+def test_a_message_is_flagged_a_warning_exactly_where_its_meaning_says_it_is_only_one(
+        data: dict[str, object], where: str) -> None:
+    from fixtures.explain.messages import MESSAGES
+    curated = ([(e["id"], e["meaning"], e["warning"]) for e in data["entries"] if e["curated"]]  # type: ignore[index]
+               if where == "catalog.json" else [(m.locate, m.meaning, m.warning) for m in MESSAGES])
+    assert curated
+    for name, meaning, warning in curated:
+        assert not _ONLY_A_WARNING.search(meaning) or warning, f"{name}: says it is only a warning, not flagged"
+        assert warning or "only a warning" not in meaning, f"{name}: not flagged, yet says it is only a warning"
+    assert any(meaning.startswith("a warning") and "names the cause" in meaning and not warning
+               for _, meaning, warning in curated)
+
+
 def test_every_entry_still_matches_its_own_template(data: dict[str, object]) -> None:
     for entry in data["entries"]:
         pattern = compile_template(entry["template"], entry["style"])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
-from cudnnload.diagnose.explain.ranking import Priors, Scored, confidence, rank
+from cudnnload.diagnose.explain.ranking import Priors, Scored, confidence, loads_last, rank
 from cudnnload.diagnose.explain.reading import GUESSES, Reading, Signal, read
 from cudnnload.errors import UsageError
 from cudnnload.verdicts import Fix
@@ -137,7 +137,7 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     if here:
         facts = machine(environ, site_paths)
         checks = {scored.family: check(scored.family, facts, reading) for scored in ranked}
-        ranked = tuple(sorted(ranked, key=lambda s: -(s.score + HERE_WEIGHT[checks[s.family].verdict])))
+        ranked = loads_last(reading, sorted(ranked, key=lambda s: -(s.score + HERE_WEIGHT[checks[s.family].verdict])))
     return Explanation(reading, tuple(_cause(reading, ranked, index, checks.get(scored.family), guessed)
                                       for index, scored in enumerate(ranked)), here, note, nearest)
 

@@ -487,3 +487,17 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            _manual("reinstall torch with pip (or pin a release whose metadata lists the nvidia-* "
                                    "wheels, e.g. not 2.0.1 under poetry) so its nvidia-* dependencies come along")),
 )}
+
+
+# The causes about loading: a library not found, not the right one, or not loadable (fixtures/explain/FAMILIES.md's
+# headings marked *(loading)*; tests/test_explain.py holds the two equal). The others are about the GPU and its
+# driver, the call cuDNN was given, the program's or cuDNN's own code, or no failure at all.
+ABOUT_LOADING = frozenset({
+    "cudnn-not-installed", "sublibrary-missing", "wheel-not-on-linker-path", "installed-not-on-search-path",
+    "platlib-purelib-split", "torch-without-nvidia-deps", "origin-through-symlink", "preload-needs-missing",
+    "unloadable-file", "paging-file-too-small", "missing-runpath",
+    "wrong-cudnn-major", "runtime-older-than-build", "minor-mismatch-strict", "version-mismatch-shadowed",
+    "conda-vs-pip", "two-frameworks-conflict", "mixed-release",
+    "nvrtc-missing", "nvrtc-wrong", "cublas-missing-or-wrong", "libcudart-missing-or-wrong", "zlib-missing",
+    "libcuda-missing", "glibc-or-libstdcxx-too-old", "multiple-cudart-or-frontend",
+})

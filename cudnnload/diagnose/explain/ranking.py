@@ -19,14 +19,16 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
     CUDNN_CLASSES,
     Reading,
     Signal,
     dotted,
+    lacks_not_needs,
     library_class,
     library_major,
     version_of,
@@ -66,6 +68,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # without saying which way; a cuDNN function that a library lacks at link or load time
     "version-unclear": ("runtime-older-than-build", "wrong-cudnn-major", "version-mismatch-shadowed",
                         "minor-mismatch-strict", "two-frameworks-conflict", "conda-vs-pip"),
+    # a package adding, at import, a DLL folder that is not there (os.add_dll_directory): its own unchecked path,
+    # else the install it was built to find is elsewhere or absent
+    "dll-directory-missing": ("framework-bug", "installed-not-on-search-path", "cudnn-not-installed"),
+    # a program that says it does not take the cuDNN version found: written for an older API, or another major
+    "refused-version": ("removed-api", "wrong-cudnn-major", "framework-bug", "runtime-older-than-build"),
     "api-missing": ("runtime-older-than-build", "version-mismatch-shadowed", "mixed-release", "wrong-cudnn-major"),
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
@@ -101,16 +108,17 @@ Priors = Mapping[str, Mapping[str, int]]
 # corpus). `_prior` weighs the text's platform's reports in full and the kind's others in part; a kind absent
 # here has no report yet, and the catalog and its CANDIDATES order decide.
 PRIORS: dict[str, dict[str, int]] = {
-    "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1},
+    "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "catalog": {"gpu-too-old": 1},
     "compile-missing": {"framework-bug": 1, "version-mismatch-shadowed": 1},
     "conv-algorithm": {"out-of-memory": 3},
-    "cudnn-mentioned": {"framework-bug": 1, "wrong-cudnn-major": 1},
+    "cudnn-mentioned": {"framework-bug": 1},
     "cudnn-mentioned@linux": {"framework-bug": 1},
-    "cudnn-not-found": {"wrong-cudnn-major": 7, "installed-not-on-search-path": 3, "torch-without-nvidia-deps": 2,
-        "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
-    "cudnn-not-found@linux": {"installed-not-on-search-path": 2, "torch-without-nvidia-deps": 2,
-        "cudnn-not-installed": 1, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1, "wrong-cudnn-major": 1},
+    "cudnn-not-found": {"wrong-cudnn-major": 7, "installed-not-on-search-path": 3, "cudnn-not-installed": 2,
+        "torch-without-nvidia-deps": 2, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1},
+    "cudnn-not-found@linux": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2,
+        "torch-without-nvidia-deps": 2, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1,
+        "wrong-cudnn-major": 1},
     "cudnn-not-found@windows": {"wrong-cudnn-major": 6},
     "dependency-load:cublas": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
     "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
@@ -120,12 +128,14 @@ PRIORS: dict[str, dict[str, int]] = {
     "dependency-load:glibc@linux": {"glibc-or-libstdcxx-too-old": 2},
     "dependency-load:libcuda": {"libcuda-missing": 1, "no-gpu-or-driver": 1},
     "dependency-load:libcuda@linux": {"libcuda-missing": 1, "no-gpu-or-driver": 1},
-    "dependency-load:nvrtc": {"nvrtc-missing": 4},
-    "dependency-load:nvrtc@linux": {"nvrtc-missing": 4},
+    "dependency-load:nvrtc": {"nvrtc-missing": 5},
+    "dependency-load:nvrtc@linux": {"nvrtc-missing": 5},
     "dependency-load:zlib": {"zlib-missing": 4, "unloadable-file": 1},
     "dependency-load:zlib@windows": {"zlib-missing": 4, "unloadable-file": 1},
     "dependency-symbol:nvrtc": {"nvrtc-wrong": 1},
     "dependency-symbol:nvrtc@linux": {"nvrtc-wrong": 1},
+    "dll-directory-missing": {"framework-bug": 1},
+    "dll-directory-missing@windows": {"framework-bug": 1},
     "engine-load": {"missing-runpath": 1, "origin-through-symlink": 1, "sublibrary-missing": 1},
     "engine-load@linux": {"missing-runpath": 1, "origin-through-symlink": 1},
     "engine-load@windows": {"sublibrary-missing": 1},
@@ -138,27 +148,32 @@ PRIORS: dict[str, dict[str, int]] = {
     "no-engine@linux": {"out-of-memory": 1},
     "paging-file": {"paging-file-too-small": 1},
     "paging-file@windows": {"paging-file-too-small": 1},
+    "refused-version": {"removed-api": 1},
+    "refused-version@linux": {"removed-api": 1},
     "removed-api": {"removed-api": 1},
     "status:ARCH_MISMATCH": {"gpu-too-old": 5},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
-    "status:BAD_PARAM": {"bad-param-usage": 3, "known-bad-release": 1, "version-mismatch-shadowed": 1},
-    "status:EXECUTION_FAILED": {"gpu-too-new": 4},
-    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 2},
-    "status:INTERNAL_ERROR": {"known-bad-release": 1, "unsupported-configuration": 1},
+    "status:BAD_PARAM": {"bad-param-usage": 4, "framework-bug": 2, "known-bad-release": 1,
+        "version-mismatch-shadowed": 1},
+    "status:BAD_PARAM@windows": {"framework-bug": 1},
+    "status:EXECUTION_FAILED": {"gpu-too-new": 4, "bad-param-usage": 1},
+    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 2, "bad-param-usage": 1},
+    "status:INTERNAL_ERROR": {"known-bad-release": 1, "out-of-memory": 1, "unsupported-configuration": 1},
     "status:NOT_INITIALIZED": {"out-of-memory": 4, "driver-too-old": 1},
     "status:NOT_INITIALIZED@windows": {"out-of-memory": 1},
-    "status:NOT_SUPPORTED": {"unsupported-configuration": 3, "harmless-warning": 1, "known-bad-release": 1,
-        "version-mismatch-shadowed": 1},
+    "status:NOT_SUPPORTED": {"unsupported-configuration": 3, "framework-bug": 1, "harmless-warning": 1,
+        "known-bad-release": 1, "version-mismatch-shadowed": 1},
     "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 3},
+    "status:NOT_SUPPORTED@windows": {"framework-bug": 1},
     "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 3},
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
     "sublibrary-load": {"cudnn-not-installed": 6, "wheel-not-on-linker-path": 6, "wrong-cudnn-major": 5,
-        "installed-not-on-search-path": 2, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1,
+        "installed-not-on-search-path": 4, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1,
         "unloadable-file": 1},
     "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
         "libcuda-missing": 1},
-    "sublibrary-load@windows": {"cudnn-not-installed": 2, "installed-not-on-search-path": 2, "sublibrary-missing": 2,
+    "sublibrary-load@windows": {"installed-not-on-search-path": 4, "cudnn-not-installed": 2, "sublibrary-missing": 2,
         "wrong-cudnn-major": 2, "zlib-missing": 2, "unloadable-file": 1},
     "symbol-mismatch": {"mixed-release": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
@@ -549,7 +564,10 @@ def public_function_missing(reading: Reading, signal: Signal) -> str | None:
     if signal.kind == "api-missing":
         return signal.quote
     found = _PUBLIC_MISSING.search(f"{signal.error or ''} {signal.line}")
-    if found is None or (found.group("needs") and library_class(found.group("needs")) in CUDNN_CLASSES):
+    if found is None:
+        return None
+    needs = found.group("needs")
+    if needs and library_class(needs) in CUDNN_CLASSES and not lacks_not_needs(needs):
         return None
     return found.group(0)
 
@@ -589,8 +607,8 @@ LOADING = ("sublibrary-load", "cudnn-not-found")
 FAILED_LOADS = (*LOADING, "engine-load", "dependency-load:", "status:SUBLIBRARY_LOADING_FAILED")
 # The kinds of a call that fails once cuDNN is loaded (a status, no engine or algorithm, a GPU fault, a build that
 # lacks a name) and of a text that only talks of a version
-RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "version-unclear",
-                 "cudnn-mentioned", "cublas-status:")
+RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog", "compile-missing", "refused-version",
+                 "version-unclear", "cudnn-mentioned", "cublas-status:")
 VERSIONS = ("version-",)
 
 RULES: tuple[Rule, ...] = (
@@ -925,14 +943,55 @@ def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
+# The kinds of a program's own check of the cuDNN version it found: one that refuses it says a cuDNN other than
+# the one it was written for was loaded, whatever the likeliest reason
+VERSION_CHECKS = (*VERSIONS, "refused-version")
+
+
+def shows_a_load(signal: Signal) -> bool:
+    """Whether ``signal`` is a load that failed or loaded the wrong library: a library that could not be loaded
+    (its kind, `FAILED_LOADS`, read from the loader's or the framework's words), a version check that refused the
+    cuDNN found (`VERSION_CHECKS`), or a message whose most likely cause, as its catalog entry means it (else its
+    kind's), is about loading (`causes.ABOUT_LOADING`): an undefined symbol, a sub-library version mismatch, "was
+    compiled against". A status the catalog reads first as something else (NOT_INITIALIZED: out of memory first)
+    is not one, nor a warning whose first cause is that it is harmless."""
+    if signal.kind.startswith((*FAILED_LOADS, *VERSION_CHECKS)):
+        return True
+    listed = candidates(signal)
+    return bool(listed) and listed[0] in ABOUT_LOADING
+
+
+# Said of a cause about loading that `loads_last` put after the others.
+NO_LOAD_SHOWN = ("the text shows no library that failed to load and no wrong one loaded (no loader error, no version "
+                 "check): a cause about loading comes after the causes of what it does show")
+
+
+def loads_last(reading: Reading, ranked: Iterable[Scored]) -> tuple[Scored, ...]:
+    """``ranked`` as it is where a message of the text shows a load that failed or loaded the wrong library
+    (`shows_a_load`); else with the causes about loading after the others, each saying why, each part in its
+    order. A failing call, a GPU fault or a refused configuration is never blamed on loading first when nothing
+    in the text says that anything failed to load (issue 32: "a loading cause first for a non-loading error: 0")."""
+    ranked = tuple(ranked)
+    if any(shows_a_load(signal) for signal in reading.signals):
+        return ranked
+    return (tuple(s for s in ranked if s.family not in ABOUT_LOADING)
+            + tuple(s if NO_LOAD_SHOWN in s.evidence else replace(s, evidence=(*s.evidence, NO_LOAD_SHOWN))
+                    for s in ranked if s.family in ABOUT_LOADING))
+
+
 def rank(reading: Reading, priors: Priors | None = None,
          nearest: Sequence[messages.Near] = ()) -> tuple[Scored, ...]:
     """The causes of the text's first message, best first; the other messages' causes follow, scored the same
-    way, where they add families. A text without a message gets only what its words name (`_without_a_message`),
-    else the causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
+    way, where they add families; causes about loading after the others where the text shows no load that failed
+    (`loads_last`). A text without a message gets only what its words name (`_without_a_message`), else the
+    causes of a failing call that the catalog's ``nearest`` messages to it list (`_from_nearest`).
     ``priors``: the counts per message kind to weigh causes by (default `PRIORS`, counted on the tuning part; the
     cross-validation bench passes counts of the other folds)."""
-    priors = PRIORS if priors is None else priors
+    return loads_last(reading, by_score(reading, PRIORS if priors is None else priors, nearest))
+
+
+def by_score(reading: Reading, priors: Priors, nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
+    """The causes as `rank` scores them, best first, before `loads_last` orders them by what the text shows."""
     primary = reading.primary
     if primary is None:
         return (_without_a_message(reading, Signal("none", "none", "", "the text", "no message"), LIKELY)

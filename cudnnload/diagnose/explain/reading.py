@@ -266,12 +266,22 @@ def _cannot_open(found: re.Match[str]) -> Signal | None:
                         "search path of whoever asked")
 
 
+def lacks_not_needs(name: str) -> bool:
+    """Whether a cuDNN function "undefined" in library ``name`` is one that library lacks, not one it needs. glibc
+    names the object it searched: for a relocation the one that needs the symbol, for dlsym the one asked (dl-sym.c).
+    cuDNN up to 7 is one library that imports no cuDNN function (cuDNN 8 split it into sub-libraries that import
+    each other's), so a cuDNN function undefined in libcudnn.so.5, 6 or 7 is a lookup into it that it lacks."""
+    major = library_major(name)
+    return library_class(name) == "cudnn" and major is not None and major <= 7
+
+
 def _undefined_symbol(found: re.Match[str]) -> Signal | None:
     library, symbol, version = found.group("lib"), found.group("symbol"), found.group("version")
-    # a program (not a cuDNN library: their own calls between them are sub-library versions, internal names)
-    # needing a cuDNN function that no header of the newest release declares: an API that release removed
-    if (symbol.startswith("cudnn") and not version and library_class(library) not in CUDNN_CLASSES
-            and removed_in(symbol)):
+    # a program (not a cuDNN library: their own calls between them are sub-library versions, internal names), or a
+    # lookup into a cuDNN that is one library, needing a cuDNN function that no header of the newest release
+    # declares: an API that release removed
+    if (symbol.startswith("cudnn") and not version and (library_class(library) not in CUDNN_CLASSES
+                                                        or lacks_not_needs(library)) and removed_in(symbol)):
         return _removed("undefined-symbol", symbol, found, "glibc's dynamic linker (elf/dl-lookup.c)")
     signal = _load_signal("undefined-symbol", found, "glibc's dynamic linker (elf/dl-lookup.c)", library,
                           found.group(0), f"{library} needs {symbol}" + (f" from {version}" if version else "") +
@@ -331,6 +341,13 @@ def _paddle(found: re.Match[str]) -> Signal | None:
     return _load_signal("paddle-dynload", found, "PaddlePaddle's dynamic loader (paddle/phi/backends/dynload/"
                         "dynamic_loader.cc; paddle/utils/DynamicLoader.cpp before)", library,
                         " ".join((group(found, "error", "error2") or "").split()), f"Paddle could not open {library}")
+
+
+def _dll_directory(found: re.Match[str]) -> Signal:
+    error = found.group("error").strip()[:400]
+    return Signal("dll-directory-missing", "dll-directory-missing", error, "CPython's os.add_dll_directory", "a "
+                  "package added, at import, a DLL folder that does not exist: the folder it computed is not there",
+                  error=error, quote=error)
 
 
 def _fixed(pattern: str, kind: str, source: str, meaning: str, library: str | None = None
@@ -544,6 +561,13 @@ PATTERNS: tuple[Pattern, ...] = (
             lambda m: Signal("dll-load-failed", "cudnn-not-found" if m.group("what") == "module" else
                              "symbol-mismatch", _line(m), "Python on Windows: a DLL an extension module needs (or "
                              "one of its dependencies) is missing", "a DLL the module needs could not be loaded")),
+    # CPython's os.add_dll_directory (Modules/posixmodule.c: AddDllDirectory's error as OSError with the path):
+    # "FileNotFoundError: [WinError 2] The system cannot find the file specified: 'X'" (3: the path). A package adds,
+    # at import, a DLL folder it computed (from its build's CUDA/cuDNN paths, an environment variable) that is not
+    # on this machine, and does not check first (torch's __init__ adds only folders that exist): its own code stops
+    # the import, before any cuDNN is loaded; else the install it was built to find is not where it looked.
+    Pattern("dll-directory-missing", re.compile(r"add_dll_directory\b[^\n]*\n(?:[^\n]*\n){0,4}?(?P<error>[^\n]*?"
+                                                r"\[WinError [23]\][^\n]*)"), "CPython on Windows", _dll_directory),
     # TensorFlow stream_executor/dso_loader.cc (1.x) and platform/default/dso_loader.cc (2.x)
     Pattern("tf-dso", re.compile(r"Couldn't open CUDA library (?P<lib>[^\s.]+(?:\.\w+)*?)\.?(?=\s|$)"
                                  r"|Could not load dynamic library '(?P<lib2>[^']+)'; dlerror: (?P<error>[^\n]*)"),
@@ -714,6 +738,16 @@ _VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[
                             r"|instead|expected|required|needed|wanted)\b|(?:requires?|needs?|expects?|(?:built|compiled)"
                             r" (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
 _CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
+# A program that says which cuDNN versions it does not take: a build's check ("cuDNN version >= 8 is not yet
+# supported", a CMake message) or a runtime one ("cuDNN 9 is not supported by this build"). The program was written
+# for other cuDNN releases: their API, or their major. Read before the status words, whose "not supported" it holds.
+_UNSUPPORTED_VERSION = re.compile(r"(?i)\bcudnn\s*(?:v(?:er(?:sion)?)?\.?\s*)?(?:[<>]=?\s*|=\s*)?v?\d+(?:\.\d+)*\s+"
+                                  r"(?:is\s+|are\s+)?(?:(?:still\s+)?not\s+(?:yet\s+)?supported|unsupported)"
+                                  r"|\bunsupported\s+cudnn\s+version")
+# TensorFlow's cuda_dnn.cc before 1.x looked each cuDNN function up in the library it had opened and stopped with
+# "could not find <function> in cudnn DSO; dlerror: ...": the cuDNN loaded lacks a function the build calls (users
+# reword it: "<function> cudnn DSO dlerror"). The function may be named without its "cudnn" prefix.
+_DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?P<name>\w+)\s+(?:in\s+)?cudnn\s+DSO\b[;:,]?\s*dlerror")
 _CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
 
 
@@ -736,6 +770,14 @@ def _unknown_text(text: str) -> Signal | None:
     text that does not name cuDNN."""
     if not re.search(r"(?i)cudnn", text):
         return None
+    if (refused := _UNSUPPORTED_VERSION.search(text)):
+        return Signal("cudnn-named", "refused-version", _line(refused), "the text (no known message)",
+                      "the program says it does not support this cuDNN version: it was written for other cuDNN "
+                      "releases", quote=refused.group(0))
+    if (lookup := _DSO_LOOKUP.search(text)):
+        return Signal("cudnn-named", "api-missing", _line(lookup), "the text (no known message)",
+                      f"{lookup.group('name')} was looked up in the cuDNN library loaded and is not there: a cuDNN "
+                      "without that function was found", quote=lookup.group(0))
     if (status := _STATUS_WORDS.search(text)):
         words = (status.group("words") or "not init").lower().replace("_", " ")
         name = next(name for prefix, name in _STATUS_OF_WORDS if words.startswith(prefix))
