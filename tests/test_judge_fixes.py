@@ -567,3 +567,19 @@ def test_a_plan_says_a_variable_once_when_a_later_round_sets_it_again() -> None:
     first, second = set_variable("LD_LIBRARY_PATH", "/a"), set_variable("LD_LIBRARY_PATH", "/a:/b")
     other = set_variable("LD_PRELOAD", "/x.so")
     assert _kept([first, delete("/f"), other, second]) == [delete("/f"), other, second]
+
+
+def test_a_cuda_library_a_wheel_lacks_goes_into_its_site_whatever_pip_finds_elsewhere(tmp_path: Path) -> None:
+    """cuBLAS gone from a venv whose PYTHONPATH folder (a ``pip install --target`` of another cuDNN) has it: pip
+    says "Requirement already satisfied" and installs nothing where the wheel's RUNPATH looks (fix differential
+    1-895, 1-949, 1-985: the fix applied, the app still aborted in the heuristic). The install into the site is
+    made whatever pip finds elsewhere (--ignore-installed), and alone (--no-deps: the site's other packages stay)."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(lib)}, target=str(lib / "libcudnn.so.9"), timeout=60)
+    [missing] = [f for f in report.findings if f.code == "missing-dependency" and "libcublasLt" in f.message]
+    [action] = missing.fix.actions
+    assert (action.do, action.requirements, action.target) == (ActionKind.PIP_INSTALL, ("nvidia-cublas-cu12",),
+                                                               str(site))
+    assert action.options[:2] == ("--ignore-installed", "--no-deps")

@@ -460,7 +460,7 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
 def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
     """A CUDA library a pip-installed object asked for in vain (torch's libcublas.so.13): the pip distribution
     that has it (`fixes.dependency_requirement`), installed into the site that holds the object that asked."""
-    from cudnnload.judge.fixes import dependency_requirement, pip_into
+    from cudnnload.judge.fixes import dependency_into, dependency_requirement
     from cudnnload.resolve.consumers import site_of
     from cudnnload.resolve.pythons import interpreter_of_site
     from cudnnload.verdicts import fix
@@ -469,7 +469,7 @@ def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
     site = site_of(miss.requested_by)
     if requirement is None or site is None:
         return None
-    return fix(pip_into([requirement], site, interpreter_of_site(site)),
+    return fix(dependency_into(requirement, site, interpreter_of_site(site)),
                note=f"{os.path.basename(miss.requested_by)} needs {miss.name}; {requirement} has it")
 
 

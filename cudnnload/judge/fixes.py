@@ -114,6 +114,17 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
     return pip_install(requirements, options=(*options, *how), target=site, python=own or python)
 
 
+# pip counts a distribution on any sys.path entry of its interpreter as installed (a PYTHONPATH folder's, the user
+# site's: "Requirement already satisfied", and nothing lands where the library is needed). A CUDA library is put into
+# the site that needs it whatever pip finds elsewhere, and alone: what the site has of its own dependencies stays.
+DEPENDENCY_OPTIONS = ("--ignore-installed", "--no-deps")
+
+
+def dependency_into(requirement: str, site: str | None, pip_env: PipEnv, *, python: str | None = None) -> Action:
+    """pip's install of the distribution that has a CUDA library (`dependency_requirement`) into ``site``."""
+    return pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS, python=python)
+
+
 def make_readable(stop: Unreachable, user: int) -> Action:
     """The mode change that lets the user reach a library: the folder searchable (0755) or the file readable
     (0644), run by its owner (or root) when it is not the user's; never a reinstall, which that user may not do and

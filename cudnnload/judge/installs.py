@@ -756,7 +756,7 @@ def _install_dependency(library: str, install: Install, repair: _Repairs, elsewh
     LD_LIBRARY_PATH; else what to install, in words."""
     requirement = fixes.dependency_requirement(library)
     if requirement is not None and install.site is not None:
-        return fix(fixes.pip_into([requirement], install.site, install.pip_env, python=repair.python))
+        return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python))
     if elsewhere is not None:
         folder = posixpath.dirname(elsewhere)
         return fix(set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),

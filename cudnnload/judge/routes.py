@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_manual, dependency_requirement, pip_into
+from cudnnload.judge.fixes import dependency_into, dependency_manual, dependency_requirement, pip_into
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
@@ -138,7 +138,7 @@ def _unmet(consumer: Consumer, soname: str, path: str, python: str | None, lazy:
                    f"{soname}, and no folder it looks in holds it (a wheel's nvidia/*/lib on its site paths, its own "
                    f"search): \"{soname}: cannot open shared object file\"",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                   fix(pip_into([requirement], consumer.site, consumer.pip_env, python=python))
+                   fix(dependency_into(requirement, consumer.site, consumer.pip_env, python=python))
                    if requirement is not None else fix(dependency_manual(soname)),
                    severity=WARNING if lazy else ERROR)
 
