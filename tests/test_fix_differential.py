@@ -312,9 +312,24 @@ def test_doctor_on_a_python_command_repairs_what_its_frameworks_get_not_the_cudn
     stray cuDNN, and the repair of that one alone (unset LD_LIBRARY_PATH) left torch on the PYTHONPATH copy. The
     whole repair is judged as ``doctor --python`` judges the interpreter's environment, on what torch's own loader
     gets in each changed world; applied, torch runs. (A check of the harness round, on today's doctor.)"""
-    _base("torch")
+    _base(draw(1, 892)[1].name)
     verdict = runner.differential(1, 892, ["torch"])  # pip-install-target, copy-sublibrary-other-release, and
     assert verdict.error is None, verdict.error  # ldlp-relative-entry, as seed 1 draws them
     assert not verdict.runs["torch"].works
     [command] = [j for j in verdict.judged if j.said.form == "command"]
     assert command.outcome == runner.FIXED, command
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_sub_library_bound_to_a_preloaded_file_of_another_release_is_an_error_with_its_fix() -> None:
+    """conda's 9.0 folder (its versioned names, ``libcudnn_ops.so.9.0.0``) first for a program by name, and
+    LD_PRELOAD holding 9.28's ``libcudnn_ops.so.9`` (fix differential 1-913): the 9.0 shim opens its own ops by
+    the versioned name, which the preloaded file does not answer, but cnn's and adv's DT_NEEDED
+    ``libcudnn_ops.so.9`` binds to it; they load, and their version checks return 1002. ``doctor libcudnn.so.9``
+    said no error; now the preload's entry goes, and the program works. (A check of the harness round.)"""
+    _base(draw(1, 913)[1].name)
+    verdict = runner.differential(1, 913, ["app"])
+    assert verdict.error is None, verdict.error
+    [target] = [j for j in verdict.judged if (j.said.consumer, j.said.form) == ("app-soname", "target")]
+    assert target.failing and target.outcome == runner.FIXED, target

@@ -279,6 +279,9 @@ def _needs(lib: SubLibrary, path: str, release: Release | None, install: Release
                     stray = key if need.release != install else lib.key
                 return Load(lib.key, path, release, UNLOADABLE, f"{path}: undefined symbol: {symbol}", stray,
                             bound_to=bound)
+        if bound is not None and need.release is not None and release is not None and need.release != release:
+            # it loads, bound to the object already there of another release: its check says so (`_expect`)
+            return Load(lib.key, path, release, None, f"{bound} is cuDNN {need.release}'s", key, bound_to=bound)
     return Load(lib.key, path, release, None, None, None)
 
 
@@ -334,6 +337,8 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return Expectation(call, STATUS, status=14, cause=lib.key)
         if _ops_of_another_graph(gen, lib, load, loads) and call.kind in ("check", "create"):
             return Expectation(call, STATUS, status=1002, cause=lib.key)
+        if _bound_elsewhere(gen, load) and call.kind == "check":
+            return Expectation(call, STATUS, status=1002, cause=load.cause)
         if _stale_dlerror(gen, release, lib, load, missing, exports):
             return Expectation(call, ABORT, message=_STALE_MESSAGE.format(lib.soname), cause="libcuda.so.1")
     by = _graph_release(loads) or release
@@ -392,6 +397,14 @@ def _ops_of_another_graph(gen: Generation, lib: SubLibrary, load: Load, loads: M
     graph = _graph_release(loads)
     return gen.major == 9 and lib.key == "ops" and load.fails is None and load.release is not None and \
         graph is not None and load.release != graph
+
+
+def _bound_elsewhere(gen: Generation, load: Load) -> bool:
+    """9.x's sub-library that loaded bound to an object of another release already in the process (LD_PRELOAD's
+    ``libcudnn_ops.so.9`` of 9.28 answers the DT_NEEDED of 9.0's cnn, whose shim opened its own ops by the name
+    ``libcudnn_ops.so.9.0.0``): its version check returns 1002, its descriptor calls work (fix differential
+    1-913: the 9.0 shim's cnn and adv checks returned 1002 beside a preloaded 9.28 ops, cudnnCreate...Descriptor 0)."""
+    return gen.major == 9 and load.fails is None and load.bound_to is not None
 
 
 def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:
@@ -486,6 +499,14 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
             library=cause, status=expected.status,
             status_name=gen.status_name(expected.status) if expected.status is not None else None,
             message=expected.message, first_call=first.function),)
+    bound = [load for load in loads.values() if _bound_elsewhere(gen, load) and load.cause]
+    for cause in dict.fromkeys(load.cause for load in bound if load.cause):
+        checks = [c.function for load in bound if load.cause == cause for c in gen.library(load.key).calls
+                  if c.kind == "check"]
+        if checks:
+            found[cause] = found.get(cause, ()) + (Consequence(
+                calls=" and ".join(checks), effect=STATUS, library=cause, status=1002,
+                status_name=gen.status_name(1002), first_call=checks[0]),)
     cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
     by = _graph_release(loads) or release
     if cublas and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \

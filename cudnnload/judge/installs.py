@@ -805,9 +805,12 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
         bound = next((b for b in prediction.loads.values() if b.cause == cause and b.bound_to), None)
         if bound is not None and bound.bound_to is not None:  # a file already in the process answered its soname
             undo = repair.preloads.get(bound.bound_to)
-            extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would not load: it NEEDs {cause}, which "
-                                 f"{bound.bound_to}, already in the process" + (f" ({undo})" if undo else "")
-                                 + f", answers, and that file lacks what it binds to ({bound.error})",
+            effect = f"and that file lacks what it binds to ({bound.error})" if bound.fails is not None else \
+                f"of another release ({bound.error}): its version check says so"
+            extra.append(Finding(Code.MIXED_RELEASE, f"{bound.key} would "
+                                 + ("not load" if bound.fails is not None else "load bound to another release")
+                                 + f": it NEEDs {cause}, which {bound.bound_to}, already in the process"
+                                 + (f" ({undo})" if undo else "") + f", answers, {effect}",
                                  Subject(SubjectKind.FILE, bound.bound_to, cause),
                                  fix(undo) if undo else NO_FIX, consequences))
             continue
