@@ -583,3 +583,23 @@ def test_a_cuda_library_a_wheel_lacks_goes_into_its_site_whatever_pip_finds_else
     assert (action.do, action.requirements, action.target) == (ActionKind.PIP_INSTALL, ("nvidia-cublas-cu12",),
                                                                str(site))
     assert action.options[:2] == ("--ignore-installed", "--no-deps")
+
+
+def test_a_program_that_asked_for_several_libraries_in_vain_gets_one_repair_that_gives_each() -> None:
+    """torch's import wanting cuBLAS (libcusolver NEEDs it) and cuDNN, both uninstalled (fix differential 1-988):
+    each miss has its own pip install; the first fix alone left the import failing on the other. One repair with
+    both comes first; a single miss stays as it is."""
+    from types import SimpleNamespace
+
+    from cudnnload.codes import Code as C
+    from cudnnload.diagnose.observe import _each_asked
+    from cudnnload.verdicts import Finding, Subject, SubjectKind, fix, pip_install
+
+    cublas = pip_install(["nvidia-cublas"], options=("--ignore-installed", "--no-deps"), target="/s", python="/p")
+    cudnn = pip_install(["nvidia-cudnn-cu13>=9,<10"], python="/p")
+    misses = tuple(Finding(C.LOAD_FAILED, f"asked for {name} in vain", Subject(SubjectKind.FILE, f"/s/{name}"),
+                           fix(action)) for name, action in (("libcublas.so.13", cublas), ("libcudnn.so.9", cudnn)))
+    seen = SimpleNamespace(command=["/venv/bin/python", "-c", "import torch"])
+    whole, *rest = _each_asked(misses, seen)  # type: ignore[arg-type]
+    assert whole.code is C.REPAIR and list(whole.fix.actions) == [cublas, cudnn] and tuple(rest) == misses
+    assert _each_asked(misses[:1], seen) == misses[:1]  # type: ignore[arg-type]

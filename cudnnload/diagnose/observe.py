@@ -305,24 +305,41 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     stopped = tuple(f for f in final if not seen.ok and f.code is Code.LOAD_FAILED and changes(f)
                     and f.subject.path and classify(os.path.basename(f.subject.path)) is None)
     framework = tuple(f for f in final if changes(f) and f not in stopped and any(f in s.findings for s in served))
+    stopped = _each_asked(stopped, seen)
     final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
     first = next((f for f in final if f.severity == "error"), None)
     # the model's whole repair, first, where it has a change to make: where what the run showed has none of its
     # own (none, or only words for a person), or where the repair takes the first error's own change and goes on
-    # (the next cause it reveals); not before a library the program stopped for want of
-    # (or where the first error's own change, applied to the model, leaves it failing: a relative entry made
-    # absolute keeps the other release it leads to)
-    if first is not None and first not in stopped:
+    # (the next cause it reveals), or where the first error's own change, applied to the model, leaves it failing
+    # (a relative entry made absolute keeps the other release it leads to); before a library the program stopped
+    # for want of only where the repair takes that library's own change too (torch missing cuBLAS and cuDNN)
+    if first is not None:
         whole, better = _whole_repair(seen, env, program, first, served)
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
+        more = len(steps) > len(own) and all(a in steps for a in own)  # the first error's change, and what follows
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
-                not own or better or (len(steps) > len(own) and all(a in steps for a in own))):
+                more if first in stopped else not own or better or more):
             final = (*whole, *final)
     # what a wheel put back meets, with it; a shared entry's, for it alone
     final = scoped(ahead(final, env), env)
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
+
+
+def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Finding, ...]:
+    """The libraries the program asked for in vain, more than one (torch's import wants cuBLAS and cuDNN, both
+    uninstalled): one repair that gives each, first, so that following the first fix starts it; else as they
+    are."""
+    from cudnnload.verdicts import Finding, Subject, fix
+
+    actions = list(dict.fromkeys(a for f in stopped for a in f.fix.actions if a.do is not ActionKind.MANUAL))
+    if len(stopped) < 2 or len(actions) < 2:
+        return stopped
+    asked = ", ".join(dict.fromkeys(os.path.basename(f.subject.path or "") for f in stopped))
+    return (Finding(Code.REPAIR, f"what makes {os.path.basename(seen.command[0])} start: {len(actions)} changes, "
+                    f"one for each library it asked for in vain ({asked}; the errors below say why)",
+                    Subject(SubjectKind.PROGRAM, seen.command[0]), fix(*actions)), *stopped)
 
 
 def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None,
