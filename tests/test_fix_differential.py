@@ -333,3 +333,17 @@ def test_a_sub_library_bound_to_a_preloaded_file_of_another_release_is_an_error_
     assert verdict.error is None, verdict.error
     [target] = [j for j in verdict.judged if (j.said.consumer, j.said.form) == ("app-soname", "target")]
     assert target.failing and target.outcome == runner.FIXED, target
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_command_whose_first_error_change_the_model_shows_insufficient_gets_the_whole_repair() -> None:
+    """LD_PRELOAD of 9.24's shim and the venv's graph deleted (fix differential 1-961): the app by path died in
+    cudnnGetVersion; ``doctor -- APP`` gave the first error's own change (an LD_LIBRARY_PATH entry taken out), after
+    which the model still finds an error, and the program still died. The whole repair (the wheel put back, the
+    preload taken out) comes first when the model shows the first error's own change insufficient, and it works."""
+    _base(draw(1, 961)[1].name)
+    verdict = runner.differential(1, 961, ["app"])
+    assert verdict.error is None, verdict.error
+    [command] = [j for j in verdict.judged if (j.said.consumer, j.said.form) == ("app-path", "command")]
+    assert command.failing and command.outcome == runner.FIXED, command

@@ -346,7 +346,9 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
                   first: Finding, served: Sequence[Served] = ()) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
-    proves it where it does not prove ``first``'s own change (both changes of the environment only, each judged).
+    shows ``first``'s own change insufficient (a change of the environment only, after which it still finds an
+    error) where it does not show the repair so (each of its changes of the environment judged; a wheel it
+    installs, whose files the model cannot see, is its plan's own step).
     A Python program whose frameworks ran: the repair of its interpreter's environment with those frameworks, as
     ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
     of the cuDNN it happened to open (which may be the stray one)."""
@@ -368,7 +370,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
                                f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
                                keep=False)
                 return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
-                    _leaves_errors(whole[0].fix.actions, env, judge) is False
+                    _leaves_errors(whole[0].fix.actions, env, judge) is not True
         except CudnnloadError:
             pass  # an interpreter the model cannot ask: the cuDNN the program opened, below
 
@@ -390,7 +392,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         whole = repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
                        f"cuDNN ({target})", target, always=True)
         better = bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
-            _leaves_errors(whole[0].fix.actions, env, judge) is False
+            _leaves_errors(whole[0].fix.actions, env, judge) is not True
         return whole, better
     except CudnnloadError:
         return (), False  # a target the model cannot read: the findings above say what the run showed
