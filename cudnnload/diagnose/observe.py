@@ -356,7 +356,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
 
-    python = seen.command[0] if seen.command and "python" in os.path.basename(seen.command[0]) else None
+    python = _interpreter(seen.command)
     if python is not None and served and any(not s.works for s in served):
         from cudnnload.loading.gpu import gpu_facts
 
@@ -505,6 +505,12 @@ def _shim_name(path: str) -> str:
     return generation(lib.major).shim.soname if lib is not None and lib.key == "shim" else path
 
 
+def _interpreter(command: Sequence[str]) -> str | None:
+    """The program's interpreter when it is a Python (``python3``, ``/venv/bin/python3.11``), as the command names
+    it: whose pip and sys.path a fix names."""
+    return command[0] if command and "python" in os.path.basename(command[0]) else None
+
+
 def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:
     """The start-up of the program when it is a Python (what its .pth files and sitecustomize map), observed as
     that command line would start it; None for another program or one that cannot be observed."""
@@ -537,7 +543,7 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     how = f"LD_PRELOAD entry {entry}" if entry else \
         f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
     devices = gpu_facts(env).devices
-    python = seen.command[0] if "python" in os.path.basename(seen.command[0]) else None
+    python = _interpreter(seen.command)
     way = Route(consumer=consumers[0], shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
     if program is not None:  # the sys.path entry the shim lies in, and what put it there
         held = next((e for e in program.path if e.path and shim.path.startswith(e.path.rstrip("/") + "/")), None)

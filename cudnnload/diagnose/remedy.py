@@ -24,7 +24,6 @@ from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry
 # What judges the target again in a changed world: (its environment, the start-up lines taken as gone) -> findings.
 Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Finding]]
 
-_FILES = (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL, ActionKind.DELETE, ActionKind.RELINK, ActionKind.CHMOD)
 ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
 ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
 # What a distribution rewritten whole takes care of, for its own files: what is wrong with one of them

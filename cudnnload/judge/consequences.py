@@ -499,7 +499,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
             library=cause, status=expected.status,
             status_name=gen.status_name(expected.status) if expected.status is not None else None,
             message=expected.message, first_call=first.function),)
-    bound = [load for load in loads.values() if _bound_elsewhere(gen, load) and load.cause]
+    bound = [load for load in loads.values() if _bound_elsewhere(gen, load)]
     for cause in dict.fromkeys(load.cause for load in bound if load.cause):
         checks = [c.function for load in bound if load.cause == cause for c in gen.library(load.key).calls
                   if c.kind == "check"]
