@@ -347,3 +347,20 @@ def test_a_command_whose_first_error_change_the_model_shows_insufficient_gets_th
     assert verdict.error is None, verdict.error
     [command] = [j for j in verdict.judged if (j.said.consumer, j.said.form) == ("app-path", "command")]
     assert command.failing and command.outcome == runner.FIXED, command
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_change_of_the_shared_environment_that_would_break_the_shell_s_torch_is_made_for_the_program_alone() -> None:
+    """LD_PRELOAD of conda's 9.0 shim and LD_LIBRARY_PATH naming torch's cuDNN wheel in the same profile (fix
+    differential 1-958): the app by soname got the preloaded 9.0 shim and the wheel's sub-libraries. Taking the
+    wheel's entry away for everyone mended the app and made the venv's torch, which the entry completed, meet the
+    9.0 shim alone: a break. The model judges the shell's frameworks in the changed world: the change is made for
+    the app alone (``env -u LD_LIBRARY_PATH APP``), the app works, and torch is untouched."""
+    _base(draw(1, 958)[1].name)
+    verdict = runner.differential(1, 958, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert verdict.runs["torch"].works and not verdict.runs["app-soname"].works
+    soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
+    assert soname and all(j.outcome == runner.FIXED and not j.broke for j in soname), soname
+    assert all(a.get("do") == "run" for j in soname for a in j.said.actions), soname

@@ -161,3 +161,36 @@ def test_a_wheel_put_back_without_its_dependencies_brings_back_what_it_requires_
         ["nvidia-cublas-cu12"], target=str(site), python="/venv/bin/python").json()]
     (site / "nvidia_cublas_cu12-12.9.1.4.dist-info").mkdir()
     assert ahead([damaged], BASE) == (damaged,)
+
+
+def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_for_the_program_alone() -> None:
+    """The shell's frameworks (``others``), judged in the world a fix makes: where one that works today would fail
+    there (the preloaded shim of another release that the removed entry used to complete: fix differential 1-958),
+    the change is made for the program alone, with the framework named; where none would, the fix stays as it is,
+    and a framework that fails today already is no reason to keep a fix from the program."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
+
+    env = {**BASE, "LD_LIBRARY_PATH": "/venv/cudnn/lib:/other", "LD_PRELOAD": "/conda/lib/libcudnn.so.9"}
+    reinstall = pip_install(["nvidia-cudnn-cu13==9.24.0.43"], options=["--force-reinstall"], target="/venv/site",
+                            python="/venv/bin/python")
+    finding = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, "/venv/cudnn/lib/libcudnn_ops.so.9"),
+                      fix(reinstall, remove_entry("LD_LIBRARY_PATH", "/venv/cudnn/lib")))
+    asked: list[dict[str, str]] = []
+
+    def torch_needs_the_entry(world: dict[str, str]) -> dict[str, str | None]:
+        asked.append(dict(world))
+        return {"torch 2.14.1": None if "/venv/cudnn/lib" in world.get("LD_LIBRARY_PATH", "") else "gets 9.0.0"}
+
+    [said] = scoped([finding], env, others=torch_needs_the_entry)
+    assert [a.json() for a in said.fix.actions] == [
+        reinstall.json(), {"do": "run", "argv": ["env", "LD_LIBRARY_PATH=/other"]}]
+    assert said.fix.alternatives[0] == remove_entry("LD_LIBRARY_PATH", "/venv/cudnn/lib")
+    assert "the shell's torch 2.14.1 (gets 9.0.0) fail" in said.fix.text
+    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": None}) == (finding,)
+    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": "fails today"}) == (finding,)
+    unset = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, "/x"), fix(remove_entry(
+        "LD_PRELOAD", "/conda/lib/libcudnn.so.9")))
+    [alone] = scoped([unset], env, others=lambda world: {"jax": None if "LD_PRELOAD" in world else "no cuDNN"})
+    assert [a.json() for a in alone.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]

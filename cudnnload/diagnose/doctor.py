@@ -202,8 +202,11 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                    resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served) \
         if asked is not None and running else ()
     findings = [*whole, *findings]
-    # what a wheel put back will meet, with it; a shared entry's removal, for this target alone
-    findings = list(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx))
+    # what a wheel put back will meet, with it; a shared entry's removal, for this target alone; a change that the
+    # shell's frameworks would feel, for it alone
+    others = shell_frameworks(bare, timeout, facts) \
+        if running and resolved.target.kind not in ("environment", "python") else None
+    findings = list(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx, others))
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",
@@ -227,7 +230,8 @@ def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str
     first = next((f for f in relevant if f.severity is ERROR), None)
     if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()
-    return (Finding(Code.REPAIR, f"what makes {description} work: {len(whole.actions)} changes, each change of the "
+    return (Finding(Code.REPAIR, f"what makes {description} work: {len(whole.actions)} "
+                    f"change{'s' if len(whole.actions) > 1 else ''}, each change of the "
                     "environment judged again on the model before the next (the errors below are why)",
                     Subject(SubjectKind.TARGET, path), whole),)
 
@@ -304,6 +308,44 @@ def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Fi
         return worse
     said = next((f.consequences for f in others if f.code is Code.NO_DRIVER and f.consequences), ())
     return replace(finding, consequences=finding.consequences or said)
+
+
+def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
+                     besides: str | None = None) -> Callable[[Mapping[str, str]], dict[str, str | None]]:
+    """The frameworks of the shell's Python (``VIRTUAL_ENV``'s interpreter, else the first ``python3`` on PATH
+    outside cudnnload's own environment; not ``besides``, the program's own), each judged on what its own loader
+    gets in a world: its label, and its first error there (None: it works). The frameworks are read once, on first
+    use (a child imports them to read their build versions); none where that Python has none or does not answer.
+    ``facts``: the driver's (read on first use when not given)."""
+    import shutil
+
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.loading.gpu import gpu_facts
+    from cudnnload.resolve.pythons import interpreter_of_process, python_on_path, tool_environment
+
+    shell = interpreter_of_process("", [], env) or python_on_path(env, outside=tool_environment(env))
+    own = shutil.which(besides, path=env.get("PATH", "")) if besides else None
+    if shell and own and os.path.realpath(shell) == os.path.realpath(own):
+        shell = None
+    found: list[Any] = []  # the frameworks, the driver's facts
+    judged: dict[tuple[str | None, ...], dict[str, str | None]] = {}
+
+    def frameworks(world: Mapping[str, str]) -> dict[str, str | None]:
+        key = tuple(world.get(name) for name in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH"))
+        if shell is None or key in judged:
+            return judged.get(key, {})
+        try:
+            resolved = resolve_target(None, python=shell, environ=world)
+            if not found:
+                found.extend([_consumers_of(resolved, env, timeout)[0], facts or gpu_facts(env)])
+            served = _serve(found[0], resolved, found[1], world, None, ())
+        except CudnnloadError:
+            served = ()
+        judged[key] = {s.route.consumer.label: None if s.works else
+                       next((f.message for f in s.findings if f.severity is ERROR), "") for s in served}
+        return judged[key]
+
+    return frameworks
 
 
 def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float,

@@ -321,8 +321,12 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 more if first in stopped else not own or better or more):
             final = (*whole, *final)
-    # what a wheel put back meets, with it; a shared entry's, for it alone
-    final = scoped(ahead(final, env), env)
+    # what a wheel put back meets, with it; a shared entry's, and a change the shell's frameworks would feel, for it
+    # alone
+    from cudnnload.diagnose.doctor import shell_frameworks
+
+    final = scoped(ahead(final, env), env, others=shell_frameworks(env, timeout or 60.0, besides=_interpreter(
+        seen.command)))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 

@@ -8,11 +8,17 @@ model says so, by resolving that name from a plain program with and without the 
 does not load, taking the entry away is their fix too, and stays the first. Then the fix runs this program with the
 variable changed for it alone (``env LD_LIBRARY_PATH=... PROGRAM``), and the removal for everyone stays as the
 alternative, with why it is not the first.
+
+The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
+``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
+``PYTHONPATH`` after which the model says one of them that works today would fail (a preloaded shim of another
+release that the removed entry used to complete) is made for this program alone, the change for everyone kept
+as the alternative with the framework it would break.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
@@ -25,13 +31,23 @@ from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.verdicts import Action, Finding, Fix, remove_entry, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
+_ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET)
+
+# The frameworks of the shell's Python judged in a world (an environment): each one's label, and why it fails
+# there (None: it works)
+Others = Callable[[Mapping[str, str]], Mapping[str, "str | None"]]
 
 
-def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
+def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None,
+           others: Others | None = None) -> tuple[Finding, ...]:
     """``findings`` with each fix that takes LD_LIBRARY_PATH entries away from every program, where others get a
     working cuDNN through them, said for the program alone (the module docstring). A fix's removals are judged
-    together: two entries that each leave the others a cuDNN can, both gone, leave them none."""
+    together: two entries that each leave the others a cuDNN can, both gone, leave them none. ``others``: the
+    shell's frameworks, judged in a world; a change of the environment after which one that works fails is made
+    for the program alone too."""
     findings = tuple(findings)
+    if others is not None:
+        findings = _sparing(findings, environ, others)
     if not any(_removed(f.fix) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
@@ -47,6 +63,43 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
         why = serves.get(gone) if gone else None
         out.append(_for_the_program(finding, now.linker.ld_library_path, gone, why) if why else finding)
     return tuple(out)
+
+
+def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: Others) -> tuple[Finding, ...]:
+    """``findings`` with each fix whose changes of the environment would make a framework of the shell's Python
+    that works today fail, made for the program alone (``env VAR=... PROGRAM``); the change for everyone stays as
+    the alternative, with the framework it would break."""
+    today: Mapping[str, str | None] | None = None
+    out = []
+    for finding in findings:
+        changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
+        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
+            out.append(finding)
+            continue
+        world: Mapping[str, str] = dict(environ)
+        for action in changes:
+            world, _ = applied(action, world, frozenset())
+        today = others(environ) if today is None else today
+        after = others(world) if any(why is None for why in today.values()) else {}
+        broken = [f"{label} ({why})" for label, why in after.items()
+                  if why is not None and today.get(label, "") is None]
+        if not broken:
+            out.append(finding)
+            continue
+        kept = [a for a in finding.fix.actions if a not in changes]
+        note = f"for this program only: made for everyone, the change would make the shell's {'; '.join(broken)} " \
+            "fail" + (f"; {finding.fix.note}" if finding.fix.note else "")
+        out.append(replace(finding, fix=Fix((*kept, run_in(environ, world)), note,
+                                            (*changes, *finding.fix.alternatives))))
+    return tuple(out)
+
+
+def run_in(environ: Mapping[str, str], world: Mapping[str, str]) -> Action:
+    """The program run with the variables ``world`` changes, for it alone (``env``)."""
+    names = sorted({*environ, *world})
+    unset = [item for name in names if name in environ and name not in world for item in ("-u", name)]
+    changed = [f"{name}={world[name]}" for name in names if name in world and world[name] != environ.get(name)]
+    return run(["env", *unset, *changed])
 
 
 def _removed(repair: Fix) -> frozenset[str]:
