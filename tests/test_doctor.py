@@ -127,3 +127,16 @@ def test_doctor_command_exit_code_follows_the_findings(tmp_path: Path) -> None:
         lib_folder("cu12-9.28.0.42"))))
     assert result.exit_code in (0, EXIT_PROBLEMS) and "Traceback" not in result.output
     assert "cudnnload doctor: cuDNN 9.28.0" in result.stdout
+
+
+def test_python_given_by_a_path_relative_to_the_current_folder_is_that_interpreter(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``doctor --python venv/bin/python`` from the venv's parent: the interpreter is the one the path names from
+    here (its start-up runs in ``/``, where the relative path named nothing: "not a Python interpreter that
+    answers")."""
+    from cudnnload.diagnose.targets import resolve_target
+
+    here = Path(sys.executable)
+    monkeypatch.chdir(here.parent.parent)
+    resolved = resolve_target(None, python=os.path.join(here.parent.name, here.name), environ=dict(os.environ))
+    assert resolved.target.python is not None and os.path.samefile(resolved.target.python, sys.executable)

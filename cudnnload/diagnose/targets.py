@@ -478,6 +478,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     interpreter = next((path for path in candidates if os.path.isfile(path) and os.access(path, os.X_OK)), None)
     if interpreter is None:
         raise UsageError("no Python interpreter there", path=python, fix="give a python executable or a venv folder")
+    interpreter = os.path.abspath(interpreter)  # as given from here (a venv's link kept); its start-up runs in /
     stops: tuple[Finding, ...] = ()
     try:
         started = observe(interpreter, env, cwd="/")
