@@ -603,3 +603,48 @@ def test_a_program_that_asked_for_several_libraries_in_vain_gets_one_repair_that
     whole, *rest = _each_asked(misses, seen)  # type: ignore[arg-type]
     assert whole.code is C.REPAIR and list(whole.fix.actions) == [cublas, cudnn] and tuple(rest) == misses
     assert _each_asked(misses[:1], seen) == misses[:1]  # type: ignore[arg-type]
+
+
+def test_a_cuda_library_a_cudnn_outside_pip_lacks_goes_into_the_shell_s_environment_and_onto_its_path(
+        tmp_path: Path) -> None:
+    """A cuDNN copied to a folder pip does not own (9.28 for CUDA 12, whose graph dlopens libcublasLt.so.12), in a
+    shell whose venv is active and holds no cuBLAS (fix differential 1-838: said in words only): pip installs the
+    distribution that has it into the venv's site, and the folder pip puts it in goes on LD_LIBRARY_PATH; the
+    words stay as the alternative. Without an active environment, the words alone."""
+    from cudnnload.judge.fixes import dependency_folder
+
+    assert dependency_folder("nvidia-cublas-cu12", "/s") == "/s/nvidia/cublas/lib"
+    assert dependency_folder("nvidia-cuda-nvrtc-cu11", "/s") == "/s/nvidia/cuda_nvrtc/lib"
+    assert dependency_folder("nvidia-cublas", "/s") == "/s/nvidia/cu13/lib"
+    copied = folder_of(W928, tmp_path / "opt" / "cudnn-9.28" / "lib")
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    os.symlink(sys.executable, venv / "bin" / "python")
+
+    def missing(env: dict[str, str]) -> list:
+        report = doctor(env, target=str(copied), timeout=60)
+        return [f for f in report.findings if f.code is Code.MISSING_DEPENDENCY
+                and f.subject.library == "libcublasLt.so.12"]
+
+    [found] = missing({**BASE, "VIRTUAL_ENV": str(venv), "LD_LIBRARY_PATH": str(copied)})
+    assert [a.json() for a in found.fix.actions] == [
+        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": ["--ignore-installed", "--no-deps"],
+         "target": str(site), "python": str(venv / "bin" / "python")},
+        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{copied}:{site}/nvidia/cublas/lib"}]
+    assert [a.do for a in found.fix.alternatives] == [ActionKind.MANUAL]
+    [alone] = missing({**BASE, "LD_LIBRARY_PATH": str(copied)})
+    assert [a.do for a in alone.fix.actions] == [ActionKind.MANUAL]
+
+
+def test_only_a_folder_under_nvidia_is_a_wheel_s_and_has_a_site_above_it() -> None:
+    """``SITE/nvidia/cudnn/lib`` (and ``cudnn_jit``, ``cu13``) is a wheel's folder; a tarball's
+    ``/opt/cudnn-9.0.0/lib`` or CUDA's ``/usr/local/cuda/lib`` is not (their "site" was ``/`` and ``/usr``: a
+    wheel put back there, a copied cuDNN's dependency installed there)."""
+    from cudnnload.resolve.discovery import wheel_site
+
+    assert wheel_site("/s/nvidia/cudnn/lib") == wheel_site("/s/nvidia/cu13/lib/") == "/s"
+    assert wheel_site("/s/nvidia/cudnn_jit/lib") == "/s"
+    assert wheel_site("/opt/cudnn-9.0.0-cuda12/lib") is None and wheel_site("/usr/local/cuda/lib") is None

@@ -56,6 +56,16 @@ def dependency_requirement(soname: str) -> str | None:
     return f"{base}-cu{cuda}" if cuda in (11, 12) else None
 
 
+def dependency_folder(requirement: str, site: str) -> str:
+    """The folder of ``site`` where pip puts the libraries of the CUDA distribution ``requirement``
+    (`dependency_requirement`): CUDA 13's wheels share ``nvidia/cu13/lib``; CUDA 11's and 12's each have their own,
+    named after the distribution (``nvidia-cuda-nvrtc-cu12``: ``nvidia/cuda_nvrtc/lib``)."""
+    match = re.fullmatch(r"nvidia-(.+?)(?:-cu(\d+))?", requirement)
+    name = match.group(1) if match is not None else requirement
+    folder = name.replace("-", "_") if match is not None and match.group(2) else "cu13"
+    return posixpath.join(site, "nvidia", folder, "lib")
+
+
 def dependency_manual(soname: str, requirement: str | None = None) -> Action:
     """A dependency no pip action can provide where it is needed: what to do, in words. ``requirement``: the
     pip distribution that has it, for a cuDNN pip does not own (found on its own search path only)."""

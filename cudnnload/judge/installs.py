@@ -60,7 +60,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     it is (pip fixes name it)."""
     gen = generation(install.major)
     preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
-    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path)
+    repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path,
+                      (ctx.shell_site, ctx.shell_pip) if ctx.shell_site else None)
     files = [_readable(f, access) for cand in install.files for f in file_findings(cand, install.major, ctx.host,
                                                                                     repair)]
     shim = install.file("shim")
@@ -227,8 +228,10 @@ class _Repairs:
     (its requester, preloaded or itself taken from elsewhere) is fixed by that one's fix (`requester_fix`)."""
 
     def __init__(self, install: Install, python: str | None, entry: str | None = None,
-                 preloads: Mapping[str, Action] | None = None, search_path: Sequence[str] = ()) -> None:
+                 preloads: Mapping[str, Action] | None = None, search_path: Sequence[str] = (),
+                 shell: tuple[str, fixes.PipEnv] | None = None) -> None:
         self.install, self.python, self.entry = install, python, entry
+        self.shell = shell  # the site-packages of the shell's active Python environment, and who installs into it
         # a file in the process before the program starts -> what takes it out (`fixes.undo`)
         self.preloads = dict(preloads or {})
         self.search_path = tuple(search_path)  # LD_LIBRARY_PATH's entries, as written
@@ -753,7 +756,8 @@ def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host
 def _install_dependency(library: str, install: Install, repair: _Repairs, elsewhere: str | None = None) -> Fix:
     """A dependency put where the install finds it: its pip distribution into the install's site-packages; for a
     folder pip does not own, the wheel folder of this environment that holds it (``elsewhere``) put on
-    LD_LIBRARY_PATH; else what to install, in words."""
+    LD_LIBRARY_PATH; else its distribution installed into the site of the shell's active Python environment and
+    the folder pip puts it in added to LD_LIBRARY_PATH; else what to install, in words."""
     requirement = fixes.dependency_requirement(library)
     if requirement is not None and install.site is not None:
         return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python))
@@ -761,6 +765,13 @@ def _install_dependency(library: str, install: Install, repair: _Repairs, elsewh
         folder = posixpath.dirname(elsewhere)
         return fix(set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),
                    note=f"{elsewhere} is installed, in a folder this cuDNN's search does not reach")
+    if requirement is not None and repair.shell is not None:
+        site, pip_env = repair.shell
+        folder = fixes.dependency_folder(requirement, site)
+        return fix(fixes.dependency_into(requirement, site, pip_env),
+                   set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),
+                   note=f"pip puts {library} in {folder}, a folder this cuDNN's search reaches only through "
+                        "LD_LIBRARY_PATH", alternatives=[fixes.dependency_manual(library, requirement)])
     return fix(fixes.dependency_manual(library, requirement))
 
 

@@ -39,7 +39,7 @@ from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
 from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
-from cudnnload.resolve.pythons import interpreter_of_site
+from cudnnload.resolve.pythons import interpreter_of_site, shell_site
 from cudnnload.resolve.sources import (
     Distribution,
     Origin,
@@ -200,6 +200,9 @@ class Context:
     # what the process maps before the program asks for anything (LD_PRELOAD and what it NEEDs, a running
     # process's files), in glibc's order (`process.preloaded`)
     preloads: tuple[Preload, ...] = ()
+    # the site-packages of the Python environment the shell has active, and who installs into it (`pythons.shell_site`)
+    shell_site: str | None = None
+    shell_pip: tuple[str | None, tuple[str, ...]] = (None, ())
 
     def preload_entry(self, path: str) -> str | None:
         """The preload entry that put the file at ``path`` in the process, if one did."""
@@ -266,7 +269,9 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     link_env = replace(link_env, ld_cache=ld_cache) if ld_cache is not None else link_env
     # another system's C library decides which of the loader's rules hold (`rules`), and whether the model knows it
     link_env = replace(link_env, glibc=(glibc[0], glibc[1])) if glibc is not None and len(glibc) >= 2 else link_env
-    facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify)
+    site = shell_site(env_vars)
+    facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify, shell_site=site,
+                    shell_pip=interpreter_of_site(site) if site else (None, ()))
     mapped = [*(started or {}), *mapped]
     file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
     preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries, started) \
@@ -949,8 +954,10 @@ def wheel_site(folder: str) -> str | None:
     """The site-packages folder of a pip wheel's ``.../nvidia/cudnn/lib`` (``cudnn_jit``, ``cu13`` ...), where
     its ``.dist-info`` is; None for a folder of another shape."""
     folder = os.path.normpath(folder)
-    if os.path.basename(folder) != "lib" or not os.path.basename(os.path.dirname(folder)).startswith(("cudnn", "cu")):
-        return None
+    owner = os.path.dirname(folder)
+    if os.path.basename(folder) != "lib" or not os.path.basename(owner).startswith(("cudnn", "cu")) \
+            or os.path.basename(os.path.dirname(owner)) != "nvidia":
+        return None  # a tarball's /opt/cudnn-9.0.0/lib, CUDA's /usr/local/cuda/lib: no wheel's, and no site above
     return os.path.normpath(os.path.join(folder, "..", "..", ".."))
 
 

@@ -105,6 +105,19 @@ def python_on_path(environ: Mapping[str, str] | None = None, *, outside: str | N
     return None
 
 
+def shell_site(environ: Mapping[str, str]) -> str | None:
+    """The site-packages folder of the Python environment the shell has active (``VIRTUAL_ENV``'s, else
+    ``CONDA_PREFIX``'s) where it exists: where pip can put a CUDA library that a cuDNN outside pip lacks. None
+    without one (the system's Python is nobody's to install into unasked)."""
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = environ.get(variable)
+        if prefix and os.path.isabs(prefix):
+            found = [site for site in _site_packages(prefix) if os.path.isdir(site)]
+            if len(found) == 1:
+                return found[0]
+    return None
+
+
 def _site_packages(prefix: str) -> list[str]:
     lib = os.path.join(prefix, "lib")
     try:
