@@ -423,7 +423,7 @@ def test_a_cuda_library_torch_needs_and_nothing_holds_is_why_it_cannot_be_import
     finding = _unmet(torch, "libcublas.so.13", torch.unmet[0].path, None)
     assert finding.code == "consumer-broken" and finding.severity.value == "error"
     assert "libtorch_cuda.so cannot load at import: it NEEDs libcublas.so.13" in finding.message
-    assert [(a.requirements, a.target) for a in finding.fix.actions] == [(("nvidia-cublas",), str(site))]
+    assert [(a.requirements, a.target) for a in finding.fix.actions] == [(("nvidia-cublas>=13,<14",), str(site))]
 
     (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
     shutil.copy(build / "libcublas.so.13", site / "nvidia" / "cu13" / "lib")

@@ -19,10 +19,10 @@ from cudnnload.judge.fixes import (
     cudnn_install,
     cudnn_requirement,
     dependency_manual,
-    dependency_requirement,
     readable_again,
 )
 from cudnnload.judge.installs import whole
+from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import ActionKind
@@ -154,7 +154,7 @@ def test_no_wheel_is_suggested_for_cudnn_7_or_cuda_10() -> None:
     assert "CUDA 10.2 runtime" in (dependency_manual("libcudart.so.10.2").text or "")
     assert cudnn_requirement(8, 11) == "nvidia-cudnn-cu11>=8,<9"
     assert cudnn_requirement(9, 13) == "nvidia-cudnn-cu13>=9,<10"
-    assert dependency_requirement("libcublasLt.so.13") == "nvidia-cublas"
+    assert dependency_requirement("libcublasLt.so.13") == "nvidia-cublas>=13,<14"
     assert dependency_requirement("libnvrtc.so.12") == "nvidia-cuda-nvrtc-cu12"
 
 
@@ -611,11 +611,9 @@ def test_a_cuda_library_a_cudnn_outside_pip_lacks_goes_into_the_shell_s_environm
     shell whose venv is active and holds no cuBLAS (fix differential 1-838: said in words only): pip installs the
     distribution that has it into the venv's site, and the folder pip puts it in goes on LD_LIBRARY_PATH; the
     words stay as the alternative. Without an active environment, the words alone."""
-    from cudnnload.judge.fixes import dependency_folder
-
     assert dependency_folder("nvidia-cublas-cu12", "/s") == "/s/nvidia/cublas/lib"
     assert dependency_folder("nvidia-cuda-nvrtc-cu11", "/s") == "/s/nvidia/cuda_nvrtc/lib"
-    assert dependency_folder("nvidia-cublas", "/s") == "/s/nvidia/cu13/lib"
+    assert dependency_folder("nvidia-cublas>=13,<14", "/s") == "/s/nvidia/cu13/lib"
     copied = folder_of(W928, tmp_path / "opt" / "cudnn-9.28" / "lib")
     venv = tmp_path / "venv"
     site = venv / "lib" / "python3.11" / "site-packages"

@@ -482,8 +482,9 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
 
 def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
     """A CUDA library a pip-installed object asked for in vain (torch's libcublas.so.13): the pip distribution
-    that has it (`fixes.dependency_requirement`), installed into the site that holds the object that asked."""
-    from cudnnload.judge.fixes import dependency_into, dependency_requirement
+    that has it (`catalog.dependency_requirement`), installed into the site that holds the object that asked."""
+    from cudnnload.judge.fixes import dependency_into
+    from cudnnload.resolve.catalog import dependency_requirement
     from cudnnload.resolve.consumers import site_of
     from cudnnload.resolve.pythons import interpreter_of_site
     from cudnnload.verdicts import fix

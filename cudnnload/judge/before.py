@@ -14,9 +14,10 @@ import posixpath
 from collections.abc import Mapping, Sequence
 
 from cudnnload.codes import Code, SubjectKind
-from cudnnload.judge.fixes import cudnn_requirement, dependency_requirement
+from cudnnload.judge.fixes import cudnn_requirement
 from cudnnload.judge.frameworks import consumer_findings
 from cudnnload.judge.gpu import MIN_DRIVER_BRANCH, driver_findings
+from cudnnload.resolve.catalog import dependency_requirement
 from cudnnload.resolve.consumers import FRAMEWORKS
 from cudnnload.resolve.hardware import GpuFacts, cuda_text
 from cudnnload.resolve.planned import CudnnSeen, Overwrite, Way

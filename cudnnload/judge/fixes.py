@@ -12,7 +12,6 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
-import re
 
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
@@ -38,32 +37,6 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
     if release is not None:  # a wheel's version has a fourth part, its build: 9.28.0.42 is a 9.28.0
         return f"{name}=={release}.*"
     return f"{name}>={major},<{major + 1}"
-
-
-def dependency_requirement(soname: str) -> str | None:
-    """The pip distribution that provides a CUDA library cuDNN needs, by soname; None when pip has none
-    (the driver's libcuda, zlib, a CUDA 10 runtime)."""
-    match = re.match(r"lib(cublasLt|cublas|nvrtc-builtins|nvrtc|cudart)\.so\.(\d+)", soname)
-    if match is None:
-        return None
-    what, cuda = match.group(1), int(match.group(2))
-    base = {"cublasLt": "nvidia-cublas", "cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc",
-            "nvrtc-builtins": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}[what]
-    if cuda >= 13:
-        return base
-    if cuda == 11 and what.startswith("nvrtc"):
-        return "nvidia-cuda-nvrtc-cu11"
-    return f"{base}-cu{cuda}" if cuda in (11, 12) else None
-
-
-def dependency_folder(requirement: str, site: str) -> str:
-    """The folder of ``site`` where pip puts the libraries of the CUDA distribution ``requirement``
-    (`dependency_requirement`): CUDA 13's wheels share ``nvidia/cu13/lib``; CUDA 11's and 12's each have their own,
-    named after the distribution (``nvidia-cuda-nvrtc-cu12``: ``nvidia/cuda_nvrtc/lib``)."""
-    match = re.fullmatch(r"nvidia-(.+?)(?:-cu(\d+))?", requirement)
-    name = match.group(1) if match is not None else requirement
-    folder = name.replace("-", "_") if match is not None and match.group(2) else "cu13"
-    return posixpath.join(site, "nvidia", folder, "lib")
 
 
 def dependency_manual(soname: str, requirement: str | None = None) -> Action:
@@ -131,7 +104,7 @@ DEPENDENCY_OPTIONS = ("--ignore-installed", "--no-deps")
 
 
 def dependency_into(requirement: str, site: str | None, pip_env: PipEnv, *, python: str | None = None) -> Action:
-    """pip's install of the distribution that has a CUDA library (`dependency_requirement`) into ``site``."""
+    """pip's install of the distribution that has a CUDA library (`catalog.dependency_requirement`) into ``site``."""
     return pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS, python=python)
 
 

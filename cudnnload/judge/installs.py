@@ -28,7 +28,15 @@ from cudnnload.judge.judged import Judged, Verdict
 from cudnnload.judge.policy import Mapped, install_findings, lent_loads, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import Generation, Release, SubLibrary, classify, generation
+from cudnnload.resolve.catalog import (
+    Generation,
+    Release,
+    SubLibrary,
+    classify,
+    dependency_folder,
+    dependency_requirement,
+    generation,
+)
 from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
@@ -758,7 +766,7 @@ def _install_dependency(library: str, install: Install, repair: _Repairs, elsewh
     folder pip does not own, the wheel folder of this environment that holds it (``elsewhere``) put on
     LD_LIBRARY_PATH; else its distribution installed into the site of the shell's active Python environment and
     the folder pip puts it in added to LD_LIBRARY_PATH; else what to install, in words."""
-    requirement = fixes.dependency_requirement(library)
+    requirement = dependency_requirement(library)
     if requirement is not None and install.site is not None:
         return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python))
     if elsewhere is not None:
@@ -767,7 +775,7 @@ def _install_dependency(library: str, install: Install, repair: _Repairs, elsewh
                    note=f"{elsewhere} is installed, in a folder this cuDNN's search does not reach")
     if requirement is not None and repair.shell is not None:
         site, pip_env = repair.shell
-        folder = fixes.dependency_folder(requirement, site)
+        folder = dependency_folder(requirement, site)
         return fix(fixes.dependency_into(requirement, site, pip_env),
                    set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),
                    note=f"pip puts {library} in {folder}, a folder this cuDNN's search reaches only through "

@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, dependency_requirement, pip_into
+from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
-from cudnnload.resolve.catalog import Release, decode_version, generation
+from cudnnload.resolve.catalog import Release, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Route

@@ -325,6 +325,33 @@ def dlopens_at_load(soname: str) -> tuple[str, ...]:
 # Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
 # cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
 # $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
+def dependency_requirement(soname: str) -> str | None:
+    """The pip distribution that ships a CUDA library cuDNN or a framework needs, by soname, as a requirement of
+    that CUDA major (CUDA 13's wheels carry no ``-cu13`` suffix: ``nvidia-cublas>=13,<14``); None when pip has none
+    (the driver's libcuda, zlib, a CUDA 10 runtime). The one table of what pip ships: what a framework's objects
+    NEED and lack (`consumers`) and what a fix installs (`judge.fixes`) both read it."""
+    match = re.match(r"lib(cublasLt|cublas|nvrtc-builtins|nvrtc|cudart)\.so\.(\d+)", soname)
+    if match is None:
+        return None
+    what, cuda = match.group(1), int(match.group(2))
+    base = {"cublasLt": "nvidia-cublas", "cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc",
+            "nvrtc-builtins": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}[what]
+    if cuda >= 13:
+        return f"{base}>={cuda},<{cuda + 1}"
+    if cuda == 11 and what.startswith("nvrtc"):
+        return "nvidia-cuda-nvrtc-cu11"
+    return f"{base}-cu{cuda}" if cuda in (11, 12) else None
+
+
+def dependency_folder(requirement: str, site: str) -> str:
+    """The folder of ``site`` where pip puts the libraries of the CUDA distribution ``requirement``
+    (`dependency_requirement`): CUDA 13's wheels share ``nvidia/cu13/lib``; CUDA 11's and 12's each have their own,
+    named after the distribution (``nvidia-cuda-nvrtc-cu12``: ``nvidia/cuda_nvrtc/lib``)."""
+    suffixed = re.fullmatch(r"nvidia-(.+?)-cu(1[12])", requirement)
+    folder = suffixed.group(1).replace("-", "_") if suffixed is not None else "cu13"
+    return f"{site.rstrip('/')}/nvidia/{folder}/lib"
+
+
 DEPENDENCY_SOURCES: dict[str, str] = {
     "libcuda.so.1": "the NVIDIA driver (not pip-installable)",
     "libz.so.1": "zlib (apt install zlib1g / dnf install zlib)",
@@ -335,9 +362,9 @@ DEPENDENCY_SOURCES: dict[str, str] = {
     "libcublasLt.so.11": "pip install nvidia-cublas-cu11",
     "libcublas.so.12": "pip install nvidia-cublas-cu12",
     "libcublasLt.so.12": "pip install nvidia-cublas-cu12",
-    "libcublasLt.so.13": "pip install nvidia-cublas",
+    "libcublasLt.so.13": "pip install 'nvidia-cublas>=13,<14'",
     "libnvrtc.so.12": "pip install nvidia-cuda-nvrtc-cu12",
-    "libnvrtc.so.13": "pip install nvidia-cuda-nvrtc",
+    "libnvrtc.so.13": "pip install 'nvidia-cuda-nvrtc>=13,<14'",
     # a cuDNN built against a shared CUDA runtime (custom 7.x builds; the wheels link it statically)
     "libcudart.so.10.0": "the CUDA 10.0 runtime (apt install cuda-cudart-10-0, or conda install cudatoolkit=10.0)",
     "libcudart.so.10.1": "the CUDA 10.1 runtime (apt install cuda-cudart-10-1, or conda install cudatoolkit=10.1)",

@@ -39,7 +39,7 @@ from typing import Literal
 from cudnnload.cachedir import stamp
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
-from cudnnload.resolve.catalog import Release, classify, decode_version, parse_release
+from cudnnload.resolve.catalog import Release, classify, decode_version, dependency_requirement, parse_release
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.pythons import interpreter_of_site
@@ -309,10 +309,6 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
     return tuple(consumers)
 
 
-# The CUDA libraries pip ships, as a framework's objects NEED them (torch's libtorch_cuda.so: libcublas.so.13)
-_SHIPPED = re.compile(r"lib(cublasLt|cublas|nvrtc|cudart)\.so\.\d+$")
-
-
 def _unmet(dist: _Installed, paths: Sequence[str], env: Mapping[str, str], cache: ElfCache) -> tuple[Need, ...]:
     """The CUDA libraries pip ships that the objects of ``dist``'s library folders NEED and that neither a wheel's
     ``nvidia/*/lib`` folder on ``paths`` (where torch's and JAX's loaders take them from, by path) nor the object's
@@ -336,7 +332,7 @@ def _unmet(dist: _Installed, paths: Sequence[str], env: Mapping[str, str], cache
             except (OSError, ElfError):
                 continue
             for soname in info.needed:
-                if _SHIPPED.match(soname):
+                if dependency_requirement(soname) is not None:  # pip ships it (torch's libcublas.so.13)
                     wanted.setdefault(soname, (os.path.join(where, name), info))
     if not wanted:
         return ()
