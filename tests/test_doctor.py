@@ -140,3 +140,14 @@ def test_python_given_by_a_path_relative_to_the_current_folder_is_that_interpret
     monkeypatch.chdir(here.parent.parent)
     resolved = resolve_target(None, python=os.path.join(here.parent.name, here.name), environ=dict(os.environ))
     assert resolved.target.python is not None and os.path.samefile(resolved.target.python, sys.executable)
+
+
+def test_a_python_program_is_one_whose_command_names_a_python() -> None:
+    """``doctor -- COMMAND``: the program is a Python (its start-up observed, its pip named by fixes) when the
+    command's first word is one (``python3``, ``/venv/bin/python3.11``), as a running process is read; not
+    ``ipython``, which has no ``-m pip`` of its own."""
+    from cudnnload.diagnose.observe import _interpreter
+
+    assert _interpreter(["/venv/bin/python3.11", "-c", "pass"]) == "/venv/bin/python3.11"
+    assert _interpreter(["python3", "train.py"]) == "python3"
+    assert _interpreter(["ipython", "train.py"]) is None and _interpreter([]) is None

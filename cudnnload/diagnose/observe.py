@@ -512,14 +512,15 @@ def _shim_name(path: str) -> str:
 
 def _interpreter(command: Sequence[str]) -> str | None:
     """The program's interpreter when it is a Python (``python3``, ``/venv/bin/python3.11``), as the command names
-    it: whose pip and sys.path a fix names."""
-    return command[0] if command and "python" in os.path.basename(command[0]) else None
+    it: whose pip and sys.path a fix names. A name that starts with "python", as `pythons.interpreter_of_process`
+    reads one (``ipython`` is a program of a Python, with no ``-m pip`` of its own)."""
+    return command[0] if command and os.path.basename(command[0]).startswith("python") else None
 
 
 def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:
     """The start-up of the program when it is a Python (what its .pth files and sitecustomize map), observed as
     that command line would start it; None for another program or one that cannot be observed."""
-    if not os.path.basename(command[0]).startswith("python"):
+    if _interpreter(command) is None:
         return None
     from cudnnload.errors import CudnnloadError
     from cudnnload.resolve.startup import invocation, observe
