@@ -339,6 +339,32 @@ def test_the_whole_repair_is_the_least_change_the_model_finds_nothing_wrong_afte
     assert fixed.healthy and chosen_whole(fixed)
 
 
+def test_a_shim_linked_into_a_folder_on_the_path_is_repaired_by_the_findings_own_setting(tmp_path: Path) -> None:
+    """LD_LIBRARY_PATH leads a program asking by name to a symbolic link of the shim in another folder (``$ORIGIN``
+    is the link's folder, where no sub-library is) and then to an empty entry (the current folder, holding 9.0's
+    adv: fix differential 1-912, "dies of SIGABRT"). Taking entries away leaves the program no cuDNN (the repair
+    was "install cuDNN" for a program no pip wheel serves); the finding's own setting of the variable (the link's
+    real folder first) is one of the candidates the model judges, and the one it finds nothing wrong after."""
+    real = folder_of(W928, tmp_path / "site" / "nvidia" / "cudnn" / "lib")
+    folder_of(CUBLAS, tmp_path / "site" / "nvidia" / "cublas" / "lib")
+    links, work = tmp_path / "links", folder_of(W90, tmp_path / "work", only=("libcudnn_adv.so.9",))
+    links.mkdir()
+    os.symlink(real / "libcudnn.so.9", links / "libcudnn.so.9")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{links}:"}
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        report = doctor(env, target="libcudnn.so.9", timeout=60)
+    finally:
+        os.chdir(cwd)
+    first = report.findings[0]
+    assert first.code is Code.REPAIR, [f.code for f in report.findings]
+    [setting] = first.fix.actions
+    assert setting.do is ActionKind.ENV_SET and setting.value is not None
+    assert setting.value.split(":")[0] == str(real) and not any(a.do is ActionKind.PIP_INSTALL
+                                                                for a in first.fix.actions)
+
+
 def test_a_working_target_gets_no_repair(tmp_path: Path) -> None:
     good = folder_of(W928, tmp_path / "good")
     cublas = folder_of(CUBLAS, tmp_path / "cublas")

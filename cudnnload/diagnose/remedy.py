@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from cudnnload.codes import ActionKind, Code, Severity
-from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry
+from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry, set_variable, unset
 
 # What judges the target again in a changed world: (its environment, the start-up lines taken as gone) -> findings.
 Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Finding]]
@@ -40,7 +40,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
     entry is how the target gets what it is meant to get: a finding whose fix would remove it is said, not
     planned)."""
     if any(f.severity is Severity.ERROR for f in findings):
-        found = least_change(environ, judge, keep)
+        found = least_change(environ, judge, keep, findings)
         if found is not None:
             return found
     env = dict(environ)
@@ -95,29 +95,42 @@ def _kept(actions: Sequence[Action]) -> list[Action]:
 
 
 # How many worlds `least_change` judges at most (each a judgement without child processes, ~50-150 ms)
-CANDIDATES = 16
+CANDIDATES = 24
 _VARIABLES = ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")
 
 
-def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = None) -> Fix | None:
+def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = None,
+                 findings: Sequence[Finding] = ()) -> Fix | None:
     """The smallest change of the environment after which the model finds no error for the target: each entry of
-    LD_PRELOAD, LD_LIBRARY_PATH and PYTHONPATH taken away alone, then two at a time, judged on the model (at most
-    `CANDIDATES` worlds); None when none does. An entry that leads to ``keep`` (the folder of what the target
-    is meant to load) is never taken away. Synthesised and checked, never read off one finding."""
+    LD_PRELOAD, LD_LIBRARY_PATH and PYTHONPATH taken away alone; then each error finding's own setting of a
+    variable (``findings``: a symlinked shim's folder put first), alone and with each entry taken away; then two
+    entries taken away; judged on the model (at most `CANDIDATES` worlds); None when none does. An entry that leads
+    to ``keep`` (the folder of what the target is meant to load) is never taken away. Synthesised and checked,
+    never read off one finding."""
     entries = [(variable, entry) for variable in _VARIABLES
                for entry in dict.fromkeys(re.split(r"[ :]" if variable == "LD_PRELOAD" else r":",
                                                    environ.get(variable, "")))
                if variable in environ and not (keep is not None and _same_entry(entry, keep))]
-    single = [(one,) for one in entries]
-    pairs = [(a, b) for index, a in enumerate(entries) for b in entries[index + 1:]]
-    for change in [*single, *pairs][:CANDIDATES]:
-        actions = [remove_entry(variable, entry) for variable, entry in change]
+    single = [[remove_entry(*one)] for one in entries]
+    settings = list(dict.fromkeys(a for f in findings if f.severity is Severity.ERROR for a in f.fix.actions
+                                  if a.do is ActionKind.ENV_SET and a.variable in _VARIABLES))
+    set_then = [[_without(setting, one[1])] for setting in settings for one in entries
+                if one[0] == setting.variable and one[1] in (setting.value or "").split(":")]
+    pairs = [[remove_entry(*a), remove_entry(*b)] for index, a in enumerate(entries) for b in entries[index + 1:]]
+    for actions in [*single, *([s] for s in settings), *set_then, *pairs][:CANDIDATES]:
         env: dict[str, str] = dict(environ)
         for action in actions:
             env, _ = applied(action, env, frozenset())
         if not any(f.severity is Severity.ERROR for f in judge(env, frozenset())):
             return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
+
+
+def _without(setting: Action, entry: str) -> Action:
+    """``setting`` (a variable set) with ``entry`` taken out of its value: one setting, said once."""
+    variable = setting.variable or ""
+    left, _ = applied(remove_entry(variable, entry), {variable: setting.value or ""}, frozenset())
+    return set_variable(variable, left[variable]) if variable in left else unset(variable)
 
 
 def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]
