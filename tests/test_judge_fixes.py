@@ -22,8 +22,8 @@ from cudnnload.judge.fixes import (
     readable_again,
 )
 from cudnnload.judge.installs import whole
-from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.access import Unreachable
+from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import ActionKind
 from tests.wheels import lib_folder
