@@ -317,6 +317,25 @@ def test_a_program_that_asks_by_name_never_gets_this_pythons_pip_wheel(tmp_path:
     assert found.fix.actions and found.fix.actions[0].do is ActionKind.ENV_SET
 
 
+def test_a_program_by_name_with_no_cudnn_anywhere_gets_the_wheel_in_the_active_venv_and_its_folder(
+        tmp_path: Path) -> None:
+    """``libcudnn.so.9`` by name, no cuDNN anywhere, a venv active in the shell: the wheel goes into the venv's site
+    and its folder onto LD_LIBRARY_PATH (a bare ``pip install``, by no interpreter and into no site, left the
+    program asking in vain: a program by name never gets a pip wheel off its search path)."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    os.symlink(sys.executable, venv / "bin" / "python")
+    report = doctor({**BASE, "VIRTUAL_ENV": str(venv)}, target="libcudnn.so.9", timeout=60)
+    found = next(f for f in report.findings if f.code == "not-found")
+    install, setting = found.fix.actions
+    assert install.do is ActionKind.PIP_INSTALL and install.target == str(site)
+    assert install.python == str(venv / "bin" / "python") and install.requirements[0].startswith("nvidia-cudnn-cu")
+    assert setting.json() == {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{site}/nvidia/cudnn/lib"}
+
+
 def test_the_whole_repair_is_the_least_change_the_model_finds_nothing_wrong_after(tmp_path: Path) -> None:
     """Two causes at once: 9.0's graph in LD_PRELOAD and an empty shim first on LD_LIBRARY_PATH, before a complete
     9.28 and its cuBLAS. Each finding alone is fixed by something else (or not at all: "install cuDNN"); the repair,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.errors import UsageError
-from cudnnload.judge.fixes import cudnn_install, readable_again, reinstall
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, readable_again, reinstall
 from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
@@ -35,7 +35,7 @@ from cudnnload.resolve.discovery import (
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
-from cudnnload.verdicts import Finding, Fix, fix, set_variable
+from cudnnload.verdicts import Finding, Fix, fix, pip_install, set_variable
 
 
 def _unreadable(path: str, ctx: Context) -> str:
@@ -181,7 +181,9 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     LD_LIBRARY_PATH entry that names a wheel's lib folder): that wheel put back, into the site that holds it;
     else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
     it anyway); else cuDNN installed (by ``python``'s pip, when given; for a program of no Python, into the site of
-    a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter)."""
+    a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter, else into the site of the
+    shell's active Python environment with the wheel's folder put on LD_LIBRARY_PATH: a program asking by name
+    finds a pip wheel only there)."""
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
                            *search_path_sites(ctx.linker.ld_library_path)])
     dists = cudnn_distributions(tuple(sites))
@@ -211,6 +213,13 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                 return cudnn_install(gen.major, None, pip_env[0], site=site,
                                      note=f"{entry} is on LD_LIBRARY_PATH, and the cuDNN wheel it is the folder of "
                                           "is not installed there")
+        requirement = cudnn_requirement(gen.major, None)
+        if ctx.shell_site is not None and ctx.shell_pip[0] is not None and requirement is not None:
+            folder = f"{ctx.shell_site.rstrip('/')}/nvidia/cudnn/lib"
+            return fix(pip_install([requirement], target=ctx.shell_site, python=ctx.shell_pip[0]),
+                       set_variable("LD_LIBRARY_PATH", ":".join([folder, *ctx.linker.ld_library_path])),
+                       note=f"a program that asks for {gen.shim.soname} by name finds a pip wheel only on its "
+                            "search path")
     return cudnn_install(gen.major, None, python)
 
 
