@@ -364,3 +364,16 @@ def test_a_change_of_the_shared_environment_that_would_break_the_shell_s_torch_i
     soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
     assert soname and all(j.outcome == runner.FIXED and not j.broke for j in soname), soname
     assert all(a.get("do") == "run" for j in soname for a in j.said.actions), soname
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_shim_reached_through_a_link_into_a_folder_closed_to_the_user_is_opened_and_its_folder_put_first() -> None:
+    """nobody's app by soname, LD_LIBRARY_PATH leading to a symbolic link of the shim whose real folder is 0700
+    (fix differential 1-594): the mode change alone left ``$ORIGIN`` the link's folder and the app died in
+    cudnnGetVersion; with the real folder put first it works, in both forms."""
+    _base(draw(1, 594)[1].name)
+    verdict = runner.differential(1, 594, ["app"])
+    assert verdict.error is None, verdict.error
+    soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
+    assert soname and all(j.failing and j.outcome == runner.FIXED for j in soname), soname

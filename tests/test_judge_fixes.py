@@ -691,3 +691,28 @@ def test_only_a_folder_under_nvidia_is_a_wheel_s_and_has_a_site_above_it() -> No
     assert wheel_site("/s/nvidia/cudnn/lib") == wheel_site("/s/nvidia/cu13/lib/") == "/s"
     assert wheel_site("/s/nvidia/cudnn_jit/lib") == "/s"
     assert wheel_site("/opt/cudnn-9.0.0-cuda12/lib") is None and wheel_site("/usr/local/cuda/lib") is None
+
+
+def test_a_shim_this_user_cannot_reach_through_a_link_also_gets_its_real_folder_on_the_path(tmp_path: Path) -> None:
+    """The shim reached by name through a symbolic link in a folder of no sub-libraries, and its real folder closed
+    to this user (fix differential 1-594, 1-699, 1-488, 1-906): opening the folder alone leaves ``$ORIGIN`` the
+    link's folder, and the program dies in cudnnGetVersion; the real folder goes first on LD_LIBRARY_PATH with the
+    mode change. A link beside its sub-libraries, or a plain file, keeps the fix as it is."""
+    from cudnnload.diagnose.which import _beside_its_libraries
+    from cudnnload.resolve.catalog import generation
+    from cudnnload.resolve.discovery import context
+    from cudnnload.verdicts import chmod, fix
+
+    real, links = tmp_path / "real", tmp_path / "links"
+    real.mkdir()
+    links.mkdir()
+    (real / "libcudnn.so.9").write_bytes(b"")
+    os.symlink(real / "libcudnn.so.9", links / "libcudnn.so.9")
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(links)}, use_cache=False)
+    opened = fix(chmod(str(real), 0o755, owner="root"), note="closed")
+    said = _beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx)
+    assert said.actions[0] == opened.actions[0]
+    assert said.actions[1].json() == {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{real}:{links}"}
+    assert _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), ctx) == opened
+    (links / "libcudnn_graph.so.9").write_bytes(b"")
+    assert _beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx) == opened

@@ -175,6 +175,22 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
     return steps
 
 
+def _beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context) -> Fix:
+    """``repair`` of a shim this user cannot reach at ``path``, where ``path`` is a symbolic link in a folder that
+    holds none of its sub-libraries: the shim's ``$ORIGIN`` is the link's folder, so once it can be reached it would
+    look for them there and not find them (the SIGABRT in cudnnGetVersion); the real folder is put first on
+    LD_LIBRARY_PATH too. Known without reaching the file: the link and its folder are readable."""
+    here = os.path.dirname(path)
+    real = os.path.dirname(os.path.realpath(path))
+    if not os.path.islink(path) or real == os.path.realpath(here) or any(
+            os.path.exists(os.path.join(here, lib.soname)) for lib in gen.sublibraries if lib.required):
+        return repair
+    value = ":".join([real, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else real
+    note = f"{path} is a symbolic link: its $ORIGIN is {here}, which holds no sub-library, so {real} goes first " \
+        "on LD_LIBRARY_PATH" + (f"; {repair.note}" if repair.note else "")
+    return fix(*repair.actions, set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=repair.alternatives)
+
+
 def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None, python: str | None = None) -> Fix:
     """A shim no search finds. An installed wheel of this generation whose RECORD lists the shim but the file is
     gone (a partial uninstall, a deleted file), on ``site_paths`` or under a search-path entry (an
@@ -192,7 +208,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     entries = [os.path.join(entry, gen.shim.soname) for entry in ctx.linker.ld_library_path if entry.startswith("/")]
     for path in [*(path for _, path in listed), *entries]:
         if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
-            return readable_again(stop, access.user, holder(dists, path))
+            return _beside_its_libraries(readable_again(stop, access.user, holder(dists, path)), path, gen, ctx)
     for dist, path in listed:
         if path in dist.missing:
             return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
