@@ -476,13 +476,15 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
     if cudnn is not None and frameworks:
         raise UsageError("give --cudnn PATH or --for FRAMEWORK, not both")
     try:
-        pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload)
+        pinned = run_environment(cudnn, for_=frameworks, replace_preload=replace_preload, command=command)
     except LoadError as exc:
-        if not frameworks:
+        if cudnn is not None:
             raise  # the cuDNN you named cannot be pinned: said, nothing run
-        # run never makes a working program fail: the framework loads its own cuDNN, as without cudnnload
+        # run never makes a working program fail: with nothing to pin (no cuDNN its rules accept, none at all), it
+        # loads its own cuDNN, as without cudnnload
+        whose = f", {', '.join(frameworks)} loading its own cuDNN" if frameworks else ""
         sys.stderr.write(f"cudnnload: nothing pinned ({exc.message}); the program runs as it would without "
-                         f"cudnnload, {', '.join(frameworks)} loading its own cuDNN\n")
+                         f"cudnnload{whose}\n")
         sys.stderr.flush()
         execute(command, os.environ, closed=_closed, pinning=False)
     said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]

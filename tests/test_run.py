@@ -257,3 +257,23 @@ def test_the_fast_path_reads_the_command_line_as_the_click_command_does(words: l
 @pytest.mark.parametrize("words", [["--help", "--", "prog"], ["--cudnn"], ["--bogus", "--", "prog"], ["prog"]])
 def test_anything_else_goes_to_the_click_command(words: list[str]) -> None:
     assert _run_args(list(words)) is None
+
+
+def test_a_python_of_another_environment_gets_the_cudnn_its_own_path_holds(tmp_path: Path) -> None:
+    """``cudnnload run -- /other/venv/bin/python ...`` (and any ``python3`` when cudnnload is installed with pipx,
+    in an environment no program uses): the set pinned is the one that Python's path holds; cudnnload's own path
+    holds none here, and nothing was pinned. With nothing to pin at all, the program runs as without cudnnload
+    and one line says so: `run` never makes a program fail that runs without it."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    [site] = (venv / "lib").glob("python*/site-packages")
+    (site / "cudnn-wheel.pth").write_text(f"{site_folder(W928)}\n")
+    done = cudnnload_run("--", str(venv / "bin" / "python"), "-c", PROGRAM, cache=tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["version"] == 92800 and got["preload"].startswith(str(lib_folder(W928))), got
+    bare = cudnnload_run("--", sys.executable, "-c", "print('ran')", cache=tmp_path / "cache",
+                         env={"LD_LIBRARY_PATH": "", "CUDNN_PATH": ""})
+    if "nothing pinned" in bare.stderr:  # no cuDNN on this machine's own search path (CI)
+        assert bare.returncode == 0 and bare.stdout == "ran\n"
+        assert bare.stderr.startswith("cudnnload: nothing pinned (no loadable cuDNN") and bare.stderr.count("\n") == 1

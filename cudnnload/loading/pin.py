@@ -63,11 +63,12 @@ class Pinned:
 def run_environment(cudnn: str | os.PathLike[str] | Install | None = None, *, version: str | None = None,
                     for_: str | Sequence[str] = (), replace_preload: bool = False,
                     environ: Mapping[str, str] | None = None, use_cache: bool = True,
-                    timeout: float = 60.0) -> Pinned:
+                    timeout: float = 60.0, command: Sequence[str] = ()) -> Pinned:
     """The environment to run a program in with cuDNN pinned (see the module docstring): ``cudnn`` as for
     `load()` (a folder, a file of one, an `Install`, or None for the best), ``version`` a range,
-    ``for_`` the frameworks the program uses. LoadError names the cause when the set is incomplete or
-    incoherent, or when your LD_PRELOAD maps another cuDNN (without ``replace_preload``)."""
+    ``for_`` the frameworks the program uses, ``command`` the program (a Python of another environment than
+    cudnnload's: its wheels and frameworks are searched, `pythons.program_python`). LoadError names the cause when
+    the set is incomplete or incoherent, or when your LD_PRELOAD maps another cuDNN (without ``replace_preload``)."""
     env = dict(os.environ if environ is None else environ)
     wanted = VersionRange.parse(version) if version else None
     frameworks = (for_,) if isinstance(for_, str) else tuple(for_)
@@ -76,7 +77,7 @@ def run_environment(cudnn: str | os.PathLike[str] | Install | None = None, *, ve
         return _without_other_cudnn(files, release, folder, env, replace_preload)
 
     plan, vetted, _, cached = proven(cudnn, wanted, env, vet, frameworks=frameworks, use_cache=use_cache,
-                                     timeout=timeout, by_key=False)
+                                     timeout=timeout, by_key=False, python=_program_python(command, env))
     files = tuple(os.path.abspath(path) for _, path in plan.files)
     odd = next((path for path in files if " " in path or ":" in path), None)
     if odd is not None:  # ld.so splits LD_PRELOAD on both (rtld.c handle_preload_list)
@@ -86,6 +87,25 @@ def run_environment(cudnn: str | os.PathLike[str] | Install | None = None, *, ve
     removed = tuple(entry for entry in _entries(env) if entry not in still)
     program = {**vetted, "LD_PRELOAD": ":".join(files) + (f":{kept}" if kept else "")}
     return Pinned(program, plan.release, plan.folder, files, removed, plan.choice, cached)
+
+
+def _program_python(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, tuple[str, ...]] | None:
+    """The program's interpreter and its sys.path, when it is a Python of another environment than this one's
+    (`pythons.program_python`; its start-up observed once, as its command line starts it); None otherwise."""
+    from cudnnload.resolve.pythons import program_python
+
+    python = program_python(command, env)
+    if python is None:
+        return None
+    from cudnnload.resolve.startup import StartupFailed, invocation, observe
+
+    how = invocation(list(command))
+    try:
+        started = observe(how.interpreter, env, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags)
+    except (StartupFailed, OSError) as exc:
+        raise LoadError(f"{python} does not answer, so what its program loads is unknown ({exc})", path=python,
+                        fix="run it with a working Python, or give the cuDNN to load (--cudnn)") from None
+    return python, tuple(started.sys_path)
 
 
 def _without_other_cudnn(files: tuple[tuple[str, str], ...], release: Release | None, folder: str,

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     # A caller's check of a set (its files, release and folder) against the process it is to live in:
     # LoadError when that process holds another cuDNN, else the environment to prove the set in.
     Vet = Callable[[Files, Release | None, str], dict[str, str]]
+    # The program's interpreter and its sys.path, when they are not this process's (`pythons.program_python`)
+    Python = tuple[str, tuple[str, ...]]
 
 PLAN_FORMAT = 7  # bump when Plan's fields or the file layout change
 # "plans": request key -> Plan; "notes": request key -> the findings load() reports with it
@@ -72,22 +74,24 @@ class Plan:
 
 def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet: Vet, *,
            frameworks: Sequence[str] = (), use_cache: bool = True, timeout: float = 60.0, notes: bool = False,
-           by_key: bool = True) -> tuple[Plan, dict[str, str], tuple[Finding, ...], bool]:
+           by_key: bool = True, python: Python | None = None) -> tuple[Plan, dict[str, str], tuple[Finding, ...], bool]:
     """The set for the request (``source``: an install folder, a file of one, an `Install`, or None for
     the best on the machine; ``wanted``: a version range; ``frameworks``: `judge.choose.choose_for`),
     checked by ``vet`` and proven in a child process in the environment ``vet`` returns: (the plan, that
     environment, with ``notes`` what discovery noted that does not stop the load, whether it was
     remembered). LoadError names the cause when no set fits. ``by_key``: the caller finds the files by their
     catalog key (load(): the shim's handle), so a remembered plan must name a shim of a known generation
-    (`unloadable`, which imports the catalog); a preload names the files by path only."""
+    (`unloadable`, which imports the catalog); a preload names the files by path only. ``python``: the interpreter
+    and sys.path of the program the set is for, when it is not this one's (`cudnnload run -- /other/venv/bin/python
+    ...`, or run from cudnnload's own environment): its wheels and frameworks are the ones searched."""
     store = PLANS.path(env) if use_cache else None
-    key = request_key(source, wanted, env, frameworks)
+    key = request_key(source, wanted, env, frameworks, python)
     under = proven_under(env)
     plan = recall(store, key, by_key=by_key, under=under)
     remembered = recall_notes(store, key) if plan is not None and notes else ()
     if plan is not None and remembered is not None:
         return plan, vet(plan.files, plan.release, plan.folder), remembered, True
-    install, choice, found, ctx, dists = _choose(source, wanted, env, frameworks)
+    install, choice, found, ctx, dists = _choose(source, wanted, env, frameworks, python)
     files = set_files(install)
     vetted = vet(files, install.release, install.folder)
     plan = _prove(install, files, choice, vetted, timeout, under)
@@ -101,14 +105,14 @@ def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet
 
 
 def request_key(source: Source, wanted: VersionRange | None, env: Mapping[str, str],
-                frameworks: Sequence[str] = ()) -> str:
+                frameworks: Sequence[str] = (), python: Python | None = None) -> str:
     folder = getattr(source, "folder", None)  # an Install
     where = folder if isinstance(folder, str) else os.path.abspath(os.fspath(source)) if source is not None else ""  # type: ignore[arg-type]
     relevant = [env.get(name, "") for name in ("LD_LIBRARY_PATH", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME",
                                                "CUDA_PATH", "CONDA_PREFIX")]
     # The text itself, not a digest of it: hashlib's OpenSSL binding costs ~5 ms to import.
-    return "\0".join([where, wanted.text if wanted else "", ",".join(frameworks), sys.executable, *relevant,
-                      *sys.path])
+    executable, paths = python if python is not None else (sys.executable, tuple(sys.path))
+    return "\0".join([where, wanted.text if wanted else "", ",".join(frameworks), executable, *relevant, *paths])
 
 
 def set_files(install: Install) -> tuple[tuple[str, str], ...]:
@@ -121,8 +125,9 @@ def set_files(install: Install) -> tuple[tuple[str, str], ...]:
 
 # --- choosing -------------------------------------------------------------------
 
-def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str]
-            ) -> tuple[Judged, tuple[str, ...], tuple[Finding, ...], Context, Sequence[Distribution]]:
+def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], frameworks: Sequence[str],
+            python: Python | None = None) -> tuple[Judged, tuple[str, ...], tuple[Finding, ...], Context,
+                                                   Sequence[Distribution]]:
     """The install to load, each judged as the process holds it once its set is mapped (`as_mapped`);
     what the choice says; the notes: what that judgment found short of blocking, what the shim's own
     search would do (the install's findings as found), and the installs passed over for an empty or
@@ -139,8 +144,9 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
         dists: Sequence[Distribution] = ()
     else:
         # a file stands for the install it belongs to, as that file would load it (discovery.install_of)
-        facts = gather([os.fspath(source)] if source is not None else [], ctx=ctx)
-        inventory = judge_inventory(facts, ctx, sys.executable, Access())
+        facts = gather([os.fspath(source)] if source is not None else [], ctx=ctx,
+                       site_paths=list(python[1]) if python is not None else None)
+        inventory = judge_inventory(facts, ctx, python[0] if python is not None else sys.executable, Access())
         ctx.cache.save()  # what judging read, for the next process (as `cudnnload.find` does)
         installs, dists = inventory.installs, inventory.distributions
         if not installs and inventory.given:  # missing, a device, a folder without cuDNN ...: why, in its words
@@ -148,7 +154,7 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
                             fix="give the folder that holds libcudnn.so.N, or a file of it")
     mapped = [as_mapped(install, ctx, dists) for install in installs]
     given = source is not None
-    consumers = _frameworks(frameworks, given, env)
+    consumers = _frameworks(frameworks, given, env, python)
     choice = choose_for(mapped, wanted, given=given, consumers=consumers)
     if choice.install is None:
         where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
@@ -167,9 +173,11 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
     return chosen, choice.notes, notes, ctx, dists
 
 
-def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tuple[Consumer, ...]:
+def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str], python: Python | None = None
+                ) -> tuple[Consumer, ...]:
     """The frameworks whose rules the choice follows: those ``named`` (``for_``, ``--for``), else, when no
-    install was given, every one installed on this Python's path. LoadError for a name not installed."""
+    install was given, every one installed on this Python's path (``python``'s, when given). LoadError for a
+    name not installed."""
     if given and not named:
         return ()
     from cudnnload.resolve.consumers import FRAMEWORKS, find_consumers
@@ -178,10 +186,12 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str]) -> tu
     if unknown:
         raise UsageError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(FRAMEWORKS))}",
                         fix="name one of those, or give the cuDNN to load")
-    found = find_consumers(environ=env)
+    found = find_consumers(list(python[1]) if python is not None else None, environ=env,
+                           interpreter=python[0] if python is not None else None)
     missing = [name for name in named if not any(c.framework == name for c in found)]
     if missing:
-        raise UsageError(f"{missing[0]} is not installed on this Python's path (or uses no cuDNN): there are no rules "
+        where = f"{python[0]}'s path" if python is not None else "this Python's path"
+        raise UsageError(f"{missing[0]} is not installed on {where} (or uses no cuDNN): there are no rules "
                         "of its to choose by", fix=f"run it with the Python that has {missing[0]}, or give the cuDNN "
                         "to load")
     return tuple(c for c in found if not named or c.framework in named)

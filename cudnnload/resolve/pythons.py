@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # pipx: $PIPX_HOME/venvs/NAME (default ~/.local/pipx or ~/.local/share/pipx); uv: $UV_TOOL_DIR/NAME (default
 # ~/.local/share/uv/tools). Read in pipx's `paths.py` and uv's `uv-tool` crate.
@@ -76,6 +76,29 @@ def interpreter_of_process(executable: str, argv: list[str] | tuple[str, ...], e
     if os.path.isabs(first) and os.path.basename(first).startswith("python") and os.access(first, os.X_OK):
         return first
     return executable
+
+
+def program_python(command: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The interpreter whose environment a program's cuDNN comes from when that is not this process's: the program's
+    own when it is a Python of another environment (``/other/venv/bin/python train.py``, or any ``python3`` when
+    cudnnload runs from an environment of its own, pipx's or ``uv tool``'s: its wheels and frameworks, not
+    cudnnload's); None: this one's, or a program that is no Python (its cuDNN comes from its own search path)."""
+    import shutil
+
+    first = command[0] if command else ""
+    if not os.path.basename(first).startswith("python"):
+        return None
+    found = shutil.which(first, path=environ.get("PATH", os.defpath))
+    return None if found is None or _prefix(found) == os.path.realpath(sys.prefix) else found
+
+
+def _prefix(python: str) -> str:
+    """The environment an interpreter's path is of: a venv's folder (its ``pyvenv.cfg``), else its installation's
+    prefix."""
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return os.path.realpath(folder)
+    return os.path.dirname(os.path.dirname(os.path.realpath(python)))
 
 
 def venv_sites(python: str) -> list[str] | None:
