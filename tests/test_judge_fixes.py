@@ -33,6 +33,16 @@ BASE = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDNNLOAD_CACHE": os.e
         "HOME": os.environ.get("HOME", "/root")}
 
 
+def a_venv(venv: Path) -> tuple[Path, Path]:
+    """A folder shaped as a venv (``pyvenv.cfg``, ``bin/python``, an empty site-packages): the venv and its site."""
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    os.symlink(sys.executable, venv / "bin" / "python")
+    return venv, site
+
+
 def folder_of(tag: str, target: Path, only: tuple[str, ...] | None = None) -> Path:
     """Hard links to the wheel's lib files in ``target`` (only the named ones, when given)."""
     target.mkdir(parents=True)
@@ -322,12 +332,7 @@ def test_a_program_by_name_with_no_cudnn_anywhere_gets_the_wheel_in_the_active_v
     """``libcudnn.so.9`` by name, no cuDNN anywhere, a venv active in the shell: the wheel goes into the venv's site
     and its folder onto LD_LIBRARY_PATH (a bare ``pip install``, by no interpreter and into no site, left the
     program asking in vain: a program by name never gets a pip wheel off its search path)."""
-    venv = tmp_path / "venv"
-    site = venv / "lib" / "python3.11" / "site-packages"
-    site.mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (venv / "bin").mkdir()
-    os.symlink(sys.executable, venv / "bin" / "python")
+    venv, site = a_venv(tmp_path / "venv")
     report = doctor({**BASE, "VIRTUAL_ENV": str(venv)}, target="libcudnn.so.9", timeout=60)
     found = next(f for f in report.findings if f.code == "not-found")
     install, setting = found.fix.actions
@@ -660,12 +665,7 @@ def test_a_cuda_library_a_cudnn_outside_pip_lacks_goes_into_the_shell_s_environm
     assert dependency_folder("nvidia-cuda-nvrtc-cu11", "/s") == "/s/nvidia/cuda_nvrtc/lib"
     assert dependency_folder("nvidia-cublas>=13,<14", "/s") == "/s/nvidia/cu13/lib"
     copied = folder_of(W928, tmp_path / "opt" / "cudnn-9.28" / "lib")
-    venv = tmp_path / "venv"
-    site = venv / "lib" / "python3.11" / "site-packages"
-    site.mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (venv / "bin").mkdir()
-    os.symlink(sys.executable, venv / "bin" / "python")
+    venv, site = a_venv(tmp_path / "venv")
 
     def missing(env: dict[str, str]) -> list:
         report = doctor(env, target=str(copied), timeout=60)
