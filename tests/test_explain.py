@@ -665,6 +665,39 @@ def test_an_issue_templates_version_line_is_not_read_as_a_version_that_does_not_
     assert set(ranked(text)) <= ranking.CALL_CAUSES  # the usual causes of a failing call, no version's
 
 
+@pytest.mark.parametrize(("text", "kind", "built", "found", "family"), [
+    # another major, whichever way: the words give each version's side, the numbers the kind
+    ("mylib.so: these bindings are for cuDNN 4.x (4000 <= version < 5000), while the loaded cuDNN is version: 5103",
+     "version-other-major", "4", "5.1.3", "wrong-cudnn-major"),
+    ("FATAL: plugin needs at least cuDNN 9.0, found 8.4.1 on this node", "version-other-major", "9.0", "8.4.1",
+     "wrong-cudnn-major"),
+    # the same major, an older minor: the runtime is older than the build, however the program words it
+    ("mylib error: cudnn version mismatch, expected 7603 got 7102", "version-older", "7.6.3", "7.1.2",
+     "runtime-older-than-build"),
+    ("Your cuDNN is 8.1.0 but mylib requires cuDNN >= 8.5, please upgrade", "version-older", "8.5", "8.1.0",
+     "runtime-older-than-build"),
+    # one side named, the other not, on a line that says the versions do not fit
+    ("libcudnn version 5005 does not match the version mylib was compiled with (6021)", "version-other-major",
+     "6.0.21", "5.0.5", "wrong-cudnn-major"),
+])
+def test_a_cudnn_version_check_in_unknown_words_is_read_from_its_numbers(
+        text: str, kind: str, built: str, found: str, family: str) -> None:
+    result = explain(text, environ={})
+    primary = result.reading.primary
+    assert primary is not None and (primary.kind, primary.built, primary.found) == (kind, built, found)
+    assert result.causes[0].family == family
+    assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)  # still a guess
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: shapes do not line up\nEnvironment: cuDNN 8.9.2, CUDA 12.1, driver 535.54, Python 3.10",
+    "mylib failed at conv.cu:120 with cuDNN 8.9.2 (error 4)",
+])
+def test_cudnn_versions_without_a_side_are_not_read_as_a_check(text: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and not primary.kind.startswith("version-")
+
+
 def test_words_that_say_a_cudnn_version_does_not_fit_are_read_as_such() -> None:
     primary = read("mylib: this build needs a newer cuDNN version than the one found").primary
     assert primary is not None and primary.kind == "version-unclear"

@@ -181,9 +181,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "version-newer": {"minor-mismatch-strict": 5},
     "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 6, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1, "harmless-warning": 1},
-    "version-other-major": {"wrong-cudnn-major": 3},
-    "version-unclear": {"wrong-cudnn-major": 1},
-    "version-unclear@linux": {"wrong-cudnn-major": 1},
+    "version-other-major": {"wrong-cudnn-major": 4},
+    "version-other-major@linux": {"wrong-cudnn-major": 1},
 }
 
 
