@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, explain, ranking
+from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
@@ -852,6 +852,24 @@ def test_a_cause_the_tuning_reports_of_a_kind_had_is_ranked_where_the_catalog_le
     primary = read(text).primary
     assert primary is not None and "known-bad-release" not in primary.families
     assert "known-bad-release" in ranking.PRIORS[primary.kind] and "known-bad-release" in ranked(text)
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: libcudnn.so.*[0-9] not found in the system path ['/srv/app', '/usr/lib/python311.zip']\ntorch 2.1.0",
+    "UnimplementedError: Graph execution error:\nDNN library is not found.\n [[{{node model/conv1/Conv2D}}]]",
+])
+def test_a_known_message_is_weighed_by_its_own_catalog_entry_not_by_the_average_of_its_kind(text: str) -> None:
+    """A message a pattern reads (its kind from the words it quotes) whose words are one catalog entry's: the
+    causes that entry's source means by it come first, in its order, where no report is counted (the kind's other
+    causes after them); the average over every entry of the kind (mostly "cannot open shared object file") is
+    what a message without an entry of its own gets."""
+    primary = read(text).primary
+    assert primary is not None and primary.entry is not None
+    entry = catalog.load().by_id[primary.entry]
+    assert primary.families == entry.families
+    causes = [cause.family for cause in explain(text, environ={}, priors={}).causes]
+    assert causes[:3] == list(entry.families[:3])
+    assert set(ranking.CANDIDATES[primary.kind]) <= set(causes)
 
 
 def test_a_wheels_shim_shown_alone_is_no_sign_of_a_missing_sublibrary() -> None:

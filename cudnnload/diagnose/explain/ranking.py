@@ -808,8 +808,9 @@ class Scored:
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
-    """The causes a message can have: its catalog entry's (what its source means by it), else its kind's."""
-    return signal.families or CANDIDATES.get(signal.kind, ())
+    """The causes a message can have: its catalog entry's first (what its source means by it, in its order), then
+    its kind's that the entry leaves out (an entry lists the likeliest few, not every cause the kind can have)."""
+    return tuple(dict.fromkeys((*signal.families, *CANDIDATES.get(signal.kind, ()))))
 
 
 # The second corpus of the priors: the catalog's meaning of the message (what the code that prints it means by

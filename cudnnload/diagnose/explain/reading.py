@@ -1480,15 +1480,18 @@ def _with_numbers(signal: Signal, pair: Signal | None) -> Signal:
 
 
 def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
-    """``signal`` with the catalog entry its words hold: where it comes from, and whether it is a warning (its
-    own entry is, or it is quoted inside a line the catalog knows as a warning: a status one autotuning
-    candidate returned)."""
+    """``signal`` with the catalog entry its words hold: where it comes from, whether it is a warning (its own
+    entry is, or it is quoted inside a line the catalog knows as a warning: a status one autotuning candidate
+    returned), and the causes its source means by it where the entry is of the signal's own kind (a pattern that
+    reads the library of an Error: part as another kind, "Could not load library X. Error: libnvrtc.so...", keeps
+    its kind's causes)."""
     entry = next((m.entry for m in matches if start <= m.start < end and not m.entry.boilerplate
                   and (m.entry.families or m.entry.warning)), None)
     inside = any(m.entry.warning and m.start < start and end <= m.end for m in matches)
     if entry is None:
         return replace(signal, warning=True) if inside else signal
-    return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside)
+    families = signal.families or (entry.families if entry.kind == signal.kind else ())
+    return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside, families=families)
 
 
 # A fact the words deny is not shown: "it is not an out of memory problem", "no OOM", "the driver isn't too old".
