@@ -773,13 +773,15 @@ def _role(before: str) -> str | None:
 
 
 _CUDNN_LINE = re.compile(r"(?im)^[^\n]*cudnn[^\n]*$")
+# A check's sentence names two or three versions: the numbers of a line past these are a listing's, not a check's.
+VERSIONS_PER_LINE = 8
 
 
 def _versions_in(line: str) -> list[tuple[tuple[int, ...], str | None, str]]:
     """The cuDNN versions a line of a program's words holds, each with whose it is (`_role`) and as written."""
     shown: list[tuple[tuple[int, ...], str | None, str]] = []
     at = 0
-    for found in _NUMBER.finditer(line):
+    for found in itertools.islice(_NUMBER.finditer(line), VERSIONS_PER_LINE):
         before, at = line[at:found.start()], found.end()
         version = version_of(found.group(0))
         # a lone digit is a cuDNN major only right after the word ("cuDNN 5", "cudnn v7")
