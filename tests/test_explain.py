@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, explain, ranking
+from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
@@ -665,6 +665,39 @@ def test_an_issue_templates_version_line_is_not_read_as_a_version_that_does_not_
     assert set(ranked(text)) <= ranking.CALL_CAUSES  # the usual causes of a failing call, no version's
 
 
+@pytest.mark.parametrize(("text", "kind", "built", "found", "family"), [
+    # another major, whichever way: the words give each version's side, the numbers the kind
+    ("mylib.so: these bindings are for cuDNN 4.x (4000 <= version < 5000), while the loaded cuDNN is version: 5103",
+     "version-other-major", "4", "5.1.3", "wrong-cudnn-major"),
+    ("FATAL: plugin needs at least cuDNN 9.0, found 8.4.1 on this node", "version-other-major", "9.0", "8.4.1",
+     "wrong-cudnn-major"),
+    # the same major, an older minor: the runtime is older than the build, however the program words it
+    ("mylib error: cudnn version mismatch, expected 7603 got 7102", "version-older", "7.6.3", "7.1.2",
+     "runtime-older-than-build"),
+    ("Your cuDNN is 8.1.0 but mylib requires cuDNN >= 8.5, please upgrade", "version-older", "8.5", "8.1.0",
+     "runtime-older-than-build"),
+    # one side named, the other not, on a line that says the versions do not fit
+    ("libcudnn version 5005 does not match the version mylib was compiled with (6021)", "version-other-major",
+     "6.0.21", "5.0.5", "wrong-cudnn-major"),
+])
+def test_a_cudnn_version_check_in_unknown_words_is_read_from_its_numbers(
+        text: str, kind: str, built: str, found: str, family: str) -> None:
+    result = explain(text, environ={})
+    primary = result.reading.primary
+    assert primary is not None and (primary.kind, primary.built, primary.found) == (kind, built, found)
+    assert result.causes[0].family == family
+    assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)  # still a guess
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: shapes do not line up\nEnvironment: cuDNN 8.9.2, CUDA 12.1, driver 535.54, Python 3.10",
+    "mylib failed at conv.cu:120 with cuDNN 8.9.2 (error 4)",
+])
+def test_cudnn_versions_without_a_side_are_not_read_as_a_check(text: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and not primary.kind.startswith("version-")
+
+
 def test_words_that_say_a_cudnn_version_does_not_fit_are_read_as_such() -> None:
     primary = read("mylib: this build needs a newer cuDNN version than the one found").primary
     assert primary is not None and primary.kind == "version-unclear"
@@ -819,6 +852,24 @@ def test_a_cause_the_tuning_reports_of_a_kind_had_is_ranked_where_the_catalog_le
     primary = read(text).primary
     assert primary is not None and "known-bad-release" not in primary.families
     assert "known-bad-release" in ranking.PRIORS[primary.kind] and "known-bad-release" in ranked(text)
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: libcudnn.so.*[0-9] not found in the system path ['/srv/app', '/usr/lib/python311.zip']\ntorch 2.1.0",
+    "UnimplementedError: Graph execution error:\nDNN library is not found.\n [[{{node model/conv1/Conv2D}}]]",
+])
+def test_a_known_message_is_weighed_by_its_own_catalog_entry_not_by_the_average_of_its_kind(text: str) -> None:
+    """A message a pattern reads (its kind from the words it quotes) whose words are one catalog entry's: the
+    causes that entry's source means by it come first, in its order, where no report is counted (the kind's other
+    causes after them); the average over every entry of the kind (mostly "cannot open shared object file") is
+    what a message without an entry of its own gets."""
+    primary = read(text).primary
+    assert primary is not None and primary.entry is not None
+    entry = catalog.load().by_id[primary.entry]
+    assert primary.families == entry.families
+    causes = [cause.family for cause in explain(text, environ={}, priors={}).causes]
+    assert causes[:3] == list(entry.families[:3])
+    assert set(ranking.CANDIDATES[primary.kind]) <= set(causes)
 
 
 def test_a_wheels_shim_shown_alone_is_no_sign_of_a_missing_sublibrary() -> None:

@@ -181,9 +181,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "version-newer": {"minor-mismatch-strict": 5},
     "version-older": {"runtime-older-than-build": 7, "version-mismatch-shadowed": 6, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1, "harmless-warning": 1},
-    "version-other-major": {"wrong-cudnn-major": 3},
-    "version-unclear": {"wrong-cudnn-major": 1},
-    "version-unclear@linux": {"wrong-cudnn-major": 1},
+    "version-other-major": {"wrong-cudnn-major": 4},
+    "version-other-major@linux": {"wrong-cudnn-major": 1},
 }
 
 
@@ -809,8 +808,9 @@ class Scored:
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
-    """The causes a message can have: its catalog entry's (what its source means by it), else its kind's."""
-    return signal.families or CANDIDATES.get(signal.kind, ())
+    """The causes a message can have: its catalog entry's first (what its source means by it, in its order), then
+    its kind's that the entry leaves out (an entry lists the likeliest few, not every cause the kind can have)."""
+    return tuple(dict.fromkeys((*signal.families, *CANDIDATES.get(signal.kind, ()))))
 
 
 # The second corpus of the priors: the catalog's meaning of the message (what the code that prints it means by

@@ -751,6 +751,68 @@ _DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?P<name>\w+)\s+(?:in\s+)?c
 _CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
 
 
+# A cuDNN version in a sentence of any program: 8.9.0, v5.1, 5.x, cudnnGetVersion's integer (7605, 90100), (8, 7, 0);
+# not part of a path, a file's line number or a name (the look-arounds), nor another product's version (`_OTHERS`).
+_NUMBER = re.compile(r"(?<![\w.:/\\-])(?:\(\s*\d+(?:\s*,\s*\d+)+\s*\)|v?\d+(?:\.(?:\d+|x|\*))*)(?![\w/\\]|\.\w)")
+_OTHERS = re.compile(r"(?i)\b(?:cuda|cu|nvcc|python|py|torch|pytorch|tensorflow|tf|jax|paddle|onnxruntime|gcc|glibc"
+                     r"|driver|ubuntu|centos|debian|windows|win|macos|sm|capability|line|gpu|rtx|gtx|tesla|code"
+                     r"|error|status|errno)\b\W{0,3}$")
+# The words that say whose version follows (the last such word before a number): the one the program wants (built,
+# compiled for, required, expected, at least, a header's) or the one it found (loaded, installed, the runtime's,
+# "yours is"). "linked against" says either (TensorRT's is the build's, PyTorch's the runtime's): `_VERSION_PAIR`.
+_WANTS = re.compile(r"(?i)\b(?:for|compiled|built|requires?|required|needs?|needed|expects?|expected|wants?|wanted"
+                    r"|least|minimum|header|headers)\b|>=?|≥")
+_HAS = re.compile(r"(?i)\b(?:loaded|found|got|runtime|installed|have|has|is|detected|using|current|library|yours)\b")
+
+
+def _role(before: str) -> str | None:
+    """Whose version a number is, from the words between it and the number before it: "wants", "has" or None."""
+    last = max(((found.start(), role) for role, pattern in (("wants", _WANTS), ("has", _HAS))
+                for found in pattern.finditer(before)), default=None)
+    return last[1] if last else None
+
+
+_CUDNN_LINE = re.compile(r"(?im)^[^\n]*cudnn[^\n]*$")
+# A check's sentence names two or three versions: the numbers of a line past these are a listing's, not a check's.
+VERSIONS_PER_LINE = 8
+
+
+def _versions_in(line: str) -> list[tuple[tuple[int, ...], str | None, str]]:
+    """The cuDNN versions a line of a program's words holds, each with whose it is (`_role`) and as written."""
+    shown: list[tuple[tuple[int, ...], str | None, str]] = []
+    at = 0
+    for found in itertools.islice(_NUMBER.finditer(line), VERSIONS_PER_LINE):
+        before, at = line[at:found.start()], found.end()
+        version = version_of(found.group(0))
+        # a lone digit is a cuDNN major only right after the word ("cuDNN 5", "cudnn v7")
+        lone = re.fullmatch(r"v?\d", found.group(0)) and not re.search(r"(?i)cudnn\W*$", before)
+        if version is None or lone or _OTHERS.search(before) or not 2 <= version[0] <= 9:
+            continue
+        shown.append((version, _role(before), found.group(0)))
+    return shown
+
+
+def _version_check(text: str) -> Signal | None:
+    """A line that names cuDNN and says which version the program wants and which it found, in words no known
+    message has ("These bindings are for cuDNN 5.x ... the loaded cuDNN is version: 6020", "needs at least 7.0,
+    found 6.0.21"): the check's kind from the numbers themselves (`_version_signal`: another major, an older or a
+    newer minor), not from the words. Where the words give one version's side only, a line that says the versions
+    do not fit gives the other version the other side."""
+    for named in _CUDNN_LINE.finditer(text):
+        line = named.group(0)
+        shown = _versions_in(line)
+        wants = next((written for _, role, written in shown if role == "wants"), None)
+        has = next((written for _, role, written in shown if role == "has"), None)
+        unsided = [written for _, role, written in shown if role is None]
+        if len(shown) == 2 and len(unsided) == 1 and _VERSION_WORDS.search(line):
+            wants, has = wants or unsided[0], has or unsided[0]
+        if wants and has and version_of(wants) != version_of(has):
+            return _version_signal("cudnn-named", "the text (no known message): a program's check of the cuDNN "
+                                   "version it wants against the one it found, in its own words", "the program",
+                                   wants, has, False, named)
+    return None
+
+
 def _version_pair(found: re.Match[str]) -> Signal | None:
     built = group(found, "built", "built2", "built3") or ""
     have = group(found, "found", "found2", "found3") or ""
@@ -802,6 +864,8 @@ def _unknown_text(text: str) -> Signal | None:
         return Signal("cudnn-named", "api-missing", _line(function), "the text (no known message)",
                       f"{function.group(1)} is named next to words of a link or load failure: a cuDNN without that "
                       "function was found", quote=function.group(1))
+    if (check := _version_check(text)) is not None:
+        return check
     if (version := _VERSION_WORDS.search(text)):
         return Signal("cudnn-named", "version-unclear", _line(version), "the text (no known message)",
                       "the text is about a cuDNN version that does not fit")
@@ -1418,15 +1482,18 @@ def _with_numbers(signal: Signal, pair: Signal | None) -> Signal:
 
 
 def _with_entry(signal: Signal, start: int, end: int, matches: list[messages.Match]) -> Signal:
-    """``signal`` with the catalog entry its words hold: where it comes from, and whether it is a warning (its
-    own entry is, or it is quoted inside a line the catalog knows as a warning: a status one autotuning
-    candidate returned)."""
+    """``signal`` with the catalog entry its words hold: where it comes from, whether it is a warning (its own
+    entry is, or it is quoted inside a line the catalog knows as a warning: a status one autotuning candidate
+    returned), and the causes its source means by it where the entry is of the signal's own kind (a pattern that
+    reads the library of an Error: part as another kind, "Could not load library X. Error: libnvrtc.so...", keeps
+    its kind's causes)."""
     entry = next((m.entry for m in matches if start <= m.start < end and not m.entry.boilerplate
                   and (m.entry.families or m.entry.warning)), None)
     inside = any(m.entry.warning and m.start < start and end <= m.end for m in matches)
     if entry is None:
         return replace(signal, warning=True) if inside else signal
-    return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside)
+    families = signal.families or (entry.families if entry.kind == signal.kind else ())
+    return replace(signal, entry=entry.id, warning=signal.warning or entry.warning or inside, families=families)
 
 
 # A fact the words deny is not shown: "it is not an out of memory problem", "no OOM", "the driver isn't too old".
