@@ -321,24 +321,26 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
 
     from cudnnload.errors import CudnnloadError
     from cudnnload.loading.gpu import gpu_facts
-    from cudnnload.resolve.pythons import interpreter_of_process, python_on_path, tool_environment
+    from cudnnload.resolve.pythons import environment_of, interpreter_of_process, python_on_path, tool_environment
 
-    shell = interpreter_of_process("", [], env) or python_on_path(env, outside=tool_environment(env))
-    own = shutil.which(besides, path=env.get("PATH", "")) if besides else None
-    if shell and own and os.path.realpath(shell) == os.path.realpath(own):
-        shell = None
-    found: list[Any] = []  # the frameworks, the driver's facts
+    found: list[Any] = []  # the shell's Python (None: none to judge), its frameworks, the driver's facts
     judged: dict[tuple[str | None, ...], dict[str, str | None]] = {}
+
+    def shell() -> str | None:
+        python = interpreter_of_process("", [], env) or python_on_path(env, outside=tool_environment(env))
+        own = shutil.which(besides, path=env.get("PATH", "")) if besides else None
+        return None if python is None or (own and environment_of(own) == environment_of(python)) else python
 
     def frameworks(world: Mapping[str, str]) -> dict[str, str | None]:
         key = tuple(world.get(name) for name in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH"))
-        if shell is None or key in judged:
+        found[:] = found or [shell()]
+        if found[0] is None or key in judged:
             return judged.get(key, {})
         try:
-            resolved = resolve_target(None, python=shell, environ=world)
-            if not found:
+            resolved = resolve_target(None, python=found[0], environ=world)
+            if len(found) == 1:
                 found.extend([_consumers_of(resolved, env, timeout)[0], facts or gpu_facts(env)])
-            served = _serve(found[0], resolved, found[1], world, None, ())
+            served = _serve(found[1], resolved, found[2], world, None, ())
         except CudnnloadError:
             served = ()
         judged[key] = {s.route.consumer.label: None if s.works else

@@ -89,10 +89,10 @@ def program_python(command: Sequence[str], environ: Mapping[str, str]) -> str | 
     if not os.path.basename(first).startswith("python"):
         return None
     found = shutil.which(first, path=environ.get("PATH", os.defpath))
-    return None if found is None or _prefix(found) == os.path.realpath(sys.prefix) else found
+    return None if found is None or environment_of(found) == os.path.realpath(sys.prefix) else found
 
 
-def _prefix(python: str) -> str:
+def environment_of(python: str) -> str:
     """The environment an interpreter's path is of: a venv's folder (its ``pyvenv.cfg``), else its installation's
     prefix."""
     folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
