@@ -120,6 +120,22 @@ def test_the_python_on_path_is_found_outside_the_tool_venv(tmp_path: Path) -> No
 
 # --- output a person can read and paste -------------------------------------------------------------------------
 
+def test_a_python_program_of_another_environment_is_told_apart_from_cudnnloads_own(tmp_path: Path) -> None:
+    """`run`'s program: a ``python`` of another venv is another environment even though both interpreters are links
+    to one base; this interpreter, however named, and a program that is no Python are not."""
+    from cudnnload.resolve.pythons import environment_of, program_python
+
+    other = tmp_path / "venv"
+    (other / "bin").mkdir(parents=True)
+    (other / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    os.symlink(os.path.realpath(sys.executable), other / "bin" / "python3")
+    env = {"PATH": f"{other / 'bin'}:{os.environ.get('PATH', '')}"}
+    assert environment_of(str(other / "bin" / "python3")) == str(other.resolve())
+    assert program_python(["python3", "train.py"], env) == str(other / "bin" / "python3")
+    assert program_python([sys.executable, "-c", "pass"], env) is None
+    assert program_python(["/bin/true"], env) is None and program_python([], env) is None
+
+
 def test_long_lines_are_wrapped_under_their_own_indent_never_cut() -> None:
     path = "/opt/" + "x" * 90 + "/libcudnn.so.9"
     text = "  error   missing-file             " + " ".join(["word"] * 30) + f" {path} end"
