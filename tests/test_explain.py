@@ -1272,3 +1272,17 @@ def test_here_keeps_the_causes_about_loading_after_the_others_where_no_load_fail
     kinds = [cause.family in ABOUT_LOADING for cause in causes]
     assert not kinds[0] and kinds == sorted(kinds)
     assert all(cause.evidence.count(ranking.NO_LOAD_SHOWN) == 1 for cause in causes if cause.family in ABOUT_LOADING)
+
+
+def test_a_status_given_as_a_number_next_to_cudnns_name_is_read_as_that_status() -> None:
+    """A wrapper that prints the status as a number ("cuDNN error 4", "cudnnCreate failed: 1", cuDNN 9's "status
+    code 2000"): the cudnnStatus_t of that number, from the catalog's tables (1-14 are 7's and 8's, 1000 and up
+    9's); a line number or a number of no status is not one."""
+    for text, status in (("cuDNN error 4 in conv layer", "INTERNAL_ERROR"),
+                         ("cudnnCreate failed: 1", "NOT_INITIALIZED"), ("CUDNN failure 3: unknown", "BAD_PARAM"),
+                         ("cudnn status code 2000 while running", "BAD_PARAM"),
+                         ("cudnn returned 1002", "SUBLIBRARY_VERSION_MISMATCH")):
+        signal = read(text).primary
+        assert signal.status == status, (text, signal)
+    for text in ("cudnn error at line 42", "cuDNN error 77", "cudnn failed 8.9.7"):
+        assert all(s.status is None for s in read(text).signals), text

@@ -403,11 +403,12 @@ def _jax_version(found: re.Match[str]) -> Signal | None:
                            group(found, "found", "found2") or "", False, found)
 
 
-# cudnnStatus_t (cudnn_ops_infer.h 8.x, cudnn_graph.h 9.x): the numbers Caffe prints "(4 vs. 0)"
-_STATUS_NUMBERS = {1: "NOT_INITIALIZED", 2: "ALLOC_FAILED", 3: "BAD_PARAM", 4: "INTERNAL_ERROR", 5: "INVALID_VALUE",
-                   6: "ARCH_MISMATCH", 7: "MAPPING_ERROR", 8: "EXECUTION_FAILED", 9: "NOT_SUPPORTED",
-                   10: "LICENSE_ERROR", 11: "RUNTIME_PREREQUISITE_MISSING", 12: "RUNTIME_IN_PROGRESS",
-                   13: "RUNTIME_FP_OVERFLOW", 14: "VERSION_MISMATCH"}
+def status_of_number(number: int) -> str | None:
+    """The cudnnStatus_t name (without CUDNN_STATUS_) of a status as a number: 1-14 are cuDNN 7's and 8's
+    (cudnn_ops_infer.h: Caffe's "(4 vs. 0)"), 1001 and up cuDNN 9's (cudnn_graph.h); None for another number."""
+    table = GENERATIONS[9 if number >= 1000 else 8].statuses
+    name = table.get(number) if number else None
+    return name.removeprefix("CUDNN_STATUS_") if name else None
 
 
 def status_entry(name: str) -> messages.Entry | None:
@@ -477,7 +478,7 @@ def _removed(pattern: str, name: str, found: re.Match[str], source: str) -> Sign
 
 
 def _status(found: re.Match[str]) -> Signal | None:
-    name = found.group("name") or _STATUS_NUMBERS.get(int(found.group("number") or 0)) or ""
+    name = found.group("name") or status_of_number(int(found.group("number") or 0)) or ""
     if found.group("camel"):  # libcudnn.py's exception classes: cudnnStatusArchMismatch
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", found.group("camel")).upper()
     if not name or name == "SUCCESS" or "Profiling failure" in _line(found):
@@ -821,6 +822,11 @@ def _version_pair(found: re.Match[str]) -> Signal | None:
                            have, False, found)
 
 
+# A cuDNN status as a bare number in a wrapper's words: "cuDNN error 4", "CUDNN failure 3: ...", "cudnnCreate failed:
+# 1", "cudnn status code 2000" (the name of cuDNN, then a word of failure, then the number, on one line)
+_STATUS_NUMBER = re.compile(r"(?i)\bcudnn\w*[^\n]{0,40}?\b(?:error|status|failure|failed|returned)\b[ :=#]{0,3}"
+                            r"(?:code[ :=#]{0,3})?\(?(?P<number>\d{1,4})\b(?![.\d])")
+
 # The patterns of `_unknown_text`: guesses from the words of a text that holds no known message.
 GUESSES = ("cudnn-named", "status-words")
 
@@ -840,6 +846,12 @@ def _unknown_text(text: str) -> Signal | None:
         return Signal("cudnn-named", "api-missing", _line(lookup), "the text (no known message)",
                       f"{lookup.group('name')} was looked up in the cuDNN library loaded and is not there: a cuDNN "
                       "without that function was found", quote=lookup.group(0))
+    if (number := _STATUS_NUMBER.search(text)) and (name := status_of_number(int(number.group("number")))):
+        entry = status_entry(name)
+        return Signal("status-words", entry.kind if entry and entry.kind else "status:OTHER", _line(number),
+                      "a cuDNN status as a number (a wrapper's message)",
+                      f"a cuDNN call failed: \"{number.group(0)}\" is CUDNN_STATUS_{name}", status=name,
+                      families=entry.families if entry else ())
     if (status := _STATUS_WORDS.search(text)):
         words = (status.group("words") or "not init").lower().replace("_", " ")
         name = next(name for prefix, name in _STATUS_OF_WORDS if words.startswith(prefix))
