@@ -716,3 +716,9 @@ def test_a_shim_this_user_cannot_reach_through_a_link_also_gets_its_real_folder_
     assert _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), ctx) == opened
     (links / "libcudnn_graph.so.9").write_bytes(b"")
     assert _beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx) == opened
+    # a sub-library of another folder preloaded would answer the shim's name once it is reached (1-965): it goes
+    ops = str(lib_folder(W90) / "libcudnn_ops.so.9")
+    preloaded = context({**BASE, "LD_PRELOAD": ops}, use_cache=False)
+    said = _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), preloaded)
+    assert [a.json() for a in said.actions][1:] == [{"do": "env-remove-entry", "variable": "LD_PRELOAD",
+                                                     "entry": ops}]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.errors import UsageError
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, readable_again, reinstall
+from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, readable_again, reinstall, undo
 from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
@@ -176,19 +176,31 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
 
 
 def _beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context) -> Fix:
-    """``repair`` of a shim this user cannot reach at ``path``, where ``path`` is a symbolic link in a folder that
-    holds none of its sub-libraries: the shim's ``$ORIGIN`` is the link's folder, so once it can be reached it would
-    look for them there and not find them (the SIGABRT in cudnnGetVersion); the real folder is put first on
-    LD_LIBRARY_PATH too. Known without reaching the file: the link and its folder are readable."""
+    """``repair`` of a shim this user cannot reach at ``path``, with what it will meet once reached, known without
+    reaching it (the link and its folder, the process's preloads, are readable): where ``path`` is a symbolic link
+    in a folder that holds none of its sub-libraries, the shim's ``$ORIGIN`` is the link's folder, so it would look
+    for them there and not find them (the SIGABRT in cudnnGetVersion): the real folder goes first on
+    LD_LIBRARY_PATH; a cuDNN sub-library of another folder that the process holds before it starts (LD_PRELOAD, a
+    start-up file) would answer the shim's name for it (two folders' cuDNN in one process): it goes."""
     here = os.path.dirname(path)
     real = os.path.dirname(os.path.realpath(path))
-    if not os.path.islink(path) or real == os.path.realpath(here) or any(
+    actions, notes = list(repair.actions), [repair.note] if repair.note else []
+    if os.path.islink(path) and real != os.path.realpath(here) and not any(
             os.path.exists(os.path.join(here, lib.soname)) for lib in gen.sublibraries if lib.required):
+        value = ":".join([real, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else real
+        actions.append(set_variable("LD_LIBRARY_PATH", value))
+        notes.insert(0, f"{path} is a symbolic link: its $ORIGIN is {here}, which holds no sub-library, so {real} "
+                        "goes first on LD_LIBRARY_PATH")
+    strays = [p for p in ctx.preloads if p.path and (lib := classify(os.path.basename(p.path))) is not None
+              and lib.major == gen.major and lib.key != "shim" and os.path.dirname(os.path.realpath(p.path)) != real]
+    for stray in strays:
+        if (gone := undo(stray)) is not None and gone not in actions:
+            actions.append(gone)
+            notes.append(f"{stray.path}, of another folder, is in the process before it starts and would answer "
+                         f"the shim's {stray.soname or stray.name}")
+    if actions == list(repair.actions):
         return repair
-    value = ":".join([real, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else real
-    note = f"{path} is a symbolic link: its $ORIGIN is {here}, which holds no sub-library, so {real} goes first " \
-        "on LD_LIBRARY_PATH" + (f"; {repair.note}" if repair.note else "")
-    return fix(*repair.actions, set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=repair.alternatives)
+    return fix(*actions, note="; ".join(notes), alternatives=repair.alternatives)
 
 
 def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None, python: str | None = None) -> Fix:
