@@ -377,3 +377,17 @@ def test_a_shim_reached_through_a_link_into_a_folder_closed_to_the_user_is_opene
     assert verdict.error is None, verdict.error
     soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
     assert soname and all(j.failing and j.outcome == runner.FIXED for j in soname), soname
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_relative_entry_to_a_partial_copy_with_the_wheel_gone_gets_the_wheel_back_and_its_folder() -> None:
+    """``LD_LIBRARY_PATH=lib`` in a profile, ``lib`` a copy of the shim and adv only, the venv's cuDNN wheel
+    uninstalled (fix differential 1-747): the repair kept the entry to the copy, as the folder of what the program
+    loads, and ended in words. A copy no distribution owns and only a person could complete is no install to keep:
+    the entry goes, the wheel comes back into the venv, and the app by soname works in both forms."""
+    _base(draw(1, 747)[1].name)
+    verdict = runner.differential(1, 747, ["app"])
+    assert verdict.error is None, verdict.error
+    soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
+    assert soname and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in soname), soname

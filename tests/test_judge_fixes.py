@@ -722,3 +722,30 @@ def test_a_shim_this_user_cannot_reach_through_a_link_also_gets_its_real_folder_
     said = _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), preloaded)
     assert [a.json() for a in said.actions][1:] == [{"do": "env-remove-entry", "variable": "LD_PRELOAD",
                                                      "entry": ops}]
+
+
+def test_a_partial_copy_no_distribution_owns_is_no_install_to_keep_its_entry_for(tmp_path: Path) -> None:
+    """LD_LIBRARY_PATH leads a program asking by name to a copy of two files of cuDNN 9 (the shim and adv), which no
+    distribution owns, and nothing else is installed, in a shell whose venv is active (fix differential 1-747: the
+    repair kept the entry, as the folder of what the program loads, and its end was "put back the complete cuDNN"
+    in words). A copy only a person can complete is no install to keep: its entry goes, and the wheel comes into
+    the venv with its folder on the path, one value said."""
+    partial = folder_of(W928, tmp_path / "work" / "lib", only=("libcudnn.so.9", "libcudnn_adv.so.9"))
+    venv, site = a_venv(tmp_path / "venv")
+    report = doctor({**BASE, "VIRTUAL_ENV": str(venv), "LD_LIBRARY_PATH": str(partial)}, target="libcudnn.so.9",
+                    timeout=60)
+    first = report.findings[0]
+    assert first.code is Code.REPAIR, [f.code for f in report.findings]
+    steps = [a.json() for a in first.fix.actions]
+    assert {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{site}/nvidia/cudnn/lib"} in steps, steps
+    assert any(s["do"] == "pip-install" and s["target"] == str(site) for s in steps), steps
+    assert not any(str(partial) in json_text for json_text in map(str, steps)), steps
+
+
+def test_a_variable_set_then_an_entry_taken_out_of_it_is_one_setting() -> None:
+    from cudnnload.diagnose.remedy import _kept
+    from cudnnload.verdicts import remove_entry, set_variable
+
+    assert _kept([set_variable("LD_LIBRARY_PATH", "/a:/b"), remove_entry("LD_LIBRARY_PATH", "/a"),
+                  remove_entry("LD_PRELOAD", "/p")]) == [set_variable("LD_LIBRARY_PATH", "/b"),
+                                                         remove_entry("LD_PRELOAD", "/p")]

@@ -29,6 +29,7 @@ from cudnnload.diagnose.which import not_found_fix, which
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import aborts_without_driver, predict_install
+from cudnnload.judge.installs import whole as whole_install
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.preload import preload_findings
 from cudnnload.judge.routes import Served, Use, scope, serve
@@ -223,10 +224,14 @@ def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str
     """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
     frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one).
     ``keep``: the search-path entry that leads to ``install`` is what the target is meant to load and stays (not
-    for a Python environment, whose frameworks load their own cuDNN by their own rules, not load()'s choice)."""
+    for a Python environment, whose frameworks load their own cuDNN by their own rules, not load()'s choice; nor for
+    an install that is not whole and that no distribution owns, a copy only a person can complete: the entry that
+    leads to it may go, for a whole cuDNN or one a fix installs)."""
     relevant = [f for f in findings if _concerns(f, install)]
     # (each changed world's findings are those about what the target loads there: `judge_again`)
-    whole = plan(relevant, env, judge, keep=install.folder if install is not None and keep else None)
+    kept = install is not None and keep and (install.distribution is not None or install.site is not None
+                                            or whole_install(install))
+    whole = plan(relevant, env, judge, keep=install.folder if install is not None and kept else None)
     first = next((f for f in relevant if f.severity is ERROR), None)
     if whole is None or first is None or (whole.actions == first.fix.actions and not always):
         return ()

@@ -88,10 +88,21 @@ def _said(actions: list[Action], later: list[str]) -> Fix | None:
 
 def _kept(actions: Sequence[Action]) -> list[Action]:
     """``actions`` less a setting of a variable that a later step sets or unsets again (two rounds that each
-    set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said)."""
-    return [a for i, a in enumerate(actions)
+    set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said), and with an entry a
+    later step takes out of a variable set before taken out of that setting (one value said, not a value and then
+    a change of it)."""
+    kept = [a for i, a in enumerate(actions)
             if a.do is not ActionKind.ENV_SET or not any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
                                                          and b.variable == a.variable for b in actions[i + 1:])]
+    out: list[Action] = []
+    for action in kept:
+        at = next((i for i, a in enumerate(out) if a.do is ActionKind.ENV_SET and a.variable == action.variable),
+                  None) if action.do is ActionKind.ENV_REMOVE_ENTRY else None
+        if at is None:
+            out.append(action)
+        else:
+            out[at] = _without(out[at], action.entry or "")
+    return out
 
 
 # How many worlds `least_change` judges at most (each a judgement without child processes, ~50-150 ms)
