@@ -391,3 +391,17 @@ def test_a_relative_entry_to_a_partial_copy_with_the_wheel_gone_gets_the_wheel_b
     assert verdict.error is None, verdict.error
     soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
     assert soname and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in soname), soname
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_program_a_preload_stops_before_it_starts_is_run_again_without_it_for_what_follows() -> None:
+    """LD_PRELOAD of 9.0's ops, which cannot load, and LD_LIBRARY_PATH leading to other folders' cuDNN (fix
+    differential 1-586): every program exits 127 before it starts, so ``doctor -- APP`` saw nothing of what it
+    loads, and its fix (the preload taken out) left the next cause. It now runs the program again with that change
+    made, and one repair of both comes first; applied, the app works in the command form too."""
+    _base(draw(1, 586)[1].name)
+    verdict = runner.differential(1, 586, ["app"])
+    assert verdict.error is None, verdict.error
+    command = [j for j in verdict.judged if j.said.form == "command"]
+    assert command and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in command), command

@@ -611,12 +611,12 @@ def test_an_engine_file_record_does_not_list_is_not_taken_for_the_installs_relea
 def test_a_plan_says_a_variable_once_when_a_later_round_sets_it_again() -> None:
     """Two rounds that each set LD_LIBRARY_PATH (the second value holds the first's entries): only the last is
     said (fix differential 1-794: "export LD_LIBRARY_PATH=A; then export LD_LIBRARY_PATH=A:B")."""
-    from cudnnload.diagnose.remedy import _kept
+    from cudnnload.diagnose.remedy import kept_once
     from cudnnload.verdicts import delete, set_variable
 
     first, second = set_variable("LD_LIBRARY_PATH", "/a"), set_variable("LD_LIBRARY_PATH", "/a:/b")
     other = set_variable("LD_PRELOAD", "/x.so")
-    assert _kept([first, delete("/f"), other, second]) == [delete("/f"), other, second]
+    assert kept_once([first, delete("/f"), other, second]) == [delete("/f"), other, second]
 
 
 def test_a_cuda_library_a_wheel_lacks_goes_into_its_site_whatever_pip_finds_elsewhere(tmp_path: Path) -> None:
@@ -743,9 +743,9 @@ def test_a_partial_copy_no_distribution_owns_is_no_install_to_keep_its_entry_for
 
 
 def test_a_variable_set_then_an_entry_taken_out_of_it_is_one_setting() -> None:
-    from cudnnload.diagnose.remedy import _kept
+    from cudnnload.diagnose.remedy import kept_once
     from cudnnload.verdicts import remove_entry, set_variable
 
-    assert _kept([set_variable("LD_LIBRARY_PATH", "/a:/b"), remove_entry("LD_LIBRARY_PATH", "/a"),
+    assert kept_once([set_variable("LD_LIBRARY_PATH", "/a:/b"), remove_entry("LD_LIBRARY_PATH", "/a"),
                   remove_entry("LD_PRELOAD", "/p")]) == [set_variable("LD_LIBRARY_PATH", "/b"),
                                                          remove_entry("LD_PRELOAD", "/p")]

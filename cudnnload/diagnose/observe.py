@@ -17,6 +17,7 @@ import io
 import os
 import re
 import signal
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -260,8 +261,10 @@ class ProgramReport:
 
 
 def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
-                     timeout: float | None = None) -> ProgramReport:
-    """Run ``command`` (its output passed through) and explain what it did with cuDNN."""
+                     timeout: float | None = None, again: bool = True) -> ProgramReport:
+    """Run ``command`` (its output passed through) and explain what it did with cuDNN. ``again``: where an
+    LD_PRELOAD entry stopped it before it started, run it once more without that entry, for what follows
+    (`_after_start`)."""
     env = dict(os.environ if environ is None else environ)
     # `cudnnload doctor -- COMMAND` started it before its command line was parsed (`launch.early`).
     # The linker's log is the account; the maps, sampled, catch what it cannot show.
@@ -321,6 +324,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 more if first in stopped else not own or better or more):
             final = (*whole, *final)
+    final = _after_start(final, seen, env, command, timeout) if again else final
     # what a wheel put back meets, with it; a shared entry's, and a change the shell's frameworks would feel, for it
     # alone
     from cudnnload.diagnose.doctor import shell_frameworks
@@ -329,6 +333,35 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         seen.command)))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
+
+
+def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str, str], command: Sequence[str],
+                 timeout: float | None) -> tuple[Finding, ...]:
+    """``final`` where the program never started because an LD_PRELOAD entry stops every program (its first error,
+    whose fix changes the environment only): what the program does once started cannot be seen from a process
+    that never ran, so it is run again with that change made (no code of it ran the first time), and where that run
+    fails too, one repair of both comes first: the change, then the first fix that run gives."""
+    from cudnnload.diagnose.remedy import ENVIRONMENT, applied, kept_once
+    from cudnnload.verdicts import Finding, Subject, fix
+
+    first = next((f for f in final if f.severity == "error"), None)
+    if first is None or first.code is not Code.PRELOAD_CANNOT_LOAD or seen.shims or not first.fix.actions or any(
+            a.do not in ENVIRONMENT for a in first.fix.actions):
+        return final
+    changed: Mapping[str, str] = dict(env)
+    for action in first.fix.actions:
+        changed, _ = applied(action, changed, frozenset())
+    sys.stderr.write(f"cudnnload: {os.path.basename(command[0])} did not start ({first.message}); run again with "
+                     f"{'; '.join(map(str, first.fix.actions))}, for what follows\n")
+    sys.stderr.flush()
+    then = diagnose_program(command, environ=changed, timeout=timeout, again=False)
+    after = next((f for f in then.findings if f.severity == "error"), None)
+    steps = list(dict.fromkeys((*first.fix.actions, *(after.fix.actions if after is not None else ()))))
+    if after is None or not any(a.do is not ActionKind.MANUAL for a in after.fix.actions):
+        return final
+    return (Finding(Code.REPAIR, f"what makes {os.path.basename(command[0])} start and work: {len(steps)} changes; "
+                    f"once started without the preload, it showed: {after.message}",
+                    Subject(SubjectKind.PROGRAM, command[0]), fix(*kept_once(steps), note=after.fix.note)), *final)
 
 
 def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Finding, ...]:

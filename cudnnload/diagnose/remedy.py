@@ -76,17 +76,17 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             # judged again; once a step puts files in place (a wheel installed), the model cannot see them, and
             # what it finds about the files that step rewrites is taken care of by it (`_taken_care_of`)
             findings = judge(env, unstarted)
-    return fix(*_kept(actions), manual("then run doctor again: the model stopped after "
+    return fix(*kept_once(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
 
 
 def _said(actions: list[Action], later: list[str]) -> Fix | None:
     if not actions:
         return None
-    return fix(*_kept(actions), note=("then, if it still shows: " + "; ".join(later)) if later else None)
+    return fix(*kept_once(actions), note=("then, if it still shows: " + "; ".join(later)) if later else None)
 
 
-def _kept(actions: Sequence[Action]) -> list[Action]:
+def kept_once(actions: Sequence[Action]) -> list[Action]:
     """``actions`` less a setting of a variable that a later step sets or unsets again (two rounds that each
     set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said), and with an entry a
     later step takes out of a variable set before taken out of that setting (one value said, not a value and then
