@@ -749,3 +749,18 @@ def test_a_variable_set_then_an_entry_taken_out_of_it_is_one_setting() -> None:
     assert kept_once([set_variable("LD_LIBRARY_PATH", "/a:/b"), remove_entry("LD_LIBRARY_PATH", "/a"),
                   remove_entry("LD_PRELOAD", "/p")]) == [set_variable("LD_LIBRARY_PATH", "/b"),
                                                          remove_entry("LD_PRELOAD", "/p")]
+
+
+def test_a_cuda_library_the_shell_s_environment_holds_already_is_put_on_the_path_not_installed_again(
+        tmp_path: Path) -> None:
+    """The copied cuDNN lacks libcublasLt.so.12, and the active venv holds it already (a framework's, pinned): its
+    folder goes on LD_LIBRARY_PATH; no pip install over the framework's pin."""
+    copied = folder_of(W928, tmp_path / "opt" / "cudnn-9.28" / "lib")
+    venv, site = a_venv(tmp_path / "venv")
+    cublas = folder_of(CUBLAS, site / "nvidia" / "cublas" / "lib")
+    report = doctor({**BASE, "VIRTUAL_ENV": str(venv), "LD_LIBRARY_PATH": str(copied)}, target=str(copied),
+                    timeout=60)
+    [found] = [f for f in report.findings if f.code is Code.MISSING_DEPENDENCY
+               and f.subject.library == "libcublasLt.so.12"]
+    assert [a.json() for a in found.fix.actions] == [
+        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{copied}:{cublas}"}], found

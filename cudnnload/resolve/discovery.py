@@ -804,11 +804,11 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
 
 
 def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
-    """The site-packages folders this environment names: those of the wheel folders on LD_LIBRARY_PATH and of
-    the install's own files."""
+    """The site-packages folders this environment names: those of the wheel folders on LD_LIBRARY_PATH, of
+    the install's own files, and of the Python environment the shell has active (a framework's cuBLAS there)."""
     found = (wheel_site(os.path.dirname(c.path)) for c in files)
-    return tuple(dict.fromkeys(site for site in (*search_path_sites(ctx.linker.ld_library_path), *found)
-                               if site and os.path.isdir(site)))
+    return tuple(dict.fromkeys(site for site in (*search_path_sites(ctx.linker.ld_library_path), *found,
+                                                 ctx.shell_site) if site and os.path.isdir(site)))
 
 
 def _in_wheels(soname: str, sites: Sequence[str]) -> str | None:
