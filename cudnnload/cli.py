@@ -483,8 +483,8 @@ def _pin_and_run(command: tuple[str, ...] | None, cudnn: str | None, frameworks:
         # run never makes a working program fail: with nothing to pin (no cuDNN its rules accept, none at all), it
         # loads its own cuDNN, as without cudnnload
         whose = f", {', '.join(frameworks)} loading its own cuDNN" if frameworks else ""
-        sys.stderr.write(f"cudnnload: nothing pinned ({exc.message}); the program runs as it would without "
-                         f"cudnnload{whose}\n")
+        why = f"{exc.path}: {exc.reason}" if exc.path else exc.reason  # its fix is for pinning, which it goes without
+        sys.stderr.write(f"cudnnload: nothing pinned ({why}); the program runs as it would without cudnnload{whose}\n")
         sys.stderr.flush()
         execute(command, os.environ, closed=_closed, pinning=False)
     said = [*pinned.notes] + ([f"left out of LD_PRELOAD, as each maps another cuDNN: {' '.join(pinned.removed)}"]
