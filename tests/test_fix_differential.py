@@ -416,3 +416,18 @@ def test_a_program_a_preload_stops_before_it_starts_is_run_again_without_it_for_
     assert verdict.error is None, verdict.error
     command = [j for j in verdict.judged if j.said.form == "command"]
     assert command and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in command), command
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_fix_for_a_working_torch_never_puts_back_a_release_its_rules_refuse() -> None:
+    """``pip install --target opt/pydeps`` of 9.0 then 9.28 (the folder on PYTHONPATH holds 9.28's files, which
+    torch accepts, under 9.0's RECORD), a sub-library deleted and one closed to others (fix differential 1-641):
+    torch's calls are predicted to fail, and the fix put 9.0 back as its RECORD says, in the folder torch loads
+    from: torch, which worked, failed its version check. A fix that installs a release the framework's rules refuse
+    gives way to the framework's own cure (the PYTHONPATH entry out, its pinned wheel whole): nothing breaks."""
+    _base(draw(1, 641)[1].name)
+    verdict = runner.differential(1, 641, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert verdict.runs["torch"].works
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]

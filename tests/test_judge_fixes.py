@@ -764,3 +764,14 @@ def test_a_cuda_library_the_shell_s_environment_holds_already_is_put_on_the_path
                and f.subject.library == "libcublasLt.so.12"]
     assert [a.json() for a in found.fix.actions] == [
         {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{copied}:{cublas}"}], found
+
+
+def test_a_framework_refuses_another_major_and_a_runtime_older_than_its_build() -> None:
+    from types import SimpleNamespace
+
+    from cudnnload.judge.frameworks import rejects
+    from cudnnload.resolve.versions import parse_release
+
+    torch = SimpleNamespace(framework="torch", build=parse_release("9.24.0"))
+    assert rejects(torch, parse_release("9.0.0")) and rejects(torch, parse_release("8.9.7"))  # type: ignore[arg-type]
+    assert not rejects(torch, parse_release("9.28.0")) and not rejects(torch, parse_release("9.24.0"))  # type: ignore[arg-type]

@@ -169,6 +169,16 @@ def _install_fix(consumer: Consumer, major: int, build: Release | None, python: 
     return fix(_into(consumer, [requirement], python), alternatives=[other])
 
 
+def rejects(consumer: Consumer, release: Release) -> bool:
+    """Whether the framework's own rules refuse ``release``: another major than its build's, or a runtime older
+    than its build by its rule."""
+    build = consumer.build
+    if build is not None and build.major != release.major:
+        return True
+    framework = FRAMEWORKS.get(consumer.framework) or Framework(consumer.framework, None, None)
+    return _older_than_build(consumer, framework, release) is not None
+
+
 def _older_than_build(consumer: Consumer, framework: Framework, release: Release) -> str | None:
     """The framework's rule as text when ``release`` breaks it, else None."""
     build = consumer.build

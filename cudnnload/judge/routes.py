@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
 from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into
-from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn
+from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
-from cudnnload.resolve.catalog import Release, decode_version, dependency_requirement, generation
+from cudnnload.resolve.catalog import Release, decode_version, dependency_requirement, generation, parse_release
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Route
@@ -282,10 +282,29 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
     cause = expected.cause or "?"
     about = next((f for f in install.findings if f.subject.library == cause and f.fix and f.fix.actions), None)
     said = f', after "{expected.message}"' if expected.message else ""
+    own = about.fix if about and about.fix else None
+    if own is not None and cure is not None and _installs_refused(own, consumer):
+        own = cure  # the install put back as it was released would be a cuDNN the framework refuses: its own instead
     return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
                    f"({cause} of cuDNN in {install.folder})",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                   about.fix if about and about.fix else cure or fix(manual("see the findings about " + cause)))
+                   own or cure or fix(manual("see the findings about " + cause)))
+
+
+def _installs_refused(repair: Fix, consumer: Consumer) -> bool:
+    """Whether ``repair`` installs a cuDNN release the framework's rules refuse (a distribution put back as it was
+    released, ``nvidia-cudnn-cu12==9.0.0.312``, in the folder a torch built with 9.24 loads from)."""
+    for action in repair.actions:
+        for requirement in action.requirements or () if action.do is ActionKind.PIP_INSTALL else ():
+            name, _, version = requirement.partition("==")
+            if name.startswith("nvidia-cudnn") and version:
+                try:
+                    release = parse_release(".".join(version.rstrip(".*").split(".")[:3]))
+                except ValueError:
+                    continue
+                if rejects(consumer, release):
+                    return True
+    return False
 
 
 def scope(findings: Sequence[Finding], served: Sequence[Served]) -> tuple[Finding, ...]:
