@@ -14,7 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,6 +43,16 @@ def _base(name: str) -> bases.Base:
     except subprocess.CalledProcessError as error:
         pytest.skip(f"base {name} could not be installed here: {error}")
     return base
+
+
+def _fixed_without_breaks(index: int, kinds: list[str], which: Callable[[runner.Judged], bool]) -> None:
+    """Seed 1's case ``index``, run by the harness with the programs ``kinds``: each (program, form) ``which`` picks
+    failed, and the first fix doctor gave made it work without making another program fail."""
+    _base(draw(1, index)[1].name)
+    verdict = runner.differential(1, index, kinds)
+    assert verdict.error is None, verdict.error
+    picked = [j for j in verdict.judged if which(j)]
+    assert picked and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in picked), picked
 
 
 def _others_can_run_cudnnload() -> None:
@@ -397,11 +407,7 @@ def test_a_relative_entry_to_a_partial_copy_with_the_wheel_gone_gets_the_wheel_b
     uninstalled (fix differential 1-747): the repair kept the entry to the copy, as the folder of what the program
     loads, and ended in words. A copy no distribution owns and only a person could complete is no install to keep:
     the entry goes, the wheel comes back into the venv, and the app by soname works in both forms."""
-    _base(draw(1, 747)[1].name)
-    verdict = runner.differential(1, 747, ["app"])
-    assert verdict.error is None, verdict.error
-    soname = [j for j in verdict.judged if j.said.consumer == "app-soname"]
-    assert soname and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in soname), soname
+    _fixed_without_breaks(747, ["app"], lambda j: j.said.consumer == "app-soname")
 
 
 @pytest.mark.slow
@@ -411,11 +417,7 @@ def test_a_program_a_preload_stops_before_it_starts_is_run_again_without_it_for_
     differential 1-586): every program exits 127 before it starts, so ``doctor -- APP`` saw nothing of what it
     loads, and its fix (the preload taken out) left the next cause. It now runs the program again with that change
     made, and one repair of both comes first; applied, the app works in the command form too."""
-    _base(draw(1, 586)[1].name)
-    verdict = runner.differential(1, 586, ["app"])
-    assert verdict.error is None, verdict.error
-    command = [j for j in verdict.judged if j.said.form == "command"]
-    assert command and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in command), command
+    _fixed_without_breaks(586, ["app"], lambda j: j.said.form == "command")
 
 
 @pytest.mark.slow
