@@ -145,5 +145,6 @@ def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[s
 def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:
     """The program run with LD_LIBRARY_PATH's ``entries`` less ``gone``, for it alone (``env``)."""
     left_out = set(gone)
-    rest = [text for text in entries if text not in left_out]
-    return run(["env", f"{_VARIABLE}={':'.join(rest)}"] if rest else ["env", "-u", _VARIABLE])
+    written = list(entries)
+    rest = [text for text in written if text not in left_out]
+    return run_in({_VARIABLE: ":".join(written)}, {_VARIABLE: ":".join(rest)} if rest else {})
