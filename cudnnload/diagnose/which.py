@@ -12,12 +12,13 @@ generation) stands for the install it belongs to. What is said of the steps: `ju
 from __future__ import annotations
 
 import os
+import posixpath
 import sys
 from collections.abc import Mapping, Sequence
 
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.errors import UsageError
-from cudnnload.judge.fixes import cudnn_install, cudnn_requirement, readable_again, reinstall, undo
+from cudnnload.judge.fixes import WHEEL_LIB, cudnn_install, cudnn_requirement, readable_again, reinstall, undo
 from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
@@ -243,7 +244,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                                           "is not installed there")
         requirement = cudnn_requirement(gen.major, None)
         if ctx.shell_site is not None and ctx.shell_pip[0] is not None and requirement is not None:
-            folder = f"{ctx.shell_site.rstrip('/')}/nvidia/cudnn/lib"
+            folder = posixpath.join(ctx.shell_site, WHEEL_LIB)
             return fix(pip_install([requirement], target=ctx.shell_site, python=ctx.shell_pip[0]),
                        set_variable("LD_LIBRARY_PATH", ":".join([folder, *ctx.linker.ld_library_path])),
                        note=f"a program that asks for {gen.shim.soname} by name finds a pip wheel only on its "
