@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|held5|all] [--print-priors]
+    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|held5|held6|all] [--print-priors]
                                   [--misses]
                                   [--catalog]
 
@@ -12,7 +12,8 @@ with a "confident" tag, and a cause about loading first for a report whose cause
 also shown per family (``--misses``: each of its reports not ranked right first); the held-out parts only as
 their totals, so that nobody tunes on what they miss: "held-out" (issue 32's first 63), "held-out 2" to
 "held-out 4" (each split by a hash of the id, split.json) and "held-out 5" (the sixth round, all held out; shown
-also without the reports its harvest called doubtful, split.json's ``held_out_5_doubtful``). Goals (issue 32, on
+also without the reports its harvest called doubtful, split.json's ``held_out_5_doubtful``) and "held-out 6"
+(the seventh round, split by a hash of the id). Goals (issue 32, on
 the held-out parts): right first >= 80 %, top 3 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0.
 The held-out figures are the ones to quote.
 
@@ -33,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudnnload.diagnose.explain.catalog import DATA  # noqa: E402
-from fixtures.explain.corpus import load_doubtful, load_reports  # noqa: E402
+from fixtures.explain.corpus import PARTS, load_doubtful, load_reports  # noqa: E402
 from fixtures.explain.harvest import print_counts  # noqa: E402
 from fixtures.explain.scoring import (  # noqa: E402
     COLUMNS,
@@ -75,8 +76,8 @@ def report(name: str, outcomes: list[Outcome], differ: list[str], detail: bool, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reports", choices=("both", "tuning", "held", "held2", "held3", "held4", "held5", "all"),
-                        default="both")
+    parser.add_argument("--reports", default="both",
+                        choices=("both", "tuning", "held", "held2", "held3", "held4", "held5", "held6", "all"))
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true",
                         help="list each tuning report whose cause is not first (never the held-out ones)")
@@ -95,7 +96,7 @@ def main() -> int:
         return 0
     doubtful = load_doubtful()
     held: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
-    for number, part in enumerate(("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5"), 1):
+    for number, part in enumerate(PARTS[1:], 1):
         suffix = f" {number}" if number > 1 else ""
         shown = held[f"held{suffix.strip()}"] = [(f"held-out{suffix} (the figure to quote)", parts[part])]
         if part in doubtful:
