@@ -254,6 +254,16 @@ def test_out_of_memory_dressed_as_a_cudnn_error_is_recognised_as_such(text: str)
     assert first(text) == ("out-of-memory", "confident")
 
 
+@pytest.mark.parametrize("text", [
+    'boiling down to "_Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR_".',
+    "**RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR**",
+    "RuntimeError: CUDA error: _CUBLAS_STATUS_INTERNAL_ERROR_ when calling `cublasCreate(handle)`",
+])
+def test_a_status_in_markdown_emphasis_is_read_as_that_status(text: str) -> None:
+    primary = explain(text, environ={}).reading.primary
+    assert primary is not None and primary.kind in ("status:INTERNAL_ERROR", "cublas-status:INTERNAL_ERROR")
+
+
 def test_the_lines_around_a_status_decide_between_its_causes() -> None:
     driver = ("E cuda_dnn.cc:385] could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n"
               "E cuda_dnn.cc:393] possibly insufficient driver version: 384.69.0")

@@ -477,6 +477,10 @@ def _removed(pattern: str, name: str, found: re.Match[str], source: str) -> Sign
                   f"{removed} removed", name, quote=found.group(0), families=("removed-api", "wrong-cudnn-major"))
 
 
+# a status name as cudnn_graph.h and cublas_api.h spell them: words joined by single underscores
+_STATUS_NAME = r"[A-Z0-9]+(?:_[A-Z0-9]+)*"
+
+
 def _status(found: re.Match[str]) -> Signal | None:
     name = found.group("name") or status_of_number(int(found.group("number") or 0)) or ""
     if found.group("camel"):  # libcudnn.py's exception classes: cudnnStatusArchMismatch
@@ -685,10 +689,11 @@ PATTERNS: tuple[Pattern, ...] = (
     # "cudnnConvolutionFwdAlgo_t"', clang "no matching function for call to 'cudnnX'"
     Pattern("signature", _SIGNATURE, "compiler", lambda m: _signature(m)),
     # cudnnStatus_t names as frameworks print them; Caffe's CUDNN_CHECK: "Check failed: status ==
-    # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch"
-    Pattern("status", re.compile(r"CUDNN_STATUS_(?P<name>[A-Z_]+)|status == CUDNN_STATUS_SUCCESS \((?P<number>\d+) "
-                                 r"vs\. 0\)|cudnnStatus(?P<camel>[A-Z][A-Za-z]+)"), "cuDNN", _status),
-    Pattern("cublas-status", re.compile(r"CUBLAS_STATUS_(?P<name>[A-Z_]+?)\b"), "cuBLAS", _cublas_status),
+    # CUDNN_STATUS_SUCCESS (4 vs. 0)"; libcudnn.py: "libcudnn.cudnnStatusArchMismatch". No status name of
+    # cudnn_graph.h or cublas_api.h ends in "_": one after the name is the user's Markdown ("_..._" italics)
+    Pattern("status", re.compile(rf"CUDNN_STATUS_(?P<name>{_STATUS_NAME})|status == CUDNN_STATUS_SUCCESS "
+                                 r"\((?P<number>\d+) vs\. 0\)|cudnnStatus(?P<camel>[A-Z][A-Za-z]+)"), "cuDNN", _status),
+    Pattern("cublas-status", re.compile(rf"CUBLAS_STATUS_(?P<name>{_STATUS_NAME})"), "cuBLAS", _cublas_status),
 )
 
 
