@@ -433,3 +433,18 @@ def test_a_fix_for_a_working_torch_never_puts_back_a_release_its_rules_refuse() 
     assert verdict.error is None, verdict.error
     assert verdict.runs["torch"].works
     assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_fix_that_uninstalls_the_copy_a_working_torch_loads_judges_torch_without_its_files() -> None:
+    """torch's own nvidia-cudnn-cu13 uninstalled, a user-site cuDNN 9.0 for CUDA 12 and the jit wheel installed, a
+    ``.pth`` line preloading 9.28's graph library (fix differential 1-666): torch works, its calls are predicted to
+    fail on the mix, and the repair took the line out and uninstalled the user site's copy, which torch was loading:
+    it then found no cuDNN at all. An uninstall is applied to the model (its RECORD's files gone) and the target
+    judged again there, so the repair goes on to what torch gets without that copy: nothing breaks."""
+    _base(draw(1, 666)[1].name)
+    verdict = runner.differential(1, 666, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert verdict.runs["torch"].works
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]

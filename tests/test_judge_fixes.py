@@ -775,3 +775,26 @@ def test_a_framework_refuses_another_major_and_a_runtime_older_than_its_build() 
     torch = SimpleNamespace(framework="torch", build=parse_release("9.24.0"))
     assert rejects(torch, parse_release("9.0.0")) and rejects(torch, parse_release("8.9.7"))  # type: ignore[arg-type]
     assert not rejects(torch, parse_release("9.28.0")) and not rejects(torch, parse_release("9.24.0"))  # type: ignore[arg-type]
+
+
+def test_an_uninstall_takes_its_records_files_out_of_the_model_s_world(tmp_path: Path) -> None:
+    """A ``pip uninstall`` of a fix is applied to the model as its RECORD's files gone from the folder it
+    uninstalls from (`remedy.uninstalled`): a program by name then finds nothing there, and the install is not
+    in the inventory; the files on disk are untouched."""
+    from cudnnload.diagnose.remedy import uninstalled
+    from cudnnload.diagnose.targets import resolve_target
+    from cudnnload.verdicts import pip_uninstall
+
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    gone = uninstalled(pip_uninstall(["nvidia_cudnn_cu12"], target=str(site)))
+    assert str(lib / "libcudnn.so.9") in gone and str(lib / "libcudnn_graph.so.9") in gone
+    assert not uninstalled(pip_uninstall(["nvidia-cudnn-cu13"], target=str(site)))  # not installed there
+
+    env = {**BASE, "LD_LIBRARY_PATH": str(lib)}
+    today = resolve_target("libcudnn.so.9", environ=env)
+    after = resolve_target("libcudnn.so.9", environ=env, gone=gone)
+    assert today.install is not None and today.install.folder == str(lib)
+    assert after.install is None or after.install.folder != str(lib)
+    assert (lib / "libcudnn.so.9").is_file()

@@ -403,7 +403,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
             # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
             if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
                 judge = judge_again(None, python, None, False, consumers, gpu_facts(env), (), program)
-                whole = repair(judge(env, frozenset()), resolved.install, env, judge,
+                whole = repair(judge(env, frozenset(), frozenset()), resolved.install, env, judge,
                                f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
                                keep=False)
                 return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
@@ -426,8 +426,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     try:
         resolved = resolve_target(target, environ=env, program=program)
         judge = judge_again(target, None, None, False, (), None, (), program)
-        whole = repair(judge(env, frozenset()), resolved.install, env, judge, f"{os.path.basename(seen.command[0])}'s "
-                       f"cuDNN ({target})", target, always=True)
+        whole = repair(judge(env, frozenset(), frozenset()), resolved.install, env, judge,
+                       f"{os.path.basename(seen.command[0])}'s cuDNN ({target})", target, always=True)
         better = bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
             _leaves_errors(whole[0].fix.actions, env, judge) is not True
         return whole, better
@@ -446,7 +446,7 @@ def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Jud
     unstarted: frozenset[tuple[str, str]] = frozenset()
     for action in actions:
         changed, unstarted = applied(action, changed, unstarted)
-    return any(f.severity == "error" for f in judge(changed, unstarted))
+    return any(f.severity == "error" for f in judge(changed, unstarted, frozenset()))
 
 
 def _strays_said() -> Fix:
@@ -479,7 +479,7 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
 
     def repaired(env: Mapping[str, str]) -> Fix | None:
         """The model's repair in ``env``: empty when nothing is wrong there; None when it knows none."""
-        whole = plan(judge(env, frozenset()), env, judge)
+        whole = plan(judge(env, frozenset(), frozenset()), env, judge)
         if whole is None:
             return fix()
         return None if not whole.actions or any(a.do is ActionKind.MANUAL for a in whole.actions) else whole

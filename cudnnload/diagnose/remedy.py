@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from cudnnload.codes import ActionKind, Code, Severity
 from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry, set_variable, unset
 
-# What judges the target again in a changed world: (its environment, the start-up lines taken as gone) -> findings.
-Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Sequence[Finding]]
+# What judges the target again in a changed world: (its environment, the start-up lines taken as gone, and the
+# files taken away: a distribution's RECORD, uninstalled) -> findings.
+Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]], frozenset[str]], Sequence[Finding]]
 
 ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
 ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
@@ -45,12 +46,13 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             return found
     env = dict(environ)
     unstarted: frozenset[tuple[str, str]] = frozenset()
+    gone: frozenset[str] = frozenset()
     actions: list[Action] = []
     later: list[str] = []  # what only a person can do, after the automatic changes (said, not applied)
     handled: set[tuple[Code, str | None, str]] = set()
     for _ in range(ROUNDS):
         pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
-                   and not _taken_care_of(f, actions)]
+                   and not _taken_care_of(f, actions) and not _about_gone(f, gone)]
         if not pending:
             return _said(actions, later)
         first = pending[0]
@@ -70,12 +72,16 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             continue
         actions += steps
         changes = [a for a in steps if a.do in ENVIRONMENT]
-        if changes:
+        removed = frozenset(path for a in steps if a.do is ActionKind.PIP_UNINSTALL for path in uninstalled(a))
+        if changes or removed - gone:
             for action in changes:
                 env, unstarted = applied(action, env, unstarted)
-            # judged again; once a step puts files in place (a wheel installed), the model cannot see them, and
-            # what it finds about the files that step rewrites is taken care of by it (`_taken_care_of`)
-            findings = judge(env, unstarted)
+            gone |= removed
+            # judged again, with what an uninstall takes away gone from the model's world (a framework that found its
+            # cuDNN there looks further, and may find none); once a step puts files in place (a wheel installed),
+            # the model cannot see them, and what it finds about the files that step rewrites is taken care of by
+            # it (`_taken_care_of`)
+            findings = judge(env, unstarted, gone)
     return fix(*kept_once(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
 
@@ -132,7 +138,7 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
         env: dict[str, str] = dict(environ)
         for action in actions:
             env, _ = applied(action, env, frozenset())
-        if not any(f.severity is Severity.ERROR for f in judge(env, frozenset())):
+        if not any(f.severity is Severity.ERROR for f in judge(env, frozenset(), frozenset())):
             return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
 
@@ -164,6 +170,31 @@ def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[s
         else:
             changed.pop(variable, None)
     return changed, unstarted
+
+
+def uninstalled(action: Action) -> frozenset[str]:
+    """The shared objects a ``pip uninstall`` takes away: those the RECORD of each distribution it names lists, in
+    the folder it uninstalls from (its ``target``); none when that is not known."""
+    from cudnnload.resolve.sources import cudnn_distributions
+
+    if action.do is not ActionKind.PIP_UNINSTALL or not action.target:
+        return frozenset()
+    names = {_canonical(name) for name in action.requirements}
+    return frozenset(posixpath.normpath(path) for dist in cudnn_distributions([action.target])
+                     if _canonical(dist.name) in names for path in dist.files)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _about_gone(finding: Finding, gone: frozenset[str]) -> bool:
+    """Whether ``finding`` is about a file an uninstall of the plan takes away, or the folder of such files."""
+    path = finding.subject.path
+    if not gone or path is None:
+        return False
+    where = posixpath.normpath(path)
+    return where in gone or any(posixpath.dirname(file) == where for file in gone)
 
 
 def _same_entry(a: str, b: str) -> bool:

@@ -77,18 +77,20 @@ class Resolved:
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
                    site_paths: Sequence[str] | None = None, verify: bool = False,
                    unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None,
-                   observed: Callable[[], Startup | None] | None = None) -> Resolved:
+                   observed: Callable[[], Startup | None] | None = None, gone: frozenset[str] = frozenset()
+                   ) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
     ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
     ``program``: the start-up of the Python program that opens a library TARGET (`doctor -- python ...`): what
     it maps is in the process first. ``observed``: gives this interpreter's start-up, observed already (plain
-    doctor starts that while its modules load)."""
+    doctor starts that while its modules load). ``gone``: files taken away in the world judged (a distribution
+    uninstalled: `remedy.applied`)."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env, verify, unstarted)
+        return _python(python, env, verify, unstarted, gone)
     if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
         return _for_the_user(tool, env, verify)
     if given is None:
@@ -96,33 +98,34 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
         started = (observed() if observed is not None else this_python(env)) if site_paths is None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
-        ctx = context(env, verify=verify, started=started_cuda(started, unstarted) if started is not None else None)
+        ctx = context(env, verify=verify, gone=gone,
+                      started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         target = Target(None, "environment", None, "this Python and its environment", site_paths=(
             tuple(site_paths) if site_paths is not None else None))
         return Resolved(target, ctx, inventory, install, rejected, started=started)
     if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
-        return _soname(given, env, verify)
+        return _soname(given, env, verify, gone)
     path = os.path.abspath(given)
     problem = path_problem(path)
     if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
             and (os.path.isdir(os.path.dirname(path)) or _wheel_gone(path) is not None):
-        return _missing_library(given, path, env, verify)
+        return _missing_library(given, path, env, verify, gone)
     if problem is not None and problem[0] == "permission" and classify(os.path.basename(path)) is not None:
-        return _unreadable_library(given, path, env, verify)
+        return _unreadable_library(given, path, env, verify, gone)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
     if os.path.isdir(path):
-        ctx = context(env, verify=verify)
+        ctx = context(env, verify=verify, gone=gone)
         inventory = find([path], environ=env, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         install = install or next(iter(inventory.installs), None)
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     lib = classify(os.path.basename(path))
     if lib is not None:
-        ctx = context(env, verify=verify,
+        ctx = context(env, verify=verify, gone=gone,
                       started=started_cuda(program, unstarted) if program is not None else None)
         # a shim the process has mapped already under another name (LD_PRELOAD's, a hard link to the same file):
         # dlopen of this path hands that object out, and its $ORIGIN decides
@@ -135,7 +138,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
                                                           "already" if acting else "")
         return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
-    return _consumer(given, path, env, verify)
+    return _consumer(given, path, env, verify, gone)
 
 
 def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
@@ -160,11 +163,12 @@ def _for_the_user(tool: str, env: Mapping[str, str], verify: bool) -> Resolved:
     return replace(resolved, findings=(*resolved.findings, said))
 
 
-def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool = False,
+                     gone: frozenset[str] = frozenset()) -> Resolved:
     """A cuDNN library path that is not there, in a folder that is (a program opens it by path: ``ctypes.CDLL``,
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
     path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
-    ctx = context(env, verify=verify)
+    ctx = context(env, verify=verify, gone=gone)
     inventory, cure = _missing_path(path, ctx)
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
@@ -220,11 +224,12 @@ def _wheel_holding(path: str) -> Distribution | None:
     return holder(cudnn_distributions((site,)), path) if site else None
 
 
-def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False,
+                        gone: frozenset[str] = frozenset()) -> Resolved:
     """A cuDNN library this user cannot reach (a folder on its path not searchable, or the file not readable): what
     a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
     when the user owns what stops it, else who can."""
-    ctx = context(env, verify=verify)
+    ctx = context(env, verify=verify, gone=gone)
     access = Access()
     stop = access.unreachable(path)
     blocker = stop.path if stop is not None else path
@@ -241,7 +246,8 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     return Resolved(target, ctx, JudgedInventory(ctx.host, ()), None, (), (finding,))
 
 
-def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False,
+              gone: frozenset[str] = frozenset()) -> Resolved:
     """A program or shared object that uses cuDNN: its cuDNN as its own DT_NEEDED or dlopen would get it."""
     try:
         with open(path, "rb") as handle:
@@ -259,7 +265,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     consumer = linker.Requester.from_elf(path, info)
     if program:  # the main program: its $ORIGIN is its resolved folder, its RPATH serves every load
         consumer = replace(consumer, origin=os.path.dirname(os.path.realpath(path)))
-    ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify)
+    ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify, gone=gone)
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
@@ -298,9 +304,9 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
 
 
-def _soname(name: str, env: Mapping[str, str], verify: bool = False) -> Resolved:
+def _soname(name: str, env: Mapping[str, str], verify: bool = False, gone: frozenset[str] = frozenset()) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
-    ctx = context(env, verify=verify)
+    ctx = context(env, verify=verify, gone=gone)
     access = Access()
     searched = search_path_findings(ctx.linker, access=access)
     res = linker.resolve(name, None, ctx.linker)
@@ -389,7 +395,8 @@ def _without_entry(name: str, chain: linker.Chain | None, ctx: Context, path: st
     without = {**ctx.environ, "LD_LIBRARY_PATH": ":".join(entries)}
     if not entries:
         without.pop("LD_LIBRARY_PATH")
-    other = context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
+    other = context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify,
+                    gone=ctx.linker.gone)
     res = linker.resolve(name, chain, other.linker)
     if not res.found or res.path is None:
         return None
@@ -470,7 +477,7 @@ def _with_entry_fix(install: Judged, name: str, found: tuple[str, str, Judged] |
 
 
 def _python(python: str, env: Mapping[str, str], verify: bool = False,
-            unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
+            unstarted: frozenset[tuple[str, str]] = frozenset(), gone: frozenset[str] = frozenset()) -> Resolved:
     """Another interpreter (or a venv's folder): its start-up observed (`startup.observe`: sys.path as it builds
     it, what its start-up files map), its executable, its frameworks."""
     candidates = [python] if not os.path.isdir(python) else [
@@ -491,7 +498,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
         started = seen
     executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
-    ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify,
+    ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify, gone=gone,
                   started=started_cuda(started, unstarted))
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)

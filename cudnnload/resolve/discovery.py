@@ -254,19 +254,22 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             executable: linker.Requester | None = None, loaded: Mapping[str, str] | None = None,
             cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = (),
             started: Mapping[str, Source] | None = None, defaults: linker.LinkerDefaults | None = None,
-            ld_cache: LdCache | None = None, glibc: tuple[int, ...] | None = None) -> Context:
+            ld_cache: LdCache | None = None, glibc: tuple[int, ...] | None = None,
+            gone: frozenset[str] = frozenset()) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
     What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
     ``cache``: an ELF memo already open (another context's), instead of reading it again. ``started``: what a
     Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first.
     ``defaults``, ``ld_cache`` and ``glibc``: another system's linker, cache and C library than this machine's (an
-    image's: `resolve.rootview`), given instead of asked of the real ld.so."""
+    image's: `resolve.rootview`), given instead of asked of the real ld.so. ``gone``: files a change not yet made
+    takes away (a distribution uninstalled): absent from what this process finds."""
     env_vars = os.environ.copy() if environ is None else dict(environ)  # (`recall` notes what is read of it)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
                                              defaults=defaults or linker_defaults(cache, env_vars))
     link_env = replace(link_env, ld_cache=ld_cache) if ld_cache is not None else link_env
+    link_env = replace(link_env, gone=gone) if gone else link_env
     # another system's C library decides which of the loader's rules hold (`rules`), and whether the model knows it
     link_env = replace(link_env, glibc=(glibc[0], glibc[1])) if glibc is not None and len(glibc) >= 2 else link_env
     site = shell_site(env_vars)
@@ -987,7 +990,9 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
     # a given .../site-packages/nvidia/cudnn/lib folder (or a file in one): read its wheel's metadata too
     folders = [o.folder for o in origins] + [folder for folder, _ in given]
     sites += [site for folder in folders if (site := wheel_site(folder)) is not None]
-    dists = cudnn_distributions(sites) if sites else ()
+    gone = ctx.linker.gone  # a world where distributions were uninstalled: their files and metadata are not there
+    dists = tuple(d for d in cudnn_distributions(sites) if not gone or not d.files
+                  or not all(os.path.normpath(f) in gone for f in d.files)) if sites else ()
     if searching:
         search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
                                    distributions=dists)
@@ -997,7 +1002,10 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
     seen: set[tuple[str, int]] = set()
     for origin in origins:
         for major, files in scan(origin.folder).items():
+            files = [f for f in files if not ctx.linker.is_gone(f)]
             real = (os.path.realpath(origin.folder), major)
+            if not files:
+                continue
             if real in seen:
                 continue
             seen.add(real)

@@ -245,6 +245,8 @@ class LinkerEnv:
     secure: bool = False  # secure-execution mode (AT_SECURE: a set-user-ID program run by another user)
     user: User | None = None  # who opens files, when not this process's user
     cwd: str | None = None  # the process's current directory, when not this one's (relative paths start there)
+    # files a change not yet made takes away (a distribution's RECORD, uninstalled): absent in this world
+    gone: frozenset[str] = frozenset()
     # Directory contents read during this env's lookups: a name absent from a listing needs no
     # open(); ld.so likewise remembers directories that do not exist. One env per query, so a
     # change on disk is seen by the next query.
@@ -304,8 +306,14 @@ class LinkerEnv:
             except OSError as exc:
                 self.listings[directory] = exc.errno or errno.ENOENT if exc.errno in _NOT_A_FOLDER else True
             else:
+                names = frozenset(n for n in names if not self.is_gone(os.path.join(directory, n))) \
+                    if self.gone else names
                 self.listings[directory] = names if self.user is None else self._as_user(directory, names)
         return self.listings[directory]
+
+    def is_gone(self, path: str) -> bool:
+        """Whether ``path`` is a file this world's changes take away (`gone`)."""
+        return bool(self.gone) and os.path.normpath(self.here(path)) in self.gone
 
     def _as_user(self, directory: str, names: frozenset[str]) -> frozenset[str] | bool | int:
         """The listing another user's process gets: EACCES when a folder above it may not be searched (ld.so's stat of
@@ -926,6 +934,8 @@ def _probe(path: str, env: LinkerEnv, how: How = "dlopen") -> _Probe:
     regular file (or a folder, which glibc opens and fails to read) is opened: glibc blocks on a FIFO,
     gets ENXIO from a socket (an open() error: the search list is abandoned) and reads a device."""
     where = env.here(path)
+    if env.is_gone(path):
+        return _Probe("absent", errno.ENOENT)
     denied = env.opens(path)
     if denied is not None:
         return _Probe(_open_failure(where, denied), denied)

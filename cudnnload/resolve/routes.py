@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
@@ -110,7 +110,7 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     else:
         found = _from_caller(consumer, load, ctx, soname)
     found = replace(found, survey=match, kind=load.kind if load else None,
-                    unsearched=_shim_on_path(site_paths, major) if found.shim is None else None,
+                    unsearched=_shim_on_path(site_paths, major, ctx.linker.is_gone) if found.shim is None else None,
                     program_calls=load.program_calls if load else ())
     entry = next((path for path in site_paths if path and found.shim
                   and found.shim.startswith(path.rstrip("/") + "/")), None)
@@ -159,7 +159,7 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
     cuda, release = _cuda(consumer), _torch_release(consumer.version)
 
     def first(folder: str, pattern: str) -> str | None:
-        return torch_preload(site_paths, folder, pattern, cuda_major=cuda, torch=release)
+        return torch_preload(site_paths, folder, pattern, cuda_major=cuda, torch=release, gone=ctx.linker.is_gone)
 
     missing = next((name for name in ("libcublasLt", "libcublas") if first("cublas", f"{name}.so.*[0-9]") is None),
                    None)
@@ -177,7 +177,7 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
 def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
     package = _nvidia_cudnn(site_paths)
     shim = os.path.join(package, "lib", soname) if package else None
-    if shim is not None and os.path.exists(shim) and _loads(shim, ctx):
+    if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) and _loads(shim, ctx):
         return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
                      "nvidia.cudnn's lib/" + soname)
     why = f"no {soname} in the nvidia.cudnn package" if package else "no nvidia.cudnn package on sys.path"
@@ -213,6 +213,8 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
         for found in load.by_path:
             for pattern in found.globs:
                 for path in sorted(glob.glob(os.path.join(glob.escape(entry or "."), pattern))):
+                    if ctx.linker.is_gone(path):
+                        continue
                     lib = classify(os.path.basename(path))
                     if lib is not None and lib.key == "shim" and lib.major == major and _loads(path, ctx):
                         return Route(consumer, path, f"by path: {found.loader.module} {found.loader.function}() "
@@ -224,12 +226,13 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
     return _from_caller(consumer, load, ctx, soname, fell)
 
 
-def _shim_on_path(site_paths: Sequence[str], major: int) -> str | None:
-    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>``."""
+def _shim_on_path(site_paths: Sequence[str], major: int, gone: Callable[[str], bool]) -> str | None:
+    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>`` (not ``gone``)."""
     for entry in site_paths:
         for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
                                                   f"libcudnn.so.{major}"))):
-            return os.path.dirname(shim)
+            if not gone(shim):
+                return os.path.dirname(shim)
     return None
 
 

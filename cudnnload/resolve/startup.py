@@ -43,7 +43,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.errors import CudnnloadError, UsageError
@@ -977,7 +977,8 @@ def _find(folders: Sequence[str], name: str, part: str, suffixes: tuple[str, ...
 
 
 def torch_preload(sys_path: Sequence[str], lib_folder: str, pattern: str, *, cuda_major: int | None,
-                  torch: tuple[int, int] = (2, 11), cwd: str | None = None) -> str | None:
+                  torch: tuple[int, int] = (2, 11), cwd: str | None = None,
+                  gone: Callable[[str], bool] | None = None) -> str | None:
     """The file PyTorch's ``_preload_cuda_deps`` opens for one library (``"cudnn"``, ``"libcudnn.so.*[0-9]"``) on
     ``sys_path``: the first of the entry's candidates, on the first entry that has any; None when none has.
     ``cuda_major``: ``torch.version.cuda``'s major (None for a CPU build); ``cwd``: the folder relative entries
@@ -987,7 +988,8 @@ def torch_preload(sys_path: Sequence[str], lib_folder: str, pattern: str, *, cud
     directory order (unsorted, as torch takes them): ``ENTRY/nvidia/<lib_folder>/lib/<pattern>`` (every release;
     2.6 skips an entry without ``nvidia/``); then ``ENTRY/nvidia/cu<cuda_major>/lib/<pattern>`` (the CUDA 13 wheels'
     shared folder: pytorch#163661, picked onto release/2.9); then ``ENTRY/<lib_folder>/lib/<pattern>``
-    (pytorch#149808, picked onto release/2.7). Entries are used as written, glob characters included."""
+    (pytorch#149808, picked onto release/2.7). Entries are used as written, glob characters included. ``gone``:
+    whether a file is taken away in the world judged (`linker.LinkerEnv.is_gone`): the glob does not see it."""
     places: list[tuple[str, ...]] = [("nvidia", lib_folder, "lib")]
     if torch >= (2, 9) and cuda_major is not None:
         places.append(("nvidia", f"cu{cuda_major}", "lib"))
@@ -996,6 +998,7 @@ def torch_preload(sys_path: Sequence[str], lib_folder: str, pattern: str, *, cud
     for entry in sys_path:
         for place in places:
             matches = glob.glob(os.path.join(entry, *place, pattern), root_dir=cwd)
+            matches = [m for m in matches if gone is None or not gone(m)]
             if matches:
                 return matches[0] if cwd is None or os.path.isabs(matches[0]) else os.path.join(cwd, matches[0])
     return None
