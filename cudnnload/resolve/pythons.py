@@ -92,23 +92,25 @@ def program_python(command: Sequence[str], environ: Mapping[str, str]) -> str | 
     return None if found is None or environment_of(found) == os.path.realpath(sys.prefix) else found
 
 
+def _venv_of(python: str) -> str | None:
+    """The venv whose interpreter the path ``python`` is (``PREFIX/bin/python`` under a ``pyvenv.cfg``), as the path
+    names it (a venv's interpreter is a link to the base one); None for another interpreter."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    return prefix if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")) else None
+
+
 def environment_of(python: str) -> str:
     """The environment an interpreter's path is of: a venv's folder (its ``pyvenv.cfg``), else its installation's
     prefix."""
-    folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
-    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-        return os.path.realpath(folder)
-    return os.path.dirname(os.path.dirname(os.path.realpath(python)))
+    venv = _venv_of(python)
+    return os.path.realpath(venv) if venv is not None else os.path.dirname(os.path.dirname(os.path.realpath(python)))
 
 
 def venv_sites(python: str) -> list[str] | None:
-    """The site-packages folders of the venv whose interpreter ``python`` is (``PREFIX/bin/python`` under a
-    ``pyvenv.cfg``), as the path names it (a venv's interpreter is a link to the base one); None for another
+    """The site-packages folders of the venv whose interpreter ``python`` is (`_venv_of`); None for another
     interpreter, whose folders only running it would tell."""
-    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
-    if not os.path.basename(python).startswith("python") or not os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
-        return None
-    return _site_packages(prefix)
+    venv = _venv_of(python) if os.path.basename(python).startswith("python") else None
+    return _site_packages(venv) if venv is not None else None
 
 
 def python_on_path(environ: Mapping[str, str] | None = None, *, outside: str | None = None) -> str | None:
