@@ -70,8 +70,8 @@ class Code(_Word):
     NO_CUDNN = ("no-cudnn", ERROR, False, "what was asked about holds no cuDNN that would load: a folder "
                 "without `libcudnn*.so.7/8/9`, a file not named so, a venv or program that finds none")
     REPAIR = ("repair", ERROR, False, "what makes the target work, all of it: the changes every error below needs, in "
-              "order, each environment change judged again on cudnnload's model of the process before the next is "
-              "chosen; the first fix a tool applies")
+              "order, each environment change (and each `pip uninstall`, as its RECORD's files gone) judged again on "
+              "cudnnload's model of the process before the next is chosen; the first fix a tool applies")
     CPU_ONLY_BUILD = ("cpu-only-build", WARNING, False, "a framework here is a build without CUDA (a CPU or ROCm "
                       "build): it uses no cuDNN and never runs on an NVIDIA GPU; installing cuDNN does not change "
                       "that, a CUDA build of the framework does")
@@ -261,4 +261,5 @@ class ActionKind(_Word):
     CHMOD = "chmod"  # {path, mode, owner}: mode in octal, "0644"; owner: who must run it (None: the user)
     REMOVE_LINE = "remove-line"  # {path, line}: that line taken out of a start-up file (.pth, sitecustomize, profile)
     RUN = "run"  # {argv}: run the program as argv + program
+    RESTART = "restart"  # {pid, argv}: stop that running process and start it again as it was started
     MANUAL = "manual"  # {text}: no automatic action exists (a driver upgrade, relinking)

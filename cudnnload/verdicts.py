@@ -53,7 +53,7 @@ _FIELDS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.PIP_INSTALL: ("requirements", "options", "target", "python"),
     ActionKind.PIP_UNINSTALL: ("requirements", "target", "python"), ActionKind.RELINK: ("path", "target"),
     ActionKind.CHMOD: ("path", "mode", "owner"), ActionKind.REMOVE_LINE: ("path", "line"), ActionKind.RUN: ("argv",),
-    ActionKind.MANUAL: ("text",),
+    ActionKind.RESTART: ("pid", "argv"), ActionKind.MANUAL: ("text",),
 }
 
 
@@ -75,6 +75,7 @@ class Action:
     mode: str | None = None  # chmod's, in octal: "0644"
     line: str | None = None  # remove-line's, exactly as in the file
     owner: str | None = None  # chmod's: who must run it, when the path is not the user's (its owner, or root)
+    pid: int | None = None  # restart's: the running process
 
     def json(self) -> dict[str, object]:
         """The contract's object: ``do`` and that kind's fields (README "Fixes")."""
@@ -111,6 +112,9 @@ class Action:
             return f"remove the line {self.line!r} from {shlex.quote(self.path or '')}"
         if self.do is ActionKind.RUN:
             return f"run the program as: {shlex.join(self.argv)} <program> [args...]"
+        if self.do is ActionKind.RESTART:
+            return f"restart process {self.pid} ({shlex.join(self.argv) or 'its command line'}): stop it and start " \
+                "it again as it was started, in its folder and environment"
         return self.text or ""
 
 
@@ -142,6 +146,10 @@ def pip_install(requirements: Iterable[str], *, options: Iterable[str] = (), tar
                 python: str | None = None) -> Action:
     return Action(ActionKind.PIP_INSTALL, requirements=tuple(requirements), options=tuple(options), target=target,
                   python=python)
+
+
+def restart(pid: int, argv: Iterable[str]) -> Action:
+    return Action(ActionKind.RESTART, pid=pid, argv=tuple(argv))
 
 
 def pip_uninstall(names: Iterable[str], *, target: str | None = None, python: str | None = None) -> Action:

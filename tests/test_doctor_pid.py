@@ -19,7 +19,7 @@ import pytest
 from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudnnload.codes import ActionKind, Code
 from cudnnload.diagnose import pid as pid_module
-from cudnnload.diagnose.pid import DELETED, ON_DISK, REPLACED, ProcessReport, diagnose_pid
+from cudnnload.diagnose.pid import DELETED, ON_DISK, REPLACED, ProcessReport, diagnose_pid, read_process
 from cudnnload.errors import UsageError
 from fixtures.reliability import nobody
 from tests.test_doctor_targets import cli, one_line_error
@@ -190,6 +190,8 @@ def test_a_mapped_file_replaced_or_deleted_since_is_reported(child: Callable[...
     replaced = [f for f in report.findings if f.code is Code.MAPPED_FILE_REPLACED]
     assert [f.path for f in replaced] == [str(graph)]
     assert {c.name: c.status for c in report.checks}["files"] == "warn"
+    # the folder holds two releases now (or lacks its graph): a restart alone would not map one whole release
+    assert [a.do for a in replaced[0].fix.actions] == [ActionKind.MANUAL]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the release of a replaced file is read through map_files (root)")
@@ -207,6 +209,10 @@ def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_m
     stale = {f.subject.library for f in report.findings if f.code is Code.MIXED_RELEASE}
     assert {"ops", "cnn", "heuristic"} <= stale
     assert {c.name: c.status for c in report.checks}["pending"] == "fail"
+    # the disk holds 9.0 whole: started again, the process maps one release, and the fix says so as an action
+    first = next(f for f in report.findings if f.code is Code.MIXED_RELEASE)
+    assert [a.json() for a in first.fix.actions] == [
+        {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
 
 
 def test_frameworks_whose_libraries_are_mapped_are_named(child: Callable[..., Child], tmp_path: Path) -> None:

@@ -448,3 +448,13 @@ def test_a_fix_that_uninstalls_the_copy_a_working_torch_loads_judges_torch_witho
     assert verdict.error is None, verdict.error
     assert verdict.runs["torch"].works
     assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
+    """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
+    sub-libraries it loads later would be of the release now on disk. That release is whole there for a start
+    afresh, so `doctor --pid` gives the restart as an action, not a `manual` line, and the program started again
+    works."""
+    _fixed_without_breaks(801, ["app"], lambda j: j.said.form == "pid")

@@ -26,6 +26,7 @@ from cudnnload.verdicts import (
     relink,
     remove_entry,
     remove_line,
+    restart,
     run,
     set_variable,
     unset,
@@ -84,7 +85,8 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
                            python="/venv/bin/python"),
              relink("/opt/cudnn/lib/libcudnn.so.9", "libcudnn.so.9.28.0"), chmod("/opt/x/libcudnn_cnn.so.9", 0o644),
              remove_line("/venv/lib/python3.11/site-packages/old.pth", "import ctypes; ctypes.CDLL('x')"),
-             run(["cudnnload", "run", "--cudnn", "/opt/cudnn/lib", "--"]), manual("upgrade the NVIDIA driver")]
+             run(["cudnnload", "run", "--cudnn", "/opt/cudnn/lib", "--"]), restart(4840, ["python", "serve.py"]),
+             manual("upgrade the NVIDIA driver")]
     written = fix(*steps).json()
     assert [a["do"] for a in written["actions"]] == [kind.value for kind in ActionKind]
     assert written["actions"][0] == {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH",
@@ -100,6 +102,7 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
         {"do": "chmod", "path": "/opt/x/libcudnn_cnn.so.9", "mode": "0644", "owner": None},
         {"do": "remove-line", "path": "/venv/lib/python3.11/site-packages/old.pth",
          "line": "import ctypes; ctypes.CDLL('x')"}]
+    assert written["actions"][10] == {"do": "restart", "pid": 4840, "argv": ["python", "serve.py"]}
     assert json.loads(json.dumps(written)) == written
 
 

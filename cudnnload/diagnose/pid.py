@@ -18,15 +18,17 @@ loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.children import ProcStat, proc_stat
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
+from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import judge_inventory
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve import linker
@@ -37,7 +39,7 @@ from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import interpreter_of_process
-from cudnnload.verdicts import ERROR, Finding, Subject, fix, manual, remove_entry, unique
+from cudnnload.verdicts import ERROR, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
 _PF_KTHREAD = 0x00200000
@@ -169,10 +171,11 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
     findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.findings]
+    restarting = _restart(running, inventory, lambda: context(running.environ, executable=program, cache=cache))
     findings += _mixed(cudnn, shims, running)
-    findings += _changed(libraries, running)
+    findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn)
-    findings += _stale_findings(stale, pid)
+    findings += _stale_findings(stale, pid, restarting)
     frameworks = _frameworks(running.files)
     checks = (_mapped_check(cudnn, inventory, program, ctx), _coherence_check(cudnn), _files_check(libraries),
               _pending_check(installs, pending, stale), _frameworks_check(frameworks))
@@ -292,7 +295,31 @@ def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
     return list(dict.fromkeys(lib.preloaded_by for lib in strays if lib.preloaded_by))
 
 
-def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess) -> list[Finding]:
+# What takes a running process to the files now in a folder: a restart, where the model proves that a start afresh
+# maps one whole release from there; else said in words (`_restart`)
+Restart = Callable[[str, str], Fix]
+
+
+def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Callable[[], Context]) -> Restart:
+    """The fix that starts ``running`` again to map the files now in a folder, with why: the restart as an action
+    where the install of that folder, judged afresh (in the process's environment, without what the process has
+    mapped), loads one release whole and has no error; else the same in words, with what stands in its way."""
+    made: list[Context] = []
+
+    def cure(folder: str, why: str) -> Fix:
+        made[:] = made or [fresh()]
+        shim = next((i.file("shim") for i in inventory.installs if i.folder == folder and i.file("shim")), None)
+        judged = judged_install_of(shim.path, made[0], "a start afresh") if shim is not None else None
+        error = None if judged is None else next((f for f in judged.findings if f.severity is ERROR), None)
+        if judged is not None and whole(judged) and error is None:
+            return fix(restart(running.pid, running.command), note=f"{why}: the model finds cuDNN "
+                       f"{judged.release or judged.major} in {folder} whole for a start afresh")
+        return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
+
+    return cure
+
+
+def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
     findings = []
     for lib in libraries:
         if lib.state == ON_DISK:
@@ -301,7 +328,7 @@ def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess) -> lis
         findings.append(Finding(Code.MAPPED_FILE_REPLACED, f"{lib.state} on disk since process {running.pid} mapped "
                                 f"it: it runs the file it mapped, {now}", Subject(SubjectKind.FILE, lib.path,
                                                                                   lib.library),
-                                fix(manual(f"restart process {running.pid} to run the files now on disk"))))
+                                restart(os.path.dirname(lib.path), "to run the files now on disk")))
     return findings
 
 
@@ -320,12 +347,12 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary]) -> list[t
     return stale
 
 
-def _stale_findings(stale: Sequence[tuple[Step, Release]], pid: int) -> list[Finding]:
+def _stale_findings(stale: Sequence[tuple[Step, Release]], pid: int, restart: Restart) -> list[Finding]:
     return [Finding(Code.MIXED_RELEASE, f"not loaded yet: when the shim asks for {step.library}, it gets {step.path} "
                     f"(cuDNN {step.release}, on disk now), while process {pid} runs cuDNN {running} from this folder",
                     Subject(SubjectKind.FILE, step.path, step.library),
-                    fix(manual(f"restart process {pid} before it loads {os.path.basename(step.path or '')}, so that "
-                               "it maps one release")))
+                    restart(os.path.dirname(step.path or ""), f"before it loads {os.path.basename(step.path or '')}, "
+                            "so that it maps one release"))
             for step, running in stale]
 
 
