@@ -1,7 +1,7 @@
 """The fix differential (issue 31 item 4): do doctor's fixes work on breakages nobody enumerated?
 
     python bench/bench_fix_differential.py --seed S --count N [--start I] [--jobs J] [--consumers app,torch]
-                                           [--out DIR]
+                                           [--out DIR] [--with-verbs VERB,...]
     python bench/bench_fix_differential.py --replay SEED-INDEX [--consumers app,torch]
     python bench/bench_fix_differential.py --summarize DIR [DIR...]
 
@@ -176,6 +176,8 @@ def main() -> None:
     parser.add_argument("--consumers", default="app,torch", help="app, torch (default both)")
     parser.add_argument("--replay", help="one case, SEED-INDEX: run again, its folder kept, its record printed")
     parser.add_argument("--out", help="folder for summary.md and cases.jsonl")
+    parser.add_argument("--with-verbs", metavar="VERB,...", default="",
+                        help="only the cases among START..START+COUNT-1 whose drawn verbs include one of these")
     parser.add_argument("--summarize", metavar="DIR", nargs="+",
                         help="only the tables again, from each DIR/cases.jsonl together")
     args = parser.parse_args()
@@ -194,7 +196,12 @@ def main() -> None:
         print(json.dumps(record, indent=1, default=str))
         print(f"case folder: {root() / 'cases' / args.replay}")
         return
-    indices = range(args.start, args.start + args.count)
+    wanted = {name for name in args.with_verbs.split(",") if name}
+    unknown = wanted - {v.name for v in GRAMMAR}
+    if unknown:
+        parser.error(f"--with-verbs: not verbs of the grammar: {', '.join(sorted(unknown))}")
+    indices = [i for i in range(args.start, args.start + args.count)
+               if not wanted or wanted & {v.name for v in draw(args.seed, i)[2]}]
     prints = prepare(args.seed, indices)
     out = Path(args.out) if args.out else root() / "results" / f"seed-{args.seed}"
     out.mkdir(parents=True, exist_ok=True)

@@ -458,3 +458,13 @@ def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_
     afresh, so `doctor --pid` gives the restart as an action, not a `manual` line, and the program started again
     works."""
     _fixed_without_breaks(801, ["app"], lambda j: j.said.form == "pid")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_python_program_stopped_before_it_opened_a_cudnn_is_repaired_for_the_frameworks_it_mapped() -> None:
+    """cuDNN 9.0 for CUDA 12 installed over torch's 9.24 wheel and its folder closed to the user (fix differential
+    1-867): ``doctor -- python -c 'import torch ...'`` saw torch's import stop with no cuDNN opened, and its fix put
+    9.0 back (the folder's distribution), which torch refuses. The repair of the frameworks whose files the run
+    mapped comes first (as `doctor --python` gives it): torch's pinned wheel back too."""
+    _fixed_without_breaks(867, ["torch"], lambda j: j.said.consumer == "torch")

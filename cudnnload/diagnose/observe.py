@@ -386,18 +386,24 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     shows ``first``'s own change insufficient (a change of the environment only, after which it still finds an
     error) where it does not show the repair so (each of its changes of the environment judged; a wheel it
     installs, whose files the model cannot see, is its plan's own step).
-    A Python program whose frameworks ran: the repair of its interpreter's environment with those frameworks, as
+    A Python program whose frameworks ran (or stopped before any cuDNN was opened, their files mapped): the repair of
+    its interpreter's environment with those frameworks, as
     ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
     of the cuDNN it happened to open (which may be the stray one)."""
     from cudnnload.diagnose.doctor import judge_again, repair
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
+    from cudnnload.resolve.consumers import consumers_mapped
 
     python = _interpreter(seen.command)
-    if python is not None and served and any(not s.works for s in served):
+    # the frameworks that ran and fail on what they got; or, where the run stopped before any cuDNN was opened, those
+    # whose files it mapped (torch's import that found no libcudnn.so.9): they are what the repair is for
+    consumers = [s.route.consumer for s in served] if any(not s.works for s in served) else \
+        list(consumers_mapped(seen.frameworks, environ=env)) if python is not None and not served and not seen.ok \
+        else []
+    if python is not None and consumers:
         from cudnnload.loading.gpu import gpu_facts
 
-        consumers = [s.route.consumer for s in served]
         try:
             resolved = resolve_target(None, python=python, environ=env, program=program)
             # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
