@@ -468,3 +468,13 @@ def test_a_python_program_stopped_before_it_opened_a_cudnn_is_repaired_for_the_f
     9.0 back (the folder's distribution), which torch refuses. The repair of the frameworks whose files the run
     mapped comes first (as `doctor --python` gives it): torch's pinned wheel back too."""
     _fixed_without_breaks(867, ["torch"], lambda j: j.said.consumer == "torch")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_path_set_for_torch_that_would_give_programs_by_name_the_jit_wheel_is_set_for_torch_alone() -> None:
+    """torch's own cuDNN uninstalled and the JIT wheel installed beside it, a conda env's program linked with
+    RUNPATH to its own cuDNN 9.0 (fix differential 1-1278): `doctor --python`'s fix for torch set LD_LIBRARY_PATH to
+    the JIT wheel's folder for everyone, which comes before that program's RUNPATH and gave it a cuDNN without ops,
+    cnn or adv. The setting is made for torch alone: torch works, the program still does."""
+    _fixed_without_breaks(1278, ["app", "torch"], lambda j: j.said.consumer == "torch")

@@ -14,6 +14,11 @@ The same holds for the frameworks of the shell's Python (``others``: the interpr
 ``PYTHONPATH`` after which the model says one of them that works today would fail (a preloaded shim of another
 release that the removed entry used to complete) is made for this program alone, the change for everyone kept
 as the alternative with the framework it would break.
+
+And a fix that sets ``LD_LIBRARY_PATH`` for a framework (the JIT wheel's folder, which torch's own search does not
+reach) puts that folder first for every program: before a program's own RUNPATH too (a conda env's program linked
+with ``$ORIGIN/../lib``). Where what a program asking for the shim by name would then get does not load whole (the
+JIT wheel has no ops, cnn or adv), the setting is made for this program alone.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from cudnnload.codes import ActionKind
+from cudnnload.codes import ActionKind, Severity
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.remedy import applied
 from cudnnload.judge.installs import whole
@@ -48,12 +53,16 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     findings = tuple(findings)
     if others is not None:
         findings = _sparing(findings, environ, others)
-    if not any(_removed(f.fix) for f in findings):
+    settings = any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for f in findings for a in f.fix.actions)
+    if not settings and not any(_removed(f.fix) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
     plain = linker.Requester("/usr/bin/env", program=True)
     now = context(environ, executable=plain, cache=ctx.cache if ctx is not None else None,
                   verify=ctx.verify if ctx is not None else False)
+    findings = _first_for_all(findings, environ, now) if settings else findings
+    if not any(_removed(f.fix) for f in findings):
+        return findings
     serves: dict[frozenset[str], str | None] = {}
     out = []
     for finding in findings:
@@ -86,12 +95,58 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         if not broken:
             out.append(finding)
             continue
-        kept = [a for a in finding.fix.actions if a not in changes]
-        note = f"for this program only: made for everyone, the change would make the shell's {'; '.join(broken)} " \
-            "fail" + (f"; {finding.fix.note}" if finding.fix.note else "")
-        out.append(replace(finding, fix=Fix((*kept, run_in(environ, world)), note,
-                                            (*changes, *finding.fix.alternatives))))
+        out.append(_alone(finding, environ, world, changes, f"made for everyone, the change would make the shell's "
+                          f"{'; '.join(broken)} fail"))
     return tuple(out)
+
+
+def _first_for_all(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
+    """``findings`` with each fix that sets LD_LIBRARY_PATH so that a program asking for a shim by name would get a
+    cuDNN that does not load whole (the JIT wheel's, which has no ops, cnn or adv; a partial copy) in place of what
+    it gets today, made for the program alone. LD_LIBRARY_PATH comes before a program's own RUNPATH (a conda env's
+    program linked with ``$ORIGIN/../lib``): what it gives by name, every such program gets too."""
+    out = []
+    for finding in findings:
+        changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
+        if not any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for a in changes) or any(
+                a.do is ActionKind.RUN for a in finding.fix.actions):
+            out.append(finding)
+            continue
+        world: Mapping[str, str] = dict(environ)
+        for action in changes:
+            world, _ = applied(action, world, frozenset())
+        why = _not_whole_by_name(world, now)
+        out.append(_alone(finding, environ, world, changes, why) if why else finding)
+    return tuple(out)
+
+
+def _not_whole_by_name(world: Mapping[str, str], now: Context) -> str | None:
+    """What a program asking for a shim by name gets in ``world`` that it does not get now and that does not load
+    whole, in words; None when there is none."""
+    after: Context | None = None
+    for gen in GENERATIONS.values():
+        today = linker.resolve(gen.shim.soname, None, now.linker).path
+        after = after or context(world, executable=now.linker.executable, cache=now.cache, verify=now.verify)
+        found = linker.resolve(gen.shim.soname, None, after.linker).path
+        if found is None or found == today:
+            continue
+        install = judged_install_of(found, after, "as a program that asks for it by name")
+        if install is not None and not whole(install):
+            said = next((f.message for f in install.findings if f.severity is Severity.ERROR), "not whole")
+            return (f"made for everyone, it would give programs that load {gen.shim.soname} by name (or through a "
+                    f"RUNPATH of their own, which LD_LIBRARY_PATH precedes) {found}, which does not load whole for "
+                    f"them: {said}")
+    return None
+
+
+def _alone(finding: Finding, environ: Mapping[str, str], world: Mapping[str, str], changes: Iterable[Action],
+           why: str) -> Finding:
+    """``finding`` with its ``changes`` of the environment made for the program alone (``env VAR=... PROGRAM``),
+    the change for everyone kept as the alternative, with ``why``."""
+    changes = list(changes)
+    kept = [a for a in finding.fix.actions if a not in changes]
+    note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
+    return replace(finding, fix=Fix((*kept, run_in(environ, world)), note, (*changes, *finding.fix.alternatives)))
 
 
 def run_in(environ: Mapping[str, str], world: Mapping[str, str]) -> Action:
