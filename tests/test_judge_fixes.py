@@ -777,6 +777,21 @@ def test_a_framework_refuses_another_major_and_a_runtime_older_than_its_build() 
     assert not rejects(torch, parse_release("9.28.0")) and not rejects(torch, parse_release("9.24.0"))  # type: ignore[arg-type]
 
 
+def test_a_fix_installs_a_release_the_framework_refuses_only_when_it_pins_it() -> None:
+    """An exact pin names the release pip installs; a range leaves it to pip (its newest), so it is not judged."""
+    from types import SimpleNamespace
+
+    from cudnnload.judge.routes import _installs_refused
+    from cudnnload.resolve.versions import parse_release
+    from cudnnload.verdicts import fix, pip_install
+
+    torch = SimpleNamespace(framework="torch", build=parse_release("9.24.0"))
+    for requirement, refused in (("nvidia-cudnn-cu12==9.0.0.312", True), ("nvidia-cudnn-cu13 == 9.0.0.312", True),
+                                 ("nvidia-cudnn-cu13==9.28.0.42", False), ("nvidia-cudnn-cu13>=9,<10", False),
+                                 ("nvidia-cublas==12.9.1.4", False), ("not a requirement ==", False)):
+        assert _installs_refused(fix(pip_install([requirement])), torch) is refused, requirement  # type: ignore[arg-type]
+
+
 def test_an_uninstall_takes_its_records_files_out_of_the_model_s_world(tmp_path: Path) -> None:
     """A ``pip uninstall`` of a fix is applied to the model as its RECORD's files gone from the folder it
     uninstalls from (`remedy.uninstalled`): a program by name then finds nothing there, and the install is not

@@ -294,12 +294,19 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
 def _installs_refused(repair: Fix, consumer: Consumer) -> bool:
     """Whether ``repair`` installs a cuDNN release the framework's rules refuse (a distribution put back as it was
     released, ``nvidia-cudnn-cu12==9.0.0.312``, in the folder a torch built with 9.24 loads from)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     for action in repair.actions:
-        for requirement in action.requirements or () if action.do is ActionKind.PIP_INSTALL else ():
-            name, _, version = requirement.partition("==")
-            if name.startswith("nvidia-cudnn") and version:
+        for text in action.requirements or () if action.do is ActionKind.PIP_INSTALL else ():
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            # an exact pin names the release pip installs; a range's, pip decides (the newest it finds)
+            pins = [clause.version for clause in requirement.specifier if clause.operator in ("==", "===")]
+            if requirement.name.startswith("nvidia-cudnn") and len(pins) == 1:
                 try:
-                    release = parse_release(".".join(version.rstrip(".*").split(".")[:3]))
+                    release = parse_release(".".join(pins[0].rstrip(".*").split(".")[:3]))
                 except ValueError:
                     continue
                 if rejects(consumer, release):
