@@ -55,6 +55,15 @@ def _fixed_without_breaks(index: int, kinds: list[str], which: Callable[[runner.
     assert picked and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in picked), picked
 
 
+def _torch_works_and_nothing_breaks(index: int) -> None:
+    """Seed 1's case ``index``, with the app and torch: torch works, and no fix doctor gave makes a program fail."""
+    _base(draw(1, index)[1].name)
+    verdict = runner.differential(1, index, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert verdict.runs["torch"].works
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+
+
 def _others_can_run_cudnnload() -> None:
     """Skip where another user (the harness's nobody) cannot run this cudnnload: a folder above its venv or its
     source that others may not search (a clone in a 0700 folder of ``mktemp -d``; /root the harness opens to them,
@@ -428,11 +437,7 @@ def test_a_fix_for_a_working_torch_never_puts_back_a_release_its_rules_refuse() 
     torch's calls are predicted to fail, and the fix put 9.0 back as its RECORD says, in the folder torch loads
     from: torch, which worked, failed its version check. A fix that installs a release the framework's rules refuse
     gives way to the framework's own cure (the PYTHONPATH entry out, its pinned wheel whole): nothing breaks."""
-    _base(draw(1, 641)[1].name)
-    verdict = runner.differential(1, 641, ["app", "torch"])
-    assert verdict.error is None, verdict.error
-    assert verdict.runs["torch"].works
-    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    _torch_works_and_nothing_breaks(641)
 
 
 @pytest.mark.slow
@@ -443,11 +448,7 @@ def test_a_fix_that_uninstalls_the_copy_a_working_torch_loads_judges_torch_witho
     fail on the mix, and the repair took the line out and uninstalled the user site's copy, which torch was loading:
     it then found no cuDNN at all. An uninstall is applied to the model (its RECORD's files gone) and the target
     judged again there, so the repair goes on to what torch gets without that copy: nothing breaks."""
-    _base(draw(1, 666)[1].name)
-    verdict = runner.differential(1, 666, ["app", "torch"])
-    assert verdict.error is None, verdict.error
-    assert verdict.runs["torch"].works
-    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    _torch_works_and_nothing_breaks(666)
 
 
 @pytest.mark.slow
