@@ -175,17 +175,15 @@ def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[s
 def uninstalled(action: Action) -> frozenset[str]:
     """The shared objects a ``pip uninstall`` takes away: those the RECORD of each distribution it names lists, in
     the folder it uninstalls from (its ``target``); none when that is not known."""
+    from packaging.utils import canonicalize_name
+
     from cudnnload.resolve.sources import cudnn_distributions
 
     if action.do is not ActionKind.PIP_UNINSTALL or not action.target:
         return frozenset()
-    names = {_canonical(name) for name in action.requirements}
+    names = {canonicalize_name(name) for name in action.requirements}
     return frozenset(posixpath.normpath(path) for dist in cudnn_distributions([action.target])
-                     if _canonical(dist.name) in names for path in dist.files)
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+                     if canonicalize_name(dist.name) in names for path in dist.files)
 
 
 def _about_gone(finding: Finding, gone: frozenset[str]) -> bool:

@@ -95,8 +95,8 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         if not broken:
             out.append(finding)
             continue
-        out.append(_alone(finding, environ, world, changes, f"made for everyone, the change would make the shell's "
-                          f"{'; '.join(broken)} fail"))
+        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, the change would make the "
+                          f"shell's {'; '.join(broken)} fail"))
     return tuple(out)
 
 
@@ -116,7 +116,7 @@ def _first_for_all(findings: tuple[Finding, ...], environ: Mapping[str, str], no
         for action in changes:
             world, _ = applied(action, world, frozenset())
         why = _not_whole_by_name(world, now)
-        out.append(_alone(finding, environ, world, changes, why) if why else finding)
+        out.append(_alone(finding, changes, run_in(environ, world), why) if why else finding)
     return tuple(out)
 
 
@@ -139,14 +139,13 @@ def _not_whole_by_name(world: Mapping[str, str], now: Context) -> str | None:
     return None
 
 
-def _alone(finding: Finding, environ: Mapping[str, str], world: Mapping[str, str], changes: Iterable[Action],
-           why: str) -> Finding:
-    """``finding`` with its ``changes`` of the environment made for the program alone (``env VAR=... PROGRAM``),
-    the change for everyone kept as the alternative, with ``why``."""
+def _alone(finding: Finding, changes: Iterable[Action], wrapper: Action, why: str) -> Finding:
+    """``finding`` with its ``changes`` of the environment made for the program alone (``wrapper``: ``env VAR=...
+    PROGRAM``), the change for everyone kept as the alternative, with ``why``."""
     changes = list(changes)
     kept = [a for a in finding.fix.actions if a not in changes]
     note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
-    return replace(finding, fix=Fix((*kept, run_in(environ, world)), note, (*changes, *finding.fix.alternatives)))
+    return replace(finding, fix=Fix((*kept, wrapper), note, (*changes, *finding.fix.alternatives)))
 
 
 def run_in(environ: Mapping[str, str], world: Mapping[str, str]) -> Action:
@@ -192,9 +191,7 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
 
 def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], why: str) -> Finding:
     removed = [a for a in finding.fix.actions if _takes_away(a) and a.entry in gone]
-    kept: list[Action] = [a for a in finding.fix.actions if a not in removed]
-    note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
-    return replace(finding, fix=Fix((*kept, run_without(entries, gone)), note, (*removed, *finding.fix.alternatives)))
+    return _alone(finding, removed, run_without(entries, gone), why)
 
 
 def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:

@@ -992,7 +992,7 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
     sites += [site for folder in folders if (site := wheel_site(folder)) is not None]
     gone = ctx.linker.gone  # a world where distributions were uninstalled: their files and metadata are not there
     dists = tuple(d for d in cudnn_distributions(sites) if not gone or not d.files
-                  or not all(os.path.normpath(f) in gone for f in d.files)) if sites else ()
+                  or not all(ctx.linker.is_gone(f) for f in d.files)) if sites else ()
     if searching:
         search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
                                    distributions=dists)
