@@ -410,12 +410,57 @@ def test_text_without_a_cudnn_message_is_not_recognised_and_empty_text_is_one_li
 
 
 @pytest.mark.parametrize("junk", [bytes(range(256)) * 4096, b"/lib" * 250_000, b"x.so: cannot open shared object fi"
-                                  * 30_000, (b"1" * 1999 + b"\n") * 500])
+                                  * 30_000, (b"1" * 1999 + b"\n") * 500, (b"libcudnn" * 249 + b"\n") * 500])
 def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: bytes) -> None:
     started = time.monotonic()
     done = cli("-", stdin=junk)
     assert done.returncode == 0 and b"Traceback" not in done.stderr
     assert time.monotonic() - started < 30
+
+
+# Runs of the characters messages are made of, the kind of line a hostile paste is long in.
+_RUNS = ("1", "a", "A", "libcudnn", "1.", "a.", "a/", "-", "CUDNN_", "sm_", "/", "\\", " ", "cudnn ", "x:", "9.1 ",
+         ".so", "libcudnn.so.8 ", "libcudnn_ops_infer.so.8: ", "cudnn DSO ", "in ", "Error: ")
+
+
+def _patterns() -> dict[str, re.Pattern[str]]:
+    """Every regex the explain stages hold at module level (alone or in a tuple, list or dict)."""
+    import importlib
+    import pkgutil
+
+    import cudnnload.diagnose.explain as stage
+    found: dict[str, re.Pattern[str]] = {}
+    for module in [stage] + [importlib.import_module(f"{stage.__name__}.{m.name}")
+                             for m in pkgutil.iter_modules(stage.__path__)]:
+        for name, value in vars(module).items():
+            held = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else [value]
+            found.update({f"{module.__name__}.{name}": p for p in held if isinstance(p, re.Pattern)})
+    return found
+
+
+def _took(pattern: re.Pattern[str], run: str, length: int) -> float:
+    """Seconds ``pattern`` takes over 16 KB of lines ``length`` characters long, ``run`` repeated; the best of 2."""
+    line = (run * (length // len(run) + 1))[:length] + "\n"
+    times = []
+    for _ in range(2):
+        started = time.perf_counter()
+        for _ in pattern.finditer(line * (16_384 // len(line))):
+            pass
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def test_every_explain_pattern_reads_a_long_line_in_time_linear_in_it() -> None:
+    """A pattern that tries each start of a run again (``\\w+x`` rather than ``(?<!\\w)\\w+x``) takes time square in
+    a line's length: 1 MB of 2 000-character lines then took minutes. The same 16 KB in lines 8 times longer must
+    take about as long."""
+    slow = []
+    for name, pattern in _patterns().items():
+        for run in _RUNS:
+            short, long = _took(pattern, run, 256), _took(pattern, run, 2048)
+            if long > 0.01 and long > 4 * short:
+                slow.append(f"{name} on {run!r}: {short:.3f} s in 256-character lines, {long:.3f} s in 2048")
+    assert not slow, slow
 
 
 @pytest.mark.parametrize("text", [

@@ -753,7 +753,7 @@ _UNSUPPORTED_VERSION = re.compile(r"(?i)\bcudnn\s*(?:v(?:er(?:sion)?)?\.?\s*)?(?
 # TensorFlow's cuda_dnn.cc before 1.x looked each cuDNN function up in the library it had opened and stopped with
 # "could not find <function> in cudnn DSO; dlerror: ...": the cuDNN loaded lacks a function the build calls (users
 # reword it: "<function> cudnn DSO dlerror"). The function may be named without its "cudnn" prefix.
-_DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?P<name>\w+)\s+(?:in\s+)?cudnn\s+DSO\b[;:,]?\s*dlerror")
+_DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?<!\w)(?P<name>\w+)\s+(?:in\s+)?cudnn\s+DSO\b[;:,]?\s*dlerror")
 _CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
 
 
@@ -1222,7 +1222,7 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
 
 # The kinds of a library that failed to load (load_kind).
 _LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-load:")
-_LIBRARY_NAME = re.compile(r"[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
+_LIBRARY_NAME = re.compile(r"(?<![\w.+-])[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
 
 
 def _names_only_others(said: str) -> bool:
@@ -1269,7 +1269,7 @@ def _memory_at_failure(text: str) -> tuple[Clue, ...]:
 # PyTorch's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp): "Tried to allocate 20.00 MiB (GPU 0; 7.79
 # GiB total capacity; ...)", from 2.1 "... GPU 0 has a total capacity of 23.65 GiB of which ..."
 _TRIED = re.compile(r"Tried to allocate (?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B")
-_CAPACITY = re.compile(r"(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B total capacity|total capacity of "
+_CAPACITY = re.compile(r"(?<!\d)(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B total capacity|total capacity of "
                        r"(?P<size2>\d+(?:\.\d+)?) ?(?P<unit2>[KMGT])i?B")
 _UNIT = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 # No GPU has had 256 GiB of memory (the largest, B200-class, about 192 GB): a request above it fits none.
@@ -1379,17 +1379,32 @@ def _files_shown(context: str) -> tuple[str, ...]:
     path's (ldd's and ldconfig's "libcudnn.so.8 => /x/libcudnn.so.8")."""
     shown: list[str] = []
     for line in context.splitlines():
-        if _NO_FILE.search(line):
+        if "cudnn" not in line.lower() or _NO_FILE.search(line):  # (the name's test first: a long line is quick)
             continue
-        found = [m for m in _SHOWN_FILE.finditer(line) if library_major(m.group(0))]
-        paths = [m.group(0) for m in found if m.group("folder")]
-        shown += paths or ([m.group(0) for m in found] if _LISTING.match(line) else [])
+        found = [(folder, name) for folder, name in _shown_files(line) if library_major(name)]
+        paths = [folder + name for folder, name in found if folder]
+        shown += paths or ([name for _, name in found] if _LISTING.match(line) else [])
     return tuple(dict.fromkeys(shown))
 
 
-# A cuDNN library's name with the folder written before it, if any (/x/site-packages/nvidia/cudnn/lib/libcudnn.so.9)
-_SHOWN_FILE = re.compile(r"(?i)(?P<folder>[^\s'\"`(){}\[\],=>]*[/\\])?(?<![\w.-])(?:lib)?cudnn[\w.-]*?"
-                         r"(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+# The characters no path written in a log holds (a quote, a bracket, a comma, ldd's "=>"), besides white space.
+_NOT_PATH = frozenset("'\"`(){}[],=>")
+
+
+def _shown_files(line: str) -> list[tuple[str, str]]:
+    """Each cuDNN library's name on ``line`` with the folder written just before it ("" for none): the path's
+    characters back to the previous name or a character no path holds, when they end in a slash. Each name is found
+    once and its folder read back from it, so a line of any length is read in time linear in it."""
+    files: list[tuple[str, str]] = []
+    after = 0  # where the previous name ended: a folder does not reach back over it
+    for found in _CUDNN_LIBRARY.finditer(line):
+        start = found.start()
+        while start > after and line[start - 1] not in _NOT_PATH and not line[start - 1].isspace():
+            start -= 1
+        folder = line[start:found.start()]
+        files.append((folder if folder.endswith(("/", "\\")) else "", found.group(0)))
+        after = found.end()
+    return files
 
 
 # The GPU's compute capability as programs print it: PyTorch "which is of cuda capability 3.0", TensorFlow 1.x
