@@ -25,7 +25,7 @@ from cudnnload.judge.installs import whole
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.sources import Distribution
-from cudnnload.verdicts import ActionKind
+from cudnnload.verdicts import Action, ActionKind
 from tests.wheels import lib_folder
 
 W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
@@ -749,6 +749,30 @@ def test_a_variable_set_then_an_entry_taken_out_of_it_is_one_setting() -> None:
     assert kept_once([set_variable("LD_LIBRARY_PATH", "/a:/b"), remove_entry("LD_LIBRARY_PATH", "/a"),
                   remove_entry("LD_PRELOAD", "/p")]) == [set_variable("LD_LIBRARY_PATH", "/b"),
                                                          remove_entry("LD_PRELOAD", "/p")]
+
+
+def test_a_cudnn_wheel_a_later_step_writes_over_whole_is_not_installed_first() -> None:
+    """A repair that put back the program's nvidia-cudnn-cu12 9.0, then torch's nvidia-cudnn-cu13 9.24 with
+    --force-reinstall into the same site (fix differential 1-867): both write nvidia/cudnn/lib/libcudnn*.so.9, so
+    the first is a download for nothing. Another major's files, another folder, a range pip decides, or a later
+    step that would leave out the first's dependencies keep it."""
+    from cudnnload.diagnose.remedy import kept_once
+    from cudnnload.verdicts import pip_install
+
+    def install(requirement: str, *options: str, target: str = "/site") -> Action:
+        return pip_install([requirement], options=options, target=target, python="/venv/bin/python")
+
+    cu12, cu13 = install("nvidia-cudnn-cu12==9.0.0.312", "--force-reinstall", "--no-deps"), \
+        install("nvidia-cudnn-cu13==9.24.0.43", "--force-reinstall", "--no-deps")
+    assert kept_once([cu12, cu13]) == [cu13] and kept_once([cu13, cu12]) == [cu12]
+    assert kept_once([cu12, install("nvidia_cudnn_cu13>=9,<10", "--force-reinstall")]) == \
+        [install("nvidia_cudnn_cu13>=9,<10", "--force-reinstall")]
+    for kept in (install("nvidia-cudnn-cu12==8.9.7.29", "--force-reinstall", "--no-deps"),
+                 install("nvidia-cudnn-cu13==9.24.0.43", "--force-reinstall", "--no-deps", target="/other"),
+                 install("nvidia-cudnn-cu12>=9", "--force-reinstall", "--no-deps"),
+                 install("nvidia-cudnn-cu12==9.0.0.312", "--force-reinstall")):
+        assert kept_once([kept, cu13]) == [kept, cu13], kept
+    assert kept_once([cu12, install("nvidia-cudnn-cu13==9.24.0.43")]) == [cu12, install("nvidia-cudnn-cu13==9.24.0.43")]
 
 
 def test_a_cuda_library_the_shell_s_environment_holds_already_is_put_on_the_path_not_installed_again(

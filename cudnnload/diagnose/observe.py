@@ -317,10 +317,12 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # (a relative entry made absolute keeps the other release it leads to); before a library the program stopped
     # for want of only where the repair takes that library's own change too (torch missing cuBLAS and cuDNN)
     if first is not None:
+        from cudnnload.diagnose.remedy import goes_further
+
         whole, better = _whole_repair(seen, env, program, first, served)
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
-        more = len(steps) > len(own) and all(a in steps for a in own)  # the first error's change, and what follows
+        more = goes_further(steps, own)  # the first error's change, and what follows
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 more if first in stopped else not own or better or more):
             final = (*whole, *final)

@@ -96,10 +96,11 @@ def kept_once(actions: Sequence[Action]) -> list[Action]:
     """``actions`` less a setting of a variable that a later step sets or unsets again (two rounds that each
     set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said), and with an entry a
     later step takes out of a variable set before taken out of that setting (one value said, not a value and then
-    a change of it)."""
+    a change of it), and less a cuDNN wheel installed that a later step writes over whole (`_written_over`)."""
     kept = [a for i, a in enumerate(actions)
-            if a.do is not ActionKind.ENV_SET or not any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
-                                                         and b.variable == a.variable for b in actions[i + 1:])]
+            if not (a.do is ActionKind.ENV_SET and any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
+                                                       and b.variable == a.variable for b in actions[i + 1:]))
+            and not any(_written_over(a, b) for b in actions[i + 1:])]
     out: list[Action] = []
     for action in kept:
         at = next((i for i, a in enumerate(out) if a.do is ActionKind.ENV_SET and a.variable == action.variable),
@@ -140,6 +141,49 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
             env, _ = applied(action, env, frozenset())
         if not any(f.severity is Severity.ERROR for f in judge(env, frozenset(), frozenset())):
             return fix(*actions, note="the model finds nothing wrong once this is done")
+    return None
+
+
+def goes_further(steps: Sequence[Action], own: Sequence[Action]) -> bool:
+    """Whether ``steps`` make every change of ``own`` (or write over it: `_written_over`) and more besides."""
+    return all(a in steps or any(_written_over(a, b) for b in steps) for a in own) and any(
+        b not in own for b in steps)
+
+
+def _written_over(earlier: Action, later: Action) -> bool:
+    """Whether ``later`` rewrites every file ``earlier`` installs: both put cuDNN wheels of one major into the same
+    folder, and ``later`` with ``--force-reinstall``. The nvidia-cudnn-cu12 and -cu13 wheels of a major write the
+    same files (``nvidia/cudnn/lib/libcudnn*.so.<major>``), and pip's installer replaces each file it writes, so
+    the earlier install leaves nothing the later one does not replace: it is a download and a step for nothing
+    (a repair that first put back the program's 9.0, then torch's 9.24 over it)."""
+    if (earlier.do is not ActionKind.PIP_INSTALL or later.do is not ActionKind.PIP_INSTALL
+            or "--force-reinstall" not in later.options or earlier.target != later.target
+            or earlier.python != later.python
+            or ("--no-deps" in later.options and "--no-deps" not in earlier.options)):  # (its dependencies stay)
+        return False
+    majors = {_wheel_major(text) for text in earlier.requirements}
+    return len(majors) == 1 and None not in majors and majors <= {_wheel_major(text) for text in later.requirements}
+
+
+def _wheel_major(requirement: str) -> int | None:
+    """The cuDNN major a requirement of an ``nvidia-cudnn-cuNN`` wheel installs (an exact pin, or a range within one
+    major: ``>=9,<10``); None for anything else, or where pip would decide it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        wanted = Requirement(requirement)
+    except InvalidRequirement:
+        return None
+    if not re.fullmatch(r"nvidia-cudnn-cu\d+", canonicalize_name(wanted.name)):
+        return None
+    firsts = {c.operator: int(c.version.split(".")[0]) for c in wanted.specifier if c.version.split(".")[0].isdigit()}
+    if {"==", "==="} & set(firsts) and len(wanted.specifier) == 1:
+        return firsts.get("==", firsts.get("==="))
+    below = [c.version for c in wanted.specifier if c.operator == "<"]
+    if set(firsts) == {">=", "<"} and len(wanted.specifier) == 2 and firsts["<"] == firsts[">="] + 1 \
+            and set(below[0].split(".")[1:]) <= {"0"}:
+        return firsts[">="]
     return None
 
 
