@@ -114,6 +114,33 @@ def test_a_wheel_put_back_takes_away_an_entry_that_answers_its_shims_own_names(t
         reinstall.json(), {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(copies)}]
 
 
+def test_a_wheel_put_back_takes_away_each_entry_that_would_answer_in_turn(tmp_path: Path) -> None:
+    """Two entries ahead of the reinstalled wheel's folder, each with a whole cuDNN (a conda env's, then another
+    build's): without the first, the second answers the same names; both go with the reinstall (fix differential
+    1-1298: only the first was taken away, and the program mapped cuDNN from the second and the wheel). Said for the
+    program alone, the two removals for every program are one way, in words, not two alternatives."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.ahead import ahead
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install
+
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    first, second = folder_of(W928, tmp_path / "conda"), folder_of(W90, tmp_path / "other")
+    reinstall = pip_install(["nvidia-cudnn-cu12>=9,<10"], options=["--force-reinstall"], target=str(site))
+    gone = Finding(Code.NOT_FOUND, "the shim is gone", Subject(SubjectKind.CONSUMER, "app", "shim"), fix(reinstall))
+    env = {**BASE, "LD_LIBRARY_PATH": f"{first}:{second}:{site / 'nvidia' / 'cudnn' / 'lib'}"}
+    [said] = ahead([gone], env)
+    assert [a.json() for a in said.fix.actions] == [
+        reinstall.json(), {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(first)},
+        {"do": "env-remove-entry", "variable": "LD_LIBRARY_PATH", "entry": str(second)}]
+    [alone] = scoped([said], env)
+    assert [a.json() for a in alone.fix.actions] == [reinstall.json(), {"do": "run", "argv": [
+        "env", f"LD_LIBRARY_PATH={site / 'nvidia' / 'cudnn' / 'lib'}"]}]
+    assert not any(a.do.value == "env-remove-entry" for a in alone.fix.alternatives)
+    assert f"for every program instead: remove {first} from LD_LIBRARY_PATH and remove {second}" in alone.fix.text
+
+
 def test_removals_of_one_fix_are_judged_together_and_none_is_worse_than_a_doubtful_cudnn(tmp_path: Path) -> None:
     """A fix that takes two entries away: programs asking by name get a cuDNN the model doubts (a sub-library
     missing) through the first; without both entries they would get none. Alone, neither removal takes anything

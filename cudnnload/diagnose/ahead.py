@@ -80,9 +80,18 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
     env: Mapping[str, str] = environ
     for action in actions:  # the variables as the fix itself leaves them
         env, _ = applied(action, env, frozenset())
-    then = context(env, cache=ctx.cache if ctx is not None else None)
-    wanted = [each for action in actions if _installs_cudnn9(action) and action.target
-              for each in (*_requirements_left_out(action), *_met(os.path.join(action.target, _LIB), then))]
+    folders = [os.path.join(action.target, _LIB) for action in actions if _installs_cudnn9(action) and action.target]
+    wanted = [each for action in actions if _installs_cudnn9(action) for each in _requirements_left_out(action)]
+    # each entry taken away reveals the next one that answers (a conda env's folder, then another build's after
+    # it): judged again without those, until none answers from another folder
+    for _ in range(len(environ.get("LD_LIBRARY_PATH", "").split(":")) + len(preload_entries(environ)) + 1):
+        then = context(env, cache=ctx.cache if ctx is not None else None)
+        more = [each for folder in folders for each in _met(folder, then) if each not in wanted]
+        if not more:
+            break
+        wanted += more
+        for each in more:
+            env, _ = applied(each, env, frozenset())
     return tuple(dict.fromkeys(each for each in wanted if each not in actions))
 
 

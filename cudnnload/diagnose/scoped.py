@@ -144,8 +144,11 @@ def _alone(finding: Finding, changes: Iterable[Action], wrapper: Action, why: st
     PROGRAM``), the change for everyone kept as the alternative, with ``why``."""
     changes = list(changes)
     kept = [a for a in finding.fix.actions if a not in changes]
-    note = f"for this program only: {why}" + (f"; {finding.fix.note}" if finding.fix.note else "")
-    return replace(finding, fix=Fix((*kept, wrapper), note, (*changes, *finding.fix.alternatives)))
+    # an alternative is a way on its own (README "Fixes"): several changes that go together are said as one, in words
+    together = f"; for every program instead: {' and '.join(map(str, changes))}" if len(changes) > 1 else ""
+    note = f"for this program only: {why}{together}" + (f"; {finding.fix.note}" if finding.fix.note else "")
+    alone = changes if len(changes) == 1 else []
+    return replace(finding, fix=Fix((*kept, wrapper), note, (*alone, *finding.fix.alternatives)))
 
 
 def run_in(environ: Mapping[str, str], world: Mapping[str, str]) -> Action:
