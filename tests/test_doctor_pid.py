@@ -171,6 +171,25 @@ def test_a_preloaded_graph_of_another_release_is_mixed_release_naming_ld_preload
     assert done.returncode == EXIT_PROBLEMS and f"LD_PRELOAD {preload}" in done.stdout
 
 
+def test_two_releases_mapped_from_the_shims_folder_now_whole_are_cured_by_a_restart(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """A 9.0 graph under a versioned name in the 9.28 wheel's folder, opened by the process, then taken away: the
+    process maps two releases of one folder, whose disk now holds 9.28 whole. Started afresh it maps one release,
+    so the restart is the action (it was a `manual` line); from another folder, the process's own opening of it by
+    path would happen again, and that stays said in words."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    stray = lib / "libcudnn_graph.so.9.0.0"
+    os.link(lib_folder(W90) / "libcudnn_graph.so.9", stray)
+    running = child(lib / "libcudnn.so.9", _with_cublas(), (stray,))
+    stray.unlink()
+    mixed = next(f for f in diagnose_pid(running.pid).findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [a.do for a in mixed.fix.actions] == [ActionKind.RESTART] and "whole for a start afresh" in str(
+        mixed.fix.note)
+    elsewhere = child(lib / "libcudnn.so.9", _with_cublas(), (lib_folder(W90) / "libcudnn_graph.so.9",))
+    mixed = next(f for f in diagnose_pid(elsewhere.pid).findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [a.do for a in mixed.fix.actions] == [ActionKind.MANUAL]
+
+
 @pytest.mark.parametrize("how", [REPLACED, DELETED])
 def test_a_mapped_file_replaced_or_deleted_since_is_reported(child: Callable[..., Child], tmp_path: Path,
                                                               how: str) -> None:

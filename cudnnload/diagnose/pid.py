@@ -172,7 +172,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
     findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.findings]
     restarting = _restart(running, inventory, lambda: context(running.environ, executable=program, cache=cache))
-    findings += _mixed(cudnn, shims, running)
+    findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn)
     findings += _stale_findings(stale, pid, restarting)
@@ -260,9 +260,13 @@ def _releases(libs: Sequence[MappedLibrary]) -> list[Release]:
     return sorted({lib.release for lib in libs if lib.release is not None})
 
 
-def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess) -> list[Finding]:
+def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess, restart: Restart
+           ) -> list[Finding]:
     """cuDNN files of one generation from several folders or releases: each binds to the others'
-    release-private symbols."""
+    release-private symbols. The cure: the LD_PRELOAD entries that brought the others, where they did; else, where
+    all are of the shim's folder (files replaced under the process), a start afresh of its install, where the model
+    proves it maps one release whole (`_restart`); a file of another folder the process opened itself (by path)
+    would be opened again by a restart: said in words."""
     findings = []
     for major, libs in _by_major(cudnn).items():
         folders = sorted({os.path.dirname(lib.path) for lib in libs})
@@ -276,6 +280,7 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
         entries = _stray_entries([lib for lib in libs if os.path.dirname(lib.path) != home]) if home else []
         cure = fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
                    note=f"then restart process {running.pid}") if entries else \
+            restart(home, f"so that it maps one cuDNN {major}") if home and folders == [home] else \
             fix(manual(f"restart process {running.pid} so that it maps one cuDNN {major}: the findings about the "
                        "shim's install say where the others come from"))
         findings.append(Finding(Code.MIXED_IN_PROCESS, f"process {running.pid} has cuDNN {major} mapped from "
