@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
-from cudnnload.diagnose.remedy import applied
+from cudnnload.diagnose.remedy import World
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import installed_names
@@ -77,9 +77,7 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
     """What ``actions`` need beside the cuDNN 9 wheels they install: the requirements a ``--no-deps`` reinstall
     leaves missing, and the removals of the entries that would put another folder's cuDNN beside them, in the
     environment they leave."""
-    env: Mapping[str, str] = environ
-    for action in actions:  # the variables as the fix itself leaves them
-        env, _ = applied(action, env, frozenset())
+    env = World(environ).after(*actions).environ  # the variables as the fix itself leaves them
     folders = [os.path.join(action.target, _LIB) for action in actions if _installs_cudnn9(action) and action.target]
     wanted = [each for action in actions if _installs_cudnn9(action) for each in _requirements_left_out(action)]
     # each entry taken away reveals the next one that answers (a conda env's folder, then another build's after
@@ -90,8 +88,7 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
         if not more:
             break
         wanted += more
-        for each in more:
-            env, _ = applied(each, env, frozenset())
+        env = World(env).after(*more).environ
     return tuple(dict.fromkeys(each for each in wanted if each not in actions))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose.ahead import ahead
-from cudnnload.diagnose.remedy import Judge, plan
+from cudnnload.diagnose.remedy import Judge, World, plan
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.diagnose.which import not_found_fix, which
@@ -259,10 +259,10 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
     for `remedy.plan`, in a world changed by its actions. Its findings are those about what the target loads in
     that world (`_concerns`): the install it gets there, whose files may be other files than today's (a graph of
     another release asks for other versioned names)."""
-    def judge(env: Mapping[str, str], unstarted: frozenset[tuple[str, str]],
-              gone: frozenset[str] = frozenset()) -> Sequence[Finding]:
+    def judge(world: World) -> Sequence[Finding]:
+        env = world.environ
         again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                               unstarted=unstarted, program=program, gone=gone)
+                               unstarted=world.unstarted, program=program, gone=world.gone)
         found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
                              *(f for i in again.inventory.installs for f in i.findings))
                  if _concerns(f, again.install)]

@@ -343,16 +343,14 @@ def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str
     whose fix changes the environment only): what the program does once started cannot be seen from a process
     that never ran, so it is run again with that change made (no code of it ran the first time), and where that run
     fails too, one repair of both comes first: the change, then the first fix that run gives."""
-    from cudnnload.diagnose.remedy import ENVIRONMENT, applied, kept_once
+    from cudnnload.diagnose.remedy import ENVIRONMENT, World, kept_once
     from cudnnload.verdicts import Finding, Subject, fix
 
     first = next((f for f in final if f.severity == "error"), None)
     if first is None or first.code is not Code.PRELOAD_CANNOT_LOAD or seen.shims or not first.fix.actions or any(
             a.do not in ENVIRONMENT for a in first.fix.actions):
         return final
-    changed: Mapping[str, str] = dict(env)
-    for action in first.fix.actions:
-        changed, _ = applied(action, changed, frozenset())
+    changed = World(env).after(*first.fix.actions).environ
     sys.stderr.write(f"cudnnload: {os.path.basename(command[0])} did not start ({first.message}); run again with "
                      f"{'; '.join(map(str, first.fix.actions))}, for what follows\n")
     sys.stderr.flush()
@@ -393,6 +391,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
     of the cuDNN it happened to open (which may be the stray one)."""
     from cudnnload.diagnose.doctor import judge_again, repair
+    from cudnnload.diagnose.remedy import World
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
     from cudnnload.resolve.consumers import consumers_mapped
@@ -411,7 +410,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
             # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
             if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
                 judge = judge_again(None, python, None, False, consumers, gpu_facts(env), (), program)
-                whole = repair(judge(env, frozenset(), frozenset()), resolved.install, env, judge,
+                whole = repair(judge(World(env)), resolved.install, env, judge,
                                f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
                                keep=False)
                 return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
@@ -434,7 +433,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     try:
         resolved = resolve_target(target, environ=env, program=program)
         judge = judge_again(target, None, None, False, (), None, (), program)
-        whole = repair(judge(env, frozenset(), frozenset()), resolved.install, env, judge,
+        whole = repair(judge(World(env)), resolved.install, env, judge,
                        f"{os.path.basename(seen.command[0])}'s cuDNN ({target})", target, always=True)
         better = bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
             _leaves_errors(whole[0].fix.actions, env, judge) is not True
@@ -446,15 +445,11 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
 def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Judge) -> bool | None:
     """Whether the model still finds an error once ``actions`` are made; None when they are not all changes of
     the environment (the model cannot see the files a change would write)."""
-    from cudnnload.diagnose.remedy import ENVIRONMENT, applied
+    from cudnnload.diagnose.remedy import ENVIRONMENT, World
 
     if not actions or any(a.do not in ENVIRONMENT for a in actions):
         return None
-    changed: Mapping[str, str] = dict(env)
-    unstarted: frozenset[tuple[str, str]] = frozenset()
-    for action in actions:
-        changed, unstarted = applied(action, changed, unstarted)
-    return any(f.severity == "error" for f in judge(changed, unstarted, frozenset()))
+    return any(f.severity == "error" for f in judge(World(env).after(*actions)))
 
 
 def _strays_said() -> Fix:
@@ -471,7 +466,7 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
     taken away where an LD_LIBRARY_PATH or LD_PRELOAD entry put it in the process, and what that reveals repaired
     too; else said in words."""
     from cudnnload.diagnose.doctor import judge_again
-    from cudnnload.diagnose.remedy import applied, plan
+    from cudnnload.diagnose.remedy import World, plan
     from cudnnload.errors import CudnnloadError
     from cudnnload.judge.fixes import undo as undo_preload
     from cudnnload.verdicts import fix, remove_entry
@@ -487,7 +482,7 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
 
     def repaired(env: Mapping[str, str]) -> Fix | None:
         """The model's repair in ``env``: empty when nothing is wrong there; None when it knows none."""
-        whole = plan(judge(env, frozenset(), frozenset()), env, judge)
+        whole = plan(judge(World(env)), env, judge)
         if whole is None:
             return fix()
         return None if not whole.actions or any(a.do is ActionKind.MANUAL for a in whole.actions) else whole
@@ -509,10 +504,7 @@ def _strays_fix(seen: Observation, major: int, places: set[str], ctx: Context) -
             return unknown
         actions.append(undo)
     try:
-        env: Mapping[str, str] = dict(ctx.environ)
-        for action in actions:
-            env, _ = applied(action, env, frozenset())
-        more = repaired(env) if actions else None
+        more = repaired(World(ctx.environ).after(*actions).environ) if actions else None
     except CudnnloadError:
         return unknown
     if more is None:

@@ -17,13 +17,32 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Severity
 from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry, set_variable, unset
 
-# What judges the target again in a changed world: (its environment, the start-up lines taken as gone, and the
-# files taken away: a distribution's RECORD, uninstalled) -> findings.
-Judge = Callable[[Mapping[str, str], frozenset[tuple[str, str]], frozenset[str]], Sequence[Finding]]
+
+@dataclass(frozen=True)
+class World:
+    """What a target is judged in, as a repair changes it: the process's environment, the start-up lines taken as
+    gone (``.pth`` file, line text), and the files an uninstall takes away (a distribution's RECORD)."""
+
+    environ: Mapping[str, str]
+    unstarted: frozenset[tuple[str, str]] = frozenset()
+    gone: frozenset[str] = frozenset()
+
+    def after(self, *actions: Action) -> World:
+        """This world once ``actions`` are made (`applied`); an action on files other than an uninstall changes
+        nothing the model sees (a wheel installed: its files are not there yet)."""
+        world = self
+        for action in actions:
+            world = applied(action, world)
+        return world
+
+
+# What judges the target again in a changed world -> its findings there.
+Judge = Callable[[World], Sequence[Finding]]
 
 ROUNDS = 8  # the most changes a plan chains (each judged again); a world that needs more is said as unfinished
 ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET, ActionKind.REMOVE_LINE)
@@ -44,15 +63,13 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         found = least_change(environ, judge, keep, findings)
         if found is not None:
             return found
-    env = dict(environ)
-    unstarted: frozenset[tuple[str, str]] = frozenset()
-    gone: frozenset[str] = frozenset()
+    world = World(dict(environ))
     actions: list[Action] = []
     later: list[str] = []  # what only a person can do, after the automatic changes (said, not applied)
     handled: set[tuple[Code, str | None, str]] = set()
     for _ in range(ROUNDS):
         pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
-                   and not _taken_care_of(f, actions) and not _about_gone(f, gone)]
+                   and not _taken_care_of(f, actions) and not _about_gone(f, world.gone)]
         if not pending:
             return _said(actions, later)
         first = pending[0]
@@ -71,17 +88,14 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             later += [str(a) for a in first.fix.actions]
             continue
         actions += steps
-        changes = [a for a in steps if a.do in ENVIRONMENT]
-        removed = frozenset(path for a in steps if a.do is ActionKind.PIP_UNINSTALL for path in uninstalled(a))
-        if changes or removed - gone:
-            for action in changes:
-                env, unstarted = applied(action, env, unstarted)
-            gone |= removed
+        changed = world.after(*steps)
+        if changed != world:
+            world = changed
             # judged again, with what an uninstall takes away gone from the model's world (a framework that found its
             # cuDNN there looks further, and may find none); once a step puts files in place (a wheel installed),
             # the model cannot see them, and what it finds about the files that step rewrites is taken care of by
             # it (`_taken_care_of`)
-            findings = judge(env, unstarted, gone)
+            findings = judge(world)
     return fix(*kept_once(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
 
@@ -136,10 +150,7 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
                 if one[0] == setting.variable and one[1] in (setting.value or "").split(":")]
     pairs = [[remove_entry(*a), remove_entry(*b)] for index, a in enumerate(entries) for b in entries[index + 1:]]
     for actions in [*single, *([s] for s in settings), *set_then, *pairs][:CANDIDATES]:
-        env: dict[str, str] = dict(environ)
-        for action in actions:
-            env, _ = applied(action, env, frozenset())
-        if not any(f.severity is Severity.ERROR for f in judge(env, frozenset(), frozenset())):
+        if not any(f.severity is Severity.ERROR for f in judge(World(environ).after(*actions))):
             return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
 
@@ -190,16 +201,18 @@ def _wheel_major(requirement: str) -> int | None:
 def _without(setting: Action, entry: str) -> Action:
     """``setting`` (a variable set) with ``entry`` taken out of its value: one setting, said once."""
     variable = setting.variable or ""
-    left, _ = applied(remove_entry(variable, entry), {variable: setting.value or ""}, frozenset())
+    left = World({variable: setting.value or ""}).after(remove_entry(variable, entry)).environ
     return set_variable(variable, left[variable]) if variable in left else unset(variable)
 
 
-def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]]
-            ) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
-    """``action`` applied to the model's world: the environment, and the start-up lines taken as gone."""
-    changed = dict(env)
+def applied(action: Action, world: World) -> World:
+    """``action`` applied to the model's world: the environment, the start-up lines taken as gone, the files an
+    uninstall takes away."""
     if action.do is ActionKind.REMOVE_LINE and action.path and action.line is not None:
-        return changed, unstarted | {(action.path, action.line)}
+        return replace(world, unstarted=world.unstarted | {(action.path, action.line)})
+    if action.do is ActionKind.PIP_UNINSTALL:
+        return replace(world, gone=world.gone | uninstalled(action))
+    changed = dict(world.environ)
     variable = action.variable or ""
     if action.do is ActionKind.ENV_UNSET:
         changed.pop(variable, None)
@@ -213,7 +226,7 @@ def applied(action: Action, env: Mapping[str, str], unstarted: frozenset[tuple[s
             changed[variable] = (" " if variable == "LD_PRELOAD" else ":").join(kept)
         else:
             changed.pop(variable, None)
-    return changed, unstarted
+    return replace(world, environ=changed) if changed != world.environ else world
 
 
 def uninstalled(action: Action) -> frozenset[str]:

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from cudnnload.codes import ActionKind, Severity
 from cudnnload.diagnose.inventory import judged_install_of
-from cudnnload.diagnose.remedy import applied
+from cudnnload.diagnose.remedy import World
 from cudnnload.judge.installs import whole
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
@@ -85,9 +85,7 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
             out.append(finding)
             continue
-        world: Mapping[str, str] = dict(environ)
-        for action in changes:
-            world, _ = applied(action, world, frozenset())
+        world = World(environ).after(*changes).environ
         today = others(environ) if today is None else today
         after = others(world) if any(why is None for why in today.values()) else {}
         broken = [f"{label} ({why})" for label, why in after.items()
@@ -112,9 +110,7 @@ def _first_for_all(findings: tuple[Finding, ...], environ: Mapping[str, str], no
                 a.do is ActionKind.RUN for a in finding.fix.actions):
             out.append(finding)
             continue
-        world: Mapping[str, str] = dict(environ)
-        for action in changes:
-            world, _ = applied(action, world, frozenset())
+        world = World(environ).after(*changes).environ
         why = _not_whole_by_name(world, now)
         out.append(_alone(finding, changes, run_in(environ, world), why) if why else finding)
     return tuple(out)
@@ -172,9 +168,7 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
     """What a program asking for a shim by name gets through one of ``entries`` and would lose without them all:
     a cuDNN that loads whole there, and another file without them; or any cuDNN there, and none without them (a
     cuDNN the model doubts still beats none). None when they lose nothing."""
-    without = dict(ctx.environ)
-    for entry in sorted(entries):
-        without, _ = applied(remove_entry(_VARIABLE, entry), without, frozenset())
+    without = World(ctx.environ).after(*(remove_entry(_VARIABLE, entry) for entry in sorted(entries))).environ
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker)
