@@ -1341,3 +1341,16 @@ def test_a_status_given_as_a_number_next_to_cudnns_name_is_read_as_that_status()
         assert signal.status == status, (text, signal)
     for text in ("cudnn error at line 42", "cuDNN error 77", "cudnn failed 8.9.7"):
         assert all(s.status is None for s in read(text).signals), text
+
+
+@pytest.mark.parametrize("line", [
+    "E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+    "E tensorflow/stream_executor/cuda/cuda_dnn.cc:359] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+])
+def test_a_handle_that_could_not_be_made_is_not_blamed_on_a_configuration(line: str) -> None:
+    """cudnnCreate takes no tensor or descriptor (cuDNN API reference): TensorFlow's failed handle, in the words of
+    1.0-1.4 and of 1.15 on, is no configuration or value of the caller's, whatever its status."""
+    causes = ranked(line)
+    assert causes[0] == "out-of-memory"
+    assert not {"unsupported-configuration", "bad-param-usage"} & set(causes[:3])
+    assert {"unsupported-configuration", "bad-param-usage"} & set(ranked("CUDNN_STATUS_INTERNAL_ERROR")[:3])

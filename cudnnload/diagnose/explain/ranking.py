@@ -795,6 +795,13 @@ RULES: tuple[Rule, ...] = (
          clue("device-assert")),
     Rule("out-of-memory", -1.5, "a kernel's own assertion failed first: the errors after it follow from it",
          clue("device-assert")),
+    # cudnnCreate(cudnnHandle_t *handle) takes no tensor, descriptor or size: its failures are the CUDA runtime's
+    # initialisation (NOT_INITIALIZED), a GPU too old (ARCH_MISMATCH) and allocations (ALLOC_FAILED, INTERNAL_ERROR:
+    # "CUDA resource allocation failed"; cuDNN API reference, cudnnCreate, Returns), so no configuration or value the
+    # caller asks for is the cause of a handle that could not be made
+    *(Rule(family, -2, "cuDNN failed while making its handle, before any tensor or configuration is given to it",
+           clue("handle-create"), RUNTIME_KINDS)
+      for family in ("unsupported-configuration", "bad-param-usage")),
 )
 
 

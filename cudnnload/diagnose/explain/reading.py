@@ -995,7 +995,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
     # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
     ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
-    ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
+    # TensorFlow 1.0-1.4 "could not create cudnn handle: %s", 1.15-2.x and XLA "Could not create cudnn handle: %s"
+    # (stream_executor/cuda/cuda_dnn.cc; the catalog holds both releases' templates)
+    ("handle-create", r"[Cc]ould not create cudnn handle|cudnnCreate\b"),
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
     # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
     # cuda_dnn.cc "Loaded cuDNN version %d"
