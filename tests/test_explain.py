@@ -1354,3 +1354,15 @@ def test_a_handle_that_could_not_be_made_is_not_blamed_on_a_configuration(line: 
     assert causes[0] == "out-of-memory"
     assert not {"unsupported-configuration", "bad-param-usage"} & set(causes[:3])
     assert {"unsupported-configuration", "bad-param-usage"} & set(ranked("CUDNN_STATUS_INTERNAL_ERROR")[:3])
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: cuda runtime error (100) : no CUDA-capable device is detected at THCGeneral.cpp:50",
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:300] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+])
+def test_a_driver_that_sees_no_gpu_is_read_before_the_usual_causes_of_the_status(line: str) -> None:
+    """cudaErrorNoDevice and CUDA_ERROR_NO_DEVICE (100): the driver found no GPU for the process, so a cuDNN status
+    after it is not the GPU out of memory; strong evidence, never decisive (a GPU hidden by CUDA_VISIBLE_DEVICES)."""
+    result = explain(f"{line}\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", environ={})
+    assert result.causes[0].family == "no-gpu-or-driver" and result.causes[0].confidence != "confident"
+    assert first("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")[0] == "out-of-memory"

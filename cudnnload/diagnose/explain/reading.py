@@ -953,6 +953,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
+    # the driver found no GPU this process may use: the CUDA runtime's cudaErrorNoDevice (100, "no CUDA-capable device
+    # is detected", the catalog's cuda-runtime entry) and the driver API's CUDA_ERROR_NO_DEVICE (cuda.h), which
+    # TensorFlow logs as "failed call to cuInit: CUDA_ERROR_NO_DEVICE"
+    ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
     # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
