@@ -1366,3 +1366,16 @@ def test_a_driver_that_sees_no_gpu_is_read_before_the_usual_causes_of_the_status
     result = explain(f"{line}\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", environ={})
     assert result.causes[0].family == "no-gpu-or-driver" and result.causes[0].confidence != "confident"
     assert first("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")[0] == "out-of-memory"
+
+
+@pytest.mark.parametrize(("context", "stated"), [
+    ("PATH=C:\\Program Files\\NVIDIA\\CUDNN\\v9.1\\bin\\12.4;C:\\Windows", (9, 1)),
+    ("$ module load cudnn/v8.9", (8, 9)),
+])
+def test_the_folder_of_nvidias_windows_installer_states_its_cudnn(context: str, stated: tuple[int, ...]) -> None:
+    """NVIDIA's cuDNN 9 Windows installer puts the DLLs in Program Files\\NVIDIA\\CUDNN\\v9.x: a cuDNN of that major
+    on the machine, so a cuDNN 8 DLL not located is one of another major than the one installed."""
+    text = f"Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!\n{context}"
+    assert read(text).stated == stated
+    if stated[0] == 9:
+        assert first(text)[0] == "wrong-cudnn-major"
