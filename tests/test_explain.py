@@ -1379,3 +1379,11 @@ def test_the_folder_of_nvidias_windows_installer_states_its_cudnn(context: str, 
     assert read(text).stated == stated
     if stated[0] == 9:
         assert first(text)[0] == "wrong-cudnn-major"
+
+
+def test_cudnn_frontends_no_execution_plan_is_no_engine_for_the_configuration() -> None:
+    """cudnn-frontend 1.5 on (include/cudnn_frontend/plans.h) returns "No execution plans support the graph" where
+    cuDNN's heuristics gave no engine configuration for it; PyTorch prefixes "cuDNN Frontend error: "."""
+    text = "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph."
+    assert read(text).primary is not None and read(text).primary.kind == "no-engine"
+    assert ranked(text)[0] == "unsupported-configuration"
