@@ -1387,3 +1387,11 @@ def test_cudnn_frontends_no_execution_plan_is_no_engine_for_the_configuration() 
     text = "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph."
     assert read(text).primary is not None and read(text).primary.kind == "no-engine"
     assert ranked(text)[0] == "unsupported-configuration"
+
+
+def test_no_dnn_in_the_stream_executor_is_a_framework_without_a_usable_cudnn() -> None:
+    """TensorFlow's and XLA's convolution code returns "No DNN in stream executor." where the executor has no DNN
+    support: cuDNN did not load or initialise, as with "DNN library is not found."."""
+    text = "tensorflow.python.framework.errors_impl.InvalidArgumentError: No DNN in stream executor."
+    assert read(text).primary is not None and read(text).primary.kind == "framework-no-cudnn"
+    assert ranked(text)[0] == ranked("DNN library is not found.")[0]

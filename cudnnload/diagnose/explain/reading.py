@@ -652,6 +652,13 @@ PATTERNS: tuple[Pattern, ...] = (
             _fixed("tf-dnn-not-found", "framework-no-cudnn", "TensorFlow's stream executor "
                    "(Unimplemented: \"DNN library is not found.\")", "TensorFlow has no usable cuDNN: it was not "
                    "loaded, or its version check or initialisation failed earlier in the log")),
+    # TensorFlow's fused convolution kernels (core/kernels/conv_ops_fused_impl.h) and XLA's convolution runners
+    # (xla/service/gpu/gpu_conv_runner.cc, conv_algorithm_picker.cc): InvalidArgument("No DNN in stream executor.")
+    # where stream_exec->AsDnn() is null, the same state as "DNN library is not found."
+    Pattern("no-dnn-in-executor", re.compile(r"No DNN in stream executor"), "TensorFlow",
+            _fixed("no-dnn-in-executor", "framework-no-cudnn", "TensorFlow and XLA (\"No DNN in stream executor.\": "
+                   "the stream executor has no DNN support)", "TensorFlow has no usable cuDNN: it was not loaded, or "
+                   "its version check or initialisation failed earlier in the log")),
     # xla/stream_executor/cuda/cuda_dnn.cc: "DNN library initialization failed" (FAILED_PRECONDITION)
     Pattern("xla-dnn-init", re.compile(r"DNN library initialization failed"), "XLA",
             _fixed("xla-dnn-init", "framework-no-cudnn", "XLA (TensorFlow, JAX): cuDNN could not be initialised",
