@@ -58,9 +58,17 @@ def cross_validate(reports: list[dict[str, Any]], folds: int) -> list[Outcome]:
     return [outcomes[r["id"]] for r in reports]
 
 
+def first_line(message: str) -> str:
+    """The whole line of ``message`` that holds its first message (`Signal.line` is that line, stripped and cut
+    short); the message itself where it holds none."""
+    if (primary := read(message).primary) is None:
+        return message
+    return next((line for line in message.splitlines() if primary.line in line), primary.line)
+
+
 def bare(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each report with its message cut down to the line of its first message (unchanged where it has none)."""
-    return [{**r, "message": primary.line} if (primary := read(r["message"]).primary) else r for r in reports]
+    return [{**r, "message": first_line(r["message"])} for r in reports]
 
 
 def show(name: str, outcomes: list[Outcome]) -> None:
