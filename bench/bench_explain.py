@@ -9,11 +9,12 @@ For each report only its message is explained, twice: with an empty environment 
 the two rankings must be the same (explain without --here reads nothing of the machine). Prints, for each part:
 reports, left without an answer, right cause first, right cause in the top 3, wrong cause first, wrong first
 with a "confident" tag, and a cause about loading first for a report whose cause is not. The tuning part is
-also shown per family (``--misses``: each of its reports not ranked right first); the held-out parts only as
-their totals, so that nobody tunes on what they miss: "held-out" (issue 32's first 63), "held-out 2" to
-"held-out 4" (each split by a hash of the id, split.json) and "held-out 5" (the sixth round, all held out; shown
-also without the reports its harvest called doubtful, split.json's ``held_out_5_doubtful``) and "held-out 6"
-(the seventh round, split by a hash of the id). Goals (issue 32, on
+also shown with each report ranked by priors counted without it (leave-one-out: no report votes for its own
+cause, as none of the held-out parts does), and per family (``--misses``: each of its reports not ranked right
+first); the held-out parts only as their totals, so that nobody tunes on what they miss: "held-out" (issue
+32's first 63), "held-out 2" to "held-out 4" (each split by a hash of the id, split.json) and "held-out 5" (the
+sixth round, all held out; shown also without the reports its harvest called doubtful, split.json's
+``held_out_5_doubtful``) and "held-out 6" (the seventh round, split by a hash of the id). Goals (issue 32, on
 the held-out parts): right first >= 80 %, top 3 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0.
 The held-out figures are the ones to quote.
 
@@ -40,6 +41,7 @@ from fixtures.explain.scoring import (  # noqa: E402
     COLUMNS,
     GOALS,
     Outcome,
+    leave_one_out,
     measure,
     met,
     priors,
@@ -109,6 +111,10 @@ def main() -> int:
         empty = measure(chosen, environ={})
         results.append(report(name, empty, same_ranking(empty, measure(chosen, environ=os.environ)),
                               chosen is tuning, args.misses))
+        if chosen is tuning:
+            honest = rates(table(leave_one_out(tuning, environ={}))["all"])
+            print("tuning, each report ranked with priors counted without it (leave-one-out): "
+                  + ", ".join(f"{column} {value:.0%}" for column, value in honest.items()))
     return 0 if all(results) else 1
 
 

@@ -1342,3 +1342,57 @@ def test_a_status_given_as_a_number_next_to_cudnns_name_is_read_as_that_status()
         assert signal.status == status, (text, signal)
     for text in ("cudnn error at line 42", "cuDNN error 77", "cudnn failed 8.9.7"):
         assert all(s.status is None for s in read(text).signals), text
+
+
+@pytest.mark.parametrize("line", [
+    "E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+    "E tensorflow/stream_executor/cuda/cuda_dnn.cc:359] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+])
+def test_a_handle_that_could_not_be_made_is_not_blamed_on_a_configuration(line: str) -> None:
+    """cudnnCreate takes no tensor or descriptor (cuDNN API reference): TensorFlow's failed handle, in the words of
+    1.0-1.4 and of 1.15 on, is no configuration or value of the caller's, whatever its status."""
+    causes = ranked(line)
+    assert causes[0] == "out-of-memory"
+    assert not {"unsupported-configuration", "bad-param-usage"} & set(causes[:3])
+    assert {"unsupported-configuration", "bad-param-usage"} & set(ranked("CUDNN_STATUS_INTERNAL_ERROR")[:3])
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: cuda runtime error (100) : no CUDA-capable device is detected at THCGeneral.cpp:50",
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:300] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+])
+def test_a_driver_that_sees_no_gpu_is_read_before_the_usual_causes_of_the_status(line: str) -> None:
+    """cudaErrorNoDevice and CUDA_ERROR_NO_DEVICE (100): the driver found no GPU for the process, so a cuDNN status
+    after it is not the GPU out of memory; strong evidence, never decisive (a GPU hidden by CUDA_VISIBLE_DEVICES)."""
+    result = explain(f"{line}\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", environ={})
+    assert result.causes[0].family == "no-gpu-or-driver" and result.causes[0].confidence != "confident"
+    assert first("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")[0] == "out-of-memory"
+
+
+@pytest.mark.parametrize(("context", "stated"), [
+    ("PATH=C:\\Program Files\\NVIDIA\\CUDNN\\v9.1\\bin\\12.4;C:\\Windows", (9, 1)),
+    ("$ module load cudnn/v8.9", (8, 9)),
+])
+def test_the_folder_of_nvidias_windows_installer_states_its_cudnn(context: str, stated: tuple[int, ...]) -> None:
+    """NVIDIA's cuDNN 9 Windows installer puts the DLLs in Program Files\\NVIDIA\\CUDNN\\v9.x: a cuDNN of that major
+    on the machine, so a cuDNN 8 DLL not located is one of another major than the one installed."""
+    text = f"Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!\n{context}"
+    assert read(text).stated == stated
+    if stated[0] == 9:
+        assert first(text)[0] == "wrong-cudnn-major"
+
+
+def test_cudnn_frontends_no_execution_plan_is_no_engine_for_the_configuration() -> None:
+    """cudnn-frontend 1.5 on (include/cudnn_frontend/plans.h) returns "No execution plans support the graph" where
+    cuDNN's heuristics gave no engine configuration for it; PyTorch prefixes "cuDNN Frontend error: "."""
+    text = "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph."
+    assert read(text).primary is not None and read(text).primary.kind == "no-engine"
+    assert ranked(text)[0] == "unsupported-configuration"
+
+
+def test_no_dnn_in_the_stream_executor_is_a_framework_without_a_usable_cudnn() -> None:
+    """TensorFlow's and XLA's convolution code returns "No DNN in stream executor." where the executor has no DNN
+    support: cuDNN did not load or initialise, as with "DNN library is not found."."""
+    text = "tensorflow.python.framework.errors_impl.InvalidArgumentError: No DNN in stream executor."
+    assert read(text).primary is not None and read(text).primary.kind == "framework-no-cudnn"
+    assert ranked(text)[0] == ranked("DNN library is not found.")[0]

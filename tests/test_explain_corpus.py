@@ -16,7 +16,7 @@ import pytest
 
 from cudnnload.diagnose.explain import ranking
 from fixtures.explain.corpus import CorpusError, families, load_doubtful, load_reports, load_split
-from fixtures.explain.scoring import measure, met, priors, same_ranking, split, table
+from fixtures.explain.scoring import leave_one_out, measure, met, priors, same_ranking, split, table
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +110,15 @@ def test_a_report_in_no_part_of_the_split_is_one_line_naming_the_file(tmp_path: 
     with pytest.raises(CorpusError, match=r"split\.json: in no part: unplaced-1") as raised:
         load_split([*reports, extra])
     assert "\n" not in str(raised.value)
+
+
+def test_leave_one_out_ranks_each_report_without_its_own_vote() -> None:
+    """A report's own cause is ranked lower when its vote is left out of the priors it is ranked with: two reports
+    of one message and of two causes, each counted with itself and without."""
+    text = "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"
+    reports = [{"id": f"r{n}", "message": text, "family": family}
+               for n, family in enumerate(("conda-vs-pip", "preload-needs-missing"))]
+    with_itself = measure(reports, environ={}, priors=priors(reports))
+    without = leave_one_out(reports, environ={})
+    for report, counted, left_out in zip(reports, with_itself, without, strict=True):
+        assert left_out.ranked.index(report["family"]) > counted.ranked.index(report["family"])

@@ -624,6 +624,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cublas-missing-or-wrong", 1, "the library that failed is cuBLAS", failed("cublas"),
          ("dependency-load:cublas",)),
     Rule("no-gpu-or-driver", 3, "the driver library itself (libcuda.so.1) is missing", clue("no-driver")),
+    # strong, not decisive: the driver sees no GPU that this process may use (none, or CUDA_VISIBLE_DEVICES hides it)
+    Rule("no-gpu-or-driver", 2.5, "the CUDA driver found no GPU this process can use", clue("no-device")),
     Rule("no-gpu-or-driver", 2, "libcudnn_engines_runtime_compiled NEEDs libcuda.so.1 (the driver)",
          engines_runtime_compiled),
     Rule("libcuda-missing", 2, "the unversioned libcuda.so (not the driver's libcuda.so.1) is what failed",
@@ -795,6 +797,13 @@ RULES: tuple[Rule, ...] = (
          clue("device-assert")),
     Rule("out-of-memory", -1.5, "a kernel's own assertion failed first: the errors after it follow from it",
          clue("device-assert")),
+    # cudnnCreate(cudnnHandle_t *handle) takes no tensor, descriptor or size: its failures are the CUDA runtime's
+    # initialisation (NOT_INITIALIZED), a GPU too old (ARCH_MISMATCH) and allocations (ALLOC_FAILED, INTERNAL_ERROR:
+    # "CUDA resource allocation failed"; cuDNN API reference, cudnnCreate, Returns), so no configuration or value the
+    # caller asks for is the cause of a handle that could not be made
+    *(Rule(family, -2, "cuDNN failed while making its handle, before any tensor or configuration is given to it",
+           clue("handle-create"), RUNTIME_KINDS)
+      for family in ("unsupported-configuration", "bad-param-usage")),
 )
 
 

@@ -652,6 +652,13 @@ PATTERNS: tuple[Pattern, ...] = (
             _fixed("tf-dnn-not-found", "framework-no-cudnn", "TensorFlow's stream executor "
                    "(Unimplemented: \"DNN library is not found.\")", "TensorFlow has no usable cuDNN: it was not "
                    "loaded, or its version check or initialisation failed earlier in the log")),
+    # TensorFlow's fused convolution kernels (core/kernels/conv_ops_fused_impl.h) and XLA's convolution runners
+    # (xla/service/gpu/gpu_conv_runner.cc, conv_algorithm_picker.cc): InvalidArgument("No DNN in stream executor.")
+    # where stream_exec->AsDnn() is null, the same state as "DNN library is not found."
+    Pattern("no-dnn-in-executor", re.compile(r"No DNN in stream executor"), "TensorFlow",
+            _fixed("no-dnn-in-executor", "framework-no-cudnn", "TensorFlow and XLA (\"No DNN in stream executor.\": "
+                   "the stream executor has no DNN support)", "TensorFlow has no usable cuDNN: it was not loaded, or "
+                   "its version check or initialisation failed earlier in the log")),
     # xla/stream_executor/cuda/cuda_dnn.cc: "DNN library initialization failed" (FAILED_PRECONDITION)
     Pattern("xla-dnn-init", re.compile(r"DNN library initialization failed"), "XLA",
             _fixed("xla-dnn-init", "framework-no-cudnn", "XLA (TensorFlow, JAX): cuDNN could not be initialised",
@@ -953,6 +960,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
+    # the driver found no GPU this process may use: the CUDA runtime's cudaErrorNoDevice (100, "no CUDA-capable device
+    # is detected", the catalog's cuda-runtime entry) and the driver API's CUDA_ERROR_NO_DEVICE (cuda.h), which
+    # TensorFlow logs as "failed call to cuInit: CUDA_ERROR_NO_DEVICE"
+    ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
     # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
@@ -995,7 +1006,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
     # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
     ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
-    ("handle-create", r"could not create cudnn handle|cudnnCreate\b"),
+    # TensorFlow 1.0-1.4 "could not create cudnn handle: %s", 1.15-2.x and XLA "Could not create cudnn handle: %s"
+    # (stream_executor/cuda/cuda_dnn.cc; the catalog holds both releases' templates)
+    ("handle-create", r"[Cc]ould not create cudnn handle|cudnnCreate\b"),
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
     # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
     # cuda_dnn.cc "Loaded cuDNN version %d"
@@ -1333,8 +1346,9 @@ _HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR
 
 # "cuDNN: 8.1.1", "CUDNN：8.9.1" (a full-width colon), "CuDNN 7.1.4", "cudnn v5.1", "cudnn9", Docker's
 # "CUDNN_VERSION=8.9.0.131" and "NV_CUDNN_VERSION 8.9.0.131", a conda build string "py3.10_cuda11.8_cudnn8.7.0_0",
-# "libcudnn8" (Debian's package); not a library's name (cudnn64_8.dll, libcudnn_ops.so.9).
-_STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
+# "libcudnn8" (Debian's package), the folder of NVIDIA's cuDNN 9 Windows installer, C:\Program Files\NVIDIA\CUDNN\v9.1
+# (cuDNN installation guide, Windows), a module's "cudnn/v8.9"; not a library's name (cudnn64_8.dll, libcudnn_ops.so.9).
+_STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?|[/\\]v)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
                      r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b")
 
 
