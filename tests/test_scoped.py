@@ -213,7 +213,9 @@ def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_
     [said] = scoped([finding], env, others=torch_needs_the_entry)
     assert [a.json() for a in said.fix.actions] == [
         reinstall.json(), {"do": "run", "argv": ["env", "LD_LIBRARY_PATH=/other"]}]
-    assert said.fix.alternatives[0] == remove_entry("LD_LIBRARY_PATH", "/venv/cudnn/lib")
+    # the removal for everyone needs the reinstall too: not an alternative on its own, said in words
+    assert not said.fix.alternatives and "for every program instead: remove /venv/cudnn/lib from LD_LIBRARY_PATH " \
+        "(after the steps before it)" in str(said.fix.text)
     assert "the shell's torch 2.14.1 (gets 9.0.0) fail" in said.fix.text
     assert scoped([finding], env, others=lambda world: {"torch 2.14.1": None}) == (finding,)
     assert scoped([finding], env, others=lambda world: {"torch 2.14.1": "fails today"}) == (finding,)

@@ -140,10 +140,12 @@ def _alone(finding: Finding, changes: Iterable[Action], wrapper: Action, why: st
     PROGRAM``), the change for everyone kept as the alternative, with ``why``."""
     changes = list(changes)
     kept = [a for a in finding.fix.actions if a not in changes]
-    # an alternative is a way on its own (README "Fixes"): several changes that go together are said as one, in words
-    together = f"; for every program instead: {' and '.join(map(str, changes))}" if len(changes) > 1 else ""
+    # an alternative is a way on its own (README "Fixes"): several changes that go together, or a change that needs
+    # the fix's other steps too (a wheel put back), are said as one way, in words
+    alone = changes if len(changes) == 1 and not kept else []
+    together = "" if alone else f"; for every program instead: {' and '.join(map(str, changes))}" + (
+        " (after the steps before it)" if kept else "")
     note = f"for this program only: {why}{together}" + (f"; {finding.fix.note}" if finding.fix.note else "")
-    alone = changes if len(changes) == 1 else []
     return replace(finding, fix=Fix((*kept, wrapper), note, (*alone, *finding.fix.alternatives)))
 
 
