@@ -141,7 +141,7 @@ def make_cli() -> click.Group:
     @click.option("--pid", type=click.IntRange(min=1), metavar="PID", help="Diagnose a running process from "
                   "/proc/PID, read-only: the cuDNN it has mapped, and where what it has not loaded yet would come "
                   "from.")
-    @click.option("--timeout", type=click.FloatRange(0.1), help="Seconds for each child process (the probe, a "
+    @click.option("--timeout", type=_seconds(), help="Seconds for each child process (the probe, a "
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
                   "print one line instead; for `cudnnload fleet FOLDER`.")
@@ -292,9 +292,9 @@ def make_cli() -> click.Group:
     @click.option("--ray", "ray_address", is_flag=False, flag_value="auto", metavar="[ADDRESS]",
                   help="Collect through the Ray cluster at ADDRESS (host:port; default auto): one doctor per node.")
     @click.option("--python", "python", metavar="PATH", help="With --ray: the interpreter each node diagnoses.")
-    @click.option("--timeout", type=click.FloatRange(1), default=120.0, show_default=True,
+    @click.option("--timeout", type=_seconds(1), default=120.0, show_default=True,
                   help="With --ray: seconds for each node's doctor.")
-    @click.option("--connect-timeout", type=click.FloatRange(1), default=30.0, show_default=True,
+    @click.option("--connect-timeout", type=_seconds(1), default=30.0, show_default=True,
                   help="With --ray: seconds to reach the cluster.")
     @_json_option
     @_friendly
@@ -543,6 +543,25 @@ def _read_stdin() -> str:
     if stream is None:
         return sys.stdin.read(STDIN_LIMIT)
     return stream.read(STDIN_LIMIT).decode("utf-8", "replace")
+
+
+def _seconds(shortest: float | None = None) -> click.ParamType:
+    """A number of seconds for a ``--timeout`` within `launch`'s bounds; nan, which passes every range check of
+    click's FloatRange, refused too."""
+    import math
+
+    import click
+
+    from cudnnload.diagnose.launch import LONGEST_TIMEOUT_S, SHORTEST_TIMEOUT_S
+
+    class Seconds(click.FloatRange):
+        def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+            number = super().convert(value, param, ctx)
+            if math.isnan(number):
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+            return number
+
+    return Seconds(SHORTEST_TIMEOUT_S if shortest is None else shortest, LONGEST_TIMEOUT_S)
 
 
 def _conv_shape(text: str) -> dict[str, int]:

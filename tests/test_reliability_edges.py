@@ -155,3 +155,22 @@ def test_a_long_ld_library_path_costs_which_little_time(short_folder: Path) -> N
         return min(times)
 
     assert best(":".join(map(str, folders))) - best(None) < 0.5
+
+
+# --- a timeout that is no number of seconds ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "1e10", "-0"])
+@pytest.mark.parametrize("command", ["doctor --timeout {s} -- touch {marker}", "doctor /nonexistent --timeout {s}",
+                                     "fleet /nonexistent --timeout {s}", "fleet --ray --connect-timeout {s}"])
+def test_a_timeout_that_is_no_number_of_seconds_is_a_usage_error_before_any_work(tmp_path: Path, command: str,
+                                                                                 seconds: str) -> None:
+    """`--timeout inf` (or 1e10) was `internal error (OverflowError ...)`, or with `-- COMMAND` a traceback from
+    the deadline's thread and no deadline; `--timeout nan` passed click's range check and ended the program at
+    once as timed out. Now each is one line, exit 2, and the program does not run."""
+    marker = tmp_path / "ran"
+    done = subprocess.run([sys.executable, "-m", "cudnnload", *command.format(s=seconds, marker=marker).split()],
+                          capture_output=True, text=True, env=environ(), timeout=60, check=False)
+    no_internal_error(done)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "timeout" in lines[0], done.stderr
+    assert not marker.exists()
