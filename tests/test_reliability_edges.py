@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,3 +175,93 @@ def test_a_timeout_that_is_no_number_of_seconds_is_a_usage_error_before_any_work
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "timeout" in lines[0], done.stderr
     assert not marker.exists()
+
+
+# --- code cudnnload runs on purpose but does not trust: a framework's import, a Python's start-up ----------------
+
+def _fake_torch(site: Path, code: str) -> None:
+    """A torch distribution with no cuDNN pin, whose build version is read by importing ``torch._C`` (``code``)."""
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(b"")
+    (site / "torch" / "_C.py").write_text(textwrap.dedent(code))
+    info = site / "torch-2.5.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.5.0\n")
+    (info / "RECORD").write_text("torch/__init__.py,,\ntorch/_C.py,,\ntorch/lib/libtorch_cuda.so,,\n"
+                                 "torch-2.5.0.dist-info/METADATA,,\ntorch-2.5.0.dist-info/RECORD,,\n")
+
+
+_VERSION_IS = "class _cudnn:\n    @staticmethod\n    def getCompileVersion():\n        return {}\n"
+_FORGED = "import os\nos.write(1, b'cudnnload-build-answer:' + {!r} + b'\\n')\nos._exit(0)\n"
+
+
+@pytest.mark.parametrize("code", [_FORGED.format(b"[1, 2]"), _FORGED.format(b"{"), _FORGED.format(b'{"value": {}}'),
+                                  _FORGED.format(b'{"error": 7}'), _VERSION_IS.format("('a', 'b', 'c', 'd')"),
+                                  _VERSION_IS.format("-5"), _VERSION_IS.format("10 ** 40")])
+def test_a_frameworks_build_reader_that_answers_anything_gives_no_build_and_no_error(tmp_path: Path, code: str) -> None:
+    """`doctor --python VENV` with a torch whose import wrote `cudnnload-build-answer:[1, 2]` (or bad JSON, or whose
+    getCompileVersion() returned a 4-tuple or -5) was `internal error (TypeError ...)`, exit 3."""
+    from cudnnload.resolve.consumers import find_consumers
+
+    _fake_torch(tmp_path, code)
+    found = find_consumers([str(tmp_path)], environ=environ(CUDNNLOAD_NO_CACHE="1"), timeout=20)
+    assert all(consumer.build is None for consumer in found)
+
+
+def _left_running(mark: str) -> list[str]:
+    left = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark.encode() in command and int(name) != os.getpid():
+            left.append(command.decode(errors="replace"))
+    return left
+
+
+_DAEMON = """\
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    print("holding the pipe", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_framework_import_that_leaves_a_daemon_holding_its_pipes_is_ended_at_once(tmp_path: Path) -> None:
+    """The build reader waited (`communicate`) until its timeout for a daemon the import left holding stdout, and
+    left that daemon running; one writing without end cost cudnnload all it wrote in memory (12 GB for 3 GB)."""
+    from cudnnload.resolve.consumers import find_consumers
+
+    _fake_torch(tmp_path, _DAEMON + _VERSION_IS.format("(9, 1, 0)"))
+    started = time.monotonic()
+    found = find_consumers([str(tmp_path)], environ=environ(CUDNNLOAD_NO_CACHE="1"), timeout=20)
+    assert time.monotonic() - started < 5
+    assert [str(consumer.build) for consumer in found] == ["9.1.0"]
+    assert _left_running(str(tmp_path)) == []
+
+
+def test_what_start_up_code_leaves_running_in_a_session_of_its_own_is_ended(tmp_path: Path) -> None:
+    """A sitecustomize (on PYTHONPATH) that forked and called setsid() left its daemon running after
+    `doctor --python`'s observation of the start-up: the kill of the child's process group missed it."""
+    from cudnnload.resolve.startup import observe
+
+    marker = tmp_path / "sleeper"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+        f"    os.execv('/bin/sleep', ['{marker}', '60'])\n")
+    observe(environ=environ(PYTHONPATH=str(tmp_path)), timeout=20)
+    time.sleep(0.2)
+    assert _left_running(str(marker)) == []
+
+
+def test_a_child_writing_without_end_costs_a_bounded_tail() -> None:
+    from cudnnload.children import tails
+
+    child = subprocess.Popen([sys.executable, "-c", "import os\nfor _ in range(200): os.write(1, b'y' * (1 << 20))\n"
+                              "os.write(2, b'last words')"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    out, err, ended = tails(child, time.monotonic() + 30, limit=4096)
+    assert ended and out == b"y" * 4096 and err == b"last words"
