@@ -193,7 +193,8 @@ def make_cli() -> click.Group:
             from cudnnload import report
             from cudnnload.diagnose.before import predict
 
-            predicted = predict(requirements, pip_args, python=python, driver=driver, environ=_environment(assignments))
+            predicted = predict(requirements, pip_args, python=python, driver=driver, environ=_environment(assignments),
+                                timeout=timeout)
             _say(output, as_json, lambda: report.dumps("doctor-requirements", predicted),
                  lambda: report.prediction_text(report.printable(predicted)), predicted.healthy)
             sys.exit(EXIT_OK if predicted.healthy else EXIT_PROBLEMS)

@@ -265,3 +265,32 @@ def test_a_child_writing_without_end_costs_a_bounded_tail() -> None:
                              start_new_session=True)
     out, err, ended = tails(child, time.monotonic() + 30, limit=4096)
     assert ended and out == b"y" * 4096 and err == b"last words"
+
+
+# --- doctor --requirements: pip's words and pip's time are bounded ------------------------------------------------
+
+def test_pips_error_on_a_long_line_is_one_short_line_naming_the_file(tmp_path: Path) -> None:
+    """pip quotes the requirement it cannot read: a file of one 100 000-character line gave a 100 KB error line
+    (2 MB for a 2 MB line)."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("a" * 100_000 + "\n")
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--requirements", str(requirements),
+                           "--pip-args", "--no-index"], capture_output=True, text=True, env=environ(), timeout=60,
+                          check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
+    assert len(lines[0]) < 1000
+
+
+def test_doctor_requirements_keeps_to_the_timeout_given(tmp_path: Path) -> None:
+    """`--timeout` was not passed to pip: a requirements file pip takes minutes over (one 20 MB line) ran for up
+    to its own 30 minutes whatever `--timeout` said."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("a" * (20 << 20) + "\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--requirements", str(requirements),
+                           "--pip-args", "--no-index", "--timeout", "1"], capture_output=True, text=True,
+                          env=environ(), timeout=120, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 3 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
+    assert "within 1 s" in lines[0] and time.monotonic() - started < 5

@@ -188,7 +188,8 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
             done = subprocess.run([interpreter, "-c", _CHILD, *command], capture_output=True, text=True,
                                   timeout=timeout, env={**env, "CUDNNLOAD_PIP_ORDER": order_file}, check=False)
         except subprocess.TimeoutExpired:
-            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s") from None
+            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s", path=", ".join(files),
+                            fix="raise --timeout") from None
         except OSError as exc:
             raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
         if done.returncode:
@@ -215,11 +216,16 @@ def _read_json(path: str) -> Mapping[str, object]:
 
 
 def _pip_error(text: str) -> str:
-    """pip's error, one line: its ERROR lines (the first and the last say what and why)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """pip's error, one line: its ERROR lines (the first and the last say what and why), each cut to 300
+    characters (pip quotes the requirement it could not read: a line of a 2 MB file was a 2 MB message)."""
+    lines = [_clipped(line.strip()) for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     chosen = errors[:1] + errors[-1:] if len(errors) > 1 else errors or lines[-1:]
     return " / ".join(dict.fromkeys(chosen)) or "pip failed without a message"
+
+
+def _clipped(line: str, most: int = 300) -> str:
+    return line if len(line) <= most else f"{line[:most - 20]}... ({len(line)} characters)"
 
 
 def _pip_set(report: Mapping[str, object], order: Mapping[str, object], python: str,
