@@ -294,3 +294,19 @@ def test_doctor_requirements_keeps_to_the_timeout_given(tmp_path: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 3 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
     assert "within 1 s" in lines[0] and time.monotonic() - started < 5
+
+
+# --- doctor --root --env-file: an image's environment is untrusted text ------------------------------------------
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "{\"Env\": " + "[" * 100_000, "A" * (1 << 20) + "\n",
+                                  "{\"Env\": [\"" + "B" * (1 << 20) + "\"]}"])
+def test_an_env_file_nested_too_deep_or_of_a_huge_line_is_one_short_usage_error(text: str) -> None:
+    """JSON nested 100 000 deep was `internal error (RecursionError ...)`, exit 3; a 1 MB line that is no NAME=VALUE
+    was quoted whole, a 1 MB error line."""
+    from cudnnload.errors import UsageError
+    from cudnnload.resolve.rootview import image_environment
+
+    with pytest.raises(UsageError) as raised:
+        image_environment(text, "image.json")
+    assert raised.value.path is not None and raised.value.path.startswith("image.json")
+    assert len(raised.value.message) < 2100

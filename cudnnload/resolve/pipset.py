@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.errors import CannotRun, UsageError
+from cudnnload.errors import CannotRun, UsageError, clipped
 
 # pip 26.1 reads pylock.toml through -r (its NEWS, "Add experimental support to read requirements from
 # standardized pylock.toml files (-r pylock.toml)", pypa/pip#13876).
@@ -218,14 +218,10 @@ def _read_json(path: str) -> Mapping[str, object]:
 def _pip_error(text: str) -> str:
     """pip's error, one line: its ERROR lines (the first and the last say what and why), each cut to 300
     characters (pip quotes the requirement it could not read: a line of a 2 MB file was a 2 MB message)."""
-    lines = [_clipped(line.strip()) for line in text.splitlines() if line.strip()]
+    lines = [clipped(line.strip(), 300) for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     chosen = errors[:1] + errors[-1:] if len(errors) > 1 else errors or lines[-1:]
     return " / ".join(dict.fromkeys(chosen)) or "pip failed without a message"
-
-
-def _clipped(line: str, most: int = 300) -> str:
-    return line if len(line) <= most else f"{line[:most - 20]}... ({len(line)} characters)"
 
 
 def _pip_set(report: Mapping[str, object], order: Mapping[str, object], python: str,
