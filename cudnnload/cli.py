@@ -662,6 +662,17 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    """The command line. Ctrl-C, or an error, before click runs the command (while its modules load: a SIGINT
+    0.15 s after the start was a KeyboardInterrupt traceback) or after it is one line, as within it."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        _end(_interrupted())
+    except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
+        _end(_internal(exc))
+
+
+def _main() -> None:
     global _closed
     _closed = _open_closed_streams()
     # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
@@ -786,8 +797,7 @@ def _run() -> int:
             if isinstance(end.code, str):
                 print(end.code, file=sys.stderr)
         except click.exceptions.Abort:
-            _say_error("interrupted")
-            code = 130
+            code = _interrupted()
         except click.ClickException as exc:
             from cudnnload.report import escaped
 
@@ -851,9 +861,23 @@ def _json_error(reason: str, path: str | None, fix: str | None, code: int) -> No
     print(json.dumps(document, indent=2))
 
 
+def _interrupted() -> int:
+    """Ctrl-C (SIGINT) while cudnnload works: one line, exit 130 (128 + SIGINT, as a shell says it)."""
+    _say_error("interrupted")
+    return 130
+
+
 def _internal(exc: BaseException) -> int:
     """An error no stage turned into a finding: a bug in cudnnload, said as one line (the traceback with
-    ``CUDNNLOAD_DEBUG=1``)."""
+    ``CUDNNLOAD_DEBUG=1``). One a KeyboardInterrupt caused (Python wraps one raised in a class body being made,
+    ``RuntimeError: Error calling __set_name__``) is the interrupt."""
+    cause: BaseException | None = exc
+    for _ in range(64):  # a chain, not a loop
+        if cause is None:
+            break
+        if isinstance(cause, KeyboardInterrupt):
+            return _interrupted()
+        cause = cause.__cause__ or cause.__context__
     if os.environ.get("CUDNNLOAD_DEBUG"):
         import traceback
 

@@ -310,3 +310,41 @@ def test_an_env_file_nested_too_deep_or_of_a_huge_line_is_one_short_usage_error(
         image_environment(text, "image.json")
     assert raised.value.path is not None and raised.value.path.startswith("image.json")
     assert len(raised.value.message) < 2100
+
+
+# --- Ctrl-C before click runs the command ------------------------------------------------------------------------
+
+_CTRL_C_EARLY = """\
+import os, signal, sys, time
+import cudnnload.cli as cli
+
+WHERE = sys.argv[2]
+
+def interrupt():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+class Descriptor:
+    def __set_name__(self, owner, name):
+        interrupt()
+
+def recalled(args):  # a module's class being made when Ctrl-C comes (3.11 wraps it: RuntimeError)
+    if WHERE == "class":
+        class Made:
+            made = Descriptor()
+    interrupt()
+
+cli._recalled = recalled
+sys.argv[1:] = ["which"]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("where", ["call", "class"])
+def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_exit_130(where: str) -> None:
+    """SIGINT before click ran the command (`which` recalling its answer, `doctor -- ` starting, any module
+    loading: 0.1 s after the start) was a KeyboardInterrupt traceback, or `RuntimeError: Error calling
+    __set_name__` out of a class being made."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_EARLY, "which", where], capture_output=True, text=True,
+                          env=environ(), timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (130, "cudnnload: error: interrupted\n")
