@@ -282,18 +282,21 @@ def test_pips_error_on_a_long_line_is_one_short_line_naming_the_file(tmp_path: P
     assert len(lines[0]) < 1000
 
 
-def test_doctor_requirements_keeps_to_the_timeout_given(tmp_path: Path) -> None:
+def test_doctor_requirements_keeps_to_the_timeout_given_and_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
     """`--timeout` was not passed to pip: a requirements file pip takes minutes over (one 20 MB line) ran for up
-    to its own 30 minutes whatever `--timeout` said."""
-    requirements = tmp_path / "requirements.txt"
+    to its own 30 minutes whatever `--timeout` said; and pip stopped at a timeout left its pip-install-* and
+    pip-build-tracker-* folders in the user's TMPDIR."""
+    requirements, tmpdir = tmp_path / "requirements.txt", tmp_path / "tmp"
     requirements.write_text("a" * (20 << 20) + "\n")
+    tmpdir.mkdir()
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--requirements", str(requirements),
                            "--pip-args", "--no-index", "--timeout", "1"], capture_output=True, text=True,
-                          env=environ(), timeout=120, check=False)
+                          env=environ(TMPDIR=str(tmpdir)), timeout=120, check=False)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 3 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
     assert "within 1 s" in lines[0] and time.monotonic() - started < 5
+    assert os.listdir(tmpdir) == []
 
 
 # --- doctor --root --env-file: an image's environment is untrusted text ------------------------------------------

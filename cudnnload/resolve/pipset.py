@@ -24,9 +24,11 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.children import tails
 from cudnnload.errors import CannotRun, UsageError, clipped
 
 # pip 26.1 reads pylock.toml through -r (its NEWS, "Add experimental support to read requirements from
@@ -184,16 +186,23 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
         if any(arg.split("=", 1)[0] in _RESTRICTING for arg in extra):
             options += ["--only-binary=:all:", "--target", os.path.join(scratch, "target")]
         command = ["install", *options, *(word for path in sources for word in ("-r", path)), *extra]
+        # pip's own temporary folders in the scratch folder, and pip in a session of its own: stopped at the
+        # timeout, it left pip-install-*, pip-build-tracker-* in the user's TMPDIR, and what it started running
+        pip_tmp = os.path.join(scratch, "tmp")
+        os.mkdir(pip_tmp)
         try:
-            done = subprocess.run([interpreter, "-c", _CHILD, *command], capture_output=True, text=True,
-                                  timeout=timeout, env={**env, "CUDNNLOAD_PIP_ORDER": order_file}, check=False)
-        except subprocess.TimeoutExpired:
-            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s", path=", ".join(files),
-                            fix="raise --timeout") from None
+            child = subprocess.Popen([interpreter, "-c", _CHILD, *command], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     env={**env, "CUDNNLOAD_PIP_ORDER": order_file, "TMPDIR": pip_tmp})
         except OSError as exc:
             raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
-        if done.returncode:
-            raise UsageError(f"pip cannot resolve the requirements: {_pip_error(done.stderr or done.stdout)}",
+        out, err, ended = tails(child, time.monotonic() + timeout, limit=1 << 20)
+        if not ended:
+            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s", path=", ".join(files),
+                            fix="raise --timeout")
+        if child.returncode:
+            said = (err or out).decode(errors="replace")
+            raise UsageError(f"pip cannot resolve the requirements: {_pip_error(said)}",
                              path=", ".join(files), fix="fix the requirements until `pip install --dry-run -r FILE` "
                              "succeeds")
         try:
