@@ -351,3 +351,19 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_exit_130(where: s
     done = subprocess.run([sys.executable, "-c", _CTRL_C_EARLY, "which", where], capture_output=True, text=True,
                           env=environ(), timeout=60, check=False)
     assert (done.returncode, done.stderr) == (130, "cudnnload: error: interrupted\n")
+
+
+# --- a shim of no known release -----------------------------------------------------------------------------------
+
+def test_run_names_a_failing_shim_of_no_known_release_without_none(tmp_path: Path) -> None:
+    """A shim with no version constant that fails its proof was refused as 'cuDNN None in ...'."""
+    import _ctypes
+
+    data = bytearray(Path(_ctypes.__file__).read_bytes())  # a shared object of no cuDNN release
+    data[0x38:0x3A] = (0xFFFF).to_bytes(2, "little")  # e_phnum past its end: its dlopen fails
+    (tmp_path / "libcudnn.so.9").write_bytes(bytes(data))
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "run", "--cudnn", str(tmp_path), "--", "true"],
+                          capture_output=True, text=True, env=environ(CUDNNLOAD_NO_CACHE="1"), timeout=60, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and str(tmp_path) in lines[0], done.stderr
+    assert "None" not in lines[0] and "cuDNN 9.x (release unknown)" in lines[0]
