@@ -367,3 +367,13 @@ def test_run_names_a_failing_shim_of_no_known_release_without_none(tmp_path: Pat
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and str(tmp_path) in lines[0], done.stderr
     assert "None" not in lines[0] and "cuDNN 9.x (release unknown)" in lines[0]
+
+
+def test_a_program_that_is_no_python_is_said_once_with_its_exit_status() -> None:
+    """`doctor --python /bin/true` said 'not a Python interpreter that answers (not a Python 3 interpreter that
+    answers (exit status 0))'."""
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--python", "/bin/true"], capture_output=True,
+                          text=True, env=environ(), timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr == ("cudnnload: error: /bin/true: not a Python interpreter that answers (its start-up ended "
+                           "with no answer, exit status 0)\n")

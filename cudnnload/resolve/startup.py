@@ -675,10 +675,13 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
         raise StartupFailed("observer", f"the observing script failed under it: {failed}{_where(lines)}", path=python)
     if not isinstance(result, dict):
         died = child.returncode is not None and child.returncode < 0
-        said = stderr.strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+        # what it said last; of a Python that failed, its "Fatal Python error" line (its frames follow it)
+        said = [line.strip() for line in stderr.splitlines() if line.strip()]
+        last = next((line for line in said if line.startswith("Fatal Python error")), said[-1] if said else "")
         raise StartupFailed("died" if died else "not-python",
                             (f"it died of signal {-child.returncode} during start-up{_where(lines)}" if died else
-                             f"not a Python 3 interpreter that answers ({said[0]})"), path=python)
+                             f"its start-up ended with no answer, exit status {child.returncode}"
+                             + (f": {last[:300]}" if last else "")), path=python)
     return result, stderr
 
 
