@@ -377,3 +377,26 @@ def test_a_program_that_is_no_python_is_said_once_with_its_exit_status() -> None
     assert done.returncode == 2
     assert done.stderr == ("cudnnload: error: /bin/true: not a Python interpreter that answers (its start-up ended "
                            "with no answer, exit status 0)\n")
+
+
+# --- a FIFO in LD_PRELOAD --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["folder", "none", "python"])
+def test_a_fifo_in_ld_preload_is_judged_at_once_never_waited_on(tmp_path: Path, target: str) -> None:
+    """`doctor --env LD_PRELOAD=FIFO` started children into it: the probe waited its 60 s and called it a crash
+    ('loading cuDNN None kills the process'), the observation of a Python's start-up its 20 s. A FIFO preloaded
+    is now in the model (every program hangs at start), the probe is not run, and no child waits on it."""
+    import _ctypes
+
+    fifo = tmp_path / "preload.so"
+    os.mkfifo(fifo)
+    (tmp_path / "lib").mkdir()
+    shutil.copy(_ctypes.__file__, tmp_path / "lib" / "libcudnn.so.9")
+    given = {"folder": [str(tmp_path / "lib")], "none": [], "python": ["--python", sys.executable]}[target]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"LD_PRELOAD={fifo}", *given],
+                          capture_output=True, text=True, env=environ(CUDNNLOAD_NO_CACHE="1"), timeout=120, check=False)
+    no_internal_error(done)
+    assert time.monotonic() - started < 15
+    assert done.returncode == 1 and "None" not in done.stdout, done.stdout
+    assert f"the LD_PRELOAD entry {fifo} stops every program before it starts: opening {fifo}, a FIFO" in done.stdout

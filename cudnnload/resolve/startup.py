@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from cudnnload.children import end_tagged, tagged
 from cudnnload.errors import CudnnloadError, UsageError
 from cudnnload.files import path_problem
+from cudnnload.resolve.access import unblocked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -652,7 +653,7 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
         command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0"]
-        child_env, tag = tagged(env)
+        child_env, tag = tagged(unblocked(env))  # a FIFO preloaded: start-up never comes, the model says so
         try:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                                      cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True)
