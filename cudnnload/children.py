@@ -31,7 +31,7 @@ from dataclasses import dataclass
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
 # Put first in the code of every Python child of cudnnload's: `python -c` puts "" (the current folder) at
 # the front of sys.path, where a json.py planted there would be imported by the child's first `import json`.
@@ -143,7 +143,8 @@ if not done:
             except OSError:
                 pass
         time.sleep(0.02)
-shutil.rmtree(scratch, ignore_errors=True)
+if scratch:
+    shutil.rmtree(scratch, ignore_errors=True)
 """
 
 
@@ -191,6 +192,21 @@ def tagged(env: Mapping[str, str]) -> tuple[dict[str, str], bytes]:
     return {**env, "CUDNNLOAD_CHILD": tag.partition("=")[2]}, tag.encode()
 
 
+@contextlib.contextmanager
+def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
+    """The environment for children that run code cudnnload runs on purpose but does not trust, and their tag
+    (`tagged`). On leaving, every process holding the tag is ended (`end_tagged`); should cudnnload end first
+    (SIGTERM, SIGKILL), a `Watcher` ends them: in sessions of their own, Ctrl-C at the terminal does not reach
+    them, and a Python's start-up observed by `doctor --python` ran on for as long as its .pth line slept."""
+    child_env, tag = tagged(env)
+    watcher = Watcher(tag.decode(), "")
+    try:
+        yield child_env, tag
+    finally:
+        end_tagged(tag)
+        watcher.done()
+
+
 def end_tagged(tag: bytes) -> None:
     """SIGKILL every process of this user whose environment holds ``tag`` (`tagged`), until none is left: what
     a child left running in a session of its own (``setsid()``, a daemon's double fork), which the kill of
@@ -222,9 +238,7 @@ def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10
     import) can write gigabytes (``communicate`` kept them all: 12 GB of memory for 3 GB written) or leave a process
     holding the pipes open (``communicate`` waited for it until the deadline): neither costs more than ``limit``
     bytes kept, or time past the child's own end."""
-    import selectors
     import signal
-    import time
 
     assert child.stdout is not None and child.stderr is not None
     out, err = child.stdout.fileno(), child.stderr.fileno()
@@ -233,9 +247,28 @@ def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10
         gone = os.pidfd_open(child.pid)  # readable once the child has ended (Linux 5.3+)
     except (OSError, AttributeError):
         gone = -1  # then the child is asked every 50 ms
+    try:
+        ended = _read_tails(child, deadline, limit, kept, gone)
+    finally:  # also when interrupted (Ctrl-C): it, if it still runs, and what it left in its group
+        if gone >= 0:
+            os.close(gone)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    return bytes(kept[out]), bytes(kept[err]), ended
+
+
+def _read_tails(child: subprocess.Popen[bytes], deadline: float, limit: int, kept: dict[int, bytearray],
+                gone: int) -> bool:
+    """`tails`' reading: whether the child ended by ``deadline``."""
+    import selectors
+    import time
+
     ended, after = False, 0
     with selectors.DefaultSelector() as selector:
-        for fd in (out, err, gone) if gone >= 0 else (out, err):
+        for fd in (*kept, gone) if gone >= 0 else tuple(kept):
             selector.register(fd, selectors.EVENT_READ)
         while after < 16:  # once it has ended, only what its pipes hold already: what it left may write on
             left = deadline - time.monotonic()
@@ -257,11 +290,4 @@ def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10
             after += ended
             # ended, not yet reaped (WNOWAIT): its pid, and so its process group, are not anyone else's yet
             ended = ended or os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    if gone >= 0:
-        os.close(gone)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)  # it, if it still runs, and what it left in its group
-    child.wait()
-    child.stdout.close()
-    child.stderr.close()
-    return bytes(kept[out]), bytes(kept[err]), ended
+    return ended

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -400,3 +401,26 @@ def test_a_fifo_in_ld_preload_is_judged_at_once_never_waited_on(tmp_path: Path, 
     assert time.monotonic() - started < 15
     assert done.returncode == 1 and "None" not in done.stdout, done.stdout
     assert f"the LD_PRELOAD entry {fifo} stops every program before it starts: opening {fifo}, a FIFO" in done.stdout
+
+
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_start_up_code_being_observed_ends_with_cudnnload_however_it_ends(tmp_path: Path, signo: int) -> None:
+    """Ctrl-C (or SIGTERM) to `doctor --python` while it observed a start-up whose .pth line slept left that
+    Python running for as long as it slept: in a session of its own, nothing ended it."""
+    marker = tmp_path / "observed-sleeper"
+    (tmp_path / "sitecustomize.py").write_text(f"import os\nos.execv('/bin/sleep', ['{marker}', '60'])\n")
+    child = subprocess.Popen([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}",
+                              "--python", sys.executable], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=environ(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for _ in range(100):
+        if _left_running(str(marker)):
+            break
+        time.sleep(0.05)
+    assert _left_running(str(marker)), "the start-up was not observed"
+    child.send_signal(signo)
+    child.communicate(timeout=30)
+    for _ in range(40):  # the watcher's sweep, for SIGKILL
+        if not _left_running(str(marker)):
+            break
+        time.sleep(0.05)
+    assert _left_running(str(marker)) == []

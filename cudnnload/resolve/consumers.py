@@ -28,6 +28,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudnnload.cachedir import stamp
-from cudnnload.children import end_tagged, tagged, tails
+from cudnnload.children import tails, untrusted
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, dependency_requirement, parse_release
@@ -580,43 +581,51 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
     versions in children run side by side (importing torch takes ~2 s). Remembered for each installed
     copy of a distribution (its version, where it is, its RECORD's size, mtime and inode: a reinstall is
     read again) and the interpreter that read it; a child that timed out or failed is asked again."""
-    pending: dict[int, tuple[subprocess.Popen[bytes], str, bytes]] = {}
+    pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
     results: list[tuple[_Installed, _Facts]] = []
     keys: list[tuple[object, ...] | None] = []
-    for index, dist in enumerate(dists):
-        key = _key(dist, interpreter)
-        keys.append(key)
-        remembered = _recall(cache, key) if key else None
-        if remembered is not None:
-            results.append((dist, remembered))
-            continue
-        files = _record_files(dist)
-        requires = _requires(dist)
-        source = _source_of(dist)
-        build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
-        if source.build_file and source.build_file in files:
-            build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
-        elif source.build_marker and any(f.startswith(source.build_marker) for f in files) \
-                and (pinned := _exact_pin(requires)) is not None and source.build_is_pin:
-            build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
-                     "against the cuDNN they pin)")
-        elif source.build_module and source.build_function and source.build_marker \
-                and any(f.startswith(source.build_marker) for f in files) and not run:
-            build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
-        elif source.build_module and source.build_function and source.build_marker \
-                and any(f.startswith(source.build_marker) for f in files):
-            command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
-                       source.build_function]
-            child_env, tag = tagged(env)
-            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
-            pending[index] = (child, f"{source.build_module}.{source.build_function}()", tag)
-        results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
-    deadline = time.monotonic() + timeout
-    for index, (child, what, tag) in pending.items():
-        dist, (requires, needs, _) = results[index]
-        results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
-        end_tagged(tag)  # what the framework's import left running
+    with contextlib.ExitStack() as guard:  # the frameworks' imports run untrusted (`children.untrusted`)
+        child_env: dict[str, str] | None = None
+        for index, dist in enumerate(dists):
+            key = _key(dist, interpreter)
+            keys.append(key)
+            remembered = _recall(cache, key) if key else None
+            if remembered is not None:
+                results.append((dist, remembered))
+                continue
+            files = _record_files(dist)
+            requires = _requires(dist)
+            source = _source_of(dist)
+            build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
+            if source.build_file and source.build_file in files:
+                build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
+            elif source.build_marker and any(f.startswith(source.build_marker) for f in files) \
+                    and (pinned := _exact_pin(requires)) is not None and source.build_is_pin:
+                build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
+                         "against the cuDNN they pin)")
+            elif source.build_module and source.build_function and source.build_marker \
+                    and any(f.startswith(source.build_marker) for f in files) and not run:
+                build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
+            elif source.build_module and source.build_function and source.build_marker \
+                    and any(f.startswith(source.build_marker) for f in files):
+                command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
+                           source.build_function]
+                child_env = child_env or guard.enter_context(untrusted(env))[0]
+                child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
+                pending[index] = (child, f"{source.build_module}.{source.build_function}()")
+            results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
+        deadline = time.monotonic() + timeout
+        try:
+            for index, (child, what) in pending.items():
+                dist, (requires, needs, _) = results[index]
+                results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
+        finally:  # interrupted: those not read yet (`tails` ends each it reads)
+            for child, _ in pending.values():
+                if child.returncode is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
     for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
         # not a timeout, a failed import, or a child not started
         answered = run and (index not in pending or facts[2][1] is not None)

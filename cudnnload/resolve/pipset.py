@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.children import tails
+from cudnnload.children import tails, untrusted
 from cudnnload.errors import CannotRun, UsageError, clipped
 
 # pip 26.1 reads pylock.toml through -r (its NEWS, "Add experimental support to read requirements from
@@ -190,13 +190,14 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
         # timeout, it left pip-install-*, pip-build-tracker-* in the user's TMPDIR, and what it started running
         pip_tmp = os.path.join(scratch, "tmp")
         os.mkdir(pip_tmp)
-        try:
-            child = subprocess.Popen([interpreter, "-c", _CHILD, *command], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                     env={**env, "CUDNNLOAD_PIP_ORDER": order_file, "TMPDIR": pip_tmp})
-        except OSError as exc:
-            raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
-        out, err, ended = tails(child, time.monotonic() + timeout, limit=1 << 20)
+        with untrusted({**env, "CUDNNLOAD_PIP_ORDER": order_file, "TMPDIR": pip_tmp}) as (child_env, _):
+            try:
+                child = subprocess.Popen([interpreter, "-c", _CHILD, *command], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                         env=child_env)
+            except OSError as exc:
+                raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
+            out, err, ended = tails(child, time.monotonic() + timeout, limit=1 << 20)
         if not ended:
             raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s", path=", ".join(files),
                             fix="raise --timeout")

@@ -46,7 +46,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.children import end_tagged, tagged
+from cudnnload.children import untrusted
 from cudnnload.errors import CudnnloadError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.resolve.access import unblocked
@@ -653,19 +653,22 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
         command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0"]
-        child_env, tag = tagged(unblocked(env))  # a FIFO preloaded: start-up never comes, the model says so
-        try:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                                     cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True)
-        except OSError as exc:
-            raise StartupFailed("not-python" if exc.errno == 8 else "not-executable",  # ENOEXEC
-                                exc.strerror or str(exc), path=python) from None
-        if not _exits(child, timeout):
-            _end(child, tag)
-            lines = _lines(answer)
-            raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
-                                + _where(lines), path=python) from None
-        _end(child, tag)  # what start-up code left running in the background is ours to end
+        # a FIFO preloaded: start-up never comes (the model says so); what start-up code leaves running is ended
+        with untrusted(unblocked(env)) as (child_env, _):
+            try:
+                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                                         cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True)
+            except OSError as exc:
+                raise StartupFailed("not-python" if exc.errno == 8 else "not-executable",  # ENOEXEC
+                                    exc.strerror or str(exc), path=python) from None
+            try:
+                ended = _exits(child, timeout)
+            finally:  # also when interrupted: its session is its own, Ctrl-C at the terminal does not reach it
+                _end(child)
+            if not ended:
+                lines = _lines(answer)
+                raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
+                                    + _where(lines), path=python) from None
         lines, stderr = _lines(answer), _read(errors, _STDERR_BYTES).decode(errors="replace")
     finally:
         os.close(answer)
@@ -707,13 +710,12 @@ def _exits(child: subprocess.Popen[bytes], timeout: float) -> bool:
         os.close(fd)
 
 
-def _end(child: subprocess.Popen[bytes], tag: bytes) -> None:
-    """The child's process group (its own session: `_run`) killed, the child reaped, and every process left
-    holding its ``tag`` (`children.end_tagged`: one that left the session, as a daemon does) killed too."""
+def _end(child: subprocess.Popen[bytes]) -> None:
+    """The child's process group (its own session: `_run`) killed, the child reaped (what left the session, as a
+    daemon does, `children.untrusted` ends)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.wait()
-    end_tagged(tag)
 
 
 def _read(fd: int, limit: int | None = None) -> bytes:
