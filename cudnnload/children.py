@@ -168,13 +168,18 @@ class Watcher:
         """The program's pid and start time, once it runs."""
         self._say(f"{pid} {started}\n")
 
-    def done(self) -> None:
-        """cudnnload stopped everything itself: the watcher only removes the scratch folder, and ends."""
+    def done(self, *, reap: bool = False) -> None:
+        """cudnnload stopped everything itself: the watcher only removes the scratch folder, and ends. ``reap``:
+        wait for it here (a moment: it has nothing to sweep), so that no child of cudnnload's is left for a
+        program `run` puts in its place (execve) to find among its own."""
         self._say("done\n")
         if self._write >= 0:
             os.close(self._write)
             self._write = -1
-        if self.pid:
+        if self.pid and reap:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        elif self.pid:
             import threading
 
             threading.Thread(target=os.waitpid, args=(self.pid, 0), daemon=True).start()  # reaped, unwaited
@@ -204,7 +209,7 @@ def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
         yield child_env, tag
     finally:
         end_tagged(tag)
-        watcher.done()
+        watcher.done(reap=True)
 
 
 def end_tagged(tag: bytes) -> None:
