@@ -424,3 +424,18 @@ def test_start_up_code_being_observed_ends_with_cudnnload_however_it_ends(tmp_pa
             break
         time.sleep(0.05)
     assert _left_running(str(marker)) == []
+
+
+def test_start_up_code_writing_on_the_observers_answer_costs_a_bounded_read(tmp_path: Path) -> None:
+    """A sitecustomize that wrote 1 GB on the observer's answer descriptor (its number is in sys.argv) made
+    `doctor --python` read all of it, 3 GB of memory; now at most 32 MB are read, and the start-up is said not
+    to answer."""
+    import resource
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\nchunk = b'x' * (1 << 20)\nfor _ in range(256):\n    os.write(int(sys.argv[1]), chunk)\n")
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}",
+                           "--python", sys.executable], capture_output=True, text=True, env=environ(), timeout=120,
+                          check=False)
+    no_internal_error(done)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 200 << 10  # KB: 256 MB written

@@ -535,6 +535,9 @@ _STEP_KINDS: dict[str, SourceKind] = {"addsitepackages": "site-packages", "addus
                                       "execsitecustomize": "sitecustomize", "execusercustomize": "usercustomize"}
 _DELETED = " (deleted)"  # proc(5), as `mapped.read_maps` reads it
 _STDERR_BYTES = 64 << 10
+# The most of the observer's answer read: start-up code can write to its descriptor too (its number is in
+# sys.argv), and 1 GB written there was 3 GB of cudnnload's memory; a real answer is well under 1 MB.
+_ANSWER_BYTES = 32 << 20
 
 
 def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = None, *, run_as: str = "-c",
@@ -718,10 +721,10 @@ def _end(child: subprocess.Popen[bytes]) -> None:
     child.wait()
 
 
-def _read(fd: int, limit: int | None = None) -> bytes:
+def _read(fd: int, limit: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks, size = [], 0
-    while limit is None or size < limit:
+    while size < limit:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
@@ -733,7 +736,7 @@ def _read(fd: int, limit: int | None = None) -> bytes:
 def _lines(fd: int) -> list[tuple[str, object]]:
     """The child's literals, one a line; a line cut short (the child killed while writing) ends the list."""
     found = []
-    for line in _read(fd).decode("ascii", errors="replace").splitlines():
+    for line in _read(fd, _ANSWER_BYTES).decode("ascii", errors="replace").splitlines():
         try:
             kind, value = ast.literal_eval(line)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
