@@ -439,3 +439,25 @@ def test_start_up_code_writing_on_the_observers_answer_costs_a_bounded_read(tmp_
                           check=False)
     no_internal_error(done)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 200 << 10  # KB: 256 MB written
+
+
+# --- the repair's search over a long variable --------------------------------------------------------------------
+
+def test_the_repair_search_over_20_000_entries_judges_its_few_worlds_at_once() -> None:
+    """`doctor` with 20 000 PYTHONPATH entries did not end (2 000: 33 s): the repair's candidate list made every
+    pair of entries (200 million Actions) to judge the first 24."""
+    import types
+
+    from cudnnload.codes import Severity
+    from cudnnload.diagnose.remedy import CANDIDATES, least_change
+
+    judged = []
+
+    def judge(env: object, *_: object) -> list[object]:
+        judged.append(env)
+        return [types.SimpleNamespace(severity=Severity.ERROR)]  # no world works: every candidate is tried
+
+    started = time.monotonic()
+    entries = ":".join(f"/{index:05x}" for index in range(20_000))
+    assert least_change({"PYTHONPATH": entries}, judge) is None  # type: ignore[arg-type]
+    assert len(judged) == CANDIDATES and time.monotonic() - started < 2
