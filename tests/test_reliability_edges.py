@@ -461,3 +461,15 @@ def test_the_repair_search_over_20_000_entries_judges_its_few_worlds_at_once() -
     entries = ":".join(f"/{index:05x}" for index in range(20_000))
     assert least_change({"PYTHONPATH": entries}, judge) is None  # type: ignore[arg-type]
     assert len(judged) == CANDIDATES and time.monotonic() - started < 2
+
+
+def test_doctor_python_observes_a_start_up_no_longer_than_the_timeout_given(tmp_path: Path) -> None:
+    """`doctor --python X --timeout 1` waited 20 s for a start-up whose sitecustomize slept: its observation kept
+    its own limit."""
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(30)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}", "--timeout",
+                           "1", "--python", sys.executable], capture_output=True, text=True, env=environ(), timeout=60,
+                          check=False)
+    assert done.returncode == 2 and "its start-up did not end within 1 s" in done.stderr, done.stderr
+    assert time.monotonic() - started < 6
