@@ -675,6 +675,7 @@ def main() -> None:
 def _main() -> None:
     global _closed
     _closed = _open_closed_streams()
+    _buffered_stdout()
     # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
     # of `doctor --`: the program takes this process's place
     if sys.argv[1:2] == ["run"] and (parsed := _run_args(sys.argv[2:])) is not None:
@@ -780,6 +781,18 @@ def _open_closed_streams() -> tuple[int, ...]:
         if getattr(sys, name) is None:  # Python found it closed at start
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False, errors="backslashreplace"))  # noqa: SIM115
     return tuple(closed)
+
+
+def _buffered_stdout() -> None:
+    """Under PYTHONUNBUFFERED (or ``-u``) sys.stdout writes straight to the descriptor, and the part of a write a
+    pipe did not take (its reader gone: ``inspect | head -1``) was dropped without a word: exit 1, the output cut.
+    Through a buffer the rest is written again and meets the closed pipe (exit 3, one line), as without it."""
+    import io
+
+    stream = sys.stdout
+    if isinstance(getattr(stream, "buffer", None), io.FileIO):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(stream.fileno(), "w", closefd=False)),
+                                      encoding=stream.encoding, errors=stream.errors, line_buffering=True)
 
 
 def _run() -> int:

@@ -473,3 +473,15 @@ def test_doctor_python_observes_a_start_up_no_longer_than_the_timeout_given(tmp_
                           check=False)
     assert done.returncode == 2 and "its start-up did not end within 1 s" in done.stderr, done.stderr
     assert time.monotonic() - started < 6
+
+
+def test_a_pipe_closed_under_pythonunbuffered_is_said_not_a_silently_cut_output(tmp_path: Path) -> None:
+    """With PYTHONUNBUFFERED=1, `inspect DIR | head -c 10` of 250 KB of output exited 1 with the rest of its output
+    dropped and no word: unbuffered, Python drops the part of a write the pipe did not take."""
+    for index in range(2000):
+        (tmp_path / f"libcudnn_x{index}.so.9").write_bytes(b"")
+    done = shell(f'exec 3>&2; $CUDNNLOAD inspect {tmp_path} 2>&3 | head -c 10 >/dev/null; '
+                 'echo "exit=${PIPESTATUS[0]}" >&3', PYTHONUNBUFFERED="1", CUDNNLOAD_NO_CACHE="1")
+    no_internal_error(done)
+    assert done.stderr.splitlines()[-2:] == ["cudnnload: error: cannot write to standard output: it was closed (broken "
+                                             "pipe)", "exit=3"], done.stderr
