@@ -51,13 +51,20 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str | None:
     why). As the XDG base directory rules say, an empty or relative value is ignored (a relative one with a
     warning line: it would be wherever the command runs). A folder found through HOME or XDG_CACHE_HOME
     that would be made in another user's folder (root run by ``sudo -E`` keeps the user's HOME) is not: the
-    cache goes to this user's own home instead, and a warning line says where."""
+    cache goes to this user's own home instead, and a warning line says where. A home folder that does not
+    exist is not made: then no cache is kept, and a warning line says why."""
     env = os.environ if environ is None else environ
     if env.get("CUDNNLOAD_NO_CACHE"):
         return None
     given = _absolute(env, "CUDNNLOAD_CACHE")
-    base = _absolute(env, "XDG_CACHE_HOME") or os.path.join(_absolute(env, "HOME") or _own_home(), ".cache")
-    folder = os.path.normpath(given or os.path.join(base, "cudnnload"))
+    xdg = _absolute(env, "XDG_CACHE_HOME")
+    home = _absolute(env, "HOME") or _own_home()
+    folder = os.path.normpath(given or os.path.join(xdg or os.path.join(home, ".cache"), "cudnnload"))
+    if given is None and xdg is None and not os.path.isdir(home):
+        # a home is nobody's to make: HOME=/nonexistent/x made /nonexistent/x/.cache as root, and Debian gives
+        # its system users the home /nonexistent, which must stay absent
+        warn_once(home, f"not making the cache folder {folder}: the home folder {home} does not exist")
+        return None
     if given is None and (theirs := _creation_problem(folder)) is not None:
         mine = os.path.join(_own_home(), ".cache", "cudnnload")
         warn_once(folder, f"not making the cache folder {folder}: {theirs}; using {mine}")

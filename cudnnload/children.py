@@ -14,6 +14,11 @@ when cudnnload ends without saying it is done (a SIGKILL: nothing of cudnnload r
 wakes it, and it kills every process of the program (the program's pid, each process whose environment
 holds the run's tag) and removes the run's scratch folder. Each process is known by its pid and start time
 (``/proc/PID/stat`` field 22), which a reused pid does not share.
+
+Code cudnnload runs on purpose but does not trust (a Python's start-up with its ``.pth`` lines, a framework's
+import that reads its build version) runs in a session of its own with a variable only it holds (`tagged`): once it
+has ended, its process group and every process holding that variable are killed (`end_tagged`: a daemon's
+``setsid()`` leaves the group, not the environment), and of what it wrote only a bounded tail is kept (`tails`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Iterator, Mapping
 
 # Put first in the code of every Python child of cudnnload's: `python -c` puts "" (the current folder) at
 # the front of sys.path, where a json.py planted there would be imported by the child's first `import json`.
@@ -133,7 +143,8 @@ if not done:
             except OSError:
                 pass
         time.sleep(0.02)
-shutil.rmtree(scratch, ignore_errors=True)
+if scratch:
+    shutil.rmtree(scratch, ignore_errors=True)
 """
 
 
@@ -157,13 +168,18 @@ class Watcher:
         """The program's pid and start time, once it runs."""
         self._say(f"{pid} {started}\n")
 
-    def done(self) -> None:
-        """cudnnload stopped everything itself: the watcher only removes the scratch folder, and ends."""
+    def done(self, *, reap: bool = False) -> None:
+        """cudnnload stopped everything itself: the watcher only removes the scratch folder, and ends. ``reap``:
+        wait for it here (a moment: it has nothing to sweep), so that no child of cudnnload's is left for a
+        program `run` puts in its place (execve) to find among its own."""
         self._say("done\n")
         if self._write >= 0:
             os.close(self._write)
             self._write = -1
-        if self.pid:
+        if self.pid and reap:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        elif self.pid:
             import threading
 
             threading.Thread(target=os.waitpid, args=(self.pid, 0), daemon=True).start()  # reaped, unwaited
@@ -172,3 +188,111 @@ class Watcher:
         if self._write >= 0:
             with contextlib.suppress(OSError):  # the watcher gone: nothing left to tell it
                 os.write(self._write, line.encode())
+
+
+
+def tagged(env: Mapping[str, str]) -> tuple[dict[str, str], bytes]:
+    """``env`` with a variable only this child and what it starts hold, and that tag (for `end_tagged`)."""
+    tag = f"CUDNNLOAD_CHILD={os.urandom(8).hex()}"
+    return {**env, "CUDNNLOAD_CHILD": tag.partition("=")[2]}, tag.encode()
+
+
+@contextlib.contextmanager
+def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
+    """The environment for children that run code cudnnload runs on purpose but does not trust, and their tag
+    (`tagged`). On leaving, every process holding the tag is ended (`end_tagged`); should cudnnload end first
+    (SIGTERM, SIGKILL), a `Watcher` ends them: in sessions of their own, Ctrl-C at the terminal does not reach
+    them, and a Python's start-up observed by `doctor --python` ran on for as long as its .pth line slept."""
+    child_env, tag = tagged(env)
+    watcher = Watcher(tag.decode(), "")
+    try:
+        yield child_env, tag
+    finally:
+        end_tagged(tag)
+        watcher.done(reap=True)
+
+
+def end_tagged(tag: bytes) -> None:
+    """SIGKILL every process of this user whose environment holds ``tag`` (`tagged`), until none is left: what
+    a child left running in a session of its own (``setsid()``, a daemon's double fork), which the kill of
+    its process group misses. One that cleared its environment is missed too."""
+    import signal
+
+    for _ in range(50):  # a process forking as it is killed: again, until none is left
+        left = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    if tag in handle.read().split(b"\0"):
+                        left.append(int(name))
+            except OSError:  # gone, or another user's
+                continue
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10) -> tuple[bytes, bytes, bool]:
+    """The last ``limit`` bytes the child (started with ``stdout`` and ``stderr`` pipes, in a session of its own)
+    wrote on each, read until it has ended or until ``deadline`` (``time.monotonic()``); whether it ended. Its
+    process group is killed then, and it is reaped. Code cudnnload runs on purpose but does not trust (a framework's
+    import) can write gigabytes (``communicate`` kept them all: 12 GB of memory for 3 GB written) or leave a process
+    holding the pipes open (``communicate`` waited for it until the deadline): neither costs more than ``limit``
+    bytes kept, or time past the child's own end."""
+    import signal
+
+    assert child.stdout is not None and child.stderr is not None
+    out, err = child.stdout.fileno(), child.stderr.fileno()
+    kept = {out: bytearray(), err: bytearray()}
+    try:
+        gone = os.pidfd_open(child.pid)  # readable once the child has ended (Linux 5.3+)
+    except (OSError, AttributeError):
+        gone = -1  # then the child is asked every 50 ms
+    try:
+        ended = _read_tails(child, deadline, limit, kept, gone)
+    finally:  # also when interrupted (Ctrl-C): it, if it still runs, and what it left in its group
+        if gone >= 0:
+            os.close(gone)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    return bytes(kept[out]), bytes(kept[err]), ended
+
+
+def _read_tails(child: subprocess.Popen[bytes], deadline: float, limit: int, kept: dict[int, bytearray],
+                gone: int) -> bool:
+    """`tails`' reading: whether the child ended by ``deadline``."""
+    import selectors
+    import time
+
+    ended, after = False, 0
+    with selectors.DefaultSelector() as selector:
+        for fd in (*kept, gone) if gone >= 0 else tuple(kept):
+            selector.register(fd, selectors.EVENT_READ)
+        while after < 16:  # once it has ended, only what its pipes hold already: what it left may write on
+            left = deadline - time.monotonic()
+            if left <= 0 and not ended:
+                break
+            ready = selector.select(0 if ended else left if gone >= 0 else min(left, 0.05))
+            if ended and not any(key.fd in kept for key, _ in ready):
+                break
+            for key, _ in ready:
+                if key.fd == gone:
+                    selector.unregister(gone)
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                kept[key.fd] += chunk
+                del kept[key.fd][:-limit]
+            after += ended
+            # ended, not yet reaped (WNOWAIT): its pid, and so its process group, are not anyone else's yet
+            ended = ended or os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    return ended

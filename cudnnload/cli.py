@@ -141,7 +141,7 @@ def make_cli() -> click.Group:
     @click.option("--pid", type=click.IntRange(min=1), metavar="PID", help="Diagnose a running process from "
                   "/proc/PID, read-only: the cuDNN it has mapped, and where what it has not loaded yet would come "
                   "from.")
-    @click.option("--timeout", type=click.FloatRange(0.1), help="Seconds for each child process (the probe, a "
+    @click.option("--timeout", type=_seconds(), help="Seconds for each child process (the probe, a "
                   "framework's build version; default 60), or for the COMMAND (default: no limit).")
     @click.option("--output", metavar="PATH", help="Write the JSON report to PATH (%N: this host's name) and "
                   "print one line instead; for `cudnnload fleet FOLDER`.")
@@ -193,7 +193,8 @@ def make_cli() -> click.Group:
             from cudnnload import report
             from cudnnload.diagnose.before import predict
 
-            predicted = predict(requirements, pip_args, python=python, driver=driver, environ=_environment(assignments))
+            predicted = predict(requirements, pip_args, python=python, driver=driver, environ=_environment(assignments),
+                                timeout=timeout)
             _say(output, as_json, lambda: report.dumps("doctor-requirements", predicted),
                  lambda: report.prediction_text(report.printable(predicted)), predicted.healthy)
             sys.exit(EXIT_OK if predicted.healthy else EXIT_PROBLEMS)
@@ -292,9 +293,9 @@ def make_cli() -> click.Group:
     @click.option("--ray", "ray_address", is_flag=False, flag_value="auto", metavar="[ADDRESS]",
                   help="Collect through the Ray cluster at ADDRESS (host:port; default auto): one doctor per node.")
     @click.option("--python", "python", metavar="PATH", help="With --ray: the interpreter each node diagnoses.")
-    @click.option("--timeout", type=click.FloatRange(1), default=120.0, show_default=True,
+    @click.option("--timeout", type=_seconds(1), default=120.0, show_default=True,
                   help="With --ray: seconds for each node's doctor.")
-    @click.option("--connect-timeout", type=click.FloatRange(1), default=30.0, show_default=True,
+    @click.option("--connect-timeout", type=_seconds(1), default=30.0, show_default=True,
                   help="With --ray: seconds to reach the cluster.")
     @_json_option
     @_friendly
@@ -545,6 +546,25 @@ def _read_stdin() -> str:
     return stream.read(STDIN_LIMIT).decode("utf-8", "replace")
 
 
+def _seconds(shortest: float | None = None) -> click.ParamType:
+    """A number of seconds for a ``--timeout`` within `launch`'s bounds; nan, which passes every range check of
+    click's FloatRange, refused too."""
+    import math
+
+    import click
+
+    from cudnnload.diagnose.launch import LONGEST_TIMEOUT_S, SHORTEST_TIMEOUT_S
+
+    class Seconds(click.FloatRange):
+        def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+            number = super().convert(value, param, ctx)
+            if math.isnan(number):
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+            return number
+
+    return Seconds(SHORTEST_TIMEOUT_S if shortest is None else shortest, LONGEST_TIMEOUT_S)
+
+
 def _conv_shape(text: str) -> dict[str, int]:
     try:
         n, c, k, size = (int(part) for part in text.split(","))
@@ -642,8 +662,20 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    """The command line. Ctrl-C, or an error, before click runs the command (while its modules load: a SIGINT
+    0.15 s after the start was a KeyboardInterrupt traceback) or after it is one line, as within it."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        _end(_interrupted())
+    except Exception as exc:  # noqa: BLE001 (the last line of defence: one line, never a traceback)
+        _end(_internal(exc))
+
+
+def _main() -> None:
     global _closed
     _closed = _open_closed_streams()
+    _buffered_stdout()
     # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
     # of `doctor --`: the program takes this process's place
     if sys.argv[1:2] == ["run"] and (parsed := _run_args(sys.argv[2:])) is not None:
@@ -751,6 +783,18 @@ def _open_closed_streams() -> tuple[int, ...]:
     return tuple(closed)
 
 
+def _buffered_stdout() -> None:
+    """Under PYTHONUNBUFFERED (or ``-u``) sys.stdout writes straight to the descriptor, and the part of a write a
+    pipe did not take (its reader gone: ``inspect | head -1``) was dropped without a word: exit 1, the output cut.
+    Through a buffer the rest is written again and meets the closed pipe (exit 3, one line), as without it."""
+    import io
+
+    stream = sys.stdout
+    if isinstance(getattr(stream, "buffer", None), io.FileIO):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(stream.fileno(), "w", closefd=False)),
+                                      encoding=stream.encoding, errors=stream.errors, line_buffering=True)
+
+
 def _run() -> int:
     """The command's exit code, its output flushed: an output that cannot be written (a closed pipe,
     ``> /dev/full``), a malformed command line or an error of cudnnload's own is one line on standard
@@ -766,8 +810,7 @@ def _run() -> int:
             if isinstance(end.code, str):
                 print(end.code, file=sys.stderr)
         except click.exceptions.Abort:
-            _say_error("interrupted")
-            code = 130
+            code = _interrupted()
         except click.ClickException as exc:
             from cudnnload.report import escaped
 
@@ -831,9 +874,23 @@ def _json_error(reason: str, path: str | None, fix: str | None, code: int) -> No
     print(json.dumps(document, indent=2))
 
 
+def _interrupted() -> int:
+    """Ctrl-C (SIGINT) while cudnnload works: one line, exit 130 (128 + SIGINT, as a shell says it)."""
+    _say_error("interrupted")
+    return 130
+
+
 def _internal(exc: BaseException) -> int:
     """An error no stage turned into a finding: a bug in cudnnload, said as one line (the traceback with
-    ``CUDNNLOAD_DEBUG=1``)."""
+    ``CUDNNLOAD_DEBUG=1``). One a KeyboardInterrupt caused (Python wraps one raised in a class body being made,
+    ``RuntimeError: Error calling __set_name__``) is the interrupt."""
+    cause: BaseException | None = exc
+    for _ in range(64):  # a chain, not a loop
+        if cause is None:
+            break
+        if isinstance(cause, KeyboardInterrupt):
+            return _interrupted()
+        cause = cause.__cause__ or cause.__context__
     if os.environ.get("CUDNNLOAD_DEBUG"):
         import traceback
 

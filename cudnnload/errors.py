@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from cudnnload.codes import Code
 
+# The most of a reason said: a reason may quote what it was given (a line of an --env-file, pip's error), and a
+# 1 MB line was a 1 MB error line.
+REASON_CHARS = 2000
+
+
+def clipped(text: str, most: int = REASON_CHARS) -> str:
+    """``text`` cut to ``most`` characters, saying how long it was."""
+    return text if len(text) <= most else f"{text[:most - 30]}... ({len(text)} characters)"
+
 
 class CudnnloadError(Exception):
-    """Base of every error cudnnload raises on purpose."""
+    """Base of every error cudnnload raises on purpose; its reason at most `REASON_CHARS` long."""
 
     def __init__(self, reason: str, *, path: str | None = None, fix: str | None = None) -> None:
-        self.reason = reason
+        self.reason = clipped(reason)
         self.path = path
         self.fix = fix
         super().__init__(self.message)

@@ -145,6 +145,17 @@ def test_no_folder_is_made_in_a_home_of_another_user_and_the_fallback_is_said(
     assert warning.count("cudnnload: warning:") == 1 and str(other_home) in warning and folder in warning
 
 
+def test_a_home_that_does_not_exist_is_not_made_and_no_cache_is_kept(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """HOME=/nonexistent/x (Debian's system users have /nonexistent, which must stay absent) made /nonexistent/x/.cache
+    as root; a home is nobody's to make."""
+    home = tmp_path / "nonexistent" / "x"
+    assert cache_dir({"HOME": str(home)}) is None
+    assert os.listdir(tmp_path) == []
+    warning = capsys.readouterr().err
+    assert warning.count("cudnnload: warning:") == 1 and f"the home folder {home} does not exist" in warning
+
+
 @pytest.mark.parametrize("variables", [{"HOME": ""}, {"HOME": "relative-home"},
                                        {"HOME": "", "XDG_CACHE_HOME": "relative-xdg"},
                                        {"HOME": "", "CUDNNLOAD_CACHE": "relative-cache"},

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,3 +157,331 @@ def test_a_long_ld_library_path_costs_which_little_time(short_folder: Path) -> N
         return min(times)
 
     assert best(":".join(map(str, folders))) - best(None) < 0.5
+
+
+# --- a timeout that is no number of seconds ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "1e10", "-0"])
+@pytest.mark.parametrize("command", ["doctor --timeout {s} -- touch {marker}", "doctor /nonexistent --timeout {s}",
+                                     "fleet /nonexistent --timeout {s}", "fleet --ray --connect-timeout {s}"])
+def test_a_timeout_that_is_no_number_of_seconds_is_a_usage_error_before_any_work(tmp_path: Path, command: str,
+                                                                                 seconds: str) -> None:
+    """`--timeout inf` (or 1e10) was `internal error (OverflowError ...)`, or with `-- COMMAND` a traceback from
+    the deadline's thread and no deadline; `--timeout nan` passed click's range check and ended the program at
+    once as timed out. Now each is one line, exit 2, and the program does not run."""
+    marker = tmp_path / "ran"
+    done = subprocess.run([sys.executable, "-m", "cudnnload", *command.format(s=seconds, marker=marker).split()],
+                          capture_output=True, text=True, env=environ(), timeout=60, check=False)
+    no_internal_error(done)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "timeout" in lines[0], done.stderr
+    assert not marker.exists()
+
+
+# --- code cudnnload runs on purpose but does not trust: a framework's import, a Python's start-up ----------------
+
+def _fake_torch(site: Path, code: str) -> None:
+    """A torch distribution with no cuDNN pin, whose build version is read by importing ``torch._C`` (``code``)."""
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(b"")
+    (site / "torch" / "_C.py").write_text(textwrap.dedent(code))
+    info = site / "torch-2.5.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.5.0\n")
+    (info / "RECORD").write_text("torch/__init__.py,,\ntorch/_C.py,,\ntorch/lib/libtorch_cuda.so,,\n"
+                                 "torch-2.5.0.dist-info/METADATA,,\ntorch-2.5.0.dist-info/RECORD,,\n")
+
+
+_VERSION_IS = "class _cudnn:\n    @staticmethod\n    def getCompileVersion():\n        return {}\n"
+_FORGED = "import os\nos.write(1, b'cudnnload-build-answer:' + {!r} + b'\\n')\nos._exit(0)\n"
+
+
+@pytest.mark.parametrize("code", [_FORGED.format(b"[1, 2]"), _FORGED.format(b"{"), _FORGED.format(b'{"value": {}}'),
+                                  _FORGED.format(b'{"error": 7}'), _VERSION_IS.format("('a', 'b', 'c', 'd')"),
+                                  _VERSION_IS.format("-5"), _VERSION_IS.format("10 ** 40")])
+def test_a_frameworks_build_reader_that_answers_anything_gives_no_build_and_no_error(tmp_path: Path, code: str) -> None:
+    """`doctor --python VENV` with a torch whose import wrote `cudnnload-build-answer:[1, 2]` (or bad JSON, or whose
+    getCompileVersion() returned a 4-tuple or -5) was `internal error (TypeError ...)`, exit 3."""
+    from cudnnload.resolve.consumers import find_consumers
+
+    _fake_torch(tmp_path, code)
+    found = find_consumers([str(tmp_path)], environ=environ(CUDNNLOAD_NO_CACHE="1"), timeout=20)
+    assert all(consumer.build is None for consumer in found)
+
+
+def _left_running(mark: str) -> list[str]:
+    left = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark.encode() in command and int(name) != os.getpid():
+            left.append(command.decode(errors="replace"))
+    return left
+
+
+_DAEMON = """\
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    print("holding the pipe", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_framework_import_that_leaves_a_daemon_holding_its_pipes_is_ended_at_once(tmp_path: Path) -> None:
+    """The build reader waited (`communicate`) until its timeout for a daemon the import left holding stdout, and
+    left that daemon running; one writing without end cost cudnnload all it wrote in memory (12 GB for 3 GB)."""
+    from cudnnload.resolve.consumers import find_consumers
+
+    _fake_torch(tmp_path, _DAEMON + _VERSION_IS.format("(9, 1, 0)"))
+    started = time.monotonic()
+    found = find_consumers([str(tmp_path)], environ=environ(CUDNNLOAD_NO_CACHE="1"), timeout=20)
+    assert time.monotonic() - started < 5
+    assert [str(consumer.build) for consumer in found] == ["9.1.0"]
+    assert _left_running(str(tmp_path)) == []
+
+
+def test_what_start_up_code_leaves_running_in_a_session_of_its_own_is_ended(tmp_path: Path) -> None:
+    """A sitecustomize (on PYTHONPATH) that forked and called setsid() left its daemon running after
+    `doctor --python`'s observation of the start-up: the kill of the child's process group missed it."""
+    from cudnnload.resolve.startup import observe
+
+    marker = tmp_path / "sleeper"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+        f"    os.execv('/bin/sleep', ['{marker}', '60'])\n")
+    observe(environ=environ(PYTHONPATH=str(tmp_path)), timeout=20)
+    time.sleep(0.2)
+    assert _left_running(str(marker)) == []
+
+
+def test_a_child_writing_without_end_costs_a_bounded_tail() -> None:
+    from cudnnload.children import tails
+
+    child = subprocess.Popen([sys.executable, "-c", "import os\nfor _ in range(200): os.write(1, b'y' * (1 << 20))\n"
+                              "os.write(2, b'last words')"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    out, err, ended = tails(child, time.monotonic() + 30, limit=4096)
+    assert ended and out == b"y" * 4096 and err == b"last words"
+
+
+# --- doctor --requirements: pip's words and pip's time are bounded ------------------------------------------------
+
+def test_pips_error_on_a_long_line_is_one_short_line_naming_the_file(tmp_path: Path) -> None:
+    """pip quotes the requirement it cannot read: a file of one 100 000-character line gave a 100 KB error line
+    (2 MB for a 2 MB line)."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("a" * 100_000 + "\n")
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--requirements", str(requirements),
+                           "--pip-args", "--no-index"], capture_output=True, text=True, env=environ(), timeout=60,
+                          check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
+    assert len(lines[0]) < 1000
+
+
+def test_doctor_requirements_keeps_to_the_timeout_given_and_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
+    """`--timeout` was not passed to pip: a requirements file pip takes minutes over (one 20 MB line) ran for up
+    to its own 30 minutes whatever `--timeout` said; and pip stopped at a timeout left its pip-install-* and
+    pip-build-tracker-* folders in the user's TMPDIR."""
+    requirements, tmpdir = tmp_path / "requirements.txt", tmp_path / "tmp"
+    requirements.write_text("a" * (20 << 20) + "\n")
+    tmpdir.mkdir()
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--requirements", str(requirements),
+                           "--pip-args", "--no-index", "--timeout", "1"], capture_output=True, text=True,
+                          env=environ(TMPDIR=str(tmpdir)), timeout=120, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 3 and len(lines) == 1 and str(requirements) in lines[0], done.stderr
+    assert "within 1 s" in lines[0] and time.monotonic() - started < 5
+    assert os.listdir(tmpdir) == []
+
+
+# --- doctor --root --env-file: an image's environment is untrusted text ------------------------------------------
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "{\"Env\": " + "[" * 100_000, "A" * (1 << 20) + "\n",
+                                  "{\"Env\": [\"" + "B" * (1 << 20) + "\"]}"])
+def test_an_env_file_nested_too_deep_or_of_a_huge_line_is_one_short_usage_error(text: str) -> None:
+    """JSON nested 100 000 deep was `internal error (RecursionError ...)`, exit 3; a 1 MB line that is no NAME=VALUE
+    was quoted whole, a 1 MB error line."""
+    from cudnnload.errors import UsageError
+    from cudnnload.resolve.rootview import image_environment
+
+    with pytest.raises(UsageError) as raised:
+        image_environment(text, "image.json")
+    assert raised.value.path is not None and raised.value.path.startswith("image.json")
+    assert len(raised.value.message) < 2100
+
+
+# --- Ctrl-C before click runs the command ------------------------------------------------------------------------
+
+_CTRL_C_EARLY = """\
+import os, signal, sys, time
+import cudnnload.cli as cli
+
+WHERE = sys.argv[2]
+
+def interrupt():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+class Descriptor:
+    def __set_name__(self, owner, name):
+        interrupt()
+
+def recalled(args):  # a module's class being made when Ctrl-C comes (3.11 wraps it: RuntimeError)
+    if WHERE == "class":
+        class Made:
+            made = Descriptor()
+    interrupt()
+
+cli._recalled = recalled
+sys.argv[1:] = ["which"]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("where", ["call", "class"])
+def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_exit_130(where: str) -> None:
+    """SIGINT before click ran the command (`which` recalling its answer, `doctor -- ` starting, any module
+    loading: 0.1 s after the start) was a KeyboardInterrupt traceback, or `RuntimeError: Error calling
+    __set_name__` out of a class being made."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_EARLY, "which", where], capture_output=True, text=True,
+                          env=environ(), timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (130, "cudnnload: error: interrupted\n")
+
+
+# --- a shim of no known release -----------------------------------------------------------------------------------
+
+def test_run_names_a_failing_shim_of_no_known_release_without_none(tmp_path: Path) -> None:
+    """A shim with no version constant that fails its proof was refused as 'cuDNN None in ...'."""
+    import _ctypes
+
+    data = bytearray(Path(_ctypes.__file__).read_bytes())  # a shared object of no cuDNN release
+    data[0x38:0x3A] = (0xFFFF).to_bytes(2, "little")  # e_phnum past its end: its dlopen fails
+    (tmp_path / "libcudnn.so.9").write_bytes(bytes(data))
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "run", "--cudnn", str(tmp_path), "--", "true"],
+                          capture_output=True, text=True, env=environ(CUDNNLOAD_NO_CACHE="1"), timeout=60, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and str(tmp_path) in lines[0], done.stderr
+    assert "None" not in lines[0] and "cuDNN 9.x (release unknown)" in lines[0]
+
+
+def test_a_program_that_is_no_python_is_said_once_with_its_exit_status() -> None:
+    """`doctor --python /bin/true` said 'not a Python interpreter that answers (not a Python 3 interpreter that
+    answers (exit status 0))'."""
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--python", "/bin/true"], capture_output=True,
+                          text=True, env=environ(), timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr == ("cudnnload: error: /bin/true: not a Python interpreter that answers (its start-up ended "
+                           "with no answer, exit status 0)\n")
+
+
+# --- a FIFO in LD_PRELOAD --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["folder", "none", "python"])
+def test_a_fifo_in_ld_preload_is_judged_at_once_never_waited_on(tmp_path: Path, target: str) -> None:
+    """`doctor --env LD_PRELOAD=FIFO` started children into it: the probe waited its 60 s and called it a crash
+    ('loading cuDNN None kills the process'), the observation of a Python's start-up its 20 s. A FIFO preloaded
+    is now in the model (every program hangs at start), the probe is not run, and no child waits on it."""
+    import _ctypes
+
+    fifo = tmp_path / "preload.so"
+    os.mkfifo(fifo)
+    (tmp_path / "lib").mkdir()
+    shutil.copy(_ctypes.__file__, tmp_path / "lib" / "libcudnn.so.9")
+    given = {"folder": [str(tmp_path / "lib")], "none": [], "python": ["--python", sys.executable]}[target]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"LD_PRELOAD={fifo}", *given],
+                          capture_output=True, text=True, env=environ(CUDNNLOAD_NO_CACHE="1"), timeout=120, check=False)
+    no_internal_error(done)
+    assert time.monotonic() - started < 15
+    assert done.returncode == 1 and "None" not in done.stdout, done.stdout
+    assert f"the LD_PRELOAD entry {fifo} stops every program before it starts: opening {fifo}, a FIFO" in done.stdout
+
+
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_start_up_code_being_observed_ends_with_cudnnload_however_it_ends(tmp_path: Path, signo: int) -> None:
+    """Ctrl-C (or SIGTERM) to `doctor --python` while it observed a start-up whose .pth line slept left that
+    Python running for as long as it slept: in a session of its own, nothing ended it."""
+    marker = tmp_path / "observed-sleeper"
+    (tmp_path / "sitecustomize.py").write_text(f"import os\nos.execv('/bin/sleep', ['{marker}', '60'])\n")
+    child = subprocess.Popen([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}",
+                              "--python", sys.executable], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=environ(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for _ in range(100):
+        if _left_running(str(marker)):
+            break
+        time.sleep(0.05)
+    assert _left_running(str(marker)), "the start-up was not observed"
+    child.send_signal(signo)
+    child.communicate(timeout=30)
+    for _ in range(40):  # the watcher's sweep, for SIGKILL
+        if not _left_running(str(marker)):
+            break
+        time.sleep(0.05)
+    assert _left_running(str(marker)) == []
+
+
+def test_start_up_code_writing_on_the_observers_answer_costs_a_bounded_read(tmp_path: Path) -> None:
+    """A sitecustomize that wrote 1 GB on the observer's answer descriptor (its number is in sys.argv) made
+    `doctor --python` read all of it, 3 GB of memory; now at most 32 MB are read, and the start-up is said not
+    to answer."""
+    import resource
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\nchunk = b'x' * (1 << 20)\nfor _ in range(256):\n    os.write(int(sys.argv[1]), chunk)\n")
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}",
+                           "--python", sys.executable], capture_output=True, text=True, env=environ(), timeout=120,
+                          check=False)
+    no_internal_error(done)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 200 << 10  # KB: 256 MB written
+
+
+# --- the repair's search over a long variable --------------------------------------------------------------------
+
+def test_the_repair_search_over_20_000_entries_judges_its_few_worlds_at_once() -> None:
+    """`doctor` with 20 000 PYTHONPATH entries did not end (2 000: 33 s): the repair's candidate list made every
+    pair of entries (200 million Actions) to judge the first 24."""
+    import types
+
+    from cudnnload.codes import Severity
+    from cudnnload.diagnose.remedy import CANDIDATES, least_change
+
+    judged = []
+
+    def judge(env: object, *_: object) -> list[object]:
+        judged.append(env)
+        return [types.SimpleNamespace(severity=Severity.ERROR)]  # no world works: every candidate is tried
+
+    started = time.monotonic()
+    entries = ":".join(f"/{index:05x}" for index in range(20_000))
+    assert least_change({"PYTHONPATH": entries}, judge) is None  # type: ignore[arg-type]
+    assert len(judged) == CANDIDATES and time.monotonic() - started < 2
+
+
+def test_doctor_python_observes_a_start_up_no_longer_than_the_timeout_given(tmp_path: Path) -> None:
+    """`doctor --python X --timeout 1` waited 20 s for a start-up whose sitecustomize slept: its observation kept
+    its own limit."""
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(30)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--env", f"PYTHONPATH={tmp_path}", "--timeout",
+                           "1", "--python", sys.executable], capture_output=True, text=True, env=environ(), timeout=60,
+                          check=False)
+    assert done.returncode == 2 and "its start-up did not end within 1 s" in done.stderr, done.stderr
+    assert time.monotonic() - started < 6
+
+
+def test_a_pipe_closed_under_pythonunbuffered_is_said_not_a_silently_cut_output(tmp_path: Path) -> None:
+    """With PYTHONUNBUFFERED=1, `inspect DIR | head -c 10` of 250 KB of output exited 1 with the rest of its output
+    dropped and no word: unbuffered, Python drops the part of a write the pipe did not take."""
+    for index in range(2000):
+        (tmp_path / f"libcudnn_x{index}.so.9").write_bytes(b"")
+    done = shell(f'exec 3>&2; $CUDNNLOAD inspect {tmp_path} 2>&3 | head -c 10 >/dev/null; '
+                 'echo "exit=${PIPESTATUS[0]}" >&3', PYTHONUNBUFFERED="1", CUDNNLOAD_NO_CACHE="1")
+    no_internal_error(done)
+    assert done.stderr.splitlines()[-2:] == ["cudnnload: error: cannot write to standard output: it was closed (broken "
+                                             "pipe)", "exit=3"], done.stderr

@@ -78,14 +78,16 @@ class Prediction:
 
 
 def predict(files: Sequence[str], pip_args: str = "", *, python: str | None = None, driver: str | None = None,
-            environ: Mapping[str, str] | None = None,
+            environ: Mapping[str, str] | None = None, timeout: float | None = None,
             progress: Callable[[str], None] | None = progress_to_stderr) -> Prediction:
     """Everything `doctor --requirements` says. UsageError for input that cannot be one (a file pip cannot read
-    or resolve, another tool's lock file, a wheel without RECORD, a ``--driver`` that is no version)."""
+    or resolve, another tool's lock file, a wheel without RECORD, a ``--driver`` that is no version). ``timeout``
+    (``--timeout``): the longest pip may take to resolve (default 30 minutes: it may download)."""
     env = dict(os.environ if environ is None else environ)
     given = driver_option(driver)
     interpreter = _interpreter(python)
-    pip_set = resolve_requirements(files, pip_args, python=interpreter, environ=env)
+    pip_set = resolve_requirements(files, pip_args, python=interpreter, environ=env,
+                                   **({} if timeout is None else {"timeout": timeout}))
     site = _purelib(interpreter, env)
     facts = _facts(pip_set, env, progress)
     ctx = context(env)

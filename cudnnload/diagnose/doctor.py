@@ -84,8 +84,9 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     (naming the target and the reason) when the target cannot be read as one. ``verify``: check the sha256 of
     each file a pip distribution's RECORD lists, not only its size."""
     env = dict(os.environ if environ is None else environ)
+    # --timeout bounds every child, the observed start-up of --python too (its own limit: 20 s)
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                              observed=started)
+                              observed=started, startup_timeout=min(timeout, 20.0))
     return diagnose(resolved, env, site_paths=site_paths, timeout=timeout, asked=(target, python, verify))
 
 

@@ -147,6 +147,11 @@ def launch(command: Sequence[str], *, environ: Mapping[str, str] | None = None, 
 # --- `doctor -- COMMAND` before the command line is parsed ---------------------------------------------
 
 _early: Launched | None = None
+# The bounds of every --timeout (click's `cli._seconds` and `early` read them). The longest is a week: a child's
+# wait polls in milliseconds held in a C int (24.8 days) and a Timer waits at most threading.TIMEOUT_MAX, so
+# `--timeout inf` (or 1e10) ended in a traceback, and `nan` failed every comparison and stopped the program at once.
+SHORTEST_TIMEOUT_S, LONGEST_TIMEOUT_S = 0.1, 7 * 24 * 3600.0
+
 # doctor's options that may come before `--` (click parses them again, the same way); anything else
 # (a TARGET, --python, --help, a bad value) is left to the parser, whose error then comes before any run
 _FLAGS = {"--json"}
@@ -196,7 +201,7 @@ def early(argv: Sequence[str]) -> bool:
                 timeout = float(value)
             except ValueError:
                 return False
-            if not timeout >= 0.1:  # click's FloatRange(0.1); also refuses nan
+            if not SHORTEST_TIMEOUT_S <= timeout <= LONGEST_TIMEOUT_S:  # as click's `_seconds`; refuses nan too
                 return False
         if name == "--output" and _output_refused(value):
             return False  # refused before the program runs: the doctor says why

@@ -77,20 +77,21 @@ class Resolved:
 def resolve_target(given: str | None, *, python: str | None = None, environ: Mapping[str, str] | None = None,
                    site_paths: Sequence[str] | None = None, verify: bool = False,
                    unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None,
-                   observed: Callable[[], Startup | None] | None = None, gone: frozenset[str] = frozenset()
-                   ) -> Resolved:
+                   observed: Callable[[], Startup | None] | None = None, gone: frozenset[str] = frozenset(),
+                   startup_timeout: float = 20.0) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
     ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
     ``program``: the start-up of the Python program that opens a library TARGET (`doctor -- python ...`): what
     it maps is in the process first. ``observed``: gives this interpreter's start-up, observed already (plain
     doctor starts that while its modules load). ``gone``: files taken away in the world judged (a distribution
-    uninstalled: `remedy.applied`)."""
+    uninstalled: `remedy.applied`). ``startup_timeout``: the longest ``--python``'s start-up may take to be
+    observed."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env, verify, unstarted, gone)
+        return _python(python, env, verify, unstarted, gone, startup_timeout)
     if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
         return _for_the_user(tool, env, verify)
     if given is None:
@@ -477,7 +478,8 @@ def _with_entry_fix(install: Judged, name: str, found: tuple[str, str, Judged] |
 
 
 def _python(python: str, env: Mapping[str, str], verify: bool = False,
-            unstarted: frozenset[tuple[str, str]] = frozenset(), gone: frozenset[str] = frozenset()) -> Resolved:
+            unstarted: frozenset[tuple[str, str]] = frozenset(), gone: frozenset[str] = frozenset(),
+            timeout: float = 20.0) -> Resolved:
     """Another interpreter (or a venv's folder): its start-up observed (`startup.observe`: sys.path as it builds
     it, what its start-up files map), its executable, its frameworks."""
     candidates = [python] if not os.path.isdir(python) else [
@@ -488,11 +490,11 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     interpreter = os.path.abspath(interpreter)  # as given from here (a venv's link kept); its start-up runs in /
     stops: tuple[Finding, ...] = ()
     try:
-        started = observe(interpreter, env, cwd="/")
+        started = observe(interpreter, env, cwd="/", timeout=timeout)
     except StartupFailed as exc:
         # a preloaded cuDNN library that cannot bind stops the interpreter too: its start-up is observed without
         # LD_PRELOAD's cuDNN entries (sys.path does not depend on them), and the failure said as theirs
-        seen, stops = _without_preload(interpreter, env, exc)
+        seen, stops = _without_preload(interpreter, env, exc, timeout)
         if seen is None:
             raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
         started = seen
@@ -509,7 +511,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     return Resolved(target, ctx, inventory, install, rejected, findings=stops, started=started)
 
 
-def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed
+def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed, timeout: float = 20.0
                      ) -> tuple[Startup | None, tuple[Finding, ...]]:
     """The interpreter's start-up without the LD_PRELOAD entries that are cuDNN libraries, when it does not start
     with them, and the error that says so (their removal); (None, ()) when that does not start it either."""
@@ -520,7 +522,7 @@ def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFa
     kept = " ".join(entry for entry in written if entry not in entries)
     rest = {k: v for k, v in env.items() if k != "LD_PRELOAD"} | ({"LD_PRELOAD": kept} if kept else {})
     try:
-        started = observe(interpreter, rest, cwd="/")
+        started = observe(interpreter, rest, cwd="/", timeout=timeout)
     except StartupFailed:
         return None, ()
     subject = Subject(SubjectKind.VARIABLE, entries[0], variable="LD_PRELOAD", entry=entries[0])

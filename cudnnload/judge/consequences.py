@@ -301,8 +301,9 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
         opening = Call("dlopen", gen.shim.soname)
         if shim_fails.fails in _ENDS:
             effect = SIGBUS if shim_fails.fails == KILLS else HANG
-            return Prediction(loads, {"shim": (shim_ends(gen, shim_fails.path or "", Effect(effect)),)},
-                              (Expectation(opening, effect, cause="shim"),))
+            ends = shim_ends(gen, shim_fails.path or "", Effect(effect))  # its message: what the checks say ("None")
+            return Prediction(loads, {"shim": (ends,)}, (Expectation(opening, effect, message=ends.message,
+                                                                     cause="shim"),))
         return Prediction(loads, {shim_fails.cause or "shim": (shim_cannot_load(gen, shim_fails.error or ""),)},
                           (Expectation(opening, NO_START, message=shim_fails.error, cause=shim_fails.cause),))
     missing = dict(missing_dependencies or {})

@@ -165,7 +165,7 @@ def _with_preloaded(maps: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
     """``maps`` and, after them, each cuDNN file LD_PRELOAD (or a running process) put in the process that they
     do not name: it is mapped whether anything binds to it or not."""
     have = {posixpath.normpath(path) for path in maps}
-    extra = [p.path for p in ctx.preloads if p.path is not None and not p.kills
+    extra = [p.path for p in ctx.preloads if p.path is not None and not p.kills and not p.hangs
              and posixpath.basename(p.path).startswith("libcudnn") and posixpath.normpath(p.path) not in have]
     return maps + tuple(dict.fromkeys(extra))
 
@@ -206,7 +206,7 @@ def _preload_stops(ctx: Context) -> Load | None:
     item = next((p for p in ctx.preloads if p.stops_start), None)
     if item is None:
         return None
-    fails = KILLS if item.kills else UNLOADABLE
+    fails = KILLS if item.kills else HANGS if item.hangs else UNLOADABLE
     return Load("shim", item.path, None, fails, item.printed, item.name)
 
 

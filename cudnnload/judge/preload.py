@@ -31,6 +31,10 @@ def preload_findings(preloads: Iterable[Preload]) -> tuple[Finding, ...]:
             why = f"mapping {item.path} kills the process (SIGBUS: the file is shorter than its segments)"
             seen = Consequence(f"every program started with this {item.source}", Effect.SIGBUS, item.name,
                                message=f"{item.path} is cut short")
+        elif item.hangs:
+            why = f"opening {item.path}, a FIFO, never returns (glibc's open() waits for something to write to it)"
+            seen = Consequence(f"every program started with this {item.source}", Effect.HANG, item.name,
+                               message=f"{item.path} is a FIFO")
         else:
             lacks = item.path is not None  # found, but a symbol of its version node is missing from it
             why = (f"it needs {item.name}, and the one found ({item.path}, of another release) lacks a symbol it "

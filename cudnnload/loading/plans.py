@@ -223,7 +223,8 @@ def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping
 
     result = probe(files, install.major, environ=env, timeout=timeout)
     if not result.ok:
-        raise LoadError(f"cuDNN {install.release} in {install.folder} fails in a child process: {result.verdict}",
+        said = install.release or f"{install.major}.x (release unknown)"  # a shim without a version constant
+        raise LoadError(f"cuDNN {said} in {install.folder} fails in a child process: {result.verdict}",
                         path=install.folder, fix="run `cudnnload doctor` for the cause and the fix")
     own = {os.path.realpath(path) for _, path in files}
     strays = [path for path in result.mapped if os.path.basename(path).startswith("libcudnn") and path not in own]

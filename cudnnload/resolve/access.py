@@ -262,6 +262,31 @@ def _private_group(uid: int, gid: int) -> bool:
 _LOADER_LISTS = {"LD_LIBRARY_PATH": ":;", "LD_PRELOAD": " :", "LD_AUDIT": ":"}
 
 
+def unblocked(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the LD_PRELOAD and LD_AUDIT entries that are FIFOs: glibc's open() of one waits for a
+    writer, so a child started with it never runs its first line (an LD_PRELOAD entry of one held doctor's
+    observation of a Python's start-up for its whole 20 s, and the probe for its 60). What a program started
+    with them does, the model says (`process.Preload.hangs`)."""
+    import re
+
+    env = dict(environ)
+    for name in ("LD_PRELOAD", "LD_AUDIT"):
+        if not env.get(name):
+            continue
+        entries = [entry for entry in re.split(f"[{re.escape(_LOADER_LISTS[name])}]", env[name]) if entry]
+        kept = [entry for entry in entries if not ("/" in entry and _is_fifo(entry))]
+        if len(kept) < len(entries):
+            env[name] = ":".join(kept)
+    return env
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def guarded_environment(environ: Mapping[str, str], access: Access | None = None) -> dict[str, str]:
     """``environ`` for a process of cudnnload's own (the probe, a trace's child): without the entries of the
     linker's variables that could give it a library someone other than root and this user put there (a
@@ -270,7 +295,7 @@ def guarded_environment(environ: Mapping[str, str], access: Access | None = None
     import re
 
     access = access or Access()
-    env = dict(environ)
+    env = unblocked(environ)
     for name, separators in _LOADER_LISTS.items():
         if name not in env:
             continue

@@ -28,6 +28,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudnnload.cachedir import stamp
+from cudnnload.children import tails, untrusted
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, dependency_requirement, parse_release
@@ -582,38 +584,48 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
     pending: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
     results: list[tuple[_Installed, _Facts]] = []
     keys: list[tuple[object, ...] | None] = []
-    for index, dist in enumerate(dists):
-        key = _key(dist, interpreter)
-        keys.append(key)
-        remembered = _recall(cache, key) if key else None
-        if remembered is not None:
-            results.append((dist, remembered))
-            continue
-        files = _record_files(dist)
-        requires = _requires(dist)
-        source = _source_of(dist)
-        build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
-        if source.build_file and source.build_file in files:
-            build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
-        elif source.build_marker and any(f.startswith(source.build_marker) for f in files) \
-                and (pinned := _exact_pin(requires)) is not None and source.build_is_pin:
-            build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
-                     "against the cuDNN they pin)")
-        elif source.build_module and source.build_function and source.build_marker \
-                and any(f.startswith(source.build_marker) for f in files) and not run:
-            build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
-        elif source.build_module and source.build_function and source.build_marker \
-                and any(f.startswith(source.build_marker) for f in files):
-            command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
-                       source.build_function]
-            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, env=dict(env))
-            pending[index] = (child, f"{source.build_module}.{source.build_function}()")
-        results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
-    deadline = time.monotonic() + timeout
-    for index, (child, what) in pending.items():
-        dist, (requires, needs, _) = results[index]
-        results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
+    with contextlib.ExitStack() as guard:  # the frameworks' imports run untrusted (`children.untrusted`)
+        child_env: dict[str, str] | None = None
+        for index, dist in enumerate(dists):
+            key = _key(dist, interpreter)
+            keys.append(key)
+            remembered = _recall(cache, key) if key else None
+            if remembered is not None:
+                results.append((dist, remembered))
+                continue
+            files = _record_files(dist)
+            requires = _requires(dist)
+            source = _source_of(dist)
+            build: _Build = (None, None, f"{dist.name} does not record the cuDNN it was built with")
+            if source.build_file and source.build_file in files:
+                build = _tensorflow_build(os.path.join(dist.site, source.build_file), source.build_file)
+            elif source.build_marker and any(f.startswith(source.build_marker) for f in files) \
+                    and (pinned := _exact_pin(requires)) is not None and source.build_is_pin:
+                build = (pinned[0], pinned[0].major, f"its exact pin {pinned[1]} (its release builds are compiled "
+                         "against the cuDNN they pin)")
+            elif source.build_module and source.build_function and source.build_marker \
+                    and any(f.startswith(source.build_marker) for f in files) and not run:
+                build = (None, None, f"{source.build_module}.{source.build_function}() not asked: nothing is run")
+            elif source.build_module and source.build_function and source.build_marker \
+                    and any(f.startswith(source.build_marker) for f in files):
+                command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
+                           source.build_function]
+                child_env = child_env or guard.enter_context(untrusted(env))[0]
+                child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
+                pending[index] = (child, f"{source.build_module}.{source.build_function}()")
+            results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
+        deadline = time.monotonic() + timeout
+        try:
+            for index, (child, what) in pending.items():
+                dist, (requires, needs, _) = results[index]
+                results[index] = (dist, (requires, needs, _answer(child, what, deadline, timeout)))
+        finally:  # interrupted: those not read yet (`tails` ends each it reads)
+            for child, _ in pending.values():
+                if child.returncode is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
     for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
         # not a timeout, a failed import, or a child not started
         answered = run and (index not in pending or facts[2][1] is not None)
@@ -727,24 +739,41 @@ def _needs(dist: _Installed, files: Sequence[str], folders: tuple[str, ...], cac
 
 
 def _answer(child: subprocess.Popen[bytes], what: str, deadline: float, timeout: float) -> _Build:
+    """What the child says the framework was built with. The framework's import runs code of its own, which may
+    say anything on the child's stdout (`_release_said` takes only a release), write without end, or leave
+    processes behind (`children.tails`)."""
     where = f"{what} in a child process"
-    try:
-        out, err = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        child.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):  # a grandchild may still hold the pipes
-            child.communicate(timeout=5)
+    out, err, ended = tails(child, deadline)
+    if not ended:
         return None, None, f"{where}: no answer within {timeout:g} s"
     lines = [line for line in out.decode(errors="replace").splitlines() if line.startswith(_ANSWER)]
     if not lines:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
-        return None, None, f"{where} failed: {last[0]}"
-    answer = json.loads(lines[-1][len(_ANSWER):])
-    if "error" in answer:
-        return None, None, f"{where} failed: {answer['error']}"
-    value = answer["value"]
-    release = Release(*value) if isinstance(value, list) else decode_version(value) if value else None
-    return release, release.major if release else None, where
+        return None, None, f"{where} failed: {last[0][-300:]}"
+    try:
+        answer = json.loads(lines[-1][len(_ANSWER):])
+    except (ValueError, RecursionError):
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        return None, None, f"{where} failed: {answer['error'][-300:]}"
+    value = answer.get("value") if isinstance(answer, dict) else None
+    if type(value) is int and value == 0:
+        return None, None, where  # no cuDNN release to say, as before
+    release = _release_said(value)
+    if release is None:
+        return None, None, f"{where} failed: its answer is no cuDNN version: {lines[-1][len(_ANSWER):][:100]!r}"
+    return release, release.major, where
+
+
+def _release_said(value: object) -> Release | None:
+    """A release from the child's answer: (major, minor, patch) or a ``cudnnGetVersion()`` number, each part a
+    32-bit count; None for anything else."""
+    def count(part: object) -> bool:
+        return type(part) is int and 0 <= part < 1 << 31
+
+    if isinstance(value, list) and len(value) == 3 and all(map(count, value)):
+        return Release(*value)
+    return decode_version(value) if count(value) and value else None  # type: ignore[arg-type]
 
 
 def _tensorflow_build(path: str, name: str) -> _Build:

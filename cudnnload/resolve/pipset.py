@@ -24,10 +24,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.errors import CannotRun, UsageError
+from cudnnload.children import tails, untrusted
+from cudnnload.errors import CannotRun, UsageError, clipped
 
 # pip 26.1 reads pylock.toml through -r (its NEWS, "Add experimental support to read requirements from
 # standardized pylock.toml files (-r pylock.toml)", pypa/pip#13876).
@@ -184,15 +186,24 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
         if any(arg.split("=", 1)[0] in _RESTRICTING for arg in extra):
             options += ["--only-binary=:all:", "--target", os.path.join(scratch, "target")]
         command = ["install", *options, *(word for path in sources for word in ("-r", path)), *extra]
-        try:
-            done = subprocess.run([interpreter, "-c", _CHILD, *command], capture_output=True, text=True,
-                                  timeout=timeout, env={**env, "CUDNNLOAD_PIP_ORDER": order_file}, check=False)
-        except subprocess.TimeoutExpired:
-            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s") from None
-        except OSError as exc:
-            raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
-        if done.returncode:
-            raise UsageError(f"pip cannot resolve the requirements: {_pip_error(done.stderr or done.stdout)}",
+        # pip's own temporary folders in the scratch folder, and pip in a session of its own: stopped at the
+        # timeout, it left pip-install-*, pip-build-tracker-* in the user's TMPDIR, and what it started running
+        pip_tmp = os.path.join(scratch, "tmp")
+        os.mkdir(pip_tmp)
+        with untrusted({**env, "CUDNNLOAD_PIP_ORDER": order_file, "TMPDIR": pip_tmp}) as (child_env, _):
+            try:
+                child = subprocess.Popen([interpreter, "-c", _CHILD, *command], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                         env=child_env)
+            except OSError as exc:
+                raise CannotRun(f"cannot run pip: {exc}", path=interpreter) from None
+            out, err, ended = tails(child, time.monotonic() + timeout, limit=1 << 20)
+        if not ended:
+            raise CannotRun(f"pip did not resolve the requirements within {timeout:g} s", path=", ".join(files),
+                            fix="raise --timeout")
+        if child.returncode:
+            said = (err or out).decode(errors="replace")
+            raise UsageError(f"pip cannot resolve the requirements: {_pip_error(said)}",
                              path=", ".join(files), fix="fix the requirements until `pip install --dry-run -r FILE` "
                              "succeeds")
         try:
@@ -215,8 +226,9 @@ def _read_json(path: str) -> Mapping[str, object]:
 
 
 def _pip_error(text: str) -> str:
-    """pip's error, one line: its ERROR lines (the first and the last say what and why)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """pip's error, one line: its ERROR lines (the first and the last say what and why), each cut to 300
+    characters (pip quotes the requirement it could not read: a line of a 2 MB file was a 2 MB message)."""
+    lines = [clipped(line.strip(), 300) for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     chosen = errors[:1] + errors[-1:] if len(errors) > 1 else errors or lines[-1:]
     return " / ".join(dict.fromkeys(chosen)) or "pip failed without a message"

@@ -54,6 +54,7 @@ class Preload:
     error: str | None = None  # why it was not mapped (ld.so: "cannot be preloaded ...: ignored")
     soname: str | None = None  # the SONAME it answers to (read from the file)
     kills: bool = False  # mapping it kills the process (SIGBUS on a cut segment): before the program starts
+    hangs: bool = False  # opening it never returns (a FIFO: glibc's open() waits for a writer): nor does the start
     source: str = "LD_PRELOAD"  # where the entry is written: "LD_PRELOAD" or the preload file
     by: str = "ld-preload"  # the rule that put it here, or dropped it ("preload-secure-filter" ...)
     # what put an already-mapped object there when that was Python's start-up (`startup.Mapped.source`: a .pth
@@ -66,13 +67,16 @@ class Preload:
         maps the entries' dependencies with the program's: a failure there is fatal, "error while loading
         shared libraries"), or a file whose mapping kills the process. An entry that is itself not found or
         not loadable is only skipped (``do_preload``: "cannot be preloaded ...: ignored")."""
-        return self.kills or (self.error is not None and self.entry is not None and self.name != self.entry)
+        return self.kills or self.hangs or (self.error is not None and self.entry is not None
+                                            and self.name != self.entry)
 
     @property
     def printed(self) -> str:
         """What ld.so prints, after the program's name, when this stops a start."""
         if self.kills:
             return f"(nothing: SIGBUS mapping {self.path}, which is cut short)"
+        if self.hangs:
+            return f"(nothing: it waits for ever opening {self.path}, a FIFO)"
         error = self.error or ""
         return error if error.startswith("symbol lookup error") else f"error while loading shared libraries: {error}"
 
@@ -186,8 +190,11 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
         how: linker.How = "needed" if chain is not None else "preload"
         res = linker.resolve(name, chain, replace(env, loaded=dict(names)), how=how)
         by = request.rule if how == "preload" else "start-order"
-        if res.kills:  # a file cut inside a segment: mapping it kills the process (SIGBUS), entry or NEEDED alike
-            found.append(Preload(name, res.path, entry, kills=True, source=request.source, by=res.by))
+        # a file cut inside a segment: mapping it kills the process (SIGBUS); a FIFO: opening it blocks for ever
+        # (an LD_PRELOAD entry of one hung the probe's child for its whole timeout), entry or NEEDED alike
+        if res.kills or res.hangs:
+            found.append(Preload(name, res.path, entry, kills=res.kills, hangs=res.hangs, source=request.source,
+                                 by=res.by))
             break
         if res.path is None or res.error is not None:
             error = res.error or f"{name}: cannot open shared object file: No such file or directory"

@@ -47,7 +47,7 @@ def image_environment(text: str, name: str) -> dict[str, str]:
     if stripped.startswith(("{", "[")):
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested deeper than the parser's stack
             raise UsageError(f"not JSON: {exc}", path=name) from None
         found = _env_list(data)
         if found is None:

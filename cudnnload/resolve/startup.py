@@ -46,8 +46,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cudnnload.children import untrusted
 from cudnnload.errors import CudnnloadError, UsageError
 from cudnnload.files import path_problem
+from cudnnload.resolve.access import unblocked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -533,6 +535,9 @@ _STEP_KINDS: dict[str, SourceKind] = {"addsitepackages": "site-packages", "addus
                                       "execsitecustomize": "sitecustomize", "execusercustomize": "usercustomize"}
 _DELETED = " (deleted)"  # proc(5), as `mapped.read_maps` reads it
 _STDERR_BYTES = 64 << 10
+# The most of the observer's answer read: start-up code can write to its descriptor too (its number is in
+# sys.argv), and 1 GB written there was 3 GB of cudnnload's memory; a real answer is well under 1 MB.
+_ANSWER_BYTES = 32 << 20
 
 
 def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = None, *, run_as: str = "-c",
@@ -651,18 +656,22 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
         command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0"]
-        try:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                                     cwd=cwd, env=dict(env), pass_fds=(answer,), start_new_session=True)
-        except OSError as exc:
-            raise StartupFailed("not-python" if exc.errno == 8 else "not-executable",  # ENOEXEC
-                                exc.strerror or str(exc), path=python) from None
-        if not _exits(child, timeout):
-            _end(child)
-            lines = _lines(answer)
-            raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
-                                + _where(lines), path=python) from None
-        _end(child)  # what start-up code left running in the background is ours to end
+        # a FIFO preloaded: start-up never comes (the model says so); what start-up code leaves running is ended
+        with untrusted(unblocked(env)) as (child_env, _):
+            try:
+                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                                         cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True)
+            except OSError as exc:
+                raise StartupFailed("not-python" if exc.errno == 8 else "not-executable",  # ENOEXEC
+                                    exc.strerror or str(exc), path=python) from None
+            try:
+                ended = _exits(child, timeout)
+            finally:  # also when interrupted: its session is its own, Ctrl-C at the terminal does not reach it
+                _end(child)
+            if not ended:
+                lines = _lines(answer)
+                raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
+                                    + _where(lines), path=python) from None
         lines, stderr = _lines(answer), _read(errors, _STDERR_BYTES).decode(errors="replace")
     finally:
         os.close(answer)
@@ -673,10 +682,13 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
         raise StartupFailed("observer", f"the observing script failed under it: {failed}{_where(lines)}", path=python)
     if not isinstance(result, dict):
         died = child.returncode is not None and child.returncode < 0
-        said = stderr.strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+        # what it said last; of a Python that failed, its "Fatal Python error" line (its frames follow it)
+        said = [line.strip() for line in stderr.splitlines() if line.strip()]
+        last = next((line for line in said if line.startswith("Fatal Python error")), said[-1] if said else "")
         raise StartupFailed("died" if died else "not-python",
                             (f"it died of signal {-child.returncode} during start-up{_where(lines)}" if died else
-                             f"not a Python 3 interpreter that answers ({said[0]})"), path=python)
+                             f"its start-up ended with no answer, exit status {child.returncode}"
+                             + (f": {last[:300]}" if last else "")), path=python)
     return result, stderr
 
 
@@ -702,16 +714,17 @@ def _exits(child: subprocess.Popen[bytes], timeout: float) -> bool:
 
 
 def _end(child: subprocess.Popen[bytes]) -> None:
-    """The child's process group (its own session: `_run`) killed, the child reaped."""
+    """The child's process group (its own session: `_run`) killed, the child reaped (what left the session, as a
+    daemon does, `children.untrusted` ends)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.wait()
 
 
-def _read(fd: int, limit: int | None = None) -> bytes:
+def _read(fd: int, limit: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks, size = [], 0
-    while limit is None or size < limit:
+    while size < limit:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
@@ -723,7 +736,7 @@ def _read(fd: int, limit: int | None = None) -> bytes:
 def _lines(fd: int) -> list[tuple[str, object]]:
     """The child's literals, one a line; a line cut short (the child killed while writing) ends the list."""
     found = []
-    for line in _read(fd).decode("ascii", errors="replace").splitlines():
+    for line in _read(fd, _ANSWER_BYTES).decode("ascii", errors="replace").splitlines():
         try:
             kind, value = ast.literal_eval(line)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
