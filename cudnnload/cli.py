@@ -226,7 +226,7 @@ def make_cli() -> click.Group:
             from cudnnload.diagnose.observe import diagnose_program
 
             threading.Thread(target=importlib.import_module, args=("cudnnload.report",), daemon=True).start()
-            seen = diagnose_program(command, timeout=timeout, environ=environ)
+            seen = diagnose_program(command, timeout=timeout, environ=environ, json_out=as_json and output is None)
             from cudnnload import report
 
             _say(output, as_json, lambda: report.dumps("doctor-program", seen),
@@ -360,7 +360,7 @@ def make_cli() -> click.Group:
         if command is not None:
             if target or folder:
                 raise UsageError("give a TARGET or `-- COMMAND`, not both")
-            result = trace.trace_program(command)
+            result = trace.trace_program(command, json_out=as_json)
             _echo(report.dumps("trace-program", result) if as_json else trace.program_text(report.printable(result)),
                   as_json=as_json)
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)

@@ -174,8 +174,9 @@ def test_early_starts_a_plain_doctor_command_and_hands_it_over_once(argv: list[s
     from cudnnload.diagnose import launch
 
     assert launch.early(argv)
-    started = launch.take(tuple(argv[argv.index("--") + 1:]))
-    assert started is not None and launch.take(started.command) is None
+    json_out = "--json" in argv and not any(a.startswith("--output") for a in argv)  # the report on stdout
+    started = launch.take(tuple(argv[argv.index("--") + 1:]), json_out=json_out)
+    assert started is not None and launch.take(started.command, json_out=json_out) is None
     assert started.wait()[0] == 0
     started.cleanup()
     assert not os.path.exists(started.scratch)
@@ -317,3 +318,15 @@ def test_a_python_that_an_ld_preload_stops_is_judged_not_refused(tmp_path: Path)
     found = [f for f in json.loads(done.stdout)["result"]["findings"] if f["code"] == "preload-cannot-load"]
     assert len(found) == 1 and found[0]["fix"]["actions"] == [
         {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": ops}]
+
+
+def test_with_json_on_standard_output_the_programs_own_output_goes_to_standard_error() -> None:
+    """``doctor --json -- COMMAND`` and ``trace --json -- COMMAND``: standard output is the report's one JSON
+    document (a pipe into ``jq`` reads it), the program's own lines on standard error; with ``--output`` (the
+    report in a file) and without ``--json`` its output is where it always was."""
+    program = ["--", "sh", "-c", "echo program-out; echo program-err >&2"]
+    for args in (["doctor", "--json", *program], ["trace", "--json", *program]):
+        done = cli(*args)
+        assert json.loads(done.stdout)["kind"] in ("doctor-program", "trace-program"), done.stdout
+        assert "program-out" in done.stderr and "program-err" in done.stderr
+    assert "program-out" in cli("doctor", *program).stdout

@@ -41,8 +41,10 @@ class Launched:
     """A program started under watch; `observe.run` waits for it and reads what the witnesses saw."""
 
     def __init__(self, program: str, command: tuple[str, ...], env: dict[str, str], *, api_level: int,
-                 own_log: bool, linker_log: bool, timeout: float | None, sample_s: float) -> None:
+                 own_log: bool, linker_log: bool, timeout: float | None, sample_s: float,
+                 json_out: bool = False) -> None:
         self.command = command
+        self.json_out = json_out
         self.environ = dict(env)  # as asked for, before the witnesses' switches
         self.scratch, box = _scratch_folder()
         from cudnnload.children import Watcher
@@ -65,7 +67,8 @@ class Launched:
                 env["CUDNN_LOGINFO_DBG"] = "1"
         self.started = time.monotonic()
         try:
-            self.child = Child(program, command, env, mask=_owner.mask if _owner is not None else None)
+            self.child = Child(program, command, env, mask=_owner.mask if _owner is not None else None,
+                               stdout_to_stderr=json_out)
         except OSError as exc:
             self.cleanup()
             raise UsageError(f"cannot run it: {exc.strerror or exc}", path=command[0]) from None
@@ -129,8 +132,11 @@ class Launched:
 
 
 def launch(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
-           api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02) -> Launched:
-    """Start ``command`` under watch; UsageError when it cannot be started.
+           api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02,
+           json_out: bool = False) -> Launched:
+    """Start ``command`` under watch; UsageError when it cannot be started. ``json_out``: the report is a JSON
+    document on standard output (``--json`` without ``--output``), so the program's standard output goes to
+    standard error, and what a pipe gets is one document.
 
     cuDNN's log: a user's own ``CUDNN_LOGDEST_DBG`` file stands, and what the run appends to it is read;
     ``own_log`` (``trace``, which needs every call) sets cudnnload's own destination all the same."""
@@ -141,7 +147,7 @@ def launch(command: Sequence[str], *, environ: Mapping[str, str] | None = None, 
     if program is None or not os.path.exists(program):
         raise UsageError("no such command", path=command[0], fix="give the program as you would run it")
     return Launched(program, tuple(command), env, api_level=api_level, own_log=own_log, linker_log=linker_log,
-                    timeout=timeout, sample_s=sample_s)
+                    timeout=timeout, sample_s=sample_s, json_out=json_out)
 
 
 # --- `doctor -- COMMAND` before the command line is parsed ---------------------------------------------
@@ -178,6 +184,7 @@ def early(argv: Sequence[str]) -> bool:
         return False
     at = argv.index("--")
     options, command = list(argv[1:at]), tuple(argv[at + 1:])
+    json_out = "--json" in options
     timeout: float | None = None
     environ: dict[str, str] | None = None
     while options:
@@ -205,8 +212,10 @@ def early(argv: Sequence[str]) -> bool:
                 return False
         if name == "--output" and _output_refused(value):
             return False  # refused before the program runs: the doctor says why
+        if name == "--output":
+            json_out = False  # the report goes to that file
     try:
-        _early = launch(command, environ=environ, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
+        _early = launch(command, environ=environ, timeout=timeout, sample_s=DOCTOR_SAMPLE_S, json_out=json_out)
     except UsageError:
         return False  # the doctor tries again, and says why it cannot
     return True
@@ -222,13 +231,15 @@ def _output_refused(value: str) -> bool:
     return output_problem(path) is not None
 
 
-def take(command: Sequence[str], environ: Mapping[str, str] | None = None) -> Launched | None:
-    """The program `early` started, if it is ``command`` in ``environ`` (default: this process's); once."""
+def take(command: Sequence[str], environ: Mapping[str, str] | None = None, json_out: bool = False
+         ) -> Launched | None:
+    """The program `early` started, if it is ``command`` in ``environ`` (default: this process's), its output where
+    ``json_out`` wants it; once."""
     global _early
     launched, _early = _early, None
     wanted = dict(os.environ if environ is None else environ)
     return launched if launched is not None and launched.command == tuple(command) and launched.environ == wanted \
-        else None
+        and launched.json_out == json_out else None
 
 
 # --- the command line's run: this process owns the program ------------------------------------------
@@ -428,7 +439,7 @@ class Child:
     stderr into a pipe; what `Launched` needs of subprocess.Popen."""
 
     def __init__(self, program: str, argv: Sequence[str], env: Mapping[str, str], *,
-                 mask: Iterable[int] | None = None) -> None:
+                 mask: Iterable[int] | None = None, stdout_to_stderr: bool = False) -> None:
         import signal
 
         read, write = os.pipe()  # both close on exec; the dup2 onto 2 is the child's own
@@ -438,7 +449,9 @@ class Child:
             # so does the signal mask (``mask``: the one this process had before `_Owner` blocked three).
             # (glibc's posix_spawn leaves its two internal signals, 32 and 33, ignored across the exec; so
             # does subprocess, which spawns this way where it can; glibc installs its handlers on use.)
-            self.pid = os.posix_spawn(program, list(argv), env, file_actions=[(os.POSIX_SPAWN_DUP2, write, 2)],
+            # (``stdout_to_stderr``: its standard output onto cudnnload's standard error, before that is the pipe)
+            actions = [*([(os.POSIX_SPAWN_DUP2, 2, 1)] if stdout_to_stderr else []), (os.POSIX_SPAWN_DUP2, write, 2)]
+            self.pid = os.posix_spawn(program, list(argv), env, file_actions=actions,
                                       setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
                                       setsigmask=signal.pthread_sigmask(signal.SIG_BLOCK, ()) if mask is None else mask)
         except BaseException:

@@ -71,12 +71,12 @@ class Run:
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
         api_level: int = 2, own_log: bool = False, linker_log: bool = True, sample_s: float = 0.02,
-        launched: Launched | None = None) -> Run:
+        launched: Launched | None = None, json_out: bool = False) -> Run:
     """Run ``command`` and watch it (see the module docstring and `launch.launch`, whose options these
     are); UsageError when it cannot be started. ``launched``: the program, already started."""
     if launched is None:
         launched = launch(command, environ=environ, timeout=timeout, api_level=api_level, own_log=own_log,
-                          linker_log=linker_log, sample_s=sample_s)
+                          linker_log=linker_log, sample_s=sample_s, json_out=json_out)
     try:
         returncode, timed_out, seconds = launched.wait()
         lost = launched.logs_lost()
@@ -261,14 +261,15 @@ class ProgramReport:
 
 
 def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
-                     timeout: float | None = None, again: bool = True) -> ProgramReport:
-    """Run ``command`` (its output passed through) and explain what it did with cuDNN. ``again``: where an
-    LD_PRELOAD entry stopped it before it started, run it once more without that entry, for what follows
-    (`_after_start`)."""
+                     timeout: float | None = None, again: bool = True, json_out: bool = False) -> ProgramReport:
+    """Run ``command`` (its output passed through; ``json_out``: its standard output onto standard error, which
+    the report's JSON document leaves to it) and explain what it did with cuDNN. ``again``: where an LD_PRELOAD
+    entry stopped it before it started, run it once more without that entry, for what follows (`_after_start`)."""
     env = dict(os.environ if environ is None else environ)
     # `cudnnload doctor -- COMMAND` started it before its command line was parsed (`launch.early`).
     # The linker's log is the account; the maps, sampled, catch what it cannot show.
-    launched = take(command, env) or launch(command, environ=env, timeout=timeout, sample_s=DOCTOR_SAMPLE_S)
+    launched = take(command, env, json_out) or launch(command, environ=env, timeout=timeout, sample_s=DOCTOR_SAMPLE_S,
+                                                       json_out=json_out)
     preparing = _Prepare(env, launched)  # the linker model, the memo and the predictions, while it runs
     ran = run(command, launched=launched)
     seen = observation(ran)
@@ -326,7 +327,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
                 more if first in stopped else not own or better or more):
             final = (*whole, *final)
-    final = _after_start(final, seen, env, command, timeout) if again else final
+    final = _after_start(final, seen, env, command, timeout, json_out) if again else final
     # what a wheel put back meets, with it; a shared entry's, and a change the shell's frameworks would feel, for it
     # alone
     from cudnnload.diagnose.doctor import shell_frameworks
@@ -338,7 +339,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
 
 
 def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str, str], command: Sequence[str],
-                 timeout: float | None) -> tuple[Finding, ...]:
+                 timeout: float | None, json_out: bool = False) -> tuple[Finding, ...]:
     """``final`` where the program never started because an LD_PRELOAD entry stops every program (its first error,
     whose fix changes the environment only): what the program does once started cannot be seen from a process
     that never ran, so it is run again with that change made (no code of it ran the first time), and where that run
@@ -354,7 +355,7 @@ def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str
     sys.stderr.write(f"cudnnload: {os.path.basename(command[0])} did not start ({first.message}); run again with "
                      f"{'; '.join(map(str, first.fix.actions))}, for what follows\n")
     sys.stderr.flush()
-    then = diagnose_program(command, environ=changed, timeout=timeout, again=False)
+    then = diagnose_program(command, environ=changed, timeout=timeout, again=False, json_out=json_out)
     after = next((f for f in then.findings if f.severity == "error"), None)
     steps = list(dict.fromkeys((*first.fix.actions, *(after.fix.actions if after is not None else ()))))
     if after is None or not any(a.do is not ActionKind.MANUAL for a in after.fix.actions):

@@ -294,13 +294,15 @@ def _records(stdout: str, spawned: float) -> list[_Record]:
 # --- any program ---------------------------------------------------------------------------
 
 def trace_program(command: Sequence[str], *, environ: Mapping[str, str] | None = None,
-                  sample_s: float = 0.01) -> ProgramTrace:
+                  sample_s: float = 0.01, json_out: bool = False) -> ProgramTrace:
     """Run ``command`` with cuDNN's API log on (every call, level 3: `observe.run`); per API, its first call
-    against later ones, and when each library first showed in the process's maps."""
+    against later ones, and when each library first showed in the process's maps. ``json_out``: the program's
+    standard output onto standard error (the report is the JSON document on standard output)."""
     from cudnnload.diagnose.observe import run
 
     started_wall = time.time()
-    ran = run(command, environ=environ, api_level=3, own_log=True, linker_log=False, sample_s=sample_s)
+    ran = run(command, environ=environ, api_level=3, own_log=True, linker_log=False, sample_s=sample_s,
+              json_out=json_out)
     calls = tuple(c for c in ran.api if c.process == ran.pid)
     arrivals: dict[str, float] = {}
     for path, ms in ran.arrivals.items():
