@@ -165,3 +165,28 @@ def test_the_names_a_shim_or_graph_dlopens_are_those_strings_finds(wheel: str) -
     assert ("libcudnn_engines_tensor_ir" in read_elf(folder / "libcudnn_graph.so.9").opens) is newer
     assert ("libcudnn_ext" in read_elf(folder / "libcudnn.so.9").opens) is newer
     assert read_elf(folder / "libcudnn_ops.so.9").opens == ()
+
+
+@pytest.mark.parametrize("field, value, code, loader", [
+    (56, 0x7FFF, "truncated", "cannot read file data"),  # e_phnum: the table past the end of the file
+    (54, 48, "damaged-elf", "ELF file's phentsize not the expected size"),  # e_phentsize
+])
+def test_program_headers_the_loader_refuses_are_refused_as_it_refuses_them(
+        tmp_path: Path, field: int, value: int, code: str, loader: str) -> None:
+    """A shared object whose program header table the loader cannot read (it checks them before it maps
+    anything): read_elf refuses it with the code of what is wrong, and glibc's dlopen fails with the message that
+    says so (`cudnnload inspect` said [OK] of it)."""
+    import ctypes
+    import shutil
+    import struct
+
+    copy = tmp_path / "libcudnn.so.9"
+    shutil.copyfile("/lib/x86_64-linux-gnu/libm.so.6", copy)
+    data = bytearray(copy.read_bytes())
+    struct.pack_into("<H", data, field, value)
+    copy.write_bytes(bytes(data))
+    with pytest.raises(ElfError) as refused:
+        read_elf(copy)
+    assert refused.value.code.value == code
+    with pytest.raises(OSError, match=re.escape(loader)):
+        ctypes.CDLL(str(copy))

@@ -49,6 +49,8 @@ STT_FUNC, STT_GNU_IFUNC = 2, 10
 STV_DEFAULT, STV_PROTECTED = 0, 3
 SHT_NOBITS = 8
 SHN_XINDEX = 0xFFFF  # e_shstrndx: the index is section 0's sh_link (gABI, "Extended Section Numbering")
+ET_EXEC, ET_DYN = 2, 3  # e_type: a program, a shared object (or a position-independent program)
+PN_XNUM = 0xFFFF  # e_phnum: the count is section 0's sh_info (gABI, "Extended Program Header Numbering")
 
 # CPU seconds, not wall time, so that a slow or cold disk never trips it. The largest real library
 # (9.28's 560 MB libcudnn_engines_precompiled) takes about 0.1 s; only tables damaged into millions of
@@ -150,9 +152,10 @@ class _Reader:
         order = "<" if encoding == 1 else ">"
         wide = elf_class == 2
         self.wide, self.elf_class = wide, 64 if wide else 32
-        (_ident, self.e_type, self.e_machine, _version, _entry, _phoff, self.shoff, _flags, _ehsize, _phentsize,
-         _phnum, self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(
+        (_ident, self.e_type, self.e_machine, _version, _entry, phoff, self.shoff, _flags, _ehsize, phentsize,
+         phnum, self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(
             order + ("16sHHIQQQIHHHHHH" if wide else "16sHHIIIIIHHHHHH"), data)
+        _loadable_headers(self.e_type, phoff, phentsize, phnum, wide, self.size)
         # name, type, flags, addr, offset, size, link, info, addralign, entsize
         self.shdr = struct.Struct(order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
         self.dyn = struct.Struct(order + ("qQ" if wide else "iI"))
@@ -209,6 +212,21 @@ class _Reader:
             raise _damaged(f"names add up to more than {(_NAME_BUDGET + self.size // 4) >> 20} MB: its tables point "
                            "many entries at long strings")
         return raw.decode("utf-8", "replace")
+
+
+def _loadable_headers(e_type: int, phoff: int, phentsize: int, phnum: int, wide: bool, size: int) -> None:
+    """What glibc's loader checks of a shared object's or program's program headers before it maps anything
+    (``dl-load.c``, ``_dl_map_object_from_fd``): an entry size other than its class's ("ELF file's phentsize not the
+    expected size"), and a table past the end of the file ("cannot read file data"). Raises for either."""
+    if e_type not in (ET_EXEC, ET_DYN) or not phnum or phnum == PN_XNUM:  # (PN_XNUM: the count is elsewhere)
+        return
+    expected = 56 if wide else 32
+    if phentsize != expected:
+        raise _damaged(f"e_phentsize {phentsize}, not the {expected} bytes of a program header: the loader refuses "
+                       "it (\"ELF file's phentsize not the expected size\")")
+    if phoff + phnum * phentsize > size:
+        raise ElfError(f"truncated: program headers end at byte {phoff + phnum * phentsize}, file has {size} (the "
+                       "loader: \"cannot read file data\")", code=Code.TRUNCATED)
 
 
 class _Sections:
