@@ -222,7 +222,7 @@ def _tracing_overhead(args: argparse.Namespace, env: dict[str, str]) -> tuple[fl
         times: list[float] = []
         for command in commands if seed % 2 == 0 else commands[::-1]:
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=True, timeout=300)
-            times.append(_program_ms(done.stdout))  # the program's line comes before the tracer's report
+            times.append(_program_ms(done.stdout + done.stderr))  # under trace --json, its line is on stderr
         first, second = times if seed % 2 == 0 else times[::-1]
         plain.append(first)
         traced.append(second)

@@ -173,9 +173,10 @@ def test_a_background_child_holding_stderr_does_not_keep_doctor_waiting(tmp_path
     done = cli("doctor", "--json", "--", "sh", "-c", "sleep 37 & echo $! >&2; echo started", mark)
     assert time.monotonic() - started < 5
     assert done.returncode == EXIT_OK, done.stderr
-    sleep_pid = int(done.stderr.split()[0])
+    # (with --json the program's stdout is on stderr too: the report is stdout's one document)
+    sleep_pid = int(next(word for word in done.stderr.split() if word.isdigit()))
     assert not Path(f"/proc/{sleep_pid}").exists() or "Z" in Path(f"/proc/{sleep_pid}/stat").read_text().split()[2]
-    killed = json.loads(done.stdout.split("\n", 1)[1])["result"]["observation"]["killed"]
+    killed = json.loads(done.stdout)["result"]["observation"]["killed"]
     assert [(k["process"]["pid"], k["process"]["command"], k["why"]) for k in killed] == [
         (sleep_pid, "sleep 37", "left running")]
 
@@ -488,12 +489,11 @@ def test_a_program_run_as_another_user_gets_no_loader_output_on_its_streams(tmp_
     done = subprocess.run([PY, "-m", "cudnnload", "doctor", "--json", "--", "runuser", "-u", "nobody", "--",
                            "/bin/echo", "hello"], capture_output=True, text=True, env=environ(), timeout=60,
                           check=False)
-    report, _, _ = done.stdout.partition("\n{")
-    assert done.stdout.startswith("hello\n"), done.stdout[:500]
-    assert "file=" not in done.stdout and "find library=" not in done.stdout and "calling init" not in done.stderr
-    result = json.loads(done.stdout[len("hello\n"):])["result"]
+    # with --json, the program's stdout goes to stderr (stdout is the report's one document)
+    assert "hello\n" in done.stderr, done.stderr[:500]
+    assert not any(word in done.stderr for word in ("file=", "find library=", "calling init")), done.stderr[:500]
+    result = json.loads(done.stdout)["result"]
     assert result["observation"]["processes"] >= 2, result["observation"]  # runuser's log and echo's (as nobody)
-    del report
 
 
 @pytest.fixture
