@@ -219,21 +219,28 @@ def end_tagged(tag: bytes) -> None:
     import signal
 
     for _ in range(50):  # a process forking as it is killed: again, until none is left
-        left = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{name}/environ", "rb") as handle:
-                    if tag in handle.read().split(b"\0"):
-                        left.append(int(name))
-            except OSError:  # gone, or another user's
-                continue
+        left = holding(tag)
         if not left:
             return
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def holding(entry: bytes) -> list[int]:
+    """The pids of the processes (other than this one) whose environment holds ``entry`` (``NAME=VALUE``), among
+    those this user may read."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if entry in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:  # gone, or another user's
+            continue
+    return found
 
 
 def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10) -> tuple[bytes, bytes, bool]:
