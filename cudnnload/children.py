@@ -243,6 +243,16 @@ def holding(entry: bytes) -> list[int]:
     return found
 
 
+def end_group(child: subprocess.Popen[bytes]) -> None:
+    """The child's process group (a session of its own) killed, the child reaped; what left the session, as a
+    daemon does, `end_tagged` ends."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
 def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10) -> tuple[bytes, bytes, bool]:
     """The last ``limit`` bytes the child (started with ``stdout`` and ``stderr`` pipes, in a session of its own)
     wrote on each, read until it has ended or until ``deadline`` (``time.monotonic()``); whether it ended. Its
@@ -250,7 +260,6 @@ def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10
     import) can write gigabytes (``communicate`` kept them all: 12 GB of memory for 3 GB written) or leave a process
     holding the pipes open (``communicate`` waited for it until the deadline): neither costs more than ``limit``
     bytes kept, or time past the child's own end."""
-    import signal
 
     assert child.stdout is not None and child.stderr is not None
     out, err = child.stdout.fileno(), child.stderr.fileno()
@@ -264,9 +273,7 @@ def tails(child: subprocess.Popen[bytes], deadline: float, limit: int = 64 << 10
     finally:  # also when interrupted (Ctrl-C): it, if it still runs, and what it left in its group
         if gone >= 0:
             os.close(gone)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
+        end_group(child)
         child.stdout.close()
         child.stderr.close()
     return bytes(kept[out]), bytes(kept[err]), ended

@@ -28,7 +28,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudnnload.cachedir import stamp
-from cudnnload.children import tails, untrusted
+from cudnnload.children import end_group, tails, untrusted
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import Release, classify, decode_version, dependency_requirement, parse_release
@@ -623,9 +622,7 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
         finally:  # interrupted: those not read yet (`tails` ends each it reads)
             for child, _ in pending.values():
                 if child.returncode is None:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(child.pid, signal.SIGKILL)
-                    child.wait()
+                    end_group(child)
     for index, (key, (_, facts)) in enumerate(zip(keys, results, strict=True)):
         # not a timeout, a failed import, or a child not started
         answered = run and (index not in pending or facts[2][1] is not None)

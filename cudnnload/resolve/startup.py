@@ -36,17 +36,15 @@ code installs are reported (`Startup.finders`) but not run by `package`.
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import glob
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudnnload.children import untrusted
+from cudnnload.children import end_group, untrusted
 from cudnnload.errors import CudnnloadError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.resolve.access import unblocked
@@ -667,7 +665,7 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
             try:
                 ended = _exits(child, timeout)
             finally:  # also when interrupted: its session is its own, Ctrl-C at the terminal does not reach it
-                _end(child)
+                end_group(child)
             if not ended:
                 lines = _lines(answer)
                 raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
@@ -711,14 +709,6 @@ def _exits(child: subprocess.Popen[bytes], timeout: float) -> bool:
         return bool(poller.poll(timeout * 1000))
     finally:
         os.close(fd)
-
-
-def _end(child: subprocess.Popen[bytes]) -> None:
-    """The child's process group (its own session: `_run`) killed, the child reaped (what left the session, as a
-    daemon does, `children.untrusted` ends)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
 
 
 def _read(fd: int, limit: int) -> bytes:
