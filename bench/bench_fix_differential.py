@@ -6,7 +6,7 @@
     python bench/bench_fix_differential.py --summarize DIR [DIR...]
 
 Each case (fixtures/fixdiff) is a healthy venv (the real PyTorch 2.14.1 with its cuDNN 9.24 for CUDA 13, or the
-cuDNN 9.28 wheel for CUDA 12 or 13) to which 2 to 4 things users really do were done, drawn from a grammar of 33
+cuDNN 9.28 wheel for CUDA 12 or 13) to which 2 to 4 things users really do were done, drawn from a grammar of 37
 (fixtures/fixdiff/grammar.py) with a generator seeded by (S, index). Real programs run in it (the scenario app
 opening the shim by path and by soname, PyTorch's ``cudnn.version()``, a conda program linked with RPATH or
 RUNPATH, a long-running ctypes program whose wheel was upgraded under it); every one is diagnosed by ``cudnnload

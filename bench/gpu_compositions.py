@@ -2,7 +2,7 @@
 diagnosed by `doctor` (plain, and `-- COMMAND`), the first error's fix applied, the program run again, the machine
 put back after each.
 
-    python bench/gpu_compositions.py [--out FILE.jsonl] [--only NAME ...]
+    python bench/gpu_compositions.py [--out FILE.jsonl] [--set first|new|all] [--only NAME ...]
 
 Run only on the GPU machine (bench/gpu_run.sh `compositions`): it changes the installed frameworks' files and
 start-up files and puts them back. The machine has no network, so a `pip-install` of the distribution already
@@ -13,6 +13,7 @@ installed (its `--force-reinstall`) is applied by putting back the files that di
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,12 +45,13 @@ class World:
     scratch: Path
     env: dict[str, str] = field(default_factory=dict)
     kept: list[tuple[Path, Path | None]] = field(default_factory=list)  # (path, its copy; None: it did not exist)
+    numbers: Iterator[int] = field(default_factory=itertools.count)  # names of the copies, never reused
 
     def keep(self, path: Path) -> None:
         if any(p == path for p, _ in self.kept):
             return
         if path.exists() or path.is_symlink():
-            copy = self.scratch / "kept" / str(len(self.kept))
+            copy = self.scratch / "kept" / str(next(self.numbers))
             copy.parent.mkdir(parents=True, exist_ok=True)
             if path.is_dir() and not path.is_symlink():
                 shutil.copytree(path, copy, symlinks=True)
@@ -65,7 +67,7 @@ class World:
 
     def restore(self, under: Path | None = None) -> None:
         """Put back what was kept (only what lies under ``under``, when given)."""
-        chosen = [(p, c) for p, c in self.kept if under is None or str(p).startswith(str(under) + "/")]
+        chosen = [(p, c) for p, c in self.kept if under is None or p == under or str(p).startswith(str(under) + "/")]
         for path, copy in reversed(chosen):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
@@ -163,6 +165,84 @@ CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
 }
 
 
+# The second set, written on 2026-11-29 (eleventh session) before any of it was run: new ways of breaking the real
+# frameworks that neither the set above nor tests/test_frameworks_gpu.py has (`--set new`).
+def case_shim_relinked_to_system(w: World) -> None:
+    shim = w.wheel / "libcudnn.so.9"
+    w.keep(shim)
+    shim.unlink()
+    shim.symlink_to(w.system / "libcudnn.so.9")
+
+
+def case_ops_of_another_machine(w: World) -> None:
+    ops = w.wheel / "libcudnn_ops.so.9"
+    w.keep(ops)
+    data = bytearray(ops.read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64: a file of the aarch64 wheel copied in
+    ops.unlink()
+    ops.write_bytes(bytes(data))
+
+
+def case_cnn_dangling_link_and_ldlp(w: World) -> None:
+    cnn = w.wheel / "libcudnn_cnn.so.9"
+    w.keep(cnn)
+    cnn.unlink()
+    cnn.symlink_to("libcudnn_cnn.so.9.19.0")  # a link whose file is not there
+    w.env["LD_LIBRARY_PATH"] = str(w.system)
+
+
+def case_preload_by_soname(w: World) -> None:
+    w.env["LD_PRELOAD"] = "libcudnn_graph.so.9"
+
+
+def case_lonely_shim_link_on_ldlp(w: World) -> None:
+    folder = w.scratch / "links"
+    folder.mkdir(exist_ok=True)
+    if not (folder / "libcudnn.so.9").is_symlink():
+        (folder / "libcudnn.so.9").symlink_to(w.system / "libcudnn.so.9")
+    w.env["LD_LIBRARY_PATH"] = str(folder)
+
+
+def case_pth_puts_older_first(w: World) -> None:
+    older_copy(w, w.scratch / "older")
+    w.write(w.site / "zz-older-first.pth", f"import sys; sys.path.insert(0, {str(w.scratch / 'older')!r})\n")
+
+
+def case_hidden_gpu_and_ldlp(w: World) -> None:
+    w.env["CUDA_VISIBLE_DEVICES"] = "1"
+    w.env["LD_LIBRARY_PATH"] = str(w.system)
+
+
+def case_engines_from_system_and_preload_heuristic(w: World) -> None:
+    engines = w.wheel / "libcudnn_engines_precompiled.so.9"
+    w.keep(engines)
+    engines.unlink()
+    shutil.copy2(w.system / "libcudnn_engines_precompiled.so.9", engines)
+    w.env["LD_PRELOAD"] = str(w.system / "libcudnn_heuristic.so.9")
+
+
+def case_metadata_gone_and_cnn_deleted(w: World) -> None:
+    for info in w.site.glob("nvidia_cudnn_cu13-*.dist-info"):
+        w.keep(info)
+        shutil.rmtree(info)
+    cnn = w.wheel / "libcudnn_cnn.so.9"
+    w.keep(cnn)
+    cnn.unlink()
+
+
+NEW_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "shim-relinked-to-system": (case_shim_relinked_to_system, ("torch", "jax")),
+    "ops-of-another-machine": (case_ops_of_another_machine, ("torch", "jax")),
+    "cnn-dangling-link+ldlp-system": (case_cnn_dangling_link_and_ldlp, ("torch", "jax")),
+    "preload-graph-by-soname": (case_preload_by_soname, ("torch", "jax")),
+    "lonely-shim-link-on-ldlp": (case_lonely_shim_link_on_ldlp, ("torch", "jax")),
+    "pth-puts-older-copy-first": (case_pth_puts_older_first, ("torch", "jax")),
+    "hidden-gpu+ldlp-system": (case_hidden_gpu_and_ldlp, ("torch", "jax")),
+    "engines-from-system+preload-heuristic": (case_engines_from_system_and_preload_heuristic, ("torch", "jax")),
+    "metadata-gone+cnn-deleted": (case_metadata_gone_and_cnn_deleted, ("torch", "jax")),
+}
+
+
 def run_program(code: str, env: dict[str, str], cwd: Path) -> dict[str, object]:
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
@@ -223,6 +303,8 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
                 path.symlink_to(str(action["target"]))
         elif kind == "pip-install" and any(str(r).startswith("nvidia-cudnn-cu13") for r in action["requirements"]):
             world.restore(under=world.wheel.parent)  # the wheel's files as pip puts them back; nothing else
+            for info in {p for p, _ in world.kept if p.name.startswith("nvidia_cudnn_cu13-")}:
+                world.restore(under=info)  # and its metadata
         elif kind == "pip-uninstall":
             target = Path(str(action.get("target") or ""))
             for name in action["requirements"]:
@@ -238,7 +320,7 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = CASES[name]
+    make, _ = {**CASES, **NEW_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -276,6 +358,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--set", choices=("first", "new", "all"), default="first",
+                        help="the first set of compositions, the second (written in the eleventh session), or both")
     args = parser.parse_args()
     import torch
 
@@ -286,7 +370,8 @@ def main() -> int:
                                                    *(p for p in os.environ.get("PYTHONPATH", "").split(":") if p)])
     rows = []
     with open(args.out, "w") as out:
-        for name, (_, frameworks) in CASES.items():
+        chosen = {"first": CASES, "new": NEW_CASES, "all": {**CASES, **NEW_CASES}}[args.set]
+        for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue
             with tempfile.TemporaryDirectory() as scratch:

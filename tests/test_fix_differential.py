@@ -479,3 +479,4 @@ def test_a_path_set_for_torch_that_would_give_programs_by_name_the_jit_wheel_is_
     the JIT wheel's folder for everyone, which comes before that program's RUNPATH and gave it a cuDNN without ops,
     cnn or adv. The setting is made for torch alone: torch works, the program still does."""
     _fixed_without_breaks(1278, ["app", "torch"], lambda j: j.said.consumer == "torch")
+

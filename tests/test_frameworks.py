@@ -333,6 +333,33 @@ def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_th
         {"do": "env-remove-entry", "variable": "LD_PRELOAD", "entry": graph}]
 
 
+def test_a_pth_import_line_that_puts_an_older_copy_first_is_taken_out_and_judged_gone(site: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A ``.pth`` import line ``import sys; sys.path.insert(0, DIR)``, DIR an older cuDNN's ``--target`` folder (the
+    H200's pth-puts-older-copy-first composition, where the fix asked to "put back the complete cuDNN 9.14.0" of a
+    copy that was complete): start-up's observation credits the entry to that line, the fix takes the line out,
+    and the model, judging the interpreter with that line gone, finds torch on its own wheel."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    shutil.copytree(site, venv_site, copy_function=os.link, dirs_exist_ok=True)
+    target = tmp_path / "vendored"
+    shutil.copytree(site_folder(OLD), target, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    line = f"import sys; sys.path.insert(0, {str(target)!r})"
+    pth = venv_site / "000-app-paths.pth"
+    pth.write_text(line + "\n")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = doctor(env, python=str(python))
+    assert f"gets cuDNN 9.0.0 from {target}/nvidia/cudnn/lib" in torch_check(report)
+    older = next(f for f in report.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
+    assert [a.json() for a in older.fix.actions] == [{"do": "remove-line", "path": str(pth), "line": line}]
+    first = next(f for f in report.findings if f.severity == "error")
+    assert {"do": "remove-line", "path": str(pth), "line": line} in [a.json() for a in first.fix.actions], first
+    assert not any(a.do.value == "manual" for a in first.fix.actions), first
+    pth.write_text("")  # the fix, applied
+    assert "gets cuDNN 9.28.0" in torch_check(doctor(env, python=str(python)))
+
 def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_and_says_why(
         site: Path, tmp_path: Path) -> None:
     """`run --for torch` never makes a program fail that runs without it: with no install torch's rules accept

@@ -284,3 +284,27 @@ def test_a_pin_runs_torchs_convolution_or_refuses_naming_the_cause(machine: Mach
             assert breakage.cause in done.stderr and "Traceback" not in done.stderr or how == "load", \
                 (how, done.stderr[-2000:])
             assert breakage.cause in done.stderr, (how, done.stderr[-2000:])
+
+
+@pytest.mark.timeout_s(600)
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_the_first_fix_of_a_run_with_two_causes_makes_the_program_work(machine: Machine, framework: str,
+                                                                        tmp_path: Path) -> None:
+    """Two causes at once (the GPU hidden by CUDA_VISIBLE_DEVICES, the system cuDNN first on LD_LIBRARY_PATH):
+    `doctor -- COMMAND`'s first error is the whole repair, as plain doctor's is, not the cuDNN half of it."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": str(machine.system)}
+    script = _program(tmp_path, framework)
+    before = _run([sys.executable, str(script)], env)
+    assert before.returncode != 0 or "conv ok" not in before.stdout  # JAX falls back to the CPU, and says so
+
+    done = _cudnnload(env, "doctor", "--json", "--", sys.executable, str(script))
+    first = next(f for f in json.loads(done.stdout)["result"]["findings"] if f["severity"] == "error")
+    actions = first["fix"]["actions"]
+    assert {"do": "env-unset", "variable": "CUDA_VISIBLE_DEVICES"} in actions, first
+    after = dict(env)
+    after.pop("CUDA_VISIBLE_DEVICES")
+    for action in actions:
+        if action["do"] == "env-remove-entry" and action["variable"] == "LD_LIBRARY_PATH":
+            after.pop("LD_LIBRARY_PATH")
+    done = _run([sys.executable, str(script)], after)
+    assert done.returncode == 0 and "conv ok" in done.stdout, (actions, done.stderr[-1500:])

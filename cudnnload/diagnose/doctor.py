@@ -269,10 +269,25 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
                  if _concerns(f, again.install)]
         if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
             found.append(_no_cudnn(again))
-        served = _serve(consumers, again, facts, env, site_paths, blockers)
-        return unique(scope([*found, *(f for s in served for f in s.findings)], served))
+        standing = [b for b in blockers if not _cleared(b, world)]
+        served = _serve(consumers, again, facts, env, site_paths, standing)
+        # a blocker a change of the environment clears stands in every world where that change is not made
+        return unique(scope([*found, *(b for b in standing if _clearable(b)),
+                             *(f for s in served for f in s.findings)], served))
 
     return judge
+
+
+def _clearable(blocker: Finding) -> bool:
+    """Whether a change of the environment alone clears ``blocker`` (CUDA_VISIBLE_DEVICES unset)."""
+    from cudnnload.diagnose.remedy import ENVIRONMENT
+
+    return bool(blocker.fix.actions) and all(a.do in ENVIRONMENT for a in blocker.fix.actions)
+
+
+def _cleared(blocker: Finding, world: World) -> bool:
+    """Whether ``world`` has ``blocker``'s own change made already (making it again changes nothing)."""
+    return _clearable(blocker) and world.after(*blocker.fix.actions) == world
 
 
 def _no_cudnn(resolved: Resolved) -> Finding:

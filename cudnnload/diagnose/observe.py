@@ -320,7 +320,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     if first is not None:
         from cudnnload.diagnose.remedy import goes_further
 
-        whole, better = _whole_repair(seen, env, program, first, served)
+        whole, better = _whole_repair(seen, env, program, first, served, [f for f in gpu if f.severity == "error"])
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
         more = goes_further(steps, own)  # the first error's change, and what follows
@@ -380,8 +380,8 @@ def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Findin
                     Subject(SubjectKind.PROGRAM, seen.command[0]), fix(*actions)), *stopped)
 
 
-def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None,
-                  first: Finding, served: Sequence[Served] = ()) -> tuple[tuple[Finding, ...], bool]:
+def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None, first: Finding,
+                  served: Sequence[Served] = (), blockers: Sequence[Finding] = ()) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
     shows ``first``'s own change insufficient (a change of the environment only, after which it still finds an
@@ -390,12 +390,16 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     A Python program whose frameworks ran (or stopped before any cuDNN was opened, their files mapped): the repair of
     its interpreter's environment with those frameworks, as
     ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
-    of the cuDNN it happened to open (which may be the stray one)."""
+    of the cuDNN it happened to open (which may be the stray one).
+    ``blockers``: what the program's environment shows of the GPUs that stops any cuDNN call (CUDA_VISIBLE_DEVICES
+    hiding every GPU), judged with the rest as plain `doctor` judges it: part of the repair, not left for a second
+    run of doctor."""
     from cudnnload.diagnose.doctor import judge_again, repair
     from cudnnload.diagnose.remedy import World
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
     from cudnnload.resolve.consumers import consumers_mapped
+    from cudnnload.verdicts import unique
 
     python = _interpreter(seen.command)
     # the frameworks that ran and fail on what they got; or, where the run stopped before any cuDNN was opened, those
@@ -410,8 +414,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
             resolved = resolve_target(None, python=python, environ=env, program=program)
             # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
             if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
-                judge = judge_again(None, python, None, False, consumers, gpu_facts(env), (), program)
-                whole = repair(judge(World(env)), resolved.install, env, judge,
+                judge = judge_again(None, python, None, False, consumers, gpu_facts(env), blockers, program)
+                whole = repair(unique([*judge(World(env)), *blockers]), resolved.install, env, judge,
                                f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
                                keep=False)
                 return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
@@ -433,8 +437,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         return (), False
     try:
         resolved = resolve_target(target, environ=env, program=program)
-        judge = judge_again(target, None, None, False, (), None, (), program)
-        whole = repair(judge(World(env)), resolved.install, env, judge,
+        judge = judge_again(target, None, None, False, (), None, blockers, program)
+        whole = repair(unique([*judge(World(env)), *blockers]), resolved.install, env, judge,
                        f"{os.path.basename(seen.command[0])}'s cuDNN ({target})", target, always=True)
         better = bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
             _leaves_errors(whole[0].fix.actions, env, judge) is not True

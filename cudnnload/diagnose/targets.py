@@ -98,6 +98,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         # what `python -c ...` in this environment would have: its own sys.path (not cudnnload's, whose first
         # entry is its console script's folder) and what its start-up files map (a .pth that loads a cuDNN)
         started = (observed() if observed is not None else this_python(env)) if site_paths is None else None
+        started = started.without(unstarted) if started is not None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
         ctx = context(env, verify=verify, gone=gone,
                       started=started_cuda(started, unstarted) if started is not None else None)
@@ -498,6 +499,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
         if seen is None:
             raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
         started = seen
+    started = started.without(unstarted)
     executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
     ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify, gone=gone,

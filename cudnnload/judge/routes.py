@@ -267,8 +267,11 @@ def _earlier_entry(route: Route, install: Judged) -> Action | None:
         return remove_entry("PYTHONPATH", source.text)
     if source.kind == "user-site" and install.distribution:  # the copy's own distribution, from that site
         return pip_uninstall([install.distribution.split()[0]], target=entry, python=install.pip_env[0])
-    if source.kind == "pth" and source.file is not None and source.text is not None:
-        return remove_line(source.file, source.text)
+    if source.kind in ("pth", "pth-import") and source.file is not None and source.text is not None:
+        return remove_line(source.file, source.text)  # its path line, or the import line that put it there
+    if source.kind in ("sitecustomize", "usercustomize") and source.file is not None:
+        return manual(f"take out of {source.file} (run at every start of this Python) the code that puts {entry} "
+                      "on sys.path")
     return None
 
 

@@ -42,7 +42,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudnnload.children import end_group, untrusted
 from cudnnload.errors import CudnnloadError, UsageError
@@ -202,6 +202,18 @@ class Startup:
     def finished(self) -> bool:
         """Whether the program's first line is reached: no fatal error, no FIFO waited on."""
         return not self.blocked and not any(error.fatal for error in self.errors)
+
+    def without(self, lines: frozenset[tuple[str, str]]) -> Startup:
+        """This start-up with the start-up lines ``lines`` ((file, line text): a ``.pth`` line's) taken as gone: the
+        sys.path entries and the objects mapped that those lines put there are not there (a remove-line fix
+        judged on the model: the ``.pth`` import line that put another release's site first)."""
+        def gone(source: Source) -> bool:
+            return (source.file or "", source.text or "") in lines
+
+        if not lines:
+            return self
+        return replace(self, path=tuple(e for e in self.path if not gone(e.source)),
+                       mapped=tuple(m for m in self.mapped if not gone(m.source)))
 
     def package(self, name: str) -> Package | None:
         """`package` on this start-up's sys.path, with its interpreter's suffixes and the program's folder."""
