@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from cudnnload.report import to_jsonable
-from cudnnload.resolve.catalog import GENERATIONS, Release, classify, decode_version, parse_release
+from cudnnload.resolve.catalog import GENERATIONS, Release, classify, cudnn_pin, decode_version, parse_release
 from cudnnload.resolve.versions import VERSION_SYMBOLS, decode_packed_version
 
 
@@ -52,3 +52,24 @@ def test_a_record_with_a_default_before_a_required_field_is_refused() -> None:
         class Bad:
             a: int = 0
             b: int
+
+
+@pytest.mark.parametrize(("requirement", "major", "release"), [
+    ("nvidia-cudnn-cu12==9.0.0.312", 9, Release(9, 0, 0)),
+    ("nvidia_cudnn_cu12===9.28.0.42", 9, Release(9, 28, 0)),
+    ("nvidia-cudnn-cu13>=9,<10", 9, None),
+    ("nvidia-cudnn-cu12>=9.0,<10.0", 9, None),
+    ("nvidia-cudnn-cu12>=9,<10.1", None, None),
+    ("nvidia-cudnn-cu12==9.1.*", 9, None),  # a wildcard is a range: pip decides the release
+    ("nvidia-cudnn-cu12", None, None),
+    ("nvidia-cudnn-jit-cu13==9.27.0.42", 9, Release(9, 27, 0)),
+])
+def test_a_cudnn_wheel_requirement_is_read_once_for_its_major_and_release(requirement: str, major: int | None,
+                                                                          release: Release | None) -> None:
+    pin = cudnn_pin(requirement)
+    assert pin is not None and (pin.major, pin.release) == (major, release)
+
+
+@pytest.mark.parametrize("requirement", ["nvidia-cublas>=13,<14", "torch==2.11.0", "not a requirement ==", ""])
+def test_a_requirement_of_anything_else_is_no_cudnn_pin(requirement: str) -> None:
+    assert cudnn_pin(requirement) is None

@@ -180,25 +180,13 @@ def _written_over(earlier: Action, later: Action) -> bool:
 
 
 def _wheel_major(requirement: str) -> int | None:
-    """The cuDNN major a requirement of an ``nvidia-cudnn-cuNN`` wheel installs (an exact pin, or a range within one
-    major: ``>=9,<10``); None for anything else, or where pip would decide it."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
+    """The cuDNN major a requirement of an ``nvidia-cudnn-cuNN`` wheel installs (`catalog.cudnn_pin`: an exact pin,
+    or a range within one major); None for anything else (the JIT wheel, whose folder is another), or where pip
+    would decide it."""
+    from cudnnload.resolve.catalog import cudnn_pin
 
-    try:
-        wanted = Requirement(requirement)
-    except InvalidRequirement:
-        return None
-    if not re.fullmatch(r"nvidia-cudnn-cu\d+", canonicalize_name(wanted.name)):
-        return None
-    firsts = {c.operator: int(c.version.split(".")[0]) for c in wanted.specifier if c.version.split(".")[0].isdigit()}
-    if {"==", "==="} & set(firsts) and len(wanted.specifier) == 1:
-        return firsts.get("==", firsts.get("==="))
-    below = [c.version for c in wanted.specifier if c.operator == "<"]
-    if set(firsts) == {">=", "<"} and len(wanted.specifier) == 2 and firsts["<"] == firsts[">="] + 1 \
-            and set(below[0].split(".")[1:]) <= {"0"}:
-        return firsts[">="]
-    return None
+    pin = cudnn_pin(requirement)
+    return pin.major if pin is not None and re.fullmatch(r"nvidia-cudnn-cu\d+", pin.project) else None
 
 
 def _without(setting: Action, entry: str) -> Action:

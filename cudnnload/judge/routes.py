@@ -25,7 +25,7 @@ from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
-from cudnnload.resolve.catalog import Release, decode_version, dependency_requirement, generation, parse_release
+from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Route
@@ -296,25 +296,11 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
 
 def _installs_refused(repair: Fix, consumer: Consumer) -> bool:
     """Whether ``repair`` installs a cuDNN release the framework's rules refuse (a distribution put back as it was
-    released, ``nvidia-cudnn-cu12==9.0.0.312``, in the folder a torch built with 9.24 loads from)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    for action in repair.actions:
-        for text in action.requirements or () if action.do is ActionKind.PIP_INSTALL else ():
-            try:
-                requirement = Requirement(text)
-            except InvalidRequirement:
-                continue
-            # an exact pin names the release pip installs; a range's, pip decides (the newest it finds)
-            pins = [clause.version for clause in requirement.specifier if clause.operator in ("==", "===")]
-            if requirement.name.startswith("nvidia-cudnn") and len(pins) == 1:
-                try:
-                    release = parse_release(".".join(pins[0].rstrip(".*").split(".")[:3]))
-                except ValueError:
-                    continue
-                if rejects(consumer, release):
-                    return True
-    return False
+    released, ``nvidia-cudnn-cu12==9.0.0.312``, in the folder a torch built with 9.24 loads from); an exact pin
+    names the release pip installs (`catalog.cudnn_pin`), a range's pip decides (the newest it finds)."""
+    pins = (cudnn_pin(text) for action in repair.actions if action.do is ActionKind.PIP_INSTALL
+            for text in action.requirements or ())
+    return any(pin is not None and pin.release is not None and rejects(consumer, pin.release) for pin in pins)
 
 
 def scope(findings: Sequence[Finding], served: Sequence[Served]) -> tuple[Finding, ...]:

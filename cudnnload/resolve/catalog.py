@@ -372,3 +372,44 @@ DEPENDENCY_SOURCES: dict[str, str] = {
     "libcudart.so.11.0": "pip install nvidia-cuda-runtime-cu11",
     "libcudart.so.12": "pip install nvidia-cuda-runtime-cu12",
 }
+
+
+@dataclass(frozen=True)
+class CudnnPin:
+    """What a requirement of a cuDNN wheel installs, as pip reads it."""
+
+    project: str  # its canonical name: nvidia-cudnn-cu12, nvidia-cudnn-jit-cu13
+    major: int | None  # the cuDNN major: an exact pin's, or a range's within one major (``>=9,<10``)
+    release: Release | None  # the release an exact pin names (one ``==`` clause); a range's, pip decides
+
+
+def cudnn_pin(requirement: str) -> CudnnPin | None:
+    """The one reader of a cuDNN wheel requirement (``nvidia-cudnn-cu13==9.19.0.56``, ``nvidia-cudnn-cu12>=9,<10``);
+    None for a requirement of anything else, or one pip could not read."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        wanted = Requirement(requirement)
+    except InvalidRequirement:
+        return None
+    project = canonicalize_name(wanted.name)
+    if not project.startswith("nvidia-cudnn"):
+        return None
+    # (``==9.1.*`` is a range: pip decides)
+    exact = [c.version for c in wanted.specifier if c.operator in ("==", "===") and not c.version.endswith(".*")]
+    release = None
+    if len(exact) == 1:
+        try:
+            release = parse_release(".".join(exact[0].split(".")[:3]))
+        except ValueError:
+            release = None
+    firsts = {c.operator: int(c.version.split(".")[0]) for c in wanted.specifier if c.version.split(".")[0].isdigit()}
+    below = [c.version for c in wanted.specifier if c.operator == "<"]
+    major = None
+    if {"==", "==="} & set(firsts) and len(wanted.specifier) == 1:
+        major = firsts.get("==", firsts.get("==="))
+    elif set(firsts) == {">=", "<"} and len(wanted.specifier) == 2 and firsts["<"] == firsts[">="] + 1 \
+            and set(below[0].split(".")[1:]) <= {"0"}:
+        major = firsts[">="]
+    return CudnnPin(project, major, release)
