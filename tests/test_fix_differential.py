@@ -480,3 +480,34 @@ def test_a_path_set_for_torch_that_would_give_programs_by_name_the_jit_wheel_is_
     cnn or adv. The setting is made for torch alone: torch works, the program still does."""
     _fixed_without_breaks(1278, ["app", "torch"], lambda j: j.said.consumer == "torch")
 
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preload_that_completes_programs_by_name_is_taken_away_for_the_program_alone() -> None:
+    """LD_PRELOAD of a 9.28 tarball's shim, the venv's cnn deleted (fix differential 1-1311): the app by soname gets
+    the preloaded shim, which its own folder completes, and works; doctor's fix for the working torch took the
+    preload away for everyone, and the app then got the venv's cuDNN without cnn. A change of LD_PRELOAD after
+    which a program asking for the shim by name would see a call fail that succeeds today is made for the program
+    alone: nothing breaks."""
+    _torch_works_and_nothing_breaks(1311)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_an_entry_that_completes_a_linked_shim_is_taken_away_for_the_program_alone() -> None:
+    """``pip install --target`` twice, the venv's shim linked into a folder put first on LD_LIBRARY_PATH (fix
+    differential 1-1412): programs by name get the link, whose ``$ORIGIN`` holds nothing else, and its
+    sub-libraries through the venv's entry further on. Taking that entry away for everyone (doctor's fix for
+    torch) left them a shim without sub-libraries; it is made for the program alone."""
+    _torch_works_and_nothing_breaks(1412)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_release_the_framework_refuses_is_not_put_back_under_the_record_that_wrote_over_its_wheel() -> None:
+    """nvidia-cudnn-cu12 9.0 installed over torch's cu13 9.24 wheel (both write nvidia/cudnn/lib), part of it
+    uninstalled, 9.0 twice into a --target folder on PYTHONPATH (fix differential 1-1447): the repair took the
+    PYTHONPATH entry out, then put back 9.0, the folder's RECORD owner, which torch refuses. A fix that installs a
+    release the framework's rules refuse installs the wheel the framework pins instead: torch works."""
+    _fixed_without_breaks(1447, ["torch"], lambda j: j.said.consumer == "torch")

@@ -18,7 +18,7 @@ import pytest
 from cudnnload.codes import Code, Effect, Severity, SubjectKind
 from cudnnload.judge.choose import choose_for, need
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.routes import Served, _fails, scope
+from cudnnload.judge.routes import Served, call_fails, scope
 from cudnnload.resolve.catalog import Call, Release
 from cudnnload.resolve.consumers import Consumer, Need, Pin
 from cudnnload.resolve.discovery import context
@@ -221,7 +221,7 @@ CREATE = Call("create", "cudnnCreate", healthy="CUDNN_STATUS_NOT_INITIALIZED", n
     (Expectation(CHECK, Effect.NO_START.value), True),
 ])
 def test_which_calls_count_as_failing(expected: Expectation, fails: bool) -> None:
-    assert _fails(expected) is fails
+    assert call_fails(expected) is fails
 
 
 def _served(reached: set[str], label: str = "torch") -> Served:

@@ -9,6 +9,11 @@ does not load, taking the entry away is their fix too, and stays the first. Then
 variable changed for it alone (``env LD_LIBRARY_PATH=... PROGRAM``), and the removal for everyone stays as the
 alternative, with why it is not the first.
 
+The same holds where the shim they get lies on another entry (a link of it, whose ``$ORIGIN`` holds nothing else) but
+what it loads beside it comes through the entry removed, and for an ``LD_PRELOAD`` entry taken away: a preloaded shim
+answers every later request for its name, so programs by name may get a whole cuDNN through it today and a broken
+one without it.
+
 The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
 ``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
 ``PYTHONPATH`` after which the model says one of them that works today would fail (a preloaded shim of another
@@ -29,7 +34,9 @@ from dataclasses import replace
 from cudnnload.codes import ActionKind, Severity
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.remedy import World
-from cudnnload.judge.installs import whole
+from cudnnload.judge.installs import predict_install, whole
+from cudnnload.judge.judged import Judged
+from cudnnload.judge.routes import call_fails
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
 from cudnnload.resolve.discovery import Context, context, search_entry
@@ -54,13 +61,16 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     if others is not None:
         findings = _sparing(findings, environ, others)
     settings = any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for f in findings for a in f.fix.actions)
-    if not settings and not any(_removed(f.fix) for f in findings):
+    preloads = any(a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and a.variable == "LD_PRELOAD"
+                   for f in findings for a in f.fix.actions)
+    if not settings and not preloads and not any(_removed(f.fix) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
     plain = linker.Requester("/usr/bin/env", program=True)
     now = context(environ, executable=plain, cache=ctx.cache if ctx is not None else None,
                   verify=ctx.verify if ctx is not None else False)
     findings = _first_for_all(findings, environ, now) if settings else findings
+    findings = _preloads_kept(findings, environ, now) if preloads else findings
     if not any(_removed(f.fix) for f in findings):
         return findings
     serves: dict[frozenset[str], str | None] = {}
@@ -185,7 +195,59 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
             continue  # what they get there does not load: taking it away from them all is their fix too
         return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
                 f"without {'it' if len(entries) == 1 else 'them'} they would get {instead or 'none'}")
+    # the shim they get lies elsewhere (a link of it on an earlier entry, whose $ORIGIN holds nothing else), but what
+    # it loads beside it comes through the entries: without them, the same shim that loads whole today would not
+    return _loses_by_name(ctx, without, f"what it loads beside it comes through {', '.join(sorted(entries))}")
+
+
+def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | None:
+    """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx``: no cuDNN where it
+    gets one today, or the calls of cuDNN's catalog, made in order, failing sooner there than today (both judged
+    short of a GPU, so that what no machine without one can do is the same on both sides); in words (``how``: what
+    of today's the change takes), else None."""
+    other: Context | None = None
+    for gen in GENERATIONS.values():
+        found = linker.resolve(gen.shim.soname, None, ctx.linker).path
+        today = _first_failing(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) \
+            if found else None
+        if today is None:
+            continue
+        other = other or context(world, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
+        instead = linker.resolve(gen.shim.soname, None, other.linker).path
+        then = _first_failing(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
+            if instead else None
+        if then is not None and then[0] >= today[0]:
+            continue
+        worse = f"{instead}, where {then[1]} would fail" if then is not None else \
+            f"{instead}, which the model cannot judge" if instead else "none"
+        return f"programs that load {gen.shim.soname} by name get {found} ({how}); after it they would get {worse}"
     return None
+
+
+def _first_failing(install: Judged | None, ctx: Context) -> tuple[int, str] | None:
+    """Where a program making the calls of cuDNN's catalog in order would first see one fail with ``install``, short
+    of a GPU (its position, and the function; past the last when none fails); None for no install."""
+    if install is None:
+        return None
+    calls = [e for e in predict_install(install, ctx, gpu=False).expectations if not e.call.needs_gpu]
+    return next(((index, e.call.function) for index, e in enumerate(calls) if call_fails(e)), (len(calls), ""))
+
+
+def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
+    """``findings`` with each fix that takes an LD_PRELOAD entry (or LD_PRELOAD) away from everyone, where a program
+    asking for a shim by name gets a cuDNN that loads whole through it today (the preloaded shim answers the name,
+    its folder completes it) and would not without it, made for the program alone."""
+    out = []
+    for finding in findings:
+        changes = [a for a in finding.fix.actions if a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET)
+                   and a.variable == "LD_PRELOAD"]
+        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
+            out.append(finding)
+            continue
+        world = World(environ).after(*changes).environ
+        why = _loses_by_name(now, world, "the preloaded shim answers the name")
+        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}") if why else finding)
+    return tuple(out)
 
 
 def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], why: str) -> Finding:

@@ -160,14 +160,14 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     made = [e for e in prediction.expectations if calls is None or e.call.function in calls]
     # a call that fails for want of a driver or a GPU is the driver check's finding, not the framework's
     tolerated = TOLERATED.get(consumer.framework, frozenset())
-    failing = tuple(e for e in made if _fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu)
+    failing = tuple(e for e in made if call_fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu)
                     and not (e.outcome == Effect.STATUS and e.call.function in tolerated))
     version = next((e for e in made if e.call.kind == "version"), None)
     release = decode_version(version.value) if version and version.value else install.release
     graph = _graph_step(install)
     rules = consumer_findings(consumer, release, install.major, environ=environ, device_count=device_count,
                               install_version=_wheel_version(install, graph), python=python)
-    cure = _cure(route, install, graph)
+    cure = _accepted(_cure(route, install, graph), consumer, python)
     source = _source(route, graph)
     findings = [replace(f, fix=cure or f.fix, message=f.message + source)
                 if f.code in _RELEASE_CODES and f.severity is ERROR else f for f in rules]
@@ -179,7 +179,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         reached.add(f"{install.folder}/{expected.cause}")
         if load is not None and load.path:
             reached.add(posixpath.normpath(load.path))
-        findings.append(_calls_fail(route, install, expected, cure))
+        findings.append(_calls_fail(route, install, expected, cure, python))
     if any(f.code in _RELEASE_CODES for f in rules) and graph is not None:  # the release seen is graph's
         reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
@@ -204,7 +204,9 @@ _RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OT
                   Code.CONSUMER_KNOWN_BAD)
 
 
-def _fails(expected: Expectation) -> bool:
+def call_fails(expected: Expectation) -> bool:
+    """Whether the model predicts ``expected``'s call fails (a status other than success, an abort, a hang, no
+    start); a value read, or a function absent, is no failure."""
     if expected.outcome in ("value", "absent"):
         return False
     if expected.outcome == Effect.STATUS:
@@ -275,7 +277,8 @@ def _earlier_entry(route: Route, install: Judged) -> Action | None:
     return None
 
 
-def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix | None) -> Finding:
+def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix | None,
+                python: str | None = None) -> Finding:
     consumer = route.consumer
     what = {"abort": "aborts", "sigbus": "kills the process (SIGBUS)", "hang": "hangs",
             "no-start": "cannot load the shim"}.get(str(expected.outcome), f"returns {expected.status}")
@@ -286,12 +289,27 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
     about = next((f for f in install.findings if f.subject.library == cause and f.fix and f.fix.actions), None)
     said = f', after "{expected.message}"' if expected.message else ""
     own = about.fix if about and about.fix else None
-    if own is not None and cure is not None and _installs_refused(own, consumer):
-        own = cure  # the install put back as it was released would be a cuDNN the framework refuses: its own instead
+    if own is not None and _installs_refused(own, consumer):
+        # the install put back as it was released would be a cuDNN the framework refuses: its own instead
+        own = cure or _accepted(own, consumer, python)
     return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
                    f"({cause} of cuDNN in {install.folder})",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
                    own or cure or fix(manual("see the findings about " + cause)))
+
+
+def _accepted(repair: Fix | None, consumer: Consumer, python: str | None) -> Fix | None:
+    """``repair`` where it installs no cuDNN release the framework's rules refuse; else with each such install
+    replaced by the wheel the framework pins (`pinned_cudnn`: a folder holding a cuDNN 9.0 under the RECORD of
+    the nvidia-cudnn-cu12 installed over torch's own cu13 wheel is put back as torch's wheel, not as 9.0); None
+    where it pins none."""
+    if repair is None or not _installs_refused(repair, consumer):
+        return repair
+    pinned = pinned_cudnn(consumer, python)
+    if pinned is None:
+        return None
+    actions = list(dict.fromkeys(pinned if _installs_refused(Fix((a,)), consumer) else a for a in repair.actions))
+    return Fix(tuple(actions), repair.note, repair.alternatives)
 
 
 def _installs_refused(repair: Fix, consumer: Consumer) -> bool:
