@@ -2,7 +2,7 @@
 diagnosed by `doctor` (plain, and `-- COMMAND`), the first error's fix applied, the program run again, the machine
 put back after each.
 
-    python bench/gpu_compositions.py [--out FILE.jsonl] [--set first|new|all] [--only NAME ...]
+    python bench/gpu_compositions.py [--out FILE.jsonl] [--set first|new|third|all] [--only NAME ...]
 
 Run only on the GPU machine (bench/gpu_run.sh `compositions`): it changes the installed frameworks' files and
 start-up files and puts them back. The machine has no network, so a `pip-install` of the distribution already
@@ -79,6 +79,8 @@ class World:
                 else:
                     shutil.copy2(copy, path, follow_symlinks=False)
         self.kept = [item for item in self.kept if item not in chosen]
+        if any(p.parent == self.system for p, _ in chosen):
+            subprocess.run(["ldconfig"], check=False)  # the loader's cache with the system's cuDNN again
 
 
 def older_copy(world: World, where: Path) -> Path:
@@ -243,6 +245,41 @@ NEW_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
 }
 
 
+
+# The third set, written later in the eleventh session, again before any of it was run (`--set third`).
+def _aside_system(w: World) -> None:
+    """The system cuDNN taken away (its files kept aside) and the loader's cache made again without it."""
+    for path in sorted(w.system.glob("libcudnn*.so*")):
+        w.keep(path)
+        path.unlink()
+    subprocess.run(["ldconfig"], check=False)
+
+
+def case_wheel_and_system_gone(w: World) -> None:
+    w.keep(w.wheel.parent)
+    shutil.rmtree(w.wheel.parent)
+    _aside_system(w)
+
+
+def case_tarball_copied_over_wheel(w: World) -> None:
+    for path in sorted(w.wheel.glob("libcudnn*.so.9")):
+        w.keep(path)
+        path.unlink()
+        shutil.copy2(w.system / path.name, path)  # `cp cudnn-*-archive/lib/libcudnn* .../nvidia/cudnn/lib/`
+
+
+def case_stale_empty_cudnn_on_pythonpath(w: World) -> None:
+    stale = w.scratch / "stale"
+    (stale / "nvidia" / "cudnn" / "lib").mkdir(parents=True, exist_ok=True)  # what an uninstall left of a --target
+    w.env["PYTHONPATH"] = str(stale)
+
+
+THIRD_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "wheel-and-system-cudnn-gone": (case_wheel_and_system_gone, ("torch", "jax")),
+    "tarball-copied-over-wheel": (case_tarball_copied_over_wheel, ("torch", "jax")),
+    "stale-empty-cudnn-on-pythonpath": (case_stale_empty_cudnn_on_pythonpath, ("torch", "jax")),
+}
+
 def run_program(code: str, env: dict[str, str], cwd: Path) -> dict[str, object]:
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
@@ -320,7 +357,7 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = {**CASES, **NEW_CASES}[name]
+    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -358,8 +395,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--set", choices=("first", "new", "all"), default="first",
-                        help="the first set of compositions, the second (written in the eleventh session), or both")
+    parser.add_argument("--set", choices=("first", "new", "third", "all"), default="first",
+                        help="the first set of compositions, the second or third (written in the eleventh session), "
+                             "or all")
     args = parser.parse_args()
     import torch
 
@@ -370,7 +408,8 @@ def main() -> int:
                                                    *(p for p in os.environ.get("PYTHONPATH", "").split(":") if p)])
     rows = []
     with open(args.out, "w") as out:
-        chosen = {"first": CASES, "new": NEW_CASES, "all": {**CASES, **NEW_CASES}}[args.set]
+        chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES,
+                  "all": {**CASES, **NEW_CASES, **THIRD_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue

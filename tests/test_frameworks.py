@@ -302,18 +302,25 @@ def test_load_for_torch_pins_its_wheel_past_another_release_on_the_search_path(s
     assert done.stdout.split() == ["9.28.0", str(site / "nvidia/cudnn/lib"), "92800"]
 
 
-def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_the_fix(site: Path,
-                                                                                      tmp_path: Path) -> None:
-    """A `pip install --target` folder with an older cuDNN on PYTHONPATH comes before site-packages on the
-    interpreter's sys.path (its start-up, observed): torch's preload takes that copy, and the fix takes the
-    PYTHONPATH entry away (reinstalling the pinned wheel, already there, would change nothing)."""
+def _venv_and_older_copy(site: Path, tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A venv (no pip) whose site-packages holds ``site``'s files, and the older release unpacked as a ``--target``
+    folder ``tmp_path/name``: the venv's python, its site-packages, the folder."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                     capture_output=True, text=True, check=True).stdout.strip())
     shutil.copytree(site, venv_site, copy_function=os.link, dirs_exist_ok=True)
-    target = tmp_path / "target"
+    target = tmp_path / name
     shutil.copytree(site_folder(OLD), target, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    return python, venv_site, target
+
+
+def test_an_older_copy_earlier_on_pythonpath_is_what_torch_gets_and_its_entry_the_fix(site: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A `pip install --target` folder with an older cuDNN on PYTHONPATH comes before site-packages on the
+    interpreter's sys.path (its start-up, observed): torch's preload takes that copy, and the fix takes the
+    PYTHONPATH entry away (reinstalling the pinned wheel, already there, would change nothing)."""
+    python, venv_site, target = _venv_and_older_copy(site, tmp_path, "target")
     env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(target)}
     report = doctor(env, python=str(python))
     assert f"gets cuDNN 9.0.0 from {target}/nvidia/cudnn/lib" in torch_check(report)
@@ -339,13 +346,7 @@ def test_a_pth_import_line_that_puts_an_older_copy_first_is_taken_out_and_judged
     H200's pth-puts-older-copy-first composition, where the fix asked to "put back the complete cuDNN 9.14.0" of a
     copy that was complete): start-up's observation credits the entry to that line, the fix takes the line out,
     and the model, judging the interpreter with that line gone, finds torch on its own wheel."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
-    python = tmp_path / "venv" / "bin" / "python"
-    venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                    capture_output=True, text=True, check=True).stdout.strip())
-    shutil.copytree(site, venv_site, copy_function=os.link, dirs_exist_ok=True)
-    target = tmp_path / "vendored"
-    shutil.copytree(site_folder(OLD), target, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    python, venv_site, target = _venv_and_older_copy(site, tmp_path, "vendored")
     line = f"import sys; sys.path.insert(0, {str(target)!r})"
     pth = venv_site / "000-app-paths.pth"
     pth.write_text(line + "\n")
