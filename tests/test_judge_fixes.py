@@ -295,6 +295,29 @@ def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distribut
          "python": sys.executable}]
 
 
+def test_a_wheels_shim_of_another_machine_is_put_back_not_pointed_at(tmp_path: Path) -> None:
+    """The wheel's shim replaced by the aarch64 wheel's (its e_machine EM_AARCH64), the wheel's folder on
+    LD_LIBRARY_PATH, a program asking for libcudnn.so.9 by name (fix differential 1-2949): the loader passes over
+    that file in its search, and finds none. The fix was to put the folder on LD_LIBRARY_PATH, where it already is;
+    it is the wheel put back."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    data = bytearray(shim.read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+    shim.unlink()  # a new file: the old one is a hard link of the test's wheel
+    shim.write_bytes(bytes(data))
+
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(shim.parent)}, target="libcudnn.so.9", timeout=60)
+
+    first = next(f for f in report.findings if f.severity == "error")
+    put_back = first.fix.actions[0].json()
+    assert {k: put_back.get(k) for k in ("do", "requirements", "options", "target")} == {
+        "do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
+        "options": ["--force-reinstall", "--no-deps"], "target": str(site)}, first
+    assert not any(a.do is ActionKind.ENV_SET for a in first.fix.actions), first
+    assert "EM_AARCH64" in (first.fix.note or "") or any("EM_AARCH64" in f.message for f in report.findings)
+
 def test_a_library_path_in_a_folder_that_is_not_there_stays_a_usage_error(tmp_path: Path) -> None:
     import pytest
 

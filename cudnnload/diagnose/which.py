@@ -33,6 +33,7 @@ from cudnnload.resolve.discovery import (
     requester,
     search_path_sites,
 )
+from cudnnload.resolve.elf import ElfError, read_elf
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
@@ -226,6 +227,10 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         if path in dist.missing:
             return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
                        note=f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone")
+        why = _passed_over(path, ctx)
+        if why is not None:  # there, but not a file the loader maps here: the search goes past it
+            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
+                       note=f"{dist.name} {dist.version}'s {gen.shim.soname} is {why}: the loader passes over it")
     # only a wheel that ships every sub-library its shim needs: the JIT wheel (no ops, cnn or adv) answers a program
     # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)
     needed = {lib.soname for lib in gen.sublibraries if lib.required}
@@ -250,6 +255,21 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                        note=f"a program that asks for {gen.shim.soname} by name finds a pip wheel only on its "
                             "search path")
     return cudnn_install(gen.major, None, python)
+
+
+def _passed_over(path: str, ctx: Context) -> str | None:
+    """Why the loader would not map the file at ``path`` on this host (not an ELF it can read, or one of another
+    class or machine: glibc's open_verify passes over it in a search and refuses it by path), in words; None where
+    it is no such file, or one it maps."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        info = read_elf(path)
+    except ElfError as exc:
+        return f"not a library the loader can map ({exc.reason})"
+    if info.elf_class != 64 or info.machine != ctx.host.machine:
+        return f"ELF{info.elf_class} for {info.machine}, not this machine's {ctx.host.machine}"
+    return None
 
 
 def holder(dists: Sequence[Distribution], path: str) -> Distribution | None:
