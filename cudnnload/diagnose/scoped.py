@@ -204,7 +204,10 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | No
     """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx``: no cuDNN where it
     gets one today, or the calls of cuDNN's catalog, made in order, failing sooner there than today (both judged
     short of a GPU, so that what no machine without one can do is the same on both sides); in words (``how``: what
-    of today's the change takes), else None."""
+    of today's the change takes), else None. Where a preload stops every program today, they have nothing to
+    lose."""
+    if any(p.stops_start for p in ctx.preloads):
+        return None
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker).path
