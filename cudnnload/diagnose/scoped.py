@@ -11,8 +11,9 @@ alternative, with why it is not the first.
 
 The same holds where the shim they get lies on another entry (a link of it, whose ``$ORIGIN`` holds nothing else) but
 what it loads beside it comes through the entry removed, and for an ``LD_PRELOAD`` entry taken away: a preloaded shim
-answers every later request for its name, so programs by name may get a whole cuDNN through it today and a broken
-one without it.
+answers every later request for its name, so programs by name may get a working cuDNN through it today and a broken
+one without it. "Worse" is judged on the model's prediction of the calls of cuDNN's catalog made in order: the
+first that fails comes sooner without the change (short of a GPU on both sides).
 
 The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
 ``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
@@ -238,8 +239,8 @@ def _first_failing(install: Judged | None, ctx: Context) -> tuple[int, str] | No
 
 def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
     """``findings`` with each fix that takes an LD_PRELOAD entry (or LD_PRELOAD) away from everyone, where a program
-    asking for a shim by name gets a cuDNN that loads whole through it today (the preloaded shim answers the name,
-    its folder completes it) and would not without it, made for the program alone."""
+    asking for a shim by name gets its cuDNN through it today (the preloaded shim answers the name, its folder
+    completes it) and would fare worse without it (`_loses_by_name`), made for the program alone."""
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET)
