@@ -201,12 +201,13 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
     return _loses_by_name(ctx, without, f"what it loads beside it comes through {', '.join(sorted(entries))}")
 
 
-def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | None:
+def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str, *, none_is_worse: bool = True) -> str | None:
     """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx``: no cuDNN where it
     gets one today, or the calls of cuDNN's catalog, made in order, failing sooner there than today (both judged
     short of a GPU, so that what no machine without one can do is the same on both sides); in words (``how``: what
     of today's the change takes), else None. Where a preload stops every program today, they have nothing to
-    lose."""
+    lose. ``none_is_worse``: whether getting no cuDNN at all counts (not for a preload: one that is the only cuDNN
+    programs by name are given is what the failing program's fix takes away for everyone, as it says)."""
     if any(p.stops_start for p in ctx.preloads):
         return None
     other: Context | None = None
@@ -220,7 +221,7 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | No
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
         then = _first_failing(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
             if instead else None
-        if then is not None and then[0] >= today[0]:
+        if (then is not None and then[0] >= today[0]) or (instead is None and not none_is_worse):
             continue
         worse = f"{instead}, where {then[1]} would fail" if then is not None else \
             f"{instead}, which the model cannot judge" if instead else "none"
@@ -249,7 +250,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
-        why = _loses_by_name(now, world, "the preloaded shim answers the name")
+        why = _loses_by_name(now, world, "the preloaded shim answers the name", none_is_worse=False)
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}") if why else finding)
     return tuple(out)
 
