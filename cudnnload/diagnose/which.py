@@ -267,7 +267,7 @@ def _passed_over(path: str, ctx: Context) -> str | None:
         info = read_elf(path)
     except ElfError as exc:
         return f"not a library the loader can map ({exc.reason})"
-    if info.elf_class != 64 or info.machine != ctx.host.machine:
+    if ctx.host.foreign(info):
         return f"ELF{info.elf_class} for {info.machine}, not this machine's {ctx.host.machine}"
     return None
 

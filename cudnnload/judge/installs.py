@@ -343,7 +343,7 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
     info = cand.elf
     if info is None:
         return
-    if info.elf_class != 64 or info.machine != host.machine:
+    if host.foreign(info):
         yield Finding(Code.FOREIGN_ELF, f"ELF{info.elf_class} for {info.machine}; this machine needs ELF64 for "
                       f"{host.machine}", subject, repair.file(cand))
         return

@@ -155,6 +155,11 @@ class Host:
     cxxabi: tuple[int, ...] | None
     libstdcxx_entry: str | None = None  # the LD_LIBRARY_PATH entry, as written, that gave that libstdc++
 
+    def foreign(self, info: ElfInfo) -> bool:
+        """Whether ``info`` is an ELF of another class or machine than this host's (glibc's open_verify passes over
+        it in a search and refuses it by path)."""
+        return info.elf_class != 64 or info.machine != self.machine
+
     def lacking(self, info: ElfInfo) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
         """Each of GLIBC_, GLIBCXX_ and CXXABI_ whose newest version the file needs is newer than this machine's:
         (prefix, needed, the host's); dlopen fails on the first ("version `GLIBCXX_3.4.32' not found")."""
