@@ -45,11 +45,11 @@ def _base(name: str) -> bases.Base:
     return base
 
 
-def _fixed_without_breaks(index: int, kinds: list[str], which: Callable[[runner.Judged], bool]) -> None:
-    """Seed 1's case ``index``, run by the harness with the programs ``kinds``: each (program, form) ``which`` picks
-    failed, and the first fix doctor gave made it work without making another program fail."""
-    _base(draw(1, index)[1].name)
-    verdict = runner.differential(1, index, kinds)
+def _fixed_without_breaks(index: int, kinds: list[str], which: Callable[[runner.Judged], bool], seed: int = 1) -> None:
+    """``seed``'s case ``index``, run by the harness with the programs ``kinds``: each (program, form) ``which``
+    picks failed, and the first fix doctor gave made it work without making another program fail."""
+    _base(draw(seed, index)[1].name)
+    verdict = runner.differential(seed, index, kinds)
     assert verdict.error is None, verdict.error
     picked = [j for j in verdict.judged if which(j)]
     assert picked and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in picked), picked
@@ -511,3 +511,28 @@ def test_a_release_the_framework_refuses_is_not_put_back_under_the_record_that_w
     PYTHONPATH entry out, then put back 9.0, the folder's RECORD owner, which torch refuses. A fix that installs a
     release the framework's rules refuse installs the wheel the framework pins instead: torch works."""
     _fixed_without_breaks(1447, ["torch"], lambda j: j.said.consumer == "torch")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_bare_soname_preload_that_an_entry_removed_would_point_at_a_partial_copy_is_judged_in_that_world() -> None:
+    """``LD_PRELOAD=libcudnn.so.9`` found through a 9.28 tarball's folder first on LD_LIBRARY_PATH, a copy of the
+    venv's shim alone in a folder after it (fix differential 2-2936, seed 2's held-out break of the eleventh
+    session). The app by path maps the preloaded 9.28 shim and its own: both forms took the 9.28 folder away. For
+    everyone, that left programs by name the preload found again through the copy, sub-libraries from the venv: no
+    longer whole from one folder (a break); in the command form, the repair was judged for the preloaded shim, as
+    the program's own (a bare name was not read as a preload), and the copy it then preloads went unseen. A shim a
+    bare-name preload found is the preload's; programs by name that would no longer load whole are worse off; and
+    the app, both forms, works with nothing broken."""
+    _fixed_without_breaks(2936, ["app"], lambda j: j.said.consumer == "app-path", seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_path_the_program_could_not_open_beside_a_preloaded_shim_is_the_program_s_own_failure() -> None:
+    """nobody's app opening the venv's shim by path, its folder 0700 and its shim another machine's, a 9.0 tarball's
+    shim in LD_PRELOAD (fix differential 1-3074): the dlopen failed (Permission denied) while the preloaded shim was
+    mapped, and `doctor -- APP` took that shim for the one the program asked for: "nothing in cuDNN's loading
+    explains it". A path the program asked for is served by that file alone; its failed request (the linker's
+    ``file=PATH; dynamically loaded by`` without a link map) gets doctor's fix for that path, which works."""
+    _fixed_without_breaks(3074, ["app"], lambda j: j.said.consumer == "app-path")

@@ -37,6 +37,7 @@ from cudnnload.judge.which import Which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
 from cudnnload.resolve.consumers import CpuBuild, cpu_builds
+from cudnnload.resolve.process import Preload
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, unique
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
@@ -242,16 +243,20 @@ def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str
                     Subject(SubjectKind.TARGET, path), whole),)
 
 
-def _concerns(finding: Finding, install: Judged | None) -> bool:
-    """Whether ``finding`` is about what the target gets: its environment, program or frameworks, or the install
-    it loads and the files that install maps; not another install the machine holds."""
+def _concerns(finding: Finding, install: Judged | None, preloads: Iterable[Preload] = ()) -> bool:
+    """Whether ``finding`` is about what the target gets: its environment, program or frameworks, the install
+    it loads and the files that install maps, or the folder of a cuDNN file ``preloads`` put in its process before
+    it (a preloaded shim answers the target's calls by name: what it lacks beside it, the target lacks); not another
+    install the machine holds."""
     if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
         return True
     where = finding.subject.path
     if where is None or install is None or not where.startswith("/"):  # relative: found by the target's own search
         return True
     files = {install.folder, *install.maps, *(s.path for s in (*install.plan, *install.dependencies) if s.path)}
-    return where in files or where.startswith(install.folder.rstrip("/") + "/")
+    folders = {install.folder, *(os.path.dirname(p.path) for p in preloads
+                                 if p.path and os.path.basename(p.path).startswith("libcudnn"))}
+    return where in files or any(where.startswith(folder.rstrip("/") + "/") for folder in folders)
 
 
 def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
@@ -266,7 +271,7 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
                                unstarted=world.unstarted, program=program, gone=world.gone)
         found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
                              *(f for i in again.inventory.installs for f in i.findings))
-                 if _concerns(f, again.install)]
+                 if _concerns(f, again.install, again.ctx.preloads)]
         if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
             found.append(_no_cudnn(again))
         standing = [b for b in blockers if not _cleared(b, world)]

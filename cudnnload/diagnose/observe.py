@@ -427,7 +427,12 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it
     from cudnnload.resolve.process import preload_entries
 
-    preloaded = {os.path.realpath(e) for e in preload_entries(env) if "/" in e}
+    entries = preload_entries(env)
+    preloaded = {os.path.realpath(e) for e in entries if "/" in e}
+    if any("/" not in e for e in entries):  # a bare name (LD_PRELOAD=libcudnn.so.9): the file the loader finds for it
+        from cudnnload.resolve.discovery import context
+
+        preloaded |= {os.path.realpath(p.path) for p in context(env).preloads if p.path}
     own = [o for o in seen.shims if os.path.realpath(o.path) not in preloaded]
     # only a preloaded shim served it: the program's own load was by name (answered by the object already
     # loaded), so the repair is judged for that name, the preload in its environment
@@ -880,10 +885,15 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                       if not _nested(os.path.dirname(path))))
         asker = misses[0].requested_by
         # a CUDA library a cuDNN file asked for is the prediction's (its missing-dependency finding says why)
-        cure = _unopened_fix(misses[0], ctx) if not seen.shims and stem == "libcudnn" else \
+        # the program's own request for a shim failed: it opened none, or the path it asked for is not what it got
+        # (another shim, preloaded, is in the process all the same)
+        own = stem == "libcudnn" and (not seen.shims or "/" in misses[0].name)
+        cure = _unopened_fix(misses[0], ctx) if own else \
             _dependency_fix(misses[0]) if stem != "libcudnn" and classify(os.path.basename(asker)) is None else None
-        findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and the "
-                                f"linker found nothing loadable in {', '.join(searched) or 'no folder'}",
+        where = f"the linker found nothing loadable in {', '.join(searched)}" if searched else \
+            "the linker could not load it" if all("/" in m.name for m in misses) else \
+            "the linker found nothing loadable in no folder"
+        findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and {where}",
                                 Subject(SubjectKind.FILE, asker, stem),
                                 cure or fix(note="the prediction's findings name the file you need and where it "
                                                  "goes")))
@@ -960,7 +970,9 @@ def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
         stem, major = _stem_major(miss.name)
         # the driver's libcuda missing is the no-driver finding's, said once there; a name of another major than
         # the one that loaded is another library (torch's libcublas.so.13 beside a cuDNN's libcublas.so.12)
-        served = any(s == stem and (m == major or not m or not major) for s, m in found)
+        # a path asked for is served by that file alone: glibc answers a name by soname, never a path by another file
+        served = any(os.path.realpath(o.path) == os.path.realpath(miss.name) for o in seen.libraries) \
+            if "/" in miss.name else any(s == stem and (m == major or not m or not major) for s, m in found)
         if is_cuda_family(miss.name) and stem != "libcuda" and not served:
             failed.setdefault(stem, []).append(miss)
     return failed

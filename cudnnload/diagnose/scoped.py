@@ -30,7 +30,7 @@ JIT wheel has no ops, cnn or adv), the setting is made for this program alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Severity
 from cudnnload.diagnose.inventory import judged_install_of
@@ -197,45 +197,73 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
         return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
                 f"without {'it' if len(entries) == 1 else 'them'} they would get {instead or 'none'}")
     # the shim they get lies elsewhere (a link of it on an earlier entry, whose $ORIGIN holds nothing else), but what
-    # it loads beside it comes through the entries: without them, the same shim that loads whole today would not
-    return _loses_by_name(ctx, without, f"what it loads beside it comes through {', '.join(sorted(entries))}")
+    # it loads beside it comes through the entries; or a preload (``LD_PRELOAD=libcudnn.so.9``) found it there by
+    # name and answers them: without the entries, the shim that loads whole today would not, or another would answer
+    return _loses_by_name(ctx, without, f"it, or what it loads beside it, comes through {', '.join(sorted(entries))}")
 
 
 def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str, *, none_is_worse: bool = True) -> str | None:
-    """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx``: no cuDNN where it
-    gets one today, or the calls of cuDNN's catalog, made in order, failing sooner there than today (both judged
-    short of a GPU, so that what no machine without one can do is the same on both sides); in words (``how``: what
-    of today's the change takes), else None. Where a preload stops every program today, they have nothing to
-    lose. ``none_is_worse``: whether getting no cuDNN at all counts (not for a preload: one that is the only cuDNN
-    programs by name are given is what the failing program's fix takes away for everyone, as it says)."""
+    """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx`` (`_fares`): no cuDNN
+    where it gets one today, one that no longer loads whole from its own folder, or the calls of cuDNN's catalog,
+    made in order, failing sooner there than today (both judged short of a GPU, so that what no machine without one
+    can do is the same on both sides); in words (``how``: what of today's the change takes), else None. Where a
+    preload stops every program today, they have nothing to lose. ``none_is_worse``: whether getting no cuDNN at
+    all counts (not for a preload: one that is the only cuDNN programs by name are given is what the failing
+    program's fix takes away for everyone, as it says)."""
     if any(p.stops_start for p in ctx.preloads):
         return None
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker).path
-        today = _first_failing(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) \
-            if found else None
+        today = _fares(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) if found else None
         if today is None:
             continue
         other = other or context(world, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
-        then = _first_failing(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
+        then = _fares(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
             if instead else None
-        if (then is not None and then[0] >= today[0]) or (instead is None and not none_is_worse):
+        if (then is not None and then.rank >= today.rank) or (instead is None and not none_is_worse):
             continue
-        worse = f"{instead}, where {then[1]} would fail" if then is not None else \
+        worse = f"{instead}, {then.said}" if then is not None else \
             f"{instead}, which the model cannot judge" if instead else "none"
         return f"programs that load {gen.shim.soname} by name get {found} ({how}); after it they would get {worse}"
     return None
 
 
-def _first_failing(install: Judged | None, ctx: Context) -> tuple[int, str] | None:
-    """Where a program making the calls of cuDNN's catalog in order would first see one fail with ``install``, short
-    of a GPU (its position, and the function; past the last when none fails); None for no install."""
+@dataclass(frozen=True)
+class _Fare:
+    """How a program asking for a shim by name fares with an install: whether it loads whole from its own folder
+    (`installs.whole`: one release, nothing taken from elsewhere), then where the calls of cuDNN's catalog, made in
+    order short of a GPU, first fail (past the last when none does). ``rank`` orders fares: a whole load beats one
+    that is not, whatever its calls; among equals, the later first failure."""
+
+    whole: bool
+    failing: int
+    function: str
+    broken: str  # the first error that keeps it from loading whole ("" when whole)
+
+    @property
+    def rank(self) -> tuple[bool, int]:
+        return (self.whole, self.failing)
+
+    @property
+    def said(self) -> str:
+        if not self.whole:
+            return f"which does not load whole: {self.broken}"
+        return f"where {self.function} would fail" if self.function else "which loads whole"
+
+
+def _fares(install: Judged | None, ctx: Context) -> _Fare | None:
+    """How a program asking for the shim by name fares with ``install`` (`_Fare`); None for no install."""
     if install is None:
         return None
     calls = [e for e in predict_install(install, ctx, gpu=False).expectations if not e.call.needs_gpu]
-    return next(((index, e.call.function) for index, e in enumerate(calls) if call_fails(e)), (len(calls), ""))
+    failing, function = next(((index, e.call.function) for index, e in enumerate(calls) if call_fails(e)),
+                             (len(calls), ""))
+    loads_whole = whole(install)
+    broken = "" if loads_whole else next((f.message for f in install.findings if f.severity is Severity.ERROR),
+                                         "parts of it come from elsewhere")
+    return _Fare(loads_whole, failing, function, broken)
 
 
 def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
