@@ -8,6 +8,22 @@ cheap. A plugin imports the interface it implements from here (``from cudnnload 
 from __future__ import annotations
 
 import importlib
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the ``cudnnload`` command's modules load, before its `cli.main` can catch it: one line, exit 130
+    (nothing is started yet), never Python's traceback."""
+    _os.write(2, b"cudnnload: error: interrupted\n")
+    _os._exit(130)
+
+
+# only in the command's own process (its console script), never in a program that imports cudnnload
+if _os.path.basename(getattr(_sys.modules.get("__main__"), "__file__", None) or "") == "cudnnload" \
+        and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False

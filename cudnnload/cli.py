@@ -8,9 +8,39 @@ failure prints one line naming the path and the reason; no traceback reaches the
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
-from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError
+from cudnnload import _interrupted_while_starting
+
+
+def _interrupt_outside_imports(signum: int, frame: Any) -> None:
+    """Ctrl-C while cudnnload works: KeyboardInterrupt, which `main` turns into one line; but never inside the
+    import machinery, where it can leave a module lock held, and a thread importing beside it (plain doctor
+    imports while its child runs) then waits for it for ever: there it is raised again 10 ms later."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            import threading
+
+            threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
+def _is_the_command() -> bool:
+    """Whether this process is the ``cudnnload`` command (its console script, or ``python -m cudnnload``), not a
+    program that imports this module (a test runner, an application)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return (spec is not None and spec.name == "cudnnload.__main__") or \
+        os.path.basename(getattr(main, "__file__", None) or "") == "cudnnload"
+
+
+if _is_the_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # python -m cudnnload
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError  # noqa: E402
 
 # click (and functools, 2 ms) is imported where it is used: `main` first starts the program of
 # `doctor -- COMMAND` (`launch.early`), and click, like the rest, then loads while that program runs.
@@ -664,6 +694,9 @@ def _read_report(path: str) -> dict[str, Any]:
 def main() -> None:
     """The command line. Ctrl-C, or an error, before click runs the command (while its modules load: a SIGINT
     0.15 s after the start was a KeyboardInterrupt traceback) or after it is one line, as within it."""
+    if signal.getsignal(signal.SIGINT) in (_interrupted_while_starting, signal.default_int_handler) \
+            and _is_the_command():
+        signal.signal(signal.SIGINT, _interrupt_outside_imports)  # from here `_main`'s own handling
     try:
         _main()
     except KeyboardInterrupt:

@@ -461,9 +461,33 @@ def test_the_repair_search_over_20_000_entries_judges_its_few_worlds_at_once() -
         return [types.SimpleNamespace(severity=Severity.ERROR)]  # no world works: every candidate is tried
 
     started = time.monotonic()
-    entries = ":".join(f"/{index:05x}" for index in range(20_000))
+    entries = ":".join(f"{index:05x}" for index in range(20_000))  # relative: each may name a folder here
     assert least_change({"PYTHONPATH": entries}, judge) is None  # type: ignore[arg-type]
     assert len(judged) == CANDIDATES and time.monotonic() - started < 2
+
+
+def test_entries_that_name_nothing_on_disk_are_no_candidates_of_the_repair(tmp_path: Path) -> None:
+    """Plain `doctor` with 5 000 PYTHONPATH entries that name no folder took 11 s: the repair judged 24 worlds,
+    each taking one of them away and observing the interpreter's start-up again, for changes that change nothing
+    the model sees. Only an entry that names something (or a relative one, or a preload's name) is taken away."""
+    import types
+
+    from cudnnload.codes import Severity
+    from cudnnload.diagnose.remedy import least_change
+
+    judged: list[dict[str, str]] = []
+
+    def judge(world: object, *_: object) -> list[object]:
+        judged.append(dict(world.environ))  # type: ignore[attr-defined]
+        return [types.SimpleNamespace(severity=Severity.ERROR)]
+
+    real = tmp_path / "real"
+    real.mkdir()
+    entries = ":".join([*(f"{tmp_path}/gone{index}" for index in range(5_000)), str(real)])
+    assert least_change({"PYTHONPATH": entries, "LD_PRELOAD": "libnowhere.so"}, judge) is None
+    removed = [set(entries.split(":")) - set(w.get("PYTHONPATH", "").split(":")) for w in judged]
+    assert {str(real)} in removed and all(not any("gone" in e for e in r) for r in removed), removed[:3]
+    assert any("LD_PRELOAD" not in w for w in judged)  # a preload's name is searched for: a candidate
 
 
 def test_doctor_python_observes_a_start_up_no_longer_than_the_timeout_given(tmp_path: Path) -> None:
@@ -488,3 +512,28 @@ def test_a_pipe_closed_under_pythonunbuffered_is_said_not_a_silently_cut_output(
     no_internal_error(done)
     assert done.stderr.splitlines()[-2:] == ["cudnnload: error: cannot write to standard output: it was closed (broken "
                                              "pipe)", "exit=3"], done.stderr
+
+
+_CTRL_C_IN_AN_IMPORT = """
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+from cudnnload import cli
+signal.signal(signal.SIGINT, cli._interrupt_outside_imports)
+try:
+    import slow_module  # its body sends the SIGINT, then sleeps: the import machinery is on the stack
+    time.sleep(5)
+    print("never interrupted")
+except KeyboardInterrupt:
+    print("interrupted after the import" if "slow_module" in sys.modules else "interrupted inside the import")
+"""
+
+
+def test_ctrl_c_inside_an_import_is_taken_after_it(tmp_path: Path) -> None:
+    """Ctrl-C 80 ms into plain `doctor` hung it for ever: KeyboardInterrupt raised inside the import machinery
+    (a module lock's callback) while a thread imported beside it left the import lock held, and both threads waited.
+    Once `main` runs, an interrupt that arrives inside an import is raised again 10 ms later, outside it."""
+    (tmp_path / "slow_module.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                             "time.sleep(0.3)\n")
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_AN_IMPORT, str(tmp_path)], capture_output=True, text=True,
+                          env=environ(), timeout=60, check=False)
+    assert done.stdout.strip() == "interrupted after the import", (done.stdout, done.stderr)

@@ -15,6 +15,7 @@ left, or says plainly what it cannot decide (a finding without actions: a `manua
 from __future__ import annotations
 
 import itertools
+import os
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -143,7 +144,8 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
     entries = [(variable, entry) for variable in _VARIABLES
                for entry in dict.fromkeys(re.split(r"[ :]" if variable == "LD_PRELOAD" else r":",
                                                    environ.get(variable, "")))
-               if variable in environ and not (keep is not None and _same_entry(entry, keep))]
+               if variable in environ and not (keep is not None and _same_entry(entry, keep))
+               and _may_matter(variable, entry)]
     # made as they are judged: the pairs of 20 000 PYTHONPATH entries are 200 million (doctor made a million of
     # them for 1 000 entries, 8 s, to judge 24)
     single = ([remove_entry(*one)] for one in entries)
@@ -156,6 +158,18 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
         if not any(f.severity is Severity.ERROR for f in judge(World(environ).after(*actions))):
             return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
+
+
+def _may_matter(variable: str, entry: str) -> bool:
+    """Whether taking ``entry`` out of ``variable`` can change what the model sees: not for a folder (or zip) path
+    that names nothing on disk, which no search finds anything in (an LD_PRELOAD name is searched for; an empty or
+    relative entry is the current folder's)."""
+    if variable == "LD_PRELOAD" or not entry.startswith("/"):
+        return True
+    try:
+        return os.path.lexists(entry)
+    except (OSError, ValueError):
+        return True
 
 
 def goes_further(steps: Sequence[Action], own: Sequence[Action]) -> bool:
