@@ -536,3 +536,14 @@ def test_a_path_the_program_could_not_open_beside_a_preloaded_shim_is_the_progra
     explains it". A path the program asked for is served by that file alone; its failed request (the linker's
     ``file=PATH; dynamically loaded by`` without a link map) gets doctor's fix for that path, which works."""
     _fixed_without_breaks(3074, ["app"], lambda j: j.said.consumer == "app-path")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_shim_of_another_machine_reached_only_through_a_link_is_put_back_with_its_folder_first() -> None:
+    """cuDNN 8.9.7 for CUDA 12 installed over the venv's 9.x, its shim then another machine's, LD_LIBRARY_PATH at
+    last only a folder of a link to that shim (fix differential 1-3052): programs by name got `pip install
+    'nvidia-cudnn-cu13>=9,<10'`, which pip finds installed and leaves as it is. A link on the search path leads to
+    the wheel it is of: its shim passed over is the wheel put back, and its folder put first (the link's $ORIGIN is
+    the link's folder, where the sub-libraries are not): the app works both ways."""
+    _fixed_without_breaks(3052, ["app"], lambda j: j.said.consumer == "app-soname")

@@ -37,7 +37,7 @@ from cudnnload.resolve.elf import ElfError, read_elf
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
-from cudnnload.verdicts import Finding, Fix, fix, pip_install, set_variable
+from cudnnload.verdicts import Action, Finding, Fix, fix, pip_install, set_variable
 
 
 def _unreadable(path: str, ctx: Context) -> str:
@@ -214,8 +214,11 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter, else into the site of the
     shell's active Python environment with the wheel's folder put on LD_LIBRARY_PATH: a program asking by name
     finds a pip wheel only there)."""
+    # a link to the shim on LD_LIBRARY_PATH leads to the wheel it is of (its folder itself on no search path)
+    linked = [os.path.dirname(os.path.realpath(path)) for entry in ctx.linker.ld_library_path if entry.startswith("/")
+              and os.path.islink(path := os.path.join(entry, gen.shim.soname))]
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
-                           *search_path_sites(ctx.linker.ld_library_path)])
+                           *search_path_sites(ctx.linker.ld_library_path), *search_path_sites(linked)])
     dists = cudnn_distributions(tuple(sites))
     access = Access()
     listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
@@ -224,13 +227,13 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
             return _beside_its_libraries(readable_again(stop, access.user, holder(dists, path)), path, gen, ctx)
     for dist, path in listed:
-        if path in dist.missing:
+        why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
+            if path in dist.missing else None
+        if why is None and (passed := _passed_over(path, ctx)) is not None:  # there, but not a file the loader maps
+            why = f"{dist.name} {dist.version}'s {gen.shim.soname} is {passed}: the loader passes over it"
+        if why is not None:
             return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
-                       note=f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone")
-        why = _passed_over(path, ctx)
-        if why is not None:  # there, but not a file the loader maps here: the search goes past it
-            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
-                       note=f"{dist.name} {dist.version}'s {gen.shim.soname} is {why}: the loader passes over it")
+                       *_folder_first(os.path.dirname(path), linked, ctx), note=why)
     # only a wheel that ships every sub-library its shim needs: the JIT wheel (no ops, cnn or adv) answers a program
     # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)
     needed = {lib.soname for lib in gen.sublibraries if lib.required}
@@ -255,6 +258,17 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                        note=f"a program that asks for {gen.shim.soname} by name finds a pip wheel only on its "
                             "search path")
     return cudnn_install(gen.major, None, python)
+
+
+def _folder_first(folder: str, linked: Sequence[str], ctx: Context) -> tuple[Action, ...]:
+    """A wheel's ``folder`` put first on LD_LIBRARY_PATH where a program by name reaches its shim only through a
+    link in another entry (``linked``: the folders such links lead to): the link's ``$ORIGIN`` is the link's folder,
+    where the shim's sub-libraries are not. None where no link leads there, or the folder is on the path already."""
+    real = os.path.realpath(folder)
+    entries = ctx.linker.ld_library_path
+    if real not in linked or any(os.path.realpath(e) == real for e in entries if e.startswith("/")):
+        return ()
+    return (set_variable("LD_LIBRARY_PATH", ":".join([folder, *entries])),)
 
 
 def _passed_over(path: str, ctx: Context) -> str | None:
