@@ -547,3 +547,14 @@ def test_a_shim_of_another_machine_reached_only_through_a_link_is_put_back_with_
     the wheel it is of: its shim passed over is the wheel put back, and its folder put first (the link's $ORIGIN is
     the link's folder, where the sub-libraries are not): the app works both ways."""
     _fixed_without_breaks(3052, ["app"], lambda j: j.said.consumer == "app-soname")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_framework_s_shim_the_loader_passes_over_is_its_wheel_put_back_not_its_folder_put_on_the_path() -> None:
+    """torch's wheel with another machine's shim and a truncated heuristic, a relative ``lib`` entry before it on
+    LD_LIBRARY_PATH giving a 9.0 copy (fix differential 1-3158): `doctor --python`'s repair set LD_LIBRARY_PATH to
+    the wheel's own folder, twice (its shim "on sys.path, not reached by torch's search"), and torch then found no
+    cuDNN at all. A folder whose shim the loader cannot map is no place to point a framework at: its pinned wheel
+    is put back, then the 9.0 copy is taken away from torch: torch works and nothing breaks."""
+    _fixed_without_breaks(3158, ["app", "torch"], lambda j: j.said.consumer == "torch" and j.said.form == "target")

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
@@ -110,7 +110,7 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     else:
         found = _from_caller(consumer, load, ctx, soname)
     found = replace(found, survey=match, kind=load.kind if load else None,
-                    unsearched=_shim_on_path(site_paths, major, ctx.linker.is_gone) if found.shim is None else None,
+                    unsearched=_shim_on_path(site_paths, major, ctx) if found.shim is None else None,
                     program_calls=load.program_calls if load else ())
     entry = next((path for path in site_paths if path and found.shim
                   and found.shim.startswith(path.rstrip("/") + "/")), None)
@@ -226,12 +226,14 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
     return _from_caller(consumer, load, ctx, soname, fell)
 
 
-def _shim_on_path(site_paths: Sequence[str], major: int, gone: Callable[[str], bool]) -> str | None:
-    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>`` (not ``gone``)."""
+def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | None:
+    """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>`` (not gone in the
+    model's world) that the loader can map here: a shim of another machine, or no ELF, is passed over by any search
+    that reaches it, so its folder is no place to point one at (its wheel is put back instead)."""
     for entry in site_paths:
         for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
                                                   f"libcudnn.so.{major}"))):
-            if not gone(shim):
+            if not ctx.linker.is_gone(shim) and (info := ctx.elf(shim)) is not None and not ctx.host.foreign(info):
                 return os.path.dirname(shim)
     return None
 
