@@ -320,7 +320,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     if first is not None:
         from cudnnload.diagnose.remedy import goes_further
 
-        whole, better = _whole_repair(seen, env, program, first, served, [f for f in gpu if f.severity == "error"])
+        whole, better = _whole_repair(seen, env, program, first, preparing.result(), served,
+                                      [f for f in gpu if f.severity == "error"])
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
         more = goes_further(steps, own)  # the first error's change, and what follows
@@ -380,7 +381,7 @@ def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Findin
                     Subject(SubjectKind.PROGRAM, seen.command[0]), fix(*actions)), *stopped)
 
 
-def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None, first: Finding,
+def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None, first: Finding, ctx: Context,
                   served: Sequence[Served] = (), blockers: Sequence[Finding] = ()) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
@@ -427,12 +428,9 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it
     from cudnnload.resolve.process import preload_entries
 
-    entries = preload_entries(env)
-    preloaded = {os.path.realpath(e) for e in entries if "/" in e}
-    if any("/" not in e for e in entries):  # a bare name (LD_PRELOAD=libcudnn.so.9): the file the loader finds for it
-        from cudnnload.resolve.discovery import context
-
-        preloaded |= {os.path.realpath(p.path) for p in context(env).preloads if p.path}
+    # (a bare name, LD_PRELOAD=libcudnn.so.9: the file the loader finds for it, as the process model has it)
+    preloaded = {os.path.realpath(e) for e in preload_entries(env) if "/" in e} | \
+        {os.path.realpath(p.path) for p in ctx.preloads if p.path and p.entry is not None}
     own = [o for o in seen.shims if os.path.realpath(o.path) not in preloaded]
     # only a preloaded shim served it: the program's own load was by name (answered by the object already
     # loaded), so the repair is judged for that name, the preload in its environment
