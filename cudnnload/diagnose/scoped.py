@@ -12,8 +12,9 @@ alternative, with why it is not the first.
 The same holds where the shim they get lies on another entry (a link of it, whose ``$ORIGIN`` holds nothing else) but
 what it loads beside it comes through the entry removed, and for an ``LD_PRELOAD`` entry taken away: a preloaded shim
 answers every later request for its name, so programs by name may get a working cuDNN through it today and a broken
-one without it. "Worse" is judged on the model's prediction of the calls of cuDNN's catalog made in order: the
-first that fails comes sooner without the change (short of a GPU on both sides).
+one without it. "Worse" is what the model predicts for them: a cuDNN that no longer loads whole from one folder (a
+shim of a partial copy with sub-libraries from another entry), or, as whole as before, the calls of cuDNN's catalog
+made in order failing sooner without the change (short of a GPU on both sides).
 
 The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
 ``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
