@@ -207,8 +207,10 @@ def _beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context)
 
 def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None, python: str | None = None) -> Fix:
     """A shim no search finds. An installed wheel of this generation whose RECORD lists the shim but the file is
-    gone (a partial uninstall, a deleted file), on ``site_paths`` or under a search-path entry (an
-    LD_LIBRARY_PATH entry that names a wheel's lib folder): that wheel put back, into the site that holds it;
+    gone (a partial uninstall, a deleted file) or is one the loader passes over (another machine's), on
+    ``site_paths`` or under a search-path entry (an LD_LIBRARY_PATH entry that names a wheel's lib folder, or holds a
+    link to its shim): that wheel put back, into the site that holds it, its folder put first where only a link
+    reaches it;
     else the folder of an installed wheel that holds it on LD_LIBRARY_PATH (frameworks that load it by path find
     it anyway); else cuDNN installed (by ``python``'s pip, when given; for a program of no Python, into the site of
     a wheel folder on LD_LIBRARY_PATH whose wheel is gone, by that site's interpreter, else into the site of the
