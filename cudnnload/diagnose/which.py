@@ -220,7 +220,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     linked = [os.path.dirname(os.path.realpath(path)) for entry in ctx.linker.ld_library_path if entry.startswith("/")
               and os.path.islink(path := os.path.join(entry, gen.shim.soname))]
     sites = dict.fromkeys([*(sys.path if site_paths is None else site_paths),
-                           *search_path_sites(ctx.linker.ld_library_path), *search_path_sites(linked)])
+                           *search_path_sites(ctx.linker.ld_library_path)])
     dists = cudnn_distributions(tuple(sites))
     access = Access()
     listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
@@ -228,6 +228,9 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     for path in [*(path for _, path in listed), *entries]:
         if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
             return _beside_its_libraries(readable_again(stop, access.user, holder(dists, path)), path, gen, ctx)
+    beyond = [site for site in search_path_sites(linked) if site not in sites]  # the wheels the links lead to
+    listed += [(dist, path) for dist in cudnn_distributions(tuple(beyond)) for path in dist.files
+               if os.path.basename(path) == gen.shim.soname]
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
