@@ -20,10 +20,23 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     _os._exit(130)
 
 
-# only in the command's own process (its console script), never in a program that imports cudnnload
-if _os.path.basename(getattr(_sys.modules.get("__main__"), "__file__", None) or "") == "cudnnload" \
-        and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
-    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+def _is_the_command() -> bool:
+    """Whether this process is the ``cudnnload`` command (its console script, or ``python -m cudnnload`` once runpy
+    has made it ``__main__``), not a program that imports cudnnload (a test runner, an application)."""
+    main = _sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return (spec is not None and spec.name == "cudnnload.__main__") or \
+        _os.path.basename(getattr(main, "__file__", None) or "") == "cudnnload"
+
+
+def _catch_early_interrupt() -> None:
+    """`_interrupted_while_starting` for SIGINT, in the command's own process only, where Python's default is still
+    in place (a SIGINT ignored or handled by whoever started it stays so)."""
+    if _is_the_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+
+
+_catch_early_interrupt()  # the console script: from its first module on
 
 # typing costs ~10 ms to import; type checkers treat any TYPE_CHECKING name as true.
 TYPE_CHECKING = False

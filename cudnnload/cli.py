@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from cudnnload import _interrupted_while_starting
+from cudnnload import _catch_early_interrupt, _interrupted_while_starting, _is_the_command
 
 
 def _interrupt_outside_imports(signum: int, frame: Any) -> None:
@@ -28,17 +28,7 @@ def _interrupt_outside_imports(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _is_the_command() -> bool:
-    """Whether this process is the ``cudnnload`` command (its console script, or ``python -m cudnnload``), not a
-    program that imports this module (a test runner, an application)."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    return (spec is not None and spec.name == "cudnnload.__main__") or \
-        os.path.basename(getattr(main, "__file__", None) or "") == "cudnnload"
-
-
-if _is_the_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # python -m cudnnload
-    signal.signal(signal.SIGINT, _interrupted_while_starting)
+_catch_early_interrupt()  # python -m cudnnload: runpy has made the command __main__ by now
 
 from cudnnload.errors import CannotRun, CudnnloadError, LoadError, OutputError, UsageError  # noqa: E402
 
