@@ -8,6 +8,7 @@ reading a message; the message is for people, rendered where the finding is made
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ def install(folder: str | None, library: str | None = None) -> Subject:
 # The fields of each action kind in its JSON (README "Fixes": the contract other tools apply).
 _FIELDS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.ENV_REMOVE_ENTRY: ("variable", "entry"), ActionKind.ENV_UNSET: ("variable",),
-    ActionKind.ENV_SET: ("variable", "value"), ActionKind.DELETE: ("path",),
+    ActionKind.ENV_SET: ("variable", "value"), ActionKind.DELETE: ("path", "names"),
     ActionKind.PIP_INSTALL: ("requirements", "options", "target", "python"),
     ActionKind.PIP_UNINSTALL: ("requirements", "target", "python"), ActionKind.RELINK: ("path", "target"),
     ActionKind.CHMOD: ("path", "mode", "owner"), ActionKind.REMOVE_LINE: ("path", "line"), ActionKind.RUN: ("argv",),
@@ -76,12 +77,23 @@ class Action:
     line: str | None = None  # remove-line's, exactly as in the file
     owner: str | None = None  # chmod's: who must run it, when the path is not the user's (its owner, or root)
     pid: int | None = None  # restart's: the running process
+    # delete's, when given: the names in the folder ``path`` to delete where they are there (the folder stays)
+    names: tuple[str, ...] = ()
+
+    @property
+    def deletes(self) -> tuple[str, ...]:
+        """The paths a delete takes away (where they are there, for ``names``)."""
+        if self.do is not ActionKind.DELETE or self.path is None:
+            return ()
+        return tuple(f"{self.path.rstrip('/')}/{name}" for name in self.names) if self.names else (self.path,)
 
     def json(self) -> dict[str, object]:
         """The contract's object: ``do`` and that kind's fields (README "Fixes")."""
         out: dict[str, object] = {"do": self.do.value}
         for name in _FIELDS[self.do]:
             value = getattr(self, name)
+            if name == "names" and not value:  # a delete of ``path`` itself
+                continue
             out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -93,6 +105,8 @@ class Action:
         if self.do is ActionKind.ENV_SET:
             return f"export {self.variable}={shlex.quote(self.value or '')}"
         if self.do is ActionKind.DELETE:
+            if self.names:
+                return f"in {shlex.quote(self.path or '')}, delete whichever are there of {_names(self.names)}"
             return f"delete {shlex.quote(self.path or '')}"
         if self.do is ActionKind.PIP_INSTALL:
             # a target that is not the interpreter's own site-packages is pip's --target (README "Fixes")
@@ -118,6 +132,21 @@ class Action:
         return self.text or ""
 
 
+def _names(names: tuple[str, ...]) -> str:
+    """File names for people: ``libcudnn_{adv,ops}.so.9.28{.0,}`` where every stem has the same endings (the shell's
+    braces), else each name."""
+    split = [name.partition(".so.") for name in names]
+    stems = list(dict.fromkeys(stem for stem, dot, _ in split if dot))
+    ends = list(dict.fromkeys(end for _, dot, end in split if dot))
+    if len(stems) < 2 or len(split) != len(stems) * len(ends) or any(not dot for _, dot, _ in split) or \
+            {(stem, end) for stem, _, end in split} != {(stem, end) for stem in stems for end in ends}:
+        return ", ".join(shlex.quote(name) for name in names)
+    common = os.path.commonprefix(ends)
+    endings = ends[0][len(common):] if len(ends) == 1 else "{" + ",".join(e[len(common):] for e in ends) + "}"
+    prefix = os.path.commonprefix(stems)
+    return f"{prefix}{{{','.join(stem[len(prefix):] for stem in stems)}}}.so.{common}{endings}"
+
+
 def _owns(python: str | None, site: str) -> bool:
     """Whether ``site`` lies in the prefix of the interpreter ``python`` (``PREFIX/bin/python``): its own."""
     if python is None or "/" not in python:
@@ -134,12 +163,21 @@ def unset(variable: str) -> Action:
     return Action(ActionKind.ENV_UNSET, variable=variable)
 
 
+# Variables whose value is a list of folders searched in order: a folder named twice is searched once, at its first
+_SEARCH_LISTS = frozenset({"LD_LIBRARY_PATH", "PYTHONPATH", "PATH"})
+
+
 def set_variable(variable: str, value: str) -> Action:
+    """``export VARIABLE=VALUE``; a search list's folder named twice is said once, where it is first (what the
+    search meets later it has looked in already)."""
+    if variable in _SEARCH_LISTS:
+        value = ":".join(dict.fromkeys(value.split(":")))
     return Action(ActionKind.ENV_SET, variable=variable, value=value)
 
 
-def delete(path: str) -> Action:
-    return Action(ActionKind.DELETE, path=path)
+def delete(path: str, names: Iterable[str] = ()) -> Action:
+    """``path`` deleted; with ``names``, those of them that are in the folder ``path`` (``rm -f``)."""
+    return Action(ActionKind.DELETE, path=path, names=tuple(names))
 
 
 def pip_install(requirements: Iterable[str], *, options: Iterable[str] = (), target: str | None = None,

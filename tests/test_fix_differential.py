@@ -558,3 +558,37 @@ def test_a_framework_s_shim_the_loader_passes_over_is_its_wheel_put_back_not_its
     cuDNN at all. A folder whose shim the loader cannot map is no place to point a framework at: its pinned wheel
     is put back, then the 9.0 copy is taken away from torch: torch works and nothing breaks."""
     _fixed_without_breaks(3158, ["app", "torch"], lambda j: j.said.consumer == "torch" and j.said.form == "target")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_folder_closed_to_the_user_is_put_back_without_the_names_its_shim_tries_first() -> None:
+    """nobody's app opening the 9.28 wheel's shim by path, the wheel's folder 0700, a link by hand
+    ``libcudnn_adv.so.9.28`` in it to a 9.0 tarball's adv, a conda program linked with ``$ORIGIN/../lib`` working
+    (fix differential 2-3161, seed 2's held-out break of the twelfth session): the fix opened the folder and
+    reinstalled the wheel, which rewrites what RECORD lists and leaves the link, so the app mapped 9.0's adv and the
+    conda program, now reaching the venv through LD_LIBRARY_PATH, failed too. The names the shim tries before its
+    own files that no wheel ships go with the reinstall, where they are there: the app works and nothing breaks."""
+    _fixed_without_breaks(3161, ["app"], lambda j: j.said.consumer.startswith("app"), seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_link_on_the_path_into_a_folder_the_fix_opens_is_taken_away_for_everyone() -> None:
+    """nobody's venv folder 0700, a link to its shim alone on LD_LIBRARY_PATH before a conda env's 9.0 folder (fix
+    differential 1-1342): programs by name got conda's cuDNN (the link leads nowhere they can go). The fix for the
+    app by path, and torch's reinstall (pip writes the folder anew, 0755), opened the folder: the link then gave
+    them the 9.24 shim with $ORIGIN the link's folder, and conda's sub-libraries beside it. The link's entry, which
+    serves nobody today, goes for everyone with the fix: the app and torch work and nothing breaks."""
+    _fixed_without_breaks(1342, ["app", "torch"], lambda j: j.said.consumer in ("app-path", "torch"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_put_back_behind_a_start_up_file_that_maps_another_graph_loses_that_line_too() -> None:
+    """torch's wheel with a truncated adv and another machine's shim, and a ``sitecustomize`` line mapping a 9.0
+    tarball's graph with RTLD_GLOBAL (fix differential 1-3165): the repair put the wheel back, and torch then got
+    9.0's graph through the name the start-up had taken (cuDNN version incompatibility); the target form began
+    with words ("make one of them whole"). What a wheel put back meets at the interpreter's start-up goes with it
+    (the line taken out), in both forms, and a finding that only sums up others comes after them."""
+    _fixed_without_breaks(3165, ["app", "torch"], lambda j: j.said.consumer == "torch")

@@ -25,7 +25,7 @@ from cudnnload.judge.installs import whole
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.sources import Distribution
-from cudnnload.verdicts import Action, ActionKind
+from cudnnload.verdicts import Action, ActionKind, delete
 from tests.wheels import lib_folder
 
 W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
@@ -433,6 +433,25 @@ def test_a_wheel_folder_this_user_cannot_search_is_opened_then_put_back_whole() 
     assert [a.do for a in file.actions] == [ActionKind.CHMOD]  # the folder is seen: only the mode is wrong
     elsewhere = readable_again(Unreachable("/opt/app/lib", True, 0, "root"), 65534, wheel)
     assert [a.do for a in elsewhere.actions] == [ActionKind.CHMOD]  # a folder no RECORD lists files in
+
+
+def test_a_wheel_put_back_unseen_also_loses_the_names_its_shim_tries_first_that_no_wheel_ships() -> None:
+    """pip's reinstall rewrites what RECORD lists and nothing else: a link by hand ``libcudnn_adv.so.9.28`` to
+    another release, hidden in a folder this user cannot search, would still be what the shim opens. Those names
+    (`SubLibrary.names_tried` before the soname), for each library the wheel has, are deleted where there; the
+    shim's own name (opened by the application) has none."""
+    lib = "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib"
+    files = tuple(f"{lib}/{name}" for name in ("libcudnn.so.9", "libcudnn_adv.so.9", "libcudnn_graph.so.9"))
+    wheel = Distribution("nvidia-cudnn-cu12", "9.28.0.42", "/venv/lib/python3.11/site-packages", (lib,), files, (),
+                         (), pip_env=("/venv/bin/python", ()))
+    repair = readable_again(Unreachable(lib, True, 0, "root"), 65534, wheel)
+    assert [a.do for a in repair.actions] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL, ActionKind.DELETE]
+    names = repair.actions[2].names
+    assert repair.actions[2].path == lib and set(names) == {
+        "libcudnn_adv.so.9.28.0", "libcudnn_adv.so.9.28", "libcudnn_graph.so.9.28.0", "libcudnn_graph.so.9.28"}
+    assert repair.actions[2].json() == {"do": "delete", "path": lib, "names": list(names)}
+    assert str(repair.actions[2]) == f"in {lib}, delete whichever are there of libcudnn_{{adv,graph}}.so.9.28{{.0,}}"
+    assert delete("/x").json() == {"do": "delete", "path": "/x"}  # a delete of the path itself has no names
 
 
 

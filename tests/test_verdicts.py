@@ -106,6 +106,13 @@ def test_each_action_kind_is_written_as_the_contract_says() -> None:
     assert json.loads(json.dumps(written)) == written
 
 
+def test_a_search_list_set_by_a_fix_names_each_folder_once_where_it_is_first() -> None:
+    """A value built from a finding's folder and the entries already there may name one folder twice; the search
+    looks in it at its first place only, so it is said once (an empty entry, the current folder, is kept first)."""
+    assert set_variable("LD_LIBRARY_PATH", "/a:/b:/a::/c:").value == "/a:/b::/c"
+    assert set_variable("CUDA_VISIBLE_DEVICES", "0,0").value == "0,0"  # not a list of folders
+
+
 def test_an_unknown_fix_has_no_actions_never_a_guess() -> None:
     assert fix(note="report this layout").json() == {"text": "report this layout", "actions": []}
     assert fix().json() == {"text": None, "actions": []}

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import World
+from cudnnload.judge.fixes import undo
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import installed_names
@@ -70,7 +71,36 @@ def _met(folder: str, ctx: Context) -> tuple[Action, ...]:
         if classify(os.path.basename(entry)) is not None and os.path.realpath(os.path.dirname(entry)) != \
                 os.path.realpath(folder):
             removals[("LD_PRELOAD", entry)] = remove_entry("LD_PRELOAD", entry)
+    link = _link_first(folder, ctx)
+    if link is not None:
+        removals[("LD_LIBRARY_PATH", link)] = remove_entry("LD_LIBRARY_PATH", link)
     return tuple(removals.values())
+
+
+def _link_first(folder: str, ctx: Context) -> str | None:
+    """The ``LD_LIBRARY_PATH`` entry whose link to the shim in ``folder`` answers a program that asks for the shim
+    by name, where that shim would take a sub-library from elsewhere: its ``$ORIGIN`` is the link's folder (glibc's
+    ``l_name`` as opened), and once the wheel is back (a folder this user cannot reach today opened by the fix, or
+    rewritten by pip) the link leads to it. None when an earlier entry answers, or the link's folder completes it."""
+    gen = GENERATIONS[9]
+    real_folder = os.path.realpath(folder)
+    for entry in ctx.linker.ld_library_path:
+        name = os.path.join(entry or ".", gen.library("shim").soname)
+        if not os.path.islink(name):
+            if os.access(name, os.R_OK):
+                return None  # an earlier entry's own shim answers the name
+            continue
+        if os.path.dirname(os.path.realpath(name)) != real_folder or os.path.realpath(entry or ".") == real_folder:
+            continue
+        opener = linker.Requester(name, runpath=("$ORIGIN",))
+        for lib in gen.libraries:
+            if lib.opened_by != "shim" or not lib.required:
+                continue
+            found = linker.resolve(lib.soname, linker.Chain((opener,)), ctx.linker)
+            if found.path is None or os.path.dirname(os.path.realpath(found.path)) != real_folder:
+                return entry
+        return None
+    return None
 
 
 def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context | None) -> tuple[Action, ...]:
@@ -80,6 +110,7 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
     env = World(environ).after(*actions).environ  # the variables as the fix itself leaves them
     folders = [os.path.join(action.target, _LIB) for action in actions if _installs_cudnn9(action) and action.target]
     wanted = [each for action in actions if _installs_cudnn9(action) for each in _requirements_left_out(action)]
+    wanted += _started_before(folders, ctx)
     # each entry taken away reveals the next one that answers (a conda env's folder, then another build's after
     # it): judged again without those, until none answers from another folder
     for _ in range(len(environ.get("LD_LIBRARY_PATH", "").split(":")) + len(preload_entries(environ)) + 1):
@@ -90,6 +121,21 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
         wanted += more
         env = World(env).after(*more).environ
     return tuple(dict.fromkeys(each for each in wanted if each not in actions))
+
+
+def _started_before(folders: list[str], ctx: Context | None) -> list[Action]:
+    """The start-up code that maps a cuDNN 9 library of another folder before the program runs (a ``.pth`` import
+    line, ``sitecustomize``: `Preload.cause`): the name it answers to is taken before the wheel's shim asks for
+    it, so it goes with the install (`fixes.undo`: the line taken out, or said in words)."""
+    out: list[Action] = []
+    for preload in ctx.preloads if ctx is not None else ():
+        lib = classify(os.path.basename(preload.path)) if preload.path and preload.cause is not None else None
+        if lib is None or lib.major != 9 or preload.path is None:
+            continue
+        if all(os.path.realpath(os.path.dirname(preload.path)) != os.path.realpath(folder) for folder in folders) \
+                and (gone := undo(preload)) is not None and gone not in out:
+            out.append(gone)
+    return out
 
 
 def _requirements_left_out(action: Action) -> tuple[Action, ...]:

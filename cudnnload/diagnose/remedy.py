@@ -74,7 +74,10 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
                    and not _taken_care_of(f, actions) and not _about_gone(f, world.gone)]
         if not pending:
             return _said(actions, later)
-        first = pending[0]
+        # what only sums up the others in words ("make one of them whole") comes after them: their changes take
+        # care of it
+        first = min(pending, key=lambda f: f.code in _SUMMARIES and all(
+            a.do is ActionKind.MANUAL for a in f.fix.actions))
         handled.add(_key(first))
         steps = [a for a in first.fix.actions if a not in actions]
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
@@ -287,7 +290,7 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
     if path is None:
         return False
     for action in actions:
-        if action.do in (ActionKind.DELETE, ActionKind.CHMOD) and action.path == path:
+        if path in action.deletes or (action.do is ActionKind.CHMOD and action.path == path):
             return True
         if action.do is ActionKind.PIP_INSTALL and "--force-reinstall" in action.options and action.target \
                 and finding.code in _REWRITTEN and _under(path, action.target):

@@ -30,6 +30,7 @@ JIT wheel has no ops, cnn or adv), the setting is made for this program alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -78,12 +79,21 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     serves: dict[frozenset[str], str | None] = {}
     out = []
     for finding in findings:
-        gone = _removed(finding.fix)
+        taken = _removed(finding.fix)
+        gone = frozenset(entry for entry in taken if not _inert(entry))
         if gone and gone not in serves:
             serves[gone] = _serves_others(gone, now)
         why = serves.get(gone) if gone else None
-        out.append(_for_the_program(finding, now.linker.ld_library_path, gone, why) if why else finding)
+        out.append(_for_the_program(finding, now.linker.ld_library_path, gone, taken, why) if why else finding)
     return tuple(out)
+
+
+def _inert(entry: str) -> bool:
+    """Whether the ``LD_LIBRARY_PATH`` entry holds cuDNN's names but no program of this user can map one of them
+    today (links into a folder closed to them, which the fix opens): taking it away changes nothing for anyone
+    now, and keeps what the fix opens from answering them later through it. It goes for everyone."""
+    names = [os.path.join(entry or ".", lib.soname) for gen in GENERATIONS.values() for lib in gen.libraries]
+    return any(os.path.lexists(name) for name in names) and not any(os.access(name, os.R_OK) for name in names)
 
 
 def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: Others) -> tuple[Finding, ...]:
@@ -284,9 +294,12 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
     return tuple(out)
 
 
-def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], why: str) -> Finding:
+def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], taken: frozenset[str],
+                     why: str) -> Finding:
+    """``finding`` with the removals of ``gone`` made for the program alone; those of ``taken`` that are inert
+    (`_inert`) stay for everyone, and the program's own value leaves them out too."""
     removed = [a for a in finding.fix.actions if _takes_away(a) and a.entry in gone]
-    return _alone(finding, removed, run_without(entries, gone), why)
+    return _alone(finding, removed, run_without(entries, taken), why)
 
 
 def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:

@@ -33,7 +33,6 @@ from cudnnload.resolve.discovery import (
     requester,
     search_path_sites,
 )
-from cudnnload.resolve.elf import ElfError, read_elf
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
@@ -234,7 +233,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
-        if why is None and (passed := _passed_over(path, ctx)) is not None:  # there, but not a file the loader maps
+        if why is None and (passed := ctx.passed_over(path)) is not None:  # there, but not a file the loader maps
             why = f"{dist.name} {dist.version}'s {gen.shim.soname} is {passed}: the loader passes over it"
         if why is not None:
             return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
@@ -274,21 +273,6 @@ def _folder_first(folder: str, linked: Sequence[str], ctx: Context) -> tuple[Act
     if real not in linked or any(os.path.realpath(e) == real for e in entries if e.startswith("/")):
         return ()
     return (set_variable("LD_LIBRARY_PATH", ":".join([folder, *entries])),)
-
-
-def _passed_over(path: str, ctx: Context) -> str | None:
-    """Why the loader would not map the file at ``path`` on this host (not an ELF it can read, or one of another
-    class or machine: glibc's open_verify passes over it in a search and refuses it by path), in words; None where
-    it is no such file, or one it maps."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        info = read_elf(path)
-    except ElfError as exc:
-        return f"not a library the loader can map ({exc.reason})"
-    if ctx.host.foreign(info):
-        return f"ELF{info.elf_class} for {info.machine}, not this machine's {ctx.host.machine}"
-    return None
 
 
 def holder(dists: Sequence[Distribution], path: str) -> Distribution | None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import posixpath
 
 from cudnnload.resolve.access import Unreachable
-from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release
+from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, parse_release
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.sources import Distribution
-from cudnnload.verdicts import Action, Fix, chmod, fix, manual, pip_install, remove_entry, remove_line, run
+from cudnnload.verdicts import Action, Fix, chmod, delete, fix, manual, pip_install, remove_entry, remove_line, run
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -125,10 +125,34 @@ def readable_again(stop: Unreachable, user: int, holder: Distribution | None = N
                                         for path in holder.files)
     if holder is None or not stop.folder or not inside:
         return fix(mode, note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
-    return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env),
+    return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env), *unlisted_names(holder),
                note=f"{stop.path} cannot be searched by this user, so what it holds is unknown here: "
                     f"{holder.name} {holder.version} is put back whole too"
                     + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
+
+
+def unlisted_names(holder: Distribution) -> tuple[Action, ...]:
+    """What a reinstall leaves that could still part a load from ``holder``'s own files: in each folder of its
+    cuDNN libraries, the names their openers try before those files (cuDNN 9's shim and graph ask for
+    ``X.so.9.28.0`` and ``X.so.9.28`` first: `SubLibrary.names_tried`) that its RECORD does not list. pip's
+    ``--force-reinstall`` rewrites what RECORD lists and nothing else; a link of that name by hand to another
+    release is then what loads. Deleted where they are there, by whoever reinstalls: no wheel ships them."""
+    try:
+        release: Release | None = parse_release(holder.version)
+    except ValueError:  # a version pip would not have made ("9.28.0.42.post1"): the names are not known
+        release = None
+    listed = set(holder.files)
+    by_folder: dict[str, list[str]] = {}
+    for path in holder.files:
+        lib = classify(posixpath.basename(path))
+        if lib is None:
+            continue
+        tried = lib.names_tried(release)
+        folder = posixpath.dirname(path)
+        ahead = tried[:tried.index(lib.soname)]
+        by_folder.setdefault(folder, []).extend(
+            name for name in ahead if posixpath.join(folder, name) not in listed)
+    return tuple(delete(folder, names) for folder, names in sorted(by_folder.items()) if names)
 
 
 def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:

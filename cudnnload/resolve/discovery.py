@@ -225,6 +225,22 @@ class Context:
         except (OSError, ElfError):
             return None
 
+    def passed_over(self, path: str) -> str | None:
+        """Why the loader would not map the file at ``path`` on this host, in words: one this user cannot read, not
+        an ELF it can read, or one of another class or machine (glibc's ``open_verify`` passes over it in a search
+        and refuses it by path); None where it is no such file, or one it maps."""
+        if not os.path.isfile(path):
+            return None
+        try:
+            info = self.cache.inspect(os.path.realpath(path))
+        except ElfError as exc:
+            return f"not a library the loader can map ({exc.reason})"
+        except OSError as exc:
+            return f"not readable here ({exc.strerror or exc})"
+        if self.host.foreign(info):
+            return f"ELF{info.elf_class} for {info.machine}, not this machine's {self.host.machine}"
+        return None
+
     def unresolved(self, path: str, provider: str, version: str, *, at_start: bool = False
                    ) -> tuple[str, ...] | None:
         """What ``path`` needs from ``version`` that ``provider`` lacks (the first is what dlopen's error
