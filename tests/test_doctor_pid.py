@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from cudnnload.codes import ActionKind, Code
+from cudnnload.codes import ActionKind, Code, Severity
 from cudnnload.diagnose import pid as pid_module
 from cudnnload.diagnose.pid import DELETED, ON_DISK, REPLACED, ProcessReport, diagnose_pid, read_process
 from cudnnload.errors import UsageError
@@ -232,6 +232,23 @@ def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_m
     first = next(f for f in report.findings if f.code is Code.MIXED_RELEASE)
     assert [a.json() for a in first.fix.actions] == [
         {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the shim's search paths are read through map_files (root)")
+def test_a_shim_whose_folder_was_emptied_under_it_finds_its_later_loads_nowhere(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """Every file of the folder deleted while the process runs 9.28's shim and graph (its wheel uninstalled, or
+    replaced by cuDNN 8's): nothing on disk is left to judge, and the shim's later dlopen of ops, cnn and adv,
+    searched from its path as opened, finds none. That is an error, not a healthy process; the fix outside a
+    wheel's folder says in words to put that release back there."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    for path in lib.iterdir():
+        path.unlink()
+    report = diagnose_pid(running.pid)
+    gone = [f for f in report.findings if f.code is Code.MISSING_SUBLIBRARY]
+    assert len(gone) == 1 and gone[0].severity is Severity.ERROR and "libcudnn_ops.so.9: none" in gone[0].message
+    assert [a.do for a in gone[0].fix.actions] == [ActionKind.MANUAL] and "9.28.0" in str(gone[0].fix.text)
 
 
 def test_frameworks_whose_libraries_are_mapped_are_named(child: Callable[..., Child], tmp_path: Path) -> None:

@@ -592,3 +592,44 @@ def test_a_wheel_put_back_behind_a_start_up_file_that_maps_another_graph_loses_t
     with words ("make one of them whole"). What a wheel put back meets at the interpreter's start-up goes with it
     (the line taken out), in both forms, and a finding that only sums up others comes after them."""
     _fixed_without_breaks(3165, ["app", "torch"], lambda j: j.said.consumer == "torch")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_whose_wheel_was_uninstalled_under_it_gets_its_release_back() -> None:
+    """A held ctypes program running the 9.28 wheel's shim and graph, then 9.0 installed over it and the wheel
+    uninstalled (fix differential 1-1308): nothing of the folder was left on disk to judge, so `doctor --pid`
+    found no error while every later load of the shim (ops, cnn, adv) would find nothing. Searched from the shim's
+    path as opened, they are missing; the release it runs goes back into its site, and the program works."""
+    _fixed_without_breaks(1308, ["app"], lambda j: j.said.form == "pid")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_repair_never_reinstalls_after_it_another_major_of_the_distribution_it_put_back() -> None:
+    """cuDNN 8.9.7 installed over the 9.28 wheel of the same nvidia-cudnn-cu12, one of its links dangling (fix
+    differential 1-3110): the repair put cuDNN 9 back for the app, then reinstalled 8.9.7 for the dangling link,
+    and pip, keeping one version of a project, took cuDNN 9 away again. A later install that would swap back the
+    distribution an earlier step put there goes; the app works both ways."""
+    _fixed_without_breaks(3110, ["app"], lambda j: j.said.consumer == "app-path")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_put_back_over_a_stray_versioned_name_loses_that_name() -> None:
+    """A link by hand ``libcudnn_ext.so.9.28.0`` in the 9.28 wheel's folder, then 8.9.7 installed over the wheel (fix
+    differential 1-1160): the wheel put back opened the stray name (its shim tries ``X.so.9.28.0`` first), as no
+    finding about the 8.9.7 install could say. Names a cuDNN 9 shim or graph tries before its own files that no
+    distribution of the site ships go with the install: every program works."""
+    _fixed_without_breaks(1160, ["app"], lambda j: j.said.consumer in ("app-path", "app-soname"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_link_into_a_folder_closed_to_the_user_leads_to_the_distribution_it_is_of() -> None:
+    """nobody's app asking for the shim by name through a link on LD_LIBRARY_PATH into the venv's folder, closed to
+    them, where a link by hand ``libcudnn_graph.so.9.28.0`` leads to another release (fix differential 1-1145): the
+    fix opened the folder and put it first, but found no distribution for the link (which no RECORD lists), so the
+    wheel was not put back and the stray name stayed. The link's distribution is its target's: it is put back
+    without the names its shim tries first, and the app works both ways."""
+    _fixed_without_breaks(1145, ["app"], lambda j: j.said.consumer == "app-soname")

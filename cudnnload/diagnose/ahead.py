@@ -27,7 +27,7 @@ from cudnnload.resolve.consumers import installed_names
 from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.sources import cudnn_distributions
-from cudnnload.verdicts import Action, Finding, pip_install, remove_entry
+from cudnnload.verdicts import Action, Finding, delete, pip_install, remove_entry
 
 _LIB = os.path.join("nvidia", "cudnn", "lib")
 
@@ -111,6 +111,8 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
     folders = [os.path.join(action.target, _LIB) for action in actions if _installs_cudnn9(action) and action.target]
     wanted = [each for action in actions if _installs_cudnn9(action) for each in _requirements_left_out(action)]
     wanted += _started_before(folders, ctx)
+    wanted += [each for action in actions if _installs_cudnn9(action) and action.target
+               for each in _versioned_strays(action.target)]
     # each entry taken away reveals the next one that answers (a conda env's folder, then another build's after
     # it): judged again without those, until none answers from another folder
     for _ in range(len(environ.get("LD_LIBRARY_PATH", "").split(":")) + len(preload_entries(environ)) + 1):
@@ -121,6 +123,23 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
         wanted += more
         env = World(env).after(*more).environ
     return tuple(dict.fromkeys(each for each in wanted if each not in actions))
+
+
+def _versioned_strays(site: str) -> tuple[Action, ...]:
+    """The names in the wheel's folder that a cuDNN 9 shim or graph tries before its own files (``X.so.9.28.0``,
+    ``X.so.9.28``: `SubLibrary.names_tried`) that no distribution of the site ships: a link by hand of such a name
+    is what the wheel put back would open, whatever release pip brings (it rewrites what its RECORD lists and
+    nothing else); they go, with the install."""
+    folder = os.path.join(site, _LIB)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ()
+    listed = {path for dist in cudnn_distributions((site,)) for path in dist.files}
+    stems = {lib.stem for lib in GENERATIONS[9].libraries if lib.opened_by in ("shim", "graph")}
+    strays = sorted(name for name in names if name.partition(".so.9.")[0] in stems and ".so.9." in name
+                    and os.path.join(folder, name) not in listed)
+    return (delete(folder, strays),) if strays else ()
 
 
 def _started_before(folders: list[str], ctx: Context | None) -> list[Action]:

@@ -28,6 +28,7 @@ from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.judge.fixes import cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import judge_inventory
 from cudnnload.judge.judged import Judged, JudgedInventory
@@ -38,7 +39,7 @@ from cudnnload.resolve.discovery import Context, Inventory, Step, context, gathe
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
-from cudnnload.resolve.pythons import interpreter_of_process
+from cudnnload.resolve.pythons import interpreter_of_process, interpreter_of_site
 from cudnnload.verdicts import ERROR, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
@@ -176,6 +177,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn)
     findings += _stale_findings(stale, pid, restarting)
+    findings += _orphaned(cudnn, installs, running, ctx)
     frameworks = _frameworks(running.files)
     checks = (_mapped_check(cudnn, inventory, program, ctx), _coherence_check(cudnn), _files_check(libraries),
               _pending_check(installs, pending, stale), _frameworks_check(frameworks))
@@ -359,6 +361,67 @@ def _stale_findings(stale: Sequence[tuple[Step, Release]], pid: int, restart: Re
                     restart(os.path.dirname(step.path or ""), f"before it loads {os.path.basename(step.path or '')}, "
                             "so that it maps one release"))
             for step, running in stale]
+
+
+def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], running: RunningProcess,
+              ctx: Context) -> list[Finding]:
+    """A shim the process runs whose file is gone from disk, with nothing of its generation left in its folder to
+    judge (its wheel uninstalled, or replaced by another generation's): what it opens later by name is searched as
+    its dlopen will search, from the path it was opened at (``$ORIGIN``, its DT_RPATH or DT_RUNPATH read from the
+    mapped file through ``/proc/PID/map_files``) and the process's own search path. A sub-library found nowhere, or
+    of another release, fails every call it serves (cudnn-facts §4.1: "Invalid handle. Cannot load symbol"). The
+    fix puts the release it runs back where it ran from (a wheel's folder: that wheel, into its site, by whoever
+    installs there); then its later loads find their own files, and nothing needs restarting."""
+    findings = []
+    judged = {i.folder for i in installs}
+    for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK):
+        folder = os.path.dirname(shim.path)
+        gen = GENERATIONS.get(shim.major) if shim.major is not None else None
+        info = _mapped_elf(shim.path, running)
+        if folder in judged or gen is None or info is None:
+            continue
+        opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
+        here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
+        wrong = []
+        for lib in gen.sublibraries:
+            if lib.opened_by != "shim" or not lib.required or lib.key in here:
+                continue
+            found = next((r for r in (linker.resolve(name, linker.Chain((opener,)), ctx.linker)
+                                      for name in lib.names_tried(shim.release)) if r.path), None)
+            found_info = ctx.elf(found.path) if found is not None and found.path else None
+            release = found_info.release if found_info is not None else None
+            if found is None or (release is not None and shim.release is not None and release != shim.release):
+                wrong.append(f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none"))
+        if not wrong:
+            continue
+        cuda = next((lib_info.cudart_version for lib in cudnn if os.path.dirname(lib.path) == folder
+                     and (lib_info := _mapped_elf(lib.path, running)) is not None and lib_info.cudart_version), None)
+        findings.append(Finding(
+            Code.MISSING_SUBLIBRARY if all(w.endswith(": none") for w in wrong) else Code.MIXED_RELEASE,
+            f"process {running.pid} runs cuDNN {shim.release or shim.major} from {folder}, whose shim is gone from "
+            f"disk: when it first needs them, its shim gets {'; '.join(wrong)}, and the calls they serve fail",
+            Subject(SubjectKind.FILE, shim.path, "shim"), _put_back(folder, shim, cuda // 1000 if cuda else None)))
+    return findings
+
+
+def _mapped_elf(path: str, running: RunningProcess) -> ElfInfo | None:
+    """The file the process mapped at ``path``, read through its ``map_files`` entry (what is on disk may be
+    another file, or none)."""
+    mapped = next((f for f in running.files if f.path == path), None)
+    return _elf(f"/proc/{running.pid}/map_files/{mapped.addresses}") if mapped else None
+
+
+def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
+    """The release a process runs put back into the folder it runs it from: a wheel's folder gets that wheel, into
+    its site, by whoever installs there; another folder, in words."""
+    marker = os.sep + os.path.join("nvidia", "cudnn", "lib")
+    wanted = f"cuDNN {shim.release or shim.major}"
+    requirement = cudnn_requirement(shim.major, cuda, shim.release) if shim.major is not None else None
+    if folder.endswith(marker) and requirement is not None:
+        site = folder[:-len(marker)]
+        return fix(pip_into([requirement], site, interpreter_of_site(site)),
+                   note=f"{wanted}, the release it runs, back where it runs it from")
+    return fix(manual(f"put {wanted} back in {folder}: the process runs that release from there"))
 
 
 def _frameworks(files: Sequence[MappedFile]) -> tuple[Framework, ...]:

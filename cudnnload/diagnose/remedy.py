@@ -119,7 +119,8 @@ def kept_once(actions: Sequence[Action]) -> list[Action]:
     kept = [a for i, a in enumerate(actions)
             if not (a.do is ActionKind.ENV_SET and any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
                                                        and b.variable == a.variable for b in actions[i + 1:]))
-            and not any(_written_over(a, b) for b in actions[i + 1:])]
+            and not any(_written_over(a, b) for b in actions[i + 1:])
+            and not any(_swaps_back(b, a) for b in actions[:i])]
     out: list[Action] = []
     for action in kept:
         at = next((i for i, a in enumerate(out) if a.do is ActionKind.ENV_SET and a.variable == action.variable),
@@ -194,6 +195,21 @@ def _written_over(earlier: Action, later: Action) -> bool:
         return False
     majors = {_wheel_major(text) for text in earlier.requirements}
     return len(majors) == 1 and None not in majors and majors <= {_wheel_major(text) for text in later.requirements}
+
+
+def _swaps_back(earlier: Action, later: Action) -> bool:
+    """Whether ``later`` would put another cuDNN major of the same distribution into the site ``earlier`` installs it
+    into: pip keeps one version of a project in a site, so it would uninstall what ``earlier`` put there (cuDNN 9
+    put back for the program, then 8.9.7 of the same nvidia-cudnn-cu12 reinstalled for a finding about its own
+    files, which the first install takes away anyway). The earlier one serves the first error; the later goes."""
+    if earlier.do is not ActionKind.PIP_INSTALL or later.do is not ActionKind.PIP_INSTALL \
+            or earlier.target != later.target or earlier.python != later.python:
+        return False
+    from cudnnload.resolve.catalog import cudnn_pin
+
+    pins = [(pin.project, pin.major) for pin in map(cudnn_pin, earlier.requirements) if pin is not None]
+    return any((pin.project, pin.major) not in pins and any(project == pin.project for project, _ in pins)
+               for pin in map(cudnn_pin, later.requirements) if pin is not None)
 
 
 def _wheel_major(requirement: str) -> int | None:

@@ -224,12 +224,14 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     access = Access()
     listed = [(dist, path) for dist in dists for path in dist.files if os.path.basename(path) == gen.shim.soname]
     entries = [os.path.join(entry, gen.shim.soname) for entry in ctx.linker.ld_library_path if entry.startswith("/")]
+    beyond = [site for site in search_path_sites(linked) if site not in sites]  # the wheels the links lead to
+    led = cudnn_distributions(tuple(beyond))
     for path in [*(path for _, path in listed), *entries]:
         if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
-            return _beside_its_libraries(readable_again(stop, access.user, holder(dists, path)), path, gen, ctx)
-    beyond = [site for site in search_path_sites(linked) if site not in sites]  # the wheels the links lead to
-    listed += [(dist, path) for dist in cudnn_distributions(tuple(beyond)) for path in dist.files
-               if os.path.basename(path) == gen.shim.soname]
+            # a link's distribution is its target's (the link itself is in no RECORD)
+            owner = holder([*dists, *led], os.path.realpath(path))
+            return _beside_its_libraries(readable_again(stop, access.user, owner), path, gen, ctx)
+    listed += [(dist, path) for dist in led for path in dist.files if os.path.basename(path) == gen.shim.soname]
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
