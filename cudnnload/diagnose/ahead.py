@@ -10,6 +10,14 @@ before the wheel's shim. So an ``LD_LIBRARY_PATH`` entry that answers those name
 cuDNN library outside the wheel's folder, puts a second folder's cuDNN beside the reinstalled one: the model resolves
 the names from the wheel's folder as its shim and graph there will, and the entries that would answer go with the
 install, in the same fix (`scoped` then says an entry others need for this program alone).
+
+Three more things the wheel meets go with it: a line of the interpreter's start-up (a ``.pth`` import line,
+``sitecustomize``) that maps a cuDNN 9 library of another folder, which answers the name first as an
+``LD_PRELOAD`` entry would; names in the wheel's folder that its shim or graph tries before their own files and that
+no distribution ships (a link by hand ``X.so.9.28.0``: pip rewrites only what RECORD lists); and an
+``LD_LIBRARY_PATH`` entry holding a link to the wheel's shim in a folder without its sub-libraries, which would give
+programs asking by name that shim with another folder's sub-libraries once the wheel is back (its ``$ORIGIN`` is
+the link's folder).
 """
 
 from __future__ import annotations
