@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import World
-from cudnnload.judge.fixes import undo
+from cudnnload.judge.fixes import WHEEL_LIB, undo
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import installed_names
@@ -36,8 +36,6 @@ from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.verdicts import Action, Finding, delete, pip_install, remove_entry
-
-_LIB = os.path.join("nvidia", "cudnn", "lib")
 
 
 def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
@@ -116,7 +114,8 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
     leaves missing, and the removals of the entries that would put another folder's cuDNN beside them, in the
     environment they leave."""
     env = World(environ).after(*actions).environ  # the variables as the fix itself leaves them
-    folders = [os.path.join(action.target, _LIB) for action in actions if _installs_cudnn9(action) and action.target]
+    folders = [os.path.join(action.target, WHEEL_LIB) for action in actions
+               if _installs_cudnn9(action) and action.target]
     wanted = [each for action in actions if _installs_cudnn9(action) for each in _requirements_left_out(action)]
     wanted += _started_before(folders, ctx)
     wanted += [each for action in actions if _installs_cudnn9(action) and action.target
@@ -138,14 +137,14 @@ def _versioned_strays(site: str) -> tuple[Action, ...]:
     ``X.so.9.28``: `SubLibrary.names_tried`) that no distribution of the site ships: a link by hand of such a name
     is what the wheel put back would open, whatever release pip brings (it rewrites what its RECORD lists and
     nothing else); they go, with the install."""
-    folder = os.path.join(site, _LIB)
+    folder = os.path.join(site, WHEEL_LIB)
     try:
         names = os.listdir(folder)
     except OSError:
         return ()
     listed = {path for dist in cudnn_distributions((site,)) for path in dist.files}
-    stems = {lib.stem for lib in GENERATIONS[9].libraries if lib.opened_by in ("shim", "graph")}
-    strays = sorted(name for name in names if name.partition(".so.9.")[0] in stems and ".so.9." in name
+    strays = sorted(name for name in names if (lib := classify(name)) is not None and lib.major == 9
+                    and lib.opened_by in ("shim", "graph") and name.startswith(f"{lib.soname}.")
                     and os.path.join(folder, name) not in listed)
     return (delete(folder, strays),) if strays else ()
 

@@ -28,7 +28,7 @@ from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.errors import ElfError, UsageError
-from cudnnload.judge.fixes import cudnn_requirement, pip_into
+from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
 from cudnnload.judge.inventory import judge_inventory
 from cudnnload.judge.judged import Judged, JudgedInventory
@@ -213,12 +213,17 @@ def _libraries(files: Sequence[MappedFile], pid: int, ctx: Context,
         state = _state(mapped)
         # a file no longer on disk is read through its map_files entry (root, or CAP_CHECKPOINT_RESTORE); the
         # others of the family carry no cuDNN release
-        info = None if lib is None else ctx.elf(mapped.path) if state == ON_DISK else \
-            _elf(f"/proc/{pid}/map_files/{mapped.addresses}")
+        info = None if lib is None else ctx.elf(mapped.path) if state == ON_DISK else _read_mapped(pid, mapped)
         libraries.append(MappedLibrary(mapped.path, lib.key if lib else None, lib.major if lib else None,
                                        info.release if info else None, state, ctx.preload_entry(mapped.path)))
     return tuple(replace(lib, release=lib.release or _release_beside(lib, libraries, inventory))
                  for lib in libraries)
+
+
+def _read_mapped(pid: int, mapped: MappedFile) -> ElfInfo | None:
+    """The file ``pid`` mapped, read through its ``/proc/PID/map_files`` entry (what is on disk may be another file,
+    or none)."""
+    return _elf(f"/proc/{pid}/map_files/{mapped.addresses}")
 
 
 def _elf(path: str) -> ElfInfo | None:
@@ -377,8 +382,7 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK):
         folder = os.path.dirname(shim.path)
         gen = GENERATIONS.get(shim.major) if shim.major is not None else None
-        info = _mapped_elf(shim.path, running)
-        if folder in judged or gen is None or info is None:
+        if folder in judged or gen is None or (info := _mapped_elf(shim.path, running)) is None:
             continue
         opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
         here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
@@ -405,16 +409,15 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
 
 
 def _mapped_elf(path: str, running: RunningProcess) -> ElfInfo | None:
-    """The file the process mapped at ``path``, read through its ``map_files`` entry (what is on disk may be
-    another file, or none)."""
+    """The file the process mapped at ``path`` (`_read_mapped`)."""
     mapped = next((f for f in running.files if f.path == path), None)
-    return _elf(f"/proc/{running.pid}/map_files/{mapped.addresses}") if mapped else None
+    return _read_mapped(running.pid, mapped) if mapped else None
 
 
 def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
     """The release a process runs put back into the folder it runs it from: a wheel's folder gets that wheel, into
     its site, by whoever installs there; another folder, in words."""
-    marker = os.sep + os.path.join("nvidia", "cudnn", "lib")
+    marker = "/" + WHEEL_LIB
     wanted = f"cuDNN {shim.release or shim.major}"
     requirement = cudnn_requirement(shim.major, cuda, shim.release) if shim.major is not None else None
     if folder.endswith(marker) and requirement is not None:

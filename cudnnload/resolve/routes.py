@@ -233,7 +233,7 @@ def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | 
     for entry in site_paths:
         for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
                                                   f"libcudnn.so.{major}"))):
-            if not ctx.linker.is_gone(shim) and ctx.passed_over(shim) is None:
+            if not ctx.linker.is_gone(shim) and os.path.isfile(shim) and ctx.passed_over(shim) is None:
                 return os.path.dirname(shim)
     return None
 
