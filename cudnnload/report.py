@@ -41,8 +41,9 @@ JSON_PROPERTIES: dict[str, tuple[str, ...]] = {
     "StageStats": ("min", "median", "max"), "ProbeResult": ("ok",), "GpuFacts": ("driver_cuda",), "Device": ("sm",),
     "Finding": ("path",), "Difference": ("what",),
 }
-# Fields left out of JSON: the verdict's fields are the install's own (``findings``, ``expected``).
-JSON_HIDDEN: dict[str, tuple[str, ...]] = {"Judged": ("verdict",), "Finding": ()}
+# Fields left out of JSON: the verdict's fields are the install's own (``findings``, ``expected``); a mapped
+# library's ELF is read for the judge, not said.
+JSON_HIDDEN: dict[str, tuple[str, ...]] = {"Judged": ("verdict",), "Finding": (), "MappedLibrary": ("elf",)}
 
 
 def to_jsonable(value: Any) -> Any:

@@ -633,3 +633,46 @@ def test_a_link_into_a_folder_closed_to_the_user_leads_to_the_distribution_it_is
     wheel was not put back and the stray name stayed. The link's distribution is its target's: it is put back
     without the names its shim tries first, and the app works both ways."""
     _fixed_without_breaks(1145, ["app"], lambda j: j.said.consumer == "app-soname")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_framework_whose_pinned_wheel_s_folder_is_closed_to_the_user_gets_it_opened_not_only_reinstalled() -> None:
+    """nobody's torch, its pinned wheel's folder 0700, cuDNN 8.9.7 for CUDA 12 installed beside it and a link to the
+    shim alone on LD_LIBRARY_PATH (fix differential 1-1331): torch's preload by path passes over the folder, so
+    torch finds no cuDNN; its fix reinstalled the pinned wheel, which leaves the folder's mode as it was. The route
+    records the wheel folder its search could not enter (`routes.Closed`), and the fix opens it as well: torch works
+    in both forms, and nothing breaks."""
+    _fixed_without_breaks(1331, ["app", "torch"], lambda j: j.said.consumer == "torch")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_path_set_for_everyone_that_would_stop_every_start_beside_a_kept_preload_goes_with_the_program() -> None:
+    """A 9.0 ops on LD_PRELOAD (its graph from its own RUNPATH), a link to the 9.28 shim alone on LD_LIBRARY_PATH
+    (fix differential 1-2957): the fix for the app by name set the wheel's folder first for everyone and took the
+    preload away for the program alone (programs by name get their cuDNN through it). With the preload kept for
+    everyone and the wheel's graph first on the path, the preload binds 9.28's graph and every program, the
+    ``env`` wrapper included, stops at start (symbol lookup error, exit 127). The model sees that start stop
+    (`process.Preload.stops_start`): the setting goes into the program's own wrapper too, and the app works."""
+    _fixed_without_breaks(2957, ["app"], lambda j: j.said.consumer == "app-soname")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_requirement_a_wheel_put_back_lacks_lands_in_its_site_though_pythonpath_holds_one() -> None:
+    """The 9.28 wheel's shim gone, nvidia-cublas uninstalled, 9.24 installed with ``--target`` into a folder on
+    PYTHONPATH, and a link to the shim alone on LD_LIBRARY_PATH (fix differential 1-1367): the repair for the app by
+    name ran ``pip install nvidia-cublas``, which the ``--target`` copy satisfied, so nothing landed in the venv and
+    the engines aborted in the heuristic. It lands there, of the wheel's CUDA major: the app works both ways."""
+    _fixed_without_breaks(1367, ["app"], lambda j: j.said.consumer == "app-soname")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_sub_library_of_another_build_preloaded_beside_a_whole_conda_cudnn_is_taken_away() -> None:
+    """A conda env's 9.28 on LD_LIBRARY_PATH, the CUDA 13 build's ``libcudnn_ops.so.9`` on LD_PRELOAD (fix
+    differential 1-1436): conda's shim loads its own ``libcudnn_ops.so.9.28.0`` and the preloaded ops stays beside
+    it, so the app by name maps cuDNN from two folders. The target form found no error; it now says
+    mixed-in-process with the entry taken away, and the app works both ways."""
+    _fixed_without_breaks(1436, ["app"], lambda j: j.said.consumer == "app-soname")

@@ -291,8 +291,8 @@ def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distribut
     assert [a.json() for a in found.fix.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
          "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable},
-        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": [], "target": str(site),
-         "python": sys.executable}]
+        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": ["--ignore-installed", "--no-deps"],
+         "target": str(site), "python": sys.executable}]
 
 
 def test_a_wheels_shim_of_another_machine_is_put_back_not_pointed_at(tmp_path: Path) -> None:
@@ -879,3 +879,30 @@ def test_an_uninstall_takes_its_records_files_out_of_the_model_s_world(tmp_path:
     assert today.install is not None and today.install.folder == str(lib)
     assert after.install is None or after.install.folder != str(lib)
     assert (lib / "libcudnn.so.9").is_file()
+
+
+def test_a_sub_library_of_another_folder_preloaded_that_the_install_does_not_take_is_two_cudnns(
+        tmp_path: Path) -> None:
+    """A conda-shaped folder (each file under its full version, ``libcudnn_ops.so.9.28.0``, the shim asks for that
+    name first) and another build's ``libcudnn_ops.so.9`` on LD_PRELOAD (fix differential 1-1436): the install loads
+    its own ops, the preloaded one stays in the process beside it, and the program maps cuDNN from two folders
+    (measured there: both files in its maps). The target form said nothing; the command form saw it. Now both say
+    mixed-in-process, fixed by taking the entry away; where the preload is what the install's load takes (a wheel's
+    folder, no versioned names), it is the finding of that load, not this one."""
+    conda = tmp_path / "conda" / "lib"
+    conda.mkdir(parents=True)
+    for entry in lib_folder(W928).iterdir():
+        versioned = f"{entry.name}.28.0"  # libcudnn_ops.so.9 -> libcudnn_ops.so.9.28.0
+        os.link(entry, conda / versioned)
+        os.symlink(versioned, conda / entry.name)
+    ops = folder_of("cu13-9.28.0.42", tmp_path / "other") / "libcudnn_ops.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": str(conda), "LD_PRELOAD": str(ops)}
+    report = doctor(env, target="libcudnn.so.9", timeout=60)
+    found = [f for f in report.findings if f.code == "mixed-in-process"]
+    assert [(f.path, f.severity) for f in found] == [(str(ops), "error")]
+    assert [a.json() for a in found[0].fix.actions] == [{"do": "env-remove-entry", "variable": "LD_PRELOAD",
+                                                         "entry": str(ops)}]
+    wheel = folder_of(W928, tmp_path / "wheel")
+    taken = doctor({**BASE, "LD_LIBRARY_PATH": str(wheel), "LD_PRELOAD": str(ops)}, target="libcudnn.so.9",
+                   timeout=60)
+    assert not [f for f in taken.findings if f.code == "mixed-in-process"]

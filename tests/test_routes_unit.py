@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.codes import Code, Effect, Severity, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.choose import choose_for, need
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.routes import Served, call_fails, scope
+from cudnnload.judge.routes import Served, call_fails, scope, serve
+from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import Call, Release
 from cudnnload.resolve.consumers import Consumer, Need, Pin
 from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import Preload, loaded_names, preloaded
-from cudnnload.resolve.routes import Route, _cuda, _nvidia_cudnn, route
+from cudnnload.resolve.routes import Route, _closed_on_path, _cuda, _nvidia_cudnn, route
 from cudnnload.verdicts import Finding, Subject
 from tests.wheels import lib_folder
 
@@ -167,6 +168,39 @@ def test_torchs_preload_stops_before_cudnn_without_cublaslt(tmp_path: Path) -> N
     got = route(consumer(site=str(site)), context({**BASE, "LD_LIBRARY_PATH": str(elsewhere)}), [str(site)])
     assert "libcublasLt.so.* is on no sys.path entry" in got.how
     assert got.shim != str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+
+
+class _Closed(Access):
+    """This user's view where ``folder`` may not be searched (the suite runs as root, who may search any)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(user=65534)
+        self.folder = str(folder)
+
+    def unreachable(self, path: str, _hops: int = 0) -> Unreachable | None:
+        return Unreachable(self.folder, True, 0, "root") if path.startswith(self.folder + "/") else None
+
+
+def test_a_wheel_folder_the_user_cannot_enter_is_recorded_and_opened_with_its_wheel_put_back(tmp_path: Path) -> None:
+    """torch's pinned wheel's folder 0700 to nobody (fix differential 1-1331): its search by path passes over it and
+    finds no cuDNN. The route records the folder and the distribution whose RECORD lists a shim there; the fix
+    opens it (as its owner) and puts the wheel back whole, not the reinstall alone, which leaves the mode."""
+    site = _wheel_site(tmp_path)
+    folder = site / "nvidia" / "cudnn" / "lib"
+    info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n\n")
+    (info / "RECORD").write_text("nvidia/cudnn/lib/libcudnn.so.9,,\nnvidia/cudnn/lib/libcudnn_graph.so.9,,\n")
+    closed = _closed_on_path([str(site)], 9, _Closed(folder))
+    assert closed is not None and (closed.stop.path, closed.user) == (str(folder), 65534)
+    assert closed.holder.name == "nvidia-cudnn-cu12" and _closed_on_path([str(site)], 8, _Closed(folder)) is None
+    pinned = consumer(site=str(site), pins=(Pin("nvidia-cudnn-cu12", "==9.28.0.42", (), "9.28.0.42"),))
+    got = Route(pinned, None, "no cuDNN", error="libcudnn.so.9: not found", closed=closed)
+    served = serve(got, None, context(BASE), gpu=False, device_count=0, environ=BASE, python=None)
+    (finding,) = [f for f in served.findings if f.code is Code.CONSUMER_BROKEN]
+    kinds = [a.do for a in finding.fix.actions]
+    assert kinds[:2] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL] and ActionKind.DELETE in kinds
+    assert finding.fix.actions[0].path == str(folder)
 
 
 def test_a_preloaded_shim_wins_over_the_frameworks_own(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.doctor import doctor
+from cudnnload.verdicts import Finding
 from tests.test_judge_fixes import BASE, W90, W928, folder_of
 
 pytestmark = pytest.mark.wheels
@@ -163,31 +164,53 @@ def test_removals_of_one_fix_are_judged_together_and_none_is_worse_than_a_doubtf
     assert scoped([one], env) == (one,)  # they keep the first entry's: nothing taken from them
 
 
+def _reinstalled(tmp_path: Path, name: str, requires: tuple[str, ...]) -> tuple[Path, Finding, Finding]:
+    """A site holding ``name`` 9.28.0.42's metadata (requiring ``requires``, no RECORD entries) and nothing it
+    requires; the finding whose fix reinstalls it with ``--no-deps``, and that finding as `ahead` says it."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.ahead import ahead
+    from cudnnload.verdicts import Subject, fix, pip_install
+
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    info = site / f"{name.replace('-', '_')}-9.28.0.42.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 9.28.0.42\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    (info / "RECORD").write_text("")
+    reinstall = pip_install([f"{name}==9.28.0.42"], options=["--force-reinstall", "--no-deps"], target=str(site),
+                            python="/venv/bin/python")
+    damaged = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(site / "nvidia/cudnn/lib")),
+                      fix(reinstall))
+    [said] = ahead([damaged], BASE)
+    return site, damaged, said
+
+
 def test_a_wheel_put_back_without_its_dependencies_brings_back_what_it_requires_and_its_site_lacks(
         tmp_path: Path) -> None:
     """``--force-reinstall --no-deps`` puts the cuDNN wheel back but not nvidia-cublas, which its engines dlopen
     (measured: the 9.24 wheel put back after cuBLAS was uninstalled aborts in the heuristic, fix differential case
     1-330): the requirements its installed metadata names that the site lacks go with the reinstall."""
-    from cudnnload.codes import Code, SubjectKind
     from cudnnload.diagnose.ahead import ahead
-    from cudnnload.verdicts import Finding, Subject, fix, pip_install
+    from cudnnload.verdicts import pip_install
 
-    site = tmp_path / "site"
-    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
-    info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n"
-                                   "Requires-Dist: nvidia-cublas-cu12\n")
-    (info / "RECORD").write_text("")
-    reinstall = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=["--force-reinstall", "--no-deps"],
-                            target=str(site), python="/venv/bin/python")
-    damaged = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(site / "nvidia/cudnn/lib")),
-                      fix(reinstall))
-    [said] = ahead([damaged], BASE)
-    assert [a.json() for a in said.fix.actions] == [reinstall.json(), pip_install(
-        ["nvidia-cublas-cu12"], target=str(site), python="/venv/bin/python").json()]
+    site, damaged, said = _reinstalled(tmp_path, "nvidia-cudnn-cu12", ("nvidia-cublas-cu12",))
+    assert [a.json() for a in said.fix.actions] == [damaged.fix.actions[0].json(), pip_install(
+        ["nvidia-cublas-cu12"], options=["--ignore-installed", "--no-deps"], target=str(site),
+        python="/venv/bin/python").json()]
     (site / "nvidia_cublas_cu12-12.9.1.4.dist-info").mkdir()
     assert ahead([damaged], BASE) == (damaged,)
+
+
+def test_a_requirement_left_out_is_put_in_the_site_whatever_pip_finds_elsewhere_and_of_the_wheels_cuda(
+        tmp_path: Path) -> None:
+    """CUDA 13's cuDNN wheel requires ``nvidia-cublas`` with no version; a ``--target`` folder on PYTHONPATH held
+    one (fix differential 1-1367): a plain ``pip install nvidia-cublas`` said "already satisfied" and put nothing in
+    the venv, whose engines then aborted in the heuristic. It goes in as a CUDA library does (``--ignore-installed
+    --no-deps``), of the wheel's CUDA major."""
+    _, _, said = _reinstalled(tmp_path, "nvidia-cudnn-cu13", ("nvidia-cublas", "nvidia-cuda-nvrtc>=13.0"))
+    assert said.fix.actions[1].requirements == ("nvidia-cublas>=13,<14", "nvidia-cuda-nvrtc>=13.0")
+    assert said.fix.actions[1].options == ("--ignore-installed", "--no-deps")
 
 
 def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_for_the_program_alone() -> None:
@@ -223,3 +246,21 @@ def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_
         "LD_PRELOAD", "/conda/lib/libcudnn.so.9")))
     [alone] = scoped([unset], env, others=lambda world: {"jax": None if "LD_PRELOAD" in world else "no cuDNN"})
     assert [a.json() for a in alone.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+
+
+def test_a_change_kept_for_everyone_after_which_a_kept_preload_stops_every_start_is_seen(tmp_path: Path) -> None:
+    """A 9.0 ops preloaded finds its graph through its own RUNPATH; with the 9.28 wheel's folder first on
+    LD_LIBRARY_PATH its NEEDED graph is 9.28's, which lacks the release-private symbols it binds at start: every
+    program stops before its own code (measured: ``env`` exits 127, "symbol lookup error"). The model says so, and
+    nothing where no preload meets the change (fix differential 1-2957)."""
+    from cudnnload.diagnose.scoped import _stops_start
+    from cudnnload.resolve.discovery import context
+
+    ops = folder_of(W90, tmp_path / "old") / "libcudnn_ops.so.9"
+    new = folder_of(W928, tmp_path / "new")
+    today = {**BASE, "LD_PRELOAD": str(ops)}
+    said = _stops_start({**today, "LD_LIBRARY_PATH": str(new)}, context(today))
+    assert said is not None and said.startswith(f"symbol lookup error: {ops}: undefined symbol:")
+    run = subprocess.run(["env", "true"], env={**today, "LD_LIBRARY_PATH": str(new)}, capture_output=True, text=True)
+    assert run.returncode == 127 and "symbol lookup error" in run.stderr
+    assert _stops_start({**BASE, "LD_LIBRARY_PATH": str(new)}, context(BASE)) is None

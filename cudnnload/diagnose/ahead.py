@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import World
-from cudnnload.judge.fixes import WHEEL_LIB, undo
+from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import installed_names
@@ -166,8 +166,11 @@ def _started_before(folders: list[str], ctx: Context | None) -> list[Action]:
 
 def _requirements_left_out(action: Action) -> tuple[Action, ...]:
     """A reinstall with ``--no-deps`` puts the wheel back but not what it requires (nvidia-cublas for its engines):
-    the requirements its installed metadata names that its site lacks, installed there by the same interpreter.
-    Nothing when the wheel's metadata is gone too (pip, without ``--no-deps``, would bring them)."""
+    the requirements its installed metadata names that its site lacks, installed there by the same interpreter, as
+    a CUDA library is (`fixes.DEPENDENCY_OPTIONS`: pip finding one elsewhere on ``sys.path``, a ``PYTHONPATH``
+    folder, would say "already satisfied" and put nothing there), and of the wheel's CUDA major where the name does
+    not say it (CUDA 13's ``nvidia-cublas``, unpinned in its metadata). Nothing when the wheel's metadata is gone
+    too (pip, without ``--no-deps``, would bring them)."""
     if "--no-deps" not in action.options or action.target is None:
         return ()
     from packaging.requirements import InvalidRequirement, Requirement
@@ -186,9 +189,19 @@ def _requirements_left_out(action: Action) -> tuple[Action, ...]:
                 continue
             if (requirement.marker is None or requirement.marker.evaluate({"extra": ""})) and \
                     canonicalize_name(requirement.name) not in present:
-                missing.append(str(requirement).split(";")[0].strip())
-    return (pip_install(list(dict.fromkeys(missing)), target=action.target, python=action.python),) if missing \
-        else ()
+                missing.append(_of_cuda(str(requirement).split(";")[0].strip(), dist.name))
+    return (pip_install(list(dict.fromkeys(missing)), options=DEPENDENCY_OPTIONS, target=action.target,
+                        python=action.python),) if missing else ()
+
+
+def _of_cuda(requirement: str, distribution: str) -> str:
+    """``requirement`` bounded to the CUDA major of the cuDNN ``distribution`` (``nvidia-cudnn-cu13``) where it has
+    no version and its name no ``-cuNN`` of its own: ``nvidia-cublas`` -> ``nvidia-cublas>=13,<14``."""
+    cuda = distribution.rpartition("-cu")[2]
+    if not cuda.isdigit() or any(sign in requirement for sign in "<>=~!") or \
+            requirement.rpartition("-cu")[2].isdigit():
+        return requirement
+    return f"{requirement}>={int(cuda)},<{int(cuda) + 1}"
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from cudnnload.children import ProcStat, proc_stat
 from cudnnload.codes import Code, SubjectKind
@@ -70,6 +70,8 @@ class MappedLibrary:
     release: Release | None  # of the file mapped (a replaced file read through /proc/PID/map_files, where allowed)
     state: str  # ON_DISK: the file at ``path`` is the one mapped; REPLACED: another is there now; DELETED: none is
     preloaded_by: str | None = None  # the LD_PRELOAD entry that put it in the process
+    # the file as mapped, read once (a file gone from disk through its map_files entry); not in the report
+    elf: ElfInfo | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ def _libraries(files: Sequence[MappedFile], pid: int, ctx: Context,
         # others of the family carry no cuDNN release
         info = None if lib is None else ctx.elf(mapped.path) if state == ON_DISK else _read_mapped(pid, mapped)
         libraries.append(MappedLibrary(mapped.path, lib.key if lib else None, lib.major if lib else None,
-                                       info.release if info else None, state, ctx.preload_entry(mapped.path)))
+                                       info.release if info else None, state, ctx.preload_entry(mapped.path), info))
     return tuple(replace(lib, release=lib.release or _release_beside(lib, libraries, inventory))
                  for lib in libraries)
 
@@ -382,7 +384,7 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK):
         folder = os.path.dirname(shim.path)
         gen = GENERATIONS.get(shim.major) if shim.major is not None else None
-        if folder in judged or gen is None or (info := _mapped_elf(shim.path, running)) is None:
+        if folder in judged or gen is None or (info := shim.elf) is None:
             continue
         opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
         here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
@@ -398,20 +400,14 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
                 wrong.append(f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none"))
         if not wrong:
             continue
-        cuda = next((lib_info.cudart_version for lib in cudnn if os.path.dirname(lib.path) == folder
-                     and (lib_info := _mapped_elf(lib.path, running)) is not None and lib_info.cudart_version), None)
+        cuda = next((lib.elf.cudart_version for lib in cudnn if os.path.dirname(lib.path) == folder
+                     and lib.elf is not None and lib.elf.cudart_version), None)
         findings.append(Finding(
             Code.MISSING_SUBLIBRARY if all(w.endswith(": none") for w in wrong) else Code.MIXED_RELEASE,
             f"process {running.pid} runs cuDNN {shim.release or shim.major} from {folder}, whose shim is gone from "
             f"disk: when it first needs them, its shim gets {'; '.join(wrong)}, and the calls they serve fail",
             Subject(SubjectKind.FILE, shim.path, "shim"), _put_back(folder, shim, cuda // 1000 if cuda else None)))
     return findings
-
-
-def _mapped_elf(path: str, running: RunningProcess) -> ElfInfo | None:
-    """The file the process mapped at ``path`` (`_read_mapped`)."""
-    mapped = next((f for f in running.files if f.path == path), None)
-    return _read_mapped(running.pid, mapped) if mapped else None
 
 
 def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:

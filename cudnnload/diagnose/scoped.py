@@ -290,8 +290,27 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             continue
         world = World(environ).after(*changes).environ
         why = _loses_by_name(now, world, "the preloaded shim answers the name", none_is_worse=False)
-        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}") if why else finding)
+        if why is None:
+            out.append(finding)
+            continue
+        rest = [a for a in finding.fix.actions if a.do in _ENVIRONMENT and a not in changes]
+        stops = _stops_start(World(environ).after(*rest).environ, now) if rest else None
+        if stops is not None:  # what stays for everyone must not meet the preload kept for them: it goes with it
+            changes, why = [*changes, *rest], f"{why}; and the preload kept, the rest of the change would stop " \
+                f"every program's start: {stops}"
+            world = World(environ).after(*changes).environ
+        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}"))
     return tuple(out)
+
+
+def _stops_start(world: Mapping[str, str], now: Context) -> str | None:
+    """What ld.so prints when every program started in ``world`` stops before its own code (a library a preload
+    NEEDs that cannot be loaded there, or lacks a symbol it binds: `process.Preload.stops_start`), where none stops
+    today; None otherwise."""
+    if any(p.stops_start for p in now.preloads):
+        return None
+    after = context(world, executable=now.linker.executable, cache=now.cache, verify=now.verify)
+    return next((p.printed for p in after.preloads if p.stops_start), None)
 
 
 def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], taken: frozenset[str],

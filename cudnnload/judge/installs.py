@@ -88,7 +88,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
         if step.library not in only_asked or step.path is not None:
             findings += step_findings(step, install, repair, prediction.loads)
     findings += [f for step in install.dependencies for f in _dependency_findings(step, install, repair, ctx.host)]
-    findings += _other_shims(install, ctx, repair)
+    findings += _other_shims(install, ctx, repair, prediction.loads)
     doubt = next((step.undecided for step in install.plan + install.dependencies if step.undecided), None)
     if doubt is not None:  # the model guessed: said once, with what settles it
         findings.append(Finding(Code.LOADER_UNKNOWN, doubt, Subject(SubjectKind.INSTALL, install.folder), NO_FIX))
@@ -115,23 +115,32 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     return Judged.of(install, Verdict(said, prediction.expectations, maps, lent))
 
 
-def _other_shims(install: Install, ctx: Context, repair: _Repairs) -> Iterable[Finding]:
+def _other_shims(install: Install, ctx: Context, repair: _Repairs, loads: Mapping[str, Load]) -> Iterable[Finding]:
     """A shim of the same generation from another folder that is in the process before the program (LD_PRELOAD,
     Python's start-up): a program that opens this install's shim by path maps both (glibc compares files, not
-    sonames, for a path), and its calls by name bind to the first; two cuDNNs in one process."""
+    sonames, for a path), and its calls by name bind to the first; two cuDNNs in one process. The same for a
+    sub-library of another folder that no load of this install takes (its opener asks for its own by a name the
+    preloaded file does not answer, ``X.so.9.28.0``; ``loads``: what each load of it gets, as predicted): it stays
+    in the process beside this install's own."""
     shim = install.file("shim")
     own = {shim.path, shim.real_path} if shim is not None else set()
+    used = {step.path for step in install.plan} | {load.path for load in loads.values()}
     for item in ctx.preloads:
         lib = classify(posixpath.basename(item.soname or item.path or ""))
-        if item.path is None or lib is None or lib.key != "shim" or lib.major != install.major \
-                or item.path in own or _inside(item.path, install.folder) \
+        if item.path is None or lib is None or lib.major != install.major or item.path in own or item.path in used \
+                or _inside(item.path, install.folder) \
                 or (item.entry is None and item.cause is None):  # a running process's own file: doctor --pid's
             continue
         undo = repair.preloads.get(item.path)
-        yield Finding(Code.MIXED_IN_PROCESS, f"{item.path}, another cuDNN {install.major} shim, is in the process "
-                      f"before the program" + (f" ({undo})" if undo else "") + f": opening {install.folder}'s shim "
-                      "maps a second one, and calls made by name bind to the first",
-                      Subject(SubjectKind.FILE, item.path, "shim"), fix(undo) if undo else NO_FIX)
+        before = " is in the process before the program" + (f" ({undo})" if undo else "")
+        if lib.key == "shim":
+            message = (f"{item.path}, another cuDNN {install.major} shim,{before}: opening {install.folder}'s shim "
+                       "maps a second one, and calls made by name bind to the first")
+        else:
+            message = (f"{item.path}, a cuDNN {install.major} {lib.key} of another folder,{before}: this install "
+                       f"loads its own {lib.key}, so the process maps cuDNN from two folders")
+        yield Finding(Code.MIXED_IN_PROCESS, message, Subject(SubjectKind.FILE, item.path, lib.key),
+                      fix(undo) if undo else NO_FIX)
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -21,14 +21,14 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into
+from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into, readable_again, unlisted_names
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
-from cudnnload.resolve.routes import Route
+from cudnnload.resolve.routes import Closed, Route
 from cudnnload.verdicts import (
     ERROR,
     WARNING,
@@ -191,6 +191,8 @@ def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> 
     """What gives a framework that finds no cuDNN one: the shim folder on its sys.path that its search does not
     reach, put on LD_LIBRARY_PATH (or loaded by a function its package offers programs: ``preload_dlls()``);
     else the cuDNN it pins installed (`pinned_cudnn`), said in words when it pins none."""
+    if route.unsearched is None and route.closed is not None:
+        return _opened(route.closed, route.consumer, python)
     if route.unsearched is None:
         pinned = pinned_cudnn(route.consumer, python)
         return fix(pinned) if pinned is not None else fix(manual(f"install the cuDNN {route.consumer.label} needs"))
@@ -198,6 +200,19 @@ def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> 
     note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
     calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]
     return fix(set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=calls)
+
+
+def _opened(closed: Closed, consumer: Consumer, python: str | None) -> Fix:
+    """A wheel folder of the framework's search that this user cannot enter: the mode change, and its distribution
+    put back whole (what it holds is unknown here: `readable_again`); when that distribution is not one the
+    framework's pin allows, the pinned wheel instead of it."""
+    pin = next((pin for pin in consumer.pins if not pin.extras), None)
+    if pin is None or pin.allows(closed.holder.version):
+        return readable_again(closed.stop, closed.user, closed.holder)
+    pinned = pinned_cudnn(consumer, python)
+    opened = readable_again(closed.stop, closed.user)
+    return fix(*opened.actions, *((pinned,) if pinned is not None else ()), *unlisted_names(closed.holder),
+               note=opened.note)
 
 
 _RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_PIN_UNMET,

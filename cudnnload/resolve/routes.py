@@ -37,11 +37,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
+from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import classify
 from cudnnload.resolve.consumers import Consumer, Need
 from cudnnload.resolve.discovery import Context, chain, requester
+from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
 from cudnnload.resolve.startup import Source, package, torch_preload
 from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A wheel's cuDNN folder on sys.path that the user a process runs as cannot enter: what stops it, that user,
+    and the distribution whose RECORD lists a shim there (what the folder holds cannot be seen from here)."""
+
+    stop: Unreachable
+    user: int
+    holder: Distribution
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,9 @@ class Route:
     # its search does not reach, and the functions a program can call to load it (`survey.CudnnLoad.program_calls`)
     unsearched: str | None = None
     program_calls: tuple[str, ...] = ()
+    # when it finds none and no such folder is reachable: the first wheel folder on sys.path whose RECORD lists a
+    # shim of its major that this user cannot search into (`Closed`)
+    closed: Closed | None = None
 
     @property
     def folder(self) -> str | None:
@@ -109,8 +124,9 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
         found = _REPLAYS.get(load.by_path[0].loader.function, _first_on_path)(consumer, load, ctx, site_paths, soname)
     else:
         found = _from_caller(consumer, load, ctx, soname)
-    found = replace(found, survey=match, kind=load.kind if load else None,
-                    unsearched=_shim_on_path(site_paths, major, ctx) if found.shim is None else None,
+    unsearched = _shim_on_path(site_paths, major, ctx) if found.shim is None else None
+    found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched,
+                    closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
                     program_calls=load.program_calls if load else ())
     entry = next((path for path in site_paths if path and found.shim
                   and found.shim.startswith(path.rstrip("/") + "/")), None)
@@ -235,6 +251,23 @@ def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | 
                                                   f"libcudnn.so.{major}"))):
             if not ctx.linker.is_gone(shim) and os.path.isfile(shim) and ctx.passed_over(shim) is None:
                 return os.path.dirname(shim)
+    return None
+
+
+def _closed_on_path(site_paths: Sequence[str], major: int, access: Access | None = None) -> Closed | None:
+    """The first wheel folder (``nvidia/<name>/lib``) on ``site_paths`` whose distribution's RECORD lists
+    ``libcudnn.so.<major>`` there and that this user cannot reach (the folder, or one above it inside the site, not
+    searchable): a search by path passes over it, so the framework finds none, whatever the folder holds."""
+    access = access or Access()
+    for entry in site_paths:
+        for folder in wheel_lib_folders((entry,)):
+            shim = os.path.join(folder, f"libcudnn.so.{major}")
+            stop = access.unreachable(shim)
+            if stop is None or not stop.folder or not stop.path.startswith(os.path.join(entry or ".", "nvidia")):
+                continue
+            holder = next((d for d in cudnn_distributions((entry,)) if shim in d.files), None)
+            if holder is not None:
+                return Closed(stop, access.user, holder)
     return None
 
 
