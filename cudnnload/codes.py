@@ -201,7 +201,9 @@ class Code(_Word):
     LOAD_FAILED = ("load-failed", ERROR, False, "(`doctor --`) a cuDNN, cuBLAS or NVRTC name the program asked for "
                    "was not found, and where it was looked for")
     MIXED_IN_PROCESS = ("mixed-in-process", ERROR, False, "(`doctor --`, `--pid`) cuDNN libraries from several "
-                        "folders or releases were mapped in one process")
+                        "folders or releases were mapped in one process; (`doctor TARGET`) a cuDNN shim, or a "
+                        "sub-library no load of the install takes, of another folder is in the process before the "
+                        "program (`LD_PRELOAD`, a start-up line)")
     MAPPED_FILE_REPLACED = ("mapped-file-replaced", WARNING, False, "(`doctor --pid`) a library the process has "
                             "mapped was replaced or deleted on disk since: the process runs the file it mapped, and "
                             "what it loads later comes from the disk")

@@ -676,3 +676,13 @@ def test_a_sub_library_of_another_build_preloaded_beside_a_whole_conda_cudnn_is_
     it, so the app by name maps cuDNN from two folders. The target form found no error; it now says
     mixed-in-process with the entry taken away, and the app works both ways."""
     _fixed_without_breaks(1436, ["app"], lambda j: j.said.consumer == "app-soname")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_closed_folder_holding_another_generation_gets_the_one_the_program_asks_for() -> None:
+    """8.9.7 installed over the 9.28 wheel, its ``libcudnn.so.8`` another machine's, and the wheel's folder closed to
+    nobody (fix differential 1-3212): the app asks for ``libcudnn.so.9`` there, by path and by name; the fix opened the
+    folder and put 8.9.7 back, which has none. It installs cuDNN 9 of the wheel's CUDA instead: the app works both
+    ways."""
+    _fixed_without_breaks(3212, ["app"], lambda j: j.said.consumer.startswith("app"))

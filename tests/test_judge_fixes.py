@@ -435,6 +435,21 @@ def test_a_wheel_folder_this_user_cannot_search_is_opened_then_put_back_whole() 
     assert [a.do for a in elsewhere.actions] == [ActionKind.CHMOD]  # a folder no RECORD lists files in
 
 
+def test_a_folder_closed_to_the_user_holding_another_generation_gets_the_asked_one_not_its_own_back() -> None:
+    """cuDNN 8.9.7 installed over the 9.28 wheel of the same nvidia-cudnn-cu12, its folder then closed to the user,
+    and a program asking for ``libcudnn.so.9`` there (fix differential 1-3212): putting 8.9.7 back gives no such
+    file. The folder is opened and cuDNN 9 of the wheel's CUDA installed in 8.9.7's place, by its owner."""
+    lib = "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib"
+    eight = Distribution("nvidia-cudnn-cu12", "8.9.7.29", "/venv/lib/python3.11/site-packages", (lib,),
+                         (f"{lib}/libcudnn.so.8",), (), (), pip_env=("/venv/bin/python", ()))
+    asked = readable_again(Unreachable(lib, True, 0, "root"), 65534, eight, wanted=9)
+    assert [a.do for a in asked.actions] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL]
+    assert asked.actions[1].requirements == ("nvidia-cudnn-cu12>=9,<10",) and "--force-reinstall" not in \
+        asked.actions[1].options
+    same = readable_again(Unreachable(lib, True, 0, "root"), 65534, eight, wanted=8)
+    assert same.actions[1].requirements == ("nvidia-cudnn-cu12==8.9.7.29",)
+
+
 def test_a_wheel_put_back_unseen_also_loses_the_names_its_shim_tries_first_that_no_wheel_ships() -> None:
     """pip's reinstall rewrites what RECORD lists and nothing else: a link by hand ``libcudnn_adv.so.9.28`` to
     another release, hidden in a folder this user cannot search, would still be what the shim opens. Those names

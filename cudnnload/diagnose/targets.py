@@ -190,7 +190,8 @@ def _missing_path(path: str, ctx: Context) -> tuple[JudgedInventory, Fix]:
     folder = os.path.dirname(path)
     access = Access()
     if (stop := access.unreachable(path)) is not None and stop.folder:  # not gone: hidden from this user
-        return JudgedInventory(ctx.host, ()), readable_again(stop, access.user, _wheel_holding(path))
+        return JudgedInventory(ctx.host, ()), readable_again(stop, access.user, _wheel_holding(path),
+                                                             _generation(path))
     inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else JudgedInventory(ctx.host, ())  # folder gone too
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
@@ -220,6 +221,12 @@ def _wheel_gone(path: str) -> Fix | None:
                note=f"{folder} is gone: the wheel that holds it was uninstalled")
 
 
+def _generation(path: str) -> int | None:
+    """The cuDNN generation a library's name is of (``libcudnn.so.9``: 9)."""
+    lib = classify(os.path.basename(path))
+    return lib.major if lib is not None else None
+
+
 def _wheel_holding(path: str) -> Distribution | None:
     """The pip distribution whose wheel folder holds (or held) the cuDNN file ``path``, from its site's RECORDs."""
     site = wheel_site(os.path.dirname(path))
@@ -237,7 +244,7 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     blocker = stop.path if stop is not None else path
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    cure = readable_again(stop, access.user, _wheel_holding(path)) \
+    cure = readable_again(stop, access.user, _wheel_holding(path), _generation(path)) \
         if stop is not None else fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
     error = f"{path}: cannot open shared object file: Permission denied"
     finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "

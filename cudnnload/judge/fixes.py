@@ -115,20 +115,42 @@ def make_readable(stop: Unreachable, user: int) -> Action:
     return chmod(stop.path, 0o755 if stop.folder else 0o644, owner=None if stop.owner == user else stop.owner_name)
 
 
-def readable_again(stop: Unreachable, user: int, holder: Distribution | None = None) -> Fix:
+def readable_again(stop: Unreachable, user: int, holder: Distribution | None = None,
+                   wanted: int | None = None) -> Fix:
     """A library this user cannot reach: the mode change (`make_readable`). When what stops it is a folder of a pip
     distribution (``holder``), what the folder holds cannot be seen from here (a file gone, another release's
     copied in): that distribution is then put back as its RECORD says, by the same owner, so that the folder is
-    whole whatever it held (its RECORD, beside the folder, is readable)."""
+    whole whatever it held (its RECORD, beside the folder, is readable). Where the library asked for is of another
+    cuDNN generation, ``wanted``, than the distribution there (8.9.7 installed over the 9 wheel of the same name),
+    putting that one back gives no such file: the asked generation of it is installed instead, by the same owner."""
     mode = make_readable(stop, user)
     inside = holder is not None and any(path == stop.path or path.startswith(stop.path.rstrip("/") + "/")
                                         for path in holder.files)
     if holder is None or not stop.folder or not inside:
         return fix(mode, note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
+    other = _generation_instead(holder, wanted)
+    if other is not None:
+        return fix(mode, pip_into([other], holder.site, holder.pip_env),
+                   note=f"{stop.path} cannot be searched by this user, and {holder.name} {holder.version} there "
+                        f"is no cuDNN {wanted}: {other} is installed in its place"
+                        + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
     return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env), *unlisted_names(holder),
                note=f"{stop.path} cannot be searched by this user, so what it holds is unknown here: "
                     f"{holder.name} {holder.version} is put back whole too"
                     + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
+
+
+def _generation_instead(holder: Distribution, wanted: int | None) -> str | None:
+    """The requirement of cuDNN ``wanted`` for ``holder``'s CUDA (its name's ``-cuNN``) where ``holder`` is a cuDNN
+    of another generation; None where it is of that one, or either is unknown."""
+    try:
+        major = parse_release(holder.version).major
+    except ValueError:
+        return None
+    cuda = holder.name.rpartition("-cu")[2]
+    if wanted is None or major == wanted or not cuda.isdigit():
+        return None
+    return cudnn_requirement(wanted, int(cuda))
 
 
 def unlisted_names(holder: Distribution) -> tuple[Action, ...]:
