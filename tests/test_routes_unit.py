@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,13 @@ def test_a_wheel_folder_the_user_cannot_enter_is_recorded_and_opened_with_its_wh
     kinds = [a.do for a in finding.fix.actions]
     assert kinds[:2] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL] and ActionKind.DELETE in kinds
     assert finding.fix.actions[0].path == str(folder)
+    # a wheel there that the framework's pin does not allow: the folder opened, and the pinned wheel installed
+    other = consumer(site=str(site), pins=(Pin("nvidia-cudnn-cu12", "==9.24.0.43", (), "9.28.0.42"),))
+    served = serve(replace(got, consumer=other), None, context(BASE), gpu=False, device_count=0, environ=BASE,
+                   python=None)
+    (finding,) = [f for f in served.findings if f.code is Code.CONSUMER_BROKEN]
+    assert [a.do for a in finding.fix.actions] == [ActionKind.CHMOD, ActionKind.PIP_INSTALL]
+    assert finding.fix.actions[1].requirements == ("nvidia-cudnn-cu12==9.24.0.43",)
 
 
 def test_a_preloaded_shim_wins_over_the_frameworks_own(tmp_path: Path) -> None:

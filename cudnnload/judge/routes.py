@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into, readable_again, unlisted_names
+from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into, readable_again
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
@@ -211,8 +211,7 @@ def _opened(closed: Closed, consumer: Consumer, python: str | None) -> Fix:
         return readable_again(closed.stop, closed.user, closed.holder)
     pinned = pinned_cudnn(consumer, python)
     opened = readable_again(closed.stop, closed.user)
-    return fix(*opened.actions, *((pinned,) if pinned is not None else ()), *unlisted_names(closed.holder),
-               note=opened.note)
+    return fix(*opened.actions, *((pinned,) if pinned is not None else ()), note=opened.note)
 
 
 _RELEASE_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_PIN_UNMET,
