@@ -686,3 +686,27 @@ def test_a_closed_folder_holding_another_generation_gets_the_one_the_program_ask
     folder and put 8.9.7 back, which has none. It installs cuDNN 9 of the wheel's CUDA instead: the app works both
     ways."""
     _fixed_without_breaks(3212, ["app"], lambda j: j.said.consumer.startswith("app"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_sub_library_unreadable_and_cut_short_is_opened_only_with_its_wheel_put_back() -> None:
+    """The wheel's ``libcudnn_engines_runtime_compiled.so.9`` 0600 to nobody and cut to 4096 bytes, a link to the
+    shim alone on LD_LIBRARY_PATH, 9.24 in a ``--target`` folder (fix differential 2-3677, the held-out break of
+    the fourteenth session's slice): both apps work (the file cannot be opened, and cuDNN goes on without it); the
+    fix opened it alone, and every program then died mapping the cut file. The mode change no longer counts as
+    mending what the file holds: the wheel is put back with it, and nothing breaks."""
+    _base(draw(2, 3677)[1].name)
+    verdict = runner.differential(2, 3677, ["app"])
+    assert verdict.error is None, verdict.error
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_stray_name_deleted_reveals_the_wheels_own_file_and_what_it_lacks() -> None:
+    """cuBLAS 13 uninstalled, 8.9.7 installed beside the CUDA 13 wheel, and a stray ``libcudnn_engines_precompiled
+    .so.9.28.0`` to the CUDA 12 build's (fix differential 2-3639): the fix deleted the stray name, and the wheel's own
+    engines then aborted for want of cuBLAS 13. A delete is applied to the model's world like an uninstall, so the
+    repair sees what the name's opener gets next: cuBLAS 13 goes with it, and the app works both ways."""
+    _fixed_without_breaks(3639, ["app"], lambda j: j.said.consumer.startswith("app"), seed=2)

@@ -921,3 +921,34 @@ def test_a_sub_library_of_another_folder_preloaded_that_the_install_does_not_tak
     taken = doctor({**BASE, "LD_LIBRARY_PATH": str(wheel), "LD_PRELOAD": str(ops)}, target="libcudnn.so.9",
                    timeout=60)
     assert not [f for f in taken.findings if f.code == "mixed-in-process"]
+
+
+def test_a_mode_change_mends_a_mode_not_what_the_file_holds() -> None:
+    """A sub-library unreadable to the user and cut short too (fix differential 2-3677, a held-out break): the
+    repair counted the ``chmod`` as taking care of the finding about its content (its RECORD's size), so the fix
+    opened a truncated file to every program, which then died mapping it. A mode change takes care of findings
+    about the mode; a reinstall still follows for the content."""
+    from cudnnload.codes import SubjectKind
+    from cudnnload.diagnose.remedy import _taken_care_of
+    from cudnnload.verdicts import Finding, Subject, chmod, fix, pip_install
+
+    path = "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn_engines_runtime_compiled.so.9"
+    mode = chmod(path, 0o644, owner="root")
+    reinstall = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=["--force-reinstall", "--no-deps"],
+                            target="/venv/lib/python3.11/site-packages")
+    unreadable = Finding(Code.UNREADABLE, "u", Subject(SubjectKind.FILE, path), fix(mode))
+    cut = Finding(Code.RECORD_MISMATCH, "r", Subject(SubjectKind.FILE, path), fix(reinstall))
+    assert _taken_care_of(unreadable, [mode]) and not _taken_care_of(cut, [mode])
+    assert _taken_care_of(cut, [mode, reinstall])
+
+
+def test_a_name_deleted_is_gone_from_the_world_the_repair_judges_next(tmp_path: Path) -> None:
+    """A delete takes a name away: the repair judges again with it gone, so that what its opener gets next (the
+    wheel's own file, and what that one lacks: cuBLAS uninstalled) is planned too (fix differential 2-3639: the
+    stray ``libcudnn_engines_precompiled.so.9.28.0`` deleted, the program still aborted for want of cuBLAS 13)."""
+    from cudnnload.diagnose.remedy import World
+    from cudnnload.verdicts import delete
+
+    folder = tmp_path / "lib"
+    world = World({}).after(delete(str(folder), ["libcudnn_ops.so.9.28.0"]), delete(str(folder / "x.so")))
+    assert world.gone == {str(folder / "libcudnn_ops.so.9.28.0"), str(folder / "x.so")}

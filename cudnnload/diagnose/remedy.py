@@ -7,8 +7,10 @@ applied alone, the program still fails on the next. `plan` derives the whole rep
 round: the first error finding not yet taken care of gives its fix's actions; an action that changes the process's
 environment (an entry removed, a variable unset or set) or its start-up (a ``.pth`` line taken out) is applied to
 the model, and the target judged again in the changed world (`Judge`), so that what the change reveals or cures
-is known, not assumed; an action on files (a distribution reinstalled whole, a stray file deleted, a mode
-changed) takes care of the findings about the files it rewrites. The plan ends when the model finds no error
+is known, not assumed; an uninstall or a delete takes files out of the model's world, judged again the same way
+(what a name's opener tries next is then what it gets); an action on files (a distribution reinstalled whole, a
+stray file deleted) takes care of the findings about the files it rewrites, and a mode changed of those about that
+file's mode. The plan ends when the model finds no error
 left, or says plainly what it cannot decide (a finding without actions: a `manual` step naming it).
 """
 
@@ -28,15 +30,15 @@ from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry, 
 @dataclass(frozen=True)
 class World:
     """What a target is judged in, as a repair changes it: the process's environment, the start-up lines taken as
-    gone (``.pth`` file, line text), and the files an uninstall takes away (a distribution's RECORD)."""
+    gone (``.pth`` file, line text), and the files an uninstall (a distribution's RECORD) or a delete takes away."""
 
     environ: Mapping[str, str]
     unstarted: frozenset[tuple[str, str]] = frozenset()
     gone: frozenset[str] = frozenset()
 
     def after(self, *actions: Action) -> World:
-        """This world once ``actions`` are made (`applied`); an action on files other than an uninstall changes
-        nothing the model sees (a wheel installed: its files are not there yet)."""
+        """This world once ``actions`` are made (`applied`); an action on files other than an uninstall or a delete
+        changes nothing the model sees (a wheel installed: its files are not there yet)."""
         world = self
         for action in actions:
             world = applied(action, world)
@@ -231,11 +233,13 @@ def _without(setting: Action, entry: str) -> Action:
 
 def applied(action: Action, world: World) -> World:
     """``action`` applied to the model's world: the environment, the start-up lines taken as gone, the files an
-    uninstall takes away."""
+    uninstall or a delete takes away."""
     if action.do is ActionKind.REMOVE_LINE and action.path and action.line is not None:
         return replace(world, unstarted=world.unstarted | {(action.path, action.line)})
     if action.do is ActionKind.PIP_UNINSTALL:
         return replace(world, gone=world.gone | uninstalled(action))
+    if action.do is ActionKind.DELETE:  # a name taken away: what its opener tries next is what it gets then
+        return replace(world, gone=world.gone | frozenset(os.path.normpath(path) for path in action.deletes))
     changed = dict(world.environ)
     variable = action.variable or ""
     if action.do is ActionKind.ENV_UNSET:
@@ -290,8 +294,8 @@ _SUMMARIES = frozenset({Code.NO_CUDNN})
 
 def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
     """Whether the plan's actions so far already do what ``finding`` needs: its own actions are all in it, or a
-    reinstall rewrites the file it is about, or a delete or mode change is about that very file, or it only sums
-    up the others (`_SUMMARIES`)."""
+    reinstall rewrites the file it is about, or a delete is about that very file, or a mode change is about that
+    very file and the finding about its mode, or it only sums up the others (`_SUMMARIES`)."""
     if finding.fix.actions and all(action in actions for action in finding.fix.actions):
         return True
     if finding.code in _SUMMARIES and actions:
@@ -306,8 +310,9 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
     if path is None:
         return False
     for action in actions:
-        if path in action.deletes or (action.do is ActionKind.CHMOD and action.path == path):
-            return True
+        if path in action.deletes or (action.do is ActionKind.CHMOD and action.path == path and (
+                finding.code is Code.UNREADABLE or all(a.do is ActionKind.CHMOD for a in finding.fix.actions))):
+            return True  # a mode change mends a mode, not what the file holds (cut short, another release's)
         if action.do is ActionKind.PIP_INSTALL and "--force-reinstall" in action.options and action.target \
                 and finding.code in _REWRITTEN and _under(path, action.target):
             return True
