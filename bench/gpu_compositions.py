@@ -328,12 +328,17 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
             world.keep(path)
             path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
                                     if line.rstrip("\n") != action["line"]))
-        elif kind in ("delete", "chmod", "relink"):
+        elif kind == "delete":  # the contract: the path itself, or whichever of ``names`` are there in it (rm -f)
+            names = action.get("names") or []
+            folder = Path(str(action["path"]))
+            for path in [folder / str(name) for name in names] if names else [folder]:  # type: ignore[union-attr]
+                if path.is_symlink() or path.exists():
+                    world.keep(path)
+                    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        elif kind in ("chmod", "relink"):
             path = Path(str(action["path"]))
             world.keep(path)
-            if kind == "delete":
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-            elif kind == "chmod":
+            if kind == "chmod":
                 path.chmod(int(str(action["mode"]), 8))
             else:
                 path.unlink(missing_ok=True)

@@ -952,3 +952,24 @@ def test_a_name_deleted_is_gone_from_the_world_the_repair_judges_next(tmp_path: 
     folder = tmp_path / "lib"
     world = World({}).after(delete(str(folder), ["libcudnn_ops.so.9.28.0"]), delete(str(folder / "x.so")))
     assert world.gone == {str(folder / "libcudnn_ops.so.9.28.0"), str(folder / "x.so")}
+
+
+def test_a_versioned_name_found_in_another_folder_is_never_deleted_there(tmp_path: Path) -> None:
+    """A wheel's shim relinked to another folder's (a system package's, whose files carry their full version,
+    ``libcudnn_graph.so.9.28.0``), that folder on LD_LIBRARY_PATH: the shim asks for the versioned name first and the
+    search finds that folder's own file. The fix used to delete it ("no wheel ships that name"), a file of the
+    system's own install (seen on the H200: the system's ``libcudnn_graph.so.9.14.0``). Only a name in the install's
+    own folder is deleted; for one found elsewhere, what led the search there goes."""
+    system = tmp_path / "system"
+    system.mkdir()
+    for entry in lib_folder(W928).iterdir():
+        versioned = f"{entry.name}.28.0"
+        os.link(entry, system / versioned)
+        os.symlink(versioned, system / entry.name)
+    wheel = folder_of(W928, tmp_path / "wheel")
+    (wheel / "libcudnn.so.9").unlink()
+    (wheel / "libcudnn.so.9").symlink_to(system / "libcudnn.so.9")
+    report = doctor({**BASE, "LD_LIBRARY_PATH": str(system)}, target=str(wheel / "libcudnn.so.9"), timeout=60)
+    deletes = [path for f in report.findings for a in f.fix.actions for path in a.deletes]
+    assert not any(path.startswith(f"{system}/") for path in deletes), deletes
+    assert any(f.path and f.path.startswith(f"{system}/") for f in report.findings)  # the name is still said

@@ -617,14 +617,19 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str,
     """A name in the install's own folder that its opener tries before the library's own file (cuDNN 9's shim
     and graph try ``X.so.9.28.0`` and ``X.so.9.28`` before ``X.so.9``), leading to another release's file, or to
     another sub-library's file (its SONAME says which: ``soname-mismatch``): that is what loads. The name goes
-    (`delete`: no wheel ships it), or the install is put back where RECORD lists it. Another sub-library's file
+    (`delete`: no wheel ships it), or the install is put back where RECORD lists it; a name the search found in
+    another folder (a system package's ``X.so.9.14.0`` through the loader's cache) is that folder's own file, never
+    deleted: what led the search there goes (`_stray_fix`). Another sub-library's file
     in an optional engine's place is an error all the same when it loads (``load``): the process maps a library
     the healthy install does not, and graph runs without the engines it asked for."""
     own, path = install.file(step.library), step.path
     if own is None or path is None or path == own.path:
         return
     listed = any(r.path == path for r in install.records)
-    goes = repair.put_back() if listed else fix(delete(path), note="no wheel ships that name")
+    # a name in the install's own folder that no RECORD lists was put there by hand: it goes; one the search found in
+    # another folder is that folder's own file (a system package's X.so.9.14.0): what led the search there goes
+    goes = repair.put_back() if listed else fix(delete(path), note="no wheel ships that name") \
+        if _inside(path, install.folder) else _stray_fix(step, own, repair)
     soname = step.soname
     expected = generation(install.major).library(step.library).soname
     if soname and soname != expected and (other := classify(soname)) is not None:
