@@ -30,7 +30,7 @@ from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import World
 from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import GENERATIONS, classify
+from cudnnload.resolve.catalog import GENERATIONS, classify, distribution_cuda
 from cudnnload.resolve.consumers import installed_names
 from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.resolve.process import preload_entries
@@ -197,11 +197,10 @@ def _requirements_left_out(action: Action) -> tuple[Action, ...]:
 def _of_cuda(requirement: str, distribution: str) -> str:
     """``requirement`` bounded to the CUDA major of the cuDNN ``distribution`` (``nvidia-cudnn-cu13``) where it has
     no version and its name no ``-cuNN`` of its own: ``nvidia-cublas`` -> ``nvidia-cublas>=13,<14``."""
-    cuda = distribution.rpartition("-cu")[2]
-    if not cuda.isdigit() or any(sign in requirement for sign in "<>=~!") or \
-            requirement.rpartition("-cu")[2].isdigit():
+    cuda = distribution_cuda(distribution)
+    if cuda is None or any(sign in requirement for sign in "<>=~!") or distribution_cuda(requirement) is not None:
         return requirement
-    return f"{requirement}>={int(cuda)},<{int(cuda) + 1}"
+    return f"{requirement}>={cuda},<{cuda + 1}"
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:

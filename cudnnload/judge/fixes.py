@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 
 from cudnnload.resolve.access import Unreachable
-from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, parse_release
+from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, distribution_cuda, parse_release
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import Action, Fix, chmod, delete, fix, manual, pip_install, remove_entry, remove_line, run
@@ -147,10 +147,10 @@ def _generation_instead(holder: Distribution, wanted: int | None) -> str | None:
         major = parse_release(holder.version).major
     except ValueError:
         return None
-    cuda = holder.name.rpartition("-cu")[2]
-    if wanted is None or major == wanted or not cuda.isdigit():
+    cuda = distribution_cuda(holder.name)
+    if wanted is None or major == wanted or cuda is None:
         return None
-    return cudnn_requirement(wanted, int(cuda))
+    return cudnn_requirement(wanted, cuda)
 
 
 def unlisted_names(holder: Distribution) -> tuple[Action, ...]:

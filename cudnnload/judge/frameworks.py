@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement, pip_into
-from cudnnload.resolve.catalog import Release
+from cudnnload.resolve.catalog import Release, distribution_cuda
 from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, Pin
 from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual
 
@@ -74,11 +74,7 @@ KNOWN_BAD: dict[str, tuple[_KnownBad, ...]] = {"jax": (_cudnn_9_10_0, _multi_gpu
 
 def consumer_cuda(consumer: Consumer) -> int | None:
     """The CUDA major the consumer was built for, from the cuDNN wheel it pins (``nvidia-cudnn-cu12``)."""
-    for pin in consumer.pins:
-        suffix = pin.distribution.rpartition("-cu")[2]
-        if suffix.isdigit():
-            return int(suffix)
-    return None
+    return next((c for pin in consumer.pins if (c := distribution_cuda(pin.distribution)) is not None), None)
 
 
 def consumer_findings(consumer: Consumer, install_release: Release | None, install_major: int, *,

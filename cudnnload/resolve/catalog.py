@@ -325,6 +325,13 @@ def dlopens_at_load(soname: str) -> tuple[str, ...]:
 # Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
 # cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
 # $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
+def distribution_cuda(name: str) -> int | None:
+    """The CUDA major a pip distribution's name says (``nvidia-cudnn-cu12``: 12); None where it says none
+    (CUDA 13's ``nvidia-cublas``)."""
+    suffix = name.rpartition("-cu")[2]
+    return int(suffix) if suffix.isdigit() else None
+
+
 def dependency_requirement(soname: str) -> str | None:
     """The pip distribution that ships a CUDA library cuDNN or a framework needs, by soname, as a requirement of
     that CUDA major (CUDA 13's wheels carry no ``-cu13`` suffix: ``nvidia-cublas>=13,<14``); None when pip has none

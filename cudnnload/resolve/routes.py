@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
-from cudnnload.resolve.catalog import classify
+from cudnnload.resolve.catalog import classify, distribution_cuda
 from cudnnload.resolve.consumers import Consumer, Need
 from cudnnload.resolve.discovery import Context, chain, requester
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
@@ -158,10 +158,9 @@ def consumer_load(consumer: Consumer, system: str = "linux") -> tuple[SurveyMatc
 
 def _cuda(consumer: Consumer) -> int | None:
     """The CUDA major of the framework's build: its pins' ``-cuNN`` suffix, else its local version (+cu130)."""
-    for pin in consumer.pins:
-        suffix = pin.distribution.rpartition("-cu")[2]
-        if suffix.isdigit():
-            return int(suffix)
+    cuda = next((c for pin in consumer.pins if (c := distribution_cuda(pin.distribution)) is not None), None)
+    if cuda is not None:
+        return cuda
     local = consumer.version.partition("+cu")[2]
     return int(local[:-1]) if len(local) >= 3 and local.isdigit() else None
 
@@ -260,12 +259,14 @@ def _closed_on_path(site_paths: Sequence[str], major: int, access: Access | None
     searchable): a search by path passes over it, so the framework finds none, whatever the folder holds."""
     access = access or Access()
     for entry in site_paths:
+        dists: tuple[Distribution, ...] | None = None  # the entry's RECORDs, read once, where a folder is closed
         for folder in wheel_lib_folders((entry,)):
             shim = os.path.join(folder, f"libcudnn.so.{major}")
             stop = access.unreachable(shim)
             if stop is None or not stop.folder or not stop.path.startswith(os.path.join(entry or ".", "nvidia")):
                 continue
-            holder = next((d for d in cudnn_distributions((entry,)) if shim in d.files), None)
+            dists = cudnn_distributions((entry,)) if dists is None else dists
+            holder = next((d for d in dists if shim in d.files), None)
             if holder is not None:
                 return Closed(stop, access.user, holder)
     return None
