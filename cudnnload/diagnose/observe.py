@@ -333,21 +333,20 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # alone
     from cudnnload.diagnose.doctor import shell_frameworks
 
-    final = scoped(ahead(final, env, _started_context(env, program, preparing.result())), env,
+    final = scoped(ahead(final, env, _started_context(program, preparing.result())), env,
                    others=shell_frameworks(env, timeout or 60.0, besides=_interpreter(
         seen.command)))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 
 
-def _started_context(env: Mapping[str, str], program: Startup | None, ctx: Context) -> Context:
+def _started_context(program: Startup | None, ctx: Context) -> Context:
     """The process model with what the program's Python start-up maps (a ``.pth`` line, ``sitecustomize``: in the
     process before its first line, each with the line that did it), for what a wheel put back would meet."""
     from cudnnload.diagnose.targets import started_cuda
-    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.discovery import started_context
 
-    started = started_cuda(program) if program is not None else {}
-    return context(env, cache=ctx.cache, started=started) if started else ctx
+    return started_context(ctx, started_cuda(program)) if program is not None else ctx
 
 
 def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str, str], command: Sequence[str],

@@ -296,14 +296,31 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     site = shell_site(env_vars)
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify, shell_site=site,
                     shell_pip=interpreter_of_site(site) if site else (None, ()))
+    return _mapping_first(facts, mapped, loaded, started)
+
+
+def _mapping_first(facts: Context, mapped: Sequence[str], loaded: Mapping[str, str] | None,
+                   started: Mapping[str, Source] | None) -> Context:
+    """``facts`` (a process before it maps anything) with what it maps first: ``started`` (what a Python start-up
+    maps), ``mapped``, then LD_PRELOAD and the preload file, and what they NEED; ``loaded`` added after."""
     mapped = [*(started or {}), *mapped]
     file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
-    preloads = preloaded(env_vars, link_env, facts.elf, mapped, facts.unresolved_at_start, file_entries, started) \
-        if mapped or file_entries or preload_entries(env_vars) else ()
+    preloads = preloaded(facts.environ, facts.linker, facts.elf, mapped, facts.unresolved_at_start, file_entries,
+                         started) if mapped or file_entries or preload_entries(facts.environ) else ()
     if not preloads:
         return facts
     names = {**loaded_names(preloads), **(loaded or {})}
-    return replace(facts, linker=replace(link_env, loaded=names), preloads=preloads)
+    return replace(facts, linker=replace(facts.linker, loaded=names), preloads=preloads)
+
+
+def started_context(ctx: Context, started: Mapping[str, Source]) -> Context:
+    """``ctx``, a process started afresh (no files mapped, no names loaded but its preloads'), with what a Python
+    interpreter's start-up maps first (``started``: path -> the start-up file that did, `startup.observe`): the
+    same linker, host and ELF memo, its preloads modelled again after those files."""
+    if not started:
+        return ctx
+    before = replace(ctx, linker=replace(ctx.linker, loaded={}), preloads=())
+    return _mapping_first(before, (), None, started)
 
 
 # --- host -----------------------------------------------------------------
