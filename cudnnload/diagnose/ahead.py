@@ -28,14 +28,14 @@ from dataclasses import replace
 
 from cudnnload.codes import ActionKind
 from cudnnload.diagnose.remedy import World
-from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo
+from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo, unlisted_ahead
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify, distribution_cuda
 from cudnnload.resolve.consumers import installed_names
 from cudnnload.resolve.discovery import Context, context, search_entry
 from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.sources import cudnn_distributions
-from cudnnload.verdicts import Action, Finding, delete, pip_install, remove_entry
+from cudnnload.verdicts import Action, Finding, pip_install, remove_entry
 
 
 def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None) -> tuple[Finding, ...]:
@@ -133,20 +133,15 @@ def _added(actions: tuple[Action, ...], environ: Mapping[str, str], ctx: Context
 
 
 def _versioned_strays(site: str) -> tuple[Action, ...]:
-    """The names in the wheel's folder that a cuDNN 9 shim or graph tries before its own files (``X.so.9.28.0``,
-    ``X.so.9.28``: `SubLibrary.names_tried`) that no distribution of the site ships: a link by hand of such a name
-    is what the wheel put back would open, whatever release pip brings (it rewrites what its RECORD lists and
-    nothing else); they go, with the install."""
+    """The names in the wheel's folder that a cuDNN 9 shim or graph tries before its own files that no
+    distribution of the site ships (`fixes.unlisted_ahead`, of any release: the wheel put back may be another):
+    they go, with the install."""
     folder = os.path.join(site, WHEEL_LIB)
     try:
         names = os.listdir(folder)
     except OSError:
         return ()
-    listed = {path for dist in cudnn_distributions((site,)) for path in dist.files}
-    strays = sorted(name for name in names if (lib := classify(name)) is not None and lib.major == 9
-                    and lib.opened_by in ("shim", "graph") and name.startswith(f"{lib.soname}.")
-                    and os.path.join(folder, name) not in listed)
-    return (delete(folder, strays),) if strays else ()
+    return unlisted_ahead(folder, sorted(names), (path for dist in cudnn_distributions((site,)) for path in dist.files))
 
 
 def _started_before(folders: list[str], ctx: Context | None) -> list[Action]:

@@ -12,6 +12,7 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, distribution_cuda, parse_release
@@ -163,18 +164,24 @@ def unlisted_names(holder: Distribution) -> tuple[Action, ...]:
         release: Release | None = parse_release(holder.version)
     except ValueError:  # a version pip would not have made ("9.28.0.42.post1"): the names are not known
         release = None
-    listed = set(holder.files)
     by_folder: dict[str, list[str]] = {}
     for path in holder.files:
-        lib = classify(posixpath.basename(path))
-        if lib is None:
-            continue
-        tried = lib.names_tried(release)
-        folder = posixpath.dirname(path)
-        ahead = tried[:tried.index(lib.soname)]
-        by_folder.setdefault(folder, []).extend(
-            name for name in ahead if posixpath.join(folder, name) not in listed)
-    return tuple(delete(folder, names) for folder, names in sorted(by_folder.items()) if names)
+        if (lib := classify(posixpath.basename(path))) is not None:
+            by_folder.setdefault(posixpath.dirname(path), []).extend(lib.names_tried(release))
+    return tuple(action for folder, names in sorted(by_folder.items())
+                 for action in unlisted_ahead(folder, names, holder.files, release))
+
+
+def unlisted_ahead(folder: str, names: Iterable[str], listed: Iterable[str], release: Release | None = None
+                   ) -> tuple[Action, ...]:
+    """The names of ``names`` in ``folder`` that an opener tries before a cuDNN library's own file
+    (`SubLibrary.tried_before_own`, of ``release`` or of any) and that no RECORD lists (``listed``: paths): a link
+    by hand of such a name is what loads, whatever release pip puts back (it rewrites what its RECORD lists and
+    nothing else); they go, in the order given."""
+    listed = set(listed)
+    strays = list(dict.fromkeys(name for name in names if (lib := classify(name)) is not None
+                                and lib.tried_before_own(name, release) and posixpath.join(folder, name) not in listed))
+    return (delete(folder, strays),) if strays else ()
 
 
 def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:

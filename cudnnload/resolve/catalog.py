@@ -89,6 +89,14 @@ class SubLibrary:
         )
         return (*full, self.soname, f"{self.stem}.so")
 
+    def tried_before_own(self, name: str, release: Release | None = None) -> bool:
+        """Whether the opener asks for ``name`` before this library's soname (`names_tried`): of ``release``,
+        else of any release (cuDNN 9's ``X.so.9.M.m.p`` and ``X.so.9.M``)."""
+        if release is not None:
+            tried = self.names_tried(release)
+            return name in tried[:tried.index(self.soname)]
+        return self.opened_by != "app" and self.major >= 9 and name.startswith(f"{self.soname}.")
+
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
         symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
