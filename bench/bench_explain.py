@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|held2|held3|held4|held5|held6|held7|held8|all] [--print-priors]
+    python bench/bench_explain.py [--reports both|tuning|held|held2|...|held8|all] [--print-priors]
                                   [--misses]
                                   [--catalog]
 
@@ -80,7 +80,7 @@ def report(name: str, outcomes: list[Outcome], differ: list[str], detail: bool, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", default="both",
-                        choices=("both", "tuning", "held", "held2", "held3", "held4", "held5", "held6", "held7", "held8", "all"))
+                        choices=("both", "tuning", "held", *(f"held{n}" for n in range(2, 9)), "all"))
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true",
                         help="list each tuning report whose cause is not first (never the held-out ones)")

@@ -120,6 +120,21 @@ def test_the_error_part_naming_the_sublibrary_itself_blames_the_install_not_a_de
     assert top <= {"cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major", "sublibrary-missing"}
 
 
+@pytest.mark.parametrize("text", [
+    "Could not load library libcudnn_cnn_train.so.8. Error: libcudnn_ops_train.so.8: cannot open shared object "
+    "file: No such file or directory",
+    # the same, as a paste wraps it before "Error:"
+    "Could not load library libcudnn_cnn_train.so.8.\nError: libcudnn_ops_train.so.8: cannot open shared object "
+    "file: No such file or directory\nPlease make sure libcudnn_cnn_train.so.8 is in your library path!",
+])
+def test_a_sublibrary_found_whose_sibling_is_not_blames_the_folder_not_the_install(text: str) -> None:
+    """dlerror names a sibling of the library that failed: that one was found, so cuDNN is there and the search
+    reached its folder; what is missing is the sibling there, or the found library's own way to it ($ORIGIN)."""
+    top = ranked(text)
+    assert set(top[:3]) == {"sublibrary-missing", "missing-runpath", "origin-through-symlink"}
+    assert top.index("cudnn-not-installed") > 3 and top.index("wrong-cudnn-major") > 3
+
+
 def test_a_path_shows_the_platform_and_install_kind() -> None:
     reading = read("OSError: [WinError 127] The specified procedure could not be found. Error loading "
                    "\"D:\\anaconda3\\envs\\py310\\lib\\site-packages\\torch\\lib\\cudnn_adv64_9.dll\" or one of its "

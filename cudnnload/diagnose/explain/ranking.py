@@ -120,8 +120,8 @@ PRIORS: dict[str, dict[str, int]] = {
         "torch-without-nvidia-deps": 2, "platlib-purelib-split": 1, "wheel-not-on-linker-path": 1,
         "wrong-cudnn-major": 1},
     "cudnn-not-found@windows": {"wrong-cudnn-major": 6},
-    "dependency-load:cublas": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
-    "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 2, "platlib-purelib-split": 1},
+    "dependency-load:cublas": {"cublas-missing-or-wrong": 3, "platlib-purelib-split": 1},
+    "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 3, "platlib-purelib-split": 1},
     "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
     "dependency-load:cudart@linux": {"multiple-cudart-or-frontend": 1},
     "dependency-load:glibc": {"glibc-or-libstdcxx-too-old": 2},
@@ -154,16 +154,18 @@ PRIORS: dict[str, dict[str, int]] = {
     "status:ARCH_MISMATCH": {"gpu-too-old": 5},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
-    "status:BAD_PARAM": {"bad-param-usage": 4, "framework-bug": 2, "known-bad-release": 1,
+    "status:BAD_PARAM": {"bad-param-usage": 4, "framework-bug": 2, "known-bad-release": 2,
         "version-mismatch-shadowed": 1},
+    "status:BAD_PARAM@linux": {"known-bad-release": 1},
     "status:BAD_PARAM@windows": {"framework-bug": 1},
-    "status:EXECUTION_FAILED": {"gpu-too-new": 4, "bad-param-usage": 1},
-    "status:EXECUTION_FAILED@linux": {"gpu-too-new": 2, "bad-param-usage": 1},
-    "status:INTERNAL_ERROR": {"out-of-memory": 3, "known-bad-release": 1, "unsupported-configuration": 1},
+    "status:EXECUTION_FAILED": {"gpu-too-new": 4, "bad-param-usage": 2},
+    "status:EXECUTION_FAILED@linux": {"bad-param-usage": 2, "gpu-too-new": 2},
+    "status:INTERNAL_ERROR": {"out-of-memory": 3, "known-bad-release": 1, "no-gpu-or-driver": 1,
+        "unsupported-configuration": 1},
     "status:INTERNAL_ERROR@linux": {"out-of-memory": 1},
     "status:NOT_INITIALIZED": {"out-of-memory": 4, "driver-too-old": 1},
     "status:NOT_INITIALIZED@windows": {"out-of-memory": 1},
-    "status:NOT_SUPPORTED": {"unsupported-configuration": 3, "framework-bug": 1, "harmless-warning": 1,
+    "status:NOT_SUPPORTED": {"unsupported-configuration": 3, "harmless-warning": 2, "framework-bug": 1,
         "known-bad-release": 1, "version-mismatch-shadowed": 1},
     "status:NOT_SUPPORTED@linux": {"unsupported-configuration": 3},
     "status:NOT_SUPPORTED@windows": {"framework-bug": 1},
@@ -171,9 +173,9 @@ PRIORS: dict[str, dict[str, int]] = {
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 1},
     "sublibrary-load": {"cudnn-not-installed": 6, "wheel-not-on-linker-path": 6, "wrong-cudnn-major": 5,
         "installed-not-on-search-path": 4, "sublibrary-missing": 2, "zlib-missing": 2, "libcuda-missing": 1,
-        "unloadable-file": 1},
+        "missing-runpath": 1, "unloadable-file": 1},
     "sublibrary-load@linux": {"wheel-not-on-linker-path": 6, "cudnn-not-installed": 4, "wrong-cudnn-major": 3,
-        "libcuda-missing": 1},
+        "libcuda-missing": 1, "missing-runpath": 1},
     "sublibrary-load@windows": {"installed-not-on-search-path": 4, "cudnn-not-installed": 2, "sublibrary-missing": 2,
         "wrong-cudnn-major": 2, "zlib-missing": 2, "unloadable-file": 1},
     "symbol-mismatch": {"mixed-release": 3},
@@ -475,6 +477,19 @@ def file_not_loadable(reading: Reading, signal: Signal) -> str | None:
     return f"{signal.failed or signal.library or 'the library'}: {found.group(0)}" if found else None
 
 
+def sibling_not_found(reading: Reading, signal: Signal) -> str | None:
+    """dlerror names another cuDNN library of the same major than the one that could not be loaded, which it could
+    not open: the first was found and opened, and its own DT_NEEDED sibling was not. cuDNN's packages ship the two
+    side by side (the wheels with ``RUNPATH $ORIGIN``): the sibling is absent from that folder, or the folder was
+    reached by a way the found library's own search does not take (no ``$ORIGIN``, a symlink elsewhere)."""
+    if not signal.library or not signal.failed or not signal.error or "cannot open" not in signal.error:
+        return None
+    mine, other = posixpath.basename(signal.library), posixpath.basename(signal.failed)
+    if _stem(mine) == _stem(other) or library_major(mine) is None or library_major(mine) != library_major(other):
+        return None
+    return f"{mine} was found, the {other} it needs beside it was not: {signal.quote or signal.line}"
+
+
 def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
     """A segment of the found file could not be mapped, and glibc does not say it was for want of memory."""
     mapped = _MAP_SEGMENT.search(f"{signal.error or ''} {signal.line}")
@@ -642,6 +657,18 @@ RULES: tuple[Rule, ...] = (
     *(Rule(family, -3, "the file was found: it is there, but not loadable", found_not_loadable)
       for family in ("zlib-missing", "cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
                      "sublibrary-missing", "wrong-cudnn-major")),
+    # a cuDNN library found, its sibling of the same major not: the search reached the folder, the file or the
+    # found library's own way to it is what is missing
+    Rule("sublibrary-missing", 1.5, "one cuDNN library was found and the sibling it needs was not: that one is not "
+         "in the folder", sibling_not_found),
+    Rule("missing-runpath", 1.5, "one cuDNN library was found and the sibling it needs beside it was not: it "
+         "carries no $ORIGIN to find it by", sibling_not_found),
+    Rule("origin-through-symlink", 1, "one cuDNN library was found and the sibling it needs was not: reached "
+         "through a link in another folder, its $ORIGIN is that folder", sibling_not_found),
+    *(Rule(family, -2, "one cuDNN library of the major wanted was found: cuDNN is installed, and the search "
+           "reached its folder", sibling_not_found)
+      for family in ("cudnn-not-installed", "wrong-cudnn-major", "wheel-not-on-linker-path",
+                     "installed-not-on-search-path")),
     Rule("runtime-older-than-build", 2.5, "a program needs a public cuDNN function that the cuDNN loaded lacks: an "
          "older release than the program was built with", public_function_missing,
          ("symbol-mismatch", "api-missing")),
@@ -688,7 +715,8 @@ RULES: tuple[Rule, ...] = (
          "not where cuDNN is", pattern("paddle-dynload")),
     Rule("installed-not-on-search-path", 1.5, "the text says that cuDNN is installed, yet it was not found",
          stated_installed, LOADING),
-    Rule("cudnn-not-installed", 1, "the library was not found and the text shows no cuDNN installed anywhere",
+    # what the text lacks is weaker than a hint it shows (a paste cut short lacks as much)
+    Rule("cudnn-not-installed", 0.5, "the library was not found and the text shows no cuDNN installed anywhere",
          nothing_installed_shown, LOADING, shown=False),
     Rule("installed-not-on-search-path", 1, "NVIDIA's cuDNN 9 Windows installer puts the DLLs in bin\\<CUDA "
          "version>, a subfolder PATH does not reach", windows_cudnn9_installer),

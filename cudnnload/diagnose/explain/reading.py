@@ -527,11 +527,12 @@ def _cublas_status(found: re.Match[str]) -> Signal | None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    # libcudnn.so.8 (8.9.7): "Could not load library %s. Error: %s"; cudnn64_8.dll: "Could not load library %s.
-    # Error code %d" then "Please make sure %s is in your library path!"; Julia: could not load library "PATH"
+    # libcudnn.so.8 (8.9.7): "Could not load library %s. Error: %s" (a paste may wrap it before "Error:");
+    # cudnn64_8.dll: "Could not load library %s. Error code %d" then "Please make sure %s is in your library
+    # path!"; Julia: could not load library "PATH"
     Pattern("could-not-load-library", re.compile(
-        r"[Cc]ould not load library \"?(?P<lib>[^\s\"]+?)\"?(?:\. Error: (?P<error>[^\n]*)|\. Error code "
-        r"(?P<code>\d+)|\. NULL Error|\.?(?=\s|$))"), "cuDNN 8", _could_not_load_library),
+        r"[Cc]ould not load library \"?(?P<lib>[^\s\"]+?)\"?(?:\.[ \t]*(?:\r?\n[ \t]*)?Error: (?P<error>[^\n]*)"
+        r"|\. Error code (?P<code>\d+)|\. NULL Error|\.?(?=\s|$))"), "cuDNN 8", _could_not_load_library),
     # cuDNN 8 Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll too)
     Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN 8", _could_not_locate),
     # libcudnn.so.9 (9.0, 9.1) and libcudnn_graph.so.9: "Unable to load any of {%s, %s, %s, %s}";
