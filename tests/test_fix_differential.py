@@ -606,6 +606,22 @@ def test_a_running_program_whose_wheel_was_uninstalled_under_it_gets_its_release
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_working_process_whose_shim_was_replaced_under_it_is_no_error() -> None:
+    """A held ctypes program running the 9.28 wheel's shim with 9.28's graph from an LD_LIBRARY_PATH folder, then
+    9.0 installed over the wheel (fix differential 1-3196): the process works, and `doctor --pid` said
+    `mixed-release` and `mixed-in-process` errors, judging the wheel's folder as the disk holds it now and the
+    replaced shim's folder as a second one. The shim carries no release: what the process runs is told by the
+    graph it mapped. What a restart would mix is a warning; the process is quiet, and nothing else changes."""
+    _base(draw(1, 3196)[1].name)
+    verdict = runner.differential(1, 3196, ["app"])
+    assert verdict.error is None, verdict.error
+    held = [j for j in verdict.judged if j.said.consumer == "held"]
+    assert verdict.runs["held"].works and [(j.said.form, j.outcome) for j in held] == [("pid", runner.QUIET)]
+    assert not [j for j in verdict.judged if j.broke]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_repair_never_reinstalls_after_it_another_major_of_the_distribution_it_put_back() -> None:
     """cuDNN 8.9.7 installed over the 9.28 wheel of the same nvidia-cudnn-cu12, one of its links dangling (fix
     differential 1-3110): the repair put cuDNN 9 back for the app, then reinstalled 8.9.7 for the dangling link,

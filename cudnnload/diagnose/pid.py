@@ -40,7 +40,7 @@ from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import interpreter_of_process, interpreter_of_site
-from cudnnload.verdicts import ERROR, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
+from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
 _PF_KTHREAD = 0x00200000
@@ -173,7 +173,9 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     shims = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim"}
     installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
-    findings: list[Finding] = list(inventory.findings) + [f for i in inventory.installs for f in i.findings]
+    replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK}
+    findings: list[Finding] = list(inventory.findings) + [
+        _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
     restarting = _restart(running, inventory, lambda: context(running.environ, executable=program, cache=cache))
     findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
@@ -277,7 +279,7 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
     proves it maps one release whole (`_restart`); a file of another folder the process opened itself (by path)
     would be opened again by a restart: said in words."""
     findings = []
-    for major, libs in _by_major(cudnn).items():
+    for major, libs in _by_major(_telling(cudnn)).items():
         folders = sorted({os.path.dirname(lib.path) for lib in libs})
         releases = _releases(libs)
         if len(folders) < 2 and len(releases) < 2:
@@ -299,6 +301,12 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
                                         variable="LD_PRELOAD" if entries else None,
                                         entry=entries[0] if len(entries) == 1 else None), cure))
     return findings
+
+
+def _telling(cudnn: Sequence[MappedLibrary]) -> list[MappedLibrary]:
+    """The mapped cuDNN files that show what the process runs: all but a file gone from disk whose release it does
+    not carry (a shim replaced under the process), whose folder alone says nothing of the release it ran."""
+    return [lib for lib in cudnn if lib.state == ON_DISK or lib.release is not None]
 
 
 def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
@@ -344,6 +352,17 @@ def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restar
                                                                                   lib.library),
                                 restart(os.path.dirname(lib.path), "to run the files now on disk")))
     return findings
+
+
+def _on_restart(finding: Finding, pid: int) -> Finding:
+    """A finding of an install whose shim the process mapped before it was replaced or deleted on disk: the
+    judge weighed the release the disk holds now, which the process does not run. A release mixed with it
+    (`mixed-release`) is what a start afresh would map: said as a warning about a restart (what the process will
+    still load is `_stale`'s and `_orphaned`'s, from what it runs). Any other finding stands as it is."""
+    if finding.code is not Code.MIXED_RELEASE or finding.severity is not ERROR:
+        return finding
+    return replace(finding, severity=WARNING, message=f"once process {pid} starts again (its shim was replaced on "
+                   f"disk since it mapped it, and it runs the one it mapped): {finding.message}")
 
 
 def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary]) -> list[tuple[Step, Release]]:
@@ -461,7 +480,7 @@ def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
     if not cudnn:
         return Check("coherent", "skip", "no cuDNN mapped")
     said, broken = [], False
-    for major, libs in _by_major(cudnn).items():
+    for major, libs in _by_major(_telling(cudnn)).items():
         folders = {os.path.dirname(lib.path) for lib in libs}
         releases = _releases(libs)
         if len(folders) > 1 or len(releases) > 1:
@@ -470,6 +489,9 @@ def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
                         f"{', '.join(map(str, releases)) or 'unknown'}")
         else:
             said.append(f"one cuDNN {major} release ({releases[0] if releases else 'unknown'}), from one folder")
+    untold = len(cudnn) - len(_telling(cudnn))
+    said += [f"{untold} file{'s' * (untold > 1)} replaced on disk whose release the file does not carry"] if untold \
+        else []
     return Check("coherent", "fail" if broken else "ok", "; ".join(said))
 
 
