@@ -234,6 +234,31 @@ def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_m
         {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
 
 
+def test_a_replaced_shim_runs_with_the_graph_it_mapped_and_its_later_loads_are_judged_by_it(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """9.28's shim loaded from its wheel's folder with 9.28's graph preloaded from another copy, then the wheel
+    replaced by 9.0's: the shim carries no release, so what the process runs is told by the graph it mapped. The
+    install as the disk holds it now (9.0, beside the 9.28 graph) is what a restart would mix: a warning. The
+    sub-libraries the shim has not loaded yet come from the folder now of 9.0, while it runs 9.28: those are
+    errors of the running process, and the process is not taken for two folders."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    other = _copy(lib_folder(W928), tmp_path / "other")
+    running = child(lib / "libcudnn.so.9", {**_with_cublas(), "LD_PRELOAD": str(other / "libcudnn_graph.so.9")})
+    for path in lib.iterdir():
+        path.unlink()
+    for path in lib_folder(W90).iterdir():
+        os.link(path, lib / path.name)
+    report = diagnose_pid(running.pid)
+    shim = next(m for m in report.libraries if m.library == "shim")
+    assert shim.state == REPLACED and Code.MIXED_IN_PROCESS not in _codes(report)
+    errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    assert errors and {f.code for f in errors} == {Code.MIXED_RELEASE}
+    assert {f.subject.library for f in errors} >= {"ops", "cnn"} and all("runs cuDNN 9.28.0" in f.message
+                                                                          for f in errors)
+    restart = [f for f in report.findings if f.code is Code.MIXED_RELEASE and f.severity is Severity.WARNING]
+    assert restart and all(f.message.startswith(f"once process {running.pid} starts again") for f in restart)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the shim's search paths are read through map_files (root)")
 def test_a_shim_whose_folder_was_emptied_under_it_finds_its_later_loads_nowhere(
         child: Callable[..., Child], tmp_path: Path) -> None:

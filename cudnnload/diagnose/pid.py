@@ -179,7 +179,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     restarting = _restart(running, inventory, lambda: context(running.environ, executable=program, cache=cache))
     findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
-    stale = _stale(installs, cudnn)
+    stale = _stale(installs, cudnn, replaced)
     findings += _stale_findings(stale, pid, restarting)
     findings += _orphaned(cudnn, installs, running, ctx)
     frameworks = _frameworks(running.files)
@@ -365,14 +365,19 @@ def _on_restart(finding: Finding, pid: int) -> Finding:
                    f"disk since it mapped it, and it runs the one it mapped): {finding.message}")
 
 
-def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary]) -> list[tuple[Step, Release]]:
+def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced: set[str]
+           ) -> list[tuple[Step, Release]]:
     """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
     process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
-    reading the disk alone, sees one release there)."""
+    reading the disk alone, sees one release there). The release it runs is that of what it mapped from the folder;
+    where that is only a shim replaced since (``replaced``: it carries no release), that of the graph and ops it
+    mapped, wherever from (the shim runs with the graph it loaded)."""
     stale = []
     for install in installs:
         mine = _releases([lib for lib in cudnn if os.path.dirname(lib.path) == install.folder
                           and lib.major == install.major])
+        if not mine and install.folder in replaced:
+            mine = _releases([lib for lib in _telling(cudnn) if lib.major == install.major])
         if len(mine) != 1 or mine[0] == install.release:
             continue
         stale += [(step, mine[0]) for step in install.plan if step.rule != "already-loaded" and step.path
