@@ -484,8 +484,8 @@ def _mapped_check(cudnn: Sequence[MappedLibrary], inventory: JudgedInventory, pr
 def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
     if not cudnn:
         return Check("coherent", "skip", "no cuDNN mapped")
-    said, broken = [], False
-    for major, libs in _by_major(_telling(cudnn)).items():
+    said, broken, telling = [], False, _telling(cudnn)
+    for major, libs in _by_major(telling).items():
         folders = {os.path.dirname(lib.path) for lib in libs}
         releases = _releases(libs)
         if len(folders) > 1 or len(releases) > 1:
@@ -494,7 +494,7 @@ def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
                         f"{', '.join(map(str, releases)) or 'unknown'}")
         else:
             said.append(f"one cuDNN {major} release ({releases[0] if releases else 'unknown'}), from one folder")
-    untold = len(cudnn) - len(_telling(cudnn))
+    untold = len(cudnn) - len(telling)
     said += [f"{untold} file{'s' * (untold > 1)} replaced on disk whose release the file does not carry"] if untold \
         else []
     return Check("coherent", "fail" if broken else "ok", "; ".join(said))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement, pip_into
-from cudnnload.resolve.catalog import Release, distribution_cuda
+from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, Pin
 from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual
 
@@ -40,7 +40,7 @@ def _subject(consumer: Consumer, path: str | None = None) -> Subject:
 
 def _newer_than(consumer: Consumer, release: Release, python: str | None) -> Fix:
     """A cuDNN of the same major, at least ``release``, for the consumer's CUDA."""
-    cuda = consumer_cuda(consumer)
+    cuda = consumer.pinned_cuda
     base = cudnn_requirement(release.major, cuda)
     if base is None:
         return fix(manual(f"install cuDNN {release} or newer (a {release.major}.x)"))
@@ -70,11 +70,6 @@ def _multi_gpu_before_9_10_1(consumer: Consumer, release: Release, device_count:
 
 
 KNOWN_BAD: dict[str, tuple[_KnownBad, ...]] = {"jax": (_cudnn_9_10_0, _multi_gpu_before_9_10_1)}
-
-
-def consumer_cuda(consumer: Consumer) -> int | None:
-    """The CUDA major the consumer was built for, from the cuDNN wheel it pins (``nvidia-cudnn-cu12``)."""
-    return next((c for pin in consumer.pins if (c := distribution_cuda(pin.distribution)) is not None), None)
 
 
 def consumer_findings(consumer: Consumer, install_release: Release | None, install_major: int, *,
@@ -156,7 +151,7 @@ def _install_fix(consumer: Consumer, major: int, build: Release | None, python: 
     if pinned is not None:  # installed already (and another cuDNN loads): its files are not the wheel's
         again = pinned.installed is not None and pinned.allows(pinned.installed)
         return fix(_into(consumer, [pinned.requirement], python, again), alternatives=[other])
-    cuda = consumer_cuda(consumer)
+    cuda = consumer.pinned_cuda
     base = cudnn_requirement(major, cuda)
     if base is None:
         return fix(manual(f"install cuDNN {build or major} or newer of major {major}"), alternatives=[other])

@@ -330,9 +330,6 @@ def dlopens_at_load(soname: str) -> tuple[str, ...]:
     return next((names for prefix, names in DLOPENS_AT_LOAD if soname.startswith(prefix)), ())
 
 
-# Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
-# cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
-# $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
 def distribution_cuda(name: str) -> int | None:
     """The CUDA major a pip distribution's name says (``nvidia-cudnn-cu12``: 12); None where it says none
     (CUDA 13's ``nvidia-cublas``)."""
@@ -340,6 +337,9 @@ def distribution_cuda(name: str) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
+# Third-party libraries cuDNN needs, with the PyPI wheel that provides them.
+# cu12/cu13 wheels install them as siblings of nvidia/cudnn (RUNPATH
+# $ORIGIN/../../cublas/lib etc.). libcuda.so.1 comes only with the driver.
 def dependency_requirement(soname: str) -> str | None:
     """The pip distribution that ships a CUDA library cuDNN or a framework needs, by soname, as a requirement of
     that CUDA major (CUDA 13's wheels carry no ``-cu13`` suffix: ``nvidia-cublas>=13,<14``); None when pip has none

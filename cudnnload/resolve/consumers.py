@@ -40,7 +40,14 @@ from cudnnload.cachedir import stamp
 from cudnnload.children import end_group, tails, untrusted
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
-from cudnnload.resolve.catalog import Release, classify, decode_version, dependency_requirement, parse_release
+from cudnnload.resolve.catalog import (
+    Release,
+    classify,
+    decode_version,
+    dependency_requirement,
+    distribution_cuda,
+    parse_release,
+)
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.pythons import interpreter_of_site
@@ -175,6 +182,11 @@ class Consumer:
         if self.build_major is not None:
             return self.build_major
         return next((m for pin in self.pins if (m := pin.major) is not None), 9)
+
+    @property
+    def pinned_cuda(self) -> int | None:
+        """The CUDA major the cuDNN wheel it pins says (``nvidia-cudnn-cu12``: 12); None where no pin says one."""
+        return next((c for pin in self.pins if (c := distribution_cuda(pin.distribution)) is not None), None)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from cudnnload.resolve.catalog import (
     Release,
     SubLibrary,
     classify,
+    distribution_cuda,
     dlopens_at_load,
     generation,
     parse_release,
@@ -513,10 +514,8 @@ def _cuda_major(dist: Distribution | None, files: Sequence[Candidate]) -> int | 
     for cand in files:
         if cand.elf and cand.elf.cudart_version:
             return cand.elf.cudart_version // 1000
-    if dist is not None:
-        match = re.search(r"-cu(\d+)$", dist.name)
-        if match:
-            return int(match.group(1))
+    if dist is not None and (cuda := distribution_cuda(dist.name)) is not None:
+        return cuda
     for cand in files:
         if cand.elf and any(p.endswith("/cu13/lib") for p in cand.elf.runpath):
             return 13

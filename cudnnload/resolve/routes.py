@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
-from cudnnload.resolve.catalog import classify, distribution_cuda
+from cudnnload.resolve.catalog import classify
 from cudnnload.resolve.consumers import Consumer, Need
 from cudnnload.resolve.discovery import Context, chain, requester
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
@@ -158,9 +158,8 @@ def consumer_load(consumer: Consumer, system: str = "linux") -> tuple[SurveyMatc
 
 def _cuda(consumer: Consumer) -> int | None:
     """The CUDA major of the framework's build: its pins' ``-cuNN`` suffix, else its local version (+cu130)."""
-    cuda = next((c for pin in consumer.pins if (c := distribution_cuda(pin.distribution)) is not None), None)
-    if cuda is not None:
-        return cuda
+    if consumer.pinned_cuda is not None:
+        return consumer.pinned_cuda
     local = consumer.version.partition("+cu")[2]
     return int(local[:-1]) if len(local) >= 3 and local.isdigit() else None
 
