@@ -157,6 +157,22 @@ def test_every_verb_changes_its_case_and_never_the_base_or_the_wheels(cleanup: l
     assert _tree(unpacked) == wheels_before
 
 
+@pytest.mark.slow
+@pytest.mark.timeout_s(300)
+def test_a_verb_that_reads_a_library_passes_over_the_links_an_earlier_step_left_dangling(
+        cleanup: list[Case]) -> None:
+    """Fix differential 2-3930: a sub-library made a dangling link, then a truncate drew it and raised before any
+    doctor ran. Cutting short and closing a file read it, so they draw among the names that lead to a file."""
+    case = _case("dangling", "cu13-9.28")
+    cleanup.append(case)
+    for path in case.lib.glob("libcudnn_*.so.9"):
+        path.unlink()
+        path.symlink_to(f"{path.name}.1.0")
+    cut = verb("truncate-file").do(case)
+    assert cut["library"] == "libcudnn.so.9"
+    assert verb("unreadable-sublibrary").do(case) == {"library": None}
+
+
 # --- the environment and the user ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
