@@ -359,10 +359,90 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
     return env, refused
 
 
+# The fourth set, written on 2026-11-30 (sixteenth session) before any of it was run (`--set fourth`): ways that
+# none of the sets above nor tests/test_frameworks_gpu.py has. /etc/ld.so.preload changes every process, so it is
+# last.
+def _release(w: World) -> str:
+    """The wheel's cuDNN release, from its metadata's name ("9.19.0")."""
+    info = next(w.site.glob("nvidia_cudnn_cu13-*.dist-info"))
+    return ".".join(info.name.split("-")[1].split(".")[:3])
+
+
+def case_versioned_graph_name_to_system(w: World) -> None:
+    stray = w.wheel / f"libcudnn_graph.so.{_release(w)}"  # ln -s by hand: the shim tries this name first
+    w.keep(stray)
+    stray.symlink_to(w.system / "libcudnn_graph.so.9")
+
+
+def case_lib_folder_linked_to_older_copy(w: World) -> None:
+    older = older_copy(w, w.scratch / "older")
+    w.keep(w.wheel)
+    shutil.rmtree(w.wheel)
+    w.wheel.symlink_to(older)  # ln -s another cuDNN's folder in place of the wheel's
+
+
+def case_lib_folder_renamed(w: World) -> None:
+    moved = w.wheel.with_name("lib64")  # mv lib lib64, "where libraries belong"
+    w.keep(moved)
+    w.keep(w.wheel)
+    shutil.copytree(w.wheel, moved, symlinks=True)
+    shutil.rmtree(w.wheel)
+
+
+def case_relative_ldlp_to_older_copy(w: World) -> None:
+    folder = w.scratch / "cwd" / "lib9"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in os.listdir(w.system):
+        if name.startswith("libcudnn") and re.search(r"\.so\.9$", name):
+            shutil.copy2(w.system / name, folder / name)
+    w.env["LD_LIBRARY_PATH"] = "lib9"
+
+
+def case_cwd_holds_older_nvidia_cudnn(w: World) -> None:
+    older_copy(w, w.scratch / "cwd")  # python run from a folder that holds an unpacked nvidia/cudnn
+
+
+def case_sitecustomize_on_pythonpath_maps_ops(w: World) -> None:
+    folder = w.scratch / "startup"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        f"import ctypes\nctypes.CDLL('{w.system}/libcudnn_ops.so.9', mode=ctypes.RTLD_GLOBAL)\n")
+    w.env["PYTHONPATH"] = str(folder)
+
+
+def case_missing_preload_and_graph_deleted(w: World) -> None:
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    w.env["LD_PRELOAD"] = "/opt/gone/libcudnn.so.9"  # a preload that is not there: ld.so says so and goes on
+
+
+def case_other_cuda_wheel_uninstalled_over_it(w: World) -> None:
+    for path in sorted(w.wheel.glob("libcudnn*.so.9")):  # pip uninstall nvidia-cudnn-cu12: its RECORD had them
+        w.keep(path)
+        path.unlink()
+
+
+def case_ld_so_preload_system_ops(w: World) -> None:
+    w.write(Path("/etc/ld.so.preload"), f"{w.system}/libcudnn_ops.so.9\n")
+
+
+FOURTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "versioned-graph-name-to-system": (case_versioned_graph_name_to_system, ("torch", "jax")),
+    "lib-folder-linked-to-older-copy": (case_lib_folder_linked_to_older_copy, ("torch", "jax")),
+    "lib-folder-renamed-lib64": (case_lib_folder_renamed, ("torch", "jax")),
+    "relative-ldlp-to-older-copy": (case_relative_ldlp_to_older_copy, ("torch", "jax")),
+    "cwd-holds-older-nvidia-cudnn": (case_cwd_holds_older_nvidia_cudnn, ("torch", "jax")),
+    "sitecustomize-on-pythonpath-maps-ops": (case_sitecustomize_on_pythonpath_maps_ops, ("torch", "jax")),
+    "missing-preload+graph-deleted": (case_missing_preload_and_graph_deleted, ("torch", "jax")),
+    "other-cuda-wheel-uninstalled-over-it": (case_other_cuda_wheel_uninstalled_over_it, ("torch", "jax")),
+    "etc-ld-so-preload-system-ops": (case_ld_so_preload_system_ops, ("torch", "jax")),
+}
+
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES}[name]
+    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -400,9 +480,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--set", choices=("first", "new", "third", "all"), default="first",
+    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "all"), default="first",
                         help="the first set of compositions, the second or third (written in the eleventh session), "
-                             "or all")
+                             "the fourth (the sixteenth), or all")
     args = parser.parse_args()
     import torch
 
@@ -413,8 +493,8 @@ def main() -> int:
                                                    *(p for p in os.environ.get("PYTHONPATH", "").split(":") if p)])
     rows = []
     with open(args.out, "w") as out:
-        chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES,
-                  "all": {**CASES, **NEW_CASES, **THIRD_CASES}}[args.set]
+        chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES, "fourth": FOURTH_CASES,
+                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue
