@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,11 @@ import pytest
 from cudnnload.codes import ActionKind, Code, Effect
 from cudnnload.diagnose.inventory import find
 from cudnnload.resolve.discovery import context
-from cudnnload.resolve.process import preload_entries
-from tests.wheels import cache_root, lib_folder
+from cudnnload.resolve.process import preload_entries, preload_file_lines, without_lines
+from fixtures.glibc.scene import needs_root, runner
+from tests.wheels import cache_root, lib_folder, site_folder
+
+ROOT = Path(__file__).resolve().parent.parent
 
 _LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_DEBUG", "LD_AUDIT")
 BASE = {key: value for key, value in os.environ.items() if key not in _LOADER_VARIABLES}
@@ -272,3 +276,48 @@ def test_a_preloads_needed_that_binds_to_an_object_already_mapped_of_another_rel
     said = preload_findings(context(environ).preloads)
     assert [f.code for f in said] == [Code.PRELOAD_CANNOT_LOAD]
     assert [(a.do, a.entry) for a in said[0].fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, environ["LD_PRELOAD"])]
+
+
+def test_a_preload_file_line_holding_one_entry_alone_is_what_a_fix_takes_out() -> None:
+    text = "# preloads\n/a/libx.so\n/b/liby.so /c/libz.so\n  /d/libw.so  \n/e/libv.so # here\n"
+    assert preload_file_lines(text) == {"/a/libx.so": "/a/libx.so", "/d/libw.so": "  /d/libw.so  "}
+    assert without_lines(text, {"/a/libx.so"}) == text.replace("/a/libx.so\n", "")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(300)
+def test_a_sublibrary_preloaded_by_etc_ld_so_preload_is_its_line_taken_out_and_the_program_works(
+        tmp_path: Path) -> None:
+    """/etc/ld.so.preload holding 9.0's ops, a program opening 9.28's shim by path (the H200's
+    etc-ld-so-preload-system-ops composition, where the fix was words: "remove ... from /etc/ld.so.preload (as
+    root)"): every process maps 9.0's ops and graph first, and the 9.28 shim gets 9.0's graph by its soname. The
+    fix takes out the line that holds that entry alone, checked on the model (the world without it judged again),
+    and the program, run again with the file so changed, gets 9.28. In a private mount namespace over /etc."""
+    if why := needs_root():
+        pytest.skip(why)
+    site = tmp_path / "site"
+    for tag in ("cu12-9.28.0.42", "cublas-cu12-12.9.1.4"):
+        shutil.copytree(site_folder(tag), site, copy_function=os.link, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".unpacked"))
+    line = str(lib_folder("cu12-9.0.0.312") / "libcudnn_ops.so.9")
+    etc = tmp_path / "etc"
+    (etc / "upper").mkdir(parents=True)
+    (etc / "work").mkdir()
+    (etc / "upper" / "ld.so.preload").write_text(line + "\n")
+    program = tmp_path / "program.py"
+    program.write_text(f"import ctypes, sys\nlib = ctypes.CDLL({str(site / 'nvidia/cudnn/lib/libcudnn.so.9')!r})\n"
+                       "print(lib.cudnnGetVersion())\nsys.exit(0 if lib.cudnnGetVersion() == 92800 else 1)\n")
+    env = {**{k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")},
+           "PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+
+    def inside(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(runner()), "-e", str(etc / "upper"), str(etc / "work"), "-C", str(tmp_path), "--",
+                               *argv], env=env, capture_output=True, text=True, timeout=240)
+
+    assert inside(sys.executable, str(program)).stdout.split() == ["90000"]
+    said = inside(sys.executable, "-m", "cudnnload", "doctor", "--json", "--", sys.executable, str(program))
+    first = next(f for f in json.loads(said.stdout)["result"]["findings"] if f["severity"] == "error")
+    assert first["fix"]["actions"] == [{"do": "remove-line", "path": "/etc/ld.so.preload", "line": line}], first
+    (etc / "upper" / "ld.so.preload").write_text("")  # the fix, applied (the overlay's copy of the file)
+    again = inside(sys.executable, str(program))
+    assert again.returncode == 0 and again.stdout.split() == ["92800"], again.stderr[-400:]

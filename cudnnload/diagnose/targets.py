@@ -100,7 +100,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
         started = (observed() if observed is not None else this_python(env)) if site_paths is None else None
         started = started.without(unstarted) if started is not None else None
         site_paths = list(started.sys_path) if started is not None else site_paths
-        ctx = context(env, verify=verify, gone=gone,
+        ctx = context(env, verify=verify, gone=gone, unstarted=unstarted,
                       started=started_cuda(started, unstarted) if started is not None else None)
         inventory = find(environ=env, site_paths=site_paths, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
@@ -108,26 +108,26 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
             tuple(site_paths) if site_paths is not None else None))
         return Resolved(target, ctx, inventory, install, rejected, started=started)
     if "/" not in given and _SONAME.match(given):  # a name, never a file of the current folder (issue 29)
-        return _soname(given, env, verify, gone)
+        return _soname(given, env, verify, gone, unstarted)
     path = os.path.abspath(given)
     problem = path_problem(path)
     if problem is not None and problem[0] == "missing" and classify(os.path.basename(path)) is not None \
             and (os.path.isdir(os.path.dirname(path)) or _wheel_gone(path) is not None):
-        return _missing_library(given, path, env, verify, gone)
+        return _missing_library(given, path, env, verify, gone, unstarted)
     if problem is not None and problem[0] == "permission" and classify(os.path.basename(path)) is not None:
-        return _unreadable_library(given, path, env, verify, gone)
+        return _unreadable_library(given, path, env, verify, gone, unstarted)
     if problem is not None:
         raise UsageError(problem[1], path=given, fix="give a cuDNN library, a folder, a program or a shared "
                          "object that uses cuDNN, or a soname such as libcudnn.so.9")
     if os.path.isdir(path):
-        ctx = context(env, verify=verify, gone=gone)
+        ctx = context(env, verify=verify, gone=gone, unstarted=unstarted)
         inventory = find([path], environ=env, ctx=ctx)
         install, rejected = choose_install(inventory.installs)
         install = install or next(iter(inventory.installs), None)
         return Resolved(Target(given, "folder", path, f"the folder {path}"), ctx, inventory, install, rejected)
     lib = classify(os.path.basename(path))
     if lib is not None:
-        ctx = context(env, verify=verify, gone=gone,
+        ctx = context(env, verify=verify, gone=gone, unstarted=unstarted,
                       started=started_cuda(program, unstarted) if program is not None else None)
         # a shim the process has mapped already under another name (LD_PRELOAD's, a hard link to the same file):
         # dlopen of this path hands that object out, and its $ORIGIN decides
@@ -140,7 +140,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
                                                           "already" if acting else "")
         return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
-    return _consumer(given, path, env, verify, gone)
+    return _consumer(given, path, env, verify, gone, unstarted)
 
 
 def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
@@ -166,11 +166,12 @@ def _for_the_user(tool: str, env: Mapping[str, str], verify: bool) -> Resolved:
 
 
 def _missing_library(given: str, path: str, env: Mapping[str, str], verify: bool = False,
-                     gone: frozenset[str] = frozenset()) -> Resolved:
+                     gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset()
+                     ) -> Resolved:
     """A cuDNN library path that is not there, in a folder that is (a program opens it by path: ``ctypes.CDLL``,
     the JAX plugin, a config file): what dlopen of it does, and the fix `doctor -- COMMAND` gives for the same
     path (the distribution whose RECORD lists it put back; else cuDNN installed)."""
-    ctx = context(env, verify=verify, gone=gone)
+    ctx = context(env, verify=verify, gone=gone, unstarted=unstarted)
     inventory, cure = _missing_path(path, ctx)
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
@@ -234,11 +235,12 @@ def _wheel_holding(path: str) -> Distribution | None:
 
 
 def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: bool = False,
-                        gone: frozenset[str] = frozenset()) -> Resolved:
+                        gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset()
+                        ) -> Resolved:
     """A cuDNN library this user cannot reach (a folder on its path not searchable, or the file not readable): what
     a program of this user gets (dlopen fails: "Permission denied"), and the mode change that makes it readable
     when the user owns what stops it, else who can."""
-    ctx = context(env, verify=verify, gone=gone)
+    ctx = context(env, verify=verify, gone=gone, unstarted=unstarted)
     access = Access()
     stop = access.unreachable(path)
     blocker = stop.path if stop is not None else path
@@ -256,7 +258,7 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False,
-              gone: frozenset[str] = frozenset()) -> Resolved:
+              gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
     """A program or shared object that uses cuDNN: its cuDNN as its own DT_NEEDED or dlopen would get it."""
     try:
         with open(path, "rb") as handle:
@@ -274,7 +276,8 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     consumer = linker.Requester.from_elf(path, info)
     if program:  # the main program: its $ORIGIN is its resolved folder, its RPATH serves every load
         consumer = replace(consumer, origin=os.path.dirname(os.path.realpath(path)))
-    ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify, gone=gone)
+    ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify, gone=gone,
+                  unstarted=unstarted)
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
@@ -313,9 +316,10 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
 
 
-def _soname(name: str, env: Mapping[str, str], verify: bool = False, gone: frozenset[str] = frozenset()) -> Resolved:
+def _soname(name: str, env: Mapping[str, str], verify: bool = False, gone: frozenset[str] = frozenset(),
+            unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
     """What dlopen(``name``) from this Python, in this environment, gets."""
-    ctx = context(env, verify=verify, gone=gone)
+    ctx = context(env, verify=verify, gone=gone, unstarted=unstarted)
     access = Access()
     searched = search_path_findings(ctx.linker, access=access)
     res = linker.resolve(name, None, ctx.linker)
@@ -510,7 +514,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     executable, site_paths = started.executable, list(started.sys_path)
     cache = open_cache(env)
     ctx = context(env, executable=python_requester(cache, executable), cache=cache, verify=verify, gone=gone,
-                  started=started_cuda(started, unstarted))
+                  unstarted=unstarted, started=started_cuda(started, unstarted))
     inventory = find(environ=env, site_paths=site_paths, ctx=ctx, python=executable)
     install, rejected = choose_install(inventory.installs)
     target = Target(python, "python", executable, f"the Python {executable} and its environment",

@@ -65,11 +65,13 @@ WHEEL_LIB = "nvidia/cudnn/lib"
 PipEnv = tuple[str | None, tuple[str, ...]]
 
 
-def removal(source: str, entry: str) -> Action:
-    """Taking a preload away: its LD_PRELOAD entry, or its entry of /etc/ld.so.preload (root's file, rule
-    ld-so-preload), said in words."""
+def removal(source: str, entry: str, line: str | None = None) -> Action:
+    """Taking a preload away: its LD_PRELOAD entry, or the line of /etc/ld.so.preload (root's file, rule
+    ld-so-preload) that holds that entry alone (``line``), taken out; said in words where the line holds more."""
     if source == "LD_PRELOAD":
         return remove_entry("LD_PRELOAD", entry)
+    if line is not None:
+        return remove_line(source, line)
     return manual(f"remove {entry} from {source} (as root): every program on this machine preloads it")
 
 
@@ -79,7 +81,7 @@ def undo(preload: Preload) -> Action | None:
     call loaded it removed (when start-up's observation found one that can go alone), or else that code said in
     words; None for what nothing named put there."""
     if preload.entry is not None:
-        return removal(preload.source, preload.entry)
+        return removal(preload.source, preload.entry, preload.line)
     cause = preload.cause
     if cause is None or cause.file is None:
         return None

@@ -689,7 +689,9 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
     the entry goes when the install's release does not use that library (ext under a 9.0 shim)."""
     pin = fixes.pin(repair.install.folder)
     if step.variable in ("LD_PRELOAD", PRELOAD_FILE) and step.entry is not None:
-        return fix(fixes.removal(step.variable, step.entry),
+        # the preload file's line that holds it alone, where one does (`fixes.undo`)
+        line = repair.preloads.get(step.path or "") if step.variable == PRELOAD_FILE else None
+        return fix(line or fixes.removal(step.variable, step.entry),
                    alternatives=[fixes.pin(repair.install.folder, True)] if _complete(repair.install) else [])
     brought = repair.requester_fix(step.requested_by)
     if brought is not None:

@@ -45,5 +45,5 @@ def preload_findings(preloads: Iterable[Preload]) -> tuple[Finding, ...]:
             Code.PRELOAD_CANNOT_LOAD, f"the {item.source} entry {item.entry} stops every program before it starts: "
             f"{why}", Subject(SubjectKind.VARIABLE, item.entry, variable=item.source if item.source == "LD_PRELOAD"
                               else None, entry=item.entry),
-            fix(fixes.removal(item.source, item.entry)), (seen,))
+            fix(fixes.removal(item.source, item.entry, item.line)), (seen,))
     return tuple(said.values())

@@ -39,7 +39,17 @@ from cudnnload.resolve.consumers import site_pins
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
-from cudnnload.resolve.process import Preload, loaded_names, preload_entries, preloaded, read_preload_file
+from cudnnload.resolve.process import (
+    PRELOAD_FILE,
+    Preload,
+    loaded_names,
+    preload_entries,
+    preload_file_entries,
+    preload_file_lines,
+    preloaded,
+    read_preload_file,
+    without_lines,
+)
 from cudnnload.resolve.pythons import interpreter_of_site, shell_site
 from cudnnload.resolve.sources import (
     Distribution,
@@ -277,7 +287,7 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
             cache: ElfCache | None = None, verify: bool = False, mapped: Sequence[str] = (),
             started: Mapping[str, Source] | None = None, defaults: linker.LinkerDefaults | None = None,
             ld_cache: LdCache | None = None, glibc: tuple[int, ...] | None = None,
-            gone: frozenset[str] = frozenset()) -> Context:
+            gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset()) -> Context:
     """A process started now with ``environ``; ``executable`` (default: this Python) is its main program.
     What it maps first is modelled (`process.preloaded`): ``mapped`` (a running process's files), then
     LD_PRELOAD and what it NEEDs; ``loaded`` adds names the program itself loaded since (name -> path).
@@ -285,7 +295,8 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     Python interpreter's start-up maps (path -> the start-up file that did, `startup.observe`), mapped first.
     ``defaults``, ``ld_cache`` and ``glibc``: another system's linker, cache and C library than this machine's (an
     image's: `resolve.rootview`), given instead of asked of the real ld.so. ``gone``: files a change not yet made
-    takes away (a distribution uninstalled): absent from what this process finds."""
+    takes away (a distribution uninstalled): absent from what this process finds. ``unstarted``: lines of start-up
+    files (file, line text) a change not yet made takes out; the preload file's are not read."""
     env_vars = os.environ.copy() if environ is None else dict(environ)  # (`recall` notes what is read of it)
     cache = cache or (open_cache(env_vars) if use_cache else ElfCache(None))
     link_env = linker.LinkerEnv.from_environ(env_vars, loaded=loaded, executable=executable or python_requester(cache),
@@ -297,17 +308,21 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     site = shell_site(env_vars)
     facts = Context(env_vars, cache, link_env, host_facts(link_env, cache, glibc), verify, shell_site=site,
                     shell_pip=interpreter_of_site(site) if site else (None, ()))
-    return _mapping_first(facts, mapped, loaded, started)
+    return _mapping_first(facts, mapped, loaded, started, unstarted)
 
 
 def _mapping_first(facts: Context, mapped: Sequence[str], loaded: Mapping[str, str] | None,
-                   started: Mapping[str, Source] | None) -> Context:
+                   started: Mapping[str, Source] | None,
+                   unstarted: frozenset[tuple[str, str]] = frozenset()) -> Context:
     """``facts`` (a process before it maps anything) with what it maps first: ``started`` (what a Python start-up
     maps), ``mapped``, then LD_PRELOAD and the preload file, and what they NEED; ``loaded`` added after."""
     mapped = [*(started or {}), *mapped]
-    file_entries = read_preload_file()  # /etc/ld.so.preload: almost never there (one access() to know)
+    # /etc/ld.so.preload: almost never there (one access() to know)
+    text = without_lines(read_preload_file(), {line for file, line in unstarted if file == PRELOAD_FILE})
+    file_entries = preload_file_entries(text)
     preloads = preloaded(facts.environ, facts.linker, facts.elf, mapped, facts.unresolved_at_start, file_entries,
-                         started) if mapped or file_entries or preload_entries(facts.environ) else ()
+                         started, preload_file_lines(text)) if mapped or file_entries or preload_entries(
+                             facts.environ) else ()
     if not preloads:
         return facts
     names = {**loaded_names(preloads), **(loaded or {})}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
@@ -60,6 +60,7 @@ class Preload:
     # what put an already-mapped object there when that was Python's start-up (`startup.Mapped.source`: a .pth
     # import line, sitecustomize ...): the file and line a fix takes it out of
     cause: Source | None = None
+    line: str | None = None  # the preload file's line that holds its entry alone: the line a fix takes out
 
     @property
     def stops_start(self) -> bool:
@@ -111,17 +112,33 @@ def preload_file_entries(text: str) -> tuple[str, ...]:
     return tuple(entry for entry in re.split(r"[: \t\n]", data.decode("utf-8", "surrogateescape")) if entry)
 
 
-def read_preload_file(path: str = PRELOAD_FILE, env: linker.LinkerEnv | None = None) -> tuple[str, ...]:
-    """The entries of the preload file, when the process's user may read it (rtld.c: ``access(R_OK)``); none
-    when it is absent, unreadable or not a regular file."""
+def preload_file_lines(text: str) -> dict[str, str]:
+    """The lines of the preload file that hold one entry alone, and no comment, by that entry: taking such a line
+    out takes that entry away and nothing else."""
+    lines: dict[str, str] = {}
+    for line in text.splitlines():
+        entries = preload_file_entries(line)
+        if len(entries) == 1 and "#" not in line:
+            lines.setdefault(entries[0], line)
+    return lines
+
+
+def without_lines(text: str, lines: Collection[str]) -> str:
+    """``text`` with each line equal to one of ``lines`` taken out, as a remove-line fix takes it out."""
+    return "".join(line for line in text.splitlines(keepends=True) if line.rstrip("\n") not in lines)
+
+
+def read_preload_file(path: str = PRELOAD_FILE, env: linker.LinkerEnv | None = None) -> str:
+    """The preload file's text, when the process's user may read it (rtld.c: ``access(R_OK)``); empty when it is
+    absent, unreadable or not a regular file."""
     from cudnnload.files import NotRegularFile, read_regular
 
     if env is not None and env.opens(path) is not None:
-        return ()
+        return ""
     try:
-        return preload_file_entries(read_regular(path, 1 << 20).decode("utf-8", "surrogateescape"))
+        return read_regular(path, 1 << 20).decode("utf-8", "surrogateescape")
     except (OSError, NotRegularFile):
-        return ()
+        return ""
 
 
 @record
@@ -150,13 +167,15 @@ def preload_requests(environ: Mapping[str, str], env: linker.LinkerEnv,
 
 def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
               mapped: Sequence[str] = (), unresolved: Unresolved | None = None,
-              file_entries: Sequence[str] = (), causes: Mapping[str, Source] | None = None) -> tuple[Preload, ...]:
+              file_entries: Sequence[str] = (), causes: Mapping[str, Source] | None = None,
+              lines: Mapping[str, str] | None = None) -> tuple[Preload, ...]:
     """What is in the process before the program's own loads: ``mapped`` (a running process's files), then
     each preload (LD_PRELOAD's entries, then ``file_entries``, the preload file's) and, breadth first, what they
     NEED (``elf`` reads a file's dynamic section). A cuDNN library NEEDed by a preloaded one that lacks a symbol
     of that version node the requester needs stops the start ("symbol lookup error: ...: undefined symbol: S,
     version libcudnn_graph.so.9", measured: a 9.0 engine library preloaded with the 9.27 JIT graph on the path);
-    ``unresolved`` tells. ``causes``: what put each of ``mapped`` there when Python's start-up did."""
+    ``unresolved`` tells. ``causes``: what put each of ``mapped`` there when Python's start-up did. ``lines``:
+    the preload file's lines that hold one entry alone (`preload_file_lines`), by entry."""
     found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
                                     cause=(causes or {}).get(path)) for path in mapped]
     names: dict[str, str] = {}
@@ -207,7 +226,9 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
         found.append(item)
         _answers(item, names)
         queue += _needed(res.path, request, elf)
-    return tuple(found)
+    lines = lines or {}
+    return tuple(replace(item, line=lines.get(item.entry)) if item.source == PRELOAD_FILE and item.entry is not None
+                 else item for item in found)
 
 
 def preload_reason(error: str, name: str, path: str | None) -> str:

@@ -83,8 +83,9 @@ _VDSO = "linux-vdso.so.1"
 def start(program: linker.Requester, environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader, *,
           interpreter: str | None = None, file_entries: Sequence[str] = ()) -> Process:
     """A process started from ``program`` with ``environ``, modelled as rtld.c's ``dl_main`` maps it: the
-    preloads (LD_PRELOAD's, then ``file_entries``: /etc/ld.so.preload's, `read_preload_file`), the DT_NEEDED
-    entries breadth first, then the version needs. ``interpreter``: the program's PT_INTERP (ld.so's path)."""
+    preloads (LD_PRELOAD's, then ``file_entries``: /etc/ld.so.preload's, `preload_file_entries` of
+    `read_preload_file`), the DT_NEEDED entries breadth first, then the version needs. ``interpreter``: the
+    program's PT_INTERP (ld.so's path)."""
     info = elf(program.path)
     interp = interpreter or (info.interpreter if info else None) or "/lib64/ld-linux-x86-64.so.2"
     main = Mapped(program.path, "", info.soname if info else None, None, program, info)
