@@ -26,6 +26,7 @@ from fixtures.scenarios.fixes import apply, replace_file, unpacked_wheel
 from fixtures.scenarios.layouts import corpus_marks, needs_wheels
 
 pytestmark = corpus_marks()
+ROOT = Path(__file__).resolve().parent.parent
 
 FAILING = {runner.FIXED, runner.NOT_FIXED, runner.NO_REPORT, runner.NO_ERROR, runner.NO_ACTIONS, runner.ONLY_MANUAL,
            runner.REFUSED}
@@ -618,6 +619,41 @@ def test_a_running_program_whose_wheel_was_uninstalled_under_it_gets_its_release
     found no error while every later load of the shim (ops, cnn, adv) would find nothing. Searched from the shim's
     path as opened, they are missing; the release it runs goes back into its site, and the program works."""
     _fixed_without_breaks(1308, ["app"], lambda j: j.said.form == "pid")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_cudnn_in_the_folder_python_is_run_from_goes_for_torch(tmp_path: Path) -> None:
+    """The real PyTorch run with ``python -c`` from a folder that holds an unpacked older cuDNN (nvidia/cudnn/lib):
+    Python puts that folder first on sys.path, torch's preload takes its copy, and stops ("cuDNN version
+    incompatibility"; the H200's cwd-holds-older-nvidia-cudnn composition, where doctor asked to reinstall the
+    wheel torch already had, or to "put back the complete cuDNN 9.14.0" of the copy). No setting takes the
+    program's own folder off sys.path without its modules; the copy's files go, in both forms, and torch runs."""
+    base = _base("torch")
+    python = str(base.folder() / "bin" / "python")
+    wheel = bases.store_wheel("nvidia-cudnn-cu12", "9.0.0.312")
+    assert wheel is not None
+    here = tmp_path / "project"
+    shutil.copytree(unpacked_wheel(wheel) / "nvidia" / "cudnn" / "lib", here / "nvidia" / "cudnn" / "lib")
+    code = "import torch; print(torch.backends.cudnn.version())"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")},
+           "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    ran = subprocess.run([python, "-c", code], cwd=here, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode != 0 and "cuDNN version incompatibility" in ran.stderr, ran.stderr[-500:]
+    tool = {**env, "PYTHONPATH": str(ROOT)}
+    for options in (["--python", python], ["--", python, "-c", code]):
+        said = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", *options], cwd=here, env=tool,
+                              capture_output=True, text=True, timeout=300)
+        result = json.loads(said.stdout)["result"]
+        first = next(f for f in result["findings"] if f["severity"] == "error")
+        assert first["code"] == "consumer-runtime-older-than-build", first
+        [action] = first["fix"]["actions"]
+        assert action["do"] == "delete" and action["path"] == str(here / "nvidia" / "cudnn" / "lib"), action
+        assert "libcudnn.so.9" in action["names"] and "libcudnn_graph.so.9" in action["names"], action
+    for name in action["names"]:
+        (here / "nvidia" / "cudnn" / "lib" / name).unlink(missing_ok=True)
+    ran = subprocess.run([python, "-c", code], cwd=here, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout.strip() == "92400", ran.stderr[-500:]
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ from cudnnload.verdicts import (
     Finding,
     Fix,
     Subject,
+    delete,
     fix,
     manual,
     pip_uninstall,
@@ -268,8 +269,18 @@ def _cure(route: Route, install: Judged, graph: Step | None) -> Fix | None:
         # the copy goes; a graph LD_PRELOAD puts in the process stays in front of whatever the framework loads then
         preloaded = [a for a in about.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
                      and a.variable == "LD_PRELOAD"] if about is not None else []
-        return fix(earlier, *preloaded)
+        return fix(earlier, *preloaded, note=_program_folder(route))
     return about.fix if about else None
+
+
+def _program_folder(route: Route) -> str | None:
+    """Why the copy in the program's own folder is what the framework gets, when it is (``python -c`` run from a
+    folder holding an unpacked nvidia/cudnn)."""
+    if route.source is None or route.source.kind != "program":
+        return None
+    folder = "the current folder" if route.source.text in ("-c", "-m", "-") else "the script's folder"
+    return (f"Python puts the program's own folder ({folder}) first on sys.path, and "
+            f"{route.consumer.framework}'s loader takes the first cuDNN it finds there")
 
 
 def _earlier_entry(route: Route, install: Judged) -> Action | None:
@@ -288,6 +299,14 @@ def _earlier_entry(route: Route, install: Judged) -> Action | None:
     if source.kind in ("sitecustomize", "usercustomize") and source.file is not None:
         return manual(f"take out of {source.file} (run at every start of this Python) the code that puts {entry} "
                       "on sys.path")
+    if source.kind == "program":
+        # the program's own folder, which Python puts first (the current folder for -c and -m, else the script's):
+        # no setting takes that entry away without the program's own modules (PYTHONSAFEPATH), so the copy there
+        # goes: uninstalled where a distribution put it, else its cuDNN files deleted
+        if install.distribution and install.site:
+            return pip_uninstall([install.distribution.split()[0]], target=install.site, python=install.pip_env[0])
+        return delete(install.folder, [posixpath.basename(c.path) for c in install.files
+                                       if posixpath.dirname(c.path) == install.folder.rstrip("/")])
     return None
 
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Mapping, Sequence
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
@@ -107,6 +108,17 @@ class Route:
         return f"judged by the loader of {row.distribution} {row.version}, the nearest surveyed"
 
 
+def entry_holding(path: str, entries: Iterable[str]) -> str | None:
+    """The first of the sys.path ``entries`` that ``path`` lies in as a wheel's library lies in its site-packages
+    (``ENTRY/nvidia/cudnn/lib/libcudnn.so.9``): what a loader searching sys.path for that layout found it
+    through. '' (the current folder, for -c) holds such relative paths."""
+    parts = posixpath.normpath(path).split("/")
+    if len(parts) < 4 or parts[-4] != "nvidia" or parts[-2] != "lib":
+        return None
+    root = "/".join(parts[:-4]) or ("/" if path.startswith("/") else "")
+    return next((entry for entry in entries if (posixpath.normpath(entry) if entry else "") == root), None)
+
+
 def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
           sources: Mapping[str, Source] | None = None) -> Route:
     """The shim ``consumer``'s framework would call in a process with ``ctx``'s environment and what it
@@ -128,8 +140,7 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched,
                     closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
                     program_calls=load.program_calls if load else ())
-    entry = next((path for path in site_paths if path and found.shim
-                  and found.shim.startswith(path.rstrip("/") + "/")), None)
+    entry = entry_holding(found.shim, site_paths) if found.shim else None
     if entry is not None and sources is not None:
         found = replace(found, source=sources.get(entry), path_entry=entry)
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
