@@ -439,10 +439,53 @@ FOURTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
     "etc-ld-so-preload-system-ops": (case_ld_so_preload_system_ops, ("torch", "jax")),
 }
 
+# The fifth set, written in the sixteenth session after the fourth had run and two fixes came of it, before any of
+# it was run (`--set fifth`).
+def case_graph_replaced_by_linker_script(w: World) -> None:
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    graph.write_text(f"/* GNU ld script */\nINPUT({w.system}/libcudnn_graph.so.9)\n")  # a -dev package's way
+
+
+def case_heuristic_symlink_loop(w: World) -> None:
+    heuristic = w.wheel / "libcudnn_heuristic.so.9"
+    w.keep(heuristic)
+    heuristic.unlink()
+    heuristic.symlink_to("libcudnn_heuristic.so.9")  # ln -sf by hand onto itself
+
+
+def case_pth_path_line_to_older_copy(w: World) -> None:
+    older_copy(w, w.scratch / "vendored")
+    w.write(w.site / "zz-vendored.pth", f"{w.scratch / 'vendored'}\n")  # a path line: appended to sys.path
+
+
+def case_shim_replaced_by_system_copy(w: World) -> None:
+    shim = w.wheel / "libcudnn.so.9"
+    w.keep(shim)
+    shim.unlink()
+    shutil.copy2(w.system / "libcudnn.so.9", shim)
+
+
+def case_engine_replaced_by_folder(w: World) -> None:
+    engines = w.wheel / "libcudnn_engines_precompiled.so.9"
+    w.keep(engines)
+    engines.unlink()
+    engines.mkdir()  # unpacked into a folder of the same name
+
+
+FIFTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "graph-replaced-by-linker-script": (case_graph_replaced_by_linker_script, ("torch", "jax")),
+    "heuristic-symlink-loop": (case_heuristic_symlink_loop, ("torch", "jax")),
+    "pth-path-line-to-older-copy": (case_pth_path_line_to_older_copy, ("torch", "jax")),
+    "shim-replaced-by-system-copy": (case_shim_replaced_by_system_copy, ("torch", "jax")),
+    "engine-replaced-by-folder": (case_engine_replaced_by_folder, ("torch", "jax")),
+}
+
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES}[name]
+    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -480,9 +523,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "all"), default="first",
+    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "fifth", "all"), default="first",
                         help="the first set of compositions, the second or third (written in the eleventh session), "
-                             "the fourth (the sixteenth), or all")
+                             "the fourth and fifth (the sixteenth), or all")
     args = parser.parse_args()
     import torch
 
@@ -494,7 +537,8 @@ def main() -> int:
     rows = []
     with open(args.out, "w") as out:
         chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES, "fourth": FOURTH_CASES,
-                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES}}[args.set]
+                  "fifth": FIFTH_CASES,
+                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue
