@@ -979,6 +979,15 @@ def test_no_kernel_for_the_gpu_is_too_new_or_too_old_by_its_capability_against_t
     assert (first.family, first.confidence) == (family, "confident")
 
 
+@pytest.mark.parametrize(("gpu", "family"), [("Quadro P4000", "gpu-too-old"), ("GeForce GTX 1080 Ti", "gpu-too-old"),
+                                             ("Tesla K80", "gpu-too-old"), ("RTX 5090", "gpu-too-new")])
+def test_no_kernel_image_for_a_gpu_it_names_leans_to_the_generation_of_that_gpu(gpu: str, family: str) -> None:
+    """Without the build's list of architectures, the GPU the text names tells: builds drop the oldest generations
+    first (Kepler, then Maxwell and Pascal), and a new one is missing from builds for an older CUDA."""
+    text = f"[error] CUDA error: no kernel image is available for execution on the device using {gpu}"
+    assert explain(text, environ={}).causes[0].family == family
+
+
 @pytest.mark.parametrize(("xid", "confidence"), [("13, Graphics SM Warp Exception", "possible"),
                                                  ("79, GPU has fallen off the bus.", "confident"),
                                                  ("48, An uncorrectable double bit error", "confident")])

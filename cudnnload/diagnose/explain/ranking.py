@@ -239,6 +239,12 @@ def both(*tests: Test) -> Test:
     return test
 
 
+def either(*tests: Test) -> Test:
+    def test(reading: Reading, signal: Signal) -> str | None:
+        return next((quote for t in tests if (quote := t(reading, signal))), None)
+    return test
+
+
 def failed(pattern: str) -> Test:
     return lambda reading, signal: signal.failed if signal.failed and re.search(pattern, signal.failed) else None
 
@@ -818,6 +824,11 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-too-old", 3, "the GPU is older than every architecture the build has kernels for",
          kernels_only_for(older=False)),
     Rule("gpu-too-new", 2, "the build has no kernel image for this GPU", clue("no-kernel-image")),
+    # a build drops the oldest architectures first: no kernels for a Kepler, Maxwell or Pascal GPU it names is that
+    Rule("gpu-too-old", 2.5, "the build has no kernel image for a GPU of an old generation",
+         both(clue("no-kernel-image"), either(clue("gpu-old-name"), clue("gpu-before-volta")))),
+    Rule("gpu-too-new", -2, "the GPU without a kernel image is of an old generation",
+         both(clue("no-kernel-image"), either(clue("gpu-old-name"), clue("gpu-before-volta")))),
     Rule("gpu-too-new", -3, "the GPU is older than every architecture the build has kernels for",
          kernels_only_for(older=False)),
     Rule("gpu-too-old", -3, "the GPU is newer than every architecture the build has kernels for",

@@ -970,6 +970,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
     ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
                      r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
+    # Maxwell and Pascal (compute capability 5.x, 6.x), the generations before Volta: the oldest a build of today
+    # still has, and the next it drops (CUDA 12.8's builds of torch 2.8 and later left out sm_50 and sm_60)
+    ("gpu-before-volta", r"\bMaxwell\b|\bPascal\b|\bGTX ?(?:9[5-8]0|10[5-8]0)(?: ?Ti)?\b|\bTITAN Xp?\b|"
+                         r"\bQuadro [MP]\d{3,4}\b|\bTesla [MP]\d{1,3}\b|\bP100\b|\bMX ?[12]\d0\b"),
     # the CUDA a build is for (ranking.gpu_newer_than_cuda): torch's "+cu113", collect_env's "CUDA used to build
     # PyTorch: 11.3", conda's "cudatoolkit=11.3" and "pytorch-cuda=11.8"
     ("build-cuda", r"\+cu\d{2,3}\b|CUDA used to build PyTorch: \d+\.\d+|(?:cudatoolkit|pytorch-cuda)[= ]+\d+\.\d+"),
