@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking
+from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking, read
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
@@ -1420,3 +1420,16 @@ def test_no_dnn_in_the_stream_executor_is_a_framework_without_a_usable_cudnn() -
     text = "tensorflow.python.framework.errors_impl.InvalidArgumentError: No DNN in stream executor."
     assert read(text).primary is not None and read(text).primary.kind == "framework-no-cudnn"
     assert ranked(text)[0] == ranked("DNN library is not found.")[0]
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("Please make sure cudnn_ops_infer64_8.dll is in your library path!", "sublibrary-load"),
+    ("caffe/include/caffe/util/cudnn.hpp(107): error: too few arguments in function call", "compile-missing"),
+    ("onnxruntime_pybind_state.cc:857 onnxruntime::python::CreateExecutionProviderInstance CUDA_PATH is set but CUDA "
+     "wasnt able to be loaded. Please install the correct version of CUDA andcuDNN as mentioned in the GPU "
+     "requirements page", "framework-no-cudnn")])
+def test_messages_of_the_cudnn_8_shim_nvcc_and_onnx_runtime_pasted_alone_are_read(text: str, kind: str) -> None:
+    """The cuDNN 8 Windows shim's second line alone, nvcc's call that does not fit a cuDNN header's declaration (it
+    names no function: the program's cuDNN source file does), ONNX Runtime's provider failing with CUDA_PATH set."""
+    primary = read(text).primary
+    assert primary is not None and primary.kind == kind, primary

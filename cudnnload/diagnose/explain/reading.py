@@ -429,11 +429,15 @@ _UNDECLARED = re.compile(
 _SIGNATURE = re.compile(
     r"(?:too (?:few|many) arguments to function|no matching function for call to|incompatible with parameter of "
     r"type|invalid conversion from [^\n]{0,60}? to|cannot convert [^\n]{0,80}? to)\s*[^\n]{0,120}?"
-    r"\b(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+)")
+    r"\b(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+)"
+    # nvcc (EDG) names no function: "caffe/util/cudnn.hpp(107): error: too few arguments in function call", in a
+    # source file of the program's cuDNN calls
+    r"|(?P<source>cudnn[\w-]{0,40}\.(?:hpp|h|cuh|cu|cpp|cc))\(\d{1,6}\): error: too (?:few|many) arguments in "
+    r"function call")
 
 
 def _signature(found: re.Match[str]) -> Signal:
-    name = found.group("name")
+    name = found.group("name") or f"a cuDNN call of {found.group('source')}"
     return Signal("signature", "compile-missing", _line(found), "the compiler", f"the code uses {name} otherwise than "
                   "the cuDNN headers it is built against declare it: it was written for another cuDNN release's API",
                   quote=found.group(0), families=("removed-api", "framework-bug", "version-mismatch-shadowed",
@@ -535,6 +539,9 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|\. Error code (?P<code>\d+)|\. NULL Error|\.?(?=\s|$))"), "cuDNN 8", _could_not_load_library),
     # cuDNN 8 Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll too)
     Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN 8", _could_not_locate),
+    # the same shim's second line, pasted alone: "Please make sure %s is in your library path!"
+    Pattern("make-sure-in-path", re.compile(r"Please make sure (?P<lib>[\w-]{1,60}\.(?:dll|so(?:\.\d+){0,3})) is in your "
+                                            r"library path"), "cuDNN 8", _could_not_locate),
     # libcudnn.so.9 (9.0, 9.1) and libcudnn_graph.so.9: "Unable to load any of {%s, %s, %s, %s}";
     # cudnn-frontend: "Unable to load any libcudart.so.* library"
     Pattern("unable-to-load-any", re.compile(r"Unable to load any (?:of \{(?P<names>[^}]*)\}|(?P<cudart>libcudart)"
@@ -671,6 +678,12 @@ PATTERNS: tuple[Pattern, ...] = (
                              "(onnxruntime_pybind_state.cc): its CUDA provider library failed to load",
                              f"ONNX Runtime's CUDA provider needs cuDNN {m.group('major')} and CUDA "
                              f"{m.group('cuda')}; one of them, or a library they need, did not load")),
+    # onnxruntime_pybind_state.cc (Windows, CUDA_PATH set): "CUDA_PATH is set but CUDA wasnt able to be loaded. Please
+    # install the correct version of CUDA and cuDNN as mentioned in the GPU requirements page"
+    Pattern("ort-cuda-path", re.compile(r"CUDA_PATH is set but CUDA wasn'?t able to be loaded"), "ONNX Runtime",
+            _fixed("ort-cuda-path", "framework-no-cudnn", "ONNX Runtime (onnxruntime_pybind_state.cc, on Windows "
+                   "with CUDA_PATH set): its CUDA provider library failed to load", "ONNX Runtime's CUDA provider "
+                   "did not load: the CUDA or cuDNN it was built for, or a library they need, is not the one found")),
     # aten/src/ATen/native/cudnn/Conv_v8.cpp: "GET was unable to find an engine to execute this computation"
     # (heuristics), "FIND was unable to find an engine ..." (benchmark mode)
     Pattern("no-engine", re.compile(r"(?P<mode>GET|FIND) was unable to find an engine to execute this computation"),
