@@ -547,6 +547,7 @@ def test_a_versioned_name_leading_to_the_same_release_in_another_folder_goes(tmp
     report = doctor({**BASE, "LD_LIBRARY_PATH": str(good)}, target=str(good / "libcudnn.so.9"), timeout=60)
     [finding] = [f for f in report.findings if f.code == "sublibrary-elsewhere"]
     assert finding.severity.value == "error" and str(other / "libcudnn_cnn.so.9") in finding.message
+    assert "gets through a link in this install's folder, " in finding.message, finding.message
     assert [a.json() for a in finding.fix.actions] == [{"do": "delete", "path": str(good / "libcudnn_cnn.so.9.28")}]
 
 

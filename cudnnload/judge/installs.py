@@ -649,8 +649,10 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str,
         if posixpath.dirname(real) != posixpath.dirname(own_real):
             # a release of the same number from another folder (another CUDA's build, another copy): the process
             # maps cuDNN from two places, and what that folder holds next decides this install's loads
+            # the name itself may lie in the install's folder, a link by hand to the file elsewhere
+            link = "through a link in this install's folder, " if _inside(path, install.folder) and real != path else ""
             yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} opens {posixpath.basename(path)}, a name it tries "
-                          f"before {posixpath.basename(own.path)}, and gets {real}, outside this install",
+                          f"before {posixpath.basename(own.path)}, and gets {link}{real}, outside this install",
                           Subject(SubjectKind.FILE, path, step.library),
                           goes)
         return
