@@ -482,10 +482,48 @@ FIFTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
     "engine-replaced-by-folder": (case_engine_replaced_by_folder, ("torch", "jax")),
 }
 
+# The sixth set, written in the sixteenth session before any of it was run, to be run once at the session's final
+# code (`--set sixth`).
+def case_runtime_engine_deleted(w: World) -> None:
+    engine = w.wheel / "libcudnn_engines_runtime_compiled.so.9"  # the search goes on to the loader's cache
+    w.keep(engine)
+    engine.unlink()
+
+
+def case_heuristic_replaced_by_ops_copy(w: World) -> None:
+    heuristic = w.wheel / "libcudnn_heuristic.so.9"
+    w.keep(heuristic)
+    heuristic.unlink()
+    shutil.copy2(w.wheel / "libcudnn_ops.so.9", heuristic)  # cp of the wrong file under the name
+
+
+def case_regular_nvidia_package_on_pythonpath(w: World) -> None:
+    package = w.scratch / "vendor" / "nvidia"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")  # a regular package named nvidia, without cudnn: it hides the wheels'
+    w.env["PYTHONPATH"] = str(w.scratch / "vendor")
+
+
+def case_graph_deleted_and_system_graph_in_torch_lib(w: World) -> None:
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    stray = w.site / "torch" / "lib" / "libcudnn_graph.so.9"
+    w.keep(stray)
+    shutil.copy2(w.system / "libcudnn_graph.so.9", stray)  # "copy the missing DLL next to torch's"
+
+
+SIXTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "runtime-engine-deleted": (case_runtime_engine_deleted, ("torch", "jax")),
+    "heuristic-replaced-by-ops-copy": (case_heuristic_replaced_by_ops_copy, ("torch", "jax")),
+    "regular-nvidia-package-on-pythonpath": (case_regular_nvidia_package_on_pythonpath, ("torch", "jax")),
+    "graph-deleted+system-graph-in-torch-lib": (case_graph_deleted_and_system_graph_in_torch_lib, ("torch", "jax")),
+}
+
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES}[name]
+    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -523,9 +561,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "fifth", "all"), default="first",
+    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "fifth", "sixth", "all"), default="first",
                         help="the first set of compositions, the second or third (written in the eleventh session), "
-                             "the fourth and fifth (the sixteenth), or all")
+                             "the fourth to sixth (the sixteenth), or all")
     args = parser.parse_args()
     import torch
 
@@ -537,8 +575,8 @@ def main() -> int:
     rows = []
     with open(args.out, "w") as out:
         chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES, "fourth": FOURTH_CASES,
-                  "fifth": FIFTH_CASES,
-                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES}}[args.set]
+                  "fifth": FIFTH_CASES, "sixth": SIXTH_CASES,
+                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue
