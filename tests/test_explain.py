@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking, read
+from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError

@@ -79,8 +79,8 @@ def test_the_split_places_every_report_once_and_holds_out_ten_parts(reports: lis
                          [("held_out_2", 8), ("held_out_3", 8), ("held_out_4", 8), ("held_out_6", 11),
                           ("held_out_8", 8), ("held_out_9", 8), ("held_out_10", 8)])
 def test_a_hash_split_held_out_part_holds_only_ids_its_rule_holds_out(part: str, first_held_digit: int) -> None:
-    """split.json's hash rules: sha1(id) starting with 8-f is held out, 0-7 went to tuning (held_out_2, _3, _4, _8 to _10);
-    b-f held out, 0-a to tuning (held_out_6)."""
+    """split.json's hash rules: sha1(id) starting with 8-f is held out, 0-7 went to tuning (held_out_2, _3, _4, _8
+    to _10); b-f held out, 0-a to tuning (held_out_6)."""
     data = json.loads((Path(__file__).resolve().parents[1] / "fixtures/explain/split.json").read_text("utf-8"))
     assert data[part] and all(int(hashlib.sha1(i.encode()).hexdigest()[0], 16) >= first_held_digit
                               for i in data[part])
@@ -88,9 +88,9 @@ def test_a_hash_split_held_out_part_holds_only_ids_its_rule_holds_out(part: str,
 
 def test_the_doubtful_reports_of_a_round_are_its_own_each_with_a_reason(reports: list[dict[str, object]]) -> None:
     doubtful = load_doubtful()
-    assert set(doubtful) == {"held_out_5", "held_out_8", "held_out_9", "held_out_10"} \
-        and len(doubtful["held_out_5"]) == 15 and len(doubtful["held_out_8"]) == 9 and len(doubtful["held_out_9"]) == 23 \
-        and len(doubtful["held_out_10"]) == 18
+    assert set(doubtful) == {"held_out_5", "held_out_8", "held_out_9", "held_out_10"}
+    assert {part: len(listed) for part, listed in doubtful.items()} == {"held_out_5": 15, "held_out_8": 9,
+                                                                      "held_out_9": 23, "held_out_10": 18}
     for part, listed in doubtful.items():
         assert set(listed) < {r["id"] for r in split(reports)[part]} and all(listed.values())
 

@@ -623,18 +623,27 @@ def test_a_running_program_whose_wheel_was_uninstalled_under_it_gets_its_release
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(600)
-def test_a_cudnn_in_the_folder_python_is_run_from_goes_for_torch(tmp_path: Path) -> None:
-    """The real PyTorch run with ``python -c`` from a folder that holds an unpacked older cuDNN (nvidia/cudnn/lib):
-    Python puts that folder first on sys.path, torch's preload takes its copy, and stops ("cuDNN version
-    incompatibility"; the H200's cwd-holds-older-nvidia-cudnn composition, where doctor asked to reinstall the
-    wheel torch already had, or to "put back the complete cuDNN 9.14.0" of the copy). No setting takes the
-    program's own folder off sys.path without its modules; the copy's files go, in both forms, and torch runs."""
+@pytest.mark.parametrize("how", ["copied", "linked"])
+def test_a_cudnn_in_the_folder_python_is_run_from_goes_for_torch(tmp_path: Path, how: str) -> None:
+    """The real PyTorch run with ``python -c`` from a folder that holds an older cuDNN as nvidia/cudnn/lib (copied
+    there, or a link to another cuDNN's folder): Python puts that folder first on sys.path, torch's preload takes
+    it, and stops ("cuDNN version incompatibility"; the H200's cwd-holds-older-nvidia-cudnn composition, where
+    doctor asked to reinstall the wheel torch already had, or to "put back the complete cuDNN 9.14.0" of the copy).
+    No setting takes the program's own folder off sys.path without its modules: the copy's files go, or the link
+    (never the files it leads to), in both forms, and torch runs."""
     base = _base("torch")
     python = str(base.folder() / "bin" / "python")
     wheel = bases.store_wheel("nvidia-cudnn-cu12", "9.0.0.312")
     assert wheel is not None
+    older = unpacked_wheel(wheel) / "nvidia" / "cudnn" / "lib"
     here = tmp_path / "project"
-    shutil.copytree(unpacked_wheel(wheel) / "nvidia" / "cudnn" / "lib", here / "nvidia" / "cudnn" / "lib")
+    lib = here / "nvidia" / "cudnn" / "lib"
+    if how == "copied":
+        shutil.copytree(older, lib)
+    else:
+        lib.parent.mkdir(parents=True)
+        lib.symlink_to(older)
+    kept = sorted(os.listdir(older))
     code = "import torch; print(torch.backends.cudnn.version())"
     env = {**{k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")},
            "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
@@ -648,12 +657,16 @@ def test_a_cudnn_in_the_folder_python_is_run_from_goes_for_torch(tmp_path: Path)
         first = next(f for f in result["findings"] if f["severity"] == "error")
         assert first["code"] == "consumer-runtime-older-than-build", first
         [action] = first["fix"]["actions"]
-        assert action["do"] == "delete" and action["path"] == str(here / "nvidia" / "cudnn" / "lib"), action
-        assert "libcudnn.so.9" in action["names"] and "libcudnn_graph.so.9" in action["names"], action
-    for name in action["names"]:
-        (here / "nvidia" / "cudnn" / "lib" / name).unlink(missing_ok=True)
+        assert action["do"] == "delete" and action["path"] == str(lib), action
+        assert ("libcudnn.so.9" in action["names"]) if how == "copied" else "names" not in action, action
+    if how == "copied":
+        for name in action["names"]:
+            (lib / name).unlink(missing_ok=True)
+    else:
+        lib.unlink()  # the link itself, as the contract's delete of a path does
     ran = subprocess.run([python, "-c", code], cwd=here, env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and ran.stdout.strip() == "92400", ran.stderr[-500:]
+    assert sorted(os.listdir(older)) == kept
 
 
 @pytest.mark.slow

@@ -590,7 +590,7 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     from cudnnload.judge.routes import serve
     from cudnnload.loading.gpu import gpu_facts
     from cudnnload.resolve.consumers import consumers_mapped
-    from cudnnload.resolve.routes import Route, entry_holding
+    from cudnnload.resolve.routes import Route, copy_under, entry_holding
 
     consumers = consumers_mapped(seen.frameworks, environ=env)
     if not consumers:
@@ -605,7 +605,8 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     if program is not None:  # the sys.path entry the shim lies in, and what put it there
         entry = entry_holding(shim.path, (e.path for e in program.path if e.usable))
         held = next((e for e in program.path if e.path == entry), None) if entry is not None else None
-        way = replace(way, source=held.source, path_entry=held.path) if held is not None else way
+        way = replace(way, source=held.source, path_entry=held.path, copy=copy_under(held.path, shim.path)) \
+            if held is not None else way
     return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
                        device_count=len(devices), environ=env, python=python, blockers=blockers)
                  for consumer in consumers)

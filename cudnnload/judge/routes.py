@@ -299,14 +299,12 @@ def _earlier_entry(route: Route, install: Judged) -> Action | None:
     if source.kind in ("sitecustomize", "usercustomize") and source.file is not None:
         return manual(f"take out of {source.file} (run at every start of this Python) the code that puts {entry} "
                       "on sys.path")
-    if source.kind == "program":
+    if source.kind == "program" and route.copy is not None:
         # the program's own folder, which Python puts first (the current folder for -c and -m, else the script's):
         # no setting takes that entry away without the program's own modules (PYTHONSAFEPATH), so the copy there
-        # goes: uninstalled where a distribution put it, else its cuDNN files deleted
-        if install.distribution and install.site:
-            return pip_uninstall([install.distribution.split()[0]], target=install.site, python=install.pip_env[0])
-        return delete(install.folder, [posixpath.basename(c.path) for c in install.files
-                                       if posixpath.dirname(c.path) == install.folder.rstrip("/")])
+        # goes: its cuDNN files, or the link under the entry that leads to them (never the files of where it leads)
+        path, names = route.copy
+        return delete(path, names)
     return None
 
 

@@ -312,8 +312,17 @@ class LinkerEnv:
         return self.listings[directory]
 
     def is_gone(self, path: str) -> bool:
-        """Whether ``path`` is a file this world's changes take away (`gone`)."""
-        return bool(self.gone) and os.path.normpath(self.here(path)) in self.gone
+        """Whether ``path`` is a file this world's changes take away (`gone`), itself or a folder (or a link to one)
+        it lies in."""
+        if not self.gone:
+            return False
+        here = os.path.normpath(self.here(path))
+        while here not in self.gone:
+            parent = os.path.dirname(here)
+            if parent == here:
+                return False
+            here = parent
+        return True
 
     def _as_user(self, directory: str, names: frozenset[str]) -> frozenset[str] | bool | int:
         """The listing another user's process gets: EACCES when a folder above it may not be searched (ld.so's stat of

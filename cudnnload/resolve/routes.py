@@ -72,6 +72,8 @@ class Route:
     # when the interpreter's start-up was observed; and that entry
     source: Source | None = None
     path_entry: str | None = None
+    # what holds the shim under that entry, to take it away there without reaching through a link (`copy_under`)
+    copy: tuple[str, tuple[str, ...]] | None = None
     # the surveyed wheel whose loader it was judged by (None: not surveyed), and that loader's kind
     survey: SurveyMatch | None = None
     kind: LoadKind | None = None
@@ -119,6 +121,26 @@ def entry_holding(path: str, entries: Iterable[str]) -> str | None:
     return next((entry for entry in entries if (posixpath.normpath(entry) if entry else "") == root), None)
 
 
+def copy_under(entry: str, shim: str) -> tuple[str, tuple[str, ...]]:
+    """What takes away the cuDNN that ``shim`` belongs to from under the sys.path ``entry`` (the shim lies in
+    ENTRY/nvidia/PKG/lib) and from nothing else: the first of ENTRY/nvidia, ENTRY/nvidia/PKG and that lib folder
+    that is a symbolic link (the link goes, never the files it leads to: a system's or another environment's), else
+    the lib folder with the names of the cuDNN files in it. Paths absolute, from this process's folder (the
+    program's, for '')."""
+    folder = os.path.abspath(os.path.dirname(shim))
+    root = os.path.abspath(entry or ".")
+    parts = os.path.relpath(folder, root).split(os.sep)
+    for depth in range(1, len(parts) + 1):
+        path = os.path.join(root, *parts[:depth])
+        if os.path.islink(path):
+            return path, ()
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.startswith("libcudnn"))
+    except OSError:
+        names = [os.path.basename(shim)]
+    return folder, tuple(names)
+
+
 def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
           sources: Mapping[str, Source] | None = None) -> Route:
     """The shim ``consumer``'s framework would call in a process with ``ctx``'s environment and what it
@@ -141,8 +163,8 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
                     closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
                     program_calls=load.program_calls if load else ())
     entry = entry_holding(found.shim, site_paths) if found.shim else None
-    if entry is not None and sources is not None:
-        found = replace(found, source=sources.get(entry), path_entry=entry)
+    if entry is not None and sources is not None and found.shim is not None:
+        found = replace(found, source=sources.get(entry), path_entry=entry, copy=copy_under(entry, found.shim))
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
     if preloaded is None or preloaded.path is None or os.path.realpath(preloaded.path) == os.path.realpath(
             found.shim or ""):

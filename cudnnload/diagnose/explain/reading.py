@@ -540,8 +540,8 @@ PATTERNS: tuple[Pattern, ...] = (
     # cuDNN 8 Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll too)
     Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN 8", _could_not_locate),
     # the same shim's second line, pasted alone: "Please make sure %s is in your library path!"
-    Pattern("make-sure-in-path", re.compile(r"Please make sure (?P<lib>[\w-]{1,60}\.(?:dll|so(?:\.\d+){0,3})) is in your "
-                                            r"library path"), "cuDNN 8", _could_not_locate),
+    Pattern("make-sure-in-path", re.compile(r"Please make sure (?P<lib>[\w-]{1,60}\.(?:dll|so(?:\.\d+){0,3})) is in "
+                                            r"your library path"), "cuDNN 8", _could_not_locate),
     # libcudnn.so.9 (9.0, 9.1) and libcudnn_graph.so.9: "Unable to load any of {%s, %s, %s, %s}";
     # cudnn-frontend: "Unable to load any libcudart.so.* library"
     Pattern("unable-to-load-any", re.compile(r"Unable to load any (?:of \{(?P<names>[^}]*)\}|(?P<cudart>libcudart)"
