@@ -605,8 +605,9 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     if program is not None:  # the sys.path entry the shim lies in, and what put it there
         entry = entry_holding(shim.path, (e.path for e in program.path if e.usable))
         held = next((e for e in program.path if e.path == entry), None) if entry is not None else None
-        way = replace(way, source=held.source, path_entry=held.path, copy=copy_under(held.path, shim.path)) \
-            if held is not None else way
+        if held is not None:  # what takes a copy in the program's own folder away there (`judge.routes`)
+            way = replace(way, source=held.source, path_entry=held.path, copy=copy_under(held.path, shim.path)
+                          if held.source.kind == "program" else None)
     return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
                        device_count=len(devices), environ=env, python=python, blockers=blockers)
                  for consumer in consumers)

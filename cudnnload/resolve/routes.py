@@ -72,7 +72,8 @@ class Route:
     # when the interpreter's start-up was observed; and that entry
     source: Source | None = None
     path_entry: str | None = None
-    # what holds the shim under that entry, to take it away there without reaching through a link (`copy_under`)
+    # what holds the shim under that entry when it is the program's own folder, to take it away there without
+    # reaching through a link (`copy_under`)
     copy: tuple[str, tuple[str, ...]] | None = None
     # the surveyed wheel whose loader it was judged by (None: not surveyed), and that loader's kind
     survey: SurveyMatch | None = None
@@ -164,7 +165,9 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
                     program_calls=load.program_calls if load else ())
     entry = entry_holding(found.shim, site_paths) if found.shim else None
     if entry is not None and sources is not None and found.shim is not None:
-        found = replace(found, source=sources.get(entry), path_entry=entry, copy=copy_under(entry, found.shim))
+        source = sources.get(entry)
+        found = replace(found, source=source, path_entry=entry,
+                        copy=copy_under(entry, found.shim) if source is not None and source.kind == "program" else None)
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
     if preloaded is None or preloaded.path is None or os.path.realpath(preloaded.path) == os.path.realpath(
             found.shim or ""):
