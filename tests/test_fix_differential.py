@@ -510,6 +510,16 @@ def test_a_preload_that_completes_programs_by_name_is_taken_away_for_the_program
     _torch_works_and_nothing_breaks(1311)
 
 
+def test_a_preload_that_masks_a_versioned_name_leading_to_ops_is_taken_away_for_the_program_alone() -> None:
+    """LD_PRELOAD of a 9.28 tarball's shim in the profile, the venv's ``libcudnn_adv.so.9.24.0`` linked to its ops,
+    a .pth line that loads the tarball's graph (fix differential 1-274, the break of session 16's acceptance run):
+    the app by soname gets the preloaded shim and works; doctor's repair for the working torch took the preload
+    away for everyone, and the app then got the venv's shim, whose adv name gives ops. The model now has that load
+    as it happens (dlopen gives ops; each of adv's calls returns 3009 after "Could not load symbol"), and such an
+    install as not whole: programs by name would fare worse, so the preload goes for torch alone."""
+    _torch_works_and_nothing_breaks(274)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
 def test_an_entry_that_completes_a_linked_shim_is_taken_away_for_the_program_alone() -> None:

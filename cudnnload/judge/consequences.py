@@ -104,6 +104,9 @@ class Load:
     # later names then gave (`discovery.Step.fallback`)
     instead_of: str | None = None
     instead_error: str | None = None
+    # another sub-library's object that dlopen gave for this one's name (its SONAME says which), in which the
+    # shim then looks for this library's functions
+    answered_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,9 +153,11 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
             loads[lib.key] = Load(lib.key, step.path, step.release, opener.fails, opener.error, opener.cause)
             continue
         load = _load_of(lib, step, gen, release, loads, missing_dependencies, facts, present or {})
-        if load.fails == UNLOADABLE and step.fallback is not None and step.fallback.path is not None:
-            # the opener's next name (the bare X.so of a -dev package): it loads, or kills the process, or the
-            # first file's failure stands (its cause is what is wrong)
+        if load.fails == UNLOADABLE and not load.stays_mapped and step.fallback is not None and \
+                step.fallback.path is not None:
+            # dlopen failed: the opener's next name (the bare X.so of a -dev package): it loads, or kills the
+            # process, or the first file's failure stands (its cause is what is wrong); one that dlopen gave (it
+            # stays mapped) is what the opener keeps
             other = _load_of(lib, step.fallback, gen, release, loads, missing_dependencies, facts, present or {})
             if other.fails in (None, KILLS, HANGS):
                 load = replace(other, instead_of=load.path, instead_error=load.error)
@@ -186,6 +191,19 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
         return Load(lib.key, path, own, KILLS if outcome == "cut-segments" else HANGS, error, lib.key)
     if error is not None:
         return Load(lib.key, path, own, UNLOADABLE, error, lib.key)
+    info = facts.elf(path)
+    if gen.major >= 9 and lib.opened_by == "shim" and info is not None and info.soname and \
+            info.soname != lib.soname and info.soname.startswith("libcudnn"):
+        # another sub-library's file under this one's name (a versioned name linked to ops): dlopen gives it, and
+        # the shim's look-up of this library's functions in it fails, each call as if it had not loaded (measured
+        # with the scenario app on 9.24: "Could not load symbol cudnnAdvVersionCheck. Error: .../libcudnn_ops.so.9:
+        # undefined symbol: cudnnAdvVersionCheck", status 3009, the process goes on)
+        function = lib.version_check or next((c.function for c in lib.calls), lib.key)
+        # the object glibc names is the one of that SONAME the process has already, else this file
+        holder = next((load.path for key, load in loads.items() if load.path and load.fails is None and
+                       gen.library(key).soname == info.soname), path)
+        return Load(lib.key, path, own, UNLOADABLE, f"{holder}: undefined symbol: {function}", lib.key,
+                    stays_mapped=True, answered_by=holder)
     return _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts, present),
                     loads.get("graph"))
 
@@ -455,8 +473,9 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
                            cause=load.cause)
     if gen.major == 9 and lib.key != "graph" and not _shim_aborts(release, exports):
-        return Expectation(call, STATUS, status=3009, message=f"Invalid handle. Cannot load symbol {call.function}",
-                           cause=load.cause)
+        said = f"Could not load symbol {call.function}. Error: {load.answered_by}: undefined symbol: " \
+            f"{call.function}" if load.answered_by else f"Invalid handle. Cannot load symbol {call.function}"
+        return Expectation(call, STATUS, status=3009, message=said, cause=load.cause)
     if gen.major == 9:
         return Expectation(call, ABORT, message=f"Invalid handle. Cannot load symbol {call.function}", cause=load.cause)
     return Expectation(call, ABORT, message=f"Could not load library {lib.soname}. Error: {load.error}",

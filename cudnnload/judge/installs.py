@@ -187,7 +187,9 @@ _NOT_WHOLE = frozenset({Code.SUBLIBRARY_UNLOADABLE, Code.SUBLIBRARY_ELSEWHERE, C
 def whole(install: Judged) -> bool:
     """Whether the install loads as one release from its own folder: no finding that keeps ``load()`` from
     it, and nothing taken from elsewhere."""
-    return not any(f.code.blocks_load or f.code in _NOT_WHOLE for f in install.findings)
+    return not any(f.code.blocks_load or f.code in _NOT_WHOLE or (f.code is Code.SONAME_MISMATCH and
+                                                                  f.severity is ERROR)
+                   for f in install.findings)
 
 
 def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) -> Prediction:
