@@ -537,3 +537,17 @@ def test_ctrl_c_inside_an_import_is_taken_after_it(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_AN_IMPORT, str(tmp_path)], capture_output=True, text=True,
                           env=environ(), timeout=60, check=False)
     assert done.stdout.strip() == "interrupted after the import", (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("variable", ["LD_PRELOAD", "LD_LIBRARY_PATH", "CUDNN_PATH", "PYTHONPATH", "VIRTUAL_ENV"])
+def test_a_variable_holding_bytes_that_are_not_utf_8_is_never_an_internal_error(variable: str) -> None:
+    """A variable whose entries are not UTF-8 (a Latin-1 folder name, a corrupt profile): Python gives them as
+    surrogates, and a length taken with ``str.encode`` raised (LD_PRELOAD, session 17's hostile pass). They are
+    paths as the kernel has them: judged as bytes, never a traceback."""
+    env = {os.fsencode(k): os.fsencode(v) for k, v in environ().items()}
+    env[variable.encode()] = b"/tmp/\xff\xfe:/nonexistent \xfe.so"
+    for command in (["which"], ["doctor", "--", "/bin/true"], ["run", "--", "/bin/true"]):
+        done = subprocess.run([sys.executable, "-m", "cudnnload", *command], capture_output=True, timeout=120,
+                              check=False, env=env)
+        text = (done.stdout + done.stderr).decode(errors="replace")
+        assert done.returncode in (0, 1, 2) and "internal error" not in text and "Traceback" not in text, text

@@ -86,7 +86,7 @@ def preload_entries(environ: Mapping[str, str]) -> tuple[str, ...]:
     """LD_PRELOAD as ld.so splits it: on spaces and colons, empty entries and those of PATH_MAX bytes or more
     dropped (rtld.c ``handle_preload_list``: " :")."""
     return tuple(entry for entry in re.split(r"[ :]", environ.get("LD_PRELOAD", ""))
-                 if entry and len(entry.encode()) < _PATH_MAX)
+                 if entry and len(os.fsencode(entry)) < _PATH_MAX)
 
 
 def preload_file_entries(text: str) -> tuple[str, ...]:
@@ -160,7 +160,7 @@ def preload_requests(environ: Mapping[str, str], env: linker.LinkerEnv,
     """LD_PRELOAD's entries, then the preload file's, in rtld.c's order; in secure mode an LD_PRELOAD entry with
     a '/' (or of NAME_MAX bytes or more) is ignored without a message (dso_name_valid_for_suid)."""
     requests = [Request(entry, "LD_PRELOAD", "preload-secure-filter" if env.secure and (
-        "/" in entry or len(entry.encode()) >= _NAME_MAX) else None) for entry in preload_entries(environ)]
+        "/" in entry or len(os.fsencode(entry)) >= _NAME_MAX) else None) for entry in preload_entries(environ)]
     requests += [Request(entry, PRELOAD_FILE) for entry in file_entries]
     return tuple(requests)
 
