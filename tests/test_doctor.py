@@ -114,6 +114,20 @@ def test_diff_of_a_file_that_is_not_a_report_is_a_usage_error(tmp_path: Path) ->
     assert result.stderr.startswith(f"cudnnload: error: {tmp_path / 'a.json'}: not a `cudnnload doctor --json`")
 
 
+@pytest.mark.parametrize(("kind", "form"), [("doctor-program", "-- COMMAND"), ("doctor-process", "--pid PID"),
+                                             ("doctor-requirements", "--requirements")])
+def test_diff_of_a_report_of_doctor_s_other_forms_says_which_form_wrote_it(tmp_path: Path, kind: str,
+                                                                           form: str) -> None:
+    """A `doctor -- COMMAND` report given to diff (found on session 17's hostile pass: "not a `cudnnload doctor
+    --json` report (kind 'doctor-program')", of a file doctor --json wrote): the form that wrote it, and which
+    reports diff compares."""
+    (tmp_path / "a.json").write_text(json.dumps({"schema": 1, "kind": kind, "result": {}}))
+    result = CliRunner().invoke(make_cli(), ["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")])
+    assert result.exit_code == EXIT_USAGE and "Traceback" not in result.output
+    assert f"the report of `cudnnload doctor {form}`" in result.stderr and "cudnnload doctor --json [TARGET]" in \
+        result.stderr
+
+
 def test_diff_of_a_fifo_is_refused_without_reading_it(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "a.json")
     (tmp_path / "b.json").write_text("{}")

@@ -100,6 +100,10 @@ def read_folder(folder: str) -> Iterator[NodeReport]:
             yield NodeReport(node, None, getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc))
 
 
+# The kinds of doctor's other reports (cli.py), and the form of the command that writes each
+_FORMS = {"doctor-program": "-- COMMAND", "doctor-process": "--pid PID", "doctor-requirements": "--requirements"}
+
+
 def parse_report(data: bytes, where: str) -> dict[str, Any]:
     """A ``cudnnload doctor --json`` document; UsageError naming what it is instead."""
     if len(data) > MAX_REPORT_BYTES:
@@ -114,6 +118,11 @@ def parse_report(data: bytes, where: str) -> dict[str, Any]:
         raise UsageError("not a doctor report: JSON nested too deeply", path=where) from None
     if not isinstance(doc, dict) or doc.get("kind") != "doctor" or not isinstance(doc.get("result"), dict):
         kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+        form = _FORMS.get(kind) if isinstance(kind, str) else None
+        if form is not None:  # doctor's other forms judge one program, one process or a requirement, not a machine
+            raise UsageError(f"the report of `cudnnload doctor {form}`, which judges that alone: diff and fleet "
+                             "compare reports of a machine or a target", path=where,
+                             fix="on each machine: cudnnload doctor --json [TARGET] > FILE.json")
         raise UsageError(f"not a `cudnnload doctor --json` report (kind {kind!r})", path=where)
     if doc.get("schema") != 1:
         raise UsageError(f"report schema {doc.get('schema')!r}; this cudnnload reads schema 1", path=where)
