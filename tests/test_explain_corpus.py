@@ -89,8 +89,8 @@ def test_a_hash_split_held_out_part_holds_only_ids_its_rule_holds_out(part: str,
 def test_the_doubtful_reports_of_a_round_are_its_own_each_with_a_reason(reports: list[dict[str, object]]) -> None:
     doubtful = load_doubtful()
     assert set(doubtful) == {"held_out_5", "held_out_8", "held_out_9", "held_out_10", "held_out_11"}
-    assert {part: len(listed) for part, listed in doubtful.items()} == {"held_out_5": 15, "held_out_8": 9,
-                                                                      "held_out_9": 23, "held_out_10": 18, "held_out_11": 17}
+    assert {part: len(listed) for part, listed in doubtful.items()} == {
+        "held_out_5": 15, "held_out_8": 9, "held_out_9": 23, "held_out_10": 18, "held_out_11": 17}
     for part, listed in doubtful.items():
         assert set(listed) < {r["id"] for r in split(reports)[part]} and all(listed.values())
 
