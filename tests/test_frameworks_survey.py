@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.codes import Code, SubjectKind
+from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.judge.routes import serve
 from cudnnload.resolve.consumers import Consumer, find_consumers
 from cudnnload.resolve.discovery import context
@@ -43,7 +44,8 @@ def real_site(distribution: str, version: str) -> Path:
     if wheel is None:
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "--platform", "manylinux_2_28_x86_64", "--python-version", "3.12", "-d", str(folder),
+                        "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                        "--platform", "manylinux2014_x86_64", "--python-version", "3.12", "-d", str(folder),
                         f"{distribution}=={version}"], capture_output=True, timeout=600, check=False)
         wheel = next(iter(sorted(folder.glob(f"{stem}*.whl"))), None)
     if wheel is None:
@@ -179,6 +181,83 @@ def test_doctor_on_ctranslate2_alone_says_it_uses_no_cudnn_and_asks_for_none(tmp
     check = next(c for c in report.checks if c.name == "ctranslate2")
     assert check.status == "info" and "uses no cuDNN" in check.summary
     assert not [f for f in report.findings if f.code in (Code.NO_CUDNN, Code.CONSUMER_BROKEN)]
+
+
+def _ctranslate2_beside_cudnn_9(tmp_path: Path, version: str) -> tuple[Path, Path, Consumer]:
+    """The real ctranslate2 ``version`` wheel with the real cu12 9.28 cuDNN wheel and the cuBLAS it needs beside it
+    in one site (a faster-whisper venv whose torch brought cuDNN 9; CTranslate2 4 is built with CUDA 12)."""
+    site = tmp_path / "site"
+    for entry in real_site("ctranslate2", version).iterdir():
+        (site / entry.name).parent.mkdir(parents=True, exist_ok=True)
+        (site / entry.name).symlink_to(entry)
+    for tag, name in (("cu12-9.28.0.42", "cudnn"), ("cublas-cu12-12.9.1.4", "cublas")):
+        (site / "nvidia" / name / "lib").mkdir(parents=True)
+        for path in lib_folder(tag).iterdir():
+            (site / "nvidia" / name / "lib" / path.name).symlink_to(path)
+    return site, site / "nvidia" / "cudnn" / "lib", only("ctranslate2", site)
+
+
+BUNDLED_PROGRAM = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+print("version", lib.cudnnGetVersion(), flush=True)
+"""
+
+
+def test_ctranslate2_4_5s_bundled_shim_is_found_through_its_extension_s_rpath_and_given_the_wheel_s_folder(
+        tmp_path: Path) -> None:
+    """CTranslate2 4.5 bundles cuDNN 9.1's shim alone (auditwheel's ``libcudnn-74a4c495.so.9.1.0``), NEEDed by
+    libctranslate2, which has no RPATH: it is found through the RPATH of ``_ext``, the module that NEEDs it
+    (before: "finds no cuDNN"). The shim opens its sub-libraries by name, never from the cuDNN wheel beside it:
+    the first call aborts ("Invalid handle. Cannot load symbol cudnnGetVersion", as faster-whisper users see
+    it). The fix puts that wheel's folder on LD_LIBRARY_PATH; the model then finds the calls pass, and so does
+    the real bundled shim, run before and after."""
+    site, folder, ct2 = _ctranslate2_beside_cudnn_9(tmp_path, "4.5.0")
+    assert [n.major for n in ct2.needs] == [9] and ct2.cudnn_major == 9
+    env = {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "empty")}
+    got = route(ct2, context(env), [str(site)])
+    bundled = site / "ctranslate2.libs" / "libcudnn-74a4c495.so.9.1.0"
+    assert (got.kind, os.path.realpath(got.shim or ""), got.beside) == ("bundled", os.path.realpath(bundled),
+                                                                       str(folder))
+    install = judged_install_of(got.shim or "", context(env), "ctranslate2's loader")
+    assert install is not None and (install.major, str(install.release)) == (9, "9.1.0")
+    served = serve(got, install, context(env), gpu=False, device_count=0, environ=env, python=None)
+    (finding,) = [f for f in about_cudnn(served.findings) if f.severity is ERROR]
+    assert finding.code is Code.FRAMEWORK_CALLS_FAIL and "Invalid handle. Cannot load symbol cudnnGetVersion" in \
+        finding.message
+    action = finding.fix.actions[0]
+    assert (action.variable, action.value) == ("LD_LIBRARY_PATH", f"{folder}:{tmp_path / 'empty'}")
+    fixed = {**env, "LD_LIBRARY_PATH": action.value or ""}
+    again = judged_install_of(got.shim or "", context(fixed), "ctranslate2's loader")
+    assert not [f for f in about_cudnn(serve(route(ct2, context(fixed), [str(site)]), again, context(fixed),
+                                             gpu=False, device_count=0, environ=fixed, python=None).findings)
+                if f.severity is ERROR]
+    before = subprocess.run([sys.executable, "-c", BUNDLED_PROGRAM, str(bundled)], capture_output=True, text=True,
+                            env=env, timeout=60, check=False)
+    after = subprocess.run([sys.executable, "-c", BUNDLED_PROGRAM, str(bundled)], capture_output=True, text=True,
+                           env=fixed, timeout=60, check=False)
+    assert before.returncode != 0 and "Invalid handle. Cannot load symbol cudnnGetVersion" in before.stderr
+    assert after.returncode == 0 and after.stdout.startswith("version 92800"), after.stderr
+
+
+def test_ctranslate2_4_4s_bundled_cudnn_8_shim_beside_cudnn_9_is_said_with_both_ways_out(tmp_path: Path) -> None:
+    """CTranslate2 4.4 bundles cuDNN 8.9.7's shim; beside torch's cuDNN 9 nothing holds its
+    libcudnn_ops_infer.so.8 ("Could not load library libcudnn_ops_infer.so.8", the most reported faster-whisper
+    failure). Nothing on the machine is a change the model can prove: the fix says, in words, cuDNN 8 installed
+    where the bundled shim looks, or the release of CTranslate2 the survey shows built for cuDNN 9 (4.5.0); never
+    a cuDNN 8.9.7 to be "put back" in the folder that bundles the shim alone."""
+    site, _, ct2 = _ctranslate2_beside_cudnn_9(tmp_path, "4.4.0")
+    assert ct2.cudnn_major == 8
+    env = {**BASE, "LD_LIBRARY_PATH": str(tmp_path / "empty")}
+    got = route(ct2, context(env), [str(site)])
+    assert got.kind == "bundled" and got.beside is None and got.shim is not None
+    install = judged_install_of(got.shim, context(env), "ctranslate2's loader")
+    served = serve(got, install, context(env), gpu=False, device_count=0, environ=env, python=None)
+    (finding,) = [f for f in about_cudnn(served.findings) if f.severity is ERROR]
+    assert "Could not load library libcudnn_ops_infer.so.8" in finding.message
+    (action,) = finding.fix.actions
+    assert action.do.value == "manual" and "put back" not in (action.text or "")
+    assert "--target DIR" in (action.text or "") and "ctranslate2 4.5.0 (cuDNN 9)" in (action.text or "")
 
 
 def test_a_lazy_loader_that_misses_the_wheels_cudnn_is_given_its_folder_or_the_packages_preload(

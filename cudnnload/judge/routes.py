@@ -29,6 +29,7 @@ from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, depend
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Closed, Route
+from cudnnload.resolve.survey import releases_for_major
 from cudnnload.verdicts import (
     ERROR,
     WARNING,
@@ -168,7 +169,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     graph = _graph_step(install)
     rules = consumer_findings(consumer, release, install.major, environ=environ, device_count=device_count,
                               install_version=_wheel_version(install, graph), python=python)
-    cure = _accepted(_cure(route, install, graph), consumer, python)
+    cure = _bundled_cure(route, install, environ, python) or _accepted(_cure(route, install, graph), consumer, python)
     source = _source(route, graph)
     findings = [replace(f, fix=cure or f.fix, message=f.message + source)
                 if f.code in _RELEASE_CODES and f.severity is ERROR else f for f in rules]
@@ -273,6 +274,34 @@ def _cure(route: Route, install: Judged, graph: Step | None) -> Fix | None:
     return about.fix if about else None
 
 
+def _bundled_cure(route: Route, install: Judged, environ: Mapping[str, str], python: str | None) -> Fix | None:
+    """A shim the framework's wheel bundles alone (CTranslate2's auditwheel copy): it opens its sub-libraries by
+    name, through LD_LIBRARY_PATH, the loader's cache and what the process has loaded already, never from a
+    wheel's folder. The wheel folder on its sys.path that holds them (`Route.beside`), put on LD_LIBRARY_PATH;
+    where none holds its major, in words: that major installed where it looks, or a release of the framework built
+    for a major installed here (the survey's). None for any other route."""
+    if route.kind != "bundled":
+        return None
+    consumer = route.consumer
+    note = (f"{consumer.label} bundles cuDNN {install.release or install.major}'s shim alone; it finds its "
+            "sub-libraries only by name")
+    if route.beside is not None:
+        value = route.beside + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
+        return fix(set_variable("LD_LIBRARY_PATH", value), note=f"{note}: {route.beside} holds cuDNN "
+                   f"{install.major}'s")
+    # the CUDA the bundled copy was built for, read from it (cuDNN's own CUDART_VERSION constant): its wheel's suffix
+    cudart = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
+    wheel = f"nvidia-cudnn-cu{cudart // 1000}" if cudart else "nvidia-cudnn-cuNN"
+    built = "" if cudart else " (NN: the CUDA major of the program's build)"
+    others = [f"{row.distribution} {row.version} (cuDNN {major})" for major in (9, 8) if major != install.major
+              for row in releases_for_major(consumer.distribution, major)[:1]]
+    instead = f", or install {' or '.join(others)} to use the cuDNN installed here" if others else ""
+    return fix(manual(f"install cuDNN {install.major}'s sub-libraries where {consumer.framework}'s bundled shim "
+                      f"looks: `{python or 'python'} -m pip install --no-deps --target DIR '{wheel}=="
+                      f"{install.release or install.major}.*'`{built} and put DIR/nvidia/cudnn/lib on "
+                      f"LD_LIBRARY_PATH{instead}"), note=note)
+
+
 def _program_folder(route: Route) -> str | None:
     """Why the copy in the program's own folder is what the framework gets, when it is (``python -c`` run from a
     folder holding an unpacked nvidia/cudnn)."""
@@ -319,7 +348,8 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
     cause = expected.cause or "?"
     about = next((f for f in install.findings if f.subject.library == cause and f.fix and f.fix.actions), None)
     said = f', after "{expected.message}"' if expected.message else ""
-    own = about.fix if about and about.fix else None
+    own = about.fix if about and about.fix and route.kind != "bundled" else None  # a bundled shim's folder
+    # never held its sub-libraries: nothing there is to put back
     if own is not None and _installs_refused(own, consumer):
         # the install put back as it was released would be a cuDNN the framework refuses: its own instead
         own = cure or _accepted(own, consumer, python)

@@ -182,12 +182,15 @@ def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str], pytho
         return ()
     from cudnnload.resolve.consumers import FRAMEWORKS, find_consumers
 
-    unknown = [name for name in named if name not in FRAMEWORKS]
-    if unknown:
-        raise UsageError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(FRAMEWORKS))}",
-                        fix="name one of those, or give the cuDNN to load")
     found = find_consumers(list(python[1]) if python is not None else None, environ=env,
                            interpreter=python[0] if python is not None else None)
+    # the frameworks with rules of their own, and any other doctor judges as a consumer here (CTranslate2: the major
+    # its libraries NEED)
+    known = {*FRAMEWORKS, *(c.framework for c in found)}
+    unknown = [name for name in named if name not in known]
+    if unknown:
+        raise UsageError(f"unknown framework {unknown[0]!r}: cudnnload knows {', '.join(sorted(known))}",
+                        fix="name one of those, or give the cuDNN to load")
     missing = [name for name in named if not any(c.framework == name for c in found)]
     if missing:
         where = f"{python[0]}'s path" if python is not None else "this Python's path"

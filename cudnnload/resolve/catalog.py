@@ -300,6 +300,18 @@ def generation(major: int) -> Generation:
 _SONAME = re.compile(r"^(libcudnn(?:_[a-z_]+)?)\.so(?:\.(\d+))?(?:\.\d+)*$")
 
 
+# auditwheel's name for a library it bundles into a wheel: its own name with a hash of its contents,
+# ``libcudnn-463fd6d5.so.8.9.7`` (CTranslate2 up to 4.6.2 ships cuDNN's shim so, as its SONAME too)
+_AUDITWHEEL = re.compile(r"^(libcudnn[a-z_]*)-[0-9a-f]{8}(\.so\.\d+(?:\.\d+)*)$")
+
+
+def classify_bundled(name: str) -> SubLibrary | None:
+    """The catalog entry a file name or SONAME belongs to, an auditwheel-renamed copy's included
+    (``libcudnn-463fd6d5.so.8.9.7`` -> v8 shim)."""
+    found = _AUDITWHEEL.match(name)
+    return classify(found.group(1) + found.group(2)) if found else classify(name)
+
+
 def classify(file_name: str) -> SubLibrary | None:
     """The catalog entry a file name belongs to: ``libcudnn_ops.so.9.28.0`` -> v9 ops."""
     match = _SONAME.match(file_name)

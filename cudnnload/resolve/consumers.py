@@ -42,7 +42,7 @@ from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import (
     Release,
-    classify,
+    classify_bundled,
     decode_version,
     dependency_requirement,
     distribution_cuda,
@@ -140,7 +140,7 @@ class Need:
 
     @property
     def major(self) -> int | None:
-        lib = classify(self.soname)
+        lib = classify_bundled(self.soname)  # a copy its wheel bundles under auditwheel's name too
         return lib.major if lib else None
 
 

@@ -30,6 +30,7 @@ from cudnnload.resolve.catalog import (
     Release,
     SubLibrary,
     classify,
+    classify_bundled,
     distribution_cuda,
     dlopens_at_load,
     generation,
@@ -399,14 +400,14 @@ def inspect_file(path: str, cache: ElfCache) -> Candidate:
 def classify_file(path: str, cache: ElfCache) -> SubLibrary | None:
     """The catalog's library a file is: by its name, else by the SONAME it carries (a cuDNN shim copied under
     another name, put in LD_PRELOAD: its contents say what it is)."""
-    lib = classify(os.path.basename(path))
+    lib = classify_bundled(os.path.basename(path))
     if lib is not None:
         return lib
     try:
         soname = cache.inspect(os.path.realpath(path)).soname
     except (OSError, ElfError):
         return None
-    return classify(soname) if soname else None
+    return classify_bundled(soname) if soname else None
 
 
 # --- one folder ---------------------------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -85,6 +86,9 @@ class Route:
     # when it finds none and no such folder is reachable: the first wheel folder on sys.path whose RECORD lists a
     # shim of its major that this user cannot search into (`Closed`)
     closed: Closed | None = None
+    # when the shim is a copy its wheel bundles (CTranslate2's): the first wheel folder on sys.path holding a shim
+    # of that copy's major, whose sub-libraries the bundled shim, alone in its folder, finds only by name
+    beside: str | None = None
 
     @property
     def folder(self) -> str | None:
@@ -160,7 +164,9 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     else:
         found = _from_caller(consumer, load, ctx, soname)
     unsearched = _shim_on_path(site_paths, major, ctx) if found.shim is None else None
-    found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched,
+    beside = _shim_on_path(site_paths, major, ctx) if found.shim is not None and load is not None and \
+        load.kind == "bundled" else None
+    found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched, beside=beside,
                     closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
                     program_calls=load.program_calls if load else ())
     entry = entry_holding(found.shim, site_paths) if found.shim else None
@@ -326,7 +332,12 @@ def _from_caller(consumer: Consumer, load: CudnnLoad, ctx: Context, soname: str,
             (Need(load.needed, caller) if caller else None)
     asking = need.path if need else caller
     asker = requester(asking, ctx.cache) if asking else None
-    res = linker.resolve(need.soname if need else load.needed or soname, chain(asker) if asker else None, ctx.linker)
+    # the objects that NEED the caller, up to the one Python opens: glibc searches their DT_RPATH after the caller's
+    # own when it has no RUNPATH (CTranslate2's libctranslate2 has none: its bundled cuDNN is found through the
+    # RPATH of the extension module that NEEDs it, _ext's $ORIGIN/../ctranslate2.libs)
+    loaders = [requester(path, ctx.cache) for path in _loaded_by(consumer, load)] if asker is not None else []
+    res = linker.resolve(need.soname if need else load.needed or soname, chain(asker, *loaders) if asker else None,
+                         ctx.linker)
     who = os.path.basename(asking or (load.caller.path if load.caller else consumer.framework))
     named = need.soname if need else load.needed
     if named is not None and load.bundled is not None:
@@ -336,6 +347,34 @@ def _from_caller(consumer: Consumer, load: CudnnLoad, ctx: Context, soname: str,
     else:
         what = f"{who} dlopens {soname} by name when it first needs cuDNN"
     return _by_name(consumer, res, what, why, bundled=load.bundled is not None)
+
+
+def _loaded_by(consumer: Consumer, load: CudnnLoad) -> list[str]:
+    """The installed files of the surveyed libraries that NEED the caller, each NEEDed by the next (glibc's
+    ``l_loader`` links, up to the object Python opens); an extension module surveyed for another Python is its
+    namesake built for this one (``_ext.cpython-312-...so`` for ``_ext.cpython-311-...so``)."""
+    found: list[str] = []
+    current = load.caller
+    while current is not None and current.soname and len(found) < 8:
+        parent = next((lib for row in load.rows for lib in row.libraries
+                       if lib.format == "elf" and current.soname in lib.needed), None)
+        path = _installed(consumer, parent.path) if parent is not None else None
+        if parent is None or path is None or path in found:
+            break
+        found.append(path)
+        current = parent
+    return found
+
+
+def _installed(consumer: Consumer, surveyed: str) -> str | None:
+    """The installed file of a surveyed library (its path under site-packages), or its namesake for this Python."""
+    path = os.path.join(consumer.site, surveyed)
+    if os.path.isfile(path):
+        return path
+    tagged = re.sub(r"\.cpython-\d+-", ".cpython-*-", surveyed)
+    if tagged == surveyed:
+        return None
+    return next(iter(sorted(glob.glob(os.path.join(glob.escape(consumer.site), tagged)))), None)
 
 
 def _from_files(consumer: Consumer, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:

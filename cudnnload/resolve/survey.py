@@ -20,7 +20,7 @@ from dataclasses import dataclass, is_dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cudnnload.resolve.catalog import classify
+from cudnnload.resolve.catalog import classify, classify_bundled
 
 
 @dataclass(frozen=True)
@@ -312,3 +312,17 @@ def _program_calls(rows: typing.Sequence[SurveyedWheel]) -> tuple[str, ...]:
                     "__init__.py") and (loader.function in naming or loader.function in callers):
                 found.append(f"{loader.module.removesuffix('/__init__.py').replace('/', '.')}.{loader.function}()")
     return tuple(dict.fromkeys(found))
+
+
+def releases_for_major(distribution: str, major: int, system: str = "linux") -> tuple[SurveyedWheel, ...]:
+    """The surveyed wheels of ``distribution`` on ``system`` whose library that calls cuDNN NEEDs one of
+    ``major`` (its own name or a bundled copy's), oldest first: the releases of it built for that major."""
+    rows = [row for row in surveyed(distribution) if row.system == system]
+    found = []
+    for row in rows:
+        needed = cudnn_load([row]).needed
+        lib = classify_bundled(needed) if needed else None
+        if lib is not None and lib.major == major:
+            found.append(row)
+    return tuple(sorted(found, key=lambda row: row.release))
+
