@@ -520,6 +520,42 @@ def test_a_preload_that_masks_a_versioned_name_leading_to_ops_is_taken_away_for_
     _torch_works_and_nothing_breaks(274)
 
 
+def test_an_engine_name_of_graph_s_that_gives_ops_is_an_error_and_goes(tmp_path: Path) -> None:
+    """``libcudnn_engines_runtime_compiled.so.9.24.0``, a name graph tries first, a link to ops (fix differential
+    1-1): dlopen gives ops, graph's look-up of the engine's functions fails, and the first finalize returns 1008
+    where the intact engine gives 2000 (torch's 9.24, whose engines load without a driver). It was a warning
+    ("graph goes on without it"), so no fix took it away; now the prediction has the load fail as it does, the
+    finding is an error, and its fix deletes the name: the real app then gets 2000 again."""
+    from fixtures.scenarios.layouts import built
+
+    wheel = bases.built(_base("torch")) / "lib" / "python3.11" / "site-packages" / "nvidia"
+    lib = tmp_path / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    for path in (wheel / "cudnn" / "lib").iterdir():
+        (lib / path.name).symlink_to(path)
+    (tmp_path / "nvidia" / "cu13").symlink_to(wheel / "cu13")
+    name = lib / "libcudnn_engines_runtime_compiled.so.9.24.0"
+    name.symlink_to("libcudnn_ops.so.9")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    step = "finalize:cudnnBackendFinalize"
+
+    def finalize() -> str:
+        ran = subprocess.run([str(built("app")), str(lib / "libcudnn.so.9"), step], capture_output=True, text=True,
+                             env=env, timeout=120, check=False)
+        return next((line.split()[-1] for line in ran.stdout.splitlines() if line.startswith(f"end {step}")), "")
+
+    assert finalize() == "status=1008"
+    said = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", str(lib / "libcudnn.so.9")],
+                          env={**env, "PYTHONPATH": str(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")},
+                          capture_output=True, text=True, timeout=300, check=False)
+    findings = json.loads(said.stdout)["result"]["findings"]
+    mismatch = next(f for f in findings if f["code"] == "soname-mismatch")
+    assert mismatch["severity"] == "error" and mismatch["fix"]["actions"] == [{"do": "delete", "path": str(name)}]
+    assert "1008" in json.dumps(mismatch.get("consequences")), mismatch  # what the app sees, predicted
+    name.unlink()
+    assert finalize() == "status=2000"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
 def test_an_entry_that_completes_a_linked_shim_is_taken_away_for_the_program_alone() -> None:

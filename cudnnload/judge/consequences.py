@@ -192,12 +192,13 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
     if error is not None:
         return Load(lib.key, path, own, UNLOADABLE, error, lib.key)
     info = facts.elf(path)
-    if gen.major >= 9 and lib.opened_by == "shim" and info is not None and info.soname and \
-            info.soname != lib.soname and info.soname.startswith("libcudnn"):
+    if gen.major >= 9 and info is not None and info.soname and info.soname != lib.soname and \
+            info.soname.startswith("libcudnn"):
         # another sub-library's file under this one's name (a versioned name linked to ops): dlopen gives it, and
-        # the shim's look-up of this library's functions in it fails, each call as if it had not loaded (measured
+        # its opener's look-up of this library's functions in it fails, each call as if it had not loaded (measured
         # with the scenario app on 9.24: "Could not load symbol cudnnAdvVersionCheck. Error: .../libcudnn_ops.so.9:
-        # undefined symbol: cudnnAdvVersionCheck", status 3009, the process goes on)
+        # undefined symbol: cudnnAdvVersionCheck", status 3009, the process goes on; an engine name of graph's
+        # leading to ops: cudnnBackendFinalize returns 1008 where the intact engine gives 2000, fix differential 1-1)
         function = lib.version_check or next((c.function for c in lib.calls), lib.key)
         # the object glibc names is the one of that SONAME the process has already, else this file
         holder = next((load.path for key, load in loads.items() if load.path and load.fails is None and
