@@ -520,6 +520,17 @@ def test_a_preload_that_masks_a_versioned_name_leading_to_ops_is_taken_away_for_
     _torch_works_and_nothing_breaks(274)
 
 
+def test_a_preload_that_is_the_only_cudnn_programs_by_name_get_stays_for_them() -> None:
+    """As the user nobody: the venv's cuDNN folder closed to them, LD_PRELOAD of a 9.28 tarball's shim in the
+    profile, a cuDNN 9.28 for CUDA 12 installed with ``--user`` (fix differential 1-695, the break of session 17's
+    acceptance run): torch and the app by soname work through the preload. doctor's fix for torch took the preload
+    away for everyone, since programs by name would then get no cuDNN at all (their only other entry is closed to
+    them) and "none" was not counted as worse for a preload; the app then failed. Now it is: the preload goes for
+    torch alone, the removal for everyone kept as the alternative."""
+    _others_can_run_cudnnload()
+    _torch_works_and_nothing_breaks(695)
+
+
 def test_an_engine_name_of_graph_s_that_gives_ops_is_an_error_and_goes(tmp_path: Path) -> None:
     """``libcudnn_engines_runtime_compiled.so.9.24.0``, a name graph tries first, a link to ops (fix differential
     1-1): dlopen gives ops, graph's look-up of the engine's functions fails, and the first finalize returns 1008

@@ -691,11 +691,17 @@ _FRAMEWORK_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_
 
 
 def _because(finding: Finding) -> str:
-    """The fix as the cause: "because LD_PRELOAD holds X" when the fix removes an entry."""
+    """The fix as the cause: "because LD_PRELOAD holds X" when the fix removes an entry, for everyone or (its
+    first step running the program with the entry left out, the removal for everyone the alternative) for the
+    program alone."""
     from cudnnload.codes import ActionKind
 
-    action = finding.fix.actions[0] if finding.fix and finding.fix.actions else None
-    if action is not None and action.do is ActionKind.ENV_REMOVE_ENTRY:
+    steps = finding.fix.actions if finding.fix else ()
+    first = steps[0] if steps else None
+    alone = first is not None and first.do is ActionKind.RUN and len(steps) == 1
+    candidates = (first,) if first is not None and not alone else finding.fix.alternatives if alone else ()
+    action = next((a for a in candidates if a is not None and a.do is ActionKind.ENV_REMOVE_ENTRY), None)
+    if action is not None:
         return f", because {action.variable} holds {action.entry}"
     return ""
 

@@ -213,14 +213,15 @@ def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
     return _loses_by_name(ctx, without, f"it, or what it loads beside it, comes through {', '.join(sorted(entries))}")
 
 
-def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str, *, none_is_worse: bool = True) -> str | None:
+def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | None:
     """Whether a program asking for a shim by name would fare worse in ``world`` than in ``ctx`` (`_fares`): no cuDNN
     where it gets one today, one that no longer loads whole from its own folder, or the calls of cuDNN's catalog,
     made in order, failing sooner there than today (both judged short of a GPU, so that what no machine without one
     can do is the same on both sides); in words (``how``: what of today's the change takes), else None. Where a
-    preload stops every program today, they have nothing to lose. ``none_is_worse``: whether getting no cuDNN at
-    all counts (not for a preload: one that is the only cuDNN programs by name are given is what the failing
-    program's fix takes away for everyone, as it says)."""
+    preload stops every program today, they have nothing to lose. Getting no cuDNN where one loads today is worse
+    for a preload too: one that is the only cuDNN programs by name are given, and that the failing program's fix
+    takes away, is taken away for that program alone (a program by name that works through it today would fail
+    without it: the fix differential's 1-695)."""
     if any(p.stops_start for p in ctx.preloads):
         return None
     other: Context | None = None
@@ -233,7 +234,7 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str, *, none_is_
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
         then = _fares(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
             if instead else None
-        if (then is not None and then.rank >= today.rank) or (instead is None and not none_is_worse):
+        if then is not None and then.rank >= today.rank:
             continue
         worse = f"{instead}, {then.said}" if then is not None else \
             f"{instead}, which the model cannot judge" if instead else "none"
@@ -289,7 +290,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
-        why = _loses_by_name(now, world, "the preloaded shim answers the name", none_is_worse=False)
+        why = _loses_by_name(now, world, "the preloaded shim answers the name")
         if why is None:
             out.append(finding)
             continue
