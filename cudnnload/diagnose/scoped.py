@@ -12,9 +12,11 @@ alternative, with why it is not the first.
 The same holds where the shim they get lies on another entry (a link of it, whose ``$ORIGIN`` holds nothing else) but
 what it loads beside it comes through the entry removed, and for an ``LD_PRELOAD`` entry taken away: a preloaded shim
 answers every later request for its name, so programs by name may get a working cuDNN through it today and a broken
-one without it. "Worse" is what the model predicts for them: a cuDNN that no longer loads whole from one folder (a
-shim of a partial copy with sub-libraries from another entry), or, as whole as before, the calls of cuDNN's catalog
-made in order failing sooner without the change (short of a GPU on both sides).
+one without it (unless the fix opens a folder on their search path, closed to this user today: what it puts back
+there answers them after it, and a preload kept would be mixed with it). "Worse" is what the model predicts for
+them: a cuDNN that no longer loads whole from one folder (a shim of a partial copy with sub-libraries from another
+entry), or, as whole as before, the calls of cuDNN's catalog made in order failing sooner without the change (short
+of a GPU on both sides).
 
 The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
 ``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
@@ -281,12 +283,16 @@ def _fares(install: Judged | None, ctx: Context) -> _Fare | None:
 def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
     """``findings`` with each fix that takes an LD_PRELOAD entry (or LD_PRELOAD) away from everyone, where a program
     asking for a shim by name gets its cuDNN through it today (the preloaded shim answers the name, its folder
-    completes it) and would fare worse without it (`_loses_by_name`), made for the program alone."""
+    completes it) and would fare worse without it (`_loses_by_name`), made for the program alone; not where the fix
+    opens a folder they search (`_opens_for_them`)."""
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET)
                    and a.variable == "LD_PRELOAD"]
         if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
+            out.append(finding)
+            continue
+        if _opens_for_them(finding.fix, now):
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
@@ -302,6 +308,23 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             world = World(environ).after(*changes).environ
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}"))
     return tuple(out)
+
+
+def _opens_for_them(repair: Fix, now: Context) -> bool:
+    """Whether ``repair`` opens (``chmod``) a file or folder on the ``LD_LIBRARY_PATH`` entries programs asking for a
+    shim by name search, or a folder above one: what they get there after the fix, the model cannot see today (the
+    folder is closed to this user; the fix puts back what it holds), so today's judgement of how they fare without
+    the preload does not hold. The folder opened answers them after the fix, and a preload kept for them would only
+    be mixed with it (its sub-libraries come from LD_LIBRARY_PATH before its own RUNPATH): it goes for everyone, as
+    an entry that nobody can map today does (`_inert`; the fix differential's 1-3074)."""
+    entries = [os.path.normpath(e) for e in now.linker.ld_library_path if os.path.isabs(e)]
+    for action in repair.actions:
+        if action.do is not ActionKind.CHMOD or not action.path:
+            continue
+        opened = os.path.normpath(action.path)
+        if any(opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep) for e in entries):
+            return True
+    return False
 
 
 def _stops_start(world: Mapping[str, str], now: Context) -> str | None:
