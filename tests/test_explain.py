@@ -164,6 +164,9 @@ def test_a_path_shows_the_platform_and_install_kind() -> None:
     ("ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed", "tf-self-check",
      "cudnn-not-found"),
     ("ImportError: DLL load failed: The specified module could not be found.", "dll-load-failed", "cudnn-not-found"),
+    # TensorRT's Windows wheel (tensorrt/__init__.py, find_lib over %PATH%)
+    ("FileNotFoundError: Could not find: cudnn64_8.dll. Is it on your PATH?\nNote: Paths searched were:",
+     "trt-find-lib", "cudnn-not-found"),
     # cuDNN 9 on Linux and its dlerrors
     ("Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}",
      "unable-to-load-any", "sublibrary-load"),
@@ -1404,6 +1407,17 @@ def test_the_folder_of_nvidias_windows_installer_states_its_cudnn(context: str, 
     assert read(text).stated == stated
     if stated[0] == 9:
         assert first(text)[0] == "wrong-cudnn-major"
+
+
+def test_what_the_user_wrote_before_a_message_on_its_line_states_a_cudnn_and_the_message_s_own_words_do_not() -> None:
+    """"link leads to cuDNN 9.0.0 which throws error (...cudnn64_8.dll...)": the user's words before the message
+    state the cuDNN installed, so the DLL of another major is wanted; the words of a message after its start
+    ("TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.4.1") state nothing."""
+    text = ('link leads to cuDNN 9.0.0 which throws error ("FileNotFoundError: Could not find: cudnn64_8.dll. Is it '
+            'on your PATH?")')
+    assert read(text).stated == (9, 0, 0)
+    assert first(text)[0] == "wrong-cudnn-major"
+    assert read("WARNING: TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.4.1").stated is None
 
 
 def test_cudnn_frontends_no_execution_plan_is_no_engine_for_the_configuration() -> None:

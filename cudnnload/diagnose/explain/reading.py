@@ -597,6 +597,12 @@ PATTERNS: tuple[Pattern, ...] = (
             lambda m: _load_signal("tf-self-check", m, "TensorFlow's self check on Windows "
                                    "(tensorflow/python/platform/self_check.py)", m.group("lib"), None,
                                    f"{m.group('lib')} is in no folder of %PATH%")),
+    # tensorrt/__init__.py of TensorRT's Windows wheels without the tensorrt_libs wheel (NVIDIA/TensorRT
+    # python/packaging/bindings_wheel), whose find_lib walks %PATH% for nvinfer.dll, cublas64_N.dll, cudnn64_N.dll:
+    # "Could not find: {:}. Is it on your PATH?\nNote: Paths searched were:\n{:}"
+    Pattern("trt-find-lib", re.compile(r"Could not find: (?P<lib>[\w.-]+\.dll)\. Is it on your PATH\?"), "TensorRT",
+            lambda m: _load_signal("trt-find-lib", m, "TensorRT's Python package on Windows (tensorrt/__init__.py, "
+                                   "find_lib)", m.group("lib"), None, f"{m.group('lib')} is in no folder of %PATH%")),
     Pattern("tf-no-dso", re.compile(r"Unable to load cuDNN DSO|Cannot dlopen some GPU libraries"), "TensorFlow",
             _fixed("tf-no-dso", "framework-no-cudnn", "TensorFlow (cuda_dnn.cc / gpu_device.cc)",
                    "TensorFlow could not open the cuDNN (or another CUDA) library and goes on without the GPU")),
@@ -1330,6 +1336,11 @@ def _line_at(text: str, at: int) -> str:
     return text[start:end if end >= 0 else len(text)].strip()[:400]
 
 
+def _said_before(text: str, start: int) -> str:
+    """What the line holding ``start`` says before it."""
+    return text[text.rfind("\n", 0, start) + 1:start]
+
+
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` with each span's characters but its newlines turned into spaces (a framework's generic advice
     is not evidence of anything)."""
@@ -1494,7 +1505,11 @@ def read(text: str) -> Reading:
                if number and (version := version_of(number)) and version[0] in (7, 8, 9)]
     ort = re.search(r"Require cuDNN (\d+)\.\*", text)
     lines = {signal.line for signal in unique}
-    stated = _stated_cudnn("\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in lines))
+    # what the user wrote before a message on its own line counts too ("link leads to cuDNN 9.0.0 which throws
+    # error (...Could not find: cudnn64_8.dll...)"); the message's own words, and what follows them, do not
+    before = [_said_before(evidence, start) for start in sorted({*(a for a, _ in taken), *(m.start for m in matches)})]
+    stated = _stated_cudnn("\n".join([*(line for line in evidence.splitlines() if line.strip()[:400] not in lines),
+                                       *before]))
     # pip's output and listings on a line of a known message are that message's; a guess's line is the text's own
     messages_lines = {signal.line for signal in unique if signal.pattern not in GUESSES}
     context = "\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in messages_lines)
