@@ -103,7 +103,7 @@ def main() -> int:
     for number, part in enumerate(PARTS[1:], 1):
         suffix = f" {number}" if number > 1 else ""
         shown = held[f"held{suffix.strip()}"] = [(f"held-out{suffix} (the figure to quote)", parts[part])]
-        if part in doubtful:
+        if part in doubtful and len(doubtful[part]) < len(parts[part]):  # none left: nothing more to show
             shown.append((f"held-out{suffix} without the {len(doubtful[part])} its harvest called doubtful",
                           [r for r in parts[part] if r["id"] not in doubtful[part]]))
     chosen_parts = {"both": [*(entry for entries in held.values() for entry in entries), ("tuning", tuning)],
