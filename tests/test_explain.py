@@ -1420,6 +1420,28 @@ def test_what_the_user_wrote_before_a_message_on_its_line_states_a_cudnn_and_the
     assert read("WARNING: TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.4.1").stated is None
 
 
+@pytest.mark.parametrize(("gpu", "cuda", "newer"), [
+    ("GeForce RTX 2080", "CUDA 9.2", True), ("Tesla T4", "cuda 9.0", True), ("GeForce RTX 2080", "CUDA 10.0", False),
+    ("GeForce GTX 1080", "CUDA 9.2", False),
+])
+def test_a_turing_gpu_beside_a_cuda_before_10_has_no_kernels(gpu: str, cuda: str, newer: bool) -> None:
+    """Turing (compute capability 7.5) got its kernels with CUDA 10.0: beside a CUDA 9.x named in the text, a failed
+    convolution is the GPU newer than the build (MXNet's cu92 on an RTX 2080); from CUDA 10.0 on, or on Pascal, the
+    rule says nothing."""
+    text = (f"{gpu}\n{cuda}\nmxnet.base.MXNetError: src/operator/nn/./cudnn/cudnn_convolution-inl.h:870: Failed to "
+            "find any forward convolution algorithm.")
+    reading = read(text)
+    assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer
+
+
+def test_a_cudnn_rnn_backward_in_eval_mode_is_the_program_s_use_with_its_own_fix() -> None:
+    """PyTorch's aten/src/ATen/native/cudnn/RNN.cpp refuses a backward pass through a cuDNN RNN whose module is in
+    eval mode: the program's use of the API, with the step that mends it."""
+    result = explain("RuntimeError: cudnn RNN backward can only be called in training mode", environ={})
+    assert result.causes[0].family == "bad-param-usage"
+    assert "model.train()" in str(result.causes[0].fix)
+
+
 def test_cudnn_frontends_no_execution_plan_is_no_engine_for_the_configuration() -> None:
     """cudnn-frontend 1.5 on (include/cudnn_frontend/plans.h) returns "No execution plans support the graph" where
     cuDNN's heuristics gave no engine configuration for it; PyTorch prefixes "cuDNN Frontend error: "."""

@@ -287,6 +287,13 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
 
 
 
+# a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
+# be called in training mode")
+_MISUSE_TITLE = "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)"
+_MISUSE_FIX = ("put the module back in training mode before the backward pass (model.train() after an evaluation "
+               "that called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))")
+
+
 def _title(text: str) -> Callable[[Reading, Signal | None], str]:
     return lambda reading, signal: text
 
@@ -416,10 +423,14 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
            _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
                    "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", _title("the program passes values cuDNN rejects (an empty or zero-sized tensor)"),
-           "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM",
-           "print the shapes reaching the layer: one has a 0",
-           _manual("fix the shapes reaching the layer: no zero-sized batch or channel dimension (check data_format)")),
+    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if s is not None and s.kind == "misuse" else
+           "the program passes values cuDNN rejects (an empty or zero-sized tensor)",
+           "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
+           "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
+           "print the shapes reaching the layer: one has a 0; or the module's .training is False",
+           lambda r, s: fix(manual(_MISUSE_FIX if s is not None and s.kind == "misuse" else
+                                   "fix the shapes reaching the layer: no zero-sized batch or channel dimension "
+                                   "(check data_format)"))),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),
            "the kernel launch or its run failed for a reason other than a missing architecture",
            "CUDA_LAUNCH_BLOCKING=1 shows the first failing kernel", lambda r, s: NO_FIX),

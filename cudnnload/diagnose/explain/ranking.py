@@ -84,6 +84,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
                               "mixed-release", "execution-failed-kernel"),
     "status:EXECUTION_FAILED": ("gpu-too-new", "out-of-memory", "execution-failed-kernel", "driver-too-old"),
     "status:BAD_PARAM": ("bad-param-usage", "unsupported-configuration"),
+    # a framework refusing a call as the program made it, before cuDNN runs (PyTorch's "cudnn RNN backward can only
+    # be called in training mode"): the program's use of the API, else the framework's own check
+    "misuse": ("bad-param-usage", "framework-bug"),
     "status:NOT_SUPPORTED": ("unsupported-configuration", "bad-param-usage", "gpu-too-old"),
     "status:ARCH_MISMATCH": ("gpu-too-old", "gpu-too-new"),
     "status:SUBLIBRARY_VERSION_MISMATCH": ("mixed-release", "version-mismatch-shadowed", "sublibrary-missing"),
@@ -115,9 +118,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "compile-missing": {"removed-api": 3, "framework-bug": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "compile-missing@linux": {"removed-api": 2},
     "conv-algorithm": {"out-of-memory": 4, "runtime-older-than-build": 1},
-    "cudnn-mentioned": {"framework-bug": 4, "bad-param-usage": 1, "gpu-too-new": 1, "harmless-warning": 1,
-        "missing-runpath": 1, "out-of-memory": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1,
-        "zlib-missing": 1},
+    "cudnn-mentioned": {"framework-bug": 4, "gpu-too-new": 1, "harmless-warning": 1, "missing-runpath": 1,
+        "out-of-memory": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1, "zlib-missing": 1},
     "cudnn-mentioned@linux": {"framework-bug": 2, "gpu-too-new": 1, "missing-runpath": 1, "out-of-memory": 1},
     "cudnn-mentioned@windows": {"wrong-cudnn-major": 1, "zlib-missing": 1},
     "cudnn-not-found": {"wrong-cudnn-major": 10, "cudnn-not-installed": 6, "installed-not-on-search-path": 5,
@@ -158,6 +160,7 @@ PRIORS: dict[str, dict[str, int]] = {
     "gpu@linux": {"gpu-too-old": 1},
     "hardware": {"framework-bug": 1},
     "hardware@windows": {"framework-bug": 1},
+    "misuse": {"bad-param-usage": 1},
     "no-engine": {"framework-bug": 3, "out-of-memory": 2, "driver-too-old": 1, "gpu-too-old": 1},
     "no-engine@linux": {"framework-bug": 2, "out-of-memory": 1},
     "paging-file": {"paging-file-too-small": 1},
@@ -571,6 +574,7 @@ _FIRST_CUDA: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = (
     (re.compile(r"RTX ?40\d0|\bL40S?\b|\bL4\b|\bH[12]00\b|\bGH200\b|\bHopper\b"), (11, 8)),
     (re.compile(r"RTX ?30\d0|\bA(?:10|40|6000|5000|4000)\b|\bRTX A\d{4}\b"), (11, 1)),
     (re.compile(r"\bA(?:100|30)\b|\bAmpere\b"), (11, 0)),
+    (re.compile(r"RTX ?20[678]0|GTX ?16[56]0|\bTITAN RTX\b|\bQuadro RTX|\bT4\b|\bTuring\b|\bsm_75\b"), (10, 0)),
 )
 # The CUDA a build is for, as the text names it: torch's local version ("+cu113"), collect_env's "CUDA used to build
 # PyTorch: 11.3", conda's "cudatoolkit=11.3" / "pytorch-cuda=11.8"
@@ -580,12 +584,14 @@ _BUILD_CUDA = re.compile(r"\+cu(?P<tag>\d{2,3})\b|CUDA used to build PyTorch: (?
 
 def gpu_newer_than_cuda(reading: Reading, signal: Signal) -> str | None:
     """The text names a GPU of a generation that the CUDA its build is for predates (a build has no kernels for a
-    newer GPU), or a GPU of Ampere or later beside a CUDA of 10 or older."""
-    newest = reading.quote("gpu-new")
+    newer GPU), or a GPU of Ampere or later beside a CUDA of 10 or older, or of Turing beside one of 9 or older."""
+    newest = reading.quote("gpu-new") or reading.quote("gpu-turing")
     if not newest:
         return None
-    if reading.has("cuda-old"):
+    if reading.has("gpu-new") and reading.has("cuda-old"):
         return f"{newest}; {reading.quote('cuda-old')}"
+    if not reading.has("gpu-new") and reading.has("cuda-before-10"):
+        return f"{newest} needs CUDA 10.0 or newer; {reading.quote('cuda-before-10')}"
     found = _BUILD_CUDA.search(reading.quote("build-cuda"))
     release = next((b for b in reading.builds if b.cuda), None)
     if found is not None:

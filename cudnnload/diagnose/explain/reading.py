@@ -661,6 +661,12 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("jax-known-bad", re.compile(r"cuDNN (?P<bad>[\d.]+) had a binary backward-compatibility issue"), "JAX",
             _fixed("jax-known-bad", "known-bad", "JAX, jax_plugins/cuda/__init__.py",
                    "JAX refuses a cuDNN release known to be broken")),
+    # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
+    # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
+    Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
+            _fixed("torch-rnn-eval", "misuse", "PyTorch, aten/src/ATen/native/cudnn/RNN.cpp",
+                   "a backward pass through a cuDNN RNN of a module in eval mode: PyTorch refuses it before cuDNN "
+                   "runs")),
     # tensorflow stream_executor: errors::Unimplemented("DNN library is not found.") when no DNN support loaded
     Pattern("tf-dnn-not-found", re.compile(r"DNN library is not found"), "TensorFlow",
             _fixed("tf-dnn-not-found", "framework-no-cudnn", "TensorFlow's stream executor "
@@ -1005,6 +1011,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
     # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
     ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
+    # Turing (compute capability 7.5: RTX 20xx, GTX 16xx, T4, TITAN RTX, Quadro RTX), whose kernels came with CUDA
+    # 10.0; a CUDA before it (9.x and older) named beside such a GPU has none for it
+    ("gpu-turing", r"\bRTX ?20[678]0\b|\bGTX ?16[56]0\b|\bTITAN RTX\b|\bQuadro RTX ?\d{4}\b|\bTesla T4\b|\bT4\b|"
+                   r"\bTuring\b|\bsm_75\b"),
+    ("cuda-before-10", r"\bCUDA(?: version)?[:= ]+[1-9]\.\d\b|\bcuda ?[89]\.\d\b|\bcu9\d\b|cudatoolkit=9"),
     ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
                  r"cudatoolkit=(?:9|10)|built for a CUDA older"),
     ("poetry", r"\bpoetry\b"),
@@ -1188,13 +1199,15 @@ _OWNER = {
     "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "paddle-dynload": "paddle",
+    "torch-rnn-eval": "pytorch",
 }
 
 # Which messages are the cause and which the consequence, when a text holds several: a library that failed
 # to load comes before the version check or status that follows from it; the Error: part's library first.
 _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
                "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
-               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "status:", "cublas-status:", "no-engine",
+               "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "misuse", "status:", "cublas-status:",
+               "no-engine",
                "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
 
