@@ -554,16 +554,33 @@ def _run_now(command: tuple[str, ...], cudnn: str | None, frameworks: tuple[str,
         return _internal(exc)
 
 
-# An error message and the lines around it: a log pasted whole is some KB; /dev/zero never ends.
-STDIN_LIMIT = 1 << 20
+# An error message and the lines around it: a log pasted whole is some KB; /dev/zero never ends. Of a longer text
+# the first and the last STDIN_KEPT bytes are kept (a log's failure is at its end, the message that caused it often
+# near its start), and no more than STDIN_READ_LIMIT bytes are read.
+STDIN_KEPT = 1 << 19
+STDIN_READ_LIMIT = 1 << 26
 
 
 def _read_stdin() -> str:
-    """Standard input, at most `STDIN_LIMIT` bytes of it (the rest is not read)."""
+    """Standard input: its first and last `STDIN_KEPT` bytes, of at most `STDIN_READ_LIMIT` read."""
     stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:
-        return sys.stdin.read(STDIN_LIMIT)
-    return stream.read(STDIN_LIMIT).decode("utf-8", "replace")
+    read = stream.read if stream is not None else lambda size: sys.stdin.read(size).encode("utf-8", "replace")
+    return _head_and_tail(read).decode("utf-8", "replace")
+
+
+def _head_and_tail(read: Callable[[int], bytes]) -> bytes:
+    """What ``read`` gives: its first and last `STDIN_KEPT` bytes, a line break between them where some were left
+    out, reading at most `STDIN_READ_LIMIT`."""
+    head = read(STDIN_KEPT)
+    tail, total, skipped = b"", len(head), False
+    while total < STDIN_READ_LIMIT:
+        chunk = read(min(STDIN_KEPT, STDIN_READ_LIMIT - total))
+        if not chunk:
+            break
+        total += len(chunk)
+        skipped = skipped or len(tail) + len(chunk) > STDIN_KEPT
+        tail = (tail + chunk)[-STDIN_KEPT:]
+    return head + b"\n" * skipped + tail
 
 
 def _seconds(shortest: float | None = None) -> click.ParamType:

@@ -217,6 +217,17 @@ def test_explain_reads_a_bounded_amount_of_standard_input() -> None:
     assert done.returncode in (0, 1) and b"Traceback" not in done.stderr
 
 
+def test_explain_keeps_the_end_of_a_long_log_where_its_failure_is() -> None:
+    """A log of 3 MB whose error is its last line: standard input is read to its end (up to 64 MB), its first and
+    last 512 KB kept, so the failure at the end is read (the first 1 MB alone missed it)."""
+    filler = ("I0000 00:00:1736383795 step 1234: loss 0.5 " + "x" * 60 + "\n") * 30000
+    text = filler + "RuntimeError: cudnn RNN backward can only be called in training mode\n"
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"], input=text.encode(),
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["result"]["causes"][0]["family"] == "bad-param-usage"
+
+
 # --- 7. fleet -------------------------------------------------------------------------------------------
 
 def test_fleet_never_tells_a_healthy_node_to_copy_a_broken_one(tmp_path: Path, wheel: Path) -> None:
