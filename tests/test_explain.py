@@ -164,6 +164,11 @@ def test_a_path_shows_the_platform_and_install_kind() -> None:
     ("ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed", "tf-self-check",
      "cudnn-not-found"),
     ("ImportError: DLL load failed: The specified module could not be found.", "dll-load-failed", "cudnn-not-found"),
+    # dlib's CMake check: its test build against the cuDNN found failed (v19.20, v19.24)
+    ("-- *** Found cuDNN, but it looks like the wrong version so dlib will not use it.              ***",
+     "dlib-cudnn-test", "refused-version"),
+    ("-- *** Found cuDNN, but we failed to compile the dlib/cmake_utils/test_for_cudnn project. ", "dlib-cudnn-test",
+     "refused-version"),
     # TensorRT's Windows wheel (tensorrt/__init__.py, find_lib over %PATH%)
     ("FileNotFoundError: Could not find: cudnn64_8.dll. Is it on your PATH?\nNote: Paths searched were:",
      "trt-find-lib", "cudnn-not-found"),

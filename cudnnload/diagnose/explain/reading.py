@@ -661,6 +661,15 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("jax-known-bad", re.compile(r"cuDNN (?P<bad>[\d.]+) had a binary backward-compatibility issue"), "JAX",
             _fixed("jax-known-bad", "known-bad", "JAX, jax_plugins/cuda/__init__.py",
                    "JAX refuses a cuDNN release known to be broken")),
+    # dlib/CMakeLists.txt (davisking/dlib v19.20: "*** Found cuDNN, but it looks like the wrong version so dlib will
+    # not use it."; v19.24: "*** Found cuDNN, but we failed to compile the dlib/cmake_utils/test_for_cudnn project."):
+    # dlib's test build against the cuDNN found failed, so the cuDNN there is not one that dlib's code compiles with
+    Pattern("dlib-cudnn-test", re.compile(r"Found cuDNN, but (?:it looks like the wrong version so dlib will not use "
+                                          r"it|we failed to compile the dlib/cmake_utils/test_for_cudnn project)"),
+            "dlib", _fixed("dlib-cudnn-test", "refused-version", "dlib's CMake check (dlib/CMakeLists.txt, a test "
+                           "build against the cuDNN found)", "dlib found a cuDNN but its test program did not compile "
+                           "against it: a cuDNN release dlib's code does not fit (one that removed calls dlib makes, "
+                           "or one too old), or a broken install")),
     # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
     # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
     Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
