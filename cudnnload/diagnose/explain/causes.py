@@ -294,6 +294,10 @@ _MISUSE_FIX = ("put the module back in training mode before the backward pass (m
                "that called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))")
 
 
+def _misuse(signal: Signal | None) -> bool:
+    return signal is not None and signal.kind == "misuse"
+
+
 def _title(text: str) -> Callable[[Reading, Signal | None], str]:
     return lambda reading, signal: text
 
@@ -423,12 +427,12 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
            _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
                    "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if s is not None and s.kind == "misuse" else
+    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if _misuse(s) else
            "the program passes values cuDNN rejects (an empty or zero-sized tensor)",
            "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
            "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
            "print the shapes reaching the layer: one has a 0; or the module's .training is False",
-           lambda r, s: fix(manual(_MISUSE_FIX if s is not None and s.kind == "misuse" else
+           lambda r, s: fix(manual(_MISUSE_FIX if _misuse(s) else
                                    "fix the shapes reaching the layer: no zero-sized batch or channel dimension "
                                    "(check data_format)"))),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),

@@ -1216,8 +1216,7 @@ _OWNER = {
 _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
                "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
                "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "misuse", "status:", "cublas-status:",
-               "no-engine",
-               "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
+               "no-engine", "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
 
 def _precedence(signal: Signal) -> int:
