@@ -287,6 +287,20 @@ def test_start_lets_openblas_threads_sleep_during_the_import_and_leaves_the_envi
     assert (out["during"], out["after"]) == (during, after), out
 
 
+def test_start_sets_its_variable_before_the_contexts_thread_begins(tmp_path: Path) -> None:
+    # setenv while another thread's cuInit reads the environment (getenv) may free the array it reads (glibc before
+    # 2.40); cudnnload.dispatch.starting.start says what was measured
+    code = f"""
+    import json, os, cudnnload
+    from cudnnload.loading import cudadriver
+    seen = []
+    cudadriver.prepare_context = lambda *args: seen.append(os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+    cudnnload.start({str(lib_folder("cu12-9.28.0.42"))!r}).thread.join(60)
+    print(json.dumps({{"first": seen[0]}}))
+    """
+    assert _child(code, tmp_path) == {"first": "4"}  # start's call (the load may call it again)
+
+
 def test_what_an_application_imports_before_start_begins_the_context_stays_light(tmp_path: Path) -> None:
     # Every module imported before start() reaches cuInit delays the first result by its import time
     # (cudnnload.dispatch.problems, cudnnload.loading.cudadriver say why).

@@ -126,8 +126,11 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
             return _current
         from cudnnload.loading.cudadriver import INITIALIZED, prepare_context
 
-        driver_starting = prepare_context() is not None
+        # the variable first: a setenv may move the environment's array while the context's thread reads it
+        # (cuInit's getenv), a use after free under glibc before 2.40. Not proven the cause of the crash inside cuInit
+        # seen once on the H200: 30 processes setting variables all through cuInit (glibc 2.39) did not crash
         calmed = not blas_idle_spin and _calm_openblas()
+        driver_starting = prepare_context() is not None
 
         if warmup:  # counted from now: the application's first calls may come before the warm-up's thread is up
             pending.warm_up_began()
