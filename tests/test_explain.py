@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.diagnose.explain import Explanation, catalog, explain, ranking
+from cudnnload.diagnose.explain import Explanation, catalog, explain, gpus, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
 from cudnnload.diagnose.explain.reading import Signal, library_major, read
 from cudnnload.errors import UsageError
@@ -1427,7 +1427,7 @@ def test_what_the_user_wrote_before_a_message_on_its_line_states_a_cudnn_and_the
 
 @pytest.mark.parametrize(("gpu", "cuda", "newer"), [
     ("GeForce RTX 2080", "CUDA 9.2", True), ("Tesla T4", "cuda 9.0", True), ("GeForce RTX 2080", "CUDA 10.0", False),
-    ("GeForce GTX 1080", "CUDA 9.2", False),
+    ("GeForce GTX 1080", "CUDA 9.2", False), ("RTX 2080Ti", "CUDA 9.0", True),
 ])
 def test_a_turing_gpu_beside_a_cuda_before_10_has_no_kernels(gpu: str, cuda: str, newer: bool) -> None:
     """Turing (compute capability 7.5) got its kernels with CUDA 10.0: beside a CUDA 9.x named in the text, a failed
@@ -1437,6 +1437,18 @@ def test_a_turing_gpu_beside_a_cuda_before_10_has_no_kernels(gpu: str, cuda: str
             "find any forward convolution algorithm.")
     reading = read(text)
     assert (ranking.gpu_newer_than_cuda(reading, reading.signals[0]) is not None) is newer
+
+
+@pytest.mark.parametrize(("text", "clue", "needs"), [
+    ("GeForce RTX 4090", "gpu-new", (11, 8)), ("NVIDIA A100-SXM4-80GB", "gpu-new", (11, 0)),
+    ("arch sm_86", "gpu-new", (11, 1)), ("NVIDIA B200", "gpu-new", (12, 8)), ("Tesla T4", "gpu-turing", (10, 0)),
+    ("GeForce GTX 1080 Ti", "gpu-before-volta", None), ("Tesla K80", "gpu-old-name", None),
+])
+def test_one_table_of_gpu_generations_gives_the_clue_and_the_cuda_a_gpu_needs(
+        text: str, clue: str, needs: tuple[int, int] | None) -> None:
+    assert read(text).has(clue)
+    found = gpus.first_cuda(text)
+    assert (found[1] if found else None) == needs
 
 
 def test_a_cudnn_rnn_backward_in_eval_mode_is_the_program_s_use_with_its_own_fix() -> None:

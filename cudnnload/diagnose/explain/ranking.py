@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain import gpus
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
     CUDNN_CLASSES,
@@ -570,15 +571,6 @@ def kernels_only_for(older: bool) -> Test:
     return test
 
 
-# The first CUDA release with each GPU generation's architecture (the CUDA Toolkit release notes: sm_80 in 11.0,
-# sm_86 in 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8): a build for an older CUDA has no kernels for it.
-_FIRST_CUDA: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = (
-    (re.compile(r"RTX ?50\d0|\bB[12]00\b|\bGB200\b|\bBlackwell\b"), (12, 8)),
-    (re.compile(r"RTX ?40\d0|\bL40S?\b|\bL4\b|\bH[12]00\b|\bGH200\b|\bHopper\b"), (11, 8)),
-    (re.compile(r"RTX ?30\d0|\bA(?:10|40|6000|5000|4000)\b|\bRTX A\d{4}\b"), (11, 1)),
-    (re.compile(r"\bA(?:100|30)\b|\bAmpere\b"), (11, 0)),
-    (re.compile(r"RTX ?20[678]0|GTX ?16[56]0|\bTITAN RTX\b|\bQuadro RTX|\bT4\b|\bTuring\b|\bsm_75\b"), (10, 0)),
-)
 # The CUDA a build is for, as the text names it: torch's local version ("+cu113"), collect_env's "CUDA used to build
 # PyTorch: 11.3", conda's "cudatoolkit=11.3" / "pytorch-cuda=11.8"
 _BUILD_CUDA = re.compile(r"\+cu(?P<tag>\d{2,3})\b|CUDA used to build PyTorch: (?P<used>\d+\.\d+)|"
@@ -606,11 +598,10 @@ def gpu_newer_than_cuda(reading: Reading, signal: Signal) -> str | None:
         built, said = release.cuda, f"{release.framework} {release.release}, built for CUDA {dotted(release.cuda)}"
     else:
         return None
-    for pattern, first in _FIRST_CUDA:
-        gpu = pattern.search(newest)
-        if gpu and built < first:
-            return f"{gpu.group(0)} needs CUDA {first[0]}.{first[1]} or newer; the build is for {said}"
-    return None
+    needs = gpus.first_cuda(newest)
+    if needs is None or built >= needs[1]:
+        return None
+    return f"{needs[0]} needs CUDA {needs[1][0]}.{needs[1][1]} or newer; the build is for {said}"
 
 
 def public_function_missing(reading: Reading, signal: Signal) -> str | None:

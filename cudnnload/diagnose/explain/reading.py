@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain import gpus
 from cudnnload.resolve.catalog import GENERATIONS, SubLibrary
 
 # --- the libraries a message can name -----------------------------------------------------------------
@@ -1001,29 +1002,17 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
-    # an old architecture's name says which GPU it is, not that this build dropped it (cuDNN 7 and 8 ran on Kepler)
-    ("gpu-old-name", r"\bKepler\b|\bFermi\b|\bGeForce (?:GT |GTX )?[4-7]\d\d[A-Z]?M?\b|\bTesla K\d+|\bQuadro K\d+"
-                     r"|\b(?:GT|GTX) ?[4-7]\d\dM?\b|\b6\d\dM\b"),
-    # Maxwell and Pascal (compute capability 5.x, 6.x), the generations before Volta: the oldest a build of today
-    # still has, and the next it drops (CUDA 12.8's builds of torch 2.8 and later left out sm_50 and sm_60)
-    ("gpu-before-volta", r"\bMaxwell\b|\bPascal\b|\bGTX ?(?:9[5-8]0|10[5-8]0)(?: ?Ti)?\b|\bTITAN Xp?\b|"
-                         r"\bQuadro [MP]\d{3,4}\b|\bTesla [MP]\d{1,3}\b|\bP100\b|\bMX ?[12]\d0\b"),
+    # the GPU generations a text names (gpus.GENERATIONS): gpu-new, gpu-turing, gpu-before-volta, gpu-old-name
+    *gpus.clues(),
     # the CUDA a build is for (ranking.gpu_newer_than_cuda): torch's "+cu113", collect_env's "CUDA used to build
     # PyTorch: 11.3", conda's "cudatoolkit=11.3" and "pytorch-cuda=11.8"
     ("build-cuda", r"\+cu\d{2,3}\b|CUDA used to build PyTorch: \d+\.\d+|(?:cudatoolkit|pytorch-cuda)[= ]+\d+\.\d+"),
-    ("gpu-new", r"RTX ?(?:30|40|50)\d0|\bA100\b|\bA6000\b|\bA40\b|\bH100\b|\bH200\b|\bB200\b|\bAmpere\b|\bHopper\b|"
-                r"\bL40S?\b|\bL4\b|\bGH200\b|\bGB200\b|\bB100\b|\bA(?:10|30|5000|4000)\b|\bRTX A\d{4}\b|"
-                r"\bBlackwell\b|\bsm_(?:8\d|9\d|1[02]\d)\b"),
     # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
                         r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"),
     # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
     # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
     ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
-    # Turing (compute capability 7.5: RTX 20xx, GTX 16xx, T4, TITAN RTX, Quadro RTX), whose kernels came with CUDA
-    # 10.0; a CUDA before it (9.x and older) named beside such a GPU has none for it
-    ("gpu-turing", r"\bRTX ?20[678]0\b|\bGTX ?16[56]0\b|\bTITAN RTX\b|\bQuadro RTX ?\d{4}\b|\bTesla T4\b|\bT4\b|"
-                   r"\bTuring\b|\bsm_75\b"),
     ("cuda-before-10", r"\bCUDA(?: version)?[:= ]+[1-9]\.\d\b|\bcuda ?[89]\.\d\b|\bcu9\d\b|cudatoolkit=9"),
     ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
                  r"cudatoolkit=(?:9|10)|built for a CUDA older"),
