@@ -403,6 +403,23 @@ def test_a_fifo_in_ld_preload_is_judged_at_once_never_waited_on(tmp_path: Path, 
     assert f"the LD_PRELOAD entry {fifo} stops every program before it starts: opening {fifo}, a FIFO" in done.stdout
 
 
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "folder"])
+def test_a_shim_linked_to_what_is_no_file_gets_no_search_path_into_its_folder(tmp_path: Path, target: str) -> None:
+    """libcudnn.so.9 -> /dev/zero was also judged a shim reached through a link, with the fix
+    `export LD_LIBRARY_PATH=/dev:...`: a device, a FIFO or a folder has no sub-libraries beside it."""
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    elif target == "folder":
+        (tmp_path / "folder").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libcudnn.so.9").symlink_to(tmp_path / target if target != "/dev/zero" else target)
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", str(tmp_path / "lib")], capture_output=True,
+                          text=True, env=environ(CUDNNLOAD_NO_CACHE="1"), timeout=120, check=False)
+    no_internal_error(done)
+    assert done.returncode == 1 and "not a regular file" in done.stdout, done.stdout
+    assert "origin-through-symlink" not in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_start_up_code_being_observed_ends_with_cudnnload_however_it_ends(tmp_path: Path, signo: int) -> None:
     """Ctrl-C (or SIGTERM) to `doctor --python` while it observed a start-up whose .pth line slept left that

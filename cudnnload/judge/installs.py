@@ -92,7 +92,9 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     doubt = next((step.undecided for step in install.plan + install.dependencies if step.undecided), None)
     if doubt is not None:  # the model guessed: said once, with what settles it
         findings.append(Finding(Code.LOADER_UNKNOWN, doubt, Subject(SubjectKind.INSTALL, install.folder), NO_FIX))
-    if shim is not None and shim.real_path and posixpath.dirname(shim.real_path) != _real_folder(install):
+    # a link to what is no library (a device, a FIFO, a folder) has no sub-libraries beside its target either
+    if (shim is not None and shim.real_path and shim.problem is not Code.NOT_A_REGULAR_FILE
+            and posixpath.dirname(shim.real_path) != _real_folder(install)):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     findings += _fallbacks(prediction, install, repair)
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
