@@ -96,7 +96,8 @@ class Code(_Word):
                    "on "
                    "x86-64, ...)")
     SONAME_MISMATCH = ("soname-mismatch", (WARNING, ERROR), False, "the SONAME is not the one the file name "
-                       "promises (an error where a name cuDNN opens leads to another sub-library's file)")
+                       "promises (an error where a name cuDNN opens leads to another sub-library's file, or the "
+                       "shim's name to another major's shim: `ln -s libcudnn.so.9 libcudnn.so.8`)")
     GLIBC_TOO_OLD = ("glibc-too-old", ERROR, True, "the file needs a newer `GLIBC_x.y` than this machine "
                      "has")
     LIBSTDCXX_TOO_OLD = ("libstdcxx-too-old", ERROR, True, "the file needs a newer `GLIBCXX_`/`CXXABI_` "
@@ -173,7 +174,8 @@ class Code(_Word):
     CONSUMER_PIN_UNMET = ("consumer-pin-unmet", WARNING, False, "a framework's `Requires-Dist` pin on "
                           "`nvidia-cudnn-*` is not met by what is installed")
     CONSUMER_NEEDS_OTHER_MAJOR = ("consumer-needs-other-major", ERROR, False, "a framework's libraries NEED "
-                                  "`libcudnn.so.N` of another major than the cuDNN it gets")
+                                  "`libcudnn.so.N` of another major than the cuDNN it gets (a program linked against "
+                                  "cuDNN N that gets another major's shim under that name does not start)")
     CONSUMER_RUNTIME_OLDER_THAN_BUILD = ("consumer-runtime-older-than-build", (ERROR, WARNING), False, "the cuDNN a "
                                          "framework "
                                          "gets is older than the one it was built with (its own rule)")

@@ -295,6 +295,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     findings += [f for s in served for f in s.findings]
     findings += gpu
     findings += _run_findings(seen, explained, findings, preparing.result())
+    findings = [*_versions_unmet(seen, installs, preparing.result()), *findings]  # it stopped there, before the rest
     if preparing.ctx is not None:
         preparing.ctx.cache.save()  # what the comparisons read, for the next run
     from cudnnload.verdicts import unique
@@ -937,6 +938,21 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
     if seen.returncode not in (0, None) and not seen.signal and not findings:
         findings.append(Finding(Code.PROGRAM_FAILED, f"{program} exited with status {seen.returncode}", about,
                                 fix(note="its own output says why; nothing of cuDNN's loading failed")))
+    return findings
+
+
+def _versions_unmet(seen: Observation, installs: Mapping[str, Judged], ctx: Context) -> list[Finding]:
+    """Each shim a program or library NEEDs whose file lacks a version the asker's symbols are bound to (a cuDNN
+    of another major under its name): ld.so stops the load there (`targets.versions_unmet`)."""
+    from cudnnload.diagnose.targets import versions_unmet
+
+    findings: list[Finding] = []
+    for shim in seen.shims:
+        asked, info = classify(os.path.basename(shim.name)), ctx.elf(shim.requested_by)
+        if shim.how != "needed" or asked is None or info is None:
+            continue
+        findings += versions_unmet(shim.requested_by, info, generation(asked.major), shim.path,
+                                   installs.get(shim.path), ctx, bool(info.interpreter))
     return findings
 
 

@@ -32,17 +32,19 @@ from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
 from cudnnload.resolve.discovery import (
     Context,
     context,
+    lacking,
     python_requester,
     search_entry,
     wheel_site,
 )
+from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, fix, manual, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 
@@ -301,7 +303,8 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
         inventory = JudgedInventory(ctx.host, (install,) if install else (), findings=searched)
         secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access=access) if program else ()
-        return Resolved(target, ctx, inventory, install, (), (*secure, *((wrong,) if wrong else ())))
+        unmet = versions_unmet(path, info, gen, step.path, install, ctx, program)
+        return Resolved(target, ctx, inventory, install, (), (*unmet, *secure, *((wrong,) if wrong else ())))
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
     gen = GENERATIONS[asked.major if asked else 9]
@@ -314,6 +317,33 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
     secure = setuid_findings(consumer, ctx.linker.defaults, access=access) if program else ()
     return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
+
+
+def versions_unmet(path: str, info: ElfInfo, gen: Generation, shim: str, install: Judged | None, ctx: Context,
+                   program: bool) -> tuple[Finding, ...]:
+    """The versions ``path`` needs of its cuDNN shim (DT_VERNEED: ``cudnnCreate@libcudnn.so.8``) that the file its
+    search gives (``shim``) does not define: ld.so (dl-version.c) stops the program at start, a dlopen of the
+    library fails. A cuDNN of another major under the shim's name (``ln -s libcudnn.so.9 libcudnn.so.8``) is
+    that file, and is what is wrong; the program needs its own major where it looks."""
+    lacks = lacking(info, gen.shim.soname, shim, ctx)
+    if not lacks:
+        return ()
+    shown = os.path.basename(path)
+    said = f"{path}: {shim}: version `{lacks[0]}' not found (required by {path})"
+    other = install is not None and install.major != gen.major
+    held = f"cuDNN {install.release or install.major}'s shim" if install is not None and other else "a file"
+    consequence = Consequence(calls=f"{shown}'s start" if program else f"dlopen of {shown}", effect=Effect.NO_START,
+                              library="shim", message=said if program else said.partition(": ")[2])
+    cure = _missing_fix(gen.shim.soname, gen, ctx, path if program else None)
+    found = ctx.elf(shim)
+    bound = f"was linked against cuDNN {gen.major} (its calls are bound to the version {', '.join(lacks)})" \
+        if lacks == (gen.shim.soname,) else f"needs version {', '.join(lacks)} of {gen.shim.soname}"
+    return (Finding(Code.CONSUMER_NEEDS_OTHER_MAJOR if other else Code.DEPENDENCY_VERSION,
+                    f"{shown} {bound}, and what its search finds as {gen.shim.soname}, {shim}, is {held} (SONAME "
+                    f"{found.soname if found else 'none'}), which does not define that version: {shown} "
+                    f"{'does not start' if program else 'does not load'}", Subject(SubjectKind.CONSUMER, path, "shim"),
+                    fix(delete(shim), *cure.actions, note=cure.note, alternatives=cure.alternatives) if other
+                    else cure, (consequence,)),)
 
 
 def _soname(name: str, env: Mapping[str, str], verify: bool = False, gone: frozenset[str] = frozenset(),

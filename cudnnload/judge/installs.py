@@ -74,7 +74,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
                                                                                     repair)]
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx, repair)
-    findings: list[Finding] = []
+    findings: list[Finding] = [*_renamed_shim(shim, install)]
     findings += _missing(gen, install, repair, ignore_asked=stray_shim is not None)
     findings += _mixed(install, repair)
     if stray_shim is not None:
@@ -719,6 +719,23 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
             return whole  # the install itself leaves the path: what it took from elsewhere goes with it
         return fix(*whole.actions, entry, note=whole.note, alternatives=whole.alternatives)
     return repair.put_back()
+
+
+def _renamed_shim(shim: Candidate | None, install: Install) -> Iterable[Finding]:
+    """A shim under another major's name (``ln -s libcudnn.so.9 libcudnn.so.8``, the advice of many a thread for a
+    program built for cuDNN 8): discovery made it an install of the major its SONAME says; what asks for the name
+    gets that cuDNN, not the one it was built for."""
+    named = classify(posixpath.basename(shim.path)) if shim is not None and shim.elf is not None else None
+    if shim is None or shim.elf is None or named is None or named.major == install.major:
+        return
+    name, release = posixpath.basename(shim.path), install.release or install.major
+    yield Finding(Code.SONAME_MISMATCH, f"{name} is cuDNN {release}'s shim (SONAME {shim.elf.soname}) under cuDNN "
+                  f"{named.major}'s name: what asks for {name} gets cuDNN {install.major}; a program linked against "
+                  f"cuDNN {named.major} does not start (\"version `{name}' not found\"), and one that opens it by "
+                  f"name gets cuDNN {install.major}'s functions, not cuDNN {named.major}'s",
+                  Subject(SubjectKind.FILE, shim.path, "shim"),
+                  fix(delete(shim.path), note=f"then cuDNN {named.major} where the program looks, for a program built "
+                      f"for it, or a build of the program for cuDNN {install.major}"), severity=ERROR)
 
 
 def _symlinked_shim(shim: Candidate, gen: Generation, install: Install,

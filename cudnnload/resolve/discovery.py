@@ -585,7 +585,12 @@ def chain(*links: linker.Requester | None) -> linker.Chain:
 def build_install(folder: str, major: int, paths: Sequence[str], found_via: str, ctx: Context,
                   dists: Sequence[Distribution] = ()) -> Install:
     """The facts of one install: its files (``paths``, one per library), release, the shim's plan and the
-    dependencies, and RECORD against the disk."""
+    dependencies, and RECORD against the disk. A shim under another major's name (``ln -s libcudnn.so.9
+    libcudnn.so.8``) is an install of the major its contents say: it opens that generation's libraries."""
+    renamed = _renamed_shim(paths, major, ctx.cache)
+    if renamed is not None:
+        shim_path, major = renamed
+        paths = [p for p in scan(folder).get(major, []) if _key(p) != "shim"] + [shim_path]
     gen = generation(major)
     by_key: dict[str, list[str]] = {}
     for path in paths:
@@ -609,6 +614,27 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
                    _records(folder, files, dist, ctx), site, opening,
                    pip_env=interpreter_of_site(site) if site else (None, ()),
                    shadowing=_shadowing(folder, dist, release), wanted=wanted)
+
+
+def _key(path: str) -> str | None:
+    lib = classify(os.path.basename(path))
+    return lib.key if lib else None
+
+
+def _renamed_shim(paths: Sequence[str], major: int, cache: ElfCache) -> tuple[str, int] | None:
+    """(the path, the major its SONAME says) of the shim among ``paths`` named as ``major``'s whose SONAME is the
+    shim's of another major; None when there is none, or it cannot be read."""
+    for path in paths:
+        named = classify(os.path.basename(path))
+        if named is None or named.key != "shim" or named.major != major:
+            continue
+        try:
+            soname = cache.inspect(os.path.realpath(path)).soname
+        except (OSError, ElfError):
+            return None
+        held = classify_bundled(soname) if soname else None
+        return (path, held.major) if held is not None and held.key == "shim" and held.major != major else None
+    return None
 
 
 def _shadowing(folder: str, dist: Distribution | None, release: Release | None) -> tuple[str, ...]:

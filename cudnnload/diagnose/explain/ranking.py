@@ -713,6 +713,8 @@ RULES: tuple[Rule, ...] = (
     # which install: the path, the versions, the program, the package manager
     Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
          other_major_there, (*LOADING, "framework-no-cudnn")),
+    Rule("wrong-cudnn-major", 3, "the file under the cuDNN name lacks that name's version node, which every release "
+         "of the major defines: it is another major's", pattern("cudnn-version-node")),
     Rule("wheel-not-on-linker-path", 1.5, "the cuDNN of that major is there as torch's pip wheel, which the "
          "program does not search", same_major_bundled, LOADING),
     Rule("wheel-not-on-linker-path", 1, "a virtual environment: its cuDNN can only be a pip wheel", clue("venv"),

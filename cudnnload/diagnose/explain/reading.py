@@ -300,6 +300,19 @@ def _version_not_found(found: re.Match[str]) -> Signal | None:
                   by, found.group("dep"), found.group(0))
 
 
+_CUDNN_VERSION_NODE = re.compile(r"(?<![^\s:'\"`()\[\]])(?P<dep>[^\s:'\"`()\[\]]+): version "
+                                 r"`(?P<version>libcudnn\w*\.so\.(?P<major>\d+))' not found \(required by "
+                                 r"(?P<by>[^)]+)\)")
+
+
+def _cudnn_version_node(found: re.Match[str]) -> Signal:
+    needed, dep, major = found.group("version"), found.group("dep"), found.group("major")
+    return Signal("cudnn-version-node", "version-other-major", _line(found), "glibc's dynamic linker "
+                  "(elf/dl-version.c)", f"{found.group('by')} was linked against {needed} (cuDNN {major}), and the "
+                  f"file loaded under that name, {dep}, does not define that version: a cuDNN of another major (or no "
+                  f"cuDNN) under cuDNN {major}'s name", dep, dep, found.group(0))
+
+
 # Windows system error codes (winerror.h) whose text is a catalog entry of its own (dlls/kernelbase/winerror.mc):
 # Windows prints that text in the user's language, the code is the same in every one ("[WinError 1455] 页面文件太小").
 # 126 and 127 (a module or a procedure not found) are read as a load that failed, by the library it names.
@@ -627,6 +640,10 @@ PATTERNS: tuple[Pattern, ...] = (
     # glibc elf/dl-version.c: "%s: version `%s' not found (required by %s)"
     Pattern("version-not-found", re.compile(_VERSION_NOT_FOUND.pattern + r" \(required by (?P<by>[^)]+)\)"), "glibc",
             _version_not_found),
+    # the same for one of cuDNN's own version nodes: every export of a cuDNN library is bound to a node named after
+    # its SONAME (cudnnCreate@@libcudnn.so.8), the same in every release of a major (cudnn-facts), so a file under
+    # that name that lacks it is another major's (ln -s libcudnn.so.9 libcudnn.so.8), or no cuDNN at all
+    Pattern("cudnn-version-node", _CUDNN_VERSION_NODE, "glibc", _cudnn_version_node),
     # glibc elf/dl-lookup.c: "%s: undefined symbol: %s, version %s" (", version" only for versioned symbols)
     Pattern("undefined-symbol", _UNDEFINED, "glibc", _undefined_symbol),
     # glibc elf/dl-load.c: "%s: cannot open shared object file: No such file or directory"

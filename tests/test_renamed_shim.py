@@ -1,0 +1,110 @@
+"""A shim under another major's name: ``ln -s libcudnn.so.9 libcudnn.so.8``, the advice of many a thread for a
+program built for cuDNN 8 (CTranslate2 before 4.5, faster-whisper) on a machine with cuDNN 9.
+
+cuDNN's exports are bound to a version node named after the SONAME (``cudnnGetVersion@@libcudnn.so.8``,
+reference/cudnn-facts.md), so a program linked against cuDNN 8 that gets the 9 shim under 8's name does not start:
+ld.so prints "version `libcudnn.so.8' not found (required by PROGRAM)". The install is cuDNN 9 (its shim opens 9's
+sub-libraries), what asks for the name gets it, and the link is what is wrong. Each prediction is held against the
+real loader running the real program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudnnload.diagnose.explain import explain
+from cudnnload.resolve.discovery import context, install_of
+from tests.wheels import lib_folder
+
+NINE, EIGHT = "cu12-9.28.0.42", "cu12-8.9.7.29"
+APP = '#include <stdio.h>\nsize_t cudnnGetVersion(void);\nint main(void) { printf("%zu\\n", cudnnGetVersion()); ' \
+      'return 0; }\n'
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    """(a program linked against cuDNN 8.9.7's shim, a folder of cuDNN 9.28's files with libcudnn.so.8 -> the 9
+    shim)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the program linked against cuDNN 8")
+    source, app = tmp_path / "app.c", tmp_path / "app"
+    source.write_text(APP)
+    subprocess.run(["gcc", str(source), "-o", str(app), f"-L{lib_folder(EIGHT)}", "-l:libcudnn.so.8",
+                    "-Wl,--allow-shlib-undefined"], check=True)
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for library in lib_folder(NINE).glob("libcudnn*.so.9"):
+        (folder / library.name).symlink_to(library)
+    (folder / "libcudnn.so.8").symlink_to("libcudnn.so.9")
+    return app, folder
+
+
+def _doctor(*args: str, env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", *args], capture_output=True,
+                          text=True, env={**os.environ, "CUDNNLOAD_NO_CACHE": "1", **env}, timeout=300, check=False)
+    assert done.returncode == 1, done.stderr
+    return json.loads(done.stdout)
+
+
+def _errors(report: dict) -> list[dict]:
+    return [f for f in report["result"]["findings"] if f["severity"] == "error" and f["code"] != "repair"]
+
+
+def test_the_install_is_the_major_its_shim_says_with_that_majors_sub_libraries(layout: tuple[Path, Path]) -> None:
+    _, folder = layout
+    install = install_of(str(folder / "libcudnn.so.8"), context({}), "test")
+    assert install is not None and install.major == 9 and str(install.release) == "9.28.0"
+    assert install.file("shim").path == str(folder / "libcudnn.so.8")
+    assert all(step.path for step in install.plan if step.library in ("graph", "ops", "cnn", "adv")), install.plan
+
+
+def test_a_program_linked_against_cudnn_8_is_said_not_to_start_as_the_real_loader_says(
+        layout: tuple[Path, Path]) -> None:
+    app, folder = layout
+    real = subprocess.run([str(app)], capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(folder)},
+                          check=False)
+    assert real.returncode != 0, real
+
+    for report in (_doctor(str(app), "--env", f"LD_LIBRARY_PATH={folder}", env={}),
+                   _doctor("--", str(app), env={"LD_LIBRARY_PATH": str(folder)})):
+        first = _errors(report)[0]
+        assert first["code"] == "consumer-needs-other-major", first
+        assert "cuDNN 9.28.0's shim" in first["message"] and "does not start" in first["message"]
+        said = first["consequences"][0]["message"]
+        assert said == real.stderr.strip(), (said, real.stderr)  # ld.so's own words
+        assert first["fix"]["actions"][0] == {**first["fix"]["actions"][0], "do": "delete",
+                                              "path": str(folder / "libcudnn.so.8")}
+    # the same words pasted into explain, from another machine: the file under cuDNN 8's name is another major's
+    explained = explain(real.stderr, environ={})
+    assert explained.causes[0].family == "wrong-cudnn-major" and explained.causes[0].confidence == "confident"
+    assert explain("./app: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by ./app)",
+                   environ={}).causes[0].family == "glibc-or-libstdcxx-too-old"
+
+
+def test_the_link_deleted_and_cudnn_8_where_the_program_looks_it_runs(layout: tuple[Path, Path]) -> None:
+    app, folder = layout
+    (folder / "libcudnn.so.8").unlink()  # the finding's action
+    gone = subprocess.run([str(app)], capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(folder)},
+                          check=False)
+    assert "libcudnn.so.8: cannot open shared object file" in gone.stderr
+    # its note: cuDNN 8 where the program looks
+    works = subprocess.run([str(app)], capture_output=True, text=True, check=False,
+                           env={"LD_LIBRARY_PATH": f"{folder}:{lib_folder(EIGHT)}"})
+    assert works.returncode == 0 and works.stdout.strip() == "8907", works
+
+
+def test_a_dlopen_by_name_is_told_it_gets_cudnn_9_and_the_link_is_what_is_wrong(layout: tuple[Path, Path]) -> None:
+    _, folder = layout
+    report = _doctor("libcudnn.so.8", "--env", f"LD_LIBRARY_PATH={folder}", env={})
+    renamed = [f for f in _errors(report) if f["code"] == "soname-mismatch"]
+    assert renamed and "under cuDNN 8's name" in renamed[0]["message"], report["result"]["findings"]
+    assert renamed[0]["fix"]["actions"][0]["do"] == "delete"
+    codes = {f["code"] for f in report["result"]["findings"]}
+    assert not codes & {"missing-sublibrary", "origin-through-symlink"}, codes
