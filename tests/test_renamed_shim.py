@@ -108,3 +108,28 @@ def test_a_dlopen_by_name_is_told_it_gets_cudnn_9_and_the_link_is_what_is_wrong(
     assert renamed[0]["fix"]["actions"][0]["do"] == "delete"
     codes = {f["code"] for f in report["result"]["findings"]}
     assert not codes & {"missing-sublibrary", "origin-through-symlink"}, codes
+
+
+def test_another_library_under_the_shims_name_is_said_to_be_no_cudnn(tmp_path: Path) -> None:
+    """cp libz.so.1 libcudnn.so.9 (or a build's stub): the probe's calls were all 'absent', and the handle was
+    reported made ("cudnnCreate succeeded") and the version checks passed; every sub-library was said missing with
+    cuDNN's own messages, which a file that is no cuDNN never prints."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the other library")
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (tmp_path / "other.c").write_text("int other_library_function(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "libcudnn.so.9"), str(tmp_path / "other.c"),
+                    "-Wl,-soname,libother.so.1"], check=True)
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1]).cudnnGetVersion",
+                           str(folder / "libcudnn.so.9")], capture_output=True, text=True, check=False)
+    assert "undefined symbol: cudnnGetVersion" in real.stderr, real.stderr
+
+    report = _doctor(str(folder), env={})
+    first = _errors(report)[0]
+    assert first["code"] == "soname-mismatch" and first["message"].startswith("not cuDNN: its SONAME is libother.so.1")
+    checks = {check["name"]: check for check in report["result"]["checks"]}
+    assert checks["probe"]["status"] == "fail" and checks["handle"]["status"] == "fail", checks
+    codes = [f["code"] for f in report["result"]["findings"]]
+    assert not {"missing-sublibrary", "sublibrary-unloadable", "prediction-disagrees"} & set(codes), codes
+    assert not any("passes its version checks" in f["message"] for f in report["result"]["findings"])

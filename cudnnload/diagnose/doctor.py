@@ -161,7 +161,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     max_sm = result.step("cudnnGetMaxDeviceVersion") if result else None
     checked = [s for s in result.steps if s.name.endswith("VersionCheck") or s.name == "cudnnGetVersion"] \
         if result else []
-    passed = bool(result and result.completed and checked and all(s.ok for s in checked))
+    passed = bool(result and result.completed and checked and all(s.ok and s.exported for s in checked))
     if running:
         gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
                            max_device_version=max_sm.value if max_sm else None,
@@ -505,7 +505,9 @@ def _probe_check(result: ProbeResult, install: Judged, expected: tuple[Any, ...]
         return Check("probe", "fail", f"as predicted: {first.call.function} {what}" +
                      (f" ({len(failing)} calls fail)" if len(failing) > 1 else "") + f" ({took})")
     version = result.step("cudnnGetVersion")
-    checks = [s for s in result.steps if s.name.endswith("VersionCheck")]
+    if version is not None and not version.exported:  # another library under the shim's name
+        return Check("probe", "fail", f"the shim exports no cudnnGetVersion: it is no cuDNN shim ({took})")
+    checks = [s for s in result.steps if s.name.endswith("VersionCheck") and s.exported]
     cudart = result.step("cudnnGetCudartVersion")
     built = ""
     if cudart and cudart.value:
@@ -546,6 +548,8 @@ def _handle_check(result: ProbeResult | None, facts: Any) -> Check:
     create = result.step("cudnnCreate") if result else None
     if create is None:
         return Check("handle", "skip", "cuDNN did not load far enough to try cudnnCreate")
+    if not create.exported:
+        return Check("handle", "fail", "the shim exports no cudnnCreate: it is no cuDNN shim")
     if create.ok:
         return Check("handle", "ok", "cudnnCreate succeeded in the child process")
     reason = f"{create.status_name} ({create.detail})" if create.detail else str(create.status_name)

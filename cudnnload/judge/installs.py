@@ -99,7 +99,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     findings += _fallbacks(prediction, install, repair)
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
-    if (shim_fails or origin) and not any(c.library not in ("shim", None) for c in install.files):
+    foreign = any(f.code is Code.SONAME_MISMATCH and f.severity is ERROR and f.subject.library == "shim" for f in files)
+    if (shim_fails or origin or foreign) and not any(c.library not in ("shim", None) for c in install.files):
         findings = [f for f in findings if f.code is not Code.MISSING_SUBLIBRARY]  # only the shim: said once
     findings = [_loads_as_released(f, prediction, install) for f in findings]
     told: set[str] = set()
@@ -361,7 +362,12 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
                       f"{host.machine}", subject, repair.file(cand))
         return
     lib = generation(major).library(cand.library) if cand.library else None
-    if lib and info.soname and info.soname != lib.soname:
+    if lib and info.soname and info.soname != lib.soname and classify(info.soname) is None and \
+            not info.cudnn_functions:  # another library under cuDNN's name (cp libz.so.1 libcudnn.so.9)
+        yield Finding(Code.SONAME_MISMATCH, f"not cuDNN: its SONAME is {info.soname} and it exports no cuDNN "
+                      f"function; what asks for {lib.soname} gets it, and no cudnn* call resolves (\"undefined "
+                      f"symbol: cudnn...\")", subject, repair.file(cand), severity=ERROR)
+    elif lib and info.soname and info.soname != lib.soname:
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
     what = {"GLIBC_": "glibc", "GLIBCXX_": "libstdc++", "CXXABI_": "libstdc++ (C++ ABI)"}

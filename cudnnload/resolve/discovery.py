@@ -602,7 +602,9 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     release, source = _release_of(files, folder, major, dist, ctx.cache)
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
-    steps = () if gen.major == 7 else tuple(
+    foreign = shim is not None and shim.elf is not None and not shim.elf.cudnn_functions and \
+        classify_bundled(shim.elf.soname or "") is None  # another library under the name: it opens none of cuDNN's
+    steps = () if gen.major == 7 or foreign else tuple(
         step for lib, step in plan(gen, shim.path if shim else None, folder, release, ctx)
         if step.path or lib.required or asked_for(lib, shim))
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
