@@ -349,8 +349,10 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_exit_130(where: s
     """SIGINT before click ran the command (`which` recalling its answer, `doctor -- ` starting, any module
     loading: 0.1 s after the start) was a KeyboardInterrupt traceback, or `RuntimeError: Error calling
     __set_name__` out of a class being made."""
+    # SIGINT as a terminal gives it, whatever this process inherited (a job started in the background ignores it)
     done = subprocess.run([sys.executable, "-c", _CTRL_C_EARLY, "which", where], capture_output=True, text=True,
-                          env=environ(), timeout=60, check=False)
+                          env=environ(), timeout=60, check=False,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (done.returncode, done.stderr) == (130, "cudnnload: error: interrupted\n")
 
 
