@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from cudnnload.judge.installs import file_findings
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.discovery import Host, Install, Inventory, inspect_file
 from cudnnload.resolve.elfcache import ElfCache
+from tests.stubs import stub_library
 from tests.wheels import lib_folder, site_folder
 
 pytestmark = pytest.mark.wheels
@@ -215,13 +215,9 @@ def test_library_needing_a_newer_glibc_than_the_host_is_flagged() -> None:
 
 
 def test_a_header_of_another_cudnn_does_not_name_this_installs_release(tmp_path: Path) -> None:
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is needed to build a cuDNN 7 shim that carries no release")
     lib = tmp_path / "lib"
     lib.mkdir()
-    (tmp_path / "empty.c").write_text("int cudnnload_test_symbol;\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcudnn.so.7"), str(tmp_path / "empty.c"),
-                    "-Wl,-soname,libcudnn.so.7"], check=True)  # a v7 shim that says no version
+    stub_library(lib / "libcudnn.so.7", "libcudnn.so.7")  # a v7 shim that says no version
     include = tmp_path / "include"
     include.mkdir()
     header = "#define CUDNN_MAJOR {}\n#define CUDNN_MINOR {}\n#define CUDNN_PATCHLEVEL {}\n"

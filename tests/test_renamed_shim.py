@@ -21,6 +21,7 @@ import pytest
 
 from cudnnload.diagnose.explain import explain
 from cudnnload.resolve.discovery import context, install_of
+from tests.stubs import stub_library
 from tests.wheels import lib_folder
 
 NINE, EIGHT = "cu12-9.28.0.42", "cu12-8.9.7.29"
@@ -114,13 +115,9 @@ def test_another_library_under_the_shims_name_is_said_to_be_no_cudnn(tmp_path: P
     """cp libz.so.1 libcudnn.so.9 (or a build's stub): the probe's calls were all 'absent', and the handle was
     reported made ("cudnnCreate succeeded") and the version checks passed; every sub-library was said missing with
     cuDNN's own messages, which a file that is no cuDNN never prints."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is needed to build the other library")
     folder = tmp_path / "lib"
     folder.mkdir()
-    (tmp_path / "other.c").write_text("int other_library_function(void) { return 1; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "libcudnn.so.9"), str(tmp_path / "other.c"),
-                    "-Wl,-soname,libother.so.1"], check=True)
+    stub_library(folder / "libcudnn.so.9", "libother.so.1", "int other_library_function(void) { return 1; }\n")
     real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1]).cudnnGetVersion",
                            str(folder / "libcudnn.so.9")], capture_output=True, text=True, check=False)
     assert "undefined symbol: cudnnGetVersion" in real.stderr, real.stderr
