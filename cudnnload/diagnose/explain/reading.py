@@ -1010,6 +1010,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # PyTorch (c10/cuda): "The NVIDIA driver on your system is too old (found version %d)"
     ("driver-too-old", r"insufficient driver version|driver version is insufficient|CUDA driver version is "
                        r"insufficient|driver too old|older than the CUDA|driver\b[^\n]{0,30}?\bis too old"),
+    # openxla/xla stream_executor/cuda/cuda_dnn.cc, CudnnSupport::Init: "There was an error before creating cudnn
+    # handle (%d): %s : %s", the CUDA runtime's last error (cudaPeekAtLastError) before cudnnCreate; 500,
+    # cudaErrorSymbolNotFound, there is the runtime finding no entry point it needs in the driver: an older driver
+    ("runtime-symbol-missing", r"error before creating cudnn handle \(500\)|before creating cudnn handle[^\n]{0,20}"
+                               r"cudaErrorSymbolNotFound"),
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
