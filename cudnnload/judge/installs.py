@@ -37,7 +37,7 @@ from cudnnload.resolve.catalog import (
     dependency_requirement,
     generation,
 )
-from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for
+from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for, not_cudnn
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (
@@ -362,8 +362,7 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
                       f"{host.machine}", subject, repair.file(cand))
         return
     lib = generation(major).library(cand.library) if cand.library else None
-    if lib and info.soname and info.soname != lib.soname and classify(info.soname) is None and \
-            not info.cudnn_functions:  # another library under cuDNN's name (cp libz.so.1 libcudnn.so.9)
+    if lib and info.soname and info.soname != lib.soname and not_cudnn(info):
         yield Finding(Code.SONAME_MISMATCH, f"not cuDNN: its SONAME is {info.soname} and it exports no cuDNN "
                       f"function; what asks for {lib.soname} gets it, and no cudnn* call resolves (\"undefined "
                       f"symbol: cudnn...\")", subject, repair.file(cand), severity=ERROR)
@@ -731,8 +730,10 @@ def _renamed_shim(shim: Candidate | None, install: Install) -> Iterable[Finding]
     """A shim under another major's name (``ln -s libcudnn.so.9 libcudnn.so.8``, the advice of many a thread for a
     program built for cuDNN 8): discovery made it an install of the major its SONAME says; what asks for the name
     gets that cuDNN, not the one it was built for."""
-    named = classify(posixpath.basename(shim.path)) if shim is not None and shim.elf is not None else None
-    if shim is None or shim.elf is None or named is None or named.major == install.major:
+    if shim is None or shim.elf is None:
+        return
+    named = classify(posixpath.basename(shim.path))
+    if named is None or named.major == install.major:
         return
     name, release = posixpath.basename(shim.path), install.release or install.major
     yield Finding(Code.SONAME_MISMATCH, f"{name} is cuDNN {release}'s shim (SONAME {shim.elf.soname}) under cuDNN "

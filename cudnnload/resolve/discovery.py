@@ -602,8 +602,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     release, source = _release_of(files, folder, major, dist, ctx.cache)
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
-    foreign = shim is not None and shim.elf is not None and not shim.elf.cudnn_functions and \
-        classify_bundled(shim.elf.soname or "") is None  # another library under the name: it opens none of cuDNN's
+    foreign = shim is not None and shim.elf is not None and not_cudnn(shim.elf)  # it opens none of cuDNN's libraries
     steps = () if gen.major == 7 or foreign else tuple(
         step for lib, step in plan(gen, shim.path if shim else None, folder, release, ctx)
         if step.path or lib.required or asked_for(lib, shim))
@@ -616,6 +615,12 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
                    _records(folder, files, dist, ctx), site, opening,
                    pip_env=interpreter_of_site(site) if site else (None, ()),
                    shadowing=_shadowing(folder, dist, release), wanted=wanted)
+
+
+def not_cudnn(info: ElfInfo) -> bool:
+    """Another library under a cuDNN name (``cp libz.so.1 libcudnn.so.9``): its SONAME is no cuDNN library's and it
+    exports no cudnn* function."""
+    return not info.cudnn_functions and classify_bundled(info.soname or "") is None
 
 
 def _key(path: str) -> str | None:
