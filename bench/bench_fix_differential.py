@@ -216,7 +216,9 @@ def main() -> None:
             pairs = record.get("doctor") or []
             fixed = sum(1 for j in pairs if j["failing"] and j["outcome"] == FIXED)  # type: ignore[index,union-attr]
             failing = sum(1 for j in pairs if j["failing"])  # type: ignore[index,union-attr]
+            broke = sorted({name for j in pairs for name in j.get("broke") or ()})  # type: ignore[union-attr]
             state = record.get("skipped") or ("ERROR" if record.get("error") else f"{fixed}/{failing} fixed")
+            state += f", BROKE {','.join(broke)}" if broke else ""
             print(f"[{len(records)}/{len(jobs)}] {record['case']} {record['base']} {','.join(record['verbs'])}: "
                   f"{state} ({record['seconds']} s)", flush=True)
     records.sort(key=lambda r: int(r["index"]))  # type: ignore[call-overload]

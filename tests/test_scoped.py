@@ -219,9 +219,10 @@ def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_
     the change is made for the program alone, with the framework named; where none would, the fix stays as it is,
     and a framework that fails today already is no reason to keep a fix from the program."""
     from cudnnload.codes import Code, SubjectKind
-    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.diagnose.scoped import Fared, scoped
     from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
 
+    works, stops, calls_fail = Fared(None, (3, 0)), (1, 0), (2, 4)
     env = {**BASE, "LD_LIBRARY_PATH": "/venv/cudnn/lib:/other", "LD_PRELOAD": "/conda/lib/libcudnn.so.9"}
     reinstall = pip_install(["nvidia-cudnn-cu13==9.24.0.43"], options=["--force-reinstall"], target="/venv/site",
                             python="/venv/bin/python")
@@ -229,9 +230,10 @@ def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_
                       fix(reinstall, remove_entry("LD_LIBRARY_PATH", "/venv/cudnn/lib")))
     asked: list[dict[str, str]] = []
 
-    def torch_needs_the_entry(world: dict[str, str]) -> dict[str, str | None]:
+    def torch_needs_the_entry(world: dict[str, str]) -> dict[str, Fared]:
         asked.append(dict(world))
-        return {"torch 2.14.1": None if "/venv/cudnn/lib" in world.get("LD_LIBRARY_PATH", "") else "gets 9.0.0"}
+        return {"torch 2.14.1": works if "/venv/cudnn/lib" in world.get("LD_LIBRARY_PATH", "") else
+                Fared("gets 9.0.0", stops)}
 
     [said] = scoped([finding], env, others=torch_needs_the_entry)
     assert [a.json() for a in said.fix.actions] == [
@@ -239,13 +241,25 @@ def test_a_change_that_would_make_a_working_framework_of_the_shell_fail_is_made_
     # the removal for everyone needs the reinstall too: not an alternative on its own, said in words
     assert not said.fix.alternatives and "for every program instead: remove /venv/cudnn/lib from LD_LIBRARY_PATH " \
         "(after the steps before it)" in str(said.fix.text)
-    assert "the shell's torch 2.14.1 (gets 9.0.0) fail" in said.fix.text
-    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": None}) == (finding,)
-    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": "fails today"}) == (finding,)
+    assert "the shell's torch 2.14.1 fail (gets 9.0.0)" in said.fix.text
+    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": works}) == (finding,)
+    assert scoped([finding], env, others=lambda world: {"torch 2.14.1": Fared("fails today", stops)}) == (finding,)
     unset = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, "/x"), fix(remove_entry(
         "LD_PRELOAD", "/conda/lib/libcudnn.so.9")))
-    [alone] = scoped([unset], env, others=lambda world: {"jax": None if "LD_PRELOAD" in world else "no cuDNN"})
+    [alone] = scoped([unset], env, others=lambda world: {
+        "jax": works if "LD_PRELOAD" in world else Fared("no cuDNN", (0, 0))})
     assert [a.json() for a in alone.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+    # a framework that fails today (its calls run, one fails) is harmed by a change after which it stops at its
+    # version check: the change is made for the program alone too (the fix differential's 7-7: torch's graph
+    # preloaded from 9.28, the app's fix for everyone gave torch the 9.0 of a relative LD_LIBRARY_PATH entry)
+    [sooner] = scoped([unset], env, others=lambda world: {
+        "torch 2.14.1": Fared("a call fails", calls_fail) if "LD_PRELOAD" in world else Fared("9.0.0", stops)})
+    assert [a.json() for a in sooner.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+    assert "torch 2.14.1 fail sooner than today (9.0.0)" in sooner.fix.text
+    # and one whose calls fail later after it, or that starts nowhere today, is not
+    assert scoped([unset], env, others=lambda world: {
+        "torch 2.14.1": Fared("x", (2, 1) if "LD_PRELOAD" in world else (2, 5))}) == (unset,)
+    assert scoped([unset], env, others=lambda world: {"torch 2.14.1": Fared("x", (0, 0))}) == (unset,)
 
 
 def test_a_change_kept_for_everyone_after_which_a_kept_preload_stops_every_start_is_seen(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.remedy import Judge, World, plan
-from cudnnload.diagnose.scoped import scoped
+from cudnnload.diagnose.scoped import Fared, scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.diagnose.which import not_found_fix, which
 from cudnnload.judge.consequences import disagreements
@@ -338,11 +338,12 @@ def _with_driver_consequences(finding: Finding, others: Iterable[Finding]) -> Fi
 
 
 def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
-                     besides: str | None = None) -> Callable[[Mapping[str, str]], dict[str, str | None]]:
+                     besides: str | None = None) -> Callable[[Mapping[str, str]], dict[str, Fared]]:
     """The frameworks of the shell's Python (``VIRTUAL_ENV``'s interpreter, else the first ``python3`` on PATH
     outside cudnnload's own environment; not ``besides``, the program's own), each judged on what its own loader
-    gets in a world: its label, and its first error there (None: it works). The frameworks are read once, on first
-    use (a child imports them to read their build versions); none where that Python has none or does not answer.
+    gets in a world: its label, and how it fares there (`scoped.Fared`: its first error, how far it gets). The
+    frameworks are read once, on first use (a child imports them to read their build versions); none where that
+    Python has none or does not answer.
     ``facts``: the driver's (read on first use when not given)."""
     import shutil
 
@@ -351,14 +352,14 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
     from cudnnload.resolve.pythons import environment_of, interpreter_of_process, python_on_path, tool_environment
 
     found: list[Any] = []  # the shell's Python (None: none to judge), its frameworks, the driver's facts
-    judged: dict[tuple[str | None, ...], dict[str, str | None]] = {}
+    judged: dict[tuple[str | None, ...], dict[str, Fared]] = {}
 
     def shell() -> str | None:
         python = interpreter_of_process("", [], env) or python_on_path(env, outside=tool_environment(env))
         own = shutil.which(besides, path=env.get("PATH", "")) if besides else None
         return None if python is None or (own and environment_of(own) == environment_of(python)) else python
 
-    def frameworks(world: Mapping[str, str]) -> dict[str, str | None]:
+    def frameworks(world: Mapping[str, str]) -> dict[str, Fared]:
         key = tuple(world.get(name) for name in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH"))
         found[:] = found or [shell()]
         if found[0] is None or key in judged:
@@ -370,8 +371,8 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
             served = _serve(found[1], resolved, found[2], world, None, ())
         except CudnnloadError:
             served = ()
-        judged[key] = {s.route.consumer.label: None if s.works else
-                       next((f.message for f in s.findings if f.severity is ERROR), "") for s in served}
+        judged[key] = {s.route.consumer.label: Fared(None if s.works else next(
+            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare) for s in served}
         return judged[key]
 
     return frameworks

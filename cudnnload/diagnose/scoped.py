@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from cudnnload.codes import ActionKind, Severity
 from cudnnload.diagnose.inventory import judged_install_of
@@ -50,9 +51,18 @@ from cudnnload.verdicts import Action, Finding, Fix, remove_entry, run
 _VARIABLE = "LD_LIBRARY_PATH"
 _ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET)
 
-# The frameworks of the shell's Python judged in a world (an environment): each one's label, and why it fails
-# there (None: it works)
-Others = Callable[[Mapping[str, str]], Mapping[str, "str | None"]]
+
+
+class Fared(NamedTuple):
+    """How a framework of the shell's Python fares in a world: its first error there (None: it works), and how far
+    it gets (`judge.routes.Served.fare`: the greater, the further)."""
+
+    why: str | None
+    fare: tuple[int, int]
+
+
+# The frameworks of the shell's Python judged in a world (an environment): each one's label, and how it fares there
+Others = Callable[[Mapping[str, str]], Mapping[str, Fared]]
 
 
 def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context | None = None,
@@ -100,9 +110,11 @@ def _inert(entry: str) -> bool:
 
 def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: Others) -> tuple[Finding, ...]:
     """``findings`` with each fix whose changes of the environment would make a framework of the shell's Python
-    that works today fail, made for the program alone (``env VAR=... PROGRAM``); the change for everyone stays as
-    the alternative, with the framework it would break."""
-    today: Mapping[str, str | None] | None = None
+    fare worse than today (fail where it works; fail sooner where it fails already: stop at its version check
+    where today it gets as far as a call), made for the program alone (``env VAR=... PROGRAM``); the change for
+    everyone stays as the alternative, with the framework it would harm. A framework that cannot start today has
+    nothing to lose."""
+    today: Mapping[str, Fared] | None = None
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
@@ -111,14 +123,15 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
             continue
         world = World(environ).after(*changes).environ
         today = others(environ) if today is None else today
-        after = others(world) if any(why is None for why in today.values()) else {}
-        broken = [f"{label} ({why})" for label, why in after.items()
-                  if why is not None and today.get(label, "") is None]
-        if not broken:
+        after = others(world) if any(now.fare > (0, 0) for now in today.values()) else {}
+        harmed = [(label, then.why, today[label].why is None) for label, then in after.items()
+                  if label in today and then.fare < today[label].fare]
+        if not harmed:
             out.append(finding)
             continue
+        said = "; ".join(f"{label} fail{'' if works else ' sooner than today'} ({why})" for label, why, works in harmed)
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, the change would make the "
-                          f"shell's {'; '.join(broken)} fail"))
+                          f"shell's {said}"))
     return tuple(out)
 
 

@@ -82,10 +82,24 @@ class Served:
     failing: tuple[Expectation, ...]  # its calls that fail, as predicted
     findings: tuple[Finding, ...]
     reached: frozenset[str]  # files (and "folder/key" names) whose loads decide what it sees
+    # how far its calls get, in the order it makes them: the first that fails (as many as it makes: none does)
+    reach: int = 0
 
     @property
     def works(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def fare(self) -> tuple[int, int]:
+        """How far it gets, for comparing two worlds: it works; else its calls run and the first that fails is the
+        ``reach``-th; else it stops at its version check (a release its build rules refuse); else it finds no
+        cuDNN or cannot start. The greater, the further."""
+        if self.works:
+            return (3, 0)
+        errors = {f.code for f in self.findings if f.severity is Severity.ERROR}
+        if self.install is None or Code.CONSUMER_BROKEN in errors:
+            return (0, 0)
+        return (1, 0) if errors & set(_RELEASE_CODES) else (2, self.reach)
 
     @property
     def use(self) -> Use:
@@ -186,7 +200,8 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
-    return Served(route, install, release, failing, tuple(findings), frozenset(reached))
+    reach = next((index for index, e in enumerate(made) if e in failing), len(made))
+    return Served(route, install, release, failing, tuple(findings), frozenset(reached), reach)
 
 
 def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> Fix:
