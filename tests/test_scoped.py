@@ -278,3 +278,34 @@ def test_a_change_kept_for_everyone_after_which_a_kept_preload_stops_every_start
     run = subprocess.run(["env", "true"], env={**today, "LD_LIBRARY_PATH": str(new)}, capture_output=True, text=True)
     assert run.returncode == 127 and "symbol lookup error" in run.stderr
     assert _stops_start({**BASE, "LD_LIBRARY_PATH": str(new)}, context(BASE)) is None
+
+
+def test_a_preload_goes_for_everyone_where_the_fix_puts_a_wheel_back_into_their_search_path(tmp_path: Path) -> None:
+    """The venv's cuDNN 12 wheel uninstalled (its folder, first on LD_LIBRARY_PATH, gone) and another release's
+    shim preloaded: a program asking by name gets the preloaded shim, whole from its own folder, and would get none
+    without it today. The fix puts the wheel back into that folder: after it, the preload kept would take its
+    sub-libraries from the wheel put back (LD_LIBRARY_PATH precedes its RUNPATH), so it goes for everyone with the
+    reinstall, not for the failing program alone (fix differential 8-10: kept, it broke the app by soname); and the
+    shell's framework whose site gets the wheel back is no reason to keep it (8-11)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import Fared, scoped
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    gone = site / "nvidia" / "cudnn" / "lib"
+    shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": str(gone), "LD_PRELOAD": str(shim)}
+    reinstall = pip_install(["nvidia-cudnn-cu12>=9,<10"], options=["--force-reinstall"], target=str(site),
+                            python=str(tmp_path / "venv" / "bin" / "python"))
+    finding = Finding(Code.MISSING_FILE, "m", Subject(SubjectKind.FILE, str(gone / "libcudnn.so.9")),
+                      fix(reinstall, remove_entry("LD_PRELOAD", str(shim))))
+    torch = {"torch 2.14.1": Fared(None, (3, 0), str(site))}
+    after = {"torch 2.14.1": Fared("finds no cuDNN", (0, 0), str(site))}
+    assert scoped([finding], env, others=lambda world: torch if "LD_PRELOAD" in world else after) == (finding,)
+    # the same without the wheel put back: programs by name would get none, the preload stays for them
+    elsewhere = pip_install(["nvidia-cudnn-cu12>=9,<10"], options=["--force-reinstall"], target=str(tmp_path / "x"))
+    [alone] = scoped([Finding(finding.code, "m", finding.subject, fix(elsewhere, remove_entry("LD_PRELOAD",
+                                                                                             str(shim))))], env)
+    assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}
+    assert "the preloaded shim answers the name" in alone.fix.text

@@ -372,7 +372,7 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
         except CudnnloadError:
             served = ()
         judged[key] = {s.route.consumer.label: Fared(None if s.works else next(
-            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare) for s in served}
+            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site) for s in served}
         return judged[key]
 
     return frameworks

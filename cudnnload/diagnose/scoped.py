@@ -12,17 +12,19 @@ alternative, with why it is not the first.
 The same holds where the shim they get lies on another entry (a link of it, whose ``$ORIGIN`` holds nothing else) but
 what it loads beside it comes through the entry removed, and for an ``LD_PRELOAD`` entry taken away: a preloaded shim
 answers every later request for its name, so programs by name may get a working cuDNN through it today and a broken
-one without it (unless the fix opens a folder on their search path, closed to this user today: what it puts back
-there answers them after it, and a preload kept would be mixed with it). "Worse" is what the model predicts for
-them: a cuDNN that no longer loads whole from one folder (a shim of a partial copy with sub-libraries from another
-entry), or, as whole as before, the calls of cuDNN's catalog made in order failing sooner without the change (short
-of a GPU on both sides).
+one without it (unless the fix opens a folder on their search path, closed to this user today, or puts a wheel
+back into one: what it gives back there answers them after it, and a preload kept would be mixed with it). "Worse"
+is what the model predicts for them: a cuDNN that no longer loads whole from one folder (a shim of a partial copy
+with sub-libraries from another entry), or, as whole as before, the calls of cuDNN's catalog made in order failing
+sooner without the change (short of a GPU on both sides).
 
 The same holds for the frameworks of the shell's Python (``others``: the interpreter that ``VIRTUAL_ENV`` or
 ``PATH`` gives, whose PyTorch or JAX the same profile starts): a change of ``LD_LIBRARY_PATH``, ``LD_PRELOAD`` or
-``PYTHONPATH`` after which the model says one of them that works today would fail (a preloaded shim of another
-release that the removed entry used to complete) is made for this program alone, the change for everyone kept
-as the alternative with the framework it would break.
+``PYTHONPATH`` after which the model says one of them would fare worse than today (fail where it works, or fail
+sooner: at its version check where its calls run today; a preloaded shim of another release that the removed entry
+used to complete) is made for this program alone, the change for everyone kept as the alternative with the
+framework it would harm. A framework whose site the fix puts a cuDNN wheel back into gets that wheel after it:
+what the model says it would get without it is no harm of the change.
 
 And a fix that sets ``LD_LIBRARY_PATH`` for a framework (the JIT wheel's folder, which torch's own search does not
 reach) puts that folder first for every program: before a program's own RUNPATH too (a conda env's program linked
@@ -45,7 +47,7 @@ from cudnnload.judge.judged import Judged
 from cudnnload.judge.routes import call_fails
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
-from cudnnload.resolve.discovery import Context, context, search_entry
+from cudnnload.resolve.discovery import Context, context, search_entry, wheel_site
 from cudnnload.verdicts import Action, Finding, Fix, remove_entry, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
@@ -59,6 +61,7 @@ class Fared(NamedTuple):
 
     why: str | None
     fare: tuple[int, int]
+    site: str | None = None  # the site-packages folder it is installed in
 
 
 # The frameworks of the shell's Python judged in a world (an environment): each one's label, and how it fares there
@@ -124,8 +127,13 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         world = World(environ).after(*changes).environ
         today = others(environ) if today is None else today
         after = others(world) if any(now.fare > (0, 0) for now in today.values()) else {}
+        # a framework whose site the fix puts a cuDNN wheel back into gets that wheel after it, which the model
+        # cannot judge before it is there: what it would get without it is no harm of the change (fix
+        # differential 8-11: torch's wheel put back, a preload of another release taken away with it)
+        refilled = _refilled(finding.fix)
         harmed = [(label, then.why, today[label].why is None) for label, then in after.items()
-                  if label in today and then.fare < today[label].fare]
+                  if label in today and then.fare < today[label].fare
+                  and os.path.normpath(then.site or "-") not in refilled]
         if not harmed:
             out.append(finding)
             continue
@@ -297,7 +305,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
     """``findings`` with each fix that takes an LD_PRELOAD entry (or LD_PRELOAD) away from everyone, where a program
     asking for a shim by name gets its cuDNN through it today (the preloaded shim answers the name, its folder
     completes it) and would fare worse without it (`_loses_by_name`), made for the program alone; not where the fix
-    opens a folder they search (`_opens_for_them`)."""
+    opens a folder they search or puts a wheel back into one (`_opens_for_them`)."""
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET)
@@ -324,20 +332,39 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
 
 
 def _opens_for_them(repair: Fix, now: Context) -> bool:
-    """Whether ``repair`` opens (``chmod``) a file or folder on the ``LD_LIBRARY_PATH`` entries programs asking for a
-    shim by name search, or a folder above one: what they get there after the fix, the model cannot see today (the
-    folder is closed to this user; the fix puts back what it holds), so today's judgement of how they fare without
-    the preload does not hold. The folder opened answers them after the fix, and a preload kept for them would only
-    be mixed with it (its sub-libraries come from LD_LIBRARY_PATH before its own RUNPATH): it goes for everyone, as
-    an entry that nobody can map today does (`_inert`; the fix differential's 1-3074)."""
+    """Whether ``repair`` gives back what programs asking for a shim by name search on ``LD_LIBRARY_PATH``: opens
+    (``chmod``) a file or folder on an entry, or a folder above one; or puts a cuDNN wheel back (``pip install``)
+    into the site whose ``nvidia/cudnn/lib`` is an entry. What they get there after the fix, the model cannot see
+    today (the folder is closed to this user, or empty: the wheel was uninstalled), so today's judgement of how
+    they fare without the preload does not hold. What the fix gives back answers them after it, whole, and a
+    preload kept for them would only be mixed with it (its sub-libraries come from LD_LIBRARY_PATH before its own
+    RUNPATH): it goes for everyone, as an entry that nobody can map today does (`_inert`; the fix differential's
+    1-3074, opened; 8-10, a cuDNN 12 wheel put back under a preloaded CUDA 13 shim)."""
     entries = [os.path.normpath(e) for e in now.linker.ld_library_path if os.path.isabs(e)]
     for action in repair.actions:
-        if action.do is not ActionKind.CHMOD or not action.path:
-            continue
-        opened = os.path.normpath(action.path)
-        if any(opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep) for e in entries):
+        if action.do is ActionKind.CHMOD and action.path:
+            opened = os.path.normpath(action.path)
+            if any(opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep) for e in entries):
+                return True
+        if os.path.normpath(action.target or "-") in _refilled(Fix((action,))) and any(
+                _filled(e, action.requirements, os.path.normpath(action.target or "")) for e in entries):
             return True
     return False
+
+
+def _refilled(repair: Fix) -> frozenset[str]:
+    """The site-packages folders ``repair`` puts a cuDNN wheel back into (``pip install nvidia-cudnn-...``)."""
+    return frozenset(os.path.normpath(a.target) for a in repair.actions if a.do is ActionKind.PIP_INSTALL
+                     and a.target and any(r.startswith("nvidia-cudnn") for r in a.requirements))
+
+
+def _filled(entry: str, requirements: Iterable[str], site: str) -> bool:
+    """Whether installing ``requirements`` into ``site`` writes cuDNN's libraries into the folder ``entry`` (the
+    cuDNN wheels': ``SITE/nvidia/cudnn/lib``; the JIT wheel's: ``cudnn_jit``)."""
+    owner = os.path.basename(os.path.dirname(entry))
+    written = {"cudnn_jit" if "-jit" in r else "cudnn" for r in requirements if r.startswith("nvidia-cudnn")}
+    found = wheel_site(entry)
+    return owner in written and found is not None and os.path.normpath(found) == site
 
 
 def _stops_start(world: Mapping[str, str], now: Context) -> str | None:
