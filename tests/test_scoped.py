@@ -309,3 +309,28 @@ def test_a_preload_goes_for_everyone_where_the_fix_puts_a_wheel_back_into_their_
                                                                                              str(shim))))], env)
     assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}
     assert "the preloaded shim answers the name" in alone.fix.text
+
+
+def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_way_goes_for_the_program_alone(
+        tmp_path: Path) -> None:
+    """Another release's shim preloaded over a partial copy of the venv's release on LD_LIBRARY_PATH (shim, graph
+    and ops in an app's lib/, the rest from the venv's folder after it): a program asking by name gets the preloaded
+    shim with sub-libraries of the other release today, and the copy's release from two folders without it.
+    Neither loads whole from one folder; which is better, the model cannot say, and the preload is the user's
+    own setting: it goes for the failing program alone, the removal for everyone kept as the alternative (the fix
+    differential's 7-41: removed for everyone, the app by soname failed)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, remove_entry
+
+    copy = folder_of(W928, tmp_path / "app" / "lib", only=("libcudnn.so.9", "libcudnn_graph.so.9",
+                                                            "libcudnn_ops.so.9"))
+    venv = folder_of(W928, tmp_path / "venv")
+    shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": f"{copy}:{venv}", "LD_PRELOAD": str(shim)}
+    finding = Finding(Code.MIXED_IN_PROCESS, "m", Subject(SubjectKind.FILE, str(venv / "libcudnn.so.9")),
+                      fix(remove_entry("LD_PRELOAD", str(shim))))
+    [said] = scoped([finding], env)
+    assert [a.json() for a in said.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+    assert [a.json() for a in said.fix.alternatives] == [remove_entry("LD_PRELOAD", str(shim)).json()]
+    assert "which is better, the model cannot say" in said.fix.text

@@ -265,6 +265,29 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | No
     return None
 
 
+def _neither_whole(ctx: Context, world: Mapping[str, str]) -> str | None:
+    """Whether a program asking for a shim by name gets a cuDNN that does not load whole from one folder today,
+    through a preload, and another that does not either in ``world`` (every change of the environment a fix makes
+    for everyone): which is better, the model cannot say for certain (a mixed set whose calls fail later, against a
+    partial copy's one release from two folders: the fix differential's 7-41), and the preload is the user's own
+    setting, so it is taken away for the failing program alone; in words, else None."""
+    other: Context | None = None
+    for gen in GENERATIONS.values():
+        found = linker.resolve(gen.shim.soname, None, ctx.linker).path
+        today = _fares(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) if found else None
+        if today is None or today.whole:
+            continue
+        other = other or context(world, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
+        instead = linker.resolve(gen.shim.soname, None, other.linker).path
+        then = _fares(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
+            if instead else None
+        if then is not None and not then.whole:
+            return (f"programs that load {gen.shim.soname} by name get {found} today, which does not "
+                    f"load whole ({today.broken}), and after it {instead}, which does not either ({then.broken}): "
+                    f"which is better, the model cannot say")
+    return None
+
+
 @dataclass(frozen=True)
 class _Fare:
     """How a program asking for a shim by name fares with an install: whether it loads whole from its own folder
@@ -317,7 +340,8 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
-        why = _loses_by_name(now, world, "the preloaded shim answers the name")
+        why = _loses_by_name(now, world, "the preloaded shim answers the name") or _neither_whole(
+            now, World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ)
         if why is None:
             out.append(finding)
             continue
