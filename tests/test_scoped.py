@@ -334,3 +334,17 @@ def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_w
     assert [a.json() for a in said.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
     assert [a.json() for a in said.fix.alternatives] == [remove_entry("LD_PRELOAD", str(shim)).json()]
     assert "which is better, the model cannot say" in said.fix.text
+
+
+def test_no_doubt_keeps_a_preload_that_stops_every_start_today(tmp_path: Path) -> None:
+    """A 9.0 ops preloaded before a 9.28 folder on LD_LIBRARY_PATH stops every start (its NEEDED graph lacks the
+    symbols it binds): a wrapper for the program alone (``env -u LD_PRELOAD``) would not start either, so the
+    model's doubt between two sets that do not load whole does not keep that preload for anyone (seed 2's 2-220:
+    the wrapper exited 127, "symbol lookup error")."""
+    from cudnnload.diagnose.scoped import _neither_whole
+    from cudnnload.resolve.discovery import context
+
+    ops = folder_of(W90, tmp_path / "old") / "libcudnn_ops.so.9"
+    new = folder_of(W928, tmp_path / "new", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
+    today = {**BASE, "LD_PRELOAD": str(ops), "LD_LIBRARY_PATH": str(new)}
+    assert _neither_whole(context(today), {**BASE, "LD_LIBRARY_PATH": str(new)}) is None

@@ -270,7 +270,10 @@ def _neither_whole(ctx: Context, world: Mapping[str, str]) -> str | None:
     through a preload, and another that does not either in ``world`` (every change of the environment a fix makes
     for everyone): which is better, the model cannot say for certain (a mixed set whose calls fail later, against a
     partial copy's one release from two folders: the fix differential's 7-41), and the preload is the user's own
-    setting, so it is taken away for the failing program alone; in words, else None."""
+    setting, so it is taken away for the failing program alone; in words, else None. Not where the preload stops
+    every program today: the program's own wrapper (``env``) would not start either (seed 2's 2-220)."""
+    if any(p.stops_start for p in ctx.preloads):
+        return None
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker).path

@@ -1,0 +1,55 @@
+"""The fix differential on cases whose verbs are chosen, not drawn: to study a family without reading held-out cases.
+
+    python bench/fixdiff_targeted.py --seed S --count N [--start I] [--jobs J] [--out DIR]   (S >= 7)
+    python bench/fixdiff_targeted.py --replay S-I
+
+Every option is `bench_fix_differential.py`'s. For seeds 7 and up, case (S, I) keeps its drawn base and generator but
+its verbs are the pair ``COMBOS[I % len(COMBOS)]`` in a shuffled order, with a third verb drawn in 3 cases of 10
+(seed 8: the first pair alone, its verbs the other way round before the shuffle, no third); seeds below 7 are drawn
+as usual. The pairs are the verbs of seed 2's breaking cases at d5afc21 (session 19; only their verbs were read):
+each with ``ld-preload-other``. Session 20 found its breaks here (7-7, 7-41, 7-60, 8-10, 8-11, ...) and mended them
+before seed 2 ran again.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+import bench_fix_differential as bench  # noqa: E402
+
+import fixtures.fixdiff.grammar as grammar  # noqa: E402
+import fixtures.fixdiff.runner as runner  # noqa: E402
+
+FIRST_CHOSEN = 7
+COMBOS = [("pip-uninstall-cudnn", "ld-preload-other"), ("partial-copy-on-path", "ld-preload-other"),
+          ("unreadable-sublibrary", "ld-preload-other"), ("ldlp-system-like", "ld-preload-other"),
+          ("pip-install-other-cuda", "ld-preload-other"), ("versioned-name-wrong", "ld-preload-other"),
+          ("pip-install-other-release", "ld-preload-other"), ("ldlp-relative-entry", "ld-preload-other")]
+_drawn = grammar.draw
+
+
+def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[grammar.Verb]]:
+    rng, base, verbs = _drawn(seed, index)
+    if seed < FIRST_CHOSEN:
+        return rng, base, verbs
+    by_name = {v.name: v for v in grammar.GRAMMAR}
+    pairs = [COMBOS[0][::-1]] if seed == FIRST_CHOSEN + 1 else COMBOS
+    combo = pairs[index % len(pairs)]
+    chosen = [by_name[name] for name in combo]
+    order = random.Random(f"targeted:{seed}:{index}")
+    order.shuffle(chosen)
+    if seed != FIRST_CHOSEN + 1 and order.random() < 0.3:
+        chosen.append(order.choice([v for v in grammar.GRAMMAR if v.name not in combo]))
+    return rng, base, chosen
+
+
+grammar.draw = runner.draw = bench.draw = draw  # type: ignore[assignment]
+
+if __name__ == "__main__":
+    sys.argv[0] = str(ROOT / "bench" / "bench_fix_differential.py")
+    bench.main()
