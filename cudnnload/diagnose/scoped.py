@@ -35,7 +35,7 @@ JIT wheel has no ops, cnn or adv), the setting is made for this program alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -245,23 +245,12 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | No
     for a preload too: one that is the only cuDNN programs by name are given, and that the failing program's fix
     takes away, is taken away for that program alone (a program by name that works through it today would fail
     without it: the fix differential's 1-695)."""
-    if any(p.stops_start for p in ctx.preloads):
-        return None
-    other: Context | None = None
-    for gen in GENERATIONS.values():
-        found = linker.resolve(gen.shim.soname, None, ctx.linker).path
-        today = _fares(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) if found else None
-        if today is None:
-            continue
-        other = other or context(world, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
-        instead = linker.resolve(gen.shim.soname, None, other.linker).path
-        then = _fares(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
-            if instead else None
+    for name, found, today, instead, then in _by_name(ctx, world, lambda today: True):
         if then is not None and then.rank >= today.rank:
             continue
         worse = f"{instead}, {then.said}" if then is not None else \
             f"{instead}, which the model cannot judge" if instead else "none"
-        return f"programs that load {gen.shim.soname} by name get {found} ({how}); after it they would get {worse}"
+        return f"programs that load {name} by name get {found} ({how}); after it they would get {worse}"
     return None
 
 
@@ -272,23 +261,33 @@ def _neither_whole(ctx: Context, world: Mapping[str, str]) -> str | None:
     partial copy's one release from two folders: the fix differential's 7-41), and the preload is the user's own
     setting, so it is taken away for the failing program alone; in words, else None. Not where the preload stops
     every program today: the program's own wrapper (``env``) would not start either (seed 2's 2-220)."""
+    for name, found, today, instead, then in _by_name(ctx, world, lambda today: not today.whole):
+        if then is not None and not then.whole:
+            return (f"programs that load {name} by name get {found} today, which does not load whole "
+                    f"({today.broken}), and after it {instead}, which does not either ({then.broken}): which is "
+                    f"better, the model cannot say")
+    return None
+
+
+def _by_name(ctx: Context, world: Mapping[str, str], wanted: Callable[[_Fare], bool]
+             ) -> Iterator[tuple[str, str, _Fare, str | None, _Fare | None]]:
+    """For each shim name a program asking by name gets a cuDNN through today, with a fare ``wanted`` takes: the
+    name, the file, how it fares (`_fares`), and what it would get in ``world`` and how it would fare there (None:
+    no cuDNN, or none the model can judge); ``world``'s context made once, on first need. None where a preload
+    stops every program today: they have nothing to lose, and a wrapper of their own would not start either."""
     if any(p.stops_start for p in ctx.preloads):
-        return None
+        return
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker).path
         today = _fares(judged_install_of(found, ctx, "as a program that asks for it by name"), ctx) if found else None
-        if today is None or today.whole:
+        if found is None or today is None or not wanted(today):
             continue
         other = other or context(world, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
         then = _fares(judged_install_of(instead, other, "as a program that asks for it by name"), other) \
             if instead else None
-        if then is not None and not then.whole:
-            return (f"programs that load {gen.shim.soname} by name get {found} today, which does not "
-                    f"load whole ({today.broken}), and after it {instead}, which does not either ({then.broken}): "
-                    f"which is better, the model cannot say")
-    return None
+        yield gen.shim.soname, found, today, instead, then
 
 
 @dataclass(frozen=True)
