@@ -8,7 +8,8 @@ its verbs are the pair ``COMBOS[I % len(COMBOS)]`` in a shuffled order, with a t
 (seed 8: the first pair alone, its verbs the other way round before the shuffle, no third); seeds below 7 are drawn
 as usual. The pairs are the verbs of seed 2's breaking cases at d5afc21 (session 19; only their verbs were read):
 each with ``ld-preload-other``. Session 20 found its breaks here (7-7, 7-41, 7-60, 8-10, 8-11, ...) and mended them
-before seed 2 ran again.
+before seed 2 ran again. Seed 9 pairs a start-up load (a ``.pth`` or ``sitecustomize`` that maps a cuDNN) with a
+preload, and adds one or two of ``STARTUP_THIRD`` (the verbs of seed 2's last breaking case, 2-927, at de54f64).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ COMBOS = [("pip-uninstall-cudnn", "ld-preload-other"), ("partial-copy-on-path", 
           ("unreadable-sublibrary", "ld-preload-other"), ("ldlp-system-like", "ld-preload-other"),
           ("pip-install-other-cuda", "ld-preload-other"), ("versioned-name-wrong", "ld-preload-other"),
           ("pip-install-other-release", "ld-preload-other"), ("ldlp-relative-entry", "ld-preload-other")]
+STARTUP = [("pth-ctypes-load", "ld-preload-other"), ("sitecustomize-load", "ld-preload-other"),
+           ("pth-ctypes-load", "ld-preload-by-name"), ("pth-sys-path-first", "ld-preload-other")]
+STARTUP_THIRD = ["pip-install-other-release", "unreadable-sublibrary", "pip-install-other-cuda", "pip-uninstall-cudnn"]
 _drawn = grammar.draw
 
 
@@ -38,12 +42,14 @@ def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[gramm
     if seed < FIRST_CHOSEN:
         return rng, base, verbs
     by_name = {v.name: v for v in grammar.GRAMMAR}
-    pairs = [COMBOS[0][::-1]] if seed == FIRST_CHOSEN + 1 else COMBOS
+    pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP}.get(seed, COMBOS)
     combo = pairs[index % len(pairs)]
     chosen = [by_name[name] for name in combo]
     order = random.Random(f"targeted:{seed}:{index}")
     order.shuffle(chosen)
-    if seed != FIRST_CHOSEN + 1 and order.random() < 0.3:
+    if seed == FIRST_CHOSEN + 2:
+        chosen += [by_name[name] for name in order.sample(STARTUP_THIRD, order.choice([1, 2]))]
+    elif seed != FIRST_CHOSEN + 1 and order.random() < 0.3:
         chosen.append(order.choice([v for v in grammar.GRAMMAR if v.name not in combo]))
     return rng, base, chosen
 

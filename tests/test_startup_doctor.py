@@ -70,3 +70,35 @@ def test_the_sys_path_doctor_judges_is_the_interpreters_own_not_cudnnloads(tmp_p
     assert path.index(str(target)) < path.index(str(site))  # '' (the program's folder, for -c) comes first
     assert {i["folder"] for i in result["inventory"]["installs"]} >= {str(target / "nvidia" / "cudnn" / "lib"),
                                                                        str(site / "nvidia" / "cudnn" / "lib")}
+
+
+REAL_ANSWER = """
+import ctypes, os
+class LinkMap(ctypes.Structure):
+    _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+handle = ctypes.CDLL("libcudnn_graph.so.9", mode=os.RTLD_NOLOAD)._handle
+found = ctypes.POINTER(LinkMap)()
+assert ctypes.CDLL(None).dlinfo(ctypes.c_void_p(handle), 2, ctypes.byref(found)) == 0  # RTLD_DI_LINKMAP
+print(os.fsdecode(found.contents.l_name))
+"""
+
+
+def test_a_pth_line_runs_after_the_preloads_so_its_file_answers_no_name_a_preload_answered(tmp_path: Path) -> None:
+    """ld.so maps LD_PRELOAD and what it NEEDs before any Python code: a `.pth` line's dlopen by path of another
+    release's graph then maps a second object, and the name libcudnn_graph.so.9 stays the preload's. The model's
+    answer is the real loader's (dlinfo of a by-name dlopen in that interpreter); before, it put the start-up's
+    file first and said the process had the 9.0 graph under that name."""
+    from cudnnload.diagnose.targets import resolve_target
+
+    python, site = venv_with_cudnn(tmp_path)
+    old_graph = site_folder("cu12-9.0.0.312") / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9"
+    (site / "zz-old-cudnn.pth").write_text(f"import ctypes; ctypes.CDLL({str(old_graph)!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    preload = site_folder("cu13-9.28.0.42") / "nvidia" / "cudnn" / "lib" / "libcudnn_ops.so.9"
+    env = {**os.environ, "LD_PRELOAD": str(preload), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    real = subprocess.run([str(python), "-c", REAL_ANSWER], env=env, capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr
+    resolved = resolve_target(None, python=str(python), environ=env)
+    modelled = resolved.ctx.linker.loaded.get("libcudnn_graph.so.9")
+    assert modelled is not None and os.path.realpath(modelled) == os.path.realpath(real.stdout.strip())
+    assert os.path.dirname(modelled) == str(preload.parent)
+    assert any(p.path == str(old_graph) and p.cause is not None for p in resolved.ctx.preloads)

@@ -174,13 +174,15 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
     NEED (``elf`` reads a file's dynamic section). A cuDNN library NEEDed by a preloaded one that lacks a symbol
     of that version node the requester needs stops the start ("symbol lookup error: ...: undefined symbol: S,
     version libcudnn_graph.so.9", measured: a 9.0 engine library preloaded with the 9.27 JIT graph on the path);
-    ``unresolved`` tells. ``causes``: what put each of ``mapped`` there when Python's start-up did. ``lines``:
-    the preload file's lines that hold one entry alone (`preload_file_lines`), by entry."""
-    found: list[Preload] = [Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
-                                    cause=(causes or {}).get(path)) for path in mapped]
+    ``unresolved`` tells. ``causes``: what put each of ``mapped`` there when Python's start-up did (those come
+    after the preloads and what they NEED: start-up runs once ld.so is done). ``lines``: the preload file's lines
+    that hold one entry alone (`preload_file_lines`), by entry."""
+    causes = causes or {}
+    found: list[Preload] = []
     names: dict[str, str] = {}
-    for item in found:
-        _answers(item, names)
+    for path in mapped:
+        if path not in causes:
+            _mapped_first(Preload(os.path.basename(path), path, None, soname=_soname(path, elf)), found, names)
     queue: list[tuple[str, Request, linker.Chain | None]] = []
     for request in preload_requests(environ, env, file_entries):
         if request.ignored is not None:
@@ -226,6 +228,13 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
         found.append(item)
         _answers(item, names)
         queue += _needed(res.path, request, elf)
+    # Python's start-up runs after ld.so mapped every preload and what it NEEDs: a .pth line's dlopen by path of
+    # another file with a name a preload's NEEDED answered already maps a second object, which answers that name
+    # for nobody (measured: a 9.0 graph loaded by a .pth beside a preloaded 9.28 ops, whose graph torch's shim got)
+    for path in mapped if not any(item.kills or item.hangs for item in found) else ():
+        if path in causes:
+            _mapped_first(Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
+                                  cause=causes[path]), found, names)
     lines = lines or {}
     return tuple(replace(item, line=lines.get(item.entry)) if item.source == PRELOAD_FILE and item.entry is not None
                  else item for item in found)
@@ -265,6 +274,11 @@ def loaded_names(items: Sequence[Preload]) -> dict[str, str]:
     for item in items:
         _answers(item, names)
     return names
+
+
+def _mapped_first(item: Preload, found: list[Preload], names: dict[str, str]) -> None:
+    found.append(item)
+    _answers(item, names)
 
 
 def _answers(item: Preload, names: dict[str, str]) -> None:
