@@ -180,9 +180,13 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
     causes = causes or {}
     found: list[Preload] = []
     names: dict[str, str] = {}
-    for path in mapped:
-        if path not in causes:
-            _mapped_first(Preload(os.path.basename(path), path, None, soname=_soname(path, elf)), found, names)
+
+    def there(path: str) -> None:  # a file in the process already, with what put it there when start-up did
+        _add(Preload(os.path.basename(path), path, None, soname=_soname(path, elf), cause=causes.get(path)), found,
+             names)
+
+    for path in (p for p in mapped if p not in causes):
+        there(path)
     queue: list[tuple[str, Request, linker.Chain | None]] = []
     for request in preload_requests(environ, env, file_entries):
         if request.ignored is not None:
@@ -225,16 +229,14 @@ def preloaded(environ: Mapping[str, str], env: linker.LinkerEnv, elf: ElfReader,
             continue
         item = Preload(name, res.path, entry, _lookup_error(unresolved, requester, res.path, name),
                        soname=_soname(res.path, elf), source=request.source, by=by)
-        found.append(item)
-        _answers(item, names)
+        _add(item, found, names)
         queue += _needed(res.path, request, elf)
     # Python's start-up runs after ld.so mapped every preload and what it NEEDs: a .pth line's dlopen by path of
     # another file with a name a preload's NEEDED answered already maps a second object, which answers that name
     # for nobody (measured: a 9.0 graph loaded by a .pth beside a preloaded 9.28 ops, whose graph torch's shim got)
-    for path in mapped if not any(item.kills or item.hangs for item in found) else ():
-        if path in causes:
-            _mapped_first(Preload(os.path.basename(path), path, None, soname=_soname(path, elf),
-                                  cause=causes[path]), found, names)
+    if not any(item.kills or item.hangs for item in found):
+        for path in (p for p in mapped if p in causes):
+            there(path)
     lines = lines or {}
     return tuple(replace(item, line=lines.get(item.entry)) if item.source == PRELOAD_FILE and item.entry is not None
                  else item for item in found)
@@ -276,7 +278,8 @@ def loaded_names(items: Sequence[Preload]) -> dict[str, str]:
     return names
 
 
-def _mapped_first(item: Preload, found: list[Preload], names: dict[str, str]) -> None:
+def _add(item: Preload, found: list[Preload], names: dict[str, str]) -> None:
+    """``item`` in the process, in order, answering its names where no earlier object does."""
     found.append(item)
     _answers(item, names)
 
