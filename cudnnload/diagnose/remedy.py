@@ -83,7 +83,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         handled.add(_key(first))
         steps = [a for a in first.fix.actions if a not in actions and not _installed_by(a, actions)]
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
-            return fix(*actions, manual(f"then: {first.message} (no change is known for it: "
+            return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
         if actions and keep is not None and any(a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH"
                                     and _same_entry(a.entry or "", keep) for a in first.fix.actions):
