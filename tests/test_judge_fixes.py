@@ -974,3 +974,20 @@ def test_a_versioned_name_found_in_another_folder_is_never_deleted_there(tmp_pat
     deletes = [path for f in report.findings for a in f.fix.actions for path in a.deletes]
     assert not any(path.startswith(f"{system}/") for path in deletes), deletes
     assert any(f.path and f.path.startswith(f"{system}/") for f in report.findings)  # the name is still said
+
+
+def test_a_wheel_the_plan_installs_takes_care_of_a_finding_only_when_it_asks_for_nothing_more() -> None:
+    """A framework's finding whose fix is the wheel the plan installs already and a start-up line taken out: the
+    install alone does not take care of it (the `.pth` line that maps another release's graph would meet the
+    wheel); one that asks for that wheel alone is taken care of."""
+    from cudnnload.codes import SubjectKind
+    from cudnnload.diagnose.remedy import _taken_care_of
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_line
+
+    site = "/venv/lib/python3.11/site-packages"
+    wheel = pip_install(["nvidia-cudnn-cu13==9.24.0.43"], target=site)
+    line = remove_line(f"{site}/old.pth", "import ctypes; ctypes.CDLL('/opt/old/libcudnn_graph.so.9')")
+    alone = Finding(Code.CONSUMER_BROKEN, "a", Subject(SubjectKind.CONSUMER, site), fix(wheel))
+    more = Finding(Code.CONSUMER_BROKEN, "b", Subject(SubjectKind.CONSUMER, site), fix(wheel, line))
+    assert _taken_care_of(alone, [wheel])
+    assert not _taken_care_of(more, [wheel]) and _taken_care_of(more, [wheel, line])

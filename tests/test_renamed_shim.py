@@ -130,3 +130,23 @@ def test_another_library_under_the_shims_name_is_said_to_be_no_cudnn(tmp_path: P
     codes = [f["code"] for f in report["result"]["findings"]]
     assert not {"missing-sublibrary", "sublibrary-unloadable", "prediction-disagrees"} & set(codes), codes
     assert not any("passes its version checks" in f["message"] for f in report["result"]["findings"])
+
+
+def test_sub_libraries_of_cudnn_9_under_cudnn_8s_names_are_strays_of_the_8_shims_install(tmp_path: Path) -> None:
+    """The other half of the advice (``ln -s libcudnn_ops.so.9 libcudnn_ops_infer.so.8`` and so on, beside cuDNN
+    8.9.7's shim): the install is the shim's release, 8.9.7 (its shim carries no version constant; six 9.28 files
+    outvoted it, and doctor said "loads cuDNN 9.28.0", "coherent"), and each 9.28 file is a stray of another
+    release that the shim cannot use."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "libcudnn.so.8").symlink_to(lib_folder(EIGHT) / "libcudnn.so.8")
+    for key, nine in (("ops", "ops"), ("cnn", "cnn"), ("adv", "adv")):
+        for half in ("infer", "train"):
+            (folder / f"libcudnn_{key}_{half}.so.8").symlink_to(lib_folder(NINE) / f"libcudnn_{nine}.so.9")
+    install = install_of(str(folder / "libcudnn.so.8"), context({}), "test")
+    assert install is not None and install.major == 8 and str(install.release) == "8.9.7"
+    report = _doctor(str(folder / "libcudnn.so.8"), env={})
+    mixed = {os.path.basename(f["subject"]["path"]) for f in _errors(report) if f["code"] == "mixed-release"}
+    # (9's cnn carries no version constant: its release is not read off it)
+    assert mixed >= {f"libcudnn_{key}_{half}.so.8" for key in ("ops", "adv") for half in ("infer", "train")}, mixed
+    assert report["result"]["release"] == "8.9.7"

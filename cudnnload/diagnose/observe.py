@@ -172,12 +172,13 @@ def observation(ran: Run) -> Observation:
     order = [main] if main else []
     order += [log for pid, log in sorted(logs.items()) if pid != ran.pid]
     libraries = tuple(o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY))
-    # a lookup a log ends inside, at a file that is there, in a process that ended by itself: the linker stopped
-    # at a file it cannot use (a lookup that found nothing ends the same way: the other findings say that one)
+    # a lookup a log ends inside, in a process that ended by itself: the linker stopped at a file it cannot use, or
+    # found nothing under any name it tried (a program that NEEDs a shim the search does not find stops there:
+    # "error while loading shared libraries", on stderr, not in the log)
     killed = {k.process.pid for k in ran.killed}
     ended = () if ran.timed_out or ran.interrupted else tuple(
         log.unfinished for log in order if log.unfinished is not None and log.pid not in killed
-        and log.unfinished.tried and os.path.isfile(log.unfinished.tried[-1]))  # it stopped at a file it opened
+        and log.unfinished.tried)
     missed = tuple(m for m in (*(m for log in order for m in log.missed), *ended)
                    if os.path.basename(m.name).startswith(_FAMILY))
     reused = tuple(r for log in order for r in log.reused if os.path.basename(r.path).startswith(_FAMILY))
@@ -883,10 +884,13 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         findings.append(Finding(Code.LOGS_LOST, f"the linker's and cuDNN's logs of {program}'s run may be cut short: "
                                 f"{seen.logs_lost}; what it loaded is known only from its sampled maps", about,
                                 fix(note="free space there, or set TMPDIR to a folder with room, and run it again")))
+    preloaded: set[str] = set()  # the files of the preloads said to stop every start: what they NEED is theirs
     if not seen.ok and not seen.shims:  # stopped before it opened cuDNN: an LD_PRELOAD entry may stop every start
         from cudnnload.judge.preload import preload_findings
 
-        findings += preload_findings(ctx.preloads)
+        stops = preload_findings(ctx.preloads)
+        findings += stops
+        preloaded = {os.path.realpath(p.path) for p in ctx.preloads if p.path} if stops else set()
     for path in () if seen.logs_lost else seen.unlogged:  # a lost log explains an unlogged load: said above
         if _is_shim(path):
             findings.append(Finding(Code.UNLOGGED_LOAD, f"{program} mapped {path} where the dynamic linker kept no "
@@ -898,6 +902,8 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
                                 fix(note=_death_note(seen))))
     for stem, misses in _failed_lookups(seen).items():
+        if all(m.requested_by and os.path.realpath(m.requested_by) in preloaded for m in misses):
+            continue
         names = ", ".join(m.name for m in misses)
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
@@ -1017,12 +1023,14 @@ def _stem_major(path: str) -> tuple[str, str]:
     return stem, version.lstrip(".").split(".")[0]
 
 
-_NESTED = ("/glibc-hwcaps/", "/tls", "/x86_64", "/haswell", "/avx512_1")
+_NESTED = frozenset({"glibc-hwcaps", "tls", "x86_64", "haswell"})
 
 
 def _nested(folder: str) -> bool:
-    """An hwcaps or legacy platform subfolder ld.so tries inside every folder: not worth naming."""
-    return any(part in folder + "/" for part in _NESTED)
+    """An hwcaps or legacy platform subfolder ld.so tries inside every folder: not worth naming (a folder named
+    for the multiarch triplet, ``/lib/x86_64-linux-gnu``, is no such subfolder)."""
+    parts = folder.split("/")
+    return any(part in _NESTED or part.startswith("avx512") for part in parts)
 
 
 def _death_note(seen: Observation) -> str:

@@ -81,9 +81,9 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         first = min(pending, key=lambda f: f.code in _SUMMARIES and all(
             a.do is ActionKind.MANUAL for a in f.fix.actions))
         handled.add(_key(first))
-        steps = [a for a in first.fix.actions if a not in actions]
+        steps = [a for a in first.fix.actions if a not in actions and not _installed_by(a, actions)]
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
-            return fix(*actions, manual(f"then: {first.message} (no change is known for it: "
+            return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
         if actions and keep is not None and any(a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH"
                                     and _same_entry(a.entry or "", keep) for a in first.fix.actions):
@@ -302,10 +302,11 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
         return True
     if finding.code is Code.MISSING_DEPENDENCY and any(_brings_dependencies(action) for action in actions):
         return True  # pip installs cuDNN's own Requires-Dist (its cuBLAS, NVRTC) with it
-    installed = {r for action in actions if action.do is ActionKind.PIP_INSTALL for r in action.requirements}
     if any(a.do is ActionKind.PIP_INSTALL for a in finding.fix.actions) and all(
-            set(a.requirements) <= installed for a in finding.fix.actions if a.do is ActionKind.PIP_INSTALL):
-        return True  # what a wheel the plan installs already brings (judged again, the model cannot see its files)
+            a in actions or _installed_by(a, actions) for a in finding.fix.actions):
+        # what a wheel the plan installs already brings (judged again, the model cannot see its files), where the
+        # finding asks for nothing more the plan has not done (a start-up line that maps another release, taken out)
+        return True
     path = finding.subject.path
     if path is None:
         return False
@@ -317,6 +318,12 @@ def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
                 and finding.code in _REWRITTEN and _under(path, action.target):
             return True
     return False
+
+
+def _installed_by(action: Action, actions: Sequence[Action]) -> bool:
+    """Whether ``action`` is a pip install of nothing the pip installs among ``actions`` do not install already."""
+    installed = {r for a in actions if a.do is ActionKind.PIP_INSTALL for r in a.requirements}
+    return action.do is ActionKind.PIP_INSTALL and set(action.requirements) <= installed
 
 
 def _brings_dependencies(action: Action) -> bool:

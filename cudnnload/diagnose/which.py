@@ -263,7 +263,29 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                        set_variable("LD_LIBRARY_PATH", ":".join([folder, *ctx.linker.ld_library_path])),
                        note=f"a program that asks for {gen.shim.soname} by name finds a pip wheel only on its "
                             "search path")
+        # no Python environment of the user's to put it in: a folder of its own, by the python3 on PATH, and that
+        # folder's library folder on the search path (the wheel's RUNPATH finds its cuBLAS and NVRTC beside it)
+        own = _own_folder(gen, ctx.environ)
+        if own is not None and requirement is not None:
+            folder = posixpath.join(own[1], WHEEL_LIB)
+            return fix(pip_install([requirement], target=own[1], python=own[0]),
+                       set_variable("LD_LIBRARY_PATH", ":".join([folder, *ctx.linker.ld_library_path])),
+                       note="a program that is no Python's finds a pip wheel only on its search path: the wheel "
+                            "installed into a folder of its own, and its library folder put on LD_LIBRARY_PATH "
+                            "for this program (or in the shell profile that starts it)")
     return cudnn_install(gen.major, None, python)
+
+
+def _own_folder(gen: Generation, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """(the python3 on PATH, ``~/.local/lib/nvidia-cudnn-MAJOR``): where pip puts a cuDNN wheel for a program of no
+    Python; None without a home folder or a python3 (cudnnload's own environment's is never offered)."""
+    from cudnnload.resolve.pythons import python_on_path, tool_environment
+
+    home = environ.get("HOME", "")
+    installer = python_on_path(environ, outside=tool_environment(environ))
+    if not home.startswith("/") or installer is None:
+        return None
+    return installer, posixpath.join(home, ".local", "lib", f"nvidia-cudnn-{gen.major}")
 
 
 def _folder_first(folder: str, linked: Sequence[str], ctx: Context) -> tuple[Action, ...]:

@@ -474,14 +474,11 @@ def _release_of(files: Sequence[Candidate], folder: str, major: int, dist: Distr
             return parse_release(dist.version), f"{dist.name} {dist.version} metadata"
         except ValueError:
             pass
-    constants = [cand for cand in files if cand.elf and cand.elf.release]
+    # a library of another major under this major's name (``ln -s libcudnn_ops.so.9 libcudnn_ops_infer.so.8``) says
+    # nothing of the release the shim is: it is a stray, however many of them there are
+    constants = [cand for cand in files if cand.elf and cand.elf.release and cand.elf.release.major == major]
     if constants:
-        # the release most of the folder's version constants name: one stray sub-library of another
-        # release (graph included) is then the mixed one, not the rest of the folder
-        counts = Counter(cand.elf.release for cand in constants if cand.elf)
-        best = max(counts, key=lambda release: counts[release])
-        cand = next(c for c in constants if c.elf and c.elf.release == best)
-        return best, f"{cand.elf.release_symbol if cand.elf else ''} in {os.path.basename(cand.path)}"
+        return _most_named(constants)
     for cand in files:  # libcudnn.so.7 -> libcudnn.so.7.6.5: the link's target names the release
         for name in (cand.path, cand.real_path or ""):
             match = _FULL_VERSION.search(name)
@@ -497,7 +494,17 @@ def _release_of(files: Sequence[Candidate], folder: str, major: int, dist: Distr
         release = release_near(linked.real_path, cache)
         if release is not None and release.major == major:
             return release, f"the folder {os.path.dirname(linked.real_path)} the shim links to"
-    return None, None
+    others = [cand for cand in files if cand.elf and cand.elf.release]
+    return _most_named(others) if others else (None, None)
+
+
+def _most_named(constants: Sequence[Candidate]) -> tuple[Release, str]:
+    """The release most of the folder's version constants name: one stray sub-library of another release (graph
+    included) is then the mixed one, not the rest of the folder."""
+    counts = Counter(cand.elf.release for cand in constants if cand.elf and cand.elf.release)
+    best = max(counts, key=lambda release: counts[release])
+    cand = next(c for c in constants if c.elf and c.elf.release == best)
+    return best, f"{cand.elf.release_symbol if cand.elf else ''} in {os.path.basename(cand.path)}"
 
 
 _SYSTEM_LIBRARY_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
