@@ -79,7 +79,7 @@ class World:
                 else:
                     shutil.copy2(copy, path, follow_symlinks=False)
         self.kept = [item for item in self.kept if item not in chosen]
-        if any(p.parent == self.system for p, _ in chosen):
+        if any(p.parent in (self.system, Path("/etc/ld.so.conf.d")) for p, _ in chosen):
             subprocess.run(["ldconfig"], check=False)  # the loader's cache with the system's cuDNN again
 
 
@@ -520,10 +520,72 @@ SIXTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
     "graph-deleted+system-graph-in-torch-lib": (case_graph_deleted_and_system_graph_in_torch_lib, ("torch", "jax")),
 }
 
+# The seventh set, written in the twenty-second session (2026-12-01) before any of it was run (`--set seventh`):
+# a shim copied beside the framework's own libraries, the loader's configuration, two sub-libraries of another
+# release, a start-up file that sets the search path too late, and a loader's cache naming a file that is gone.
+def case_system_shim_in_torch_lib_and_wheel_shim_deleted(w: World) -> None:
+    shim = w.wheel / "libcudnn.so.9"
+    w.keep(shim)
+    shim.unlink()
+    stray = w.site / "torch" / "lib" / "libcudnn.so.9"
+    w.keep(stray)
+    shutil.copy2(w.system / "libcudnn.so.9", stray)  # "copy the DLL next to torch's" for the shim
+
+
+def case_ld_so_conf_older_copy_and_graph_deleted(w: World) -> None:
+    older = older_copy(w, w.scratch / "opt-cudnn")
+    w.write(Path("/etc/ld.so.conf.d/000-cudnn.conf"), f"{older}\n")  # an installer's drop-in, first of all
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    subprocess.run(["ldconfig"], check=False)
+
+
+def case_ops_and_cnn_linked_to_system(w: World) -> None:
+    for name in ("libcudnn_ops.so.9", "libcudnn_cnn.so.9"):
+        path = w.wheel / name
+        w.keep(path)
+        path.unlink()
+        path.symlink_to(w.system / name)
+
+
+def case_sitecustomize_sets_ldlp_too_late(w: World) -> None:
+    moved = w.scratch / "moved"
+    moved.mkdir(exist_ok=True)
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    shutil.move(str(graph), moved / graph.name)  # the library moved out, and the search path set from inside
+    folder = w.scratch / "startup"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(f"import os\nos.environ['LD_LIBRARY_PATH'] = '{moved}'\n")
+    w.env["PYTHONPATH"] = str(folder)
+
+
+def case_stale_cache_entry_and_graph_deleted(w: World) -> None:
+    graph = w.wheel / "libcudnn_graph.so.9"
+    w.keep(graph)
+    graph.unlink()
+    system_graph = w.system / "libcudnn_graph.so.9"  # the cache still names it; ldconfig not run after
+    for path in sorted(w.system.glob("libcudnn_graph.so*")):
+        w.keep(path)
+        path.unlink()
+    assert not system_graph.exists()
+
+
+SEVENTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "system-shim-in-torch-lib+wheel-shim-deleted": (case_system_shim_in_torch_lib_and_wheel_shim_deleted,
+                                                    ("torch", "jax")),
+    "ld-so-conf-older-copy+graph-deleted": (case_ld_so_conf_older_copy_and_graph_deleted, ("torch", "jax")),
+    "ops-and-cnn-linked-to-system": (case_ops_and_cnn_linked_to_system, ("torch", "jax")),
+    "sitecustomize-sets-ldlp-too-late": (case_sitecustomize_sets_ldlp_too_late, ("torch", "jax")),
+    "stale-cache-entry+graph-deleted": (case_stale_cache_entry_and_graph_deleted, ("torch", "jax")),
+}
+
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
-    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES}[name]
+    make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES,
+               **SEVENTH_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -561,9 +623,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--set", choices=("first", "new", "third", "fourth", "fifth", "sixth", "all"), default="first",
+    parser.add_argument("--set", default="first",
+                        choices=("first", "new", "third", "fourth", "fifth", "sixth", "seventh", "all"),
                         help="the first set of compositions, the second or third (written in the eleventh session), "
-                             "the fourth to sixth (the sixteenth), or all")
+                             "the fourth to sixth (the sixteenth), the seventh (the twenty-second), or all")
     args = parser.parse_args()
     import torch
 
@@ -575,8 +638,9 @@ def main() -> int:
     rows = []
     with open(args.out, "w") as out:
         chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES, "fourth": FOURTH_CASES,
-                  "fifth": FIFTH_CASES, "sixth": SIXTH_CASES,
-                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES}}[args.set]
+                  "fifth": FIFTH_CASES, "sixth": SIXTH_CASES, "seventh": SEVENTH_CASES,
+                  "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES,
+                          **SEVENTH_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue

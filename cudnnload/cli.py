@@ -714,6 +714,7 @@ def main() -> None:
 
 def _main() -> None:
     global _closed
+    _loader_variables_as_started()
     _closed = _open_closed_streams()
     _buffered_stdout()
     # `run ... -- COMMAND`: straight to the program, without click (30 ms to import) or the program ownership
@@ -733,6 +734,30 @@ def _main() -> None:
     if owning:
         launch.finish(code)  # by the signal that interrupted it, if one did; without the teardown
     _end(code)
+
+
+def _loader_variables_as_started() -> None:
+    """The loader's variables (``LD_*``, ``GLIBC_TUNABLES``) as this process was started with them, in place of
+    what this Python's start-up (a sitecustomize, a .pth line) set in ``os.environ`` before cudnnload ran. ld.so
+    read them once, at the start: a value set later reaches no load of this process, nor of a program of the same
+    environment started without cudnnload, so doctor's model and the program `run` and `doctor --` start see
+    what the shell gave (before, a sitecustomize's ``os.environ["LD_PRELOAD"] = ...`` reached the program's loader
+    through cudnnload only). Linux's /proc/self/environ is the environment as exec gave it; elsewhere nothing
+    changes."""
+    try:
+        with open("/proc/self/environ", "rb") as file:
+            raw = file.read()
+    except OSError:
+        return
+    started: dict[bytes, bytes] = {}
+    for entry in raw.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if equals and (name.startswith(b"LD_") or name == b"GLIBC_TUNABLES"):
+            started[name] = value
+    for name in [n for n in os.environb if n.startswith(b"LD_") or n == b"GLIBC_TUNABLES"]:
+        if name not in started:
+            del os.environb[name]
+    os.environb.update(started)
 
 
 # `which` from the command line: the key its answer is kept under (`recall`), and the recording of this run
