@@ -47,7 +47,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install -e '.[test]' --config-settings editable_mode=compat
 	touch $@
 
-# The real cuDNN wheels the tests run against, unpacked side by side (fixtures/wheels.py; ~4.4 GB once).
+# The real cuDNN wheels the tests run against, unpacked side by side (fixtures/wheels.py; ~4.9 GB once).
 wheels: $(VENV)/.installed
 	CUDNNLOAD_TEST_CACHE=$(TEST_CACHE) $(PY) fixtures/wheels.py
 

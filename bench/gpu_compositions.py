@@ -504,13 +504,19 @@ def case_regular_nvidia_package_on_pythonpath(w: World) -> None:
     w.env["PYTHONPATH"] = str(w.scratch / "vendor")
 
 
-def case_graph_deleted_and_system_graph_in_torch_lib(w: World) -> None:
-    graph = w.wheel / "libcudnn_graph.so.9"
-    w.keep(graph)
-    graph.unlink()
-    stray = w.site / "torch" / "lib" / "libcudnn_graph.so.9"
+def _system_copy_in_torch_lib(w: World, name: str) -> None:
+    """The wheel's ``name`` gone, and the system's copied next to torch's libraries ("copy the missing DLL next
+    to torch's")."""
+    gone = w.wheel / name
+    w.keep(gone)
+    gone.unlink()
+    stray = w.site / "torch" / "lib" / name
     w.keep(stray)
-    shutil.copy2(w.system / "libcudnn_graph.so.9", stray)  # "copy the missing DLL next to torch's"
+    shutil.copy2(w.system / name, stray)
+
+
+def case_graph_deleted_and_system_graph_in_torch_lib(w: World) -> None:
+    _system_copy_in_torch_lib(w, "libcudnn_graph.so.9")
 
 
 SIXTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
@@ -524,12 +530,7 @@ SIXTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
 # a shim copied beside the framework's own libraries, the loader's configuration, two sub-libraries of another
 # release, a start-up file that sets the search path too late, and a loader's cache naming a file that is gone.
 def case_system_shim_in_torch_lib_and_wheel_shim_deleted(w: World) -> None:
-    shim = w.wheel / "libcudnn.so.9"
-    w.keep(shim)
-    shim.unlink()
-    stray = w.site / "torch" / "lib" / "libcudnn.so.9"
-    w.keep(stray)
-    shutil.copy2(w.system / "libcudnn.so.9", stray)  # "copy the DLL next to torch's" for the shim
+    _system_copy_in_torch_lib(w, "libcudnn.so.9")
 
 
 def case_ld_so_conf_older_copy_and_graph_deleted(w: World) -> None:

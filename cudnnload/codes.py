@@ -122,7 +122,8 @@ class Code(_Word):
                               "symlink; "
                               "`$ORIGIN` is the link's folder, where the sub-libraries are not")
     MISSING_DEPENDENCY = ("missing-dependency", (ERROR, WARNING), False, "a NEEDED library (libz) or one cuDNN "
-                          "dlopens (cuBLASLt: error; NVRTC: warning) would not be found")
+                          "dlopens (cuBLASLt: error; NVRTC: warning), or one a library dlopens as it loads (cuBLAS "
+                          "11.11's libnvrtc.so: an error where a cuDNN 8 shim then aborts on it), would not be found")
     LOADER_UNKNOWN = ("loader-unknown", WARNING, False, "the dynamic loader is not a glibc whose rules cudnnload "
                       "knows (2.28 to 2.41): what it would open is said as the nearest known glibc does, and "
                       "`LD_DEBUG=libs` settles it")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from cudnnload.codes import Effect
-from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary
+from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary, dlopens_at_load
 from cudnnload.resolve.discovery import Host, Step
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import Consequence
@@ -60,10 +60,14 @@ GRAPH_CONFIG_FUNCTION = "cudnnGetLibConfig"
 # 9.0's graph loads its engines without cuBLASLt and returns 1001 when one is missing; 9.28 needs
 # cuBLASLt for engine heuristics and returns 1008 (releases between were not measured: taken as 9.28).
 FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
-# The 8.5 shim reads dlerror() after its dlopen of cnn_infer succeeded, and cnn_infer's initializer has just
-# tried libcuda.so.1 itself: without a driver that stale error makes the shim print "Could not load library
-# libcudnn_cnn_infer.so.8. Error: libcuda.so.1: ..." and abort, whichever 8.x cnn_infer it loaded (measured on
-# the 8.5 and 8.9.7 wheels; 8.9.7's shim does not; 8.6 - 8.8 were not measured: taken as 8.5).
+# A cuDNN 8 shim before 8.9 reads dlerror() after its dlopen of a sub-library succeeded. The initializers that dlopen
+# runs may have dlopened something themselves (`discovery.opened_while_loading`): when the last of those failed, its
+# error is still there (each dl call clears the one before), and the shim prints "Could not load library
+# libcudnn_ops_infer.so.8. Error: libnvrtc.so: cannot open shared object file: ..." and aborts. Measured with the
+# 8.5 and 8.6 wheels: 8.5 with cuBLAS 11.10 and no driver (cuBLASLt's libcuda.so.1) at cudnnGetVersion; 8.6 with
+# cuBLAS 11.11 (its libnvrtc.so) at cudnnGetVersion, and with libnvrtc.so linked, at cudnnCnnInferVersionCheck (cnn_
+# infer's libcuda.so); a later success clears it (cuBLASLt's libcuda.so.1 failed, then its libnvrtc.so loaded: no
+# abort). 8.9.7's shim does not; 8.7 and 8.8 were not measured: taken as 8.5.
 FIRST_8_WITHOUT_STALE_DLERROR = Release(8, 9, 0)
 
 
@@ -312,10 +316,12 @@ def need_lib_soname(lib: SubLibrary, key: str) -> str:
 
 def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load], *,
             missing_dependencies: Mapping[str, str] | None = None, shim: ElfInfo | None = None,
-            shim_fails: Load | None = None, facts: FileFacts | None = None, gpu: bool = False) -> Prediction:
+            shim_fails: Load | None = None, facts: FileFacts | None = None, gpu: bool = False,
+            opened: Mapping[str, tuple[str, ...]] | None = None) -> Prediction:
     """Every call of ``gen.exercise`` with these loads on a machine with or without a GPU, and a
     `Consequence` per cause of failure. ``shim_fails``: the application's dlopen of the shim itself
-    fails (or kills it), and nothing else happens."""
+    fails (or kills it), and nothing else happens. ``opened``: what each sub-library's first dlopen dlopens as it
+    loads (`Install.opened_at_load`; default: what its soname alone says)."""
     if shim_fails is not None:
         opening = Call("dlopen", gen.shim.soname)
         if shim_fails.fails in _ENDS:
@@ -331,17 +337,17 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
     graph_info = facts.elf(graph.path) if facts and graph and graph.path and graph.fails is None else None
     expectations: list[Expectation] = []
     for call in gen.exercise:
-        expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu)
+        expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu, opened)
         expectations.append(expected)
         if expected.outcome in (ABORT, SIGBUS, HANG):
             break
-    return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu),
+    return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu, opened),
                       tuple(expectations))
 
 
 def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping[str, Load],
             missing: Mapping[str, str], exports: set[str] | None, graph_info: ElfInfo | None,
-            gpu: bool) -> Expectation:
+            gpu: bool, opened: Mapping[str, tuple[str, ...]] | None = None) -> Expectation:
     # a shim that exports no cuDNN function (another library under its name) has none of the calls
     if exports is not None and (call.kind in ("check", "version", "create") or not exports) and \
             call.function not in exports:
@@ -361,8 +367,9 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return Expectation(call, STATUS, status=1002, cause=lib.key)
         if _bound_elsewhere(gen, load) and call.kind == "check":
             return Expectation(call, STATUS, status=1002, cause=load.cause)
-        if _stale_dlerror(gen, release, lib, load, missing, exports):
-            return Expectation(call, ABORT, message=_STALE_MESSAGE.format(lib.soname), cause="libcuda.so.1")
+        stale = _stale_dlerror(gen, release, lib, load, missing, exports, opened)
+        if stale is not None:
+            return Expectation(call, ABORT, message=_stale_message(lib, stale), cause=stale)
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR) \
             and _engines_loaded(gen, loads):
@@ -393,20 +400,30 @@ def _checks_other_release(lib: SubLibrary, load: Load, loads: Mapping[str, Load]
     return False
 
 
-_STALE_MESSAGE = "Could not load library {}. Error: libcuda.so.1: cannot open shared object file: No such file or " \
-    "directory"
+def _stale_message(lib: SubLibrary, failed: str) -> str:
+    return f"Could not load library {lib.soname}. Error: {failed}: cannot open shared object file: No such file or " \
+        "directory"
+
+
+# What each 8.x sub-library's first dlopen dlopens as it loads when the install does not say (a load's plan made by
+# hand): its own initializer's, as its soname alone tells them
+def _own_opens(gen: Generation) -> dict[str, tuple[str, ...]]:
+    return {lib.key: dlopens_at_load(lib.soname) for lib in gen.sublibraries}
 
 
 def _stale_dlerror(gen: Generation, release: Release | None, lib: SubLibrary, load: Load,
-                   missing: Mapping[str, str], exports: set[str] | None) -> bool:
-    """An 8.x shim before 8.9 with a cnn_infer that loads, and no libcuda.so.1 on the machine
-    (`FIRST_8_WITHOUT_STALE_DLERROR`). The shim carries no release: it is told by what it exports (8.9.7's has
-    cudnnGetMaxDeviceVersion, 8.5's not), else by the install's release."""
-    if gen.major != 8 or lib.key != "cnn_infer" or load.fails is not None or "libcuda.so.1" not in missing:
-        return False
-    if exports:
-        return _LATER_8_SHIM_FUNCTION not in exports
-    return release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
+                   missing: Mapping[str, str], exports: set[str] | None,
+                   opened: Mapping[str, tuple[str, ...]] | None) -> str | None:
+    """The library whose failed dlopen, the last of those ``lib``'s first dlopen ran, an 8.x shim before 8.9
+    then reads as that dlopen's failure (`FIRST_8_WITHOUT_STALE_DLERROR`); None when there is none. The shim
+    carries no release: one without cudnnGetMaxDeviceVersion is before 8.6 (8.5's), one with it is told by the
+    install's release (8.6's shim exports what 8.9.7's does)."""
+    names = (_own_opens(gen) if opened is None else opened).get(lib.key, ()) if gen.major == 8 else ()
+    if not names or load.fails is not None or names[-1] not in missing:
+        return None
+    older = bool(exports) and _LATER_8_SHIM_FUNCTION not in (exports or ()) or \
+        release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
+    return names[-1] if older else None
 
 
 _LATER_8_SHIM_FUNCTION = "cudnnGetMaxDeviceVersion"
@@ -504,8 +521,8 @@ def _shim_is_newer(exports: set[str], graph: ElfInfo) -> bool:
 
 
 def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, Load], missing: Mapping[str, str],
-                  exports: set[str] | None, graph_info: ElfInfo | None,
-                  gpu: bool) -> dict[str, tuple[Consequence, ...]]:
+                  exports: set[str] | None, graph_info: ElfInfo | None, gpu: bool,
+                  opened: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, tuple[Consequence, ...]]:
     """The consequences of each cause of failure: the calls of every library that fails because of it."""
     found: dict[str, tuple[Consequence, ...]] = {}
     for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
@@ -539,13 +556,14 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
                   "and JAX plan theirs)", effect=ABORT, library=cublas,
             message="Invalid handle. Cannot load symbol cublasLtGetVersion",
             first_call="cudnnBackendCreateDescriptor"),)
-    cnn = loads.get("cnn_infer")
-    if cnn is not None and _stale_dlerror(gen, release, gen.library("cnn_infer"), cnn, missing, exports):
-        lib = gen.library("cnn_infer")
-        found["libcuda.so.1"] = (Consequence(
-            calls=_calls_text([lib], gen), effect=ABORT, library="libcuda.so.1",
-            message=_STALE_MESSAGE.format(lib.soname), first_call=next(
-                (c.function for c in gen.exercise if c in lib.calls), None)),)
+    for lib in gen.sublibraries:  # the first load whose dlopen leaves a stale error stops the process
+        load = loads.get(lib.key)
+        stale = _stale_dlerror(gen, release, lib, load, missing, exports, opened) if load is not None else None
+        if stale is not None:
+            found[stale] = (Consequence(
+                calls=_calls_text([lib], gen), effect=ABORT, library=stale, message=_stale_message(lib, stale),
+                first_call=next((c.function for c in gen.exercise if c in lib.calls), None)),)
+            break
     if not gpu and gen.major >= 7:
         status = 1 if gen.major < 9 else 1001
         found["libcuda.so.1"] = found.get("libcuda.so.1", ()) + (Consequence(

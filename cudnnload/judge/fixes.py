@@ -40,6 +40,23 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
     return f"{name}>={major},<{major + 1}"
 
 
+def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None) -> Action:
+    """A library opens ``soname``, a development link's unversioned name, from ``beside`` (its own folder, which
+    its search reaches first): the link to make there, to ``versioned`` (the driver's libcuda.so.1, the NVRTC of
+    that CUDA), in words (the model does not yet apply a new link)."""
+    if soname == "libcuda.so":
+        return manual(f"link it to the driver: ln -s {versioned} {posixpath.join(beside, soname)} (or install the "
+                      "driver's development package, which puts libcuda.so beside libcuda.so.1)")
+    where = posixpath.join(beside, soname)
+    if versioned:
+        return manual(f"link it to the NVRTC installed: ln -s {versioned} {where} (or install the CUDA toolkit, "
+                      "whose development package puts libnvrtc.so on the search path)")
+    major = str(cuda) if cuda else "XX"
+    return manual(f"install NVRTC of this CUDA (pip install nvidia-cuda-nvrtc-cu{major}) and link it: ln -s "
+                  f"<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.{major}.* {where} (or install the CUDA "
+                  "toolkit, whose development package puts libnvrtc.so on the search path)")
+
+
 def dependency_manual(soname: str, requirement: str | None = None) -> Action:
     """A dependency no pip action can provide where it is needed: what to do, in words. ``requirement``: the
     pip distribution that has it, for a cuDNN pip does not own (found on its own search path only)."""

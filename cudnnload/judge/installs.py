@@ -211,7 +211,8 @@ def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) 
             present.setdefault(item.soname, item.path)
     loads = {} if gen.major == 7 else plan_loads(gen, install.release, planned, missing, ctx, present)
     return predict(gen, install.release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
-                   shim_fails=_preload_stops(ctx) or _shim_load(install, missing), facts=ctx, gpu=gpu)
+                   shim_fails=_preload_stops(ctx) or _shim_load(install, missing), facts=ctx, gpu=gpu,
+                   opened=dict(install.opened_at_load) if install.opened_at_load else None)
 
 
 def _preload_stops(ctx: Context) -> Load | None:
@@ -779,6 +780,16 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
         yield Finding(Code.NO_DRIVER, _no_driver(install.major, aborts=False), subject,
                       fix(fixes.dependency_manual(step.library)), severity=INFO)
         return
+    if step.library in _UNVERSIONED:  # a development link's name, opened as a library loads (`OPENS_AT_LOAD`)
+        driver = next((d.path for d in install.dependencies if d.library == "libcuda.so.1"), "")
+        if step.library == "libcuda.so" and not driver:
+            return  # no driver at all: the no-driver finding says it (and carries what the user will see)
+        by = posixpath.basename(step.requested_by or "") or "a library"
+        yield Finding(Code.MISSING_DEPENDENCY, f"{by} dlopens {step.library} as it loads "
+                      f"({_UNVERSIONED[step.library]}), and it would not be found ({where})", subject,
+                      fix(fixes.unversioned_link(step.library, posixpath.dirname(step.requested_by or ""), driver or
+                                                 step.elsewhere, install.cuda_major)), severity=WARNING)
+        return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,
                                                                           step.elsewhere)
     if step.library.startswith(("libcublasLt", "libnvrtc")):
@@ -788,6 +799,13 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
     else:
         yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
                       cure)
+
+
+# The unversioned names a library opens as it loads (`catalog.OPENS_AT_LOAD`), which only a development link
+# answers: no wheel ships one
+_UNVERSIONED = {"libcuda.so": "the driver's unversioned name, which only its development link answers",
+                "libnvrtc.so": "NVRTC's unversioned name, which only a CUDA toolkit's development link answers: "
+                               "nvidia-cuda-nvrtc-cuXX ships libnvrtc.so.XX alone"}
 
 
 def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host) -> Iterable[Finding]:
@@ -849,9 +867,14 @@ def _with_consequences(findings: Sequence[Finding], prediction: Prediction, told
         if finding.code is Code.ORIGIN_THROUGH_SYMLINK:
             causes = [cause for cause in ("graph", "ops_infer") if cause in prediction.consequences
                       and cause not in told]
+        if finding.code is Code.NO_DRIVER:  # the driver's other name, opened as a library loads, is its too
+            causes += [cause for cause in ("libcuda.so",) if cause in prediction.consequences and cause not in told]
         told.update(causes)
         found = tuple(c for cause in causes for c in prediction.consequences[cause])
-        out.append(replace(finding, consequences=found) if found else finding)
+        # a warning of what then stops the process (an abort) is an error
+        severity = ERROR if finding.severity is WARNING and any(c.effect is Effect.ABORT for c in found) else \
+            finding.severity
+        out.append(replace(finding, consequences=found, severity=severity) if found else finding)
     return tuple(out)
 
 

@@ -18,6 +18,7 @@ from cudnnload.resolve.versions import Release, decode_packed_version, decode_ve
 # TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal
 
     Opener = Literal["app", "shim", "graph"]
@@ -325,21 +326,49 @@ def classify(file_name: str) -> SubLibrary | None:
 
 
 # Libraries that dlopen another while they load (in their initializers), by the start of their soname: measured
-# with LD_DEBUG=files, each wheel's libraries dlopened alone beside the wheels they need ("file=libcuda.so.1 [0];
-# dynamically loaded by .../libcublasLt.so.12"): cuBLASLt 12.9 and 13.5, cuDNN 9.0 and 9.28's precompiled engines,
-# cuDNN 8.9.7's cnn_infer and cnn_train (8.5's cnn_infer too, by the dlerror() its shim then trips on). None of the
-# other libraries of those wheels opens anything as it loads. Each is looked up from the library that opens it.
-DLOPENS_AT_LOAD: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("libcublasLt.so.", ("libcuda.so.1",)),
-    ("libcudnn_engines_precompiled.so.9", ("libcuda.so.1",)),
-    ("libcudnn_cnn_infer.so.8", ("libcuda.so.1",)),
-    ("libcudnn_cnn_train.so.8", ("libcuda.so.1",)),
+# with LD_DEBUG=libs, each wheel's libraries dlopened alone beside the wheels they need ("find library=libcuda.so.1
+# [0]; searching" between "calling init" lines). The first entry that fits a file decides. cuBLASLt opens the
+# driver; 11.11.3.6 then the unversioned libnvrtc.so (the name only a toolkit's -dev link answers; nvidia-cuda-
+# nvrtc-cu11 ships libnvrtc.so.11.2), told by the file holding that name (11.10.3.66 holds none, 12.9 and 13.5 only
+# the versioned name they open later). cuDNN 9.0 and 9.28's precompiled engines open the driver. cuDNN 8's
+# cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so (8.7, 8.8 not measured: taken as
+# 8.6), 8.9.7 libcuda.so.1, as does its cnn_train (8.5 and 8.6's open nothing). Each is looked up from the library
+# that opens it. None of the other libraries of those wheels opens anything as it loads.
+@dataclass(frozen=True)
+class OpensAtLoad:
+    prefix: str  # of the soname
+    names: tuple[str, ...]  # what it dlopens, in order
+    holding: bytes | None = None  # only a file that holds this NUL-terminated name
+    releases: tuple[Release, Release] | None = None  # only a file of a release in [first, last)
+
+
+_CUDNN_8_6, _CUDNN_8_9 = Release(8, 6, 0), Release(8, 9, 0)
+OPENS_AT_LOAD: tuple[OpensAtLoad, ...] = (
+    OpensAtLoad("libcublasLt.so.11", ("libcuda.so.1", "libnvrtc.so"), holding=b"libnvrtc.so"),
+    OpensAtLoad("libcublasLt.so.", ("libcuda.so.1",)),
+    OpensAtLoad("libcudnn_engines_precompiled.so.9", ("libcuda.so.1",)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so",), releases=(Release(8, 0, 0), _CUDNN_8_6)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libnvrtc.so", "libcuda.so"), releases=(_CUDNN_8_6, _CUDNN_8_9)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1",)),
+    OpensAtLoad("libcudnn_cnn_train.so.8", (), releases=(Release(8, 0, 0), _CUDNN_8_9)),
+    OpensAtLoad("libcudnn_cnn_train.so.8", ("libcuda.so.1",)),
 )
 
 
-def dlopens_at_load(soname: str) -> tuple[str, ...]:
-    """What the library of ``soname`` dlopens as it loads (`DLOPENS_AT_LOAD`)."""
-    return next((names for prefix, names in DLOPENS_AT_LOAD if soname.startswith(prefix)), ())
+def dlopens_at_load(soname: str, release: Release | None = None,
+                    holds: Callable[[bytes], bool] | None = None) -> tuple[str, ...]:
+    """What the library of ``soname`` dlopens as it loads (`OPENS_AT_LOAD`): the first entry its release (when
+    known) and its file's contents (``holds``, when it can be read) fit; an entry that asks what is not known does
+    not fit."""
+    for entry in OPENS_AT_LOAD:
+        if not soname.startswith(entry.prefix):
+            continue
+        if entry.releases is not None and (release is None or not entry.releases[0] <= release < entry.releases[1]):
+            continue
+        if entry.holding is not None and (holds is None or not holds(entry.holding)):
+            continue
+        return entry.names
+    return ()
 
 
 def distribution_cuda(name: str) -> int | None:

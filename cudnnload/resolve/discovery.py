@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
@@ -153,6 +154,8 @@ class Install:
     # ``site`` and ``pip_env`` are then that folder's site's, and this is the cuDNN wheel the distributions
     # installed there require (`consumers.site_pins`), when they require one
     wanted: str | None = None
+    # per sub-library, in load order, what the initializers of its first dlopen dlopen (`opened_while_loading`)
+    opened_at_load: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -617,11 +620,12 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     site = dist.site if dist else cudnn_wheel_site(folder)
     wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
+    deps = dependencies(gen, files, steps, cuda, ctx)
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
-                   cuda, files, steps, dependencies(gen, files, steps, cuda, ctx),
-                   _records(folder, files, dist, ctx), site, opening,
+                   cuda, files, steps, deps, _records(folder, files, dist, ctx), site, opening,
                    pip_env=interpreter_of_site(site) if site else (None, ()),
-                   shadowing=_shadowing(folder, dist, release), wanted=wanted)
+                   shadowing=_shadowing(folder, dist, release), wanted=wanted,
+                   opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
 
 
 def not_cudnn(info: ElfInfo) -> bool:
@@ -864,7 +868,7 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     # What a loaded file dlopens as it loads (catalog.DLOPENS_AT_LOAD: cuDNN 8's cnn_infer opens the driver's
     # libcuda.so.1, and the 8.5 shim then trips on the dlerror() it leaves: `judge.consequences`)
     for path, info in loading:
-        dlopened += [(name, requester(path, ctx.cache)) for name in dlopens_at_load(info.soname or "")]
+        dlopened += [(name, requester(path, ctx.cache)) for name in opens_at_load(path, info, ctx)]
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
     # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from; in 9.x it is
     # the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13; graph's names
@@ -895,8 +899,8 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
                 if steps[builtins].path is not None and steps[builtins].error is None and "libcuda.so.1" not in steps:
                     _dlopened("libcuda.so.1", nvrtc_req, steps, ctx)
     sites = _named_sites(files, ctx)
-    return tuple(replace(step, elsewhere=_in_wheels(step.library, sites)) if step.path is None and sites else step
-                 for step in steps.values())
+    return tuple(replace(step, elsewhere=_in_wheels(step.library, sites, cuda)) if step.path is None and sites
+                 else step for step in steps.values())
 
 
 def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
@@ -907,11 +911,25 @@ def _named_sites(files: Sequence[Candidate], ctx: Context) -> tuple[str, ...]:
                                                  ctx.shell_site) if site and os.path.isdir(site)))
 
 
-def _in_wheels(soname: str, sites: Sequence[str]) -> str | None:
+def _in_wheels(soname: str, sites: Sequence[str], cuda: int | None = None) -> str | None:
     """A file named ``soname`` in a pip wheel's ``nvidia/*/lib`` folder of ``sites`` (cuBLAS, NVRTC, the CUDA
-    runtime: what pip ships), the first found."""
-    return next((path for folder in wheel_lib_folders(sites)
-                 if os.path.isfile(path := os.path.join(folder, soname))), None)
+    runtime: what pip ships), the first found; for an unversioned name (``libnvrtc.so``, which no wheel ships),
+    the library of CUDA ``cuda`` that a link of that name would lead to (``libnvrtc.so.11.2``)."""
+    folders = tuple(wheel_lib_folders(sites))
+    found = next((path for folder in folders if os.path.isfile(path := os.path.join(folder, soname))), None)
+    if found is not None or not soname.endswith(".so") or cuda is None:
+        return found
+    versioned = re.compile(re.escape(soname) + rf"\.{cuda}(\.\d+)*$")
+    return next((os.path.join(folder, name) for folder in folders for name in _names_in(folder)
+                 if versioned.match(name) and os.path.isfile(os.path.join(folder, name))), None)
+
+
+def _names_in(folder: str) -> list[str]:
+    """The names in ``folder``, sorted; none where it is no folder or cannot be read."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 # In every process before anything else: the C library and the loader (libdl, libpthread, librt are part of libc
@@ -935,6 +953,9 @@ def _closure(queue: list[tuple[str, ElfInfo, linker.Chain]], steps: dict[str, St
             if found is not None and res.path is not None:
                 queue.append((res.path, found, linker.Chain((linker.Requester.from_elf(res.path, found),
                                                              *links.links))))
+                for name in opens_at_load(res.path, found, ctx):  # what it dlopens as it loads, from itself
+                    if name not in steps:
+                        _dlopened(name, linker.Requester.from_elf(res.path, found), steps, ctx)
 
 
 def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx: Context) -> None:
@@ -946,7 +967,7 @@ def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx:
     if info is not None and res.path is not None:
         req = linker.Requester.from_elf(res.path, info)
         _closure([(res.path, info, chain(req))], steps, ctx)
-        for name in dlopens_at_load(info.soname or ""):  # cuBLASLt opens the driver as it loads
+        for name in opens_at_load(res.path, info, ctx):  # cuBLASLt opens the driver as it loads
             if name not in steps:
                 _dlopened(name, req, steps, ctx)
 
@@ -962,6 +983,82 @@ def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> t
     if found is None or not found.version_defs:
         return ()
     return tuple(version for version in wanted if version not in found.version_defs)
+
+
+def opens_at_load(path: str, info: ElfInfo, ctx: Context) -> tuple[str, ...]:
+    """What the file at ``path`` dlopens as it loads (`catalog.OPENS_AT_LOAD`), told by its soname, its release
+    and, where a release of it is told only by its contents, a name the file holds."""
+    return dlopens_at_load(info.soname or "", info.release, partial(holds, path, cache=ctx.cache))
+
+
+def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
+    """Whether the file at ``path`` holds ``name`` as a NUL-terminated string of its own (read once per file and
+    name: ``cache``)."""
+    def read() -> bool:
+        import mmap
+
+        try:
+            with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return data.find(b"\0" + name + b"\0") >= 0
+        except (OSError, ValueError):
+            return False
+
+    if cache is None:
+        return read()
+    key = ("holds", name.decode("ascii", "replace"), *_stamped(path))
+    known = cache.recall(key, "str")
+    if known in ("yes", "no"):
+        return known == "yes"
+    found = read()
+    cache.remember(key, "yes" if found else "no")
+    return found
+
+
+def opened_while_loading(gen: Generation, plan: Sequence[Step], deps: Sequence[Step],
+                         ctx: Context) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For each sub-library of the plan, in the shim's load order, what the initializers its first dlopen runs
+    dlopen, in the order they run: those of the libraries it maps first (what it NEEDs outside cuDNN that no
+    sub-library before it mapped, each after what it NEEDs: ld.so's order), then its own. A cuDNN 8 shim before
+    8.9 reads dlerror() after that dlopen succeeded: when the last of these failed, it aborts with its error
+    (`judge.consequences`)."""
+    where = {step.library: step.path for step in deps if step.path}
+    mapped: set[str] = set()
+    opened: list[tuple[str, tuple[str, ...]]] = []
+    for lib in gen.sublibraries:
+        step = next((s for s in plan if s.library == lib.key and s.path and s.error is None), None)
+        info = ctx.elf(step.path) if step is not None and step.path else None
+        if step is None or step.path is None or info is None:
+            continue
+        order = _mapped_anew([n for n in info.needed if not n.startswith("libcudnn") and n not in ALWAYS_LOADED],
+                             where, mapped, ctx)
+        names = [name for path, found in order for name in opens_at_load(path, found, ctx)]
+        own = dlopens_at_load(info.soname or "", info.release or step.release, partial(holds, step.path,
+                                                                                     cache=ctx.cache))
+        opened.append((lib.key, (*names, *own)))
+        mapped |= {found.soname or path for path, found in order}
+    return tuple(opened)
+
+
+def _mapped_anew(needed: Sequence[str], where: Mapping[str, str | None], mapped: set[str],
+                 ctx: Context) -> list[tuple[str, ElfInfo]]:
+    """What a dlopen of a file that NEEDs ``needed`` maps that ``mapped`` does not hold, found where ``where``
+    says (soname -> path), each after what it NEEDs: the order ld.so runs their initializers."""
+    order: list[tuple[str, ElfInfo]] = []
+    seen: set[str] = set()
+
+    def visit(soname: str) -> None:
+        path = where.get(soname)
+        found = ctx.elf(path) if path else None
+        if soname in mapped or soname in seen or path is None or found is None:
+            return
+        seen.add(soname)
+        for name in found.needed:
+            visit(name)
+        order.append((path, found))
+
+    for name in needed:
+        visit(name)
+    return order
 
 
 def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
