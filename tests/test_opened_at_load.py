@@ -154,3 +154,23 @@ def test_the_link_the_fix_names_makes_the_first_calls_work(tmp_path: Path) -> No
     ran = subprocess.run([sys.executable, "-c", code, str(shim)], capture_output=True, text=True, timeout=120,
                          check=False)
     assert ran.stdout.strip() == "8500", ran
+
+
+def test_cublaslt_already_in_the_process_runs_no_initializer_in_the_shims_dlopen(cublas: Path) -> None:
+    """cuBLASLt preloaded (as a framework that links cuBLAS has it before its first cuDNN call): its dlopens ran at
+    the start, the shim's dlopen of ops_infer leaves no error, and only cnn_infer's own libcuda.so stops it."""
+    _no_driver()
+    preload = f"{cublas}/libcublasLt.so.11"
+    code = ("import ctypes, sys\nshim = ctypes.CDLL(sys.argv[1])\nfor name in sys.argv[2:]:\n"
+            "    print(name, getattr(shim, name)(), flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(lib_folder(EIGHT_FIVE) / "libcudnn.so.8"), *CALLS],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "LD_LIBRARY_PATH": str(cublas), "LD_PRELOAD": preload})
+    assert [line.split()[0] for line in done.stdout.split("\n")[:-1]] == list(CALLS[:2]), done
+    run = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", str(lib_folder(EIGHT_FIVE)), "--env",
+                          f"LD_LIBRARY_PATH={cublas}", "--env", f"LD_PRELOAD={preload}"], capture_output=True,
+                         text=True, env={**os.environ, "CUDNNLOAD_NO_CACHE": "1"}, timeout=300, check=False)
+    report = json.loads(run.stdout)["result"]
+    probe = next(check for check in report["checks"] if check["name"] == "probe")
+    assert probe["summary"].startswith("as predicted: cudnnCnnInferVersionCheck aborts"), probe
+    assert _abort_said(report)[1] == done.stderr.strip()

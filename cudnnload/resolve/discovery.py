@@ -1022,12 +1022,16 @@ def opened_while_loading(gen: Generation, plan: Sequence[Step], deps: Sequence[S
     8.9 reads dlerror() after that dlopen succeeded: when the last of these failed, it aborts with its error
     (`judge.consequences`)."""
     where = {step.library: step.path for step in deps if step.path}
-    mapped: set[str] = set()
+    # what the process holds before the shim's loads (a preload's, already loaded) runs no initializer then
+    mapped: set[str] = {step.library for step in deps if step.rule == "already-loaded"}
     opened: list[tuple[str, tuple[str, ...]]] = []
     for lib in gen.sublibraries:
         step = next((s for s in plan if s.library == lib.key and s.path and s.error is None), None)
         info = ctx.elf(step.path) if step is not None and step.path else None
         if step is None or step.path is None or info is None:
+            continue
+        if step.rule == "already-loaded":  # in the process before: the shim's dlopen runs no initializer
+            opened.append((lib.key, ()))
             continue
         order = _mapped_anew([n for n in info.needed if not n.startswith("libcudnn") and n not in ALWAYS_LOADED],
                              where, mapped, ctx)
