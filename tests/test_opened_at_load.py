@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.resolve.catalog import Release, dlopens_at_load
+from cudnnload.resolve.catalog import Release, dlopens_at_load, opens_entry
 from cudnnload.resolve.discovery import holds
 from tests.wheels import cache_root, lib_folder
 
@@ -98,6 +98,10 @@ def test_cublaslt_11_11_is_told_from_11_10_by_the_name_it_holds(cublas: Path) ->
     assert [name for name in asked if name.startswith(("libcuda", "libnvrtc"))][-1] == "libnvrtc.so", asked
     assert dlopens_at_load("libcudnn_cnn_infer.so.8", Release(8, 5, 0)) == ("libcuda.so",)
     assert dlopens_at_load("libcudnn_cnn_infer.so.8", Release(8, 9, 7)) == ("libcuda.so.1",)
+    # 8.7.0's shim aborts on cuBLASLt's libnvrtc.so as 8.5's does, and goes on after its cnn_infer's libcuda.so.1
+    # failed (measured with the 8.7.0 wheel, which the test wheels do not hold)
+    seven = opens_entry("libcudnn_cnn_infer.so.8", Release(8, 7, 0))
+    assert seven is not None and seven.names == ("libcuda.so.1",) and not seven.leaves_error
 
 
 def test_the_shim_aborts_at_its_first_call_on_cublaslts_libnvrtc_so_as_predicted(cublas: Path) -> None:

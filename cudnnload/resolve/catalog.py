@@ -331,24 +331,28 @@ def classify(file_name: str) -> SubLibrary | None:
 # driver; 11.11.3.6 then the unversioned libnvrtc.so (the name only a toolkit's -dev link answers; nvidia-cuda-
 # nvrtc-cu11 ships libnvrtc.so.11.2), told by the file holding that name (11.10.3.66 holds none, 12.9 and 13.5 only
 # the versioned name they open later). cuDNN 9.0 and 9.28's precompiled engines open the driver. cuDNN 8's
-# cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so (8.7, 8.8 not measured: taken as
-# 8.6), 8.9.7 libcuda.so.1, as does its cnn_train (8.5 and 8.6's open nothing). Each is looked up from the library
-# that opens it. None of the other libraries of those wheels opens anything as it loads.
+# cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so, 8.7.0 and 8.9.7 libcuda.so.1, as
+# does 8.9.7's cnn_train (8.5 and 8.6's open nothing; 8.8 not measured: taken as 8.7). 8.7.0's cnn_infer leaves no
+# error behind when its dlopen fails (its shim, which aborts on the one cuBLASLt left, goes on after it: measured
+# with the 8.7.0 wheel and no driver). Each is looked up from the library that opens it. None of the other
+# libraries of those wheels opens anything as it loads.
 @dataclass(frozen=True)
 class OpensAtLoad:
     prefix: str  # of the soname
     names: tuple[str, ...]  # what it dlopens, in order
     holding: bytes | None = None  # only a file that holds this NUL-terminated name
     releases: tuple[Release, Release] | None = None  # only a file of a release in [first, last)
+    leaves_error: bool = True  # False: its own code reads dlerror() after a dlopen of its fails: none is left
 
 
-_CUDNN_8_6, _CUDNN_8_9 = Release(8, 6, 0), Release(8, 9, 0)
+_CUDNN_8_6, _CUDNN_8_7, _CUDNN_8_9 = Release(8, 6, 0), Release(8, 7, 0), Release(8, 9, 0)
 OPENS_AT_LOAD: tuple[OpensAtLoad, ...] = (
     OpensAtLoad("libcublasLt.so.11", ("libcuda.so.1", "libnvrtc.so"), holding=b"libnvrtc.so"),
     OpensAtLoad("libcublasLt.so.", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_engines_precompiled.so.9", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so",), releases=(Release(8, 0, 0), _CUDNN_8_6)),
-    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libnvrtc.so", "libcuda.so"), releases=(_CUDNN_8_6, _CUDNN_8_9)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libnvrtc.so", "libcuda.so"), releases=(_CUDNN_8_6, _CUDNN_8_7)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1",), releases=(_CUDNN_8_7, _CUDNN_8_9), leaves_error=False),
     OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_cnn_train.so.8", (), releases=(Release(8, 0, 0), _CUDNN_8_9)),
     OpensAtLoad("libcudnn_cnn_train.so.8", ("libcuda.so.1",)),
@@ -360,6 +364,14 @@ def dlopens_at_load(soname: str, release: Release | None = None,
     """What the library of ``soname`` dlopens as it loads (`OPENS_AT_LOAD`): the first entry its release (when
     known) and its file's contents (``holds``, when it can be read) fit; an entry that asks what is not known does
     not fit."""
+    entry = opens_entry(soname, release, holds)
+    return entry.names if entry is not None else ()
+
+
+def opens_entry(soname: str, release: Release | None = None,
+                holds: Callable[[bytes], bool] | None = None) -> OpensAtLoad | None:
+    """The entry of `OPENS_AT_LOAD` that fits the library of ``soname`` (`dlopens_at_load`); None for one that opens
+    nothing as it loads."""
     for entry in OPENS_AT_LOAD:
         if not soname.startswith(entry.prefix):
             continue
@@ -367,8 +379,8 @@ def dlopens_at_load(soname: str, release: Release | None = None,
             continue
         if entry.holding is not None and (holds is None or not holds(entry.holding)):
             continue
-        return entry.names
-    return ()
+        return entry
+    return None
 
 
 def distribution_cuda(name: str) -> int | None:

@@ -35,6 +35,7 @@ from cudnnload.resolve.catalog import (
     distribution_cuda,
     dlopens_at_load,
     generation,
+    opens_entry,
     parse_release,
 )
 from cudnnload.resolve.consumers import site_pins
@@ -1018,9 +1019,10 @@ def opened_while_loading(gen: Generation, plan: Sequence[Step], deps: Sequence[S
                          ctx: Context) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """For each sub-library of the plan, in the shim's load order, what the initializers its first dlopen runs
     dlopen, in the order they run: those of the libraries it maps first (what it NEEDs outside cuDNN that no
-    sub-library before it mapped, each after what it NEEDs: ld.so's order), then its own. A cuDNN 8 shim before
-    8.9 reads dlerror() after that dlopen succeeded: when the last of these failed, it aborts with its error
-    (`judge.consequences`)."""
+    sub-library before it mapped, each after what it NEEDs: ld.so's order), then its own; "" after the names of a
+    library that reads the error of its own failed dlopen (`OpensAtLoad.leaves_error`): none is left then. A cuDNN 8
+    shim before 8.9 reads dlerror() after that dlopen succeeded: when the last of these failed, it aborts with its
+    error (`judge.consequences`)."""
     where = {step.library: step.path for step in deps if step.path}
     # what the process holds before the shim's loads (a preload's, already loaded) runs no initializer then
     mapped: set[str] = {step.library for step in deps if step.rule == "already-loaded"}
@@ -1035,10 +1037,14 @@ def opened_while_loading(gen: Generation, plan: Sequence[Step], deps: Sequence[S
             continue
         order = _mapped_anew([n for n in info.needed if not n.startswith("libcudnn") and n not in ALWAYS_LOADED],
                              where, mapped, ctx)
-        names = [name for path, found in order for name in opens_at_load(path, found, ctx)]
-        own = dlopens_at_load(info.soname or "", info.release or step.release, partial(holds, step.path,
-                                                                                     cache=ctx.cache))
-        opened.append((lib.key, (*names, *own)))
+        entries = [opens_entry(found.soname or "", found.release, partial(holds, path, cache=ctx.cache))
+                   for path, found in order]
+        entries.append(opens_entry(info.soname or "", info.release or step.release,
+                                   partial(holds, step.path, cache=ctx.cache)))
+        # each name in the order they run; "" where the library read the error itself (none is left then)
+        names = [name for entry in entries if entry is not None
+                 for name in (*entry.names, *(() if entry.leaves_error else ("",)))]
+        opened.append((lib.key, tuple(names)))
         mapped |= {found.soname or path for path, found in order}
     return tuple(opened)
 
