@@ -332,9 +332,10 @@ def classify(file_name: str) -> SubLibrary | None:
 # nvrtc-cu11 ships libnvrtc.so.11.2), told by the file holding that name (11.10.3.66 holds none, 12.9 and 13.5 only
 # the versioned name they open later). cuDNN 9.0 and 9.28's precompiled engines open the driver. cuDNN 8's
 # cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so, 8.7.0 and 8.9.7 libcuda.so.1, as
-# does 8.9.7's cnn_train (8.5 and 8.6's open nothing; 8.8 not measured: taken as 8.7). 8.7.0's cnn_infer leaves no
+# does 8.9.7's cnn_train (8.5 and 8.6's open nothing; 8.8 taken as 8.7). 8.7.0's cnn_infer leaves no
 # error behind when its dlopen fails (its shim, which aborts on the one cuBLASLt left, goes on after it: measured
-# with the 8.7.0 wheel and no driver). Each is looked up from the library that opens it. None of the other
+# with the 8.7.0 wheel and no driver). 8.5 to 8.9.6 against the real shim, with and without an NVRTC answering
+# libnvrtc.so: bench/cudnn8_families.py. Each is looked up from the library that opens it. None of the other
 # libraries of those wheels opens anything as it loads.
 @dataclass(frozen=True)
 class OpensAtLoad:
