@@ -219,7 +219,9 @@ def _nvrtc_missing(reading: Reading, signal: Signal | None) -> Fix:
         return fix(pip_install([wheel]), note="cuDNN 8.x also dlopens the unversioned libnvrtc.so: link it to "
                                               "libnvrtc.so.N in the same folder if only the versioned name exists")
     return fix(manual("install NVRTC of the CUDA major cuDNN was built for (nvidia-cuda-nvrtc-cuXX, or the "
-                      "toolkit) and make libnvrtc.so resolvable"))
+                      "toolkit) and make libnvrtc.so resolvable: the wheel ships libnvrtc.so.XX.Y alone, so for the "
+                      "unversioned name link it beside cuBLASLt (ln -s .../nvidia/cuda_nvrtc/lib/libnvrtc.so.XX.Y "
+                      ".../nvidia/cublas/lib/libnvrtc.so)"))
 
 
 def _nvrtc_wrong(reading: Reading, signal: Signal | None) -> Fix:
@@ -374,8 +376,10 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "a known defect of that release, not of the loading", "the release notes of the next cuDNN release",
            _manual("upgrade cuDNN to a release that fixes it (for JAX: 9.10.1 or newer)")),
     Family("nvrtc-missing", _title("NVRTC is missing: cuDNN's runtime-compiled kernels need libnvrtc"),
-           "cuDNN 8.6+ and 9 dlopen NVRTC (libnvrtc.so, libnvrtc.so.12) at the first runtime-compiled kernel; "
-           "the Error: part names it, not a cuDNN file", "ldconfig -p | grep nvrtc, and the cuDNN folder's siblings",
+           "cuDNN 8.6+ and 9 dlopen NVRTC (libnvrtc.so, libnvrtc.so.12) at the first runtime-compiled kernel, and "
+           "cuBLAS 11.11's cuBLASLt opens the unversioned libnvrtc.so as it loads, which a cuDNN 8 shim before 8.9 "
+           "then reports as the failure of the sub-library it was loading; the Error: part names it, not a cuDNN "
+           "file", "ldconfig -p | grep nvrtc, and the cuDNN folder's siblings",
            _nvrtc_missing),
     Family("nvrtc-wrong", _title("an older NVRTC earlier on the search path is loaded instead of the matching one"),
            "the NVRTC found first lacks a function cuDNN needs (nvrtcGetCUBIN: CUDA 11.1+)",
