@@ -23,7 +23,7 @@ from functools import partial
 from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
-from cudnnload.files import NotRegularFile, path_problem, read_regular
+from cudnnload.files import NotRegularFile, open_regular, path_problem, read_regular
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import (
     GENERATIONS,
@@ -998,10 +998,10 @@ def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
     def read() -> bool:
         import mmap
 
-        try:
-            with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        try:  # a regular file only (a FIFO put in its place would block an open)
+            with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return data.find(b"\0" + name + b"\0") >= 0
-        except (OSError, ValueError):
+        except (OSError, ValueError, NotRegularFile):
             return False
 
     if cache is None:
@@ -1079,10 +1079,10 @@ def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
         import mmap
 
         try:
-            with open(nvrtc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            with open_regular(nvrtc) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 at = data.find(b"libnvrtc-builtins.so.")
                 found = re.match(rb"libnvrtc-builtins\.so\.\d+\.\d+", data[at:at + 40]) if at >= 0 else None
-        except (OSError, ValueError):
+        except (OSError, ValueError, NotRegularFile):
             return None
         return found.group().decode() if found else None
 
