@@ -67,7 +67,8 @@ FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
 # 8.5 and 8.6 wheels: 8.5 with cuBLAS 11.10 and no driver (cuBLASLt's libcuda.so.1) at cudnnGetVersion; 8.6 with
 # cuBLAS 11.11 (its libnvrtc.so) at cudnnGetVersion, and with libnvrtc.so linked, at cudnnCnnInferVersionCheck (cnn_
 # infer's libcuda.so); a later success clears it (cuBLASLt's libcuda.so.1 failed, then its libnvrtc.so loaded: no
-# abort). 8.9.7's shim does not; 8.7 and 8.8 were not measured: taken as 8.5.
+# abort). 8.7.0's shim does too (on cuBLASLt's libnvrtc.so; its cnn_infer leaves none: `catalog.OPENS_AT_LOAD`),
+# 8.8.1.3's and 8.9's do not meet one (bench/cudnn8_families.py); 8.9.7's shim does not trip on cnn_infer's.
 FIRST_8_WITHOUT_STALE_DLERROR = Release(8, 9, 0)
 
 
@@ -405,25 +406,21 @@ def _stale_message(lib: SubLibrary, failed: str) -> str:
         "directory"
 
 
-# What each 8.x sub-library's first dlopen dlopens as it loads when the install does not say (a load's plan made by
-# hand): its own initializer's, as its soname alone tells them
-def _own_opens(gen: Generation) -> dict[str, tuple[str, ...]]:
-    return {lib.key: dlopens_at_load(lib.soname) for lib in gen.sublibraries}
-
-
 def _stale_dlerror(gen: Generation, release: Release | None, lib: SubLibrary, load: Load,
                    missing: Mapping[str, str], exports: set[str] | None,
                    opened: Mapping[str, tuple[str, ...]] | None) -> str | None:
     """The library whose failed dlopen, the last of those ``lib``'s first dlopen ran, an 8.x shim before 8.9
     then reads as that dlopen's failure (`FIRST_8_WITHOUT_STALE_DLERROR`); None when there is none. The shim
     carries no release: one without cudnnGetMaxDeviceVersion is before 8.6 (8.5's), one with it is told by the
-    install's release (8.6's shim exports what 8.9.7's does)."""
-    names = (_own_opens(gen) if opened is None else opened).get(lib.key, ()) if gen.major == 8 else ()
-    if not names or load.fails is not None or names[-1] not in missing:
+    install's release (8.6's shim exports what 8.9.7's does). ``opened`` None (a plan made by hand): what the
+    sub-library's soname alone says it opens."""
+    if gen.major != 8 or load.fails is not None:
         return None
-    older = bool(exports) and _LATER_8_SHIM_FUNCTION not in (exports or ()) or \
-        release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR
-    return names[-1] if older else None
+    names = dlopens_at_load(lib.soname) if opened is None else opened.get(lib.key, ())
+    if not names or names[-1] not in missing:
+        return None
+    before_8_6 = exports is not None and bool(exports) and _LATER_8_SHIM_FUNCTION not in exports
+    return names[-1] if before_8_6 or (release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR) else None
 
 
 _LATER_8_SHIM_FUNCTION = "cudnnGetMaxDeviceVersion"

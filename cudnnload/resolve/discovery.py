@@ -10,13 +10,14 @@ its verdict).
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import platform
 import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -28,12 +29,12 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import (
     GENERATIONS,
     Generation,
+    OpensAtLoad,
     Release,
     SubLibrary,
     classify,
     classify_bundled,
     distribution_cuda,
-    dlopens_at_load,
     generation,
     opens_entry,
     parse_release,
@@ -866,7 +867,7 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     _closure([(path, info, chain(linker.Requester.from_elf(path, info))) for path, info in loading], steps, ctx)
     # What cuDNN dlopens itself, each asked for by the file that opens it: (soname, that file's requester).
     dlopened: list[tuple[str, linker.Requester | None]] = []
-    # What a loaded file dlopens as it loads (catalog.DLOPENS_AT_LOAD: cuDNN 8's cnn_infer opens the driver's
+    # What a loaded file dlopens as it loads (catalog.OPENS_AT_LOAD: cuDNN 8's cnn_infer opens the driver's
     # libcuda.so.1, and the 8.5 shim then trips on the dlerror() it leaves: `judge.consequences`)
     for path, info in loading:
         dlopened += [(name, requester(path, ctx.cache)) for name in opens_at_load(path, info, ctx)]
@@ -954,9 +955,7 @@ def _closure(queue: list[tuple[str, ElfInfo, linker.Chain]], steps: dict[str, St
             if found is not None and res.path is not None:
                 queue.append((res.path, found, linker.Chain((linker.Requester.from_elf(res.path, found),
                                                              *links.links))))
-                for name in opens_at_load(res.path, found, ctx):  # what it dlopens as it loads, from itself
-                    if name not in steps:
-                        _dlopened(name, linker.Requester.from_elf(res.path, found), steps, ctx)
+                _opened_as_it_loads(res.path, found, steps, ctx)
 
 
 def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx: Context) -> None:
@@ -966,11 +965,15 @@ def _dlopened(soname: str, asker: linker.Requester, steps: dict[str, Step], ctx:
     steps[soname] = make_step(soname, asker.path, (soname,), res, os.path.dirname(asker.path), ctx)
     info = ctx.elf(res.path) if res.found and res.path and res.rule != "already-loaded" else None
     if info is not None and res.path is not None:
-        req = linker.Requester.from_elf(res.path, info)
-        _closure([(res.path, info, chain(req))], steps, ctx)
-        for name in opens_at_load(res.path, info, ctx):  # cuBLASLt opens the driver as it loads
-            if name not in steps:
-                _dlopened(name, req, steps, ctx)
+        _closure([(res.path, info, chain(linker.Requester.from_elf(res.path, info)))], steps, ctx)
+        _opened_as_it_loads(res.path, info, steps, ctx)  # cuBLASLt opens the driver as it loads
+
+
+def _opened_as_it_loads(path: str, info: ElfInfo, steps: dict[str, Step], ctx: Context) -> None:
+    """What the library at ``path`` dlopens as it loads (`opens_at_load`), each looked up from it."""
+    for name in opens_at_load(path, info, ctx):
+        if name not in steps:
+            _dlopened(name, linker.Requester.from_elf(path, info), steps, ctx)
 
 
 def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> tuple[str, ...]:
@@ -987,31 +990,42 @@ def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> t
 
 
 def opens_at_load(path: str, info: ElfInfo, ctx: Context) -> tuple[str, ...]:
-    """What the file at ``path`` dlopens as it loads (`catalog.OPENS_AT_LOAD`), told by its soname, its release
-    and, where a release of it is told only by its contents, a name the file holds."""
-    return dlopens_at_load(info.soname or "", info.release, partial(holds, path, cache=ctx.cache))
+    """What the file at ``path`` dlopens as it loads (`catalog.OPENS_AT_LOAD`)."""
+    entry = _opens(path, info, ctx)
+    return entry.names if entry is not None else ()
+
+
+def _opens(path: str, info: ElfInfo, ctx: Context, release: Release | None = None) -> OpensAtLoad | None:
+    """The entry of `catalog.OPENS_AT_LOAD` of the file at ``path``, told by its soname, its release (``release``
+    where the file carries none) and, where a release of it is told only by its contents, a name the file holds."""
+    return opens_entry(info.soname or "", info.release or release, partial(holds, path, cache=ctx.cache))
 
 
 def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
     """Whether the file at ``path`` holds ``name`` as a NUL-terminated string of its own (read once per file and
     name: ``cache``)."""
-    def read() -> bool:
-        import mmap
+    def read(data: mmap.mmap) -> str:
+        return "yes" if data.find(b"\0" + name + b"\0") >= 0 else "no"
 
-        try:  # a regular file only (a FIFO put in its place would block an open)
-            with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return data.find(b"\0" + name + b"\0") >= 0
-        except (OSError, ValueError, NotRegularFile):
-            return False
+    return _read_once(("holds", name.decode("ascii", "replace")), path, read, cache) == "yes"
 
-    if cache is None:
-        return read()
-    key = ("holds", name.decode("ascii", "replace"), *_stamped(path))
-    known = cache.recall(key, "str")
-    if known in ("yes", "no"):
-        return known == "yes"
-    found = read()
-    cache.remember(key, "yes" if found else "no")
+
+def _read_once(kind: tuple[str, ...], path: str, read: Callable[[mmap.mmap], str | None],
+               cache: ElfCache | None) -> str | None:
+    """What ``read`` finds in the bytes of the file at ``path`` (mapped, not read whole), remembered in ``cache``
+    under ``kind`` and the file's stamp when it finds something; None when it finds nothing or the file cannot be
+    read (a regular file only: a FIFO put in its place would block an open)."""
+    key = (*kind, *_stamped(path))
+    known = cache.recall(key, "str") if cache is not None else None
+    if isinstance(known, str):
+        return known
+    try:
+        with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            found = read(data)
+    except (OSError, ValueError, NotRegularFile):
+        return None
+    if found is not None and cache is not None:
+        cache.remember(key, found)
     return found
 
 
@@ -1037,10 +1051,7 @@ def opened_while_loading(gen: Generation, plan: Sequence[Step], deps: Sequence[S
             continue
         order = _mapped_anew([n for n in info.needed if not n.startswith("libcudnn") and n not in ALWAYS_LOADED],
                              where, mapped, ctx)
-        entries = [opens_entry(found.soname or "", found.release, partial(holds, path, cache=ctx.cache))
-                   for path, found in order]
-        entries.append(opens_entry(info.soname or "", info.release or step.release,
-                                   partial(holds, step.path, cache=ctx.cache)))
+        entries = [*(_opens(path, found, ctx) for path, found in order), _opens(step.path, info, ctx, step.release)]
         # each name in the order they run; "" where the library read the error itself (none is left then)
         names = [name for entry in entries if entry is not None
                  for name in (*entry.names, *(() if entry.leaves_error else ("",)))]
@@ -1075,27 +1086,12 @@ def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
     """The builtins library NVRTC at ``nvrtc`` dlopens when it compiles: ``libnvrtc-builtins.so.MAJOR.MINOR`` of its
     own release, the name its file holds (its error messages: "failed to open libnvrtc-builtins.so.12.9"), read
     once per file (``cache``); None when the file holds none."""
-    def read() -> str | None:
-        import mmap
-
-        try:
-            with open_regular(nvrtc) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.find(b"libnvrtc-builtins.so.")
-                found = re.match(rb"libnvrtc-builtins\.so\.\d+\.\d+", data[at:at + 40]) if at >= 0 else None
-        except (OSError, ValueError, NotRegularFile):
-            return None
+    def read(data: mmap.mmap) -> str | None:
+        at = data.find(b"libnvrtc-builtins.so.")
+        found = re.match(rb"libnvrtc-builtins\.so\.\d+\.\d+", data[at:at + 40]) if at >= 0 else None
         return found.group().decode() if found else None
 
-    if cache is None:
-        return read()
-    key = ("nvrtc-builtins", *_stamped(nvrtc))
-    known = cache.recall(key, "str")
-    if isinstance(known, str):
-        return known
-    name = read()
-    if name is not None:
-        cache.remember(key, name)
-    return name
+    return _read_once(("nvrtc-builtins",), nvrtc, read, cache)
 
 
 def cuda_near(path: str, cache: ElfCache) -> int | None:
