@@ -749,6 +749,8 @@ def _loader_variables_as_started() -> None:
             raw = file.read()
     except OSError:
         return
+    # a name given twice: the last, as ld.so reads it (rtld.c process_envvars; measured: of two LD_LIBRARY_PATH
+    # entries it searched the second), where Python's os.environ and `pid`'s reader keep the first
     started: dict[bytes, bytes] = {}
     for entry in raw.split(b"\0"):
         name, equals, value = entry.partition(b"=")
