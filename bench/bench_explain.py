@@ -3,7 +3,7 @@ was tuned on and on the held-out part it never was (issue 32; fixtures/explain/s
 
     python bench/bench_explain.py [--reports both|tuning|held|held2|...|held15|all] [--print-priors]
                                   [--misses]
-                                  [--catalog]
+                                  [--catalog] [--ceiling]
 
 For each report only its message is explained, twice: with an empty environment and with this process's;
 the two rankings must be the same (explain without --here reads nothing of the machine). Prints, for each part:
@@ -18,7 +18,8 @@ sixth round, all held out; shown also without the reports its harvest called dou
 eighth round, all held out), "held-out 8" to "held-out 15" (the ninth to sixteenth rounds, split by a hash of the
 id; shown also without their doubtful reports). Goals (issue 32, on the held-out parts): right first >= 80 %, top 3
 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0.
-The held-out figures are the ones to quote.
+The held-out figures are the ones to quote. ``--ceiling`` prints what the message kind alone allows
+(`scoring.ceiling`): the kind's prior alone, and the best any ranking that reads no more than the kind can do.
 
 First it prints the message catalog's entries per source and per release read (``--catalog``: only that).
 ``--print-priors`` prints the table `cudnnload/diagnose/explain/ranking.py` keeps as PRIORS, counted on the
@@ -43,6 +44,7 @@ from fixtures.explain.scoring import (  # noqa: E402
     COLUMNS,
     GOALS,
     Outcome,
+    ceiling,
     leave_one_out,
     measure,
     met,
@@ -86,6 +88,9 @@ def main() -> int:
     parser.add_argument("--misses", action="store_true",
                         help="list each tuning report whose cause is not first (never the held-out ones)")
     parser.add_argument("--catalog", action="store_true", help="print only the catalog's entries per source")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="print only what the message kind alone allows, on the tuning part and on all held-out "
+                             "parts together (totals only)")
     args = parser.parse_args()
     if not args.print_priors:
         print("message catalog (cudnnload/diagnose/explain/catalog.json): ", end="")
@@ -97,6 +102,12 @@ def main() -> int:
     tuning = parts["tuning"]
     if args.print_priors:
         print(priors_source(priors(tuning)))
+        return 0
+    if args.ceiling:
+        every_held = [report for part in PARTS[1:] for report in parts[part]]
+        for name, chosen in (("tuning", tuning), (f"all held-out parts ({len(every_held)} reports)", every_held)):
+            for how, (first, top3) in ceiling(chosen, tuning).items():
+                print(f"{name}, {how}: right first {first:.0%}, top 3 {top3:.0%}")
         return 0
     doubtful = load_doubtful()
     held: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}

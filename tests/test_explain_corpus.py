@@ -16,7 +16,7 @@ import pytest
 
 from cudnnload.diagnose.explain import ranking
 from fixtures.explain.corpus import CorpusError, families, load_doubtful, load_reports, load_split
-from fixtures.explain.scoring import leave_one_out, measure, met, priors, same_ranking, split, table
+from fixtures.explain.scoring import ceiling, leave_one_out, measure, met, priors, same_ranking, split, table
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +134,15 @@ def test_leave_one_out_ranks_each_report_without_its_own_vote() -> None:
     without = leave_one_out(reports, environ={})
     for report, counted, left_out in zip(reports, with_itself, without, strict=True):
         assert left_out.ranked.index(report["family"]) > counted.ranked.index(report["family"])
+
+
+def test_the_ceiling_of_a_ranking_by_kind_knows_the_answers_and_the_prior_does_not() -> None:
+    """Three reports of one message kind, two causes: the kind's prior counted on other reports (one cause) gets
+    one of three first; the best ranking by kind (the reports' own majority) gets two, and both hold both causes
+    in their top 3 where the counts saw both."""
+    text = "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"
+    reports = [{"id": f"r{n}", "message": text, "family": family}
+               for n, family in enumerate(("conda-vs-pip", "preload-needs-missing", "preload-needs-missing"))]
+    figures = ceiling(reports, reports[:1])
+    assert figures["the kind's prior alone"] == (1 / 3, 1 / 3)
+    assert figures["the best any ranking by kind can do"] == (2 / 3, 1.0)
