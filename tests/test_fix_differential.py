@@ -848,3 +848,25 @@ def test_a_stray_name_deleted_reveals_the_wheels_own_file_and_what_it_lacks() ->
     engines then aborted for want of cuBLAS 13. A delete is applied to the model's world like an uninstall, so the
     repair sees what the name's opener gets next: cuBLAS 13 goes with it, and the app works both ways."""
     _fixed_without_breaks(3639, ["app"], lambda j: j.said.consumer.startswith("app"), seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_removal_that_the_repair_s_setting_writes_over_is_judged_in_the_world_the_whole_repair_makes() -> None:
+    """The venv's shim linked into a folder on LD_LIBRARY_PATH, a copy of the shim and graph alone in a folder put
+    before it (seed 3's 3-19, the first fresh seed at main's code): the repair took that folder out, then set
+    LD_LIBRARY_PATH to the wheel's folder and the link's. The removal, judged alone, left programs by name the link
+    without its sub-libraries, so it was made for the program alone, with ``env LD_LIBRARY_PATH=<links>`` written
+    from today's value, which undid the setting before it. Judged in the world the whole repair makes, it takes
+    nothing from them; the app by name works with nothing broken."""
+    _fixed_without_breaks(19, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_without_its_tensor_ir_engines_is_not_whole_behind_a_link_either() -> None:
+    """torch's 9.24 wheel without libcudnn_engines_tensor_ir.so.9, its shim linked into a folder on LD_LIBRARY_PATH
+    and copied alone into one before it (seed 3's 3-20): the model took tensor_ir for optional, so the link's cuDNN
+    was "whole" and the fix took the copy's folder away only. graph names it and cudnnBackendFinalize needs it: the
+    repair puts the wheel back, and the app by name and by path works with nothing broken."""
+    _fixed_without_breaks(20, ["app", "torch"], lambda j: j.said.consumer.startswith("app"), seed=3)

@@ -156,10 +156,13 @@ def test_a_sublibrary_torch_never_loads_is_a_warning_not_its_failure(site: Path,
     assert about and all(f.severity == "warning" for f in about)
 
 
-def test_the_runtime_compiled_engines_missing_stop_torchs_convolution(site: Path, tmp_path: Path,
-                                                                      stub_libcuda: Callable[[], Path]) -> None:
-    """GPU machine: "cudnnFinalize failed ... CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED"."""
-    (site / "nvidia" / "cudnn" / "lib" / "libcudnn_engines_runtime_compiled.so.9").unlink()
+@pytest.mark.parametrize("removed", ["libcudnn_engines_runtime_compiled.so.9", "libcudnn_engines_tensor_ir.so.9"])
+def test_the_runtime_compiled_or_tensor_ir_engines_missing_stop_torchs_convolution(
+        site: Path, tmp_path: Path, stub_libcuda: Callable[[], Path], removed: str) -> None:
+    """GPU machine: "cudnnFinalize failed ... CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED". 9.28's graph names
+    engines_tensor_ir and asks for it once runtime_compiled loaded: without it cudnnBackendFinalize returns 1008
+    (the fix differential's 3-20, on 9.24; measured on 9.28 cu12 and cu13 with the libcuda stub)."""
+    (site / "nvidia" / "cudnn" / "lib" / removed).unlink()
     report = run(site, tmp_path, LD_LIBRARY_PATH=str(stub_libcuda()))
     fails = next(f for f in report.findings if f.code is Code.FRAMEWORK_CALLS_FAIL)
     assert "cudnnBackendFinalize returns 1008" in fails.message

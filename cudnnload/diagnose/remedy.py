@@ -114,13 +114,15 @@ def _said(actions: list[Action], later: list[str]) -> Fix | None:
 
 
 def kept_once(actions: Sequence[Action]) -> list[Action]:
-    """``actions`` less a setting of a variable that a later step sets or unsets again (two rounds that each
-    set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said), and with an entry a
+    """``actions`` less a setting of a variable, or an entry taken out of it, that a later step sets or unsets again
+    (two rounds that each set LD_LIBRARY_PATH: the second value holds the first's entries, and only it is said; an
+    entry removed, then the variable set to a value without it), and with an entry a
     later step takes out of a variable set before taken out of that setting (one value said, not a value and then
     a change of it), and less a cuDNN wheel installed that a later step writes over whole (`_written_over`)."""
     kept = [a for i, a in enumerate(actions)
-            if not (a.do is ActionKind.ENV_SET and any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
-                                                       and b.variable == a.variable for b in actions[i + 1:]))
+            if not (a.do in (ActionKind.ENV_SET, ActionKind.ENV_REMOVE_ENTRY)
+                    and any(b.do in (ActionKind.ENV_SET, ActionKind.ENV_UNSET)
+                            and b.variable == a.variable for b in actions[i + 1:]))
             and not any(_written_over(a, b) for b in actions[i + 1:])
             and not any(_swaps_back(b, a) for b in actions[:i])]
     out: list[Action] = []

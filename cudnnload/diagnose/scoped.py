@@ -48,7 +48,7 @@ from cudnnload.judge.routes import call_fails
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
 from cudnnload.resolve.discovery import Context, context, search_entry, wheel_site
-from cudnnload.verdicts import Action, Finding, Fix, remove_entry, run
+from cudnnload.verdicts import Action, Finding, Fix, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
 _ENVIRONMENT = (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET, ActionKind.ENV_SET)
@@ -91,15 +91,20 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     findings = _preloads_kept(findings, environ, now) if preloads else findings
     if not any(_removed(f.fix) for f in findings):
         return findings
-    serves: dict[frozenset[str], str | None] = {}
+    serves: dict[tuple[frozenset[str], frozenset[tuple[str, str]]], str | None] = {}
     out = []
     for finding in findings:
         taken = _removed(finding.fix)
         gone = frozenset(entry for entry in taken if not _inert(entry))
-        if gone and gone not in serves:
-            serves[gone] = _serves_others(gone, now)
-        why = serves.get(gone) if gone else None
-        out.append(_for_the_program(finding, now.linker.ld_library_path, gone, taken, why) if why else finding)
+        # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
+        # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
+        # folder and a link's, which gives them a whole cuDNN again)
+        world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
+        key = (gone, frozenset(world.items()))
+        if gone and key not in serves:
+            serves[key] = _serves_others(gone, now, world)
+        why = serves.get(key) if gone else None
+        out.append(_for_the_program(finding, environ, gone, why) if why else finding)
     return tuple(out)
 
 
@@ -211,11 +216,11 @@ def _takes_away(action: Action) -> bool:
     return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE
 
 
-def _serves_others(entries: frozenset[str], ctx: Context) -> str | None:
-    """What a program asking for a shim by name gets through one of ``entries`` and would lose without them all:
-    a cuDNN that loads whole there, and another file without them; or any cuDNN there, and none without them (a
-    cuDNN the model doubts still beats none). None when they lose nothing."""
-    without = World(ctx.environ).after(*(remove_entry(_VARIABLE, entry) for entry in sorted(entries))).environ
+def _serves_others(entries: frozenset[str], ctx: Context, without: Mapping[str, str]) -> str | None:
+    """What a program asking for a shim by name gets through one of ``entries`` and would lose in ``without`` (the
+    world the fix makes, with them all taken away): a cuDNN that loads whole there, and another file in that world;
+    or any cuDNN there, and none in that world (a cuDNN the model doubts still beats none). None when they lose
+    nothing."""
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker)
@@ -403,12 +408,16 @@ def _stops_start(world: Mapping[str, str], now: Context) -> str | None:
     return next((p.printed for p in after.preloads if p.stops_start), None)
 
 
-def _for_the_program(finding: Finding, entries: Iterable[str], gone: frozenset[str], taken: frozenset[str],
-                     why: str) -> Finding:
-    """``finding`` with the removals of ``gone`` made for the program alone; those of ``taken`` that are inert
-    (`_inert`) stay for everyone, and the program's own value leaves them out too."""
+def _for_the_program(finding: Finding, environ: Mapping[str, str], gone: frozenset[str], why: str) -> Finding:
+    """``finding`` with the removals of ``gone`` made for the program alone; its other changes of the environment
+    (the removals of inert entries, `_inert`; a variable set) stay for everyone, and the program is run with the
+    difference between the world they make and the one the whole fix makes: its wrapper starts from what the
+    steps before it changed, never from today's environment (seed 3's 3-19: a wrapper written from today's value
+    brought back, for the program, a link the step before it had taken away)."""
     removed = [a for a in finding.fix.actions if _takes_away(a) and a.entry in gone]
-    return _alone(finding, removed, run_without(entries, taken), why)
+    changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
+    before = World(environ).after(*(a for a in changes if a not in removed)).environ
+    return _alone(finding, removed, run_in(before, World(environ).after(*changes).environ), why)
 
 
 def run_without(entries: Iterable[str], gone: Iterable[str | None]) -> Action:

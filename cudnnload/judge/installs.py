@@ -402,11 +402,18 @@ def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
 
+def _graph_step(install: Install) -> Step | None:
+    return next((step for step in install.plan if step.library == "graph"), None)
+
+
 def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[SubLibrary, ...]:
-    """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck
-    (unless the shim is of another release than the folder: then what it asks for says nothing)."""
+    """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck, or its
+    graph by name (`discovery.asked_for`; unless the shim is of another release than the folder: then what it
+    asks for says nothing)."""
     shim = install.file("shim")
-    return tuple(lib for lib in gen.sublibraries if lib.required or (not ignore_asked and asked_for(lib, shim))
+    return tuple(lib for lib in gen.sublibraries if lib.required
+                 or (not ignore_asked and asked_for(lib, shim, _graph_step(install))
+                     and any(step.library == lib.key for step in install.plan))
                  or in_engine_chain(lib, install.release))
 
 

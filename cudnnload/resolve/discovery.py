@@ -615,9 +615,9 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
     foreign = shim is not None and shim.elf is not None and not_cudnn(shim.elf)  # it opens none of cuDNN's libraries
-    steps = () if gen.major == 7 or foreign else tuple(
-        step for lib, step in plan(gen, shim.path if shim else None, folder, release, ctx)
-        if step.path or lib.required or asked_for(lib, shim))
+    planned = () if gen.major == 7 or foreign else plan(gen, shim.path if shim else None, folder, release, ctx)
+    graph = next((step for lib, step in planned if lib.key == "graph"), None)
+    steps = tuple(step for lib, step in planned if step.path or lib.required or asked_for(lib, shim, graph))
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     site = dist.site if dist else cudnn_wheel_site(folder)
@@ -673,9 +673,15 @@ def _shadowing(folder: str, dist: Distribution | None, release: Release | None) 
                  and name.endswith(tried) and name not in listed)
 
 
-def asked_for(lib: SubLibrary, shim: Candidate | None) -> bool:
-    """An optional sub-library the shim asks for all the same: it exports its VersionCheck (ext in 9.28)."""
-    return bool(lib.version_check and shim and shim.elf and lib.version_check in shim.elf.version_checks)
+def asked_for(lib: SubLibrary, shim: Candidate | None, graph: Step | None = None) -> bool:
+    """A sub-library that not every release has, asked for all the same: the shim exports its VersionCheck (ext in
+    9.28); or graph opens it (``graph``: graph's step, found) and no call of graph's goes on without it: `plan`
+    keeps its step only where graph's file names it (engines_tensor_ir: without it cudnnBackendFinalize returns
+    1008 after "Unable to load any of {libcudnn_engines_tensor_ir.so...}", measured on 9.24 cu13 and 9.28 cu12 and
+    cu13 once engines_runtime_compiled loaded; 9.0's graph names none)."""
+    if lib.version_check:
+        return bool(shim and shim.elf and lib.version_check in shim.elf.version_checks)
+    return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None
 
 
 def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context) -> tuple[Record, ...]:
