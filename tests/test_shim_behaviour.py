@@ -1,14 +1,17 @@
 """Which shims abort, rather than return 3009, for a sub-library they cannot load (`judge.consequences`),
 told from the real shims' exports: measured with the scenario app, the 9.0 shim aborts ("Invalid handle.
 Cannot load symbol cudnnCnnVersionCheck", then abort()) and the 9.27 (JIT) and 9.28 shims return 3009, also
-the 9.28 shim over 9.0's sub-libraries (tests/test_scenarios.py holds each against the real run)."""
+the 9.28 shim over 9.0's sub-libraries (tests/test_scenarios.py holds each against the real run). Between them
+the release decides, and what each release's graph needs of its engines: measured with every release's wheel from
+9.2 to 9.26, one library taken away at a time (bench/cudnn9_releases.py, bench/results)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cudnnload.judge.consequences import _shim_aborts
-from cudnnload.resolve.catalog import Release
+from cudnnload.judge.consequences import _shim_aborts, in_engine_chain
+from cudnnload.resolve.catalog import V9, Release
+from cudnnload.resolve.discovery import Step, asked_for
 from cudnnload.resolve.elf import read_elf
 from fixtures.scenarios.layouts import JIT, library_folder
 from tests.wheels import lib_folder
@@ -59,3 +62,30 @@ def test_what_the_model_says_an_application_maps_is_what_the_real_loader_maps(na
     said = predicted(layout)
     assert said.note == "maps"
     assert compare(said, observed(record(layout)), preload=False) == []
+
+
+@pytest.mark.parametrize(("release", "aborts"), [
+    ((9, 5, 1), True), ((9, 10, 2), True), ((9, 13, 1), True), ((9, 16, 0), True),
+    ((9, 17, 1), False), ((9, 19, 0), False), ((9, 21, 1), False), ((9, 26, 1), False)])
+def test_a_shim_with_the_cuda_graph_functions_aborts_up_to_9_16_as_measured(release: tuple[int, int, int],
+                                                                          aborts: bool) -> None:
+    """9.5's shim exports what 9.28's does and aborts all the same; 9.16's and 9.21's hold the same strings."""
+    exports = set(read_elf(str(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9")).cudnn_functions)
+    assert _shim_aborts(Release(*release), exports) is aborts
+
+
+@pytest.mark.parametrize(("release", "needed"), [((9, 0, 0), True), ((9, 2, 1), True), ((9, 10, 2), True),
+                                                 ((9, 12, 0), True), ((9, 13, 1), False), ((9, 28, 0), False)])
+def test_the_precompiled_engines_and_their_heuristic_are_needed_up_to_9_12(release: tuple[int, int, int],
+                                                                          needed: bool) -> None:
+    """cudnnBackendFinalize returns 1008 without either up to 9.12 (1001 in 9.0), 2000 from 9.13 on."""
+    for key in ("engines_precompiled", "heuristic"):
+        assert in_engine_chain(V9.library(key), Release(*release)) is needed
+
+
+@pytest.mark.parametrize(("release", "needed"), [((9, 20, 0), False), ((9, 21, 1), True), ((9, 28, 0), True)])
+def test_the_tensor_ir_engines_are_needed_from_9_21(release: tuple[int, int, int], needed: bool) -> None:
+    """9.20's graph asks for engines_tensor_ir by all four names and finalizes without it; 9.21's returns 1008."""
+    graph = Step("graph", "/x/libcudnn.so.9", ("libcudnn_graph.so.9",), "/x/libcudnn_graph.so.9", "runpath", True,
+                 Release(*release))
+    assert asked_for(V9.library("engines_tensor_ir"), None, graph) is needed

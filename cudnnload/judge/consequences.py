@@ -58,7 +58,8 @@ class FileFacts(Protocol):
 # 9.0's graph does not export ("Could not load symbol cudnnGetLibConfig. Error: ...", then abort()).
 GRAPH_CONFIG_FUNCTION = "cudnnGetLibConfig"
 # 9.0's graph loads its engines without cuBLASLt and returns 1001 when one is missing; 9.28 needs
-# cuBLASLt for engine heuristics and returns 1008 (releases between were not measured: taken as 9.28).
+# cuBLASLt for engine heuristics and returns 1008, as 9.2 to 9.26 do where an engine is missing (each release's wheel:
+# bench/cudnn9_releases.py; 9.1's, a cu11 wheel, was not run).
 FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
 # A cuDNN 8 shim before 8.9 reads dlerror() after its dlopen of a sub-library succeeded. The initializers that dlopen
 # runs may have dlopened something themselves (`discovery.opened_while_loading`): when the last of those failed, its
@@ -334,21 +335,22 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
                           (Expectation(opening, NO_START, message=shim_fails.error, cause=shim_fails.cause),))
     missing = dict(missing_dependencies or {})
     exports = set(shim.cudnn_functions) if shim else None
+    aborts = _shim_aborts(release, exports)
     graph = loads.get("graph")
     graph_info = facts.elf(graph.path) if facts and graph and graph.path and graph.fails is None else None
     expectations: list[Expectation] = []
     for call in gen.exercise:
-        expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu, opened)
+        expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu, opened, aborts)
         expectations.append(expected)
         if expected.outcome in (ABORT, SIGBUS, HANG):
             break
-    return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu, opened),
+    return Prediction(loads, _consequences(gen, release, loads, missing, exports, graph_info, gpu, opened, aborts),
                       tuple(expectations))
 
 
 def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping[str, Load],
             missing: Mapping[str, str], exports: set[str] | None, graph_info: ElfInfo | None,
-            gpu: bool, opened: Mapping[str, tuple[str, ...]] | None = None) -> Expectation:
+            gpu: bool, opened: Mapping[str, tuple[str, ...]] | None = None, aborts: bool = False) -> Expectation:
     # a shim that exports no cuDNN function (another library under its name) has none of the calls
     if exports is not None and (call.kind in ("check", "version", "create") or not exports) and \
             call.function not in exports:
@@ -358,7 +360,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         if load is None:
             continue
         if load.fails is not None and (not lib.optional or load.fails in _ENDS or _stops_chain(lib, loads)):
-            return _failed_call(gen, release, call, lib, load, _graph_release(loads), exports)
+            return _failed_call(gen, release, call, lib, load, _graph_release(loads), aborts)
         if gen.major == 8 and call.kind == "check" and _checks_other_release(lib, load, loads):
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so; the
             # 8.5 shim over 8.9.7's whole set passes them (a check compares its library with ops_infer, whatever
@@ -419,8 +421,14 @@ def _stale_dlerror(gen: Generation, release: Release | None, lib: SubLibrary, lo
     names = dlopens_at_load(lib.soname) if opened is None else opened.get(lib.key, ())
     if not names or names[-1] not in missing:
         return None
+    return names[-1] if reads_stale_dlerror(release, exports) else None
+
+
+def reads_stale_dlerror(release: Release | None, exports: set[str] | None) -> bool:
+    """Whether the cuDNN 8 shim of ``release`` (or of ``exports``: one without cudnnGetMaxDeviceVersion is 8.5's)
+    aborts on the error the last dlopen of a sub-library's load left behind (`_stale_dlerror`)."""
     before_8_6 = exports is not None and bool(exports) and _LATER_8_SHIM_FUNCTION not in exports
-    return names[-1] if before_8_6 or (release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR) else None
+    return before_8_6 or (release is not None and release < FIRST_8_WITHOUT_STALE_DLERROR)
 
 
 _LATER_8_SHIM_FUNCTION = "cudnnGetMaxDeviceVersion"
@@ -444,9 +452,9 @@ def _bound_elsewhere(gen: Generation, load: Load) -> bool:
 
 
 def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:
-    """Whether an optional engine library that fails to load fails the call too: in 9.0's chain of engines
-    (`_opened_after`) it does, cudnnBackendFinalize returning 1001 after "Unable to load any of {...}" (measured on
-    the 9.0 wheel, heuristic or precompiled missing); 9.28's graph goes on without it."""
+    """Whether an optional engine library that fails to load fails the call too: up to 9.10 it does (`in_engine_chain`),
+    cudnnBackendFinalize returning 1001 (9.0's chain) or 1008 after "Unable to load any of {...}", heuristic or
+    precompiled missing; 9.13's and later graphs go on without it."""
     if not in_engine_chain(lib, _graph_release(loads)):
         return False
     before = loads.get("engines_precompiled")  # heuristic is asked for only once precompiled loaded
@@ -454,27 +462,38 @@ def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:
 
 
 def in_engine_chain(lib: SubLibrary, graph: Release | None) -> bool:
-    """Whether the graph of release ``graph`` needs ``lib`` for its chain of engines (`_opened_after`): 9.0's needs
-    precompiled and heuristic, which later graphs can do without."""
+    """Whether the graph of release ``graph`` needs ``lib`` for its engines: 9.0 to 9.10 need precompiled and
+    heuristic (9.0's chain, `_opened_after`, returns 1001 without either; 9.2 to 9.10 return 1008 after "Unable to
+    load any of {...}"), 9.13 and later do without them (bench/cudnn9_releases.py, each release's wheel)."""
     return lib.key in ("engines_precompiled", "heuristic") and graph is not None and graph.major == 9 and \
-        graph < FIRST_9_WITHOUT_9_0_BEHAVIOUR
+        graph < FIRST_9_WITH_OPTIONAL_ENGINES
+
+
+FIRST_9_WITH_OPTIONAL_ENGINES = Release(9, 13, 0)  # 9.10.2's graph needs them, 9.13.1's does not
 
 
 def _shim_aborts(release: Release | None, exports: set[str] | None) -> bool:
-    """Whether the shim aborts, rather than return 3009, for a sub-library other than graph it cannot load: the
-    9.0 shim does (measured); 9.27's and 9.28's return 3009. The shim carries no release of its own (a 9.28
-    shim over 9.0's sub-libraries returns 3009): it is told by what it exports (9.0's lacks the CUDA-graph
-    functions, ``cudnnBackendPopulateCudaGraph``), else by the install's release."""
-    if exports:
-        return _LATER_SHIM_FUNCTION not in exports
-    return release is not None and release < FIRST_9_WITHOUT_9_0_BEHAVIOUR
+    """Whether the cuDNN 9 shim aborts, rather than return 3009, for a sub-library other than graph it cannot load
+    (both after "Invalid handle. Cannot load symbol ..."). Measured with each release's wheel, one sub-library taken
+    away at a time (bench/cudnn9_releases.py): 9.0 to 9.16 abort, 9.17 and later return 3009. The shims of 9.16 and
+    9.21 hold the same strings and exports, so the release decides; the shim carries none of its own, and the
+    install's is taken, except for a shim of a later release than its folder's, which its exports show (the
+    CUDA-graph functions, ``cudnnBackendPopulateCudaGraph``, that 9.0 to 9.2 lack: a 9.28 shim over 9.0's
+    sub-libraries returns 3009, as the newest do)."""
+    if exports and _LATER_SHIM_FUNCTION not in exports:
+        return True
+    if exports and release is not None and release < FIRST_9_SHIM_WITH_CUDA_GRAPH:
+        return False
+    return release is not None and release < FIRST_9_SHIM_RETURNING_3009
 
 
 _LATER_SHIM_FUNCTION = "cudnnBackendPopulateCudaGraph"
+FIRST_9_SHIM_WITH_CUDA_GRAPH = Release(9, 3, 0)  # 9.2.1's shim lacks it, 9.5.1's exports it
+FIRST_9_SHIM_RETURNING_3009 = Release(9, 17, 0)  # 9.16.0 aborts, 9.17.1 returns 3009
 
 
 def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubLibrary, load: Load,
-                 graph: Release | None = None, exports: set[str] | None = None) -> Expectation:
+                 graph: Release | None = None, aborts: bool = False) -> Expectation:
     """What ``call`` does when ``lib``, which serves it, fails to load. Engine failures answer as the graph
     that loads them was built to (``graph``: its release, else the install's)."""
     if load.fails == KILLS:
@@ -489,7 +508,7 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         names = ", ".join(lib.names_tried(by))
         return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
                            cause=load.cause)
-    if gen.major == 9 and lib.key != "graph" and not _shim_aborts(release, exports):
+    if gen.major == 9 and lib.key != "graph" and not aborts:
         said = f"Could not load symbol {call.function}. Error: {load.answered_by}: undefined symbol: " \
             f"{call.function}" if load.answered_by else f"Invalid handle. Cannot load symbol {call.function}"
         return Expectation(call, STATUS, status=3009, message=said, cause=load.cause)
@@ -519,7 +538,8 @@ def _shim_is_newer(exports: set[str], graph: ElfInfo) -> bool:
 
 def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, Load], missing: Mapping[str, str],
                   exports: set[str] | None, graph_info: ElfInfo | None, gpu: bool,
-                  opened: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, tuple[Consequence, ...]]:
+                  opened: Mapping[str, tuple[str, ...]] | None = None, aborts: bool = False
+                  ) -> dict[str, tuple[Consequence, ...]]:
     """The consequences of each cause of failure: the calls of every library that fails because of it."""
     found: dict[str, tuple[Consequence, ...]] = {}
     for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
@@ -530,7 +550,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
         if first is None:
             continue
         home = next(lib for lib in failing if first in lib.calls)
-        expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads), exports)
+        expected = _failed_call(gen, release, first, home, loads[home.key], _graph_release(loads), aborts)
         found[cause] = (Consequence(
             calls=_calls_text(failing, gen), effect=Effect(expected.outcome),
             library=cause, status=expected.status,

@@ -18,7 +18,19 @@ from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, distribution_cuda, parse_release
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.sources import Distribution
-from cudnnload.verdicts import Action, Fix, chmod, delete, fix, manual, pip_install, remove_entry, remove_line, run
+from cudnnload.verdicts import (
+    Action,
+    Fix,
+    chmod,
+    delete,
+    fix,
+    manual,
+    pip_install,
+    relink,
+    remove_entry,
+    remove_line,
+    run,
+)
 
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
@@ -40,21 +52,20 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
     return f"{name}>={major},<{major + 1}"
 
 
-def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None) -> Action:
+def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None) -> Fix:
     """A library opens ``soname``, a development link's unversioned name, from ``beside`` (its own folder, which
     its search reaches first): the link to make there, to ``versioned`` (the driver's libcuda.so.1, the NVRTC of
-    that CUDA), in words (the model does not yet apply a new link)."""
-    if soname == "libcuda.so":
-        return manual(f"link it to the driver: ln -s {versioned} {posixpath.join(beside, soname)} (or install the "
-                      "driver's development package, which puts libcuda.so beside libcuda.so.1)")
+    that CUDA found elsewhere), as a ``relink`` a tool can make; where no such file is found, in words."""
     where = posixpath.join(beside, soname)
+    if soname == "libcuda.so":
+        return fix(relink(where, versioned) if versioned else manual(f"link {where} to the driver's libcuda.so.1"),
+                   note="or install the driver's development package, which puts libcuda.so beside libcuda.so.1")
+    toolkit = "or install the CUDA toolkit, whose development package puts libnvrtc.so on the search path"
     if versioned:
-        return manual(f"link it to the NVRTC installed: ln -s {versioned} {where} (or install the CUDA toolkit, "
-                      "whose development package puts libnvrtc.so on the search path)")
+        return fix(relink(where, versioned), note=toolkit)
     major = str(cuda) if cuda else "XX"
-    return manual(f"install NVRTC of this CUDA (pip install nvidia-cuda-nvrtc-cu{major}) and link it: ln -s "
-                  f"<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.{major}.* {where} (or install the CUDA "
-                  "toolkit, whose development package puts libnvrtc.so on the search path)")
+    return fix(manual(f"install NVRTC of this CUDA (pip install nvidia-cuda-nvrtc-cu{major}) and link it: ln -s "
+                      f"<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.{major}.* {where}"), note=toolkit)
 
 
 def dependency_manual(soname: str, requirement: str | None = None) -> Action:

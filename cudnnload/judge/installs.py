@@ -23,6 +23,7 @@ from cudnnload.judge.consequences import (
     mapped_files,
     plan_loads,
     predict,
+    reads_stale_dlerror,
 )
 from cudnnload.judge.judged import Judged, Verdict
 from cudnnload.judge.policy import Mapped, install_findings, lent_loads, untrusted_findings
@@ -794,8 +795,10 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
         by = posixpath.basename(step.requested_by or "") or "a library"
         yield Finding(Code.MISSING_DEPENDENCY, f"{by} dlopens {step.library} as it loads "
                       f"({_UNVERSIONED[step.library]}), and it would not be found ({where})", subject,
-                      fix(fixes.unversioned_link(step.library, posixpath.dirname(step.requested_by or ""), driver or
-                                                 step.elsewhere, install.cuda_major)), severity=WARNING)
+                      fixes.unversioned_link(step.library, posixpath.dirname(step.requested_by or ""),
+                                             driver if step.library == "libcuda.so" else step.elsewhere,
+                                             install.cuda_major),
+                      severity=ERROR if _aborts_on(step.library, install) else WARNING)
         return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,
                                                                           step.elsewhere)
@@ -806,6 +809,17 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
     else:
         yield Finding(Code.MISSING_DEPENDENCY, f"needs {step.library}, which would not be found ({where})", subject,
                       cure)
+
+
+def _aborts_on(name: str, install: Install) -> bool:
+    """Whether the cuDNN 8 shim aborts on the error a failed dlopen of ``name`` leaves: it reads a stale dlerror
+    (`consequences.reads_stale_dlerror`) and ``name`` is the last a sub-library's load opens (`Install.opened_at_load`),
+    whether or not the prediction gets that far: an abort before it (another name missing) hides it until that one
+    is mended (the at-load differential's 2-16: libnvrtc.so linked, 8.6's cnn_infer then stopped on libcuda.so)."""
+    shim = install.file("shim")
+    exports = set(shim.elf.cudnn_functions) if shim is not None and shim.elf is not None else None
+    return reads_stale_dlerror(install.release, exports) and any(
+        names and names[-1] == name for _, names in install.opened_at_load)
 
 
 # The unversioned names a library opens as it loads (`catalog.OPENS_AT_LOAD`), which only a development link

@@ -70,6 +70,10 @@ class SubLibrary:
     # 9.0, the 9.27 JIT graph and 9.28: heuristic only once engines_precompiled loaded, engines_tensor_ir only
     # once engines_runtime_compiled did; otherwise it is never asked for, and not mapped)
     after: str | None = None
+    # not optional only from this release of its opener on: before it, its opener asks for it and goes on without it
+    # (9.20's graph asks for engines_tensor_ir by all four names and cudnnBackendFinalize returns 2000 all the same;
+    # from 9.21 it returns 1008: bench/cudnn9_releases.py)
+    needed_from: Release | None = None
 
     @property
     def soname(self) -> str:
@@ -101,11 +105,12 @@ class SubLibrary:
 
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
         symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
-        calls: tuple[Call, ...] = (), optional: bool = False, after: str | None = None) -> SubLibrary:
+        calls: tuple[Call, ...] = (), optional: bool = False, after: str | None = None,
+        needed_from: Release | None = None) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
     checks = (Call("check", check),) if check else ()
     return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, optional, serves, examples,
-                      checks + calls, after)
+                      checks + calls, after, needed_from)
 
 
 def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None, serves: str = "",
@@ -229,7 +234,7 @@ V9 = Generation(9, (
     _v9("engines_precompiled", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
     _v9("engines_runtime_compiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
     _v9("engines_tensor_ir", "graph", ("graph",), required=False, after="engines_runtime_compiled",
-        **_ENGINES),  # type: ignore[arg-type]
+        needed_from=Release(9, 21, 0), **_ENGINES),  # type: ignore[arg-type]
     _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version",
         serves="tensor, filter, activation, pooling, softmax and normalization calls",
         examples=("cudnnCreateTensorDescriptor", "cudnnActivationForward"),
@@ -331,12 +336,16 @@ def classify(file_name: str) -> SubLibrary | None:
 # driver; 11.11.3.6 then the unversioned libnvrtc.so (the name only a toolkit's -dev link answers; nvidia-cuda-
 # nvrtc-cu11 ships libnvrtc.so.11.2), told by the file holding that name (11.10.3.66 holds none, 12.9 and 13.5 only
 # the versioned name they open later). cuDNN 9.0 and 9.28's precompiled engines open the driver. cuDNN 8's
-# cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so, 8.7.0 and 8.9.7 libcuda.so.1, as
-# does 8.9.7's cnn_train (8.5 and 8.6's open nothing; 8.8 taken as 8.7). 8.7.0's cnn_infer leaves no
-# error behind when its dlopen fails (its shim, which aborts on the one cuBLASLt left, goes on after it: measured
-# with the 8.7.0 wheel and no driver). 8.5 to 8.9.6 against the real shim, with and without an NVRTC answering
-# libnvrtc.so: bench/cudnn8_families.py. Each is looked up from the library that opens it. None of the other
-# libraries of those wheels opens anything as it loads.
+# cnn_infer: 8.5.0 the unversioned libcuda.so, 8.6.0 libnvrtc.so then libcuda.so, 8.7.0 libcuda.so.1 then
+# libnvrtc.so, 8.8.1 libnvrtc.so then libcuda.so.1 twice, 8.9.6 and 8.9.7 libcuda.so.1, as does 8.9.7's cnn_train
+# (8.5 and 8.6's open nothing). 8.8.1's cnn_infer leaves no error behind when its dlopen fails (its shim, which
+# aborts on the one cuBLASLt left, goes on after it, no driver here); 8.7.0's does: with cuBLASLt preloaded (no
+# initializer left to run in the shim's dlopen of ops_infer) and no libnvrtc.so, its shim aborts at
+# cudnnCnnInferVersionCheck on "libnvrtc.so: cannot open ..." (bench/cudnn8_differential.py, seed 2's 2-28; a name
+# already in the process, cuBLASLt's libnvrtc.so, is no search, which LD_DEBUG does not show: the measure that
+# gave 8.7.0 libcuda.so.1 alone had it). 8.5 to 8.9.6 against the real shim, with and without an NVRTC answering
+# libnvrtc.so: bench/cudnn8_families.py; seeded layouts of them: bench/cudnn8_differential.py. Each is looked up
+# from the library that opens it. None of the other libraries of those wheels opens anything as it loads.
 @dataclass(frozen=True)
 class OpensAtLoad:
     prefix: str  # of the soname
@@ -346,14 +355,16 @@ class OpensAtLoad:
     leaves_error: bool = True  # False: its own code reads dlerror() after a dlopen of its fails: none is left
 
 
-_CUDNN_8_6, _CUDNN_8_7, _CUDNN_8_9 = Release(8, 6, 0), Release(8, 7, 0), Release(8, 9, 0)
+_CUDNN_8_6, _CUDNN_8_7, _CUDNN_8_8, _CUDNN_8_9 = Release(8, 6, 0), Release(8, 7, 0), Release(8, 8, 0), Release(8, 9, 0)
 OPENS_AT_LOAD: tuple[OpensAtLoad, ...] = (
     OpensAtLoad("libcublasLt.so.11", ("libcuda.so.1", "libnvrtc.so"), holding=b"libnvrtc.so"),
     OpensAtLoad("libcublasLt.so.", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_engines_precompiled.so.9", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so",), releases=(Release(8, 0, 0), _CUDNN_8_6)),
     OpensAtLoad("libcudnn_cnn_infer.so.8", ("libnvrtc.so", "libcuda.so"), releases=(_CUDNN_8_6, _CUDNN_8_7)),
-    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1",), releases=(_CUDNN_8_7, _CUDNN_8_9), leaves_error=False),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1", "libnvrtc.so"), releases=(_CUDNN_8_7, _CUDNN_8_8)),
+    OpensAtLoad("libcudnn_cnn_infer.so.8", ("libnvrtc.so", "libcuda.so.1"), releases=(_CUDNN_8_8, _CUDNN_8_9),
+                leaves_error=False),
     OpensAtLoad("libcudnn_cnn_infer.so.8", ("libcuda.so.1",)),
     OpensAtLoad("libcudnn_cnn_train.so.8", (), releases=(Release(8, 0, 0), _CUDNN_8_9)),
     OpensAtLoad("libcudnn_cnn_train.so.8", ("libcuda.so.1",)),

@@ -681,7 +681,8 @@ def asked_for(lib: SubLibrary, shim: Candidate | None, graph: Step | None = None
     cu13 once engines_runtime_compiled loaded; 9.0's graph names none)."""
     if lib.version_check:
         return bool(shim and shim.elf and lib.version_check in shim.elf.version_checks)
-    return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None
+    return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None and (
+        lib.needed_from is None or graph.release is None or graph.release >= lib.needed_from)
 
 
 def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context) -> tuple[Record, ...]:
