@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudnnload.judge.consequences import _shim_aborts, in_engine_chain
+from cudnnload.judge.consequences import Load, _shim_aborts, in_engine_chain, predict
 from cudnnload.resolve.catalog import V9, Release
 from cudnnload.resolve.discovery import Step, asked_for
 from cudnnload.resolve.elf import read_elf
@@ -89,3 +89,17 @@ def test_the_tensor_ir_engines_are_needed_from_9_21(release: tuple[int, int, int
     graph = Step("graph", "/x/libcudnn.so.9", ("libcudnn_graph.so.9",), "/x/libcudnn_graph.so.9", "runpath", True,
                  Release(*release))
     assert asked_for(V9.library("engines_tensor_ir"), None, graph) is needed
+
+
+def test_cnn_and_adv_beside_an_ops_of_another_release_fail_their_checks_and_adv_its_descriptors() -> None:
+    """The shim found ops elsewhere (the system's 9.14 through ld.so.cache, under torch's 9.19 wheel; measured on
+    the H200, and with the 9.16, 9.21 and 9.26 wheels here): cnn's and adv's checks return 1002, adv's descriptors
+    too, cnn's are made."""
+    own, other = Release(9, 26, 1), Release(9, 21, 1)
+    releases = {"graph": own, "ops": other, "cnn": own, "adv": own}
+    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None) for key, release in releases.items()}
+    prediction = predict(V9, Release(9, 26, 1), loads)
+    said = {e.call.function: e.status for e in prediction.expectations if e.call.kind in ("check", "create")}
+    assert said["cudnnOpsVersionCheck"] == 1002  # ops of another release than graph's
+    assert said["cudnnCnnVersionCheck"] == 1002 and said["cudnnAdvVersionCheck"] == 1002
+    assert said["cudnnCreateConvolutionDescriptor"] == 0 and said["cudnnCreateRNNDataDescriptor"] == 1002

@@ -368,6 +368,9 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return Expectation(call, STATUS, status=14, cause=lib.key)
         if _ops_of_another_graph(gen, lib, load, loads) and call.kind in ("check", "create"):
             return Expectation(call, STATUS, status=1002, cause=lib.key)
+        if _beside_another_ops(gen, lib, load, loads) and (call.kind == "check" or (call.kind == "create"
+                                                                                    and lib.key == "adv")):
+            return Expectation(call, STATUS, status=1002, cause="ops")
         if _bound_elsewhere(gen, load) and call.kind == "check":
             return Expectation(call, STATUS, status=1002, cause=load.cause)
         stale = _stale_dlerror(gen, release, lib, load, missing, exports, opened)
@@ -441,6 +444,17 @@ def _ops_of_another_graph(gen: Generation, lib: SubLibrary, load: Load, loads: M
     graph = _graph_release(loads)
     return gen.major == 9 and lib.key == "ops" and load.fails is None and load.release is not None and \
         graph is not None and load.release != graph
+
+
+def _beside_another_ops(gen: Generation, lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
+    """9.x's cnn or adv, which NEED ops, loaded beside an ops of another release (the shim found ops elsewhere: the
+    system's through ld.so.cache, a folder on LD_LIBRARY_PATH): bound to it, its version check returns 1002, and
+    adv's descriptors too (cnn's are made: cudnnCreateConvolutionDescriptor returns 0). Measured on the H200
+    (torch's 9.19 wheel without its ops, beside the system's 9.14) and here (9.26 beside 9.21's ops, 9.21 beside
+    9.26's, 9.16 beside 9.19's)."""
+    ops = loads.get("ops")
+    return gen.major == 9 and "ops" in lib.needs and load.fails is None and load.release is not None and \
+        ops is not None and ops.fails is None and ops.release is not None and ops.release != load.release
 
 
 def _bound_elsewhere(gen: Generation, load: Load) -> bool:
