@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fixtures.scenarios.fixes import apply  # noqa: E402
+from fixtures.scenarios.layouts import link  # noqa: E402
 from fixtures.wheels import WHEELS, cache_root, unpack  # noqa: E402
 
 CALLS = ("cudnnGetVersion", "cudnnOpsInferVersionCheck", "cudnnCnnInferVersionCheck", "cudnnOpsTrainVersionCheck",
@@ -84,14 +85,11 @@ def releases(wheels: Path | None) -> list[tuple[str, int, Path]]:
 
 
 def place(source: Path, folder: Path, names: list[str] | None = None) -> None:
-    """The files of ``source`` (or those of ``names``) hard-linked into ``folder`` (copied across file systems)."""
+    """The files of ``source`` (or those of ``names``) linked into ``folder`` (`layouts.link`: hard links)."""
     folder.mkdir(parents=True, exist_ok=True)
     for file in sorted(source.iterdir()):
         if file.is_file() and (names is None or file.name in names):
-            try:
-                os.link(file, folder / file.name)
-            except OSError:
-                shutil.copy2(file, folder / file.name)
+            link(file, folder / file.name)
 
 
 def stand_in(folder: Path, libraries: list[Path]) -> Path:

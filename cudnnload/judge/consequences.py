@@ -68,8 +68,9 @@ FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 1, 0)
 # 8.5 and 8.6 wheels: 8.5 with cuBLAS 11.10 and no driver (cuBLASLt's libcuda.so.1) at cudnnGetVersion; 8.6 with
 # cuBLAS 11.11 (its libnvrtc.so) at cudnnGetVersion, and with libnvrtc.so linked, at cudnnCnnInferVersionCheck (cnn_
 # infer's libcuda.so); a later success clears it (cuBLASLt's libcuda.so.1 failed, then its libnvrtc.so loaded: no
-# abort). 8.7.0's shim does too (on cuBLASLt's libnvrtc.so; its cnn_infer leaves none: `catalog.OPENS_AT_LOAD`),
-# 8.8.1.3's and 8.9's do not meet one (bench/cudnn8_families.py); 8.9.7's shim does not trip on cnn_infer's.
+# abort). 8.7.0's shim does too (on cuBLASLt's libnvrtc.so, and on its cnn_infer's when cuBLASLt was already in the
+# process: `catalog.OPENS_AT_LOAD`); 8.8.1's cnn_infer leaves none (bench/cudnn8_families.py,
+# bench/cudnn8_differential.py); 8.9.7's shim does not trip on cnn_infer's.
 FIRST_8_WITHOUT_STALE_DLERROR = Release(8, 9, 0)
 
 

@@ -677,8 +677,9 @@ def asked_for(lib: SubLibrary, shim: Candidate | None, graph: Step | None = None
     """A sub-library that not every release has, asked for all the same: the shim exports its VersionCheck (ext in
     9.28); or graph opens it (``graph``: graph's step, found) and no call of graph's goes on without it: `plan`
     keeps its step only where graph's file names it (engines_tensor_ir: without it cudnnBackendFinalize returns
-    1008 after "Unable to load any of {libcudnn_engines_tensor_ir.so...}", measured on 9.24 cu13 and 9.28 cu12 and
-    cu13 once engines_runtime_compiled loaded; 9.0's graph names none)."""
+    1008 after "Unable to load any of {libcudnn_engines_tensor_ir.so...}", measured on 9.21 cu12, 9.24 cu13 and 9.28
+    cu12 and cu13 once engines_runtime_compiled loaded; 9.0's graph names none, and 9.20's asks for it and goes on
+    without it: `SubLibrary.needed_from`)."""
     if lib.version_check:
         return bool(shim and shim.elf and lib.version_check in shim.elf.version_checks)
     return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None and (
