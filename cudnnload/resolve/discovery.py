@@ -679,11 +679,13 @@ def asked_for(lib: SubLibrary, shim: Candidate | None, graph: Step | None = None
     keeps its step only where graph's file names it (engines_tensor_ir: without it cudnnBackendFinalize returns
     1008 after "Unable to load any of {libcudnn_engines_tensor_ir.so...}", measured on 9.21 cu12, 9.24 cu13 and 9.28
     cu12 and cu13 once engines_runtime_compiled loaded; 9.0's graph names none, and 9.20's asks for it and goes on
-    without it: `SubLibrary.needed_from`)."""
+    without it: `SubLibrary.needed_from`). Not for a graph already in the process (a preload, a running process's
+    mapping): what it asks for later is judged as the process holds it, as before."""
     if lib.version_check:
         return bool(shim and shim.elf and lib.version_check in shim.elf.version_checks)
-    return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None and (
-        lib.needed_from is None or graph.release is None or graph.release >= lib.needed_from)
+    return lib.opened_by == "graph" and not lib.optional and graph is not None and graph.path is not None and \
+        graph.rule != "already-loaded" and (
+            lib.needed_from is None or graph.release is None or graph.release >= lib.needed_from)
 
 
 def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context) -> tuple[Record, ...]:
