@@ -404,7 +404,9 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 
 def _graph_step(install: Install) -> Step | None:
-    return next((step for step in install.plan if step.library == "graph"), None)
+    """The install's own graph: what a graph of another folder asks for is not this folder's to hold (the mix is
+    said as such)."""
+    return next((step for step in install.plan if step.library == "graph" and step.inside_install), None)
 
 
 def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[SubLibrary, ...]:
