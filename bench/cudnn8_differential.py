@@ -6,7 +6,10 @@ this machine: the real shim's first calls in a child; `doctor`'s probe verdict, 
 predicted them; and, where the layout fails where a whole one of the same parts does not, doctor's first error fix
 applied to a copy (`fixtures/scenarios/fixes.py`), the calls run again.
 
-    python bench/cudnn8_differential.py [--seed 1] [--count 40] [--wheels DIR] [--out FILE]
+    python bench/cudnn8_differential.py [--seed 1] [--count 40] [--wheels DIR] [--out FILE] [--venv]
+
+The wheels go into a bare folder (as ``pip --target`` makes), or with ``--venv`` into a venv's site-packages, whose
+interpreter's pip a fix can install into (pip merges the ``nvidia`` folder there; ``--target`` keeps the one there).
 
 The cuDNN 8 releases are the test cache's (``make wheels``: 8.5.0.96 cu11, 8.9.7.29 cu12) and every
 ``nvidia_cudnn_cu11-8.*`` or ``nvidia_cudnn_cu12-8.*`` wheel in ``--wheels`` (unpacked into the test cache), each with
@@ -18,9 +21,9 @@ A layout "works" when its calls return what the same cuDNN, cuBLAS and stand-in 
 shim, a ``libnvrtc.so`` linked there too and the stand-in's ``libcuda.so`` link (on a machine without the driver
 that may be an abort at the first sub-library that opens libcuda: the reference says so, and a layout that gets as
 far works). Prints one line per layout and the totals: probe verdicts that agree with the model, failing layouts,
-fixed by doctor's first fix, left to a person (manual: no NVRTC anywhere), failing without an error finding
-(missed), working with one where the whole layout works (false alarm; where it stops too, unjudged); exit 1 when a
-verdict disagrees, a fix fails or a failure is missed.
+fixed by doctor's first fix, left to a person (manual: no NVRTC anywhere and no interpreter of the site to
+install it with), failing without an error finding (missed), working with one where the whole layout works (false
+alarm; where it stops too, unjudged); exit 1 when a verdict disagrees, a fix fails or a failure is missed.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ def build(case: Path, spec: dict[str, object], rels: dict[str, Path], made_stand
     nvrtc_lib = unpacked / NVRTC[cuda] / "nvidia" / "cuda_nvrtc" / "lib"
     versioned = next(p.name for p in sorted(nvrtc_lib.glob("libnvrtc.so.*")) if "alt" not in p.name
                      and "builtins" not in p.name)
-    site = case / "site" / "nvidia"
+    site = _site(case, bool(spec.get("venv"))) / "nvidia"
     place(cudnn_lib, site / "cudnn" / "lib")
     path: list[str] = []
     cublas = {"site": site / "cublas" / "lib", "site+path": site / "cublas" / "lib", "beside": site / "cudnn" / "lib",
@@ -159,6 +162,16 @@ def build(case: Path, spec: dict[str, object], rels: dict[str, Path], made_stand
     if spec["preload"]:
         env["LD_PRELOAD"] = str(cublas / f"libcublasLt.so.{cuda}")
     return site / "cudnn" / "lib" / "libcudnn.so.8", env
+
+
+def _site(case: Path, venv: bool) -> Path:
+    """Where the layout's wheels go: a bare folder (as ``pip --target`` makes), or a venv's site-packages (its
+    interpreter this one, without pip of its own: the base's, through its system site-packages)."""
+    if not venv:
+        return case / "site"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(case / "venv")],
+                   check=True)
+    return case / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
 
 def real(shim: Path, env: dict[str, str]) -> tuple[str, ...]:
@@ -245,6 +258,8 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--wheels", type=Path, help="a folder of more nvidia_cudnn_cu11-8.* and cuBLAS 11 wheels")
     parser.add_argument("--out", type=Path, help="write each layout's record here (JSON lines)")
+    parser.add_argument("--venv", action="store_true", help="lay the wheels out in a venv's site-packages (its "
+                        "interpreter's pip installs there) instead of a bare folder")
     args = parser.parse_args()
     found = releases(args.wheels)
     if not found or shutil.which("gcc") is None:
@@ -264,7 +279,7 @@ def main() -> int:
                                                  for name in NVRTC.values())])
         references: dict[tuple[str, str, str], tuple[str, ...]] = {}
         for index in range(args.count):
-            spec = draw(rng, found)
+            spec = {**draw(rng, found), "venv": args.venv}
             record = judge(index, spec, scratch, rels, made, references)
             records.append(record)
             last = record["real"][-1] if record["real"] else ""  # type: ignore[index]

@@ -20,6 +20,7 @@ from cudnnload.judge.fixes import (
     cudnn_requirement,
     dependency_manual,
     readable_again,
+    unversioned_link,
 )
 from cudnnload.judge.installs import whole
 from cudnnload.resolve.access import Unreachable
@@ -991,3 +992,22 @@ def test_a_wheel_the_plan_installs_takes_care_of_a_finding_only_when_it_asks_for
     more = Finding(Code.CONSUMER_BROKEN, "b", Subject(SubjectKind.CONSUMER, site), fix(wheel, line))
     assert _taken_care_of(alone, [wheel])
     assert not _taken_care_of(more, [wheel]) and _taken_care_of(more, [wheel, line])
+
+
+def test_no_nvrtc_anywhere_is_its_wheel_installed_by_the_site_interpreter_and_linked() -> None:
+    """libnvrtc.so opened as a library loads, no NVRTC on the machine: with the site's own interpreter, pip
+    installs the NVRTC wheel of that CUDA there and the link points at the file it ships (CUDA 11's keeps the
+    11.2 soname); a bare ``--target`` folder (pip keeps the ``nvidia`` folder already there and installs nothing)
+    or a ``--user`` one (its files go elsewhere) gets words."""
+    site = "/v/lib/python3.11/site-packages"
+    done = unversioned_link("libnvrtc.so", f"{site}/nvidia/cublas/lib", None, 11, site, ("/v/bin/python", ()))
+    install, link = done.actions
+    assert (install.do, install.requirements, install.python) == (ActionKind.PIP_INSTALL, ("nvidia-cuda-nvrtc-cu11",),
+                                                                  "/v/bin/python")
+    assert (link.do, link.path, link.target) == (ActionKind.RELINK, f"{site}/nvidia/cublas/lib/libnvrtc.so",
+                                                 f"{site}/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2")
+    twelve = unversioned_link("libnvrtc.so", f"{site}/nvidia/cudnn/lib", None, 12, site, ("/v/bin/python", ()))
+    assert twelve.actions[1].target == f"{site}/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+    for pip_env in ((None, ()), ("python3.11", ("--user",))):
+        words = unversioned_link("libnvrtc.so", "/t/nvidia/cudnn/lib", None, 11, "/t", pip_env)
+        assert [a.do for a in words.actions] == [ActionKind.MANUAL], pip_env

@@ -15,7 +15,16 @@ import posixpath
 from collections.abc import Iterable
 
 from cudnnload.resolve.access import Unreachable
-from cudnnload.resolve.catalog import DEPENDENCY_SOURCES, Release, classify, distribution_cuda, parse_release
+from cudnnload.resolve.catalog import (
+    DEPENDENCY_SOURCES,
+    Release,
+    classify,
+    dependency_folder,
+    dependency_requirement,
+    distribution_cuda,
+    nvrtc_soname,
+    parse_release,
+)
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import (
@@ -52,10 +61,14 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
     return f"{name}>={major},<{major + 1}"
 
 
-def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None) -> Fix:
+def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None,
+                     site: str | None = None, pip_env: PipEnv = (None, ())) -> Fix:
     """A library opens ``soname``, a development link's unversioned name, from ``beside`` (its own folder, which
     its search reaches first): the link to make there, to ``versioned`` (the driver's libcuda.so.1, the NVRTC of
-    that CUDA found elsewhere), as a ``relink`` a tool can make; where no such file is found, in words."""
+    that CUDA found elsewhere), as a ``relink`` a tool can make. Where no NVRTC is found: the NVRTC wheel of that
+    CUDA installed into the install's ``site`` by its own interpreter (``pip_env``; pip merges the ``nvidia``
+    folder there, where ``--target`` would keep the one already there and install nothing), and the link made to
+    the file pip puts there; else in words."""
     where = posixpath.join(beside, soname)
     if soname == "libcuda.so":
         return fix(relink(where, versioned) if versioned else manual(f"link {where} to the driver's libcuda.so.1"),
@@ -63,6 +76,11 @@ def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int 
     toolkit = "or install the CUDA toolkit, whose development package puts libnvrtc.so on the search path"
     if versioned:
         return fix(relink(where, versioned), note=toolkit)
+    requirement = dependency_requirement(f"libnvrtc.so.{cuda}") if cuda else None
+    if requirement is not None and site is not None and pip_env[0] is not None and not pip_env[1]:
+        installed = posixpath.join(dependency_folder(requirement, site), nvrtc_soname(cuda or 0))
+        return fix(pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS), relink(where, installed),
+                   note=toolkit)
     major = str(cuda) if cuda else "XX"
     return fix(manual(f"install NVRTC of this CUDA (pip install nvidia-cuda-nvrtc-cu{major}) and link it: ln -s "
                       f"<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.{major}.* {where}"), note=toolkit)

@@ -799,7 +799,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
                       f"({_UNVERSIONED[step.library]}), and it would not be found ({where})", subject,
                       fixes.unversioned_link(step.library, posixpath.dirname(step.requested_by or ""),
                                              driver if step.library == "libcuda.so" else step.elsewhere,
-                                             install.cuda_major),
+                                             install.cuda_major, install.site, install.pip_env),
                       severity=ERROR if _aborts_on(step.library, install) else WARNING)
         return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,

@@ -423,6 +423,12 @@ def dependency_requirement(soname: str) -> str | None:
     return f"{base}-cu{cuda}" if cuda in (11, 12) else None
 
 
+def nvrtc_soname(cuda: int) -> str:
+    """The soname of the NVRTC of CUDA ``cuda``, the file its wheel ships (CUDA 11's kept 11.2 from 11.2 on:
+    nvidia-cuda-nvrtc-cu11 11.8.89 ships libnvrtc.so.11.2; 12.9.86 libnvrtc.so.12)."""
+    return "libnvrtc.so.11.2" if cuda == 11 else f"libnvrtc.so.{cuda}"
+
+
 def dependency_folder(requirement: str, site: str) -> str:
     """The folder of ``site`` where pip puts the libraries of the CUDA distribution ``requirement``
     (`dependency_requirement`): CUDA 13's wheels share ``nvidia/cu13/lib``; CUDA 11's and 12's each have their own,
