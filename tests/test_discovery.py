@@ -63,10 +63,12 @@ def test_unpacked_wheel_without_cublas_reports_the_missing_runtime_dependency() 
     missing = [f for f in install.findings
                if f.code == "missing-dependency" and f.subject.library == "libcublasLt.so.12"]
     site = str(lib_folder("cu12-9.28.0.42").parents[2])
+    # into the wheel's own site-packages: its RUNPATH finds ../../cublas/lib, whatever pip finds installed elsewhere
+    # on its path. The unpacked wheel is a folder of no interpreter (pip's --target), which keeps the nvidia folder
+    # there unless --upgrade replaces it whole: the wheel it holds comes along (fixes.pip_into)
     assert [a.json() for f in missing for a in f.fix.actions] == [
-        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": ["--ignore-installed", "--no-deps"],
-         "target": site, "python": sys.executable}]  # into the wheel's own site-packages: its RUNPATH finds
-    # ../../cublas/lib, whatever pip finds installed elsewhere on its path
+        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"],
+         "options": ["--ignore-installed", "--no-deps", "--upgrade"], "target": site, "python": sys.executable}]
 
 
 def test_driverless_machine_gets_an_info_not_an_error_for_libcuda() -> None:

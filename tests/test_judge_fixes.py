@@ -19,15 +19,18 @@ from cudnnload.judge.fixes import (
     cudnn_install,
     cudnn_requirement,
     dependency_manual,
+    pip_into,
     readable_again,
     unversioned_link,
 )
 from cudnnload.judge.installs import whole
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
+from cudnnload.resolve.pythons import along_in_target
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import Action, ActionKind, delete
-from tests.wheels import lib_folder
+from fixtures.scenarios.fixes import apply
+from tests.wheels import lib_folder, site_folder
 
 W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
 BASE = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDNNLOAD_CACHE": os.environ.get("CUDNNLOAD_CACHE", ""),
@@ -153,9 +156,13 @@ def test_a_damaged_file_of_a_pip_wheel_is_put_back_by_its_distribution_into_its_
     report = doctor({**BASE}, target=str(lib), timeout=60)
     steps = actions(report)
 
-    reinstall = {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-                 "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}
-    assert reinstall in steps
+    # a folder of no interpreter (pip's --target): --upgrade, without which pip keeps the nvidia folder there and
+    # puts nothing back (fixes.pip_into); with cuBLAS, which the wheel requires and the folder lacks (ahead.py), and
+    # all that the report's other fixes put there (remedy.one_set_per_target)
+    [reinstall] = list({str(a): a for a in steps if a["do"] == "pip-install"}.values())  # the same in each
+    assert reinstall["requirements"][:2] == ["nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"], reinstall
+    assert {"--force-reinstall", "--no-deps", "--upgrade"} <= set(reinstall["options"]), reinstall
+    assert (reinstall["target"], reinstall["python"]) == (str(site), sys.executable)
 
 
 def test_no_wheel_is_suggested_for_cudnn_7_or_cuda_10() -> None:
@@ -223,9 +230,12 @@ def test_a_library_its_distribution_never_ships_comes_from_the_full_wheel_of_its
     ops = next(f for f in report.findings if f.code == "missing-sublibrary" and f.subject.library == "ops")
 
     assert "nvidia-cudnn-jit-cu13 9.27.0.42 does not ship it" in ops.message
-    assert [{k: v for k, v in a.json().items() if k != "python"} for a in ops.fix.actions] == [
-        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu13>=9,<10"], "options": [], "target": str(site)},
-        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{site}/nvidia/cudnn/lib:/opt/other"}]
+    install, path = (a.json() for a in ops.fix.actions)
+    # (a folder of no interpreter, pip's --target: the JIT wheel it holds comes along, --upgrade replacing the
+    # nvidia folder whole, with all that the report's other fixes put there: remedy.one_set_per_target)
+    assert install["requirements"][:2] == ["nvidia-cudnn-jit-cu13==9.27.0.42", "nvidia-cudnn-cu13>=9,<10"], install
+    assert "--upgrade" in install["options"] and install["target"] == str(site)
+    assert path == {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{site}/nvidia/cudnn/lib:/opt/other"}
 
 
 def test_a_folder_two_distributions_claim_belongs_to_the_one_whose_files_are_there(tmp_path: Path) -> None:
@@ -270,7 +280,7 @@ def test_a_shim_path_a_program_opened_in_vain_is_put_back_by_its_distribution(tm
     cure = unopened_fix(str(shim), chain(), context(BASE))
     assert cure is not None and [a.json() for a in cure.actions] == [
         {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable}]
+         "options": ["--force-reinstall", "--no-deps", "--upgrade"], "target": str(site), "python": sys.executable}]
 
 
 def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distributions_fix(tmp_path: Path) -> None:
@@ -289,11 +299,12 @@ def test_doctor_on_a_wheels_shim_path_that_is_gone_reports_it_with_the_distribut
     assert found.path == str(shim) and found.severity == "error"
     # the site lacks what the wheel requires (nvidia-cublas-cu12, as the test's unpacked wheel has no cuBLAS): a
     # reinstall without its dependencies brings that back too (diagnose/ahead.py)
-    assert [a.json() for a in found.fix.actions] == [
-        {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-         "options": ["--force-reinstall", "--no-deps"], "target": str(site), "python": sys.executable},
-        {"do": "pip-install", "requirements": ["nvidia-cublas-cu12"], "options": ["--ignore-installed", "--no-deps"],
-         "target": str(site), "python": sys.executable}]
+    # (the test's site is a folder of no interpreter, pip's --target: both in one install, with --upgrade, which
+    # replaces the nvidia folder whole; without it pip keeps the one there and puts nothing into it)
+    [install] = [a.json() for a in found.fix.actions]
+    assert install["requirements"][:2] == ["nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"], install
+    assert {"--force-reinstall", "--upgrade"} <= set(install["options"]), install
+    assert (install["target"], install["python"]) == (str(site), sys.executable)
 
 
 def test_a_wheels_shim_of_another_machine_is_put_back_not_pointed_at(tmp_path: Path) -> None:
@@ -314,8 +325,8 @@ def test_a_wheels_shim_of_another_machine_is_put_back_not_pointed_at(tmp_path: P
     first = next(f for f in report.findings if f.severity == "error")
     put_back = first.fix.actions[0].json()
     assert {k: put_back.get(k) for k in ("do", "requirements", "options", "target")} == {
-        "do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42"],
-        "options": ["--force-reinstall", "--no-deps"], "target": str(site)}, first
+        "do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"],
+        "options": ["--force-reinstall", "--no-deps", "--upgrade"], "target": str(site)}, first
     assert not any(a.do is ActionKind.ENV_SET for a in first.fix.actions), first
     assert "EM_AARCH64" in (first.fix.note or "") or any("EM_AARCH64" in f.message for f in report.findings)
 
@@ -562,8 +573,9 @@ def test_a_shim_name_stopped_by_an_emptied_wheel_file_gets_the_wheel_put_back(tm
     (lib / "libcudnn.so.9").write_bytes(b"")
     report = doctor({**BASE, "LD_LIBRARY_PATH": str(lib)}, target="libcudnn.so.9", timeout=60)
     [finding] = [f for f in report.findings if f.code == "not-found"]
-    assert [(a.do, a.requirements) for a in finding.fix.actions][0] == (ActionKind.PIP_INSTALL,
-                                                                         ("nvidia-cudnn-cu12==9.28.0.42",))
+    # (a folder of no interpreter, pip's --target: with the cuBLAS the wheel requires, in one install: ahead.py)
+    assert [(a.do, a.requirements) for a in finding.fix.actions][0] == (
+        ActionKind.PIP_INSTALL, ("nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"))
     assert not any(a.do is ActionKind.ENV_SET for a in finding.fix.actions)
 
 
@@ -689,9 +701,10 @@ def test_a_cuda_library_a_wheel_lacks_goes_into_its_site_whatever_pip_finds_else
     report = doctor({**BASE, "LD_LIBRARY_PATH": str(lib)}, target=str(lib / "libcudnn.so.9"), timeout=60)
     [missing] = [f for f in report.findings if f.code == "missing-dependency" and "libcublasLt" in f.message]
     [action] = missing.fix.actions
-    assert (action.do, action.requirements, action.target) == (ActionKind.PIP_INSTALL, ("nvidia-cublas-cu12",),
-                                                               str(site))
-    assert action.options[:2] == ("--ignore-installed", "--no-deps")
+    # the test's site is pip's --target folder: the wheels of its nvidia folder come along (`fixes.pip_into`)
+    assert (action.do, action.requirements[:2], action.target) == (
+        ActionKind.PIP_INSTALL, ("nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"), str(site))
+    assert action.options[:3] == ("--ignore-installed", "--no-deps", "--upgrade")
 
 
 def test_a_program_that_asked_for_several_libraries_in_vain_gets_one_repair_that_gives_each() -> None:
@@ -1011,3 +1024,56 @@ def test_no_nvrtc_anywhere_is_its_wheel_installed_by_the_site_interpreter_and_li
     for pip_env in ((None, ()), ("python3.11", ("--user",))):
         words = unversioned_link("libnvrtc.so", "/t/nvidia/cudnn/lib", None, 11, "/t", pip_env)
         assert [a.do for a in words.actions] == [ActionKind.MANUAL], pip_env
+
+
+class _Copy:
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+
+    def folder(self) -> Path:
+        return self._folder
+
+
+def test_into_a_target_folder_a_missing_library_comes_with_the_wheels_its_nvidia_folder_holds(tmp_path: Path) -> None:
+    """A folder pip installs into with --target (no interpreter of its own) holding the cuDNN 9.28 wheel and no
+    cuBLAS. pip --target keeps an ``nvidia`` folder that is already there and puts nothing into it ("Target directory
+    ... already exists"; only cuBLAS's .dist-info lands), so the fix installs the wheels that folder holds along
+    with cuBLAS, with --upgrade (pip then replaces it whole). Applied as pip does it
+    (`fixtures.scenarios.fixes.place_target`), both are there and the error is gone."""
+    source = site_folder(W928)
+    site = tmp_path / "site"
+    folder_of(W928, site / "nvidia" / "cudnn" / "lib")
+    info = next(source.glob("*.dist-info"))
+    shutil.copytree(info, site / info.name)
+    shim = str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    report = doctor(BASE, target=shim, timeout=60)
+    [first] = [f for f in report.findings if f.severity.value == "error" and f.code is Code.MISSING_DEPENDENCY]
+    [install] = first.fix.actions
+    assert (install.requirements[:2], install.target) == (("nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"),
+                                                          str(site))
+    assert "--upgrade" in install.options and "--no-deps" in install.options
+    done = apply([a.json() for a in first.fix.actions], _Copy(tmp_path), [], {})
+    assert not done.refused and not done.manual, (done.refused, done.manual)
+    assert (site / "nvidia" / "cublas" / "lib" / "libcublasLt.so.12").is_file()
+    assert (site / "nvidia" / "cudnn" / "lib" / "libcudnn_engines_precompiled.so.9").is_file()
+    again = doctor(BASE, target=shim, timeout=60)
+    assert not [f for f in again.findings if f.code is Code.MISSING_DEPENDENCY and f.severity.value == "error"]
+
+
+def test_a_target_folder_whose_nvidia_folder_holds_what_no_record_lists_gets_words(tmp_path: Path) -> None:
+    """Replaced whole, an ``nvidia`` folder with a folder no installed distribution's RECORD lists (a copy) would
+    lose it: no pip --target action then, words."""
+    site = tmp_path / "site"
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    (site / "nvidia" / "copied" / "lib").mkdir(parents=True)
+    (site / "nvidia_cudnn_cu12-9.28.0.42.dist-info").mkdir()
+    (site / "nvidia_cudnn_cu12-9.28.0.42.dist-info" / "RECORD").write_text(
+        "nvidia/__init__.py,,\nnvidia/cudnn/lib/libcudnn.so.9,sha256=x,1\n")
+    assert along_in_target(str(site)) is None
+    shutil.rmtree(site / "nvidia" / "copied")
+    assert along_in_target(str(site)) == ("nvidia-cudnn-cu12==9.28.0.42",)
+    assert along_in_target(str(tmp_path / "empty")) == ()
+    said = pip_into(["nvidia-cublas-cu12"], str(site), (None, ()), along=None)
+    assert said.do is ActionKind.MANUAL and "would keep its nvidia folder" in (said.text or "")
+    venv = pip_into(["nvidia-cublas-cu12"], str(site), ("/v/bin/python", ()), along=None)
+    assert venv.do is ActionKind.PIP_INSTALL and venv.requirements == ("nvidia-cublas-cu12",)

@@ -117,9 +117,13 @@ def test_the_shim_aborts_at_its_first_call_on_cublaslts_libnvrtc_so_as_predicted
     library, message = _abort_said(report)
     assert (library, message) == ("libnvrtc.so", said)
     first = next(f for f in report["findings"] if f["severity"] == "error")
-    # no NVRTC here to link to: said in words, what to install and the link to make
-    assert first["subject"]["library"] == "libnvrtc.so" and first["fix"]["actions"][0]["do"] == "manual" \
-        and "ln -s" in first["fix"]["text"], first
+    # no NVRTC here to link to: the NVRTC wheel of its CUDA installed into the cuDNN wheel's site (the unpacked
+    # wheel, a folder of no interpreter: with the wheel it holds, --upgrade) and the link made to the file it ships
+    install, link = first["fix"]["actions"]
+    assert first["subject"]["library"] == "libnvrtc.so" and install["do"] == "pip-install", first
+    assert install["requirements"][-1] == "nvidia-cuda-nvrtc-cu11" and "--upgrade" in install["options"], first
+    assert link["do"] == "relink" and link["path"].endswith("/libnvrtc.so") \
+        and link["target"].endswith("/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2"), first
     assert not any(f["code"] == "prediction-disagrees" for f in report["findings"])
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
-from cudnnload.diagnose.remedy import World
+from cudnnload.diagnose.remedy import World, one_install_per_target, one_set_per_target
 from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo, unlisted_ahead
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify, distribution_cuda
@@ -51,7 +51,7 @@ def ahead(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context 
                 added[actions] = _added(actions, environ, ctx)
             finding = _with(finding, added[actions])
         out.append(finding)
-    return tuple(out)
+    return tuple(one_set_per_target(out))
 
 
 def _installs_cudnn9(action: Action) -> bool:
@@ -183,10 +183,14 @@ def _requirements_left_out(action: Action) -> tuple[Action, ...]:
             except InvalidRequirement:
                 continue
             if (requirement.marker is None or requirement.marker.evaluate({"extra": ""})) and \
-                    canonicalize_name(requirement.name) not in present:
+                    canonicalize_name(requirement.name) not in present | wanted:
                 missing.append(_of_cuda(str(requirement).split(";")[0].strip(), dist.name))
+    if not missing:
+        return ()
+    if "--upgrade" in action.options:  # pip --target replacing the nvidia folder whole (`fixes.pip_into`): again,
+        return (replace(action, requirements=(*action.requirements, *dict.fromkeys(missing))),)  # with them in it
     return (pip_install(list(dict.fromkeys(missing)), options=DEPENDENCY_OPTIONS, target=action.target,
-                        python=action.python),) if missing else ()
+                        python=action.python),)
 
 
 def _of_cuda(requirement: str, distribution: str) -> str:
@@ -199,4 +203,9 @@ def _of_cuda(requirement: str, distribution: str) -> str:
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:
-    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *added))) if added else finding
+    """``finding`` with ``added`` after its actions; pip installs into one --target folder that each replace its
+    nvidia folder whole made one (`remedy.one_install_per_target`)."""
+    if not added:
+        return finding
+    actions = tuple(one_install_per_target([*finding.fix.actions, *added]))
+    return replace(finding, fix=replace(finding.fix, actions=actions))

@@ -539,14 +539,15 @@ def _dependency_fix(miss: lddebug.Missed) -> Fix | None:
     from cudnnload.judge.fixes import dependency_into
     from cudnnload.resolve.catalog import dependency_requirement
     from cudnnload.resolve.consumers import site_of
-    from cudnnload.resolve.pythons import interpreter_of_site
+    from cudnnload.resolve.pythons import along_of, interpreter_of_site
     from cudnnload.verdicts import fix
 
     requirement = dependency_requirement(miss.name)
     site = site_of(miss.requested_by)
     if requirement is None or site is None:
         return None
-    return fix(dependency_into(requirement, site, interpreter_of_site(site)),
+    pip_env = interpreter_of_site(site)
+    return fix(dependency_into(requirement, site, pip_env, along=along_of(site, pip_env)),
                note=f"{os.path.basename(miss.requested_by)} needs {miss.name}; {requirement} has it")
 
 

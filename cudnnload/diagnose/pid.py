@@ -39,7 +39,7 @@ from cudnnload.resolve.discovery import Context, Inventory, Step, context, gathe
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
-from cudnnload.resolve.pythons import interpreter_of_process, interpreter_of_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
 from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
@@ -442,7 +442,8 @@ def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
     requirement = cudnn_requirement(shim.major, cuda, shim.release) if shim.major is not None else None
     if folder.endswith(marker) and requirement is not None:
         site = folder[:-len(marker)]
-        return fix(pip_into([requirement], site, interpreter_of_site(site)),
+        pip_env = interpreter_of_site(site)
+        return fix(pip_into([requirement], site, pip_env, along=along_of(site, pip_env)),
                    note=f"{wanted}, the release it runs, back where it runs it from")
     return fix(manual(f"put {wanted} back in {folder}: the process runs that release from there"))
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Severity
+from cudnnload.judge.fixes import project_name
 from cudnnload.verdicts import Action, Finding, Fix, fix, manual, remove_entry, set_variable, unset
 
 
@@ -133,7 +134,52 @@ def kept_once(actions: Sequence[Action]) -> list[Action]:
             out.append(action)
         else:
             out[at] = _without(out[at], action.entry or "")
+    return one_install_per_target(out)
+
+
+def one_install_per_target(actions: list[Action]) -> list[Action]:
+    """The pip installs into one ``--target`` folder that replace its ``nvidia`` folder whole (``--upgrade``:
+    `fixes.pip_into`) made one, where the first was: a second would replace what the first put there with what it
+    holds alone. Its requirements are all of theirs (a distribution named twice, as first named); ``--no-deps``
+    only where each had it."""
+    out: list[Action] = []
+    for action in actions:
+        at = next((i for i, a in enumerate(out) if _replaces_whole(a) and _replaces_whole(action)
+                   and (a.target, a.python) == (action.target, action.python)), None)
+        if at is None:
+            out.append(action)
+            continue
+        first = out[at]
+        named = {project_name(text) for text in first.requirements}
+        options = [o for o in dict.fromkeys((*first.options, *action.options))
+                   if o != "--no-deps" or ("--no-deps" in first.options and "--no-deps" in action.options)]
+        out[at] = replace(first, requirements=(*first.requirements,
+                                               *(t for t in action.requirements if project_name(t) not in named)),
+                          options=tuple(options))
     return out
+
+
+def one_set_per_target(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with every pip install into a ``--target`` folder that replaces its ``nvidia`` folder whole
+    (`fixes.pip_into`) holding what all of theirs into that folder hold: each, applied after another (every fix of
+    a report, in order), would replace what the other put there; one install of all of it leaves each in place,
+    and applied again it changes nothing. Then one such install per fix (`one_install_per_target`)."""
+    every = [a for f in findings for a in (*f.fix.actions, *f.fix.alternatives) if _replaces_whole(a)]
+    if not every:
+        return list(findings)
+    union: dict[tuple[str | None, str | None], Action] = {}
+    for key in dict.fromkeys((a.target, a.python) for a in every):
+        [union[key]] = one_install_per_target([a for a in every if (a.target, a.python) == key])
+
+    def whole(action: Action) -> Action:
+        return union[(action.target, action.python)] if _replaces_whole(action) else action
+
+    return [replace(f, fix=replace(f.fix, actions=tuple(one_install_per_target([whole(a) for a in f.fix.actions])),
+                                   alternatives=tuple(whole(a) for a in f.fix.alternatives))) for f in findings]
+
+
+def _replaces_whole(action: Action) -> bool:
+    return action.do is ActionKind.PIP_INSTALL and action.target is not None and "--upgrade" in action.options
 
 
 # How many worlds `least_change` judges at most (each a judgement without child processes, ~50-150 ms)

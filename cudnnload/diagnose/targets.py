@@ -41,7 +41,7 @@ from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
-from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
+from cudnnload.resolve.pythons import along_of, interpreter_of_site, python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
@@ -220,7 +220,8 @@ def _wheel_gone(path: str) -> Fix | None:
     requirement = cudnn_requirement(lib.major, cudas[-1] if cudas else None)
     if requirement is None:
         return None
-    return fix(pip_into([requirement], site, interpreter_of_site(site), options=("--force-reinstall",)),
+    pip_env = interpreter_of_site(site)
+    return fix(pip_into([requirement], site, pip_env, options=("--force-reinstall",), along=along_of(site, pip_env)),
                note=f"{folder} is gone: the wheel that holds it was uninstalled")
 
 

@@ -238,7 +238,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         if why is None and (passed := ctx.passed_over(path)) is not None:  # there, but not a file the loader maps
             why = f"{dist.name} {dist.version}'s {gen.shim.soname} is {passed}: the loader passes over it"
         if why is not None:
-            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env),
+            return fix(reinstall(dist.name, dist.version, dist.site, dist.pip_env, along=dist.along),
                        *_folder_first(os.path.dirname(path), linked, ctx), note=why)
     # only a wheel that ships every sub-library its shim needs: the JIT wheel (no ops, cnn or adv) answers a program
     # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)

@@ -12,6 +12,7 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 
 from cudnnload.resolve.access import Unreachable
@@ -62,13 +63,14 @@ def cudnn_requirement(major: int, cuda: int | None, release: Release | None = No
 
 
 def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int | None = None,
-                     site: str | None = None, pip_env: PipEnv = (None, ())) -> Fix:
+                     site: str | None = None, pip_env: PipEnv = (None, ()),
+                     along: tuple[str, ...] | None = None) -> Fix:
     """A library opens ``soname``, a development link's unversioned name, from ``beside`` (its own folder, which
     its search reaches first): the link to make there, to ``versioned`` (the driver's libcuda.so.1, the NVRTC of
     that CUDA found elsewhere), as a ``relink`` a tool can make. Where no NVRTC is found: the NVRTC wheel of that
     CUDA installed into the install's ``site`` by its own interpreter (``pip_env``; pip merges the ``nvidia``
-    folder there, where ``--target`` would keep the one already there and install nothing), and the link made to
-    the file pip puts there; else in words."""
+    folder there), or with ``--target`` along with the distributions its ``nvidia`` folder holds (``along``:
+    `pip_into`), and the link made to the file pip puts there; else in words."""
     where = posixpath.join(beside, soname)
     if soname == "libcuda.so":
         return fix(relink(where, versioned) if versioned else manual(f"link {where} to the driver's libcuda.so.1"),
@@ -77,10 +79,11 @@ def unversioned_link(soname: str, beside: str, versioned: str | None, cuda: int 
     if versioned:
         return fix(relink(where, versioned), note=toolkit)
     requirement = dependency_requirement(f"libnvrtc.so.{cuda}") if cuda else None
-    if requirement is not None and site is not None and pip_env[0] is not None and not pip_env[1]:
+    into_site = pip_env[0] is not None and not pip_env[1] or pip_env == (None, ()) and along is not None
+    if requirement is not None and site is not None and into_site:
         installed = posixpath.join(dependency_folder(requirement, site), nvrtc_soname(cuda or 0))
-        return fix(pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS), relink(where, installed),
-                   note=toolkit)
+        return fix(pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS, along=along),
+                   relink(where, installed), note=toolkit)
     major = str(cuda) if cuda else "XX"
     return fix(manual(f"install NVRTC of this CUDA (pip install nvidia-cuda-nvrtc-cu{major}) and link it: ln -s "
                       f"<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.{major}.* {where}"), note=toolkit)
@@ -138,12 +141,29 @@ def undo(preload: Preload) -> Action | None:
 
 
 def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, options: tuple[str, ...] = (),
-             python: str | None = None) -> Action:
+             python: str | None = None, along: tuple[str, ...] | None = ()) -> Action:
     """pip's install of ``requirements`` into the site-packages folder ``site`` by whoever installs there (the
     venv's interpreter, ``pythonX.Y --user``, ``--target``); ``python`` only where the folder has no interpreter
-    of its own and the caller knows the program's."""
+    of its own and the caller knows the program's. An NVIDIA wheel into a ``--target`` folder whose ``nvidia``
+    folder the distributions ``along`` hold (`pythons.along_in_target`): those too, with ``--upgrade``, the one way
+    pip --target puts a wheel's files into a folder that is already there (it replaces it whole); in words where
+    that folder holds what no distribution lists (None)."""
     own, how = pip_env
+    nvidia = any(project_name(requirement).startswith("nvidia-") for requirement in requirements)
+    if own is None and not how and site is not None and nvidia and along:
+        named = {project_name(requirement) for requirement in requirements}
+        requirements = [*(a for a in along if project_name(a) not in named), *requirements]
+        options = (*options, "--upgrade")
+    elif own is None and not how and site is not None and nvidia and along is None:
+        return manual(f"pip install --target {site} would keep its nvidia folder, which holds files no installed "
+                      f"distribution lists, and put nothing into it: install {' '.join(requirements)} with --target "
+                      f"into an empty folder and move what it puts under nvidia/ into {site}/nvidia")
     return pip_install(requirements, options=(*options, *how), target=site, python=own or python)
+
+
+def project_name(requirement: str) -> str:
+    """The distribution a requirement names, as pip compares names (``nvidia_cudnn_cu12>=9``: nvidia-cudnn-cu12)."""
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
 
 
 # pip counts a distribution on any sys.path entry of its interpreter as installed (a PYTHONPATH folder's, the user
@@ -152,9 +172,10 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
 DEPENDENCY_OPTIONS = ("--ignore-installed", "--no-deps")
 
 
-def dependency_into(requirement: str, site: str | None, pip_env: PipEnv, *, python: str | None = None) -> Action:
+def dependency_into(requirement: str, site: str | None, pip_env: PipEnv, *, python: str | None = None,
+                    along: tuple[str, ...] | None = ()) -> Action:
     """pip's install of the distribution that has a CUDA library (`catalog.dependency_requirement`) into ``site``."""
-    return pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS, python=python)
+    return pip_into([requirement], site, pip_env, options=DEPENDENCY_OPTIONS, python=python, along=along)
 
 
 def make_readable(stop: Unreachable, user: int) -> Action:
@@ -232,11 +253,13 @@ def unlisted_ahead(folder: str, names: Iterable[str], listed: Iterable[str], rel
     return (delete(folder, strays),) if strays else ()
 
 
-def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None) -> Action:
+def reinstall(name: str, version: str, site: str | None, pip_env: PipEnv, python: str | None = None,
+              along: tuple[str, ...] | None = ()) -> Action:
     """Put a damaged or incomplete pip distribution back as it was released: the same version, every file
     rewritten (``--force-reinstall``), its dependencies left as they are (``--no-deps``), into the
     site-packages folder that holds it, by whoever installs there."""
-    return pip_into([f"{name}=={version}"], site, pip_env, options=("--force-reinstall", "--no-deps"), python=python)
+    return pip_into([f"{name}=={version}"], site, pip_env, options=("--force-reinstall", "--no-deps"), python=python,
+                    along=along)
 
 
 def install_kind(folder: str) -> str:

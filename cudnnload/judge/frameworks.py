@@ -21,7 +21,7 @@ def _into(consumer: Consumer, requirements: list[str], python: str | None, again
     """pip's install of ``requirements`` into the consumer's own site-packages, by whoever installs there;
     ``again``: every file rewritten (the distribution is installed, its files are not what it shipped)."""
     return pip_into(requirements, consumer.site, consumer.pip_env, python=python,
-                    options=("--force-reinstall", "--no-deps") if again else ())
+                    options=("--force-reinstall", "--no-deps") if again else (), along=consumer.along)
 
 
 def pinned_cudnn(consumer: Consumer, python: str | None) -> Action | None:

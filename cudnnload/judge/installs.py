@@ -265,7 +265,8 @@ class _Repairs:
     def put_back(self) -> Fix:
         """The install as it was released: every file back."""
         if self.dist is not None:  # and what would shadow its files once they are back
-            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python),
+            return fix(fixes.reinstall(*self.dist, self.install.site, self.install.pip_env, self.python,
+                                       self.install.along),
                        *map(delete, self.install.shadowing),
                        note=f"{', '.join(map(posixpath.basename, self.install.shadowing))}: no file of "
                        f"{' '.join(self.dist)}, named as its release's loaders look first" if self.install.shadowing
@@ -314,7 +315,8 @@ class _Repairs:
             return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
                               f"{install.distribution} has none) and load it instead"))
         folder = posixpath.join(install.site, fixes.WHEEL_LIB)
-        installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
+        installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python,
+                                   along=install.along)
         shim = posixpath.join(folder, generation(install.major).shim.soname)
         if self.entry is None:
             return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "
@@ -799,7 +801,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
                       f"({_UNVERSIONED[step.library]}), and it would not be found ({where})", subject,
                       fixes.unversioned_link(step.library, posixpath.dirname(step.requested_by or ""),
                                              driver if step.library == "libcuda.so" else step.elsewhere,
-                                             install.cuda_major, install.site, install.pip_env),
+                                             install.cuda_major, install.site, install.pip_env, install.along),
                       severity=ERROR if _aborts_on(step.library, install) else WARNING)
         return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,
@@ -855,7 +857,8 @@ def _install_dependency(library: str, install: Install, repair: _Repairs, elsewh
     the folder pip puts it in added to LD_LIBRARY_PATH; else what to install, in words."""
     requirement = dependency_requirement(library)
     if requirement is not None and install.site is not None:
-        return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python))
+        return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python,
+                                         along=install.along))
     if elsewhere is not None:
         folder = posixpath.dirname(elsewhere)
         return fix(set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),

@@ -56,5 +56,5 @@ def _record_conflicts(dists: Iterable[Distribution], python: str | None, on_disk
                       f"and the others they share)", Subject(SubjectKind.DISTRIBUTION, path, name=" and ".join(names)),
                       fix(pip_uninstall([d.name for d in claim if d is not keep], target=keep.site,
                                         python=keep.pip_env[0] or python),
-                          reinstall(keep.name, keep.version, keep.site, keep.pip_env, python),
+                          reinstall(keep.name, keep.version, keep.site, keep.pip_env, python, keep.along),
                           note="keep one cuDNN distribution per environment: the one your framework pins"))

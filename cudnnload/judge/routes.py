@@ -154,7 +154,8 @@ def _unmet(consumer: Consumer, soname: str, path: str, python: str | None, lazy:
                    f"{soname}, and no folder it looks in holds it (a wheel's nvidia/*/lib on its site paths, its own "
                    f"search): \"{soname}: cannot open shared object file\"",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                   fix(dependency_into(requirement, consumer.site, consumer.pip_env, python=python))
+                   fix(dependency_into(requirement, consumer.site, consumer.pip_env, python=python,
+                                       along=consumer.along))
                    if requirement is not None else fix(dependency_manual(soname)),
                    severity=WARNING if lazy else ERROR)
 

@@ -50,7 +50,7 @@ from cudnnload.resolve.catalog import (
 )
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
-from cudnnload.resolve.pythons import interpreter_of_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site
 from cudnnload.resolve.sources import wheel_lib_folders
 
 # packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
@@ -168,6 +168,8 @@ class Consumer:
     # CUDA libraries pip ships (cuBLAS, NVRTC, the runtime) that its own objects NEED and nothing holds where it
     # looks (a wheel's nvidia/*/lib folder on its site paths, the object's own search): its import fails
     unmet: tuple[Need, ...] = ()
+    # with --target: the distributions a pip install there must install along (`pythons.along_in_target`)
+    along: tuple[str, ...] | None = ()
 
     @property
     def label(self) -> str:
@@ -316,9 +318,10 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
             continue  # a wheel another framework requires (the JAX PJRT wheel): judged with it
         if pins or needs or build_major is not None or surveyed:
             beside = tuple((name, versions[name]) for name in _names(requires) if name in versions)
+            pip_env = interpreter_of_site(dist.site)
             consumers.append(Consumer(_source_of(dist).framework, dist.name, dist.version, dist.site, pins, needs,
-                                      build, build_major, source, interpreter_of_site(dist.site), beside,
-                                      _broken(dist, source), _unmet(dist, paths, env, cache)))
+                                      build, build_major, source, pip_env, beside, _broken(dist, source),
+                                      _unmet(dist, paths, env, cache), along_of(dist.site, pip_env)))
     return tuple(consumers)
 
 

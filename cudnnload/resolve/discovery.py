@@ -54,7 +54,7 @@ from cudnnload.resolve.process import (
     read_preload_file,
     without_lines,
 )
-from cudnnload.resolve.pythons import interpreter_of_site, shell_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site, shell_site
 from cudnnload.resolve.sources import (
     Distribution,
     Origin,
@@ -148,6 +148,9 @@ class Install:
     # who installs into ``site`` with pip, and how (`pythons.interpreter_of_site`): its environment's interpreter,
     # and the options that choose that folder (--user, --target); never cudnnload's own interpreter by default
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
+    # for a ``site`` pip installs into with --target (no interpreter of its own): the distributions a pip install
+    # there must install along (`pythons.along_in_target`); None where its nvidia folder holds what none lists
+    along: tuple[str, ...] | None = ()
     # files of the folder no RECORD lists, named as the loaders of its distribution's release try first
     # (``libcudnn_ops.so.9.24.0``, ``.so.9.24``: the shim's and graph's dlopen names, cudnn-facts): they shadow the
     # distribution's own files whatever is reinstalled
@@ -623,9 +626,10 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     site = dist.site if dist else cudnn_wheel_site(folder)
     wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
     deps = dependencies(gen, files, steps, cuda, ctx)
+    pip_env = interpreter_of_site(site) if site else (None, ())
     return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
                    cuda, files, steps, deps, _records(folder, files, dist, ctx), site, opening,
-                   pip_env=interpreter_of_site(site) if site else (None, ()),
+                   pip_env=pip_env, along=along_of(site, pip_env) if site else (),
                    shadowing=_shadowing(folder, dist, release), wanted=wanted,
                    opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
 

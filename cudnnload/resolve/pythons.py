@@ -63,6 +63,48 @@ def interpreter_of_site(site: str) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
+def along_of(site: str, pip_env: tuple[str | None, tuple[str, ...]]) -> tuple[str, ...] | None:
+    """`along_in_target` for a site pip installs into with ``--target`` (``pip_env`` names no interpreter and no
+    option), () for any other: pip merges into a site-packages of an interpreter."""
+    return along_in_target(site) if pip_env == (None, ()) else ()
+
+
+# The folder NVIDIA's wheels share in a site-packages (nvidia/cudnn/lib, nvidia/cublas/lib, nvidia/cu13/lib, ...)
+NAMESPACE = "nvidia"
+
+
+def along_in_target(site: str) -> tuple[str, ...] | None:
+    """For a folder pip installs into with ``--target`` (no interpreter of its own): the distributions, as
+    ``name==version``, whose RECORD lists files under its ``nvidia`` folder. pip --target keeps a top-level folder
+    that is already there and puts nothing into it ("Target directory ... already exists. Specify --upgrade to
+    force replacement."); with ``--upgrade`` it replaces it whole (pip 23.2 to 25, ``_handle_target_dir``): another
+    NVIDIA wheel lands there only installed with all of these. () where there is no ``nvidia`` folder; None where
+    it holds a folder no RECORD lists (a copy, a link): replaced, it would be lost."""
+    namespace = os.path.join(site, NAMESPACE)
+    try:
+        held = {name for name in os.listdir(namespace) if name not in ("__init__.py", "__pycache__")}
+        entries = os.listdir(site)
+    except OSError:
+        return () if not os.path.lexists(namespace) else None
+    along: list[str] = []
+    claimed: set[str] = set()
+    for entry in sorted(entries):
+        stem, dot, suffix = entry.rpartition(".")
+        name, _, version = stem.partition("-")
+        if not dot or suffix != "dist-info" or not version:
+            continue
+        try:
+            with open(os.path.join(site, entry, "RECORD"), encoding="utf-8", errors="replace") as record:
+                parts = {row.split(",", 1)[0].split("/")[1] for row in record
+                         if row.startswith(f"{NAMESPACE}/") and row.count("/", 0, row.find(",")) >= 1}
+        except OSError:
+            continue
+        if parts:
+            along.append(f"{name.replace('_', '-')}=={version}")
+            claimed |= parts
+    return tuple(along) if held <= claimed else None
+
+
 def interpreter_of_process(executable: str, argv: list[str] | tuple[str, ...], environ: Mapping[str, str]) -> str:
     """The interpreter whose environment a running Python process is in: its ``VIRTUAL_ENV``'s, else the path it
     was started as (a venv's ``bin/python`` is a link to the base interpreter: ``/proc/PID/exe`` names the base,

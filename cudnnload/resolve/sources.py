@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.linker import LinkerEnv, split_ld_library_path
-from cudnnload.resolve.pythons import interpreter_of_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site
 
 _METADATA_BYTES = 1 << 20  # a header of some KB; the description after it is not read
 _RECORD_BYTES = 64 << 20  # torch's RECORD is ~3 MB
@@ -48,6 +48,8 @@ class Distribution:
     installer: str | None = None  # INSTALLER's first line ("pip", "uv", "conda"): who installed it
     # who installs into ``site`` with pip now, and how (`pythons.interpreter_of_site`)
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())
+    # with --target: the distributions a pip install there must install along (`pythons.along_in_target`)
+    along: tuple[str, ...] | None = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ def _read_dist_info(site: str, info: str) -> Distribution | None:
         digests=digests,
         installer=installer,
         pip_env=interpreter_of_site(site),
+        along=along_of(site, interpreter_of_site(site)),
     )
 
 
