@@ -539,7 +539,7 @@ def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
 # Windows the DLL that lacks the entry point): a cuDNN of the same major but an older release than the program
 # was built with. A cuDNN library lacking one of another's is two releases mixed (mixed-release).
 _PUBLIC_MISSING = re.compile(r"(?<![^\s:'\"`()])(?P<needs>[^\s:'\"`()]+): undefined symbol: cudnn[A-Z]\w*"
-                             r"(?!\S*, version)|entry point cudnn[A-Z]\w*")
+                             r"|entry point cudnn[A-Z]\w*")
 
 
 # The oldest GPU each cuDNN major runs on, from cuDNN's support matrices: 7.x "Kepler (3.x)" and later; 8.x "SM 3.0
