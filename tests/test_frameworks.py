@@ -386,3 +386,24 @@ def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_
                           text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ran False", done.stderr
     assert done.stderr.startswith("cudnnload: nothing pinned (") and "the program runs as it would" in done.stderr
+
+
+def test_a_wheel_shim_cut_inside_a_segment_stops_torch_at_its_preload_and_is_put_back(site: Path,
+                                                                                       tmp_path: Path) -> None:
+    """torch's preload opens the wheel's libcudnn.so.9 by path; cut short inside a segment, glibc maps it and the
+    process dies of SIGBUS (the fix differential's 3-440: exit 135, torch never looks further). Before, the model
+    took any load that did not succeed as a failure torch gets past, and said torch gets its cuDNN through its
+    RUNPATH: the same file. Now torch's check is an error whose fix puts the wheel back."""
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    data = shim.read_bytes()
+    shim.unlink()  # a new file: the old one is a hard link of the test's wheel
+    shim.write_bytes(data[:len(data) // 2])
+    crash = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(shim)!r})"], check=False,
+                           capture_output=True)
+    assert crash.returncode == -7, crash  # SIGBUS, as the model says
+    report = run(site, tmp_path)
+    stopped = next(f for f in report.findings if f.code is Code.CONSUMER_BROKEN)
+    assert "SIGBUS" in stopped.message and stopped.severity == "error", stopped
+    assert stopped.fix.actions[0].do is ActionKind.PIP_INSTALL, stopped.fix
+    assert "nvidia-cudnn-cu12==9.28.0.42" in stopped.fix.actions[0].requirements, stopped.fix
+    assert "SIGBUS" in torch_check(report) or not report.healthy

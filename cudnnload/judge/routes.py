@@ -172,6 +172,13 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} finds no cuDNN{first}: {route.error or route.how}",
                           subject, _unreached(route, environ, python), severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
+    if route.stops is not None:  # its load by path ends the process there: the file's own fix is the framework's
+        about = next((f for f in install.findings if f.severity is ERROR and f.fix.actions
+                      and posixpath.normpath(f.subject.path or "") == posixpath.normpath(route.shim)), None)
+        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} stops as it starts: {route.how}, and "
+                          f"{route.stops}", subject, about.fix if about is not None else
+                          fix(manual(f"put back {route.shim}: its distribution's file, whole")))
+        return Served(route, install, None, (), (finding,), frozenset({posixpath.normpath(route.shim)}))
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
     made = [e for e in prediction.expectations if calls is None or e.call.function in calls]

@@ -69,6 +69,9 @@ class Route:
     variable: str | None = None  # "LD_PRELOAD" when the shim comes from it
     entry: str | None = None  # that variable's entry
     error: str | None = None  # why no shim loads for it
+    # what its load by path of ``shim`` does where it neither loads nor fails (`_stops`): the process dies or hangs
+    # there, and the framework never looks further
+    stops: str | None = None
     # what put the sys.path entry that gave the shim there (a PYTHONPATH entry, the user site, a .pth path line),
     # when the interpreter's start-up was observed; and that entry
     source: Source | None = None
@@ -211,6 +214,15 @@ def _loads(path: str, ctx: Context) -> bool:
     return outcome == "found"
 
 
+def _stops(path: str, ctx: Context) -> str | None:
+    """What a load by path of ``path`` does where it neither loads nor fails: glibc maps a file cut inside a
+    segment and the process dies of SIGBUS; opening a named pipe blocks for ever. None for any other file (a
+    failed dlopen raises, and the framework's loader goes on)."""
+    outcome, _ = linker.opening(path, ctx.linker)
+    return {"cut-segments": "mapping it kills the process (SIGBUS: the file ends inside a segment)",
+            "fifo": "opening it never returns (a named pipe)"}.get(str(outcome))
+
+
 def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
     cuda, release = _cuda(consumer), _torch_release(consumer.version)
 
@@ -223,6 +235,9 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
     if shim is not None and _loads(shim, ctx):
         return Route(consumer, shim, "by path: torch/__init__.py _preload_cuda_deps() opens the first "
                      "nvidia/cudnn/lib/libcudnn.so.* on sys.path")
+    if shim is not None and (stop := _stops(shim, ctx)) is not None:
+        return Route(consumer, shim, "by path: torch/__init__.py _preload_cuda_deps() opens the first "
+                     "nvidia/cudnn/lib/libcudnn.so.* on sys.path", stops=stop)
     fell = (f"torch's preload by path stops before cuDNN ({missing}.so.* is on no sys.path entry)" if missing else
             f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path for torch's "
             "preload by path")
@@ -236,6 +251,10 @@ def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence
     if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) and _loads(shim, ctx):
         return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
                      "nvidia.cudnn's lib/" + soname)
+    if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) and \
+            (stop := _stops(shim, ctx)) is not None:
+        return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
+                     "nvidia.cudnn's lib/" + soname, stops=stop)
     why = f"no {soname} in the nvidia.cudnn package" if package else "no nvidia.cudnn package on sys.path"
     caller = _caller_file(consumer, load)
     asker = requester(caller, ctx.cache) if caller else None
