@@ -336,12 +336,11 @@ def test_a_program_needing_a_public_function_of_a_versioned_cudnn_library_has_an
     """glibc names the version node of the library it looked in (", version libcudnn_graph.so.9"): a program's
     object that needs a public cudnn* function from it got a cuDNN older than it was built with; between cuDNN's
     own libraries a missing private name stays two releases mixed."""
-    torch = ("OSError: /home/u/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
-             "cudnnGetLibConfig, version libcudnn_graph.so.9")
-    assert ranked(torch)[0] == "runtime-older-than-build"
-    mixed = ("Could not load library libcudnn_cnn_train.so.8. Error: /usr/local/cuda/lib64/libcudnn_cnn_train.so.8: "
-             "undefined symbol: _ZN5cudnn3cnn5fooEv, version libcudnn_cnn_infer.so.8")
-    assert ranked(mixed)[0] == "mixed-release"
+    cases = {"OSError: /home/u/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+             "cudnnGetLibConfig, version libcudnn_graph.so.9": "runtime-older-than-build",
+             "Could not load library libcudnn_cnn_train.so.8. Error: /usr/local/cuda/lib64/libcudnn_cnn_train.so.8: "
+             "undefined symbol: _ZN5cudnn3cnn5fooEv, version libcudnn_cnn_infer.so.8": "mixed-release"}
+    assert {text: ranked(text)[0] for text in cases} == cases
 
 
 def test_a_loading_word_without_a_failure_gives_no_driver_cause() -> None:
