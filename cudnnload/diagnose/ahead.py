@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cudnnload.codes import ActionKind
-from cudnnload.diagnose.remedy import World, one_install_per_target, one_set_per_target
+from cudnnload.diagnose.remedy import World, one_set_per_target
 from cudnnload.judge.fixes import DEPENDENCY_OPTIONS, WHEEL_LIB, undo, unlisted_ahead
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS, classify, distribution_cuda
@@ -203,9 +203,4 @@ def _of_cuda(requirement: str, distribution: str) -> str:
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:
-    """``finding`` with ``added`` after its actions; pip installs into one --target folder that each replace its
-    nvidia folder whole made one (`remedy.one_install_per_target`)."""
-    if not added:
-        return finding
-    actions = tuple(one_install_per_target([*finding.fix.actions, *added]))
-    return replace(finding, fix=replace(finding.fix, actions=actions))
+    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *added))) if added else finding

@@ -12,7 +12,6 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable
 
 from cudnnload.resolve.access import Unreachable
@@ -149,12 +148,14 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
     pip --target puts a wheel's files into a folder that is already there (it replaces it whole); in words where
     that folder holds what no distribution lists (None)."""
     own, how = pip_env
-    nvidia = any(project_name(requirement).startswith("nvidia-") for requirement in requirements)
-    if own is None and not how and site is not None and nvidia and along:
+    # an NVIDIA wheel into a --target folder (the names are parsed only there)
+    nvidia = own is None and not how and site is not None and any(
+        project_name(requirement).startswith("nvidia-") for requirement in requirements)
+    if nvidia and along:
         named = {project_name(requirement) for requirement in requirements}
         requirements = [*(a for a in along if project_name(a) not in named), *requirements]
         options = (*options, "--upgrade")
-    elif own is None and not how and site is not None and nvidia and along is None:
+    elif nvidia and along is None:
         return manual(f"pip install --target {site} would keep its nvidia folder, which holds files no installed "
                       f"distribution lists, and put nothing into it: install {' '.join(requirements)} with --target "
                       f"into an empty folder and move what it puts under nvidia/ into {site}/nvidia")
@@ -162,8 +163,15 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
 
 
 def project_name(requirement: str) -> str:
-    """The distribution a requirement names, as pip compares names (``nvidia_cudnn_cu12>=9``: nvidia-cudnn-cu12)."""
-    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+    """The distribution a requirement names, as pip compares names (``nvidia_cudnn_cu12>=9``: nvidia-cudnn-cu12);
+    a text pip could not read as one, lowercased (it names no distribution another can match)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return str(canonicalize_name(Requirement(requirement).name))
+    except InvalidRequirement:
+        return requirement.lower()
 
 
 # pip counts a distribution on any sys.path entry of its interpreter as installed (a PYTHONPATH folder's, the user

@@ -210,17 +210,19 @@ def _cuda(consumer: Consumer) -> int | None:
 
 
 def _loads(path: str, ctx: Context) -> bool:
-    outcome, _ = linker.opening(path, ctx.linker)
-    return outcome == "found"
+    return _opening(path, ctx) == "found"
 
 
-def _stops(path: str, ctx: Context) -> str | None:
-    """What a load by path of ``path`` does where it neither loads nor fails: glibc maps a file cut inside a
-    segment and the process dies of SIGBUS; opening a named pipe blocks for ever. None for any other file (a
-    failed dlopen raises, and the framework's loader goes on)."""
+def _opening(path: str, ctx: Context) -> str:
     outcome, _ = linker.opening(path, ctx.linker)
-    return {"cut-segments": "mapping it kills the process (SIGBUS: the file ends inside a segment)",
-            "fifo": "opening it never returns (a named pipe)"}.get(str(outcome))
+    return str(outcome)
+
+
+# What a load by path does where it neither loads nor fails (`linker.opening`'s outcome): glibc maps a file cut
+# inside a segment and the process dies of SIGBUS; opening a named pipe blocks for ever. Any other failed dlopen
+# raises, and the framework's loader goes on.
+_STOPS = {"cut-segments": "mapping it kills the process (SIGBUS: the file ends inside a segment)",
+          "fifo": "opening it never returns (a named pipe)"}
 
 
 def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
@@ -232,12 +234,10 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
     missing = next((name for name in ("libcublasLt", "libcublas") if first("cublas", f"{name}.so.*[0-9]") is None),
                    None)
     shim = first("cudnn", "libcudnn.so.*[0-9]") if missing is None else None
-    if shim is not None and _loads(shim, ctx):
+    outcome = _opening(shim, ctx) if shim is not None else None
+    if shim is not None and (outcome == "found" or outcome in _STOPS):  # where it loads, or stops the process
         return Route(consumer, shim, "by path: torch/__init__.py _preload_cuda_deps() opens the first "
-                     "nvidia/cudnn/lib/libcudnn.so.* on sys.path")
-    if shim is not None and (stop := _stops(shim, ctx)) is not None:
-        return Route(consumer, shim, "by path: torch/__init__.py _preload_cuda_deps() opens the first "
-                     "nvidia/cudnn/lib/libcudnn.so.* on sys.path", stops=stop)
+                     "nvidia/cudnn/lib/libcudnn.so.* on sys.path", stops=_STOPS.get(outcome or ""))
     fell = (f"torch's preload by path stops before cuDNN ({missing}.so.* is on no sys.path entry)" if missing else
             f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path for torch's "
             "preload by path")
@@ -248,13 +248,11 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
 def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
     package = _nvidia_cudnn(site_paths)
     shim = os.path.join(package, "lib", soname) if package else None
-    if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) and _loads(shim, ctx):
+    outcome = _opening(shim, ctx) if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) \
+        else None
+    if shim is not None and (outcome == "found" or outcome in _STOPS):  # where it loads, or stops the process
         return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
-                     "nvidia.cudnn's lib/" + soname)
-    if shim is not None and os.path.exists(shim) and not ctx.linker.is_gone(shim) and \
-            (stop := _stops(shim, ctx)) is not None:
-        return Route(consumer, shim, "by path: the JAX CUDA plugin's _load_nvidia_libraries() opens "
-                     "nvidia.cudnn's lib/" + soname, stops=stop)
+                     "nvidia.cudnn's lib/" + soname, stops=_STOPS.get(outcome or ""))
     why = f"no {soname} in the nvidia.cudnn package" if package else "no nvidia.cudnn package on sys.path"
     caller = _caller_file(consumer, load)
     asker = requester(caller, ctx.cache) if caller else None
