@@ -1077,3 +1077,25 @@ def test_a_target_folder_whose_nvidia_folder_holds_what_no_record_lists_gets_wor
     assert said.do is ActionKind.MANUAL and "would keep its nvidia folder" in (said.text or "")
     venv = pip_into(["nvidia-cublas-cu12"], str(site), ("/v/bin/python", ()), along=None)
     assert venv.do is ActionKind.PIP_INSTALL and venv.requirements == ("nvidia-cublas-cu12",)
+
+
+def test_a_setting_for_a_folder_whose_install_the_plan_made_needless_names_the_plans_folder() -> None:
+    """Round 1 installs the full wheel into the JIT wheel's venv; round 2 (the model cannot see files a step will
+    install) still finds libcudnn.so.9 nowhere a by-name program looks, and its fix installs the same wheel into
+    ``~/.local/lib/nvidia-cudnn-9`` and sets LD_LIBRARY_PATH there. That install is dropped (installed already):
+    the setting names the venv's folder, which holds the files once the plan is done, not one nothing makes."""
+    from cudnnload.diagnose.remedy import plan
+    from cudnnload.verdicts import Finding, Subject, SubjectKind, fix, pip_install, set_variable
+
+    venv, user = "/v/lib/python3.11/site-packages", "/home/u/.local/lib/nvidia-cudnn-9"
+    wheel = "nvidia-cudnn-cu13>=9,<10"
+    ops = Finding(Code.MISSING_SUBLIBRARY, "libcudnn_ops.so.9 is missing", Subject(SubjectKind.INSTALL, venv),
+                  fix(pip_install([wheel], target=venv, python="/v/bin/python")))
+    by_name = Finding(Code.NOT_FOUND, "dlopen(libcudnn.so.9) would fail", Subject(SubjectKind.TARGET, "libcudnn.so.9"),
+                      fix(pip_install([wheel], target=user), set_variable("LD_LIBRARY_PATH",
+                                                                          f"{user}/nvidia/cudnn/lib")))
+    rounds = iter([[ops, by_name], [by_name], [by_name], []])
+    said = plan([ops, by_name], {"PATH": "/usr/bin"}, lambda world: next(rounds, []))
+    assert said is not None
+    assert [str(a) for a in said.actions][-1] == f"export LD_LIBRARY_PATH={venv}/nvidia/cudnn/lib", said.actions
+    assert not any(user in str(a) for a in said.actions), said.actions

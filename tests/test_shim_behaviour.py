@@ -103,3 +103,57 @@ def test_cnn_and_adv_beside_an_ops_of_another_release_fail_their_checks_and_adv_
     assert said["cudnnOpsVersionCheck"] == 1002  # ops of another release than graph's
     assert said["cudnnCnnVersionCheck"] == 1002 and said["cudnnAdvVersionCheck"] == 1002
     assert said["cudnnCreateConvolutionDescriptor"] == 0 and said["cudnnCreateRNNDataDescriptor"] == 1002
+
+
+@pytest.mark.parametrize(("absent", "status"), [
+    ((), 1008), (("heuristic",), 2000), (("engines_precompiled",), 2000)],
+    ids=["beside-heuristic", "without-heuristic", "without-precompiled"])
+def test_tensor_ir_missing_fails_finalize_only_once_heuristic_loaded(absent: tuple[str, ...], status: int) -> None:
+    """engines_tensor_ir is missing from 9.28 and from every JIT wheel: graph asks for it by all four names either
+    way (LD_DEBUG), and cudnnBackendFinalize returns 1008 only where heuristic loaded; without heuristic or
+    precompiled it returns what it does with it (2000 on a machine without a GPU: bench/cudnn9_releases.py
+    --engine-pairs, 9.21 and 9.27 JIT cu12 and cu13, 9.28.0 and 9.28.1 cu13)."""
+    release = Release(9, 28, 0)
+    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None)
+             for key in ("graph", "engines_precompiled", "heuristic", "engines_runtime_compiled", "ops", "cnn", "adv")}
+    loads["engines_tensor_ir"] = Load("engines_tensor_ir", None, None, "missing", "not found", "engines_tensor_ir")
+    for key in absent:
+        loads[key] = Load(key, None, None, "missing", "not found", key)
+    if "engines_precompiled" in absent:  # heuristic is asked for only once precompiled loaded
+        loads["heuristic"] = Load("heuristic", "/x/libcudnn_heuristic.so.9", release, None, None, None, asked=False)
+    prediction = predict(V9, release, loads)
+    finalize = next(e for e in prediction.expectations if e.call.function == "cudnnBackendFinalize")
+    assert finalize.status == status
+    assert ("engines_tensor_ir" in prediction.consequences) is (status == 1008)
+
+
+@pytest.mark.wheels
+@pytest.mark.timeout_s(300)
+def test_the_jit_wheel_and_9_28_with_engines_taken_away_agree_with_the_real_shim() -> None:
+    """bench/cudnn9_releases.py on the test cache's JIT wheel (no ops, cnn, adv, precompiled, heuristic or
+    tensor_ir) and 9.28 cu13, whole, each library taken away, and every two engine libraries taken away together,
+    with a stand-in libcuda.so.1 (so that the runtime-compiled engines load, as on a GPU machine): every probe
+    verdict agrees with the model, and every failing layout gets an error. Before, the JIT wheel alone got a
+    missing engines_tensor_ir error (and a 1008 the real finalize does not return)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fixtures.wheels import cache_root
+
+    unpacked = cache_root() / "unpacked"
+    wheels = [unpacked / "nvidia-cudnn-jit-cu13-9.27.0.42", unpacked / "nvidia-cudnn-cu13-9.28.0.42"]
+    if not all((wheel / ".unpacked").exists() for wheel in wheels):
+        pytest.skip(f"the test wheels are not unpacked in {unpacked}: run `make wheels`")
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the stand-in libcuda.so.1")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "bench" / "cudnn9_releases.py"), *map(str, wheels),
+                           "--engine-pairs"], capture_output=True, text=True, timeout=280, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "agrees with the model 19/19" in done.stdout and "19/19 said" in done.stdout, done.stdout[-2000:]
+    jit = [line for line in done.stdout.splitlines() if line.startswith("9.27.0.42 jit-cu13 (whole)")]
+    assert jit and "cudnnOpsVersionCheck returns 3009" in jit[0], jit

@@ -82,7 +82,8 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         first = min(pending, key=lambda f: f.code in _SUMMARIES and all(
             a.do is ActionKind.MANUAL for a in f.fix.actions))
         handled.add(_key(first))
-        steps = [a for a in first.fix.actions if a not in actions and not _installed_by(a, actions)]
+        steps = _into_installed([a for a in first.fix.actions if a not in actions and not _installed_by(a, actions)],
+                                first.fix.actions, actions)
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
             return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
@@ -372,6 +373,29 @@ def _installed_by(action: Action, actions: Sequence[Action]) -> bool:
     """Whether ``action`` is a pip install of nothing the pip installs among ``actions`` do not install already."""
     installed = {r for a in actions if a.do is ActionKind.PIP_INSTALL for r in a.requirements}
     return action.do is ActionKind.PIP_INSTALL and set(action.requirements) <= installed
+
+
+def _into_installed(steps: list[Action], asked: Sequence[Action], actions: Sequence[Action]) -> list[Action]:
+    """``steps`` with each path under a folder a dropped pip install of ``asked`` was to install into (the plan
+    installs the same already, into another folder: `_installed_by`) moved to that other folder: a setting of
+    LD_LIBRARY_PATH to ``~/.local/lib/nvidia-cudnn-9/nvidia/cudnn/lib``, whose install the wheel the plan puts into
+    a venv made needless, names the venv's ``nvidia/cudnn/lib``, which holds the files once the plan is done, not a
+    folder nothing makes."""
+    moved: dict[str, str] = {}
+    for action in asked:
+        if action.do is ActionKind.PIP_INSTALL and action.target and action not in actions and \
+                _installed_by(action, actions):
+            into = next((a.target for a in actions if a.do is ActionKind.PIP_INSTALL and a.target
+                         and set(action.requirements) & set(a.requirements)), None)
+            if into is not None and into != action.target:
+                moved[posixpath.normpath(action.target)] = into
+
+    def move(value: str) -> str:
+        return ":".join(next((to + entry[len(gone):] for gone, to in moved.items()
+                              if entry == gone or _under(entry, gone)), entry) for entry in value.split(":"))
+
+    return [replace(a, value=move(a.value)) if moved and a.do is ActionKind.ENV_SET and a.value else a
+            for a in steps]
 
 
 def _brings_dependencies(action: Action) -> bool:

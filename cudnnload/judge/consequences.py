@@ -360,7 +360,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
         load = loads.get(lib.key)
         if load is None:
             continue
-        if load.fails is not None and (not lib.optional or load.fails in _ENDS or _stops_chain(lib, loads)):
+        if load.fails is not None and _fails_calls(lib, load, loads):
             return _failed_call(gen, release, call, lib, load, _graph_release(loads), aborts)
         if gen.major == 8 and call.kind == "check" and _checks_other_release(lib, load, loads):
             # measured: 8.5's ops_train and adv_infer beside 8.9.7's libraries load, and their checks say so; the
@@ -466,14 +466,30 @@ def _bound_elsewhere(gen: Generation, load: Load) -> bool:
     return gen.major == 9 and load.fails is None and load.bound_to is not None
 
 
+def _fails_calls(lib: SubLibrary, load: Load, loads: Mapping[str, Load]) -> bool:
+    """Whether ``lib``, which failed to load (``load``), fails the calls it serves: a load that kills or hangs the
+    process always; one whose opener goes on without it (`SubLibrary.fails_after`'s library not loaded, an optional
+    engine library outside the chain of `_stops_chain`) does not."""
+    if load.fails in _ENDS:
+        return True
+    if lib.fails_after is not None and not _loaded(loads.get(lib.fails_after)):
+        return False
+    return not lib.optional or _stops_chain(lib, loads)
+
+
+def _loaded(load: Load | None) -> bool:
+    """Whether a library was asked for and loaded (heuristic is not asked for without engines_precompiled)."""
+    return load is not None and load.fails is None and load.asked
+
+
 def _stops_chain(lib: SubLibrary, loads: Mapping[str, Load]) -> bool:
     """Whether an optional engine library that fails to load fails the call too: up to 9.10 it does (`in_engine_chain`),
     cudnnBackendFinalize returning 1001 (9.0's chain) or 1008 after "Unable to load any of {...}", heuristic or
     precompiled missing; 9.13's and later graphs go on without it."""
     if not in_engine_chain(lib, _graph_release(loads)):
         return False
-    before = loads.get("engines_precompiled")  # heuristic is asked for only once precompiled loaded
-    return lib.key == "engines_precompiled" or (before is not None and before.fails is None)
+    # heuristic is asked for only once precompiled loaded
+    return lib.key == "engines_precompiled" or _loaded(loads.get("engines_precompiled"))
 
 
 def in_engine_chain(lib: SubLibrary, graph: Release | None) -> bool:
@@ -559,8 +575,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
     found: dict[str, tuple[Consequence, ...]] = {}
     for cause in dict.fromkeys(load.cause for load in loads.values() if load.fails and load.cause):
         failing = [gen.library(load.key) for load in loads.values() if load.cause == cause and load.fails
-                   and (not gen.library(load.key).optional or load.fails in _ENDS
-                        or _stops_chain(gen.library(load.key), loads))]
+                   and _fails_calls(gen.library(load.key), load, loads)]
         first = next((c for c in gen.exercise for lib in failing if c in lib.calls), None)
         if first is None:
             continue

@@ -414,11 +414,18 @@ def _graph_step(install: Install) -> Step | None:
 def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[SubLibrary, ...]:
     """Sub-libraries this install must have: required ones, plus those the shim asks for by VersionCheck, or its
     graph by name (`discovery.asked_for`; unless the shim is of another release than the folder: then what it
-    asks for says nothing)."""
+    asks for says nothing), where graph goes on without it only once another library loaded, that one found
+    (`SubLibrary.fails_after`: engines_tensor_ir beside heuristic, not in a JIT wheel)."""
     shim = install.file("shim")
+    found = {step.library for step in install.plan if step.path}
+
+    def loads(key: str | None) -> bool:  # found, and so is the library its opener must have loaded first
+        return key is None or (key in found and loads(gen.library(key).after))
+
     return tuple(lib for lib in gen.sublibraries if lib.required
                  or (not ignore_asked and asked_for(lib, shim, _graph_step(install))
-                     and any(step.library == lib.key for step in install.plan))
+                     and any(step.library == lib.key for step in install.plan)
+                     and (lib.fails_after is None or loads(lib.fails_after)))
                  or in_engine_chain(lib, install.release))
 
 

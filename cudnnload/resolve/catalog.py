@@ -74,6 +74,12 @@ class SubLibrary:
     # (9.20's graph asks for engines_tensor_ir by all four names and cudnnBackendFinalize returns 2000 all the same;
     # from 9.21 it returns 1008: bench/cudnn9_releases.py)
     needed_from: Release | None = None
+    # the library its opener must have loaded for this one's absence to fail its calls: without that one the opener
+    # asks for this one all the same and goes on as if it were there (engines_tensor_ir: cudnnBackendFinalize returns
+    # 1008 without it only where heuristic loaded; where heuristic or engines_precompiled is absent, as in every JIT
+    # wheel, graph asks for it by all four names and returns what it returns with it: LD_DEBUG and
+    # bench/cudnn9_releases.py on the 9.21 and 9.27 JIT wheels, cu12 and cu13, and 9.28.1 cu13)
+    fails_after: str | None = None
 
     @property
     def soname(self) -> str:
@@ -106,11 +112,11 @@ class SubLibrary:
 def _v9(key: str, opened_by: Opener, needs: tuple[str, ...], check: str | None = None,
         symbol: str | None = None, required: bool = True, serves: str = "", examples: tuple[str, ...] = (),
         calls: tuple[Call, ...] = (), optional: bool = False, after: str | None = None,
-        needed_from: Release | None = None) -> SubLibrary:
+        needed_from: Release | None = None, fails_after: str | None = None) -> SubLibrary:
     stem = "libcudnn" if key == "shim" else f"libcudnn_{key}"
     checks = (Call("check", check),) if check else ()
     return SubLibrary(key, stem, 9, opened_by, needs, check, symbol, required, optional, serves, examples,
-                      checks + calls, after, needed_from)
+                      checks + calls, after, needed_from, fails_after)
 
 
 def _v8(key: str, needs: tuple[str, ...], check: str | None, symbol: str | None, serves: str = "",
@@ -234,7 +240,7 @@ V9 = Generation(9, (
     _v9("engines_precompiled", "graph", ("graph",), required=False, **_OPTIONAL_ENGINES),  # type: ignore[arg-type]
     _v9("engines_runtime_compiled", "graph", ("graph",), **_ENGINES),  # type: ignore[arg-type]
     _v9("engines_tensor_ir", "graph", ("graph",), required=False, after="engines_runtime_compiled",
-        needed_from=Release(9, 21, 0), **_ENGINES),  # type: ignore[arg-type]
+        needed_from=Release(9, 21, 0), fails_after="heuristic", **_ENGINES),  # type: ignore[arg-type]
     _v9("ops", "shim", ("graph",), "cudnnOpsVersionCheck", "cudnn_ops_infer_version",
         serves="tensor, filter, activation, pooling, softmax and normalization calls",
         examples=("cudnnCreateTensorDescriptor", "cudnnActivationForward"),
