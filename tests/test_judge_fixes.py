@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -1099,3 +1100,59 @@ def test_a_setting_for_a_folder_whose_install_the_plan_made_needless_names_the_p
     assert said is not None
     assert [str(a) for a in said.actions][-1] == f"export LD_LIBRARY_PATH={venv}/nvidia/cudnn/lib", said.actions
     assert not any(user in str(a) for a in said.actions), said.actions
+
+
+def _wheel(folder: Path, name: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel of ``name`` 1.0 holding ``files`` (path -> text), made by hand (no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-1.0.dist-info"
+    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    rows = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).decode().rstrip('=')},"
+            f"{len(text.encode())}" for path, text in files.items()]
+    wheel = folder / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+        archive.writestr(f"{info}/RECORD", "\n".join([*rows, f"{info}/RECORD,,"]) + "\n")
+    return wheel
+
+
+def test_a_framework_put_back_into_a_target_folder_is_put_back_by_real_pip(tmp_path: Path) -> None:
+    """A framework installed with ``pip install --target`` and damaged: ``pip install --target T --force-reinstall
+    name==v`` keeps its folder that is there ("Target directory T/name already exists. Specify --upgrade to force
+    replacement.") and puts nothing back. The reinstall carries ``--upgrade``, which replaces each of its top-level
+    folders whole, with the distributions whose files share them (a namespace folder two plugins install into).
+    Run by the real pip, offline, from hand-made wheels."""
+    from cudnnload.judge.fixes import reinstall
+    from cudnnload.resolve.pythons import sharing_in_target
+
+    wheels, target = tmp_path / "wheels", tmp_path / "target"
+    wheels.mkdir()
+    _wheel(wheels, "fwk", {"fwk/__init__.py": "A = 1\n", "fwk_plugins/fwk_cuda.py": "B = 1\n"})
+    _wheel(wheels, "fwk_pjrt", {"fwk_plugins/fwk_pjrt.py": "C = 1\n"})
+    _wheel(wheels, "other", {"other/__init__.py": "D = 1\n"})
+    offline = ["--no-index", "--find-links", str(wheels), "--disable-pip-version-check", "--no-cache-dir"]
+
+    def pip(*argv: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "pip", *argv, *offline], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    pip("install", "--target", str(target), "fwk==1.0", "fwk_pjrt==1.0", "other==1.0")
+    assert sharing_in_target(str(target), "fwk") == ("fwk-pjrt==1.0",)
+    assert sharing_in_target(str(target), "other") == ()
+    (target / "fwk" / "__init__.py").unlink()
+    action = reinstall("fwk", "1.0", str(target), (None, ()), along=sharing_in_target(str(target), "fwk"))
+    assert "--upgrade" in action.options and action.requirements == ("fwk-pjrt==1.0", "fwk==1.0"), action
+    # without --upgrade, pip says it keeps the folder and puts nothing back
+    said = pip("install", "--force-reinstall", "--no-deps", "--target", str(target), "fwk==1.0")
+    assert "Specify --upgrade" in said and not (target / "fwk" / "__init__.py").exists()
+    pip("install", *action.options, "--target", str(target), *action.requirements)
+    assert (target / "fwk" / "__init__.py").read_text() == "A = 1\n"
+    assert (target / "fwk_plugins" / "fwk_pjrt.py").exists() and (target / "fwk_plugins" / "fwk_cuda.py").exists()
+    assert (target / "other" / "__init__.py").exists()

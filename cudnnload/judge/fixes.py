@@ -146,14 +146,18 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
     of its own and the caller knows the program's. An NVIDIA wheel into a ``--target`` folder whose ``nvidia``
     folder the distributions ``along`` hold (`pythons.along_in_target`): those too, with ``--upgrade``, the one way
     pip --target puts a wheel's files into a folder that is already there (it replaces it whole); in words where
-    that folder holds what no distribution lists (None)."""
+    that folder holds what no distribution lists (None). Any other distribution into a ``--target`` folder: with
+    ``--upgrade`` too, and the distributions ``along`` whose files share its top-level folders
+    (`pythons.sharing_in_target`)."""
     own, how = pip_env
+    target = own is None and not how and site is not None
     # an NVIDIA wheel into a --target folder (the names are parsed only there)
-    nvidia = own is None and not how and site is not None and any(
-        project_name(requirement).startswith("nvidia-") for requirement in requirements)
-    if nvidia and along:
+    nvidia = target and any(project_name(requirement).startswith("nvidia-") for requirement in requirements)
+    if (nvidia and along) or (target and not nvidia):
+        # another distribution (a framework put back) replaces its own top-level folders whole, with the
+        # distributions ``along`` whose files are in them too (`pythons.sharing_in_target`)
         named = {project_name(requirement) for requirement in requirements}
-        requirements = [*(a for a in along if project_name(a) not in named), *requirements]
+        requirements = [*(a for a in along or () if project_name(a) not in named), *requirements]
         options = (*options, "--upgrade")
     elif nvidia and along is None:
         return manual(f"pip install --target {site} would keep its nvidia folder, which holds files no installed "

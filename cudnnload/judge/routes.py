@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, pip_into, readable_again
+from cudnnload.judge.fixes import dependency_into, dependency_manual, readable_again, reinstall
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
@@ -139,8 +139,8 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
     if consumer.broken:
         broken += (Finding(Code.CONSUMER_BROKEN, f"{consumer.label} is installed but broken: {consumer.broken}",
                            Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                           fix(pip_into([f"{consumer.distribution}=={consumer.version}"], consumer.site,
-                                        consumer.pip_env, python=python, options=("--force-reinstall", "--no-deps")))),)
+                           fix(reinstall(consumer.distribution, consumer.version, consumer.site, consumer.pip_env,
+                                         python=python, along=consumer.sharing))),)
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 

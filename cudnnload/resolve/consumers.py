@@ -50,7 +50,7 @@ from cudnnload.resolve.catalog import (
 )
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import ElfCache, open_cache
-from cudnnload.resolve.pythons import along_of, interpreter_of_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site, sharing_in_target
 from cudnnload.resolve.sources import wheel_lib_folders
 
 # packaging (pip's reading of versions, specifiers and markers) costs ~26 ms to import: only the
@@ -170,6 +170,9 @@ class Consumer:
     unmet: tuple[Need, ...] = ()
     # with --target: the distributions a pip install there must install along (`pythons.along_in_target`)
     along: tuple[str, ...] | None = ()
+    # with --target: the distributions a reinstall of its own there must install along, whose files share its
+    # top-level folders (`pythons.sharing_in_target`)
+    sharing: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -321,7 +324,8 @@ def find_consumers(site_paths: Sequence[str] | None = None, *, environ: Mapping[
             pip_env = interpreter_of_site(dist.site)
             consumers.append(Consumer(_source_of(dist).framework, dist.name, dist.version, dist.site, pins, needs,
                                       build, build_major, source, pip_env, beside, _broken(dist, source),
-                                      _unmet(dist, paths, env, cache), along_of(dist.site, pip_env)))
+                                      _unmet(dist, paths, env, cache), along_of(dist.site, pip_env),
+                                      sharing_in_target(dist.site, dist.name) if pip_env == (None, ()) else ()))
     return tuple(consumers)
 
 

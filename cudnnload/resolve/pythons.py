@@ -83,26 +83,71 @@ def along_in_target(site: str) -> tuple[str, ...] | None:
     namespace = os.path.join(site, NAMESPACE)
     try:
         held = {name for name in os.listdir(namespace) if name not in ("__init__.py", "__pycache__")}
-        entries = os.listdir(site)
     except OSError:
         return () if not os.path.lexists(namespace) else None
     along: list[str] = []
     claimed: set[str] = set()
-    for entry in sorted(entries):
+    for distribution, paths in _recorded(site):
+        parts = {path.split("/")[1] for path in paths if path.startswith(f"{NAMESPACE}/") and path.count("/") >= 1}
+        if parts:
+            along.append(distribution)
+            claimed |= parts
+    return tuple(along) if held <= claimed else None
+
+
+def sharing_in_target(site: str, name: str) -> tuple[str, ...]:
+    """For a folder pip installs into with ``--target``: the other distributions, as ``name==version``, whose RECORD
+    lists files under a top-level entry that the RECORD of the distribution ``name`` does (torch's ``torch``, the
+    JAX CUDA plugin's and PJRT wheel's shared ``jax_plugins``, ``bin`` for console scripts). A reinstall of ``name``
+    there needs ``--upgrade``, which replaces each of its top-level entries whole (without it pip keeps them and
+    rewrites nothing): these go with them, and are installed along. () where ``name`` is not installed there."""
+    recorded = dict(_recorded(site))
+    wanted = _canonical(name)
+    own = next((paths for distribution, paths in recorded.items()
+                if _canonical(distribution.split("==")[0]) == wanted), None)
+    if own is None:
+        return ()
+    tops = _tops(own)
+    return tuple(distribution for distribution, paths in recorded.items()
+                 if _canonical(distribution.split("==")[0]) != wanted and _tops(paths) & tops)
+
+
+def _tops(paths: Sequence[str]) -> set[str]:
+    """The top-level entries of a ``--target`` folder that RECORD paths are under (a script's ``../../bin/x``,
+    written from the scheme's ``lib/python``, is ``bin``), less the distribution's own ``.dist-info``."""
+    tops = set()
+    for path in paths:
+        top = os.path.normpath(os.path.join("lib/python", path)) if path.startswith("../") else path
+        first = top.split("/", 1)[0]
+        if first and first != ".." and not first.endswith(".dist-info"):
+            tops.add(first)
+    return tops
+
+
+def _canonical(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _recorded(site: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each distribution of ``site`` (``name==version``, from its ``.dist-info`` folder's name) and the paths its
+    RECORD lists; none for a folder that cannot be listed, a distribution whose RECORD cannot be read."""
+    try:
+        entries = sorted(os.listdir(site))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
         stem, dot, suffix = entry.rpartition(".")
         name, _, version = stem.partition("-")
         if not dot or suffix != "dist-info" or not version:
             continue
         try:
             with open(os.path.join(site, entry, "RECORD"), encoding="utf-8", errors="replace") as record:
-                parts = {row.split(",", 1)[0].split("/")[1] for row in record
-                         if row.startswith(f"{NAMESPACE}/") and row.count("/", 0, row.find(",")) >= 1}
+                paths = tuple(row.split(",", 1)[0] for row in record)
         except OSError:
             continue
-        if parts:
-            along.append(f"{name.replace('_', '-')}=={version}")
-            claimed |= parts
-    return tuple(along) if held <= claimed else None
+        found.append((f"{name.replace('_', '-')}=={version}", paths))
+    return found
 
 
 def interpreter_of_process(executable: str, argv: list[str] | tuple[str, ...], environ: Mapping[str, str]) -> str:
