@@ -61,17 +61,33 @@ def cuda_of(wheel: Path) -> int:
     return named(wheel)[1]
 
 
+# Folders ``--with`` wheels are unpacked in (``nvidia-cublas-cu12-12.1.3.1``): taken before the test cache's
+CHOSEN: list[Path] = []
+
+
 def companions(cuda: int) -> list[Path]:
-    """The test cache's unpacked cuBLAS and NVRTC wheels of CUDA ``cuda`` (one of each, the newest)."""
+    """The unpacked cuBLAS and NVRTC wheels of CUDA ``cuda``, one of each: a ``--with`` wheel's, else the test
+    cache's newest."""
     found = []
     for prefix in COMPANIONS:
         stem = "libcublas" if prefix.endswith("cublas") else "libnvrtc"
-        fits = sorted(folder for folder in (cache_root() / "unpacked").glob(f"{prefix}-*")
-                      if not folder.name.startswith(f"{prefix}-cu") or folder.name.startswith(f"{prefix}-cu{cuda}-")
-                      if any(folder.rglob(f"{stem}.so.{cuda}*")))
-        if fits:
-            found.append(fits[-1])
+        fits = [sorted(folder for folder in folders if folder.name.startswith(f"{prefix}-")
+                       and (not folder.name.startswith(f"{prefix}-cu") or folder.name.startswith(f"{prefix}-cu{cuda}-"))
+                       and any(folder.rglob(f"{stem}.so.{cuda}*")))
+                for folders in (CHOSEN, list((cache_root() / "unpacked").glob(f"{prefix}-*")))]
+        chosen = fits[0] or fits[1]
+        if chosen:
+            found.append(chosen[-1])
     return found
+
+
+def unpack_companion(wheel: Path, scratch: Path) -> Path:
+    """A cuBLAS or NVRTC wheel unpacked under ``scratch`` in a folder named as the test cache names them."""
+    name, version = wheel.name.split("-")[:2]
+    folder = scratch / "with" / f"{name.replace('_', '-')}-{version}"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(folder, [n for n in archive.namelist() if re.fullmatch(r"nvidia/[^/]+/lib/[^/]+", n)])
+    return folder
 
 
 def site_of(wheel: Path, folder: Path) -> Path:
@@ -126,6 +142,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("wheels", nargs="+", type=Path, help="cuDNN 9 wheels, or the folders they are unpacked in")
     parser.add_argument("--out", type=Path, help="each layout's record (JSON lines)")
+    parser.add_argument("--with", dest="companions", nargs="*", type=Path, default=[], metavar="WHEEL",
+                        help="cuBLAS or NVRTC wheels to lay out beside cuDNN instead of the test cache's of their CUDA")
     parser.add_argument("--engine-pairs", action="store_true",
                         help="also every two of the engine and heuristic libraries taken away together")
     args = parser.parse_args()
@@ -137,6 +155,7 @@ def main() -> int:
         return 2
     records = []
     with tempfile.TemporaryDirectory() as scratch:
+        CHOSEN.extend(unpack_companion(wheel, Path(scratch)) for wheel in args.companions)
         unpacked = cache_root() / "unpacked"
         libraries = [lib for cuda in cudas for wheel in companions(cuda) for lib in wheel.glob("nvidia/*/lib")]
         driver = stand_in(Path(scratch) / "driver", [*libraries, unpacked / "nvidia-cudnn-cu12-9.28.0.42" / "nvidia"
@@ -145,6 +164,7 @@ def main() -> int:
             release = named(wheel)[0]
             folder = Path(scratch) / release.replace(" ", "-")
             lib = site_of(wheel, folder)
+            print(f"# {release} beside {', '.join(c.name for c in companions(cuda_of(wheel)))}", flush=True)
             names = sorted(p.name for p in lib.glob("libcudnn*.so.9"))
             sets = [(), *((n,) for n in names if n != "libcudnn.so.9")]
             if args.engine_pairs:  # every two of the libraries graph opens for its engines, taken away together

@@ -157,3 +157,39 @@ def test_the_jit_wheel_and_9_28_with_engines_taken_away_agree_with_the_real_shim
     assert "agrees with the model 19/19" in done.stdout and "19/19 said" in done.stdout, done.stdout[-2000:]
     jit = [line for line in done.stdout.splitlines() if line.startswith("9.27.0.42 jit-cu13 (whole)")]
     assert jit and "cudnnOpsVersionCheck returns 3009" in jit[0], jit
+
+
+def _loads(release: Release, absent: tuple[str, ...] = ()) -> dict[str, Load]:
+    keys = ("graph", "engines_precompiled", "heuristic", "engines_runtime_compiled", "engines_tensor_ir", "ops", "cnn",
+            "adv")
+    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None) for key in keys}
+    for key in absent:
+        loads[key] = Load(key, None, None, "missing", "not found", key)
+    return loads
+
+
+@pytest.mark.parametrize(("release", "absent", "aborts"), [
+    ((9, 0, 0), (), False), ((9, 2, 1), (), False), ((9, 13, 1), (), False), ((9, 14, 0), (), False),
+    ((9, 15, 0), (), True), ((9, 19, 0), (), True), ((9, 28, 0), (), True), ((9, 28, 0), ("heuristic",), True),
+    ((9, 28, 0), ("engines_precompiled",), False)])
+def test_an_engine_heuristic_without_cublaslt_aborts_from_9_15_once_the_precompiled_engines_loaded(
+        release: tuple[int, int, int], absent: tuple[str, ...], aborts: bool) -> None:
+    """No libcublasLt anywhere (bench/cudnn9_releases.py's layouts with it taken away, a stand-in libcuda.so.1):
+    creating an engine heuristic returns 0 in 9.0 to 9.14 (9.1.1, 9.2.1, 9.7.1, 9.8, 9.10.2, 9.13.1 and 9.14
+    measured) and aborts ("Invalid handle. Cannot load symbol cublasLtGetVersion") from 9.15 (9.15.0, 9.15.1, 9.16,
+    9.17.1, 9.19, 9.25.1, 9.27, 9.28), only where engines_precompiled loaded (the JIT wheels, 9.28 without it: 0)."""
+    version = Release(*release)
+    missing = {"libcublasLt.so.12": "not found"}
+    prediction = predict(V9, version, _loads(version, absent), missing_dependencies=missing)
+    heuristic = next((e for e in prediction.expectations if e.call.kind == "heuristic"), None)
+    assert heuristic is not None and (heuristic.outcome == "abort") is aborts, heuristic
+
+
+@pytest.mark.parametrize(("release", "status"), [((9, 0, 0), 1001), ((9, 1, 1), 1001), ((9, 2, 1), 1008)])
+def test_an_engine_missing_returns_1001_up_to_9_1(release: tuple[int, int, int], status: int) -> None:
+    """9.1.1's graph (a cu11 wheel) answers as 9.0's: cudnnBackendFinalize returns 1001 without an engine of its
+    chain; 9.2 returns 1008 (bench/cudnn9_releases.py --engine-pairs on 9.1.1 cu11 and 9.2.1 cu12)."""
+    version = Release(*release)
+    prediction = predict(V9, version, _loads(version, ("engines_precompiled",)))
+    finalize = next(e for e in prediction.expectations if e.call.function == "cudnnBackendFinalize")
+    assert finalize.status == status
