@@ -376,11 +376,11 @@ def _installed_by(action: Action, actions: Sequence[Action]) -> bool:
 
 
 def _into_installed(steps: list[Action], asked: Sequence[Action], actions: Sequence[Action]) -> list[Action]:
-    """``steps`` with each path under a folder a dropped pip install of ``asked`` was to install into (the plan
-    installs the same already, into another folder: `_installed_by`) moved to that other folder: a setting of
-    LD_LIBRARY_PATH to ``~/.local/lib/nvidia-cudnn-9/nvidia/cudnn/lib``, whose install the wheel the plan puts into
-    a venv made needless, names the venv's ``nvidia/cudnn/lib``, which holds the files once the plan is done, not a
-    folder nothing makes."""
+    """``steps`` with each entry of a setting that is under a folder a dropped pip install of ``asked`` was to install
+    into (the plan installs the same already, into another folder: `_installed_by`) moved to that other folder: a
+    setting of LD_LIBRARY_PATH to ``~/.local/lib/nvidia-cudnn-9/nvidia/cudnn/lib``, whose install the wheel the plan
+    puts into a venv made needless, names the venv's ``nvidia/cudnn/lib``, which holds the files once the plan is
+    done, not a folder nothing makes."""
     moved: dict[str, str] = {}
     for action in asked:
         if action.do is ActionKind.PIP_INSTALL and action.target and action not in actions and \

@@ -60,10 +60,10 @@ GRAPH_CONFIG_FUNCTION = "cudnnGetLibConfig"
 # 9.0's and 9.1's graphs open their engines in one chain and return 1001 when one is missing; 9.2 to 9.28 return
 # 1008 (each release's wheel: bench/cudnn9_releases.py, 9.1.1 cu11 measured 2026-12-01).
 FIRST_9_WITHOUT_9_0_BEHAVIOUR = Release(9, 2, 0)
-# Creating an engine heuristic once an engine library loaded opens cuBLASLt from 9.15 on, and aborts where it is
-# missing ("Invalid handle. Cannot load symbol cublasLtGetVersion"); 9.0 to 9.14 return 0 without it (measured with
-# each release's wheel and no libcuBLASLt: 9.0, 9.1.1, 9.2.1, 9.7.1, 9.8, 9.10.2, 9.13.1, 9.14 return 0; 9.15.0,
-# 9.15.1, 9.16, 9.17.1, 9.19, 9.25.1, 9.27 and 9.28 abort).
+# Creating an engine heuristic once the precompiled engines loaded (`_precompiled_loaded`) opens cuBLASLt from 9.15
+# on, and aborts where it is missing ("Invalid handle. Cannot load symbol cublasLtGetVersion"); 9.0 to 9.14 return 0
+# without it (each release's wheel without libcublasLt: 9.0, 9.1.1, 9.2.1, 9.7.1, 9.8, 9.10.2, 9.13.1, 9.14 return 0;
+# 9.15.0, 9.15.1, 9.16, 9.17.1, 9.19, 9.25.1, 9.27 and 9.28 abort).
 FIRST_9_HEURISTIC_NEEDING_CUBLASLT = Release(9, 15, 0)
 # A cuDNN 8 shim before 8.9 reads dlerror() after its dlopen of a sub-library succeeded. The initializers that dlopen
 # runs may have dlopened something themselves (`discovery.opened_while_loading`): when the last of those failed, its
@@ -383,7 +383,7 @@ def _expect(gen: Generation, release: Release | None, call: Call, loads: Mapping
             return Expectation(call, ABORT, message=_stale_message(lib, stale), cause=stale)
     by = _graph_release(loads) or release
     if call.kind == "heuristic" and gen.major == 9 and (by is None or by >= FIRST_9_HEURISTIC_NEEDING_CUBLASLT) \
-            and _engines_loaded(loads):
+            and _precompiled_loaded(loads):
         cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
         if cublas is not None:
             return Expectation(call, ABORT, message="Invalid handle. Cannot load symbol cublasLtGetVersion",
@@ -553,7 +553,7 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
                        cause=load.cause)
 
 
-def _engines_loaded(loads: Mapping[str, Load]) -> bool:
+def _precompiled_loaded(loads: Mapping[str, Load]) -> bool:
     """Whether the first finalize leaves the precompiled engines loaded: only then does creating an engine heuristic
     open cuBLASLt (measured on 9.28 cu13 without cuBLASLt and a stand-in libcuda.so.1: it aborts where only
     heuristic is missing, and returns 0 where engines_precompiled is, alone or with heuristic; the JIT wheels, which
@@ -601,7 +601,7 @@ def _consequences(gen: Generation, release: Release | None, loads: Mapping[str, 
     cublas = next((soname for soname in missing if soname.startswith("libcublasLt")), None)
     by = _graph_release(loads) or release
     if cublas and gen.major == 9 and (by is None or by >= FIRST_9_HEURISTIC_NEEDING_CUBLASLT) \
-            and _engines_loaded(loads):
+            and _precompiled_loaded(loads):
         found[cublas] = (Consequence(
             calls="creating an engine heuristic (the first convolution planned through the graph API, as PyTorch "
                   "and JAX plan theirs)", effect=ABORT, library=cublas,

@@ -419,13 +419,13 @@ def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[Su
     shim = install.file("shim")
     found = {step.library for step in install.plan if step.path}
 
-    def loads(key: str | None) -> bool:  # found, and so is the library its opener must have loaded first
-        return key is None or (key in found and loads(gen.library(key).after))
+    def would_load(key: str | None) -> bool:  # found, and so is the library its opener must have loaded first
+        return key is None or (key in found and would_load(gen.library(key).after))
 
     return tuple(lib for lib in gen.sublibraries if lib.required
                  or (not ignore_asked and asked_for(lib, shim, _graph_step(install))
                      and any(step.library == lib.key for step in install.plan)
-                     and (lib.fails_after is None or loads(lib.fails_after)))
+                     and (lib.fails_after is None or would_load(lib.fails_after)))
                  or in_engine_chain(lib, install.release))
 
 
