@@ -45,6 +45,8 @@ from fixtures.wheels import cache_root  # noqa: E402
 COMPANIONS = ("nvidia-cublas", "nvidia-cuda-nvrtc")
 
 
+# A wheel's library file: nvidia/cudnn/lib/X, nvidia/cudnn_jit/lib/X, nvidia/cu13/lib/X
+_LIB_MEMBER = re.compile(r"nvidia/[^/]+/lib/[^/]+")
 _NAME = re.compile(r"nvidia[-_]cudnn[-_](?P<kind>(?:jit[-_])?cu(?P<cuda>\d+))-(?P<version>9[\d.]*\d)")
 
 
@@ -86,7 +88,7 @@ def unpack_companion(wheel: Path, scratch: Path) -> Path:
     name, version = wheel.name.split("-")[:2]
     folder = scratch / "with" / f"{name.replace('_', '-')}-{version}"
     with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(folder, [n for n in archive.namelist() if re.fullmatch(r"nvidia/[^/]+/lib/[^/]+", n)])
+        archive.extractall(folder, [n for n in archive.namelist() if _LIB_MEMBER.fullmatch(n)])
     return folder
 
 
@@ -100,7 +102,7 @@ def site_of(wheel: Path, folder: Path) -> Path:
         (folder / "unpacked").symlink_to(wheel.resolve())
     else:
         with zipfile.ZipFile(wheel) as archive:
-            members = [n for n in archive.namelist() if re.fullmatch(r"nvidia/[^/]+/lib/[^/]+", n)]
+            members = [n for n in archive.namelist() if _LIB_MEMBER.fullmatch(n)]
             archive.extractall(folder / "unpacked", members)
     shims = [m for m in members if m.endswith("/libcudnn.so.9")]
     if not shims:

@@ -105,6 +105,15 @@ def test_cnn_and_adv_beside_an_ops_of_another_release_fail_their_checks_and_adv_
     assert said["cudnnCreateConvolutionDescriptor"] == 0 and said["cudnnCreateRNNDataDescriptor"] == 1002
 
 
+def _loads(release: Release, absent: tuple[str, ...] = ()) -> dict[str, Load]:
+    keys = ("graph", "engines_precompiled", "heuristic", "engines_runtime_compiled", "engines_tensor_ir", "ops", "cnn",
+            "adv")
+    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None) for key in keys}
+    for key in absent:
+        loads[key] = Load(key, None, None, "missing", "not found", key)
+    return loads
+
+
 @pytest.mark.parametrize(("absent", "status"), [
     ((), 1008), (("heuristic",), 2000), (("engines_precompiled",), 2000)],
     ids=["beside-heuristic", "without-heuristic", "without-precompiled"])
@@ -114,11 +123,7 @@ def test_tensor_ir_missing_fails_finalize_only_once_heuristic_loaded(absent: tup
     precompiled it returns what it does with it (2000 on a machine without a GPU: bench/cudnn9_releases.py
     --engine-pairs, 9.21 and 9.27 JIT cu12 and cu13, 9.28.0 and 9.28.1 cu13)."""
     release = Release(9, 28, 0)
-    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None)
-             for key in ("graph", "engines_precompiled", "heuristic", "engines_runtime_compiled", "ops", "cnn", "adv")}
-    loads["engines_tensor_ir"] = Load("engines_tensor_ir", None, None, "missing", "not found", "engines_tensor_ir")
-    for key in absent:
-        loads[key] = Load(key, None, None, "missing", "not found", key)
+    loads = _loads(release, ("engines_tensor_ir", *absent))
     if "engines_precompiled" in absent:  # heuristic is asked for only once precompiled loaded
         loads["heuristic"] = Load("heuristic", "/x/libcudnn_heuristic.so.9", release, None, None, None, asked=False)
     prediction = predict(V9, release, loads)
@@ -157,15 +162,6 @@ def test_the_jit_wheel_and_9_28_with_engines_taken_away_agree_with_the_real_shim
     assert "agrees with the model 19/19" in done.stdout and "19/19 said" in done.stdout, done.stdout[-2000:]
     jit = [line for line in done.stdout.splitlines() if line.startswith("9.27.0.42 jit-cu13 (whole)")]
     assert jit and "cudnnOpsVersionCheck returns 3009" in jit[0], jit
-
-
-def _loads(release: Release, absent: tuple[str, ...] = ()) -> dict[str, Load]:
-    keys = ("graph", "engines_precompiled", "heuristic", "engines_runtime_compiled", "engines_tensor_ir", "ops", "cnn",
-            "adv")
-    loads = {key: Load(key, f"/x/libcudnn_{key}.so.9", release, None, None, None) for key in keys}
-    for key in absent:
-        loads[key] = Load(key, None, None, "missing", "not found", key)
-    return loads
 
 
 @pytest.mark.parametrize(("release", "absent", "aborts"), [

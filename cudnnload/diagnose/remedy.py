@@ -82,8 +82,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         first = min(pending, key=lambda f: f.code in _SUMMARIES and all(
             a.do is ActionKind.MANUAL for a in f.fix.actions))
         handled.add(_key(first))
-        steps = _into_installed([a for a in first.fix.actions if a not in actions and not _installed_by(a, actions)],
-                                first.fix.actions, actions)
+        steps = _new_steps(first.fix.actions, actions)
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
             return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
@@ -375,20 +374,24 @@ def _installed_by(action: Action, actions: Sequence[Action]) -> bool:
     return action.do is ActionKind.PIP_INSTALL and set(action.requirements) <= installed
 
 
-def _into_installed(steps: list[Action], asked: Sequence[Action], actions: Sequence[Action]) -> list[Action]:
-    """``steps`` with each entry of a setting that is under a folder a dropped pip install of ``asked`` was to install
-    into (the plan installs the same already, into another folder: `_installed_by`) moved to that other folder: a
-    setting of LD_LIBRARY_PATH to ``~/.local/lib/nvidia-cudnn-9/nvidia/cudnn/lib``, whose install the wheel the plan
-    puts into a venv made needless, names the venv's ``nvidia/cudnn/lib``, which holds the files once the plan is
-    done, not a folder nothing makes."""
+def _new_steps(asked: Sequence[Action], actions: Sequence[Action]) -> list[Action]:
+    """The actions of ``asked`` the plan does not hold yet, less pip installs of what it installs already
+    (`_installed_by`); each entry of a setting under the folder such a dropped install was to install into is moved
+    to the folder the plan installs the same into: a setting of LD_LIBRARY_PATH to
+    ``~/.local/lib/nvidia-cudnn-9/nvidia/cudnn/lib``, whose install the wheel the plan puts into a venv made needless,
+    names the venv's ``nvidia/cudnn/lib``, which holds the files once the plan is done, not a folder nothing makes."""
+    steps: list[Action] = []
     moved: dict[str, str] = {}
     for action in asked:
-        if action.do is ActionKind.PIP_INSTALL and action.target and action not in actions and \
-                _installed_by(action, actions):
-            into = next((a.target for a in actions if a.do is ActionKind.PIP_INSTALL and a.target
-                         and set(action.requirements) & set(a.requirements)), None)
-            if into is not None and into != action.target:
-                moved[posixpath.normpath(action.target)] = into
+        if action in actions:
+            continue
+        if not _installed_by(action, actions):
+            steps.append(action)
+            continue
+        into = next((a.target for a in actions if a.do is ActionKind.PIP_INSTALL and a.target
+                     and set(action.requirements) & set(a.requirements)), None)
+        if action.target and into is not None and into != action.target:
+            moved[posixpath.normpath(action.target)] = into
 
     def move(value: str) -> str:
         return ":".join(next((to + entry[len(gone):] for gone, to in moved.items()

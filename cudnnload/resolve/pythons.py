@@ -101,15 +101,17 @@ def sharing_in_target(site: str, name: str) -> tuple[str, ...]:
     JAX CUDA plugin's and PJRT wheel's shared ``jax_plugins``, ``bin`` for console scripts). A reinstall of ``name``
     there needs ``--upgrade``, which replaces each of its top-level entries whole (without it pip keeps them and
     rewrites nothing): these go with them, and are installed along. () where ``name`` is not installed there."""
-    recorded = dict(_recorded(site))
-    wanted = _canonical(name)
-    own = next((paths for distribution, paths in recorded.items()
-                if _canonical(distribution.split("==")[0]) == wanted), None)
+    from packaging.utils import canonicalize_name
+
+    wanted = canonicalize_name(name)
+    recorded = [(distribution, canonicalize_name(distribution.partition("==")[0]), paths)
+                for distribution, paths in _recorded(site)]
+    own = next((paths for _, canonical, paths in recorded if canonical == wanted), None)
     if own is None:
         return ()
     tops = _tops(own)
-    return tuple(distribution for distribution, paths in recorded.items()
-                 if _canonical(distribution.split("==")[0]) != wanted and _tops(paths) & tops)
+    return tuple(distribution for distribution, canonical, paths in recorded
+                 if canonical != wanted and _tops(paths) & tops)
 
 
 def _tops(paths: Sequence[str]) -> set[str]:
@@ -122,10 +124,6 @@ def _tops(paths: Sequence[str]) -> set[str]:
         if first and first != ".." and not first.endswith(".dist-info"):
             tops.add(first)
     return tops
-
-
-def _canonical(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def _recorded(site: str) -> list[tuple[str, tuple[str, ...]]]:
