@@ -1156,3 +1156,33 @@ def test_a_framework_put_back_into_a_target_folder_is_put_back_by_real_pip(tmp_p
     assert (target / "fwk" / "__init__.py").read_text() == "A = 1\n"
     assert (target / "fwk_plugins" / "fwk_pjrt.py").exists() and (target / "fwk_plugins" / "fwk_cuda.py").exists()
     assert (target / "other" / "__init__.py").exists()
+
+
+def test_a_link_to_a_wheels_shim_another_release_overwrote_is_mended_by_putting_that_wheel_back(
+        tmp_path: Path) -> None:
+    """A folder first on LD_LIBRARY_PATH holds only a link to a pip wheel's shim (the wheel's folder next), and
+    9.0's shim was copied over that file (fix differential 3-390, 3-573: the fix was "replace the link with the
+    shim of 9.28's release", in words). The link's target is the wheel's file: the wheel put back into its site
+    mends it, as it does for a program that opens the wheel's folder itself; after it the model finds no mix."""
+    site = tmp_path / "site"
+    shutil.copytree(lib_folder(W928).parents[2], site, copy_function=os.link)
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    shim.unlink()  # a new file: the old one is a hard link of the test's wheel
+    shutil.copyfile(lib_folder(W90) / "libcudnn.so.9", shim)
+    links = tmp_path / "links"
+    links.mkdir()
+    os.symlink(shim, links / "libcudnn.so.9")
+    env = {**BASE, "LD_LIBRARY_PATH": f"{links}:{shim.parent}"}  # the link first, then the wheel's own folder
+
+    report = doctor(env, target="libcudnn.so.9", timeout=60)
+
+    older = next(f for f in report.findings if f.code == "mixed-release" and f.path == str(links / "libcudnn.so.9"))
+    put_back = older.fix.actions[0].json()
+    assert {k: put_back.get(k) for k in ("do", "target")} == {"do": "pip-install", "target": str(site)}, older
+    assert put_back["requirements"][0] == "nvidia-cudnn-cu12==9.28.0.42", put_back
+    assert not any(a.do is ActionKind.MANUAL for a in older.fix.actions), older
+
+    shim.unlink()  # what pip's --force-reinstall does: the wheel's own file back in its place
+    os.link(lib_folder(W928) / "libcudnn.so.9", shim)
+    after = doctor(env, target="libcudnn.so.9", timeout=60)
+    assert not any(f.code == "mixed-release" for f in after.findings), [f.code for f in after.findings]

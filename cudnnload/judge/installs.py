@@ -292,7 +292,10 @@ class _Repairs:
 
     def file(self, cand: Candidate) -> Fix:
         """A damaged, missing or foreign file: put back by its distribution when RECORD lists it; a file of
-        no distribution in a pip-owned folder (a stray copy) deleted."""
+        no distribution in a pip-owned folder (a stray copy) deleted; a shim that links to a wheel's file from a
+        folder no distribution owns, by putting that wheel back."""
+        if cand.library == "shim" and self.dist is None and self.install.shim_owner is not None:
+            return _Repairs(self.install.shim_owner, self.python).put_back()
         recorded = {r.path for r in self.install.records}
         if self.dist is not None and recorded and cand.path not in recorded and cand.library != "shim":
             return fix(delete(cand.path), note="it is no file of " + " ".join(self.dist))
@@ -481,7 +484,7 @@ def _stray_shim(install: Install, ctx: Context, repair: _Repairs) -> Finding | N
                    f"{graph.release or '?'}): it forwards {ahead[0]} and {len(ahead) - 1} more graph-API functions "
                    "that graph does not export", Subject(SubjectKind.FILE, shim.path, "graph",
                                                          variable=graph.variable, entry=graph.entry),
-                   cure or repair.file(shim) if cure or install.distribution else fix(manual(
+                   cure or repair.file(shim) if cure or install.distribution or install.shim_owner else fix(manual(
                        f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release, or "
                        "the folder with one complete release")))
 
@@ -504,7 +507,7 @@ def _older_shim(shim: Candidate, graph: Step, graph_info: ElfInfo, install: Inst
     return Finding(Code.MIXED_RELEASE, f"the shim is of an older release than the graph it loads ({graph.path}, "
                    f"cuDNN {graph.release or '?'}): it does not forward {behind[0]} and {len(behind) - 1} more "
                    "graph-API functions that graph exports", Subject(SubjectKind.FILE, shim.path, "shim"),
-                   repair.file(shim) if install.distribution else fix(manual(
+                   repair.file(shim) if install.distribution or install.shim_owner else fix(manual(
                        f"replace {shim.path} with the shim of cuDNN {graph.release or 'the folder'}'s release")),
                    (seen,))
 

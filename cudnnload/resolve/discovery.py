@@ -161,6 +161,10 @@ class Install:
     wanted: str | None = None
     # per sub-library, in load order, what the initializers of its first dlopen dlopen (`opened_while_loading`)
     opened_at_load: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # a folder no distribution owns whose shim is a link to a pip wheel's file (``ln -s .../nvidia/cudnn/lib/
+    # libcudnn.so.9 links/``): the folder that file is in, as its distribution's install (its pip facts only, no
+    # files or plan): the link's target is put back by putting that wheel back
+    shim_owner: Install | None = None
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -623,15 +627,40 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     steps = tuple(step for lib, step in planned if step.path or lib.required or asked_for(lib, shim, graph))
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
+    deps = dependencies(gen, files, steps, cuda, ctx)
+    return replace(_pip_install(folder, major, dist, release, cuda), release_source=source, found_via=found_via,
+                   files=files, plan=steps, dependencies=deps, records=_records(folder, files, dist, ctx),
+                   opening=opening, shim_owner=_shim_owner(folder, major, shim, dists, ctx) if dist is None else None,
+                   opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
+
+
+def _pip_install(folder: str, major: int, dist: Distribution | None, release: Release | None,
+                 cuda: int | None) -> Install:
+    """What pip knows of ``folder``: its distribution, the site it is in and who installs there, what must be
+    installed along, the files that would shadow it once put back (no files or plan yet)."""
     site = dist.site if dist else cudnn_wheel_site(folder)
     wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
-    deps = dependencies(gen, files, steps, cuda, ctx)
     pip_env = interpreter_of_site(site) if site else (None, ())
-    return Install(folder, major, release, source, found_via, f"{dist.name} {dist.version}" if dist else None,
-                   cuda, files, steps, deps, _records(folder, files, dist, ctx), site, opening,
-                   pip_env=pip_env, along=along_of(site, pip_env) if site else (),
-                   shadowing=_shadowing(folder, dist, release), wanted=wanted,
-                   opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
+    return Install(folder, major, release, None, "", f"{dist.name} {dist.version}" if dist else None, cuda, (), (),
+                   (), site=site, pip_env=pip_env, along=along_of(site, pip_env) if site else (),
+                   shadowing=_shadowing(folder, dist, release), wanted=wanted)
+
+
+def _shim_owner(folder: str, major: int, shim: Candidate | None, dists: Sequence[Distribution],
+                ctx: Context) -> Install | None:
+    """The install of the pip wheel whose file ``folder``'s shim links to, when the link leaves the folder."""
+    if shim is None or shim.real_path is None or os.path.dirname(shim.real_path) == os.path.realpath(folder):
+        return None
+    real = os.path.dirname(shim.real_path)
+    if not any(os.path.realpath(f) == real for d in dists for f in d.lib_folders) and \
+            (site := wheel_site(real)) is not None:  # a wheel's folder no search found: its RECORD and its name
+        dists = cudnn_distributions([site])
+    # of the distributions installed there (cu11's 8.x and cu12's 9.x share nvidia/cudnn/lib), one that ships it
+    owner = _distribution_for(real, [d for d in dists if shim.real_path in map(os.path.realpath, d.files)], (shim,))
+    if owner is None:
+        return None
+    release, _ = _release_of((), real, major, owner, ctx.cache)
+    return _pip_install(real, major, owner, release, _cuda_major(owner, ()))
 
 
 def not_cudnn(info: ElfInfo) -> bool:
