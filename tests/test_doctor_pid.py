@@ -190,6 +190,36 @@ def test_two_releases_mapped_from_the_shims_folder_now_whole_are_cured_by_a_rest
     assert [a.do for a in mixed.fix.actions] == [ActionKind.MANUAL]
 
 
+def test_a_restart_is_judged_with_what_the_pythons_start_up_maps_now(child: Callable[..., Child],
+                                                                       tmp_path: Path) -> None:
+    """The process of the test above; since it started, a ``sitecustomize`` on its PYTHONPATH came to load 9.0's
+    ops (fix differential 3-605: a ``.pth`` line written after the process started). A restart runs its start-up
+    again and maps 9.0's ops before the program's shim: not one release; the restart is said in words, with why.
+    A start from a shell whose LD_LIBRARY_PATH differs is judged too, and said in the restart's note."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    stray = lib / "libcudnn_graph.so.9.0.0"
+    os.link(lib_folder(W90) / "libcudnn_graph.so.9", stray)
+    startup = tmp_path / "startup"
+    startup.mkdir()
+    running = child(lib / "libcudnn.so.9", {**_with_cublas(), "PYTHONPATH": str(startup)}, (stray,))
+    stray.unlink()
+    mixed = next(f for f in diagnose_pid(running.pid).findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [a.do for a in mixed.fix.actions] == [ActionKind.RESTART], mixed.fix
+
+    shell = {**os.environ, "PYTHONPATH": str(startup)}  # this shell lacks the cuBLAS folder the process has
+    mixed = next(f for f in diagnose_pid(running.pid, environ=shell).findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [a.do for a in mixed.fix.actions] == [ActionKind.RESTART], mixed.fix
+    assert f"LD_LIBRARY_PATH={lib_folder(CUBLAS)}" in str(mixed.fix.note) and "libcublasLt" in str(mixed.fix.note)
+
+    ops = lib_folder(W90) / "libcudnn_ops.so.9"
+    (startup / "sitecustomize.py").write_text(f"import ctypes\nctypes.CDLL({str(ops)!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    mixed = next(f for f in diagnose_pid(running.pid).findings if f.code is Code.MIXED_IN_PROCESS)
+    [words] = mixed.fix.actions
+    # (9.0's ops brings 9.0's graph, which the 9.28 shim then takes: the graph-API functions it forwards are missing)
+    assert words.do is ActionKind.MANUAL and f"({lib_folder(W90)}/libcudnn_graph.so.9, cuDNN 9.0.0)" in str(
+        words.text), mixed.fix
+
+
 @pytest.mark.parametrize("how", [REPLACED, DELETED])
 def test_a_mapped_file_replaced_or_deleted_since_is_reported(child: Callable[..., Child], tmp_path: Path,
                                                               how: str) -> None:

@@ -27,6 +27,7 @@ from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.scoped import scoped
+from cudnnload.diagnose.targets import started_cuda
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
@@ -35,11 +36,12 @@ from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Release, classify
-from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester
+from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester, started_context
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
+from cudnnload.resolve.startup import StartupFailed, invocation, observe
 from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
@@ -58,6 +60,7 @@ class RunningProcess:
     command: tuple[str, ...]  # its argv
     environ: Mapping[str, str]  # the environment it started with
     files: tuple[MappedFile, ...]  # what it has mapped
+    cwd: str | None = None  # its current folder (/proc/PID/cwd), where it could be read
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,11 @@ def read_process(pid: int) -> RunningProcess:
         raise UsageError(exc.strerror or str(exc), path=exc.filename) from None
     if _ended(pid, before):
         raise UsageError(f"process {pid} ({before.name}) ended while it was being read")
-    return RunningProcess(pid, before.name, executable, command, environ, files)
+    try:
+        cwd: str | None = os.readlink(f"{where}/cwd").removesuffix(" (deleted)")
+    except OSError:
+        cwd = None
+    return RunningProcess(pid, before.name, executable, command, environ, files, cwd)
 
 
 def _ended(pid: int, before: ProcStat) -> bool:
@@ -176,7 +183,9 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK}
     findings: list[Finding] = list(inventory.findings) + [
         _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
-    restarting = _restart(running, inventory, lambda: context(running.environ, executable=program, cache=cache))
+    shell = _shell_environ(running.environ, os.environ if environ is None else environ)
+    restarting = _restart(running, inventory, lambda env: _afresh(running, env, context(env, executable=program,
+                                                                                         cache=cache)), shell)
     findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn, replaced)
@@ -321,24 +330,68 @@ def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
 # maps one whole release from there; else said in words (`_restart`)
 Restart = Callable[[str, str], Fix]
 
+# What the loader and a Python start-up read that a shell's profile sets (the process keeps what it started with)
+_STARTING = (*RELEVANT_VARIABLES, "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE")
 
-def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Callable[[], Context]) -> Restart:
+
+def _shell_environ(process: Mapping[str, str], shell: Mapping[str, str]) -> dict[str, str] | None:
+    """The process's environment as a restart from this shell would give it (what the loader and a Python start-up
+    read taken from the shell, whose profile may have changed since the process started); None where it is the
+    same."""
+    if all(process.get(name) == shell.get(name) for name in _STARTING):
+        return None
+    merged = {k: v for k, v in process.items() if k not in _STARTING}
+    return {**merged, **{name: shell[name] for name in _STARTING if name in shell}}
+
+
+def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Callable[[Mapping[str, str]], Context],
+             shell: Mapping[str, str] | None) -> Restart:
     """The fix that starts ``running`` again to map the files now in a folder, with why: the restart as an action
-    where the install of that folder, judged afresh (in the process's environment, without what the process has
-    mapped), loads one release whole and has no error; else the same in words, with what stands in its way."""
-    made: list[Context] = []
+    (in the environment the process started with: README "Fixes") where the install of that folder, judged afresh
+    there (without what the process has mapped), loads one release whole and has no error; else the same in words,
+    with what stands in its way. Where a start from this shell (``shell``: its environment differs) would not load
+    it whole, the note says so, and which variables to start it with."""
+    made: dict[str, Context] = {}
+
+    def verdict(folder: str, label: str, env: Mapping[str, str]) -> tuple[Judged | None, Finding | None]:
+        made[label] = made.get(label) or fresh(env)
+        shim = next((i.file("shim") for i in inventory.installs if i.folder == folder and i.file("shim")), None)
+        judged = judged_install_of(shim.path, made[label], "a start afresh") if shim is not None else None
+        return judged, None if judged is None else next((f for f in judged.findings if f.severity is ERROR), None)
 
     def cure(folder: str, why: str) -> Fix:
-        made[:] = made or [fresh()]
-        shim = next((i.file("shim") for i in inventory.installs if i.folder == folder and i.file("shim")), None)
-        judged = judged_install_of(shim.path, made[0], "a start afresh") if shim is not None else None
-        error = None if judged is None else next((f for f in judged.findings if f.severity is ERROR), None)
-        if judged is not None and whole(judged) and error is None:
-            return fix(restart(running.pid, running.command), note=f"{why}: the model finds cuDNN "
-                       f"{judged.release or judged.major} in {folder} whole for a start afresh")
-        return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
+        judged, error = verdict(folder, "own", running.environ)
+        if judged is None or not whole(judged) or error is not None:
+            return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
+        note = f"{why}: the model finds cuDNN {judged.release or judged.major} in {folder} whole for a start afresh"
+        if shell is not None:  # a restart is in the environment it started with: said where this shell's would fail
+            here, trouble = verdict(folder, "shell", shell)
+            if here is None or not whole(here) or trouble is not None:
+                differ = ", ".join(f"{name}={running.environ.get(name, '(unset)')}" for name in _STARTING
+                                   if running.environ.get(name) != shell.get(name))
+                note += (f", in the environment it was started with ({differ}); started from this shell, whose "
+                         f"environment differs, it would not load it whole" + (f": {trouble.message}" if trouble
+                                                                               else ""))
+        return fix(restart(running.pid, running.command), note=note)
 
     return cure
+
+
+def _afresh(running: RunningProcess, environ: Mapping[str, str], ctx: Context) -> Context:
+    """``ctx`` (the process's environment, nothing mapped) for ``running`` started again: a Python interpreter's
+    start-up maps what its ``.pth`` lines and ``sitecustomize`` load now (written since it started, perhaps), before
+    its first line; observed as ``doctor --python`` observes it, in a child, as it was started (its options, its
+    folder). Where it cannot be observed, the start-up maps nothing."""
+    if not os.path.basename(running.executable).startswith("python") or not running.command:
+        return ctx
+    how = invocation(running.command)
+    try:
+        started = observe(interpreter_of_process(running.executable, running.command, running.environ),
+                          environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
+                          cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
+    except (StartupFailed, UsageError, OSError):
+        return ctx
+    return started_context(ctx, started_cuda(started))
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
