@@ -194,8 +194,9 @@ def test_a_restart_is_judged_with_what_the_pythons_start_up_maps_now(child: Call
                                                                        tmp_path: Path) -> None:
     """The process of the test above; since it started, a ``sitecustomize`` on its PYTHONPATH came to load 9.0's
     ops (fix differential 3-605: a ``.pth`` line written after the process started). A restart runs its start-up
-    again and maps 9.0's ops before the program's shim: not one release; the restart is said in words, with why.
-    A start from a shell whose LD_LIBRARY_PATH differs is judged too, and said in the restart's note."""
+    again and maps 9.0's ops before the program's shim: not one release; the line taken out, then the restart; where
+    no line can be taken out, the restart in words, with why. A start from a shell whose LD_LIBRARY_PATH differs is
+    judged too, and said in the restart's note."""
     lib = _copy(lib_folder(W928), tmp_path / "lib")
     stray = lib / "libcudnn_graph.so.9.0.0"
     os.link(lib_folder(W90) / "libcudnn_graph.so.9", stray)
@@ -211,8 +212,17 @@ def test_a_restart_is_judged_with_what_the_pythons_start_up_maps_now(child: Call
     assert [a.do for a in mixed.fix.actions] == [ActionKind.RESTART], mixed.fix
     assert f"LD_LIBRARY_PATH={lib_folder(CUBLAS)}" in str(mixed.fix.note) and "libcublasLt" in str(mixed.fix.note)
 
+    # the start-up line is taken out first (its finding's own fix, which the model applies to the start), then the
+    # restart: whole after both
     ops = lib_folder(W90) / "libcudnn_ops.so.9"
-    (startup / "sitecustomize.py").write_text(f"import ctypes\nctypes.CDLL({str(ops)!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    line = f"ctypes.CDLL({str(ops)!r}, mode=ctypes.RTLD_GLOBAL)"
+    (startup / "sitecustomize.py").write_text(f"import ctypes\n{line}\n")
+    mixed = next(f for f in diagnose_pid(running.pid).findings if f.code is Code.MIXED_IN_PROCESS)
+    assert [(a.do, a.path, a.line) for a in mixed.fix.actions] == [
+        (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"), line), (ActionKind.RESTART, None, None)], mixed.fix
+
+    # a start-up whose stray the model cannot take out by a line: the restart in words, with what stands in its way
+    (startup / "sitecustomize.py").write_text(f"import ctypes\nfor _ in range(1):\n    {line}\n")
     mixed = next(f for f in diagnose_pid(running.pid).findings if f.code is Code.MIXED_IN_PROCESS)
     [words] = mixed.fix.actions
     # (9.0's ops brings 9.0's graph, which the 9.28 shim then takes: the graph-API functions it forwards are missing)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cudnnload.children import ProcStat, proc_stat
-from cudnnload.codes import Code, SubjectKind
+from cudnnload.codes import ActionKind, Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
@@ -38,11 +38,11 @@ from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Release, classify
 from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester, started_context
 from cudnnload.resolve.elf import ElfInfo, read_elf
-from cudnnload.resolve.elfcache import open_cache
+from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
-from cudnnload.resolve.startup import StartupFailed, invocation, observe
-from cudnnload.verdicts import ERROR, WARNING, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
+from cudnnload.resolve.startup import Startup, StartupFailed, invocation, observe
+from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
 _PF_KTHREAD = 0x00200000
@@ -184,8 +184,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     findings: list[Finding] = list(inventory.findings) + [
         _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
     shell = _shell_environ(running.environ, os.environ if environ is None else environ)
-    restarting = _restart(running, inventory, lambda env: _afresh(running, env, context(env, executable=program,
-                                                                                         cache=cache)), shell)
+    restarting = _restart(running, inventory, _afresh(running, cache, program), shell)
     findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn, replaced)
@@ -344,54 +343,102 @@ def _shell_environ(process: Mapping[str, str], shell: Mapping[str, str]) -> dict
     return {**merged, **{name: shell[name] for name in _STARTING if name in shell}}
 
 
-def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Callable[[Mapping[str, str]], Context],
+def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
              shell: Mapping[str, str] | None) -> Restart:
     """The fix that starts ``running`` again to map the files now in a folder, with why: the restart as an action
     (in the environment the process started with: README "Fixes") where the install of that folder, judged afresh
-    there (without what the process has mapped), loads one release whole and has no error; else the same in words,
-    with what stands in its way. Where a start from this shell (``shell``: its environment differs) would not load
-    it whole, the note says so, and which variables to start it with."""
-    made: dict[str, Context] = {}
+    there (without what the process has mapped), loads one release whole and has no error; where what stands in its
+    way is a start-up line or a variable whose own fix the model can apply to the start (`_started_after`), that fix
+    then the restart, where the model finds it whole after both; else the restart in words, with what stands in its
+    way. Where a start from this shell (``shell``: its environment differs) would not load it whole, the note says
+    so, and which variables to start it with."""
+    made: dict[tuple[object, ...], Context] = {}
 
-    def verdict(folder: str, label: str, env: Mapping[str, str]) -> tuple[Judged | None, Finding | None]:
-        made[label] = made.get(label) or fresh(env)
+    def verdict(folder: str, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]] = frozenset()
+                ) -> tuple[Judged | None, Finding | None]:
+        key = (tuple(sorted(env.items())), unstarted)
+        made[key] = made.get(key) or fresh(env, unstarted)
         shim = next((i.file("shim") for i in inventory.installs if i.folder == folder and i.file("shim")), None)
-        judged = judged_install_of(shim.path, made[label], "a start afresh") if shim is not None else None
+        judged = judged_install_of(shim.path, made[key], "a start afresh") if shim is not None else None
         return judged, None if judged is None else next((f for f in judged.findings if f.severity is ERROR), None)
 
     def cure(folder: str, why: str) -> Fix:
-        judged, error = verdict(folder, "own", running.environ)
+        environ: Mapping[str, str] = running.environ
+        first: tuple[Action, ...] = ()
+        judged, error = verdict(folder, environ)
+        its_fix = error.fix.actions if error is not None else ()
+        after = _started_after(its_fix, environ)
+        if after is not None:  # its fix applied to the start, then judged again
+            mended, again = verdict(folder, *after)
+            if mended is not None and whole(mended) and again is None:
+                judged, error, environ, first = mended, None, after[0], its_fix
         if judged is None or not whole(judged) or error is not None:
             return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
         note = f"{why}: the model finds cuDNN {judged.release or judged.major} in {folder} whole for a start afresh"
         if shell is not None:  # a restart is in the environment it started with: said where this shell's would fail
-            here, trouble = verdict(folder, "shell", shell)
+            here, trouble = verdict(folder, shell, after[1] if after is not None and first else frozenset())
             if here is None or not whole(here) or trouble is not None:
-                differ = ", ".join(f"{name}={running.environ.get(name, '(unset)')}" for name in _STARTING
-                                   if running.environ.get(name) != shell.get(name))
+                differ = ", ".join(f"{name}={environ.get(name, '(unset)')}" for name in _STARTING
+                                   if environ.get(name) != shell.get(name))
                 note += (f", in the environment it was started with ({differ}); started from this shell, whose "
                          f"environment differs, it would not load it whole" + (f": {trouble.message}" if trouble
                                                                                else ""))
-        return fix(restart(running.pid, running.command), note=note)
+        return fix(*first, restart(running.pid, running.command), note=note)
 
     return cure
 
 
-def _afresh(running: RunningProcess, environ: Mapping[str, str], ctx: Context) -> Context:
-    """``ctx`` (the process's environment, nothing mapped) for ``running`` started again: a Python interpreter's
-    start-up maps what its ``.pth`` lines and ``sitecustomize`` load now (written since it started, perhaps), before
-    its first line; observed as ``doctor --python`` observes it, in a child, as it was started (its options, its
-    folder). Where it cannot be observed, the start-up maps nothing."""
-    if not os.path.basename(running.executable).startswith("python") or not running.command:
-        return ctx
-    how = invocation(running.command)
-    try:
-        started = observe(interpreter_of_process(running.executable, running.command, running.environ),
-                          environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
-                          cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
-    except (StartupFailed, UsageError, OSError):
-        return ctx
-    return started_context(ctx, started_cuda(started))
+def _started_after(actions: Sequence[Action], environ: Mapping[str, str]
+                   ) -> tuple[dict[str, str], frozenset[tuple[str, str]]] | None:
+    """The environment, and the start-up lines taken out (file, line), that a start gets once ``actions`` are done:
+    lines taken out of start-up files, variables set, unset or with an entry taken out; None where another action
+    is among them (the model does not apply it to a start)."""
+    env, unstarted = dict(environ), set()
+    for action in actions:
+        if action.do is ActionKind.REMOVE_LINE and action.path and action.line is not None:
+            unstarted.add((action.path, action.line))
+        elif action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable:
+            kept = [e for e in env.pop(action.variable, "").split(":") if e != action.entry]
+            env.update({action.variable: ":".join(kept)} if any(kept) else {})
+        elif action.do is ActionKind.ENV_UNSET and action.variable:
+            env.pop(action.variable, None)
+        elif action.do is ActionKind.ENV_SET and action.variable and action.value is not None:
+            env[action.variable] = action.value
+        else:
+            return None
+    return (env, frozenset(unstarted)) if actions else None
+
+
+# A start afresh of the process: its context in an environment, with start-up lines taken out (`_afresh`)
+Fresh = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Context]
+
+
+def _afresh(running: RunningProcess, cache: ElfCache, program: linker.Requester | None) -> Fresh:
+    """The context of ``running`` started again, in an environment (nothing mapped): a Python interpreter's start-up
+    maps what its ``.pth`` lines and ``sitecustomize`` load now (written since it started, perhaps), before its
+    first line, but the lines taken out; observed as ``doctor --python`` observes it, in a child, as it was started
+    (its options, its folder), once per environment. Where it cannot be observed, the start-up maps nothing."""
+    seen: dict[tuple[tuple[str, str], ...], Startup | None] = {}
+
+    def observed(environ: Mapping[str, str]) -> Startup | None:
+        if not os.path.basename(running.executable).startswith("python") or not running.command:
+            return None
+        how = invocation(running.command)
+        try:
+            return observe(interpreter_of_process(running.executable, running.command, running.environ),
+                           environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
+                           cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
+        except (StartupFailed, UsageError, OSError):
+            return None
+
+    def start(environ: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Context:
+        key = tuple(sorted(environ.items()))
+        if key not in seen:
+            seen[key] = observed(environ)
+        ctx, started = context(environ, executable=program, cache=cache), seen[key]
+        return ctx if started is None else started_context(ctx, started_cuda(started, unstarted))
+
+    return start
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
