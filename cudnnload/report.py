@@ -490,7 +490,8 @@ def process_report_text(report: ProcessReport) -> str:
         for lib in report.libraries:
             release = f"cuDNN {lib.release}" if lib.release else "cuDNN ?" if lib.major else ""
             notes = [f"LD_PRELOAD {lib.preloaded_by}"] if lib.preloaded_by else []
-            notes += [] if lib.state == "on-disk" else [f"{lib.state.upper()} on disk since"]
+            notes += [] if lib.state == "on-disk" else ["this user cannot reach it now"] if lib.state == "unreachable" \
+                else [f"{lib.state.upper()} on disk since"]
             lines.append(f"    {os.path.basename(lib.path):<32} {release:<13} {lib.path}"
                          + (f"  ({'; '.join(notes)})" if notes else ""))
     if report.pending:

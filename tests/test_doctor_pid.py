@@ -416,3 +416,36 @@ def test_a_process_that_ends_while_it_is_read_is_one_usage_error(child: Callable
     monkeypatch.setattr(pid_module, "read_maps", ending)
     with pytest.raises(UsageError, match="ended while it was being read"):
         diagnose_pid(running.pid)
+
+
+def test_a_mapped_file_this_user_cannot_reach_is_not_taken_for_one_deleted(child: Callable[..., Child],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder of the files a process mapped closed to this user since (fix differential 3-945: `chmod 0700` of
+    the wheel's folder, the process of the same user): ``stat`` says "Permission denied", not that the files are
+    gone. They are not said deleted ("restart to run the files now on disk" named none); what the process opens
+    from there later fails, and the fix is the one `doctor TARGET` gives a library this user cannot reach."""
+    from cudnnload.resolve.access import Access, Unreachable
+
+    running = child(lib_folder(W928) / "libcudnn.so.9", _with_cublas())
+    folder = str(lib_folder(W928))
+    stat = os.stat
+
+    def closed(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        if str(path).startswith(folder + "/"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pid_module.os, "stat", closed)
+    monkeypatch.setattr(Access, "unreachable", lambda self, path, _hops=0: Unreachable(folder, True, 0, "root")
+                        if path.startswith(folder + "/") else None)
+    report = diagnose_pid(running.pid)
+    monkeypatch.undo()
+
+    states = {m.library: m.state for m in report.libraries if m.major is not None}
+    assert set(states.values()) == {pid_module.UNREACHABLE}, states
+    assert Code.MAPPED_FILE_REPLACED not in _codes(report)
+    [closed_folder] = [f for f in report.findings if f.code is Code.UNREADABLE]
+    assert closed_folder.path == folder and closed_folder.severity is Severity.ERROR
+    assert closed_folder.fix.actions[0].do is ActionKind.CHMOD and closed_folder.fix.actions[0].path == folder
+    files = {c.name: c for c in report.checks}["files"]
+    assert files.status == "warn" and "cannot reach their folder" in files.summary, files

@@ -27,7 +27,7 @@ from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.scoped import scoped
-from cudnnload.diagnose.targets import started_cuda
+from cudnnload.diagnose.targets import started_cuda, unreachable_fix
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
 from cudnnload.judge.installs import whole
@@ -48,6 +48,9 @@ from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fi
 _PF_KTHREAD = 0x00200000
 # what a mapped file is now, beside the file at its path (MappedLibrary.state)
 ON_DISK, REPLACED, DELETED = "on-disk", "replaced", "deleted"
+# a path this user cannot reach (a folder closed to it): what is there now is not known
+UNREACHABLE = "unreachable"
+CHANGED = (REPLACED, DELETED)  # a file the disk no longer holds at its path
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ class MappedLibrary:
     library: str | None  # catalog key ("shim", "graph" ...); None for another library of the family
     major: int | None  # the cuDNN generation
     release: Release | None  # of the file mapped (a replaced file read through /proc/PID/map_files, where allowed)
-    state: str  # ON_DISK: the file at ``path`` is the one mapped; REPLACED: another is there now; DELETED: none is
+    state: str  # ON_DISK: the file at ``path`` is the one mapped; REPLACED: another is there now; DELETED: none is;
+    # UNREACHABLE: this user cannot reach the path to know
     preloaded_by: str | None = None  # the LD_PRELOAD entry that put it in the process
     # the file as mapped, read once (a file gone from disk through its map_files entry); not in the report
     elf: ElfInfo | None = field(default=None, compare=False, repr=False)
@@ -180,7 +184,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     shims = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim"}
     installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
-    replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK}
+    replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state in CHANGED}
     findings: list[Finding] = list(inventory.findings) + [
         _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
     shell = _shell_environ(running.environ, os.environ if environ is None else environ)
@@ -190,6 +194,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     stale = _stale(installs, cudnn, replaced)
     findings += _stale_findings(stale, pid, restarting)
     findings += _orphaned(cudnn, installs, running, ctx)
+    findings += _closed(cudnn, running)
     frameworks = _frameworks(running.files)
     checks = (_mapped_check(cudnn, inventory, program, ctx), _coherence_check(cudnn), _files_check(libraries),
               _pending_check(installs, pending, stale), _frameworks_check(frameworks))
@@ -254,7 +259,7 @@ def _release_beside(lib: MappedLibrary, libraries: Sequence[MappedLibrary], inve
                         and os.path.dirname(other.path) == folder])
     if len(beside) == 1:
         return beside[0]
-    if lib.state != ON_DISK:
+    if lib.state in CHANGED:
         return None
     return next((i.release for i in inventory.installs if i.folder == folder and i.major == lib.major), None)
 
@@ -262,9 +267,29 @@ def _release_beside(lib: MappedLibrary, libraries: Sequence[MappedLibrary], inve
 def _state(mapped: MappedFile) -> str:
     try:
         now = os.stat(mapped.path)
+    except PermissionError:  # a folder on the way closed to this user: not taken for a file gone
+        return UNREACHABLE
     except OSError:
         return DELETED
     return ON_DISK if (now.st_dev, now.st_ino) == (mapped.device, mapped.inode) else REPLACED
+
+
+def _closed(cudnn: Sequence[MappedLibrary], running: RunningProcess) -> list[Finding]:
+    """The folders of mapped cuDNN files this user cannot reach (closed since the process mapped them): what the
+    process opens from there later, as this user, fails ("Permission denied"); fixed as `doctor TARGET` fixes a
+    library this user cannot reach (`targets.unreachable_fix`), once per folder that stops it."""
+    access, findings, said = Access(), [], set()
+    for lib in cudnn:
+        stop = access.unreachable(lib.path) if lib.state == UNREACHABLE else None
+        if stop is None or stop.path in said:
+            continue
+        said.add(stop.path)
+        findings.append(Finding(Code.UNREADABLE, f"process {running.pid} mapped {os.path.basename(lib.path)} from "
+                                f"{os.path.dirname(lib.path)}, which this user cannot reach now: {stop.path} cannot "
+                                f"be {'searched' if stop.folder else 'read'}, and what the process opens from there "
+                                "later fails (Permission denied)", Subject(SubjectKind.FILE, stop.path, lib.library),
+                                unreachable_fix(lib.path, stop, access.user)))
+    return findings
 
 
 def _by_major(cudnn: Sequence[MappedLibrary]) -> dict[int, list[MappedLibrary]]:
@@ -314,7 +339,7 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
 def _telling(cudnn: Sequence[MappedLibrary]) -> list[MappedLibrary]:
     """The mapped cuDNN files that show what the process runs: all but a file gone from disk whose release it does
     not carry (a shim replaced under the process), whose folder alone says nothing of the release it ran."""
-    return [lib for lib in cudnn if lib.state == ON_DISK or lib.release is not None]
+    return [lib for lib in cudnn if lib.state not in CHANGED or lib.release is not None]
 
 
 def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
@@ -444,7 +469,7 @@ def _afresh(running: RunningProcess, cache: ElfCache, program: linker.Requester 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
     findings = []
     for lib in libraries:
-        if lib.state == ON_DISK:
+        if lib.state not in CHANGED:
             continue
         now = "another file is at that path now" if lib.state == REPLACED else "no file is at that path now"
         findings.append(Finding(Code.MAPPED_FILE_REPLACED, f"{lib.state} on disk since process {running.pid} mapped "
@@ -505,7 +530,7 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     installs there); then its later loads find their own files, and nothing needs restarting."""
     findings = []
     judged = {i.folder for i in installs}
-    for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state != ON_DISK):
+    for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state in CHANGED):
         folder = os.path.dirname(shim.path)
         gen = GENERATIONS.get(shim.major) if shim.major is not None else None
         if folder in judged or gen is None or (info := shim.elf) is None:
@@ -602,14 +627,18 @@ def _coherence_check(cudnn: Sequence[MappedLibrary]) -> Check:
 
 
 def _files_check(libraries: Sequence[MappedLibrary]) -> Check:
-    changed = [lib for lib in libraries if lib.state != ON_DISK]
+    changed = [lib for lib in libraries if lib.state in CHANGED]
+    unreached = [lib for lib in libraries if lib.state == UNREACHABLE]
     if not libraries:
         return Check("files", "skip", "no cuDNN, cuBLAS, NVRTC or driver library mapped")
-    if not changed:
+    if not changed and not unreached:
         return Check("files", "ok", f"each of the {len(libraries)} cuDNN, cuBLAS, NVRTC and driver files mapped is "
                      "the file on disk")
-    return Check("files", "warn", f"{len(changed)} replaced or deleted on disk since mapped: "
-                 + ", ".join(f"{os.path.basename(lib.path)} ({lib.state})" for lib in changed))
+    said = [f"{len(changed)} replaced or deleted on disk since mapped: "
+            + ", ".join(f"{os.path.basename(lib.path)} ({lib.state})" for lib in changed)] if changed else []
+    said += [f"{len(unreached)} not checked: this user cannot reach their folder "
+             f"({', '.join(sorted({os.path.dirname(lib.path) for lib in unreached}))})"] if unreached else []
+    return Check("files", "warn", "; ".join(said))
 
 
 def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],

@@ -27,7 +27,7 @@ from cudnnload.judge.installs import whole
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
 from cudnnload.resolve import linker
-from cudnnload.resolve.access import Access
+from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
 from cudnnload.resolve.discovery import (
     Context,
@@ -193,8 +193,7 @@ def _missing_path(path: str, ctx: Context) -> tuple[JudgedInventory, Fix]:
     folder = os.path.dirname(path)
     access = Access()
     if (stop := access.unreachable(path)) is not None and stop.folder:  # not gone: hidden from this user
-        return JudgedInventory(ctx.host, ()), readable_again(stop, access.user, _wheel_holding(path),
-                                                             _generation(path))
+        return JudgedInventory(ctx.host, ()), unreachable_fix(path, stop, access.user)
     inventory = find([folder], ctx=ctx) if os.path.isdir(folder) else JudgedInventory(ctx.host, ())  # folder gone too
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
@@ -225,6 +224,12 @@ def _wheel_gone(path: str) -> Fix | None:
                note=f"{folder} is gone: the wheel that holds it was uninstalled")
 
 
+def unreachable_fix(path: str, stop: Unreachable, user: int) -> Fix:
+    """The fix for the cuDNN library ``path`` this user cannot reach (``stop``: what stops it): the mode change,
+    and the wheel that holds it put back where the folder is its (`fixes.readable_again`)."""
+    return readable_again(stop, user, _wheel_holding(path), _generation(path))
+
+
 def _generation(path: str) -> int | None:
     """The cuDNN generation a library's name is of (``libcudnn.so.9``: 9)."""
     lib = classify(os.path.basename(path))
@@ -249,8 +254,8 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
     blocker = stop.path if stop is not None else path
     lib = classify(os.path.basename(path))
     gen = GENERATIONS[lib.major if lib else 9]
-    cure = readable_again(stop, access.user, _wheel_holding(path), _generation(path)) \
-        if stop is not None else fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
+    cure = unreachable_fix(path, stop, access.user) if stop is not None else \
+        fix(manual(f"make {path} readable, or install cuDNN where you can read it"))
     error = f"{path}: cannot open shared object file: Permission denied"
     finding = Finding(Code.UNREADABLE, f"dlopen(\"{path}\") would fail: {blocker} cannot be "
                       + ("searched" if stop is not None and stop.folder else "read") + " by this user",
