@@ -420,9 +420,9 @@ def test_a_process_that_ends_while_it_is_read_is_one_usage_error(child: Callable
 
 def test_a_mapped_file_this_user_cannot_reach_is_not_taken_for_one_deleted(child: Callable[..., Child],
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The folder of the files a process mapped closed to this user since (fix differential 3-945: `chmod 0700` of
-    the wheel's folder, the process of the same user): ``stat`` says "Permission denied", not that the files are
-    gone. They are not said deleted ("restart to run the files now on disk" named none); what the process opens
+    """The folder of the files a process of this user mapped closed to it since (the `chmod 0700` of the wheel's
+    folder of fix differential 3-945, whose process was root's): ``stat`` says "Permission denied", not that the
+    files are gone. They are not said deleted ("restart to run the files now on disk" named none); what the process opens
     from there later fails, and the fix is the one `doctor TARGET` gives a library this user cannot reach."""
     from cudnnload.resolve.access import Access, Unreachable
 
