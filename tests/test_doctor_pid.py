@@ -422,8 +422,9 @@ def test_a_mapped_file_this_user_cannot_reach_is_not_taken_for_one_deleted(child
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The folder of the files a process of this user mapped closed to it since (the `chmod 0700` of the wheel's
     folder of fix differential 3-945, whose process was root's): ``stat`` says "Permission denied", not that the
-    files are gone. They are not said deleted ("restart to run the files now on disk" named none); what the process opens
-    from there later fails, and the fix is the one `doctor TARGET` gives a library this user cannot reach."""
+    files are gone. They are not said deleted ("restart to run the files now on disk" named none); what the
+    process opens from there later fails, and the fix is the one `doctor TARGET` gives a library this user cannot
+    reach."""
     from cudnnload.resolve.access import Access, Unreachable
 
     running = child(lib_folder(W928) / "libcudnn.so.9", _with_cublas())
@@ -449,3 +450,22 @@ def test_a_mapped_file_this_user_cannot_reach_is_not_taken_for_one_deleted(child
     assert closed_folder.fix.actions[0].do is ActionKind.CHMOD and closed_folder.fix.actions[0].path == folder
     files = {c.name: c for c in report.checks}["files"]
     assert files.status == "warn" and "cannot reach their folder" in files.summary, files
+
+
+def test_a_stray_the_pythons_start_up_mapped_into_the_process_goes_with_its_line(child: Callable[..., Child],
+                                                                                   tmp_path: Path) -> None:
+    """A ``sitecustomize`` that loads 9.0's ops before the program opens 9.28's shim (fix differential 3-2514,
+    3-3091, 3-3120): the process maps cuDNN from two folders, the 9.0 graph taken by the 9.28 shim. Where the stray
+    came from is the start-up line that maps it now: that line goes (it was "load ... first, or another import
+    order", in words, for a process already running)."""
+    startup = tmp_path / "startup"
+    startup.mkdir()
+    line = f"ctypes.CDLL({str(lib_folder(W90) / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)"
+    (startup / "sitecustomize.py").write_text(f"import ctypes\n{line}\n")
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    running = child(lib / "libcudnn.so.9", {**_with_cublas(), "PYTHONPATH": str(startup)})
+    report = diagnose_pid(running.pid)
+    strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
+    assert strays, [f.code for f in report.findings]
+    assert all([(a.do, a.path, a.line) for a in f.fix.actions] == [
+        (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"), line)] for f in strays), [f.fix for f in strays]

@@ -17,6 +17,7 @@ loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,7 +42,7 @@ from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
-from cudnnload.resolve.startup import Startup, StartupFailed, invocation, observe
+from cudnnload.resolve.startup import Source, Startup, StartupFailed, invocation, observe
 from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
@@ -177,7 +178,9 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     cache = open_cache(os.environ if environ is None else environ)
     objects = [f.path for f in running.files if ".so" in os.path.basename(f.path) and f.path != running.executable]
     program = python_requester(cache, running.executable)
-    ctx = context(running.environ, executable=program, mapped=objects, cache=cache)
+    observed = _startup_of(running)
+    ctx = context(running.environ, executable=program, mapped=objects, cache=cache,
+                  started=_started_here(running, observed))
     inventory = _installs(running, ctx)
     libraries = _libraries(running.files, running.pid, ctx, inventory)
     cudnn = [lib for lib in libraries if lib.major is not None]
@@ -188,7 +191,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     findings: list[Finding] = list(inventory.findings) + [
         _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
     shell = _shell_environ(running.environ, os.environ if environ is None else environ)
-    restarting = _restart(running, inventory, _afresh(running, cache, program), shell)
+    restarting = _restart(running, inventory, _afresh(observed, cache, program), shell)
     findings += _mixed(cudnn, shims, running, restarting)
     findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn, replaced)
@@ -438,32 +441,51 @@ def _started_after(actions: Sequence[Action], environ: Mapping[str, str]
 Fresh = Callable[[Mapping[str, str], frozenset[tuple[str, str]]], Context]
 
 
-def _afresh(running: RunningProcess, cache: ElfCache, program: linker.Requester | None) -> Fresh:
-    """The context of ``running`` started again, in an environment (nothing mapped): a Python interpreter's start-up
-    maps what its ``.pth`` lines and ``sitecustomize`` load now (written since it started, perhaps), before its
-    first line, but the lines taken out; observed as ``doctor --python`` observes it, in a child, as it was started
-    (its options, its folder), once per environment. Where it cannot be observed, the start-up maps nothing."""
+# What a Python process's start-up maps now, in an environment (`_startup_of`); None where it cannot be observed
+Observed = Callable[[Mapping[str, str]], "Startup | None"]
+
+
+def _startup_of(running: RunningProcess) -> Observed:
+    """What ``running``'s start-up maps now, in an environment: a Python interpreter's ``.pth`` lines and
+    ``sitecustomize``, observed as ``doctor --python`` observes them, in a child, as it was started (its options, its
+    folder), once per environment; None for another program, or where it cannot be observed."""
     seen: dict[tuple[tuple[str, str], ...], Startup | None] = {}
 
     def observed(environ: Mapping[str, str]) -> Startup | None:
-        if not os.path.basename(running.executable).startswith("python") or not running.command:
-            return None
-        how = invocation(running.command)
-        try:
-            return observe(interpreter_of_process(running.executable, running.command, running.environ),
-                           environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
-                           cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
-        except (StartupFailed, UsageError, OSError):
-            return None
-
-    def start(environ: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Context:
         key = tuple(sorted(environ.items()))
-        if key not in seen:
-            seen[key] = observed(environ)
-        ctx, started = context(environ, executable=program, cache=cache), seen[key]
+        if key in seen:
+            return seen[key]
+        seen[key] = None
+        if os.path.basename(running.executable).startswith("python") and running.command:
+            how = invocation(running.command)
+            with contextlib.suppress(StartupFailed, UsageError, OSError):
+                seen[key] = observe(interpreter_of_process(running.executable, running.command, running.environ),
+                                    environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
+                                    cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
+        return seen[key]
+
+    return observed
+
+
+def _afresh(observed: Observed, cache: ElfCache, program: linker.Requester | None) -> Fresh:
+    """The context of the process started again, in an environment (nothing mapped): what its start-up maps now
+    (written since it started, perhaps) mapped first, but the lines taken out."""
+    def start(environ: Mapping[str, str], unstarted: frozenset[tuple[str, str]]) -> Context:
+        ctx, started = context(environ, executable=program, cache=cache), observed(environ)
         return ctx if started is None else started_context(ctx, started_cuda(started, unstarted))
 
     return start
+
+
+def _started_here(running: RunningProcess, observed: Observed) -> dict[str, Source] | None:
+    """The cuDNN files the process has mapped that its start-up maps now, and the start-up line that does: where
+    the stray of a mixed process came from (its fix takes that line out). Observed only where the process maps
+    cuDNN from more than one folder."""
+    mapped = {f.path for f in running.files if classify(os.path.basename(f.path))}
+    if len({os.path.dirname(path) for path in mapped}) < 2:
+        return None
+    started = observed(running.environ)
+    return {path: source for path, source in started_cuda(started).items() if path in mapped} if started else None
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
