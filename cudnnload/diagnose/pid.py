@@ -11,8 +11,11 @@ its program and every object it has mapped, so that the linker model answers ``a
 those), the installs its cuDNN files belong to, judged (`judge.inventory`); and what only a running
 process shows: cuDNN mapped from several folders or releases (``mixed-in-process``), a mapped file
 replaced or deleted on disk since (``mapped-file-replaced``), and where each sub-library it has not
-loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded and no child is started
-(the ELF facts come from the memo): it costs about as much as reading the maps and a warm ``inspect``.
+loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded (the ELF facts come from the
+memo), and no child is started but one: a Python process's start-up observed as ``doctor --python`` observes it,
+only where a restart is judged or cuDNN is mapped from two folders (what its ``.pth`` lines and ``sitecustomize``
+map now: a stray's line, and what a restart would meet). A healthy process costs about as much as reading the maps
+and a warm ``inspect``.
 """
 
 from __future__ import annotations
