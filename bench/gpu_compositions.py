@@ -46,6 +46,7 @@ class World:
     env: dict[str, str] = field(default_factory=dict)
     kept: list[tuple[Path, Path | None]] = field(default_factory=list)  # (path, its copy; None: it did not exist)
     numbers: Iterator[int] = field(default_factory=itertools.count)  # names of the copies, never reused
+    owned: dict[str, list[Path]] = field(default_factory=dict)  # a distribution's files the case changed
 
     def keep(self, path: Path) -> None:
         if any(p == path for p, _ in self.kept):
@@ -304,6 +305,25 @@ def doctor(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, object]
             "actions": first["fix"]["actions"] if first else [], "text": first["fix"]["text"] if first else None}
 
 
+def _requirement(text: str) -> str:
+    """A requirement's canonical distribution name ("nvidia-cudnn-cu13>=9.19,<10" -> "nvidia-cudnn-cu13")."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[\s<>=!~;\[@]", text.strip(), maxsplit=1)[0]).lower()
+
+
+def _uninstall(world: World, name: str) -> None:
+    """pip uninstall NAME from the site: the files its RECORD lists, then its metadata (kept aside first)."""
+    for info in world.site.glob("*.dist-info"):
+        if re.sub(r"[-_.]+", "-", info.name.split("-")[0]).lower() != name or not (info / "RECORD").exists():
+            continue
+        for line in (info / "RECORD").read_text().splitlines():
+            path = world.site / line.split(",", 1)[0]
+            if path.parent != info and (path.is_file() or path.is_symlink()):
+                world.keep(path)
+                path.unlink()
+        world.keep(info)
+        shutil.rmtree(info)
+
+
 def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     """The actions applied to the world (files kept aside first); the program's environment after; what could not
     be applied here."""
@@ -347,11 +367,18 @@ def apply(actions: list[dict[str, object]], world: World, env: dict[str, str]) -
             world.restore(under=world.wheel.parent)  # the wheel's files as pip puts them back; nothing else
             for info in {p for p, _ in world.kept if p.name.startswith("nvidia_cudnn_cu13-")}:
                 world.restore(under=info)  # and its metadata
+        elif kind == "pip-install" and (changed := [p for r in action["requirements"]  # type: ignore[union-attr]
+                                                    for p in world.owned.get(_requirement(str(r)), [])]):
+            for path in changed:  # another distribution the case changed: its files as pip puts them back
+                world.restore(under=path)
         elif kind == "pip-uninstall":
             target = Path(str(action.get("target") or ""))
             for name in action["requirements"]:
-                if str(name).startswith("nvidia-cudnn") and (target / "nvidia" / "cudnn").exists():
-                    shutil.rmtree(target / "nvidia" / "cudnn")
+                if action.get("target"):
+                    if str(name).startswith("nvidia-cudnn") and (target / "nvidia" / "cudnn").exists():
+                        shutil.rmtree(target / "nvidia" / "cudnn")
+                    continue
+                _uninstall(world, _requirement(str(name)))
         elif kind == "run":
             env["CUDNNLOAD_RUN_ARGV"] = json.dumps(action["argv"])
         else:
@@ -582,11 +609,108 @@ SEVENTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
     "stale-cache-entry+graph-deleted": (case_stale_cache_entry_and_graph_deleted, ("torch", "jax")),
 }
 
+# The eighth set, written in the twenty-seventh session (2026-12-02) before any of it was run (`--set eighth`): the
+# CUDA 12 wheel installed over the CUDA 13 one (issue 27), a lone shim on PYTHONPATH, a sub-library cut short, a
+# search-path entry naming a file, an engine of another release inside the wheel, a module named nvidia in the
+# working folder, and the CUDA wheels cuDNN needs (NVRTC, cuBLASLt) taken away.
+def case_cu12_wheel_installed_over_cu13(w: World) -> None:
+    """`pip install nvidia-cudnn-cu12` after the CUDA 13 one: the same nvidia/cudnn/lib, its files over the other's,
+    its own record (the system's 9.14 files stand for the CUDA 12 wheel's)."""
+    names = sorted(p.name for p in w.wheel.glob("libcudnn*.so.9"))
+    for name in names:
+        path = w.wheel / name
+        w.keep(path)
+        path.unlink()
+        shutil.copy2(w.system / name, path)
+    info = w.site / "nvidia_cudnn_cu12-9.14.0.64.dist-info"
+    w.keep(info)
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-cudnn-cu12\nVersion: 9.14.0.64\n")
+    (info / "INSTALLER").write_text("pip\n")
+    (info / "RECORD").write_text("".join(f"nvidia/cudnn/lib/{name},,\n" for name in names)
+                                 + f"{info.name}/METADATA,,\n{info.name}/INSTALLER,,\n{info.name}/RECORD,,\n")
+
+
+def case_shim_only_copy_on_pythonpath(w: World) -> None:
+    lib = w.scratch / "vendor" / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(w.system / "libcudnn.so.9", lib / "libcudnn.so.9")  # the shim alone, "all that the error named"
+    w.env["PYTHONPATH"] = str(w.scratch / "vendor")
+
+
+def case_cnn_cut_in_half(w: World) -> None:
+    cnn = w.wheel / "libcudnn_cnn.so.9"
+    w.keep(cnn)
+    data = cnn.read_bytes()
+    cnn.unlink()
+    cnn.write_bytes(data[: len(data) // 2])  # an interrupted copy: its headers whole, its end missing
+
+
+def case_ops_deleted_and_ldlp_names_a_file(w: World) -> None:
+    ops = w.wheel / "libcudnn_ops.so.9"
+    w.keep(ops)
+    ops.unlink()
+    w.env["LD_LIBRARY_PATH"] = str(w.system / "libcudnn_ops.so.9")  # the file, not its folder: the loader skips it
+
+
+def case_precompiled_engines_from_system(w: World) -> None:
+    engines = w.wheel / "libcudnn_engines_precompiled.so.9"
+    w.keep(engines)
+    engines.unlink()
+    shutil.copy2(w.system / engines.name, engines)
+
+
+def case_nvidia_module_in_cwd(w: World) -> None:
+    cwd = w.scratch / "cwd"
+    cwd.mkdir(exist_ok=True)
+    (cwd / "nvidia.py").write_text("# a script of the user's, named after the company\n")
+
+
+def _cuda_library(w: World, pattern: str) -> Path:
+    """The CUDA wheel's file that ``pattern`` names (nvidia/cu13/lib on CUDA 13, nvidia/<part>/lib before)."""
+    return next(p for p in sorted((w.site / "nvidia").glob(f"*/lib/{pattern}")) if not p.is_symlink())
+
+
+def _delete_owned(w: World, path: Path) -> None:
+    w.keep(path)
+    path.unlink()
+    w.owned.setdefault(_distribution_of(w.site, path), []).append(path)
+
+
+def case_nvrtc_deleted(w: World) -> None:
+    _delete_owned(w, _cuda_library(w, "libnvrtc.so.1*"))
+
+
+def case_cublaslt_deleted(w: World) -> None:
+    _delete_owned(w, _cuda_library(w, "libcublasLt.so.1*"))
+
+
+def _distribution_of(site: Path, path: Path) -> str:
+    """The canonical name of the distribution whose RECORD lists ``path`` (pip's way to know)."""
+    relative = path.relative_to(site).as_posix()
+    for record in site.glob("*.dist-info/RECORD"):
+        if any(line.split(",", 1)[0] == relative for line in record.read_text().splitlines()):
+            return re.sub(r"[-_.]+", "-", record.parent.name.split("-")[0]).lower()
+    return ""
+
+
+EIGHTH_CASES: dict[str, tuple[Callable[[World], None], tuple[str, ...]]] = {
+    "cu12-wheel-installed-over-cu13": (case_cu12_wheel_installed_over_cu13, ("torch", "jax")),
+    "shim-only-copy-on-pythonpath": (case_shim_only_copy_on_pythonpath, ("torch", "jax")),
+    "cnn-cut-in-half": (case_cnn_cut_in_half, ("torch", "jax")),
+    "ops-deleted+ldlp-names-a-file": (case_ops_deleted_and_ldlp_names_a_file, ("torch", "jax")),
+    "precompiled-engines-from-system": (case_precompiled_engines_from_system, ("torch", "jax")),
+    "nvidia-module-in-cwd": (case_nvidia_module_in_cwd, ("torch", "jax")),
+    "nvrtc-deleted": (case_nvrtc_deleted, ("torch", "jax")),
+    "cublaslt-deleted": (case_cublaslt_deleted, ("torch", "jax")),
+}
+
+
 def run_case(name: str, world: World, frameworks: tuple[str, ...]) -> dict[str, object]:
     """For each framework: the case made, the program run; where it fails, for each form of doctor, the case made
     again, doctor asked, its first error's actions applied, the program run again, everything put back."""
     make, _ = {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES,
-               **SEVENTH_CASES}[name]
+               **SEVENTH_CASES, **EIGHTH_CASES}[name]
     record: dict[str, object] = {"case": name}
     cwd = world.scratch / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -625,9 +749,10 @@ def main() -> int:
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "/tmp"), "compositions.jsonl"))
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--set", default="first",
-                        choices=("first", "new", "third", "fourth", "fifth", "sixth", "seventh", "all"),
+                        choices=("first", "new", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "all"),
                         help="the first set of compositions, the second or third (written in the eleventh session), "
-                             "the fourth to sixth (the sixteenth), the seventh (the twenty-second), or all")
+                             "the fourth to sixth (the sixteenth), the seventh (the twenty-second), the eighth (the "
+                             "twenty-seventh), or all")
     args = parser.parse_args()
     import torch
 
@@ -639,9 +764,9 @@ def main() -> int:
     rows = []
     with open(args.out, "w") as out:
         chosen = {"first": CASES, "new": NEW_CASES, "third": THIRD_CASES, "fourth": FOURTH_CASES,
-                  "fifth": FIFTH_CASES, "sixth": SIXTH_CASES, "seventh": SEVENTH_CASES,
+                  "fifth": FIFTH_CASES, "sixth": SIXTH_CASES, "seventh": SEVENTH_CASES, "eighth": EIGHTH_CASES,
                   "all": {**CASES, **NEW_CASES, **THIRD_CASES, **FOURTH_CASES, **FIFTH_CASES, **SIXTH_CASES,
-                          **SEVENTH_CASES}}[args.set]
+                          **SEVENTH_CASES, **EIGHTH_CASES}}[args.set]
         for name, (_, frameworks) in chosen.items():
             if args.only and name not in args.only:
                 continue
