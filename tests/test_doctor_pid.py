@@ -469,3 +469,44 @@ def test_a_stray_the_pythons_start_up_mapped_into_the_process_goes_with_its_line
     assert strays, [f.code for f in report.findings]
     assert all([(a.do, a.path, a.line) for a in f.fix.actions] == [
         (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"), line)] for f in strays), [f.fix for f in strays]
+
+
+def test_the_start_up_of_another_users_process_is_never_run(tmp_path: Path) -> None:
+    """The same stray, in a process ``nobody`` runs, asked about by root: root never runs that user's start-up code
+    (a ``sitecustomize`` anyone could have written) to learn where the stray came from. The start-up ran once, as
+    nobody, when nobody's process started; the diagnosis still finds the stray, and its fix stays in words."""
+    why = nobody.unavailable()
+    if why is not None:
+        pytest.skip(f"cannot run as nobody: {why}")
+    folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
+    process = None
+    try:
+        folder.chmod(0o755)
+        lib, old = _copy(lib_folder(W928), folder / "lib"), _copy(lib_folder(W90), folder / "old")
+        marker = folder / "ran"
+        marker.touch(mode=0o666)
+        marker.chmod(0o666)
+        startup = folder / "startup"
+        startup.mkdir()
+        (startup / "sitecustomize.py").write_text(
+            f"import ctypes, os\nopen({str(marker)!r}, 'a').write(f'{{os.geteuid()}}\\n')\n"
+            f"ctypes.CDLL({str(old / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
+        for path in [*folder.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(startup), "PYTHONDONTWRITEBYTECODE": "1"}
+        process = subprocess.Popen([*nobody.prefix(), nobody.interpreter() or "", "-c", _CHILD,
+                                    str(lib / "libcudnn.so.9")], env=environ, cwd=folder, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        ran_as_nobody = marker.read_text()
+        report = diagnose_pid(process.pid)
+        assert marker.read_text() == ran_as_nobody and "0\n" not in ran_as_nobody.splitlines(keepends=True)
+        strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
+        assert strays, [f.code for f in report.findings]
+        assert all(a.do is not ActionKind.REMOVE_LINE for f in strays for a in f.fix.actions), [f.fix for f in strays]
+    finally:
+        if process is not None:
+            process.kill()
+            process.communicate(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -14,7 +14,8 @@ replaced or deleted on disk since (``mapped-file-replaced``), and where each sub
 loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded (the ELF facts come from the
 memo), and no child is started but one: a Python process's start-up observed as ``doctor --python`` observes it,
 only where a restart is judged or cuDNN is mapped from two folders (what its ``.pth`` lines and ``sitecustomize``
-map now: a stray's line, and what a restart would meet). A healthy process costs about as much as reading the maps
+map now: a stray's line, and what a restart would meet), and only for a process of this user (another user's
+start-up code is never run). A healthy process costs about as much as reading the maps
 and a warm ``inspect``.
 """
 
@@ -68,6 +69,7 @@ class RunningProcess:
     environ: Mapping[str, str]  # the environment it started with
     files: tuple[MappedFile, ...]  # what it has mapped
     cwd: str | None = None  # its current folder (/proc/PID/cwd), where it could be read
+    uid: int | None = None  # the user it runs as (the owner of /proc/PID: its effective user), where known
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,11 @@ def read_process(pid: int) -> RunningProcess:
         cwd: str | None = os.readlink(f"{where}/cwd").removesuffix(" (deleted)")
     except OSError:
         cwd = None
-    return RunningProcess(pid, before.name, executable, command, environ, files, cwd)
+    try:
+        uid: int | None = os.stat(where).st_uid
+    except OSError:
+        uid = None
+    return RunningProcess(pid, before.name, executable, command, environ, files, cwd, uid)
 
 
 def _ended(pid: int, before: ProcStat) -> bool:
@@ -451,7 +457,8 @@ Observed = Callable[[Mapping[str, str]], "Startup | None"]
 def _startup_of(running: RunningProcess) -> Observed:
     """What ``running``'s start-up maps now, in an environment: a Python interpreter's ``.pth`` lines and
     ``sitecustomize``, observed as ``doctor --python`` observes them, in a child, as it was started (its options, its
-    folder), once per environment; None for another program, or where it cannot be observed."""
+    folder), once per environment; None for another program, for a process of another user (its start-up code is
+    that user's: root asking about it never runs it), or where it cannot be observed."""
     seen: dict[tuple[tuple[str, str], ...], Startup | None] = {}
 
     def observed(environ: Mapping[str, str]) -> Startup | None:
@@ -459,7 +466,8 @@ def _startup_of(running: RunningProcess) -> Observed:
         if key in seen:
             return seen[key]
         seen[key] = None
-        if os.path.basename(running.executable).startswith("python") and running.command:
+        if (os.path.basename(running.executable).startswith("python") and running.command
+                and running.uid == os.geteuid()):
             how = invocation(running.command)
             with contextlib.suppress(StartupFailed, UsageError, OSError):
                 seen[key] = observe(interpreter_of_process(running.executable, running.command, running.environ),
