@@ -19,6 +19,8 @@ Code cudnnload runs on purpose but does not trust (a Python's start-up with its 
 import that reads its build version) runs in a session of its own with a variable only it holds (`tagged`): once it
 has ended, its process group and every process holding that variable are killed (`end_tagged`: a daemon's
 ``setsid()`` leaves the group, not the environment), and of what it wrote only a bounded tail is kept (`tails`).
+Where that code is another user's (root asking about a venv or a process of theirs), it runs as that user
+(`as_owner`), never with root's rights.
 """
 
 from __future__ import annotations
@@ -210,6 +212,34 @@ def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
     finally:
         end_tagged(tag)
         watcher.done(reap=True)
+
+
+def owner_of_python(interpreter: str) -> int | None:
+    """The user whose code a Python's start-up and imports run: the owner of its venv (the ``pyvenv.cfg`` above
+    ``interpreter``), else of the interpreter as given (a link's own owner); None where neither can be read."""
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
+    for path in (os.path.join(folder, "pyvenv.cfg"), interpreter):
+        try:
+            return os.lstat(path).st_uid
+        except OSError:
+            continue
+    return None
+
+
+def as_owner(owner: int | None, group: int | None = None) -> dict[str, object]:
+    """Popen's arguments that start a child as ``owner`` (with ``group``, else the owner's own, and no other
+    groups) where cudnnload runs as root and ``owner`` is another user: code of theirs runs with their rights,
+    not root's. Empty where nothing changes (not root, the owner is root or unknown)."""
+    if owner is None or owner == 0 or os.geteuid() != 0:
+        return {}
+    if group is None:
+        import pwd
+
+        try:
+            group = pwd.getpwuid(owner).pw_gid
+        except KeyError:  # a user with no entry (a container's): its own number, as the kernel allows
+            group = owner
+    return {"user": owner, "group": group, "extra_groups": []}
 
 
 def end_tagged(tag: bytes) -> None:

@@ -233,3 +233,36 @@ def test_the_probe_refuses_a_file_someone_else_can_replace(tmp_path: Path, synth
 
     assert not marker.exists()
     assert result.outcome == "refused" and str(evil) in result.verdict and result.returncode is None
+
+
+def test_root_asking_about_another_users_venv_runs_its_start_up_as_that_user(environ: dict[str, str]) -> None:
+    """`doctor --python VENV` as root, of a venv ``nobody`` made: its start-up (a ``.pth`` line nobody wrote, which
+    could do anything) is observed as nobody, never with root's rights; the answer is the same venv judged."""
+    import pwd
+    import tempfile
+
+    from cudnnload.children import owner_of_python
+    from fixtures.reliability import nobody
+
+    why = nobody.unavailable()
+    if why is not None:
+        pytest.skip(f"cannot run as nobody: {why}")
+    folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
+    try:
+        folder.chmod(0o777)
+        venv = folder / "venv"
+        subprocess.run([*nobody.prefix(), nobody.interpreter() or "", "-m", "venv", "--without-pip", str(venv)],
+                       check=True, capture_output=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+        marker = folder / "ran"
+        (site,) = venv.glob("lib/python3*/site-packages")
+        planted = site / "zz-planted.pth"
+        planted.write_text(f"import os; open({str(marker)!r}, 'a').write(str(os.geteuid()) + ' ')\n")
+        user = pwd.getpwnam("nobody")
+        os.chown(planted, user.pw_uid, user.pw_gid)
+        done = cli("doctor", "--json", "--python", str(venv), env=environ)
+        ran = marker.read_text().split() if marker.exists() else []
+        assert ran and set(ran) == {str(user.pw_uid)}, (ran, done.stderr[-800:])
+        assert owner_of_python(str(venv / "bin" / "python")) == user.pw_uid  # its framework's import too
+        assert json.loads(done.stdout)["result"]["target"]["python"].startswith(str(venv)), done.stdout[:400]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -14,8 +14,8 @@ replaced or deleted on disk since (``mapped-file-replaced``), and where each sub
 loaded yet would come from when the shim ``dlopen``s it later. Nothing is loaded (the ELF facts come from the
 memo), and no child is started but one: a Python process's start-up observed as ``doctor --python`` observes it,
 only where a restart is judged or cuDNN is mapped from two folders (what its ``.pth`` lines and ``sitecustomize``
-map now: a stray's line, and what a restart would meet), and only for a process of this user (another user's
-start-up code is never run). A healthy process costs about as much as reading the maps
+map now: a stray's line, and what a restart would meet), as the user the process runs as (root never runs another
+user's start-up code with its own rights). A healthy process costs about as much as reading the maps
 and a warm ``inspect``.
 """
 
@@ -457,8 +457,9 @@ Observed = Callable[[Mapping[str, str]], "Startup | None"]
 def _startup_of(running: RunningProcess) -> Observed:
     """What ``running``'s start-up maps now, in an environment: a Python interpreter's ``.pth`` lines and
     ``sitecustomize``, observed as ``doctor --python`` observes them, in a child, as it was started (its options, its
-    folder), once per environment; None for another program, for a process of another user (its start-up code is
-    that user's: root asking about it never runs it), or where it cannot be observed."""
+    folder) and as the user it runs as (root asking about another user's process runs that user's start-up code
+    with that user's rights, never its own: `children.as_owner`), once per environment; None for another program,
+    or where it cannot be observed."""
     seen: dict[tuple[tuple[str, str], ...], Startup | None] = {}
 
     def observed(environ: Mapping[str, str]) -> Startup | None:
@@ -467,12 +468,13 @@ def _startup_of(running: RunningProcess) -> Observed:
             return seen[key]
         seen[key] = None
         if (os.path.basename(running.executable).startswith("python") and running.command
-                and running.uid == os.geteuid()):
+                and running.uid is not None and os.geteuid() in (0, running.uid)):
             how = invocation(running.command)
             with contextlib.suppress(StartupFailed, UsageError, OSError):
                 seen[key] = observe(interpreter_of_process(running.executable, running.command, running.environ),
                                     environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
-                                    cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
+                                    cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/",
+                                    user=running.uid)
         return seen[key]
 
     return observed

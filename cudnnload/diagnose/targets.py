@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from cudnnload.children import owner_of_python
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.diagnose.inventory import find, judged_install_of
 from cudnnload.diagnose.scoped import run_without
@@ -538,7 +539,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     interpreter = os.path.abspath(interpreter)  # as given from here (a venv's link kept); its start-up runs in /
     stops: tuple[Finding, ...] = ()
     try:
-        started = observe(interpreter, env, cwd="/", timeout=timeout)
+        started = observe(interpreter, env, cwd="/", timeout=timeout, user=owner_of_python(interpreter))
     except StartupFailed as exc:
         # a preloaded cuDNN library that cannot bind stops the interpreter too: its start-up is observed without
         # LD_PRELOAD's cuDNN entries (sys.path does not depend on them), and the failure said as theirs
@@ -571,7 +572,7 @@ def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFa
     kept = " ".join(entry for entry in written if entry not in entries)
     rest = {k: v for k, v in env.items() if k != "LD_PRELOAD"} | ({"LD_PRELOAD": kept} if kept else {})
     try:
-        started = observe(interpreter, rest, cwd="/", timeout=timeout)
+        started = observe(interpreter, rest, cwd="/", timeout=timeout, user=owner_of_python(interpreter))
     except StartupFailed:
         return None, ()
     subject = Subject(SubjectKind.VARIABLE, entries[0], variable="LD_PRELOAD", entry=entries[0])

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudnnload.cachedir import stamp
-from cudnnload.children import end_group, tails, untrusted
+from cudnnload.children import as_owner, end_group, owner_of_python, tails, untrusted
 from cudnnload.errors import ElfError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.catalog import (
@@ -629,8 +629,9 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
                 command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
                            source.build_function]
                 child_env = child_env or guard.enter_context(untrusted(env))[0]
-                child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
+                child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # type: ignore[call-overload]
+                                         stdin=subprocess.DEVNULL, env=child_env, start_new_session=True,
+                                         **as_owner(owner_of_python(interpreter)))
                 pending[index] = (child, f"{source.build_module}.{source.build_function}()")
             results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
         deadline = time.monotonic() + timeout

@@ -44,7 +44,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from cudnnload.children import end_group, untrusted
+from cudnnload.children import as_owner, end_group, untrusted
 from cudnnload.errors import CudnnloadError, UsageError
 from cudnnload.files import path_problem
 from cudnnload.resolve.access import unblocked
@@ -551,18 +551,20 @@ _ANSWER_BYTES = 32 << 20
 
 
 def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = None, *, run_as: str = "-c",
-            flags: Sequence[str] = (), cwd: str | None = None, timeout: float = 20.0) -> Startup:
+            flags: Sequence[str] = (), cwd: str | None = None, timeout: float = 20.0, user: int | None = None
+            ) -> Startup:
     """What ``interpreter`` (default: this one) does before the first line of a program run as ``run_as`` ("-c";
     "-m"; or the script's path, as in ``python SCRIPT``) with the interpreter options ``flags`` (``("-I",)``,
     ``("-s", "-E")`` ...), the environment ``environ`` (default: this process's) and the current folder ``cwd``
-    (default: this one). Runs it once, as a child, for at most ``timeout`` seconds. Raises StartupFailed when it
-    cannot be observed; what start-up code raised is in the result (`Startup.errors`), never raised here."""
+    (default: this one). Runs it once, as a child, for at most ``timeout`` seconds; as ``user`` where cudnnload
+    runs as root and that start-up is another user's (`children.as_owner`). Raises StartupFailed when it cannot be
+    observed; what start-up code raised is in the result (`Startup.errors`), never raised here."""
     env = dict(os.environ if environ is None else environ)
     folder = os.getcwd() if cwd is None else cwd
     python = _executable(sys.executable if interpreter is None else interpreter, env, folder)
     letters = _letters(flags)
     run_site = "S" not in letters
-    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout)
+    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout, user)
     if "final" not in raw:
         raise StartupFailed("too-old", f"Python {'.'.join(map(str, raw.get('version', ())))} has no audit hooks "
                             "(PEP 578, 3.8+): its start-up cannot be observed", path=python)
@@ -651,8 +653,8 @@ def _letters(flags: Sequence[str]) -> frozenset[str]:
 
 
 def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, run_site: bool,
-         timeout: float) -> tuple[dict[str, Any], str]:
-    """Run `_CHILD` under ``python``: its result, and what it wrote on stderr."""
+         timeout: float, user: int | None = None) -> tuple[dict[str, Any], str]:
+    """Run `_CHILD` under ``python`` (as ``user``, `observe`): its result, and what it wrote on stderr."""
     problem = path_problem(python)
     if problem is not None:  # a venv whose base interpreter is gone: "symbolic link to ..., which does not exist"
         raise StartupFailed("missing" if problem[0] in ("missing", "broken-symlink") else "not-executable",
@@ -670,7 +672,8 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
         with untrusted(unblocked(env)) as (child_env, _):
             try:
                 child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                                         cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True)
+                                         cwd=cwd, env=child_env, pass_fds=(answer,), start_new_session=True,
+                                         **as_owner(user))  # type: ignore[call-overload]
             except OSError as exc:
                 raise StartupFailed("not-python" if exc.errno == 8 else "not-executable",  # ENOEXEC
                                     exc.strerror or str(exc), path=python) from None
