@@ -470,6 +470,18 @@ def test_a_fix_that_uninstalls_the_copy_a_working_torch_loads_judges_torch_witho
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_running_program_whose_search_path_leads_to_another_release_is_restarted_with_the_path_for_it_alone(
+        ) -> None:
+    """A held ctypes program started with LD_LIBRARY_PATH naming a 9.0 folder, its wheel upgraded to 9.24 under it
+    (fix differential 3-3913): the heuristic it loads later would come from 9.0. A restart in the environment it
+    started with would mix 9.24 and 9.0 too, and was said in words; the model judges the start with the entry's own
+    fix, made for the program alone, and the restart starts it with that search path (``env LD_LIBRARY_PATH=...``):
+    it works."""
+    _fixed_without_breaks(3913, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

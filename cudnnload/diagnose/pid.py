@@ -35,7 +35,7 @@ from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import started_cuda, unreachable_fix
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
-from cudnnload.judge.installs import whole
+from cudnnload.judge.installs import unwhole, whole
 from cudnnload.judge.inventory import judge_inventory
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve import linker
@@ -403,7 +403,10 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
         environ: Mapping[str, str] = running.environ
         first: tuple[Action, ...] = ()
         judged, error = verdict(folder, environ)
-        its_fix = error.fix.actions if error is not None else ()
+        # what stands in the way: the error, else what keeps the folder from loading whole (a warning: a library
+        # another release's folder on the search path would give, which the program may never ask for)
+        stands = error or next((f for f in judged.findings if unwhole(f)), None) if judged is not None else None
+        its_fix = stands.fix.actions if stands is not None else ()
         after = _started_after(its_fix, environ)
         if after is not None:  # its fix applied to the start, then judged again
             mended, again = verdict(folder, *after)
@@ -526,12 +529,13 @@ def _on_restart(finding: Finding, pid: int) -> Finding:
 
 
 def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced: set[str]
-           ) -> list[tuple[Step, Release]]:
+           ) -> list[tuple[Step, Release, str]]:
     """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
     process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
     reading the disk alone, sees one release there). The release it runs is that of what it mapped from the folder;
     where that is only a shim replaced since (``replaced``: it carries no release), that of the graph and ops it
-    mapped, wherever from (the shim runs with the graph it loaded)."""
+    mapped, wherever from (the shim runs with the graph it loaded). Each with the install's folder: the one a
+    restart maps afresh (the sub-library may come from another folder the search reaches first)."""
     stale = []
     for install in installs:
         mine = _releases([lib for lib in cudnn if os.path.dirname(lib.path) == install.folder
@@ -540,18 +544,18 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced:
             mine = _releases([lib for lib in _telling(cudnn) if lib.major == install.major])
         if len(mine) != 1 or mine[0] == install.release:
             continue
-        stale += [(step, mine[0]) for step in install.plan if step.rule != "already-loaded" and step.path
-                  and step.release not in (None, mine[0])]
+        stale += [(step, mine[0], install.folder) for step in install.plan if step.rule != "already-loaded"
+                  and step.path and step.release not in (None, mine[0])]
     return stale
 
 
-def _stale_findings(stale: Sequence[tuple[Step, Release]], pid: int, restart: Restart) -> list[Finding]:
+def _stale_findings(stale: Sequence[tuple[Step, Release, str]], pid: int, restart: Restart) -> list[Finding]:
     return [Finding(Code.MIXED_RELEASE, f"not loaded yet: when the shim asks for {step.library}, it gets {step.path} "
                     f"(cuDNN {step.release}, on disk now), while process {pid} runs cuDNN {running} from this folder",
                     Subject(SubjectKind.FILE, step.path, step.library),
-                    restart(os.path.dirname(step.path or ""), f"before it loads {os.path.basename(step.path or '')}, "
-                            "so that it maps one release"))
-            for step, running in stale]
+                    restart(folder, f"before it loads {os.path.basename(step.path or '')}, so that it maps one "
+                            "release"))
+            for step, running, folder in stale]
 
 
 def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], running: RunningProcess,
@@ -677,7 +681,7 @@ def _files_check(libraries: Sequence[MappedLibrary]) -> Check:
 
 
 def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],
-                   stale: Sequence[tuple[Step, Release]]) -> Check:
+                   stale: Sequence[tuple[Step, Release, str]]) -> Check:
     if not installs:
         return Check("pending", "skip", "no cuDNN shim mapped: nothing it would load later")
     if not pending:
@@ -689,7 +693,7 @@ def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],
     if stale:
         return Check("pending", "fail", "the shim would get these from its folder, now of another release than the "
                      "one mapped: " + ", ".join(f"{step.library} ({step.release}, not {running})"
-                                                for step, running in stale))
+                                                for step, running, _ in stale))
     return Check("pending", "ok", f"the shim would get the {len(pending)} sub-libraries it has not loaded yet from "
                  f"its own folder ({', '.join(step.library for step in pending)})")
 

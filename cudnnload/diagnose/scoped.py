@@ -196,6 +196,9 @@ def _alone(finding: Finding, changes: Iterable[Action], wrapper: Action, why: st
     together = "" if alone else f"; for every program instead: {' and '.join(map(str, changes))}" + (
         " (after the steps before it)" if kept else "")
     note = f"for this program only: {why}{together}" + (f"; {finding.fix.note}" if finding.fix.note else "")
+    if any(a.do is ActionKind.RESTART for a in kept):  # a running program started again, with the wrapper's variables
+        restarted = tuple(replace(a, argv=(*wrapper.argv, *a.argv)) if a.do is ActionKind.RESTART else a for a in kept)
+        return replace(finding, fix=Fix(restarted, note, (*alone, *finding.fix.alternatives)))
     return replace(finding, fix=Fix((*kept, wrapper), note, (*alone, *finding.fix.alternatives)))
 
 

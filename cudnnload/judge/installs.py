@@ -190,10 +190,14 @@ _NOT_WHOLE = frozenset({Code.SUBLIBRARY_UNLOADABLE, Code.SUBLIBRARY_ELSEWHERE, C
 
 def whole(install: Judged) -> bool:
     """Whether the install loads as one release from its own folder: no finding that keeps ``load()`` from
-    it, and nothing taken from elsewhere."""
-    return not any(f.code.blocks_load or f.code in _NOT_WHOLE or (f.code is Code.SONAME_MISMATCH and
-                                                                  f.severity is ERROR)
-                   for f in install.findings)
+    it, and nothing taken from elsewhere (`unwhole`)."""
+    return not any(unwhole(f) for f in install.findings)
+
+
+def unwhole(finding: Finding) -> bool:
+    """Whether ``finding`` keeps its install from loading as one release from its own folder."""
+    return finding.code.blocks_load or finding.code in _NOT_WHOLE or (finding.code is Code.SONAME_MISMATCH and
+                                                                      finding.severity is ERROR)
 
 
 def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) -> Prediction:
