@@ -226,19 +226,18 @@ def owner_of_python(interpreter: str) -> int | None:
     return None
 
 
-def as_owner(owner: int | None, group: int | None = None) -> dict[str, object]:
-    """Popen's arguments that start a child as ``owner`` (with ``group``, else the owner's own, and no other
-    groups) where cudnnload runs as root and ``owner`` is another user: code of theirs runs with their rights,
-    not root's. Empty where nothing changes (not root, the owner is root or unknown)."""
+def as_owner(owner: int | None) -> dict[str, object]:
+    """Popen's arguments that start a child as ``owner`` (with the owner's own group and no other) where cudnnload
+    runs as root and ``owner`` is another user: code of theirs runs with their rights, not root's. Empty where
+    nothing changes (not root, the owner is root or unknown)."""
     if owner is None or owner == 0 or os.geteuid() != 0:
         return {}
-    if group is None:
-        import pwd
+    import pwd
 
-        try:
-            group = pwd.getpwuid(owner).pw_gid
-        except KeyError:  # a user with no entry (a container's): its own number, as the kernel allows
-            group = owner
+    try:
+        group = pwd.getpwuid(owner).pw_gid
+    except KeyError:  # a user with no entry (a container's): its own number, as the kernel allows
+        group = owner
     return {"user": owner, "group": group, "extra_groups": []}
 
 
