@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 TYPE_CHECKING = False
@@ -214,16 +215,74 @@ def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
         watcher.done(reap=True)
 
 
-def owner_of_python(interpreter: str) -> int | None:
+def owner_of_python(interpreter: str, paths: Sequence[str] = ()) -> int | None:
     """The user whose code a Python's start-up and imports run: the owner of its venv (the ``pyvenv.cfg`` above
-    ``interpreter``), else of the interpreter as given (a link's own owner); None where neither can be read."""
+    ``interpreter``), else of the interpreter as given (a link's own owner); None where neither can be read.
+
+    Where another user could have written that code (a site-packages folder of the installation, a ``.pth`` file
+    or ``sitecustomize`` in it, or one of ``paths``, such as PYTHONPATH's entries, owned by another user or
+    writable by more than its owner), it is that user's, or `NOBODY`'s where more than one may write: a root-owned
+    venv whose ``site-packages`` anyone may write would otherwise run, as root, what anyone put there."""
     folder = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
+    owner = None
     for path in (os.path.join(folder, "pyvenv.cfg"), interpreter):
         try:
-            return os.lstat(path).st_uid
+            owner = os.lstat(path).st_uid
+            break
         except OSError:
             continue
-    return None
+    if owner is None:
+        return None
+    writers = {writer for path in (*_code_folders(folder), *(p for p in paths if os.path.isabs(p)))
+               for writer in _writers(path, owner)}
+    if not writers:
+        return owner
+    return writers.pop() if len(writers) == 1 and owner == 0 and NOBODY not in writers else NOBODY
+
+
+NOBODY = 65534  # the unprivileged user of Linux distributions (nobody, nogroup)
+
+
+def _code_folders(prefix: str) -> list[str]:
+    """The site-packages (and Debian's dist-packages) folders of the installation at ``prefix``, with the
+    ``.pth`` files and ``sitecustomize``/``usercustomize`` modules in them: where its start-up reads code."""
+    import glob
+
+    prefixes = [prefix] + ([os.path.join(prefix, "local")] if prefix == "/usr" else [])
+    folders = [path for base in prefixes for kind in ("site-packages", "dist-packages")
+               for path in glob.glob(os.path.join(glob.escape(base), "lib*", "python*", kind))]
+    found = []
+    for folder in folders:
+        found.append(folder)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        found += [os.path.join(folder, name) for name in names if name.endswith(".pth")
+                  or name in ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")]
+    return found
+
+
+def _writers(path: str, owner: int) -> set[int]:
+    """Users other than root and ``owner`` who may change ``path`` or what its link leads to (its owner;
+    `NOBODY` for "more than one": a group or everyone may write it)."""
+    import stat
+
+    from cudnnload.resolve.access import private_group
+
+    found: set[int] = set()
+    for follow in (False, True):
+        try:
+            info = os.stat(path, follow_symlinks=follow)
+        except OSError:
+            continue
+        found |= {info.st_uid} - {0, owner}
+        if stat.S_ISLNK(info.st_mode):
+            continue  # a link's own mode is 0777 and means nothing; its target is read next
+        if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP
+                                           and not private_group(info.st_uid, info.st_gid)):
+            found.add(NOBODY)
+    return found
 
 
 def as_owner(owner: int | None) -> dict[str, object]:

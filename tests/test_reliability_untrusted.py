@@ -266,3 +266,69 @@ def test_root_asking_about_another_users_venv_runs_its_start_up_as_that_user(env
         assert json.loads(done.stdout)["result"]["target"]["python"].startswith(str(venv)), done.stdout[:400]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_root_asking_about_its_own_venv_whose_site_packages_anyone_may_write_runs_its_start_up_as_nobody(
+        environ: dict[str, str]) -> None:
+    """`doctor --python VENV` as root, of root's own venv whose ``site-packages`` anyone may write: a ``.pth``
+    line anyone could have put there runs as nobody, never as root (only the venv's owner counted before: root)."""
+    import pwd
+    import tempfile
+
+    from fixtures.reliability import nobody
+
+    why = nobody.unavailable()
+    if why is not None or os.geteuid() != 0:
+        pytest.skip(f"cannot run as nobody: {why or 'not root'}")
+    folder = Path(tempfile.mkdtemp(prefix="cudnnload-open-site-"))
+    try:
+        folder.chmod(0o777)
+        venv = folder / "venv"
+        subprocess.run([nobody.interpreter() or sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                       check=True, capture_output=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+        marker = folder / "ran"
+        (site,) = venv.glob("lib/python3*/site-packages")
+        site.chmod(0o777)
+        (site / "zz-planted.pth").write_text(
+            f"import os; open({str(marker)!r}, 'a').write(str(os.geteuid()) + ' ')\n")
+        done = cli("doctor", "--json", "--python", str(venv), env=environ)
+        ran = marker.read_text().split() if marker.exists() else []
+        assert ran and set(ran) == {str(pwd.getpwnam("nobody").pw_uid)}, (ran, done.stderr[-800:])
+        assert json.loads(done.stdout)["result"]["target"]["python"].startswith(str(venv)), done.stdout[:400]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_whose_code_a_python_runs_counts_everyone_who_may_write_where_its_start_up_reads(tmp_path: Path) -> None:
+    """`owner_of_python`: the venv's owner; another user who owns a ``.pth`` file or a PYTHONPATH folder; nobody
+    where a group or everyone may write its ``site-packages``."""
+    from cudnnload.children import NOBODY, owner_of_python
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files to other users")
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    python = str(venv / "bin" / "python")
+    assert owner_of_python(python) == 0
+    pth = site / "a.pth"
+    pth.write_text("\n")
+    os.chown(pth, 4321, 4321)
+    assert owner_of_python(python) == 4321  # root's venv, another's line: theirs
+    os.chown(venv / "pyvenv.cfg", 1234, 1234)
+    assert owner_of_python(python) == NOBODY  # two users' code: neither's
+    os.chown(venv / "pyvenv.cfg", 0, 0)
+    os.chown(pth, 0, 0)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    os.chown(extra, 4321, 4321)
+    assert owner_of_python(python, [str(extra)]) == 4321
+    extra.chmod(0o777)
+    site.chmod(0o775)
+    os.chown(site, 0, 4321)  # a group with no name: not the owner's private one
+    assert owner_of_python(python) == NOBODY
+    site.chmod(0o755)
+    assert owner_of_python(python) == 0
+    assert owner_of_python(python, [str(extra)]) == NOBODY

@@ -539,7 +539,7 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     interpreter = os.path.abspath(interpreter)  # as given from here (a venv's link kept); its start-up runs in /
     stops: tuple[Finding, ...] = ()
     try:
-        started = observe(interpreter, env, cwd="/", timeout=timeout, user=owner_of_python(interpreter))
+        started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env))
     except StartupFailed as exc:
         # a preloaded cuDNN library that cannot bind stops the interpreter too: its start-up is observed without
         # LD_PRELOAD's cuDNN entries (sys.path does not depend on them), and the failure said as theirs
@@ -561,6 +561,11 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     return Resolved(target, ctx, inventory, install, rejected, findings=stops, started=started)
 
 
+def _owner(interpreter: str, env: Mapping[str, str]) -> int | None:
+    """Whose code the interpreter's start-up runs (`owner_of_python`), with PYTHONPATH's folders too."""
+    return owner_of_python(interpreter, env.get("PYTHONPATH", "").split(os.pathsep))
+
+
 def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed, timeout: float = 20.0
                      ) -> tuple[Startup | None, tuple[Finding, ...]]:
     """The interpreter's start-up without the LD_PRELOAD entries that are cuDNN libraries, when it does not start
@@ -572,7 +577,7 @@ def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFa
     kept = " ".join(entry for entry in written if entry not in entries)
     rest = {k: v for k, v in env.items() if k != "LD_PRELOAD"} | ({"LD_PRELOAD": kept} if kept else {})
     try:
-        started = observe(interpreter, rest, cwd="/", timeout=timeout, user=owner_of_python(interpreter))
+        started = observe(interpreter, rest, cwd="/", timeout=timeout, user=_owner(interpreter, rest))
     except StartupFailed:
         return None, ()
     subject = Subject(SubjectKind.VARIABLE, entries[0], variable="LD_PRELOAD", entry=entries[0])

@@ -243,12 +243,12 @@ class Access:
         """Who besides root and the owner may write: "anyone", "the group G", or None."""
         if info.st_mode & stat.S_IWOTH:
             return "anyone"
-        if info.st_mode & stat.S_IWGRP and not _private_group(info.st_uid, info.st_gid):
+        if info.st_mode & stat.S_IWGRP and not private_group(info.st_uid, info.st_gid):
             return f"the group {self.group_name(info.st_gid)}"
         return None
 
 
-def _private_group(uid: int, gid: int) -> bool:
+def private_group(uid: int, gid: int) -> bool:
     try:
         owner, group = pwd.getpwuid(uid), grp.getgrgid(gid)
     except KeyError:

@@ -604,6 +604,7 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
     keys: list[tuple[object, ...] | None] = []
     with contextlib.ExitStack() as guard:  # the frameworks' imports run untrusted (`children.untrusted`)
         child_env: dict[str, str] | None = None
+        owner: dict[str, object] | None = None  # whose code the imports run (`owner_of_python`), asked once
         for index, dist in enumerate(dists):
             key = _key(dist, interpreter)
             keys.append(key)
@@ -629,9 +630,10 @@ def _facts(dists: Sequence[_Installed], paths: Sequence[str], env: Mapping[str, 
                 command = [interpreter, "-I", "-c", _CHILD, json.dumps(list(paths)), source.build_module,
                            source.build_function]
                 child_env = child_env or guard.enter_context(untrusted(env))[0]
+                owner = as_owner(owner_of_python(interpreter, paths)) if owner is None else owner
                 child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # type: ignore[call-overload]
                                          stdin=subprocess.DEVNULL, env=child_env, start_new_session=True,
-                                         **as_owner(owner_of_python(interpreter)))
+                                         **owner)
                 pending[index] = (child, f"{source.build_module}.{source.build_function}()")
             results.append((dist, (requires, _needs(dist, files, source.folders, cache), build)))
         deadline = time.monotonic() + timeout
