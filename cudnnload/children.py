@@ -215,17 +215,17 @@ def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
         watcher.done(reap=True)
 
 
-def owner_of_python(interpreter: str, paths: Sequence[str] = ()) -> int | None:
-    """The user whose code a Python's start-up and imports run: the owner of its venv (the ``pyvenv.cfg`` above
-    ``interpreter``), else of the interpreter as given (a link's own owner); None where neither can be read.
+def owner_of_python(interpreter: str, paths: Sequence[str] = (), owner: int | None = None) -> int | None:
+    """The user whose code a Python's start-up and imports run: ``owner`` where given (the user a running
+    process runs as), else the owner of its venv (the ``pyvenv.cfg`` above ``interpreter``), else of the
+    interpreter as given (a link's own owner); None where none can be read.
 
     Where another user could have written that code (a site-packages folder of the installation, a ``.pth`` file
     or ``sitecustomize`` in it, or one of ``paths``, such as PYTHONPATH's entries, owned by another user or
     writable by more than its owner), it is that user's, or `NOBODY`'s where more than one may write: a root-owned
     venv whose ``site-packages`` anyone may write would otherwise run, as root, what anyone put there."""
     folder = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
-    owner = None
-    for path in (os.path.join(folder, "pyvenv.cfg"), interpreter):
+    for path in (os.path.join(folder, "pyvenv.cfg"), interpreter) if owner is None else ():
         try:
             owner = os.lstat(path).st_uid
             break

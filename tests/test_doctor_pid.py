@@ -514,3 +514,48 @@ def test_the_start_up_of_another_users_process_runs_as_that_user(tmp_path: Path)
             process.kill()
             process.communicate(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_start_up_of_roots_own_process_from_a_folder_anyone_may_write_runs_as_nobody(tmp_path: Path) -> None:
+    """The same stray, in root's own process whose ``sitecustomize`` lies in a PYTHONPATH folder anyone may write:
+    anyone may have written it, so root observes it as nobody (as root before: only the process's user counted);
+    the stray still goes with its line."""
+    why = nobody.unavailable()
+    if why is not None or os.geteuid() != 0:
+        pytest.skip(f"cannot run as nobody: {why or 'not root'}")
+    folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
+    process = None
+    try:
+        folder.chmod(0o755)
+        lib, old = _copy(lib_folder(W928), folder / "lib"), _copy(lib_folder(W90), folder / "old")
+        marker = folder / "ran"
+        marker.touch(mode=0o666)
+        marker.chmod(0o666)
+        startup = folder / "startup"
+        startup.mkdir()
+        (startup / "sitecustomize.py").write_text(
+            f"import ctypes, os\nopen({str(marker)!r}, 'a').write(f'{{os.geteuid()}}\\n')\n"
+            f"ctypes.CDLL({str(old / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
+        for path in [*folder.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        startup.chmod(0o777)
+        environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(startup), "PYTHONDONTWRITEBYTECODE": "1"}
+        process = subprocess.Popen([nobody.interpreter() or sys.executable, "-c", _CHILD,
+                                    str(lib / "libcudnn.so.9")], env=environ, cwd=folder, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        ran_as_root = marker.read_text()
+        nobody_uid = pwd.getpwnam("nobody").pw_uid
+        report = diagnose_pid(process.pid)
+        runs = marker.read_text().split()
+        assert len(runs) > len(ran_as_root.split()) and set(runs[len(ran_as_root.split()):]) == {str(nobody_uid)}, runs
+        strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
+        assert strays, [f.code for f in report.findings]
+        assert all([(a.do, a.path) for a in f.fix.actions] == [
+            (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"))] for f in strays), [f.fix for f in strays]
+    finally:
+        if process is not None:
+            process.kill()
+            process.communicate(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)

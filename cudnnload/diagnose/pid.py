@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cudnnload.children import ProcStat, proc_stat
+from cudnnload.children import ProcStat, owner_of_python, proc_stat
 from cudnnload.codes import ActionKind, Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
@@ -461,7 +461,8 @@ def _startup_of(running: RunningProcess) -> Observed:
     """What ``running``'s start-up maps now, in an environment: a Python interpreter's ``.pth`` lines and
     ``sitecustomize``, observed as ``doctor --python`` observes them, in a child, as it was started (its options, its
     folder) and as the user it runs as (root asking about another user's process runs that user's start-up code
-    with that user's rights, never its own: `children.as_owner`), once per environment; None for another program,
+    with that user's rights, never its own: `children.as_owner`; nobody's where others may write its site-packages:
+    `children.owner_of_python`), once per environment; None for another program,
     or where it cannot be observed."""
     seen: dict[tuple[tuple[str, str], ...], Startup | None] = {}
 
@@ -474,10 +475,11 @@ def _startup_of(running: RunningProcess) -> Observed:
                 and running.uid is not None and os.geteuid() in (0, running.uid)):
             how = invocation(running.command)
             with contextlib.suppress(StartupFailed, UsageError, OSError):
-                seen[key] = observe(interpreter_of_process(running.executable, running.command, running.environ),
-                                    environ, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags,
-                                    cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/",
-                                    user=running.uid)
+                interpreter = interpreter_of_process(running.executable, running.command, running.environ)
+                user = owner_of_python(interpreter, environ.get("PYTHONPATH", "").split(os.pathsep), running.uid)
+                seen[key] = observe(interpreter, environ, run_as="-c" if how.run_as == "-" else how.run_as,
+                                    flags=how.flags, user=user,
+                                    cwd=running.cwd if running.cwd and os.path.isdir(running.cwd) else "/")
         return seen[key]
 
     return observed
