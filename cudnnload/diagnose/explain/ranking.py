@@ -172,6 +172,20 @@ PRIORS: dict[str, dict[str, int]] = {
     "refused-version@linux": {"removed-api": 2},
     "removed-api": {"removed-api": 4},
     "removed-api@linux": {"removed-api": 2},
+    "rule: Windows error 1455: the commit limit (RAM + paging file) ran out": {"paging-file-too-small": 1},
+    "rule: an NVRTC was found but lacks a function cuDNN needs: an older one": {"nvrtc-wrong": 1},
+    "rule: no header of the newer cuDNN releases declares the name the code uses": {"removed-api": 4},
+    "rule: the GPU is older than cuDNN supports": {"gpu-too-old": 4},
+    "rule: the driver library itself (libcuda.so.1) is missing": {"no-gpu-or-driver": 1},
+    "rule: the file was found but is not a loadable library for this machine (a build for "
+    "another architecture or word size, a truncated or placeholder copy)": {"unloadable-file": 2},
+    "rule: the library that failed is NVRTC, not cuDNN": {"nvrtc-missing": 6},
+    "rule: the library that failed is zlib (zlibwapi.dll)": {"zlib-missing": 5, "unloadable-file": 1},
+    "rule: the log says the driver is too old for the CUDA in use": {"driver-too-old": 4},
+    "rule: the system's glibc/libstdc++ lacks the version cuDNN needs": {"glibc-or-libstdcxx-too-old": 2},
+    "rule: the text says the GPU is out of memory": {"out-of-memory": 3},
+    "rule: the text says the GPU's compute capability is too old": {"gpu-too-old": 2},
+    "rule: torch is in lib64/.../site-packages: the nvidia wheels went to lib/...": {"platlib-purelib-split": 2},
     "status:ARCH_MISMATCH": {"gpu-too-old": 6},
     "status:ARCH_MISMATCH@linux": {"gpu-too-old": 1},
     "status:ARCH_MISMATCH@windows": {"gpu-too-old": 1},
@@ -881,6 +895,7 @@ class Scored:
     evidence: tuple[str, ...]  # what in the text moved it, quoted
     heaviest: float = 0.0  # the weight of the heaviest rule for it that holds on what the text shows (0: none)
     weight: float = 0.0  # the weights of every rule that holds for it, summed: its score less its prior
+    proven: bool = False  # a decisive rule for it holds that was right wherever it held on the tuning part
 
 
 def candidates(signal: Signal) -> tuple[str, ...]:
@@ -1091,15 +1106,45 @@ def by_score(reading: Reading, priors: Priors, nearest: Sequence[messages.Near])
         base, said, _ = _prior(primary, platform_group(reading), family, priors)
         holding = [(rule, quote) for rule in RULES if rule.family == family and (quote := rule.quote(reading, primary))]
         weight = sum(rule.weight for rule, _ in holding)
+        said += "".join(f"; its rule \"{rule.says[:60]}\" held on {_held(rule, priors)}"
+                        for rule, _ in holding if rule.weight >= CONFIDENT and rule.shown)
         scored.append(Scored(family, base + weight, said,
                              tuple(f"{rule.says}: \"{quote[:160]}\"" for rule, quote in holding),
-                             _heaviest(rule for rule, _ in holding), weight))
+                             _heaviest(rule for rule, _ in holding), weight,
+                             any(proven(rule, priors) for rule, _ in holding)))
     return tuple(sorted(scored, key=lambda s: -s.score))
 
 
 def _heaviest(rules: Iterable[Rule]) -> float:
     """The weight of the heaviest of ``rules`` for a cause that holds on what the text shows (0: none does)."""
     return max((rule.weight for rule in rules if rule.shown and rule.weight > 0), default=0.0)
+
+
+# The row of the priors that counts, for a decisive rule, the established causes of the tuning reports it held on.
+RULE_ROW = "rule: "
+# How many tuning reports a decisive rule must have been right on, and wrong on none, before a cause it holds for is
+# "confident" (issue 32: confidence reflects how many reports stand behind it; a rule written for one report, or
+# one that held on a report of another cause, makes a cause at most "likely").
+PROVEN_BY = 3
+
+
+def rule_row(rule: Rule) -> str:
+    return RULE_ROW + rule.says
+
+
+def proven(rule: Rule, priors: Priors) -> bool:
+    """Whether ``rule`` is decisive, shows what it quotes, and held on PROVEN_BY or more tuning reports (``priors``'s
+    `rule_row`), each of its cause."""
+    if rule.weight < CONFIDENT or not rule.shown:
+        return False
+    row = priors.get(rule_row(rule), {})
+    return row.get(rule.family, 0) >= PROVEN_BY and sum(row.values()) == row.get(rule.family, 0)
+
+
+def _held(rule: Rule, priors: Priors) -> str:
+    """How often a decisive rule held on the tuning reports, and was right, in words."""
+    row = priors.get(rule_row(rule), {})
+    return f"{sum(row.values())} tuning reports, of this cause in {row.get(rule.family, 0)}"
 
 
 # What a first cause needs for each tag: the heaviest rule for it that holds on what the text shows, and its lead
@@ -1111,14 +1156,15 @@ LIKELY = 2.0  # the text shows strong evidence for it
 
 def confidence(ranked: tuple[Scored, ...], index: int) -> str:
     """"confident", "likely", "possible" or "unlikely" for the cause at ``index`` of a ranking: "confident" only
-    where the text names the cause (a decisive rule) and it leads the next by 2 or more, "likely" where the text
+    where the text names the cause (a decisive rule, `proven` on the tuning reports) and it leads the next by 2 or
+    more, "likely" where the text
     shows strong evidence for it (a rule of weight 2 or more) and it leads by 1, both in its score and in what the
     text shows alone: never from how many reports had it (its prior) or from what the text lacks."""
     this = ranked[index]
     if index == 0:
         second = ranked[1] if len(ranked) > 1 else None
         margin = min(this.score - second.score, this.weight - second.weight) if second else math.inf
-        if this.heaviest >= CONFIDENT and margin >= 2:
+        if this.heaviest >= CONFIDENT and this.proven and margin >= 2:
             return "confident"
         return "likely" if this.heaviest >= LIKELY and margin >= 1 else "possible"
     return "possible" if ranked[0].score - this.score < 2 else "unlikely"
