@@ -491,6 +491,39 @@ def test_a_running_program_whose_search_path_leads_to_another_release_is_restart
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_stray_a_pth_line_mapped_into_a_running_program_goes_with_that_line_though_it_fails_now() -> None:
+    """A ``.pth`` line maps 9.28-cuda13's ops from another folder into a held program on its wheel's 9.28; the wheel
+    is then put back to 9.0 under it (fix differential 3-3587). Started now, the line fails (that ops needs a 9.28
+    graph and finds 9.0's first), so the start-up maps nothing: the stray was said in words ("load ... first").
+    The line still names the stray's path: it goes, with the restart; and the stray folder's own install, whose shim
+    the program never loaded, no longer gives the first error."""
+    _fixed_without_breaks(3587, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_behind_a_damaged_wheel_gets_the_wheel_rewritten_its_start_up_stray_taken_out_and_a_restart(
+        ) -> None:
+    """A held program on 9.28, its wheel upgraded to 9.24 under it, then a 9.0 shim copied over 9.24's and a
+    sitecustomize line mapping 9.0's graph (fix differential 3-4877): the first error, the shim not the file its
+    RECORD lists, was fixed by the reinstall alone, and the program went on running 9.28 beside 9.24's
+    sub-libraries. The restart goes with the reinstall, and the start-up line that would map 9.0's graph into the
+    restarted program goes too: the model judges the start afresh after both."""
+    _fixed_without_breaks(4877, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_whose_wheel_another_cuda_majors_wheel_took_away_gets_it_rewritten() -> None:
+    """A held program on nvidia-cudnn-cu13 9.28, installed over -cu12 in the same folder; -cu12 then upgraded to 9.0
+    and to 8.9.7 under it (fix differential 3-4884): each uninstall of -cu12 took the files -cu13 had written, and
+    left -cu13 listed as installed. The put-back of the release the program runs was a plain `pip install`, which
+    pip answers "Requirement already satisfied" with nothing written; it rewrites the wheel (--force-reinstall)."""
+    _fixed_without_breaks(4884, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

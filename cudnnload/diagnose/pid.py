@@ -47,7 +47,20 @@ from cudnnload.resolve.elfcache import ElfCache, open_cache
 from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, invocation, observe
-from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual, remove_entry, restart, unique
+from cudnnload.verdicts import (
+    ERROR,
+    WARNING,
+    Action,
+    Finding,
+    Fix,
+    Subject,
+    fix,
+    manual,
+    remove_entry,
+    remove_line,
+    restart,
+    unique,
+)
 
 # include/linux/sched.h: PF_KTHREAD, "I am a kernel thread" (the flags are field 9 of /proc/PID/stat)
 _PF_KTHREAD = 0x00200000
@@ -188,8 +201,8 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     objects = [f.path for f in running.files if ".so" in os.path.basename(f.path) and f.path != running.executable]
     program = python_requester(cache, running.executable)
     observed = _startup_of(running)
-    ctx = context(running.environ, executable=program, mapped=objects, cache=cache,
-                  started=_started_here(running, observed))
+    started = _started_here(running, observed)
+    ctx = context(running.environ, executable=program, mapped=objects, cache=cache, started=started)
     inventory = _installs(running, ctx)
     libraries = _libraries(running.files, running.pid, ctx, inventory)
     cudnn = [lib for lib in libraries if lib.major is not None]
@@ -197,13 +210,16 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     installs = [i for i in inventory.installs if i.folder in shims and i.file("shim")]
     pending = tuple(step for i in installs for step in i.plan if step.rule != "already-loaded")
     replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state in CHANGED}
-    findings: list[Finding] = list(inventory.findings) + [
-        _on_restart(f, running.pid) if i.folder in replaced else f for i in inventory.installs for f in i.findings]
     shell = _shell_environ(running.environ, os.environ if environ is None else environ)
     restarting = _restart(running, inventory, _afresh(observed, cache, program), shell)
-    findings += _mixed(cudnn, shims, running, restarting)
-    findings += _changed(libraries, running, restarting)
     stale = _stale(installs, cudnn, replaced)
+    behind = replaced | {folder for _, _, folder in stale}  # folders the process runs another release from
+    findings: list[Finding] = list(inventory.findings) + [
+        _and_restart(_on_restart(f, running.pid) if i.folder in replaced else f, i.folder, restarting)
+        if i.folder in behind else _not_its_shim(f, i, running.pid) if shims and i.folder not in shims else f
+        for i in inventory.installs for f in i.findings]
+    findings += _mixed(cudnn, shims, running, restarting, started)
+    findings += _changed(libraries, running, restarting)
     findings += _stale_findings(stale, pid, restarting)
     findings += _orphaned(cudnn, installs, running, ctx)
     findings += _closed(cudnn, running)
@@ -316,14 +332,14 @@ def _releases(libs: Sequence[MappedLibrary]) -> list[Release]:
     return sorted({lib.release for lib in libs if lib.release is not None})
 
 
-def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess, restart: Restart
-           ) -> list[Finding]:
+def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess, restart: Restart,
+           starting: Mapping[str, Source] | None = None) -> list[Finding]:
     """cuDNN files of one generation from several folders or releases: each binds to the others'
     release-private symbols. The cure: the LD_PRELOAD entries that brought the others, where they did; else, where
     all are of the shim's folder (files replaced under the process), a start afresh of its install, where the model
     proves it maps one release whole (`_restart`); a file of another folder the process opened itself (by path)
     would be opened again by a restart: said in words."""
-    findings = []
+    findings, starting = [], starting or {}
     for major, libs in _by_major(_telling(cudnn)).items():
         folders = sorted({os.path.dirname(lib.path) for lib in libs})
         releases = _releases(libs)
@@ -334,9 +350,14 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
                                                            else "") for lib in libs)
         home = next((folder for folder in folders if folder in shims), None)
         entries = _stray_entries([lib for lib in libs if os.path.dirname(lib.path) != home]) if home else []
+        strays = [lib for lib in libs if os.path.dirname(lib.path) != home]
+        lines = tuple(dict.fromkeys(remove_line(source.file, source.text) for lib in strays
+                                    if (source := starting.get(lib.path)) and source.file and source.text))
         cure = fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
                    note=f"then restart process {running.pid}") if entries else \
-            restart(home, f"so that it maps one cuDNN {major}") if home and folders == [home] else \
+            _with_lines(lines, restart(home, f"so that it maps one cuDNN {major}")) if home and (
+                not strays or (strays and all(lib.path in starting for lib in strays))) \
+            else \
             fix(manual(f"restart process {running.pid} so that it maps one cuDNN {major}: the findings about the "
                        "shim's install say where the others come from"))
         findings.append(Finding(Code.MIXED_IN_PROCESS, f"process {running.pid} has cuDNN {major} mapped from "
@@ -346,6 +367,14 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
                                         variable="LD_PRELOAD" if entries else None,
                                         entry=entries[0] if len(entries) == 1 else None), cure))
     return findings
+
+
+def _with_lines(lines: Sequence[Action], then: Fix) -> Fix:
+    """The start-up lines that brought a process's strays taken out, then ``then`` (a restart, which judged a start
+    afresh with what the start-up maps now: a line that no longer maps its file still names it, and goes)."""
+    if not lines:
+        return then
+    return replace(then, actions=tuple(dict.fromkeys((*lines, *then.actions))))
 
 
 def _telling(cudnn: Sequence[MappedLibrary]) -> list[MappedLibrary]:
@@ -412,6 +441,12 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
             mended, again = verdict(folder, *after)
             if mended is not None and whole(mended) and again is None:
                 judged, error, environ, first = mended, None, after[0], its_fix
+        elif judged is not None and (rewritten := rewritten_then(folder, judged, environ)) is not None:
+            # the folder's own wheel rewritten as released, with what the model applies to a start: then the restart
+            return fix(*rewritten, restart(running.pid, running.command),
+                       note=f"{why}: once the wheel of {folder} is rewritten as released, the model finds nothing "
+                            f"else that keeps cuDNN {judged.release or judged.major} there from loading whole for a "
+                            "start afresh")
         if judged is None or not whole(judged) or error is not None:
             return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
         note = f"{why}: the model finds cuDNN {judged.release or judged.major} in {folder} whole for a start afresh"
@@ -425,7 +460,59 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
                                                                                else ""))
         return fix(*first, restart(running.pid, running.command), note=note)
 
+    def rewritten_then(folder: str, judged: Judged, environ: Mapping[str, str]) -> tuple[Action, ...] | None:
+        """What a start afresh of the folder's install needs where one of the things in its way is its own wheel
+        rewritten (`_rewrites`), which the model cannot apply to a start (the files are not there yet): that, and
+        the fixes of the others where the model applies them to the start (`_started_after`) and finds nothing
+        left in the way but the rewrite; None otherwise."""
+        standing = [f for f in judged.findings if f.severity is ERROR or unwhole(f)]
+        rewrite = next((f.fix.actions for f in standing if _rewrites(f.fix.actions, folder)), None)
+        if rewrite is None:
+            return None
+        others = tuple(dict.fromkeys(a for f in standing if f.fix.actions != rewrite for a in f.fix.actions))
+        if others:
+            after = _started_after(others, environ)
+            mended = verdict(folder, *after)[0] if after is not None else None
+            if mended is None or any(f.fix.actions != rewrite for f in mended.findings
+                                     if f.severity is ERROR or unwhole(f)):
+                return None
+        return (*rewrite, *others)
+
     return cure
+
+
+def _not_its_shim(finding: Finding, install: Judged, pid: int) -> Finding:
+    """An error of an install whose shim the process has not mapped, where it runs another folder's: it is judged
+    for a program that loads its shim, which this process does not; what of it the process did map is a stray
+    (`_mixed` says it, with its fix). A warning, said as such (seed 3's 3-3587: a ``.pth`` line's stray ops made its
+    folder's "load ... first", in words, the first error)."""
+    if finding.severity is not ERROR:
+        return finding
+    return replace(finding, severity=WARNING, message=f"for a program that loads the shim of {install.folder} (process "
+                   f"{pid} runs another folder's, and has only a stray of this one): {finding.message}")
+
+
+def _and_restart(finding: Finding, folder: str, restart: Restart) -> Finding:
+    """An install's error in a folder the process runs another release from, whose fix rewrites the folder's own
+    wheel: the process goes on running what it mapped, and what it loads later comes from the wheel put back, so
+    its restart goes with the fix, where the model finds nothing else in the way of a start afresh (`_restart`);
+    else the finding as it is (the restart is then said by the findings about what the process runs). Seed 3's
+    3-4877: a record-mismatch's reinstall alone left the held program's later version checks failing."""
+    if finding.severity is not ERROR or not _rewrites(finding.fix.actions, folder):
+        return finding
+    then = restart(folder, "to run the wheel put back")
+    own = len(finding.fix.actions)
+    if then.actions[:own] != finding.fix.actions or not any(a.do is ActionKind.RESTART for a in then.actions[own:]):
+        return finding
+    return replace(finding, fix=then)
+
+
+def _rewrites(actions: Sequence[Action], folder: str) -> bool:
+    """Whether ``actions`` are pip's rewriting (``--force-reinstall``) of wheels into the site that holds
+    ``folder``, and nothing else: the folder's own files put back as released."""
+    return bool(actions) and all(
+        a.do is ActionKind.PIP_INSTALL and "--force-reinstall" in a.options and a.target is not None
+        and folder.startswith(a.target.rstrip("/") + "/") for a in actions)
 
 
 def _started_after(actions: Sequence[Action], environ: Mapping[str, str]
@@ -503,7 +590,18 @@ def _started_here(running: RunningProcess, observed: Observed) -> dict[str, Sour
     if len({os.path.dirname(path) for path in mapped}) < 2:
         return None
     started = observed(running.environ)
-    return {path: source for path, source in started_cuda(started).items() if path in mapped} if started else None
+    if started is None:
+        return None
+    found = {path: source for path, source in started_cuda(started).items() if path in mapped}
+    # a .pth import line that names the file by its path, though it no longer maps it (the file needs a library
+    # of a release the disk no longer holds: the line fails now, Python says so and goes on)
+    named = [(pth, line) for pth in started.pth_files for line in pth.lines if line.kind == "import"]
+    for path in sorted(mapped - set(found)):
+        for pth, line in named:
+            if path in line.text:
+                found[path] = Source("pth-import", pth.path, line.number, line.text)
+                break
+    return found
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
@@ -601,15 +699,19 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
 
 
 def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
-    """The release a process runs put back into the folder it runs it from: a wheel's folder gets that wheel, into
-    its site, by whoever installs there; another folder, in words."""
+    """The release a process runs put back into the folder it runs it from: a wheel's folder gets that wheel again
+    (``--force-reinstall``), into its site, by whoever installs there; another folder, in words."""
     marker = "/" + WHEEL_LIB
     wanted = f"cuDNN {shim.release or shim.major}"
     requirement = cudnn_requirement(shim.major, cuda, shim.release) if shim.major is not None else None
     if folder.endswith(marker) and requirement is not None:
         site = folder[:-len(marker)]
         pip_env = interpreter_of_site(site)
-        return fix(pip_into([requirement], site, pip_env, along=along_of(site, pip_env)),
+        # rewritten whatever pip's metadata says: a wheel of another CUDA major in the same folder (-cu12 over
+        # -cu13) or another release's uninstall takes the files and leaves this one listed as installed, and a
+        # plain install of it is then "Requirement already satisfied" with nothing put back (seed 3's 3-4884)
+        return fix(pip_into([requirement], site, pip_env, options=("--force-reinstall",),
+                            along=along_of(site, pip_env)),
                    note=f"{wanted}, the release it runs, back where it runs it from")
     return fix(manual(f"put {wanted} back in {folder}: the process runs that release from there"))
 
