@@ -163,10 +163,13 @@ def test_a_preloaded_graph_of_another_release_is_mixed_release_naming_ld_preload
     assert (graph.path, str(graph.release), graph.preloaded_by) == (preload, "9.0.0", preload)
     mixed = [f for f in report.findings if f.code is Code.MIXED_RELEASE and f.subject.variable == "LD_PRELOAD"]
     assert mixed and all(f.subject.entry == preload for f in mixed)
-    assert [(a.do, a.variable, a.entry) for a in mixed[0].fix.actions] == [
-        (ActionKind.ENV_REMOVE_ENTRY, "LD_PRELOAD", preload)]
+    # the entry goes, then the process starts again: it runs what it mapped until then (the model finds 9.28's
+    # wheel whole for a start without the entry)
+    assert [(a.do, a.variable, a.entry, a.pid) for a in mixed[0].fix.actions] == [
+        (ActionKind.ENV_REMOVE_ENTRY, "LD_PRELOAD", preload, None), (ActionKind.RESTART, None, None, running.pid)]
     in_process = next(f for f in report.findings if f.code is Code.MIXED_IN_PROCESS)
-    assert [(a.do, a.entry) for a in in_process.fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, preload)]
+    assert [(a.do, a.entry) for a in in_process.fix.actions] == [(ActionKind.ENV_REMOVE_ENTRY, preload),
+                                                                  (ActionKind.RESTART, None)]
     assert not report.healthy
     done = cli("doctor", "--pid", str(running.pid))
     assert done.returncode == EXIT_PROBLEMS and f"LD_PRELOAD {preload}" in done.stdout
@@ -273,6 +276,60 @@ def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_m
     first = next(f for f in report.findings if f.code is Code.MIXED_RELEASE)
     assert [a.json() for a in first.fix.actions] == [
         {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
+
+
+@pytest.mark.parametrize("release", [W90, W928])
+def test_a_wheel_replaced_under_a_process_whose_release_this_user_cannot_read_is_told_by_its_build(
+        child: Callable[..., Child], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, release: str) -> None:
+    """The wheel replaced while the process runs 9.28's shim and graph, asked by a user who may not read
+    /proc/PID/map_files (root's: the user whose own process it is, the common case): no file mapped tells the
+    release it runs (it was "no error"). Its mappings tell the build: a shim mapped longer or shorter than the file
+    now at its path maps is another build, so the sub-libraries it loads later mix with it (9.0's: restart); the
+    same release written again (new files, same build) is no error."""
+    monkeypatch.setattr(pid_module, "_read_mapped", lambda pid, mapped: None)  # as a user without map_files
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    running = child(lib / "libcudnn.so.9", _with_cublas())
+    for path in lib.iterdir():
+        path.unlink()
+    for path in lib_folder(release).iterdir():
+        shutil.copyfile(path, lib / path.name)  # new files: every mapped one is REPLACED
+    report = diagnose_pid(running.pid)
+    assert {m.state for m in report.libraries if m.major == 9} == {REPLACED}
+    errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    if release == W928:
+        assert not errors, [f.message for f in errors]
+        return
+    stale = [f for f in errors if f.code is Code.MIXED_RELEASE]
+    assert {"ops", "cnn", "heuristic"} <= {f.subject.library for f in stale}
+    assert all("runs another build" in f.message for f in stale), stale[0].message
+    assert [a.json() for a in stale[0].fix.actions] == [
+        {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
+
+
+def test_the_first_mapping_of_a_library_is_as_long_as_its_first_load_segment_as_readelf_shows_it() -> None:
+    """`mapped.first_span` against /proc/self/maps of a process that loaded the library, and against the first
+    LOAD of `readelf -lW` (offset 0, file size, page-aligned)."""
+    import re
+
+    from cudnnload.resolve.mapped import first_span
+
+    paths = [lib_folder(W928) / "libcudnn.so.9", lib_folder(W90) / "libcudnn.so.9",
+             lib_folder(W90) / "libcudnn_ops.so.9"]
+    code = ("import ctypes, sys\nfor p in sys.argv[1:]: ctypes.CDLL(p)\n"
+            "print(open('/proc/self/maps').read())")
+    maps = subprocess.run([sys.executable, "-c", code, *map(str, paths)], capture_output=True, text=True, check=True,
+                          env=_with_cublas()).stdout.splitlines()
+    page = os.sysconf("SC_PAGE_SIZE")
+    for path in paths:
+        first = next(line.split()[0] for line in maps if line.endswith(str(path)))
+        start, end = (int(x, 16) for x in first.split("-"))
+        load = next(line.split() for line in subprocess.run(["readelf", "-lW", str(path)], capture_output=True,
+                                                             text=True, check=True).stdout.splitlines()
+                    if re.match(r"\s*LOAD\s", line))
+        address, in_file = int(load[2], 16), int(load[4], 16)
+        assert first_span(str(path)) == end - start == -(-(address + in_file) // page) * page - address // page * page
+    assert first_span(str(paths[0])) != first_span(str(paths[1]))  # 9.28's shim and 9.0's: two builds
+    assert first_span("/etc/passwd") is None
 
 
 def test_a_replaced_shim_runs_with_the_graph_it_mapped_and_its_later_loads_are_judged_by_it(
@@ -469,7 +526,8 @@ def test_a_stray_the_pythons_start_up_mapped_into_the_process_goes_with_its_line
     strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
     assert strays, [f.code for f in report.findings]
     assert all([(a.do, a.path, a.line) for a in f.fix.actions] == [
-        (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"), line)] for f in strays), [f.fix for f in strays]
+        (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"), line), (ActionKind.RESTART, None, None)]
+        for f in strays), [f.fix for f in strays]  # then the restart: the process runs what it mapped until then
 
 
 def test_the_start_up_of_another_users_process_runs_as_that_user(tmp_path: Path) -> None:

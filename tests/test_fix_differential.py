@@ -491,6 +491,26 @@ def test_a_running_program_whose_search_path_leads_to_another_release_is_restart
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_running_program_with_strays_of_a_start_up_line_and_of_ld_preload_loses_both_then_restarts() -> None:
+    """A held program started with LD_PRELOAD naming 9.28's ops of one folder and a ``.pth`` line mapping 9.0's shim
+    of another, its wheel then replaced twice under it (fix differential 3-5529): the first error's fix took out the
+    line alone, and the program started again still had the LD_PRELOAD stray. The restart is judged with each thing
+    in its way taken away in turn, the line and then the entry, and goes with both."""
+    _fixed_without_breaks(5529, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_whose_wheel_was_upgraded_under_it_asked_about_by_its_own_user_is_restarted() -> None:
+    """``nobody``'s held program on 9.28, its wheel upgraded to 9.24 under it, asked about by ``nobody`` (fix
+    differential 3-5060), who may not read /proc/PID/map_files: no file mapped told the release it runs, and doctor
+    found no error. The shim it mapped is another build than the file now at its path (its first mapping is not as
+    long): its later loads mix with it, and the restart is the fix."""
+    _fixed_without_breaks(5060, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_stray_a_pth_line_mapped_into_a_running_program_goes_with_that_line_though_it_fails_now() -> None:
     """A ``.pth`` line maps 9.28-cuda13's ops from another folder into a held program on its wheel's 9.28; the wheel
     is then put back to 9.0 under it (fix differential 3-3587). Started now, the line fails (that ops needs a 9.28

@@ -44,7 +44,7 @@ from cudnnload.resolve.catalog import GENERATIONS, Release, classify
 from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester, started_context
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import ElfCache, open_cache
-from cudnnload.resolve.mapped import MappedFile, is_cuda_family, read_maps
+from cudnnload.resolve.mapped import MappedFile, first_span, is_cuda_family, read_maps
 from cudnnload.resolve.pythons import along_of, interpreter_of_process, interpreter_of_site
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, invocation, observe
 from cudnnload.verdicts import (
@@ -98,6 +98,9 @@ class MappedLibrary:
     preloaded_by: str | None = None  # the LD_PRELOAD entry that put it in the process
     # the file as mapped, read once (a file gone from disk through its map_files entry); not in the report
     elf: ElfInfo | None = field(default=None, compare=False, repr=False)
+    # REPLACED by a file of another build: its first mapping is not as long as the file at its path maps
+    # (`mapped.first_span`), which tells without /proc/PID/map_files (root's) that the process runs another build
+    other_build: bool = field(default=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     behind = replaced | {folder for _, _, folder in stale}  # folders the process runs another release from
     findings: list[Finding] = list(inventory.findings) + [
         _and_restart(_on_restart(f, running.pid) if i.folder in replaced else f, i.folder, restarting)
-        if i.folder in behind else _not_its_shim(f, i, running.pid) if shims and i.folder not in shims else f
+        if i.folder in behind | shims else _not_its_shim(f, i, running.pid) if shims else f
         for i in inventory.installs for f in i.findings]
     findings += _mixed(cudnn, shims, running, restarting, started)
     findings += _changed(libraries, running, restarting)
@@ -259,8 +262,10 @@ def _libraries(files: Sequence[MappedFile], pid: int, ctx: Context,
         # a file no longer on disk is read through its map_files entry (root, or CAP_CHECKPOINT_RESTORE); the
         # others of the family carry no cuDNN release
         info = None if lib is None else ctx.elf(mapped.path) if state == ON_DISK else _read_mapped(pid, mapped)
+        other = state == REPLACED and (span := first_span(mapped.path)) is not None and span != mapped.span
         libraries.append(MappedLibrary(mapped.path, lib.key if lib else None, lib.major if lib else None,
-                                       info.release if info else None, state, ctx.preload_entry(mapped.path), info))
+                                       info.release if info else None, state, ctx.preload_entry(mapped.path), info,
+                                       other))
     return tuple(replace(lib, release=lib.release or _release_beside(lib, libraries, inventory))
                  for lib in libraries)
 
@@ -351,13 +356,13 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
         home = next((folder for folder in folders if folder in shims), None)
         entries = _stray_entries([lib for lib in libs if os.path.dirname(lib.path) != home]) if home else []
         strays = [lib for lib in libs if os.path.dirname(lib.path) != home]
-        lines = tuple(dict.fromkeys(remove_line(source.file, source.text) for lib in strays
-                                    if (source := starting.get(lib.path)) and source.file and source.text))
-        cure = fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
-                   note=f"then restart process {running.pid}") if entries else \
-            _with_lines(lines, restart(home, f"so that it maps one cuDNN {major}")) if home and (
-                not strays or (strays and all(lib.path in starting for lib in strays))) \
-            else \
+        # what brought each stray, where the model knows: an LD_PRELOAD entry, a start-up line
+        brought = [_brought_by(lib, starting) for lib in strays]
+        removals = tuple(dict.fromkeys(action for action in brought if action is not None))
+        known = all(action is not None for action in brought)
+        cure = _with_lines(removals, restart(home, f"so that it maps one cuDNN {major}")) if home and known else \
+            fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
+                note=f"then restart process {running.pid}") if entries else \
             fix(manual(f"restart process {running.pid} so that it maps one cuDNN {major}: the findings about the "
                        "shim's install say where the others come from"))
         findings.append(Finding(Code.MIXED_IN_PROCESS, f"process {running.pid} has cuDNN {major} mapped from "
@@ -369,9 +374,19 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
     return findings
 
 
+def _brought_by(lib: MappedLibrary, starting: Mapping[str, Source]) -> Action | None:
+    """What takes away what brought a stray into the process: its LD_PRELOAD entry, or the start-up line that maps
+    or names it; None where the model does not know (the program opened it itself)."""
+    if lib.preloaded_by:
+        return remove_entry("LD_PRELOAD", lib.preloaded_by)
+    source = starting.get(lib.path)
+    return remove_line(source.file, source.text) if source and source.file and source.text else None
+
+
 def _with_lines(lines: Sequence[Action], then: Fix) -> Fix:
-    """The start-up lines that brought a process's strays taken out, then ``then`` (a restart, which judged a start
-    afresh with what the start-up maps now: a line that no longer maps its file still names it, and goes)."""
+    """What brought a process's strays taken away (its LD_PRELOAD entries and start-up lines), then ``then`` (a
+    restart, which judged a start afresh with what the start-up maps now: a line that no longer maps its file still
+    names it, and goes)."""
     if not lines:
         return then
     return replace(then, actions=tuple(dict.fromkeys((*lines, *then.actions))))
@@ -390,6 +405,9 @@ def _stray_entries(strays: Sequence[MappedLibrary]) -> list[str]:
         return []
     return list(dict.fromkeys(lib.preloaded_by for lib in strays if lib.preloaded_by))
 
+
+# How many times a restart's judgement applies the fix of what stands in its way and judges the start again
+_ROUNDS = 4
 
 # What takes a running process to the files now in a folder: a restart, where the model proves that a start afresh
 # maps one whole release from there; else said in words (`_restart`)
@@ -431,17 +449,22 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
     def cure(folder: str, why: str) -> Fix:
         environ: Mapping[str, str] = running.environ
         first: tuple[Action, ...] = ()
+        unstarted: frozenset[tuple[str, str]] = frozenset()
         judged, error = verdict(folder, environ)
         # what stands in the way: the error, else what keeps the folder from loading whole (a warning: a library
-        # another release's folder on the search path would give, which the program may never ask for)
-        stands = error or next((f for f in judged.findings if unwhole(f)), None) if judged is not None else None
-        its_fix = stands.fix.actions if stands is not None else ()
-        after = _started_after(its_fix, environ)
-        if after is not None:  # its fix applied to the start, then judged again
-            mended, again = verdict(folder, *after)
-            if mended is not None and whole(mended) and again is None:
-                judged, error, environ, first = mended, None, after[0], its_fix
-        elif judged is not None and (rewritten := rewritten_then(folder, judged, environ)) is not None:
+        # another release's folder on the search path would give, which the program may never ask for); its fix
+        # applied to the start where the model can (`_started_after`), judged again, and so on while each round
+        # takes something away (a start-up line, then an LD_PRELOAD entry)
+        for _ in range(_ROUNDS):
+            stands = error or next((f for f in judged.findings if unwhole(f)), None) if judged is not None else None
+            actions = tuple(dict.fromkeys((*first, *stands.fix.actions))) if stands is not None else first
+            after = _started_after(actions, running.environ) if actions != first else None
+            mended, again = verdict(folder, *after) if after is not None else (None, None)
+            if after is None or mended is None:
+                break
+            judged, error, environ, first, unstarted = mended, again, after[0], actions, after[1]
+        if judged is not None and (error is not None or not whole(judged)) and \
+                (rewritten := rewritten_then(folder, judged, first)) is not None:
             # the folder's own wheel rewritten as released, with what the model applies to a start: then the restart
             return fix(*rewritten, restart(running.pid, running.command),
                        note=f"{why}: once the wheel of {folder} is rewritten as released, the model finds nothing "
@@ -451,7 +474,7 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
             return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
         note = f"{why}: the model finds cuDNN {judged.release or judged.major} in {folder} whole for a start afresh"
         if shell is not None:  # a restart is in the environment it started with: said where this shell's would fail
-            here, trouble = verdict(folder, shell, after[1] if after is not None and first else frozenset())
+            here, trouble = verdict(folder, shell, unstarted)
             if here is None or not whole(here) or trouble is not None:
                 differ = ", ".join(f"{name}={environ.get(name, '(unset)')}" for name in _STARTING
                                    if environ.get(name) != shell.get(name))
@@ -460,18 +483,19 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
                                                                                else ""))
         return fix(*first, restart(running.pid, running.command), note=note)
 
-    def rewritten_then(folder: str, judged: Judged, environ: Mapping[str, str]) -> tuple[Action, ...] | None:
+    def rewritten_then(folder: str, judged: Judged, first: tuple[Action, ...]) -> tuple[Action, ...] | None:
         """What a start afresh of the folder's install needs where one of the things in its way is its own wheel
         rewritten (`_rewrites`), which the model cannot apply to a start (the files are not there yet): that, and
-        the fixes of the others where the model applies them to the start (`_started_after`) and finds nothing
-        left in the way but the rewrite; None otherwise."""
+        ``first`` (what was applied to the start already) with the fixes of the others where the model applies them
+        to the start (`_started_after`) and finds nothing left in the way but the rewrite; None otherwise."""
         standing = [f for f in judged.findings if f.severity is ERROR or unwhole(f)]
         rewrite = next((f.fix.actions for f in standing if _rewrites(f.fix.actions, folder)), None)
         if rewrite is None:
             return None
-        others = tuple(dict.fromkeys(a for f in standing if f.fix.actions != rewrite for a in f.fix.actions))
-        if others:
-            after = _started_after(others, environ)
+        others = tuple(dict.fromkeys((*first, *(a for f in standing if f.fix.actions != rewrite
+                                                for a in f.fix.actions))))
+        if others != first:
+            after = _started_after(others, running.environ)
             mended = verdict(folder, *after)[0] if after is not None else None
             if mended is None or any(f.fix.actions != rewrite for f in mended.findings
                                      if f.severity is ERROR or unwhole(f)):
@@ -493,16 +517,17 @@ def _not_its_shim(finding: Finding, install: Judged, pid: int) -> Finding:
 
 
 def _and_restart(finding: Finding, folder: str, restart: Restart) -> Finding:
-    """An install's error in a folder the process runs another release from, whose fix rewrites the folder's own
-    wheel: the process goes on running what it mapped, and what it loads later comes from the wheel put back, so
-    its restart goes with the fix, where the model finds nothing else in the way of a start afresh (`_restart`);
-    else the finding as it is (the restart is then said by the findings about what the process runs). Seed 3's
-    3-4877: a record-mismatch's reinstall alone left the held program's later version checks failing."""
-    if finding.severity is not ERROR or not _rewrites(finding.fix.actions, folder):
+    """An error of an install the process runs, whose fix changes only what a start gets (a start-up line, a
+    variable) or rewrites the folder's own wheel: the process goes on running what it mapped, so its restart goes
+    with the fix, judged with every other thing in the way of a start afresh taken away where the model can
+    (`_restart`); else the finding as it is. Seed 3's 3-4877: a record-mismatch's reinstall alone left the held
+    program's later version checks failing; 3-5529: a start-up line's removal alone, an LD_PRELOAD stray left."""
+    actions = finding.fix.actions
+    if finding.severity is not ERROR or not actions or not (
+            _rewrites(actions, folder) or _started_after(actions, {}) is not None):
         return finding
-    then = restart(folder, "to run the wheel put back")
-    own = len(finding.fix.actions)
-    if then.actions[:own] != finding.fix.actions or not any(a.do is ActionKind.RESTART for a in then.actions[own:]):
+    then = restart(folder, "so that it starts with the fix")
+    if not any(a.do is ActionKind.RESTART for a in then.actions) or not set(actions) <= set(then.actions):
         return finding
     return replace(finding, fix=then)
 
@@ -629,19 +654,26 @@ def _on_restart(finding: Finding, pid: int) -> Finding:
 
 
 def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced: set[str]
-           ) -> list[tuple[Step, Release, str]]:
+           ) -> list[tuple[Step, Release | None, str]]:
     """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
     process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
     reading the disk alone, sees one release there). The release it runs is that of what it mapped from the folder;
     where that is only a shim replaced since (``replaced``: it carries no release), that of the graph and ops it
     mapped, wherever from (the shim runs with the graph it loaded). Each with the install's folder: the one a
-    restart maps afresh (the sub-library may come from another folder the search reaches first)."""
-    stale = []
+    restart maps afresh (the sub-library may come from another folder the search reaches first). Where no file it
+    mapped tells its release (this user may not read /proc/PID/map_files, which is root's) but a file it mapped from
+    the folder was replaced by another build (`MappedLibrary.other_build`), it runs a release not known (None) that
+    is not the disk's: every sub-library not loaded yet from there would mix with it."""
+    stale: list[tuple[Step, Release | None, str]] = []
     for install in installs:
-        mine = _releases([lib for lib in cudnn if os.path.dirname(lib.path) == install.folder
-                          and lib.major == install.major])
+        here = [lib for lib in cudnn if os.path.dirname(lib.path) == install.folder and lib.major == install.major]
+        mine = _releases(here)
         if not mine and install.folder in replaced:
             mine = _releases([lib for lib in _telling(cudnn) if lib.major == install.major])
+        if not mine and any(lib.other_build for lib in here):
+            stale += [(step, None, install.folder) for step in install.plan if step.rule != "already-loaded"
+                      and step.path and step.inside_install]
+            continue
         if len(mine) != 1 or mine[0] == install.release:
             continue
         stale += [(step, mine[0], install.folder) for step in install.plan if step.rule != "already-loaded"
@@ -649,9 +681,16 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced:
     return stale
 
 
-def _stale_findings(stale: Sequence[tuple[Step, Release, str]], pid: int, restart: Restart) -> list[Finding]:
+def _running(release: Release | None) -> str:
+    return f"cuDNN {release}" if release is not None else \
+        "another build (its release is not readable as this user: /proc/PID/map_files is root's)"
+
+
+def _stale_findings(stale: Sequence[tuple[Step, Release | None, str]], pid: int, restart: Restart
+                    ) -> list[Finding]:
     return [Finding(Code.MIXED_RELEASE, f"not loaded yet: when the shim asks for {step.library}, it gets {step.path} "
-                    f"(cuDNN {step.release}, on disk now), while process {pid} runs cuDNN {running} from this folder",
+                    f"(cuDNN {step.release}, on disk now), while process {pid} runs {_running(running)} from this "
+                    "folder",
                     Subject(SubjectKind.FILE, step.path, step.library),
                     restart(folder, f"before it loads {os.path.basename(step.path or '')}, so that it maps one "
                             "release"))
@@ -785,7 +824,7 @@ def _files_check(libraries: Sequence[MappedLibrary]) -> Check:
 
 
 def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],
-                   stale: Sequence[tuple[Step, Release, str]]) -> Check:
+                   stale: Sequence[tuple[Step, Release | None, str]]) -> Check:
     if not installs:
         return Check("pending", "skip", "no cuDNN shim mapped: nothing it would load later")
     if not pending:
@@ -796,8 +835,8 @@ def _pending_check(installs: Sequence[Judged], pending: Sequence[Step],
                      + ", ".join(f"{step.library} ({step.path or 'not found'})" for step in outside))
     if stale:
         return Check("pending", "fail", "the shim would get these from its folder, now of another release than the "
-                     "one mapped: " + ", ".join(f"{step.library} ({step.release}, not {running})"
-                                                for step, running, _ in stale))
+                     "one mapped: " + ", ".join(f"{step.library} ({step.release}, not "
+                                                f"{running or 'the build mapped'})" for step, running, _ in stale))
     return Check("pending", "ok", f"the shim would get the {len(pending)} sub-libraries it has not loaded yet from "
                  f"its own folder ({', '.join(step.library for step in pending)})")
 

@@ -28,6 +28,12 @@ class MappedFile:
     deleted: bool  # its name was unlinked since it was mapped: what is at ``path`` now, if anything, is another file
     addresses: str  # "start-end" of that mapping: its entry in /proc/PID/map_files
 
+    @property
+    def span(self) -> int:
+        """The length of that first mapping: the file's first loadable segment, page-aligned (`first_span`)."""
+        start, _, end = self.addresses.partition("-")
+        return int(end, 16) - int(start, 16)
+
 
 def read_maps(pid: int | str = "self") -> tuple[MappedFile, ...]:
     """Every file mapped into a process (default: this one), once each, in address order. OSError as
@@ -46,6 +52,33 @@ def read_maps(pid: int | str = "self") -> tuple[MappedFile, ...]:
             device, inode = os.makedev(int(major, 16), int(minor, 16)), int(fields[4])
             found.setdefault((path, device, inode), MappedFile(path, device, inode, deleted, fields[0]))
     return tuple(found.values())
+
+
+def first_span(path: str) -> int | None:
+    """How long the first mapping of ``path`` is when ld.so maps it (`MappedFile.span`): its first PT_LOAD segment,
+    from its page to the page its file contents end on (glibc's _dl_map_segments maps the segments' file extents
+    page by page; the rest of the span is mapped again with other rights, a mapping of its own in /proc/PID/maps).
+    Builds of a library differ in it (cuDNN 9.0, 9.24 and 9.28's shims map 96, 124 and 128 KiB), so a mapping whose
+    length is not the disk file's tells that the process runs another build, where its release cannot be read.
+    None for what is not a little-endian 64-bit ELF file, or cannot be read."""
+    import struct
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4:6] != b"\x02\x01":
+                return None
+            (table,), (size, count) = struct.unpack_from("<Q", head, 0x20), struct.unpack_from("<HH", head, 0x36)
+            handle.seek(table)
+            headers = handle.read(size * count)
+    except OSError:
+        return None
+    for index in range(count if size >= 56 and len(headers) >= size * count else 0):
+        kind, _, _, address, _, in_file = struct.unpack_from("<IIQQQQ", headers, index * size)
+        if kind == 1:  # PT_LOAD
+            return -(-(address + in_file) // page) * page - (address - address % page)
+    return None
 
 
 def mapped_libraries(pid: int | str = "self") -> tuple[str, ...]:
