@@ -268,8 +268,6 @@ def _writers(path: str, owner: int) -> set[int]:
     `NOBODY` for "more than one": a group or everyone may write it)."""
     import stat
 
-    from cudnnload.resolve.access import private_group
-
     found: set[int] = set()
     for follow in (False, True):
         try:
@@ -283,6 +281,19 @@ def _writers(path: str, owner: int) -> set[int]:
                                            and not private_group(info.st_uid, info.st_gid)):
             found.add(NOBODY)
     return found
+
+
+def private_group(uid: int, gid: int) -> bool:
+    """Whether ``gid`` is ``uid``'s own group (its name, its primary group, no other member): a group that lets
+    nobody else write."""
+    import grp
+    import pwd
+
+    try:
+        owner, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == owner.pw_name and owner.pw_gid == gid and set(group.gr_mem) <= {owner.pw_name}
 
 
 def as_owner(owner: int | None) -> dict[str, object]:

@@ -84,7 +84,9 @@ def test_a_program_linked_against_cudnn_8_is_said_not_to_start_as_the_real_loade
                                               "path": str(folder / "libcudnn.so.8")}
     # the same words pasted into explain, from another machine: the file under cuDNN 8's name is another major's
     explained = explain(real.stderr, environ={})
-    assert explained.causes[0].family == "wrong-cudnn-major" and explained.causes[0].confidence == "confident"
+    # "confident" once 3 tuning reports prove the rule (`ranking.proven`), "likely" before
+    assert explained.causes[0].family == "wrong-cudnn-major" and explained.causes[0].confidence in ("confident",
+                                                                                                   "likely")
     assert explain("./app: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by ./app)",
                    environ={}).causes[0].family == "glibc-or-libstdcxx-too-old"
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 # records, not dataclasses: `cudnnload run` asks `secure_mode` on its warm path (resolve/records.py says why)
 from cudnnload.cachedir import ownership
+from cudnnload.children import private_group
 from cudnnload.resolve.records import record
 
 
@@ -246,14 +247,6 @@ class Access:
         if info.st_mode & stat.S_IWGRP and not private_group(info.st_uid, info.st_gid):
             return f"the group {self.group_name(info.st_gid)}"
         return None
-
-
-def private_group(uid: int, gid: int) -> bool:
-    try:
-        owner, group = pwd.getpwuid(uid), grp.getgrgid(gid)
-    except KeyError:
-        return False
-    return group.gr_name == owner.pw_name and owner.pw_gid == gid and set(group.gr_mem) <= {owner.pw_name}
 
 
 # The variables whose entries ld.so maps or searches, with the characters it splits each on (elf/rtld.c:
