@@ -26,7 +26,6 @@ from collections.abc import Mapping
 
 # records, not dataclasses: `cudnnload run` asks `secure_mode` on its warm path (resolve/records.py says why)
 from cudnnload.cachedir import ownership
-from cudnnload.children import private_group
 from cudnnload.resolve.records import record
 
 
@@ -244,6 +243,8 @@ class Access:
         """Who besides root and the owner may write: "anyone", "the group G", or None."""
         if info.st_mode & stat.S_IWOTH:
             return "anyone"
+        from cudnnload.children import private_group  # here: a warm `run` reads access, and children its dataclasses
+
         if info.st_mode & stat.S_IWGRP and not private_group(info.st_uid, info.st_gid):
             return f"the group {self.group_name(info.st_gid)}"
         return None
