@@ -330,6 +330,12 @@ def test_the_first_mapping_of_a_library_is_as_long_as_its_first_load_segment_as_
         assert first_span(str(path)) == end - start == -(-(address + in_file) // page) * page - address // page * page
     assert first_span(str(paths[0])) != first_span(str(paths[1]))  # 9.28's shim and 9.0's: two builds
     assert first_span("/etc/passwd") is None
+    fifo = Path(tempfile.mkdtemp()) / "libcudnn.so.9"
+    os.mkfifo(fifo)  # planted where a mapped file was: read, it would hold the reader for good
+    try:
+        assert first_span(str(fifo)) is None
+    finally:
+        shutil.rmtree(fifo.parent)
 
 
 def test_a_replaced_shim_runs_with_the_graph_it_mapped_and_its_later_loads_are_judged_by_it(
