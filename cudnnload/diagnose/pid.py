@@ -340,10 +340,10 @@ def _releases(libs: Sequence[MappedLibrary]) -> list[Release]:
 def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProcess, restart: Restart,
            starting: Mapping[str, Source] | None = None) -> list[Finding]:
     """cuDNN files of one generation from several folders or releases: each binds to the others'
-    release-private symbols. The cure: the LD_PRELOAD entries that brought the others, where they did; else, where
-    all are of the shim's folder (files replaced under the process), a start afresh of its install, where the model
-    proves it maps one release whole (`_restart`); a file of another folder the process opened itself (by path)
-    would be opened again by a restart: said in words."""
+    release-private symbols. The cure: what brought the others taken away (their LD_PRELOAD entries, the start-up
+    lines that map or name them: `_brought_by`), then a start afresh of the shim's install, where the model proves
+    it maps one release whole (`_restart`); a file of another folder the process opened itself (by path) would be
+    opened again by a restart: said in words."""
     findings, starting = [], starting or {}
     for major, libs in _by_major(_telling(cudnn)).items():
         folders = sorted({os.path.dirname(lib.path) for lib in libs})
@@ -354,15 +354,13 @@ def _mixed(cudnn: Sequence[MappedLibrary], shims: set[str], running: RunningProc
                          f"{os.path.dirname(lib.path)}" + (f" (LD_PRELOAD {lib.preloaded_by})" if lib.preloaded_by
                                                            else "") for lib in libs)
         home = next((folder for folder in folders if folder in shims), None)
-        entries = _stray_entries([lib for lib in libs if os.path.dirname(lib.path) != home]) if home else []
         strays = [lib for lib in libs if os.path.dirname(lib.path) != home]
+        entries = _stray_entries(strays) if home else []
         # what brought each stray, where the model knows: an LD_PRELOAD entry, a start-up line
         brought = [_brought_by(lib, starting) for lib in strays]
         removals = tuple(dict.fromkeys(action for action in brought if action is not None))
         known = all(action is not None for action in brought)
         cure = _with_lines(removals, restart(home, f"so that it maps one cuDNN {major}")) if home and known else \
-            fix(*(remove_entry("LD_PRELOAD", entry) for entry in entries),
-                note=f"then restart process {running.pid}") if entries else \
             fix(manual(f"restart process {running.pid} so that it maps one cuDNN {major}: the findings about the "
                        "shim's install say where the others come from"))
         findings.append(Finding(Code.MIXED_IN_PROCESS, f"process {running.pid} has cuDNN {major} mapped from "
@@ -437,14 +435,20 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
     way. Where a start from this shell (``shell``: its environment differs) would not load it whole, the note says
     so, and which variables to start it with."""
     made: dict[tuple[object, ...], Context] = {}
+    # each judgement once: every finding of a folder asks for its restart, each round of a cure for a start again
+    judgements: dict[tuple[object, ...], tuple[Judged | None, Finding | None]] = {}
 
     def verdict(folder: str, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]] = frozenset()
                 ) -> tuple[Judged | None, Finding | None]:
         key = (tuple(sorted(env.items())), unstarted)
+        if (folder, key) in judgements:
+            return judgements[folder, key]
         made[key] = made.get(key) or fresh(env, unstarted)
         shim = next((i.file("shim") for i in inventory.installs if i.folder == folder and i.file("shim")), None)
         judged = judged_install_of(shim.path, made[key], "a start afresh") if shim is not None else None
-        return judged, None if judged is None else next((f for f in judged.findings if f.severity is ERROR), None)
+        judgements[folder, key] = judged, None if judged is None else next(
+            (f for f in judged.findings if f.severity is ERROR), None)
+        return judgements[folder, key]
 
     def cure(folder: str, why: str) -> Fix:
         environ: Mapping[str, str] = running.environ
