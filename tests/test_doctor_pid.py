@@ -536,6 +536,41 @@ def test_a_stray_the_pythons_start_up_mapped_into_the_process_goes_with_its_line
         for f in strays), [f.fix for f in strays]  # then the restart: the process runs what it mapped until then
 
 
+def _stray_of_a_sitecustomize(folder: Path, as_nobody: bool, open_startup: bool
+                              ) -> tuple[list[str], list[str], ProcessReport, Path]:
+    """A Python process (``nobody``'s, else root's) that maps 9.28's shim after its ``sitecustomize`` (in a
+    PYTHONPATH folder, anyone may write it where ``open_startup``) loaded 9.0's ops and wrote the user it ran as
+    into a marker, diagnosed by this user: the users the start-up ran as before the diagnosis and after it, the
+    report, and the start-up folder. The process is killed before it returns."""
+    folder.chmod(0o755)
+    lib, old = _copy(lib_folder(W928), folder / "lib"), _copy(lib_folder(W90), folder / "old")
+    marker = folder / "ran"
+    marker.touch(mode=0o666)
+    marker.chmod(0o666)
+    startup = folder / "startup"
+    startup.mkdir()
+    (startup / "sitecustomize.py").write_text(
+        f"import ctypes, os\nopen({str(marker)!r}, 'a').write(f'{{os.geteuid()}}\\n')\n"
+        f"ctypes.CDLL({str(old / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    for path in [*folder.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+    if open_startup:
+        startup.chmod(0o777)
+    environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(startup), "PYTHONDONTWRITEBYTECODE": "1"}
+    argv = [*nobody.prefix(), nobody.interpreter() or ""] if as_nobody else [nobody.interpreter() or sys.executable]
+    process = subprocess.Popen([*argv, "-c", _CHILD, str(lib / "libcudnn.so.9")], env=environ, cwd=folder,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        before = marker.read_text().split()
+        report = diagnose_pid(process.pid)
+        return before, marker.read_text().split(), report, startup
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+
+
 def test_the_start_up_of_another_users_process_runs_as_that_user(tmp_path: Path) -> None:
     """The same stray, in a process ``nobody`` runs, asked about by root: to learn where the stray came from, root
     runs that user's start-up code (a ``sitecustomize`` nobody may have written to do anything) as nobody, never
@@ -544,39 +579,15 @@ def test_the_start_up_of_another_users_process_runs_as_that_user(tmp_path: Path)
     if why is not None:
         pytest.skip(f"cannot run as nobody: {why}")
     folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
-    process = None
     try:
-        folder.chmod(0o755)
-        lib, old = _copy(lib_folder(W928), folder / "lib"), _copy(lib_folder(W90), folder / "old")
-        marker = folder / "ran"
-        marker.touch(mode=0o666)
-        marker.chmod(0o666)
-        startup = folder / "startup"
-        startup.mkdir()
-        (startup / "sitecustomize.py").write_text(
-            f"import ctypes, os\nopen({str(marker)!r}, 'a').write(f'{{os.geteuid()}}\\n')\n"
-            f"ctypes.CDLL({str(old / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
-        for path in [*folder.rglob("*")]:
-            if path.is_dir():
-                path.chmod(0o755)
-        environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(startup), "PYTHONDONTWRITEBYTECODE": "1"}
-        process = subprocess.Popen([*nobody.prefix(), nobody.interpreter() or "", "-c", _CHILD,
-                                    str(lib / "libcudnn.so.9")], env=environ, cwd=folder, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True)
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        ran_as_nobody = marker.read_text()
+        ran_as_nobody, runs, report, startup = _stray_of_a_sitecustomize(folder, as_nobody=True, open_startup=False)
         nobody_uid = pwd.getpwnam("nobody").pw_uid
-        report = diagnose_pid(process.pid)
-        runs = marker.read_text().split()
-        assert len(runs) > len(ran_as_nobody.split()) and set(runs) == {str(nobody_uid)}, runs
+        assert len(runs) > len(ran_as_nobody) and set(runs) == {str(nobody_uid)}, runs
         strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
         assert strays, [f.code for f in report.findings]
         assert all([(a.do, a.path) for a in f.fix.actions] == [
             (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"))] for f in strays), [f.fix for f in strays]
     finally:
-        if process is not None:
-            process.kill()
-            process.communicate(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -588,38 +599,13 @@ def test_the_start_up_of_roots_own_process_from_a_folder_anyone_may_write_runs_a
     if why is not None or os.geteuid() != 0:
         pytest.skip(f"cannot run as nobody: {why or 'not root'}")
     folder = Path(tempfile.mkdtemp(prefix="cudnnload-nobody-"))  # where nobody can go, unlike tmp_path
-    process = None
     try:
-        folder.chmod(0o755)
-        lib, old = _copy(lib_folder(W928), folder / "lib"), _copy(lib_folder(W90), folder / "old")
-        marker = folder / "ran"
-        marker.touch(mode=0o666)
-        marker.chmod(0o666)
-        startup = folder / "startup"
-        startup.mkdir()
-        (startup / "sitecustomize.py").write_text(
-            f"import ctypes, os\nopen({str(marker)!r}, 'a').write(f'{{os.geteuid()}}\\n')\n"
-            f"ctypes.CDLL({str(old / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
-        for path in [*folder.rglob("*")]:
-            if path.is_dir():
-                path.chmod(0o755)
-        startup.chmod(0o777)
-        environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(startup), "PYTHONDONTWRITEBYTECODE": "1"}
-        process = subprocess.Popen([nobody.interpreter() or sys.executable, "-c", _CHILD,
-                                    str(lib / "libcudnn.so.9")], env=environ, cwd=folder, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True)
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        ran_as_root = marker.read_text()
+        ran_as_root, runs, report, startup = _stray_of_a_sitecustomize(folder, as_nobody=False, open_startup=True)
         nobody_uid = pwd.getpwnam("nobody").pw_uid
-        report = diagnose_pid(process.pid)
-        runs = marker.read_text().split()
-        assert len(runs) > len(ran_as_root.split()) and set(runs[len(ran_as_root.split()):]) == {str(nobody_uid)}, runs
+        assert len(runs) > len(ran_as_root) and set(runs[len(ran_as_root):]) == {str(nobody_uid)}, runs
         strays = [f for f in report.findings if f.severity is Severity.ERROR and f.code is Code.MIXED_RELEASE]
         assert strays, [f.code for f in report.findings]
         assert all([(a.do, a.path) for a in f.fix.actions] == [
             (ActionKind.REMOVE_LINE, str(startup / "sitecustomize.py"))] for f in strays), [f.fix for f in strays]
     finally:
-        if process is not None:
-            process.kill()
-            process.communicate(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
