@@ -1513,3 +1513,19 @@ def test_a_decisive_rule_makes_its_cause_confident_only_once_enough_tuning_repor
     held = sure({"nvrtc-missing": 9, "nvrtc-wrong": 1})
     assert held[0] == "likely" and "held on 10 tuning reports, of this cause in 9" in held[1], held
     assert sure({})[0] == "likely"
+
+
+@pytest.mark.parametrize("typeset", [
+    "2023-05-01 10:00:00.000000: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could "
+    "not load dynamic library ‘libcudnn.so.8’; dlerror: libcudnn.so.8: cannot open shared object file: No such file"
+    " or directory",
+    "Could\u00a0not load library libcudnn_cnn_infer.so.8.\u00a0Error: libnvrtc.so: cannot open shared object "
+    "file:\u200b No such file or directory",
+])
+def test_a_message_typeset_by_a_forum_is_read_as_the_program_printed_it(typeset: str) -> None:
+    """A forum or word processor turns a program's quotes into typographic ones and its spaces into no-break
+    ones, and puts invisible spaces in: the text is read as the ASCII the program printed, with the same causes
+    in the same order."""
+    printed = (typeset.replace("‘", "'").replace("’", "'").replace("\u00a0", " ").replace("\u200b", ""))
+    assert explain(typeset, environ={}).reading.signals == explain(printed, environ={}).reading.signals
+    assert ranked(typeset) == ranked(printed)

@@ -115,6 +115,18 @@ def test_a_template_finds_its_printed_message(template: str, style: str, line: s
     assert compile_template(template, style).search(line)
 
 
+@pytest.mark.parametrize("line", [
+    "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph",
+    "E  [cudnn_frontend] Error: No execution plans support the graph   ",
+])
+def test_a_message_pasted_without_the_full_stop_its_template_ends_in_is_still_known(line: str) -> None:
+    """A paste drops a message's closing punctuation (cut at the line's end, quoted in a title): the catalog still
+    knows it, as a match, not as a near message. A template's punctuation before a field still counts."""
+    (signal,) = read(line).signals
+    assert signal.kind == "no-engine", signal
+    assert not compile_template("Could not load library %s. Error: %s", "printf").search("Could not load library x")
+
+
 def test_a_template_splits_into_its_literal_parts() -> None:
     assert split_template("a %s b %d c", "printf") == ["a ", " b ", " c"]
     assert split_template("x {} y {name!r} {{z}}", "format") == ["x ", " y ", " {z}"]

@@ -103,9 +103,20 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
                       r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+# What a web page, a forum or a word processor makes of a program's ASCII: typographic quotes (Discourse, the
+# NVIDIA forums and Word write "Could not load dynamic library ‘libcudnn.so.8’"), no-break and other wide spaces,
+# invisible ones (zero-width spaces, the byte-order mark), an ellipsis for "...". No message of the catalog holds
+# any of them, so each is read as the character the program printed.
+_TYPESET = str.maketrans({**dict.fromkeys("‘’‚‛′", "'"), **dict.fromkeys("“”„‟″", '"'),
+                          **dict.fromkeys("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                                          "\u200a\u202f\u205f\u3000", " "),
+                          **dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff", ""), "…": "..."})
+
+
 def _cut(text: str) -> str:
-    """``text`` without escape sequences or control characters, each line cut at LINE_LIMIT."""
-    return "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).splitlines())
+    """``text`` without escape sequences or control characters, typeset characters read as what the program
+    printed (`_TYPESET`), each line cut at LINE_LIMIT."""
+    return "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).translate(_TYPESET).splitlines())
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,

@@ -112,13 +112,30 @@ class TemplatePattern:
         return None
 
 
-def compile_template(template: str, style: str) -> TemplatePattern:
-    """The pattern that finds ``template`` in a text: its literal parts exactly (spaces loosely), each field as
-    up to FIELD characters of one line."""
+# The punctuation that ends a sentence: a paste often drops it (a message cut at the line's end, quoted in a
+# title, followed by its own text: "... support the graph" of "... support the graph."), so a template's last
+# part is found without it.
+_END = re.compile(r"[\s.!;:,]+$")
+
+
+def literal_parts(template: str, style: str) -> list[str]:
+    """The literal parts of ``template`` that a text must hold, in order: the first and the last without the
+    spaces around them, and the last, where the template ends in it (no field after it), without the punctuation
+    that ends its sentence."""
     parts = split_template(template, style)
     literal = [part for part in parts if part.strip()]
-    return TemplatePattern(tuple(_literal_regex(part.strip() if index in (0, len(literal) - 1) else part)
-                                 for index, part in enumerate(literal)),
+    if literal:
+        literal[0], literal[-1] = literal[0].strip(), literal[-1].strip()
+        if parts[-1].strip():
+            literal[-1] = _END.sub("", literal[-1])
+    return [part for part in literal if part]
+
+
+def compile_template(template: str, style: str) -> TemplatePattern:
+    """The pattern that finds ``template`` in a text: its literal parts (`literal_parts`) exactly (spaces
+    loosely), each field as up to FIELD characters of one line."""
+    parts = split_template(template, style)
+    return TemplatePattern(tuple(_literal_regex(part) for part in literal_parts(template, style)),
                            leading=len(parts) > 1 and not parts[0].strip(),
                            trailing=len(parts) > 1 and not parts[-1].strip())
 
@@ -175,7 +192,7 @@ class Entry:
 
     @functools.cached_property
     def parts(self) -> tuple[str, ...]:
-        return tuple(part for part in split_template(self.line, self.style) if part.strip())
+        return tuple(literal_parts(self.line, self.style))
 
     @functools.cached_property
     def keys(self) -> frozenset[str]:
