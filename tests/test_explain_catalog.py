@@ -94,6 +94,32 @@ def test_every_source_prints_entries_at_each_release_read(data: dict[str, object
     assert all(f"  {source.name} " in out for source in SOURCES)
 
 
+def test_the_catalog_reads_the_releases_of_today(data: dict[str, object]) -> None:
+    """The frameworks users install today are read: torch 2.14, TensorFlow 2.21, JAX's CUDA 13 plugin 0.12 and
+    ONNX Runtime 1.28, each with the messages only it prints."""
+    seen = {version for entry in data["entries"] for version in entry["versions"]}
+    assert {"torch 2.14.1", "tensorflow 2.21.0", "jax_cuda13_pjrt 0.12.0.1", "onnxruntime_gpu 1.28.0"} <= seen
+    only_today = {entry["source"] for entry in data["entries"]
+                  if entry["versions"] in (["torch 2.14.1"], ["onnxruntime_gpu 1.28.0"])}
+    assert only_today == {"pytorch", "onnxruntime"}
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # torch 2.14 and the cudnn-frontend inside it name a cuDNN release with known bugs, and one too old for a feature
+    ("RuntimeError: SDPA FP16/BF16 forward is not supported on cuDNN 9.10.0/9.10.1 due to known bugs. Please consider "
+     "upgrading to 9.10.2 or newer.", "known-bad-release"),
+    ("RuntimeError: DETERMINISTIC mode is not supported in cudnn version < 9.11.0", "runtime-older-than-build"),
+    ("RuntimeError: Deterministic algorithm is not supported on blackwell architecture with cudnn version below "
+     "9.18.0", "runtime-older-than-build"),
+    # ONNX Runtime 1.28's own words for a cuDNN its CUDA provider could not load
+    ("[E:onnxruntime:Default, cuda_call.cc:123] cuDNN library was not found", "cudnn-not-installed"),
+])
+def test_messages_only_todays_frameworks_print_are_known_with_their_meaning(text: str, family: str) -> None:
+    explanation = explain(text, environ={})
+    assert explanation.reading.signals[0].entry, text
+    assert ranked(text)[0] == family
+
+
 def test_the_headers_say_which_cudnn_declares_which_name(data: dict[str, object]) -> None:
     book = messages.load()
     assert book.declared("cudnnGetConvolutionForwardAlgorithm_v7") and "9.28.0.42" in book.declared("cudnnCreate")
