@@ -231,6 +231,7 @@ def test_a_library_its_distribution_never_ships_comes_from_the_full_wheel_of_its
     ops = next(f for f in report.findings if f.code == "missing-sublibrary" and f.subject.library == "ops")
 
     assert "nvidia-cudnn-jit-cu13 9.27.0.42 does not ship it" in ops.message
+    assert "JIT configuration, by design the graph API alone" in ops.message  # the wheel is not broken: said so
     install, path = (a.json() for a in ops.fix.actions)
     # (a folder of no interpreter, pip's --target: the JIT wheel it holds comes along, --upgrade replacing the
     # nvidia folder whole, with all that the report's other fixes put there: remedy.one_set_per_target)

@@ -448,10 +448,22 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
             unshipped = repair.unshipped(lib)
+            graph_only = unshipped and _graph_only(install)
             yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing" + (
-                f": {install.distribution} does not ship it (its RECORD lists no such file)" if unshipped else ""),
+                f": {install.distribution} does not ship it (its RECORD lists no such file)" if unshipped else "")
+                + ("; it is cuDNN's JIT configuration, by design the graph API alone: a program that makes only "
+                   "graph-API calls runs on it, and every framework's legacy calls (PyTorch, TensorFlow, ONNX Runtime, "
+                   "CTranslate2) need the full wheel" if graph_only else ""),
                           Subject(SubjectKind.FILE, posixpath.join(install.folder, lib.soname), lib.key),
                           repair.full_wheel(lib) if unshipped else repair.put_back())
+
+
+def _graph_only(install: Install) -> bool:
+    """The install is a distribution of cuDNN's JIT configuration (the nvidia-cudnn-jit wheels, conda's
+    libcudnn-jit): the shim, graph and the runtime-compiled engines, and by design none of the legacy API's
+    sub-libraries (ops, cnn, adv, ext), whose calls then return CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE."""
+    return "cudnn-jit" in (install.distribution or "") or posixpath.basename(posixpath.dirname(install.folder)) \
+        == "cudnn_jit"
 
 
 def _mixed(install: Install, repair: _Repairs) -> Iterable[Finding]:
