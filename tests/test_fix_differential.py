@@ -944,3 +944,13 @@ def test_a_wheel_without_its_tensor_ir_engines_is_not_whole_behind_a_link_either
     was "whole" and the fix took the copy's folder away only. graph names it and cudnnBackendFinalize needs it: the
     repair puts the wheel back, and the app by name and by path works with nothing broken."""
     _fixed_without_breaks(20, ["app", "torch"], lambda j: j.said.consumer.startswith("app"), seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_torch_under_a_preloaded_link_to_its_own_shim_gets_the_links_folder_and_its_fix() -> None:
+    """LD_PRELOAD=libcudnn.so.9 finds, on LD_LIBRARY_PATH, a link in another folder to torch's own wheel shim (fix
+    differential 3-4894): the same file, so torch's open of its shim gets that object back, whose $ORIGIN is the
+    link's folder, where no sub-library is; every cuDNN call aborts. `doctor --python` said torch was not reached
+    by it ("the same file") and found no error; it is torch's cuDNN, and the fix makes torch work."""
+    _fixed_without_breaks(4894, ["torch"], lambda j: j.said.consumer == "torch" and j.said.form == "target", seed=3)

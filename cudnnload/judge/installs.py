@@ -137,7 +137,11 @@ def _other_shims(install: Install, ctx: Context, repair: _Repairs, loads: Mappin
             continue
         undo = repair.preloads.get(item.path)
         before = " is in the process before the program" + (f" ({undo})" if undo else "")
-        if lib.key == "shim":
+        if lib.key == "shim" and shim is not None and posixpath.realpath(item.path) == shim.real_path:
+            message = (f"{item.path}, this install's shim through a link in another folder,{before}: opening "
+                       f"{install.folder}'s shim gets that object back (glibc compares files), and its $ORIGIN is "
+                       f"{posixpath.dirname(item.path)}: its sub-libraries are searched there")
+        elif lib.key == "shim":
             message = (f"{item.path}, another cuDNN {install.major} shim,{before}: opening {install.folder}'s shim "
                        "maps a second one, and calls made by name bind to the first")
         else:
