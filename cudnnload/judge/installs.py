@@ -466,8 +466,7 @@ def _graph_only(install: Install) -> bool:
     """The install is a distribution of cuDNN's JIT configuration (the nvidia-cudnn-jit wheels, conda's
     libcudnn-jit): the shim, graph and the runtime-compiled engines, and by design none of the legacy API's
     sub-libraries (ops, cnn, adv, ext), whose calls then return CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE."""
-    return "cudnn-jit" in (install.distribution or "") or posixpath.basename(posixpath.dirname(install.folder)) \
-        == "cudnn_jit"
+    return "cudnn-jit" in (install.distribution or "")
 
 
 def _mixed(install: Install, repair: _Repairs) -> Iterable[Finding]:

@@ -178,24 +178,21 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
         found = replace(found, source=source, path_entry=entry,
                         copy=copy_under(entry, found.shim) if source is not None and source.kind == "program" else None)
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
-    if preloaded is None or preloaded.path is None or _same_object(preloaded.path, found.shim):
+    if preloaded is None or preloaded.path is None:
+        return found
+    # the same file (glibc compares device and inode, and hands the mapped object back) from the same folder is
+    # the object the framework gets; through a link in another folder it is that folder's: its $ORIGIN is there
+    same = found.shim is not None and os.path.realpath(preloaded.path) == os.path.realpath(found.shim)
+    mapped_from = os.path.dirname(os.path.normpath(preloaded.path))
+    if same and mapped_from == os.path.dirname(os.path.normpath(found.shim or "")):
         return found
     by = f"LD_PRELOAD entry {preloaded.entry}" if preloaded.entry else "the process, already"
-    same = found.shim is not None and os.path.realpath(preloaded.path) == os.path.realpath(found.shim)
     return Route(consumer, preloaded.path, f"{by} maps {preloaded.path} before {consumer.framework} loads cuDNN: "
                  f"its calls bind to that shim" + (f", not to {found.shim}" if found.shim else "")
                  + (" (the same file, mapped from another folder: glibc hands that object back for either path, "
                     "and its $ORIGIN is the folder it was mapped from)" if same else ""),
                  opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry,
                  survey=found.survey, kind=found.kind)
-
-
-def _same_object(preloaded: str, shim: str | None) -> bool:
-    """Whether the shim already in the process is the object a load of ``shim`` gets with the same $ORIGIN: the
-    same file (glibc compares device and inode, and hands the mapped object back) mapped from the same folder. The
-    same file through a link in another folder is that folder's object: its sub-libraries are searched there."""
-    return shim is not None and os.path.realpath(preloaded) == os.path.realpath(shim) and \
-        os.path.normpath(os.path.dirname(preloaded)) == os.path.normpath(os.path.dirname(shim))
 
 
 def consumer_load(consumer: Consumer, system: str = "linux") -> tuple[SurveyMatch | None, CudnnLoad | None]:

@@ -1273,9 +1273,10 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
             continue
         if any(start < match.end and match.start < end for start, end in taken):
             continue
-        said = _to_line_end(text, match.start)  # the message and the name printed after its words
-        kind = entry.kind or _load_kind_named(entry, said)
-        if kind and kind.startswith(_LOAD_KINDS) and _names_only_others(said if not entry.kind else match.text):
+        # a derived entry's load, read by the library the text names after its words
+        said, named = (match.text, None) if entry.kind else _named_load(entry, _said_after(text, match.start))
+        kind = entry.kind or (named[0] if named else None)
+        if kind and kind.startswith(_LOAD_KINDS) and _names_only_others(said):
             line = _line_at(text, match.start)
             if _WARNING_LINE.search(line):  # logged as a warning, and the program went on without it
                 yield match.start, Signal(f"catalog:{entry.id}", "warning", line, entry.source, "a library that is "
@@ -1285,12 +1286,10 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
             continue
         versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
                     f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
-        named = kind if kind and not entry.kind else None  # a derived entry's load, read by the library it names
-        failed = _LIBRARY_NAME.search(said) if named else None
         yield match.start, Signal(
             f"catalog:{entry.id}", kind or ("warning" if entry.warning else "catalog"),
             _line_at(text, match.start), f"{entry.source}, {entry.file} ({versions})", entry.meaning,
-            library=failed.group(0) if failed else None, failed=failed.group(0) if failed else None,
+            library=named[1] if named else None, failed=named[1] if named else None,
             quote=quote(match.text), families=() if named else entry.families, warning=entry.warning,
             entry=entry.id)
 
@@ -1300,20 +1299,21 @@ _LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-
 _LIBRARY_NAME = re.compile(r"(?<![\w.+-])[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
 
 
-def _to_line_end(text: str, start: int) -> str:
+def _said_after(text: str, start: int) -> str:
+    """The rest of the line from ``start`` (`_said_before`'s other half)."""
     end = text.find("\n", start)
     return text[start:end if end >= 0 else len(text)]
 
 
-def _load_kind_named(entry: messages.Entry, said: str) -> str | None:
-    """The kind of a load that failed, for a message whose causes the catalog derived from its loading words alone
-    (not curated: ONNX Runtime's "dlopen failed for %s" names no library of its own), read from the library the
-    text names in it: "dlopen failed for libcublasLt.so.12" is cuBLAS missing, not cuDNN (None: no library named,
-    or the entry is not such a message)."""
+def _named_load(entry: messages.Entry, said: str) -> tuple[str, tuple[str, str] | None]:
+    """(``said``, (the kind of the load that failed, the library)) for a message whose causes the catalog derived
+    from its loading words alone (not curated: ONNX Runtime's "dlopen failed for %s" names no library of its own),
+    read from the first library ``said`` names: "dlopen failed for libcublasLt.so.12" is cuBLAS missing, not cuDNN;
+    None in place of the pair where no library is named or the entry is not such a message."""
     if entry.curated or "cudnn-not-installed" not in entry.families:
-        return None
-    named = _LIBRARY_NAME.search(said)
-    return load_kind(named.group(0), "missing") if named else None
+        return said, None
+    found = _LIBRARY_NAME.search(said)
+    return said, (load_kind(found.group(0), "missing"), found.group(0)) if found else None
 
 
 def _names_only_others(said: str) -> bool:
