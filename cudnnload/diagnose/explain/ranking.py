@@ -120,8 +120,7 @@ PRIORS: dict[str, dict[str, int]] = {
     "compile-missing@linux": {"removed-api": 2},
     "conv-algorithm": {"out-of-memory": 4, "runtime-older-than-build": 2},
     "cudnn-mentioned": {"framework-bug": 4, "gpu-too-new": 1, "harmless-warning": 1, "missing-runpath": 1,
-        "out-of-memory": 1, "removed-api": 1, "unsupported-configuration": 1, "version-mismatch-shadowed": 1,
-        "wrong-cudnn-major": 1, "zlib-missing": 1},
+        "out-of-memory": 1, "unsupported-configuration": 1, "wrong-cudnn-major": 1, "zlib-missing": 1},
     "cudnn-mentioned@linux": {"framework-bug": 2, "gpu-too-new": 1, "missing-runpath": 1, "out-of-memory": 1,
         "unsupported-configuration": 1},
     "cudnn-mentioned@windows": {"wrong-cudnn-major": 1, "zlib-missing": 1},
@@ -133,9 +132,11 @@ PRIORS: dict[str, dict[str, int]] = {
         "wheel-not-on-linker-path": 1},
     "cudnn-not-found@windows": {"wrong-cudnn-major": 8, "libcudart-missing-or-wrong": 2, "cudnn-not-installed": 1,
         "installed-not-on-search-path": 1},
-    "dependency-load:cublas": {"cublas-missing-or-wrong": 8, "platlib-purelib-split": 1, "wrong-cudnn-major": 1},
+    "dependency-load:cublas": {"cublas-missing-or-wrong": 8, "platlib-purelib-split": 1, "two-frameworks-conflict": 1,
+        "wrong-cudnn-major": 1},
     "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 6, "platlib-purelib-split": 1},
-    "dependency-load:cublas@windows": {"cublas-missing-or-wrong": 2, "wrong-cudnn-major": 1},
+    "dependency-load:cublas@windows": {"cublas-missing-or-wrong": 2, "two-frameworks-conflict": 1,
+        "wrong-cudnn-major": 1},
     "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
     "dependency-load:cudart@linux": {"multiple-cudart-or-frontend": 1},
     "dependency-load:glibc": {"glibc-or-libstdcxx-too-old": 2},
@@ -170,11 +171,11 @@ PRIORS: dict[str, dict[str, int]] = {
     "paging-file@windows": {"paging-file-too-small": 1},
     "refused-version": {"removed-api": 2},
     "refused-version@linux": {"removed-api": 2},
-    "removed-api": {"removed-api": 4},
+    "removed-api": {"removed-api": 5},
     "removed-api@linux": {"removed-api": 2},
     "rule: Windows error 1455: the commit limit (RAM + paging file) ran out": {"paging-file-too-small": 1},
     "rule: an NVRTC was found but lacks a function cuDNN needs: an older one": {"nvrtc-wrong": 1},
-    "rule: no header of the newer cuDNN releases declares the name the code uses": {"removed-api": 4},
+    "rule: no header of the newer cuDNN releases declares the name the code uses": {"removed-api": 5},
     "rule: the GPU is older than cuDNN supports": {"gpu-too-old": 4},
     "rule: the driver library itself (libcuda.so.1) is missing": {"no-gpu-or-driver": 1},
     "rule: the file was found but is not a loadable library for this machine (a build for "
@@ -227,7 +228,7 @@ PRIORS: dict[str, dict[str, int]] = {
     "version-older": {"runtime-older-than-build": 16, "version-mismatch-shadowed": 7, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1, "harmless-warning": 1},
     "version-older@linux": {"runtime-older-than-build": 4},
-    "version-other-major": {"wrong-cudnn-major": 5},
+    "version-other-major": {"wrong-cudnn-major": 5, "version-mismatch-shadowed": 1},
     "version-other-major@linux": {"wrong-cudnn-major": 1},
     "version-unclear": {"minor-mismatch-strict": 1, "wrong-cudnn-major": 1},
     "warning": {"harmless-warning": 1},
@@ -1003,19 +1004,28 @@ def _from_nearest(nearest: Sequence[messages.Near]) -> tuple[Scored, ...]:
                  for family, weight in sorted(weights.items(), key=lambda item: -item[1]))
 
 
+# How much a report of a runtime message kind (a status, no engine, a GPU fault) counts, beside one of a text that
+# only names cuDNN (the "cudnn-mentioned" row), among the usual causes of a text without a message: those kinds'
+# causes are what their messages name (a status that means out of memory), which a text without one does not show.
+RUNTIME_BACK_OFF = 0.25
+
+
 def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
-    """The causes of a failing cuDNN call (CALL_CAUSES) as often as the reports of the runtime message kinds in
-    ``priors`` had them: for a text that names cuDNN with no message and no words of a failure cudnnload can read,
-    and no known message near it; never a cause about loading."""
-    counts: dict[str, int] = {}
+    """The causes of a failing cuDNN call (CALL_CAUSES) as often as the reports of texts that only name cuDNN had
+    them (``priors``'s "cudnn-mentioned" row), and the reports of the runtime message kinds at RUNTIME_BACK_OFF: for
+    a text that names cuDNN with no message and no words of a failure cudnnload can read, and no known message near
+    it; never a cause about loading."""
+    counts: dict[str, float] = {}
     for kind, found in priors.items():
-        if "@" not in kind and kind.startswith(RUNTIME_PREFIXES):
+        share = 1.0 if kind == "cudnn-mentioned" else RUNTIME_BACK_OFF if kind.startswith(RUNTIME_PREFIXES) else 0.0
+        if "@" not in kind and share:
             for family, number in found.items():
                 if family in CALL_CAUSES:
-                    counts[family] = counts.get(family, 0) + number
+                    counts[family] = counts.get(family, 0.0) + share * number
     total = sum(counts.values()) + PSEUDO_REPORTS * len(counts)
     return tuple(Scored(family, math.log((number + PSEUDO_REPORTS) / total),
-                        f"{number} of {sum(counts.values())} tuning reports of a failing cuDNN call",
+                        f"{number:g} of {sum(counts.values()):g} tuning reports of a text naming cuDNN without a "
+                        f"message (those of a failing cuDNN call counted at {RUNTIME_BACK_OFF:g})",
                         ("the text names cuDNN, but holds no message and no words of a failure cudnnload can read: "
                          "the usual causes of a failing cuDNN call",))
                  for family, number in sorted(counts.items(), key=lambda item: -item[1]))

@@ -433,9 +433,13 @@ def status_entry(name: str) -> messages.Entry | None:
 
 
 _NAME_QUOTES = "[‘’'\"`]"
+# A compiler's or linker's words for a name no header declares: g++ "was not declared in this scope", gcc's C front
+# end "'X' undeclared (first use in this function)" and "'X' undeclared here (not in a function)" (c/c-typeck.cc),
+# clang "use of undeclared identifier 'X'", MSVC "'X': undeclared identifier", nvcc (EDG) "identifier "X" is
+# undefined", ld "undefined reference to `X'".
 _UNDECLARED = re.compile(
     rf"{_NAME_QUOTES}(?P<name>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}:? (?:was not declared|is undefined|"
-    r"does not name a type|has not been declared|undeclared identifier|identifier not found)"
+    r"does not name a type|has not been declared|undeclared (?:identifier|\(first use|here)|identifier not found)"
     rf"|(?:use of undeclared identifier|identifier|undefined reference to|function) {_NAME_QUOTES}"
     rf"(?P<name2>cudnn[A-Z]\w*|CUDNN_[A-Z0-9_]+){_NAME_QUOTES}(?: is undefined| not found)?")
 
@@ -799,10 +803,10 @@ _NOT_A_LIBRARY = re.compile(r"(?i)\b(?:find|load|locate|open)\s+(?:a|an|any|the)
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
 # Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
 # nothing of a mismatch).
-_VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[o']t|not) match|(?:older|newer|wrong"
-                            r"|different|another) (?:cudnn )?version|\bversion\b[^\n]{0,40}?\b(?:but|while|whereas"
-                            r"|instead|expected|required|needed|wanted)\b|(?:requires?|needs?|expects?|(?:built|compiled)"
-                            r" (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
+_VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[o']t|not) match|\btoo (?:old|new)\b"
+                            r"|(?:older|newer|wrong|different|another) (?:cudnn )?version|\bversion\b[^\n]{0,40}?\b"
+                            r"(?:but|while|whereas|instead|expected|required|needed|wanted)\b|(?:requires?|needs?"
+                            r"|expects?|(?:built|compiled) (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
 _CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
 # A program that says which cuDNN versions it does not take: a build's check ("cuDNN version >= 8 is not yet
 # supported", a CMake message) or a runtime one ("cuDNN 9 is not supported by this build"). The program was written
@@ -827,8 +831,10 @@ _OTHERS = re.compile(r"(?i)\b(?:cuda|cu|nvcc|python|py|torch|pytorch|tensorflow|
 # compiled for, required, expected, at least, a header's) or the one it found (loaded, installed, the runtime's,
 # "yours is"). "linked against" says either (TensorRT's is the build's, PyTorch's the runtime's): `_VERSION_PAIR`.
 _WANTS = re.compile(r"(?i)\b(?:for|compiled|built|requires?|required|needs?|needed|expects?|expected|wants?|wanted"
-                    r"|least|minimum|header|headers)\b|>=?|≥")
-_HAS = re.compile(r"(?i)\b(?:loaded|found|got|runtime|installed|have|has|is|detected|using|current|library|yours)\b")
+                    r"|least|minimum|header|headers|update to|upgrade to)\b|>=?|≥")
+# "was" as a check reports the version it rejected: Theano's "cuDNN Version is too old. Update to v5, was 3007."
+_HAS = re.compile(r"(?i)\b(?:loaded|found|got|runtime|installed|have|has|is|was|detected|using|current|library"
+                  r"|yours)\b")
 
 
 def _role(before: str) -> str | None:
@@ -850,8 +856,9 @@ def _versions_in(line: str) -> list[tuple[tuple[int, ...], str | None, str]]:
     for found in itertools.islice(_NUMBER.finditer(line), VERSIONS_PER_LINE):
         before, at = line[at:found.start()], found.end()
         version = version_of(found.group(0))
-        # a lone digit is a cuDNN major only right after the word ("cuDNN 5", "cudnn v7")
-        lone = re.fullmatch(r"v?\d", found.group(0)) and not re.search(r"(?i)cudnn\W*$", before)
+        # a lone digit is a cuDNN major only right after the word ("cuDNN 5", "cudnn v7") or a check's "update to v5"
+        lone = (re.fullmatch(r"v?\d", found.group(0))
+                and not re.search(r"(?i)(?:cudnn|update to|upgrade to)\W*$", before))
         if version is None or lone or _OTHERS.search(before) or not 2 <= version[0] <= 9:
             continue
         shown.append((version, _role(before), found.group(0)))
@@ -893,7 +900,7 @@ _STATUS_NUMBER = re.compile(r"(?i)\bcudnn\w*[^\n]{0,40}?\b(?:error|status|failur
                             r"(?:code[ :=#]{0,3})?\(?(?P<number>\d{1,4})\b(?![.\d])")
 
 # The patterns of `_unknown_text`: guesses from the words of a text that holds no known message.
-GUESSES = ("cudnn-named", "status-words")
+GUESSES = ("cudnn-named", "status-words", "library-named")
 
 
 def _unknown_text(text: str) -> Signal | None:
@@ -902,7 +909,7 @@ def _unknown_text(text: str) -> Signal | None:
     cuDNN), so that the ranking can offer the usual causes of that kind of failure rather than nothing. None for a
     text that does not name cuDNN."""
     if not re.search(r"(?i)cudnn", text):
-        return None
+        return _dependency_named(text)
     if (refused := _UNSUPPORTED_VERSION.search(text)):
         return Signal("cudnn-named", "refused-version", _line(refused), "the text (no known message)",
                       "the program says it does not support this cuDNN version: it was written for other cuDNN "
@@ -950,6 +957,27 @@ def _unknown_text(text: str) -> Signal | None:
     assert named is not None
     return Signal("cudnn-named", "cudnn-mentioned", _line(named), "the text (no known message)",
                   "the text names cuDNN, but no message of it and no words of a failure cudnnload can read")
+
+
+# A library cuDNN needs, named as a file: cuBLAS, the CUDA runtime, NVRTC, the driver's library, zlibwapi.
+_DEPENDENCY_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?(?:cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi)[\w.-]*?"
+                                 r"(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+
+
+# a program's own preloading of the libraries it ships (vs-mlrt's "failed to preload X, errno 127")
+_PRELOAD_FAILED = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|unable to|failed to|fails? to)\s+preload\b")
+
+
+def _dependency_named(text: str) -> Signal | None:
+    """For a text that does not name cuDNN and holds no message above: a library cuDNN needs named on a line with
+    words of a library that did not load ("vstrt: failed to preload ...\\cublas64_11.dll, errno 127"), else None."""
+    for line in text.splitlines():
+        library = _DEPENDENCY_LIBRARY.search(line)
+        if library and (_LOAD_WORDS.search(line) or _PRELOAD_FAILED.search(line)) and library_class(library.group(0)):
+            name = library.group(0)
+            return Signal("library-named", load_kind(name, "missing"), line.strip()[:400], "the text (no known "
+                          "message)", f"{name} is named next to words of a library that did not load", name, name)
+    return None
 
 
 # --- the facts around the messages --------------------------------------------------------------------
