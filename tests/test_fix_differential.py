@@ -954,3 +954,23 @@ def test_torch_under_a_preloaded_link_to_its_own_shim_gets_the_links_folder_and_
     link's folder, where no sub-library is; every cuDNN call aborts. `doctor --python` said torch was not reached
     by it ("the same file") and found no error; it is torch's cuDNN, and the fix makes torch work."""
     _fixed_without_breaks(4894, ["torch"], lambda j: j.said.consumer == "torch" and j.said.form == "target", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_truncated_shim_reached_through_a_link_is_put_back_and_its_own_folder_put_first() -> None:
+    """LD_LIBRARY_PATH holds a link in another folder to the wheel's shim, the shim is cut short and another
+    release's sub-library is preloaded (fix differential 3-6243). The fix for a program by name put the wheel back
+    and then ran it without LD_LIBRARY_PATH, which left it no cuDNN at all: the shim, once whole, is still reached
+    through the link, whose $ORIGIN holds no sub-library. Its own folder goes first and the stray preload goes, and
+    the program works."""
+    _fixed_without_breaks(6243, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preload_that_stops_every_start_goes_for_everyone_not_through_env() -> None:
+    """A 9.0 ops preloaded before torch's 9.24 folder stops every program, `env` included (fix differential
+    3-6399). The fix for the app ran it as "env -u LD_PRELOAD app", which exited 127 like the rest; the entry's
+    removal, for everyone, makes every program of the case work."""
+    _fixed_without_breaks(6399, ["app", "torch"], lambda j: True, seed=3)

@@ -777,7 +777,7 @@ def test_a_shim_this_user_cannot_reach_through_a_link_also_gets_its_real_folder_
     to this user (fix differential 1-594, 1-699, 1-488, 1-906): opening the folder alone leaves ``$ORIGIN`` the
     link's folder, and the program dies in cudnnGetVersion; the real folder goes first on LD_LIBRARY_PATH with the
     mode change. A link beside its sub-libraries, or a plain file, keeps the fix as it is."""
-    from cudnnload.diagnose.which import _beside_its_libraries
+    from cudnnload.diagnose.which import beside_its_libraries
     from cudnnload.resolve.catalog import generation
     from cudnnload.resolve.discovery import context
     from cudnnload.verdicts import chmod, fix
@@ -789,16 +789,16 @@ def test_a_shim_this_user_cannot_reach_through_a_link_also_gets_its_real_folder_
     os.symlink(real / "libcudnn.so.9", links / "libcudnn.so.9")
     ctx = context({**BASE, "LD_LIBRARY_PATH": str(links)}, use_cache=False)
     opened = fix(chmod(str(real), 0o755, owner="root"), note="closed")
-    said = _beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx)
+    said = beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx)
     assert said.actions[0] == opened.actions[0]
     assert said.actions[1].json() == {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": f"{real}:{links}"}
-    assert _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), ctx) == opened
+    assert beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), ctx) == opened
     (links / "libcudnn_graph.so.9").write_bytes(b"")
-    assert _beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx) == opened
+    assert beside_its_libraries(opened, str(links / "libcudnn.so.9"), generation(9), ctx) == opened
     # a sub-library of another folder preloaded would answer the shim's name once it is reached (1-965): it goes
     ops = str(lib_folder(W90) / "libcudnn_ops.so.9")
     preloaded = context({**BASE, "LD_PRELOAD": ops}, use_cache=False)
-    said = _beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), preloaded)
+    said = beside_its_libraries(opened, str(real / "libcudnn.so.9"), generation(9), preloaded)
     assert [a.json() for a in said.actions][1:] == [{"do": "env-remove-entry", "variable": "LD_PRELOAD",
                                                      "entry": ops}]
 

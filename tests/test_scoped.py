@@ -336,6 +336,30 @@ def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_w
     assert "which is better, the model cannot say" in said.fix.text
 
 
+def test_no_change_is_made_for_the_program_alone_while_a_preload_stops_every_start() -> None:
+    """While an LD_PRELOAD entry stops every program started with it, `env` stops too, before it changes anything
+    for the program it was to start (fix differential 3-6399: "env -u LD_PRELOAD app" exited 127, "symbol lookup
+    error"), and the shell's frameworks stop today, so none has anything to lose: the change is made for
+    everyone, whatever the model says the frameworks would meet after it."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import Fared, scoped
+    from cudnnload.verdicts import Finding, Subject, fix, remove_entry
+
+    env = {**BASE, "LD_PRELOAD": "/old/lib/libcudnn_ops.so.9"}
+    stops = Finding(Code.PRELOAD_CANNOT_LOAD, "m", Subject(SubjectKind.VARIABLE, "/old/lib/libcudnn_ops.so.9",
+                                                           variable="LD_PRELOAD", entry="/old/lib/libcudnn_ops.so.9"),
+                    fix(remove_entry("LD_PRELOAD", "/old/lib/libcudnn_ops.so.9")))
+
+    def torch_would_fail_after(world: dict[str, str]) -> dict[str, Fared]:
+        return {"torch 2.14.1": Fared(None, (3, 0)) if "LD_PRELOAD" in world else Fared("no cuDNN", (1, 0))}
+
+    assert scoped([stops], env, others=torch_would_fail_after) == (stops,)
+    # without such a preload, the same change is made for the program alone
+    other = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, "/x"), stops.fix)
+    [alone] = scoped([other], env, others=torch_would_fail_after)
+    assert [a.json() for a in alone.fix.actions] == [{"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+
+
 def test_no_doubt_keeps_a_preload_that_stops_every_start_today(tmp_path: Path) -> None:
     """A 9.0 ops preloaded before a 9.28 folder on LD_LIBRARY_PATH stops every start (its NEEDED graph lacks the
     symbols it binds): a wrapper for the program alone (``env -u LD_PRELOAD``) would not start either, so the

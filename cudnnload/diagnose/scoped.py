@@ -30,6 +30,9 @@ And a fix that sets ``LD_LIBRARY_PATH`` for a framework (the JIT wheel's folder,
 reach) puts that folder first for every program: before a program's own RUNPATH too (a conda env's program linked
 with ``$ORIGIN/../lib``). Where what a program asking for the shim by name would then get does not load whole (the
 JIT wheel has no ops, cnn or adv), the setting is made for this program alone.
+
+None of this while an ``LD_PRELOAD`` entry stops every program started with it: ``env`` would stop too, before it
+changed anything for the program, and no program of the shell runs today to be harmed.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from cudnnload.codes import ActionKind, Severity
+from cudnnload.codes import ActionKind, Code, Severity
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.remedy import World
 from cudnnload.judge.installs import predict_install, whole
@@ -76,6 +79,11 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     shell's frameworks, judged in a world; a change of the environment after which one that works fails is made
     for the program alone too."""
     findings = tuple(findings)
+    if any(f.code is Code.PRELOAD_CANNOT_LOAD and f.severity is Severity.ERROR for f in findings):
+        # a preload that stops every program started with it stops `env` too, before it takes anything away for
+        # the program it was to start (fix differential 3-6399: "env -u LD_PRELOAD app" exited 127), and every
+        # program of the shell stops today, so none has anything to lose: each change is made for everyone
+        return findings
     if others is not None:
         findings = _sparing(findings, environ, others)
     settings = any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for f in findings for a in f.fix.actions)

@@ -18,7 +18,7 @@ from cudnnload.children import owner_of_python
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.diagnose.inventory import find, judged_install_of
 from cudnnload.diagnose.scoped import run_without
-from cudnnload.diagnose.which import consumer_generations, holder, not_found_fix, shim_for
+from cudnnload.diagnose.which import beside_its_libraries, consumer_generations, holder, not_found_fix, shim_for
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import ELF_MAGIC, path_problem
 from cudnnload.judge.choose import choose_install
@@ -395,8 +395,10 @@ def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: link
     LD_LIBRARY_PATH entry removed, where the search then gets a whole cuDNN; else as for a name not found."""
     lib = classify(os.path.basename(name))
     own = _installed_path_fix(res.path, ctx) if res.path and res.error and os.path.lexists(res.path) else None
-    if own is not None and any(a.do is not ActionKind.MANUAL for a in own.actions):
-        return own
+    if own is not None and res.path and any(a.do is not ActionKind.MANUAL for a in own.actions):
+        # a shim the search reaches through a link in another folder is put right where it is, and is still loaded
+        # through the link, whose $ORIGIN holds no sub-library: its own folder goes first (fix differential 3-6243)
+        return beside_its_libraries(own, res.path, GENERATIONS[lib.major if lib else 9], ctx)
     repair = _shadow_fix(name, chain, ctx, res.path, res.rule) if res.path else None
     return repair or own or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx)
 

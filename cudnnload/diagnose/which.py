@@ -176,7 +176,7 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
     return steps
 
 
-def _beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context) -> Fix:
+def beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context) -> Fix:
     """``repair`` of a shim this user cannot reach at ``path``, with what it will meet once reached, known without
     reaching it (the link and its folder, the process's preloads, are readable): where ``path`` is a symbolic link
     in a folder that holds none of its sub-libraries, the shim's ``$ORIGIN`` is the link's folder, so it would look
@@ -230,7 +230,7 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         if (stop := access.unreachable(path)) is not None:  # this user may not reach it; it may be there all the same
             # a link's distribution is its target's (the link itself is in no RECORD)
             owner = holder([*dists, *led], os.path.realpath(path))
-            return _beside_its_libraries(readable_again(stop, access.user, owner, gen.major), path, gen, ctx)
+            return beside_its_libraries(readable_again(stop, access.user, owner, gen.major), path, gen, ctx)
     listed += [(dist, path) for dist in led for path in dist.files if os.path.basename(path) == gen.shim.soname]
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
