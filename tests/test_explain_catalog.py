@@ -170,6 +170,39 @@ def test_a_message_pasted_without_the_full_stop_its_template_ends_in_is_still_kn
     assert not compile_template("Could not load library %s. Error: %s", "printf").search("Could not load library x")
 
 
+@pytest.mark.parametrize("line", [
+    "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the gr",
+    "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the...",
+    "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the gr…"])
+def test_a_message_pasted_cut_inside_its_template_is_still_known(line: str) -> None:
+    """A paste that ends inside a message (a terminal's width, a title, "..."): the catalog still knows it where
+    enough of its words are there, as a match of that entry, not as a text that only names cuDNN."""
+    (signal,) = read(line).signals
+    assert signal.kind == "no-engine", signal
+
+
+def test_a_paste_cut_short_of_enough_of_a_template_is_not_taken_for_it() -> None:
+    (signal,) = read("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No exec").signals
+    assert signal.kind == "cudnn-mentioned"
+    pattern = compile_template("Could not load the library %s. Error: %s, which cannot be used here", "printf")
+    assert pattern.cut("Could not load the library libx.so. Error: oops, which cannot be u") is not None
+    assert pattern.cut("Could not load the library libx.so. Error: oops, which cannot be used here") is None  # whole
+    assert pattern.cut("Could not load the library libx.so. Err") is None  # too little of it
+    assert pattern.cut("Could not load the library libx.so. Error: oops and something else") is None
+
+
+@pytest.mark.slow
+def test_looking_for_a_cut_paste_runs_in_bounded_time_on_a_hostile_text() -> None:
+    import time
+
+    from cudnnload.diagnose.explain import explain
+
+    started = time.monotonic()
+    explain(("Could not load library libcudnn_cnn_infer.so.8. Error: " + "x" * 5000 + "\n") * 200, environ={})
+    explain("[cudnn_frontend] Error: No execution plans " * 20000, environ={})
+    assert time.monotonic() - started < 10
+
+
 def test_a_template_splits_into_its_literal_parts() -> None:
     assert split_template("a %s b %d c", "printf") == ["a ", " b ", " c"]
     assert split_template("x {} y {name!r} {{z}}", "format") == ["x ", " y ", " {z}"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -85,6 +86,7 @@ class TemplatePattern:
     parts: tuple[re.Pattern[str], ...]
     leading: bool  # a field before the first literal part
     trailing: bool  # a field after the last one
+    texts: tuple[str, ...] = ()  # the literal parts as written (`cut`)
 
     def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Found | None:
         end = len(text) if endpos is None else endpos
@@ -112,6 +114,65 @@ class TemplatePattern:
         return None
 
 
+    def cut(self, line: str) -> Found | None:
+        """The template in ``line`` where the paste ends inside it: its literal parts in order, each at most FIELD
+        characters after the one before, to a part of which the line's end (less "...", "…" or "[truncated]") holds
+        only the start, of CUT_PART characters or more; with CUT_LETTERS letters of its literal parts or more, and
+        at least CUT_SHARE of them, shown. None where the line holds the template whole, or too little of it."""
+        if len(self.texts) < 1 or len(self.texts) != len(self.parts):
+            return None
+        rest = _CUT_END.sub("", line)
+        total = sum(_letters(text) for text in self.texts)
+        head = self.parts[0].search(rest)
+        if head is None:  # cut inside its first part
+            start = _cut_start(rest, self.texts[0])
+            shown = _letters(rest[start:]) if start is not None else 0
+            return Found(rest, start, len(rest)) if start is not None and shown >= max(
+                CUT_LETTERS, CUT_SHARE * total) else None
+        at, shown = head.end(), _letters(self.texts[0])
+        for number in range(1, len(self.texts) + 1):
+            if number == len(self.texts):
+                return None  # every part is there: a whole match, not a cut one
+            tail = rest[at:at + FIELD + len(self.texts[number])]
+            found = self.parts[number].search(tail)
+            if found is not None and found.start() <= FIELD:
+                at, shown = at + found.end(), shown + _letters(self.texts[number])
+                continue
+            start = _cut_start(tail, self.texts[number])
+            if start is None or len(tail) - start < CUT_PART:
+                return None
+            shown += _letters(tail[start:])
+            if shown < CUT_LETTERS or shown < CUT_SHARE * total:
+                return None
+            return Found(rest, head.start(), len(rest))
+        return None
+
+
+# A paste cut inside a message (a terminal's width, a title, an editor): the least of it that still names it.
+CUT_PART = 8  # characters of the part the paste ends in
+CUT_LETTERS = 40  # letters of the template's literal parts
+CUT_SHARE = 0.5  # of all its literal letters
+# what a paste puts where it cut a line
+_CUT_END = re.compile(r"\s*(?:\.\.\.+|…|\[truncated\]|\(truncated\))?\s*$")
+
+
+def _letters(text: str) -> int:
+    return sum(c.isalpha() for c in text)
+
+
+def _cut_start(tail: str, part: str) -> int | None:
+    """Where in ``tail`` the start of ``part`` runs to its end (``tail`` ends inside ``part``), the earliest such
+    place; spaces compared loosely. None where none does."""
+    squeezed = re.sub(r" +", " ", part)
+    # the piece is shorter than the part, its spaces at most doubled in the paste: only the line's last characters
+    window = max(0, len(tail) - 2 * len(part))
+    for start in (i for i in range(window, len(tail)) if tail[i] == squeezed[:1]):
+        piece = re.sub(r" +", " ", tail[start:])
+        if piece and squeezed.startswith(piece) and len(piece) < len(squeezed):
+            return start
+    return None
+
+
 # The punctuation that ends a sentence: a paste often drops it (a message cut at the line's end, quoted in a
 # title, followed by its own text: "... support the graph" of "... support the graph."), so a template's last
 # part is found without it.
@@ -135,9 +196,10 @@ def compile_template(template: str, style: str) -> TemplatePattern:
     """The pattern that finds ``template`` in a text: its literal parts (`literal_parts`) exactly (spaces
     loosely), each field as up to FIELD characters of one line."""
     parts = split_template(template, style)
-    return TemplatePattern(tuple(_literal_regex(part) for part in literal_parts(template, style)),
+    literal = literal_parts(template, style)
+    return TemplatePattern(tuple(_literal_regex(part) for part in literal),
                            leading=len(parts) > 1 and not parts[0].strip(),
-                           trailing=len(parts) > 1 and not parts[-1].strip())
+                           trailing=len(parts) > 1 and not parts[-1].strip(), texts=tuple(literal))
 
 
 def render_example(template: str, style: str, values: tuple[str, ...] = ()) -> str:
@@ -200,6 +262,27 @@ class Entry:
         return frozenset(word for part in self.parts for word in _WORD.findall(part))
 
     @functools.cached_property
+    def lead(self) -> str:
+        """The start of its first literal part that holds CUT_LETTERS letters (the whole part where it holds fewer):
+        a paste cut inside the message holds at least this."""
+        first = self.parts[0] if self.parts else ""
+        count = 0
+        for index, char in enumerate(first):
+            count += char.isalpha()
+            if count >= CUT_LETTERS:
+                return first[:index + 1]
+        return first
+
+    @functools.cached_property
+    def lead_keys(self) -> frozenset[str]:
+        """The whole words of `lead` (its last, where the lead ends inside it, left out)."""
+        lead = self.lead
+        found = _WORD.findall(lead)
+        if found and lead != (self.parts[0] if self.parts else "") and lead.endswith(found[-1]):
+            found = found[:-1]
+        return frozenset(found)
+
+    @functools.cached_property
     def anchor(self) -> str:
         """Its longest literal part: the lines that hold it are the only ones its pattern runs on."""
         return max(self.parts, key=len).strip() if self.parts else ""
@@ -254,7 +337,14 @@ class Catalog:
         present = words(text)
         found: list[Match] = []
         for entry in self.matchable:
-            if not entry.keys <= present or not entry.anchor:
+            if not entry.anchor:
+                continue
+            if not entry.keys <= present:
+                # a paste that ends inside the message: its first part, and enough of the rest (`TemplatePattern.cut`)
+                if entry.lead_keys <= present and not entry.boilerplate:
+                    for start, line in itertools.islice(_lines_with(text, entry.lead[:CUT_PART]), STARTS):
+                        if (hit := entry.regex.cut(line)) is not None:
+                            found.append(Match(entry, start + hit.start(), start + hit.end(), hit.group(0)))
                 continue
             for start, line in _lines_with(text, entry.anchor):
                 hit = entry.regex.search(line)
