@@ -1285,6 +1285,18 @@ def test_a_text_without_cudnn_naming_a_library_cudnn_needs_that_failed_to_load_i
     assert read("myapp: the model has 3 layers").primary is None
 
 
+@pytest.mark.parametrize("text", [
+    "RuntimeError: /src/fused_attn.cu:639 in function operator(): cuDNN Error: hidden_dim should be less than 256 "
+    "and a multiple of 8.",
+    "mylib: cudnn convolution failed: CUDNN_STATUS_NOT_SUPPORTED (the kernel only supports NHWC here)"])
+def test_a_limit_the_message_names_on_what_the_call_was_given_is_an_unsupported_configuration(text: str) -> None:
+    """A message that names a limit on a dimension, a size or a layout (TransformerEngine's "hidden_dim should be
+    multiple of 8") says the call asked for what cuDNN does not do: the configuration first, out of memory not."""
+    assert ranked(text)[0] == "unsupported-configuration"
+    assert not read("For now the TX1 only supports cuDNN 5.1").has("limit")
+    assert read("head dim must be at most 256").has("limit")
+
+
 def test_a_cudnn_status_not_supported_in_words_is_still_a_status() -> None:
     primary = read("mylib: cudnn convolution failed: not supported for this layout").primary
     assert primary is not None and primary.kind == "status:NOT_SUPPORTED"

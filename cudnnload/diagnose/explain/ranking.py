@@ -872,6 +872,8 @@ RULES: tuple[Rule, ...] = (
          "above a size", clue("large-tensor")),
     Rule("unsupported-configuration", 1.5, "grouped (depthwise) convolutions with many groups", clue("groups")),
     Rule("unsupported-configuration", 1, "bfloat16, which older GPUs' cuDNN engines lack", clue("bf16")),
+    Rule("unsupported-configuration", 1.5, "the text names a limit on what the call was given (a dimension, a size, "
+         "an alignment)", clue("limit")),
     Rule("bad-param-usage", 2.5, "a tensor with a zero-sized dimension", clue("zero-size")),
     # a kernel's assertion (CUDA's cudaErrorAssert): values out of range (labels, indices) that the caller passed, or
     # the program computed; a cuDNN status after it is its consequence, not a GPU out of memory

@@ -1078,6 +1078,12 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("zero-size", r"feature_map_count: 0|\bcount: 0\b|size 0\b|zero (?:channels|batch|size)|empty (?:batch|tensor|"
                   r"input)|0 channels|shape \[0"),
     ("bf16", r"\bbf16\b|bfloat16"),
+    # a limit a message names on what the call was given: a dimension, a size, an alignment ("hidden_dim should be
+    # multiple of 8", "head dim must be at most 256", "only supports NHWC"); not a release ("only supports cuDNN 5.1")
+    ("limit", r"(?i)\b(?:should|must|has to|needs? to) be (?:less|smaller|greater|larger|at most|at least|no "
+              r"(?:more|larger|greater) than|(?:a )?multiples? of|divisible by|aligned)|\bonly supports?\b"
+              r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))|\bis only supported (?:for|with|when)\b"
+              r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
     # NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors): 48 (double-bit ECC), 63/64 (ECC page retirement),
     # 74 (NVLink), 79 (fallen off the bus), 92/94/95 (ECC) are the GPU's; 13 (graphics engine exception), 31 (memory
