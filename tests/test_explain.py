@@ -1297,6 +1297,17 @@ def test_a_limit_the_message_names_on_what_the_call_was_given_is_an_unsupported_
     assert read("head dim must be at most 256").has("limit")
 
 
+def test_cuda_visible_devices_set_so_that_no_gpu_is_seen_is_no_gpu_for_the_process() -> None:
+    """CUDA reads CUDA_VISIBLE_DEVICES up to the first entry it cannot parse: "[1,2,3]", "-1", an empty value hide
+    every GPU, and cuDNN's handle then fails with no GPU; a list of indices or UUIDs, or a shell's variable, says
+    nothing of that."""
+    text = "CUDNN_STATUS_INTERNAL_ERROR when I run my program with CUDA_VISIBLE_DEVICES=[1,2,3]"
+    assert ranked(text)[0] == "no-gpu-or-driver"
+    assert all(read(f"CUDA_VISIBLE_DEVICES={value} python x.py").has("no-device") for value in ("-1", "''", "[0]"))
+    assert not any(read(f"CUDA_VISIBLE_DEVICES={value} python x.py").has("no-device")
+                   for value in ("0,1", "GPU-8a3c", "MIG-5d1e", "$GPUS", "\"1\""))
+
+
 def test_a_cudnn_status_not_supported_in_words_is_still_a_status() -> None:
     primary = read("mylib: cudnn convolution failed: not supported for this layout").primary
     assert primary is not None and primary.kind == "status:NOT_SUPPORTED"

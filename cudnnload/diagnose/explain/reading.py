@@ -1049,7 +1049,12 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the driver found no GPU this process may use: the CUDA runtime's cudaErrorNoDevice (100, "no CUDA-capable device
     # is detected", the catalog's cuda-runtime entry) and the driver API's CUDA_ERROR_NO_DEVICE (cuda.h), which
     # TensorFlow logs as "failed call to cuInit: CUDA_ERROR_NO_DEVICE"
-    ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"),
+    # the driver's words for no GPU this process may use; or CUDA_VISIBLE_DEVICES set so that it sees none: empty,
+    # -1, or a list whose first entry is neither an index nor a GPU-/MIG- UUID (CUDA reads the list up to the first
+    # entry it cannot parse: "[1,2,3]" hides every GPU; CUDA C Programming Guide, CUDA Environment Variables); not a
+    # shell's or a template's variable ("$GPU", "%GPU%", "{gpu}")
+    ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
+                  r"|\bCUDA_VISIBLE_DEVICES=(?:-1\b|[\"']{2}|(?![\"']?(?:\d|GPU-|MIG-|[$%{<]))[\"']?[^\s\"',;]+)"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
     # the GPU generations a text names (gpus.GENERATIONS): gpu-new, gpu-turing, gpu-before-volta, gpu-old-name
