@@ -974,3 +974,15 @@ def test_a_preload_that_stops_every_start_goes_for_everyone_not_through_env() ->
     3-6399). The fix for the app ran it as "env -u LD_PRELOAD app", which exited 127 like the rest; the entry's
     removal, for everyone, makes every program of the case work."""
     _fixed_without_breaks(6399, ["app", "torch"], lambda j: True, seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_setting_that_leaves_out_the_wheels_folder_breaks_no_program_by_name() -> None:
+    """A conda program that works, asked about anyway (fix differential 3-7265): its fix set LD_LIBRARY_PATH to a
+    relative entry made absolute, leaving out the wheel's folder, where the app by name got its cuDNN, and broke
+    it. The setting is now made for that program alone: no program that worked fails after any fix."""
+    _base(_drawn(3, 7265).name)
+    verdict = runner.differential(3, 7265, ["app"])
+    assert verdict.error is None, verdict.error
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]

@@ -58,6 +58,30 @@ def test_an_earlier_release_on_the_path_is_an_error_whose_removal_is_for_the_pro
         found.fix.text
 
 
+def test_a_setting_that_leaves_out_the_entry_programs_by_name_get_cudnn_from_is_for_the_program_alone(
+        tmp_path: Path) -> None:
+    """A fix that sets LD_LIBRARY_PATH to a value without an entry of today's takes that entry away from everyone
+    as a removal does (fix differential 3-7265: a relative entry made absolute, the wheel's folder left out, and a
+    program by name that worked got no cuDNN): where programs by name get a whole cuDNN through it, the setting is
+    made for the program alone."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, set_variable
+
+    wheel, other = folder_of(W928, tmp_path / "wheel"), tmp_path / "other"
+    other.mkdir()
+    env = {**BASE, "LD_LIBRARY_PATH": f"{other}:{wheel}"}
+    setting = Finding(Code.UNTRUSTED_LIBRARY, "m", Subject(SubjectKind.FILE, str(other)),
+                      fix(set_variable("LD_LIBRARY_PATH", str(other))))
+    [said] = scoped([setting], env)
+    assert [a.json() for a in said.fix.actions] == [{"do": "run", "argv": ["env", f"LD_LIBRARY_PATH={other}"]}]
+    assert "programs that load libcudnn.so.9 by name get cuDNN 9.28.0 there" in str(said.fix.text)
+    # a setting that keeps every entry of today's takes nothing away
+    first = Finding(Code.UNTRUSTED_LIBRARY, "m", Subject(SubjectKind.FILE, str(other)),
+                    fix(set_variable("LD_LIBRARY_PATH", f"{tmp_path}:{other}:{wheel}")))
+    assert scoped([first], env) == (first,)
+
+
 def test_an_entry_whose_cudnn_does_not_load_is_taken_away_from_every_program(tmp_path: Path) -> None:
     """What a program asking by name gets through the entry does not load (a sub-library missing): the entry's
     removal is their fix too, and stays the first."""

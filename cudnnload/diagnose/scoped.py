@@ -89,7 +89,7 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     settings = any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for f in findings for a in f.fix.actions)
     preloads = any(a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and a.variable == "LD_PRELOAD"
                    for f in findings for a in f.fix.actions)
-    if not settings and not preloads and not any(_removed(f.fix) for f in findings):
+    if not settings and not preloads and not any(_removed(f.fix, environ) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
     plain = linker.Requester("/usr/bin/env", program=True)
@@ -97,20 +97,28 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
                   verify=ctx.verify if ctx is not None else False)
     findings = _first_for_all(findings, environ, now) if settings else findings
     findings = _preloads_kept(findings, environ, now) if preloads else findings
-    if not any(_removed(f.fix) for f in findings):
+    if not any(_removed(f.fix, environ) for f in findings):
         return findings
-    serves: dict[tuple[frozenset[str], frozenset[tuple[str, str]]], str | None] = {}
+    serves: dict[tuple[frozenset[str], bool, frozenset[tuple[str, str]]], str | None] = {}
     out = []
     for finding in findings:
-        taken = _removed(finding.fix)
-        gone = frozenset(entry for entry in taken if not _inert(entry))
+        taken = _removed(finding.fix, environ)
+        # an entry a setting leaves out is taken away as well, and put in its place what the setting gives: that
+        # is harm only where programs by name are left no cuDNN at all (a setting that puts the full wheel where
+        # the JIT wheel was is their fix too)
+        removals = frozenset(a.entry for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
+                             and a.variable == _VARIABLE and a.entry is not None)
+        replaced = not (taken & removals)
+        gone = frozenset(entry for entry in (taken & removals or taken) if not _inert(entry))
         # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
         # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
         # folder and a link's, which gives them a whole cuDNN again)
         world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
-        key = (gone, frozenset(world.items()))
+        key = (gone, replaced, frozenset(world.items()))
+        if replaced and _refilled(finding.fix):
+            gone = frozenset()  # the setting names a folder the fix fills, which the model cannot see yet
         if gone and key not in serves:
-            serves[key] = _serves_others(gone, now, world)
+            serves[key] = _serves_others(gone, now, world, replaced)
         why = serves.get(key) if gone else None
         out.append(_for_the_program(finding, environ, gone, why) if why else finding)
     return tuple(out)
@@ -218,20 +226,32 @@ def run_in(environ: Mapping[str, str], world: Mapping[str, str]) -> Action:
     return run(["env", *unset, *changed])
 
 
-def _removed(repair: Fix) -> frozenset[str]:
-    """The LD_LIBRARY_PATH entries the fix's actions take away from everyone."""
-    return frozenset(a.entry for a in repair.actions if _takes_away(a) and a.entry is not None)
+def _removed(repair: Fix, environ: Mapping[str, str]) -> frozenset[str]:
+    """The LD_LIBRARY_PATH entries of ``environ`` the fix's actions take away from everyone (`_dropped`)."""
+    return frozenset(entry for a in repair.actions for entry in _dropped(a, environ))
 
 
-def _takes_away(action: Action) -> bool:
-    return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE
+def _dropped(action: Action, environ: Mapping[str, str]) -> frozenset[str]:
+    """The LD_LIBRARY_PATH entries of ``environ`` that ``action`` takes away: the entry it removes, or those a
+    setting of the variable leaves out (fix differential 3-7265: "export LD_LIBRARY_PATH=<./lib made absolute>"
+    dropped the wheel's folder, where programs by name got their cuDNN)."""
+    if action.variable != _VARIABLE:
+        return frozenset()
+    if action.do is ActionKind.ENV_REMOVE_ENTRY and action.entry is not None:
+        return frozenset({action.entry})
+    if action.do is ActionKind.ENV_SET and _VARIABLE in environ:
+        kept = set((action.value or "").split(":"))
+        return frozenset(entry for entry in environ[_VARIABLE].split(":") if entry not in kept)
+    return frozenset()
 
 
-def _serves_others(entries: frozenset[str], ctx: Context, without: Mapping[str, str]) -> str | None:
+def _serves_others(entries: frozenset[str], ctx: Context, without: Mapping[str, str], replaced: bool = False
+                   ) -> str | None:
     """What a program asking for a shim by name gets through one of ``entries`` and would lose in ``without`` (the
     world the fix makes, with them all taken away): a cuDNN that loads whole there, and another file in that world;
-    or any cuDNN there, and none in that world (a cuDNN the model doubts still beats none). None when they lose
-    nothing."""
+    or any cuDNN there, and none in that world (a cuDNN the model doubts still beats none). ``replaced``: the
+    entries are left out by a setting of the variable, which puts what it gives in their place: only none in that
+    world is a loss. None when they lose nothing."""
     other: Context | None = None
     for gen in GENERATIONS.values():
         found = linker.resolve(gen.shim.soname, None, ctx.linker)
@@ -242,13 +262,19 @@ def _serves_others(entries: frozenset[str], ctx: Context, without: Mapping[str, 
             continue
         other = other or context(without, executable=ctx.linker.executable, cache=ctx.cache, verify=ctx.verify)
         instead = linker.resolve(gen.shim.soname, None, other.linker).path
-        if instead == found.path or (instead is not None and not whole(install)):
+        if instead == found.path:
+            continue
+        if replaced and (instead is not None or not whole(install)):
+            continue  # the setting leaves them a cuDNN in its place, or what they get today does not load
+        if not replaced and instead is not None and not whole(install):
             continue  # what they get there does not load: taking it away from them all is their fix too
         return (f"programs that load {gen.shim.soname} by name get cuDNN {install.release or gen.major} there; "
                 f"without {'it' if len(entries) == 1 else 'them'} they would get {instead or 'none'}")
     # the shim they get lies elsewhere (a link of it on an earlier entry, whose $ORIGIN holds nothing else), but what
     # it loads beside it comes through the entries; or a preload (``LD_PRELOAD=libcudnn.so.9``) found it there by
     # name and answers them: without the entries, the shim that loads whole today would not, or another would answer
+    if replaced:
+        return None
     return _loses_by_name(ctx, without, f"it, or what it loads beside it, comes through {', '.join(sorted(entries))}")
 
 
@@ -425,7 +451,7 @@ def _for_the_program(finding: Finding, environ: Mapping[str, str], gone: frozens
     difference between the world they make and the one the whole fix makes: its wrapper starts from what the
     steps before it changed, never from today's environment (seed 3's 3-19: a wrapper written from today's value
     brought back, for the program, a link the step before it had taken away)."""
-    removed = [a for a in finding.fix.actions if _takes_away(a) and a.entry in gone]
+    removed = [a for a in finding.fix.actions if _dropped(a, environ) & gone]
     changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
     before = World(environ).after(*(a for a in changes if a not in removed)).environ
     return _alone(finding, removed, run_in(before, World(environ).after(*changes).environ), why)
