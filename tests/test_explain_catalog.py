@@ -113,6 +113,13 @@ def test_the_catalog_reads_the_releases_of_today(data: dict[str, object]) -> Non
      "9.18.0", "unsupported-configuration"),
     # ONNX Runtime 1.28's own words for a cuDNN its CUDA provider could not load
     ("[E:onnxruntime:Default, cuda_call.cc:123] cuDNN library was not found", "cudnn-not-installed"),
+    # the feature gates of the cudnn-frontend each release carries (harvested again once the rules read them)
+    ("RuntimeError: Paged attention in unified SDPA node requires cuDNN 9.15.0", "unsupported-configuration"),
+    ("jax.errors.JaxRuntimeError: INTERNAL: Require cuDNN 8.9.4 to run flash attention.",
+     "unsupported-configuration"),
+    # torch 2.8 and later: the GPU's compute capability is none the build has kernels for
+    ("UserWarning: Found GPU0 NVIDIA GeForce GTX 780 which is of compute capability (CC) 3.5.\nThe following list "
+     "shows the CCs this version of PyTorch was built for and the hardware CCs it supports:", "gpu-too-old"),
 ])
 def test_messages_only_todays_frameworks_print_are_known_with_their_meaning(text: str, family: str) -> None:
     explanation = explain(text, environ={})
@@ -201,6 +208,18 @@ def test_looking_for_a_cut_paste_runs_in_bounded_time_on_a_hostile_text() -> Non
     explain(("Could not load library libcudnn_cnn_infer.so.8. Error: " + "x" * 5000 + "\n") * 200, environ={})
     explain("[cudnn_frontend] Error: No execution plans " * 20000, environ={})
     assert time.monotonic() - started < 10
+
+
+def test_a_label_or_a_doc_string_of_a_binary_is_no_message_of_the_catalog() -> None:
+    """A derived entry's words say that something happened or is wrong; a binary's labels and doc strings that name
+    the compute capability or the driver do not, and a user's listing of their GPUs is no failure."""
+    from fixtures.explain.harvest import _derived
+
+    assert _derived("compute capability") == ((), "")
+    assert _derived("CUDA driver version:") == ((), "")
+    assert _derived("insufficient compute capability:")[0]
+    assert _derived("Multiple libcudart libraries found: %s and %s")[0]
+    assert not read("- Tesla T4 (compute capability 7.5)\n- NVIDIA L4 (compute capability 8.9)").signals
 
 
 def test_a_template_splits_into_its_literal_parts() -> None:
