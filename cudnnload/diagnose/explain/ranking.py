@@ -1018,16 +1018,21 @@ def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
     a text that names cuDNN with no message and no words of a failure cudnnload can read, and no known message near
     it; never a cause about loading."""
     counts: dict[str, float] = {}
+    named: dict[str, int] = {}  # the reports of texts that only name cuDNN
+    calls: dict[str, int] = {}  # the reports of a failing cuDNN call
     for kind, found in priors.items():
-        share = 1.0 if kind == "cudnn-mentioned" else RUNTIME_BACK_OFF if kind.startswith(RUNTIME_PREFIXES) else 0.0
-        if "@" not in kind and share:
-            for family, number in found.items():
-                if family in CALL_CAUSES:
-                    counts[family] = counts.get(family, 0.0) + share * number
+        if "@" in kind or not (kind == "cudnn-mentioned" or kind.startswith(RUNTIME_PREFIXES)):
+            continue
+        share, tally = (1.0, named) if kind == "cudnn-mentioned" else (RUNTIME_BACK_OFF, calls)
+        for family, number in found.items():
+            if family in CALL_CAUSES:
+                counts[family] = counts.get(family, 0.0) + share * number
+                tally[family] = tally.get(family, 0) + number
     total = sum(counts.values()) + PSEUDO_REPORTS * len(counts)
     return tuple(Scored(family, math.log((number + PSEUDO_REPORTS) / total),
-                        f"{number:g} of {sum(counts.values()):g} tuning reports of a text naming cuDNN without a "
-                        f"message (those of a failing cuDNN call counted at {RUNTIME_BACK_OFF:g})",
+                        f"{named.get(family, 0)} of {sum(named.values())} tuning reports of a text naming cuDNN "
+                        f"without a message, and {calls.get(family, 0)} of {sum(calls.values())} of a failing cuDNN "
+                        f"call (each counted as {RUNTIME_BACK_OFF:g} of one)",
                         ("the text names cuDNN, but holds no message and no words of a failure cudnnload can read: "
                          "the usual causes of a failing cuDNN call",))
                  for family, number in sorted(counts.items(), key=lambda item: -item[1]))
