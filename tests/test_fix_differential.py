@@ -986,3 +986,12 @@ def test_a_setting_that_leaves_out_the_wheels_folder_breaks_no_program_by_name()
     verdict = runner.differential(3, 7265, ["app"])
     assert verdict.error is None, verdict.error
     assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_torch_whose_wheel_was_partly_uninstalled_beside_the_jit_wheel_gets_its_wheel_back() -> None:
+    """torch's cuDNN wheel partly uninstalled, the JIT wheel beside it, LD_LIBRARY_PATH only a link folder (fix
+    differential 3-6756): torch was pointed at the JIT wheel's folder, and the repair ended as "export
+    LD_LIBRARY_PATH=<its own value>". Its wheel is put back, and torch works."""
+    _fixed_without_breaks(6756, ["torch"], lambda j: j.said.consumer == "torch", seed=3)

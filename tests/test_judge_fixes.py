@@ -1192,3 +1192,39 @@ def test_a_link_to_a_wheels_shim_another_release_overwrote_is_mended_by_putting_
     os.link(lib_folder(W928) / "libcudnn.so.9", shim)
     after = doctor(env, target="libcudnn.so.9", timeout=60)
     assert not any(f.code == "mixed-release" for f in after.findings), [f.code for f in after.findings]
+
+
+def test_a_framework_is_never_pointed_at_the_jit_wheels_folder(tmp_path: Path) -> None:
+    """A framework that finds no cuDNN is pointed at the shim folder of its site that its search does not reach,
+    only where that folder holds every sub-library a framework's calls need (fix differential 3-6756: torch, its
+    own wheel partly uninstalled, was pointed at the JIT wheel's folder, which has no ops, cnn or adv, and the
+    repair ended as a setting of LD_LIBRARY_PATH to its own value)."""
+    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.routes import _shim_on_path
+    from fixtures.scenarios.layouts import JIT, install, needs_wheels
+
+    needs_wheels()
+    site = tmp_path / "site"
+    install(site, JIT)
+    ctx = context(BASE)
+    assert _shim_on_path([str(site)], 9, ctx) is None
+    full = folder_of(W928, site / "nvidia" / "cudnn" / "lib")
+    assert _shim_on_path([str(site)], 9, ctx) == str(full)
+
+
+def test_a_change_that_leaves_the_environment_as_it_is_is_no_repair() -> None:
+    """The least change is a change: a setting of a variable to the value it has mends nothing, whatever the
+    model finds after it (fix differential 3-6756's "export LD_LIBRARY_PATH=<its own value>")."""
+    from cudnnload.codes import Severity, SubjectKind
+    from cudnnload.diagnose.remedy import least_change
+    from cudnnload.verdicts import Finding, Subject, fix, set_variable
+
+    env = {**BASE, "LD_LIBRARY_PATH": "/nonexistent/links"}  # (a folder that is not there: no removal is tried)
+    same = Finding(Code.CONSUMER_BROKEN, "m", Subject(SubjectKind.FILE, "/x"),
+                   fix(set_variable("LD_LIBRARY_PATH", "/nonexistent/links")), severity=Severity.ERROR)
+    assert least_change(env, lambda world: (), findings=[same]) is None
+    other = Finding(Code.CONSUMER_BROKEN, "m", Subject(SubjectKind.FILE, "/x"),
+                    fix(set_variable("LD_LIBRARY_PATH", "/nonexistent/wheel")), severity=Severity.ERROR)
+    found = least_change(env, lambda world: (), findings=[other])
+    assert found is not None and [a.json() for a in found.actions] == [
+        {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": "/nonexistent/wheel"}]

@@ -208,8 +208,12 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
     set_then = ([_without(setting, one[1])] for setting in settings for one in entries
                 if one[0] == setting.variable and one[1] in (setting.value or "").split(":"))
     pairs = ([remove_entry(*a), remove_entry(*b)] for index, a in enumerate(entries) for b in entries[index + 1:])
+    today = World(environ)
     for actions in itertools.islice(itertools.chain(single, ([s] for s in settings), set_then, pairs), CANDIDATES):
-        if not any(f.severity is Severity.ERROR for f in judge(World(environ).after(*actions))):
+        world = today.after(*actions)
+        # a change that leaves the environment as it is (a setting to the value it has) mends nothing the model
+        # missed today (fix differential 3-6756: "export LD_LIBRARY_PATH=<its own value>" was torch's repair)
+        if world != today and not any(f.severity is Severity.ERROR for f in judge(world)):
             return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
 

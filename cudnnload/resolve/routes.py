@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
-from cudnnload.resolve.catalog import classify
+from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import Consumer, Need
 from cudnnload.resolve.discovery import Context, chain, requester
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
@@ -308,13 +308,18 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
 
 def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | None:
     """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>`` (not gone in the
-    model's world) that the loader can map here: a shim of another machine, or no ELF, is passed over by any search
-    that reaches it, so its folder is no place to point one at (its wheel is put back instead)."""
+    model's world) that the loader can map here, beside every sub-library a framework's calls need: a shim of
+    another machine, or no ELF, is passed over by any search that reaches it, so its folder is no place to point one
+    at (its wheel is put back instead); nor is the JIT wheel's, which ships no ops, cnn or adv, and fails every
+    legacy call a framework makes (fix differential 3-6756: torch was pointed at it)."""
+    needed = [lib.soname for lib in GENERATIONS[major].sublibraries if lib.required] if major in GENERATIONS else []
     for entry in site_paths:
         for shim in sorted(glob.glob(os.path.join(glob.escape(entry or "."), "nvidia", "*", "lib",
                                                   f"libcudnn.so.{major}"))):
-            if not ctx.linker.is_gone(shim) and os.path.isfile(shim) and ctx.passed_over(shim) is None:
-                return os.path.dirname(shim)
+            folder = os.path.dirname(shim)
+            if not ctx.linker.is_gone(shim) and os.path.isfile(shim) and ctx.passed_over(shim) is None and all(
+                    os.path.exists(os.path.join(folder, name)) for name in needed):
+                return folder
     return None
 
 
