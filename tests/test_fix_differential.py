@@ -56,13 +56,19 @@ def _fixed_without_breaks(index: int, kinds: list[str], which: Callable[[runner.
     assert picked and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in picked), picked
 
 
+def _nothing_breaks(seed: int, index: int, kinds: list[str], base: bases.Base | None = None) -> runner.Verdict:
+    """``seed``'s case ``index``, run by the harness with the programs ``kinds`` (on ``base``, default its drawn
+    one): no fix doctor gave makes a program that worked fail. The harness's verdict."""
+    _base((base or _drawn(seed, index)).name)
+    verdict = runner.differential(seed, index, kinds)
+    assert verdict.error is None, verdict.error
+    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    return verdict
+
+
 def _torch_works_and_nothing_breaks(index: int) -> None:
     """Seed 1's case ``index``, with the app and torch: torch works, and no fix doctor gave makes a program fail."""
-    _base(_drawn(1, index).name)
-    verdict = runner.differential(1, index, ["app", "torch"])
-    assert verdict.error is None, verdict.error
-    assert verdict.runs["torch"].works
-    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    assert _nothing_breaks(1, index, ["app", "torch"]).runs["torch"].works
 
 
 def _drawn(seed: int, index: int) -> bases.Base:
@@ -908,10 +914,7 @@ def test_a_sub_library_unreadable_and_cut_short_is_opened_only_with_its_wheel_pu
     the fourteenth session's slice): both apps work (the file cannot be opened, and cuDNN goes on without it); the
     fix opened it alone, and every program then died mapping the cut file. The mode change no longer counts as
     mending what the file holds: the wheel is put back with it, and nothing breaks."""
-    _base(draw(2, 3677)[1].name)
-    verdict = runner.differential(2, 3677, ["app"])
-    assert verdict.error is None, verdict.error
-    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    _nothing_breaks(2, 3677, ["app"], base=draw(2, 3677)[1])
 
 
 @pytest.mark.slow
@@ -982,10 +985,7 @@ def test_a_setting_that_leaves_out_the_wheels_folder_breaks_no_program_by_name()
     """A conda program that works, asked about anyway (fix differential 3-7265): its fix set LD_LIBRARY_PATH to a
     relative entry made absolute, leaving out the wheel's folder, where the app by name got its cuDNN, and broke
     it. The setting is now made for that program alone: no program that worked fails after any fix."""
-    _base(_drawn(3, 7265).name)
-    verdict = runner.differential(3, 7265, ["app"])
-    assert verdict.error is None, verdict.error
-    assert not any(j.broke for j in verdict.judged), [j for j in verdict.judged if j.broke]
+    _nothing_breaks(3, 7265, ["app"])
 
 
 @pytest.mark.slow

@@ -102,21 +102,20 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     serves: dict[tuple[frozenset[str], bool, frozenset[tuple[str, str]]], str | None] = {}
     out = []
     for finding in findings:
-        taken = _removed(finding.fix, environ)
         # an entry a setting leaves out is taken away as well, and put in its place what the setting gives: that
         # is harm only where programs by name are left no cuDNN at all (a setting that puts the full wheel where
-        # the JIT wheel was is their fix too)
-        removals = frozenset(a.entry for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
-                             and a.variable == _VARIABLE and a.entry is not None)
-        replaced = not (taken & removals)
-        gone = frozenset(entry for entry in (taken & removals or taken) if not _inert(entry))
+        # the JIT wheel was is their fix too), and none where the setting names a folder the fix fills, which the
+        # model cannot see yet
+        removals = frozenset(entry for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
+                             for entry in _dropped(a, environ))
+        replaced = not removals
+        taken = removals or (frozenset() if _refilled(finding.fix) else _removed(finding.fix, environ))
+        gone = frozenset(entry for entry in taken if not _inert(entry))
         # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
         # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
         # folder and a link's, which gives them a whole cuDNN again)
         world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
         key = (gone, replaced, frozenset(world.items()))
-        if replaced and _refilled(finding.fix):
-            gone = frozenset()  # the setting names a folder the fix fills, which the model cannot see yet
         if gone and key not in serves:
             serves[key] = _serves_others(gone, now, world, replaced)
         why = serves.get(key) if gone else None

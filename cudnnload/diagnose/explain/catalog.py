@@ -113,13 +113,12 @@ class TemplatePattern:
                 return Found(text, begin, at)
         return None
 
-
     def cut(self, line: str) -> Found | None:
         """The template in ``line`` where the paste ends inside it: its literal parts in order, each at most FIELD
         characters after the one before, to a part of which the line's end (less "...", "…" or "[truncated]") holds
         only the start, of CUT_PART characters or more; with CUT_LETTERS letters of its literal parts or more, and
         at least CUT_SHARE of them, shown. None where the line holds the template whole, or too little of it."""
-        if len(self.texts) < 1 or len(self.texts) != len(self.parts):
+        if not self.texts or len(self.texts) != len(self.parts):
             return None
         rest = _CUT_END.sub("", line)
         total = sum(_letters(text) for text in self.texts)
@@ -130,9 +129,7 @@ class TemplatePattern:
             return Found(rest, start, len(rest)) if start is not None and shown >= max(
                 CUT_LETTERS, CUT_SHARE * total) else None
         at, shown = head.end(), _letters(self.texts[0])
-        for number in range(1, len(self.texts) + 1):
-            if number == len(self.texts):
-                return None  # every part is there: a whole match, not a cut one
+        for number in range(1, len(self.texts)):
             tail = rest[at:at + FIELD + len(self.texts[number])]
             found = self.parts[number].search(tail)
             if found is not None and found.start() <= FIELD:
@@ -145,7 +142,7 @@ class TemplatePattern:
             if shown < CUT_LETTERS or shown < CUT_SHARE * total:
                 return None
             return Found(rest, head.start(), len(rest))
-        return None
+        return None  # every part is there: a whole match, not a cut one
 
 
 # A paste cut inside a message (a terminal's width, a title, an editor): the least of it that still names it.
