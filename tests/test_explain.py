@@ -1588,3 +1588,60 @@ def test_a_message_typeset_by_a_forum_is_read_as_the_program_printed_it(typeset:
     printed = (typeset.replace("‘", "'").replace("’", "'").replace("\u00a0", " ").replace("\u200b", ""))
     assert explain(typeset, environ={}).reading.signals == explain(printed, environ={}).reading.signals
     assert ranked(typeset) == ranked(printed)
+
+
+def test_opencvs_cuda_backend_version_check_reads_the_versions_found_and_built() -> None:
+    """OpenCV's cuda4dnn/init.hpp (checkVersions) says "cuDNN reports version <found> which does not match with the
+    version <built> with which OpenCV was built": the found version first. 8201 against 8000 is a newer minor of
+    the same major, not another major."""
+    text = ("[ WARN:0] global /opt/opencv/modules/dnn/src/cuda4dnn/init.hpp (34) checkVersions cuDNN reports version "
+            "8201 which does not match with the version 8000 with which OpenCV was built")
+    signal = read(text).primary
+    assert signal is not None and str(signal.entry).startswith("opencv-cuda/cudnn-reports-version")
+    assert (signal.kind, signal.built, signal.found) == ("version-newer", "8.0.0", "8.2.1")
+    assert ranked(text)[0] == "minor-mismatch-strict"
+
+
+@pytest.mark.parametrize(("context", "stated"), [
+    ("The install instructions tell users to install libcudnn 5.1.", (5, 1)),
+    ("ii  libcudnn8  8.9.7.29-1+cuda12.2  amd64  cuDNN runtime libraries", (8,)),
+])
+def test_a_cudnn_package_named_with_its_version_states_the_cudnn_installed(context: str,
+                                                                           stated: tuple[int, ...]) -> None:
+    """"libcudnn 5.1" (a package and its version, as an install page names it) states cuDNN 5.1: a program that
+    wants libcudnn.so.6 meets another major."""
+    text = f"{context}\nImportError: libcudnn.so.6: cannot open shared object file: No such file or directory"
+    assert read(text).stated == stated
+    assert ranked(text)[0] == "wrong-cudnn-major"
+
+
+def test_a_release_after_a_full_width_colon_is_read() -> None:
+    """"torch： 1.12.1+cu116" (a full-width colon, as a Chinese keyboard types it) is torch 1.12, which brings cuDNN
+    8: the cudnn64_7.dll Paddle wants is of another major."""
+    text = ("RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_7.dll) that Paddle depends on "
+            "is not configured correctly. (error code is 126)\ntorch： 1.12.1+cu116")
+    assert [(b.framework, b.cudnn_major) for b in read(text).builds] == [("pytorch", 8)]
+    assert ranked(text)[0] == "wrong-cudnn-major"
+
+
+@pytest.mark.parametrize(("context", "fires"), [
+    ("CUDA：11.6", True),  # no cuDNN 7 was built for CUDA 11
+    ("Cuda compilation tools, release 10.0, V10.0.130", False),
+    ("| NVIDIA-SMI 535.54  Driver Version: 535.54  CUDA Version: 12.2 |", False),  # the driver's newest, not installed
+])
+def test_a_cuda_no_release_of_the_wanted_major_was_built_for_shows_another_major(context: str, fires: bool) -> None:
+    text = ("Could not load dynamic library 'libcudnn.so.7'; dlerror: libcudnn.so.7: cannot open shared object "
+            f"file\n{context}")
+    reading = read(text)
+    assert (ranking.no_build_for_cuda(reading, reading.signals[0]) is not None) is fires
+
+
+@pytest.mark.parametrize(("version", "prerelease"), [
+    ("torch==2.6.0.dev20240914+cu121", True), ("2.4.0a0+git4c97193", True), ("PyTorch: 1.5.0a0+3bbb36e", True),
+    ("pip install tf-nightly", True), ("torch==2.5.1+cu121", False), ("cuDNN 9.1.0", False),
+])
+def test_a_development_build_of_the_program_is_a_clue_to_its_own_bug(version: str, prerelease: bool) -> None:
+    """A nightly or a build of the program's main branch runs code not yet released: beside a failing cuDNN call,
+    the program's own bug gains (issue 32's framework bugs); a release build says nothing."""
+    text = f"{version}\nRuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM"
+    assert read(text).has("prerelease") is prerelease

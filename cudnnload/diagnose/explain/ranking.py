@@ -223,14 +223,14 @@ PRIORS: dict[str, dict[str, int]] = {
     "symbol-mismatch": {"mixed-release": 3, "two-frameworks-conflict": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
     "symbol-mismatch@windows": {"two-frameworks-conflict": 3, "mixed-release": 1},
-    "version-newer": {"minor-mismatch-strict": 8},
+    "version-newer": {"minor-mismatch-strict": 9},
     "version-newer@linux": {"minor-mismatch-strict": 1},
     "version-older": {"runtime-older-than-build": 16, "version-mismatch-shadowed": 7, "two-frameworks-conflict": 4,
         "conda-vs-pip": 1, "harmless-warning": 1},
     "version-older@linux": {"runtime-older-than-build": 4},
     "version-other-major": {"wrong-cudnn-major": 5, "version-mismatch-shadowed": 1},
     "version-other-major@linux": {"wrong-cudnn-major": 1},
-    "version-unclear": {"minor-mismatch-strict": 1, "wrong-cudnn-major": 1},
+    "version-unclear": {"wrong-cudnn-major": 1},
     "warning": {"harmless-warning": 1},
     "windows-load": {"cudnn-not-installed": 1},
     "windows-load@windows": {"cudnn-not-installed": 1},
@@ -657,6 +657,27 @@ def engines_runtime_compiled(reading: Reading, signal: Signal) -> str | None:
     return signal.failed if signal.failed and "engines_runtime_compiled" in signal.failed else None
 
 
+# The CUDA releases each cuDNN major was built for, oldest and newest (major, minor), from NVIDIA's cuDNN support
+# matrices and release notes: v4 for 7.0-7.5, v5 and v6 for 7.5-8.0, 7.x for 8.0-10.2, 8.x for 10.1 (8.0.x) to 12.x
+# (8.9.7), 9.x for 11.8 (9.0-9.10's cu11 builds) to 13.x (the cu13 builds).
+CUDNN_FOR_CUDA: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {
+    4: ((7, 0), (7, 5)), 5: ((7, 5), (8, 0)), 6: ((7, 5), (8, 0)), 7: ((8, 0), (10, 2)), 8: ((10, 1), (12, 9)),
+    9: ((11, 8), (13, 9))}
+
+
+def no_build_for_cuda(reading: Reading, signal: Signal) -> str | None:
+    """The CUDA the text names (not nvidia-smi's header: the driver's newest) is one no release of the cuDNN major
+    the program wants was built for: a cuDNN installed beside that CUDA is of another major."""
+    want, cuda = reading.wanted, reading.toolkit
+    if want not in CUDNN_FOR_CUDA or not cuda:
+        return None
+    (low, high), release = CUDNN_FOR_CUDA[want], cuda[:2]
+    if low[0] <= release[0] <= high[0] if len(release) == 1 else low <= release <= high:
+        return None
+    return (f"no cuDNN {want} was built for the CUDA {dotted(cuda)} the text names (cuDNN {want}: CUDA "
+            f"{dotted(low)} to {dotted(high)})")
+
+
 def program_regression(reading: Reading, signal: Signal) -> str | None:
     """The text says it worked with one release and fails with another, and the releases are not cuDNN's."""
     return None if reading.has("cudnn-regression") else reading.quote("regression") or None
@@ -733,6 +754,8 @@ RULES: tuple[Rule, ...] = (
          other_major_there, (*LOADING, "framework-no-cudnn")),
     Rule("wrong-cudnn-major", 3, "the file under the cuDNN name lacks that name's version node, which every release "
          "of the major defines: it is another major's", pattern("cudnn-version-node")),
+    Rule("wrong-cudnn-major", 1.5, "the CUDA the text names has no cuDNN of the major the program wants",
+         no_build_for_cuda, (*LOADING, "framework-no-cudnn")),
     Rule("wheel-not-on-linker-path", 1.5, "the cuDNN of that major is there as torch's pip wheel, which the "
          "program does not search", same_major_bundled, LOADING),
     Rule("wheel-not-on-linker-path", 1, "a virtual environment: its cuDNN can only be a pip wheel", clue("venv"),
@@ -799,6 +822,8 @@ RULES: tuple[Rule, ...] = (
          clue("cudnn-regression"), RUNTIME_KINDS),
     Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
          program_regression, RUNTIME_KINDS),
+    Rule("framework-bug", 1, "the program is a development build (a nightly, a build of its main branch): code not "
+         "yet released", clue("prerelease"), RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
          removed_from_headers(at_run_time=False)),
     Rule("removed-api", 2, "no header of the newer cuDNN releases declares the name the binary needs",

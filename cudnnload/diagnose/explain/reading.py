@@ -777,7 +777,11 @@ _VERSION_PAIR = re.compile(
     rf"[:\s]+{_CUDNN_WORD}(?P<found>{_ANY_VERSION})"
     rf"|\b(?:loaded|found|runtime|installed)\b[^\n]{{0,30}}?cu[Dd][Nn][Nn][^\n]{{0,20}}?(?P<found2>{_ANY_VERSION})"
     rf"[^\n]{{0,60}}?\b(?:compiled|built)\s+(?:with|against)[:\s]+{_CUDNN_WORD}(?P<built2>{_ANY_VERSION})"
-    rf"|cu[Dd][Nn][Nn] compiled \((?P<built3>\d+)\) and runtime \((?P<found3>\d+)\) versions mismatch")
+    rf"|cu[Dd][Nn][Nn] compiled \((?P<built3>\d+)\) and runtime \((?P<found3>\d+)\) versions mismatch"
+    # OpenCV's cuda4dnn: "cuDNN reports version 8201 which does not match with the version 8000 with which OpenCV
+    # was built" (the found version first, the built one after "the version ... with which")
+    rf"|cu[Dd][Nn][Nn] reports version (?P<found4>{_ANY_VERSION})[^\n]{{0,60}}?\bthe version (?P<built4>"
+    rf"{_ANY_VERSION}) with which")
 
 # cudnnStatus_t in words, as wrappers print it (Mocha.jl "ERROR: Arch mismatch", "Not initialized"), and cuDNN's
 # initialisation failing in words ("Failed to initialize cuDNN", "could not create cudnn handle": what
@@ -887,8 +891,8 @@ def _version_check(text: str) -> Signal | None:
 
 
 def _version_pair(found: re.Match[str]) -> Signal | None:
-    built = group(found, "built", "built2", "built3") or ""
-    have = group(found, "found", "found2", "found3") or ""
+    built = group(found, "built", "built2", "built3", "built4") or ""
+    have = group(found, "found", "found2", "found3", "found4") or ""
     return _version_signal("version-pair", "a framework's check of the cuDNN it was built with against the one "
                            "it loaded, in its own words (TensorRT, Paddle, Caffe2, wrappers)", "the program", built,
                            have, False, found)
@@ -1111,6 +1115,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
     # the text says it worked with an earlier release and fails with a later one: a regression of that release
     # (cuDNN's where the release it names is cuDNN's)
+    # a program's development build: a nightly ("torch==2.6.0.dev20240914+cu121", "tf-nightly", "pytorch-nightly") or
+    # a build from its main branch ("2.4.0a0+git4c97193", NGC's "1.5.0a0+3bbb36e"): its own code not yet released
+    ("prerelease", r"(?i)\b\d+\.\d+\.\d+(?:\.dev\d{8}|a0\+(?:git)?[0-9a-f]{7})|\b(?:tf|torch|pytorch|jax|paddle)[-_]"
+                   r"nightly\b|\bnightly (?:build|release|wheel)s?\b"),
     ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
     ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
@@ -1151,7 +1159,7 @@ TENSORFLOW_CUDA: dict[tuple[int, int], tuple[int, int]] = {
 
 # How a release is written after a program's name: pip list's columns, pip freeze's "==", a wheel's "-", an issue
 # template's or torch.utils.collect_env's "PyTorch version: 2.5.1", "CTranslate2 version: 4.4.0", "torch: 2.4.0".
-_RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
+_RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=：])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
 
 def _torch_cudnn(release: tuple[int, int], variant: str | None) -> int | None:
     """The cuDNN major a torch release brings. 2.4+ pin nvidia-cudnn-cu12 9.x and 1.13-2.3 8.x (their wheels'
@@ -1231,6 +1239,7 @@ class Reading:
     wanted: int | None = None  # the cuDNN major the messages show (a library's name, a version check), not stated
     wheel: tuple[int, ...] | None = None  # the nvidia-cudnn wheel's version that pip's output in the text shows
     files: tuple[str, ...] = ()  # cuDNN libraries the text shows on the machine (a listing, a path), not its messages'
+    toolkit: tuple[int, ...] | None = None  # the CUDA the text names, but not nvidia-smi's (the driver's newest)
 
     @property
     def primary(self) -> Signal | None:
@@ -1447,10 +1456,15 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+# nvidia-smi's header line: "| NVIDIA-SMI 566.03   Driver Version: 566.03   CUDA Version: 12.7 |" names the newest CUDA
+# the driver runs, not a CUDA that is installed
+_NVIDIA_SMI_HEADER = re.compile(r"(?im)^[^\n]*Driver Version[^\n]*$")
+
+
 def _cuda_version(text: str) -> tuple[int, ...] | None:
     """The CUDA version the text names: a wheel tag (cu121), ORT's "CUDA 12.*", "CUDA: 11.2", a toolkit path."""
     for pattern in (r"\+cu(\d\d)(\d)\b", r"\bcu(\d\d)(\d)\b", r"\bcu(\d\d)\b", r"\bcuda(\d\d)_(?:pip|local)\b",
-                    r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
+                    r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:：= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
                     r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia[-_]cudnn[-_]cu(\d+)",
                     r"\bCUDA_VERSION=(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
         found = re.search(pattern, text, re.IGNORECASE)
@@ -1471,7 +1485,7 @@ _HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR
 # "libcudnn8" (Debian's package), the folder of NVIDIA's cuDNN 9 Windows installer, C:\Program Files\NVIDIA\CUDNN\v9.1
 # (cuDNN installation guide, Windows), a module's "cudnn/v8.9"; not a library's name (cudnn64_8.dll, libcudnn_ops.so.9).
 _STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?|[/\\]v)?[:：= /-]*(\d+(?:\.\d+)*)(?![\d.]*\*)"
-                     r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b")
+                     r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b|\blibcudnn\d?[ \t]+v?(\d+\.\d+(?:\.\d+)*)")
 
 
 def _stated_cudnn(context: str) -> tuple[int, ...] | None:
@@ -1480,7 +1494,7 @@ def _stated_cudnn(context: str) -> tuple[int, ...] | None:
     if (header := _HEADER_VERSION.search(context)):
         return tuple(int(n) for n in header.groups() if n)
     for found in _STATED.finditer(context):
-        numbers = tuple(int(n) for n in (found.group(1) or found.group(2)).split(".") if n)
+        numbers = tuple(int(n) for n in next(g for g in found.groups() if g).split(".") if n)
         if numbers and 4 <= numbers[0] <= 9:
             return numbers
     return None
@@ -1613,7 +1627,7 @@ def read(text: str) -> Reading:
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
                    stated, paths, wanted=wanted, capability=_capability(evidence), wheel=_wheel_version(context),
-                   files=_files_shown(context))
+                   files=_files_shown(context), toolkit=_cuda_version(_NVIDIA_SMI_HEADER.sub("", evidence)))
 
 
 # The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
