@@ -1645,3 +1645,32 @@ def test_a_development_build_of_the_program_is_a_clue_to_its_own_bug(version: st
     the program's own bug gains (issue 32's framework bugs); a release build says nothing."""
     text = f"{version}\nRuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM"
     assert read(text).has("prerelease") is prerelease
+
+
+@pytest.mark.parametrize(("failure", "family"), [
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+     "shape[256,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0", "out-of-memory"),
+    ("kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1234, GPU has fallen off the bus.", "gpu-hardware-fault"),
+    ("RuntimeError: CUDA driver version is insufficient for CUDA runtime version", "driver-too-old"),
+    ("RuntimeError: No CUDA GPUs are available", "no-gpu-or-driver"),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "gpu-too-new"),
+])
+def test_a_failure_no_library_brings_about_is_not_blamed_on_a_load_message_beside_it(failure: str,
+                                                                                     family: str) -> None:
+    """A log that shows a library it could not open (TensorFlow's dso_loader warns and goes on) and an error that
+    no missing library causes (out of memory, a GPU fault, a driver too old, no GPU, no kernel image): the error
+    the program stopped on is the cause, not the load message (issue 32: no loading cause first for an error that
+    is not about loading)."""
+    text = ("W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library "
+            f"'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory\n"
+            f"{failure}")
+    assert ranked(text)[0] == family
+
+
+def test_cudas_named_symbol_not_found_is_not_a_library_that_did_not_load() -> None:
+    """XLA's "There was an error before creating cudnn handle (500): cudaErrorSymbolNotFound : named symbol not
+    found" names cuDNN and "not found", but what was not found is a symbol the CUDA runtime needs in the driver: an
+    older driver, not a cuDNN library missing."""
+    text = ("E1119 10:37:39.248565  283298 cuda_dnn.cc:502] There was an error before creating cudnn handle (500): "
+            "cudaErrorSymbolNotFound : named symbol not found")
+    assert ranked(text)[0] == "driver-too-old"

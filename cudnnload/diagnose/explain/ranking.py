@@ -694,6 +694,9 @@ RUNTIME_KINDS = ("status:", "no-engine", "conv-algorithm", "hardware", "catalog"
                  "version-unclear", "cudnn-mentioned", "cublas-status:")
 VERSIONS = ("version-",)
 
+# The clues of a failure in words that no library failing to load brings about (reading._CLUES).
+WORDS_OF_ANOTHER_FAILURE = ("out-of-memory", "hardware", "driver-too-old", "no-device", "no-kernel-image")
+
 RULES: tuple[Rule, ...] = (
     # the library that failed decides first: the Error: part names it
     Rule("nvrtc-missing", 3, "the library that failed is NVRTC, not cuDNN", failed("nvrtc"),
@@ -857,6 +860,14 @@ RULES: tuple[Rule, ...] = (
     *(Rule(family, -2, "the log shows that cuDNN itself was loaded", clue("cudnn-opened"),
            ("framework-no-cudnn", "conv-algorithm", "status:"))
       for family in ("cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path")),
+    # a failure the text names in words that no missing or wrong library brings about (the GPU out of memory, a GPU
+    # fault, a driver older than the CUDA in use, no GPU the process may use, no kernel image for the GPU): a load
+    # message beside it is not what failed (TensorFlow logs a library it could not open and goes on; the error the
+    # program stopped on is the other), so a cause about loading loses its lead to the cause the words name
+    *(Rule(family, -3, "the text names a failure no missing or wrong library brings about (out of memory, a GPU "
+           "fault, a driver too old, no usable GPU, no kernel image): the load message is not what stopped the "
+           "program", either(*(clue(name) for name in WORDS_OF_ANOTHER_FAILURE)), FAILED_LOADS)
+      for family in sorted(ABOUT_LOADING)),
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),

@@ -801,9 +801,12 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
                          r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
 # A load verb whose object is not a library: "Failed to find any forward convolution algorithm" (MXNet's
-# cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model".
+# cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model"; and the CUDA
+# error string "named symbol not found" (cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND), a symbol the runtime or
+# the driver lacks, not a library.
 _NOT_A_LIBRARY = re.compile(r"(?i)\b(?:find|load|locate|open)\s+(?:a|an|any|the)?\s*(?:[\w-]+\s+){0,3}?(?:algorithms?|"
-                            r"engines?|plans?|kernels?|configs?|configurations?|workspace|model|weights|checkpoint)\b")
+                            r"engines?|plans?|kernels?|configs?|configurations?|workspace|model|weights|checkpoint)\b"
+                            r"|\bsymbol not found\b")
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
 # Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
 # nothing of a mismatch).
@@ -1057,7 +1060,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # -1, or a list whose first entry is neither an index nor a GPU-/MIG- UUID (CUDA reads the list up to the first
     # entry it cannot parse: "[1,2,3]" hides every GPU; CUDA C Programming Guide, CUDA Environment Variables); not a
     # shell's or a template's variable ("$GPU", "%GPU%", "{gpu}")
+    # torch/cuda/__init__.py (_lazy_init) "No CUDA GPUs are available": the runtime counted no device
     ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
+                  r"|No CUDA GPUs are available"
                   r"|\bCUDA_VISIBLE_DEVICES=(?:-1\b|[\"']{2}|(?![\"']?(?:\d|GPU-|MIG-|[$%{<]))[\"']?[^\s\"',;]+)"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
