@@ -1675,3 +1675,20 @@ def test_cudas_named_symbol_not_found_is_not_a_library_that_did_not_load() -> No
     text = ("E1119 10:37:39.248565  283298 cuda_dnn.cc:502] There was an error before creating cudnn handle (500): "
             "cudaErrorSymbolNotFound : named symbol not found")
     assert ranked(text)[0] == "driver-too-old"
+
+
+@pytest.mark.parametrize("text", [
+    "ImportError: libcudnn.so.8: 无法打开共享对象文件: 没有那个文件或目录",  # glibc 2.17-2.39's zh_CN
+    "ImportError: libcudnn.so.8: 无法打开共享目标文件: 没有那个文件或目录",  # 2.42's zh_CN
+    "OSError: libcudnn.so.8: Kann die Shared-Object-Datei nicht öffnen: Datei oder Verzeichnis nicht gefunden",
+    "OSError: libcudnn.so.8: невозможно открыть разделяемый объектный файл: Нет такого файла или каталога",
+    "ImportError: libcudnn.so.8: 共有オブジェクトファイルを開けません: そのようなファイルやディレクトリはありません",
+])
+def test_glibcs_loader_words_in_the_users_language_are_read_as_in_english(text: str) -> None:
+    """dlerror() translates the loader's words (glibc's po/<language>.po, gettext domain libc): under zh_CN, de_DE,
+    ru_RU or ja_JP "cannot open shared object file: No such file or directory" is printed in that language, and is
+    read as the English message, with the library it names."""
+    reading = explain(text, environ={}).reading
+    assert reading.primary is not None
+    assert (reading.primary.kind, reading.primary.failed) == ("cudnn-not-found", "libcudnn.so.8")
+    assert ranked(text)[0] in LOADING

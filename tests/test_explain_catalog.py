@@ -21,7 +21,8 @@ from cudnnload.diagnose.explain import explain
 from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
 from cudnnload.diagnose.explain.reading import read
 from fixtures.explain.corpus import families, loading_families
-from fixtures.explain.harvest import _derived, c_strings, mc_strings, print_counts, python_strings
+from fixtures.explain.harvest import _derived, c_strings, mc_strings, po_entries, print_counts, python_strings
+from fixtures.explain.messages import TRANSLATED
 from fixtures.explain.sources import SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -475,3 +476,28 @@ def test_words_that_only_name_loading_give_no_loading_cause(template: str) -> No
 def test_a_symbol_a_library_lacks_is_not_a_library_not_found() -> None:
     families = _derived("cudnnGetErrorString symbol not found.")[0]
     assert families and families[0] == "mixed-release" and "cudnn-not-installed" not in families
+
+
+def test_the_catalog_holds_glibcs_translations_of_the_loader_words_it_reads_back() -> None:
+    """harvest.translations: every glibc release's po/<language>.po translations of messages.TRANSLATED; each held
+    under its English msgid, none empty, none the English itself, and Chinese, German, Russian and Japanese among
+    them for the message users meet most."""
+    data = json.loads(messages.DATA.read_text(encoding="utf-8"))
+    translations = data["translations"]
+    assert set(translations) <= set(TRANSLATED)
+    for msgid, by_text in translations.items():
+        assert by_text and all(text.strip() and text != msgid and languages for text, languages in by_text.items())
+    languages = {language for languages in translations["cannot open shared object file"].values()
+                 for language in languages}
+    assert {"zh_CN", "de", "ru", "ja"} <= languages
+    assert messages.load().translations["无法打开共享对象文件"] == "cannot open shared object file"
+
+
+def test_a_gettext_catalog_is_read_entry_by_entry_without_fuzzy_ones() -> None:
+    po = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+          '#: elf/dl-load.c:2245\nmsgid "cannot open shared object file"\nmsgstr "无法打开共享对象文件"\n\n'
+          '#, fuzzy\nmsgid "file too short"\nmsgstr "guessed"\n\n'
+          'msgid ""\n"error while loading "\n"shared libraries"\nmsgstr ""\n"Fehler beim Laden der "\n'
+          '"Shared Libraries"\n\nmsgid "symbol lookup error"\nmsgstr ""\n')
+    assert list(po_entries(po)) == [("cannot open shared object file", "无法打开共享对象文件"),
+                                    ("error while loading shared libraries", "Fehler beim Laden der Shared Libraries")]

@@ -20,6 +20,7 @@ rules out down. Nothing is loaded either way.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,10 +114,36 @@ _TYPESET = str.maketrans({**dict.fromkeys("‘’‚‛′", "'"), **dict.fromke
                           **dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff", ""), "…": "..."})
 
 
+@functools.lru_cache(maxsize=1)
+def _translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """A pattern of every translation of glibc's loader words that the catalog holds (typeset as `_TYPESET`
+    reads it), longest first, and the English of each."""
+    english = {text.translate(_TYPESET): msgid for text, msgid in messages.load().translations.items()}
+    if not english:
+        return None, {}
+    return re.compile("|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))), english
+
+
+def _in_english(text: str) -> str:
+    """``text`` with glibc's loader words read in English where a locale printed them in its language (dlerror
+    and ld.so translate them: "libcudnn.so.8: 无法打开共享对象文件: 没有那个文件或目录" under zh_CN is "libcudnn.so.8:
+    cannot open shared object file: No such file or directory"). Only a line that names a shared object (".so":
+    glibc's messages name the library they are about) and is not ASCII is read so."""
+    if text.isascii():
+        return text
+    pattern, english = _translated()
+    if pattern is None:
+        return text
+    return "\n".join(pattern.sub(lambda found: english[found.group(0)], line)
+                     if ".so" in line and not line.isascii() else line for line in text.split("\n"))
+
+
 def _cut(text: str) -> str:
     """``text`` without escape sequences or control characters, typeset characters read as what the program
-    printed (`_TYPESET`), each line cut at LINE_LIMIT."""
-    return "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).translate(_TYPESET).splitlines())
+    printed (`_TYPESET`), glibc's translated loader words read in English (`_in_english`), each line cut at
+    LINE_LIMIT."""
+    cut = "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).translate(_TYPESET).splitlines())
+    return "\n".join(line[:LINE_LIMIT] for line in _in_english(cut).split("\n"))
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,

@@ -314,6 +314,8 @@ MIN_LETTERS = 12
 class Catalog:
     entries: tuple[Entry, ...]
     api: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cuDNN identifier -> headers' versions
+    # glibc's loader words in the languages its catalogs translate them to (po/*.po), each -> the English msgid
+    translations: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def matchable(self) -> tuple[Entry, ...]:
@@ -446,4 +448,5 @@ def load(path: Path = DATA) -> Catalog:
     """The catalog in ``path`` (default: the one shipped beside this module), parsed once."""
     data = json.loads(path.read_text(encoding="utf-8"))
     api = {name: tuple(releases) for name, releases in data.get("api", {}).items()}
-    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api)
+    translations = {text: msgid for msgid, by_text in data.get("translations", {}).items() for text in by_text}
+    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api, translations)
