@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus of real, resolved reports (fixtures/explain), per family, on the part it
 was tuned on and on the held-out part it never was (issue 32; fixtures/explain/split.json).
 
-    python bench/bench_explain.py [--reports both|tuning|held|held2|...|held17|all] [--print-priors]
+    python bench/bench_explain.py [--reports both|tuning|held|held2|...|held18|all] [--print-priors]
                                   [--misses]
                                   [--catalog] [--ceiling]
 
@@ -15,7 +15,7 @@ first); the held-out parts only as their totals, so that nobody tunes on what th
 32's first 63), "held-out 2" to "held-out 4" (each split by a hash of the id, split.json) and "held-out 5" (the
 sixth round, all held out; shown also without the reports its harvest called doubtful, split.json's
 ``held_out_5_doubtful``), "held-out 6" (the seventh round, split by a hash of the id), "held-out 7" (the
-eighth round, all held out), "held-out 8" to "held-out 17" (the ninth to eighteenth rounds, split by a hash of the
+eighth round, all held out), "held-out 8" to "held-out 18" (the ninth to nineteenth rounds, split by a hash of the
 id; shown also without their doubtful reports). Goals (issue 32, on the held-out parts): right first >= 80 %, top 3
 >= 90 %, no answer <= 5 %, wrong confident 0, blames loading 0.
 The held-out figures are the ones to quote. ``--ceiling`` prints what the message kind alone allows
@@ -83,7 +83,7 @@ def report(name: str, outcomes: list[Outcome], differ: list[str], detail: bool, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", default="both",
-                        choices=("both", "tuning", "held", *(f"held{n}" for n in range(2, 18)), "all"))
+                        choices=("both", "tuning", "held", *(f"held{n}" for n in range(2, len(PARTS))), "all"))
     parser.add_argument("--print-priors", action="store_true", help="print PRIORS counted on the tuning part")
     parser.add_argument("--misses", action="store_true",
                         help="list each tuning report whose cause is not first (never the held-out ones)")
