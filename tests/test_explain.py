@@ -1692,3 +1692,13 @@ def test_glibcs_loader_words_in_the_users_language_are_read_as_in_english(text: 
     assert reading.primary is not None
     assert (reading.primary.kind, reading.primary.failed) == ("cudnn-not-found", "libcudnn.so.8")
     assert ranked(text)[0] in LOADING
+
+
+def test_a_failure_in_torchs_cudnn_attention_leans_to_the_frameworks_own_bug() -> None:
+    """PyTorch's scaled_dot_product_attention on cuDNN (MHA.cpp, sdp_utils.cpp) is new code, the default backend in
+    torch 2.5.0 and taken back in 2.5.1: a failing call inside it gains the framework's bug; outside it, nothing."""
+    error = "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph."
+    inside = ("  File \"modeling_clip.py\", line 491, in forward\n    attn_output = "
+              f"torch.nn.functional.scaled_dot_product_attention(\n{error}")
+    assert read(inside).has("attention") and not read(error).has("attention")
+    assert ranked(inside).index("framework-bug") < ranked(error).index("framework-bug")

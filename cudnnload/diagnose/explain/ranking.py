@@ -829,6 +829,9 @@ RULES: tuple[Rule, ...] = (
          program_regression, RUNTIME_KINDS),
     Rule("framework-bug", 1, "the program is a development build (a nightly, a build of its main branch): code not "
          "yet released", clue("prerelease"), RUNTIME_KINDS),
+    Rule("framework-bug", 1, "the call failed in the framework's cuDNN attention path (PyTorch's scaled dot product "
+         "attention on cuDNN: new code, the default in torch 2.5.0 and taken back in 2.5.1)", clue("attention"),
+         RUNTIME_KINDS),
     Rule("removed-api", 3, "no header of the newer cuDNN releases declares the name the code uses",
          removed_from_headers(at_run_time=False)),
     Rule("removed-api", 2, "no header of the newer cuDNN releases declares the name the binary needs",

@@ -1124,6 +1124,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # a build from its main branch ("2.4.0a0+git4c97193", NGC's "1.5.0a0+3bbb36e"): its own code not yet released
     ("prerelease", r"(?i)\b\d+\.\d+\.\d+(?:\.dev\d{8}|a0\+(?:git)?[0-9a-f]{7})|\b(?:tf|torch|pytorch|jax|paddle)[-_]"
                    r"nightly\b|\bnightly (?:build|release|wheel)s?\b"),
+    # a framework's cuDNN attention path: PyTorch's scaled_dot_product_attention routed to cuDNN (aten/src/ATen/
+    # native/cudnn/MHA.cpp, transformers/cuda/sdp_utils.cpp; torch 2.3 on, the default backend in 2.5.0 and taken
+    # back in 2.5.1), new code whose failures were the framework's own in the tuning reports
+    ("attention", r"scaled_dot_product_attention|\bSDPA\b|cudnn/MHA\.cpp|sdp_utils\.cpp|cudnn_attention"),
     ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
     ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
