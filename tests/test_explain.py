@@ -1702,3 +1702,15 @@ def test_a_failure_in_torchs_cudnn_attention_leans_to_the_frameworks_own_bug() -
               f"torch.nn.functional.scaled_dot_product_attention(\n{error}")
     assert read(inside).has("attention") and not read(error).has("attention")
     assert ranked(inside).index("framework-bug") < ranked(error).index("framework-bug")
+
+
+@pytest.mark.parametrize(("after", "harmless"), [
+    ("", True),
+    ("Traceback (most recent call last):\n  File \"repro.py\", line 38, in <module>", False),
+    ("段错误 (核心已转储)", False),  # bash's "Segmentation fault (core dumped)" under zh_CN
+])
+def test_a_warning_is_the_whole_story_only_where_the_program_did_not_stop(after: str, harmless: bool) -> None:
+    """A text of only a warning (TensorRT's logger: "[W] [TRT] TensorRT was linked against cuDNN ...") says nothing
+    failed; the same warning before a traceback or a fatal signal is beside a failure the paste lost."""
+    text = f"[07/22/2020-14:15:25] [W] [TRT] TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.6.0\n{after}"
+    assert (ranked(text)[0] == "harmless-warning") is harmless

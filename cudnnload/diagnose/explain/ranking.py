@@ -842,6 +842,10 @@ RULES: tuple[Rule, ...] = (
     # "likely" the whole story
     Rule("harmless-warning", 3, "every message of the text is only a warning or information", only_warnings,
          shown=False),
+    # ...but a program that stopped (a traceback, a fatal signal) failed on something: the warning is not the whole
+    # story, whatever the text lost of the error (a paste cut short, an error no catalog knows)
+    Rule("harmless-warning", -2, "the program stopped (a traceback, an abort, a fatal signal): something failed "
+         "beside the warning", both(only_warnings, either(clue("stopped"), clue("aborted")))),
     Rule("gpu-hardware-fault", 3, "the text shows an uncorrectable ECC error, or a GPU that fell off the bus",
          clue("hardware")),
     Rule("gpu-hardware-fault", 1.5, "the text shows an Xid error (the GPU's, or a program's bad access)", clue("xid")),

@@ -1099,6 +1099,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))|\bis only supported (?:for|with|when)\b"
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
+    # the program stopped on an error: Python's traceback, a C++ exception that ended it, a fatal signal
+    ("stopped", r"Traceback \(most recent call last\)|terminate called after throwing|Fatal Python error"
+                r"|Segmentation fault|core dumped|段错误|核心已转储"),
     # NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors): 48 (double-bit ECC), 63/64 (ECC page retirement),
     # 74 (NVLink), 79 (fallen off the bus), 92/94/95 (ECC) are the GPU's; 13 (graphics engine exception), 31 (memory
     # page fault), 43 and 45 are as often a program's bad access or a driver's, so any other Xid is only a hint
