@@ -1714,3 +1714,18 @@ def test_a_warning_is_the_whole_story_only_where_the_program_did_not_stop(after:
     failed; the same warning before a traceback or a fatal signal is beside a failure the paste lost."""
     text = f"[07/22/2020-14:15:25] [W] [TRT] TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.6.0\n{after}"
     assert (ranked(text)[0] == "harmless-warning") is harmless
+
+
+@pytest.mark.parametrize(("text", "clue", "holds"), [
+    ("The copy of cuDNN that is installed must be at least as new as the version against which JAX was built.",
+     "limit", False),  # JAX's advice on a release, not a limit on the call
+    ("hidden_dim should be multiple of 8", "limit", True),
+    ("works with batchsize up to 41 and starts failing at 42+", "batch-size", True),
+    ("hidden = func(input, self.all_weights, hx, batch_sizes)", "batch-size", False),  # a name in code
+    ("I've tried reducing the batch size, even as low as 1", "memory-hint", False),
+    ("TF_FORCE_GPU_ALLOW_GROWTH=true; allow_growth", "memory-hint", True),
+])
+def test_a_clue_holds_on_what_its_words_mean(text: str, clue: str, holds: bool) -> None:
+    """A limit is one on what the call was given, not on a release; the batch talked of in words (a batch too large
+    for the memory, or past what the call supports: both causes gain) is not a name in code nor talk of memory."""
+    assert read(text).has(clue) is holds

@@ -879,7 +879,12 @@ RULES: tuple[Rule, ...] = (
       for family in sorted(ABOUT_LOADING)),
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
-    Rule("out-of-memory", 1.5, "the text talks of batch size or GPU memory", clue("memory-hint")),
+    Rule("out-of-memory", 1.5, "the text talks of GPU memory", clue("memory-hint")),
+    # a batch talked of is as often one larger than the call supports (a size past which it fails) as one the
+    # memory cannot hold: 2 and 4 of the tuning reports that talk of it
+    Rule("out-of-memory", 0.75, "the text talks of the batch size: one the memory may not hold", clue("batch-size")),
+    Rule("unsupported-configuration", 0.75, "the text talks of the batch size: one past what the call supports",
+         clue("batch-size"), RUNTIME_KINDS),
     Rule("out-of-memory", 3, "the GPU had almost no memory free when cuDNN failed to start", clue("memory-exhausted")),
     # a request larger than the whole GPU: out of memory in words (their 4 taken back), but no smaller batch fits it,
     # which a GPU that filled up would hardly show (2 against): the size asked for is the defect

@@ -1038,7 +1038,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # a line stating the GPU's memory ("GPU memory: 3.99 GiB") is a device property, not talk of running out; "failed
     # to allocate" alone does not say which memory (a host buffer, a workspace: TensorFlow's GPU allocator says
     # CUDA_ERROR_OUT_OF_MEMORY in the same line)
-    ("memory-hint", r"batch[ _-]?size|\bbatchsize\b|(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
+    # the batch talked of in words ("reducing the batch size", "works with batchsize up to 41"), not a name in code
+    # (batch_size=, batch_sizes): a batch too large for the memory, or for what the call supports
+    ("batch-size", r"(?i)\bbatch[ -]?size\b|\bbatchsize\b|\b(?:big|large|huge) batch(?:es)?\b"),
+    ("memory-hint", r"(?i:GPU memory)(?!:?\s*[\d.]+\s*[GM]i?B)|allow_growth|"
                     r"memory growth|PREALLOCATE|"
                     r"(?<!\d)\d{1,4} ?G(?:B|iB)? (?:of )?(?:GPU )?memory|with \d{1,4}G\b|-ll:fsize|"
                     r"reserve[sd]? [^\n]*memory|failed to allocate"),
@@ -1095,7 +1098,8 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # a limit a message names on what the call was given: a dimension, a size, an alignment ("hidden_dim should be
     # multiple of 8", "head dim must be at most 256", "only supports NHWC"); not a release ("only supports cuDNN 5.1")
     ("limit", r"(?i)\b(?:should|must|has to|needs? to) be (?:less|smaller|greater|larger|at most|at least|no "
-              r"(?:more|larger|greater) than|(?:a )?multiples? of|divisible by|aligned)|\bonly supports?\b"
+              r"(?:more|larger|greater) than|(?:a )?multiples? of|divisible by|aligned)(?![^\n]{0,30}?\b(?:as new|as "
+              r"old|newer|older|version|release|cu(?:dnn|da))\b)|\bonly supports?\b"
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))|\bis only supported (?:for|with|when)\b"
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
