@@ -523,6 +523,8 @@ def explanation_text(explanation: Explanation, shown: int = 5) -> str:
         ("CUDA", ".".join(map(str, reading.cuda)) if reading.cuda else None), ("program", reading.framework))
         if value is not None]
     lines.append("the text shows: " + (", ".join(shows) if shows else "no platform, version or program"))
+    if explanation.note:
+        lines.append(f"note: {explanation.note}")
     ranked_by = "the text and this machine" if explanation.checked_here else "the text alone"
     lines.append(f"causes, most likely first (ranked by {ranked_by}):")
     for number, cause in enumerate(explanation.causes[:shown], 1):

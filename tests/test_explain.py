@@ -1688,10 +1688,12 @@ def test_glibcs_loader_words_in_the_users_language_are_read_as_in_english(text: 
     """dlerror() translates the loader's words (glibc's po/<language>.po, gettext domain libc): under zh_CN, de_DE,
     ru_RU or ja_JP "cannot open shared object file: No such file or directory" is printed in that language, and is
     read as the English message, with the library it names."""
-    reading = explain(text, environ={}).reading
+    explanation = explain(text, environ={})
+    reading = explanation.reading
     assert reading.primary is not None
     assert (reading.primary.kind, reading.primary.failed) == ("cudnn-not-found", "libcudnn.so.8")
     assert ranked(text)[0] in LOADING
+    assert "read as the English ones" in str(explanation.note)  # and the output says so
 
 
 def test_a_failure_in_torchs_cudnn_attention_leans_to_the_frameworks_own_bug() -> None:

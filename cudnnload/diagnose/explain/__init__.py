@@ -138,12 +138,17 @@ def _in_english(text: str) -> str:
                      if ".so" in line and not line.isascii() else line for line in text.split("\n"))
 
 
-def _cut(text: str) -> str:
+def _cut(text: str) -> tuple[str, bool]:
     """``text`` without escape sequences or control characters, typeset characters read as what the program
     printed (`_TYPESET`), glibc's translated loader words read in English (`_in_english`), each line cut at
-    LINE_LIMIT."""
+    LINE_LIMIT; and whether any words were read in English."""
     cut = "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).translate(_TYPESET).splitlines())
-    return "\n".join(line[:LINE_LIMIT] for line in _in_english(cut).split("\n"))
+    english = _in_english(cut)
+    return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
+
+
+# Said where a text held glibc's loader words in another language.
+IN_ENGLISH = "glibc's loader words in the text's language were read as the English ones, as shown above"
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,
@@ -154,7 +159,7 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     per message kind the ranking weighs causes by (default `ranking.PRIORS`)."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
-    cut = _cut(text)
+    cut, translated = _cut(text)
     reading = read(cut)
     guessed = all(signal.pattern in GUESSES for signal in reading.signals)
     nearest = tuple(messages.load().nearest(cut)) if guessed else ()
@@ -171,6 +176,8 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
             + ("; nearest known messages (not a match): " + "; ".join(
                 f"\"{near.entry.template}\" ({near.entry.source}, {near.entry.file})" for near in nearest)
                if nearest else "")) if guessed else None
+    if translated:
+        note = f"{note}; {IN_ENGLISH}" if note else IN_ENGLISH
     checks: dict[str, Here] = {}
     if here:
         facts = machine(environ, site_paths)
