@@ -1731,3 +1731,23 @@ def test_a_clue_holds_on_what_its_words_mean(text: str, clue: str, holds: bool) 
     """A limit is one on what the call was given, not on a release; the batch talked of in words (a batch too large
     for the memory, or past what the call supports: both causes gain) is not a name in code nor talk of memory."""
     assert read(text).has(clue) is holds
+
+
+@pytest.mark.parametrize(("text", "failed"), [
+    ("但GPU版本报错说找不到cudnn64_8.dll, 这个肯定是没有的", "cudnn64_8.dll"),
+    ("実行すると cudnn_ops_infer64_8.dll が見つかりません と表示されます", "cudnn_ops_infer64_8.dll"),
+])
+def test_a_library_named_in_the_words_of_a_chinese_or_japanese_user_is_read(text: str, failed: str) -> None:
+    """A CJK sentence runs into the library's name without a space ("找不到cudnn64_8.dll": cannot find), and its
+    words of a failed load are the user's language's: the library is read as one that did not load."""
+    primary = read(text).primary
+    assert primary is not None and primary.kind in ("cudnn-not-found", "sublibrary-load") and primary.failed == failed
+
+
+def test_a_second_cudnn_beside_the_one_torch_brings_is_a_copy_that_can_shadow_it() -> None:
+    """torch 2.0 pins nvidia-cudnn-cu11 8.5.0.96 (reading.TORCH_CUDNN, from its wheel's Requires-Dist); a cuDNN
+    8.9.3 said to be installed beside it is a second copy, whichever the loader finds first serving both."""
+    text = "CUDNN_STATUS_VERSION_MISMATCH\nI have installed:\nCUDA 11.8\nPytorch 2.0.1 for CUDA 11.x\ncuDNN 8.9.3.28"
+    reading = read(text)
+    assert [(b.framework, b.cudnn) for b in reading.builds] == [("pytorch", (8, 5))]
+    assert ranking.second_copy(reading, reading.signals[0]) is not None

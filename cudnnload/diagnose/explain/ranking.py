@@ -119,18 +119,18 @@ PRIORS: dict[str, dict[str, int]] = {
     "compile-missing": {"removed-api": 3, "framework-bug": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "compile-missing@linux": {"removed-api": 2},
     "conv-algorithm": {"out-of-memory": 4, "runtime-older-than-build": 2},
-    "cudnn-mentioned": {"framework-bug": 4, "wrong-cudnn-major": 3, "unsupported-configuration": 2, "zlib-missing": 2,
+    "cudnn-mentioned": {"framework-bug": 4, "unsupported-configuration": 2, "wrong-cudnn-major": 2, "zlib-missing": 2,
         "gpu-too-new": 1, "harmless-warning": 1, "missing-runpath": 1, "out-of-memory": 1},
     "cudnn-mentioned@linux": {"framework-bug": 2, "gpu-too-new": 1, "missing-runpath": 1, "out-of-memory": 1,
         "unsupported-configuration": 1},
-    "cudnn-mentioned@windows": {"wrong-cudnn-major": 3, "zlib-missing": 1},
-    "cudnn-not-found": {"wrong-cudnn-major": 10, "cudnn-not-installed": 9, "installed-not-on-search-path": 6,
+    "cudnn-mentioned@windows": {"wrong-cudnn-major": 2, "zlib-missing": 1},
+    "cudnn-not-found": {"wrong-cudnn-major": 11, "cudnn-not-installed": 9, "installed-not-on-search-path": 6,
         "libcudart-missing-or-wrong": 2, "torch-without-nvidia-deps": 2, "platlib-purelib-split": 1,
         "wheel-not-on-linker-path": 1},
     "cudnn-not-found@linux": {"cudnn-not-installed": 4, "installed-not-on-search-path": 3,
         "torch-without-nvidia-deps": 2, "wrong-cudnn-major": 2, "platlib-purelib-split": 1,
         "wheel-not-on-linker-path": 1},
-    "cudnn-not-found@windows": {"wrong-cudnn-major": 8, "cudnn-not-installed": 2, "libcudart-missing-or-wrong": 2,
+    "cudnn-not-found@windows": {"wrong-cudnn-major": 9, "cudnn-not-installed": 2, "libcudart-missing-or-wrong": 2,
         "installed-not-on-search-path": 1},
     "dependency-load:cublas": {"cublas-missing-or-wrong": 8, "platlib-purelib-split": 1, "two-frameworks-conflict": 1,
         "wrong-cudnn-major": 1},
@@ -416,6 +416,17 @@ def stated_fits_build(reading: Reading, signal: Signal) -> str | None:
         if build.cudnn and stated and len(stated) >= 2 and stated[0] == build.cudnn[0] and stated[:2] >= build.cudnn:
             return (f"cuDNN {dotted(stated)} is said to be installed; {build.framework} {build.release} was built "
                     f"with cuDNN {dotted(build.cudnn)}")
+    return None
+
+
+def second_copy(reading: Reading, signal: Signal) -> str | None:
+    """A framework release that brings its own cuDNN (torch's pinned wheel, reading.TORCH_CUDNN) and a cuDNN of
+    another release said to be installed beside it: two cuDNNs, and whichever the loader finds first serves both."""
+    stated = reading.stated
+    for build in reading.builds:
+        if build.bundles and build.cudnn and stated and len(stated) >= 2 and stated[:2] != build.cudnn:
+            return (f"{build.framework} {build.release} brings cuDNN {dotted(build.cudnn)}; cuDNN {dotted(stated)} is "
+                    "said to be installed too")
     return None
 
 
@@ -810,6 +821,9 @@ RULES: tuple[Rule, ...] = (
          "release was built with", stated_fits_build, ("framework-no-cudnn", "conv-algorithm")),
     Rule("version-mismatch-shadowed", 2, "the text shows a cuDNN or CUDA folder on LD_LIBRARY_PATH",
          clue("ld-library-path-cudnn"), (*VERSIONS, "framework-no-cudnn", "symbol-mismatch")),
+    Rule("version-mismatch-shadowed", 1, "a framework that brings its own cuDNN, and another cuDNN release said to be "
+         "installed beside it: two copies", second_copy,
+         (*VERSIONS, "symbol-mismatch", "status:SUBLIBRARY_VERSION_MISMATCH")),
     Rule("version-mismatch-shadowed", 1, "the text shows a cluster module or system CUDA folder",
          clue("hpc-module"), (*VERSIONS, "framework-no-cudnn")),
     Rule("minor-mismatch-strict", 2.5, "the framework's check demands the same major.minor", strict_check,

@@ -799,7 +799,11 @@ _STATUS_OF_WORDS = (("arch", "ARCH_MISMATCH"), ("not init", "NOT_INITIALIZED"), 
 # cuDNN version that does not fit. The words of loaders, linkers and people ("could not find", "missing", "entry
 # point", "link error").
 _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed to|fails? to|error)\b[^\n]{0,40}?"
-                         r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b")
+                         r"\b(?:load|open|find|locate)|\bnot (?:be )?(?:found|loaded)\b|\bmissing\b|\bno such file\b"
+                         # the same in the words of Chinese, Japanese and Korean users ("找不到cudnn64_8.dll",
+                         # "cudnn64_8.dll が見つかりません", "찾을 수 없습니다")
+                         r"|找不到|无法找到|未找到|没有找到|无法加载|加载失败|缺少|缺失|見つかりません|見つからない"
+                         r"|読み込めません|ロードできません|찾을 수 없|로드할 수 없")
 # A load verb whose object is not a library: "Failed to find any forward convolution algorithm" (MXNet's
 # cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model"; and the CUDA
 # error string "named symbol not found" (cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND), a symbol the runtime or
@@ -825,7 +829,9 @@ _UNSUPPORTED_VERSION = re.compile(r"(?i)\bcudnn\s*(?:v(?:er(?:sion)?)?\.?\s*)?(?
 # "could not find <function> in cudnn DSO; dlerror: ...": the cuDNN loaded lacks a function the build calls (users
 # reword it: "<function> cudnn DSO dlerror"). The function may be named without its "cudnn" prefix.
 _DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?<!\w)(?P<name>\w+)\s+(?:in\s+)?cudnn\s+DSO\b[;:,]?\s*dlerror")
-_CUDNN_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?cudnn[\w.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+# (ASCII word characters only around the name: a CJK sentence runs into it without a space, "找不到cudnn64_8.dll")
+_CUDNN_LIBRARY = re.compile(r"(?i)(?<![A-Za-z0-9_.-])(?:lib)?cudnn[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)"
+                            r"(?![A-Za-z0-9_.])")
 
 
 # A cuDNN version in a sentence of any program: 8.9.0, v5.1, 5.x, cudnnGetVersion's integer (7605, 90100), (8, 7, 0);
@@ -967,8 +973,8 @@ def _unknown_text(text: str) -> Signal | None:
 
 
 # A library cuDNN needs, named as a file: cuBLAS, the CUDA runtime, NVRTC, the driver's library, zlibwapi.
-_DEPENDENCY_LIBRARY = re.compile(r"(?i)(?<![\w.-])(?:lib)?(?:cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi)[\w.-]*?"
-                                 r"(?:\.so(?:\.\d+)*|\.dll)(?![\w.])")
+_DEPENDENCY_LIBRARY = re.compile(r"(?i)(?<![A-Za-z0-9_.-])(?:lib)?(?:cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi)"
+                                 r"[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![A-Za-z0-9_.])")
 
 
 # a program's own preloading of the libraries it ships (vs-mlrt's "failed to preload X, errno 127")
@@ -1163,6 +1169,14 @@ TENSORFLOW_CUDNN: dict[tuple[int, int], tuple[int, int]] = {
     (2, 14): (8, 7), (2, 15): (8, 9), (2, 16): (8, 9), (2, 17): (8, 9),
     **{(2, minor): (9, 3) for minor in range(18, 22)},
 }
+# The cuDNN each torch release's Linux wheel pins (Requires-Dist nvidia-cudnn-cu11/cu12, read off PyPI's metadata on
+# 2026-12-02 for 1.13.1 to 2.7.1, and off the surveyed wheels, cudnnload.resolve.survey, from 2.8 on): the cuDNN
+# major.minor a torch of that release brings.
+TORCH_CUDNN: dict[tuple[int, int], tuple[int, int]] = {
+    (1, 13): (8, 5), (2, 0): (8, 5), (2, 1): (8, 9), (2, 2): (8, 9), (2, 3): (8, 9), (2, 4): (9, 1), (2, 5): (9, 1),
+    (2, 6): (9, 1), (2, 7): (9, 5), (2, 8): (9, 10), (2, 9): (9, 10), (2, 10): (9, 10), (2, 11): (9, 19),
+    (2, 12): (9, 20), (2, 13): (9, 20), (2, 14): (9, 24), (2, 15): (9, 26),
+}
 # ... and the CUDA each release was built for (the same table; 1.5-1.12: CUDA 9, 1.0-1.4: CUDA 8).
 TENSORFLOW_CUDA: dict[tuple[int, int], tuple[int, int]] = {
     **{(1, minor): (8, 0) for minor in range(0, 5)}, **{(1, minor): (9, 0) for minor in range(5, 13)},
@@ -1231,8 +1245,9 @@ def _builds(text: str) -> tuple[Build, ...]:
         major = int(named["cudnn"]) if named.get("cudnn") else major_of(release, variant)
         if major is not None:
             tensorflow = framework == "tensorflow"
-            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles,
-                               TENSORFLOW_CUDNN.get(release) if tensorflow else None,
+            cudnn = (TENSORFLOW_CUDNN.get(release) if tensorflow else
+                     TORCH_CUDNN.get(release) if framework == "pytorch" else None)
+            found.append(Build(framework, f"{release[0]}.{release[1]}", major, bundles, cudnn,
                                TENSORFLOW_CUDA.get(release) if tensorflow else None))
     return tuple(found)
 
