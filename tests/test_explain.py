@@ -1751,3 +1751,10 @@ def test_a_second_cudnn_beside_the_one_torch_brings_is_a_copy_that_can_shadow_it
     reading = read(text)
     assert [(b.framework, b.cudnn) for b in reading.builds] == [("pytorch", (8, 5))]
     assert ranking.second_copy(reading, reading.signals[0]) is not None
+
+
+def test_a_release_and_a_cuda_run_into_a_cjk_sentence_are_read() -> None:
+    """"我安装了torch 2.0.1和cuda11.8" (I installed torch 2.0.1 and cuda 11.8): a CJK letter is not a word character
+    next to an ASCII name, so the release and the CUDA are read as in an English sentence."""
+    reading = read("我安装了torch 2.0.1和cuda11.8\nImportError: libcudnn.so.8: cannot open shared object file")
+    assert [(b.framework, b.release) for b in reading.builds] == [("pytorch", "2.0")] and reading.cuda == (11, 8)

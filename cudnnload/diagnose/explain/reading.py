@@ -1235,7 +1235,7 @@ _BUILT_WITH_CUDA = re.compile(r"CUDA used to build PyTorch: (\d+\.\d+)")
 def _builds(text: str) -> tuple[Build, ...]:
     found = []
     for framework, pattern, major_of, bundles in _BUILDS:
-        match = re.search(pattern, text, re.IGNORECASE)
+        match = re.search(pattern, text, re.IGNORECASE | re.ASCII)  # ASCII: "安装了torch 2.0" is torch 2.0
         if not match:
             continue
         release = (int(match.group(1)), int(match.group(2)))
@@ -1498,7 +1498,7 @@ def _cuda_version(text: str) -> tuple[int, ...] | None:
                     r"CUDA (\d+)\.\*", r"\bCUDA(?: [Vv]ersion)?[:：= ]+(\d+)\.(\d)", r"\bcuda[-/ ]?(\d+)\.(\d)\b",
                     r"release (\d+)\.(\d)", r"cudatoolkit=(\d+)(?:\.(\d))?", r"nvidia[-_]cudnn[-_]cu(\d+)",
                     r"\bCUDA_VERSION=(\d+)\.(\d)", r"\bCUDA (\d+)\b"):
-        found = re.search(pattern, text, re.IGNORECASE)
+        found = re.search(pattern, text, re.IGNORECASE | re.ASCII)  # "是cuda11.8": a CJK letter is no word
         if found:
             numbers = tuple(int(group) for group in found.groups() if group)
             if numbers and 7 <= numbers[0] <= 13:
