@@ -995,3 +995,31 @@ def test_torch_whose_wheel_was_partly_uninstalled_beside_the_jit_wheel_gets_its_
     differential 3-6756): torch was pointed at the JIT wheel's folder, and the repair ended as "export
     LD_LIBRARY_PATH=<its own value>". Its wheel is put back, and torch works."""
     _fixed_without_breaks(6756, ["torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_folder_put_back_for_a_program_by_name_is_put_back_even_where_pip_sees_it_elsewhere() -> None:
+    """The cuDNN 12 wheel uninstalled from the venv whose folder LD_LIBRARY_PATH names, the CUDA 13 one installed
+    with --user (fix differential 3-7507): the fix installed it into the venv without --force-reinstall, and pip,
+    seeing it in the user's site, put nothing there. It is put back as a gone wheel is (`which.wheel_put_back`),
+    and the app by name works."""
+    _fixed_without_breaks(7507, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_by_name_is_given_back_the_wheel_folder_it_searches_not_a_site_it_does_not() -> None:
+    """Two cuDNN wheels installed twice into one --target folder on PYTHONPATH, the venv's wheel uninstalled (fix
+    differential 3-7505): for the app by name, the fix reinstalled the --target folder's wheels, which it never
+    searches. A program of no Python is given back the wheel of the folder it is pointed at, and works."""
+    _fixed_without_breaks(7505, ["app", "torch"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_an_unreadable_wheel_file_is_made_readable_and_its_wheel_put_back() -> None:
+    """torch's wheel's libcudnn_ops.so.9 closed to the program's user and replaced by an aarch64 build of the same
+    size (fix differential 3-7558): the fix made it readable only, and the program by path still failed. What a file
+    this user cannot read holds is unknown here: its wheel is put back too, and the program works."""
+    _fixed_without_breaks(7558, ["app", "torch"], lambda j: j.said.consumer == "app-path", seed=3)

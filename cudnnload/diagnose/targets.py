@@ -18,12 +18,19 @@ from cudnnload.children import owner_of_python
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.diagnose.inventory import find, judged_install_of
 from cudnnload.diagnose.scoped import run_without
-from cudnnload.diagnose.which import beside_its_libraries, consumer_generations, holder, not_found_fix, shim_for
+from cudnnload.diagnose.which import (
+    beside_its_libraries,
+    consumer_generations,
+    holder,
+    not_found_fix,
+    shim_for,
+    wheel_put_back,
+)
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.files import ELF_MAGIC, path_problem
 from cudnnload.judge.choose import choose_install
 from cudnnload.judge.consequences import shim_cannot_load, shim_ends
-from cudnnload.judge.fixes import cudnn_requirement, pip_into, readable_again
+from cudnnload.judge.fixes import readable_again
 from cudnnload.judge.installs import whole
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
@@ -42,7 +49,7 @@ from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
-from cudnnload.resolve.pythons import along_of, interpreter_of_site, python_on_path, tool_environment, venv_sites
+from cudnnload.resolve.pythons import python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
@@ -206,29 +213,32 @@ def _missing_path(path: str, ctx: Context) -> tuple[JudgedInventory, Fix]:
 
 def _wheel_gone(path: str) -> Fix | None:
     """A pip wheel's cuDNN file that is gone with its folder (``SITE/nvidia/cudnn/lib/X``, the distribution
-    uninstalled, its site-packages still there): the wheel installed again into that site, by whoever installs
-    there, of the CUDA major the site's other NVIDIA wheels are built for (the cuBLAS beside it: `-cu12`, or
-    `nvidia-cublas` 13); None for another path."""
+    uninstalled, its site-packages still there): the wheel put back into that site (`which.wheel_put_back`); None
+    for another path."""
     folder = os.path.dirname(path)
     site = wheel_site(folder)
     lib = classify(os.path.basename(path))
-    if site is None or lib is None or not os.path.isdir(site):
+    if site is None or lib is None:
         return None
-    names = os.listdir(site)
-    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
-                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
-    requirement = cudnn_requirement(lib.major, cudas[-1] if cudas else None)
-    if requirement is None:
-        return None
-    pip_env = interpreter_of_site(site)
-    return fix(pip_into([requirement], site, pip_env, options=("--force-reinstall",), along=along_of(site, pip_env)),
-               note=f"{folder} is gone: the wheel that holds it was uninstalled")
+    return wheel_put_back(site, lib.major, f"{folder} is gone: the wheel that holds it was uninstalled")
 
 
 def unreachable_fix(path: str, stop: Unreachable, user: int) -> Fix:
     """The fix for the cuDNN library ``path`` this user cannot reach (``stop``: what stops it): the mode change,
-    and the wheel that holds it put back where the folder is its (`fixes.readable_again`)."""
-    return readable_again(stop, user, _wheel_holding(path), _generation(path))
+    and the wheel that holds it put back where the folder is its, or where the file is not the one it shipped: its
+    size (a stat needs no read permission) is not its RECORD's (`fixes.readable_again`)."""
+    holder = _wheel_holding(path)
+    return readable_again(stop, user, holder, _generation(path), shipped=not _resized(holder, stop.path))
+
+
+def _resized(holder: Distribution | None, path: str) -> bool:
+    """Whether the file ``path`` of ``holder``'s RECORD has another size than the RECORD says; False where either
+    is unknown."""
+    size = holder.sizes.get(path) if holder is not None else None
+    try:
+        return size is not None and os.stat(path).st_size != size
+    except OSError:
+        return False
 
 
 def _generation(path: str) -> int | None:

@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.errors import UsageError
-from cudnnload.judge.fixes import WHEEL_LIB, cudnn_install, cudnn_requirement, readable_again, reinstall, undo
+from cudnnload.judge.fixes import (
+    WHEEL_LIB,
+    cudnn_install,
+    cudnn_requirement,
+    pip_into,
+    readable_again,
+    reinstall,
+    undo,
+)
 from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
@@ -34,7 +43,7 @@ from cudnnload.resolve.discovery import (
     search_path_sites,
 )
 from cudnnload.resolve.mapped import mapped_libraries
-from cudnnload.resolve.pythons import interpreter_of_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.verdicts import Action, Finding, Fix, fix, pip_install, set_variable
 
@@ -232,6 +241,12 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
             owner = holder([*dists, *led], os.path.realpath(path))
             return beside_its_libraries(readable_again(stop, access.user, owner, gen.major), path, gen, ctx)
     listed += [(dist, path) for dist in led for path in dist.files if os.path.basename(path) == gen.shim.soname]
+    if python is None and _searched_wheel_gone(gen, ctx):
+        # a program of no Python searches its own folders, not the sites a Python sees: a wheel there put back does
+        # not reach it while a wheel folder it is pointed at has lost its wheel (that one is put back, below)
+        searched = {os.path.realpath(folder) for folder in [*ctx.linker.ld_library_path, *linked]
+                    if folder.startswith("/")}
+        listed = [(dist, path) for dist, path in listed if os.path.realpath(os.path.dirname(path)) in searched]
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
@@ -252,10 +267,10 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     if python is None:  # a program of no Python: a wheel's folder it is pointed at is where its cuDNN goes back
         for entry in ctx.linker.ld_library_path:
             site = cudnn_wheel_site(entry) if entry.startswith("/") else None
-            if site is not None and (pip_env := interpreter_of_site(site))[0] is not None:
-                return cudnn_install(gen.major, None, pip_env[0], site=site,
-                                     note=f"{entry} is on LD_LIBRARY_PATH, and the cuDNN wheel it is the folder of "
-                                          "is not installed there")
+            if site is not None and (put_back := wheel_put_back(
+                    site, gen.major, f"{entry} is on LD_LIBRARY_PATH, and the cuDNN wheel it is the folder of is not "
+                    "installed there")) is not None:
+                return put_back
         requirement = cudnn_requirement(gen.major, None)
         if ctx.shell_site is not None and ctx.shell_pip[0] is not None and requirement is not None:
             folder = posixpath.join(ctx.shell_site, WHEEL_LIB)
@@ -274,6 +289,32 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                             "installed into a folder of its own, and its library folder put on LD_LIBRARY_PATH "
                             "for this program (or in the shell profile that starts it)")
     return cudnn_install(gen.major, None, python)
+
+
+def _searched_wheel_gone(gen: Generation, ctx: Context) -> bool:
+    """Whether an LD_LIBRARY_PATH entry is the library folder of a pip site whose cuDNN wheel is gone (the folder
+    has no shim of ``gen``)."""
+    return any(entry.startswith("/") and cudnn_wheel_site(entry) is not None
+               and not os.path.exists(os.path.join(entry, gen.shim.soname)) for entry in ctx.linker.ld_library_path)
+
+
+def wheel_put_back(site: str, major: int, note: str) -> Fix | None:
+    """The cuDNN wheel of ``major`` installed again into the pip site ``site`` (its folder gone, or a program
+    pointed at it), by whoever installs there, of the CUDA major the site's other NVIDIA wheels are built for (the
+    cuBLAS beside it: `-cu12`, or `nvidia-cublas` 13), with --force-reinstall: the same wheel installed in another
+    site this interpreter sees (the user's site) would make pip call it satisfied and put nothing here; None where no
+    wheel or no interpreter is known."""
+    if not os.path.isdir(site):
+        return None
+    names = os.listdir(site)
+    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
+                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
+    requirement = cudnn_requirement(major, cudas[-1] if cudas else None)
+    pip_env = interpreter_of_site(site)
+    if requirement is None or pip_env[0] is None:
+        return None
+    return fix(pip_into([requirement], site, pip_env, options=("--force-reinstall",), along=along_of(site, pip_env)),
+               note=note)
 
 
 def _own_folder(gen: Generation, environ: Mapping[str, str]) -> tuple[str, str] | None:

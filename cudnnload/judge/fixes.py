@@ -198,16 +198,24 @@ def make_readable(stop: Unreachable, user: int) -> Action:
 
 
 def readable_again(stop: Unreachable, user: int, holder: Distribution | None = None,
-                   wanted: int | None = None) -> Fix:
+                   wanted: int | None = None, shipped: bool = True) -> Fix:
     """A library this user cannot reach: the mode change (`make_readable`). When what stops it is a folder of a pip
     distribution (``holder``), what the folder holds cannot be seen from here (a file gone, another release's
     copied in): that distribution is then put back as its RECORD says, by the same owner, so that the folder is
     whole whatever it held (its RECORD, beside the folder, is readable). Where the library asked for is of another
     cuDNN generation, ``wanted``, than the distribution there (8.9.7 installed over the 9 wheel of the same name),
-    putting that one back gives no such file: the asked generation of it is installed instead, by the same owner."""
+    putting that one back gives no such file: the asked generation of it is installed instead, by the same owner.
+    ``shipped`` False: the unreadable file itself is not the one ``holder``'s RECORD lists (another machine's or
+    release's under its name), so readable it still fails: that distribution is put back too."""
     mode = make_readable(stop, user)
     inside = holder is not None and any(path == stop.path or path.startswith(stop.path.rstrip("/") + "/")
                                         for path in holder.files)
+    if holder is not None and not stop.folder and inside and not shipped:
+        # another machine's or another release's file under the name, which readable is still not the wheel's
+        return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env, along=holder.along),
+                   note=f"{stop.path} cannot be read by this user, and it is not the file {holder.name} "
+                        f"{holder.version} shipped (its size is not its RECORD's): that wheel is put back too"
+                        + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
     if holder is None or not stop.folder or not inside:
         return fix(mode, note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
     other = _generation_instead(holder, wanted)

@@ -71,8 +71,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     preloads = {p.path: act for p in ctx.preloads if p.path is not None and (act := fixes.undo(p)) is not None}
     repair = _Repairs(install, python, _entry_of(install.folder, ctx.linker), preloads, ctx.linker.ld_library_path,
                       (ctx.shell_site, ctx.shell_pip) if ctx.shell_site else None)
-    files = [_readable(f, access) for cand in install.files for f in file_findings(cand, install.major, ctx.host,
-                                                                                    repair)]
+    files = [_readable(f, access, repair) for cand in install.files
+             for f in file_findings(cand, install.major, ctx.host, repair)]
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx, repair)
     findings: list[Finding] = [*_renamed_shim(shim, install)]
@@ -403,13 +403,21 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
                       else fix(newer))
 
 
-def _readable(finding: Finding, access: Access) -> Finding:
-    """An unreadable file's fix is the mode change that lets the user read it (`fixes.make_readable`), not the
-    reinstall of a damaged one: its bytes are as released."""
+def _readable(finding: Finding, access: Access, repair: _Repairs) -> Finding:
+    """An unreadable file's fix is the mode change that lets the user read it (`fixes.make_readable`); where its
+    wheel's RECORD lists it, that wheel put back too: what a file this user cannot read holds is unknown here (another
+    machine's or release's copy of the same size under its name), as for a folder it cannot search
+    (`fixes.readable_again`)."""
     path = finding.subject.path
     if finding.code is not Code.UNREADABLE or path is None or (stop := access.unreachable(path)) is None:
         return finding
-    return replace(finding, fix=fix(fixes.make_readable(stop, access.user)))
+    dist = repair.dist
+    if dist is None or stop.folder or path not in {r.path for r in repair.install.records}:
+        return replace(finding, fix=fix(fixes.make_readable(stop, access.user)))
+    put_back = repair.put_back()
+    return replace(finding, fix=fix(fixes.make_readable(stop, access.user), *put_back.actions,
+                                    note=f"{stop.path} cannot be read by this user, so what it holds is unknown here: "
+                                         f"{' '.join(dist)} is put back whole too"))
 
 
 def _dotted(version: tuple[int, ...]) -> str:
