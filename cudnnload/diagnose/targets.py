@@ -225,20 +225,8 @@ def _wheel_gone(path: str) -> Fix | None:
 
 def unreachable_fix(path: str, stop: Unreachable, user: int) -> Fix:
     """The fix for the cuDNN library ``path`` this user cannot reach (``stop``: what stops it): the mode change,
-    and the wheel that holds it put back where the folder is its, or where the file is not the one it shipped: its
-    size (a stat needs no read permission) is not its RECORD's (`fixes.readable_again`)."""
-    holder = _wheel_holding(path)
-    return readable_again(stop, user, holder, _generation(path), shipped=not _resized(holder, stop.path))
-
-
-def _resized(holder: Distribution | None, path: str) -> bool:
-    """Whether the file ``path`` of ``holder``'s RECORD has another size than the RECORD says; False where either
-    is unknown."""
-    size = holder.sizes.get(path) if holder is not None else None
-    try:
-        return size is not None and os.stat(path).st_size != size
-    except OSError:
-        return False
+    and the wheel that holds it put back where the folder or the file is its (`fixes.readable_again`)."""
+    return readable_again(stop, user, _wheel_holding(path), _generation(path))
 
 
 def _generation(path: str) -> int | None:

@@ -198,25 +198,22 @@ def make_readable(stop: Unreachable, user: int) -> Action:
 
 
 def readable_again(stop: Unreachable, user: int, holder: Distribution | None = None,
-                   wanted: int | None = None, shipped: bool = True) -> Fix:
-    """A library this user cannot reach: the mode change (`make_readable`). When what stops it is a folder of a pip
-    distribution (``holder``), what the folder holds cannot be seen from here (a file gone, another release's
-    copied in): that distribution is then put back as its RECORD says, by the same owner, so that the folder is
-    whole whatever it held (its RECORD, beside the folder, is readable). Where the library asked for is of another
-    cuDNN generation, ``wanted``, than the distribution there (8.9.7 installed over the 9 wheel of the same name),
-    putting that one back gives no such file: the asked generation of it is installed instead, by the same owner.
-    ``shipped`` False: the unreadable file itself is not the one ``holder``'s RECORD lists (another machine's or
-    release's under its name), so readable it still fails: that distribution is put back too."""
+                   wanted: int | None = None) -> Fix:
+    """A library this user cannot reach: the mode change (`make_readable`). When what stops it is a folder or a
+    file of a pip distribution (``holder``), what it holds cannot be seen from here (a file gone, another machine's
+    or release's copied in under its name, of the same size or not): that distribution is then put back as its
+    RECORD says, by the same owner, so that it is whole whatever it held (its RECORD, beside the folder, is
+    readable; `unknown_put_back`). Where the library asked for is of another cuDNN generation, ``wanted``, than the
+    distribution there (8.9.7 installed over the 9 wheel of the same name), putting that one back gives no such
+    file: the asked generation of it is installed instead, by the same owner."""
     mode = make_readable(stop, user)
     inside = holder is not None and any(path == stop.path or path.startswith(stop.path.rstrip("/") + "/")
                                         for path in holder.files)
-    if holder is not None and not stop.folder and inside and not shipped:
-        # another machine's or another release's file under the name, which readable is still not the wheel's
-        return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env, along=holder.along),
-                   note=f"{stop.path} cannot be read by this user, and it is not the file {holder.name} "
-                        f"{holder.version} shipped (its size is not its RECORD's): that wheel is put back too"
-                        + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
-    if holder is None or not stop.folder or not inside:
+    if holder is not None and not stop.folder and inside:
+        return unknown_put_back(stop, user, f"{holder.name} {holder.version}",
+                                reinstall(holder.name, holder.version, holder.site, holder.pip_env,
+                                          along=holder.along))
+    if holder is None or not inside:
         return fix(mode, note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user")
     other = _generation_instead(holder, wanted)
     if other is not None:
@@ -224,9 +221,18 @@ def readable_again(stop: Unreachable, user: int, holder: Distribution | None = N
                    note=f"{stop.path} cannot be searched by this user, and {holder.name} {holder.version} there "
                         f"is no cuDNN {wanted}: {other} is installed in its place"
                         + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
-    return fix(mode, reinstall(holder.name, holder.version, holder.site, holder.pip_env), *unlisted_names(holder),
-               note=f"{stop.path} cannot be searched by this user, so what it holds is unknown here: "
-                    f"{holder.name} {holder.version} is put back whole too"
+    return unknown_put_back(stop, user, f"{holder.name} {holder.version}",
+                            reinstall(holder.name, holder.version, holder.site, holder.pip_env),
+                            *unlisted_names(holder))
+
+
+def unknown_put_back(stop: Unreachable, user: int, what: str, *put_back: Action) -> Fix:
+    """The mode change that lets the user reach ``stop`` and ``put_back``: the actions that put the distribution
+    (``what``) that holds it back whole, since what a folder or file this user cannot read holds is unknown here.
+    The one rule for an unreadable folder or file of a wheel, the judge's and the library target's alike."""
+    return fix(make_readable(stop, user), *put_back,
+               note=f"{stop.path} cannot be {'searched' if stop.folder else 'read'} by this user, so what it holds "
+                    f"is unknown here: {what} is put back whole too"
                     + (f" (as {stop.owner_name}, its owner)" if stop.owner != user else ""))
 
 

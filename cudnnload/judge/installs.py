@@ -414,10 +414,7 @@ def _readable(finding: Finding, access: Access, repair: _Repairs) -> Finding:
     dist = repair.dist
     if dist is None or stop.folder or path not in {r.path for r in repair.install.records}:
         return replace(finding, fix=fix(fixes.make_readable(stop, access.user)))
-    put_back = repair.put_back()
-    return replace(finding, fix=fix(fixes.make_readable(stop, access.user), *put_back.actions,
-                                    note=f"{stop.path} cannot be read by this user, so what it holds is unknown here: "
-                                         f"{' '.join(dist)} is put back whole too"))
+    return replace(finding, fix=fixes.unknown_put_back(stop, access.user, " ".join(dist), *repair.put_back().actions))
 
 
 def _dotted(version: tuple[int, ...]) -> str:
