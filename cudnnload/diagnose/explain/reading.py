@@ -829,9 +829,17 @@ _UNSUPPORTED_VERSION = re.compile(r"(?i)\bcudnn\s*(?:v(?:er(?:sion)?)?\.?\s*)?(?
 # "could not find <function> in cudnn DSO; dlerror: ...": the cuDNN loaded lacks a function the build calls (users
 # reword it: "<function> cudnn DSO dlerror"). The function may be named without its "cudnn" prefix.
 _DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?<!\w)(?P<name>\w+)\s+(?:in\s+)?cudnn\s+DSO\b[;:,]?\s*dlerror")
-# (ASCII word characters only around the name: a CJK sentence runs into it without a space, "找不到cudnn64_8.dll")
-_CUDNN_LIBRARY = re.compile(r"(?i)(?<![A-Za-z0-9_.-])(?:lib)?cudnn[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)"
-                            r"(?![A-Za-z0-9_.])")
+
+
+def library_file(stem: str) -> re.Pattern[str]:
+    """A library named as a file whose name starts with ``stem`` (a pattern), with or without "lib", ending ".so",
+    ".so.N..." or ".dll"; only ASCII name characters around it: a CJK sentence runs into it without a space
+    ("找不到cudnn64_8.dll")."""
+    return re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:lib)?(?:{stem})[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)"
+                      r"(?![A-Za-z0-9_.])")
+
+
+_CUDNN_LIBRARY = library_file("cudnn")
 
 
 # A cuDNN version in a sentence of any program: 8.9.0, v5.1, 5.x, cudnnGetVersion's integer (7605, 90100), (8, 7, 0);
@@ -973,8 +981,7 @@ def _unknown_text(text: str) -> Signal | None:
 
 
 # A library cuDNN needs, named as a file: cuBLAS, the CUDA runtime, NVRTC, the driver's library, zlibwapi.
-_DEPENDENCY_LIBRARY = re.compile(r"(?i)(?<![A-Za-z0-9_.-])(?:lib)?(?:cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi)"
-                                 r"[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)(?![A-Za-z0-9_.])")
+_DEPENDENCY_LIBRARY = library_file("cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi")
 
 
 # a program's own preloading of the libraries it ships (vs-mlrt's "failed to preload X, errno 127")
@@ -1192,15 +1199,13 @@ TENSORFLOW_CUDA: dict[tuple[int, int], tuple[int, int]] = {
 _RELEASE = r"(?:[ \t]+version)?(?:[ \t]*(?:==|[:=：])[ \t]*|[ \t]+|-)v?(\d+)\.(\d+)(?:\.\d+)*"
 
 def _torch_cudnn(release: tuple[int, int], variant: str | None) -> int | None:
-    """The cuDNN major a torch release brings. 2.4+ pin nvidia-cudnn-cu12 9.x and 1.13-2.3 8.x (their wheels'
-    Requires-Dist); before 1.13 the binaries carry cuDNN by their CUDA variant (pytorch/builder
-    common/install_cuda.sh, 2020-02 to 2022-11: CUDA 10.2 builds with libcudnn7 7.6.5.32, CUDA 11.x builds with
-    cuDNN 8): a "+cu102", "cu101", "cuda10.2" variant is cuDNN 7, an 11.x one 8; without a variant, 1.8-1.12 (whose
-    default wheels were CUDA 10.2 on Linux and 11.x elsewhere) say no major, and 1.7 and earlier 7."""
-    if release >= (2, 4):
-        return 9
-    if release >= (1, 13):
-        return 8
+    """The cuDNN major a torch release brings: from 1.13 on the one its wheels pin (`TORCH_CUDNN`). Before 1.13
+    the binaries carry cuDNN by their CUDA variant (pytorch/builder common/install_cuda.sh, 2020-02 to 2022-11:
+    CUDA 10.2 builds with libcudnn7 7.6.5.32, CUDA 11.x builds with cuDNN 8): a "+cu102", "cu101", "cuda10.2"
+    variant is cuDNN 7, an 11.x one 8; without a variant, 1.8-1.12 (whose default wheels were CUDA 10.2 on Linux
+    and 11.x elsewhere) say no major, and 1.7 and earlier 7."""
+    if release >= min(TORCH_CUDNN):  # pinned: the table's, a release newer than it its last
+        return TORCH_CUDNN.get(release, TORCH_CUDNN[max(TORCH_CUDNN)])[0]
     if variant:
         return 8 if int(variant.replace(".", "")[:2]) >= 11 else 7
     return None if release >= (1, 8) else 7
