@@ -1023,3 +1023,14 @@ def test_an_unreadable_wheel_file_is_made_readable_and_its_wheel_put_back() -> N
     size (fix differential 3-7558): the fix made it readable only, and the program by path still failed. What a file
     this user cannot read holds is unknown here: its wheel is put back too, and the program works."""
     _fixed_without_breaks(7558, ["app", "torch"], lambda j: j.said.consumer == "app-path", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_scoped_setting_brings_the_missing_dependency_of_the_install_it_keeps() -> None:
+    """A working conda program by path, a relative ./lib entry of cuDNN 9.0 files before the venv's cuDNN 12
+    folder, whose cuBLAS 12 is missing (`pip install --no-deps`; fix differential 3-7483): the repair took ./lib out
+    and said the cuBLAS install only as a later step (its finding's first fix would take out the folder the program
+    is meant to load), and the program then aborted. The finding's alternative that keeps that folder, the cuBLAS
+    installed, is planned: nothing that worked fails after the fix."""
+    _nothing_breaks(3, 7483, ["app", "torch"])

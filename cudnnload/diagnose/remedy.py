@@ -86,10 +86,15 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
             return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))
-        if actions and keep is not None and any(a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH"
-                                    and _same_entry(a.entry or "", keep) for a in first.fix.actions):
-            later.append(str(first.fix.text or first.message))
-            continue
+        if actions and keep is not None and _removes(first.fix.actions, keep):
+            # the install the target is meant to load stays: the finding's alternative that keeps it (its missing
+            # dependency installed), where it has one; else said, not planned
+            kept = next((a for a in first.fix.alternatives if a.do is not ActionKind.MANUAL
+                         and not _removes((a,), keep)), None)
+            if kept is None:
+                later.append(str(first.fix.text or first.message))
+                continue
+            steps = _new_steps((kept,), actions)
         if actions and all(a.do is ActionKind.MANUAL for a in first.fix.actions):
             # after automatic changes whose effect on files the model does not judge again (a wheel installed
             # with what it requires), a step only a person can take is said, not made part of the plan
@@ -106,6 +111,12 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             findings = judge(world)
     return fix(*kept_once(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
+
+
+def _removes(actions: Sequence[Action], keep: str) -> bool:
+    """Whether ``actions`` take the entry that leads to the folder ``keep`` out of LD_LIBRARY_PATH."""
+    return any(a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH"
+               and _same_entry(a.entry or "", keep) for a in actions)
 
 
 def _said(actions: list[Action], later: list[str]) -> Fix | None:
