@@ -980,8 +980,9 @@ def _unknown_text(text: str) -> Signal | None:
                   "the text names cuDNN, but no message of it and no words of a failure cudnnload can read")
 
 
-# A library cuDNN needs, named as a file: cuBLAS, the CUDA runtime, NVRTC, the driver's library, zlibwapi.
-_DEPENDENCY_LIBRARY = library_file("cublas(?:lt)?|cudart|nvrtc|cuda|nvcuda|zlibwapi")
+# Any library named as a file; one cuDNN needs is one of `DEPENDENCY_CLASSES` (`library_class`).
+_ANY_LIBRARY = library_file(r"[A-Za-z0-9_]")
+DEPENDENCY_CLASSES = ("nvrtc", "libcuda", "cublas", "cudart", "zlib")
 
 
 # a program's own preloading of the libraries it ships (vs-mlrt's "failed to preload X, errno 127")
@@ -992,9 +993,9 @@ def _dependency_named(text: str) -> Signal | None:
     """For a text that does not name cuDNN and holds no message above: a library cuDNN needs named on a line with
     words of a library that did not load ("vstrt: failed to preload ...\\cublas64_11.dll, errno 127"), else None."""
     for line in text.splitlines():
-        library = _DEPENDENCY_LIBRARY.search(line)
-        if library and (_LOAD_WORDS.search(line) or _PRELOAD_FAILED.search(line)) and library_class(library.group(0)):
-            name = library.group(0)
+        name = next((found.group(0) for found in _ANY_LIBRARY.finditer(line)
+                     if library_class(found.group(0)) in DEPENDENCY_CLASSES), None)
+        if name and (_LOAD_WORDS.search(line) or _PRELOAD_FAILED.search(line)):
             return Signal("library-named", load_kind(name, "missing"), line.strip()[:400], "the text (no known "
                           "message)", f"{name} is named next to words of a library that did not load", name, name)
     return None
