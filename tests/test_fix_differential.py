@@ -1034,3 +1034,24 @@ def test_a_scoped_setting_brings_the_missing_dependency_of_the_install_it_keeps(
     is meant to load), and the program then aborted. The finding's alternative that keeps that folder, the cuBLAS
     installed, is planned: nothing that worked fails after the fix."""
     _nothing_breaks(3, 7483, ["app", "torch"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_run_gets_the_whole_repair_when_it_sets_the_variable_its_own_way_and_goes_further() -> None:
+    """The venv's cuBLAS uninstalled and two of its cuDNN sub-libraries gone, the shim reached through a symlink
+    folder first on LD_LIBRARY_PATH (fix differential 3-7698): for the app by name, run, the first error's fix
+    (the cuBLAS, LD_LIBRARY_PATH set) left the cuDNN incomplete, and the model's whole repair, which puts the cuDNN
+    wheel back too, was not said first because it set LD_LIBRARY_PATH to another order of the same folders. A
+    plan that sets the same variable (its value judged on the model) and goes on comes first; the app works."""
+    _fixed_without_breaks(7698, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_run_by_path_beside_a_relative_entry_gets_the_whole_repair() -> None:
+    """A complete cuDNN 9.28 under a relative ./lib entry first, a sub-library link of the venv's cuDNN dangling,
+    LD_PRELOAD=libcudnn.so.9 (fix differential 3-7204): for the app by path, run, the first error's fix kept
+    ./lib first and the process still mapped cuDNN from two folders; the model's whole repair comes first, and the
+    app works."""
+    _fixed_without_breaks(7204, ["app"], lambda j: j.said.consumer == "app-path", seed=3)

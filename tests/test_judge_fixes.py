@@ -954,7 +954,7 @@ def test_a_mode_change_mends_a_mode_not_what_the_file_holds() -> None:
     opened a truncated file to every program, which then died mapping it. A mode change takes care of findings
     about the mode; a reinstall still follows for the content."""
     from cudnnload.codes import SubjectKind
-    from cudnnload.diagnose.remedy import _taken_care_of
+    from cudnnload.diagnose.remedy import taken_care_of
     from cudnnload.verdicts import Finding, Subject, chmod, fix, pip_install
 
     path = "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn_engines_runtime_compiled.so.9"
@@ -963,8 +963,8 @@ def test_a_mode_change_mends_a_mode_not_what_the_file_holds() -> None:
                             target="/venv/lib/python3.11/site-packages")
     unreadable = Finding(Code.UNREADABLE, "u", Subject(SubjectKind.FILE, path), fix(mode))
     cut = Finding(Code.RECORD_MISMATCH, "r", Subject(SubjectKind.FILE, path), fix(reinstall))
-    assert _taken_care_of(unreadable, [mode]) and not _taken_care_of(cut, [mode])
-    assert _taken_care_of(cut, [mode, reinstall])
+    assert taken_care_of(unreadable, [mode]) and not taken_care_of(cut, [mode])
+    assert taken_care_of(cut, [mode, reinstall])
 
 
 def test_a_name_deleted_is_gone_from_the_world_the_repair_judges_next(tmp_path: Path) -> None:
@@ -1005,7 +1005,7 @@ def test_a_wheel_the_plan_installs_takes_care_of_a_finding_only_when_it_asks_for
     install alone does not take care of it (the `.pth` line that maps another release's graph would meet the
     wheel); one that asks for that wheel alone is taken care of."""
     from cudnnload.codes import SubjectKind
-    from cudnnload.diagnose.remedy import _taken_care_of
+    from cudnnload.diagnose.remedy import taken_care_of
     from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_line
 
     site = "/venv/lib/python3.11/site-packages"
@@ -1013,8 +1013,8 @@ def test_a_wheel_the_plan_installs_takes_care_of_a_finding_only_when_it_asks_for
     line = remove_line(f"{site}/old.pth", "import ctypes; ctypes.CDLL('/opt/old/libcudnn_graph.so.9')")
     alone = Finding(Code.CONSUMER_BROKEN, "a", Subject(SubjectKind.CONSUMER, site), fix(wheel))
     more = Finding(Code.CONSUMER_BROKEN, "b", Subject(SubjectKind.CONSUMER, site), fix(wheel, line))
-    assert _taken_care_of(alone, [wheel])
-    assert not _taken_care_of(more, [wheel]) and _taken_care_of(more, [wheel, line])
+    assert taken_care_of(alone, [wheel])
+    assert not taken_care_of(more, [wheel]) and taken_care_of(more, [wheel, line])
 
 
 def test_no_nvrtc_anywhere_is_its_wheel_installed_by_the_site_interpreter_and_linked() -> None:

@@ -463,13 +463,15 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
 
 
 def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Judge) -> bool | None:
-    """Whether the model still finds an error once ``actions`` are made; None when they are not all changes of
-    the environment (the model cannot see the files a change would write)."""
-    from cudnnload.diagnose.remedy import ENVIRONMENT, World
+    """Whether the model still finds an error once ``actions`` are made: the target judged in the environment they
+    change, less the findings that their changes of files take care of (`remedy.taken_care_of`: the model cannot see
+    the files a wheel installed writes, but knows what such a change mends); None when one of them is a step the
+    model cannot make (a person's, a wrapper, a restart)."""
+    from cudnnload.diagnose.remedy import World, taken_care_of
 
-    if not actions or any(a.do not in ENVIRONMENT for a in actions):
+    if not actions or any(a.do in (ActionKind.MANUAL, ActionKind.RUN, ActionKind.RESTART) for a in actions):
         return None
-    return any(f.severity == "error" for f in judge(World(env).after(*actions)))
+    return any(f.severity == "error" and not taken_care_of(f, actions) for f in judge(World(env).after(*actions)))
 
 
 def _strays_said() -> Fix:

@@ -74,7 +74,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
     handled: set[tuple[Code, str | None, str]] = set()
     for _ in range(ROUNDS):
         pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
-                   and not _taken_care_of(f, actions) and not _about_gone(f, world.gone)]
+                   and not taken_care_of(f, actions) and not _about_gone(f, world.gone)]
         if not pending:
             return _said(actions, later)
         # what only sums up the others in words ("make one of them whole") comes after them: their changes take
@@ -107,7 +107,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             # judged again, with what an uninstall takes away gone from the model's world (a framework that found its
             # cuDNN there looks further, and may find none); once a step puts files in place (a wheel installed),
             # the model cannot see them, and what it finds about the files that step rewrites is taken care of by
-            # it (`_taken_care_of`)
+            # it (`taken_care_of`)
             findings = judge(world)
     return fix(*kept_once(actions), manual("then run doctor again: the model stopped after "
                                 f"{ROUNDS} changes with errors left"))
@@ -242,9 +242,15 @@ def _may_matter(variable: str, entry: str) -> bool:
 
 
 def goes_further(steps: Sequence[Action], own: Sequence[Action]) -> bool:
-    """Whether ``steps`` make every change of ``own`` (or write over it: `_written_over`) and more besides."""
-    return all(a in steps or any(_written_over(a, b) for b in steps) for a in own) and any(
-        b not in own for b in steps)
+    """Whether ``steps`` make every change of ``own`` (or write over it: `_written_over`; or set the same variable,
+    to the value the plan judged on the model: `_set_again`) and more besides."""
+    return all(a in steps or any(_written_over(a, b) or _set_again(a, b) for b in steps) for a in own) and any(
+        b not in own and not any(_set_again(a, b) for a in own) for b in steps)
+
+
+def _set_again(earlier: Action, later: Action) -> bool:
+    """Whether both set one variable (``later`` to its own value: the order of entries a plan judged)."""
+    return earlier.do is later.do is ActionKind.ENV_SET and earlier.variable == later.variable
 
 
 def _written_over(earlier: Action, later: Action) -> bool:
@@ -355,7 +361,7 @@ def _key(finding: Finding) -> tuple[Code, str | None, str]:
 _SUMMARIES = frozenset({Code.NO_CUDNN})
 
 
-def _taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
+def taken_care_of(finding: Finding, actions: Sequence[Action]) -> bool:
     """Whether the plan's actions so far already do what ``finding`` needs: its own actions are all in it, or a
     reinstall rewrites the file it is about, or a delete is about that very file, or a mode change is about that
     very file and the finding about its mode, or it only sums up the others (`_SUMMARIES`)."""
