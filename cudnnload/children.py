@@ -136,9 +136,11 @@ def members():
     return found
 
 if not done:
-    for _ in range(50):  # a process forking as it is killed: again, until none is left
-        left = members()
-        if not left:
+    quiet = 0
+    for _ in range(50):  # a process forking as it is killed: again, until none is left twice running
+        left = members()  # (one in the middle of an exec reads no environment: children.environ_of)
+        quiet = 0 if left else quiet + 1
+        if quiet == 2:
             break
         for pid in left:
             try:
@@ -207,11 +209,12 @@ def untrusted(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], bytes]]:
     (SIGTERM, SIGKILL), a `Watcher` ends them: in sessions of their own, Ctrl-C at the terminal does not reach
     them, and a Python's start-up observed by `doctor --python` ran on for as long as its .pth line slept."""
     child_env, tag = tagged(env)
+    since = ticks()
     watcher = Watcher(tag.decode(), "")
     try:
         yield child_env, tag
     finally:
-        end_tagged(tag)
+        end_tagged(tag, since)
         watcher.done(reap=True)
 
 
@@ -311,35 +314,71 @@ def as_owner(owner: int | None) -> dict[str, object]:
     return {"user": owner, "group": group, "extra_groups": []}
 
 
-def end_tagged(tag: bytes) -> None:
+def end_tagged(tag: bytes, since: int = 0) -> None:
     """SIGKILL every process of this user whose environment holds ``tag`` (`tagged`), until none is left: what
     a child left running in a session of its own (``setsid()``, a daemon's double fork), which the kill of
-    its process group misses. One that cleared its environment is missed too."""
+    its process group misses. One that cleared its environment is missed too. ``since``: the clock tick
+    (`ticks`) the tag was made at; a process born since whose environment cannot be told yet (`environ_of`)
+    is looked at again, for at most a tenth of a second."""
     import signal
+    import time
 
     for _ in range(50):  # a process forking as it is killed: again, until none is left
-        left = holding(tag)
-        if not left:
+        left, unsure = _holding(tag, since)
+        if not left and not unsure:
             return
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        if not left:
+            time.sleep(0.002)
 
 
-def holding(entry: bytes) -> list[int]:
+def _holding(entry: bytes, since: int) -> tuple[list[int], list[int]]:
     """The pids of the processes (other than this one) whose environment holds ``entry`` (``NAME=VALUE``), among
-    those this user may read."""
-    found = []
+    those this user may read; and those born since tick ``since`` whose environment cannot be told yet."""
+    found, unsure = [], []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                if entry in handle.read().split(b"\0"):
-                    found.append(int(name))
-        except OSError:  # gone, or another user's
-            continue
-    return found
+        environ = environ_of(int(name), since)
+        if environ is None:
+            unsure.append(int(name))
+        elif entry in environ.split(b"\0"):
+            found.append(int(name))
+    return found, unsure
+
+
+_PF_KTHREAD = 0x00200000  # linux/sched.h: a kernel thread, which has no environment
+
+
+def environ_of(pid: int, since: int = 0) -> bytes | None:
+    """The environment of process ``pid`` (``NAME=VALUE\\0...``); empty when it is gone, another user's or a
+    kernel thread; None when it cannot be told yet. A process in the middle of an exec reads as empty: opened
+    before the exec and read after, the file reads the old memory, let go by then; opened after the new memory
+    is in place but before the new program's environment is laid in it (``create_elf_tables``), it reads
+    nothing too. A daemon exec'ing as `end_tagged` looked was missed (CI, 2026-12-02). So an empty read of a
+    live process born since tick ``since`` (other than a kernel thread) is unsure: look again. One that
+    cleared its environment is unsure too, until the caller stops looking."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            data = handle.read()
+    except OSError:  # gone, or another user's
+        return b""
+    if data:
+        return data
+    stat = proc_stat(pid)
+    if stat is None or not stat.alive or stat.flags & _PF_KTHREAD or stat.started < since:
+        return b""
+    return None
+
+
+def ticks() -> int:
+    """The clock tick after boot now, as ``/proc/PID/stat`` counts a process's start (field 22), less one: a
+    process started at this moment is at or after it."""
+    import time
+
+    return max(0, int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK")) - 1)
 
 
 def end_group(child: subprocess.Popen[bytes]) -> None:

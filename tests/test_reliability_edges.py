@@ -258,6 +258,30 @@ def test_what_start_up_code_leaves_running_in_a_session_of_its_own_is_ended(tmp_
     assert _left_running(str(marker)) == []
 
 
+def test_an_environment_that_cannot_be_told_yet_is_looked_at_again() -> None:
+    """`end_tagged` took a daemon in the middle of its exec (its environment reads empty then) for one not holding
+    the tag, and left it running (CI, 2026-12-02: 2 in 400 under load). An empty read of a live process born since
+    the tag is unsure; of one born before, of one gone, of a kernel thread, it is empty."""
+    from cudnnload.children import environ_of, proc_stat, ticks
+
+    since = ticks()
+    bare = subprocess.Popen(["/bin/sleep", "30"], env={})
+    try:
+        time.sleep(0.1)
+        stat = proc_stat(bare.pid)
+        assert stat is not None
+        assert environ_of(bare.pid, since) is None
+        assert environ_of(bare.pid, stat.started + 1) == b""
+        assert environ_of(os.getpid()) and environ_of(2 ** 22 + 1) == b""
+    finally:
+        bare.kill()
+        bare.wait()
+    assert environ_of(bare.pid, since) == b""
+    stats = {int(pid): proc_stat(int(pid)) for pid in os.listdir("/proc") if pid.isdigit()}
+    kernel = [pid for pid, stat in stats.items() if stat is not None and stat.ppid == 2]  # kthreadd's, if seen
+    assert all(environ_of(pid) == b"" for pid in kernel[:5])
+
+
 def test_a_child_writing_without_end_costs_a_bounded_tail() -> None:
     from cudnnload.children import tails
 

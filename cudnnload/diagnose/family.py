@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from cudnnload.children import ProcStat, proc_stat
+from cudnnload.children import ProcStat, environ_of, proc_stat
 
 _COMMAND_CHARS = 200
 # why cudnnload ended a process (`Killed.why`)
@@ -233,14 +233,13 @@ class Family:
         return found
 
     def _tagged(self, pid: int, started: int) -> bool:
-        """Whether the process's environment holds the tag (each process's read once)."""
+        """Whether the process's environment holds the tag (each process's read once it can be told:
+        `environ_of`, a process in the middle of an exec)."""
         if not self._tag or (pid, started) in self._untagged:
             return False
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                if self._tag in handle.read():
-                    return True
-        except OSError:  # gone, or another user's
-            pass
-        self._untagged.add((pid, started))
+        environ = environ_of(pid, started)
+        if environ is not None and self._tag in environ:
+            return True
+        if environ is not None:
+            self._untagged.add((pid, started))
         return False
