@@ -1065,6 +1065,28 @@ def test_a_windows_error_is_read_by_its_code_in_any_language(text: str, family: 
     assert first.family == family and first.confidence in SURE
 
 
+_SILENT = ("Windows 10, CUDA 11.8, cuDNN {release}. tf.keras model.fit on the GPU:\n"
+           "Process finished with exit code -1073740791 (0xC0000409)")
+
+
+@pytest.mark.parametrize(("text", "zlib"), [
+    (_SILENT.format(release="8.5.0.96"), True),
+    ("WIN10, CUDNN: cudnn-windows-x86_64-8.6.0.163_cuda11-archive. The program crashes and will not throw any "
+     "error.", True),
+    ("0x00007FFF7138420D (cudnn64_8.dll) (QtPaddle.exe 中)处有未经处理的异常: 请求了严重的程序退出\ncuDNN 8.4 CUDA 11.6",
+     True),
+    (_SILENT.format(release="8.2.1"), False),  # before 8.3, cuDNN needs no zlibwapi.dll
+    (_SILENT.format(release="9.1.0"), False),  # nor from 9.0 on
+    ("Ubuntu 22.04, cuDNN 8.6: the program crashes without any error message", False),  # zlibwapi.dll is Windows's
+])
+def test_a_windows_program_with_cudnn_8_3_to_8_9_that_ended_without_a_word_lacks_zlibwapi(text: str,
+                                                                                          zlib: bool) -> None:
+    """cuDNN 8.3-8.9 on Windows ends the process where zlibwapi.dll is missing (its one line on stderr is lost
+    in a GUI or an IDE): the program's end, with one of those releases named, shows a load that failed."""
+    causes = ranked(text)
+    assert (causes[0] == "zlib-missing") == zlib, causes[:3]
+
+
 @pytest.mark.parametrize(("text", "major"), [
     ("torch==1.10.0+cu102", 7), ("torch 1.10.0+cu113", 8), ("torch 1.7.1", 7),
     ("pytorch                   1.10.0          py3.8_cuda10.2_cudnn7.6.5_0    pytorch", 7),

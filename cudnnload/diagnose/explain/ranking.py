@@ -113,6 +113,7 @@ Priors = Mapping[str, Mapping[str, int]]
 # here has no report yet, and the catalog and its CANDIDATES order decide.
 PRIORS: dict[str, dict[str, int]] = {
     "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
+    "api-missing@windows": {"runtime-older-than-build": 1},
     "catalog": {"out-of-memory": 2, "driver-too-old": 1, "gpu-too-old": 1},
     "catalog@linux": {"driver-too-old": 1},
     "catalog@windows": {"out-of-memory": 1},
@@ -124,7 +125,7 @@ PRIORS: dict[str, dict[str, int]] = {
         "out-of-memory": 1},
     "cudnn-mentioned@linux": {"framework-bug": 2, "cudnn-not-installed": 1, "gpu-too-new": 1, "missing-runpath": 1,
         "out-of-memory": 1, "unsupported-configuration": 1},
-    "cudnn-mentioned@windows": {"wrong-cudnn-major": 2, "zlib-missing": 1},
+    "cudnn-mentioned@windows": {"wrong-cudnn-major": 2, "zlib-missing": 2},
     "cudnn-not-found": {"wrong-cudnn-major": 11, "cudnn-not-installed": 9, "installed-not-on-search-path": 6,
         "libcudart-missing-or-wrong": 2, "platlib-purelib-split": 2, "torch-without-nvidia-deps": 2,
         "wheel-not-on-linker-path": 1},
@@ -165,6 +166,7 @@ PRIORS: dict[str, dict[str, int]] = {
     "hardware": {"bad-param-usage": 1, "framework-bug": 1, "known-bad-release": 1},
     "hardware@windows": {"framework-bug": 1},
     "misuse": {"bad-param-usage": 1},
+    "misuse@windows": {"bad-param-usage": 1},
     "no-engine": {"framework-bug": 4, "out-of-memory": 2, "driver-too-old": 1, "gpu-too-old": 1},
     "no-engine@linux": {"framework-bug": 2, "out-of-memory": 1},
     "paging-file": {"paging-file-too-small": 1},
@@ -483,6 +485,14 @@ def two_frameworks(reading: Reading, signal: Signal) -> str | None:
     return " and ".join(named) if len(named) > 1 else None
 
 
+def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | None:
+    """A Windows program with a cuDNN of 8.3 to 8.9 named ended with no message of its own (exit status 0xC0000409,
+    a debugger's "Fatal program exit requested", "crashes without any error"): those releases load zlibwapi.dll when a
+    convolution first needs it, and where it is missing end the process there, after a line on stderr that a GUI or
+    an IDE does not show. A load that failed, shown by how the program ended rather than by a message."""
+    return both(clue("windows"), clue("cudnn-8-zlib"), clue("silent-exit"))(reading, signal)  # type: ignore[arg-type]
+
+
 def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
     """cudnn_cnn_infer64_8.dll itself was found (error 126 is a missing dependency, not "could not locate")."""
     library = signal.failed or ""
@@ -731,6 +741,11 @@ RULES: tuple[Rule, ...] = (
          clue("wsl"), ("sublibrary-load", "dependency-load:libcuda")),
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
+    # cuDNN 8.3-8.9 loads zlibwapi.dll when a convolution first needs it; where it is missing, the process ends there
+    # (after cuDNN's "Could not locate zlibwapi.dll", which a GUI or an IDE does not show): a Windows program that
+    # ended with no message of its own (exit status 0xC0000409), with one of those releases named
+    Rule("zlib-missing", 2.5, "a Windows program with cuDNN 8.3-8.9 ended with no message of its own: those releases "
+         "end the process when zlibwapi.dll is missing", ended_at_a_load),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
          "another architecture or word size, a truncated or placeholder copy)", file_not_loadable),
     Rule("unloadable-file", 1.5, "the file was found but a segment of it could not be mapped (a noexec mount; or a "
@@ -1104,12 +1119,15 @@ def _usual_call_causes(priors: Priors) -> tuple[Scored, ...]:
 
 def _without_a_message(reading: Reading, signal: Signal, least: float) -> tuple[Scored, ...]:
     """The causes of a text that holds no message cudnnload knows and no words of a failure it can read: only
-    causes of a failing call, or a harmless warning (a cause about loading needs a message of a load that failed),
+    causes of a failing call, or a harmless warning (a cause about loading needs a message of a load that failed, or
+    a program that ended at one: `ended_at_a_load`),
     each with the rules of weight ``least`` or more that find it in the text (for a text that does not even name
     cuDNN, only what its words name strongly: "CUDA out of memory", an Xid, "insufficient driver version", "no
     kernel image")."""
     scored = []
-    for family in sorted(RUNTIME_CAUSES | {"harmless-warning"}):  # a text of warnings only: perhaps no failure
+    # a text of warnings only: perhaps no failure; a program that ended at a load: a cause about loading
+    loads = ABOUT_LOADING if ended_at_a_load(reading) else frozenset()
+    for family in sorted(RUNTIME_CAUSES | {"harmless-warning"} | loads):
         rules = [(rule, quote) for rule in RULES if rule.family == family and rule.weight >= least
                  and (quote := rule.quote(reading, signal))]
         score = sum(rule.weight for rule, _ in rules)
@@ -1149,7 +1167,7 @@ def loads_last(reading: Reading, ranked: Iterable[Scored]) -> tuple[Scored, ...]
     order. A failing call, a GPU fault or a refused configuration is never blamed on loading first when nothing
     in the text says that anything failed to load (issue 32: "a loading cause first for a non-loading error: 0")."""
     ranked = tuple(ranked)
-    if any(shows_a_load(signal) for signal in reading.signals):
+    if any(shows_a_load(signal) for signal in reading.signals) or ended_at_a_load(reading):
         return ranked
     return (tuple(s for s in ranked if s.family not in ABOUT_LOADING)
             + tuple(s if NO_LOAD_SHOWN in s.evidence else replace(s, evidence=(*s.evidence, NO_LOAD_SHOWN))

@@ -1019,7 +1019,8 @@ _REGRESSION = (r"(?i)\b(?:used to work|work(?:ed|s))(?: fine| well)? (?:with|in|
 
 # (name, pattern, flags): the first match is quoted. Names are what ranking.RULES read.
 _CLUES: tuple[tuple[str, str], ...] = (
-    ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"),
+    ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"
+                r"|\bWIN(?:DOWS|10|11)\b|\bWin ?1[01]\b|[_-]windows[_-]"),
     ("wsl", r"/usr/lib/wsl\b|\bWSL2?\b|microsoft-standard"),
     ("linux", r"\blib\w+\.so\b|/usr/(?:local/)?lib|/home/\w|\b(?:Ubuntu|CentOS|Debian|Fedora|Linux|AlmaLinux|RHEL)"
               r"\b"),
@@ -1117,6 +1118,16 @@ _CLUES: tuple[tuple[str, str], ...] = (
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))|\bis only supported (?:for|with|when)\b"
               r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
+    # a Windows program that ended with no message of its own: NTSTATUS 0xC0000409 (a fast fail, which abort() is
+    # on Windows; -1073740791 as a signed exit status), a debugger's "Unhandled exception at ... (cudnn64_8.dll):
+    # Fatal program exit requested", or the user's "crashes without any error"
+    ("silent-exit", r"0xC0000409|-1073740791|\b3221226505\b|Fatal program exit requested|请求了严重的程序退出|闪退"
+                    r"|(?i:\bcrash(?:es|ed)?\b[^\n]{0,60}?\b(?:without|no|not)\b[^\n]{0,25}?\b(?:error|exception"
+                    r"|message)|\b(?:exits?|exited|quits?|closes?|stops?)\b (?:silently|without (?:any )?(?:error"
+                    r"|message|output)))"),
+    # a cuDNN release from 8.3 to 8.9 named: on Windows, each needs zlibwapi.dll
+    ("cudnn-8-zlib", r"(?i:cudnn[\w\s.:=-]{0,25}?(?<![\d.])v?8\.[3-9](?![\d])"
+                     r"|cudnn[^\n]{0,30}?(?<![\d.])8\.[3-9]\.\d)"),
     # the program stopped on an error: Python's traceback, a C++ exception that ended it, a fatal signal
     ("stopped", r"Traceback \(most recent call last\)|terminate called after throwing|Fatal Python error"
                 r"|Segmentation fault|core dumped|段错误|核心已转储"),
