@@ -1065,6 +1065,23 @@ def test_a_windows_error_is_read_by_its_code_in_any_language(text: str, family: 
     assert first.family == family and first.confidence in SURE
 
 
+_TF_CUDART = ("2021-03-01 10:00:00.123456: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not "
+              "load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: "
+              "No such file or directory")
+
+
+def test_a_library_a_framework_failed_to_load_is_not_blamed_on_cudnn_frontend_or_a_preload() -> None:
+    """TensorFlow's dso_loader logged the CUDA runtime it could not open: cudnn-frontend (which loads libcudart
+    itself) came first, from the one tuning report of that kind, and a preload that stops every program at start
+    (TensorFlow ran far enough to log it) third."""
+    causes = ranked(_TF_CUDART)
+    assert causes[0] == "libcudart-missing-or-wrong"
+    assert causes.index("multiple-cudart-or-frontend") > 0 and causes.index("preload-needs-missing") > 1
+    assert ranked("RuntimeError: Unable to load any libcudart.so.* library")[0] == "multiple-cudart-or-frontend"
+    assert ranked("python3: error while loading shared libraries: libcudart.so.12: cannot open shared object file: "
+                  "No such file or directory")[0] == "preload-needs-missing"
+
+
 _SILENT = ("Windows 10, CUDA 11.8, cuDNN {release}. tf.keras model.fit on the GPU:\n"
            "Process finished with exit code -1073740791 (0xC0000409)")
 

@@ -135,7 +135,7 @@ def test_leave_one_out_ranks_each_report_without_its_own_vote() -> None:
     of one message and of two causes, each counted with itself and without."""
     text = "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory"
     reports = [{"id": f"r{n}", "message": text, "family": family}
-               for n, family in enumerate(("conda-vs-pip", "preload-needs-missing"))]
+               for n, family in enumerate(("conda-vs-pip", "platlib-purelib-split"))]
     with_itself = measure(reports, environ={}, priors=priors(reports))
     without = leave_one_out(reports, environ={})
     for report, counted, left_out in zip(reports, with_itself, without, strict=True):

@@ -466,6 +466,29 @@ def loader_is_not_torch(reading: Reading, signal: Signal) -> str | None:
     return f"the program that failed is {loader}, not torch" if loader and loader != "pytorch" else None
 
 
+def loader_is_not_frontend(reading: Reading, signal: Signal) -> str | None:
+    """The library that failed was loaded by a program's own loader that the text names (TensorFlow's dso_loader,
+    ONNX Runtime's provider), not by cudnn-frontend, which the text does not name."""
+    if signal.pattern == "unable-to-load-any" or re.search(r"(?i)cudnn[-_ ]frontend", signal.line):
+        return None
+    loader = reading.framework
+    return f"the library that failed is {loader}'s to load, not cudnn-frontend's" if loader else None
+
+
+# glibc's words for a failure before the program runs (rtld.c: the objects mapped at start, the preloads among them)
+# or of a lazily bound symbol (dl-lookup.c), and its words for a preload it skipped
+_START_WORDS = re.compile(r"error while loading shared libraries|symbol lookup error|LD_PRELOAD|ld\.so")
+
+
+def ran_before_it_failed(reading: Reading, signal: Signal) -> str | None:
+    """The program ran far enough to report the failure itself (a framework's loader, cuDNN's own, Python's import):
+    none of the text's messages is glibc's at start. An LD_PRELOAD entry that cannot be completed stops every
+    program before it runs."""
+    if any(_START_WORDS.search(s.line or "") for s in reading.signals):
+        return None
+    return signal.quote or signal.line or None
+
+
 def no_torch(reading: Reading, signal: Signal) -> str | None:
     return "no torch in the text" if not reading.frameworks else None
 
@@ -887,9 +910,14 @@ RULES: tuple[Rule, ...] = (
     Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", clue("windows")),
     Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", clue("windows")),
     Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text", clue("windows")),
+    Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", clue("windows")),
+    Rule("preload-needs-missing", -3, "the program ran far enough to report the failure itself: a preload that "
+         "cannot be completed stops every program before it runs", ran_before_it_failed),
     Rule("zlib-missing", -2, "zlibwapi.dll is a Windows dependency", not_windows, ("sublibrary-load",)),
     Rule("zlib-missing", -2, "the DLL itself was not located, so no DLL it needs is to blame", located_not_loaded),
     Rule("torch-without-nvidia-deps", -2, "torch's nvidia-* wheels matter only to torch", loader_is_not_torch),
+    Rule("multiple-cudart-or-frontend", -2, "cudnn-frontend's own loading of the CUDA runtime matters only where it "
+         "is what loads it", loader_is_not_frontend, ("dependency-load:cudart",)),
     Rule("platlib-purelib-split", -2, "torch's lib64/lib split matters only to torch", loader_is_not_torch),
     Rule("torch-without-nvidia-deps", -1, "the text names no program", no_torch),
     Rule("platlib-purelib-split", -1, "the text names no program", no_torch),
