@@ -1090,8 +1090,8 @@ _SILENT = ("Windows 10, CUDA 11.8, cuDNN {release}. tf.keras model.fit on the GP
     (_SILENT.format(release="8.5.0.96"), True),
     ("WIN10, CUDNN: cudnn-windows-x86_64-8.6.0.163_cuda11-archive. The program crashes and will not throw any "
      "error.", True),
-    ("0x00007FFF7138420D (cudnn64_8.dll) (QtPaddle.exe 中)处有未经处理的异常: 请求了严重的程序退出\ncuDNN 8.4 CUDA 11.6",
-     True),
+    ("0x00007FFF7138420D (cudnn64_8.dll) (QtPaddle.exe 中)处有未经处理的异常: 请求了严重的程序退出\n"
+     "cuDNN 8.4 CUDA 11.6", True),
     (_SILENT.format(release="8.2.1"), False),  # before 8.3, cuDNN needs no zlibwapi.dll
     (_SILENT.format(release="9.1.0"), False),  # nor from 9.0 on
     ("Ubuntu 22.04, cuDNN 8.6: the program crashes without any error message", False),  # zlibwapi.dll is Windows's
