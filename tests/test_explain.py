@@ -1082,6 +1082,14 @@ def test_a_library_a_framework_failed_to_load_is_not_blamed_on_cudnn_frontend_or
                   "No such file or directory")[0] == "preload-needs-missing"
 
 
+def test_xlas_no_visible_gpu_devices_is_no_gpu_this_process_may_use() -> None:
+    """XLA's GetGpuXlaClient (xla/pjrt/gpu/gpu_helpers.cc) fails with "No visible GPU devices." where the platform
+    counts no device: JAX's most common GPU start-up failure was not recognised at all."""
+    assert ranked("RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices. "
+                  "(you may need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu to skip this "
+                  "backend.)")[0] == "no-gpu-or-driver"
+
+
 _SILENT = ("Windows 10, CUDA 11.8, cuDNN {release}. tf.keras model.fit on the GPU:\n"
            "Process finished with exit code -1073740791 (0xC0000409)")
 

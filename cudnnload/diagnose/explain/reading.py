@@ -1079,8 +1079,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # entry it cannot parse: "[1,2,3]" hides every GPU; CUDA C Programming Guide, CUDA Environment Variables); not a
     # shell's or a template's variable ("$GPU", "%GPU%", "{gpu}")
     # torch/cuda/__init__.py (_lazy_init) "No CUDA GPUs are available": the runtime counted no device
+    # XLA's GetGpuXlaClient (xla/pjrt/gpu/gpu_helpers.cc) "No visible GPU devices." (JAX: "Unable to
+    # initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.")
     ("no-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
-                  r"|No CUDA GPUs are available"
+                  r"|No CUDA GPUs are available|No visible GPU devices"
                   r"|\bCUDA_VISIBLE_DEVICES=(?:-1\b|[\"']{2}|(?![\"']?(?:\d|GPU-|MIG-|[$%{<]))[\"']?[^\s\"',;]+)"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
     ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
