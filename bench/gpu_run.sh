@@ -16,6 +16,8 @@
 #   parts       a cold start taken apart                      -> parts.txt
 #   frameworks  the real PyTorch and JAX broken twelve ways, every form of doctor and explain against what they
 #               did (tests/test_frameworks_gpu.py, its first test)  -> frameworks.txt, frameworks.jsonl
+#   more        the real PyTorch and JAX broken eight more ways (bench/frameworks_more.py), asked the same ways
+#                                                             -> more.txt, frameworks.jsonl
 #   pins        the same breakages under `cudnnload run --for torch` and load(for_="torch") (its second test)
 #                                                             -> pins.txt, frameworks.jsonl
 #   readme      the README's first section: doctor, doctor -- a PyTorch program and run --for torch on the real
@@ -61,6 +63,10 @@ fi
 if want frameworks; then
   python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k every_way > "$OUT/frameworks.txt" 2>&1
   tail -5 "$OUT/frameworks.txt"
+fi
+if want more; then
+  python3 bench/frameworks_more.py ${MORE:-} > "$OUT/more.txt" 2>&1  # MORE="NAME ...": only those
+  tail -12 "$OUT/more.txt"
 fi
 if want pins; then
   python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k pin > "$OUT/pins.txt" 2>&1

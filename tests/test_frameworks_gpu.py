@@ -233,7 +233,9 @@ def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine
                 wrong.append(f"doctor says {fw} works={says.get(fw)}, it worked={worked[fw]}")
         if plain.returncode != (0 if all(worked.values()) else 1):
             wrong.append(f"doctor exit {plain.returncode} with torch/jax worked={worked}")
-        text = " ".join(f["message"] + json.dumps(f.get("fix")) for f in doc["findings"] if f["severity"] == "error")
+        # a finding as the user reads it: the file it is about (its ``path``), what is wrong, and its fix
+        text = " ".join(f"{f.get('path') or ''} {f['message']} {json.dumps(f.get('fix'))}" for f in doc["findings"]
+                        if f["severity"] == "error")
         if not all(worked.values()) and breakage.cause and breakage.cause not in text:
             wrong.append(f"doctor's errors do not name {breakage.cause}")
         for fw, library in (("torch", machine.torch_library), ("jax", machine.jax_library)):

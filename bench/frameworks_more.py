@@ -1,0 +1,143 @@
+"""The real PyTorch and JAX broken in ways tests/test_frameworks_gpu.py does not break them, asked the same ways.
+
+    OUT=DIR python bench/frameworks_more.py [NAME...]     (on the GPU machine, through bench/gpu_run.sh more)
+
+Each breakage changes the installed frameworks or the machine (a sub-library of another release in the wheel's
+folder, a dangling link, an empty file, NVRTC or cuBLAS taken away, /etc/ld.so.preload, CUDA_VISIBLE_DEVICES=-1)
+and is undone after, whatever happens (each moved file back where it was, each written file removed). For each,
+the frameworks' own convolution programs run first (the truth); then plain ``doctor``, ``doctor <the framework's
+library>``, ``doctor -- <the program>`` and ``explain`` on the program's last lines are asked exactly as the
+frameworks test asks them (its `test_every_way_of_asking_agrees_with_what_the_framework_did`), and what disagrees
+with the truth is printed. A line per breakage; the records go to ``$OUT/frameworks.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import tests.test_frameworks_gpu as frameworks  # noqa: E402
+from tests.test_frameworks_gpu import Breakage, Machine  # noqa: E402
+
+Change = Callable[[Machine, list[tuple[Path, Path | None]]], None]  # records (path, kept copy or None: written)
+
+
+def _aside(path: Path, kept: list[tuple[Path, Path | None]]) -> Path:
+    copy = Path(tempfile.mkdtemp(prefix="cudnnload-more-")) / path.name
+    shutil.move(path, copy)
+    kept.append((path, copy))
+    return copy
+
+
+def _other_release(name: str) -> Change:
+    """The wheel's ``name`` replaced by the system cuDNN's file of that name (another release of the same major)."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.wheel / name, kept)
+        shutil.copy2(m.system / name, m.wheel / name)
+    return change
+
+
+def _dangling(name: str) -> Change:
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.wheel / name, kept)
+        (m.wheel / name).symlink_to("/nonexistent/" + name)
+    return change
+
+
+def _emptied(name: str) -> Change:
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        copy = _aside(m.wheel / name, kept)
+        shutil.copy2(copy, m.wheel / name)
+        os.truncate(m.wheel / name, 0)
+    return change
+
+
+def _gone(pattern: str) -> Change:
+    """Every file matching ``pattern`` in a ``site-packages/nvidia/*/lib`` folder (``cuda_nvrtc``, ``cublas``;
+    CUDA 13's wheels share ``cu13``) taken away; none found is an error, not a healthy case."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        found = sorted(m.site.glob(f"nvidia/*/lib/{pattern}"))
+        if not found:
+            raise FileNotFoundError(f"no nvidia/*/lib/{pattern} under {m.site}")
+        for path in found:
+            _aside(path, kept)
+    return change
+
+
+def _etc_preload(name: str) -> Change:
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        path = Path("/etc/ld.so.preload")
+        if path.exists():
+            _aside(path, kept)
+        path.write_text(f"{m.system / name}\n")
+        kept.append((path, None))
+    return change
+
+
+MORE: tuple[tuple[Breakage, Change | None], ...] = (
+    (Breakage("other-release-ops", "libcudnn_ops"), _other_release("libcudnn_ops.so.9")),
+    (Breakage("other-release-graph", "libcudnn_graph"), _other_release("libcudnn_graph.so.9")),
+    (Breakage("dangling-adv", "libcudnn_adv"), _dangling("libcudnn_adv.so.9")),
+    (Breakage("empty-graph", "libcudnn_graph"), _emptied("libcudnn_graph.so.9")),
+    (Breakage("nvrtc-gone", "nvrtc"), _gone("libnvrtc*")),
+    (Breakage("cublaslt-gone", "cublasLt"), _gone("libcublasLt.so*")),
+    (Breakage("etc-preload-system-graph", "ld.so.preload"), _etc_preload("libcudnn_graph.so.9")),
+    (Breakage("cuda-visible-minus-one", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": "-1"}), None),
+)
+
+
+@contextlib.contextmanager
+def changed(m: Machine, change: Change | None) -> Iterator[None]:
+    kept: list[tuple[Path, Path | None]] = []
+    try:
+        if change is not None:
+            change(m, kept)
+        yield
+    finally:
+        for path, copy in reversed(kept):
+            if path.is_symlink() or path.exists():
+                path.unlink()
+            if copy is not None:
+                shutil.move(copy, path)
+                shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+def main(names: list[str]) -> int:
+    import subprocess
+
+    site = Path(subprocess.run([sys.executable, "-c", "import torch, os; print(os.path.dirname(os.path.dirname("
+                                "torch.__file__)))"], capture_output=True, text=True, check=True).stdout.strip())
+    system = next(Path(d) for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
+                  if (Path(d) / "libcudnn.so.9").exists())
+    machine = Machine(site, site / "nvidia" / "cudnn" / "lib", system)
+    failed = 0
+    for breakage, change in MORE:
+        if names and breakage.name not in names:
+            continue
+        started = time.monotonic()
+        try:
+            with changed(machine, change), tempfile.TemporaryDirectory() as tmp:
+                frameworks.test_every_way_of_asking_agrees_with_what_the_framework_did(
+                    machine, replace(breakage), Path(tmp))
+            verdict = "agrees"
+        except AssertionError as exc:
+            failed += 1
+            verdict = f"DISAGREES: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a breakage the harness cannot make or ask about is said
+            failed += 1
+            verdict = f"ERROR: {type(exc).__name__}: {exc}"
+        print(f"{breakage.name:28s} {time.monotonic() - started:6.1f} s  {verdict[:1500]}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
