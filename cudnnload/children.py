@@ -349,6 +349,12 @@ def _holding(entry: bytes, since: int) -> tuple[list[int], list[int]]:
     return found, unsure
 
 
+def holding(entry: bytes) -> list[int]:
+    """The pids of the processes (other than this one) whose environment holds ``entry`` (``NAME=VALUE``), among
+    those this user may read now."""
+    return _holding(entry, 0)[0]
+
+
 _PF_KTHREAD = 0x00200000  # linux/sched.h: a kernel thread, which has no environment
 
 
