@@ -63,20 +63,29 @@ class Machine:
         return next(iter(sorted((self.site / "jax_cuda13_plugin").glob("_versions*.so"))), self.site)
 
 
-@pytest.fixture(scope="module")
-def machine() -> Machine:
-    require_gpus()
+def this_machine() -> Machine | str:
+    """The frameworks' site-packages and the system cuDNN to break them with, or why there is none to break
+    (the fixture's skip reason; bench/frameworks_more.py's error)."""
     try:
         import torch  # noqa: F401
     except ImportError:
-        pytest.skip("PyTorch is not installed in this Python")
+        return "PyTorch is not installed in this Python"
     site = Path(subprocess.run([sys.executable, "-c", "import torch, os; print(os.path.dirname(os.path.dirname("
                                 "torch.__file__)))"], capture_output=True, text=True, check=True).stdout.strip())
     system = next((Path(d) for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
                    if (Path(d) / "libcudnn.so.9").exists()), None)
     if system is None:
-        pytest.skip("no system cuDNN 9 in /lib/x86_64-linux-gnu to break the frameworks with")
+        return "no system cuDNN 9 in /lib/x86_64-linux-gnu to break the frameworks with"
     return Machine(site, site / "nvidia" / "cudnn" / "lib", system)
+
+
+@pytest.fixture(scope="module")
+def machine() -> Machine:
+    require_gpus()
+    found = this_machine()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
 
 
 # --- the breakages: each a change and its undoing -------------------------------------------------------------

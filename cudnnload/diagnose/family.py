@@ -238,8 +238,9 @@ class Family:
         if not self._tag or (pid, started) in self._untagged:
             return False
         environ = environ_of(pid, started)
-        if environ is not None and self._tag in environ:
+        if environ is None:  # cannot be told yet: read again at the next sweep
+            return False
+        if self._tag in environ:
             return True
-        if environ is not None:
-            self._untagged.add((pid, started))
+        self._untagged.add((pid, started))
         return False
