@@ -373,6 +373,33 @@ def test_a_pth_import_line_that_puts_an_older_copy_first_is_taken_out_and_judged
     pth.write_text("")  # the fix, applied
     assert "gets cuDNN 9.28.0" in torch_check(doctor(env, python=str(python)))
 
+def test_torchs_library_is_judged_in_its_own_interpreter_and_every_older_copy_in_front_goes(site: Path,
+                                                                                             tmp_path: Path) -> None:
+    """Fix differential 3-8313: a ``.pth`` line puts one older copy first, PYTHONPATH names another. doctor on
+    torch's own library judges it in the process it is opened in, the venv's interpreter, whose start-up (observed
+    as ``--python``'s is) gives its sys.path: torch meets the line's copy, as ``--python`` says, not the venv's wheel.
+    The repair takes the line out and then the PYTHONPATH entry, whose copy torch meets next in the same words; made,
+    torch gets its own wheel."""
+    python, venv_site, vendored = _venv_and_older_copy(site, tmp_path, "vendored")
+    pydeps = tmp_path / "pydeps"
+    shutil.copytree(vendored, pydeps, copy_function=os.link)
+    line = f"import sys; sys.path.insert(0, {str(vendored)!r})"
+    pth = venv_site / "000-app-paths.pth"
+    pth.write_text(line + "\n")
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(pydeps)}
+    library = str(venv_site / "torch" / "lib" / "libtorch_cuda.so")
+    for report in (doctor(env, target=library),
+                   doctor(env, python=str(python))):
+        assert f"gets cuDNN 9.0.0 from {vendored}/nvidia/cudnn/lib" in torch_check(report)
+        first = next(f for f in report.findings if f.severity == "error")
+        done = [a.json() for a in first.fix.actions]
+        assert {"do": "remove-line", "path": str(pth), "line": line} in done, first
+        assert {"do": "env-remove-entry", "variable": "PYTHONPATH", "entry": str(pydeps)} in done, first
+    pth.write_text("")  # the repair, made
+    fixed = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    assert "gets cuDNN 9.28.0" in torch_check(doctor(fixed, target=library))
+
+
 def test_run_for_a_framework_that_no_install_suits_starts_the_program_unchanged_and_says_why(
         site: Path, tmp_path: Path) -> None:
     """`run --for torch` never makes a program fail that runs without it: with no install torch's rules accept

@@ -1111,6 +1111,24 @@ def test_a_setting_for_a_folder_whose_install_the_plan_made_needless_names_the_p
     assert not any(user in str(a) for a in said.actions), said.actions
 
 
+def test_the_same_words_with_another_fix_are_planned_again() -> None:
+    """Fix differential 3-8313: torch meets cuDNN 9.0 from a ``.pth`` line's folder; with that line gone, it meets 9.0
+    from a PYTHONPATH folder, and the finding reads the same word for word. Its fix differs (the PYTHONPATH entry
+    out): the plan takes that as a new problem, not one it has handled, and ends with torch getting its own cuDNN."""
+    from cudnnload.diagnose.remedy import plan
+    from cudnnload.verdicts import Finding, Subject, SubjectKind, fix, remove_entry, remove_line
+
+    site = "/v/lib/python3.11/site-packages"
+    said = "torch was built with cuDNN 9.24 and needs a minor of at least 24; the cuDNN that loads is 9.0.0"
+    line = remove_line(f"{site}/vendored.pth", "import sys; sys.path.insert(0, '/opt/vendored')")
+    first = Finding(Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, said, Subject(SubjectKind.CONSUMER, site), fix(line))
+    again = Finding(Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, said, Subject(SubjectKind.CONSUMER, site),
+                    fix(remove_entry("PYTHONPATH", "/opt/pydeps")))
+    rounds = iter([[again], []])
+    made = plan([first], {"PYTHONPATH": "/opt/pydeps"}, lambda world: next(rounds, []) if world.unstarted else [first])
+    assert made is not None and [a.do for a in made.actions] == [ActionKind.REMOVE_LINE, ActionKind.ENV_REMOVE_ENTRY]
+
+
 def _wheel(folder: Path, name: str, files: dict[str, str]) -> Path:
     """A pure-Python wheel of ``name`` 1.0 holding ``files`` (path -> text), made by hand (no build backend)."""
     import base64

@@ -71,7 +71,7 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
     world = World(dict(environ))
     actions: list[Action] = []
     later: list[str] = []  # what only a person can do, after the automatic changes (said, not applied)
-    handled: set[tuple[Code, str | None, str]] = set()
+    handled: set[tuple[Code, str | None, str, tuple[Action, ...]]] = set()
     for _ in range(ROUNDS):
         pending = [f for f in findings if f.severity is Severity.ERROR and _key(f) not in handled
                    and not taken_care_of(f, actions) and not _about_gone(f, world.gone)]
@@ -353,8 +353,11 @@ def _same_entry(a: str, b: str) -> bool:
     return a == b or (bool(a) and bool(b) and posixpath.normpath(a) == posixpath.normpath(b))
 
 
-def _key(finding: Finding) -> tuple[Code, str | None, str]:
-    return finding.code, finding.subject.path, finding.message
+def _key(finding: Finding) -> tuple[Code, str | None, str, tuple[Action, ...]]:
+    """A problem, for the plan: the same words about the same file with another fix are another problem (torch
+    that meets cuDNN 9.0 from a .pth line's folder, then, with that line gone, 9.0 from a PYTHONPATH folder: fix
+    differential 3-8313)."""
+    return finding.code, finding.subject.path, finding.message, tuple(finding.fix.actions)
 
 
 # Findings that sum up others ("loads no cuDNN": none of them is whole): the plan's changes take care of them

@@ -37,6 +37,7 @@ from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
+from cudnnload.resolve.consumers import site_of
 from cudnnload.resolve.discovery import (
     Context,
     context,
@@ -49,7 +50,7 @@ from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
-from cudnnload.resolve.pythons import python_on_path, tool_environment, venv_sites
+from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
@@ -67,7 +68,8 @@ class Target:
     description: str  # one line for people
     shim: str | None = None  # the shim the target loads, as opened, when that is how its cuDNN was found
     how: str | None = None  # the rule that found it: "rpath (from ...)", "ld-library-path", "ld-cache" ...
-    python: str | None = None  # the interpreter whose environment it is (--python), else None: this one
+    python: str | None = None  # the interpreter whose environment it is (--python; the one whose site-packages
+    # holds a shared-object target), else None: this one
     site_paths: tuple[str, ...] | None = None  # where its pip distributions and frameworks are
 
 
@@ -150,7 +152,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
                                                           "already" if acting else "")
         return Resolved(Target(given, "library", path, said, acting, "already-loaded" if acting else None),
                         ctx, inventory, install, ())
-    return _consumer(given, path, env, verify, gone, unstarted)
+    return _consumer(given, path, env, verify, gone, unstarted, startup_timeout)
 
 
 def started_cuda(started: Startup, unstarted: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Source]:
@@ -265,8 +267,12 @@ def _unreadable_library(given: str, path: str, env: Mapping[str, str], verify: b
 
 
 def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = False,
-              gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset()) -> Resolved:
-    """A program or shared object that uses cuDNN: its cuDNN as its own DT_NEEDED or dlopen would get it."""
+              gone: frozenset[str] = frozenset(), unstarted: frozenset[tuple[str, str]] = frozenset(),
+              startup_timeout: float = 20.0) -> Resolved:
+    """A program or shared object that uses cuDNN: its cuDNN as its own DT_NEEDED or dlopen would get it. A shared
+    object of a Python environment (``.../site-packages/torch/lib/libtorch_cuda.so``) is opened in a process of that
+    environment's interpreter: its start-up, observed as ``--python``'s is (`_owning_python`), gives the sys.path
+    its framework's loader searches and what start-up code mapped before it."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(4)
@@ -283,8 +289,10 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
     consumer = linker.Requester.from_elf(path, info)
     if program:  # the main program: its $ORIGIN is its resolved folder, its RPATH serves every load
         consumer = replace(consumer, origin=os.path.dirname(os.path.realpath(path)))
+    started = None if program else _owning_python(path, env, unstarted, startup_timeout)
     ctx = context(env, executable=consumer if program else None, cache=cache, verify=verify, gone=gone,
-                  unstarted=unstarted)
+                  unstarted=unstarted, started=started_cuda(started, unstarted) if started is not None else None)
+    python, sites = (started.executable, tuple(started.sys_path)) if started is not None else (None, None)
     needed = [name for name in info.needed if classify(name) is not None]
     kind = "program" if program else "shared-object"
     asks = f"NEEDs {', '.join(needed)}" if needed else "NEEDs no cuDNN (it may dlopen one by name)"
@@ -305,11 +313,13 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             install = _with_entry_fix(install, gen.shim.soname, without)
             wrong = _shadowed_release(path, gen.shim.soname, install, without, ctx.linker.ld_library_path)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
-                        step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""))
+                        step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""),
+                        python, sites)
         inventory = JudgedInventory(ctx.host, (install,) if install else (), findings=searched)
         secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access=access) if program else ()
         unmet = versions_unmet(path, info, gen, step.path, install, ctx, program)
-        return Resolved(target, ctx, inventory, install, (), (*unmet, *secure, *((wrong,) if wrong else ())))
+        return Resolved(target, ctx, inventory, install, (), (*unmet, *secure, *((wrong,) if wrong else ())),
+                        started=started)
     soname = needed[0] if needed else "libcudnn.so.9"
     asked = classify(soname)
     gen = GENERATIONS[asked.major if asked else 9]
@@ -319,9 +329,28 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
                       "its search (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default folders) does not find",
                       Subject(SubjectKind.CONSUMER, path, "shim"),
                       _missing_fix(soname, gen, ctx, path if program else None), (consequence,))
-    target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}")
+    target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", python=python,
+                    site_paths=sites)
     secure = setuid_findings(consumer, ctx.linker.defaults, access=access) if program else ()
-    return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure))
+    return Resolved(target, ctx, JudgedInventory(ctx.host, (), findings=searched), None, (), (finding, *secure),
+                    started=started)
+
+
+def _owning_python(path: str, env: Mapping[str, str], unstarted: frozenset[tuple[str, str]],
+                   timeout: float) -> Startup | None:
+    """The start-up of the interpreter whose site-packages holds the shared object ``path`` (a venv's
+    ``bin/python``, a prefix's ``bin/pythonX.Y``: `pythons.interpreter_of_site`), observed in ``env`` as
+    ``--python``'s is, without the start-up lines ``unstarted``; None for a file of no such folder (a ``--target``
+    one, a user site, a library outside Python) or an interpreter whose start-up cannot be observed."""
+    site = site_of(path)
+    interpreter = interpreter_of_site(site)[0] if site is not None else None
+    if interpreter is None or not os.path.isabs(interpreter):
+        return None
+    try:
+        started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env))
+    except (StartupFailed, OSError):
+        return None
+    return started.without(unstarted)
 
 
 def versions_unmet(path: str, info: ElfInfo, gen: Generation, shim: str, install: Judged | None, ctx: Context,
