@@ -335,6 +335,34 @@ def test_a_preload_goes_for_everyone_where_the_fix_puts_a_wheel_back_into_their_
     assert "the preloaded shim answers the name" in alone.fix.text
 
 
+def test_a_wheel_put_back_behind_a_copy_that_answers_first_keeps_the_preload_for_them(tmp_path: Path) -> None:
+    """The same, with a partial copy (the shim and a graph cut to 40 bytes) in an app's lib/ before the venv's folder
+    on LD_LIBRARY_PATH: a program asking by name gets the copy's shim once the preload is gone, whatever is put back
+    into the venv's folder after it. The preload goes for the failing program alone (the fix differential's 3-7948:
+    taken away for everyone, the app by soname met the copy and failed)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    gone = site / "nvidia" / "cudnn" / "lib"
+    copy = folder_of(W928, tmp_path / "app" / "lib", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
+    graph = copy / "libcudnn_graph.so.9"
+    cut = graph.read_bytes()[:40]
+    graph.unlink()
+    graph.write_bytes(cut)
+    shim = folder_of(W928, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": f"{copy}:{gone}", "LD_PRELOAD": str(shim)}
+    reinstall = pip_install(["nvidia-cudnn-cu12>=9,<10"], options=["--force-reinstall"], target=str(site),
+                            python=str(tmp_path / "venv" / "bin" / "python"))
+    finding = Finding(Code.MISSING_FILE, "m", Subject(SubjectKind.FILE, str(gone / "libcudnn.so.9")),
+                      fix(reinstall, remove_entry("LD_PRELOAD", str(shim))))
+    [alone] = scoped([finding], env)
+    assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}, alone.fix
+    assert f"after it they would get {copy}/libcudnn.so.9" in alone.fix.text
+
+
 def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_way_goes_for_the_program_alone(
         tmp_path: Path) -> None:
     """Another release's shim preloaded over a partial copy of the venv's release on LD_LIBRARY_PATH (shim, graph

@@ -38,7 +38,7 @@ changed anything for the program, and no program of the shell runs today to be h
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -414,9 +414,20 @@ def _opens_for_them(repair: Fix, now: Context) -> bool:
             if any(opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep) for e in entries):
                 return True
         if os.path.normpath(action.target or "-") in _refilled(Fix((action,))) and any(
-                _filled(e, action.requirements, os.path.normpath(action.target or "")) for e in entries):
+                _filled(e, action.requirements, os.path.normpath(action.target or ""))
+                and not _answered_before(entries[:index], now) for index, e in enumerate(entries)):
             return True
     return False
+
+
+def _answered_before(earlier: Sequence[str], now: Context) -> bool:
+    """Whether one of the ``earlier`` LD_LIBRARY_PATH entries holds a cuDNN shim: a program asking by name gets
+    that one, whatever a fix puts back into an entry after them (the fix differential's 3-7948: a partial copy in an
+    app's lib/ first, the venv's folder refilled after it; the preload taken away for everyone, the app by soname
+    met the copy)."""
+    names = [gen.shim.soname for gen in GENERATIONS.values()]
+    return any(os.path.lexists(path) and not now.linker.is_gone(path)
+               for entry in earlier for path in (os.path.join(entry, name) for name in names))
 
 
 def _refilled(repair: Fix) -> frozenset[str]:
