@@ -417,3 +417,16 @@ def test_a_miss_of_another_major_than_the_library_that_loaded_is_a_miss() -> Non
 
     assert _stem_major("/a/libcublas.so.12.9.1.4") == ("libcublas", "12")
     assert _stem_major("libcublas.so.13") == ("libcublas", "13") and _stem_major("libcudnn.so") == ("libcudnn", "")
+
+
+def test_a_folder_whose_sublibraries_the_repair_takes_away_is_no_place_to_point_a_framework(tmp_path: Path) -> None:
+    """`_shim_on_path` in a world where the repair has uninstalled a distribution: its shim may stay (another
+    distribution's record lists it too) while its ops goes; that folder no longer holds what a framework's calls
+    need, in the model's world as on disk."""
+    from cudnnload.resolve.routes import _shim_on_path
+
+    site = _wheel_site(tmp_path)
+    folder = site / "nvidia" / "cudnn" / "lib"
+    assert _shim_on_path([str(site)], 9, context(BASE)) == str(folder)
+    gone = frozenset({str(folder / "libcudnn_ops.so.9")})
+    assert _shim_on_path([str(site)], 9, context(BASE, gone=gone)) is None

@@ -308,7 +308,8 @@ def _first_on_path(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths
 
 def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | None:
     """The first ``nvidia/<folder>/lib`` on ``site_paths`` that holds ``libcudnn.so.<major>`` (not gone in the
-    model's world) that the loader can map here, beside every sub-library a framework's calls need: a shim of
+    model's world) that the loader can map here, beside every sub-library a framework's calls need (none of them
+    gone either: a distribution the repair uninstalls takes them all): a shim of
     another machine, or no ELF, is passed over by any search that reaches it, so its folder is no place to point one
     at (its wheel is put back instead); nor is the JIT wheel's, which ships no ops, cnn or adv, and fails every
     legacy call a framework makes (fix differential 3-6756: torch was pointed at it)."""
@@ -318,7 +319,8 @@ def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | 
                                                   f"libcudnn.so.{major}"))):
             folder = os.path.dirname(shim)
             if not ctx.linker.is_gone(shim) and os.path.isfile(shim) and ctx.passed_over(shim) is None and all(
-                    os.path.exists(os.path.join(folder, name)) for name in needed):
+                    os.path.exists(path) and not ctx.linker.is_gone(path)
+                    for path in (os.path.join(folder, name) for name in needed)):
                 return folder
     return None
 
