@@ -434,3 +434,20 @@ def test_a_wheel_shim_cut_inside_a_segment_stops_torch_at_its_preload_and_is_put
     assert stopped.fix.actions[0].do is ActionKind.PIP_INSTALL, stopped.fix
     assert "nvidia-cudnn-cu12==9.28.0.42" in stopped.fix.actions[0].requirements, stopped.fix
     assert "SIGBUS" in torch_check(report) or not report.healthy
+
+
+@pytest.mark.parametrize(("site", "interpreter"), [
+    ("/usr/local/lib/python3.10/dist-packages", "/usr/bin/python3.10"),  # an NGC framework container's pip installs
+    ("/usr/lib/python3.12/dist-packages", "/usr/bin/python3.12"),
+    ("/usr/lib/python3/dist-packages", "/usr/bin/python3"),  # Debian's own packages
+    ("/opt/app/dist-packages", None),
+    ("/usr/local/lib/python3.10/site-packages", None),  # a prefix's: `pythons.interpreter_of_site` answers it
+])
+def test_a_debian_dist_packages_folder_is_its_system_pythons(site: str, interpreter: str | None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whose process opens a shared object of a ``dist-packages`` folder (torch in an NGC container): the system
+    interpreter whose start-up is observed for it, where that interpreter is there."""
+    from cudnnload.diagnose.targets import _debian_python
+
+    monkeypatch.setattr(os, "access", lambda path, mode: path == interpreter)
+    assert _debian_python(site) == interpreter

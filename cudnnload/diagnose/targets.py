@@ -343,7 +343,7 @@ def _owning_python(path: str, env: Mapping[str, str], unstarted: frozenset[tuple
     ``--python``'s is, without the start-up lines ``unstarted``; None for a file of no such folder (a ``--target``
     one, a user site, a library outside Python) or an interpreter whose start-up cannot be observed."""
     site = site_of(path)
-    interpreter = interpreter_of_site(site)[0] if site is not None else None
+    interpreter = (interpreter_of_site(site)[0] or _debian_python(site)) if site is not None else None
     if interpreter is None or not os.path.isabs(interpreter):
         return None
     try:
@@ -588,6 +588,19 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     if any(p.stops_start for p in ctx.preloads):  # the model's own account of it (judge.preload) is said
         stops = ()
     return Resolved(target, ctx, inventory, install, rejected, findings=stops, started=started)
+
+
+def _debian_python(site: str) -> str | None:
+    """The interpreter of a Debian-style ``dist-packages`` folder (Debian's and Ubuntu's Python, the NGC framework
+    containers): ``/usr/local/lib/pythonX.Y/dist-packages`` and ``/usr/lib/pythonX.Y/dist-packages`` are
+    ``/usr/bin/pythonX.Y``'s, ``/usr/lib/python3/dist-packages`` ``/usr/bin/python3``'s; None for another folder or
+    where that interpreter is not there."""
+    folder, name = os.path.split(os.path.normpath(site))
+    lib, version = os.path.split(folder)
+    if name != "dist-packages" or not version.startswith("python3") or lib not in ("/usr/lib", "/usr/local/lib"):
+        return None
+    candidate = os.path.join("/usr/bin", version)
+    return candidate if os.access(candidate, os.X_OK) else None
 
 
 def _owner(interpreter: str, env: Mapping[str, str]) -> int | None:
