@@ -590,6 +590,7 @@ def test_a_preload_that_completes_programs_by_name_is_taken_away_for_the_program
     _torch_works_and_nothing_breaks(1311)
 
 
+@pytest.mark.timeout_s(900)
 def test_a_preload_that_masks_a_versioned_name_leading_to_ops_is_taken_away_for_the_program_alone() -> None:
     """LD_PRELOAD of a 9.28 tarball's shim in the profile, the venv's ``libcudnn_adv.so.9.24.0`` linked to its ops,
     a .pth line that loads the tarball's graph (fix differential 1-274, the break of session 16's acceptance run):
@@ -600,6 +601,7 @@ def test_a_preload_that_masks_a_versioned_name_leading_to_ops_is_taken_away_for_
     _torch_works_and_nothing_breaks(274)
 
 
+@pytest.mark.timeout_s(900)
 def test_a_preload_that_is_the_only_cudnn_programs_by_name_get_stays_for_them() -> None:
     """As the user nobody: the venv's cuDNN folder closed to them, LD_PRELOAD of a 9.28 tarball's shim in the
     profile, a cuDNN 9.28 for CUDA 12 installed with ``--user`` (fix differential 1-695, the break of session 17's
