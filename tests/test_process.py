@@ -323,3 +323,22 @@ def test_a_sublibrary_preloaded_by_etc_ld_so_preload_is_its_line_taken_out_and_t
     (etc / "upper" / "ld.so.preload").write_text("")  # the fix, applied (the overlay's copy of the file)
     again = inside(sys.executable, str(program))
     assert again.returncode == 0 and again.stdout.split() == ["92800"], again.stderr[-400:]
+
+
+def test_a_preload_by_name_that_finds_nothing_is_not_what_a_program_opening_a_path_asked_for(tmp_path: Path) -> None:
+    """``LD_PRELOAD=libcudnn.so.9`` that finds nothing (ld.so says so and goes on), then the program's own dlopen of
+    the shim of a wheel since uninstalled, by its path: the run's finding is about that path, and its fix puts the
+    wheel back; not the name's (an LD_LIBRARY_PATH setting answers a name, never a path: the fix differential's
+    3-8406, whose command form set LD_LIBRARY_PATH and the app still failed)."""
+    from cudnnload.diagnose.observe import diagnose_program
+    from tests.test_judge_fixes import venv_at
+
+    site = venv_at(tmp_path / "venv")
+    (site / "nvidia").mkdir()
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    env = {**BASE, "LD_PRELOAD": "libcudnn.so.9", "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = diagnose_program([sys.executable, "-c", _CHILD, str(shim)], environ=env, timeout=60, again=False)
+    failed = [f for f in report.findings if f.code is Code.LOAD_FAILED and f.severity == "error"]
+    assert failed, report.findings
+    done = [a.do for f in failed for a in f.fix.actions]
+    assert ActionKind.PIP_INSTALL in done and ActionKind.ENV_SET not in done, failed

@@ -436,7 +436,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         except CudnnloadError:
             pass  # an interpreter the model cannot ask: the cuDNN the program opened, below
 
-    misses = _failed_lookups(seen).get("libcudnn", [])
+    misses = _own_first(_failed_lookups(seen).get("libcudnn", []), ctx)
     # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it
     from cudnnload.resolve.process import preload_entries
 
@@ -904,9 +904,10 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         where = f" in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
                                 fix(note=_death_note(seen))))
-    for stem, misses in _failed_lookups(seen).items():
-        if all(m.requested_by and os.path.realpath(m.requested_by) in preloaded for m in misses):
+    for stem, looked in _failed_lookups(seen).items():
+        if all(m.requested_by and os.path.realpath(m.requested_by) in preloaded for m in looked):
             continue
+        misses = _own_first(looked, ctx)
         names = ", ".join(m.name for m in misses)
         searched = list(dict.fromkeys(os.path.dirname(path) for m in misses for path in m.tried
                                       if not _nested(os.path.dirname(path))))
@@ -1018,6 +1019,15 @@ def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
         if is_cuda_family(miss.name) and stem != "libcuda" and not served:
             failed.setdefault(stem, []).append(miss)
     return failed
+
+
+def _own_first(misses: Sequence[lddebug.Missed], ctx: Context) -> list[lddebug.Missed]:
+    """``misses`` with the program's own requests first: a name an LD_PRELOAD entry (or ``/etc/ld.so.preload``)
+    gave ld.so at start is the preload's, which ld.so ignores and goes on (the fix differential's 3-8406:
+    ``LD_PRELOAD=libcudnn.so.9`` found nothing, then the app's dlopen of the uninstalled wheel's shim by path failed;
+    the fix answered the name, where the path was what the app needed)."""
+    preloaded = {p.name for p in ctx.preloads if p.entry is not None and p.path is None}
+    return sorted(misses, key=lambda miss: miss.name in preloaded)
 
 
 def _stem_major(path: str) -> tuple[str, str]:
