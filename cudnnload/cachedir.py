@@ -26,6 +26,9 @@ import sys
 from collections.abc import Callable, Mapping
 from enum import Enum
 
+# glibc's preload file: what every process maps first, before LD_PRELOAD (elf/rtld.c)
+PRELOAD_FILE = "/etc/ld.so.preload"
+
 TYPE_CHECKING = False  # typing costs ~10 ms to import; type checkers treat this name as true
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -172,8 +175,10 @@ def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
     """What a proof depends on besides its files, as text: the host and its boot (a driver or kernel module
     installed since; a home folder shared over NFS, a cache shared by containers with and without a GPU),
     glibc, and what the linker finds libraries with: ``/etc/ld.so.cache`` (ldconfig rewrites it when a
-    library comes or goes, the driver's ``libcuda.so.1`` among them) and each absolute LD_LIBRARY_PATH folder
-    (a file added or removed there moves its change time). A few stats: the warm path stays lean."""
+    library comes or goes, the driver's ``libcuda.so.1`` among them), ``/etc/ld.so.preload`` (what every process
+    maps first: a probe remembered while it named the system's graph answered 9.14 for the venv's 9.19 once it was
+    gone, on the H200) and each absolute LD_LIBRARY_PATH folder (a file added or removed there moves its change
+    time). A few stats: the warm path stays lean."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as handle:
             boot = handle.read().strip()
@@ -188,7 +193,7 @@ def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
             return f"{path} absent"
 
     return (os.uname().nodename, boot, os.confstr("CS_GNU_LIBC_VERSION") or "?",
-            *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", *folders))))
+            *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", PRELOAD_FILE, *folders))))
 
 
 def warn_once(key: str, message: str) -> None:

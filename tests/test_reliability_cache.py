@@ -738,3 +738,19 @@ def test_verify_hashes_again_a_file_changed_in_place_with_its_mtime_put_back(tmp
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
     found = [f for f in json.loads(second.stdout)["result"]["findings"] if f["code"] == "record-mismatch"]
     assert [f["path"] for f in found] == [str(ops)], second.stdout[:3000]
+
+
+def test_a_proof_made_while_etc_ld_so_preload_named_a_library_is_not_given_again_once_it_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/etc/ld.so.preload`` decides what every process maps first, as LD_PRELOAD does: what a proof depends on
+    (`cachedir.proven_under`, part of every remembered probe's key) changes when it is written, changed or removed
+    (on the H200 a probe remembered while it named the system's graph was given again for the venv's cuDNN once the
+    file was gone: 9.14's version for 9.19's shim)."""
+    preload = tmp_path / "ld.so.preload"
+    monkeypatch.setattr(cachedir, "PRELOAD_FILE", str(preload))
+    without = cachedir.proven_under({})
+    preload.write_text("/lib/x86_64-linux-gnu/libcudnn_graph.so.9\n")
+    named = cachedir.proven_under({})
+    assert named != without
+    preload.unlink()
+    assert cachedir.proven_under({}) == without

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from cudnnload.cachedir import PRELOAD_FILE
 from cudnnload.resolve import linker
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.records import record
@@ -34,7 +35,6 @@ ElfReader = Callable[[str], ElfInfo | None]
 # What a file needs from a version node that another file lacks (`discovery.Context.unresolved` answers).
 Unresolved = Callable[[str, str, str], "tuple[str, ...] | None"]
 
-PRELOAD_FILE = "/etc/ld.so.preload"
 # dl-main.h: LD_PRELOAD entries this long are skipped (PATH_MAX), in secure mode from NAME_MAX
 _PATH_MAX, _NAME_MAX = 4096, 255
 
