@@ -447,7 +447,7 @@ def test_a_debian_dist_packages_folder_is_its_system_pythons(site: str, interpre
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Whose process opens a shared object of a ``dist-packages`` folder (torch in an NGC container): the system
     interpreter whose start-up is observed for it, where that interpreter is there."""
-    from cudnnload.diagnose.targets import _debian_python
+    from cudnnload.resolve.pythons import system_interpreter_of
 
     monkeypatch.setattr(os, "access", lambda path, mode: path == interpreter)
-    assert _debian_python(site) == interpreter
+    assert system_interpreter_of(site) == interpreter

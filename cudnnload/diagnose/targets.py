@@ -50,7 +50,13 @@ from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.elfcache import open_cache
 from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
-from cudnnload.resolve.pythons import interpreter_of_site, python_on_path, tool_environment, venv_sites
+from cudnnload.resolve.pythons import (
+    interpreter_of_site,
+    python_on_path,
+    system_interpreter_of,
+    tool_environment,
+    venv_sites,
+)
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
@@ -314,7 +320,7 @@ def _consumer(given: str, path: str, env: Mapping[str, str], verify: bool = Fals
             wrong = _shadowed_release(path, gen.shim.soname, install, without, ctx.linker.ld_library_path)
         target = Target(given, kind, path, f"the {kind.replace('-', ' ')} {path}, which {asks}", step.path,
                         step.rule + (f" from {step.requested_by}" if step.rule in ("rpath", "runpath") else ""),
-                        python, sites)
+                        python=python, site_paths=sites)
         inventory = JudgedInventory(ctx.host, (install,) if install else (), findings=searched)
         secure = setuid_findings(consumer, ctx.linker.defaults, step.path, access=access) if program else ()
         unmet = versions_unmet(path, info, gen, step.path, install, ctx, program)
@@ -343,7 +349,7 @@ def _owning_python(path: str, env: Mapping[str, str], unstarted: frozenset[tuple
     ``--python``'s is, without the start-up lines ``unstarted``; None for a file of no such folder (a ``--target``
     one, a user site, a library outside Python) or an interpreter whose start-up cannot be observed."""
     site = site_of(path)
-    interpreter = (interpreter_of_site(site)[0] or _debian_python(site)) if site is not None else None
+    interpreter = (interpreter_of_site(site)[0] or system_interpreter_of(site)) if site is not None else None
     if interpreter is None or not os.path.isabs(interpreter):
         return None
     try:
@@ -588,19 +594,6 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
     if any(p.stops_start for p in ctx.preloads):  # the model's own account of it (judge.preload) is said
         stops = ()
     return Resolved(target, ctx, inventory, install, rejected, findings=stops, started=started)
-
-
-def _debian_python(site: str) -> str | None:
-    """The interpreter of a Debian-style ``dist-packages`` folder (Debian's and Ubuntu's Python, the NGC framework
-    containers): ``/usr/local/lib/pythonX.Y/dist-packages`` and ``/usr/lib/pythonX.Y/dist-packages`` are
-    ``/usr/bin/pythonX.Y``'s, ``/usr/lib/python3/dist-packages`` ``/usr/bin/python3``'s; None for another folder or
-    where that interpreter is not there."""
-    folder, name = os.path.split(os.path.normpath(site))
-    lib, version = os.path.split(folder)
-    if name != "dist-packages" or not version.startswith("python3") or lib not in ("/usr/lib", "/usr/local/lib"):
-        return None
-    candidate = os.path.join("/usr/bin", version)
-    return candidate if os.access(candidate, os.X_OK) else None
 
 
 def _owner(interpreter: str, env: Mapping[str, str]) -> int | None:

@@ -63,6 +63,20 @@ def interpreter_of_site(site: str) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
+def system_interpreter_of(site: str) -> str | None:
+    """The interpreter of a Debian-style ``dist-packages`` folder (Debian's and Ubuntu's Python, the NGC framework
+    containers): ``/usr/local/lib/pythonX.Y/dist-packages`` and ``/usr/lib/pythonX.Y/dist-packages`` are
+    ``/usr/bin/pythonX.Y``'s, ``/usr/lib/python3/dist-packages`` ``/usr/bin/python3``'s; None for another folder or
+    where that interpreter is not there. The reverse of `rootview`'s Debian site folders; beside
+    `interpreter_of_site`, which answers a prefix's own ``site-packages``."""
+    folder, name = os.path.split(os.path.normpath(site))
+    lib, version = os.path.split(folder)
+    if name != "dist-packages" or not version.startswith("python3") or lib not in ("/usr/lib", "/usr/local/lib"):
+        return None
+    candidate = os.path.join("/usr/bin", version)
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
 def along_of(site: str, pip_env: tuple[str | None, tuple[str, ...]]) -> tuple[str, ...] | None:
     """`along_in_target` for a site pip installs into with ``--target`` (``pip_env`` names no interpreter and no
     option), () for any other: pip merges into a site-packages of an interpreter."""
