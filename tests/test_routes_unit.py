@@ -171,6 +171,30 @@ def test_torchs_preload_stops_before_cudnn_without_cublaslt(tmp_path: Path) -> N
     assert got.shim != str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
 
 
+def test_torch_2_14s_preload_goes_on_to_cudnn_without_cublas(tmp_path: Path) -> None:
+    """From torch 2.14 the preload after libtorch_global_deps loads is best-effort
+    (``_preload_cuda_deps(required=False)``): no cuBLAS on sys.path, and the wheel's shim is still opened by path."""
+    site = _wheel_site(tmp_path, cublas=())
+    got = route(consumer(site=str(site), version="2.14.1"), context(BASE), [str(site)])
+    assert got.shim == str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    assert got.how.startswith("by path: torch/__init__.py _preload_cuda_deps()")
+
+
+def test_a_shim_of_another_major_first_on_sys_path_does_not_answer_torchs_needed(tmp_path: Path) -> None:
+    """A PYTHONPATH folder holding the cuDNN 8 wheel comes first on sys.path (fix differential 3-8516): torch's
+    glob ``libcudnn.so.*[0-9]`` opens its libcudnn.so.8 there, mapped under its own SONAME, and libtorch_cuda.so's
+    DT_NEEDED libcudnn.so.9 is searched for as if nothing had been preloaded: the real torch 2.14.1 runs on it."""
+    site = _wheel_site(tmp_path)
+    deps = tmp_path / "pydeps"
+    shutil.copytree(lib_folder("cu12-8.9.7.29"), deps / "nvidia" / "cudnn" / "lib", copy_function=os.link)
+    shutil.copytree(site / "nvidia" / "cublas", deps / "nvidia" / "cublas")
+    elsewhere = lib_folder(OLD)
+    got = route(consumer(site=str(site), version="2.14.1"), context({**BASE, "LD_LIBRARY_PATH": str(elsewhere)}),
+                [str(deps), str(site)])
+    assert got.shim == str(elsewhere / "libcudnn.so.9")
+    assert f"opens {deps / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn.so.8'}, another major" in got.how
+
+
 class _Closed(Access):
     """This user's view where ``folder`` may not be searched (the suite runs as root, who may search any)."""
 

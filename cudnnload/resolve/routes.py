@@ -7,9 +7,11 @@ else of the nearest surveyed one, and the route says so), applied to what is ins
   the path matters: PyTorch's ``_preload_cuda_deps()`` (torch 2.11, ``torch/__init__.py``; ``_load_global_deps()``
   before 2.10) takes, for each CUDA library, the first ``sys.path`` entry holding ``nvidia/<lib>/lib/<glob>``,
   ``nvidia/cu<N>/lib/<glob>`` or ``<lib>/lib/<glob>`` (``_get_cuda_dep_paths``) and opens it by path with ctypes;
-  cuBLASLt and cuBLAS come first and are required: when either is missing a ValueError stops the preload before
-  cuDNN, inside a ``try: ... except Exception: pass``. Then ``libtorch_cuda.so``'s DT_NEEDED ``libcudnn.so.9`` is
-  answered by the shim already loaded (its SONAME), else searched through its DT_RPATH. The JAX CUDA plugin's
+  cuBLASLt and cuBLAS come first and, up to torch 2.13, are required: when either is missing a ValueError stops the
+  preload before cuDNN, inside a ``try: ... except Exception: pass`` (2.14 calls it with ``required=False`` and goes
+  on). Then ``libtorch_cuda.so``'s DT_NEEDED ``libcudnn.so.9`` is answered by the shim already loaded (its SONAME),
+  else searched through its DT_RPATH; a shim of another major that the glob opened (``libcudnn.so.8`` first on
+  ``sys.path``) is mapped beside and answers nothing. The JAX CUDA plugin's
   ``_load_nvidia_libraries()`` does ``import nvidia.cudnn`` and opens ``<its __path__[0]>/lib/libcudnn.so.9``,
   errors ignored; XLA then dlopens ``libcudnn.so.9`` by name from ``xla_cuda_plugin.so``. Any other surveyed
   loader by path (cudnn-frontend's ``_dlopen_cudnn()``) is its globs tried on each ``sys.path`` entry in order.
@@ -238,14 +240,22 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
     def first(folder: str, pattern: str) -> str | None:
         return torch_preload(site_paths, folder, pattern, cuda_major=cuda, torch=release, gone=ctx.linker.is_gone)
 
+    # up to 2.13 each preloaded library is required: a missing cuBLAS raises before cuDNN; from 2.14 the preload
+    # after libtorch_global_deps loads is best-effort (_preload_cuda_deps(required=False)) and goes on
     missing = next((name for name in ("libcublasLt", "libcublas") if first("cublas", f"{name}.so.*[0-9]") is None),
-                   None)
+                   None) if release < (2, 14) else None
     shim = first("cudnn", "libcudnn.so.*[0-9]") if missing is None else None
     outcome = _opening(shim, ctx) if shim is not None else None
-    if shim is not None and (outcome == "found" or outcome in _STOPS):  # where it loads, or stops the process
+    # the glob takes a shim of any major; one of another major is mapped beside, under its own SONAME, and does not
+    # answer libtorch_cuda.so's DT_NEEDED (fix differential 3-8516: torch 2.14 maps a PYTHONPATH folder's
+    # libcudnn.so.8 and runs on the libcudnn.so.9 its NEEDED finds)
+    found = classify(os.path.basename(shim)) if shim is not None else None
+    other = found is not None and f"libcudnn.so.{found.major}" != soname
+    if shim is not None and not other and (outcome == "found" or outcome in _STOPS):  # loads, or stops the process
         return Route(consumer, shim, "by path: torch/__init__.py _preload_cuda_deps() opens the first "
                      "nvidia/cudnn/lib/libcudnn.so.* on sys.path", stops=_STOPS.get(outcome or ""))
     fell = (f"torch's preload by path stops before cuDNN ({missing}.so.* is on no sys.path entry)" if missing else
+            f"torch's preload by path opens {shim}, another major than its {soname}" if other else
             f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path for torch's "
             "preload by path")
     needed = _from_caller(consumer, load, ctx, soname)
