@@ -165,3 +165,31 @@ def test_a_python_program_is_one_whose_command_names_a_python() -> None:
     assert _interpreter(["/venv/bin/python3.11", "-c", "pass"]) == "/venv/bin/python3.11"
     assert _interpreter(["python3", "train.py"]) == "python3"
     assert _interpreter(["ipython", "train.py"]) is None and _interpreter([]) is None
+
+
+def test_a_finding_about_the_install_a_framework_gets_concerns_the_environment_whose_choice_is_another() -> None:
+    """Fix differential 3-8554: ``doctor --python`` where LD_LIBRARY_PATH gives load() a cuDNN 8.9.7 folder, and torch
+    gets its 9.0 shim from its wheel folder, whose graph a partial 9.28 copy on LD_LIBRARY_PATH would be mixed with.
+    That finding is about the folder torch maps, so it is part of the environment's repair (taken out of
+    LD_LIBRARY_PATH, then the wheel torch pins): without it the repair was torch's finding alone, said as its own
+    fix, and the mixed-release error said first was applied alone, leaving torch on 9.0."""
+    from cudnnload.codes import Code
+    from cudnnload.diagnose.doctor import _concerns
+    from cudnnload.diagnose.inventory import judged_install_of
+    from cudnnload.judge.routes import Served
+    from cudnnload.resolve.consumers import Consumer
+    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.routes import Route
+    from cudnnload.verdicts import Finding, Subject, SubjectKind, fix, remove_entry
+
+    ctx = context({"PATH": "/usr/bin:/bin"})
+    chosen = judged_install_of(str(lib_folder("cu12-8.9.7.29") / "libcudnn.so.8"), ctx, "test")
+    torchs = judged_install_of(str(lib_folder("cu12-9.0.0.312") / "libcudnn.so.9"), ctx, "test")
+    assert chosen is not None and torchs is not None
+    graph = str(lib_folder("cu12-9.0.0.312") / "libcudnn_graph.so.9")
+    mixed = Finding(Code.MIXED_RELEASE, "the shim would load graph 9.0.0, not this install's 9.28.0",
+                    Subject(SubjectKind.FILE, graph), fix(remove_entry("LD_LIBRARY_PATH", "./lib")))
+    torch = Consumer("torch", "torch", "2.14.1", "/site", (), (), None, None, "test")
+    served = Served(Route(torch, torchs.folder + "/libcudnn.so.9", "by path"), torchs, None, (), (), frozenset())
+    assert not _concerns(mixed, chosen)
+    assert _concerns(mixed, chosen, served=[served])

@@ -1249,3 +1249,31 @@ def test_a_change_that_leaves_the_environment_as_it_is_is_no_repair() -> None:
     found = least_change(env, lambda world: (), findings=[other])
     assert found is not None and [a.json() for a in found.actions] == [
         {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": "/nonexistent/wheel"}]
+
+
+def test_a_program_by_name_gets_back_the_wheel_on_its_search_path_not_one_only_pythons_see(tmp_path: Path) -> None:
+    """Fix differential 3-8534: a program of no Python, LD_LIBRARY_PATH naming a venv's wheel folder whose shim is
+    another machine's (the loader passes over it), and a PYTHONPATH folder, first on the sys.path doctor reads,
+    whose wheel's RECORD lists a shim that is gone. Putting that one back gave the program nothing (it does not
+    search PYTHONPATH): the wheel on its search path is put back, by its venv's interpreter."""
+    from cudnnload.diagnose.which import not_found_fix
+    from cudnnload.resolve.catalog import GENERATIONS
+    from cudnnload.resolve.discovery import context
+
+    pydeps = tmp_path / "pydeps"
+    shutil.copytree(site_folder("cu12-9.28.0.42"), pydeps, copy_function=os.link)
+    (pydeps / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9").unlink()
+    venv = tmp_path / "venv"
+    site = venv_at(venv)
+    shutil.copytree(site_folder("cu12-9.28.0.42"), site, copy_function=os.link, dirs_exist_ok=True)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    shim = lib / "libcudnn.so.9"
+    data = bytearray(shim.read_bytes())
+    shim.unlink()
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+    shim.write_bytes(bytes(data))
+    said = not_found_fix(GENERATIONS[9], context({"PATH": "/usr/bin", "LD_LIBRARY_PATH": str(lib)}),
+                         [str(pydeps), str(site)], None)
+    [action] = said.actions
+    assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
+    assert "the loader passes over it" in str(said.note)

@@ -202,7 +202,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
     whole = repair(unique(findings), install, env, judge_again(*asked[:2], site_paths, asked[2], consumers, facts,
                                                                 blockers), resolved.target.description,
-                   resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served) \
+                   resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served,
+                   served=served) \
         if asked is not None and running else ()
     findings = [*whole, *findings]
     # what a wheel put back will meet, with it; a shared entry's removal, for this target alone; a change that the
@@ -222,14 +223,15 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
 
 
 def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str, str], judge: Judge,
-           description: str, path: str | None, *, always: bool = False, keep: bool = True) -> tuple[Finding, ...]:
+           description: str, path: str | None, *, always: bool = False, keep: bool = True,
+           served: Sequence[Served] = ()) -> tuple[Finding, ...]:
     """The whole repair (`remedy.plan`) of what concerns the target (the install it loads, its environment, its
     frameworks), said first when it is more than the first error's own fix (``always``: whenever there is one).
     ``keep``: the search-path entry that leads to ``install`` is what the target is meant to load and stays (not
     for a Python environment, whose frameworks load their own cuDNN by their own rules, not load()'s choice; nor for
     an install that is not whole and that no distribution owns, a copy only a person can complete: the entry that
     leads to it may go, for a whole cuDNN or one a fix installs)."""
-    relevant = [f for f in findings if _concerns(f, install)]
+    relevant = [f for f in findings if _concerns(f, install, served=served)]
     # (each changed world's findings are those about what the target loads there: `judge_again`)
     kept = install is not None and keep and (install.distribution is not None or install.site is not None
                                             or whole_install(install))
@@ -243,19 +245,23 @@ def repair(findings: Sequence[Finding], install: Judged | None, env: Mapping[str
                     Subject(SubjectKind.TARGET, path), whole),)
 
 
-def _concerns(finding: Finding, install: Judged | None, preloads: Iterable[Preload] = ()) -> bool:
+def _concerns(finding: Finding, install: Judged | None, preloads: Iterable[Preload] = (),
+              served: Iterable[Served] = ()) -> bool:
     """Whether ``finding`` is about what the target gets: its environment, program or frameworks, the install
-    it loads and the files that install maps, or the folder of a cuDNN file ``preloads`` put in its process before
-    it (a preloaded shim answers the target's calls by name: what it lacks beside it, the target lacks); not another
-    install the machine holds."""
+    it loads and the files that install maps, the install each of its frameworks gets its shim from (``served``:
+    torch's wheel folder, where load()'s choice is another), or the folder of a cuDNN file ``preloads`` put in its
+    process before it (a preloaded shim answers the target's calls by name: what it lacks beside it, the target
+    lacks); not another install the machine holds."""
     if finding.subject.kind in (SubjectKind.CONSUMER, SubjectKind.PROGRAM, SubjectKind.TARGET, SubjectKind.VARIABLE):
         return True
     where = finding.subject.path
     if where is None or install is None or not where.startswith("/"):  # relative: found by the target's own search
         return True
-    files = {install.folder, *install.maps, *(s.path for s in (*install.plan, *install.dependencies) if s.path)}
-    folders = {install.folder, *(os.path.dirname(p.path) for p in preloads
-                                 if p.path and os.path.basename(p.path).startswith("libcudnn"))}
+    installs = [install, *(s.install for s in served if s.install is not None)]
+    files = {path for i in installs
+             for path in (i.folder, *i.maps, *(s.path for s in (*i.plan, *i.dependencies) if s.path))}
+    folders = {*(i.folder for i in installs), *(os.path.dirname(p.path) for p in preloads
+                                                if p.path and os.path.basename(p.path).startswith("libcudnn"))}
     return where in files or any(where.startswith(folder.rstrip("/") + "/") for folder in folders)
 
 
@@ -269,13 +275,13 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
         env = world.environ
         again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
                                unstarted=world.unstarted, program=program, gone=world.gone)
-        found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
-                             *(f for i in again.inventory.installs for f in i.findings))
-                 if _concerns(f, again.install, again.ctx.preloads)]
-        if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
-            found.append(_no_cudnn(again))
         standing = [b for b in blockers if not _cleared(b, world)]
         served = _serve(consumers, again, facts, env, site_paths, standing)
+        found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
+                             *(f for i in again.inventory.installs for f in i.findings))
+                 if _concerns(f, again.install, again.ctx.preloads, served)]
+        if again.install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in found):
+            found.append(_no_cudnn(again))
         # a blocker a change of the environment clears stands in every world where that change is not made
         return unique(scope([*found, *(b for b in standing if _clearable(b)),
                              *(f for s in served for f in s.findings)], served))

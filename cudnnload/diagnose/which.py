@@ -241,12 +241,16 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
             owner = holder([*dists, *led], os.path.realpath(path))
             return beside_its_libraries(readable_again(stop, access.user, owner, gen.major), path, gen, ctx)
     listed += [(dist, path) for dist in led for path in dist.files if os.path.basename(path) == gen.shim.soname]
-    if python is None and _searched_wheel_gone(gen, ctx):
+    if python is None:
         # a program of no Python searches its own folders, not the sites a Python sees: a wheel there put back does
-        # not reach it while a wheel folder it is pointed at has lost its wheel (that one is put back, below)
+        # not reach it while a wheel folder it is pointed at has lost its wheel (that one is put back, below), and
+        # a wheel on its search path comes before one only a Python's sys.path holds (a PYTHONPATH folder's: fix
+        # differential 3-8534, where the wheel on LD_LIBRARY_PATH held another machine's shim)
         searched = {os.path.realpath(folder) for folder in [*ctx.linker.ld_library_path, *linked]
                     if folder.startswith("/")}
-        listed = [(dist, path) for dist, path in listed if os.path.realpath(os.path.dirname(path)) in searched]
+        listed = [(dist, path) for dist, path in listed if os.path.realpath(os.path.dirname(path)) in searched] \
+            if _searched_wheel_gone(gen, ctx) else \
+            sorted(listed, key=lambda item: os.path.realpath(os.path.dirname(item[1])) not in searched)
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
