@@ -1277,3 +1277,32 @@ def test_a_program_by_name_gets_back_the_wheel_on_its_search_path_not_one_only_p
     [action] = said.actions
     assert (action.do, action.target, action.python) == (ActionKind.PIP_INSTALL, str(site), str(venv / "bin/python"))
     assert "the loader passes over it" in str(said.note)
+
+
+def test_a_shim_linked_into_a_wheel_is_judged_against_that_wheels_record(tmp_path: Path) -> None:
+    """Fix differential 3-8607: LD_LIBRARY_PATH names a folder holding only a link to a venv wheel's shim, then the
+    wheel's folder, in which a sub-library is another release's (no version constant of its own says so: its size
+    against RECORD does; in the case, an engine library). The process maps it through the link (measured:
+    cudnnBackendFinalize returned 1002). The install of the link is judged against the wheel's RECORD, and the wheel
+    is put back by its venv's python."""
+    from cudnnload.diagnose.inventory import judged_install_of
+    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.sources import cudnn_distributions
+
+    venv = tmp_path / "venv"
+    site = venv_at(venv)
+    shutil.copytree(site_folder("cu12-9.28.0.42"), site, copy_function=os.link, dirs_exist_ok=True)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn_cnn.so.9").unlink()
+    shutil.copy(lib_folder("cu12-9.0.0.312") / "libcudnn_cnn.so.9", lib / "libcudnn_cnn.so.9")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "libcudnn.so.9").symlink_to(lib / "libcudnn.so.9")
+    ctx = context({"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": f"{links}:{lib}"})
+    judged = judged_install_of(str(links / "libcudnn.so.9"), ctx, "test", cudnn_distributions([str(site)]))
+    assert judged is not None
+    [mismatch] = [f for f in judged.findings if f.code is Code.RECORD_MISMATCH]
+    assert mismatch.severity.value == "error" and mismatch.subject.path == str(lib / "libcudnn_cnn.so.9")
+    [action] = mismatch.fix.actions
+    assert (action.do, action.python) == (ActionKind.PIP_INSTALL, str(venv / "bin/python"))
+    assert action.requirements == ("nvidia-cudnn-cu12==9.28.0.42",)

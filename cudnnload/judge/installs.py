@@ -537,8 +537,12 @@ def _older_shim(shim: Candidate, graph: Step, graph_info: ElfInfo, install: Inst
 
 
 def _records(install: Install, repair: _Repairs, loads: Mapping[str, Load]) -> Iterable[Finding]:
-    """What RECORD lists but is not on disk, or is on disk with another size (or sha256, with --verify)."""
-    name = install.distribution or "its distribution"
+    """What RECORD lists but is not on disk, or is on disk with another size (or sha256, with --verify); for a shim
+    linked into a wheel's folder, that wheel's files the install maps, put back by that wheel."""
+    owner = install.shim_owner if install.distribution is None else None
+    if owner is not None:
+        repair = _Repairs(owner, repair.python)
+    name = (owner or install).distribution or "its distribution"
     for record in install.records:
         key = _key_of(record.path)
         subject = Subject(SubjectKind.DISTRIBUTION, record.path, key, name=install.distribution)

@@ -628,9 +628,15 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     cuda = _cuda_major(dist, files) or _cuda_of_graph(steps, ctx)
     opening = linker.opening(shim.path, ctx.linker) if shim is not None and shim.real_path else None
     deps = dependencies(gen, files, steps, cuda, ctx)
+    owned = _owner(folder, shim, dists) if dist is None else None
+    # a shim linked into a wheel's folder from one no distribution owns: the files of that wheel its plan maps are
+    # judged against the wheel's RECORD (fix differential 3-8607: 9.28's tensor_ir in 9.24's wheel, mapped through
+    # the link, and cudnnBackendFinalize returned 1002)
+    records = _records(folder, files, dist, ctx) if owned is None else _records(
+        owned[1], files, owned[0], ctx, only={os.path.realpath(s.path) for s in steps if s.path})
     return replace(_pip_install(folder, major, dist, release, cuda), release_source=source, found_via=found_via,
-                   files=files, plan=steps, dependencies=deps, records=_records(folder, files, dist, ctx),
-                   opening=opening, shim_owner=_shim_owner(folder, major, shim, dists, ctx) if dist is None else None,
+                   files=files, plan=steps, dependencies=deps, records=records, opening=opening,
+                   shim_owner=_shim_owner(owned, major, ctx) if owned is not None else None,
                    opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
 
 
@@ -646,9 +652,9 @@ def _pip_install(folder: str, major: int, dist: Distribution | None, release: Re
                    shadowing=_shadowing(folder, dist, release), wanted=wanted)
 
 
-def _shim_owner(folder: str, major: int, shim: Candidate | None, dists: Sequence[Distribution],
-                ctx: Context) -> Install | None:
-    """The install of the pip wheel whose file ``folder``'s shim links to, when the link leaves the folder."""
+def _owner(folder: str, shim: Candidate | None, dists: Sequence[Distribution]) -> tuple[Distribution, str] | None:
+    """The pip wheel whose file ``folder``'s shim links to, when the link leaves the folder, and that file's
+    folder."""
     if shim is None or shim.real_path is None or os.path.dirname(shim.real_path) == os.path.realpath(folder):
         return None
     real = os.path.dirname(shim.real_path)
@@ -657,8 +663,12 @@ def _shim_owner(folder: str, major: int, shim: Candidate | None, dists: Sequence
         dists = cudnn_distributions([site])
     # of the distributions installed there (cu11's 8.x and cu12's 9.x share nvidia/cudnn/lib), one that ships it
     owner = _distribution_for(real, [d for d in dists if shim.real_path in map(os.path.realpath, d.files)], (shim,))
-    if owner is None:
-        return None
+    return None if owner is None else (owner, real)
+
+
+def _shim_owner(owned: tuple[Distribution, str], major: int, ctx: Context) -> Install:
+    """The install of the pip wheel a shim links to (`_owner`)."""
+    owner, real = owned
     release, _ = _release_of((), real, major, owner, ctx.cache)
     return _pip_install(real, major, owner, release, _cuda_major(owner, ()))
 
@@ -721,15 +731,17 @@ def asked_for(lib: SubLibrary, shim: Candidate | None, graph: Step | None = None
             lib.needed_from is None or graph.release is None or graph.release >= lib.needed_from)
 
 
-def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context) -> tuple[Record, ...]:
-    """RECORD's size (and with ``ctx.verify`` its sha256) of each file of the distribution in ``folder``."""
+def _records(folder: str, files: Sequence[Candidate], dist: Distribution | None, ctx: Context,
+             only: set[str] | None = None) -> tuple[Record, ...]:
+    """RECORD's size (and with ``ctx.verify`` its sha256) of each file of the distribution in ``folder`` (``only``:
+    of those, the files at these real paths)."""
     if dist is None:
         return ()
     here = os.path.realpath(folder)
     sizes = {os.path.realpath(c.path): c.size for c in files}
     out = []
     for path in dist.files:
-        if os.path.realpath(os.path.dirname(path)) != here:
+        if os.path.realpath(os.path.dirname(path)) != here or (only is not None and os.path.realpath(path) not in only):
             continue
         on_disk = sizes.get(os.path.realpath(path))
         if on_disk is None:
