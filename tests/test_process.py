@@ -342,3 +342,29 @@ def test_a_preload_by_name_that_finds_nothing_is_not_what_a_program_opening_a_pa
     assert failed, report.findings
     done = [a.do for f in failed for a in f.fix.actions]
     assert ActionKind.PIP_INSTALL in done and ActionKind.ENV_SET not in done, failed
+
+
+def test_an_engine_library_graph_runs_without_is_a_warning_of_the_run_as_predicted(tmp_path: Path) -> None:
+    """Fix differential 3-8579: the wheel's ``libcudnn_heuristic.so.9`` deleted. The prediction says graph runs
+    without it, with fewer engines (a warning, the wheel put back); the app's run shows graph's failed lookup of it
+    and ends well. The run's finding of that lookup has the prediction's fix and severity: not an error with only
+    words for a fix (a false alarm on a program that works)."""
+    from cudnnload.diagnose.observe import diagnose_program
+    from fixtures.fixdiff.consumers import calls
+    from fixtures.scenarios.layouts import built
+    from tests.test_judge_fixes import venv_at
+
+    site = venv_at(tmp_path / "venv")
+    for tag in ("cu12-9.28.0.42", "cublas-cu12-12.9.1.4"):
+        shutil.copytree(site_folder(tag), site, copy_function=os.link, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".unpacked"))
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn_heuristic.so.9").unlink()
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = diagnose_program([str(built("app")), str(lib / "libcudnn.so.9"), *calls()], environ=env, timeout=120,
+                              again=False)
+    assert report.observation.returncode == 0
+    failed = [f for f in report.findings if f.code is Code.LOAD_FAILED]
+    assert failed and all(f.severity == "warning" for f in failed), failed
+    assert all(ActionKind.PIP_INSTALL in [a.do for a in f.fix.actions] for f in failed)
+    assert not [f for f in report.findings if f.severity == "error"]

@@ -866,7 +866,7 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
     """What the run itself shows; ``said``: the findings of the prediction, whose fix for the file the program
     hung on (a FIFO a distribution's RECORD lists: put back) is the fix of the hang too. A shim the program
     asked for and never got has the fix `doctor` gives for that name or path, in this environment (``ctx``)."""
-    from cudnnload.verdicts import INFO, WARNING, Finding, Subject, delete, fix
+    from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, delete, fix
 
     program = os.path.basename(seen.command[0])
     about = Subject(SubjectKind.PROGRAM, seen.command[0])
@@ -921,10 +921,19 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         where = f"the linker found nothing loadable in {', '.join(searched)}" if searched else \
             "the linker could not load it" if all("/" in m.name for m in misses) else \
             "the linker found nothing loadable in no folder"
-        findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and {where}",
+        # a cuDNN sub-library the prediction found missing or damaged: its finding's fix, and, for a program that
+        # ended well, its severity (an engine library graph runs without: fix differential 3-8579)
+        predicted = None if own or cure else next(
+            (f for f in said if f.fix.actions and f.subject.path
+             and os.path.basename(f.subject.path).startswith(f"{stem}.so")), None)
+        findings.append(Finding(Code.LOAD_FAILED, f"{os.path.basename(asker)} asked for {stem} ({names}) and {where}"
+                                + ("; the program ended well, as predicted" if predicted is not None and seen.ok
+                                   and predicted.severity is not ERROR else ""),
                                 Subject(SubjectKind.FILE, asker, stem),
-                                cure or fix(note="the prediction's findings name the file you need and where it "
-                                                 "goes")))
+                                cure or (predicted.fix if predicted is not None else
+                                         fix(note="the prediction's findings name the file you need and where it "
+                                                  "goes")),
+                                severity=predicted.severity if predicted is not None and seen.ok else ERROR))
     folders: dict[int, set[str]] = {}
     for opened in seen.libraries:
         lib = classify(os.path.basename(opened.path))
