@@ -27,7 +27,7 @@ from cudnnload.resolve.discovery import context
 from cudnnload.resolve.process import Preload, loaded_names, preloaded
 from cudnnload.resolve.routes import Route, _closed_on_path, _cuda, _nvidia_cudnn, route
 from cudnnload.verdicts import Finding, Subject
-from tests.wheels import lib_folder
+from tests.wheels import lib_folder, site_folder
 
 BASE = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 NEW, OLD = "cu12-9.28.0.42", "cu12-9.0.0.312"
@@ -454,3 +454,25 @@ def test_a_folder_whose_sublibraries_the_repair_takes_away_is_no_place_to_point_
     assert _shim_on_path([str(site)], 9, context(BASE)) == str(folder)
     gone = frozenset({str(folder / "libcudnn_ops.so.9")})
     assert _shim_on_path([str(site)], 9, context(BASE, gone=gone)) is None
+
+
+@pytest.mark.parametrize(("pin", "first"), [(Pin("nvidia-cudnn-cu13", "==9.24.0.43", (), None), ActionKind.PIP_INSTALL),
+                                            (Pin("nvidia-cudnn-cu12", "==9.28.0.42", (), None), ActionKind.ENV_SET)])
+def test_a_copy_its_search_does_not_reach_is_pointed_at_only_when_its_pin_allows_it(
+        tmp_path: Path, pin: Pin, first: ActionKind) -> None:
+    """Fix differential 3-8695: torch (cu13, pinned to 9.24) finds no cuDNN, and the user site holds cu12's 9.28
+    wheel, which its search does not reach. Pointing torch at it (LD_LIBRARY_PATH) gives it a wheel its pin does
+    not allow, whose cuBLAS 12 is missing too: the pinned wheel is put back first, the folder kept as the
+    alternative. Where the copy is a wheel the pin allows, LD_LIBRARY_PATH stays first."""
+    user = tmp_path / "user"
+    shutil.copytree(site_folder(NEW), user, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
+    folder = str(user / "nvidia" / "cudnn" / "lib")
+    torch = consumer(site=str(tmp_path / "venv"), version="2.14.1", pins=(pin,))
+    got = Route(torch, None, "no cuDNN", error="libcudnn.so.9: not found", unsearched=folder)
+    served = serve(got, None, context(BASE), gpu=False, device_count=0, environ=BASE, python=None)
+    (finding,) = [f for f in served.findings if f.code is Code.CONSUMER_BROKEN]
+    assert finding.fix.actions[0].do is first
+    if first is ActionKind.PIP_INSTALL:
+        assert finding.fix.actions[0].requirements == ("nvidia-cudnn-cu13==9.24.0.43",)
+        assert [a.do for a in finding.fix.alternatives][:1] == [ActionKind.ENV_SET]
+        assert "nvidia-cudnn-cu12 9.28.0.42" in str(finding.fix.note)

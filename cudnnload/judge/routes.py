@@ -15,6 +15,7 @@ removed. A framework whose calls were not measured is taken to make every call o
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,8 +28,9 @@ from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
-from cudnnload.resolve.discovery import Context, Step
+from cudnnload.resolve.discovery import Context, Step, wheel_site
 from cudnnload.resolve.routes import Closed, Route
+from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.resolve.survey import releases_for_major
 from cudnnload.verdicts import (
     ERROR,
@@ -218,13 +220,35 @@ def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> 
     else the cuDNN it pins installed (`pinned_cudnn`), said in words when it pins none."""
     if route.unsearched is None and route.closed is not None:
         return _opened(route.closed, route.consumer, python)
+    pinned = pinned_cudnn(route.consumer, python)
     if route.unsearched is None:
-        pinned = pinned_cudnn(route.consumer, python)
         return fix(pinned) if pinned is not None else fix(manual(f"install the cuDNN {route.consumer.label} needs"))
     value = route.unsearched + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
     note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
     calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]
+    other = _not_pinned(route.consumer, route.unsearched)
+    if pinned is not None and other is not None:
+        # that copy is a wheel the framework's pin does not allow (cu12's in the user site for a cu13 torch: fix
+        # differential 3-8695, whose plan then went on to install cuBLAS 12 beside it): the pinned wheel, in its
+        # own site, and the copy as the alternative
+        return fix(pinned, note=f"{note}, but it is {other}, which {route.consumer.label}'s pin does not allow",
+                   alternatives=[set_variable("LD_LIBRARY_PATH", value), *calls])
     return fix(set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=calls)
+
+
+def _not_pinned(consumer: Consumer, folder: str) -> str | None:
+    """The distribution whose wheel folder ``folder`` is ("nvidia-cudnn-cu12 9.28.0.42"), when the consumer's pin
+    does not allow it; None when it does, or no distribution is known to own the folder."""
+    pin = next((pin for pin in consumer.pins if not pin.extras), None)
+    site = wheel_site(folder)
+    if pin is None or site is None:
+        return None
+    real = os.path.realpath(folder)
+    holder = next((d for d in cudnn_distributions((site,))
+                   if any(os.path.realpath(lib) == real for lib in d.lib_folders)), None)
+    if holder is None or (holder.name.lower().replace("_", "-") == pin.distribution and pin.allows(holder.version)):
+        return None
+    return f"{holder.name} {holder.version}"
 
 
 def _opened(closed: Closed, consumer: Consumer, python: str | None) -> Fix:
