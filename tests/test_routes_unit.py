@@ -468,7 +468,11 @@ def test_a_copy_its_search_does_not_reach_is_pointed_at_only_when_its_pin_allows
     shutil.copytree(site_folder(NEW), user, copy_function=os.link, ignore=shutil.ignore_patterns(".unpacked"))
     folder = str(user / "nvidia" / "cudnn" / "lib")
     torch = consumer(site=str(tmp_path / "venv"), version="2.14.1", pins=(pin,))
-    got = Route(torch, None, "no cuDNN", error="libcudnn.so.9: not found", unsearched=folder)
+    from cudnnload.resolve.routes import _holder_of
+
+    holder = _holder_of(folder)
+    assert holder == ("nvidia-cudnn-cu12", "9.28.0.42")
+    got = Route(torch, None, "no cuDNN", error="libcudnn.so.9: not found", unsearched=folder, unsearched_holder=holder)
     served = serve(got, None, context(BASE), gpu=False, device_count=0, environ=BASE, python=None)
     (finding,) = [f for f in served.findings if f.code is Code.CONSUMER_BROKEN]
     assert finding.fix.actions[0].do is first

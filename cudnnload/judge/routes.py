@@ -15,7 +15,6 @@ removed. A framework whose calls were not measured is taken to make every call o
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,9 +27,8 @@ from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
-from cudnnload.resolve.discovery import Context, Step, wheel_site
+from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Closed, Route
-from cudnnload.resolve.sources import cudnn_distributions
 from cudnnload.resolve.survey import releases_for_major
 from cudnnload.verdicts import (
     ERROR,
@@ -226,7 +224,7 @@ def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> 
     value = route.unsearched + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
     note = f"{route.unsearched} holds a cuDNN {route.consumer.framework}'s search does not reach"
     calls = [manual(f"call {call} in the program before its first use of cuDNN") for call in route.program_calls]
-    other = _not_pinned(route.consumer, route.unsearched)
+    other = _not_pinned(route.consumer, route.unsearched_holder)
     if pinned is not None and other is not None:
         # that copy is a wheel the framework's pin does not allow (cu12's in the user site for a cu13 torch: fix
         # differential 3-8695, whose plan then went on to install cuBLAS 12 beside it): the pinned wheel, in its
@@ -236,19 +234,16 @@ def _unreached(route: Route, environ: Mapping[str, str], python: str | None) -> 
     return fix(set_variable("LD_LIBRARY_PATH", value), note=note, alternatives=calls)
 
 
-def _not_pinned(consumer: Consumer, folder: str) -> str | None:
-    """The distribution whose wheel folder ``folder`` is ("nvidia-cudnn-cu12 9.28.0.42"), when the consumer's pin
-    does not allow it; None when it does, or no distribution is known to own the folder."""
+def _not_pinned(consumer: Consumer, holder: tuple[str, str] | None) -> str | None:
+    """The distribution ``holder`` ("nvidia-cudnn-cu12 9.28.0.42"), when the consumer's pin does not allow it; None
+    when it does, or none is known."""
     pin = next((pin for pin in consumer.pins if not pin.extras), None)
-    site = wheel_site(folder)
-    if pin is None or site is None:
+    if pin is None or holder is None:
         return None
-    real = os.path.realpath(folder)
-    holder = next((d for d in cudnn_distributions((site,))
-                   if any(os.path.realpath(lib) == real for lib in d.lib_folders)), None)
-    if holder is None or (holder.name.lower().replace("_", "-") == pin.distribution and pin.allows(holder.version)):
+    name, version = holder
+    if name.lower().replace("_", "-") == pin.distribution and pin.allows(version):
         return None
-    return f"{holder.name} {holder.version}"
+    return f"{name} {version}"
 
 
 def _opened(closed: Closed, consumer: Consumer, python: str | None) -> Fix:

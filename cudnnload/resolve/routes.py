@@ -44,7 +44,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import Consumer, Need
-from cudnnload.resolve.discovery import Context, chain, requester
+from cudnnload.resolve.discovery import Context, chain, requester, wheel_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
 from cudnnload.resolve.startup import Source, package, torch_preload
 from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
@@ -87,6 +87,8 @@ class Route:
     # when it finds none: the first folder on sys.path holding a shim of its major (a wheel's nvidia/cudnn/lib) that
     # its search does not reach, and the functions a program can call to load it (`survey.CudnnLoad.program_calls`)
     unsearched: str | None = None
+    # the distribution whose wheel folder that is, (name, version): its pin may not allow it
+    unsearched_holder: tuple[str, str] | None = None
     program_calls: tuple[str, ...] = ()
     # when it finds none and no such folder is reachable: the first wheel folder on sys.path whose RECORD lists a
     # shim of its major that this user cannot search into (`Closed`)
@@ -171,7 +173,8 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
     unsearched = _shim_on_path(site_paths, major, ctx) if found.shim is None else None
     beside = _shim_on_path(site_paths, major, ctx) if found.shim is not None and load is not None and \
         load.kind == "bundled" else None
-    found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched, beside=beside,
+    found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched,
+                    unsearched_holder=_holder_of(unsearched) if unsearched is not None else None, beside=beside,
                     closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
                     program_calls=load.program_calls if load else ())
     entry = entry_holding(found.shim, site_paths) if found.shim else None
@@ -333,6 +336,15 @@ def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | 
                     for path in (os.path.join(folder, name) for name in needed)):
                 return folder
     return None
+
+
+def _holder_of(folder: str) -> tuple[str, str] | None:
+    """(name, version) of the installed distribution whose wheel folder ``folder`` is; None for no wheel's."""
+    site = wheel_site(folder)
+    real = os.path.realpath(folder)
+    holder = next((d for d in cudnn_distributions((site,))
+                   if any(os.path.realpath(lib) == real for lib in d.lib_folders)), None) if site else None
+    return (holder.name, holder.version) if holder is not None else None
 
 
 def _closed_on_path(site_paths: Sequence[str], major: int, access: Access | None = None) -> Closed | None:
