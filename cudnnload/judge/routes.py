@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, readable_again, reinstall
+from cudnnload.judge.fixes import dependency_into, dependency_manual, project_name, readable_again, reinstall
 from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
@@ -241,7 +241,7 @@ def _not_pinned(consumer: Consumer, holder: tuple[str, str] | None) -> str | Non
     if pin is None or holder is None:
         return None
     name, version = holder
-    if name.lower().replace("_", "-") == pin.distribution and pin.allows(version):
+    if project_name(name) == pin.distribution and pin.allows(version):
         return None
     return f"{name} {version}"
 

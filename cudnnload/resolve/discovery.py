@@ -565,7 +565,7 @@ def _cuda_of_graph(steps: Sequence[Step], ctx: Context) -> int | None:
     return info.cudart_version // 1000 if info is not None and info.cudart_version else None
 
 
-def _distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] = ()
+def distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] = ()
                       ) -> Distribution | None:
     """The distribution whose files ``folder`` holds. Two may claim it (cu12 then cu13 installed into one
     environment): the one whose RECORD sizes the files on disk match is the one installed last, whose files
@@ -617,7 +617,7 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
         if lib is not None:
             by_key.setdefault(lib.key, []).append(path)
     files = tuple(inspect_file(_pick(by_key[lib.key], lib), ctx.cache) for lib in gen.libraries if lib.key in by_key)
-    dist = _distribution_for(folder, dists, files)
+    dist = distribution_for(folder, dists, files)
     release, source = _release_of(files, folder, major, dist, ctx.cache)
     shim = next((c for c in files if c.library == "shim"), None)
     # ext and tensor_ir are absent from older releases and then not asked for: only found ones count
@@ -662,7 +662,7 @@ def _owner(folder: str, shim: Candidate | None, dists: Sequence[Distribution]) -
             (site := wheel_site(real)) is not None:  # a wheel's folder no search found: its RECORD and its name
         dists = cudnn_distributions([site])
     # of the distributions installed there (cu11's 8.x and cu12's 9.x share nvidia/cudnn/lib), one that ships it
-    owner = _distribution_for(real, [d for d in dists if shim.real_path in map(os.path.realpath, d.files)], (shim,))
+    owner = distribution_for(real, [d for d in dists if shim.real_path in map(os.path.realpath, d.files)], (shim,))
     return None if owner is None else (owner, real)
 
 

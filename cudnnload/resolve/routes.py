@@ -44,7 +44,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import Consumer, Need
-from cudnnload.resolve.discovery import Context, chain, requester, wheel_site
+from cudnnload.resolve.discovery import Context, chain, distribution_for, requester, wheel_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
 from cudnnload.resolve.startup import Source, package, torch_preload
 from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
@@ -341,9 +341,7 @@ def _shim_on_path(site_paths: Sequence[str], major: int, ctx: Context) -> str | 
 def _holder_of(folder: str) -> tuple[str, str] | None:
     """(name, version) of the installed distribution whose wheel folder ``folder`` is; None for no wheel's."""
     site = wheel_site(folder)
-    real = os.path.realpath(folder)
-    holder = next((d for d in cudnn_distributions((site,))
-                   if any(os.path.realpath(lib) == real for lib in d.lib_folders)), None) if site else None
+    holder = distribution_for(folder, cudnn_distributions((site,))) if site else None
     return (holder.name, holder.version) if holder is not None else None
 
 
