@@ -108,6 +108,32 @@ def test_missing_sublibrary_taken_from_ld_library_path_is_a_mixed_release(tmp_pa
     assert "mixed-release" in _codes(install)
 
 
+def test_a_shim_of_another_release_asks_for_the_versioned_names_of_its_own(tmp_path: Path) -> None:
+    """9.0's shim copied over 9.28's (as the H200's 9.14 over its wheel's 9.19: torch then met the system's 9.14
+    graph): it asks for libcudnn_graph.so.9.0.0 first, which a folder on LD_LIBRARY_PATH holds; the real loader
+    maps that graph, whose cudnnGetVersion answers 9.0, and the model predicts it."""
+    import subprocess
+
+    shim_of_90 = lib_folder("cu12-9.0.0.312") / "libcudnn.so.9"
+    lib = _farm(tmp_path / "site", lib_folder("cu12-9.28.0.42"), skip=("libcudnn.so.9",))
+    shutil.copy2(shim_of_90, lib / "libcudnn.so.9")
+    versioned = tmp_path / "versioned"
+    versioned.mkdir()
+    for path in lib_folder("cu12-9.0.0.312").glob("libcudnn_*.so.9"):
+        (versioned / f"{path.name}.0.0").symlink_to(path)
+    env = {**ENV, "LD_LIBRARY_PATH": str(versioned)}
+    graph = next(s for s in _only(find([str(lib)], environ=env)).plan if s.library == "graph")
+    assert graph.path == str(versioned / "libcudnn_graph.so.9.0.0") and graph.release == Release(9, 0, 0)
+
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\n"
+                           "print(lib.cudnnGetVersion())\nprint(open('/proc/self/maps').read())", str(lib /
+                           "libcudnn.so.9")], env=env, capture_output=True, text=True, timeout=60)
+    version, maps = real.stdout.split("\n", 1)
+    # the maps name the file the link leads to
+    assert version == "90000" and f"{graph.real_path}\n" in maps, real.stderr
+    assert str(lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9") not in maps
+
+
 def test_sublibrary_from_another_release_in_the_folder_is_flagged(tmp_path: Path) -> None:
     lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"), skip=("libcudnn_ops.so.9",),
                 extra={"libcudnn_ops.so.9": lib_folder("cu12-9.0.0.312") / "libcudnn_ops.so.9"})
@@ -180,6 +206,21 @@ def test_two_distributions_claiming_the_same_files_conflict(tmp_path: Path) -> N
     inv = find(environ=ENV, site_paths=[str(site)], system=False)
     conflicts = [f for f in inv.findings if f.code == "record-conflict"]
     assert conflicts and "nvidia-cudnn-cu12 9.28.0.42 and nvidia-cudnn-cu13 9.28.0.42" in conflicts[0].message
+
+
+@pytest.mark.parametrize(("first", "last"),
+                         [("cu12-9.28.0.42", "cu13-9.28.0.42"), ("cu13-9.28.0.42", "cu12-9.28.0.42")])
+def test_a_wheel_folder_two_claim_is_held_by_the_one_installed_last_also_when_only_the_folder_is_known(
+        tmp_path: Path, first: str, last: str) -> None:
+    """A framework's route knows only the folder its search did not reach: its holder is told, as discovery
+    tells it from the files it found, by the RECORD sizes the files on disk match, not by the first claimant."""
+    from cudnnload.resolve.routes import _holder_of
+    from fixtures.scenarios.layouts import install
+
+    site = tmp_path / "site"
+    install(site, first)
+    install(site, last)
+    assert _holder_of(str(site / "nvidia" / "cudnn" / "lib")) == (f"nvidia-cudnn-{last[:4]}", "9.28.0.42")
 
 
 def test_variables_and_ld_library_path_are_searched_and_labelled(tmp_path: Path) -> None:

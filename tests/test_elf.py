@@ -69,6 +69,42 @@ def test_build_id_and_glibc_needs_match_readelf(wheel: str) -> None:
         assert info.max_needed("GLIBC_") == highest
 
 
+@pytest.mark.parametrize("wheel", WHEEL_RELEASES)
+def test_the_cudnn_9_shims_release_is_read_from_its_code_and_no_other_files(wheel: str) -> None:
+    """The shim exports no version constant, but it dlopens the names of its own release first (libcudnn_graph.
+    so.9.28.0): the release its code formats them with. Read right on the 9.0 and 9.28 shims here, and on those of
+    9.1.1 to 9.19 (bench/shim_releases.py); no other file (graph, cuDNN 8's shim) gets one."""
+    major, minor, patch = (int(part) for part in wheel.split("-")[1].split(".")[:3])
+    shim = read_elf(lib_folder(wheel) / f"libcudnn.so.{major}")
+    assert shim.names_release == (Release(major, minor, patch) if major == 9 else None)
+    assert all(read_elf(path).names_release is None for path in lib_folder(wheel).glob("libcudnn_*.so.*"))
+
+
+def test_a_shim_whose_code_moves_the_major_too_often_gets_no_release_and_is_read_quickly(tmp_path: Path) -> None:
+    """A file named and built as a shim whose code holds the major's move thousands of times (no shim NVIDIA built
+    holds more than 78): no release is read from it, and reading it stays quick."""
+    import time
+
+    from elftools.elf.elffile import ELFFile
+
+    shim = tmp_path / "libcudnn.so.9"
+    data = bytearray((lib_folder("cu12-9.28.0.42") / "libcudnn.so.9").read_bytes())
+    with open(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9", "rb") as handle:
+        text = ELFFile(handle).get_section_by_name(".text")
+        start, size = text["sh_offset"], text["sh_size"]
+    moves = b"\x41\xb8\x09\x00\x00\x00\x41\xb9\x05\x00\x00\x00" * (size // 12)
+    data[start:start + len(moves)] = moves
+    shim.write_bytes(bytes(data))
+    started = time.process_time()
+    assert read_elf(shim).names_release is None and time.process_time() - started < 1
+
+
+def test_the_jit_wheels_shim_asks_for_the_names_of_its_release() -> None:
+    from fixtures.scenarios.layouts import JIT, library_folder
+
+    assert read_elf(library_folder(JIT) / "libcudnn.so.9").names_release == Release(9, 27, 0)
+
+
 def test_shim_of_928_uses_rpath_and_exports_every_version_check() -> None:
     info = read_elf(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9")
     assert info.rpath == ("$ORIGIN",) and info.runpath == ()

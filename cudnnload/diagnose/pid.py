@@ -719,15 +719,16 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
             continue
         opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
         here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
+        asked = info.names_release or shim.release  # the names of its own build (`ElfInfo.names_release`)
         wrong = []
         for lib in gen.sublibraries:
             if lib.opened_by != "shim" or not lib.required or lib.key in here:
                 continue
             found = next((r for r in (linker.resolve(name, linker.Chain((opener,)), ctx.linker)
-                                      for name in lib.names_tried(shim.release)) if r.path), None)
+                                      for name in lib.names_tried(asked)) if r.path), None)
             found_info = ctx.elf(found.path) if found is not None and found.path else None
             release = found_info.release if found_info is not None else None
-            if found is None or (release is not None and shim.release is not None and release != shim.release):
+            if found is None or (release is not None and asked is not None and release != asked):
                 wrong.append(f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none"))
         if not wrong:
             continue

@@ -178,7 +178,9 @@ def _resolve_generation(gen: Generation, libs: Sequence[SubLibrary], shim_step: 
     steps += [step for step in install.plan if step.library in keys]
     if explicit:
         planned = {step.library for step in install.plan}
-        steps += [make_step(lib.key, shim_step.path, lib.names_tried(install.release),
+        shim = install.file("shim")
+        asked = shim.elf.names_release if shim is not None and shim.elf is not None else None
+        steps += [make_step(lib.key, shim_step.path, lib.names_tried(asked or install.release),
                             linker.Resolution(lib.soname, None, "not-found"), None, ctx)
                   for lib in libs if lib.key not in planned and lib.key != "shim"]
     findings += about(install, keys)

@@ -565,16 +565,25 @@ def _cuda_of_graph(steps: Sequence[Step], ctx: Context) -> int | None:
     return info.cudart_version // 1000 if info is not None and info.cudart_version else None
 
 
-def distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] = ()
+def distribution_for(folder: str, dists: Sequence[Distribution], files: Sequence[Candidate] | None = None
                       ) -> Distribution | None:
     """The distribution whose files ``folder`` holds. Two may claim it (cu12 then cu13 installed into one
     environment): the one whose RECORD sizes the files on disk match is the one installed last, whose files
-    they are."""
+    they are. ``files``: the folder's files as found; None: their sizes read from the disk here."""
     real = os.path.realpath(folder)
     claiming = [d for d in dists if any(os.path.realpath(f) == real for f in d.lib_folders)]
-    sizes = {os.path.realpath(c.path): c.size for c in files}
-    return max(claiming, key=lambda d: sum(sizes.get(os.path.realpath(p)) == size for p, size in d.sizes.items()),
-               default=None)
+    if len(claiming) < 2:
+        return claiming[0] if claiming else None
+    sizes = {os.path.realpath(c.path): c.size for c in files} if files is not None else \
+        {os.path.realpath(p): _size_on_disk(p) for d in claiming for p in d.sizes}
+    return max(claiming, key=lambda d: sum(sizes.get(os.path.realpath(p)) == size for p, size in d.sizes.items()))
+
+
+def _size_on_disk(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def requester(path: str, cache: ElfCache) -> linker.Requester | None:
@@ -784,10 +793,13 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
     shim_req = requester(shim_path, ctx.cache) if shim_path else None
     graph_req: linker.Requester | None = None
     graph_release = release
-    # the shim asks for the names of its own build: a shim reached through a symbolic link is of the folder its
-    # file is in (its $ORIGIN is still the link's)
+    # the shim asks for the names of its own build: the release its code formats them with (`ElfInfo.
+    # names_release`: a 9.14 shim copied over 9.19's asks for libcudnn_graph.so.9.14.0, measured on the H200), else
+    # that of the folder its file is in (a shim reached through a symbolic link: its $ORIGIN is still the link's)
     real = os.path.realpath(shim_path) if shim_path else None
-    if shim_path and real and os.path.dirname(real) != os.path.realpath(os.path.dirname(shim_path)):
+    if real and (own := _names_release(real, ctx.cache)) is not None:
+        release = own
+    elif shim_path and real and os.path.dirname(real) != os.path.realpath(os.path.dirname(shim_path)):
         release = release_near(real, ctx.cache) or release
     steps: list[tuple[SubLibrary, Step]] = []
     for lib in gen.sublibraries:
@@ -810,6 +822,13 @@ def plan(gen: Generation, shim_path: str | None, folder: str, release: Release |
             graph_req, graph_release = requester(res.path, ctx.cache), step.release or release
         steps.append((lib, step))
     return tuple(steps)
+
+
+def _names_release(path: str, cache: ElfCache) -> Release | None:
+    try:
+        return cache.inspect(path).names_release
+    except (OSError, ElfError):
+        return None
 
 
 def _named_by(path: str, cache: ElfCache, stem: str) -> tuple[str, ...]:

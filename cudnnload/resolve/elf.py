@@ -17,9 +17,11 @@ pointing at one long string would otherwise cost a million copies of it).
 
 from __future__ import annotations
 
+import collections
 import errno
 import mmap
 import os
+import re
 import struct
 import time
 
@@ -61,7 +63,7 @@ INSPECTION_LIMIT_S = 5.0
 _NAME_BUDGET = 16 << 20
 # The sections read; the others are only checked to lie in the file.
 _WANTED = frozenset({".dynamic", ".dynsym", ".gnu.version", ".gnu.version_r", ".gnu.version_d",
-                     ".note.gnu.build-id", ".interp", ".nv_fatbin", ".rela.dyn", ".rel.dyn", ".rodata"})
+                     ".note.gnu.build-id", ".interp", ".nv_fatbin", ".rela.dyn", ".rel.dyn", ".rodata", ".text"})
 # A cuDNN library that dlopens others by name (the shim, graph): its .rodata holds their names
 _OPENERS = ("libcudnn.so.", "libcudnn_graph.so.")
 _STEM_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz_")
@@ -100,6 +102,9 @@ class ElfInfo:
     # the libcudnn_* names (stems) in the .rodata of a shim or graph, which dlopens them by name: a library its
     # release does not name is never asked for (9.0's graph names no engines_tensor_ir); empty: not read
     opens: tuple[str, ...] = ()
+    # the release whose versioned names (libcudnn_graph.so.9.14.0) a cuDNN 9 shim dlopens first, read from its
+    # code (`_names_release`): the shim exports no version constant; None: not such a shim, or not read
+    names_release: Release | None = None
 
     @property
     def version_checks(self) -> tuple[str, ...]:
@@ -362,7 +367,46 @@ def _inspect(path: str, reader: _Reader) -> ElfInfo:
         interpreter=_interpreter(reader, by_name.get(".interp")),
         cudart_version=cudart,
         opens=_rodata_names(reader, by_name.get(".rodata")) if (dynamic.soname or "").startswith(_OPENERS) else (),
+        names_release=_names_release(reader, by_name.get(".text"), 9)
+        if dynamic.soname == "libcudnn.so.9" and reader.e_machine == _EM_X86_64 else None,
     )
+
+
+_EM_X86_64 = 62
+# The cuDNN 9 shim exports no version constant (cudnn-facts §2), yet it dlopens the names of its own release
+# first: snprintf(name, 64, "%s.%d.%d.%d", stem, MAJOR, MINOR, PATCH), then "%s.%d.%d" and "%s.%d". The release
+# is in the code of those calls. x86-64, System V: the major is moved into r8d (41 b8 imm32), the minor into r9d
+# (41 b9 imm32, or 45 31 c9: xor for 0), the patch pushed (6a imm8). Around each move of the major: the minor
+# must be one value, the patch is the one pushed there most. Read right on the shims of 9.0 to 9.28, whatever
+# compiler built them (tests/test_elf.py, bench/shim_releases.py: 3 to 78 moves of the major in each).
+_NEAR = 48  # bytes either side of the major's move
+_MOVES = 1024  # a file with more is no shim as NVIDIA builds it: its release is not read (a hostile file stays quick)
+_MINOR = re.compile(rb"\x41\xb9(....)|\x45\x31\xc9", re.S)
+_PATCH = re.compile(rb"\x6a(.)", re.S)
+
+
+def _names_release(reader: _Reader, text: _Section | None, major: int) -> Release | None:
+    if text is None or text.type == SHT_NOBITS or not text.size:
+        return None
+    start, end = reader.contents(text)
+    data, move = reader.data, b"\x41\xb8" + struct.pack("<I", major)
+    minors: set[int] = set()
+    patches: collections.Counter[int] = collections.Counter()
+    at, moves = start, 0
+    while (at := data.find(move, at, end)) >= 0:
+        moves += 1
+        if moves > _MOVES:
+            return None
+        near = data[max(start, at - _NEAR):min(end, at + _NEAR)]
+        found = {struct.unpack("<I", m.group(1))[0] if m.group(1) else 0 for m in _MINOR.finditer(near)}
+        if found:
+            minors |= found
+            patches.update({m.group(1)[0] for m in _PATCH.finditer(near)})
+        at += len(move)
+    ranked = patches.most_common(2)
+    if len(minors) != 1 or not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return Release(major, minors.pop(), ranked[0][0])
 
 
 def _rodata_names(reader: _Reader, rodata: _Section | None) -> tuple[str, ...]:
