@@ -448,6 +448,15 @@ def test_binary_junk_and_a_1_mb_paste_end_in_time_without_a_traceback(junk: byte
     assert time.monotonic() - started < 30
 
 
+def test_the_strings_of_a_binary_paste_are_read_apart_and_a_colour_inside_a_word_is_not_a_break() -> None:
+    """NULs (or other control characters) part the strings of a core file or a library, as a space does; a
+    terminal's colour codes are taken out without leaving one."""
+    for text in ("x\x00\x1b[31mlibcudnn.so.9: cannot open shared object file\x1b[0m",
+                 "OSError: libcudnn.\x1b[1mso.9\x1b[0m: cannot open shared object file"):
+        [signal] = explain(text, environ={}).reading.signals
+        assert signal.library == "libcudnn.so.9" and signal.source.startswith("glibc"), (text, signal)
+
+
 # Runs of the characters messages are made of, the kind of line a hostile paste is long in.
 _RUNS = ("1", "a", "A", "libcudnn", "1.", "a.", "a/", "-", "CUDNN_", "sm_", "/", "\\", " ", "cudnn ", "x:", "9.1 ",
          ".so", "libcudnn.so.8 ", "libcudnn_ops_infer.so.8: ", "cudnn DSO ", "in ", "Error: ")

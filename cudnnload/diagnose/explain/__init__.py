@@ -98,10 +98,11 @@ class Explanation:
         }
 
 
-# A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones) and the
-# other control characters a coloured log or a binary paste holds: they are not words of any message.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
-                      r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones): they are
+# not words of any message, and a colour starts in a word's middle. The other control characters a binary paste
+# holds (NULs between the strings of a core file or a library) part words, as a space does.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
 
 
 # What a web page, a forum or a word processor makes of a program's ASCII: typographic quotes (Discourse, the
@@ -139,10 +140,11 @@ def _in_english(text: str) -> str:
 
 
 def _cut(text: str) -> tuple[str, bool]:
-    """``text`` without escape sequences or control characters, typeset characters read as what the program
-    printed (`_TYPESET`), glibc's translated loader words read in English (`_in_english`), each line cut at
-    LINE_LIMIT; and whether any words were read in English."""
-    cut = "\n".join(line[:LINE_LIMIT] for line in _ESCAPES.sub("", text).translate(_TYPESET).splitlines())
+    """``text`` without escape sequences, control characters read as spaces, typeset characters read as what the
+    program printed (`_TYPESET`), glibc's translated loader words read in English (`_in_english`), each line cut
+    at LINE_LIMIT; and whether any words were read in English."""
+    plain = _CONTROLS.sub(" ", _ESCAPES.sub("", text)).translate(_TYPESET)
+    cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
     english = _in_english(cut)
     return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
 
