@@ -125,7 +125,8 @@ def make_cli() -> click.Group:
             from cudnnload.diagnose.which import which
 
             names, given = _names_and_target(targets, consumer)
-            result = which(names, consumer=given)
+            # without a target the names resolve as this Python loads them: a fix installs into it
+            result = which(names, consumer=given, python=None if given else sys.executable)
             if as_json:
                 _echo(report.dumps("which", result), as_json=True)
             else:

@@ -98,6 +98,17 @@ def test_which_through_ld_library_path_shows_each_sublibrary_and_the_trail() -> 
     assert code == EXIT_OK
 
 
+def test_which_of_this_python_that_finds_no_cudnn_installs_one_into_it() -> None:
+    """Without a target, the names resolve as this Python loads them: the fix is a pip install into it, not a
+    folder of its own put on LD_LIBRARY_PATH (the fix for a program that is no Python's)."""
+    code, out = _run_fresh("which", "--json", env={"LD_LIBRARY_PATH": "", "LD_PRELOAD": ""})
+    if code == EXIT_OK:
+        pytest.skip("this Python finds a cuDNN")
+    [missing] = [f for f in json.loads(out)["result"]["findings"] if f["code"] == "not-found"]
+    install = missing["fix"]["actions"][0]
+    assert install["do"] == "pip-install" and install["python"] == sys.executable and install["target"] is None
+
+
 def test_which_json_from_a_consumer_object(tmp_path: Path) -> None:
     folder = str(lib_folder("cu12-8.9.7.29"))
     code, out = _run_fresh("which", "--json", "--from", f"{folder}/libcudnn_cnn_train.so.8", "ops_infer",

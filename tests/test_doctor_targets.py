@@ -330,3 +330,27 @@ def test_with_json_on_standard_output_the_programs_own_output_goes_to_standard_e
         assert json.loads(done.stdout)["kind"] in ("doctor-program", "trace-program"), done.stdout
         assert "program-out" in done.stderr and "program-err" in done.stderr
     assert "program-out" in cli("doctor", *program).stdout
+
+
+def test_a_run_on_a_shim_of_another_release_names_the_release_its_graph_reported(tmp_path: Path) -> None:
+    """9.0's shim copied over 9.28's, and 9.0's sub-libraries under their versioned names on LD_LIBRARY_PATH: the
+    program's cudnnGetVersion says 9.0, and so does the first line, with the graph it mapped; the prediction
+    agrees with the run."""
+    lib = tmp_path / "site" / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    for path in lib_folder("cu12-9.28.0.42").iterdir():
+        if path.name != "libcudnn.so.9":
+            (lib / path.name).symlink_to(path)
+    (lib / "libcudnn.so.9").write_bytes((lib_folder("cu12-9.0.0.312") / "libcudnn.so.9").read_bytes())
+    versioned = tmp_path / "versioned"
+    versioned.mkdir()
+    for path in lib_folder("cu12-9.0.0.312").glob("libcudnn_*.so.9"):
+        (versioned / f"{path.name}.0.0").symlink_to(path)
+    script = tmp_path / "version.py"
+    script.write_text(f"import ctypes\nprint(ctypes.CDLL({str(lib / 'libcudnn.so.9')!r}).cudnnGetVersion())\n")
+    done = cli("doctor", "--", sys.executable, str(script), env={"LD_LIBRARY_PATH": str(versioned)})
+    assert done.stdout.startswith("90000\n"), (done.stdout, done.stderr)
+    headline = done.stdout.splitlines()[2]
+    assert f"ran with cuDNN 9.0.0 (its graph {versioned / 'libcudnn_graph.so.9.0.0'}; the shim from {lib})" in \
+        headline, done.stdout
+    assert "prediction-disagrees" not in done.stdout

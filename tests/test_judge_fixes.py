@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from cudnnload.codes import Code
@@ -25,6 +26,7 @@ from cudnnload.judge.fixes import (
     unversioned_link,
 )
 from cudnnload.judge.installs import whole
+from cudnnload.judge.judged import Judged
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.pythons import along_in_target
@@ -1279,12 +1281,10 @@ def test_a_program_by_name_gets_back_the_wheel_on_its_search_path_not_one_only_p
     assert "the loader passes over it" in str(said.note)
 
 
-def test_a_shim_linked_into_a_wheel_is_judged_against_that_wheels_record(tmp_path: Path) -> None:
-    """Fix differential 3-8607: LD_LIBRARY_PATH names a folder holding only a link to a venv wheel's shim, then the
-    wheel's folder, in which a sub-library is another release's (no version constant of its own says so: its size
-    against RECORD does; in the case, an engine library). The process maps it through the link (measured:
-    cudnnBackendFinalize returned 1002). The install of the link is judged against the wheel's RECORD, and the wheel
-    is put back by its venv's python."""
+def _judged_through_a_link(tmp_path: Path, change: Callable[[Path], None]) -> tuple[Judged, Path, Path]:
+    """A venv holding the 9.28 cu12 wheel, its library folder changed by ``change``, and LD_LIBRARY_PATH naming a
+    folder holding only a link to its shim, then the wheel's folder: the install of the link as judged, the venv
+    and the wheel's library folder."""
     from cudnnload.diagnose.inventory import judged_install_of
     from cudnnload.resolve.discovery import context
     from cudnnload.resolve.sources import cudnn_distributions
@@ -1293,14 +1293,44 @@ def test_a_shim_linked_into_a_wheel_is_judged_against_that_wheels_record(tmp_pat
     site = venv_at(venv)
     shutil.copytree(site_folder("cu12-9.28.0.42"), site, copy_function=os.link, dirs_exist_ok=True)
     lib = site / "nvidia" / "cudnn" / "lib"
-    (lib / "libcudnn_cnn.so.9").unlink()
-    shutil.copy(lib_folder("cu12-9.0.0.312") / "libcudnn_cnn.so.9", lib / "libcudnn_cnn.so.9")
+    change(lib)
     links = tmp_path / "links"
     links.mkdir()
     (links / "libcudnn.so.9").symlink_to(lib / "libcudnn.so.9")
     ctx = context({"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": f"{links}:{lib}"})
     judged = judged_install_of(str(links / "libcudnn.so.9"), ctx, "test", cudnn_distributions([str(site)]))
     assert judged is not None
+    return judged, venv, lib
+
+
+def test_an_optional_engine_library_whose_load_kills_the_process_is_an_error_not_one_graph_goes_without(
+        tmp_path: Path) -> None:
+    """Fix differential 3-8957: the wheel's heuristic cut at 1 MB, reached through a link to its shim on
+    LD_LIBRARY_PATH. Graph would run without a heuristic library, but this one is there and its dlopen dies of
+    SIGBUS (the app died in cudnnBackendFinalize): its record mismatch is an error, put back by the wheel."""
+    def cut(lib: Path) -> None:
+        heuristic = lib / "libcudnn_heuristic.so.9"
+        head = heuristic.read_bytes()[:1 << 20]
+        heuristic.unlink()  # a hard link to the test cache's file: cut a copy
+        heuristic.write_bytes(head)
+
+    judged, _, _ = _judged_through_a_link(tmp_path, cut)
+    [mismatch] = [f for f in judged.findings if f.code is Code.RECORD_MISMATCH]
+    assert mismatch.severity.value == "error" and "fewer engines" not in mismatch.message
+    assert mismatch.fix.actions[0].requirements == ("nvidia-cudnn-cu12==9.28.0.42",)
+
+
+def test_a_shim_linked_into_a_wheel_is_judged_against_that_wheels_record(tmp_path: Path) -> None:
+    """Fix differential 3-8607: LD_LIBRARY_PATH names a folder holding only a link to a venv wheel's shim, then the
+    wheel's folder, in which a sub-library is another release's (no version constant of its own says so: its size
+    against RECORD does; in the case, an engine library). The process maps it through the link (measured:
+    cudnnBackendFinalize returned 1002). The install of the link is judged against the wheel's RECORD, and the wheel
+    is put back by its venv's python."""
+    def other_release(lib: Path) -> None:
+        (lib / "libcudnn_cnn.so.9").unlink()
+        shutil.copy(lib_folder("cu12-9.0.0.312") / "libcudnn_cnn.so.9", lib / "libcudnn_cnn.so.9")
+
+    judged, venv, lib = _judged_through_a_link(tmp_path, other_release)
     [mismatch] = [f for f in judged.findings if f.code is Code.RECORD_MISMATCH]
     assert mismatch.severity.value == "error" and mismatch.subject.path == str(lib / "libcudnn_cnn.so.9")
     [action] = mismatch.fix.actions

@@ -309,6 +309,20 @@ def test_an_error_no_framework_reaches_becomes_a_warning_said_so() -> None:
     assert scoped.message.endswith("(not reached by torch 2.11.0: their calls do not load it)")
 
 
+def test_an_error_about_the_shim_a_working_framework_calls_is_a_warning_and_one_that_fails_keeps_it() -> None:
+    """A 9.14 shim copied over the wheel's 9.19 (the H200): JAX calls it and works (its record mismatch is said,
+    as a warning of what JAX loads); torch, which stops at its version check, keeps the error."""
+    shim = "/w/libcudnn.so.9"
+    mismatch = Finding(Code.RECORD_MISMATCH, "not the file that was installed", Subject(SubjectKind.DISTRIBUTION,
+                                                                                          shim, "shim"))
+    (scoped,) = scope([mismatch], [_served(set(), "jax")])
+    assert scoped.severity is Severity.WARNING and scoped.message.endswith(": their calls load it and work)")
+    stops = Finding(Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, "torch stops", Subject(SubjectKind.CONSUMER, "/site"))
+    failing = replace(_served({shim}), findings=(stops,))
+    (kept,) = scope([mismatch], [_served(set(), "jax"), failing])
+    assert kept.severity is Severity.ERROR
+
+
 @pytest.mark.parametrize("reached", ["/w/libcudnn_graph.so.9", "/w/graph"])
 def test_an_error_reached_by_path_or_by_folder_and_key_stays_an_error(reached: str) -> None:
     (scoped,) = scope([_error("/w/libcudnn_graph.so.9", "graph")], [_served({reached})])

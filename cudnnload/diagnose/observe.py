@@ -652,6 +652,17 @@ def _as_run(findings: Sequence[Finding], seen: Observation, explained: Mapping[s
                  if f.severity is ERROR and f.code not in _OF_THE_RUN else f for f in findings)
 
 
+def _used(install: Judged, seen: Observation) -> str:
+    """The cuDNN a run used: its install's release and folder; the graph's (ops_infer's) release where the run
+    mapped one of another release from elsewhere (the version it reports is that library's)."""
+    mapped = {os.path.realpath(opened.path) for opened in seen.libraries}
+    graph = next((step for step in install.plan if step.library in ("graph", "ops_infer") and step.path
+                  and os.path.realpath(step.path) in mapped), None)
+    if graph is not None and graph.release and graph.release != install.release and not graph.inside_install:
+        return f"cuDNN {graph.release} (its graph {graph.path}; the shim from {install.folder})"
+    return f"cuDNN {install.release or install.major} from {install.folder}"
+
+
 def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[Served],
               installs: Mapping[str, Judged]) -> str:
     """One line first: the cuDNN a healthy run used, or why the program stopped and the cause found."""
@@ -662,8 +673,7 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
         return f"{program}: what it loaded is not known: {seen.logs_lost}"
     shim = seen.shims[0].path if seen.shims else None
     install = installs.get(shim or "")
-    used = (f"cuDNN {install.release or install.major} from {install.folder}" if install else
-            f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
+    used = (_used(install, seen) if install else f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
     workers = f" ({seen.processes} processes)" if seen.processes > 1 else ""
     cudnn_mapped = shim is not None or any("libcudnn" in os.path.basename(path) for path in seen.unlogged)
     if seen.ok and not cudnn_mapped:  # not an error of the setup: a loader by name on first use maps none until then

@@ -549,8 +549,10 @@ def _records(install: Install, repair: _Repairs, loads: Mapping[str, Load]) -> I
         # an optional engine library: graph runs without it (catalog), so the install works, with fewer engines;
         # not another release's file in its place that the process maps all the same (measured: 9.28's tensor_ir
         # in 9.24's wheel stays mapped, and cudnnBackendFinalize returns 1002, not the healthy 2000)
+        # nor a file whose load ends the process (cut inside a segment: SIGBUS in dlopen; fix differential 3-8957)
         optional = key is not None and optional_engines(install.major, key, install.release) and \
-            not _maps_stray(loads.get(key), record.path, _own_release(install, record.path))
+            not _maps_stray(loads.get(key), record.path, _own_release(install, record.path)) and \
+            not _ends_process(loads.get(key), record.path)
         effect = "; graph runs without it, with fewer engines" if optional else ""
         severity = WARNING if optional else ERROR
         if record.on_disk is None:
@@ -655,6 +657,11 @@ def step_findings(step: Step, install: Install, repair: _Repairs | None = None,
     else:
         yield Finding(Code.SUBLIBRARY_ELSEWHERE, f"{opener} would load {step.library} from {step.path} (via "
                       f"{via}), outside this install", subject, cure)
+
+
+def _ends_process(load: Load | None, path: str) -> bool:
+    """Whether the process's load of ``path`` as that library kills it (SIGBUS) or hangs it (a FIFO)."""
+    return load is not None and load.asked and load.path == path and load.fails in (KILLS, HANGS)
 
 
 def _maps_stray(load: Load | None, path: str, release: Release | None) -> bool:

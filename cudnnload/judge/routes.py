@@ -208,6 +208,10 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
+    if shim is not None and not any(f.severity is ERROR for f in findings):
+        # a framework that works on its shim, whatever is wrong with the file (not the one pip installed: JAX on
+        # a 9.14 shim copied over its wheel's 9.19, measured on the H200), is not failed by it
+        reached.discard(posixpath.normpath(shim.path))
     reach = next((index for index, e in enumerate(made) if e in failing), len(made))
     return Served(route, install, release, failing, tuple(findings), frozenset(reached), reach)
 
@@ -431,14 +435,15 @@ def scope(findings: Sequence[Finding], served: Sequence[Served]) -> tuple[Findin
         return tuple(findings)
     reached = frozenset().union(*(s.reached for s in served))
     names = ", ".join(s.route.consumer.label for s in served)
-    return tuple(_scoped(f, reached, names) for f in findings)
+    working = frozenset(posixpath.normpath(s.route.shim) for s in served if s.route.shim and s.works)
+    return tuple(_scoped(f, reached, names, working) for f in findings)
 
 
 _FILE_KINDS = (SubjectKind.FILE, SubjectKind.INSTALL, SubjectKind.DISTRIBUTION)
 
 
-def _scoped(finding: Finding, reached: frozenset[str], names: str) -> Finding:
-    if finding.code is Code.NO_CUDNN and finding.severity is ERROR and reached:
+def _scoped(finding: Finding, reached: frozenset[str], names: str, working: frozenset[str] = frozenset()) -> Finding:
+    if finding.code is Code.NO_CUDNN and finding.severity is ERROR and (reached or working):
         return replace(finding, message=f"{finding.message}; {names} load their own", severity=WARNING)
     if finding.severity is not ERROR or finding.subject.kind not in _FILE_KINDS or not finding.subject.path:
         return finding
@@ -446,6 +451,9 @@ def _scoped(finding: Finding, reached: frozenset[str], names: str) -> Finding:
     keys = _keys(finding)
     if posixpath.normpath(path) in reached or any(k in reached for k in keys):
         return finding
+    if posixpath.normpath(path) in working:  # the shim a framework that works calls
+        return replace(finding, message=f"{finding.message} ({names}: their calls load it and work)",
+                       severity=WARNING)
     return replace(finding, message=f"{finding.message} (not reached by {names}: their calls do not load it)",
                    severity=WARNING)
 
