@@ -270,6 +270,28 @@ def test_a_pip_fix_naming_the_venv_s_interpreter_installs_as_that_pip_would(clea
     assert not any((pydeps / "nvidia").iterdir()) and (pydeps / "nvidia_cudnn_cu12-9.0.0.312.dist-info").is_dir()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout_s(600)
+def test_a_user_install_by_an_interpreter_of_the_machine_lands_in_the_copys_home(cleanup: list[Case]) -> None:
+    """Fix differential 3-9027: the repair installs cuBLAS with ``python3.11 -m pip install --user`` (the user site
+    held the cuDNN torch found), an interpreter outside the copy: pip is only asked which wheels, and they land in
+    the user site of the copy's HOME; an interpreter whose site is outside the copy installs nothing."""
+    case = _case("pipuser", "cu12-9.28")
+    cleanup.append(case)
+    env = case.environ()
+    python = os.path.basename(shutil.which("python3.11", path="/usr/local/bin:/usr/bin:/bin") or "")
+    if not python:
+        pytest.skip("no python3.11 on the default PATH")
+    user = {"do": "pip-install", "requirements": ["nvidia-cudnn-cu12==9.0.0.312"], "python": python,
+            "options": ["--user"], "target": None}
+    done = apply([user], case, ["app"], {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}, find_links=[bases.store()])
+    assert not done.refused, done.refused
+    assert list(Path(case.user_home).glob(".local/lib/python3.11/site-packages/nvidia_cudnn_cu12-9.0.0.312.dist-info"))
+    elsewhere = apply([{**user, "options": []}], case, ["app"], {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                      find_links=[bases.store()])
+    assert elsewhere.refused  # no --user, no target: that interpreter's own site, outside the copy
+
+
 # --- the whole round ---------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
