@@ -2,8 +2,10 @@
 
     OUT=DIR python bench/frameworks_more.py [NAME...]     (on the GPU machine, through bench/gpu_run.sh more)
 
-Each breakage changes the installed frameworks or the machine (a sub-library of another release in the wheel's
-folder, a dangling link, an empty file, NVRTC or cuBLAS taken away, /etc/ld.so.preload, CUDA_VISIBLE_DEVICES=-1)
+Each breakage changes the installed frameworks or the machine (a sub-library or the shim of another release in the
+wheel's folder, a dangling link, an empty file, NVRTC or cuBLAS taken away, /etc/ld.so.preload,
+CUDA_VISIBLE_DEVICES=-1, a shim or a sub-library copied into a folder of its own, or into the folder the program runs
+in, an empty LD_LIBRARY_PATH entry, a copy of the wheel's package holding only the shim first on PYTHONPATH)
 and is undone after, whatever happens (each moved file back where it was, each written file removed). For each,
 the frameworks' own convolution programs run first (the truth); then plain ``doctor``, ``doctor <the framework's
 library>``, ``doctor -- <the program>`` and ``explain`` on the program's last lines are asked exactly as the
@@ -83,6 +85,53 @@ def _etc_preload(name: str) -> Change:
     return change
 
 
+SCRATCH = Path(tempfile.gettempdir()) / "cudnnload-more"  # the folders a breakage plants, removed after
+
+
+def _planted(folder: str, names: tuple[str, ...], source: Callable[[Machine], Path]) -> Change:
+    """Copies of ``names`` from ``source`` (the wheel's folder, the system's) in ``SCRATCH/folder``: a shim or a
+    sub-library copied somewhere by hand. ``folder`` "" is the folder the programs run in (an empty
+    LD_LIBRARY_PATH entry's)."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        where = SCRATCH / folder if folder else Path(tempfile.gettempdir())
+        if folder:
+            shutil.rmtree(SCRATCH, ignore_errors=True)  # a run cut short left it
+            where.mkdir(parents=True)
+            kept.append((SCRATCH, None))
+        for name in names:
+            if (where / name).exists():
+                _aside(where / name, kept)
+            shutil.copy2(source(m) / name, where / name)
+            kept.append((where / name, None))
+    return change
+
+
+def _shadowing_wheel(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+    """A copy of the wheel's package folder (``nvidia/cudnn``: its ``__init__.py`` where it has one) holding only
+    the shim, in a folder that comes first on PYTHONPATH: ``nvidia.cudnn``'s first path is there."""
+    shutil.rmtree(SCRATCH, ignore_errors=True)  # a run cut short left it
+    nvidia = SCRATCH / "shadow" / "nvidia"
+    (nvidia / "cudnn" / "lib").mkdir(parents=True)
+    kept.append((SCRATCH, None))
+    for init in ("__init__.py", "cudnn/__init__.py"):
+        if (m.wheel.parents[1] / init).exists():
+            shutil.copy2(m.wheel.parents[1] / init, nvidia / init)
+    shutil.copy2(m.wheel / "libcudnn.so.9", nvidia / "cudnn" / "lib" / "libcudnn.so.9")
+
+
+def _first_on_pythonpath(folder: Path) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join(filter(None, (str(folder), str(frameworks.REPO),
+                                                        os.environ.get("PYTHONPATH"))))}
+
+
+def _wheel(m: Machine) -> Path:
+    return m.wheel
+
+
+def _system(m: Machine) -> Path:
+    return m.system
+
+
 MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("other-release-ops", "libcudnn_ops"), _other_release("libcudnn_ops.so.9")),
     (Breakage("other-release-graph", "libcudnn_graph"), _other_release("libcudnn_graph.so.9")),
@@ -92,6 +141,18 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("cublaslt-gone", "cublasLt"), _gone("libcublasLt.so*")),
     (Breakage("etc-preload-system-graph", "ld.so.preload"), _etc_preload("libcudnn_graph.so.9")),
     (Breakage("cuda-visible-minus-one", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": "-1"}), None),
+    # added 2026-12-03 (session 36), never run before their first run on the GPU machine
+    (Breakage("other-release-shim", "libcudnn.so.9"), _other_release("libcudnn.so.9")),
+    (Breakage("lonely-shim-on-library-path", "LD_LIBRARY_PATH",
+              lambda m: {"LD_LIBRARY_PATH": str(SCRATCH / "lonely-shim")}),
+     _planted("lonely-shim", ("libcudnn.so.9",), _wheel)),
+    (Breakage("system-graph-alone-on-library-path", "LD_LIBRARY_PATH",
+              lambda m: {"LD_LIBRARY_PATH": str(SCRATCH / "graph-only")}),
+     _planted("graph-only", ("libcudnn_graph.so.9",), _system)),
+    (Breakage("empty-entry-system-ops-in-cwd", "LD_LIBRARY_PATH", lambda m: {"LD_LIBRARY_PATH": ":"}),
+     _planted("", ("libcudnn_ops.so.9",), _system)),
+    (Breakage("pythonpath-wheel-copy-shim-only", "cudnnload-more",
+              lambda m: _first_on_pythonpath(SCRATCH / "shadow")), _shadowing_wheel),
 )
 
 
@@ -104,7 +165,9 @@ def changed(m: Machine, change: Change | None) -> Iterator[None]:
         yield
     finally:
         for path, copy in reversed(kept):
-            if path.is_symlink() or path.exists():
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.is_symlink() or path.exists():
                 path.unlink()
             if copy is not None:
                 shutil.move(copy, path)

@@ -215,6 +215,15 @@ def _explain(env: dict[str, str], message: str) -> subprocess.CompletedProcess[s
     return done
 
 
+def _errors(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The code and file of each error finding of a `doctor --json` (for the record), or its output's last line."""
+    try:
+        findings = json.loads(done.stdout)["result"]["findings"]
+    except (ValueError, KeyError, TypeError):
+        return (done.stdout + done.stderr).strip().splitlines()[-1:]
+    return [f"{f['code']} {f.get('path') or ''}".strip() for f in findings if f["severity"] == "error"]
+
+
 def _record(case: dict[str, object]) -> None:
     out = os.environ.get("OUT")
     if out:
@@ -248,8 +257,9 @@ def test_every_way_of_asking_agrees_with_what_the_framework_did(machine: Machine
         if not all(worked.values()) and breakage.cause and breakage.cause not in text:
             wrong.append(f"doctor's errors do not name {breakage.cause}")
         for fw, library in (("torch", machine.torch_library), ("jax", machine.jax_library)):
-            target = _cudnnload(env, "doctor", str(library))
+            target = _cudnnload(env, "doctor", "--json", str(library))
             case[f"doctor {fw} library"] = target.returncode
+            case[f"doctor {fw} library errors"] = _errors(target)
             if (target.returncode == 0) != worked[fw]:
                 wrong.append(f"doctor {library.name} exit {target.returncode}, {fw} worked={worked[fw]}")
             program = _cudnnload(env, "doctor", "--", sys.executable, str(_program(tmp_path, fw)))
