@@ -284,6 +284,21 @@ def test_out_of_memory_dressed_as_a_cudnn_error_is_recognised_as_such(text: str)
     assert first(text) in (("out-of-memory", "confident"), ("out-of-memory", "likely"))
 
 
+@pytest.mark.parametrize("text, known", [
+    ("RuntimeError: CUDA error: out of memory", True),  # PyTorch's c10 CUDA check: cudaGetErrorString's words
+    ("CUDA failure 2: out of memory ; GPU=0 ; hostname=h ; expr=cudaMalloc(&p, bytes);", True),  # ONNX Runtime
+    ("cuda_driver.cc:806] failed to allocate 3.00G (3221225472 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of "
+     "memory", True),
+    ("the training ran out of memory after an hour", False),  # words of a person, not a message
+])
+def test_the_cuda_runtimes_short_error_words_are_known_where_printed_as_an_error(text: str, known: bool) -> None:
+    """The catalog's "out of memory" (libcudart's cudaGetErrorString) has too few letters to be matched anywhere; as
+    an error's words, after its name and a colon, it is the message, of its cause."""
+    assert (read(text).primary is not None) is known
+    if known:
+        assert ranked(text)[0] == "out-of-memory"
+
+
 @pytest.mark.parametrize("text", [
     'boiling down to "_Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR_".',
     "**RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR**",

@@ -308,6 +308,11 @@ class Near:
 # An entry is tried only when its literal words say enough: a template of fewer literal letters would match
 # unrelated text ("%s: %s").
 MIN_LETTERS = 12
+# ... except a short literal a library returns as the words of an error code (the CUDA runtime's cudaGetErrorString
+# "out of memory"), where the text prints it as such: after an error's name and a colon, as the frameworks print
+# it (PyTorch's c10 "CUDA error: %s", ONNX Runtime's "CUDA failure %d: %s", TensorFlow's "CUDA_ERROR_OUT_OF_MEMORY:
+# out of memory", MXNet's "cudaMalloc retry failed: %s"); never in a sentence ("the GPU ran out of memory").
+_AS_AN_ERROR = r"(?:\berror|\bfailure(?: \d+)?|\bfailed|\bCUDA_ERROR_\w+|\bcudaError\w*)\s*:\s*"
 
 
 @dataclass(frozen=True)
@@ -320,6 +325,13 @@ class Catalog:
     @functools.cached_property
     def matchable(self) -> tuple[Entry, ...]:
         return tuple(e for e in self.entries if sum(c.isalpha() for c in "".join(e.parts)) >= MIN_LETTERS)
+
+    @functools.cached_property
+    def short_literals(self) -> tuple[tuple[Entry, re.Pattern[str]], ...]:
+        """The literal entries too short to be matchable, with what finds them printed as an error's words
+        (`_AS_AN_ERROR`)."""
+        return tuple((e, re.compile(f"(?i){_AS_AN_ERROR}({re.escape(e.template)})(?![\\w-])"))
+                     for e in self.entries if e.style == "literal" and e.kind and e.curated and e not in self.matchable)
 
     @functools.cached_property
     def by_id(self) -> dict[str, Entry]:
@@ -349,6 +361,9 @@ class Catalog:
                 hit = entry.regex.search(line)
                 if hit:
                     found.append(Match(entry, start + hit.start(), start + hit.end(), hit.group(0)))
+        for entry, regex in self.short_literals:
+            found += [Match(entry, hit.start(1), hit.end(1), hit.group(1))
+                      for hit in itertools.islice(regex.finditer(text), STARTS)]
         found.sort(key=lambda m: (m.start, -(m.end - m.start), not m.entry.curated))
         kept: list[Match] = []
         for match in found:
