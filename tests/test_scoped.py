@@ -388,6 +388,30 @@ def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_w
     assert "which is better, the model cannot say" in said.fix.text
 
 
+def test_where_the_model_cannot_say_how_programs_by_name_fare_no_part_of_the_change_is_made_for_them(
+        tmp_path: Path) -> None:
+    """A cu12 9.28 shim preloaded, 9.0's folder first on LD_LIBRARY_PATH, a partial cu13 9.28 folder after it: a
+    program asking by name gets the preloaded shim with 9.0's engines today, and the partial folder once both the
+    entry and the preload are gone; neither loads whole, which is better the model cannot say, so the entry stays for
+    everyone with the preload (the fix differential's 3-9265: the entry taken from everyone let the cu12 graph map
+    the venv's cu13 engines, which 9.0's had kept out, and the app by soname failed)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, remove_entry
+
+    old = folder_of(W90, tmp_path / "old")
+    names = [p.name for p in (folder_of("cu13-9.28.0.42", tmp_path / "probe")).iterdir()]
+    venv = folder_of("cu13-9.28.0.42", tmp_path / "venv", only=tuple(n for n in names if n != "libcudnn_ops.so.9"))
+    shim = folder_of(W928, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": f"{old}:{venv}", "LD_PRELOAD": str(shim)}
+    finding = Finding(Code.MIXED_RELEASE, "m", Subject(SubjectKind.FILE, str(venv / "libcudnn.so.9")),
+                      fix(remove_entry("LD_LIBRARY_PATH", str(old)), remove_entry("LD_PRELOAD", str(shim))))
+    [said] = scoped([finding], env)
+    assert [a.json() for a in said.fix.actions] == [
+        {"do": "run", "argv": ["env", "-u", "LD_PRELOAD", f"LD_LIBRARY_PATH={venv}"]}], said.fix
+    assert "which is better, the model cannot say" in said.fix.text
+
+
 def test_no_change_is_made_for_the_program_alone_while_a_preload_stops_every_start() -> None:
     """While an LD_PRELOAD entry stops every program started with it, `env` stops too, before it changes anything
     for the program it was to start (fix differential 3-6399: "env -u LD_PRELOAD app" exited 127, "symbol lookup

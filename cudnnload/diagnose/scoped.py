@@ -383,12 +383,18 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
-        why = _loses_by_name(now, world, "the preloaded shim answers the name") or _neither_whole(
-            now, World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ)
+        rest = [a for a in finding.fix.actions if a.do in _ENVIRONMENT and a not in changes]
+        why = _loses_by_name(now, world, "the preloaded shim answers the name")
+        if why is None and (why := _neither_whole(now, World(environ).after(*changes, *rest).environ)) is not None \
+                and rest:
+            # how programs by name would fare after the change, the model cannot say: none of it is made for them
+            # (the fix differential's 3-9265: the preload kept, an LD_LIBRARY_PATH entry of another release taken
+            # from everyone let a cu12 graph map the venv's cu13 engines, which that entry had kept out)
+            changes, rest = [*changes, *rest], []
+            world = World(environ).after(*changes).environ
         if why is None:
             out.append(finding)
             continue
-        rest = [a for a in finding.fix.actions if a.do in _ENVIRONMENT and a not in changes]
         stops = _stops_start(World(environ).after(*rest).environ, now) if rest else None
         if stops is not None:  # what stays for everyone must not meet the preload kept for them: it goes with it
             changes, why = [*changes, *rest], f"{why}; and the preload kept, the rest of the change would stop " \
