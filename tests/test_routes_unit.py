@@ -235,6 +235,43 @@ def test_a_wheel_folder_the_user_cannot_enter_is_recorded_and_opened_with_its_wh
     assert finding.fix.actions[1].requirements == ("nvidia-cudnn-cu12==9.24.0.43",)
 
 
+def test_a_loader_by_path_that_passed_over_its_closed_wheel_folder_is_fixed_by_opening_it(tmp_path: Path) -> None:
+    """torch as nobody, its wheel's folder 0700, a lone shim in the working folder found through an empty
+    LD_LIBRARY_PATH entry (fix differential 3-9269): its preload by path passes over the closed folder, its NEEDED
+    meets the lone shim and its calls fail. The route records the closed folder though it found a shim, and the fix
+    of the failing calls opens it (torch then finds its own first), not the lone shim's install put back whole."""
+    from cudnnload.diagnose.inventory import judged_install_of
+
+    site = _wheel_site(tmp_path)
+    folder = site / "nvidia" / "cudnn" / "lib"
+    info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n\n")
+    (info / "RECORD").write_text("nvidia/cudnn/lib/libcudnn.so.9,,\nnvidia/cudnn/lib/libcudnn_graph.so.9,,\n")
+    lone = tmp_path / "work"
+    lone.mkdir()
+    os.link(lib_folder(NEW) / "libcudnn.so.9", lone / "libcudnn.so.9")
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(lone)})
+    closed = _closed_on_path([str(site)], 9, _Closed(folder))
+    torch = consumer(site=str(site))
+    got = Route(torch, str(lone / "libcudnn.so.9"), "libtorch_cuda.so NEEDs libcudnn.so.9", closed=closed,
+                kind="by-path")
+    install = judged_install_of(str(lone / "libcudnn.so.9"), ctx, "test")
+    served = serve(got, install, ctx, gpu=False, device_count=0, environ=BASE, python=None)
+    failing = [f for f in served.findings if f.code is Code.FRAMEWORK_CALLS_FAIL]
+    assert failing and all(f.fix.actions[0].do is ActionKind.CHMOD and f.fix.actions[0].path == str(folder)
+                           for f in failing), failing
+    # a shim the loader found in a wheel folder on sys.path is what it found first: nothing closed to record
+    assert not _fell_past_for(torch, str(folder / "libcudnn.so.9"), [str(site)])
+    assert _fell_past_for(torch, str(lone / "libcudnn.so.9"), [str(site)])
+
+
+def _fell_past_for(torch: Consumer, shim: str, site_paths: list[str]) -> bool:
+    from cudnnload.resolve.routes import _fell_past, consumer_load
+
+    return _fell_past(consumer_load(torch)[1], shim, site_paths)
+
+
 def test_a_preloaded_shim_wins_over_the_frameworks_own(tmp_path: Path) -> None:
     site = _wheel_site(tmp_path)
     old_shim = str(lib_folder(OLD) / "libcudnn.so.9")

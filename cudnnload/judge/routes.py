@@ -192,6 +192,10 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     rules = consumer_findings(consumer, release, install.major, environ=environ, device_count=device_count,
                               install_version=_wheel_version(install, graph), python=python)
     cure = _bundled_cure(route, install, environ, python) or _accepted(_cure(route, install, graph), consumer, python)
+    # a loader by path that passed over its wheel's folder, closed to this user, and fell to another shim: the folder
+    # opened, it finds its own first (the fix differential's 3-9269: torch as nobody, a lone shim in the working folder
+    # through an empty LD_LIBRARY_PATH entry; that shim's install "put back whole" fixed nothing of torch's)
+    opened = _opened(route.closed, consumer, python) if route.closed is not None else None
     source = _source(route, graph)
     findings = [replace(f, fix=cure or f.fix, message=f.message + source)
                 if f.code in _RELEASE_CODES and f.severity is ERROR else f for f in rules]
@@ -203,7 +207,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         reached.add(f"{install.folder}/{expected.cause}")
         if load is not None and load.path:
             reached.add(posixpath.normpath(load.path))
-        findings.append(_calls_fail(route, install, expected, cure, python))
+        findings.append(_calls_fail(route, install, expected, cure, python, opened))
     if any(f.code in _RELEASE_CODES for f in rules) and graph is not None:  # the release seen is graph's
         reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
@@ -384,7 +388,7 @@ def _earlier_entry(route: Route, install: Judged) -> Action | None:
 
 
 def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix | None,
-                python: str | None = None) -> Finding:
+                python: str | None = None, opened: Fix | None = None) -> Finding:
     consumer = route.consumer
     what = {"abort": "aborts", "sigbus": "kills the process (SIGBUS)", "hang": "hangs",
             "no-start": "cannot load the shim"}.get(str(expected.outcome), f"returns {expected.status}")
@@ -402,7 +406,7 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
     return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
                    f"({cause} of cuDNN in {install.folder})",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
-                   own or cure or fix(manual("see the findings about " + cause)))
+                   opened or own or cure or fix(manual("see the findings about " + cause)))
 
 
 def _accepted(repair: Fix | None, consumer: Consumer, python: str | None) -> Fix | None:

@@ -90,8 +90,9 @@ class Route:
     # the distribution whose wheel folder that is, (name, version): its pin may not allow it
     unsearched_holder: tuple[str, str] | None = None
     program_calls: tuple[str, ...] = ()
-    # when it finds none and no such folder is reachable: the first wheel folder on sys.path whose RECORD lists a
-    # shim of its major that this user cannot search into (`Closed`)
+    # when it finds none and no such folder is reachable, or a loader by path finds one only outside sys.path's
+    # wheel folders (`_fell_past`): the first wheel folder on sys.path whose RECORD lists a shim of its major that
+    # this user cannot search into (`Closed`)
     closed: Closed | None = None
     # when the shim is a copy its wheel bundles (CTranslate2's): the first wheel folder on sys.path holding a shim
     # of that copy's major, whose sub-libraries the bundled shim, alone in its folder, finds only by name
@@ -175,7 +176,8 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
         load.kind == "bundled" else None
     found = replace(found, survey=match, kind=load.kind if load else None, unsearched=unsearched,
                     unsearched_holder=_holder_of(unsearched) if unsearched is not None else None, beside=beside,
-                    closed=_closed_on_path(site_paths, major) if found.shim is None and unsearched is None else None,
+                    closed=_closed_on_path(site_paths, major) if unsearched is None and (
+                        found.shim is None or _fell_past(load, found.shim, site_paths)) else None,
                     program_calls=load.program_calls if load else ())
     entry = entry_holding(found.shim, site_paths) if found.shim else None
     if entry is not None and sources is not None and found.shim is not None:
@@ -343,6 +345,13 @@ def _holder_of(folder: str) -> tuple[str, str] | None:
     site = wheel_site(folder)
     holder = distribution_for(folder, cudnn_distributions((site,))) if site else None
     return (holder.name, holder.version) if holder is not None else None
+
+
+def _fell_past(load: CudnnLoad | None, shim: str, site_paths: Sequence[str]) -> bool:
+    """Whether a loader by path found ``shim`` only after its search of sys.path found none: it lies in no wheel
+    folder there (a copy on LD_LIBRARY_PATH its library's NEEDED met instead); a wheel folder closed to this user,
+    which the search passed over, comes first once open."""
+    return load is not None and load.kind == "by-path" and entry_holding(shim, site_paths) is None
 
 
 def _closed_on_path(site_paths: Sequence[str], major: int, access: Access | None = None) -> Closed | None:
