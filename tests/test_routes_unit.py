@@ -206,16 +206,22 @@ class _Closed(Access):
         return Unreachable(self.folder, True, 0, "root") if path.startswith(self.folder + "/") else None
 
 
-def test_a_wheel_folder_the_user_cannot_enter_is_recorded_and_opened_with_its_wheel_put_back(tmp_path: Path) -> None:
-    """torch's pinned wheel's folder 0700 to nobody (fix differential 1-1331): its search by path passes over it and
-    finds no cuDNN. The route records the folder and the distribution whose RECORD lists a shim there; the fix
-    opens it (as its owner) and puts the wheel back whole, not the reinstall alone, which leaves the mode."""
+def _recorded_site(tmp_path: Path) -> tuple[Path, Path]:
+    """A site holding torch's wheels, nvidia-cudnn-cu12 9.28 with a RECORD that lists its shim: the site and the
+    cuDNN folder."""
     site = _wheel_site(tmp_path)
-    folder = site / "nvidia" / "cudnn" / "lib"
     info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Name: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n\n")
     (info / "RECORD").write_text("nvidia/cudnn/lib/libcudnn.so.9,,\nnvidia/cudnn/lib/libcudnn_graph.so.9,,\n")
+    return site, site / "nvidia" / "cudnn" / "lib"
+
+
+def test_a_wheel_folder_the_user_cannot_enter_is_recorded_and_opened_with_its_wheel_put_back(tmp_path: Path) -> None:
+    """torch's pinned wheel's folder 0700 to nobody (fix differential 1-1331): its search by path passes over it and
+    finds no cuDNN. The route records the folder and the distribution whose RECORD lists a shim there; the fix
+    opens it (as its owner) and puts the wheel back whole, not the reinstall alone, which leaves the mode."""
+    site, folder = _recorded_site(tmp_path)
     closed = _closed_on_path([str(site)], 9, _Closed(folder))
     assert closed is not None and (closed.stop.path, closed.user) == (str(folder), 65534)
     assert closed.holder.name == "nvidia-cudnn-cu12" and _closed_on_path([str(site)], 8, _Closed(folder)) is None
@@ -242,12 +248,7 @@ def test_a_loader_by_path_that_passed_over_its_closed_wheel_folder_is_fixed_by_o
     of the failing calls opens it (torch then finds its own first), not the lone shim's install put back whole."""
     from cudnnload.diagnose.inventory import judged_install_of
 
-    site = _wheel_site(tmp_path)
-    folder = site / "nvidia" / "cudnn" / "lib"
-    info = site / "nvidia_cudnn_cu12-9.28.0.42.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Name: nvidia-cudnn-cu12\nVersion: 9.28.0.42\n\n")
-    (info / "RECORD").write_text("nvidia/cudnn/lib/libcudnn.so.9,,\nnvidia/cudnn/lib/libcudnn_graph.so.9,,\n")
+    site, folder = _recorded_site(tmp_path)
     lone = tmp_path / "work"
     lone.mkdir()
     os.link(lib_folder(NEW) / "libcudnn.so.9", lone / "libcudnn.so.9")
