@@ -267,6 +267,28 @@ def test_a_loader_by_path_that_passed_over_its_closed_wheel_folder_is_fixed_by_o
     assert _fell_past_for(torch, str(lone / "libcudnn.so.9"), [str(site)])
 
 
+def test_a_shim_cut_inside_a_segment_fails_a_framework_whatever_calls_it_makes(tmp_path: Path) -> None:
+    """torch's NEEDED meets a shim cut at 4096 bytes, inside a PT_LOAD segment (fix differential 3-9362): the load
+    itself kills the process (SIGBUS), before any of the functions torch calls; torch fails on it, and the shim's
+    errors are torch's, not warnings "their calls load it and work"."""
+    from cudnnload.diagnose.inventory import judged_install_of
+
+    folder = tmp_path / "lib"
+    shutil.copytree(lib_folder(NEW), folder, copy_function=os.link)
+    shim = folder / "libcudnn.so.9"
+    data = shim.read_bytes()[:4096]
+    shim.unlink()
+    shim.write_bytes(data)
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(folder)})
+    got = Route(consumer(), str(shim), "libtorch_cuda.so NEEDs libcudnn.so.9", kind="by-path")
+    served = serve(got, judged_install_of(str(shim), ctx, "test"), ctx, gpu=False, device_count=0, environ=BASE,
+                   python=None)
+    assert not served.works
+    (failing,) = [f for f in served.findings if f.code is Code.FRAMEWORK_CALLS_FAIL]
+    assert "libcudnn.so.9 kills the process (SIGBUS)" in failing.message
+    assert str(shim) in served.reached
+
+
 def _fell_past_for(torch: Consumer, shim: str, site_paths: list[str]) -> bool:
     from cudnnload.resolve.routes import _fell_past, consumer_load
 

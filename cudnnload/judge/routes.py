@@ -181,7 +181,9 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         return Served(route, install, None, (), (finding,), frozenset({posixpath.normpath(route.shim)}))
     prediction = predict_install(install, ctx, gpu=gpu)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
-    made = [e for e in prediction.expectations if calls is None or e.call.function in calls]
+    # the shim's own dlopen first, whatever else a framework calls: a shim that does not load (cut inside a segment:
+    # SIGBUS) fails every framework that NEEDs it (the fix differential's 3-9362: torch judged to work on it)
+    made = [e for e in prediction.expectations if calls is None or e.call.function in calls or e.call.kind == "dlopen"]
     # a call that fails for want of a driver or a GPU is the driver check's finding, not the framework's
     tolerated = TOLERATED.get(consumer.framework, frozenset())
     failing = tuple(e for e in made if call_fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu)
