@@ -267,6 +267,27 @@ def test_a_loader_by_path_that_passed_over_its_closed_wheel_folder_is_fixed_by_o
     assert _fell_past_for(torch, str(lone / "libcudnn.so.9"), [str(site)])
 
 
+def test_a_release_older_than_the_build_met_past_a_closed_wheel_folder_is_fixed_by_opening_it(tmp_path: Path) -> None:
+    """torch as nobody, its wheel's folder 0700, a partial copy of 9.0 first on LD_LIBRARY_PATH (fix differential
+    3-9138): torch refuses 9.0 as older than its build; the fix opens its own folder, where it finds its own first,
+    and does not only put the closed folder's wheel back, which leaves it closed."""
+    from cudnnload.diagnose.inventory import judged_install_of
+
+    site, folder = _recorded_site(tmp_path)
+    copy = tmp_path / "app" / "lib"
+    copy.mkdir(parents=True)
+    for name in ("libcudnn.so.9", "libcudnn_graph.so.9"):
+        os.link(lib_folder(OLD) / name, copy / name)
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(copy)})
+    torch = consumer(site=str(site), build=Release(9, 24, 0))
+    got = Route(torch, str(copy / "libcudnn.so.9"), "libtorch_cuda.so NEEDs libcudnn.so.9",
+                closed=_closed_on_path([str(site)], 9, _Closed(folder)), kind="by-path")
+    served = serve(got, judged_install_of(str(copy / "libcudnn.so.9"), ctx, "test"), ctx, gpu=False, device_count=0,
+                   environ=BASE, python=None)
+    (older,) = [f for f in served.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD]
+    assert older.fix.actions[0].do is ActionKind.CHMOD and older.fix.actions[0].path == str(folder), older.fix
+
+
 def test_a_shim_cut_inside_a_segment_fails_a_framework_whatever_calls_it_makes(tmp_path: Path) -> None:
     """torch's NEEDED meets a shim cut at 4096 bytes, inside a PT_LOAD segment (fix differential 3-9362): the load
     itself kills the process (SIGBUS), before any of the functions torch calls; torch fails on it, and the shim's

@@ -199,7 +199,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     # through an empty LD_LIBRARY_PATH entry; that shim's install "put back whole" fixed nothing of torch's)
     opened = _opened(route.closed, consumer, python) if route.closed is not None else None
     source = _source(route, graph)
-    findings = [replace(f, fix=cure or f.fix, message=f.message + source)
+    findings = [replace(f, fix=opened or cure or f.fix, message=f.message + source)
                 if f.code in _RELEASE_CODES and f.severity is ERROR else f for f in rules]
     loads = prediction.loads
     shim = install.file("shim")
