@@ -4,6 +4,7 @@ program alone (cudnnload/diagnose/scoped.py). Real wheels; a program gcc links a
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from cudnnload.diagnose.doctor import doctor
 from cudnnload.verdicts import Finding
 from tests.test_judge_fixes import BASE, W90, W928, folder_of
+from tests.wheels import lib_folder
 
 pytestmark = pytest.mark.wheels
 
@@ -361,6 +363,33 @@ def test_a_wheel_put_back_behind_a_copy_that_answers_first_keeps_the_preload_for
     [alone] = scoped([finding], env)
     assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}, alone.fix
     assert f"after it they would get {copy}/libcudnn.so.9" in alone.fix.text
+
+
+def test_a_wheel_put_back_behind_an_entry_the_same_fix_takes_away_answers_them_and_the_preload_goes(
+        tmp_path: Path) -> None:
+    """The layout above, but the fix takes the copy's entry away too (the fix differential's 3-8971: a folder of
+    links before the venv's, removed by the fix that puts the venv's wheel back): after it the wheel answers programs
+    by name whole, and the preload, kept for them, would hand them its own shim over the wheel's sub-libraries: it
+    goes for everyone with the rest of the fix."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    gone = site / "nvidia" / "cudnn" / "lib"
+    links = tmp_path / "links"
+    links.mkdir()
+    os.symlink(lib_folder(W928) / "libcudnn.so.9", links / "libcudnn.so.9")
+    shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": f"{links}:{gone}", "LD_PRELOAD": str(shim)}
+    reinstall = pip_install(["nvidia-cudnn-cu12>=9,<10"], options=["--force-reinstall"], target=str(site),
+                            python=str(tmp_path / "venv" / "bin" / "python"))
+    finding = Finding(Code.MISSING_FILE, "m", Subject(SubjectKind.FILE, str(gone / "libcudnn.so.9")),
+                      fix(reinstall, remove_entry("LD_PRELOAD", str(shim)),
+                          remove_entry("LD_LIBRARY_PATH", str(links))))
+    [kept] = scoped([finding], env)
+    assert kept == finding, kept.fix
 
 
 def test_a_preload_whose_removal_leaves_programs_by_name_no_whole_cudnn_either_way_goes_for_the_program_alone(

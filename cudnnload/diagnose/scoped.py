@@ -116,6 +116,13 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
         # folder and a link's, which gives them a whole cuDNN again)
         world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
         key = (gone, replaced, frozenset(world.items()))
+        # a fix that takes a preload away from everyone (`_preloads_kept`: it would be mixed with what the fix gives
+        # back) and gives back an entry that answers first once it is done (a wheel put back into it, a folder
+        # opened): programs by name get that cuDNN, whole, whatever the preload and the entries taken gave them (the
+        # fix differential's 3-8971: a folder of links before the venv's taken away, the venv's wheel put back)
+        unloads = any(a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and a.variable == "LD_PRELOAD"
+                      for a in finding.fix.actions)
+        gone = frozenset() if gone and unloads and _opens_for_them(finding.fix, now, environ) else gone
         if gone and key not in serves:
             serves[key] = _serves_others(gone, now, world, replaced)
         why = serves.get(key) if gone else None
@@ -379,7 +386,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
         if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
             out.append(finding)
             continue
-        if _opens_for_them(finding.fix, now):
+        if _opens_for_them(finding.fix, now, environ):
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
@@ -404,7 +411,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
     return tuple(out)
 
 
-def _opens_for_them(repair: Fix, now: Context) -> bool:
+def _opens_for_them(repair: Fix, now: Context, environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``repair`` gives back what programs asking for a shim by name search on ``LD_LIBRARY_PATH``: opens
     (``chmod``) a file or folder on an entry, or a folder above one; or puts a cuDNN wheel back (``pip install``)
     into the site whose ``nvidia/cudnn/lib`` is an entry. What they get there after the fix, the model cannot see
@@ -413,7 +420,11 @@ def _opens_for_them(repair: Fix, now: Context) -> bool:
     preload kept for them would only be mixed with it (its sub-libraries come from LD_LIBRARY_PATH before its own
     RUNPATH): it goes for everyone, as an entry that nobody can map today does (`_inert`; the fix differential's
     1-3074, opened; 8-10, a cuDNN 12 wheel put back under a preloaded CUDA 13 shim)."""
-    entries = [os.path.normpath(e) for e in now.linker.ld_library_path if os.path.isabs(e)]
+    # the entries left after the fix's own changes (``environ``: today's variables): one it takes away answers no
+    # one after it (the fix differential's 3-8971: a link's folder before the venv's, removed by the same fix)
+    dropped = {os.path.normpath(e) for e in _removed(repair, environ)} if environ is not None else set()
+    entries = [os.path.normpath(e) for e in now.linker.ld_library_path
+               if os.path.isabs(e) and os.path.normpath(e) not in dropped]
     for action in repair.actions:
         if action.do is ActionKind.CHMOD and action.path:
             opened = os.path.normpath(action.path)
