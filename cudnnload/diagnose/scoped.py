@@ -87,8 +87,7 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     if others is not None:
         findings = _sparing(findings, environ, others)
     settings = any(a.do is ActionKind.ENV_SET and a.variable == _VARIABLE for f in findings for a in f.fix.actions)
-    preloads = any(a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and a.variable == "LD_PRELOAD"
-                   for f in findings for a in f.fix.actions)
+    preloads = any(_unpreloads(a) for f in findings for a in f.fix.actions)
     if not settings and not preloads and not any(_removed(f.fix, environ) for f in findings):
         return findings
     # a program of no search paths of its own (as /usr/bin/env is): what LD_LIBRARY_PATH alone gives it
@@ -120,8 +119,7 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
         # back) and gives back an entry that answers first once it is done (a wheel put back into it, a folder
         # opened): programs by name get that cuDNN, whole, whatever the preload and the entries taken gave them (the
         # fix differential's 3-8971: a folder of links before the venv's taken away, the venv's wheel put back)
-        unloads = any(a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and a.variable == "LD_PRELOAD"
-                      for a in finding.fix.actions)
+        unloads = any(_unpreloads(a) for a in finding.fix.actions)
         gone = frozenset() if gone and unloads and _opens_for_them(finding.fix, now, environ) else gone
         if gone and key not in serves:
             serves[key] = _serves_others(gone, now, world, replaced)
@@ -381,8 +379,7 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
     opens a folder they search or puts a wheel back into one (`_opens_for_them`)."""
     out = []
     for finding in findings:
-        changes = [a for a in finding.fix.actions if a.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET)
-                   and a.variable == "LD_PRELOAD"]
+        changes = [a for a in finding.fix.actions if _unpreloads(a)]
         if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
             out.append(finding)
             continue
@@ -409,6 +406,11 @@ def _preloads_kept(findings: tuple[Finding, ...], environ: Mapping[str, str], no
             world = World(environ).after(*changes).environ
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {why}"))
     return tuple(out)
+
+
+def _unpreloads(action: Action) -> bool:
+    """Whether ``action`` takes an LD_PRELOAD entry, or the variable, away."""
+    return action.do in (ActionKind.ENV_REMOVE_ENTRY, ActionKind.ENV_UNSET) and action.variable == "LD_PRELOAD"
 
 
 def _opens_for_them(repair: Fix, now: Context, environ: Mapping[str, str] | None = None) -> bool:
