@@ -762,6 +762,40 @@ def test_a_failing_call_that_worked_with_an_earlier_release_is_a_regression_of_t
     assert ranked(text)[0] == family
 
 
+@pytest.mark.parametrize("words", [
+    "With torch.backends.cudnn.enabled = False the same model runs fine.",
+    "If I build without cuDNN (USE_CUDNN=0) it works.",
+    "It works without cudnn, so the input is valid.",
+])
+def test_a_call_that_runs_with_cudnn_turned_off_leans_to_the_release_not_the_inputs(words: str) -> None:
+    """The user's words that the same call runs with cuDNN turned off: its inputs are valid, cuDNN's handling of
+    them fails; a bug of the release gains, the caller's bad parameters lose."""
+    error = "RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM"
+    text = f"{error}\n{words}"
+    assert read(text).has("runs-without-cudnn") and not read(error).has("runs-without-cudnn")
+    assert ranked(text).index("known-bad-release") < ranked(error).index("known-bad-release")
+    assert ranked(text)[0] != "bad-param-usage"
+
+
+def test_cudnn_turned_off_in_words_that_say_nothing_ran_is_no_clue() -> None:
+    assert not read("Theano: cuDNN is disabled, cuDNN not available").has("runs-without-cudnn")
+
+
+@pytest.mark.parametrize(("path", "another_copy"), [
+    ("C:\\venv\\Lib\\site-packages\\torch\\lib\\cudnn_adv64_9.dll", True),
+    ("C:\\venv\\Lib\\site-packages\\nvidia\\cudnn\\bin\\cudnn_ops64_9.dll", True),
+    ("C:\\tools\\cudnn\\bin\\cudnn_adv64_9.dll", False),  # a folder of the user's: it can hold two releases
+])
+def test_a_packages_own_dll_that_meets_error_127_met_a_copy_another_package_loaded(path: str,
+                                                                                   another_copy: bool) -> None:
+    """Error 127 is a function missing from a DLL the one loaded binds to. A package's folder holds one release of its
+    DLLs, and Windows hands a later load the DLL already loaded under the same name: the copy another framework
+    loaded first is what it met."""
+    text = (f'OSError: [WinError 127] The specified procedure could not be found. Error loading "{path}" or one of '
+            "its dependencies.")
+    assert (ranked(text)[0] == "two-frameworks-conflict") is another_copy
+
+
 def test_a_load_that_worked_with_an_earlier_release_is_not_read_as_a_regression() -> None:
     text = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object "
             "file: No such file or directory\nit worked with mylib 2.3.1 but not with 2.4.0")

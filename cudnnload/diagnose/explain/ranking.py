@@ -510,6 +510,17 @@ def two_frameworks(reading: Reading, signal: Signal) -> str | None:
     return " and ".join(named) if len(named) > 1 else None
 
 
+def package_dll_met_another_copy(reading: Reading, signal: Signal) -> str | None:
+    """A package's own cuDNN DLL (one under site-packages: a framework's lib folder, an nvidia wheel's bin) failed
+    with Windows error 127, a function missing from a DLL it binds to. A package folder holds one release of its
+    DLLs; Windows hands every later load a DLL already loaded under the same name (the loaded-module list comes
+    before any folder): what it bound to is the copy another package loaded first."""
+    if signal.pattern != "windows-load" or not re.search(r"\b127\b|procedure could not be found", signal.error or ""):
+        return None
+    shown = re.search(r"site-packages[\\/][^\s\"']*?\.dll", signal.line, re.IGNORECASE)
+    return shown.group(0) if shown else None
+
+
 def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | None:
     """A Windows program with a cuDNN of 8.3 to 8.9 named ended with no message of its own (exit status 0xC0000409,
     a debugger's "Fatal program exit requested", "crashes without any error"): those releases load zlibwapi.dll when a
@@ -874,11 +885,20 @@ RULES: tuple[Rule, ...] = (
     Rule("two-frameworks-conflict", 2, "two frameworks are in the text, each with its own cuDNN", two_frameworks,
          VERSIONS),
     Rule("two-frameworks-conflict", 0.7, "two frameworks are in the text", two_frameworks, ("symbol-mismatch",)),
+    Rule("two-frameworks-conflict", 1.5, "a package's own cuDNN DLL met a function missing (Windows error 127): "
+         "Windows binds it to a DLL of the same name already loaded, a copy another package loaded first",
+         package_dll_met_another_copy),
     Rule("known-bad-release", 3, "the framework names the cuDNN release as broken", clue("known-bad")),
     # a regression between two releases, in a failure that is not a load: of cuDNN's releases where the text says
     # they are cuDNN's, else of the program's own
     Rule("known-bad-release", 2, "it worked with an earlier cuDNN release and fails with a later one",
          clue("cudnn-regression"), RUNTIME_KINDS),
+    # the same call runs with cuDNN turned off (cuDNN disabled, another engine): the inputs are valid, and what
+    # fails is cuDNN's handling of them, a bug of the release (fixed in a later one) more often than a limit
+    Rule("known-bad-release", 2, "the same call runs with cuDNN turned off: cuDNN's handling of it fails, not the "
+         "inputs", clue("runs-without-cudnn"), RUNTIME_KINDS),
+    Rule("bad-param-usage", -1.5, "the same call runs with cuDNN turned off: its inputs are valid",
+         clue("runs-without-cudnn"), RUNTIME_KINDS),
     Rule("framework-bug", 2, "it worked with an earlier release of the program and fails with a later one",
          program_regression, RUNTIME_KINDS),
     Rule("framework-bug", 1, "the program is a development build (a nightly, a build of its main branch): code not "

@@ -1162,6 +1162,14 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # native/cudnn/MHA.cpp, transformers/cuda/sdp_utils.cpp; torch 2.3 on, the default backend in 2.5.0 and taken
     # back in 2.5.1), new code whose failures were the framework's own in the tuning reports
     ("attention", r"scaled_dot_product_attention|\bSDPA\b|cudnn/MHA\.cpp|sdp_utils\.cpp|cudnn_attention"),
+    # the user says the same call runs with cuDNN turned off: cuDNN disabled (a build without it, PyTorch's
+    # torch.backends.cudnn.enabled = False), another engine (Caffe's engine: CAFFE): the call and its inputs are valid,
+    # cuDNN's handling of them is what fails
+    ("runs-without-cudnn", r"(?i)(?:\b(?:disabl\w*|without|turn\w* off|switch\w* off)\s+(?:the\s+)?cudnn\b"
+                           r"|cudnn\.enabled\s*=\s*False|\bengine\s*[:=]\s*caffe\b|USE_CUDNN\s*[:=]?\s*(?:0|OFF)\b)"
+                           r"[^\n]{0,80}?(?:\bworks?\b|\bworked\b|\bfine\b|disappear|\bruns?\b|no (?:more )?error"
+                           r"|\bsolve|\bfix)|\b(?:works?|worked|runs?|fine)\b[^\n]{0,40}?\b(?:without|disabl\w*)"
+                           r"\s+(?:the\s+)?cudnn\b"),
     ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
     ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
