@@ -762,6 +762,36 @@ def test_a_failing_call_that_worked_with_an_earlier_release_is_a_regression_of_t
     assert ranked(text)[0] == family
 
 
+_TF_LOAD_WARNING = ("2023-05-01 10:00:00.1: W tensorflow/tsl/platform/default/dso_loader.cc:66] Could not load dynamic "
+                    "library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or "
+                    "directory")
+
+
+@pytest.mark.parametrize(("ending", "its_own"), [
+    ("ValueError: Input 0 of layer dense is incompatible with the layer: expected axis -1 to have value 784", True),
+    ("KeyError: 'label'", True),
+    # an empty list of GPUs indexed after TensorFlow went on without them: the load is the cause
+    ("IndexError: list index out of range", False),
+    # words of the GPU: the program noticed what the load took away
+    ("AssertionError: no GPU available", False),
+    ("RuntimeError: shapes do not match", False),  # the frameworks' own type, which carries their cuDNN messages
+])
+def test_a_traceback_that_ends_in_the_programs_own_error_after_a_load_warning_is_not_blamed_on_loading(
+        ending: str, its_own: bool) -> None:
+    """TensorFlow logs a library it could not open and runs on the CPU: a traceback after it that ends in an error
+    of the program's own code (a shape, a key), naming no GPU, CUDA or library, is what stopped it; the load line
+    is beside the failure, and no cause about loading comes first."""
+    text = (f"{_TF_LOAD_WARNING}\nTraceback (most recent call last):\n  File \"train.py\", line 12, in <module>\n"
+            f"    model.fit(x, y)\n{ending}")
+    assert read(text).has("stopped-on-its-own-error") is its_own
+    assert (ranked(text)[0] not in LOADING) is its_own
+
+
+def test_an_error_of_the_programs_own_before_the_load_message_does_not_clear_the_load() -> None:
+    text = f"Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'x'\n{_TF_LOAD_WARNING}"
+    assert not read(text).has("stopped-on-its-own-error")
+
+
 @pytest.mark.parametrize("words", [
     "With torch.backends.cudnn.enabled = False the same model runs fine.",
     "If I build without cuDNN (USE_CUDNN=0) it works.",

@@ -956,6 +956,14 @@ RULES: tuple[Rule, ...] = (
            "fault, a driver too old, no usable GPU, no kernel image): the load message is not what stopped the "
            "program", either(*(clue(name) for name in WORDS_OF_ANOTHER_FAILURE)), FAILED_LOADS)
       for family in sorted(ABOUT_LOADING)),
+    # a load that failed, then a traceback ending in an exception of the program's own (a shape, a key, a name) that
+    # names no GPU, CUDA or library: the program went on past the load (TensorFlow logs it and runs on the CPU) and
+    # stopped on something else; the load message is beside the failure, not its cause
+    *(Rule(family, -2, "after the load message the program went on and stopped on an error of its own, which no "
+           "missing library brings about", clue("stopped-on-its-own-error"), FAILED_LOADS)
+      for family in sorted(ABOUT_LOADING)),
+    Rule("harmless-warning", 2.5, "the program went on past the load message and stopped on an error of its own: "
+         "the load message is beside the failure", clue("stopped-on-its-own-error"), FAILED_LOADS),
     # memory, driver, GPU: what a runtime error's lines around it show
     Rule("out-of-memory", 4, "the text says the GPU is out of memory", clue("out-of-memory")),
     Rule("out-of-memory", 1.5, "the text talks of GPU memory", clue("memory-hint")),

@@ -15,7 +15,7 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.diagnose.explain import catalog as messages
@@ -1463,6 +1463,38 @@ def _memory_at_failure(text: str) -> tuple[Clue, ...]:
     return (Clue("memory-exhausted", said),) if share < 0.05 else (Clue("memory-free", said),) if share >= 0.3 else ()
 
 
+# The exception that ended a Python traceback (Lib/traceback.py: "Traceback (most recent call last):", the frames,
+# then "TYPE: words" at the line's start), of a type the program's own code raises (a shape, a key, a name, a file of
+# its own) and in words that name no GPU, CUDA, cuDNN or library: where that is the last error of a text whose
+# message of a failed load came before it, the program went on past the load and stopped on something else. Not
+# IndexError (an empty list of GPUs indexed, after TensorFlow went on without them), nor OSError, ImportError or
+# RuntimeError, which carry the loaders' and the frameworks' own messages.
+_TRACEBACK = "Traceback (most recent call last)"
+_OWN_EXCEPTION = re.compile(r"(?m)^(?:[\w.]+\.)?(?:ValueError|TypeError|KeyError|AttributeError|NameError"
+                            r"|FileNotFoundError|ZeroDivisionError|NotImplementedError|AssertionError"
+                            r"|UnboundLocalError|RecursionError|JSONDecodeError|UnicodeDecodeError|KeyboardInterrupt)"
+                            r"\b(?::[^\n]*)?$")
+_ABOUT_GPU_OR_LIBRARY = re.compile(r"(?i)gpu|cuda|cudnn|cublas|nvidia|device|driver|\.so\b|\.dll\b|librar|\bload"
+                                   r"|dlopen|provider")
+_ANY_EXCEPTION = re.compile(r"(?m)^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::[^\n]*)?$")
+
+
+def _stopped_on_its_own_error(text: str, signals: Sequence[Signal]) -> tuple[Clue, ...]:
+    """"stopped-on-its-own-error" where the text's last exception ends a Python traceback that comes after its first
+    message, is of a type the program's own code raises, and names no GPU, CUDA or library (`_OWN_EXCEPTION`)."""
+    start = text.rfind(_TRACEBACK)
+    if start < 0 or not signals:
+        return ()
+    endings = list(_ANY_EXCEPTION.finditer(text, start))
+    last = endings[-1] if endings else None
+    if last is None or not _OWN_EXCEPTION.fullmatch(last.group(0)) or _ABOUT_GPU_OR_LIBRARY.search(last.group(0)):
+        return ()
+    first = text.find(signals[0].line.strip()[:200])
+    if first < 0 or first >= last.start() or any(last.group(0).strip() in signal.line for signal in signals):
+        return ()
+    return (Clue("stopped-on-its-own-error", last.group(0).strip()[:200]),)
+
+
 # PyTorch's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp): "Tried to allocate 20.00 MiB (GPU 0; 7.79
 # GiB total capacity; ...)", from 2.1 "... GPU 0 has a total capacity of 23.65 GiB of which ..."
 _TRIED = re.compile(r"Tried to allocate (?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGT])i?B")
@@ -1661,7 +1693,8 @@ def read(text: str) -> Reading:
                   if (found_clue := _affirmed(pattern, evidence)))
     if not any(clue.name == "large-tensor" for clue in clues) and (large := _large_shape(evidence)):
         clues += (Clue("large-tensor", large),)
-    clues += _memory_at_failure(evidence) + _allocation_beyond_gpu(evidence)
+    clues += _memory_at_failure(evidence) + _allocation_beyond_gpu(evidence) + _stopped_on_its_own_error(evidence,
+                                                                                                         unique)
     names = {clue.name for clue in clues}
     platform = next((name for name in ("wsl", "windows", "macos", "linux") if name in names), None)
     majors = [major for signal in unique for name in (signal.failed, signal.library) if name
