@@ -1167,9 +1167,12 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # cuDNN's handling of them is what fails
     ("runs-without-cudnn", r"(?i)(?:\b(?:disabl\w*|without|turn\w* off|switch\w* off)\s+(?:the\s+)?cudnn\b"
                            r"|cudnn\.enabled\s*=\s*False|\bengine\s*[:=]\s*caffe\b|USE_CUDNN\s*[:=]?\s*(?:0|OFF)\b)"
-                           r"[^\n]{0,80}?(?:\bworks?\b|\bworked\b|\bfine\b|disappear|\bruns?\b|no (?:more )?error"
-                           r"|\bsolve|\bfix)|\b(?:works?|worked|runs?|fine)\b[^\n]{0,40}?\b(?:without|disabl\w*)"
-                           r"\s+(?:the\s+)?cudnn\b"),
+                           r"(?:(?!\bstill\b|\bsame (?:error|issue|problem|crash)|n't\b|\bnot\b|\bno longer\b)"
+                           r"[^\n]){0,80}?"
+                           r"(?:\bworks?\b|\bworked\b|\bfine\b|disappear|\bno (?:more )?errors?\b|\bsolve[sd]?\b"
+                           r"|\bfixe[sd]\b|\bruns? (?:fine|well|ok)\b)"
+                           r"|(?<!n't )(?<!not )\b(?:works?|worked|runs? (?:fine|well|ok))\b[^\n]{0,40}?"
+                           r"\b(?:without|disabl\w*)\s+(?:the\s+)?cudnn\b"),
     ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
     ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
