@@ -26,6 +26,7 @@ from cudnnload.diagnose.explain import gpus
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
     CUDNN_CLASSES,
+    PROCEDURE_MISSING,
     Reading,
     Signal,
     dotted,
@@ -515,7 +516,7 @@ def package_dll_met_another_copy(reading: Reading, signal: Signal) -> str | None
     with Windows error 127, a function missing from a DLL it binds to. A package folder holds one release of its
     DLLs; Windows hands every later load a DLL already loaded under the same name (the loaded-module list comes
     before any folder): what it bound to is the copy another package loaded first."""
-    if signal.pattern != "windows-load" or not re.search(r"\b127\b|procedure could not be found", signal.error or ""):
+    if signal.pattern != "windows-load" or not PROCEDURE_MISSING.search(signal.error or ""):
         return None
     shown = re.search(r"site-packages[\\/][^\s\"']*?\.dll", signal.line, re.IGNORECASE)
     return shown.group(0) if shown else None

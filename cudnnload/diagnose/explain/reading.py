@@ -164,6 +164,11 @@ _VERSION_NOT_FOUND = re.compile(r"(?<![^\s:'\"`()\[\]])(?P<dep>[^\s:'\"`()\[\]]+
                                 r"`(?P<version>(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+)' not found")
 
 
+# Windows error 127 (ERROR_PROC_NOT_FOUND) by its code or its English words: a DLL was found, a function it binds to
+# was not in the DLL of that name already loaded
+PROCEDURE_MISSING = re.compile(r"\b127\b|procedure could not be found")
+
+
 def _failed_in(error: str | None, default: str | None) -> tuple[str | None, str]:
     """The library an Error: part names, and how it failed: "missing", "undefined-symbol", "too-old"."""
     if error:
@@ -173,7 +178,7 @@ def _failed_in(error: str | None, default: str | None) -> tuple[str | None, str]
             return found.group("lib"), "undefined-symbol"
         if (found := _CANNOT_OPEN.search(error)):
             return found.group("lib"), "missing"
-        if re.search(r"\b127\b|procedure could not be found", error):
+        if PROCEDURE_MISSING.search(error):
             return default, "undefined-symbol"
     return default, "missing"
 
@@ -1489,13 +1494,16 @@ def _stopped_on_its_own_error(text: str, signals: Sequence[Signal]) -> tuple[Clu
     if start < 0 or not signals:
         return ()
     endings = list(_ANY_EXCEPTION.finditer(text, start))
-    last = endings[-1] if endings else None
-    if last is None or not _OWN_EXCEPTION.fullmatch(last.group(0)) or _ABOUT_GPU_OR_LIBRARY.search(last.group(0)):
+    if not endings:
+        return ()
+    last = endings[-1]
+    ending = last.group(0).strip()
+    if not _OWN_EXCEPTION.fullmatch(last.group(0)) or _ABOUT_GPU_OR_LIBRARY.search(ending):
         return ()
     first = text.find(signals[0].line.strip()[:200])
-    if first < 0 or first >= last.start() or any(last.group(0).strip() in signal.line for signal in signals):
+    if first < 0 or first >= last.start() or any(ending in signal.line for signal in signals):
         return ()
-    return (Clue("stopped-on-its-own-error", last.group(0).strip()[:200]),)
+    return (Clue("stopped-on-its-own-error", ending[:200]),)
 
 
 # PyTorch's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp): "Tried to allocate 20.00 MiB (GPU 0; 7.79
