@@ -10,6 +10,7 @@ as usual. The pairs are the verbs of seed 2's breaking cases at d5afc21 (session
 each with ``ld-preload-other``. Session 20 found its breaks here (7-7, 7-41, 7-60, 8-10, 8-11, ...) and mended them
 before seed 2 ran again. Seed 9 pairs a start-up load (a ``.pth`` or ``sitecustomize`` that maps a cuDNN) with a
 preload, and adds one or two of ``STARTUP_THIRD`` (the verbs of seed 2's last breaking case, 2-927, at de54f64).
+Seed 10 pairs ``copy-into-torch-lib`` with a breakage of the venv's cuDNN (`TORCH_LIB`), on the torch base.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import bench_fix_differential as bench  # noqa: E402
 
+import fixtures.fixdiff.bases as bases  # noqa: E402
 import fixtures.fixdiff.grammar as grammar  # noqa: E402
 import fixtures.fixdiff.runner as runner  # noqa: E402
 
@@ -34,6 +36,11 @@ COMBOS = [("pip-uninstall-cudnn", "ld-preload-other"), ("partial-copy-on-path", 
 STARTUP = [("pth-ctypes-load", "ld-preload-other"), ("sitecustomize-load", "ld-preload-other"),
            ("pth-ctypes-load", "ld-preload-by-name"), ("pth-sys-path-first", "ld-preload-other")]
 STARTUP_THIRD = ["pip-install-other-release", "unreadable-sublibrary", "pip-install-other-cuda", "pip-uninstall-cudnn"]
+# seed 10 (session 39): cuDNN copied into torch/lib, where libtorch_cuda.so's RPATH ends (``$ORIGIN``), with a
+# breakage of the venv's own cuDNN that sends torch there; always on the torch base
+TORCH_LIB = [("copy-into-torch-lib", other) for other in (
+    "pip-uninstall-cudnn", "delete-sublibrary", "truncate-file", "copy-shim-other-release", "pip-install-other-release",
+    "unreadable-sublibrary", "pip-uninstall-partial", "ldlp-other-release")]
 _drawn = grammar.draw
 
 
@@ -42,7 +49,10 @@ def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[gramm
     if seed < FIRST_CHOSEN:
         return rng, base, verbs
     by_name = {v.name: v for v in grammar.GRAMMAR}
-    pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP}.get(seed, COMBOS)
+    pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP, FIRST_CHOSEN + 3: TORCH_LIB}.get(seed,
+                                                                                                       COMBOS)
+    if seed == FIRST_CHOSEN + 3:
+        base = bases.by_name("torch")
     combo = pairs[index % len(pairs)]
     chosen = [by_name[name] for name in combo]
     order = random.Random(f"targeted:{seed}:{index}")

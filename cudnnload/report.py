@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterable
@@ -349,8 +350,11 @@ def capabilities_markdown(statuses: tuple[BackendStatus, ...]) -> str:
 def report_text(report: Report) -> str:
     """``cudnnload doctor``: what was diagnosed, a line per check, then every finding with what the user
     will see and the fix."""
+    theirs = [use for use in report.frameworks if use.shim]  # with none of its own, what its frameworks get
     loads = f"cuDNN {report.release or '(release unknown)'} from {report.chosen}" if report.chosen else \
-        "no cuDNN"
+        "no cuDNN of its own; " + "; ".join(
+            f"{use.distribution} {use.version} gets {f'cuDNN {use.release}' if use.release else 'a cuDNN'} from "
+            f"{posixpath.dirname(use.shim or '')}" for use in theirs) if theirs else "no cuDNN"
     head = f"cudnnload doctor: {loads}" if report.target.kind == "environment" else \
         f"cudnnload doctor: {report.target.description}\n  loads {loads}"
     lines = [head]

@@ -245,6 +245,28 @@ def test_every_wording_is_recognised_as_its_kind(text: str, pattern: str, kind: 
     assert primary is not None and (primary.pattern, primary.kind) == (pattern, kind)
 
 
+@pytest.mark.parametrize("text", [
+    "Could not load symbol cublasGetSmCountTarget from libcublas.so.11. Error: /usr/local/cuda/lib64/libcublas.so.11: "
+    "undefined symbol: cublasGetSmCountTarget",
+    "Could not load symbol cublasGetSmCountTarget from cublas64_11.dll. Error code 127",
+])
+def test_a_cublas_function_cudnn_8_looks_up_in_vain_is_only_a_warning(text: str) -> None:
+    """cuDNN 8 looks up cublasGetSmCountTarget, which an older cuBLAS 11 lacks, says so and goes on (the programs
+    of nanoporetech/medaka#472, auspicious3000/SpeechSplit#73, babysor/MockingBird#735 ran on): a warning, said
+    once, with the older cuBLAS next; never two cuDNN releases mixed."""
+    primary = read(text).primary
+    assert primary is not None and (primary.pattern, primary.kind, primary.warning) == (
+        "could-not-load-symbol", "warning", True)
+    assert ranked(text)[:2] == ["harmless-warning", "cublas-missing-or-wrong"]
+    title = explain(text).causes[0].title
+    assert title.startswith("this is only a warning: cublasGetSmCountTarget is missing") and title.count("warning") == 1
+
+
+def test_a_cudnn_function_missing_from_a_windows_dll_is_a_symbol_mismatch() -> None:
+    primary = read("Could not load symbol cudnnGetVersion from cudnn_ops_infer64_8.dll. Error code 127").primary
+    assert primary is not None and (primary.pattern, primary.kind) == ("could-not-load-symbol", "symbol-mismatch")
+
+
 def test_a_windows_error_is_read_as_windows_with_its_cudnn_major() -> None:
     for text, major in (("Could not load library cudnn_ops_infer64_8.dll. Error code 126", 8),
                         ("Could not locate cudnn_ops64_9.dll.", 9), ("Could not find 'cudnn64_7.dll'.", 7)):

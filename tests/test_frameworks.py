@@ -451,3 +451,91 @@ def test_a_debian_dist_packages_folder_is_its_system_pythons(site: str, interpre
 
     monkeypatch.setattr(os, "access", lambda path, mode: path == interpreter)
     assert system_interpreter_of(site) == interpreter
+
+
+@pytest.fixture(scope="module")
+def libtorch_cuda_bundling(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """torch 1.x's libtorch_cuda.so as its wheels built it: DT_NEEDED libcudnn.so.8 and DT_RPATH ``$ORIGIN``,
+    the folder where those wheels bundled cuDNN 8 (pytorch/builder's manywheel copied libcudnn*.so.8 and
+    cuBLAS 11 into torch/lib under their own names)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the stand-in for libtorch_cuda.so")
+    folder = tmp_path_factory.mktemp("libtorch8")
+    source = folder / "empty.c"
+    source.write_text("int cudnnload_test_symbol;\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", folder / "libcudnn.so.8", source, "-Wl,-soname,libcudnn.so.8"],
+                   check=True)
+    built = folder / "libtorch_cuda.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", built, source, "-Wl,--no-as-needed", "-Wl,--disable-new-dtags",
+                    "-Wl,-rpath,$ORIGIN", f"-L{folder}", "-l:libcudnn.so.8"], check=True)
+    return built
+
+
+BUNDLED_TORCH = """
+import ctypes, sys
+ctypes.CDLL(sys.argv[1])  # libtorch_cuda.so: its DT_NEEDED brings the bundled shim through its DT_RPATH
+print(ctypes.CDLL("libcudnn.so.8").cudnnGetVersion())
+print(next(line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith("/libcudnn.so.8")),
+      flush=True)
+for check in ("cudnnOpsInferVersionCheck", "cudnnCnnInferVersionCheck"):  # what torch's first convolution calls
+    print(check, getattr(ctypes.CDLL("libcudnn.so.8"), check)(), flush=True)
+"""
+
+
+def test_a_torch_that_bundles_its_cudnn_is_judged_on_that_copy_and_healthy_once_its_fix_is_applied(
+        libtorch_cuda_bundling: Path, tmp_path: Path) -> None:
+    """torch 1.13.1+cu117 as download.pytorch.org shipped it: cuDNN 8.5 and cuBLAS 11 in torch/lib, reached by
+    libtorch_cuda.so's RPATH, and no nvidia-cudnn wheel. torch gets that copy; its first call aborts where no
+    libnvrtc.so is found, as the real loader does; with the fix applied (NVRTC 11 linked as libnvrtc.so beside it)
+    the real program gets 8.5.0 from torch/lib and doctor finds nothing wrong. The copy is one of the machine's
+    installs ("bundled with torch 1.13.1+cu117"), never "no cuDNN shim is reachable" and a cuDNN 9 wheel to install
+    (before: both, and torch's copy in no listing)."""
+    from cudnnload.report import report_text
+    from tests.test_opened_at_load import _unpacked
+
+    site = tmp_path / "site"
+    lib = site / "torch" / "lib"
+    lib.mkdir(parents=True)
+    for folder in (lib_folder("cu11-8.5.0.96"), _unpacked("nvidia-cublas-cu11-11.11.3.6", "nvidia/cublas/lib")):
+        for path in folder.iterdir():
+            if path.name.startswith(("libcudnn", "libcublas")):
+                os.link(path, lib / path.name)
+    shutil.copy(libtorch_cuda_bundling, lib / "libtorch_cuda.so")
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "_C.py").write_text(TORCH_C.replace("(9, 28, 0)", "(8, 5, 0)"))
+    info = site / "torch-1.13.1+cu117.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 1.13.1+cu117\n")
+    (info / "RECORD").write_text("".join(f"{p.relative_to(site)},,\n" for p in sorted(site.rglob("*"))
+                                         if p.is_file()))
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+
+    def real() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", BUNDLED_TORCH, str(lib / "libtorch_cuda.so")], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    before, report = real(), doctor(env, site_paths=[str(site)])
+    said = "Could not load library libcudnn_ops_infer.so.8. Error: libnvrtc.so: cannot open shared object file"
+    assert before.returncode == -6 and said in before.stderr, before
+    assert torch_check(report).startswith(f"torch 1.13.1+cu117 gets cuDNN 8.5.0 from {lib}"), torch_check(report)
+    # cuBLASLt 11 dlopens libnvrtc.so as it loads (the install's finding), so torch's first call aborts (torch's)
+    failing = {f.code: f for f in report.findings if f.severity == "error" and f.code is not Code.NO_DRIVER}
+    assert set(failing) == {Code.MISSING_DEPENDENCY, Code.FRAMEWORK_CALLS_FAIL}, failing
+    assert said in failing[Code.FRAMEWORK_CALLS_FAIL].message, failing
+    assert all("/torch/lib/libnvrtc.so" in (f.fix.actions[0].text or "") for f in failing.values()), failing
+    nvrtc = _unpacked("nvidia-cuda-nvrtc-cu11-11.8.89", "nvidia/cuda_nvrtc/lib")
+    (lib / "libnvrtc.so").symlink_to(next(nvrtc.glob("libnvrtc.so.11.*")))
+    after, report = real(), doctor(env, site_paths=[str(site)])
+    assert after.stdout.split()[:4] == ["8500", str(lib / "libcudnn.so.8"), "cudnnOpsInferVersionCheck", "0"], after
+    # cnn_infer 8.5 dlopens the driver's libcuda.so: without a driver the real one aborts there, and so says doctor
+    driver = "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file"
+    if driver in after.stderr:
+        assert after.returncode == -6, after
+        (failing,) = [f for f in report.findings if f.severity == "error" and f.code is not Code.NO_DRIVER]
+        assert failing.code is Code.FRAMEWORK_CALLS_FAIL and driver in failing.message, failing
+    else:
+        assert after.returncode == 0 and after.stdout.split()[4:] == ["cudnnCnnInferVersionCheck", "0"], after
+        assert errors(report) == [], [f.message for f in report.findings]
+    installs = next(c for c in report.checks if c.name == "installs")
+    assert installs.summary == "1 found; will load cuDNN 8.5.0 (bundled with torch 1.13.1+cu117)", installs
+    assert report_text(report).splitlines()[0] == f"cudnnload doctor: cuDNN 8.5.0 from {lib}"

@@ -195,6 +195,11 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                      else "warn" if s.route.shim is None else "ok", s.summary) for s in served]
     if install is None and served and not any(s.route.uses_cudnn for s in served):  # none of them uses a cuDNN
         findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
+    elif install is None and (own := _served_by_their_own(served)):
+        findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
+        checks[0] = Check("installs", "info", "no cuDNN this Python finds by itself; "
+                          + "; ".join(f"{s.route.consumer.label} uses the one in {s.install.folder}"
+                                      for s in own if s.install is not None))
     checks += [Check(b.framework, "warn", f"{b.label} is a {b.platform} build without CUDA: it uses no cuDNN")
                for b in builds]
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
@@ -299,6 +304,14 @@ def _clearable(blocker: Finding) -> bool:
 def _cleared(blocker: Finding, world: World) -> bool:
     """Whether ``world`` has ``blocker``'s own change made already (making it again changes nothing)."""
     return _clearable(blocker) and world.after(*blocker.fix.actions) == world
+
+
+def _served_by_their_own(served: Sequence[Served]) -> tuple[Served, ...]:
+    """The frameworks that use cuDNN, when each of them finds one (a copy its own wheel bundles and reaches by its
+    RPATH, as torch 1.x's did): that this Python finds no cuDNN by itself is then no fault, and a cuDNN installed
+    for it no fix (what fails on a framework's copy, its own findings say); () when any of them finds none."""
+    own = tuple(s for s in served if s.route.uses_cudnn)
+    return own if all(s.route.shim is not None and s.install is not None for s in own) else ()
 
 
 def _no_cudnn(resolved: Resolved) -> Finding:

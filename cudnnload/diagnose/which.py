@@ -33,6 +33,7 @@ from cudnnload.judge.which import Which, about, not_found, only_by_path, request
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
 from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
+from cudnnload.resolve.consumers import bundled_folders
 from cudnnload.resolve.discovery import (
     Context,
     Step,
@@ -149,14 +150,16 @@ def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Request
     res = linker.resolve(shim.soname, linker.Chain((consumer_req,)) if consumer_req else None, ctx.linker)
     if res.path:
         return make_step("shim", asker, (shim.soname,), res, os.path.dirname(res.path), ctx)
-    # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path.
-    for dist in cudnn_distributions(sys.path if site_paths is None else site_paths):
-        for folder in dist.lib_folders:
-            path = os.path.join(folder, shim.soname)
-            if os.path.exists(path):
-                rule = f"by-path (pip wheel {dist.name} {dist.version}; not on any linker path)"
-                return make_step("shim", asker, (shim.soname,), res, folder, ctx,
-                                 found=(path, rule))
+    # Not on any linker path: frameworks (PyTorch, JAX) load the pip wheel's shim by absolute path, or reach the
+    # copy their own wheel bundles through their RPATH (torch 1.x)
+    sites = sys.path if site_paths is None else site_paths
+    held = [(folder, f"pip wheel {dist.name} {dist.version}") for dist in cudnn_distributions(sites)
+            for folder in dist.lib_folders]
+    for folder, whose in [*held, *bundled_folders(sites)]:
+        path = os.path.join(folder, shim.soname)
+        if os.path.exists(path):
+            return make_step("shim", asker, (shim.soname,), res, folder, ctx,
+                             found=(path, f"by-path ({whose}; not on any linker path)"))
     return make_step("shim", asker, (shim.soname,), res, None, ctx)
 
 

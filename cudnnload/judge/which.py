@@ -50,7 +50,7 @@ def not_found(gen: Generation, requested_by: str | None, repair: Fix, *, generic
 
 def only_by_path(gen: Generation, shim: Step) -> Finding:
     return Finding(Code.ONLY_BY_PATH, f"{gen.shim.soname} is not on any linker search path; it is found only by "
-                   "programs that load it by absolute path (PyTorch, JAX do)",
+                   "programs that load it by absolute path (PyTorch, JAX do) or whose own RPATH names its folder",
                    Subject(SubjectKind.FILE, shim.path, "shim"))
 
 

@@ -386,6 +386,31 @@ def _surveyed_source(dist: _Installed | Consumer) -> _Source | None:
     return _Source(name, folders)
 
 
+_SHIM_NAME = re.compile(r"libcudnn\.so\.\d+(?:\.\d+)*")
+
+
+def bundled_folders(paths: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The library folders of the frameworks installed on ``paths`` that hold a cuDNN shim under its own name,
+    each with the distribution that put it there (torch 1.x's wheels bundled cuDNN 8 in torch/lib, beside
+    libtorch_cuda.so's RPATH ``$ORIGIN``). A copy under auditwheel's hashed name (CTranslate2's) is no such
+    folder: its framework's route finds it. Only the known frameworks' folders are listed (a few stat calls a
+    site: `cudnnload.find()` stays ~20 ms)."""
+    found: dict[str, str] = {}
+    for site in paths:
+        for name, source in SOURCES.items():
+            for part in source.folders:
+                folder = os.path.join(site or ".", part)
+                try:
+                    names = os.listdir(folder)
+                except OSError:
+                    continue
+                if folder not in found and any(_SHIM_NAME.fullmatch(each) for each in names):
+                    dist = next((d for d in _installed([site]) if d.name == name), None)
+                    if dist is not None:
+                        found[folder] = f"bundled with {dist.name} {dist.version}"
+    return tuple(found.items())
+
+
 def _source_of(dist: _Installed | Consumer) -> _Source:
     name = dist.name if isinstance(dist, _Installed) else dist.distribution
     return SOURCES.get(name) or _surveyed_source(dist) or _Source(name, ())

@@ -39,7 +39,7 @@ from cudnnload.resolve.catalog import (
     opens_entry,
     parse_release,
 )
-from cudnnload.resolve.consumers import site_pins
+from cudnnload.resolve.consumers import bundled_folders, site_pins
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
@@ -1267,6 +1267,7 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
         search_ctx = SearchContext(ctx.environ, ctx.linker, system=True if system is None else system,
                                    distributions=dists)
         origins += search(search_ctx)
+        origins += [Origin(folder, via) for folder, via in bundled_folders(sites)]
     installs: list[Install] = []
     unknown: list[str] = []
     seen: set[tuple[str, int]] = set()

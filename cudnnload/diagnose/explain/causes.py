@@ -488,8 +488,8 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "the framework hands cuDNN a wrong descriptor, stride, workspace or layout in one of its releases",
            "the same code works with the previous or next release of the framework",
            _manual("upgrade the framework to the release that fixes it (or use the one before the regression)")),
-    Family("harmless-warning", lambda r, s: "this is only a warning" + (f": {s.meaning}" if s is not None and
-                                                                        s.warning else ""),
+    Family("harmless-warning", lambda r, s: "this is only a warning" + (
+        f": {s.meaning.removeprefix('only a warning: ')}" if s is not None and s.warning else ""),
            "the line is printed as a warning or for information; the program goes on, and whatever fails (if "
            "anything does) has another cause, usually on another line",
            "the program's own result: does it run? Look for an error line other than this one",

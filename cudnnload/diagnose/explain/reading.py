@@ -222,8 +222,9 @@ def _could_not_load_library(found: re.Match[str]) -> Signal | None:
 
 def _could_not_locate(found: re.Match[str]) -> Signal | None:
     library = found.group("lib")
-    return _load_signal("could-not-locate", found, "the cuDNN 8 Windows DLLs: the file was found on no folder of "
-                        "the DLL search path", library, None, f"{library} is on no folder Windows searches")
+    return _load_signal("could-not-locate", found, "the cuDNN Windows DLLs (cudnn64_8.dll, cudnn64_9.dll): the file "
+                        "was found on no folder of the DLL search path", library, None,
+                        f"{library} is on no folder Windows searches")
 
 
 def _unable_to_load_any(found: re.Match[str]) -> Signal | None:
@@ -253,14 +254,24 @@ def _invalid_handle(found: re.Match[str]) -> Signal | None:
 
 
 def _could_not_load_symbol(found: re.Match[str]) -> Signal | None:
-    error = found.group("error")
+    function = found.group("function")
+    error = found.group("error") if found.group("code") is None else f"Error code {found.group('code')}"
+    if function.startswith("cublas") and not function.startswith("cublasLt"):
+        # cuDNN 8 looks up a cuBLAS function newer cuBLAS 11 releases added (cublasGetSmCountTarget): a cuBLAS older
+        # than the one it was built with lacks it, cuDNN says so and goes on ("the pipeline runs despite the
+        # error": nanoporetech/medaka#472, auspicious3000/SpeechSplit#73, babysor/MockingBird#735)
+        return Signal("could-not-load-symbol", "warning", _line(found), "the cuDNN 8 shim ('Could not load symbol %s "
+                      "from %s'), about a cuBLAS function", f"only a warning: {function} is missing from the cuBLAS "
+                      f"loaded ({found.group('lib') or 'libcublas'}), older than the one cuDNN was built with; cuDNN "
+                      "goes on without it", found.group("lib"), found.group("lib"), error,
+                      families=("harmless-warning", "cublas-missing-or-wrong"), warning=True)
     signal = _load_signal("could-not-load-symbol", found, "the cuDNN shims (8: 'Could not load symbol %s from %s', "
                           "9: 'Could not load symbol %s'): a library lacks a function", found.group("lib"), error,
-                          f"{found.group('function')} is missing from the cuDNN library that was loaded")
+                          f"{function} is missing from the cuDNN library that was loaded")
     if signal is None or signal.kind == "cudnn-not-found":  # the symbol itself is missing: another release
         failed, _ = _failed_in(error, found.group("lib"))
         return Signal("could-not-load-symbol", "symbol-mismatch", _line(found), "the cuDNN shims",
-                      f"{found.group('function')} is missing from the cuDNN library that was loaded",
+                      f"{function} is missing from the cuDNN library that was loaded",
                       found.group("lib"), failed, error)
     return signal
 
@@ -560,8 +571,9 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("could-not-load-library", re.compile(
         r"[Cc]ould not load library \"?(?P<lib>[^\s\"]+?)\"?(?:\.[ \t]*(?:\r?\n[ \t]*)?Error: (?P<error>[^\n]*)"
         r"|\. Error code (?P<code>\d+)|\. NULL Error|\.?(?=\s|$))"), "cuDNN 8", _could_not_load_library),
-    # cuDNN 8 Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll too)
-    Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN 8", _could_not_locate),
+    # cuDNN 8 and 9 on Windows: "Could not locate %s. Please make sure it is in your library path!" (zlibwapi.dll
+    # too; cudnn_ops64_9.dll beside "Invalid handle. Cannot load symbol ...")
+    Pattern("could-not-locate", re.compile(r"Could not locate (?P<lib>[\w.-]+\.dll)"), "cuDNN", _could_not_locate),
     # the same shim's second line, pasted alone: "Please make sure %s is in your library path!"
     Pattern("make-sure-in-path", re.compile(r"Please make sure (?P<lib>[\w-]{1,60}\.(?:dll|so(?:\.\d+){0,3})) is in "
                                             r"your library path"), "cuDNN 8", _could_not_locate),
@@ -574,8 +586,10 @@ PATTERNS: tuple[Pattern, ...] = (
             _invalid_handle),
     # libcudnn.so.8: "Could not load symbol %s from %s. Error: %s"; libcudnn.so.9: "Could not load symbol %s.
     # Error: %s"
+    # the Windows DLLs of cuDNN 8: "Could not load symbol %s from %s. Error code %d" (GetLastError())
     Pattern("could-not-load-symbol", re.compile(r"Could not load symbol (?P<function>\w+)(?: from (?P<lib>\S+?))?\."
-                                                r" Error: (?P<error>[^\n]*)"), "cuDNN", _could_not_load_symbol),
+                                                r"(?: Error: (?P<error>[^\n]*)| Error code (?P<code>\d+))"), "cuDNN",
+            _could_not_load_symbol),
     # libcudnn_graph.so.9 (9.28): "Cannot load CUDA driver library (libcuda.so.1 / libcuda.so). Ensure the NVIDIA
     # driver is installed ..." and "Could not open libnvrtc for runtime linking. ..."
     Pattern("graph-driver", re.compile(r"Cannot load CUDA driver library \(libcuda\.so\.1 / libcuda\.so\)"),
