@@ -1079,3 +1079,33 @@ def test_a_program_run_by_path_beside_a_relative_entry_gets_the_whole_repair() -
     ./lib first and the process still mapped cuDNN from two folders; the model's whole repair comes first, and the
     app works."""
     _fixed_without_breaks(7204, ["app"], lambda j: j.said.consumer == "app-path", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_torch_on_a_partial_copy_in_torch_lib_after_its_wheel_went_gets_its_pinned_wheel_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The venv's cuDNN wheel uninstalled, then 9.28's shim, cnn and runtime-compiled engines copied into torch/lib
+    (fix differential 10-32, `bench/fixdiff_targeted.py --seed 10`): libtorch_cuda.so's RPATH ends in ``$ORIGIN``,
+    so torch takes that shim and dies ("Invalid handle. Cannot load symbol cudnnGetVersion"). The copy's own fix is
+    a person's ("put back the complete cuDNN 9 in torch/lib"); the wheel torch pins, which its RPATH finds first,
+    is the fix now, and applied, torch runs (before: only manual, in both forms)."""
+    import fixtures.fixdiff.grammar as grammar
+
+    _base("torch")
+    drawn = grammar.draw
+
+    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
+        return drawn(seed, index)[0], bases.by_name("torch"), [verb("pip-uninstall-cudnn"),
+                                                               verb("copy-into-torch-lib")]
+
+    monkeypatch.setattr(grammar, "draw", chosen)
+    monkeypatch.setattr(runner, "draw", chosen)
+    verdict = runner.differential(10, 32, ["torch"])
+    assert verdict.error is None, verdict.error
+    assert not verdict.runs["torch"].works
+    assert any("Invalid handle. Cannot load symbol cudnnGetVersion" in line for line in verdict.runs["torch"].output), \
+        verdict.runs["torch"]
+    judged = {j.said.form: j for j in verdict.judged if j.said.consumer == "torch"}
+    assert set(judged) == {"target", "command"}, judged
+    assert all(j.outcome == runner.FIXED for j in judged.values()), judged

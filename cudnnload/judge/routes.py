@@ -405,10 +405,25 @@ def _calls_fail(route: Route, install: Judged, expected: Expectation, cure: Fix 
     if own is not None and _installs_refused(own, consumer):
         # the install put back as it was released would be a cuDNN the framework refuses: its own instead
         own = cure or _accepted(own, consumer, python)
+    elif own is not None and not install.distribution and all(a.do is ActionKind.MANUAL for a in own.actions):
+        own = _own_wheel_instead(consumer, own, python)
     return Finding(Code.FRAMEWORK_CALLS_FAIL, f"{consumer.label}: {expected.call.function} {what}{said} "
                    f"({cause} of cuDNN in {install.folder})",
                    Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
                    opened or own or cure or fix(manual("see the findings about " + cause)))
+
+
+def _own_wheel_instead(consumer: Consumer, own: Fix, python: str | None) -> Fix:
+    """A copy no package installed (cuDNN copied into torch/lib, reached by its RPATH's last entry ``$ORIGIN``)
+    whose files only a person can make whole, met because the wheel the framework pins is not installed: that
+    wheel, which its search finds first, with the copy made whole as the alternative (the fix differential's
+    10-32: torch on a lone 9.28 shim in torch/lib after its cuDNN wheel was uninstalled)."""
+    pin = next((pin for pin in consumer.pins if not pin.extras), None)
+    pinned = pinned_cudnn(consumer, python) if pin is not None and pin.installed is None else None
+    if pinned is None:
+        return own
+    return fix(pinned, note=f"{consumer.label}'s own cuDNN wheel ({pin.requirement}) is not installed" if pin else None,
+               alternatives=own.actions)
 
 
 def _accepted(repair: Fix | None, consumer: Consumer, python: str | None) -> Fix | None:
