@@ -262,6 +262,15 @@ def test_a_cublas_function_cudnn_8_looks_up_in_vain_is_only_a_warning(text: str)
     assert title.startswith("this is only a warning: cublasGetSmCountTarget is missing") and title.count("warning") == 1
 
 
+def test_the_cudnn_8_shims_second_line_on_linux_is_not_said_to_be_windows() -> None:
+    """"Please make sure libcudnn_cnn_infer.so.8 is in your library path!" is libcudnn.so.8's, on Linux: no word of
+    Windows' DLL search in what explain says of it (a .dll's own line keeps them)."""
+    for text, windows in (("Please make sure libcudnn_cnn_infer.so.8 is in your library path!", False),
+                          ("Please make sure cudnn_cnn_infer64_8.dll is in your library path!", True)):
+        primary = read(text).primary
+        assert primary is not None and ("Windows" in primary.source + primary.meaning) is windows, primary
+
+
 def test_a_cudnn_function_missing_from_a_windows_dll_is_a_symbol_mismatch() -> None:
     primary = read("Could not load symbol cudnnGetVersion from cudnn_ops_infer64_8.dll. Error code 127").primary
     assert primary is not None and (primary.pattern, primary.kind) == ("could-not-load-symbol", "symbol-mismatch")

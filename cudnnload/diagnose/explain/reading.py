@@ -222,6 +222,9 @@ def _could_not_load_library(found: re.Match[str]) -> Signal | None:
 
 def _could_not_locate(found: re.Match[str]) -> Signal | None:
     library = found.group("lib")
+    if not library.lower().endswith(".dll"):  # libcudnn.so.8's second line: "Please make sure %s is in your ..."
+        return _load_signal("could-not-locate", found, "the cuDNN 8 shim (libcudnn.so.8), after a library it opens "
+                            "by name failed to load", library, None, f"{library} could not be loaded by name")
     return _load_signal("could-not-locate", found, "the cuDNN Windows DLLs (cudnn64_8.dll, cudnn64_9.dll): the file "
                         "was found on no folder of the DLL search path", library, None,
                         f"{library} is on no folder Windows searches")
