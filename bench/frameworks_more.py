@@ -75,6 +75,13 @@ def _gone(pattern: str) -> Change:
     return change
 
 
+def _taken(name: str) -> Change:
+    """The wheel's ``name`` taken away: the search goes on past the wheel's folder (to the system cuDNN)."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.wheel / name, kept)
+    return change
+
+
 def _etc_preload(name: str) -> Change:
     def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
         path = Path("/etc/ld.so.preload")
@@ -119,6 +126,16 @@ def _shadowing_wheel(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
     shutil.copy2(m.wheel / "libcudnn.so.9", nvidia / "cudnn" / "lib" / "libcudnn.so.9")
 
 
+def _site_hook(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+    """A ``sitecustomize.py`` in a folder first on PYTHONPATH that maps the system's shim with ctypes as Python
+    starts: code planted in the interpreter's start, before any framework loads its own cuDNN."""
+    shutil.rmtree(SCRATCH, ignore_errors=True)  # a run cut short left it
+    (SCRATCH / "site-hook").mkdir(parents=True)
+    kept.append((SCRATCH, None))
+    (SCRATCH / "site-hook" / "sitecustomize.py").write_text(
+        f"import ctypes\nctypes.CDLL({str(m.system / 'libcudnn.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
+
+
 def _first_on_pythonpath(folder: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(filter(None, (str(folder), str(frameworks.REPO),
                                                         os.environ.get("PYTHONPATH"))))}
@@ -153,6 +170,18 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
      _planted("", ("libcudnn_ops.so.9",), _system)),
     (Breakage("pythonpath-wheel-copy-shim-only", "cudnnload-more",
               lambda m: _first_on_pythonpath(SCRATCH / "shadow")), _shadowing_wheel),
+    # added 2026-12-04 (session 40), never run before their first run on the GPU machine
+    (Breakage("shim-gone", "libcudnn.so.9"), _taken("libcudnn.so.9")),
+    (Breakage("ops-gone", "libcudnn_ops"), _taken("libcudnn_ops.so.9")),
+    (Breakage("heuristic-gone", "libcudnn_heuristic"), _taken("libcudnn_heuristic.so.9")),
+    (Breakage("adv-gone", "libcudnn_adv"), _taken("libcudnn_adv.so.9")),
+    (Breakage("preload-nonexistent", "LD_PRELOAD",
+              lambda m: {"LD_PRELOAD": "/nonexistent/libcudnn_graph.so.9"}), None),
+    (Breakage("cudart-gone", "cudart"), _gone("libcudart.so*")),
+    (Breakage("cuda-visible-out-of-range", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": "7"}), None),
+    (Breakage("sitecustomize-maps-system-shim", "sitecustomize",
+              lambda m: _first_on_pythonpath(SCRATCH / "site-hook")), _site_hook),
+    (Breakage("jax-platforms-cpu", "JAX_PLATFORMS", lambda m: {"JAX_PLATFORMS": "cpu"}), None),
 )
 
 

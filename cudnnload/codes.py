@@ -183,6 +183,8 @@ class Code(_Word):
     CONSUMER_KNOWN_BAD = ("consumer-known-bad", (ERROR, WARNING), False, "a cuDNN release the framework lists as "
                           "broken")
     CONSUMER_BROKEN = ("consumer-broken", ERROR, False, "a framework is installed but cannot be imported or read")
+    FRAMEWORK_GPU_OFF = ("framework-gpu-off", (ERROR, WARNING), False, "a framework's own setting keeps it off the "
+                         "GPU (`JAX_PLATFORMS` without `cuda`): it never loads cuDNN; a warning where no GPU is seen")
     FRAMEWORK_CALLS_FAIL = ("framework-calls-fail", ERROR, False, "a call a framework makes for its first convolution "
                             "fails with the cuDNN it gets (which call, what it prints, and the file that decides it)")
     # a program's run (`doctor -- COMMAND`)

@@ -193,3 +193,34 @@ def test_a_finding_about_the_install_a_framework_gets_concerns_the_environment_w
     served = Served(Route(torch, torchs.folder + "/libcudnn.so.9", "by path"), torchs, None, (), (), frozenset())
     assert not _concerns(mixed, chosen)
     assert _concerns(mixed, chosen, served=[served])
+
+
+@pytest.mark.parametrize(("value", "gpu", "expected"), [
+    ("cpu", True, "error"), ("cpu", False, "warning"), ("CPU, tpu", True, "error"),
+    ("cuda,cpu", True, None), ("gpu", True, None), ("", True, None)])
+def test_jax_platforms_without_cuda_keeps_jax_off_the_gpu_and_unsetting_it_is_the_fix(value: str, gpu: bool,
+                                                                                      expected: str | None) -> None:
+    """H200 (bench/frameworks_more.py jax-platforms-cpu): JAX_PLATFORMS=cpu, JAX's convolution ran on the CPU and
+    its CUDA plugin, and cuDNN, were never loaded. The cuDNN JAX would get is healthy: the variable is the cause."""
+    from cudnnload.codes import Code
+    from cudnnload.diagnose.inventory import judged_install_of
+    from cudnnload.judge.routes import serve
+    from cudnnload.resolve.consumers import Consumer
+    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.routes import Route
+
+    ctx = context({"PATH": "/usr/bin:/bin"})
+    install = judged_install_of(str(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9"), ctx, "test")
+    assert install is not None
+    jax = Consumer("jax", "jax-cuda12-plugin", "0.8.1", "/site", (), (), None, None, "test")
+    route = Route(jax, install.folder + "/libcudnn.so.9", "by path")
+    served, unset = (serve(route, install, ctx, gpu=gpu, device_count=1, environ=environ, python=None)
+                     for environ in ({"JAX_PLATFORMS": value}, {}))
+    off = [f for f in served.findings if f.code is Code.FRAMEWORK_GPU_OFF]
+    assert [f for f in served.findings if f not in off] == list(unset.findings)  # (this folder lacks cuBLAS)
+    if expected is None:
+        assert off == []
+        return
+    assert [f.severity for f in off] == [expected]
+    assert f"JAX_PLATFORMS={value!r}" in off[0].message and "loads no cuDNN" in off[0].message
+    assert [(a.do.value, a.variable) for a in off[0].fix.actions] == [("env-unset", "JAX_PLATFORMS")]

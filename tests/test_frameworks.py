@@ -192,6 +192,22 @@ def test_the_wheels_graph_missing_torch_gets_the_searched_one_and_the_wheel_is_p
     assert Release(9, 0, 0) == next(f for f in report.frameworks if f.framework == "torch").release
 
 
+def test_the_wheels_shim_missing_is_named_as_where_torchs_search_looked_first(site: Path, tmp_path: Path) -> None:
+    """GPU machine (bench/results/2026-12-04-h200-more-at-*.md, shim-gone): only the wheel's libcudnn.so.9 taken
+    away, libtorch_cuda.so's search goes past the wheel's folder to the system's 9.14 and torch stops on it. The
+    missing file is an error of its own, and torch's names it: the search tried that folder first."""
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn.so.9").unlink()
+    report = run(site, tmp_path, LD_LIBRARY_PATH=str(lib_folder(OLD)))
+    said = torch_check(report)
+    assert "gets cuDNN 9.0.0" in said and f"past {lib} (cuDNN files there, but no libcudnn.so.9)" in said, said
+    older = next(f for f in report.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
+    assert f"libcudnn.so.9 is missing from {lib}, which its search tries first" in older.message, older.message
+    missing = next(f for f in report.findings if f.code is Code.RECORD_MISSING_FILE)
+    assert missing.severity == "error" and missing.subject.path == str(lib / "libcudnn.so.9"), missing
+    assert older.fix is not None and "--force-reinstall" in older.fix.actions[0].options
+
+
 # --- doctor -- COMMAND: what the program really mapped, its end, and the cause in one line first ---------------
 
 PROGRAM = """

@@ -12,7 +12,7 @@ from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement, pip_into
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, Pin
-from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual
+from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual, unset
 
 _KnownBad = Callable[[Consumer, Release, int | None, str | None], Finding | None]
 
@@ -110,6 +110,30 @@ def consumer_findings(consumer: Consumer, install_release: Release | None, insta
     findings.extend(finding for rule in KNOWN_BAD.get(consumer.framework, ())
                     if (finding := rule(consumer, install_release, device_count, python)) is not None)
     return tuple(findings)
+
+
+# The variable a framework reads for the platforms it may run on, and its names of the NVIDIA GPU there: JAX's
+# JAX_PLATFORMS (config `jax_platforms`), platforms in order of priority, comma-separated; "gpu" is an alias of
+# "cuda". Without either, JAX starts on the CPU, never loads its CUDA plugin or cuDNN, and only warns (measured on
+# the H200: JAX_PLATFORMS=cpu, the convolution ran on the CPU).
+PLATFORM_VARIABLES: dict[str, tuple[str, frozenset[str]]] = {"jax": ("JAX_PLATFORMS", frozenset({"cuda", "gpu"}))}
+
+
+def gpu_turned_off(consumer: Consumer, environ: Mapping[str, str], gpu: bool) -> Finding | None:
+    """The framework's own variable keeps it off the GPU: an error where a GPU is seen, else a warning."""
+    rule = PLATFORM_VARIABLES.get(consumer.framework)
+    if rule is None:
+        return None
+    variable, names = rule
+    value = environ.get(variable, "")
+    platforms = [name.strip().lower() for name in value.split(",") if name.strip()]
+    if not platforms or names & set(platforms):
+        return None
+    return Finding(Code.FRAMEWORK_GPU_OFF, f"{variable}={value!r}: {consumer.label} runs on {', '.join(platforms)} "
+                   f"only, never on the GPU, and loads no cuDNN", Subject(SubjectKind.VARIABLE, variable=variable,
+                                                                         entry=value),
+                   fix(unset(variable), note=f"or put cuda first in {variable} (cuda,cpu)"),
+                   severity=ERROR if gpu else WARNING)
 
 
 def _pin_finding(consumer: Consumer, pin: Pin, loading: str | Release | None, python: str | None) -> Finding | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
 from cudnnload.judge.fixes import dependency_into, dependency_manual, project_name, readable_again, reinstall
-from cudnnload.judge.frameworks import consumer_findings, pinned_cudnn, rejects
+from cudnnload.judge.frameworks import consumer_findings, gpu_turned_off, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
@@ -141,6 +141,8 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
                            Subject(SubjectKind.CONSUMER, consumer.site, name=consumer.label),
                            fix(reinstall(consumer.distribution, consumer.version, consumer.site, consumer.pip_env,
                                          python=python, along=consumer.sharing))),)
+    off = gpu_turned_off(consumer, environ, gpu)
+    broken += (off,) if off is not None else ()
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 
@@ -214,6 +216,8 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         reached |= {f"{install.folder}/graph"} | ({posixpath.normpath(graph.path)} if graph.path else set())
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
+    if route.passed is not None and any(f.severity is ERROR for f in findings):
+        reached.add(f"{posixpath.normpath(route.passed)}/shim")  # the shim its search would have loaded first
     if shim is not None and not any(f.severity is ERROR for f in findings):
         # a framework that works on its shim, whatever is wrong with the file (not the one pip installed: JAX on
         # a 9.14 shim copied over its wheel's 9.19, measured on the H200), is not failed by it
@@ -299,6 +303,9 @@ def _source(route: Route, graph: Step | None) -> str:
     """Where the release it sees comes from, when not from the shim's own folder."""
     if route.variable == "LD_PRELOAD":
         return f" (the shim {route.shim}, put in the process by LD_PRELOAD)"
+    if route.passed is not None and route.shim is not None:
+        return (f" (from {route.shim}: {posixpath.basename(route.shim)} is missing from {route.passed}, which its "
+                "search tries first)")
     if graph is not None and not graph.inside_install and graph.path:
         by = "LD_PRELOAD" if graph.variable == "LD_PRELOAD" else graph.rule
         return f" (its graph {graph.path}, by {by})"

@@ -97,6 +97,9 @@ class Route:
     # when the shim is a copy its wheel bundles (CTranslate2's): the first wheel folder on sys.path holding a shim
     # of that copy's major, whose sub-libraries the bundled shim, alone in its folder, finds only by name
     beside: str | None = None
+    # a folder holding cuDNN files of the shim's major but not the shim, which the search for it tried before the one
+    # it found (a wheel's nvidia/cudnn/lib whose libcudnn.so.9 went): had the shim been there, it would have loaded
+    passed: str | None = None
 
     @property
     def folder(self) -> str | None:
@@ -261,10 +264,10 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
                      "nvidia/cudnn/lib/libcudnn.so.* on sys.path", stops=_STOPS.get(outcome or ""))
     fell = (f"torch's preload by path stops before cuDNN ({missing}.so.* is on no sys.path entry)" if missing else
             f"torch's preload by path opens {shim}, another major than its {soname}" if other else
-            f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path for torch's "
-            "preload by path")
+            f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path holds a "
+            "libcudnn.so.* for torch's preload by path")
     needed = _from_caller(consumer, load, ctx, soname)
-    return Route(consumer, needed.shim, f"{needed.how} ({fell})", error=needed.error)
+    return Route(consumer, needed.shim, f"{needed.how} ({fell})", error=needed.error, passed=needed.passed)
 
 
 def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
@@ -447,12 +450,37 @@ def _from_files(consumer: Consumer, ctx: Context, site_paths: Sequence[str], son
 
 
 def _by_name(consumer: Consumer, res: linker.Resolution, what: str, why: str | None, bundled: bool = False) -> Route:
-    how = f"{what}: found via {res.rule}" + (f" ({why})" if why else "")
+    passed = _passed(res)
+    how = f"{what}: found via {res.rule}" + (f", past {passed} (cuDNN files there, but no {res.name})"
+                                             if passed else "") + (f" ({why})" if why else "")
     if res.path is None or res.error is not None:
-        return Route(consumer, res.path if res.error else None, how, error=res.error or f"{res.name}: not found")
+        return Route(consumer, res.path if res.error else None, how, error=res.error or f"{res.name}: not found",
+                     passed=passed)
     if classify(os.path.basename(res.path)) is None and res.rule != "already-loaded" and not bundled:
-        return Route(consumer, None, how, error=f"{res.path} is not a cuDNN shim")
-    return Route(consumer, res.path, how)
+        return Route(consumer, None, how, error=f"{res.path} is not a cuDNN shim", passed=passed)
+    return Route(consumer, res.path, how, passed=passed)
+
+
+def _passed(res: linker.Resolution) -> str | None:
+    """The first folder the search for a shim tried, before the file it picked, that lacks the shim but holds
+    other cuDNN files of its major (``libcudnn_*.so.9``): the install the shim was taken from."""
+    found = classify(res.name)
+    if found is None:
+        return None
+    for attempt in res.trail:
+        if attempt.path == res.path:
+            return None
+        if attempt.outcome != "absent":
+            continue
+        folder = os.path.dirname(attempt.path)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        if any(name != res.name and name.startswith("libcudnn") and (kind := classify(name)) is not None
+               and kind.major == found.major for name in names):
+            return os.path.normpath(folder)
+    return None
 
 
 # The surveyed Python loaders by path replayed as measured (module docstring), by the function the survey names;
