@@ -82,6 +82,40 @@ def _taken(name: str) -> Change:
     return change
 
 
+def _not_elf(name: str) -> Change:
+    """The wheel's ``name`` replaced by a text file of the same name (a download that saved an error page)."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.wheel / name, kept)
+        (m.wheel / name).write_text("<html><body>403 Forbidden</body></html>\n")
+    return change
+
+
+def _loop(name: str) -> Change:
+    """The wheel's ``name`` a symbolic link to itself (ELOOP)."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.wheel / name, kept)
+        (m.wheel / name).symlink_to(name)
+    return change
+
+
+def _other_machine(name: str) -> Change:
+    """The wheel's ``name`` as a file of another architecture: a copy whose ELF header says aarch64 (e_machine
+    183), as an aarch64 wheel's file unpacked on x86-64 is."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        copy = _aside(m.wheel / name, kept)
+        shutil.copy2(copy, m.wheel / name)
+        with open(m.wheel / name, "r+b") as handle:
+            handle.seek(18)
+            handle.write((183).to_bytes(2, "little"))
+    return change
+
+
+def _dist_info_gone(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+    """The cuDNN wheel's .dist-info taken away (its files stay): pip no longer knows it is installed."""
+    for info in sorted(m.site.glob("nvidia_cudnn_cu*.dist-info")):
+        _aside(info, kept)
+
+
 def _etc_preload(name: str) -> Change:
     def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
         path = Path("/etc/ld.so.preload")
@@ -182,6 +216,11 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("sitecustomize-maps-system-shim", "sitecustomize",
               lambda m: _first_on_pythonpath(SCRATCH / "site-hook")), _site_hook),
     (Breakage("jax-platforms-cpu", "JAX_PLATFORMS", lambda m: {"JAX_PLATFORMS": "cpu"}), None),
+    (Breakage("shim-not-elf", "libcudnn.so.9"), _not_elf("libcudnn.so.9")),
+    (Breakage("shim-symlink-loop", "libcudnn.so.9"), _loop("libcudnn.so.9")),
+    (Breakage("shim-other-machine", "libcudnn.so.9"), _other_machine("libcudnn.so.9")),
+    (Breakage("ops-other-machine", "libcudnn_ops"), _other_machine("libcudnn_ops.so.9")),
+    (Breakage("cudnn-dist-info-gone", "nvidia-cudnn"), _dist_info_gone),
 )
 
 

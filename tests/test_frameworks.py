@@ -192,20 +192,42 @@ def test_the_wheels_graph_missing_torch_gets_the_searched_one_and_the_wheel_is_p
     assert Release(9, 0, 0) == next(f for f in report.frameworks if f.framework == "torch").release
 
 
-def test_the_wheels_shim_missing_is_named_as_where_torchs_search_looked_first(site: Path, tmp_path: Path) -> None:
-    """GPU machine (bench/results/2026-12-04-h200-more-at-*.md, shim-gone): only the wheel's libcudnn.so.9 taken
-    away, libtorch_cuda.so's search goes past the wheel's folder to the system's 9.14 and torch stops on it. The
-    missing file is an error of its own, and torch's names it: the search tried that folder first."""
-    lib = site / "nvidia" / "cudnn" / "lib"
+def _shim_gone(lib: Path) -> None:
     (lib / "libcudnn.so.9").unlink()
+
+
+def _shim_a_loop(lib: Path) -> None:
+    (lib / "libcudnn.so.9").unlink()
+    (lib / "libcudnn.so.9").symlink_to("libcudnn.so.9")
+
+
+def _shim_of_another_machine(lib: Path) -> None:
+    data = bytearray((lib / "libcudnn.so.9").read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # e_machine: aarch64
+    (lib / "libcudnn.so.9").unlink()  # a hard link to the test cache's file: written anew
+    (lib / "libcudnn.so.9").write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(("change", "why"), [(_shim_gone, "is missing, beside other cuDNN files of its major"),
+                                             (_shim_a_loop, "is a symbolic link loop"),
+                                             (_shim_of_another_machine, "is built for another architecture")],
+                         ids=["gone", "loop", "other-machine"])
+def test_the_wheels_shim_passed_over_is_named_as_where_torchs_search_looked_first(
+        site: Path, tmp_path: Path, change: Callable[[Path], None], why: str) -> None:
+    """GPU machine (bench/results/2026-12-04-h200-more-*.md: shim-gone, shim-symlink-loop, shim-other-machine): the
+    wheel's libcudnn.so.9 taken away, a link to itself, or an aarch64 file; libtorch_cuda.so's search goes past the
+    wheel's folder to the system's 9.14 and torch stops on it. torch's error names the shim and the folder its search
+    tried first; where pip's RECORD lists the file, that finding is an error of its own."""
+    lib = site / "nvidia" / "cudnn" / "lib"
+    change(lib)
     report = run(site, tmp_path, LD_LIBRARY_PATH=str(lib_folder(OLD)))
     said = torch_check(report)
-    assert "gets cuDNN 9.0.0" in said and f"past {lib} (cuDNN files there, but no libcudnn.so.9)" in said, said
+    assert "gets cuDNN 9.0.0" in said and f"past {lib} (its libcudnn.so.9 {why})" in said, said
     older = next(f for f in report.findings if f.code is Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD)
-    assert f"libcudnn.so.9 is missing from {lib}, which its search tries first" in older.message, older.message
-    missing = next(f for f in report.findings if f.code is Code.RECORD_MISSING_FILE)
-    assert missing.severity == "error" and missing.subject.path == str(lib / "libcudnn.so.9"), missing
+    assert f"the search tries {lib} first, and its libcudnn.so.9 {why}" in older.message, older.message
     assert older.fix is not None and "--force-reinstall" in older.fix.actions[0].options
+    about = [f for f in report.findings if f.subject.path == str(lib / "libcudnn.so.9")]
+    assert about and all(f.severity == "error" for f in about if f.code.value.startswith("record-")), about
 
 
 # --- doctor -- COMMAND: what the program really mapped, its end, and the cause in one line first ---------------

@@ -217,7 +217,8 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
     if route.variable == "LD_PRELOAD" and any(f.severity is ERROR for f in findings):
         reached.add(posixpath.normpath(route.shim))
     if route.passed is not None and any(f.severity is ERROR for f in findings):
-        reached.add(f"{posixpath.normpath(route.passed)}/shim")  # the shim its search would have loaded first
+        # the shim its search would have loaded first
+        reached |= {f"{route.passed}/shim", posixpath.join(route.passed, posixpath.basename(route.shim or ""))}
     if shim is not None and not any(f.severity is ERROR for f in findings):
         # a framework that works on its shim, whatever is wrong with the file (not the one pip installed: JAX on
         # a 9.14 shim copied over its wheel's 9.19, measured on the H200), is not failed by it
@@ -304,8 +305,8 @@ def _source(route: Route, graph: Step | None) -> str:
     if route.variable == "LD_PRELOAD":
         return f" (the shim {route.shim}, put in the process by LD_PRELOAD)"
     if route.passed is not None and route.shim is not None:
-        return (f" (from {route.shim}: {posixpath.basename(route.shim)} is missing from {route.passed}, which its "
-                "search tries first)")
+        return (f" (from {route.shim}: the search tries {route.passed} first, and its "
+                f"{posixpath.basename(route.shim)} {route.passed_why})")
     if graph is not None and not graph.inside_install and graph.path:
         by = "LD_PRELOAD" if graph.variable == "LD_PRELOAD" else graph.rule
         return f" (its graph {graph.path}, by {by})"

@@ -97,9 +97,11 @@ class Route:
     # when the shim is a copy its wheel bundles (CTranslate2's): the first wheel folder on sys.path holding a shim
     # of that copy's major, whose sub-libraries the bundled shim, alone in its folder, finds only by name
     beside: str | None = None
-    # a folder holding cuDNN files of the shim's major but not the shim, which the search for it tried before the one
-    # it found (a wheel's nvidia/cudnn/lib whose libcudnn.so.9 went): had the shim been there, it would have loaded
+    # a folder the search for the shim tried before the one it found, holding a shim it passed over (another
+    # architecture's, a link loop: ``passed_why``) or none beside other cuDNN files of its major (a wheel's
+    # nvidia/cudnn/lib whose libcudnn.so.9 went): had a loadable shim been there, it would have loaded
     passed: str | None = None
+    passed_why: str = ""
 
     @property
     def folder(self) -> str | None:
@@ -267,7 +269,8 @@ def _torch(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequen
             f"torch's preload by path fails on {shim}" if shim else "no nvidia/cudnn/lib on sys.path holds a "
             "libcudnn.so.* for torch's preload by path")
     needed = _from_caller(consumer, load, ctx, soname)
-    return Route(consumer, needed.shim, f"{needed.how} ({fell})", error=needed.error, passed=needed.passed)
+    return Route(consumer, needed.shim, f"{needed.how} ({fell})", error=needed.error, passed=needed.passed,
+                 passed_why=needed.passed_why)
 
 
 def _jax(consumer: Consumer, load: CudnnLoad, ctx: Context, site_paths: Sequence[str], soname: str) -> Route:
@@ -450,37 +453,50 @@ def _from_files(consumer: Consumer, ctx: Context, site_paths: Sequence[str], son
 
 
 def _by_name(consumer: Consumer, res: linker.Resolution, what: str, why: str | None, bundled: bool = False) -> Route:
-    passed = _passed(res)
-    how = f"{what}: found via {res.rule}" + (f", past {passed} (cuDNN files there, but no {res.name})"
-                                             if passed else "") + (f" ({why})" if why else "")
+    passed, passed_why = _passed(res)
+    how = f"{what}: found via {res.rule}" + (f", past {passed} (its {res.name} {passed_why})" if passed else "") + (
+        f" ({why})" if why else "")
     if res.path is None or res.error is not None:
         return Route(consumer, res.path if res.error else None, how, error=res.error or f"{res.name}: not found",
-                     passed=passed)
+                     passed=passed, passed_why=passed_why)
     if classify(os.path.basename(res.path)) is None and res.rule != "already-loaded" and not bundled:
-        return Route(consumer, None, how, error=f"{res.path} is not a cuDNN shim", passed=passed)
-    return Route(consumer, res.path, how, passed=passed)
+        return Route(consumer, None, how, error=f"{res.path} is not a cuDNN shim", passed=passed,
+                     passed_why=passed_why)
+    return Route(consumer, res.path, how, passed=passed, passed_why=passed_why)
 
 
-def _passed(res: linker.Resolution) -> str | None:
-    """The first folder the search for a shim tried, before the file it picked, that lacks the shim but holds
-    other cuDNN files of its major (``libcudnn_*.so.9``): the install the shim was taken from."""
+# What the search does with a file it tries and goes past (`linker.Outcome`), in words
+_PASSED_OVER = {"absent": "is missing, beside other cuDNN files of its major", "broken-symlink": "is a dangling link",
+                "no-access": "cannot be opened by this user", "wrong-class": "is a 32-bit file",
+                "wrong-machine": "is built for another architecture", "symlink-loop": "is a symbolic link loop",
+                "open-error": "cannot be opened"}
+
+
+def _passed(res: linker.Resolution) -> tuple[str | None, str]:
+    """The first folder the search for a shim tried, before the file it picked, whose shim it went past (a file
+    it skips, or none there beside other cuDNN files of its major: the install the shim was taken from), and
+    why."""
     found = classify(res.name)
     if found is None:
-        return None
+        return None, ""
     for attempt in res.trail:
         if attempt.path == res.path:
-            return None
-        if attempt.outcome != "absent":
-            continue
+            break
+        why = _PASSED_OVER.get(attempt.outcome)
         folder = os.path.dirname(attempt.path)
-        try:
-            names = os.listdir(folder)
-        except OSError:
+        if why is None or attempt.outcome == "absent" and not _holds_others(folder, res.name, found.major):
             continue
-        if any(name != res.name and name.startswith("libcudnn") and (kind := classify(name)) is not None
-               and kind.major == found.major for name in names):
-            return os.path.normpath(folder)
-    return None
+        return os.path.normpath(folder), why
+    return None, ""
+
+
+def _holds_others(folder: str, name: str, major: int) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(other != name and other.startswith("libcudnn") and (kind := classify(other)) is not None
+               and kind.major == major for other in names)
 
 
 # The surveyed Python loaders by path replayed as measured (module docstring), by the function the survey names;
