@@ -444,6 +444,47 @@ def test_here_finds_the_other_cudnn_on_ld_library_path() -> None:
     assert (result.causes[0].family, result.causes[0].here) == ("version-mismatch-shadowed", "shows")
 
 
+# JAX 0.11.2's own words on the H200 with the wheel's shim a text file (bench/frameworks_more.py shim-not-elf)
+_JAX_SHIM_NOT_ELF = """Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda13.initialize()
+Traceback (most recent call last):
+  File "/opt/torch/.venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/__init__.py", line 200, in _version_check
+    version = get_version()
+              ^^^^^^^^^^^^^
+RuntimeError: cuDNN not found.
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/opt/torch/.venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/__init__.py", line 204, in _version_check
+    raise RuntimeError(err_msg) from e
+RuntimeError: Unable to load cuDNN. Is it installed?
+An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.
+"""
+
+
+@pytest.mark.wheels
+def test_here_finds_the_shim_jax_could_not_load_is_no_library(tmp_path: Path) -> None:
+    """JAX says only that it could not load cuDNN; this machine shows why: the shim it loads is a text file."""
+    import shutil
+
+    from tests.wheels import site_folder
+
+    site = tmp_path / "site"  # the wheel as pip leaves it, its shim replaced (a download that saved an error page)
+    shutil.copytree(site_folder("cu12-9.28.0.42"), site, copy_function=os.link,
+                    ignore=shutil.ignore_patterns(".unpacked"))
+    lib = site / "nvidia" / "cudnn" / "lib"
+    (lib / "libcudnn.so.9").unlink()
+    (lib / "libcudnn.so.9").write_text("<html><body>403 Forbidden</body></html>\n")
+    env = {"PATH": os.environ.get("PATH", ""), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    alone = explain(_JAX_SHIM_NOT_ELF, environ=env)
+    assert alone.causes[0].family == "cudnn-not-installed"  # the text alone: JAX's words ask "Is it installed?"
+    assert "unloadable-file" in [c.family for c in alone.causes]
+    result = explain(_JAX_SHIM_NOT_ELF, here=True, environ=env, site_paths=[str(site)])
+    first = result.causes[0]
+    assert (first.family, first.here) == ("unloadable-file", "shows"), [(c.family, c.here) for c in result.causes]
+    assert str(lib / "libcudnn.so.9") in (first.here_detail or "")
+
+
 # --- the command ----------------------------------------------------------------------------------------
 
 def cli(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None

@@ -113,6 +113,9 @@ def wrong_major(machine: Machine, reading: Reading) -> Here:
 
 
 def only_by_path(machine: Machine, reading: Reading) -> Here:
+    if reading.has("jax-cuda-plugin"):
+        return Here(RULES_OUT, "the JAX CUDA plugin of the text opens the wheel's libraries by path "
+                               "(jax_plugins/xla_cuda*), whatever the library search path")
     major = reading.cudnn_major or 9
     wheels = [i for i in machine.installs(major) if i.distribution]
     if not wheels:
@@ -220,6 +223,8 @@ CHECKS: dict[str, Check] = {
     "wheel-not-on-linker-path": only_by_path,
     "installed-not-on-search-path": not_on_search_path,
     "sublibrary-missing": findings(Code.MISSING_SUBLIBRARY, Code.SUBLIBRARY_UNLOADABLE),
+    "unloadable-file": findings(Code.NOT_ELF, Code.EMPTY_FILE, Code.TRUNCATED, Code.DAMAGED_ELF, Code.FOREIGN_ELF,
+                                Code.NOT_A_REGULAR_FILE),
     "wrong-cudnn-major": wrong_major,
     "runtime-older-than-build": older_than_built,
     "version-mismatch-shadowed": on_ld_library_path,

@@ -76,8 +76,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # a program that says it does not take the cuDNN version found: written for an older API, or another major
     "refused-version": ("removed-api", "wrong-cudnn-major", "framework-bug", "runtime-older-than-build"),
     "api-missing": ("runtime-older-than-build", "version-mismatch-shadowed", "mixed-release", "wrong-cudnn-major"),
+    # a framework saying it could not load cuDNN, without the loader's reason: also a file that is there but is no
+    # loadable library (JAX 0.11 on the H200 with the wheel's shim a text file: "cuDNN not found.", "Unable to load
+    # cuDNN. Is it installed?")
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
-                           "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory"),
+                           "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory", "unloadable-file"),
     "known-bad": ("known-bad-release",),
     "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
     "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),

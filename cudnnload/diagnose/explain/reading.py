@@ -1063,6 +1063,8 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("pytorch", r"\btorch\b|PyTorch|\bpytorch\b"),
     ("tensorflow", r"\btensorflow\b|TensorFlow|\bkeras\b|tf\.config|\btf\.\w"),
     ("jax", r"\bjax(?:lib)?\b|\bJAX\b|XlaRuntimeError"),
+    # the JAX CUDA plugin (jax-cuda12-plugin, jax-cuda13-plugin): it opens the nvidia wheels' libraries by path
+    ("jax-cuda-plugin", r"jax_plugins[/\\.]xla_cuda\d+|jax[-_]cuda\d+[-_]plugin"),
     ("onnxruntime", r"onnxruntime|ONNXRuntime|ONNX Runtime|CUDAExecutionProvider"),
     ("ctranslate2", r"ctranslate2|CTranslate2|faster[_-]whisper|whisperx|WhisperModel|whisper[_-]ctranslate2"),
     ("paddle", r"\bpaddle\w*|Paddle"),
