@@ -479,15 +479,27 @@ def _passed(res: linker.Resolution) -> tuple[str | None, str]:
     found = classify(res.name)
     if found is None:
         return None, ""
-    for attempt in res.trail:
+    listed: set[str] = set()
+    for attempt in res.trail[:_PASSED_LOOKS]:
         if attempt.path == res.path:
             break
         why = _PASSED_OVER.get(attempt.outcome)
         folder = os.path.dirname(attempt.path)
-        if why is None or attempt.outcome == "absent" and not _holds_others(folder, res.name, found.major):
+        if why is None:
             continue
+        if attempt.outcome == "absent":
+            if folder in listed:
+                continue
+            listed.add(folder)
+            if not _holds_others(folder, res.name, found.major):
+                continue
         return os.path.normpath(folder), why
     return None, ""
+
+
+# How many of the search's first candidates `_passed` looks at: the folders a framework's own RPATH names come first;
+# an LD_LIBRARY_PATH of thousands of entries is not listed folder by folder
+_PASSED_LOOKS = 64
 
 
 def _holds_others(folder: str, name: str, major: int) -> bool:
