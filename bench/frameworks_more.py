@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tests.test_frameworks_gpu as frameworks  # noqa: E402
+from fixtures.scenarios.layouts import foreign_copy  # noqa: E402
 from tests.test_frameworks_gpu import Breakage, Machine  # noqa: E402
 
 Change = Callable[[Machine, list[tuple[Path, Path | None]]], None]  # records (path, kept copy or None: written)
@@ -40,27 +41,47 @@ def _aside(path: Path, kept: list[tuple[Path, Path | None]]) -> Path:
     return copy
 
 
-def _other_release(name: str) -> Change:
-    """The wheel's ``name`` replaced by the system cuDNN's file of that name (another release of the same major)."""
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        _aside(m.wheel / name, kept)
-        shutil.copy2(m.system / name, m.wheel / name)
-    return change
+Put = Callable[[Machine, Path, Path], None]  # (machine, the wheel's file set aside, its path): writes what stands there
 
 
-def _dangling(name: str) -> Change:
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        _aside(m.wheel / name, kept)
-        (m.wheel / name).symlink_to("/nonexistent/" + name)
-    return change
-
-
-def _emptied(name: str) -> Change:
+def _replaced(name: str, put: Put | None = None) -> Change:
+    """The wheel's ``name`` set aside and ``put`` in its place (nothing: taken away, the search goes on past the
+    wheel's folder, to the system cuDNN)."""
     def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
         copy = _aside(m.wheel / name, kept)
-        shutil.copy2(copy, m.wheel / name)
-        os.truncate(m.wheel / name, 0)
+        if put is not None:
+            put(m, copy, m.wheel / name)
     return change
+
+
+def _other_release(m: Machine, copy: Path, path: Path) -> None:
+    """The system cuDNN's file of that name (another release of the same major)."""
+    shutil.copy2(m.system / path.name, path)
+
+
+def _dangling(m: Machine, copy: Path, path: Path) -> None:
+    path.symlink_to("/nonexistent/" + path.name)
+
+
+def _emptied(m: Machine, copy: Path, path: Path) -> None:
+    shutil.copy2(copy, path)
+    os.truncate(path, 0)
+
+
+def _not_elf(m: Machine, copy: Path, path: Path) -> None:
+    """A text file of the same name (a download that saved an error page)."""
+    path.write_text("<html><body>403 Forbidden</body></html>\n")
+
+
+def _loop(m: Machine, copy: Path, path: Path) -> None:
+    """A symbolic link to itself (ELOOP)."""
+    path.symlink_to(path.name)
+
+
+def _other_machine(m: Machine, copy: Path, path: Path) -> None:
+    """A file of another architecture, as an aarch64 wheel's unpacked on x86-64 is."""
+    foreign_copy(copy, path)
+    shutil.copymode(copy, path)
 
 
 def _gone(pattern: str) -> Change:
@@ -72,41 +93,6 @@ def _gone(pattern: str) -> Change:
             raise FileNotFoundError(f"no nvidia/*/lib/{pattern} under {m.site}")
         for path in found:
             _aside(path, kept)
-    return change
-
-
-def _taken(name: str) -> Change:
-    """The wheel's ``name`` taken away: the search goes on past the wheel's folder (to the system cuDNN)."""
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        _aside(m.wheel / name, kept)
-    return change
-
-
-def _not_elf(name: str) -> Change:
-    """The wheel's ``name`` replaced by a text file of the same name (a download that saved an error page)."""
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        _aside(m.wheel / name, kept)
-        (m.wheel / name).write_text("<html><body>403 Forbidden</body></html>\n")
-    return change
-
-
-def _loop(name: str) -> Change:
-    """The wheel's ``name`` a symbolic link to itself (ELOOP)."""
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        _aside(m.wheel / name, kept)
-        (m.wheel / name).symlink_to(name)
-    return change
-
-
-def _other_machine(name: str) -> Change:
-    """The wheel's ``name`` as a file of another architecture: a copy whose ELF header says aarch64 (e_machine
-    183), as an aarch64 wheel's file unpacked on x86-64 is."""
-    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
-        copy = _aside(m.wheel / name, kept)
-        shutil.copy2(copy, m.wheel / name)
-        with open(m.wheel / name, "r+b") as handle:
-            handle.seek(18)
-            handle.write((183).to_bytes(2, "little"))
     return change
 
 
@@ -184,16 +170,16 @@ def _system(m: Machine) -> Path:
 
 
 MORE: tuple[tuple[Breakage, Change | None], ...] = (
-    (Breakage("other-release-ops", "libcudnn_ops"), _other_release("libcudnn_ops.so.9")),
-    (Breakage("other-release-graph", "libcudnn_graph"), _other_release("libcudnn_graph.so.9")),
-    (Breakage("dangling-adv", "libcudnn_adv"), _dangling("libcudnn_adv.so.9")),
-    (Breakage("empty-graph", "libcudnn_graph"), _emptied("libcudnn_graph.so.9")),
+    (Breakage("other-release-ops", "libcudnn_ops"), _replaced("libcudnn_ops.so.9", _other_release)),
+    (Breakage("other-release-graph", "libcudnn_graph"), _replaced("libcudnn_graph.so.9", _other_release)),
+    (Breakage("dangling-adv", "libcudnn_adv"), _replaced("libcudnn_adv.so.9", _dangling)),
+    (Breakage("empty-graph", "libcudnn_graph"), _replaced("libcudnn_graph.so.9", _emptied)),
     (Breakage("nvrtc-gone", "nvrtc"), _gone("libnvrtc*")),
     (Breakage("cublaslt-gone", "cublasLt"), _gone("libcublasLt.so*")),
     (Breakage("etc-preload-system-graph", "ld.so.preload"), _etc_preload("libcudnn_graph.so.9")),
     (Breakage("cuda-visible-minus-one", "CUDA_VISIBLE_DEVICES", lambda m: {"CUDA_VISIBLE_DEVICES": "-1"}), None),
     # added 2026-12-03 (session 36), never run before their first run on the GPU machine
-    (Breakage("other-release-shim", "libcudnn.so.9"), _other_release("libcudnn.so.9")),
+    (Breakage("other-release-shim", "libcudnn.so.9"), _replaced("libcudnn.so.9", _other_release)),
     (Breakage("lonely-shim-on-library-path", "LD_LIBRARY_PATH",
               lambda m: {"LD_LIBRARY_PATH": str(SCRATCH / "lonely-shim")}),
      _planted("lonely-shim", ("libcudnn.so.9",), _wheel)),
@@ -205,10 +191,10 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("pythonpath-wheel-copy-shim-only", "cudnnload-more",
               lambda m: _first_on_pythonpath(SCRATCH / "shadow")), _shadowing_wheel),
     # added 2026-12-04 (session 40), never run before their first run on the GPU machine
-    (Breakage("shim-gone", "libcudnn.so.9"), _taken("libcudnn.so.9")),
-    (Breakage("ops-gone", "libcudnn_ops"), _taken("libcudnn_ops.so.9")),
-    (Breakage("heuristic-gone", "libcudnn_heuristic"), _taken("libcudnn_heuristic.so.9")),
-    (Breakage("adv-gone", "libcudnn_adv"), _taken("libcudnn_adv.so.9")),
+    (Breakage("shim-gone", "libcudnn.so.9"), _replaced("libcudnn.so.9")),
+    (Breakage("ops-gone", "libcudnn_ops"), _replaced("libcudnn_ops.so.9")),
+    (Breakage("heuristic-gone", "libcudnn_heuristic"), _replaced("libcudnn_heuristic.so.9")),
+    (Breakage("adv-gone", "libcudnn_adv"), _replaced("libcudnn_adv.so.9")),
     (Breakage("preload-nonexistent", "LD_PRELOAD",
               lambda m: {"LD_PRELOAD": "/nonexistent/libcudnn_graph.so.9"}), None),
     (Breakage("cudart-gone", "cudart"), _gone("libcudart.so*")),
@@ -216,10 +202,10 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("sitecustomize-maps-system-shim", "sitecustomize",
               lambda m: _first_on_pythonpath(SCRATCH / "site-hook")), _site_hook),
     (Breakage("jax-platforms-cpu", "JAX_PLATFORMS", lambda m: {"JAX_PLATFORMS": "cpu"}), None),
-    (Breakage("shim-not-elf", "libcudnn.so.9"), _not_elf("libcudnn.so.9")),
-    (Breakage("shim-symlink-loop", "libcudnn.so.9"), _loop("libcudnn.so.9")),
-    (Breakage("shim-other-machine", "libcudnn.so.9"), _other_machine("libcudnn.so.9")),
-    (Breakage("ops-other-machine", "libcudnn_ops"), _other_machine("libcudnn_ops.so.9")),
+    (Breakage("shim-not-elf", "libcudnn.so.9"), _replaced("libcudnn.so.9", _not_elf)),
+    (Breakage("shim-symlink-loop", "libcudnn.so.9"), _replaced("libcudnn.so.9", _loop)),
+    (Breakage("shim-other-machine", "libcudnn.so.9"), _replaced("libcudnn.so.9", _other_machine)),
+    (Breakage("ops-other-machine", "libcudnn_ops"), _replaced("libcudnn_ops.so.9", _other_machine)),
     (Breakage("cudnn-dist-info-gone", "nvidia-cudnn"), _dist_info_gone),
 )
 

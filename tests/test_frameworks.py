@@ -21,6 +21,7 @@ import pytest
 from cudnnload.codes import ActionKind, Code
 from cudnnload.diagnose.doctor import Report, doctor
 from cudnnload.resolve.catalog import Release
+from fixtures.scenarios.layouts import foreign_copy
 from tests.wheels import lib_folder, site_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,10 +203,8 @@ def _shim_a_loop(lib: Path) -> None:
 
 
 def _shim_of_another_machine(lib: Path) -> None:
-    data = bytearray((lib / "libcudnn.so.9").read_bytes())
-    data[18:20] = (183).to_bytes(2, "little")  # e_machine: aarch64
-    (lib / "libcudnn.so.9").unlink()  # a hard link to the test cache's file: written anew
-    (lib / "libcudnn.so.9").write_bytes(bytes(data))
+    # (foreign_copy unlinks first: the site's file is a hard link to the test cache's)
+    foreign_copy(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9", lib / "libcudnn.so.9")
 
 
 @pytest.mark.parametrize(("change", "why"), [(_shim_gone, "is missing, beside other cuDNN files of its major"),

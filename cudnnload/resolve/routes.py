@@ -44,7 +44,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import Consumer, Need
-from cudnnload.resolve.discovery import Context, chain, distribution_for, requester, wheel_site
+from cudnnload.resolve.discovery import Context, chain, distribution_for, requester, scan, wheel_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
 from cudnnload.resolve.startup import Source, package, torch_preload
 from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
@@ -503,12 +503,7 @@ _PASSED_LOOKS = 64
 
 
 def _holds_others(folder: str, name: str, major: int) -> bool:
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return False
-    return any(other != name and other.startswith("libcudnn") and (kind := classify(other)) is not None
-               and kind.major == major for other in names)
+    return any(os.path.basename(path) != name for path in scan(folder).get(major, ()))
 
 
 # The surveyed Python loaders by path replayed as measured (module docstring), by the function the survey names;
