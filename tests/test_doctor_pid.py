@@ -380,6 +380,36 @@ def test_a_shim_whose_folder_was_emptied_under_it_finds_its_later_loads_nowhere(
     assert [a.do for a in gone[0].fix.actions] == [ActionKind.MANUAL] and "9.28.0" in str(gone[0].fix.text)
 
 
+def test_a_wheel_uninstalled_under_a_process_is_put_back_and_a_start_up_line_of_another_release_goes(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """A process runs 9.28's shim and graph from a wheel's folder; the wheel is uninstalled under it. Its later
+    loads find nothing: the wheel goes back, and nothing needs restarting. Where, since it started, a
+    ``sitecustomize`` came to load 9.0's ops (fix differential 3-10105: a ``.pth`` line loading 9.28's ops beside the
+    9.24 a held program runs), that line goes too: the running process never ran it, but a start afresh would map
+    9.0's ops and graph before the 9.28 put back."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    [site] = (tmp_path / "venv").glob("lib/python3*/site-packages")
+    lib = _copy(lib_folder(W928), site / "nvidia" / "cudnn" / "lib")
+    startup = tmp_path / "startup"
+    startup.mkdir()
+    running = child(lib / "libcudnn.so.9", {**_with_cublas(), "PYTHONPATH": str(startup)})
+    for path in lib.iterdir():
+        path.unlink()
+
+    def put_back() -> tuple[list[tuple[ActionKind, str | None]], str]:
+        [gone] = [f for f in diagnose_pid(running.pid).findings if f.code is Code.MISSING_SUBLIBRARY]
+        assert gone.severity is Severity.ERROR
+        return [(a.do, a.line) for a in gone.fix.actions], str(gone.fix.text)
+
+    actions, text = put_back()
+    assert [do for do, _ in actions] == [ActionKind.PIP_INSTALL] and "nvidia-cudnn-cu12==9.28.0.*" in text, text
+    line = f"ctypes.CDLL({str(lib_folder(W90) / 'libcudnn_ops.so.9')!r}, mode=ctypes.RTLD_GLOBAL)"
+    (startup / "sitecustomize.py").write_text(f"import ctypes\n{line}\n")
+    actions, text = put_back()
+    assert actions[1:] == [(ActionKind.REMOVE_LINE, line)] and actions[0][0] is ActionKind.PIP_INSTALL, text
+    assert "libcudnn_ops.so.9 9.0.0" in text and "a start afresh would map those first" in text, text
+
+
 def test_frameworks_whose_libraries_are_mapped_are_named(child: Callable[..., Child], tmp_path: Path) -> None:
     torch_lib = tmp_path / "site" / "torch" / "lib"
     torch_lib.mkdir(parents=True)

@@ -224,7 +224,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     findings += _mixed(cudnn, shims, running, restarting, started)
     findings += _changed(libraries, running, restarting)
     findings += _stale_findings(stale, pid, restarting)
-    findings += _orphaned(cudnn, installs, running, ctx)
+    findings += _orphaned(cudnn, installs, running, ctx, observed)
     findings += _closed(cudnn, running)
     frameworks = _frameworks(running.files)
     checks = (_mapped_check(cudnn, inventory, program, ctx), _coherence_check(cudnn), _files_check(libraries),
@@ -702,14 +702,16 @@ def _stale_findings(stale: Sequence[tuple[Step, Release | None, str]], pid: int,
 
 
 def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], running: RunningProcess,
-              ctx: Context) -> list[Finding]:
+              ctx: Context, observed: Observed) -> list[Finding]:
     """A shim the process runs whose file is gone from disk, with nothing of its generation left in its folder to
     judge (its wheel uninstalled, or replaced by another generation's): what it opens later by name is searched as
     its dlopen will search, from the path it was opened at (``$ORIGIN``, its DT_RPATH or DT_RUNPATH read from the
     mapped file through ``/proc/PID/map_files``) and the process's own search path. A sub-library found nowhere, or
     of another release, fails every call it serves (cudnn-facts §4.1: "Invalid handle. Cannot load symbol"). The
     fix puts the release it runs back where it ran from (a wheel's folder: that wheel, into its site, by whoever
-    installs there); then its later loads find their own files, and nothing needs restarting."""
+    installs there); then its later loads find their own files, and nothing needs restarting. What its start-up
+    maps now of another release of that generation (a line written since it started) goes too (`_started_others`):
+    a start afresh would map it before the release put back."""
     findings = []
     judged = {i.folder for i in installs}
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state in CHANGED):
@@ -738,8 +740,36 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
             Code.MISSING_SUBLIBRARY if all(w.endswith(": none") for w in wrong) else Code.MIXED_RELEASE,
             f"process {running.pid} runs cuDNN {shim.release or shim.major} from {folder}, whose shim is gone from "
             f"disk: when it first needs them, its shim gets {'; '.join(wrong)}, and the calls they serve fail",
-            Subject(SubjectKind.FILE, shim.path, "shim"), _put_back(folder, shim, cuda // 1000 if cuda else None)))
+            Subject(SubjectKind.FILE, shim.path, "shim"),
+            _started_others(_put_back(folder, shim, cuda // 1000 if cuda else None), shim, running, ctx, observed)))
     return findings
+
+
+def _started_others(put_back: Fix, shim: MappedLibrary, running: RunningProcess, ctx: Context, observed: Observed
+                    ) -> Fix:
+    """``put_back`` (the release ``shim`` runs, back where it runs it from), then the start-up lines that map a
+    file of its generation and another release now (written since the process started: seed 3's 3-10105, a
+    ``.pth`` line that loads 9.28's ops beside the 9.24 put back): the running process never ran them, a start of it
+    afresh would, and would map that release first."""
+    release = shim.release
+    started = observed(running.environ) if release is not None and put_back.actions else None
+    if release is None or started is None:
+        return put_back
+    lines: dict[Action, None] = {}
+    files = []
+    for path, source in sorted(started_cuda(started).items()):
+        info = ctx.elf(path)
+        theirs = info.release if info is not None else None
+        if source.file and source.text and theirs is not None and theirs.major == release.major and theirs != release:
+            lines[remove_line(source.file, source.text)] = None
+            files.append(f"{os.path.basename(path)} {theirs}")
+    if not lines:
+        return put_back
+    goes = "the lines go" if len(lines) > 1 else "the line goes"
+    why = (f"its start-up now maps {', '.join(files)} (a line written since it started): a start afresh would map "
+           f"{'those' if len(files) > 1 else 'that'} first, so {goes} too")
+    return replace(put_back, actions=(*put_back.actions, *lines),
+                   note=f"{put_back.note}; {why}" if put_back.note else why)
 
 
 def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
