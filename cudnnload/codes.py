@@ -92,6 +92,8 @@ class Code(_Word):
                           "where a library is expected: never opened (glibc's dlopen of a FIFO hangs, of a device "
                           "fails)")
     SYMLINK_LOOP = ("symlink-loop", ERROR, True, "a symbolic link loop")
+    NOEXEC_MOUNT = ("noexec-mount", ERROR, True, "the library is on a file system mounted `noexec`: the loader opens "
+                    "it and the kernel refuses to map its code (\"failed to map segment from shared object\")")
     FOREIGN_ELF = ("foreign-elf", ERROR, True, "wrong ELF class or machine for this host (32-bit, aarch64 "
                    "on "
                    "x86-64, ...)")

@@ -145,3 +145,20 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     with _watchdog(item, "teardown"):
         yield
+
+
+@pytest.fixture
+def noexec_dir(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs mounted ``noexec`` (root only; skipped where none can be mounted), unmounted at teardown."""
+    folder = tmp_path / "noexec"
+    folder.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root, to mount a noexec tmpfs")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs", str(folder)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        pytest.skip(f"cannot mount a noexec tmpfs here: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -354,3 +355,18 @@ def test_a_run_on_a_shim_of_another_release_names_the_release_its_graph_reported
     assert f"ran with cuDNN 9.0.0 (its graph {versioned / 'libcudnn_graph.so.9.0.0'}; the shim from {lib})" in \
         headline, done.stdout
     assert "prediction-disagrees" not in done.stdout
+
+
+def test_a_shim_on_a_noexec_mount_is_said_with_the_mounts_fix_and_the_probe_agrees(noexec_dir: Path) -> None:
+    """The 9.28 shim on a file system mounted noexec (a container's volume, a hardened /tmp or home): the loader
+    opens it and the kernel refuses to map its code. doctor says so (`noexec-mount`, with what a dlopen prints), its
+    fix is the mount's, not the files' (they are whole), and the shim's real dlopen in the probe fails as predicted."""
+    shutil.copy2(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9", noexec_dir)
+    done = cli("doctor", str(noexec_dir), "--json", "--verify")
+    findings = json.loads(done.stdout)["result"]["findings"]
+    assert done.returncode == EXIT_PROBLEMS, done.stderr
+    [said] = [f for f in findings if f["code"] == "noexec-mount"]
+    [seen] = said["consequences"]
+    assert said["severity"] == "error" and "failed to map segment from shared object" in seen["message"], said
+    assert "without noexec" in said["fix"]["text"] and "put back" not in said["fix"]["text"], said["fix"]
+    assert not [f for f in findings if f["code"] == "prediction-disagrees"], findings

@@ -543,3 +543,24 @@ def test_search_list_drops_elements_whose_token_has_no_value() -> None:
 def test_ld_library_path_split_keeps_empty_elements() -> None:
     assert split_ld_library_path("/a::/b;/c") == ("/a", "", "/b", "/c")
     assert split_ld_library_path("") == ()
+
+
+
+def test_a_library_on_a_noexec_mount_fails_to_map_and_ends_the_search(
+        synthetic_dir: Path, linker_env: LinkerEnvFactory, noexec_dir: Path) -> None:
+    """glibc's rule fatal-noexec-mount: a library on a file system mounted noexec passes open_verify, the kernel
+    refuses to map its code, and the dlopen fails there, by name (the folder after it on LD_LIBRARY_PATH, which
+    holds a good copy, is never tried) and by path, in glibc's words."""
+    shutil.copytree(synthetic_dir / "v9-rpath", noexec_dir / "lib")
+    shim, good = noexec_dir / "lib" / "libcudnn.so.9", synthetic_dir / "v9-rpath"
+    search = f"{noexec_dir / 'lib'}:{good}"
+    run = run_probe(synthetic_dir / "probe", "open:libcudnn.so.9", f"open:{shim}", ld_library_path=search)
+    by_name, by_path = resolve("libcudnn.so.9", None, linker_env(search)), resolve(str(shim), None, linker_env())
+
+    assert [line.split(" error ")[0] for line in run.lines] == ["open libcudnn.so.9", f"open {shim}"], run.lines
+    for resolution, line in zip((by_name, by_path), run.lines, strict=True):
+        assert (resolution.path, resolution.outcome, resolution.by) == (str(shim), "noexec", "fatal-noexec-mount")
+        assert "failed to map segment from shared object" in line and resolution.error is not None
+        assert resolution.error in line, (resolution.error, line)
+    assert not run.mapped(good / "libcudnn.so.9")
+    assert_same_search(by_name, run)

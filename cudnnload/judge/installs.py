@@ -98,6 +98,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
             and posixpath.dirname(shim.real_path) != _real_folder(install)):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     findings += _fallbacks(prediction, install, repair)
+    findings += _noexec(install)
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
     foreign = any(f.code is Code.SONAME_MISMATCH and f.severity is ERROR and f.subject.library == "shim" for f in files)
@@ -222,6 +223,23 @@ def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) 
     return predict(gen, install.release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
                    shim_fails=_preload_stops(ctx) or _shim_load(install, missing), facts=ctx, gpu=gpu,
                    opened=dict(install.opened_at_load) if install.opened_at_load else None)
+
+
+def _noexec(install: Install) -> list[Finding]:
+    """The shim on a file system mounted noexec (the linker model's outcome of opening it, `linker.noexec`): the
+    loader opens it and the kernel refuses to map its code, so every dlopen of it fails, by path or by name (the
+    search ends there). Its fix is the mount's, or another file system's copy: never the files, which are whole."""
+    shim = install.file("shim")
+    outcome, error = install.opening or ("found", None)
+    if shim is None or outcome != "noexec":
+        return []
+    return [Finding(Code.NOEXEC_MOUNT, f"{install.folder} is on a file system mounted noexec: the loader opens "
+                    f"{posixpath.basename(shim.path)} and the kernel refuses to map its code ({error})",
+                    Subject(SubjectKind.FILE, shim.path, "shim"),
+                    fix(manual(f"mount the file system that holds {install.folder} without noexec (`findmnt -T "
+                               f"{install.folder}` names it; `mount -o remount,exec` it, or drop noexec from its "
+                               "entry in /etc/fstab or the container's volume options), or install cuDNN on one "
+                               "mounted without it and load it from there")))]
 
 
 def _preload_stops(ctx: Context) -> Load | None:

@@ -79,6 +79,7 @@ Outcome = Literal[
     "no-dynamic",  # fatal: a shared object without a dynamic segment
     "noopen",  # fatal for a dlopen: DF_1_NOOPEN
     "execstack",  # fatal for a dlopen (glibc 2.41+): it asks for an executable stack
+    "noexec",  # fatal: on a file system mounted noexec, the kernel refuses to map its code (EPERM)
 ]
 
 _PASSED: frozenset[str] = frozenset(
@@ -88,7 +89,7 @@ _ABANDON: frozenset[str] = frozenset({"symlink-loop", "open-error"})
 # What open_verify's checks leave to the mapping (_dl_map_object_from_fd): an object already in the process
 # under another path is found before them (`same-file`).
 _AFTER_MAPPING: frozenset[str] = frozenset({"cut-segments", "executable", "pie", "no-dynamic", "noopen",
-                                            "execstack"})
+                                            "execstack", "noexec"})
 
 # The rule that decides each outcome (`rules`); "not-dir" and the mapping checks depend on more (`_decided`).
 _BY: dict[str, str] = {
@@ -99,6 +100,7 @@ _BY: dict[str, str] = {
     "bad-elf": "fatal-bad-header", "truncated": "fatal-unreadable", "cut-segments": "segments-past-end",
     "fifo": "fifo-blocks", "device": "device-read", "executable": "fatal-executable", "pie": "fatal-pie",
     "no-dynamic": "fatal-no-dynamic", "noopen": "fatal-noopen", "execstack": "execstack-refused-dlopen",
+    "noexec": "fatal-noexec-mount",
 }
 
 DF_1_NODEFLIB = 0x800
@@ -974,7 +976,18 @@ def _probe(path: str, env: LinkerEnv, how: How = "dlopen") -> _Probe:
         return _Probe("found")
     if outcome == "execstack" and (how != "dlopen" or not env.holds("execstack-refused-dlopen")):
         return _Probe("found", reason="execstack-allowed" if env.holds("execstack-allowed") else None)
+    if outcome == "found" and noexec(where):
+        return _Probe("noexec")
     return _Probe(outcome, reason=reason)
+
+
+def noexec(path: str) -> bool:
+    """Whether the file system holding ``path`` is mounted ``noexec``: the loader opens and reads a library there,
+    and the kernel refuses the mapping of its code (mmap with PROT_EXEC: EPERM)."""
+    try:
+        return bool(os.statvfs(path).f_flag & getattr(os, "ST_NOEXEC", 8))
+    except OSError:
+        return False
 
 
 def _open_failure(path: str, code: int | None) -> Outcome:
@@ -1097,6 +1110,7 @@ _MESSAGES: dict[str, str] = {
     "no-dynamic": "object file has no dynamic section",
     "noopen": "shared object cannot be dlopen()ed",
     "execstack": "cannot enable executable stack as shared object requires",
+    "noexec": "failed to map segment from shared object",
 }
 
 

@@ -214,6 +214,10 @@ RULES: tuple[Rule, ...] = (
          since=(2, 41)),
     Rule("segments-past-end", "A PT_LOAD segment reaching past the end of the file is mapped, and the process dies "
          "of SIGBUS when the loader touches it.", "elf/dl-map-segments.h", "_dl_map_segments"),
+    Rule("fatal-noexec-mount", "A file on a file system mounted noexec passes open_verify, and the kernel refuses "
+         "the mapping of its code (EPERM): \"failed to map segment from shared object\"; the lookup ends there.",
+         "elf/dl-map-segments.h", "_dl_map_segments",
+         untested="a scene has no mount of its own: tests/test_linker.py mounts a noexec tmpfs (root) for it"),
     Rule("fifo-blocks", "A FIFO where a library is looked for blocks the open() until a writer comes: the lookup "
          "hangs.", _LOAD, "open_verify"),
     Rule("device-read", "A character or block device is opened and read, and what it gives is judged as a file's "

@@ -463,11 +463,14 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "machine (truncated, damaged, another architecture or word size)",
            "the loader found a file under the right name but could not map it: a copy cut short or emptied (\"file too "
            "short\"), a text placeholder such as a git-lfs pointer (\"invalid ELF header\"), a 32-bit or other-"
-           "architecture build (\"wrong ELF class\", Windows error 193)",
-           "`file` and `ls -l` on the path named: its size and architecture differ from the release's",
+           "architecture build (\"wrong ELF class\", Windows error 193), or a whole file on a file system mounted "
+           "noexec, whose code the kernel refuses to map (\"failed to map segment from shared object\")",
+           "`file` and `ls -l` on the path named: its size and architecture differ from the release's; `findmnt -T` "
+           "on its folder shows noexec",
            _manual("replace the file with a complete copy of the build for this machine's architecture (copy the "
                    "archive again keeping its symlinks: cp -P; fetch git-lfs objects; the Jetson's own JetPack "
-                   "cuDNN on aarch64)")),
+                   "cuDNN on aarch64); on a noexec mount, mount it without noexec or install cuDNN on another file "
+                   "system")),
     Family("paging-file-too-small", _title("Windows ran out of commit space mapping a large CUDA/cuDNN DLL (the "
                                            "paging file is too small)"),
            "every process that imports the framework maps its CUDA and cuDNN DLLs, which reserve large committed "

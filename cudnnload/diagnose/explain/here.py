@@ -224,7 +224,7 @@ CHECKS: dict[str, Check] = {
     "installed-not-on-search-path": not_on_search_path,
     "sublibrary-missing": findings(Code.MISSING_SUBLIBRARY, Code.SUBLIBRARY_UNLOADABLE),
     "unloadable-file": findings(Code.NOT_ELF, Code.EMPTY_FILE, Code.TRUNCATED, Code.DAMAGED_ELF, Code.FOREIGN_ELF,
-                                Code.NOT_A_REGULAR_FILE),
+                                Code.NOT_A_REGULAR_FILE, Code.NOEXEC_MOUNT),
     "wrong-cudnn-major": wrong_major,
     "runtime-older-than-build": older_than_built,
     "version-mismatch-shadowed": on_ld_library_path,
