@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -110,6 +111,19 @@ def _etc_preload(name: str) -> Change:
         path.write_text(f"{m.system / name}\n")
         kept.append((path, None))
     return change
+
+
+# What undoes a change that is no file: a mount taken away (`changed` runs each, last first, before the files)
+UNDO: list[Callable[[], None]] = []
+
+
+def _noexec_mount(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+    """The wheel's folder mounted over itself ``noexec``, as a venv on a file system mounted so is (a container's
+    volume, a hardened /home or /tmp): every file there and whole, and the kernel refuses to map their code."""
+    folder = str(m.wheel)
+    subprocess.run(["mount", "--bind", folder, folder], check=True, capture_output=True)
+    UNDO.append(lambda: subprocess.run(["umount", folder], check=False, capture_output=True) and None)
+    subprocess.run(["mount", "-o", "remount,bind,noexec", folder], check=True, capture_output=True)
 
 
 SCRATCH = Path(tempfile.gettempdir()) / "cudnnload-more"  # the folders a breakage plants, removed after
@@ -207,6 +221,8 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("shim-other-machine", "libcudnn.so.9"), _replaced("libcudnn.so.9", _other_machine)),
     (Breakage("ops-other-machine", "libcudnn_ops"), _replaced("libcudnn_ops.so.9", _other_machine)),
     (Breakage("cudnn-dist-info-gone", "nvidia-cudnn"), _dist_info_gone),
+    # added 2026-12-04 (session 41), never run before its first run on the GPU machine
+    (Breakage("wheel-on-noexec-mount", "noexec"), _noexec_mount),
 )
 
 
@@ -218,6 +234,8 @@ def changed(m: Machine, change: Change | None) -> Iterator[None]:
             change(m, kept)
         yield
     finally:
+        while UNDO:
+            UNDO.pop()()
         for path, copy in reversed(kept):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
