@@ -370,3 +370,24 @@ def test_a_shim_on_a_noexec_mount_is_said_with_the_mounts_fix_and_the_probe_agre
     assert said["severity"] == "error" and "failed to map segment from shared object" in seen["message"], said
     assert "without noexec" in said["fix"]["text"] and "put back" not in said["fix"]["text"], said["fix"]
     assert not [f for f in findings if f["code"] == "prediction-disagrees"], findings
+
+
+def test_a_program_whose_shim_on_a_noexec_mount_fails_is_told_so_and_not_mixed(noexec_dir: Path,
+                                                                                tmp_path: Path) -> None:
+    """A program that opens the 9.28 shim on a noexec mount, fails (the linker's log shows its link map generated,
+    and no more of it), then opens libcudnn.so.9 by name and gets 9.0 from LD_LIBRARY_PATH, as JAX's CUDA plugin does
+    after the wheel's shim fails: `doctor --` says the load failed with the mount's fix, and does not count the
+    refused file as mapped (no `mixed-in-process` of two folders)."""
+    shutil.copy2(lib_folder("cu12-9.28.0.42") / "libcudnn.so.9", noexec_dir)
+    program = tmp_path / "falls_back.py"
+    program.write_text("import ctypes, sys\n"
+                       f"try:\n    ctypes.CDLL({str(noexec_dir / 'libcudnn.so.9')!r})\n"
+                       "except OSError:\n    shim = ctypes.CDLL('libcudnn.so.9')\n"
+                       "sys.exit(0 if shim.cudnnGetVersion() >= 92800 else 1)\n")
+    search = f"{lib_folder('cu12-9.0.0.312')}:{lib_folder('cublas-cu12-12.9.1.4')}"
+    done = cli("doctor", "--json", "--", sys.executable, str(program), env={"LD_LIBRARY_PATH": search})
+    findings = json.loads(done.stdout)["result"]["findings"]
+    assert done.returncode == EXIT_PROBLEMS, done.stderr
+    [failed] = [f for f in findings if f["code"] == "load-failed"]
+    assert str(noexec_dir / "libcudnn.so.9") in failed["message"] and "without noexec" in failed["fix"]["text"]
+    assert not [f for f in findings if f["code"] == "mixed-in-process"], [f["message"] for f in findings]

@@ -29,6 +29,7 @@ from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
 from cudnnload.diagnose.scoped import scoped
+from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import classify, generation
 from cudnnload.resolve.mapped import is_cuda_family
 
@@ -171,7 +172,11 @@ def observation(ran: Run) -> Observation:
     main = logs.get(ran.pid)
     order = [main] if main else []
     order += [log for pid, log in sorted(logs.items()) if pid != ran.pid]
-    libraries = tuple(o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY))
+    opened = [o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY)]
+    # a file whose link map the log shows generated but whose code the kernel refused to map (a file system mounted
+    # noexec: `linker.noexec`): dlopen failed there and the process may go on; the log says no more of it
+    refused = [o for o in opened if not o.initialized and linker.noexec(o.path)]
+    libraries = tuple(o for o in opened if o not in refused)
     # a lookup a log ends inside, in a process that ended by itself: the linker stopped at a file it cannot use, or
     # found nothing under any name it tried (a program that NEEDs a shim the search does not find stops there:
     # "error while loading shared libraries", on stderr, not in the log)
@@ -180,7 +185,8 @@ def observation(ran: Run) -> Observation:
         log.unfinished for log in order if log.unfinished is not None and log.pid not in killed
         and log.unfinished.tried)
     missed = tuple(m for m in (*(m for log in order for m in log.missed), *ended)
-                   if os.path.basename(m.name).startswith(_FAMILY))
+                   if os.path.basename(m.name).startswith(_FAMILY)) + tuple(
+        dict.fromkeys(lddebug.Missed(o.name, o.requested_by, o.how, (o.path,)) for o in refused))
     reused = tuple(r for log in order for r in log.reused if os.path.basename(r.path).startswith(_FAMILY))
     messages = tuple(line for line in ran.stderr_tail if line.startswith(_CUDNN_LINES))
     errors = tuple(call for call in ran.api if call.level == "E")

@@ -98,7 +98,8 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
             and posixpath.dirname(shim.real_path) != _real_folder(install)):
         findings += _symlinked_shim(shim, gen, install, ctx.linker)
     findings += _fallbacks(prediction, install, repair)
-    findings += _noexec(install)
+    # a shim the kernel refuses to map never runs: what it would load is moot, and the mount is the one fix
+    findings = _noexec(install) or findings
     shim_fails = bool(prediction.expectations) and prediction.expectations[0].outcome == Effect.NO_START
     origin = any(f.code is Code.ORIGIN_THROUGH_SYMLINK for f in findings)
     foreign = any(f.code is Code.SONAME_MISMATCH and f.severity is ERROR and f.subject.library == "shim" for f in files)
