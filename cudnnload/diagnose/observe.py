@@ -934,7 +934,9 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         own = stem == "libcudnn" and (not seen.shims or "/" in misses[0].name)
         cure = _unopened_fix(misses[0], ctx) if own else \
             _dependency_fix(misses[0]) if stem != "libcudnn" and classify(os.path.basename(asker)) is None else None
-        where = f"the linker found nothing loadable in {', '.join(searched)}" if searched else \
+        refused = [path for m in misses for path in m.tried if linker.noexec(path)]
+        where = f"the kernel refused to map {refused[0]}, on a file system mounted noexec" if refused else \
+            f"the linker found nothing loadable in {', '.join(searched)}" if searched else \
             "the linker could not load it" if all("/" in m.name for m in misses) else \
             "the linker found nothing loadable in no folder"
         # a cuDNN sub-library the prediction found missing or damaged: its finding's fix, and, for a program that
