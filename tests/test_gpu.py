@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,7 @@ from tests._wheels import needs_no_driver
 from tests.gpu import installed_cudnn, require_gpus, run_child
 from tests.wheels import lib_folder
 
+ROOT = Path(__file__).resolve().parents[1]
 CUDNN_928 = Release(9, 28, 0)
 CUDNN_90 = Release(9, 0, 0)
 # The libraries whose kernels a convolution needs (legacy API: ops, cnn; engines for the backend API).
@@ -308,3 +311,26 @@ def test_hiding_every_gpu_with_cuda_visible_devices_is_diagnosed() -> None:
     assert (answer["devices"], answer["error"]) == (0, "CUDA_ERROR_NO_DEVICE")
     assert [finding[:2] for finding in answer["findings"]] == [["no-gpu-visible", ERROR]]
     assert "CUDA_VISIBLE_DEVICES=''" in answer["findings"][0][2]
+
+
+def test_cuinit_out_of_memory_under_an_address_space_limit_is_the_limits_fault() -> None:
+    """cuInit's CUDA_ERROR_OUT_OF_MEMORY where the process's address space is limited (`ulimit -v`: measured on the
+    H200, 8 GB fails and 32 GB works): no GPU memory is short, and the fix is the limit's, not nvidia-smi's. Without
+    a limit the same error keeps the driver's generic fix."""
+    reason = "cuInit returned CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"
+    limited = replace(facts(error="CUDA_ERROR_OUT_OF_MEMORY", reason=reason), address_limit=8 * 10**9)
+    (finding,) = presence_findings(limited)
+    assert (finding.code, finding.severity) == ("driver-error", ERROR)
+    assert "7.5 GiB of address space" in finding.message and "ulimit -v unlimited" in (finding.fix.text or "")
+    (generic,) = presence_findings(replace(limited, address_limit=None))
+    assert "nvidia-smi" in (generic.fix.text or "") and "address space" not in generic.message
+
+
+def test_the_address_space_limit_is_read_as_the_child_inherits_it() -> None:
+    code = "from cudnnload.loading.gpu import address_limit; print(address_limit())"
+    limited = subprocess.run(["sh", "-c", f"ulimit -v 8000000 && {sys.executable} -c '{code}'"], capture_output=True,
+                             text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert limited.stdout.split() == [str(8000000 * 1024)], limited.stderr
+    free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert free.stdout.split() == ["None"] or int(free.stdout) > 8000000 * 1024

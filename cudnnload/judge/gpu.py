@@ -72,6 +72,8 @@ def presence_findings(facts: GpuFacts, *, release: Release | None = None, versio
                                    "a container run with --gpus all (NVIDIA container toolkit)")), severity=ERROR),)
     if facts.devices:
         return ()
+    if facts.error == "CUDA_ERROR_OUT_OF_MEMORY" and facts.address_limit is not None:
+        return (_address_limited(facts, facts.address_limit),)
     if facts.error not in (None, "CUDA_ERROR_NO_DEVICE"):
         return (Finding(Code.DRIVER_ERROR, f"the NVIDIA driver is installed but cannot be used: {facts.reason}",
                         _DRIVER, fix(manual(INIT_FIXES.get(facts.error or "", GENERIC_INIT_FIX)))),)
@@ -86,6 +88,19 @@ def presence_findings(facts: GpuFacts, *, release: Release | None = None, versio
                             note="or list indexes or UUIDs that exist (nvidia-smi -L)")),)
     return (Finding(Code.NO_GPU_VISIBLE, "the NVIDIA driver is loaded but reports no CUDA device", _DRIVER,
                     fix(manual("check nvidia-smi; in a container pass the GPUs in (--gpus all)"))),)
+
+
+def _address_limited(facts: GpuFacts, limit: int) -> Finding:
+    """cuInit's CUDA_ERROR_OUT_OF_MEMORY under an address-space limit: the driver reserves virtual address space
+    for the GPUs' memory and the host's as it starts, far more than it uses (measured on an H200 with 128 GiB of host
+    memory: cuInit fails under `ulimit -v` 8 GB, works under 32 GB; under 2 GB PyTorch's own libraries cannot be
+    mapped). No GPU memory is short: the fix is the limit's."""
+    return Finding(Code.DRIVER_ERROR, f"the NVIDIA driver cannot start: {facts.reason}, because this process may use "
+                   f"only {limit / 2**30:.1f} GiB of address space (ulimit -v, RLIMIT_AS), and the CUDA driver "
+                   "reserves more than that as it starts: no GPU memory is short", _DRIVER,
+                   fix(manual("raise the address-space limit before starting the program: `ulimit -v unlimited` in "
+                              "its shell, or the setting that imposes it (an `as` line in /etc/security/limits.conf, "
+                              "a batch system's virtual-memory limit)")))
 
 
 def driver_findings(facts: GpuFacts, cudart_version: int, *, release: Release | None = None,

@@ -149,6 +149,18 @@ def _kernel_module() -> str | None:
         return None
 
 
+def address_limit() -> int | None:
+    """This process's address-space limit (RLIMIT_AS, `ulimit -v`; its children inherit it), in bytes; None where
+    there is none."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def gpu_facts(environ: Mapping[str, str] | None = None) -> GpuFacts:
     """Driver version and every visible device; never raises for a missing driver or cuda-python.
 
@@ -161,7 +173,7 @@ def gpu_facts(environ: Mapping[str, str] | None = None) -> GpuFacts:
     env = os.environ if environ is None else environ
     hardware = tuple(sorted(path for pattern in _HARDWARE_GLOBS for path in glob.glob(pattern)))
     base: dict[str, Any] = {"visible_devices": env.get("CUDA_VISIBLE_DEVICES"), "kernel_module": _kernel_module(),
-                            "hardware": hardware}
+                            "hardware": hardware, "address_limit": address_limit()}
     try:
         driver = driver_module()
     except DriverUnavailable as exc:

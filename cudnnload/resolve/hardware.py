@@ -42,6 +42,8 @@ class GpuFacts:
     visible_devices: str | None  # CUDA_VISIBLE_DEVICES as set (None: unset)
     kernel_module: str | None  # NVIDIA kernel module version from /proc/driver/nvidia/version
     hardware: tuple[str, ...]  # /dev/nvidia* and /proc/driver/nvidia paths that exist
+    # the address space the asking process may use (RLIMIT_AS, `ulimit -v`), in bytes; None: unlimited
+    address_limit: int | None = None
 
     @property
     def driver_cuda(self) -> str | None:
