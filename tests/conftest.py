@@ -162,3 +162,26 @@ def noexec_dir(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def read_only() -> Iterator[Callable[[Path], Path]]:
+    """``read_only(folder)``: the folder bind-mounted over itself read-only (root only; skipped where it cannot be
+    mounted), unmounted at teardown whatever the test did."""
+    mounted: list[Path] = []
+
+    def mount(folder: Path) -> Path:
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            pytest.skip("needs root, to bind-mount a folder read-only")
+        for options in (["--bind"], ["-o", "remount,bind,ro"]):
+            done = subprocess.run(["mount", *options, str(folder), str(folder)], capture_output=True, text=True,
+                                  check=False)
+            if options == ["--bind"] and done.returncode == 0:
+                mounted.append(folder)
+            if done.returncode:
+                pytest.skip(f"cannot bind-mount {folder} read-only here: {done.stderr.strip()}")
+        return folder
+
+    yield mount
+    for folder in reversed(mounted):
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

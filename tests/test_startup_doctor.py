@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,21 @@ def test_a_pth_line_runs_after_the_preloads_so_its_file_answers_no_name_a_preloa
     assert modelled is not None and os.path.realpath(modelled) == os.path.realpath(real.stdout.strip())
     assert os.path.dirname(modelled) == str(preload.parent)
     assert any(p.path == str(old_graph) and p.cause is not None for p in resolved.ctx.preloads)
+
+
+def test_a_fix_that_writes_on_a_read_only_file_system_is_said_in_words_with_where_to_make_it(
+        tmp_path: Path, read_only: Callable[[Path], Path]) -> None:
+    """The venv's cuDNN wheel missing its ops, in a site-packages mounted read-only (a container image's root, a
+    squashfs): pip's reinstall would stop at "[Errno 30] Read-only file system". The fix is said in words, naming the
+    folder, remounting it read-write or changing the image it is built from, then the reinstall as it was."""
+    python, site = venv_with_cudnn(tmp_path)
+    (site / "nvidia" / "cudnn" / "lib" / "libcudnn_ops.so.9").unlink()
+    writable_fix = [f["fix"]["actions"] for f in doctor_json("--python", str(python), tmp_path=tmp_path)["findings"]
+                    if f["code"] == "missing-sublibrary"]
+    assert writable_fix and writable_fix[0][0]["do"] == "pip-install", writable_fix
+    read_only(site)
+    [said] = [f for f in doctor_json("--python", str(python), tmp_path=tmp_path)["findings"]
+              if f["code"] == "missing-sublibrary"]
+    [words] = said["fix"]["actions"]
+    assert words["do"] == "manual" and words["text"].startswith(f"{site} is on a file system mounted read-only"), words
+    assert "pip install --force-reinstall" in words["text"], words

@@ -31,6 +31,7 @@ from cudnnload.codes import ActionKind, Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.inventory import judged_install_of
+from cudnnload.diagnose.readonly import writable
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import started_cuda, unreachable_fix
 from cudnnload.errors import ElfError, UsageError
@@ -233,7 +234,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     return ProcessReport(pid, running.executable, running.command,
                          tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
                          libraries, inventory, pending, frameworks, checks,
-                         unique(scoped(ahead(findings, running.environ, ctx), running.environ, ctx)))
+                         unique(writable(scoped(ahead(findings, running.environ, ctx), running.environ, ctx))))
 
 
 def _installs(running: RunningProcess, ctx: Context) -> JudgedInventory:
