@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -392,3 +393,47 @@ def test_a_program_whose_shim_on_a_noexec_mount_fails_is_told_so_and_not_mixed(n
     assert f"the kernel refused to map {noexec_dir / 'libcudnn.so.9'}" in failed["message"], failed
     assert "without noexec" in failed["fix"]["text"], failed["fix"]
     assert not [f for f in findings if f["code"] == "mixed-in-process"], [f["message"] for f in findings]
+
+
+def test_a_library_that_cannot_be_mapped_under_an_address_space_limit_is_said_with_the_limits_fix(
+        tmp_path: Path) -> None:
+    """Under `ulimit -v` (RLIMIT_AS, inherited by the program from the shell cudnnload runs in), glibc reserves each
+    library's whole span in one mmap: the 9.28 shim maps, libcudnn_engines_precompiled.so.9 (540 MiB) too, and the
+    libcudnn_graph.so.9 it needs does not ("failed to map segment from shared object"; measured here at 700 MB). The
+    program exits 1. `doctor --` says the kernel refused to map the file the program's own error names, under the
+    limit, with the limit's fix; it never says that nothing of cuDNN's loading failed."""
+    folder = lib_folder("cu12-9.28.0.42")
+    program = tmp_path / "maps_engines.py"
+    program.write_text("import ctypes, sys\n"
+                       f"ctypes.CDLL({str(folder / 'libcudnn.so.9')!r})\n"
+                       f"ctypes.CDLL({str(folder / 'libcudnn_engines_precompiled.so.9')!r})\n")
+    environ = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root()),
+               "LD_LIBRARY_PATH": str(lib_folder("cublas-cu12-12.9.1.4"))}
+    done = subprocess.run(["prlimit", f"--as={700 * 10**6}", "--", sys.executable, "-m", "cudnnload", "doctor",
+                           "--json", "--", sys.executable, str(program)], capture_output=True, text=True,
+                          env=environ, timeout=300, check=False)
+    assert done.returncode == EXIT_PROBLEMS, (done.stdout[-2000:], done.stderr[-2000:])
+    findings = json.loads(done.stdout)["result"]["findings"]
+    [named] = re.findall(r"OSError: (\S+): failed to map segment from shared object", done.stderr)
+    [failed] = [f for f in findings if f["code"] == "load-failed"]
+    assert f"the kernel refused to map {folder / os.path.basename(named)}" in failed["message"], (named, failed)
+    assert "ulimit -v" in failed["message"] and "ulimit -v unlimited" in failed["fix"]["text"], failed
+    assert not [f for f in findings if f["code"] == "program-failed" and "nothing of cuDNN" in f["fix"]["text"]]
+    # the same limit kills nothing of cudnnload's own: without the limit, the program maps both files
+    free = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120, check=False)
+    assert free.returncode == 0, free.stderr
+
+
+def test_doctor_says_an_address_space_limit_smaller_than_the_libraries_and_nothing_without_one() -> None:
+    """The same 700 MB limit on `doctor FOLDER` (the 9.28 set, 1.1 GiB of spans): its probe passes the version checks,
+    and doctor does not call it healthy: `address-space-limit`, with the limit's fix. Without a limit, none."""
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    environ = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
+    limited = subprocess.run(["prlimit", f"--as={700 * 10**6}", "--", sys.executable, "-m", "cudnnload", "doctor",
+                              folder, "--json"], capture_output=True, text=True, env=environ, timeout=300, check=False)
+    assert limited.returncode == EXIT_PROBLEMS, limited.stderr[-2000:]
+    [said] = [f for f in json.loads(limited.stdout)["result"]["findings"] if f["code"] == "address-space-limit"]
+    assert said["severity"] == "error" and "libcudnn_engines_precompiled.so.9" in said["message"], said
+    assert "ulimit -v unlimited" in said["fix"]["text"], said
+    free = cli("doctor", folder, "--json")
+    assert not [f for f in json.loads(free.stdout)["result"]["findings"] if f["code"] == "address-space-limit"]

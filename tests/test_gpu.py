@@ -334,3 +334,17 @@ def test_the_address_space_limit_is_read_as_the_child_inherits_it() -> None:
     free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert free.stdout.split() == ["None"] or int(free.stdout) > 8000000 * 1024
+
+
+def test_an_address_space_limit_under_the_libraries_spans_is_an_error_naming_the_largest() -> None:
+    """`judge.gpu.limit_findings` is data in, findings out: the spans add up past the limit, or they do not."""
+    from cudnnload.codes import Code
+    from cudnnload.judge.gpu import limit_findings
+
+    spans = {"/x/libcudnn.so.9": 2 << 20, "/x/libcudnn_engines_precompiled.so.9": 540 << 20,
+             "/x/libcudnn_graph.so.9": 116 << 20, "/x/unread.so": None}
+    [said] = limit_findings(600 << 20, spans, None)
+    assert said.code is Code.ADDRESS_SPACE_LIMIT and said.subject.path == "/x/libcudnn_engines_precompiled.so.9"
+    assert "658 MiB" in said.message and "600 MiB" in said.message, said.message
+    assert limit_findings(None, spans, None) == () and limit_findings(1 << 30, spans, None) == ()
+    assert limit_findings(1, {"/x/unread.so": None}, None) == ()

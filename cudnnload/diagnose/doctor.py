@@ -167,7 +167,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         gpu = gpu_findings(facts, release=release, cudart_version=cudart.value if cudart else None,
                            max_device_version=max_sm.value if max_sm else None,
                            gpu_code={c.library or "": c.elf.gpu_code for c in install.files if c.elf} if install
-                           else {}, version_checks_passed=passed, python=resolved.target.python)
+                           else {}, version_checks_passed=passed, python=resolved.target.python,
+                           spans={c.path: c.elf.address_span for c in install.files if c.elf} if install else None)
     else:  # a driver named, not asked: its CUDA against the one read from cuDNN's graph; no device to judge
         read = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None) \
             if install else None

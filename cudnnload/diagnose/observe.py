@@ -69,6 +69,7 @@ class Run:
     killed: tuple[Killed, ...] = ()  # the program's processes cudnnload ended (timeout, interrupt, left running)
     survivors: tuple[Survivor, ...] = ()  # those it could not end
     logs_lost: str | None = None  # why the witnesses' logs may be cut short (their file system filled up)
+    address_limit: int | None = None  # its address-space limit (ulimit -v), inherited from cudnnload's own
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -92,10 +93,12 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
                         for call in _read_log(path, launched.before.get(path, 0)))
     finally:
         launched.cleanup()
+    from cudnnload.loading.gpu import address_limit
+
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
                logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
-               tuple(launched.family.survivors), lost)
+               tuple(launched.family.survivors), lost, address_limit())
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -148,6 +151,8 @@ class Observation:
     frameworks: tuple[str, ...] = ()  # framework libraries it mapped (libtorch_cuda.so, JAX's CUDA plugin, ...)
     stderr_tail: tuple[str, ...] = ()  # the last lines it wrote on stderr
     logs_lost: str | None = None  # why the linker's and cuDNN's logs may be cut short: then they prove nothing
+    address_limit: int | None = None  # the address-space limit it ran under (ulimit -v); None: none
+    unmapped: tuple[str, ...] = ()  # the files its dlopen failed to map under that limit (`_beyond_limit`)
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -175,8 +180,11 @@ def observation(ran: Run) -> Observation:
     order += [log for pid, log in sorted(logs.items()) if pid != ran.pid]
     opened = [o for log in order for o in log.opened if os.path.basename(o.path).startswith(_FAMILY)]
     # a file whose link map the log shows generated but whose code the kernel refused to map (a file system mounted
-    # noexec: `linker.noexec`): dlopen failed there and the process may go on; the log says no more of it
-    refused = [o for o in opened if not o.initialized and linker.noexec(o.path)]
+    # noexec: `linker.noexec`; an address-space limit: `_beyond_limit`): dlopen failed there and the process may go
+    # on; the log says no more of it
+    asked = {m.requested_by for log in order for m in log.missed}
+    limited = [o for o in opened if not o.initialized and not linker.noexec(o.path) and _beyond_limit(o, ran, asked)]
+    refused = [o for o in opened if not o.initialized and linker.noexec(o.path)] + limited
     libraries = tuple(o for o in opened if o not in refused)
     # a lookup a log ends inside, in a process that ended by itself: the linker stopped at a file it cannot use, or
     # found nothing under any name it tried (a program that NEEDs a shim the search does not find stops there:
@@ -198,7 +206,21 @@ def observation(ran: Run) -> Observation:
     frameworks = tuple(dict.fromkeys(o.path for log in order for o in log.opened if _FRAMEWORK_FILE.search(o.path)))
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
                        messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
-                       ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail, ran.logs_lost)
+                       ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail, ran.logs_lost,
+                       ran.address_limit, tuple(o.path for o in limited))
+
+
+def _beyond_limit(opened: lddebug.Opened, ran: Run, asked: set[str]) -> bool:
+    """A file the kernel would not map under the run's address-space limit (ulimit -v): glibc reserves a library's
+    whole span in one mmap, which fails with ENOMEM once the process's address space would pass the limit ("failed
+    to map segment from shared object"). Its link map was generated and never initialized, no lookup of its own
+    failed, and the process did not die there (a file cut inside a segment kills it: SIGBUS); where the program's
+    stderr says which file failed to map, only that one."""
+    if ran.address_limit is None or ran.signal or ran.timed_out or opened.path in asked:
+        return False
+    said = [line for line in ran.stderr_tail if "failed to map segment from shared object" in line]
+    name = os.path.basename(opened.path)
+    return not said or any(name in line for line in said)
 
 
 # The libraries that show a framework runs in the process (`consumers.consumers_mapped` reads their owners).
@@ -920,6 +942,8 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         where = f" in {seen.died_in}" if seen.died_in else ""
         findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
                                 fix(note=_death_note(seen))))
+    from cudnnload.judge.gpu import address_limit_fix, beyond_limit_words
+
     for stem, looked in _failed_lookups(seen).items():
         if all(m.requested_by and os.path.realpath(m.requested_by) in preloaded for m in looked):
             continue
@@ -932,10 +956,12 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         # the program's own request for a shim failed: it opened none, or the path it asked for is not what it got
         # (another shim, preloaded, is in the process all the same)
         own = stem == "libcudnn" and (not seen.shims or "/" in misses[0].name)
-        cure = _unopened_fix(misses[0], ctx) if own else \
-            _dependency_fix(misses[0]) if stem != "libcudnn" and classify(os.path.basename(asker)) is None else None
         refused = [path for m in misses for path in m.tried if linker.noexec(path)]
+        limited = [path for m in misses for path in m.tried if path in seen.unmapped]
+        cure = address_limit_fix() if limited else _unopened_fix(misses[0], ctx) if own else \
+            _dependency_fix(misses[0]) if stem != "libcudnn" and classify(os.path.basename(asker)) is None else None
         where = f"the kernel refused to map {refused[0]}, on a file system mounted noexec" if refused else \
+            beyond_limit_words(limited[0], seen.address_limit) if limited and seen.address_limit else \
             f"the linker found nothing loadable in {', '.join(searched)}" if searched else \
             "the linker could not load it" if all("/" in m.name for m in misses) else \
             "the linker found nothing loadable in no folder"

@@ -7,6 +7,7 @@ codes the doctor documents.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from cudnnload.codes import Code, SubjectKind
@@ -14,7 +15,7 @@ from cudnnload.judge.fixes import cudnn_requirement
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.fatbin import GpuCode
 from cudnnload.resolve.hardware import GpuFacts, cuda_text
-from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, pip_install, unset
+from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Fix, Subject, fix, manual, pip_install, unset
 
 # Oldest driver branch per CUDA major under minor-version compatibility
 # (CUDA Compatibility guide, "Minor Version Compatibility", table 1).
@@ -96,11 +97,48 @@ def _address_limited(facts: GpuFacts, limit: int) -> Finding:
     memory: cuInit fails under `ulimit -v` 8 GB, works under 32 GB; under 2 GB PyTorch's own libraries cannot be
     mapped). No GPU memory is short: the fix is the limit's."""
     return Finding(Code.DRIVER_ERROR, f"the NVIDIA driver cannot start: {facts.reason}, because this process may use "
-                   f"only {limit / 2**30:.1f} GiB of address space (ulimit -v, RLIMIT_AS), and the CUDA driver "
-                   "reserves more than that as it starts: no GPU memory is short", _DRIVER,
-                   fix(manual("raise the address-space limit before starting the program: `ulimit -v unlimited` in "
-                              "its shell, or the setting that imposes it (an `as` line in /etc/security/limits.conf, "
-                              "a batch system's virtual-memory limit)")))
+                   f"only {_gib(limit)} of address space (ulimit -v, RLIMIT_AS), and the CUDA driver "
+                   "reserves more than that as it starts: no GPU memory is short", _DRIVER, address_limit_fix())
+
+
+def address_limit_fix() -> Fix:
+    """Raising an address-space limit (``ulimit -v``): in the program's shell, or where it is imposed."""
+    return fix(manual("raise the address-space limit before starting the program: `ulimit -v unlimited` in its shell "
+                      "(up to the hard limit, `ulimit -Hv`), or the setting that imposes it (an `as` line in "
+                      "/etc/security/limits.conf, a batch system's virtual-memory limit)"))
+
+
+def limit_findings(limit: int | None, spans: Mapping[str, int | None], release: Release | None
+                   ) -> tuple[Finding, ...]:
+    """An address-space limit (``ulimit -v``) smaller than the cuDNN libraries' spans added up: glibc reserves each
+    library's whole span as it maps it, so whatever the process holds besides, the libraries loaded last fail to map
+    (measured: under 700 MB the 9.28 shim maps and passes its version checks, and a graph and engines library
+    fails). The sum is a floor: the program, cuBLAS and the driver take more."""
+    known = {path: span for path, span in spans.items() if span}
+    total = sum(known.values())
+    if limit is None or not known or total <= limit:
+        return ()
+    largest = max(known, key=lambda path: known[path])
+    what = f"cuDNN {release}'s libraries" if release else "the cuDNN libraries"
+    return (Finding(Code.ADDRESS_SPACE_LIMIT, f"this process may use only {_gib(limit)} of address space (ulimit -v, "
+                    f"RLIMIT_AS), and {what} alone span {_gib(total)} once mapped: those loaded last fail to map "
+                    f"(\"failed to map segment from shared object\"; the largest, {os.path.basename(largest)}, spans "
+                    f"{_gib(known[largest])}), at the first convolution or before",
+                    Subject(SubjectKind.FILE, largest), address_limit_fix()),)
+
+
+def beyond_limit_words(path: str, limit: int) -> str:
+    """What a library that failed to map under an address-space limit meets, with the span it needed."""
+    from cudnnload.resolve.elf import address_span
+
+    span = address_span(path)
+    needs = f" (its segments span {span / 2**20:.0f} MiB)" if span else ""
+    return (f"the kernel refused to map {path}{needs}: the process may use only {_gib(limit)} of address space "
+            "(ulimit -v, RLIMIT_AS) and had used it up (\"failed to map segment from shared object\")")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
 
 
 def driver_findings(facts: GpuFacts, cudart_version: int, *, release: Release | None = None,
@@ -205,9 +243,12 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
 
 def gpu_findings(facts: GpuFacts, *, release: Release | None, cudart_version: int | None,
                  max_device_version: int | None, gpu_code: Mapping[str, GpuCode | None],
-                 version_checks_passed: bool = False, python: str | None = None) -> tuple[Finding, ...]:
-    """Every check that the facts allow: presence first, then the driver, then each device."""
-    presence = presence_findings(facts, release=release, version_checks_passed=version_checks_passed, python=python)
+                 version_checks_passed: bool = False, python: str | None = None,
+                 spans: Mapping[str, int | None] | None = None) -> tuple[Finding, ...]:
+    """Every check that the facts allow: the address-space limit against the spans of the install's libraries
+    (``spans``: path -> `elf.address_span`), presence, then the driver, then each device."""
+    presence = limit_findings(facts.address_limit, spans or {}, release) + \
+        presence_findings(facts, release=release, version_checks_passed=version_checks_passed, python=python)
     if not facts.driver_found:
         return presence
     driver = driver_findings(facts, cudart_version, release=release, python=python) if cudart_version else ()

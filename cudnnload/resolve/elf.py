@@ -105,6 +105,8 @@ class ElfInfo:
     # the release whose versioned names (libcudnn_graph.so.9.14.0) a cuDNN 9 shim dlopens first, read from its
     # code (`_names_release`): the shim exports no version constant; None: not such a shim, or not read
     names_release: Release | None = None
+    # the address space mapping it takes (`address_span`): what an address-space limit (ulimit -v) is checked against
+    address_span: int | None = None
 
     @property
     def version_checks(self) -> tuple[str, ...]:
@@ -325,6 +327,44 @@ def _open(name: str) -> BinaryIO:
         raise ElfError(exc.strerror or str(exc), path=name, code=code) from None
 
 
+# ELF header and program header layouts, by class: what `address_span` reads
+_SPAN_EHDR = {64: struct.Struct("<16sHHIQQQIHHHHHH"), 32: struct.Struct("<16sHHIIIIIHHHHHH")}
+_SPAN_PHDR = {64: struct.Struct("<IIQQQQQQ"), 32: struct.Struct("<IIIIIIII")}
+
+
+def address_span(path: str) -> int | None:
+    """The address space mapping ``path`` takes (its PT_LOAD segments, first start to last end, in whole pages), as
+    _dl_map_segments reserves it in one mmap; None for a file that is not a readable ELF of this machine's class.
+    Under an address-space limit (``ulimit -v``, RLIMIT_AS) that reservation is what fails: "failed to map segment
+    from shared object"."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            if head[:4] != ELF_MAGIC or len(head) < 64:
+                return None
+            elf_class = 64 if head[4] == 2 else 32
+            ehdr, phdr = _SPAN_EHDR[elf_class], _SPAN_PHDR[elf_class]
+            fields = ehdr.unpack_from(head)
+            phoff, phentsize, phnum = fields[5], fields[9], fields[10]
+            if phentsize != phdr.size or not 0 < phnum < 1 << 12:
+                return None
+            handle.seek(phoff)
+            table = handle.read(phnum * phdr.size)
+    except (OSError, struct.error, OverflowError, ValueError):
+        return None
+    loads = []
+    for index in range(len(table) // phdr.size):
+        entry = phdr.unpack_from(table, index * phdr.size)
+        p_type, vaddr, memsz = (entry[0], entry[3], entry[6]) if elf_class == 64 else (entry[0], entry[2], entry[5])
+        if p_type == 1:  # PT_LOAD
+            loads.append((vaddr, vaddr + memsz))
+    if not loads:
+        return None
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    start, end = min(a for a, _ in loads) // page * page, max(b for _, b in loads)
+    return (end - start + page - 1) // page * page
+
+
 def _enum_name(table: Mapping[str, object], value: int) -> str:
     """pyelftools' name for an e_type or e_machine value (the last of two names for one value, as its
     header parser gives), else the number."""
@@ -369,6 +409,7 @@ def _inspect(path: str, reader: _Reader) -> ElfInfo:
         opens=_rodata_names(reader, by_name.get(".rodata")) if (dynamic.soname or "").startswith(_OPENERS) else (),
         names_release=_names_release(reader, by_name.get(".text"), 9)
         if dynamic.soname == "libcudnn.so.9" and reader.e_machine == _EM_X86_64 else None,
+        address_span=address_span(path),
     )
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from cudnnload.cachedir import Key, Kinds
     from cudnnload.resolve.linker import LinkerDefaults
 
-FORMAT = 11  # bump when ElfInfo's fields, the stamp (`cachedir.stamp`), the file layout or what read_elf refuses change
+FORMAT = 12  # bump when ElfInfo's fields, the stamp (`cachedir.stamp`), the file layout or what read_elf refuses change
 # "entries": path -> [stamp, ElfInfo]; "facts": a fact's key as JSON text -> the fact (ElfCache.memo).
 # Every command reads the whole memo: 2 MiB (~600 cuDNN-sized entries, every install of a busy machine) is
 # read in ~20 ms; past it the oldest entries go. The test suite's runs never write the user's (Makefile).
