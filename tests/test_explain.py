@@ -1187,8 +1187,12 @@ def test_a_segment_that_could_not_be_mapped_is_never_a_confident_bad_file(errno:
     the text rarely tells apart; the file is there (not missing), but it is not shown to be a bad file."""
     text = f"OSError: /opt/x/libcudnn_cnn_infer.so.8: failed to map segment from shared object{errno}"
     causes = explain(text, environ={}).causes
-    assert causes[0].confidence == "possible"
     assert causes[0].family not in ("cudnn-not-installed", "sublibrary-missing")
+    if errno:  # ENOMEM, as glibc before 2.20 appends it: an address-space limit, never the file
+        assert causes[0].family == "address-space-limit", causes[0]
+        assert all(c.confidence in ("possible", "unlikely") for c in causes if c.family == "unloadable-file")
+    else:
+        assert causes[0].confidence == "possible"
 
 
 @pytest.mark.parametrize(("status", "family"), [("NOT_INITIALIZED", "out-of-memory"), ("ARCH_MISMATCH", "gpu-too-old"),
@@ -1971,3 +1975,17 @@ def test_a_release_and_a_cuda_run_into_a_cjk_sentence_are_read() -> None:
     next to an ASCII name, so the release and the CUDA are read as in an English sentence."""
     reading = read("我安装了torch 2.0.1和cuda11.8\nImportError: libcudnn.so.8: cannot open shared object file")
     assert [(b.framework, b.release) for b in reading.builds] == [("pytorch", "2.0")] and reading.cuda == (11, 8)
+
+
+def test_here_an_address_space_limit_shows_or_rules_out_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`explain --here` checks the address-space-limit cause against this shell's own limit (`ulimit -v`), which the
+    programs it starts inherit."""
+    from cudnnload.diagnose.explain import here
+    from cudnnload.loading import gpu
+
+    machine = here.machine(environ={})
+    monkeypatch.setattr(gpu, "address_limit", lambda: 700 << 20)
+    said = here.check("address-space-limit", machine, None)  # type: ignore[arg-type]
+    assert said.verdict == here.SHOWS and "700 MiB" in said.detail, said
+    monkeypatch.setattr(gpu, "address_limit", lambda: None)
+    assert here.check("address-space-limit", machine, None).verdict == here.RULES_OUT  # type: ignore[arg-type]

@@ -471,6 +471,16 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
                    "archive again keeping its symlinks: cp -P; fetch git-lfs objects; the Jetson's own JetPack "
                    "cuDNN on aarch64); on a noexec mount, mount it without noexec or install cuDNN on another file "
                    "system")),
+    Family("address-space-limit", _title("the process's address-space limit (ulimit -v) is too small to map the "
+                                         "libraries"),
+           "glibc reserves each library's whole span as it maps it; under `ulimit -v` (RLIMIT_AS, a batch system's "
+           "virtual-memory limit) the libraries loaded last fail (\"failed to map segment from shared object\", "
+           "older glibc adds \"Cannot allocate memory\"), and the CUDA driver, which reserves far more address "
+           "space than it uses, fails cuInit with out of memory; no memory is short",
+           "`ulimit -v` prints a number, not unlimited (in the job's own shell); the same command works without it",
+           _manual("raise the address-space limit before starting the program: `ulimit -v unlimited` (up to `ulimit "
+                   "-Hv`), or the setting that imposes it (an `as` line in /etc/security/limits.conf, a batch "
+                   "system's virtual-memory request)")),
     Family("paging-file-too-small", _title("Windows ran out of commit space mapping a large CUDA/cuDNN DLL (the "
                                            "paging file is too small)"),
            "every process that imports the framework maps its CUDA and cuDNN DLLs, which reserve large committed "

@@ -218,6 +218,16 @@ def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
     return check
 
 
+def address_limited(machine: Machine, reading: Reading) -> Here:
+    """This process's address-space limit (``ulimit -v``), which the programs it starts inherit."""
+    from cudnnload.loading.gpu import address_limit
+
+    limit = address_limit()
+    if limit is None:
+        return Here(RULES_OUT, "no address-space limit here (ulimit -v: unlimited)")
+    return Here(SHOWS, f"this shell's programs may use only {limit / 2**20:.0f} MiB of address space (ulimit -v)")
+
+
 CHECKS: dict[str, Check] = {
     "cudnn-not-installed": not_installed,
     "wheel-not-on-linker-path": only_by_path,
@@ -238,6 +248,7 @@ CHECKS: dict[str, Check] = {
     "driver-too-old": driver("old"),
     "no-gpu-or-driver": driver("missing"),
     # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
+    "address-space-limit": address_limited,
     "gpu-too-old": gpus(lambda cc: cc < (5, 0), "is below every cuDNN 9's minimum (5.0; 7.5 from 9.11)"),
 }
 

@@ -616,6 +616,15 @@ def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
     return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
 
 
+def segment_without_memory(reading: Reading, signal: Signal) -> str | None:
+    """A segment of the found file could not be mapped, and glibc says it was for want of memory (ENOMEM: an
+    address-space limit; the file is whole)."""
+    mapped = _MAP_SEGMENT.search(f"{signal.error or ''} {signal.line}")
+    if mapped is None or not re.search(r"(?i)cannot allocate memory", mapped.group("errno") or ""):
+        return None
+    return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
+
+
 # A public cuDNN function (cudnnXxx, not cuDNN 8's internal symbols with their ", version libcudnn_*" tag) that a
 # program, not a cuDNN library, needs and the cuDNN loaded lacks (glibc names the library that needs the symbol;
 # Windows the DLL that lacks the entry point): a cuDNN of the same major but an older release than the program
@@ -932,6 +941,13 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-hardware-fault", 1.5, "the text shows an Xid error (the GPU's, or a program's bad access)", clue("xid")),
     Rule("paging-file-too-small", 3, "Windows error 1455: the commit limit (RAM + paging file) ran out",
          clue("paging-file")),
+    Rule("address-space-limit", 3, "mapping a found library failed for want of memory (glibc's \"failed to map "
+         "segment\" with ENOMEM): an address-space limit, not the file", segment_without_memory),
+    Rule("address-space-limit", 2, "the text names an address-space limit (ulimit -v, RLIMIT_AS, a virtual-memory "
+         "limit)", clue("address-limit")),
+    # the CUDA driver reserves far more address space than it uses: under a limit, cuInit fails with out of memory
+    Rule("address-space-limit", 3, "out of memory under an address-space limit the text names: the CUDA driver "
+         "reserves more address space than it uses as it starts", both(clue("address-limit"), clue("out-of-memory"))),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
     # Windows's; a file that was not located is not missing a dependency; torch's layouts need torch
     Rule("missing-runpath", -3, "Windows has no RUNPATH", clue("windows")),

@@ -1164,6 +1164,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
                  r"|74|79|9[245])\b"),
     ("xid", r"\bXid\b"),
     ("paging-file", r"WinError 1455\]|os error 1455|error 1455\b|ERROR_COMMITMENT_LIMIT"),
+    # an address-space limit named: `ulimit -v`, RLIMIT_AS, a batch system's virtual-memory limit (Slurm, PBS, SGE)
+    ("address-limit", r"ulimit -[a-zA-Z]*v\b|\bRLIMIT_AS\b|virtual memory (?:limit|exceeded)|\bh_vmem\b|\bvmem="
+                      r"|\bVSZ limit|address[- ]space limit"),
     # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
     # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
     ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
