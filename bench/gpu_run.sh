@@ -28,6 +28,8 @@
 #   diagnose    doctor TARGET / -- COMMAND timings, and their output on a PyTorch program and libtorch_cuda.so
 #               and plain doctor and doctor -- a PyTorch program taken apart
 #                                                             -> diagnose.md, diagnose.txt, doctor_parts.txt
+#   limit       a PyTorch convolution under address-space limits (prlimit --as, as `ulimit -v` sets it): the
+#               program alone, then plain doctor and doctor -- it under the same limit -> limit.txt
 set -u
 OUT=${OUT:-/tmp/cudnnload-out}
 mkdir -p "$OUT"
@@ -159,4 +161,18 @@ print(c(torch.randn(1, 3, 32, 32, device="cuda")).shape)'; echo "exit $?"
 x = torch.randn(8, 32, 56, 56, device="cuda")
 conv = torch.nn.Conv2d(32, 32, 3, padding=1).cuda()
 torch.relu(conv(x)).sum().item()'; } 2>&1 | tee "$OUT/doctor_parts.txt"
+fi
+if want limit; then
+  printf 'import torch\nc = torch.nn.Conv2d(3, 8, 3).cuda()\nprint(c(torch.randn(1, 3, 16, 16, device="cuda")).shape)\n' \
+    > /tmp/train.py
+  for GB in 2 4 16 64; do
+    AS=$((GB * 1000000000))
+    echo "=== limit $GB GB: the program alone"
+    prlimit --as=$AS -- python3 /tmp/train.py 2>&1 | tail -2; echo "exit ${PIPESTATUS[0]}"
+    echo "=== limit $GB GB: cudnnload doctor"
+    prlimit --as=$AS -- python3 -m cudnnload doctor 2>&1 | grep -E "^  (error|warning) |^healthy|^PROBLEMS" | cut -c1-400
+    echo "=== limit $GB GB: cudnnload doctor -- python3 train.py"
+    prlimit --as=$AS -- python3 -m cudnnload doctor -- python3 /tmp/train.py 2>&1 \
+      | grep -E "^python3 |^  (error|warning) |^      fix|^healthy|^PROBLEMS" | cut -c1-500
+  done 2>&1 | tee "$OUT/limit.txt"
 fi

@@ -94,9 +94,10 @@ class Code(_Word):
     SYMLINK_LOOP = ("symlink-loop", ERROR, True, "a symbolic link loop")
     NOEXEC_MOUNT = ("noexec-mount", ERROR, True, "the library is on a file system mounted `noexec`: the loader opens "
                     "it and the kernel refuses to map its code (\"failed to map segment from shared object\")")
-    ADDRESS_SPACE_LIMIT = ("address-space-limit", ERROR, False, "the process's address-space limit (`ulimit -v`, "
-                           "RLIMIT_AS) is smaller than cuDNN's libraries need mapped: those loaded last fail to map "
-                           "(\"failed to map segment from shared object\")")
+    ADDRESS_SPACE_LIMIT = ("address-space-limit", (ERROR, WARNING), False, "the process's address-space limit "
+                           "(`ulimit -v`, RLIMIT_AS) is smaller than cuDNN's libraries need mapped (those loaded last "
+                           "fail to map: \"failed to map segment from shared object\") or the CUDA runtime reserves "
+                           "as it starts (cuInit, cudnnCreate: out of memory)")
     FOREIGN_ELF = ("foreign-elf", ERROR, True, "wrong ELF class or machine for this host (32-bit, aarch64 "
                    "on "
                    "x86-64, ...)")

@@ -437,3 +437,27 @@ def test_doctor_says_an_address_space_limit_smaller_than_the_libraries_and_nothi
     assert "ulimit -v unlimited" in said["fix"]["text"], said
     free = cli("doctor", folder, "--json")
     assert not [f for f in json.loads(free.stdout)["result"]["findings"] if f["code"] == "address-space-limit"]
+
+
+@pytest.mark.parametrize("limited", [True, False])
+def test_a_program_that_ran_out_of_address_space_is_said_to_under_a_limit(tmp_path: Path, limited: bool) -> None:
+    """PyTorch's first CUDA call under `ulimit -v` 16 GB on the H200 fails with the runtime's "Error 2: out of
+    memory" (cuInit reserves more address space than that), while doctor's own smaller process starts the driver:
+    nothing of cuDNN's loading explains the failure, and doctor -- said only that. Under a limit, the program's own
+    words of memory running out are said as the limit's (`address-space-limit`, with its fix); without one, not."""
+    program = tmp_path / "cuda_init.py"
+    program.write_text("import sys\nsys.stderr.write('RuntimeError: Unexpected error from cudaGetDeviceCount(). Did "
+                       "you run some cuda functions before calling NumCudaDevices() that might have already set an "
+                       "error? Error 2: out of memory\\n')\nsys.exit(1)\n")
+    environ = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())}
+    limit = ["prlimit", f"--as={4 * 10**9}", "--"] if limited else []
+    done = subprocess.run([*limit, sys.executable, "-m", "cudnnload", "doctor", "--json", "--", sys.executable,
+                           str(program)], capture_output=True, text=True, env=environ, timeout=300, check=False)
+    findings = json.loads(done.stdout)["result"]["findings"]
+    said = [f for f in findings if f["code"] == "address-space-limit"]
+    if limited:
+        assert done.returncode == EXIT_PROBLEMS and len(said) == 1, findings
+        assert "Error 2: out of memory" in said[0]["message"] and "3.7 GiB" in said[0]["message"], said
+        assert "ulimit -v unlimited" in said[0]["fix"]["text"]
+    else:
+        assert not said and [f["code"] for f in findings if f["code"] == "program-failed"], findings

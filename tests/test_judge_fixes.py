@@ -1245,10 +1245,13 @@ def test_a_change_that_leaves_the_environment_as_it_is_is_no_repair() -> None:
     env = {**BASE, "LD_LIBRARY_PATH": "/nonexistent/links"}  # (a folder that is not there: no removal is tried)
     same = Finding(Code.CONSUMER_BROKEN, "m", Subject(SubjectKind.FILE, "/x"),
                    fix(set_variable("LD_LIBRARY_PATH", "/nonexistent/links")), severity=Severity.ERROR)
-    assert least_change(env, lambda world: (), findings=[same]) is None
+
+    def judge(world):  # type: ignore[no-untyped-def]  # the model finds the error today, in no changed world
+        return [same] if world.environ == env else []
+    assert least_change(env, judge, findings=[same]) is None
     other = Finding(Code.CONSUMER_BROKEN, "m", Subject(SubjectKind.FILE, "/x"),
                     fix(set_variable("LD_LIBRARY_PATH", "/nonexistent/wheel")), severity=Severity.ERROR)
-    found = least_change(env, lambda world: (), findings=[other])
+    found = least_change(env, judge, findings=[other])
     assert found is not None and [a.json() for a in found.actions] == [
         {"do": "env-set", "variable": "LD_LIBRARY_PATH", "value": "/nonexistent/wheel"}]
 
@@ -1336,3 +1339,12 @@ def test_a_shim_linked_into_a_wheel_is_judged_against_that_wheels_record(tmp_pat
     [action] = mismatch.fix.actions
     assert (action.do, action.python) == (ActionKind.PIP_INSTALL, str(venv / "bin/python"))
     assert action.requirements == ("nvidia-cudnn-cu12==9.28.0.42",)
+
+
+def test_no_change_is_a_repair_where_the_model_finds_nothing_wrong_today() -> None:
+    """The errors of a run the model does not see (cuInit's out of memory under an address-space limit, on the
+    H200): every changed world is as clean as today's, and the first change tried ("remove /usr/local/nvidia/lib64
+    from LD_LIBRARY_PATH") was said as the repair. The model shows no change mends anything: none is."""
+    from cudnnload.diagnose.remedy import least_change
+
+    assert least_change({**BASE, "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/"}, lambda world: []) is None

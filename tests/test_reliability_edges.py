@@ -506,7 +506,7 @@ def test_the_repair_search_over_20_000_entries_judges_its_few_worlds_at_once() -
     started = time.monotonic()
     entries = ":".join(f"{index:05x}" for index in range(20_000))  # relative: each may name a folder here
     assert least_change({"PYTHONPATH": entries}, judge) is None  # type: ignore[arg-type]
-    assert len(judged) == CANDIDATES and time.monotonic() - started < 2
+    assert len(judged) == CANDIDATES + 1 and time.monotonic() - started < 2  # today's world, then the candidates
 
 
 def test_entries_that_name_nothing_on_disk_are_no_candidates_of_the_repair(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
             result = probing.result()
             expected = _expected(install, resolved, True) if facts.devices else without_gpu
             checks.append(_probe_check(result, install, expected))
-            findings += _probe_findings(result, install, expected)
+            findings += _probe_findings(result, install, expected, facts.address_limit if facts.devices else None)
     release = install.release if install else None
     if release is None and result is not None and result.release is not None:
         release = result.release  # cuDNN 7 and 8 without a version constant or a full file name
@@ -545,12 +545,32 @@ def _probe_check(result: ProbeResult, install: Judged, expected: tuple[Any, ...]
                  f"{built} ({took})")
 
 
-def _probe_findings(result: ProbeResult, install: Judged, expected: tuple[Any, ...]) -> list[Finding]:
-    """What the run showed that the prediction did not: never hidden."""
+def _probe_findings(result: ProbeResult, install: Judged, expected: tuple[Any, ...],
+                    limit: int | None = None) -> list[Finding]:
+    """What the run showed that the prediction did not: never hidden. ``limit``: the address-space limit the child
+    ran under (``ulimit -v``), on a machine whose driver started in doctor's own process."""
+    from cudnnload.judge.gpu import address_limit_fix
+
     wrong = disagreements(expected, result.observed(generation(install.major)))
+    findings: list[Finding] = []
+    create = result.step("cudnnCreate")
+    if limit is not None and create is not None and create.exported and not create.ok \
+            and any(w.startswith("create:") for w in wrong):
+        # the driver started in doctor's process, and cuDNN's own CUDA runtime did not in the child under the limit:
+        # how much address space a start reserves is the process's (measured on the H200: the probe's cudnnCreate
+        # failed NOT_INITIALIZED under 16 and 64 GB; PyTorch's first CUDA call failed under 16 GB, worked under 64)
+        wrong = [w for w in wrong if not w.startswith("create:")]
+        size = f"{limit / 2**30:.1f} GiB"
+        findings.append(Finding(Code.ADDRESS_SPACE_LIMIT, f"cudnnCreate failed ({create.status_name}) in a process of "
+                                f"cuDNN {install.release or install.major} alone under this address-space limit of "
+                                f"{size} (ulimit -v, RLIMIT_AS), where the driver started in doctor's own: the CUDA "
+                                "runtime reserves address space for the GPUs' memory and the host's as it starts, and "
+                                "how much a process may still reserve depends on what it maps besides; a program that "
+                                "uses cuDNN directly fails there, a framework's process may too",
+                                Subject(SubjectKind.INSTALL, install.folder), address_limit_fix(), severity=WARNING))
     if not wrong:
-        return []
-    findings = [Finding(Code.PREDICTION_DISAGREES, f"the child process and cudnnload's prediction disagree: "
+        return findings
+    findings += [Finding(Code.PREDICTION_DISAGREES, f"the child process and cudnnload's prediction disagree: "
                         f"{'; '.join(wrong)}", Subject(SubjectKind.INSTALL, install.folder),
                         fix(note="the findings above may be incomplete: run `cudnnload doctor -- YOUR-PROGRAM` for "
                                  "the linker's own account, and report the layout to cudnnload"), severity=WARNING)]

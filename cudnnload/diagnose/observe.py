@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.discovery import Context
     from cudnnload.resolve.startup import Startup
-    from cudnnload.verdicts import Action, Finding, Fix
+    from cudnnload.verdicts import Action, Finding, Fix, Subject
 
 _FAMILY = ("libcudnn", "libcublas", "libnvrtc", "libcuda.", "libcudart")
 # What cuDNN prints before it fails (the shims' format strings: "Could not load library %s. Error: %s",
@@ -998,10 +998,38 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                 fix() if expected else fix(note="the findings above name the cause when it is a "
                                                                 "loading one"),
                                 severity=INFO if expected else WARNING))
+    if seen.returncode not in (0, None) and not seen.signal and not findings and seen.address_limit:
+        findings += _short_of_address_space(seen, program, about)
     if seen.returncode not in (0, None) and not seen.signal and not findings:
         findings.append(Finding(Code.PROGRAM_FAILED, f"{program} exited with status {seen.returncode}", about,
                                 fix(note="its own output says why; nothing of cuDNN's loading failed")))
     return findings
+
+
+# What a program prints when memory or address space ran out at a start or a mapping (the CUDA runtime's "out of
+# memory" from cudaGetDeviceCount, as PyTorch shows it, the driver's CUDA_ERROR_OUT_OF_MEMORY, glibc's "failed to map
+# segment" and ENOMEM), not an allocation on the GPU that was too big (PyTorch's "Tried to allocate").
+_SHORT_OF_SPACE = re.compile(r"(?i)\bout of memory\b|CUDA_ERROR_OUT_OF_MEMORY|failed to map segment from shared "
+                             r"object|cannot allocate memory")
+
+
+def _short_of_address_space(seen: Observation, program: str, about: Subject) -> list[Finding]:
+    """A program that failed, nothing of cuDNN's loading explaining it, under an address-space limit, whose last
+    words say memory ran out: the limit (measured on the H200: PyTorch's first CUDA call fails "Error 2: out of memory"
+    under 16 GB, where doctor's own smaller process starts the driver; it works under 64 GB)."""
+    from cudnnload.judge.gpu import address_limit_fix
+    from cudnnload.verdicts import Finding
+
+    said = next((line.strip() for line in reversed(seen.stderr_tail) if _SHORT_OF_SPACE.search(line)
+                 and "Tried to allocate" not in line), None)
+    if said is None or seen.address_limit is None:
+        return []
+    limit = seen.address_limit
+    size = f"{limit / 2**30:.1f} GiB" if limit >= 2**30 else f"{limit / 2**20:.0f} MiB"
+    return [Finding(Code.ADDRESS_SPACE_LIMIT, f"{program} exited with status {seen.returncode} after \"{said[:200]}\" "
+                    f"under an address-space limit of {size} (ulimit -v, RLIMIT_AS): the CUDA driver reserves far more "
+                    "address space than it uses as it starts, and each library needs its whole span mapped; no memory "
+                    "is short", about, address_limit_fix())]
 
 
 def _versions_unmet(seen: Observation, installs: Mapping[str, Judged], ctx: Context) -> list[Finding]:

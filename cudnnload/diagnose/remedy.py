@@ -220,12 +220,20 @@ def least_change(environ: Mapping[str, str], judge: Judge, keep: str | None = No
                 if one[0] == setting.variable and one[1] in (setting.value or "").split(":"))
     pairs = ([remove_entry(*a), remove_entry(*b)] for index, a in enumerate(entries) for b in entries[index + 1:])
     today = World(environ)
+    # a model that finds nothing wrong today cannot show that a change mends anything: the errors are the run's
+    # alone (cuInit's out of memory under an address-space limit, on the H200: "remove /usr/local/nvidia/lib64 from
+    # LD_LIBRARY_PATH" was the first change tried, and so the "repair")
+    if not any(f.severity is Severity.ERROR for f in judge(today)):
+        return None
     for actions in itertools.islice(itertools.chain(single, ([s] for s in settings), set_then, pairs), CANDIDATES):
         world = today.after(*actions)
         # a change that leaves the environment as it is (a setting to the value it has) mends nothing the model
         # missed today (fix differential 3-6756: "export LD_LIBRARY_PATH=<its own value>" was torch's repair)
-        if world != today and not any(f.severity is Severity.ERROR for f in judge(world)):
-            return fix(*actions, note="the model finds nothing wrong once this is done")
+        if world == today:
+            continue
+        if any(f.severity is Severity.ERROR for f in judge(world)):
+            continue
+        return fix(*actions, note="the model finds nothing wrong once this is done")
     return None
 
 
