@@ -208,7 +208,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     findings = list(scope(findings, served))
     blockers = [*stops, *(f for f in gpu if f.severity is ERROR)]
     whole = repair(unique(findings), install, env, judge_again(*asked[:2], site_paths, asked[2], consumers, facts,
-                                                                blockers), resolved.target.description,
+                                                                blockers, today=(env, resolved)),
+                   resolved.target.description,
                    resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served,
                    served=served) \
         if asked is not None and running else ()
@@ -273,15 +274,20 @@ def _concerns(finding: Finding, install: Judged | None, preloads: Iterable[Prelo
 
 
 def judge_again(target: str | None, python: str | None, site_paths: list[str] | None, verify: bool,
-                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding], program: Any = None) -> Judge:
+                 consumers: Sequence[Any], facts: Any, blockers: Sequence[Finding], program: Any = None,
+                 today: tuple[Mapping[str, str], Resolved] | None = None) -> Judge:
     """doctor's judgement without its child processes (the probe; the frameworks' build versions, read once):
     for `remedy.plan`, in a world changed by its actions. Its findings are those about what the target loads in
     that world (`_concerns`): the install it gets there, whose files may be other files than today's (a graph of
     another release asks for other versioned names)."""
     def judge(world: World) -> Sequence[Finding]:
         env = world.environ
-        again = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                               unstarted=world.unstarted, program=program, gone=world.gone)
+        # today's world is the one the command judged already (``today``: its environment and what it resolved):
+        # one context per world, never the machine read twice
+        again = today[1] if today is not None and dict(env) == dict(today[0]) and not world.unstarted \
+            and not world.gone else \
+            resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                           unstarted=world.unstarted, program=program, gone=world.gone)
         standing = [b for b in blockers if not _cleared(b, world)]
         served = _serve(consumers, again, facts, env, site_paths, standing)
         found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
