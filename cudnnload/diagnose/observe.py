@@ -183,8 +183,9 @@ def observation(ran: Run) -> Observation:
     # noexec: `linker.noexec`; an address-space limit: `_beyond_limit`): dlopen failed there and the process may go
     # on; the log says no more of it
     asked = {m.requested_by for log in order for m in log.missed}
-    limited = [o for o in opened if not o.initialized and not linker.noexec(o.path) and _beyond_limit(o, ran, asked)]
-    refused = [o for o in opened if not o.initialized and linker.noexec(o.path)] + limited
+    noexec = [o for o in opened if not o.initialized and linker.noexec(o.path)]
+    limited = [o for o in opened if not o.initialized and o not in noexec and _beyond_limit(o, ran, asked)]
+    refused = noexec + limited
     libraries = tuple(o for o in opened if o not in refused)
     # a lookup a log ends inside, in a process that ended by itself: the linker stopped at a file it cannot use, or
     # found nothing under any name it tried (a program that NEEDs a shim the search does not find stops there:
@@ -1017,15 +1018,14 @@ def _short_of_address_space(seen: Observation, program: str, about: Subject) -> 
     """A program that failed, nothing of cuDNN's loading explaining it, under an address-space limit, whose last
     words say memory ran out: the limit (measured on the H200: PyTorch's first CUDA call fails "Error 2: out of memory"
     under 16 GB, where doctor's own smaller process starts the driver; it works under 64 GB)."""
-    from cudnnload.judge.gpu import address_limit_fix
+    from cudnnload.judge.gpu import address_limit_fix, size_words
     from cudnnload.verdicts import Finding
 
     said = next((line.strip() for line in reversed(seen.stderr_tail) if _SHORT_OF_SPACE.search(line)
                  and "Tried to allocate" not in line), None)
     if said is None or seen.address_limit is None:
         return []
-    limit = seen.address_limit
-    size = f"{limit / 2**30:.1f} GiB" if limit >= 2**30 else f"{limit / 2**20:.0f} MiB"
+    size = size_words(seen.address_limit)
     return [Finding(Code.ADDRESS_SPACE_LIMIT, f"{program} exited with status {seen.returncode} after \"{said[:200]}\" "
                     f"under an address-space limit of {size} (ulimit -v, RLIMIT_AS): the CUDA driver reserves far more "
                     "address space than it uses as it starts, and each library needs its whole span mapped; no memory "

@@ -97,7 +97,7 @@ def _address_limited(facts: GpuFacts, limit: int) -> Finding:
     memory: cuInit fails under `ulimit -v` 8 GB, works under 32 GB; under 2 GB PyTorch's own libraries cannot be
     mapped). No GPU memory is short: the fix is the limit's."""
     return Finding(Code.DRIVER_ERROR, f"the NVIDIA driver cannot start: {facts.reason}, because this process may use "
-                   f"only {_gib(limit)} of address space (ulimit -v, RLIMIT_AS), and the CUDA driver "
+                   f"only {size_words(limit)} of address space (ulimit -v, RLIMIT_AS), and the CUDA driver "
                    "reserves more than that as it starts: no GPU memory is short", _DRIVER, address_limit_fix())
 
 
@@ -120,10 +120,11 @@ def limit_findings(limit: int | None, spans: Mapping[str, int | None], release: 
         return ()
     largest = max(known, key=lambda path: known[path])
     what = f"cuDNN {release}'s libraries" if release else "the cuDNN libraries"
-    return (Finding(Code.ADDRESS_SPACE_LIMIT, f"this process may use only {_gib(limit)} of address space (ulimit -v, "
-                    f"RLIMIT_AS), and {what} alone span {_gib(total)} once mapped: those loaded last fail to map "
+    return (Finding(Code.ADDRESS_SPACE_LIMIT, f"this process may use only {size_words(limit)} of address space "
+                    f"(ulimit -v, RLIMIT_AS), and {what} alone span {size_words(total)} once mapped: those loaded last "
+                    "fail to map "
                     f"(\"failed to map segment from shared object\"; the largest, {os.path.basename(largest)}, spans "
-                    f"{_gib(known[largest])}), at the first convolution or before",
+                    f"{size_words(known[largest])}), at the first convolution or before",
                     Subject(SubjectKind.FILE, largest), address_limit_fix()),)
 
 
@@ -133,11 +134,12 @@ def beyond_limit_words(path: str, limit: int) -> str:
 
     span = address_span(path)
     needs = f" (its segments span {span / 2**20:.0f} MiB)" if span else ""
-    return (f"the kernel refused to map {path}{needs}: the process may use only {_gib(limit)} of address space "
+    return (f"the kernel refused to map {path}{needs}: the process may use only {size_words(limit)} of address space "
             "(ulimit -v, RLIMIT_AS) and had used it up (\"failed to map segment from shared object\")")
 
 
-def _gib(size: int) -> str:
+def size_words(size: int) -> str:
+    """A size as the findings say it: GiB from one, else MiB."""
     return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
 
 

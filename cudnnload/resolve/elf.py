@@ -327,9 +327,9 @@ def _open(name: str) -> BinaryIO:
         raise ElfError(exc.strerror or str(exc), path=name, code=code) from None
 
 
-# ELF header and program header layouts, by class: what `address_span` reads
-_SPAN_EHDR = {64: struct.Struct("<16sHHIQQQIHHHHHH"), 32: struct.Struct("<16sHHIIIIIHHHHHH")}
-_SPAN_PHDR = {64: struct.Struct("<IIQQQQQQ"), 32: struct.Struct("<IIIIIIII")}
+# ELF header and program header layouts, by class: what `address_span` and the linker model's checks read
+EHDR = {64: struct.Struct("<16sHHIQQQIHHHHHH"), 32: struct.Struct("<16sHHIIIIIHHHHHH")}
+PHDR = {64: struct.Struct("<IIQQQQQQ"), 32: struct.Struct("<IIIIIIII")}
 
 
 def address_span(path: str) -> int | None:
@@ -343,7 +343,7 @@ def address_span(path: str) -> int | None:
             if head[:4] != ELF_MAGIC or len(head) < 64:
                 return None
             elf_class = 64 if head[4] == 2 else 32
-            ehdr, phdr = _SPAN_EHDR[elf_class], _SPAN_PHDR[elf_class]
+            ehdr, phdr = EHDR[elf_class], PHDR[elf_class]
             fields = ehdr.unpack_from(head)
             phoff, phentsize, phnum = fields[5], fields[9], fields[10]
             if phentsize != phdr.size or not 0 < phnum < 1 << 12:

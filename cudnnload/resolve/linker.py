@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from cudnnload.files import ELF_MAGIC
-from cudnnload.resolve.elf import ElfInfo, read_elf
+from cudnnload.resolve.elf import EHDR, PHDR, ElfInfo, read_elf
 from cudnnload.resolve.ldcache import LD_SO_CACHE, LdCache, accepted_flags, read_ld_cache
 from cudnnload.resolve.records import record
 from cudnnload.resolve.rules import Glibc, glibc_version, holds, undecided
@@ -931,8 +931,6 @@ class _Probe(NamedTuple):
     reason: str | None = None
 
 
-_EHDR = {64: struct.Struct("<16sHHIQQQIHHHHHH"), 32: struct.Struct("<16sHHIIIIIHHHHHH")}
-_PHDR = {64: struct.Struct("<IIQQQQQQ"), 32: struct.Struct("<IIIIIIII")}
 _DYN = {64: struct.Struct("<qQ"), 32: struct.Struct("<iI")}
 _PT_LOAD, _PT_DYNAMIC, _PT_GNU_STACK = 1, 2, 0x6474E551
 _DT_FLAGS_1 = 0x6FFFFFFB
@@ -1015,7 +1013,7 @@ def _check_header(fd: int, env: LinkerEnv) -> tuple[Outcome, str | None]:
     defaults = env.defaults
     size = os.fstat(fd).st_size
     head = os.read(fd, _FILEBUF)
-    ehdr, phdr = _EHDR[defaults.elf_class], _PHDR[defaults.elf_class]
+    ehdr, phdr = EHDR[defaults.elf_class], PHDR[defaults.elf_class]
     if len(head) < ehdr.size:
         return "too-short", None
     if head[:4] != ELF_MAGIC:
@@ -1077,7 +1075,7 @@ def _check_header(fd: int, env: LinkerEnv) -> tuple[Outcome, str | None]:
 
 def _segments(table: bytes, count: int, elf_class: int) -> Iterator[tuple[int, int, int, int]]:
     """(p_type, p_offset, p_filesz, p_flags) of each program header."""
-    phdr = _PHDR[elf_class]
+    phdr = PHDR[elf_class]
     for index in range(count):
         entry = phdr.unpack_from(table, index * phdr.size)
         yield (entry[0], entry[2], entry[5], entry[1]) if elf_class == 64 else (entry[0], entry[1], entry[4],
