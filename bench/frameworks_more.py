@@ -5,7 +5,8 @@
 Each breakage changes the installed frameworks or the machine (a sub-library or the shim of another release in the
 wheel's folder, a dangling link, an empty file, NVRTC or cuBLAS taken away, /etc/ld.so.preload,
 CUDA_VISIBLE_DEVICES=-1, a shim or a sub-library copied into a folder of its own, or into the folder the program runs
-in, an empty LD_LIBRARY_PATH entry, a copy of the wheel's package holding only the shim first on PYTHONPATH)
+in, an empty LD_LIBRARY_PATH entry, a copy of the wheel's package holding only the shim first on PYTHONPATH, one
+library's file under another's name, a file cut short or an empty folder in a library's place)
 and is undone after, whatever happens (each moved file back where it was, each written file removed). For each,
 the frameworks' own convolution programs run first (the truth); then plain ``doctor``, ``doctor <the framework's
 library>``, ``doctor -- <the program>`` and ``explain`` on the program's last lines are asked exactly as the
@@ -58,6 +59,34 @@ def _replaced(name: str, put: Put | None = None) -> Change:
 def _other_release(m: Machine, copy: Path, path: Path) -> None:
     """The system cuDNN's file of that name (another release of the same major)."""
     shutil.copy2(m.system / path.name, path)
+
+
+def _sibling(name: str) -> Put:
+    """A copy of the wheel's ``name`` (another sub-library: its own soname and exports) under the name set aside."""
+    def put(m: Machine, copy: Path, path: Path) -> None:
+        shutil.copy2(m.wheel / name, path)
+    return put
+
+
+def _cut(size: int) -> Put:
+    """The file's first ``size`` bytes (a download or copy cut short): its ELF header and no more."""
+    def put(m: Machine, copy: Path, path: Path) -> None:
+        with open(copy, "rb") as whole:
+            path.write_bytes(whole.read(size))
+        shutil.copymode(copy, path)
+    return put
+
+
+def _directory(m: Machine, copy: Path, path: Path) -> None:
+    """An empty folder of the library's name (an unpacking gone wrong): open() succeeds, read() does not."""
+    path.mkdir()
+
+
+def _system_gone(name: str) -> Change:
+    """The system cuDNN's ``name`` (the file ld.so.cache lists) set aside, the cache left as it was: stale."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        _aside(m.system / name, kept)
+    return change
 
 
 def _dangling(m: Machine, copy: Path, path: Path) -> None:
@@ -223,6 +252,32 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
     (Breakage("cudnn-dist-info-gone", "nvidia-cudnn"), _dist_info_gone),
     # added 2026-12-04 (session 41), never run before its first run on the GPU machine
     (Breakage("wheel-on-noexec-mount", "noexec"), _noexec_mount),
+    # added 2026-12-04 (session 43), never run before their first run on the GPU machine
+    (Breakage("cnn-is-ops", "libcudnn_cnn"), _replaced("libcudnn_cnn.so.9", _sibling("libcudnn_ops.so.9"))),
+    (Breakage("graph-is-directory", "libcudnn_graph"), _replaced("libcudnn_graph.so.9", _directory)),
+    (Breakage("heuristic-other-release", "libcudnn_heuristic"),
+     _replaced("libcudnn_heuristic.so.9", _other_release)),
+    (Breakage("precompiled-other-release", "libcudnn_engines_precompiled"),
+     _replaced("libcudnn_engines_precompiled.so.9", _other_release)),
+    (Breakage("preload-wheel-graph", "LD_PRELOAD",
+              lambda m: {"LD_PRELOAD": str(m.wheel / "libcudnn_graph.so.9")}), None),
+    (Breakage("library-path-wheel", "LD_LIBRARY_PATH", lambda m: {"LD_LIBRARY_PATH": str(m.wheel)}), None),
+    (Breakage("library-path-is-a-file", "LD_LIBRARY_PATH",
+              lambda m: {"LD_LIBRARY_PATH": str(m.wheel / "libcudnn.so.9")}), None),
+    (Breakage("nvrtc-builtins-gone", "nvrtc"), _gone("libnvrtc-builtins*")),
+    (Breakage("system-shim-gone-cache-stale", "libcudnn.so.9"), _system_gone("libcudnn.so.9")),
+    (Breakage("cudnn-log-to-missing-folder", "CUDNN_LOGDEST_DBG",
+              lambda m: {"CUDNN_LOGLEVEL_DBG": "2", "CUDNN_LOGDEST_DBG": "/nonexistent/cudnn/log.txt"}), None),
+    (Breakage("graph-is-ops", "libcudnn_graph"), _replaced("libcudnn_graph.so.9", _sibling("libcudnn_ops.so.9"))),
+    (Breakage("shim-is-graph", "libcudnn.so.9"), _replaced("libcudnn.so.9", _sibling("libcudnn_graph.so.9"))),
+    (Breakage("ops-cut-short", "libcudnn_ops"), _replaced("libcudnn_ops.so.9", _cut(4096))),
+    (Breakage("graph-other-machine", "libcudnn_graph"), _replaced("libcudnn_graph.so.9", _other_machine)),
+    (Breakage("precompiled-is-directory", "libcudnn_engines_precompiled"),
+     _replaced("libcudnn_engines_precompiled.so.9", _directory)),
+    (Breakage("preload-system-heuristic", "LD_PRELOAD",
+              lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_heuristic.so.9")}), None),
+    (Breakage("preload-system-ops", "LD_PRELOAD", lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_ops.so.9")}),
+     None),
 )
 
 

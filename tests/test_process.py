@@ -236,6 +236,45 @@ def test_a_sublibrary_that_fails_to_load_is_answered_by_the_shims_bare_name_as_t
     assert bare in mapped and own not in mapped
 
 
+@pytest.mark.parametrize("bare", [False, True], ids=["no-bare-name", "bare-name-on-library-path"])
+def test_ops_under_graphs_name_binds_its_needed_to_itself_and_fails_as_the_real_loader_does(
+        tmp_path: Path, bare: bool) -> None:
+    """The wheel's graph a copy of its ops (the H200, session 43, breakage graph-is-ops): ops NEEDs
+    libcudnn_graph.so.9, which glibc answers with the object being loaded under that name; it does not define the
+    version libcudnn_graph.so.9, so the dlopen fails ("version lookup error ... (fatal)"), and the shim goes on to
+    the bare libcudnn_graph.so: none there, cudnnGetVersion aborts; 9.0's graph there (a -dev package's link), it
+    returns 90000 (torch on the H200 met the system's 9.14 so). Before, the model had the copy load and its
+    look-up of cudnnGetVersion fail."""
+    from cudnnload.judge.installs import predict_install
+
+    new, old = lib_folder("cu12-9.28.0.42"), lib_folder("cu12-9.0.0.312")
+    folder, dev = tmp_path / "lib", tmp_path / "dev"
+    folder.mkdir()
+    dev.mkdir()
+    for library in new.glob("libcudnn*.so.9"):
+        os.link(library, folder / library.name)
+    (folder / "libcudnn_graph.so.9").unlink()
+    os.link(new / "libcudnn_ops.so.9", folder / "libcudnn_graph.so.9")
+    if bare:
+        os.link(old / "libcudnn_graph.so.9", dev / "libcudnn_graph.so")
+    environ = {**BASE, "LD_LIBRARY_PATH": str(dev)}
+    ctx = context(environ)
+    install = next(i for i in find([str(folder)], environ=environ, ctx=ctx).installs)
+    (version, *_) = predict_install(install, ctx, gpu=False).expectations
+    script = ("import ctypes, sys; shim = ctypes.CDLL(sys.argv[1]); shim.cudnnGetVersion.restype = ctypes.c_size_t; "
+              "print(shim.cudnnGetVersion(), flush=True)")
+    real = subprocess.run([sys.executable, "-c", script, str(folder / "libcudnn.so.9")], env=environ,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if bare:
+        assert real.returncode == 0 and real.stdout.split() == ["90000"], real
+        assert (version.outcome, version.value) == ("value", 90000), version
+    else:
+        assert real.returncode != 0 and "Cannot load symbol cudnnGetVersion" in real.stderr, real
+        assert version.outcome == Effect.ABORT and version.message == real.stderr.strip(), version
+    said = [f.message for f in install.findings if f.code is Code.SUBLIBRARY_UNLOADABLE]
+    assert not bare or any("version `libcudnn_graph.so.9' not found" in message for message in said), said
+
+
 def test_a_preload_whose_needed_is_cut_short_kills_every_start_as_predicted(tmp_path: Path) -> None:
     """9.0's adv preloaded beside a graph cut inside a segment: ld.so maps that NEEDED graph at start and the
     process dies of SIGBUS before the program runs; the model says SIGBUS (not exit 127), and the fix removes

@@ -288,19 +288,26 @@ def test_a_release_older_than_the_build_met_past_a_closed_wheel_folder_is_fixed_
     assert older.fix.actions[0].do is ActionKind.CHMOD and older.fix.actions[0].path == str(folder), older.fix
 
 
+def _cut_in_copy(tmp_path: Path, name: str) -> Path:
+    """A copy (hard links) of the 9.28 wheel's folder with ``name`` cut at 4096 bytes, inside a PT_LOAD segment; the
+    cut file's path."""
+    folder = tmp_path / "lib"
+    shutil.copytree(lib_folder(NEW), folder, copy_function=os.link)
+    cut = folder / name
+    data = cut.read_bytes()[:4096]
+    cut.unlink()
+    cut.write_bytes(data)
+    return cut
+
+
 def test_a_shim_cut_inside_a_segment_fails_a_framework_whatever_calls_it_makes(tmp_path: Path) -> None:
     """torch's NEEDED meets a shim cut at 4096 bytes, inside a PT_LOAD segment (fix differential 3-9362): the load
     itself kills the process (SIGBUS), before any of the functions torch calls; torch fails on it, and the shim's
     errors are torch's, not warnings "their calls load it and work"."""
     from cudnnload.diagnose.inventory import judged_install_of
 
-    folder = tmp_path / "lib"
-    shutil.copytree(lib_folder(NEW), folder, copy_function=os.link)
-    shim = folder / "libcudnn.so.9"
-    data = shim.read_bytes()[:4096]
-    shim.unlink()
-    shim.write_bytes(data)
-    ctx = context({**BASE, "LD_LIBRARY_PATH": str(folder)})
+    shim = _cut_in_copy(tmp_path, "libcudnn.so.9")
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(shim.parent)})
     got = Route(consumer(), str(shim), "libtorch_cuda.so NEEDs libcudnn.so.9", kind="by-path")
     served = serve(got, judged_install_of(str(shim), ctx, "test"), ctx, gpu=False, device_count=0, environ=BASE,
                    python=None)
@@ -308,6 +315,57 @@ def test_a_shim_cut_inside_a_segment_fails_a_framework_whatever_calls_it_makes(t
     (failing,) = [f for f in served.findings if f.code is Code.FRAMEWORK_CALLS_FAIL]
     assert "libcudnn.so.9 kills the process (SIGBUS)" in failing.message
     assert str(shim) in served.reached
+
+
+def test_a_sublibrary_cut_short_fails_only_the_framework_whose_calls_load_it(tmp_path: Path) -> None:
+    """libcudnn_ops cut at 4096 bytes (the H200, session 43, breakage ops-cut-short): torch's convolution never
+    loads it and ran; JAX's cudnnCreateTensorDescriptor loads it and JAX died of SIGBUS. The exercise dies at
+    cudnnOpsVersionCheck, a call neither makes: each framework is judged on its own calls, in its own order."""
+    from cudnnload.diagnose.inventory import judged_install_of
+
+    ops = _cut_in_copy(tmp_path, "libcudnn_ops.so.9")
+    shim = str(ops.parent / "libcudnn.so.9")
+    ctx = context({**BASE, "LD_LIBRARY_PATH": str(lib_folder("cublas-cu12-12.9.1.4"))})  # the heuristic's cuBLASLt
+    install = judged_install_of(shim, ctx, "test")
+    fared = {framework: serve(Route(consumer(framework), shim, "by path", kind="by-path"), install, ctx, gpu=False,
+                              device_count=0, environ=BASE, python=None) for framework in ("torch", "jax")}
+    assert fared["torch"].works and not fared["jax"].works
+    (failing,) = [f for f in fared["jax"].findings if f.code is Code.FRAMEWORK_CALLS_FAIL]
+    assert "cudnnCreateTensorDescriptor" in failing.message and "SIGBUS" in failing.message, failing.message
+    assert str(ops) in fared["jax"].reached and str(ops) not in fared["torch"].reached
+
+
+def test_a_shim_that_lacks_the_version_torchs_libraries_need_stops_torch_as_the_real_loader_does(
+        tmp_path: Path) -> None:
+    """Another cuDNN library (graph) copied over the wheel's shim (the H200, session 43, breakage shim-is-graph):
+    torch's preload by path opens it, and libtorch's NEEDED binds to that object (the same inode), which does not
+    define the version node ``libcudnn.so.9``: the import fails. A library linked against the real shim stands for
+    libtorch_cuda.so; the real loader says the same."""
+    import subprocess
+    import sys
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build a library linked against cuDNN 9")
+    site = _wheel_site(tmp_path)
+    folder = site / "nvidia" / "cudnn" / "lib"
+    source, caller = tmp_path / "caller.c", tmp_path / "torch" / "lib" / "libtorch_cuda.so"
+    caller.parent.mkdir(parents=True)
+    source.write_text("#include <stddef.h>\nsize_t cudnnGetVersion(void);\n"
+                      "size_t v(void) { return cudnnGetVersion(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(caller), f"-L{folder}", "-l:libcudnn.so.9",
+                    f"-Wl,-rpath,{folder}"], check=True)
+    (folder / "libcudnn.so.9").unlink()
+    shutil.copy2(folder / "libcudnn_graph.so.9", folder / "libcudnn.so.9")
+    real = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(caller)!r})"], capture_output=True,
+                          text=True, env={**BASE, "LD_LIBRARY_PATH": ""}, check=False)
+    assert "version `libcudnn.so.9' not found" in real.stderr, real.stderr
+
+    torch = replace(consumer(site=str(site)), needs=(Need("libcudnn.so.9", str(caller)),))
+    got = route(torch, context(BASE), [str(site)])
+    assert got.shim == str(folder / "libcudnn.so.9") and got.stops is not None
+    assert "version `libcudnn.so.9' not found" in got.stops and "libcudnn_graph.so.9" in got.stops, got.stops
+    whole = route(torch, context(BASE), [str(_wheel_site(tmp_path / "whole"))])
+    assert whole.stops is None
 
 
 def _fell_past_for(torch: Consumer, shim: str, site_paths: list[str]) -> bool:

@@ -211,6 +211,14 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
         # undefined symbol: cudnnAdvVersionCheck", status 3009, the process goes on; an engine name of graph's
         # leading to ops: cudnnBackendFinalize returns 1008 where the intact engine gives 2000, fix differential 1-1)
         function = lib.version_check or next((c.function for c in lib.calls), lib.key)
+        lacks = _binds_itself(info, lib.soname)
+        if lacks:
+            # its own NEEDED names the name it is loaded under (ops under graph's name NEEDs libcudnn_graph.so.9):
+            # glibc answers that with the object itself, which does not define the version needed of it, and the
+            # dlopen fails; the opener goes on to its next name (the H200, session 43: the wheel's graph a copy of
+            # its ops, and the shim took the system's 9.14 graph through the bare libcudnn_graph.so)
+            return Load(lib.key, path, own, UNLOADABLE, f"{path}: version `{lacks[0]}' not found (required by "
+                        f"{path})", lib.key)
         # the object glibc names is the one of that SONAME the process has already, else this file
         holder = next((load.path for key, load in loads.items() if load.path and load.fails is None and
                        gen.library(key).soname == info.soname), path)
@@ -218,6 +226,16 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
                     stays_mapped=True, answered_by=holder)
     return _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts, present),
                     loads.get("graph"))
+
+
+def _binds_itself(info: ElfInfo, name: str) -> tuple[str, ...]:
+    """The versions a file loaded under ``name`` needs of ``name`` that it does not define itself, where its own
+    DT_NEEDED names ``name``: glibc matches that NEEDED to the object being loaded (its name as asked for), and
+    dl-version.c fails the load (a file without version definitions satisfies every need)."""
+    if name not in info.needed or not info.version_defs:
+        return ()
+    wanted = next((need.versions for need in info.version_needs if need.library == name), ())
+    return tuple(version for version in wanted if version not in info.version_defs)
 
 
 def _refused(lib: SubLibrary, load: Load, graph: Load | None) -> Load:
@@ -324,11 +342,13 @@ def need_lib_soname(lib: SubLibrary, key: str) -> str:
 def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load], *,
             missing_dependencies: Mapping[str, str] | None = None, shim: ElfInfo | None = None,
             shim_fails: Load | None = None, facts: FileFacts | None = None, gpu: bool = False,
-            opened: Mapping[str, tuple[str, ...]] | None = None) -> Prediction:
+            opened: Mapping[str, tuple[str, ...]] | None = None, calls: frozenset[str] | None = None) -> Prediction:
     """Every call of ``gen.exercise`` with these loads on a machine with or without a GPU, and a
     `Consequence` per cause of failure. ``shim_fails``: the application's dlopen of the shim itself
     fails (or kills it), and nothing else happens. ``opened``: what each sub-library's first dlopen dlopens as it
-    loads (`Install.opened_at_load`; default: what its soname alone says)."""
+    loads (`Install.opened_at_load`; default: what its soname alone says). ``calls``: only the exercise's calls of
+    these functions, as a program that makes only those makes them (a call it never makes neither loads what it
+    serves nor kills the process before the calls it does make)."""
     if shim_fails is not None:
         opening = Call("dlopen", gen.shim.soname)
         if shim_fails.fails in _ENDS:
@@ -345,6 +365,8 @@ def predict(gen: Generation, release: Release | None, loads: Mapping[str, Load],
     graph_info = facts.elf(graph.path) if facts and graph and graph.path and graph.fails is None else None
     expectations: list[Expectation] = []
     for call in gen.exercise:
+        if calls is not None and call.function not in calls:
+            continue
         expected = _expect(gen, release, call, loads, missing, exports, graph_info, gpu, opened, aborts)
         expectations.append(expected)
         if expected.outcome in (ABORT, SIGBUS, HANG):

@@ -206,10 +206,11 @@ def unwhole(finding: Finding) -> bool:
                                                                       finding.severity is ERROR)
 
 
-def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) -> Prediction:
+def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None,
+                    calls: frozenset[str] | None = None) -> Prediction:
     """What an application would see with this install (`consequences`): the loads the plan makes,
     and a consequence per cause of failure; on a machine with a usable GPU when ``gpu`` (default:
-    when libcuda.so.1 was found)."""
+    when libcuda.so.1 was found); of only the exercise's calls of ``calls`` where given (`predict`)."""
     gen = generation(install.major)
     planned = {step.library: Planned.of(step) for step in install.plan}
     missing = {step.library: step.library for step in install.dependencies if step.path is None}
@@ -223,7 +224,7 @@ def predict_install(install: Install, ctx: Context, *, gpu: bool | None = None) 
     loads = {} if gen.major == 7 else plan_loads(gen, install.release, planned, missing, ctx, present)
     return predict(gen, install.release, loads, missing_dependencies=missing, shim=shim.elf if shim else None,
                    shim_fails=_preload_stops(ctx) or _shim_load(install, missing), facts=ctx, gpu=gpu,
-                   opened=dict(install.opened_at_load) if install.opened_at_load else None)
+                   opened=dict(install.opened_at_load) if install.opened_at_load else None, calls=calls)
 
 
 def _noexec(install: Install) -> list[Finding]:

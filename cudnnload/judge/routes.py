@@ -181,11 +181,14 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
                           f"{route.stops}", subject, about.fix if about is not None else
                           fix(manual(f"put back {route.shim}: its distribution's file, whole")))
         return Served(route, install, None, (), (finding,), frozenset({posixpath.normpath(route.shim)}))
-    prediction = predict_install(install, ctx, gpu=gpu)
+    # only the calls the framework makes, in their order: a call of the exercise it never makes neither loads what it
+    # serves nor ends the process before the ones it does make (JAX on the H200 with the wheel's ops cut to 4 KiB died
+    # of SIGBUS at its cudnnCreateTensorDescriptor; the exercise, killed at cudnnOpsVersionCheck before it, had JAX
+    # working). The shim's own dlopen first, whatever else a framework calls: a shim that does not load (cut inside a
+    # segment: SIGBUS) fails every framework that NEEDs it (the fix differential's 3-9362: torch judged to work on it)
     calls = FRAMEWORK_CALLS.get(consumer.framework) if install.major == 9 else None
-    # the shim's own dlopen first, whatever else a framework calls: a shim that does not load (cut inside a segment:
-    # SIGBUS) fails every framework that NEEDs it (the fix differential's 3-9362: torch judged to work on it)
-    made = [e for e in prediction.expectations if calls is None or e.call.function in calls or e.call.kind == "dlopen"]
+    prediction = predict_install(install, ctx, gpu=gpu, calls=calls)
+    made = list(prediction.expectations)
     # a call that fails for want of a driver or a GPU is the driver check's finding, not the framework's
     tolerated = TOLERATED.get(consumer.framework, frozenset())
     failing = tuple(e for e in made if call_fails(e) and e.cause != "libcuda.so.1" and (gpu or not e.call.needs_gpu)

@@ -44,7 +44,7 @@ from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
 from cudnnload.resolve.catalog import GENERATIONS, classify
 from cudnnload.resolve.consumers import Consumer, Need
-from cudnnload.resolve.discovery import Context, chain, distribution_for, requester, scan, wheel_site
+from cudnnload.resolve.discovery import Context, chain, distribution_for, lacking, requester, scan, wheel_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions, wheel_lib_folders
 from cudnnload.resolve.startup import Source, package, torch_preload
 from cudnnload.resolve.survey import CudnnLoad, LoadKind, SurveyMatch, cudnn_load, nearest
@@ -191,20 +191,39 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
                         copy=copy_under(entry, found.shim) if source is not None and source.kind == "program" else None)
     preloaded = next((p for p in ctx.preloads if p.path and p.soname == soname), None)
     if preloaded is None or preloaded.path is None:
-        return found
+        return _versions_unmet(found, ctx, soname)
     # the same file (glibc compares device and inode, and hands the mapped object back) from the same folder is
     # the object the framework gets; through a link in another folder it is that folder's: its $ORIGIN is there
     same = found.shim is not None and os.path.realpath(preloaded.path) == os.path.realpath(found.shim)
     mapped_from = os.path.dirname(os.path.normpath(preloaded.path))
     if same and mapped_from == os.path.dirname(os.path.normpath(found.shim or "")):
-        return found
+        return _versions_unmet(found, ctx, soname)
     by = f"LD_PRELOAD entry {preloaded.entry}" if preloaded.entry else "the process, already"
-    return Route(consumer, preloaded.path, f"{by} maps {preloaded.path} before {consumer.framework} loads cuDNN: "
-                 f"its calls bind to that shim" + (f", not to {found.shim}" if found.shim else "")
-                 + (" (the same file, mapped from another folder: glibc hands that object back for either path, "
-                    "and its $ORIGIN is the folder it was mapped from)" if same else ""),
-                 opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry,
-                 survey=found.survey, kind=found.kind)
+    bound = Route(consumer, preloaded.path, f"{by} maps {preloaded.path} before {consumer.framework} loads cuDNN: "
+                  f"its calls bind to that shim" + (f", not to {found.shim}" if found.shim else "")
+                  + (" (the same file, mapped from another folder: glibc hands that object back for either path, "
+                     "and its $ORIGIN is the folder it was mapped from)" if same else ""),
+                  opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry,
+                  survey=found.survey, kind=found.kind)
+    return _versions_unmet(bound, ctx, soname)
+
+
+def _versions_unmet(found: Route, ctx: Context, soname: str) -> Route:
+    """``found``, stopping as the framework starts where the shim it binds to does not define a version one of its
+    libraries needs of ``soname`` (DT_VERNEED, `discovery.lacking`): dl-version.c fails the import ("version
+    `libcudnn.so.9' not found (required by libtorch_python.so)"; the H200, session 43: another cuDNN library copied
+    over the wheel's shim, which torch's preload by path opens and its NEEDED then binds to, the same inode)."""
+    if found.shim is None or found.stops is not None:
+        return found
+    for need in found.consumer.needs:
+        info = ctx.elf(need.path) if need.soname == soname and os.path.isfile(need.path) else None
+        lacks = lacking(info, soname, found.shim, ctx) if info is not None else ()
+        if lacks:
+            provider = ctx.elf(found.shim)
+            return replace(found, stops=f"{os.path.basename(need.path)} needs version {', '.join(lacks)} of {soname}, "
+                           f"which that file (SONAME {provider.soname if provider else 'none'}) does not define: the "
+                           f"dynamic linker stops the import (\"version `{lacks[0]}' not found\")")
+    return found
 
 
 def consumer_load(consumer: Consumer, system: str = "linux") -> tuple[SurveyMatch | None, CudnnLoad | None]:
