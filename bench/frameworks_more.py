@@ -176,6 +176,29 @@ def _planted(folder: str, names: tuple[str, ...], source: Callable[[Machine], Pa
     return change
 
 
+def _linked(folder: str, name: str) -> Change:
+    """A symbolic link in ``SCRATCH/folder`` to the wheel's ``name``: a file mapped through it has the link's folder
+    as its $ORIGIN."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        shutil.rmtree(SCRATCH, ignore_errors=True)  # a run cut short left it
+        (SCRATCH / folder).mkdir(parents=True)
+        kept.append((SCRATCH, None))
+        (SCRATCH / folder / name).symlink_to(m.wheel / name)
+    return change
+
+
+def _bare_names(folder: str) -> Change:
+    """The system cuDNN's sub-libraries under their bare names (libcudnn_graph.so, ...: what a -dev package links) in
+    ``SCRATCH/folder``: the shim asks for them only after its versioned names fail."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        shutil.rmtree(SCRATCH, ignore_errors=True)  # a run cut short left it
+        (SCRATCH / folder).mkdir(parents=True)
+        kept.append((SCRATCH, None))
+        for library in sorted(m.system.glob("libcudnn_*.so.9")):
+            (SCRATCH / folder / library.name.removesuffix(".9")).symlink_to(library)
+    return change
+
+
 def _shadowing_wheel(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
     """A copy of the wheel's package folder (``nvidia/cudnn``: its ``__init__.py`` where it has one) holding only
     the shim, in a folder that comes first on PYTHONPATH: ``nvidia.cudnn``'s first path is there."""
@@ -278,6 +301,16 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
               lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_heuristic.so.9")}), None),
     (Breakage("preload-system-ops", "LD_PRELOAD", lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_ops.so.9")}),
      None),
+    # added 2026-12-04 (session 43, second batch), never run before their first run on the GPU machine
+    (Breakage("ops-is-cnn", "libcudnn_ops"), _replaced("libcudnn_ops.so.9", _sibling("libcudnn_cnn.so.9"))),
+    (Breakage("shim-is-ops", "libcudnn.so.9"), _replaced("libcudnn.so.9", _sibling("libcudnn_ops.so.9"))),
+    (Breakage("precompiled-is-heuristic", "libcudnn_engines_precompiled"),
+     _replaced("libcudnn_engines_precompiled.so.9", _sibling("libcudnn_heuristic.so.9"))),
+    (Breakage("adv-is-ops", "libcudnn_adv"), _replaced("libcudnn_adv.so.9", _sibling("libcudnn_ops.so.9"))),
+    (Breakage("preload-wheel-shim-through-link", "LD_PRELOAD",
+              lambda m: {"LD_PRELOAD": str(SCRATCH / "link" / "libcudnn.so.9")}), _linked("link", "libcudnn.so.9")),
+    (Breakage("library-path-system-bare-names", "LD_LIBRARY_PATH",
+              lambda m: {"LD_LIBRARY_PATH": str(SCRATCH / "bare")}), _bare_names("bare")),
 )
 
 
