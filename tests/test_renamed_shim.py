@@ -21,7 +21,7 @@ import pytest
 
 from cudnnload.diagnose.explain import explain
 from cudnnload.resolve.discovery import context, install_of
-from tests.stubs import stub_library
+from tests.stubs import linked_to_shim, stub_library
 from tests.wheels import lib_folder
 
 NINE, EIGHT = "cu12-9.28.0.42", "cu12-8.9.7.29"
@@ -152,3 +152,36 @@ def test_sub_libraries_of_cudnn_9_under_cudnn_8s_names_are_strays_of_the_8_shims
     # (9's cnn carries no version constant: its release is not read off it)
     assert mixed >= {f"libcudnn_{key}_{half}.so.8" for key in ("ops", "adv") for half in ("infer", "train")}, mixed
     assert report["result"]["release"] == "8.9.7"
+
+
+def test_a_shim_opened_by_path_that_lacks_the_version_a_library_then_needs_heads_doctors_report(
+        tmp_path: Path) -> None:
+    """The wheel's shim a copy of its ops (the H200, session 43, breakage shim-is-ops): torch's preload opens it by
+    path, then libtorch_python.so's NEEDED binds to that object, which does not define the version libcudnn.so.9,
+    and the import stops ("version `libcudnn.so.9' not found (required by ...)"). `doctor -- PROGRAM` heads its
+    report with that (it said the shim's release did not fit its graph's), with the loader's own words. A library
+    linked against the real shim stands for libtorch_python.so."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for library in lib_folder(NINE).glob("libcudnn*.so.9"):
+        os.link(library, folder / library.name)
+    caller = linked_to_shim(tmp_path / "libcaller.so", folder)
+    (folder / "libcudnn.so.9").unlink()
+    os.link(lib_folder(NINE) / "libcudnn_ops.so.9", folder / "libcudnn.so.9")
+    program = tmp_path / "program.py"
+    program.write_text(f"import ctypes\nctypes.CDLL({str(folder / 'libcudnn.so.9')!r})\nctypes.CDLL({str(caller)!r})\n")
+    real = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=False)
+    said = f"{folder / 'libcudnn.so.9'}: version `libcudnn.so.9' not found (required by {caller})"
+    assert said in real.stderr, real.stderr
+
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--", sys.executable, str(program)],
+                          capture_output=True, text=True, env={**os.environ, "CUDNNLOAD_NO_CACHE": "1"}, timeout=300,
+                          check=False)
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("cudnnload doctor -- "))
+    headline = lines[start + 1]
+    assert done.returncode == 1 and "does not define that version" in headline and "libcaller.so" in headline, \
+        done.stdout
+    report = _doctor("--", sys.executable, str(program), env={})
+    first = _errors(report)[0]
+    assert first["code"] == "dependency-version" and first["consequences"][0]["message"] in real.stderr, first

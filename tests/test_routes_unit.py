@@ -344,16 +344,12 @@ def test_a_shim_that_lacks_the_version_torchs_libraries_need_stops_torch_as_the_
     import subprocess
     import sys
 
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is needed to build a library linked against cuDNN 9")
+    from tests.stubs import linked_to_shim
+
     site = _wheel_site(tmp_path)
     folder = site / "nvidia" / "cudnn" / "lib"
-    source, caller = tmp_path / "caller.c", tmp_path / "torch" / "lib" / "libtorch_cuda.so"
-    caller.parent.mkdir(parents=True)
-    source.write_text("#include <stddef.h>\nsize_t cudnnGetVersion(void);\n"
-                      "size_t v(void) { return cudnnGetVersion(); }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(caller), f"-L{folder}", "-l:libcudnn.so.9",
-                    f"-Wl,-rpath,{folder}"], check=True)
+    (tmp_path / "torch" / "lib").mkdir(parents=True)
+    caller = linked_to_shim(tmp_path / "torch" / "lib" / "libtorch_cuda.so", folder)
     (folder / "libcudnn.so.9").unlink()
     shutil.copy2(folder / "libcudnn_graph.so.9", folder / "libcudnn.so.9")
     real = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(caller)!r})"], capture_output=True,

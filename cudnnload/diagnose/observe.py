@@ -716,7 +716,10 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     ended = (f"died of {seen.signal}" if seen.signal else "timed out" if seen.timed_out else
              f"exited with status {seen.returncode}")
     errors = [f for f in findings if f.severity is ERROR]
+    # a framework's own finding; else one whose words the program printed as it stopped (the loader's "version `X'
+    # not found (required by Y)"); else the run's, then a file's
     first = (next((f for f in errors if f.code in _FRAMEWORK_CODES), None) or
+             next((f for f in errors if _printed(f, seen.stderr_tail)), None) or
              next((f for f in errors if f.code in _OF_THE_RUN), None) or
              next((f for f in errors if f.subject.kind in (SubjectKind.FILE, SubjectKind.INSTALL,
                                                             SubjectKind.DISTRIBUTION)), None) or
@@ -728,6 +731,13 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     read = _read_stderr(seen)
     return f"{program} {ended} with {used}" + (f"; its last lines read as: {read}" if read else
                                                "; nothing in cuDNN's loading explains it")
+
+
+def _printed(finding: Finding, lines: Sequence[str]) -> bool:
+    """Whether the program printed what ``finding`` says it would see (a consequence's message, in a line of its
+    stderr)."""
+    said = [c.message for c in finding.consequences if c.message and len(c.message) > 20]
+    return any(message in line for message in said for line in lines)
 
 
 _FRAMEWORK_CODES = (Code.CONSUMER_RUNTIME_OLDER_THAN_BUILD, Code.CONSUMER_NEEDS_OTHER_MAJOR, Code.CONSUMER_KNOWN_BAD,
@@ -1039,12 +1049,28 @@ def _versions_unmet(seen: Observation, installs: Mapping[str, Judged], ctx: Cont
 
     findings: list[Finding] = []
     for shim in seen.shims:
-        asked, info = classify(os.path.basename(shim.name)), ctx.elf(shim.requested_by)
-        if shim.how != "needed" or asked is None or info is None:
+        asked = classify(os.path.basename(shim.name))
+        if asked is None:
             continue
-        findings += versions_unmet(shim.requested_by, info, generation(asked.major), shim.path,
-                                   installs.get(shim.path), ctx, bool(info.interpreter))
+        # the asker is the object that NEEDs it; or, for a shim opened another way first (torch's preload by path),
+        # each object the loader said it failed for, with that shim's path ("PATH: version `libcudnn.so.9' not
+        # found (required by .../libtorch_python.so)"): its NEEDED bound to the object already there
+        askers = [shim.requested_by] if shim.how == "needed" else \
+            [asker for provider, asker in _version_errors(seen.stderr_tail) if provider == shim.path]
+        for asker in dict.fromkeys(askers):
+            info = ctx.elf(asker)
+            if info is not None:
+                findings += versions_unmet(asker, info, generation(asked.major), shim.path, installs.get(shim.path),
+                                           ctx, bool(info.interpreter))
     return findings
+
+
+_VERSION_ERROR = re.compile(r"(/\S+): version `[^']+' not found \(required by (/[^)]+)\)")
+
+
+def _version_errors(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """(provider, asker) of each of the loader's "version `X' not found" errors in ``lines``."""
+    return [(match.group(1), match.group(2)) for line in lines for match in _VERSION_ERROR.finditer(line)]
 
 
 def _stopping_findings(seen: Observation, program: str) -> list[Finding]:
