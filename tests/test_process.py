@@ -273,6 +273,13 @@ def test_ops_under_graphs_name_binds_its_needed_to_itself_and_fails_as_the_real_
         assert version.outcome == Effect.ABORT and version.message == real.stderr.strip(), version
     said = [f.message for f in install.findings if f.code is Code.SUBLIBRARY_UNLOADABLE]
     assert not bare or any("version `libcudnn_graph.so.9' not found" in message for message in said), said
+    if bare:  # `doctor --` says the release the run used: the bare name's graph, not the folder's
+        done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--", sys.executable, "-c", script,
+                               str(folder / "libcudnn.so.9")], env={**environ, "CUDNNLOAD_NO_CACHE": "1"},
+                              capture_output=True, text=True, timeout=300, check=False)
+        lines = done.stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("cudnnload doctor -- "))
+        assert "ran with cuDNN 9.0.0 (its graph " in lines[start + 1] and str(dev) in lines[start + 1], done.stdout
 
 
 def test_a_preload_whose_needed_is_cut_short_kills_every_start_as_predicted(tmp_path: Path) -> None:

@@ -685,8 +685,11 @@ def _used(install: Judged, seen: Observation) -> str:
     """The cuDNN a run used: its install's release and folder; the graph's (ops_infer's) release where the run
     mapped one of another release from elsewhere (the version it reports is that library's)."""
     mapped = {os.path.realpath(opened.path) for opened in seen.libraries}
-    graph = next((step for step in install.plan if step.library in ("graph", "ops_infer") and step.path
-                  and os.path.realpath(step.path) in mapped), None)
+    # the opener's next name first: it asks for it only once its own file failed to load (the H200's graph-is-ops:
+    # the wheel's graph, a copy of ops, mapped and let go; the system's bare libcudnn_graph.so answered)
+    graph = next((chosen for step in install.plan if step.library in ("graph", "ops_infer")
+                  for chosen in (step.fallback, step) if chosen is not None and chosen.path
+                  and os.path.realpath(chosen.path) in mapped), None)
     if graph is not None and graph.release and graph.release != install.release and not graph.inside_install:
         return f"cuDNN {graph.release} (its graph {graph.path}; the shim from {install.folder})"
     return f"cuDNN {install.release or install.major} from {install.folder}"
