@@ -32,7 +32,7 @@ from typing import Literal, Protocol
 
 from cudnnload.codes import Effect
 from cudnnload.resolve.catalog import Call, Generation, Release, SubLibrary, dlopens_at_load
-from cudnnload.resolve.discovery import Host, Step
+from cudnnload.resolve.discovery import Host, Step, undefined_versions
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.verdicts import Consequence
 
@@ -232,10 +232,7 @@ def _binds_itself(info: ElfInfo, name: str) -> tuple[str, ...]:
     """The versions a file loaded under ``name`` needs of ``name`` that it does not define itself, where its own
     DT_NEEDED names ``name``: glibc matches that NEEDED to the object being loaded (its name as asked for), and
     dl-version.c fails the load (a file without version definitions satisfies every need)."""
-    if name not in info.needed or not info.version_defs:
-        return ()
-    wanted = next((need.versions for need in info.version_needs if need.library == name), ())
-    return tuple(version for version in wanted if version not in info.version_defs)
+    return undefined_versions(info, name, info) if name in info.needed else ()
 
 
 def _refused(lib: SubLibrary, load: Load, graph: Load | None) -> Load:

@@ -1054,12 +1054,17 @@ def lacking(info: ElfInfo, needed: str, provider: str | None, ctx: Context) -> t
     """The versions ``info``'s file needs from ``needed`` (DT_VERNEED) that ``provider``, the file that answers
     that name, does not define: dl-version.c then fails the load ("version `X' not found"). A provider without
     version definitions satisfies every need (rule version-no-verdef)."""
-    wanted = next((need.versions for need in info.version_needs if need.library == needed), ())
-    if not wanted or provider is None:
+    if provider is None or not any(need.library == needed for need in info.version_needs):
         return ()
-    found = ctx.elf(provider)
+    return undefined_versions(info, needed, ctx.elf(provider))
+
+
+def undefined_versions(info: ElfInfo, needed: str, found: ElfInfo | None) -> tuple[str, ...]:
+    """The versions ``info``'s file needs from ``needed`` that ``found``, the object that answers that name, does not
+    define (rule version-no-verdef: an object without version definitions satisfies every need)."""
     if found is None or not found.version_defs:
         return ()
+    wanted = next((need.versions for need in info.version_needs if need.library == needed), ())
     return tuple(version for version in wanted if version not in found.version_defs)
 
 
