@@ -232,6 +232,9 @@ class Code(_Word):
                            "cannot be found: every program started with it, cudnnload's own Python included, stops "
                            "before it starts (\"error while loading shared libraries\"); "
                            "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"` diagnoses it")
+    STARTUP_FAILED = ("startup-failed", ERROR, False, "(`doctor --python`) the interpreter does not start: it dies "
+                      "of a signal, or does not answer, during its start-up (where: a `.pth` line, sitecustomize), "
+                      "in this environment or in one a fix was tried in")
     # search-path policy
     RELATIVE_SEARCH_PATH = ("relative-search-path", WARNING, False, "an empty or relative entry in "
                             "`LD_LIBRARY_PATH` or in a DT_RPATH/DT_RUNPATH: glibc searches it from the current "

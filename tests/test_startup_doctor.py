@@ -31,6 +31,16 @@ def venv_with_cudnn(tmp_path: Path) -> tuple[Path, Path]:
     return python, site
 
 
+def venv_with_a_cut_graph(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """`venv_with_cudnn`, its graph cut to its first MiB (a copy: the venv's files are hard links to the wheel's)."""
+    python, site = venv_with_cudnn(tmp_path)
+    graph = site / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9"
+    start = graph.read_bytes()[:1 << 20]
+    graph.unlink()
+    graph.write_bytes(start)
+    return python, site, graph
+
+
 def doctor_json(*args: str, tmp_path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", *args], env=env, capture_output=True,
@@ -121,3 +131,82 @@ def test_a_fix_that_writes_on_a_read_only_file_system_is_said_in_words_with_wher
     [words] = said["fix"]["actions"]
     assert words["do"] == "manual" and words["text"].startswith(f"{site} is on a file system mounted read-only"), words
     assert "pip install --force-reinstall" in words["text"], words
+
+
+def test_a_fix_tried_in_an_environment_where_the_interpreter_dies_at_start_up_is_no_fix_and_no_refusal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fix differential 3-11790: the venv's graph cut short, and a sitecustomize that loads 9.0's ops, whose NEEDED
+    graph comes from the first LD_LIBRARY_PATH entry (a whole 9.28 graph: the dlopen fails, site.py says so and
+    goes on). Without that entry, the cut graph answers it and the interpreter dies of SIGBUS in its start-up. The
+    remedy tries that world first; before, its start-up's death ended doctor ("not a Python interpreter that
+    answers") for an interpreter that starts. Now that world is one where it fails, and the report comes."""
+    python, site, graph = venv_with_a_cut_graph(tmp_path)
+    lib = graph.parent
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    os.link(site_folder("cu12-9.28.0.42") / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9",
+            whole / "libcudnn_graph.so.9")
+    ops = site_folder("cu12-9.0.0.312") / "nvidia" / "cudnn" / "lib" / "libcudnn_ops.so.9"
+    (site / "sitecustomize.py").write_text(f"import ctypes\nctypes.CDLL({str(ops)!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{whole}:{lib}"}
+    today = subprocess.run([str(python), "-c", "pass"], env=env, capture_output=True, text=True, timeout=60)
+    assert today.returncode == 0 and "Error in sitecustomize" in today.stderr, today.stderr
+    without = subprocess.run([str(python), "-c", "pass"], env={**env, "LD_LIBRARY_PATH": str(lib)},
+                             capture_output=True, text=True, timeout=60)
+    assert without.returncode == -7, (without.returncode, without.stderr)  # SIGBUS
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--python", str(python)],
+                          env={**env, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")},
+                          capture_output=True, text=True, timeout=300)
+    assert "not a Python interpreter" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    result = json.loads(done.stdout)["result"]
+    [repair] = [f for f in result["findings"] if f["code"] == "repair"]
+    assert [a["do"] for a in repair["fix"]["actions"]] == ["pip-install", "env-remove-entry"], repair["fix"]
+    assert repair["fix"]["actions"][0]["requirements"] == ["nvidia-cudnn-cu12==9.28.0.42"]
+    assert repair["fix"]["actions"][1]["entry"] == str(whole)
+    graph.unlink()  # the fix, applied: the wheel's graph back, the entry taken out
+    os.link(site_folder("cu12-9.28.0.42") / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9", graph)
+    after = subprocess.run([str(python), "-c", "pass"], env={**env, "LD_LIBRARY_PATH": str(lib)},
+                           capture_output=True, text=True, timeout=60)
+    assert after.returncode == 0, after.stderr
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))  # doctor_json's environment
+    again = doctor_json("--python", str(python), tmp_path=tmp_path)
+    assert not [f for f in again["findings"] if f["severity"] == "error"], again["findings"]
+
+
+def test_an_interpreter_that_dies_in_a_pth_line_is_judged_without_that_line_and_the_fix_takes_it_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fix differential 2-2034: a `.pth` import line dlopens another folder's ops, whose NEEDED graph the first
+    LD_LIBRARY_PATH entry answers with the venv's graph, cut short: every start of that Python dies of SIGBUS in
+    that line. doctor refused it ("not a Python interpreter that answers"), and `doctor -- python ...` had no
+    change to offer. Now its start-up is observed without that file, the error says so, and the repair (the line
+    out, the wheel put back) is checked by running the interpreter; `doctor -- python` (the bare name, found on
+    PATH as the shell finds it) gives the same repair."""
+    python, site, graph = venv_with_a_cut_graph(tmp_path)
+    lib = graph.parent
+    ops = site_folder("cu12-9.28.0.42") / "nvidia" / "cudnn" / "lib" / "libcudnn_ops.so.9"
+    line = f"import ctypes; ctypes.CDLL({str(ops)!r}, mode=ctypes.RTLD_GLOBAL)"
+    pth = site / "000-gpu-env.pth"
+    pth.write_text(line + "\n")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))
+    monkeypatch.setenv("PATH", f"{python.parent}:{os.environ['PATH']}")
+    dies = subprocess.run([str(python), "-c", "pass"], capture_output=True, text=True, timeout=60)
+    assert dies.returncode == -7, (dies.returncode, dies.stderr)  # SIGBUS
+    report = doctor_json("--python", str(python), tmp_path=tmp_path)
+    [dead] = [f for f in report["findings"] if f["code"] == "startup-failed"]
+    assert dead["severity"] == "error" and f"{pth} line 1" in dead["message"], dead
+    assert dead["fix"]["actions"] == [{"do": "remove-line", "path": str(pth), "line": line}]
+    [repair] = [f for f in report["findings"] if f["code"] == "repair"]
+    assert [a["do"] for a in repair["fix"]["actions"]] == ["remove-line", "pip-install"], repair["fix"]
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    output = tmp_path / "run.json"
+    ran = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--output", str(output), "--", "python", "-c",
+                          "pass"], env=env, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in ran.stderr, ran.stderr
+    found = json.loads(output.read_text())["result"]["findings"]
+    assert found[0]["code"] == "repair" and found[0]["fix"]["actions"] == repair["fix"]["actions"], found[0]
+    pth.write_text("")  # the fix, applied: the line out, the wheel's graph back
+    graph.unlink()
+    os.link(site_folder("cu12-9.28.0.42") / "nvidia" / "cudnn" / "lib" / "libcudnn_graph.so.9", graph)
+    assert subprocess.run([str(python), "-c", "pass"], timeout=60).returncode == 0
+    again = doctor_json("--python", str(python), tmp_path=tmp_path)
+    assert not [f for f in again["findings"] if f["severity"] == "error"], again["findings"]

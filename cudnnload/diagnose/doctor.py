@@ -27,6 +27,7 @@ from cudnnload.diagnose.remedy import Judge, World, plan
 from cudnnload.diagnose.scoped import Fared, scoped
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.diagnose.which import not_found_fix, which
+from cudnnload.errors import UsageError
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
 from cudnnload.judge.installs import aborts_without_driver, predict_install
@@ -284,10 +285,13 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
         env = world.environ
         # today's world is the one the command judged already (``today``: its environment and what it resolved):
         # one context per world, never the machine read twice
-        again = today[1] if today is not None and dict(env) == dict(today[0]) and not world.unstarted \
-            and not world.gone else \
-            resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                           unstarted=world.unstarted, program=program, gone=world.gone)
+        try:
+            again = today[1] if today is not None and dict(env) == dict(today[0]) and not world.unstarted \
+                and not world.gone else \
+                resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
+                               unstarted=world.unstarted, program=program, gone=world.gone)
+        except UsageError as exc:
+            return (_unresolved(exc, python or target),)
         standing = [b for b in blockers if not _cleared(b, world)]
         served = _serve(consumers, again, facts, env, site_paths, standing)
         found = [f for f in (*preload_findings(again.ctx.preloads), *again.inventory.findings, *again.findings,
@@ -300,6 +304,14 @@ def judge_again(target: str | None, python: str | None, site_paths: list[str] | 
                              *(f for s in served for f in s.findings)], served))
 
     return judge
+
+
+def _unresolved(exc: UsageError, target: str | None) -> Finding:
+    """A world the target cannot be judged in: its interpreter does not start there (fix differential 3-11790:
+    without two LD_LIBRARY_PATH entries, the cuDNN its sitecustomize loads found a graph cut short, and it died
+    of SIGBUS), or its program is not there. Not a world where it works: a change that leads there is no fix."""
+    return Finding(Code.STARTUP_FAILED, f"in that environment {exc.message}",
+                   Subject(SubjectKind.TARGET, exc.path or target))
 
 
 def _clearable(blocker: Finding) -> bool:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from cudnnload.diagnose.remedy import Judge
     from cudnnload.judge.judged import Judged
     from cudnnload.judge.routes import Served, Use
+    from cudnnload.resolve.consumers import Consumer
     from cudnnload.resolve.discovery import Context
     from cudnnload.resolve.startup import Startup
     from cudnnload.verdicts import Action, Finding, Fix, Subject
@@ -443,13 +444,16 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     from cudnnload.resolve.consumers import consumers_mapped
     from cudnnload.verdicts import unique
 
-    python = _interpreter(seen.command)
+    python = _found(_interpreter(seen.command), env)
     # the frameworks that ran and fail on what they got; or, where the run stopped before any cuDNN was opened, those
     # whose files it mapped (torch's import that found no libcudnn.so.9): they are what the repair is for
     consumers = [s.route.consumer for s in served] if any(not s.works for s in served) else \
         list(consumers_mapped(seen.frameworks, environ=env)) if python is not None and not served and not seen.ok \
         else []
-    if python is not None and consumers:
+    dead = _had_it_started(python, env) if python is not None and not consumers and not seen.ok and program is None \
+        else None
+    consumers = consumers or list(dead or ())
+    if python is not None and (consumers or dead is not None):
         from cudnnload.loading.gpu import gpu_facts
 
         try:
@@ -458,7 +462,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
             if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
                 judge = judge_again(None, python, None, False, consumers, gpu_facts(env), blockers, program)
                 whole = repair(unique([*judge(World(env)), *blockers]), resolved.install, env, judge,
-                               f"{os.path.basename(python)}'s frameworks", resolved.target.path, always=True,
+                               f"{os.path.basename(python)}'s {'frameworks' if consumers else 'start-up'}",
+                               resolved.target.path, always=True,
                                keep=False)
                 return whole, bool(whole) and _leaves_errors(first.fix.actions, env, judge) is True and \
                     _leaves_errors(whole[0].fix.actions, env, judge) is not True
@@ -489,6 +494,25 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         return whole, better
     except CudnnloadError:
         return (), False  # a target the model cannot read: the findings above say what the run showed
+
+
+def _had_it_started(python: str, env: Mapping[str, str]) -> tuple[Consumer, ...] | None:
+    """The frameworks of the interpreter ``python``, when it dies in its own start-up (a `.pth` line or
+    sitecustomize that maps a cuDNN whose graph is cut short: `targets._past_the_step`; fix differential 2-2034):
+    the program ran none of them, and they, with the interpreter's start-up, are what the repair is for. None
+    when its start-up does not die."""
+    from cudnnload.diagnose.targets import resolve_target
+    from cudnnload.errors import CudnnloadError
+    from cudnnload.resolve.consumers import find_consumers
+
+    try:
+        resolved = resolve_target(None, python=python, environ=env)
+    except CudnnloadError:
+        return None
+    if not any(f.code is Code.STARTUP_FAILED for f in resolved.findings):
+        return None
+    return find_consumers(list(resolved.target.site_paths or ()), environ=env, interpreter=resolved.target.python,
+                          run=False)
 
 
 def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Judge) -> bool | None:
@@ -600,6 +624,16 @@ def _interpreter(command: Sequence[str]) -> str | None:
     it: whose pip and sys.path a fix names. A name that starts with "python", as `pythons.interpreter_of_process`
     reads one (``ipython`` is a program of a Python, with no ``-m pip`` of its own)."""
     return command[0] if command and os.path.basename(command[0]).startswith("python") else None
+
+
+def _found(command: str | None, env: Mapping[str, str]) -> str | None:
+    """``command`` as the program's environment finds it: a bare name (``python``, as users type it) looked up on
+    its PATH, as execvp does; None when it is not there."""
+    if command is None or "/" in command:
+        return command
+    import shutil
+
+    return shutil.which(command, path=env.get("PATH", os.defpath))
 
 
 def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:

@@ -83,6 +83,11 @@ def plan(findings: Sequence[Finding], environ: Mapping[str, str], judge: Judge, 
             a.do is ActionKind.MANUAL for a in f.fix.actions))
         handled.add(_key(first))
         steps = _new_steps(first.fix.actions, actions)
+        if first.code is Code.STARTUP_FAILED and any(a.do not in ENVIRONMENT for a in actions):
+            # the interpreter's start-up is observed on the files as they are, not as a step before rewrites them
+            # (a reinstall): whether it still dies then is known only once that step is made
+            later.append(first.message)
+            continue
         if not first.fix.actions:  # the model knows no change for it: said, never guessed
             return fix(*actions, manual(f"{first.message} (no change is known for it: "
                                         f"{first.fix.note or 'see that finding'})"))

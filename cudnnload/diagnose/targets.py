@@ -59,7 +59,7 @@ from cudnnload.resolve.pythons import (
 )
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
 from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
-from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry
+from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry, remove_line
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
 
@@ -580,6 +580,8 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
         # LD_PRELOAD's cuDNN entries (sys.path does not depend on them), and the failure said as theirs
         seen, stops = _without_preload(interpreter, env, exc, timeout)
         if seen is None:
+            seen, stops = _past_the_step(interpreter, env, exc, unstarted, timeout)
+        if seen is None:
             raise UsageError(f"not a Python interpreter that answers ({exc.reason})", path=python) from None
         started = seen
     started = started.without(unstarted)
@@ -599,6 +601,33 @@ def _python(python: str, env: Mapping[str, str], verify: bool = False,
 def _owner(interpreter: str, env: Mapping[str, str]) -> int | None:
     """Whose code the interpreter's start-up runs (`owner_of_python`), with PYTHONPATH's folders too."""
     return owner_of_python(interpreter, env.get("PYTHONPATH", "").split(os.pathsep))
+
+
+def _past_the_step(interpreter: str, env: Mapping[str, str], failed: StartupFailed,
+                   unstarted: frozenset[tuple[str, str]], timeout: float = 20.0
+                   ) -> tuple[Startup | None, tuple[Finding, ...]]:
+    """The interpreter's start-up when it dies in one of its steps (a `.pth` import line or sitecustomize that
+    dlopens a cuDNN whose NEEDED graph is cut short: SIGBUS; fix differential 2-2034), observed without that step (its
+    file not read, its module not imported), and the error that says so: that line taken out, where the observation
+    named it. In a world where that line is taken out already (a remove-line fix judged), no error: the real start-up
+    runs it still, the one judged does not. (None, ()) when it does not start without the step either."""
+    step = failed.step
+    if failed.why != "died" or step is None or step.kind == "site":
+        return None, ()
+    try:
+        started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env), skip=step)
+    except StartupFailed:
+        return None, ()
+    line = (step.file, step.text) if step.file is not None and step.text is not None else None
+    if line is not None and line in unstarted:
+        return started, ()
+    where = step.file or step.kind
+    seen = Consequence("every program this Python runs", Effect.NO_START, where, message=failed.reason)
+    repair = fix(remove_line(*line)) if line is not None else fix(manual(
+        f"take out of {where} ({step.kind}, run at every start of this Python) the code that kills it"))
+    return started, (Finding(Code.STARTUP_FAILED, f"{interpreter} does not start: {failed.reason}; without "
+                             f"{where} it does", Subject(
+                                 SubjectKind.TARGET, where), repair, (seen,)),)
 
 
 def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed, timeout: float = 20.0

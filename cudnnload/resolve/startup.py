@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 import functools
 import glob
+import linecache
 import os
 import subprocess
 import sys
@@ -72,11 +73,25 @@ if TYPE_CHECKING:
 class StartupFailed(CudnnloadError):
     """The interpreter could not be observed: it is not there, not a Python 3.8+ that answers, or its start-up
     did not end within the timeout. ``why`` says which: "missing", "not-executable", "not-python", "too-old",
-    "timeout", "died" (killed by a signal during start-up), "observer" (the observing script itself failed)."""
+    "timeout", "died" (killed by a signal during start-up), "observer" (the observing script itself failed).
+    ``step``: where start-up was when it died or hung (`Step`), where the observer said so."""
 
-    def __init__(self, why: str, reason: str, *, path: str, fix: str | None = None) -> None:
+    def __init__(self, why: str, reason: str, *, path: str, fix: str | None = None, step: Step | None = None) -> None:
         self.why = why
+        self.step = step
         super().__init__(reason, path=path, fix=fix)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The start-up step an interpreter died or hung in: a ``.pth`` file's line ("pth-import", "pth-path"; "pth"
+    while the file is read), sitecustomize or usercustomize (``line``/``text``: the line whose call it was, where a
+    dlopen or an extension import announced itself), or another of site.py's steps ("site", ``text``: its name)."""
+
+    kind: SourceKind
+    file: str | None = None
+    line: int | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,7 +286,7 @@ def trace(exc):
     return frames
 
 
-def observe(fd, run_site):
+def observe(fd, run_site, skip):
     # -c puts '' (the current folder) first, but only after site has run (Modules/main.c pymain_run_python; not
     # under -I in 3.8-3.10, nor -P/-I in 3.11+): out before the first import, so nothing comes from that folder
     path0 = not getattr(sys.flags, "safe_path", sys.flags.isolated)
@@ -395,10 +410,12 @@ def observe(fd, run_site):
             if event == "import" and len(args) > 1 and args[1] is not None:  # an extension module, dlopened next
                 flush()
                 state["pending"] = ("import", text(args[0])[0], text(args[1])[0], customize_line())
+                send("trigger", state["pending"])  # a start-up that dies in it still says which call it was
             elif event == "ctypes.dlopen":
                 flush()
                 state["pending"] = ("ctypes.dlopen", None if args[0] is None else text(fsdecode(args[0]))[0], None,
                                     customize_line())
+                send("trigger", state["pending"])
             elif event == "compile" and getframe(1).f_code is state["codes"].get("addpackage"):
                 line_starts("import", getframe(1))  # site.addpackage's exec(line): an import line starts
             elif event == "open":
@@ -474,6 +491,20 @@ def observe(fd, run_site):
                 return original_makepath(*paths)
 
             site.makepath = makepath
+        if skip is not None:
+            # a start-up that died in a step (`_past_the_step`) observed again without it: a .pth file not read, a
+            # customize module not imported
+            if skip[0] in ("pth", "pth-path", "pth-import") and callable(getattr(site, "addpackage", None)):
+                original_addpackage = site.addpackage
+
+                def addpackage(sitedir, name, known_paths, *rest, **kwargs):
+                    if text(os.path.join(sitedir, name))[0] == skip[1]:
+                        return known_paths
+                    return original_addpackage(sitedir, name, known_paths, *rest, **kwargs)
+
+                site.addpackage = addpackage
+            elif skip[0] in ("sitecustomize", "usercustomize") and hasattr(site, "exec" + skip[0]):
+                setattr(site, "exec" + skip[0], lambda: None)
         for name in ("removeduppaths", "venv", "addusersitepackages", "addsitepackages", "execsitecustomize",
                      "execusercustomize"):
             wrap(name, lambda *_, name=name, **__: ("site", None, None, name, None))
@@ -523,7 +554,7 @@ def observe(fd, run_site):
 
 
 try:
-    observe(int(sys.argv[1]), sys.argv[2] == "1")
+    observe(int(sys.argv[1]), sys.argv[2] == "1", tuple(sys.argv[3:5]) if len(sys.argv) > 4 else None)
 except BaseException as exc:
     import os
     os.write(int(sys.argv[1]), (ascii(("failed", text(repr(exc))[0])) + "\n").encode("ascii"))
@@ -551,20 +582,21 @@ _ANSWER_BYTES = 32 << 20
 
 
 def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = None, *, run_as: str = "-c",
-            flags: Sequence[str] = (), cwd: str | None = None, timeout: float = 20.0, user: int | None = None
-            ) -> Startup:
+            flags: Sequence[str] = (), cwd: str | None = None, timeout: float = 20.0, user: int | None = None,
+            skip: Step | None = None) -> Startup:
     """What ``interpreter`` (default: this one) does before the first line of a program run as ``run_as`` ("-c";
     "-m"; or the script's path, as in ``python SCRIPT``) with the interpreter options ``flags`` (``("-I",)``,
     ``("-s", "-E")`` ...), the environment ``environ`` (default: this process's) and the current folder ``cwd``
     (default: this one). Runs it once, as a child, for at most ``timeout`` seconds; as ``user`` where cudnnload
-    runs as root and that start-up is another user's (`children.as_owner`). Raises StartupFailed when it cannot be
-    observed; what start-up code raised is in the result (`Startup.errors`), never raised here."""
+    runs as root and that start-up is another user's (`children.as_owner`); without the step ``skip`` (the
+    ``.pth`` file, or the customize module, a start-up died in: `StartupFailed.step`). Raises StartupFailed when it
+    cannot be observed; what start-up code raised is in the result (`Startup.errors`), never raised here."""
     env = dict(os.environ if environ is None else environ)
     folder = os.getcwd() if cwd is None else cwd
     python = _executable(sys.executable if interpreter is None else interpreter, env, folder)
     letters = _letters(flags)
     run_site = "S" not in letters
-    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout, user)
+    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout, user, skip)
     if "final" not in raw:
         raise StartupFailed("too-old", f"Python {'.'.join(map(str, raw.get('version', ())))} has no audit hooks "
                             "(PEP 578, 3.8+): its start-up cannot be observed", path=python)
@@ -653,7 +685,7 @@ def _letters(flags: Sequence[str]) -> frozenset[str]:
 
 
 def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, run_site: bool,
-         timeout: float, user: int | None = None) -> tuple[dict[str, Any], str]:
+         timeout: float, user: int | None = None, skip: Step | None = None) -> tuple[dict[str, Any], str]:
     """Run `_CHILD` under ``python`` (as ``user``, `observe`): its result, and what it wrote on stderr."""
     problem = path_problem(python)
     if problem is not None:  # a venv whose base interpreter is gone: "symbolic link to ..., which does not exist"
@@ -667,7 +699,8 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     answer = os.memfd_create("cudnnload-startup")
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
-        command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0"]
+        command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0",
+                   *([skip.kind, skip.file or ""] if skip is not None else [])]
         # a FIFO preloaded: start-up never comes (the model says so); what start-up code leaves running is ended
         with untrusted(unblocked(env)) as (child_env, _):
             try:
@@ -684,7 +717,7 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
             if not ended:
                 lines = _lines(answer)
                 raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
-                                    + _where(lines), path=python) from None
+                                    + _where(lines), path=python, step=_running(lines)) from None
         lines, stderr = _lines(answer), _read(errors, _STDERR_BYTES).decode(errors="replace")
     finally:
         os.close(answer)
@@ -701,7 +734,8 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
         raise StartupFailed("died" if died else "not-python",
                             (f"it died of signal {-child.returncode} during start-up{_where(lines)}" if died else
                              f"its start-up ended with no answer, exit status {child.returncode}"
-                             + (f": {last[:300]}" if last else "")), path=python)
+                             + (f": {last[:300]}" if last else "")), path=python,
+                            step=_running(lines) if died else None)
     return result, stderr
 
 
@@ -751,9 +785,23 @@ def _lines(fd: int) -> list[tuple[str, object]]:
 
 
 def _where(lines: Sequence[tuple[str, object]]) -> str:
-    """Where a start-up that never ended was: the .pth line or step running when the child's announcements stop
-    (`_CHILD`: a line replaces its file or the line before, a step or file ends with "leave")."""
+    """Where a start-up that never ended was (`_running`), in words."""
+    step = _running(lines)
+    if step is None:
+        return ""
+    if step.kind in ("pth", "pth-path", "pth-import"):
+        return f", in {step.file}" + (f" line {step.line} ({step.text!r})" if step.line is not None else "")
+    if step.kind in ("sitecustomize", "usercustomize"):
+        return f", importing {step.kind}" + (f" ({step.file} line {step.line})" if step.line is not None else "")
+    return f", in site.py's {step.text}()"
+
+
+def _running(lines: Sequence[tuple[str, object]]) -> Step | None:
+    """The .pth line or step running when the child's announcements stop (`_CHILD`: a line replaces its file or the
+    line before, a step or file ends with "leave"); in a customize module, the line of the last dlopen or extension
+    import it announced."""
     running: list[tuple[Any, ...]] = []
+    trigger: Any = None
     for kind, value in lines:
         if kind == "leave" and running:
             running.pop()
@@ -761,13 +809,23 @@ def _where(lines: Sequence[tuple[str, object]]) -> str:
             running[-1] = value  # a line takes the place of its file, or of the line before it
         elif kind == "cause" and isinstance(value, tuple):
             running.append(value)
-    if not running:
-        return ""
+        if kind in ("cause", "leave"):
+            trigger = None
+        elif kind == "trigger":
+            trigger = value
+    if not running or not all(isinstance(v, (str, int, type(None))) for v in running[-1][:4]):
+        return None
     kind, file, line, text = running[-1][:4]
     if kind in ("pth", "pth-path", "pth-import"):
-        return f", in {file}" + (f" line {line} ({text!r})" if line is not None else "")
+        return Step(kind, file, line, text)
     step = _STEP_KINDS.get(str(text))
-    return f", importing {step}" if step in ("sitecustomize", "usercustomize") else f", in site.py's {text}()"
+    if step not in ("sitecustomize", "usercustomize"):
+        return Step("site", text=text)
+    called = trigger[3] if isinstance(trigger, tuple) and len(trigger) > 3 else None
+    if not (isinstance(called, tuple) and len(called) == 2 and isinstance(called[0], str)
+            and isinstance(called[1], int)):
+        return Step(step)
+    return Step(step, called[0], called[1], linecache.getline(called[0], called[1]).rstrip("\r\n") or None)
 
 
 def _startup(raw: dict[str, Any], *, python: str, env: Mapping[str, str], run_as: str, flags: tuple[str, ...],
