@@ -166,18 +166,34 @@ def check_line(check: Check) -> str:
     return f"  {check.status:<5} {check.name:<10} {check.summary}"
 
 
-def _step_line(step: Step, dependency: bool = False) -> str:
+def _step_line(step: Step, dependency: bool = False, maps: Iterable[str] | None = None) -> str:
+    """One row of what the shim (or a library) would load; with ``maps`` (the files the judged process maps), a
+    row whose file the process does not map while the file its opener's later names lead to is (the shim's bare
+    name, after the first file failed to bind) says so, and where it goes on to."""
     if step.path is None:
         return f"    {step.library:<26} -> NOT FOUND (tried {', '.join(step.names_tried)})"
     fails = ""
     if step.error is not None:
         fails = "  KILLS THE PROCESS (SIGBUS): " if step.outcome == "cut-segments" else "  FAILS: "
         fails += step.error
+    elif step.lacks:
+        asker = os.path.basename(step.requested_by or "")
+        fails = f"  FAILS: version `{step.lacks[0]}' not found (required by {asker})"
     if dependency:
         return f"    {step.library:<26} -> {os.path.normpath(step.path)}  [via {step.rule}]{fails}"
+    mapped = {os.path.realpath(path) for path in maps} if maps is not None else None
+    went_on = step.fallback is not None and step.fallback.path is not None and mapped is not None and \
+        os.path.realpath(step.path) not in mapped and os.path.realpath(step.fallback.path) in mapped
+    if went_on and not fails:
+        fails = "  FAILS to load (the findings say why)"
     shown = os.path.basename(step.path) if step.inside_install else step.path
     where = "this install" if step.inside_install else "ELSEWHERE"
-    return f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]{fails}"
+    line = f"    {step.library:<26} -> {shown}  [{where}, via {step.rule}]{fails}"
+    if step.fallback is None or not fails:
+        return line
+    # its opener goes on to its later names (cuDNN 9's shim and graph): what answers them is what the process gets
+    then = _step_line(step.fallback).lstrip()
+    return f"{line}\n      then {', '.join(step.fallback.names_tried)}: {then.split(' -> ', 1)[1]}"
 
 
 def install_text(install: Judged, verbose: bool = False) -> str:
@@ -207,7 +223,7 @@ def install_text(install: Judged, verbose: bool = False) -> str:
                      f"{_search_path(cand)[:34]:<34} {_gpu(cand.elf.gpu_code)}")
     if install.plan:
         lines.append("  what the shim would load at run time:")
-        lines += [_step_line(step) for step in install.plan]
+        lines += [_step_line(step, maps=install.maps) for step in install.plan]
     if install.dependencies:
         lines.append("  dependencies:")
         lines += [_step_line(step, dependency=True) for step in install.dependencies]

@@ -217,6 +217,10 @@ def test_a_sublibrary_that_fails_to_load_is_answered_by_the_shims_bare_name_as_t
     step = next(s for s in install.plan if s.library == "cnn")
     assert step.path == str(folder / "libcudnn_cnn.so.9") and step.fallback is not None
     assert step.fallback.path == str(dev / "libcudnn_cnn.so")
+    from cudnnload.report import install_text
+
+    # inspect's table says where the shim goes on to, not only that the first file fails
+    assert f"\n      then libcudnn_cnn.so: {dev / 'libcudnn_cnn.so'}  [ELSEWHERE, via " in install_text(install)
     bare, own = os.path.realpath(dev / "libcudnn_cnn.so"), os.path.realpath(folder / "libcudnn_cnn.so.9")
     maps = {os.path.realpath(path) for path in install.maps}
     assert bare in maps and own not in maps
