@@ -1195,6 +1195,17 @@ def test_a_segment_that_could_not_be_mapped_is_never_a_confident_bad_file(errno:
         assert causes[0].confidence == "possible"
 
 
+@pytest.mark.parametrize("message", ["RuntimeError: CUDA error: out of memory",
+                                     "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED (out of memory)"])
+def test_out_of_memory_under_an_address_space_limit_the_text_names_is_the_limit_first(message: str) -> None:
+    """The CUDA driver reserves far more address space than it uses: under `ulimit -v`, cuInit fails with out of
+    memory (the H200, under a 64 GB limit) while the GPU's memory is free. A text that names the limit puts it
+    first; the same message without it stays the GPU's memory."""
+    causes = explain(f"my job script runs `ulimit -v 64000000` first\n{message}", environ={}).causes
+    assert causes[0].family == "address-space-limit", causes[:2]
+    assert explain(message, environ={}).causes[0].family == "out-of-memory"
+
+
 @pytest.mark.parametrize(("status", "family"), [("NOT_INITIALIZED", "out-of-memory"), ("ARCH_MISMATCH", "gpu-too-old"),
                                                 ("INVALID_VALUE", "bad-param-usage"),
                                                 ("EXECUTION_FAILED", "gpu-too-new")])

@@ -948,6 +948,9 @@ RULES: tuple[Rule, ...] = (
     # the CUDA driver reserves far more address space than it uses: under a limit, cuInit fails with out of memory
     Rule("address-space-limit", 3, "out of memory under an address-space limit the text names: the CUDA driver "
          "reserves more address space than it uses as it starts", both(clue("address-limit"), clue("out-of-memory"))),
+    # ...and then no GPU memory is short (on the H200 under `ulimit -v`, cuInit's out of memory came first of all)
+    Rule("out-of-memory", -3, "the out of memory comes under an address-space limit the text names: the address "
+         "space ran out, not the GPU's memory", both(clue("address-limit"), clue("out-of-memory"))),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
     # Windows's; a file that was not located is not missing a dependency; torch's layouts need torch
     Rule("missing-runpath", -3, "Windows has no RUNPATH", clue("windows")),
