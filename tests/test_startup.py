@@ -580,6 +580,50 @@ def test_a_start_up_that_never_ends_is_a_timeout_naming_where_it_was(venv: Calla
     assert failed.value.reason.endswith("importing sitecustomize")  # not the .pth line that ran last
 
 
+def test_a_start_up_that_dies_in_a_step_names_it_and_is_observed_again_without_it(
+        venv: Callable[..., tuple[str, Path]], env: dict[str, str], work: Path) -> None:
+    """A .pth line, or sitecustomize's dlopen, that kills the interpreter (SIGBUS, as a cuDNN whose graph is cut
+    short does): the failure names the step (`Step`: the .pth file and line; the customize module and the line of
+    its last dlopen), and the start-up observed with that step skipped keeps the rest of it."""
+    import signal
+
+    python, site = venv()
+    kill = f"import os; os.kill(os.getpid(), {int(signal.SIGBUS)})"
+    (site / "000-dies.pth").write_text(kill + "\n")
+    (site / "zz-path.pth").write_text(f"{work}\n")
+    with pytest.raises(StartupFailed) as failed:
+        observe(python, env, cwd=str(work))
+    assert failed.value.why == "died" and failed.value.step is not None
+    assert (failed.value.step.kind, failed.value.step.file, failed.value.step.text) == \
+        ("pth-import", str(site / "000-dies.pth"), kill)
+    started = observe(python, env, cwd=str(work), skip=failed.value.step)
+    assert str(work) in started.sys_path  # the other .pth file ran
+    (site / "000-dies.pth").unlink()
+    (site / "sitecustomize.py").write_text(f"import ctypes\nctypes.CDLL('libm.so.6')\n{kill}\n")
+    with pytest.raises(StartupFailed) as failed:
+        observe(python, env, cwd=str(work))
+    step = failed.value.step
+    assert step is not None and (step.kind, step.file, step.line, step.text) == \
+        ("sitecustomize", str(site / "sitecustomize.py"), 2, "ctypes.CDLL('libm.so.6')")
+    assert str(work) in observe(python, env, cwd=str(work), skip=step).sys_path
+
+
+def test_what_start_up_code_writes_to_the_observers_descriptor_names_no_other_file(tmp_path: Path) -> None:
+    """Start-up code knows the observer's descriptor (it is in sys.argv) and can write lines of its own before it
+    dies: a step it names is kept to files of the step's own kind (a fix would edit them), and a customize line is
+    read only from a small regular file (never a FIFO, never /dev/zero)."""
+    from cudnnload.resolve.startup import _running
+
+    customize = ("cause", ("site", None, None, "execsitecustomize", None))
+    fifo = tmp_path / "sitecustomize.py"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", "/etc/passwd", str(fifo)):
+        step = _running([customize, ("trigger", ("ctypes.dlopen", "x", None, (path, 1)))])
+        assert step is not None and step.kind == "sitecustomize" and step.text is None, step
+        assert step.file in (None, str(fifo))
+    assert _running([("cause", ("pth-import", "/etc/sudoers", 1, "Defaults env_reset", 0))]) is None
+
+
 @pytest.mark.parametrize(("version", "ends"), [("3.10", True), ("3.11", False)])
 def test_a_broken_site_module_on_pythonpath_ends_start_up_unless_site_is_frozen(
         version: str, ends: bool, venv: Callable[..., tuple[str, Path]], env: dict[str, str], work: Path,

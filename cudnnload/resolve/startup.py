@@ -38,8 +38,8 @@ from __future__ import annotations
 import ast
 import functools
 import glob
-import linecache
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -816,16 +816,38 @@ def _running(lines: Sequence[tuple[str, object]]) -> Step | None:
     if not running or not all(isinstance(v, (str, int, type(None))) for v in running[-1][:4]):
         return None
     kind, file, line, text = running[-1][:4]
+    # start-up code can write to the observer's descriptor too: a file named here is one of its own kind (a .pth
+    # file, the customize module), never another a fix would then edit, and its line is read only from a small
+    # regular file (`_line_of`: not a FIFO, not /dev/zero)
     if kind in ("pth", "pth-path", "pth-import"):
-        return Step(kind, file, line, text)
+        return Step(kind, file, line, text) if isinstance(file, str) and file.endswith(".pth") else None
     step = _STEP_KINDS.get(str(text))
     if step not in ("sitecustomize", "usercustomize"):
         return Step("site", text=text)
     called = trigger[3] if isinstance(trigger, tuple) and len(trigger) > 3 else None
     if not (isinstance(called, tuple) and len(called) == 2 and isinstance(called[0], str)
-            and isinstance(called[1], int)):
+            and isinstance(called[1], int) and os.path.basename(called[0]) == f"{step}.py"):
         return Step(step)
-    return Step(step, called[0], called[1], linecache.getline(called[0], called[1]).rstrip("\r\n") or None)
+    return Step(step, called[0], called[1], _line_of(called[0], called[1]))
+
+
+def _line_of(path: str, number: int, limit: int = 1 << 20) -> str | None:
+    """Line ``number`` (from 1) of the regular file ``path`` of at most ``limit`` bytes; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[number - 1] if 0 < number <= len(lines) and lines[number - 1].strip() else None
 
 
 def _startup(raw: dict[str, Any], *, python: str, env: Mapping[str, str], run_as: str, flags: tuple[str, ...],
