@@ -321,7 +321,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     gpu = _gpu_findings(installs, env)
     # a Python program's start-up, as its command line starts it: the sys.path its frameworks' loaders search
     # (what put each entry there), and what its .pth files map; read once the run is over
-    program = _python_start(seen.command, env) if installs or not seen.ok else None
+    program, died = _python_start(seen.command, env) if installs or not seen.ok else (None, False)
     served = _frameworks(seen, installs, env, preparing.result(), [f for f in gpu if f.severity == "error"],
                          program) if installs else ()
     findings += [f for s in served for f in s.findings]
@@ -353,7 +353,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     if first is not None:
         from cudnnload.diagnose.remedy import goes_further
 
-        whole, better = _whole_repair(seen, env, program, first, preparing.result(), served,
+        whole, better = _whole_repair(seen, env, program, first, preparing.result(), served, died,
                                       [f for f in gpu if f.severity == "error"])
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
@@ -424,7 +424,8 @@ def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Findin
 
 
 def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | None, first: Finding, ctx: Context,
-                  served: Sequence[Served] = (), blockers: Sequence[Finding] = ()) -> tuple[tuple[Finding, ...], bool]:
+                  served: Sequence[Served] = (), died: bool = False,
+                  blockers: Sequence[Finding] = ()) -> tuple[tuple[Finding, ...], bool]:
     """The run failed: the whole repair (`doctor.repair`) of the cuDNN the program opened (its first shim), or of
     the shim name it asked for in vain, judged on the model in the program's environment; and whether the model
     shows ``first``'s own change insufficient (a change of the environment only, after which it still finds an
@@ -433,7 +434,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     A Python program whose frameworks ran (or stopped before any cuDNN was opened, their files mapped): the repair of
     its interpreter's environment with those frameworks, as
     ``doctor --python`` judges it (each changed world judged on what each framework's own loader gets there), not
-    of the cuDNN it happened to open (which may be the stray one).
+    of the cuDNN it happened to open (which may be the stray one); ``died``: its interpreter died in its own start-up
+    (a .pth line, sitecustomize), with the frameworks it has.
     ``blockers``: what the program's environment shows of the GPUs that stops any cuDNN call (CUDA_VISIBLE_DEVICES
     hiding every GPU), judged with the rest as plain `doctor` judges it: part of the repair, not left for a second
     run of doctor."""
@@ -450,8 +452,7 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     consumers = [s.route.consumer for s in served] if any(not s.works for s in served) else \
         list(consumers_mapped(seen.frameworks, environ=env)) if python is not None and not served and not seen.ok \
         else []
-    dead = _had_it_started(python, env) if python is not None and not consumers and not seen.ok and program is None \
-        else None
+    dead = _had_it_started(python, env) if python is not None and not consumers and died else None
     consumers = consumers or list(dead or ())
     if python is not None and (consumers or dead is not None):
         from cudnnload.loading.gpu import gpu_facts
@@ -636,19 +637,23 @@ def _found(command: str | None, env: Mapping[str, str]) -> str | None:
     return shutil.which(command, path=env.get("PATH", os.defpath))
 
 
-def _python_start(command: Sequence[str], env: Mapping[str, str]) -> Startup | None:
+def _python_start(command: Sequence[str], env: Mapping[str, str]) -> tuple[Startup | None, bool]:
     """The start-up of the program when it is a Python (what its .pth files and sitecustomize map), observed as
-    that command line would start it; None for another program or one that cannot be observed."""
+    that command line would start it (None for another program or one that cannot be observed), and whether it
+    died in one of its steps (a .pth line, sitecustomize: `_had_it_started`)."""
     if _interpreter(command) is None:
-        return None
+        return None, False
     from cudnnload.errors import CudnnloadError
-    from cudnnload.resolve.startup import invocation, observe
+    from cudnnload.resolve.startup import StartupFailed, invocation, observe
 
     how = invocation(list(command))
     try:
-        return observe(how.interpreter, env, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags)
+        return observe(how.interpreter, env, run_as="-c" if how.run_as == "-" else how.run_as, flags=how.flags), \
+            False
+    except StartupFailed as exc:
+        return None, exc.why == "died" and exc.step is not None
     except (CudnnloadError, OSError):
-        return None
+        return None, False
 
 
 def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[str, str],
