@@ -1120,3 +1120,14 @@ def test_torch_on_a_partial_copy_in_torch_lib_after_its_wheel_went_gets_its_pinn
     judged = {j.said.form: j for j in verdict.judged if j.said.consumer == "torch"}
     assert set(judged) == {"target", "command"}, judged
     assert all(j.outcome == runner.FIXED for j in judged.values()), judged
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_that_needs_the_shim_a_preload_answers_is_judged_as_the_program() -> None:
+    """A conda program (RPATH $ORIGIN/../lib) whose NEEDED libcudnn.so.9 a preloaded wheel shim answers (fix
+    differential 3-12341): the shim has an RPATH of its own, so glibc searches the program's RPATH for its
+    dlopens too, and the process maps the conda folder's sub-libraries beside it. `doctor -- PROGRAM` judged the
+    bare name, without the program, and its repair took LD_LIBRARY_PATH's entry away: the process still mixed two
+    folders. The program is judged now, as `doctor PROGRAM` judges it: the preload goes, and it works."""
+    _fixed_without_breaks(12341, ["app"], lambda j: j.said.consumer == "program", seed=3)

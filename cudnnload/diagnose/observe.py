@@ -483,6 +483,12 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     # loaded), so the repair is judged for that name, the preload in its environment
     target = _asked(own[0]) if own else _shim_name(seen.shims[0].path) if seen.shims else \
         misses[0].name if misses else None
+    if not own and seen.shims and (linked := _linked_to(seen.command, target, env, ctx)) is not None:
+        # ...unless the program itself NEEDs that name: then the program is judged, as `doctor PROGRAM` judges it
+        # (its RPATH leads the preloaded shim's dlopens too, when the shim has an RPATH of its own: fix differential
+        # 3-12341, a conda program's sub-libraries under a preloaded wheel shim; judged as the bare name, the
+        # repair took LD_LIBRARY_PATH's entry away and left the preload)
+        target = linked
     if target is None:
         return (), False
     try:
@@ -612,6 +618,20 @@ def _asked(opened: lddebug.Opened) -> str:
     RUNPATH it came through) does not decide, else the path it got."""
     return opened.name if "/" not in opened.name and opened.via is None and \
         opened.rule not in ("rpath", "runpath") else opened.path
+
+
+def _linked_to(command: Sequence[str], name: str | None, env: Mapping[str, str], ctx: Context) -> str | None:
+    """The program ``command`` runs, found as execvp finds it, when its own DT_NEEDED names ``name``; else None."""
+    from cudnnload.errors import CudnnloadError
+
+    program = _found(command[0], env) if command and name else None
+    if program is None or _interpreter(command) is not None or ctx is None:
+        return None
+    try:
+        needed = ctx.cache.inspect(os.path.realpath(program)).needed
+    except (OSError, ValueError, CudnnloadError):
+        return None
+    return program if name in needed else None
 
 
 def _shim_name(path: str) -> str:
