@@ -1131,3 +1131,13 @@ def test_a_program_that_needs_the_shim_a_preload_answers_is_judged_as_the_progra
     bare name, without the program, and its repair took LD_LIBRARY_PATH's entry away: the process still mixed two
     folders. The program is judged now, as `doctor PROGRAM` judges it: the preload goes, and it works."""
     _fixed_without_breaks(12341, ["app"], lambda j: j.said.consumer == "program", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_torchs_interpreter_that_dies_in_a_pth_line_gets_a_repair_in_both_forms() -> None:
+    """A `.pth` import line dlopens another folder's ops, whose NEEDED graph LD_LIBRARY_PATH answers with the venv's
+    graph cut short (fix differential 2-2034): every start of torch's Python dies of SIGBUS in that line.
+    `doctor --python` refused it ("not a Python interpreter that answers") and `doctor -- python ...` had no change
+    to offer. Both now judge it without that line: the line out, the wheel put back, and torch works."""
+    _fixed_without_breaks(2034, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=2)

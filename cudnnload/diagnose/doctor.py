@@ -192,7 +192,11 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                           f"{builds[0].platform} build")
     elif install is None and not any(f.code in (Code.NO_CUDNN, Code.NOT_FOUND) for f in findings):
         findings.append(_no_cudnn(resolved))
-    served = _serve(consumers, resolved, facts, env, site_paths, [*stops, *(f for f in gpu if f.severity is ERROR)])
+    # an interpreter that dies in its own start-up runs no framework (`targets._past_the_step`): each is said to
+    # fail for it; a world a repair tries observes its own start-up again (`judge_again`)
+    dies = [f for f in resolved.findings if f.code is Code.STARTUP_FAILED]
+    served = _serve(consumers, resolved, facts, env, site_paths,
+                    [*stops, *dies, *(f for f in gpu if f.severity is ERROR)])
     findings += [f for s in served for f in s.findings]
     checks += [Check(s.route.consumer.framework, "fail" if not s.works else "info" if not s.route.uses_cudnn
                      else "warn" if s.route.shim is None else "ok", s.summary) for s in served]
