@@ -39,7 +39,6 @@ import ast
 import functools
 import glob
 import os
-import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +46,7 @@ from dataclasses import dataclass, replace
 
 from cudnnload.children import as_owner, end_group, untrusted
 from cudnnload.errors import CudnnloadError, UsageError
-from cudnnload.files import path_problem
+from cudnnload.files import path_problem, read_regular
 from cudnnload.resolve.access import unblocked
 
 TYPE_CHECKING = False
@@ -715,9 +714,9 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
             finally:  # also when interrupted: its session is its own, Ctrl-C at the terminal does not reach it
                 end_group(child)
             if not ended:
-                lines = _lines(answer)
+                step = _running(_lines(answer))
                 raise StartupFailed("timeout", f"its start-up did not end within {timeout:g} s"
-                                    + _where(lines), path=python, step=_running(lines)) from None
+                                    + _where(step), path=python, step=step) from None
         lines, stderr = _lines(answer), _read(errors, _STDERR_BYTES).decode(errors="replace")
     finally:
         os.close(answer)
@@ -725,17 +724,18 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     result = next((value for kind, value in lines if kind == "result"), None)
     failed = next((value for kind, value in lines if kind == "failed"), None)
     if failed is not None:
-        raise StartupFailed("observer", f"the observing script failed under it: {failed}{_where(lines)}", path=python)
+        raise StartupFailed("observer", f"the observing script failed under it: {failed}{_where(_running(lines))}",
+                            path=python)
     if not isinstance(result, dict):
         died = child.returncode is not None and child.returncode < 0
+        step = _running(lines) if died else None
         # what it said last; of a Python that failed, its "Fatal Python error" line (its frames follow it)
         said = [line.strip() for line in stderr.splitlines() if line.strip()]
         last = next((line for line in said if line.startswith("Fatal Python error")), said[-1] if said else "")
         raise StartupFailed("died" if died else "not-python",
-                            (f"it died of signal {-child.returncode} during start-up{_where(lines)}" if died else
+                            (f"it died of signal {-child.returncode} during start-up{_where(step)}" if died else
                              f"its start-up ended with no answer, exit status {child.returncode}"
-                             + (f": {last[:300]}" if last else "")), path=python,
-                            step=_running(lines) if died else None)
+                             + (f": {last[:300]}" if last else "")), path=python, step=step)
     return result, stderr
 
 
@@ -784,9 +784,8 @@ def _lines(fd: int) -> list[tuple[str, object]]:
     return found
 
 
-def _where(lines: Sequence[tuple[str, object]]) -> str:
+def _where(step: Step | None) -> str:
     """Where a start-up that never ended was (`_running`), in words."""
-    step = _running(lines)
     if step is None:
         return ""
     if step.kind in ("pth", "pth-path", "pth-import"):
@@ -834,18 +833,11 @@ def _running(lines: Sequence[tuple[str, object]]) -> Step | None:
 def _line_of(path: str, number: int, limit: int = 1 << 20) -> str | None:
     """Line ``number`` (from 1) of the regular file ``path`` of at most ``limit`` bytes; None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        data = read_regular(path, limit + 1)
+    except (OSError, CudnnloadError):
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        data = os.read(fd, limit + 1)
-    except OSError:
+    if len(data) > limit:
         return None
-    finally:
-        os.close(fd)
     lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[number - 1] if 0 < number <= len(lines) and lines[number - 1].strip() else None
 
