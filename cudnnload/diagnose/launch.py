@@ -143,7 +143,7 @@ def launch(command: Sequence[str], *, environ: Mapping[str, str] | None = None, 
     env = dict(os.environ if environ is None else environ)
     if not command:
         raise UsageError("no command to run", fix="cudnnload doctor -- python app.py")
-    program = command[0] if "/" in command[0] else _which(command[0], env.get("PATH", os.defpath))
+    program = found_on_path(command[0], env)
     if program is None or not os.path.exists(program):
         raise UsageError("no such command", path=command[0], fix="give the program as you would run it")
     return Launched(program, tuple(command), env, api_level=api_level, own_log=own_log, linker_log=linker_log,
@@ -367,9 +367,12 @@ def _die(signo: int) -> NoReturn:
 
 # --- the watchers -------------------------------------------------------------------------------------
 
-def _which(name: str, path: str) -> str | None:
-    """``shutil.which`` for a name without a slash: the first executable regular file on ``path``."""
-    for folder in path.split(os.pathsep):
+def found_on_path(name: str, env: Mapping[str, str]) -> str | None:
+    """The file ``name`` runs as a command, as execvp finds it: a name with a slash as it is; else, as
+    ``shutil.which``, the first executable regular file on the environment's PATH."""
+    if "/" in name:
+        return name
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
         candidate = os.path.join(folder or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate

@@ -27,7 +27,7 @@ from cudnnload.diagnose import lddebug
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
-from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, launch, take
+from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, found_on_path, launch, take
 from cudnnload.diagnose.readonly import writable
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.resolve import linker
@@ -446,7 +446,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
     from cudnnload.resolve.consumers import consumers_mapped
     from cudnnload.verdicts import unique
 
-    python = _found(_interpreter(seen.command), env)
+    named = _interpreter(seen.command)
+    python = found_on_path(named, env) if named is not None else None
     # the frameworks that ran and fail on what they got; or, where the run stopped before any cuDNN was opened, those
     # whose files it mapped (torch's import that found no libcudnn.so.9): they are what the repair is for
     consumers = [s.route.consumer for s in served] if any(not s.works for s in served) else \
@@ -624,7 +625,7 @@ def _linked_to(command: Sequence[str], name: str | None, env: Mapping[str, str],
     """The program ``command`` runs, found as execvp finds it, when its own DT_NEEDED names ``name``; else None."""
     from cudnnload.errors import CudnnloadError
 
-    program = _found(command[0], env) if command and name else None
+    program = found_on_path(command[0], env) if command and name else None
     if program is None or _interpreter(command) is not None or ctx is None:
         return None
     try:
@@ -645,16 +646,6 @@ def _interpreter(command: Sequence[str]) -> str | None:
     it: whose pip and sys.path a fix names. A name that starts with "python", as `pythons.interpreter_of_process`
     reads one (``ipython`` is a program of a Python, with no ``-m pip`` of its own)."""
     return command[0] if command and os.path.basename(command[0]).startswith("python") else None
-
-
-def _found(command: str | None, env: Mapping[str, str]) -> str | None:
-    """``command`` as the program's environment finds it: a bare name (``python``, as users type it) looked up on
-    its PATH, as execvp does; None when it is not there."""
-    if command is None or "/" in command:
-        return command
-    import shutil
-
-    return shutil.which(command, path=env.get("PATH", os.defpath))
 
 
 def _python_start(command: Sequence[str], env: Mapping[str, str]) -> tuple[Startup | None, bool]:
