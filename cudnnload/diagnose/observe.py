@@ -37,6 +37,7 @@ from cudnnload.resolve.mapped import is_cuda_family
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudnnload.diagnose.remedy import Judge
+    from cudnnload.diagnose.targets import Resolved
     from cudnnload.judge.judged import Judged
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.consumers import Consumer
@@ -454,12 +455,14 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         list(consumers_mapped(seen.frameworks, environ=env)) if python is not None and not served and not seen.ok \
         else []
     dead = _had_it_started(python, env) if python is not None and not consumers and died else None
-    consumers = consumers or list(dead or ())
+    consumers = consumers or list(dead[1] if dead is not None else ())
     if python is not None and (consumers or dead is not None):
         from cudnnload.loading.gpu import gpu_facts
 
         try:
-            resolved = resolve_target(None, python=python, environ=env, program=program)
+            # the interpreter as `_had_it_started` read it already, when it dies in its start-up
+            resolved = dead[0] if dead is not None else \
+                resolve_target(None, python=python, environ=env, program=program)
             # frameworks its interpreter imports from its sys.path (not objects the program opened by path)
             if {c.site for c in consumers} <= set(resolved.target.site_paths or ()):
                 judge = judge_again(None, python, None, False, consumers, gpu_facts(env), blockers, program)
@@ -504,11 +507,11 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         return (), False  # a target the model cannot read: the findings above say what the run showed
 
 
-def _had_it_started(python: str, env: Mapping[str, str]) -> tuple[Consumer, ...] | None:
-    """The frameworks of the interpreter ``python``, when it dies in its own start-up (a `.pth` line or
-    sitecustomize that maps a cuDNN whose graph is cut short: `targets._past_the_step`; fix differential 2-2034):
-    the program ran none of them, and they, with the interpreter's start-up, are what the repair is for. None
-    when its start-up does not die."""
+def _had_it_started(python: str, env: Mapping[str, str]) -> tuple[Resolved, tuple[Consumer, ...]] | None:
+    """The interpreter ``python`` as `doctor --python` reads it, and its frameworks, when it dies in its own start-up
+    (a `.pth` line or sitecustomize that maps a cuDNN whose graph is cut short: `targets._past_the_step`; fix
+    differential 2-2034): the program ran none of them, and they, with the interpreter's start-up, are what the
+    repair is for. None when its start-up does not die."""
     from cudnnload.diagnose.targets import resolve_target
     from cudnnload.errors import CudnnloadError
     from cudnnload.resolve.consumers import find_consumers
@@ -519,8 +522,8 @@ def _had_it_started(python: str, env: Mapping[str, str]) -> tuple[Consumer, ...]
         return None
     if not any(f.code is Code.STARTUP_FAILED for f in resolved.findings):
         return None
-    return find_consumers(list(resolved.target.site_paths or ()), environ=env, interpreter=resolved.target.python,
-                          run=False)
+    return resolved, find_consumers(list(resolved.target.site_paths or ()), environ=env,
+                                    interpreter=resolved.target.python, run=False)
 
 
 def _leaves_errors(actions: Sequence[Action], env: Mapping[str, str], judge: Judge) -> bool | None:
