@@ -194,6 +194,7 @@ def test_an_interpreter_that_dies_in_a_pth_line_is_judged_without_that_line_and_
     report = doctor_json("--python", str(python), tmp_path=tmp_path)
     [dead] = [f for f in report["findings"] if f["code"] == "startup-failed"]
     assert dead["severity"] == "error" and f"{pth} line 1" in dead["message"], dead
+    assert "died of SIGBUS (signal 7)" in dead["message"], dead
     assert dead["fix"]["actions"] == [{"do": "remove-line", "path": str(pth), "line": line}]
     [repair] = [f for f in report["findings"] if f["code"] == "repair"]
     assert [a["do"] for a in repair["fix"]["actions"]] == ["remove-line", "pip-install"], repair["fix"]

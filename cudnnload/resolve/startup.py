@@ -39,6 +39,7 @@ import ast
 import functools
 import glob
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -733,10 +734,18 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
         said = [line.strip() for line in stderr.splitlines() if line.strip()]
         last = next((line for line in said if line.startswith("Fatal Python error")), said[-1] if said else "")
         raise StartupFailed("died" if died else "not-python",
-                            (f"it died of signal {-child.returncode} during start-up{_where(step)}" if died else
+                            (f"it died of {_signal_name(-child.returncode)} during start-up{_where(step)}" if died else
                              f"its start-up ended with no answer, exit status {child.returncode}"
                              + (f": {last[:300]}" if last else "")), path=python, step=step)
     return result, stderr
+
+
+def _signal_name(number: int) -> str:
+    """"SIGBUS (signal 7)"; a number no signal of this system has, as it is."""
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
 
 
 def _exits(child: subprocess.Popen[bytes], timeout: float) -> bool:
