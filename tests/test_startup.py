@@ -596,7 +596,7 @@ def test_a_start_up_that_dies_in_a_step_names_it_and_is_observed_again_without_i
     assert failed.value.why == "died" and failed.value.step is not None
     assert (failed.value.step.kind, failed.value.step.file, failed.value.step.text) == \
         ("pth-import", str(site / "000-dies.pth"), kill)
-    started = observe(python, env, cwd=str(work), skip=failed.value.step)
+    started = observe(python, env, cwd=str(work), skip=(failed.value.step,))
     assert str(work) in started.sys_path  # the other .pth file ran
     (site / "000-dies.pth").unlink()
     (site / "sitecustomize.py").write_text(f"import ctypes\nctypes.CDLL('libm.so.6')\n{kill}\n")
@@ -605,7 +605,7 @@ def test_a_start_up_that_dies_in_a_step_names_it_and_is_observed_again_without_i
     step = failed.value.step
     assert step is not None and (step.kind, step.file, step.line, step.text) == \
         ("sitecustomize", str(site / "sitecustomize.py"), 2, "ctypes.CDLL('libm.so.6')")
-    assert str(work) in observe(python, env, cwd=str(work), skip=step).sys_path
+    assert str(work) in observe(python, env, cwd=str(work), skip=(step,)).sys_path
 
 
 def test_what_start_up_code_writes_to_the_observers_descriptor_names_no_other_file(tmp_path: Path) -> None:

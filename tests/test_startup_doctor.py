@@ -211,3 +211,50 @@ def test_an_interpreter_that_dies_in_a_pth_line_is_judged_without_that_line_and_
     assert subprocess.run([str(python), "-c", "pass"], timeout=60).returncode == 0
     again = doctor_json("--python", str(python), tmp_path=tmp_path)
     assert not [f for f in again["findings"] if f["severity"] == "error"], again["findings"]
+
+
+def test_an_interpreter_that_dies_in_three_steps_is_judged_without_each_and_the_repair_takes_out_every_line(
+        tmp_path: Path) -> None:
+    """Two `.pth` import lines and a sitecustomize, each dlopening a library cut short: the start-up dies in the
+    first, then (without it) in the second, then in sitecustomize. Each is an error of its own, the repair takes
+    out all three lines, and applied, the interpreter starts. A fourth is more than doctor looks past: refused."""
+    python, site = venv_with_cudnn(tmp_path)
+    whole = site_folder("cu12-9.28.0.42") / "nvidia" / "cudnn" / "lib"
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    for name in ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9"):
+        with open(whole / name, "rb") as library:
+            (cut / name).write_bytes(library.read(1 << 20))
+    pths = {site / "000-a.pth": f"import ctypes; ctypes.CDLL({str(cut / 'libcudnn_graph.so.9')!r})",
+            site / "001-b.pth": f"import ctypes; ctypes.CDLL({str(cut / 'libcudnn_ops.so.9')!r})"}
+    for pth, line in pths.items():
+        pth.write_text(line + "\n")
+    customize = f"ctypes.CDLL({str(cut / 'libcudnn_cnn.so.9')!r})"
+    (site / "sitecustomize.py").write_text(f"import ctypes\n{customize}\n")
+    assert subprocess.run([str(python), "-c", "pass"], timeout=60).returncode == -7  # SIGBUS
+
+    report = doctor_json("--python", str(python), tmp_path=tmp_path)
+    dead = [f for f in report["findings"] if f["code"] == "startup-failed"]
+    assert [f["severity"] for f in dead] == ["error"] * 3, dead
+    assert all(f"{pth} line 1" in f["message"] for pth, f in zip(pths, dead)), dead
+    assert "sitecustomize.py line 2" in dead[2]["message"], dead[2]
+    [repair] = [f for f in report["findings"] if f["code"] == "repair"]
+    assert repair["fix"]["actions"] == [
+        *({"do": "remove-line", "path": str(pth), "line": line} for pth, line in pths.items()),
+        {"do": "remove-line", "path": str(site / "sitecustomize.py"), "line": customize}], repair["fix"]
+
+    fourth = site / "002-c.pth"
+    fourth.write_text(f"import ctypes; ctypes.CDLL({str(cut / 'libcudnn_ops.so.9')!r})\n")
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    refused = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--python", str(python)], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "not a Python interpreter that answers" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    fourth.unlink()
+
+    for pth in pths:  # the repair, applied
+        pth.write_text("")
+    (site / "sitecustomize.py").write_text("import ctypes\n")
+    assert subprocess.run([str(python), "-c", "pass"], timeout=60).returncode == 0
+    again = doctor_json("--python", str(python), tmp_path=tmp_path)
+    assert not [f for f in again["findings"] if f["severity"] == "error"], again["findings"]

@@ -58,7 +58,7 @@ from cudnnload.resolve.pythons import (
     venv_sites,
 )
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
-from cudnnload.resolve.startup import Source, Startup, StartupFailed, observe, this_python
+from cudnnload.resolve.startup import Source, Startup, StartupFailed, Step, observe, this_python
 from cudnnload.verdicts import Consequence, Finding, Fix, Subject, delete, fix, manual, remove_entry, remove_line
 
 _SONAME = re.compile(r"^lib[\w.+-]*\.so(\.\d+)*$")
@@ -603,31 +603,57 @@ def _owner(interpreter: str, env: Mapping[str, str]) -> int | None:
     return owner_of_python(interpreter, env.get("PYTHONPATH", "").split(os.pathsep))
 
 
+# A start-up that dies in more of its steps than this, each observed without the ones before, is refused.
+MOST_STEPS = 3
+
+
 def _past_the_step(interpreter: str, env: Mapping[str, str], failed: StartupFailed,
                    unstarted: frozenset[tuple[str, str]], timeout: float = 20.0
                    ) -> tuple[Startup | None, tuple[Finding, ...]]:
     """The interpreter's start-up when it dies in one of its steps (a `.pth` import line or sitecustomize that
-    dlopens a cuDNN whose NEEDED graph is cut short: SIGBUS; fix differential 2-2034), observed without that step (its
-    file not read, its module not imported), and the error that says so: that line taken out, where the observation
-    named it. In a world where that line is taken out already (a remove-line fix judged), no error: the real start-up
-    runs it still, the one judged does not. (None, ()) when it does not start without the step either."""
-    step = failed.step
-    if failed.why != "died" or step is None or step.kind == "site":
-        return None, ()
-    try:
-        started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env), skip=step)
-    except StartupFailed:
-        return None, ()
+    dlopens a cuDNN whose NEEDED graph is cut short: SIGBUS; fix differential 2-2034), observed without that step
+    (its file not read, its module not imported), and again without the next one it dies in (more than MOST_STEPS:
+    refused, naming them); and an error for each that says so: that line taken out, where the observation named
+    it. In a world where that line is taken out already (a remove-line fix judged), no error: the real start-up
+    runs it still, the one judged does not. (None, ()) when it does not start without them either."""
+    deaths: list[StartupFailed] = []
+    while True:
+        step = failed.step
+        if (failed.why != "died" or step is None or step.kind == "site"
+                or any((step.kind, step.file) == (seen.step.kind, seen.step.file) for seen in deaths if seen.step)):
+            return None, ()
+        if len(deaths) == MOST_STEPS:
+            places = [death.step.file or death.step.kind for death in (*deaths, failed) if death.step is not None]
+            raise UsageError(f"not a Python interpreter that answers: it dies in more than {MOST_STEPS} steps of "
+                             f"its start-up; in the first, {deaths[0].reason}", path=interpreter,
+                             fix=f"take out the code that kills it in each of {', '.join(places)}")
+        deaths.append(failed)
+        try:
+            started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env),
+                              skip=tuple(death.step for death in deaths if death.step is not None))
+            break
+        except StartupFailed as exc:
+            failed = exc
+    places = [death.step.file or death.step.kind for death in deaths if death.step is not None]
+    return started, tuple(finding for death in deaths if death.step is not None
+                          and (finding := _died_in(interpreter, death, death.step, places, unstarted)) is not None)
+
+
+def _died_in(interpreter: str, failed: StartupFailed, step: Step, places: list[str],
+             unstarted: frozenset[tuple[str, str]]) -> Finding | None:
+    """The error of ``step``, a start-up step the interpreter died in (`_past_the_step`): ``places`` are every
+    step's file or module it was observed without; None where its line is taken out already."""
     line = (step.file, step.text) if step.file is not None and step.text is not None else None
     if line is not None and line in unstarted:
-        return started, ()
+        return None
     where = step.file or step.kind
+    others = [place for place in places if place != where]
     seen = Consequence("every program this Python runs", Effect.NO_START, where, message=failed.reason)
     repair = fix(remove_line(*line)) if line is not None else fix(manual(
         f"take out of {where} ({step.kind}, run at every start of this Python) the code that kills it"))
-    return started, (Finding(Code.STARTUP_FAILED, f"{interpreter} does not start: {failed.reason}; without "
-                             f"{where} it does", Subject(
-                                 SubjectKind.TARGET, where), repair, (seen,)),)
+    return Finding(Code.STARTUP_FAILED, f"{interpreter} does not start: {failed.reason}; without {where}"
+                   + (f" and {' and '.join(others)}" if others else "") + " it does",
+                   Subject(SubjectKind.TARGET, where), repair, (seen,))
 
 
 def _without_preload(interpreter: str, env: Mapping[str, str], failed: StartupFailed, timeout: float = 20.0

@@ -491,20 +491,21 @@ def observe(fd, run_site, skip):
                 return original_makepath(*paths)
 
             site.makepath = makepath
-        if skip is not None:
-            # a start-up that died in a step (`_past_the_step`) observed again without it: a .pth file not read, a
-            # customize module not imported
-            if skip[0] in ("pth", "pth-path", "pth-import") and callable(getattr(site, "addpackage", None)):
-                original_addpackage = site.addpackage
+        # a start-up that died in steps (`_past_the_step`) observed again without them: a .pth file not read, a
+        # customize module not imported
+        unread = {file for kind, file in skip if kind in ("pth", "pth-path", "pth-import")}
+        if unread and callable(getattr(site, "addpackage", None)):
+            original_addpackage = site.addpackage
 
-                def addpackage(sitedir, name, known_paths, *rest, **kwargs):
-                    if text(os.path.join(sitedir, name))[0] == skip[1]:
-                        return known_paths
-                    return original_addpackage(sitedir, name, known_paths, *rest, **kwargs)
+            def addpackage(sitedir, name, known_paths, *rest, **kwargs):
+                if text(os.path.join(sitedir, name))[0] in unread:
+                    return known_paths
+                return original_addpackage(sitedir, name, known_paths, *rest, **kwargs)
 
-                site.addpackage = addpackage
-            elif skip[0] in ("sitecustomize", "usercustomize") and hasattr(site, "exec" + skip[0]):
-                setattr(site, "exec" + skip[0], lambda: None)
+            site.addpackage = addpackage
+        for kind, _ in skip:
+            if kind in ("sitecustomize", "usercustomize") and hasattr(site, "exec" + kind):
+                setattr(site, "exec" + kind, lambda: None)
         for name in ("removeduppaths", "venv", "addusersitepackages", "addsitepackages", "execsitecustomize",
                      "execusercustomize"):
             wrap(name, lambda *_, name=name, **__: ("site", None, None, name, None))
@@ -554,7 +555,7 @@ def observe(fd, run_site, skip):
 
 
 try:
-    observe(int(sys.argv[1]), sys.argv[2] == "1", tuple(sys.argv[3:5]) if len(sys.argv) > 4 else None)
+    observe(int(sys.argv[1]), sys.argv[2] == "1", tuple(zip(sys.argv[3::2], sys.argv[4::2])))
 except BaseException as exc:
     import os
     os.write(int(sys.argv[1]), (ascii(("failed", text(repr(exc))[0])) + "\n").encode("ascii"))
@@ -583,20 +584,20 @@ _ANSWER_BYTES = 32 << 20
 
 def observe(interpreter: str | None = None, environ: Mapping[str, str] | None = None, *, run_as: str = "-c",
             flags: Sequence[str] = (), cwd: str | None = None, timeout: float = 20.0, user: int | None = None,
-            skip: Step | None = None) -> Startup:
+            skip: Sequence[Step] = ()) -> Startup:
     """What ``interpreter`` (default: this one) does before the first line of a program run as ``run_as`` ("-c";
     "-m"; or the script's path, as in ``python SCRIPT``) with the interpreter options ``flags`` (``("-I",)``,
     ``("-s", "-E")`` ...), the environment ``environ`` (default: this process's) and the current folder ``cwd``
     (default: this one). Runs it once, as a child, for at most ``timeout`` seconds; as ``user`` where cudnnload
-    runs as root and that start-up is another user's (`children.as_owner`); without the step ``skip`` (the
-    ``.pth`` file, or the customize module, a start-up died in: `StartupFailed.step`). Raises StartupFailed when it
+    runs as root and that start-up is another user's (`children.as_owner`); without the steps ``skip`` (each
+    ``.pth`` file, or customize module, a start-up died in: `StartupFailed.step`). Raises StartupFailed when it
     cannot be observed; what start-up code raised is in the result (`Startup.errors`), never raised here."""
     env = dict(os.environ if environ is None else environ)
     folder = os.getcwd() if cwd is None else cwd
     python = _executable(sys.executable if interpreter is None else interpreter, env, folder)
     letters = _letters(flags)
     run_site = "S" not in letters
-    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout, user, skip)
+    raw, stderr = _run(python, env, tuple(flags), folder, run_site, timeout, user, tuple(skip))
     if "final" not in raw:
         raise StartupFailed("too-old", f"Python {'.'.join(map(str, raw.get('version', ())))} has no audit hooks "
                             "(PEP 578, 3.8+): its start-up cannot be observed", path=python)
@@ -685,7 +686,7 @@ def _letters(flags: Sequence[str]) -> frozenset[str]:
 
 
 def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, run_site: bool,
-         timeout: float, user: int | None = None, skip: Step | None = None) -> tuple[dict[str, Any], str]:
+         timeout: float, user: int | None = None, skip: tuple[Step, ...] = ()) -> tuple[dict[str, Any], str]:
     """Run `_CHILD` under ``python`` (as ``user``, `observe`): its result, and what it wrote on stderr."""
     problem = path_problem(python)
     if problem is not None:  # a venv whose base interpreter is gone: "symbolic link to ..., which does not exist"
@@ -700,7 +701,7 @@ def _run(python: str, env: Mapping[str, str], flags: tuple[str, ...], cwd: str, 
     errors = os.memfd_create("cudnnload-startup-stderr")
     try:
         command = [python, "-S", *flags, "-c", _CHILD, str(answer), "1" if run_site else "0",
-                   *([skip.kind, skip.file or ""] if skip is not None else [])]
+                   *(word for step in skip for word in (step.kind, step.file or ""))]
         # a FIFO preloaded: start-up never comes (the model says so); what start-up code leaves running is ended
         with untrusted(unblocked(env)) as (child_env, _):
             try:
