@@ -1819,6 +1819,56 @@ def test_a_message_typeset_by_a_forum_is_read_as_the_program_printed_it(typeset:
     assert ranked(typeset) == ranked(printed)
 
 
+JULIA_ON_WINDOWS = ('ERROR: could not load library "C:\\Users\\me\\.julia\\artifacts\\2ab94e9aee8571e852661694155d4'
+                    '4646bf7ad39\\bin\\cudnn_cnn_infer64_8.dll"\nThe specified module could not be found.\n'
+                    "Stacktrace:\n  [1] dlopen(s::String, flags::UInt32; throw_error::Bool)")
+TF_VERSION = ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:359] Loaded runtime cuDNN library: 8.0.5 but source was "
+              "compiled with: 8.1.0.  CuDNN library needs to have matching major version and equal or higher minor "
+              "version.")
+TORCH_VERSION = "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7605"
+PADDLE_WARNING = ("W0404 16:40:48.373013 14840 device_context.cc:245] device: 0, cuDNN Version: 7.6.\n"
+                  "W0404 16:40:48.365986 14840 device_context.cc:237] Please NOTE: device: 0, CUDA Capability: 61, "
+                  "Driver API Version: 10.1, Runtime API Version: 10.0")
+
+
+def _terminal(text: str, width: int) -> str:
+    return "\n".join(line[at:at + width] for line in text.splitlines() for at in range(0, max(len(line), 1), width))
+
+
+def _reflowed(text: str, width: int) -> str:
+    import textwrap
+    return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
+
+
+@pytest.mark.parametrize("text", [JULIA_ON_WINDOWS, TF_VERSION, TORCH_VERSION, PADDLE_WARNING])
+@pytest.mark.parametrize("form", [
+    lambda t: "\n".join("> " + line for line in t.splitlines()),  # quoted in a reply
+    lambda t: "\n".join("> > " + line for line in t.splitlines()),  # quoted twice
+    lambda t: "\n".join(f"2025-01-02 12:00:0{i % 10}.123 | ERROR    | app.main:run:42 - {line}"  # loguru
+                         for i, line in enumerate(t.splitlines())),
+    lambda t: "\n".join(f"2025-01-02 12:00:00,123 - app - ERROR - {line}" for line in t.splitlines()),  # logging
+    lambda t: t.replace('"', "&quot;").replace("'", "&#39;").replace("<", "&lt;"),  # a page's HTML source
+    lambda t: _terminal(t, 80), lambda t: _terminal(t, 120),  # a terminal's copy, cut at its width
+    lambda t: _reflowed(t, 72), lambda t: _reflowed(t, 100),  # a mail's or a forum's re-flow
+], ids=["quoted", "quoted-twice", "loguru", "logging", "html", "terminal-80", "terminal-120", "reflowed-72",
+        "reflowed-100"])
+def test_a_message_quoted_logged_escaped_or_wrapped_is_read_as_the_program_printed_it(text: str, form) -> None:
+    """A reply quotes the paste ("> "), an application's logger puts a time stamp before each line, a page's
+    source holds HTML entities, a terminal's copy cuts each long line at its width and a mail re-flows it: the
+    message is the program's all the same, and is read with the same causes first."""
+    assert ranked(form(text))[:2] == ranked(text)[:2]
+
+
+def test_a_loggers_warning_level_stays_a_warning_and_an_unwrapped_text_is_read_as_it_is() -> None:
+    """The level a logger writes is kept where it says warning or information; a text no wrap made (its lines
+    of many widths, a message on one of them) is read as given."""
+    logged = f"2025-01-02 12:00:00.123 | WARNING  | app:run:1 - {TF_VERSION}"
+    assert read(TF_VERSION).primary.warning is False
+    assert explain(logged, environ={}).reading.primary.warning is True
+    plain = f"{TORCH_VERSION}\nsome other line that is rather long but not a wrap of anything at all"
+    assert explain(plain, environ={}).reading.signals == read(plain).signals
+
+
 def test_opencvs_cuda_backend_version_check_reads_the_versions_found_and_built() -> None:
     """OpenCV's cuda4dnn/init.hpp (checkVersions) says "cuDNN reports version <found> which does not match with the
     version <built> with which OpenCV was built": the found version first. 8201 against 8000 is a newer minor of

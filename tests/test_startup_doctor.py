@@ -236,7 +236,7 @@ def test_an_interpreter_that_dies_in_three_steps_is_judged_without_each_and_the_
     report = doctor_json("--python", str(python), tmp_path=tmp_path)
     dead = [f for f in report["findings"] if f["code"] == "startup-failed"]
     assert [f["severity"] for f in dead] == ["error"] * 3, dead
-    assert all(f"{pth} line 1" in f["message"] for pth, f in zip(pths, dead)), dead
+    assert all(f"{pth} line 1" in f["message"] for pth, f in zip(pths, dead, strict=False)), dead
     assert "sitecustomize.py line 2" in dead[2]["message"], dead[2]
     [repair] = [f for f in report["findings"] if f["code"] == "repair"]
     assert repair["fix"]["actions"] == [

@@ -20,12 +20,11 @@ rules out down. Nothing is loaded either way.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain import catalog as messages
+from cudnnload.diagnose.explain import pasted
 from cudnnload.diagnose.explain.causes import FAMILIES
 from cudnnload.diagnose.explain.here import CANNOT_TELL, RULES_OUT, SHOWS, Here, check, machine
 from cudnnload.diagnose.explain.ranking import Priors, Scored, confidence, loads_last, rank
@@ -37,10 +36,6 @@ __all__ = ["Cause", "Explanation", "explain", "read", "Reading", "Signal", "SHOW
 
 # How far a check on this machine moves a cause (``--here``): as far as decisive evidence in the text.
 HERE_WEIGHT = {SHOWS: 3.0, RULES_OUT: -3.0, CANNOT_TELL: 0.0}
-
-# Longer lines are cut before matching: a log line is shorter, and every pattern then runs in bounded time
-# on any input (a 1 MB paste of one line, binary junk).
-LINE_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -98,55 +93,24 @@ class Explanation:
         }
 
 
-# A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones): they are
-# not words of any message, and a colour starts in a word's middle. The other control characters a binary paste
-# holds (NULs between the strings of a core file or a library) part words, as a space does.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+def _messages(reading: Reading) -> dict[tuple[str, str, str | None, str | None], Signal]:
+    """The messages a pattern or the catalog knows in ``reading`` (guesses from a text's words are none)."""
+    return {(signal.pattern, signal.kind, signal.failed, signal.status): signal for signal in reading.signals
+            if signal.pattern not in GUESSES}
 
 
-# What a web page, a forum or a word processor makes of a program's ASCII: typographic quotes (Discourse, the
-# NVIDIA forums and Word write "Could not load dynamic library ‘libcudnn.so.8’"), no-break and other wide spaces,
-# invisible ones (zero-width spaces, the byte-order mark), an ellipsis for "...". No message of the catalog holds
-# any of them, so each is read as the character the program printed.
-_TYPESET = str.maketrans({**dict.fromkeys("‘’‚‛′", "'"), **dict.fromkeys("“”„‟″", '"'),
-                          **dict.fromkeys("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-                                          "\u200a\u202f\u205f\u3000", " "),
-                          **dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff", ""), "…": "..."})
-
-
-@functools.lru_cache(maxsize=1)
-def _translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
-    """A pattern of every translation of glibc's loader words that the catalog holds (typeset as `_TYPESET`
-    reads it), longest first, and the English of each."""
-    english = {text.translate(_TYPESET): msgid for text, msgid in messages.load().translations.items()}
-    if not english:
-        return None, {}
-    return re.compile("|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))), english
-
-
-def _in_english(text: str) -> str:
-    """``text`` with glibc's loader words read in English where a locale printed them in its language (dlerror
-    and ld.so translate them: "libcudnn.so.8: 无法打开共享对象文件: 没有那个文件或目录" under zh_CN is "libcudnn.so.8:
-    cannot open shared object file: No such file or directory"). Only a line that names a shared object (".so":
-    glibc's messages name the library they are about) and is not ASCII is read so."""
-    if text.isascii():
-        return text
-    pattern, english = _translated()
-    if pattern is None:
-        return text
-    return "\n".join(pattern.sub(lambda found: english[found.group(0)], line)
-                     if ".so" in line and not line.isascii() else line for line in text.split("\n"))
-
-
-def _cut(text: str) -> tuple[str, bool]:
-    """``text`` without escape sequences, control characters read as spaces, typeset characters read as what the
-    program printed (`_TYPESET`), glibc's translated loader words read in English (`_in_english`), each line cut
-    at LINE_LIMIT; and whether any words were read in English."""
-    plain = _CONTROLS.sub(" ", _ESCAPES.sub("", text)).translate(_TYPESET)
-    cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
-    english = _in_english(cut)
-    return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
+def _rejoined(joined: Reading, reading: Reading, text: str, lone: bool) -> bool:
+    """Whether ``joined`` (``text`` unwrapped, `pasted.unwrapped`) holds a message a pattern or the catalog knows
+    that ``reading`` (of ``text`` as given) does not, and that a wrap had cut: its words are on no line of ``text``
+    (and, where ``lone``, do not go on from a message ``text`` holds: the widest line of a text that no terminal
+    cut may end a message of its own, "... undefined symbol: cudnnX" before "cuDNN 7.1"); a message read without
+    its words only where ``text`` holds no known message at all."""
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    had = _messages(reading)
+    whole = [signal.quote.rstrip("…") for signal in had.values() if signal.quote]
+    return any(not any(words in line for line in lines) and not (lone and any(words.startswith(old) for old in whole))
+               if (words := signal.quote.rstrip("…")) else not had
+               for key, signal in _messages(joined).items() if key not in had)
 
 
 # Said where a text held glibc's loader words in another language.
@@ -161,8 +125,14 @@ def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None 
     per message kind the ranking weighs causes by (default `ranking.PRIORS`)."""
     if not text.strip():
         raise UsageError("nothing to explain: paste the error message", fix='cudnnload explain "Could not load ..."')
-    cut, translated = _cut(text)
+    cut, translated = pasted.printed(text)
     reading = read(cut)
+    # a paste hard-wrapped: read as it was printed, where that holds a message a wrap had cut (of the ways to join
+    # it, the one that holds the most messages; a re-flow's before a terminal's)
+    joined = [(again, candidate) for candidate, lone in pasted.unwrapped(cut)
+              if _rejoined(again := read(candidate), reading, cut, lone)]
+    if joined:
+        reading, cut = max(joined, key=lambda pair: len(_messages(pair[0])))
     guessed = all(signal.pattern in GUESSES for signal in reading.signals)
     nearest = tuple(messages.load().nearest(cut)) if guessed else ()
     ranked = rank(reading, priors, nearest)

@@ -1,0 +1,143 @@
+"""A pasted text read back as the program printed it: what terminals, web pages, forums, mails, loggers and
+locales do to a program's words, undone before any message is matched (`printed`), and the ways a paste that was
+hard-wrapped may have been printed (`unwrapped`). Pure text in, text out."""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+
+from cudnnload.diagnose.explain import catalog as messages
+
+# Longer lines are cut before matching: a log line is shorter, and every pattern then runs in bounded time
+# on any input (a 1 MB paste of one line, binary junk).
+LINE_LIMIT = 2000
+
+
+# A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones): they are
+# not words of any message, and a colour starts in a word's middle. The other control characters a binary paste
+# holds (NULs between the strings of a core file or a library) part words, as a space does.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+
+
+# What a web page, a forum or a word processor makes of a program's ASCII: typographic quotes (Discourse, the
+# NVIDIA forums and Word write "Could not load dynamic library ‘libcudnn.so.8’"), no-break and other wide spaces,
+# invisible ones (zero-width spaces, the byte-order mark), an ellipsis for "...". No message of the catalog holds
+# any of them, so each is read as the character the program printed.
+_TYPESET = str.maketrans({**dict.fromkeys("‘’‚‛′", "'"), **dict.fromkeys("“”„‟″", '"'),
+                          **dict.fromkeys("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                                          "\u200a\u202f\u205f\u3000", " "),
+                          **dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff", ""), "…": "..."})
+
+
+# What a reply or a logger puts before each line the program printed. A quoted paste (e-mail's and Markdown's "> ",
+# nested "> > "), and the lines of Python's logging configured with a time stamp, as applications that run the
+# frameworks log their errors: loguru's default ("2025-01-02 12:00:00.123 | ERROR    | app.main:run:42 - ") and
+# logging's common "%(asctime)s - %(name)s - %(levelname)s - %(message)s". The time stamp and the place go; a
+# warning's or information's level stays, as a logger's mark the reading knows ("[WARNING] "). TensorFlow's own
+# "2024-01-02 12:00:00.000000: W tensorflow/..." is the program's output, and is kept as it is.
+_QUOTED = re.compile(r"(?m)^[ \t]*>(?:[ \t]?>)*[ \t]?")
+_STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_LOGGED = re.compile(rf"(?m)^{_STAMP}(?:[ \t]*\|[ \t]*(?P<loguru>[A-Z]+)[ \t]*\|[ \t]*"
+                     rf"(?:[\w.<>-]+:[\w.<>-]+:\d+[ \t]+-[ \t]+)?"
+                     rf"|[ \t]+-[ \t]+[\w.<>-]+[ \t]+-[ \t]+(?P<logging>[A-Z]+)[ \t]+-[ \t]+)")
+_KEPT_LEVELS = {"WARNING": "[WARNING] ", "WARN": "[WARNING] ", "INFO": "[INFO] ", "DEBUG": "[INFO] ",
+                "TRACE": "[INFO] ", "SUCCESS": "[INFO] "}
+
+
+def _undecorated(text: str) -> str:
+    """``text`` without the quote marks and the logger's time stamps before its lines (`_QUOTED`, `_LOGGED`)."""
+    if ">" in text:
+        text = _QUOTED.sub("", text)
+    return _LOGGED.sub(lambda found: _KEPT_LEVELS.get(found.group("loguru") or found.group("logging") or "", ""),
+                       text)
+
+
+# A page's HTML source, or a feed's text of it, holds the characters a program printed as entities
+# ("libcudnn.so.8: cannot open shared object file" in "&quot;...&quot;", "&lt;module&gt;", "&#39;").
+_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with its HTML entities read as the characters they stand for, where it holds any."""
+    return html.unescape(text) if _ENTITY.search(text) else text
+
+
+# A paste hard-wrapped at a width: a terminal's copy cuts each long line at its width, in the middle of a word; a
+# mail or a forum re-flows it at a word boundary, within a width (Python's textwrap and most mailers break before a
+# word that would pass it). A message cut so reads as two lines, and neither holds the message.
+WRAP_WIDTHS = range(60, 161)
+# A paste longer than this is a whole log, read as given (each way of joining it is read again: a paste of a few
+# screens is read in a few milliseconds, a megabyte's log in seconds).
+UNWRAP_LIMIT = 1 << 16
+# A line that starts a record of its own: a logger's severity letter or time stamp, a traceback's, a bracket.
+_RECORD = re.compile(r"[EFWIDC]\d{4} |[EFWIDC] \S|\d{4}-\d\d-\d\d|\[|Traceback|File \"|During handling")
+
+
+def unwrapped(text: str) -> tuple[tuple[str, bool], ...]:
+    """``text`` with the lines a wrap at its widest line's width made joined again, each way a wrap is made: a
+    mail's or a forum's re-flow (a line that the next line's first word would have taken past that width, joined
+    with a space, unless it ends a sentence before a capital), and a terminal's copy (every line of exactly that
+    width joined with the next as one word). Never before a line that starts a record of its own (`_RECORD`); a
+    break at a space (the next line indented, the line ending in one) joined as it is; no line joined past
+    LINE_LIMIT. Each with whether it is a terminal's of one line alone at that width (weaker: `explain._rejoined`). None
+    where its widest line is no wrap's, or the text is past UNWRAP_LIMIT."""
+    lines = text.split("\n")
+    width = max((len(line.rstrip()) for line in lines), default=0)
+    if width not in WRAP_WIDTHS or len(text) > UNWRAP_LIMIT:
+        return ()
+    flowed, cut = [lines[0]], [lines[0]]
+    for before, line in zip(lines, lines[1:], strict=False):
+        end, first = before.rstrip(), line.split(" ", 1)[0]
+        at_space = end != before or not line[:1].strip()
+        record = bool(_RECORD.match(line.lstrip()))
+        if (not record and len(end) + 1 + len(first) > width and not (end[-1:] in ".!?:" and first[:1].isupper())
+                and len(flowed[-1]) + len(line) < LINE_LIMIT):
+            flowed[-1] += line if at_space else " " + line
+        else:
+            flowed.append(line)
+        if not record and len(end) == width and len(cut[-1]) + len(line) < LINE_LIMIT:
+            cut[-1] += line
+        else:
+            cut.append(line)
+    # a terminal's cut shows in two lines or more of that width; one alone may be the widest line of any text
+    lone = sum(len(line.rstrip()) == width for line in lines) == 1
+    return tuple((candidate, cutting and lone) for cutting, candidate in ((False, "\n".join(flowed)),
+                                                                        (True, "\n".join(cut))) if candidate != text)
+
+
+@functools.lru_cache(maxsize=1)
+def _translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """A pattern of every translation of glibc's loader words that the catalog holds (typeset as `_TYPESET`
+    reads it), longest first, and the English of each."""
+    english = {text.translate(_TYPESET): msgid for text, msgid in messages.load().translations.items()}
+    if not english:
+        return None, {}
+    return re.compile("|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))), english
+
+
+def _in_english(text: str) -> str:
+    """``text`` with glibc's loader words read in English where a locale printed them in its language (dlerror
+    and ld.so translate them: "libcudnn.so.8: 无法打开共享对象文件: 没有那个文件或目录" under zh_CN is "libcudnn.so.8:
+    cannot open shared object file: No such file or directory"). Only a line that names a shared object (".so":
+    glibc's messages name the library they are about) and is not ASCII is read so."""
+    if text.isascii():
+        return text
+    pattern, english = _translated()
+    if pattern is None:
+        return text
+    return "\n".join(pattern.sub(lambda found: english[found.group(0)], line)
+                     if ".so" in line and not line.isascii() else line for line in text.split("\n"))
+
+
+def printed(text: str) -> tuple[str, bool]:
+    """``text`` with its HTML entities read (`_unescaped`), without escape sequences, control characters read as
+    spaces, typeset characters read as what the program printed (`_TYPESET`), without quote marks and loggers'
+    time stamps (`_undecorated`), glibc's translated loader words read in English (`_in_english`), each line cut
+    at LINE_LIMIT; and whether any words were read in English."""
+    plain = _undecorated(_CONTROLS.sub(" ", _ESCAPES.sub("", _unescaped(text))).translate(_TYPESET))
+    cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
+    english = _in_english(cut)
+    return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
