@@ -1869,6 +1869,26 @@ def test_a_loggers_warning_level_stays_a_warning_and_an_unwrapped_text_is_read_a
     assert explain(plain, environ={}).reading.signals == read(plain).signals
 
 
+def test_a_message_wrapped_by_hand_in_a_block_of_its_own_is_read_whole() -> None:
+    """A user's prose unwrapped above a fenced block that holds the message wrapped by hand (its lines indented, of
+    no one width): the block is read as its own paragraph, and the message in it is TensorFlow's version check,
+    whose versions decide. The prose above is not joined to it, and a text whose blocks hold no message cut
+    across lines is read as given."""
+    message = ("Loaded runtime CuDNN library: 7.3.1 but source was\n    compiled with: 7.4.2.  CuDNN library major "
+               "and\n    minor version needs to match or have higher minor\n   version in case of CuDNN 7.0 or "
+               "later version.")
+    text = ("Most things work in this environment. But I ran into one particular issue where I got an error like "
+            f"this one.\n```\n{message}\n```\n")
+    assert read(text).primary is None or read(text).primary.kind != "version-older"
+    reading = explain(text, environ={}).reading
+    assert reading.primary is not None and reading.primary.kind == "version-older"
+    assert (reading.primary.found, reading.primary.built) == ("7.3.1", "7.4.2")
+    assert ranked(text)[0] == "runtime-older-than-build"
+    assert "Most things work" not in reading.primary.quote
+    plain = f"{TORCH_VERSION}\n\nnothing else\nto say here"
+    assert explain(plain, environ={}).reading.signals == read(plain).signals
+
+
 def test_opencvs_cuda_backend_version_check_reads_the_versions_found_and_built() -> None:
     """OpenCV's cuda4dnn/init.hpp (checkVersions) says "cuDNN reports version <found> which does not match with the
     version <built> with which OpenCV was built": the found version first. 8201 against 8000 is a newer minor of

@@ -68,7 +68,7 @@ def _unescaped(text: str) -> str:
 # A paste hard-wrapped at a width: a terminal's copy cuts each long line at its width, in the middle of a word; a
 # mail or a forum re-flows it at a word boundary, within a width (Python's textwrap and most mailers break before a
 # word that would pass it). A message cut so reads as two lines, and neither holds the message.
-WRAP_WIDTHS = range(60, 161)
+WRAP_WIDTHS = range(40, 161)
 # A paste longer than this is a whole log, read as given (each way of joining it is read again: a paste of a few
 # screens is read in a few milliseconds, a megabyte's log in seconds).
 UNWRAP_LIMIT = 1 << 16
@@ -76,21 +76,62 @@ UNWRAP_LIMIT = 1 << 16
 _RECORD = re.compile(r"[EFWIDC]\d{4} |[EFWIDC] \S|\d{4}-\d\d-\d\d|\[|Traceback|File \"|During handling")
 
 
+# A line that sets a block apart: an empty one, or a Markdown fence. A paste's blocks are wrapped each at its own
+# width (a user's prose unwrapped above a log the mail client re-flowed, or a terminal's copy inside a fence).
+_FENCES = ("```", "~~~")
+
+
 def unwrapped(text: str) -> tuple[tuple[str, bool], ...]:
-    """``text`` with the lines a wrap at its widest line's width made joined again, each way a wrap is made: a
-    mail's or a forum's re-flow (a line that the next line's first word would have taken past that width, joined
-    with a space, unless it ends a sentence before a capital), and a terminal's copy (every line of exactly that
-    width joined with the next as one word). Never before a line that starts a record of its own (`_RECORD`); a
-    break at a space (the next line indented, the line ending in one) joined as it is; no line joined past
-    LINE_LIMIT. Each with whether it is a terminal's of one line alone at that width (weaker: `explain._rejoined`). None
-    where its widest line is no wrap's, or the text is past UNWRAP_LIMIT."""
-    lines = text.split("\n")
-    width = max((len(line.rstrip()) for line in lines), default=0)
-    if width not in WRAP_WIDTHS or len(text) > UNWRAP_LIMIT:
+    """``text`` with the lines a wrap made joined again, each way a wrap is made, each block (`_FENCES`) at its
+    widest line's width: a mail's or a forum's re-flow (a line that the next line's first word would have taken
+    past that width, joined with a space, unless it ends a sentence before a capital), and a terminal's copy
+    (every line of exactly that width joined with the next as one word). Never before a line that starts a record
+    of its own (`_RECORD`); a break at a space (the next line indented, the line ending in one) joined as it is; no
+    line joined past LINE_LIMIT. Each with whether a terminal's join in it is of one line alone at its block's
+    width (weaker: `explain._rejoined`). None where no block's widest line is a wrap's, or the text is past
+    UNWRAP_LIMIT."""
+    if len(text) > UNWRAP_LIMIT:
         return ()
+    blocks: list[list[str]] = [[]]
+    for line in text.split("\n"):
+        if not line.strip() or line.lstrip().startswith(_FENCES):
+            blocks.extend(([line], []))
+        else:
+            blocks[-1].append(line)
+    flowed, cut, lone, hand = [], [], False, []
+    for block in filter(None, blocks):
+        joined = _joined(block)
+        flowed.append(joined[0] if joined else "\n".join(block))
+        cut.append(joined[1] if joined else "\n".join(block))
+        lone = lone or (joined is not None and joined[2] and joined[1] != "\n".join(block))
+        hand.append(_paragraph(block))
+    return tuple((candidate, cutting and lone)
+                 for cutting, candidate in ((False, "\n".join(flowed)), (True, "\n".join(cut)),
+                                            (False, "\n".join(hand))) if candidate != text)
+
+
+def _paragraph(lines: list[str]) -> str:
+    """One block's lines joined as the paragraph they may be, wrapped by hand or at no one width (a message
+    retyped, an editor's soft wrap pasted): every line that starts no record of its own (`_RECORD`) joined to the
+    one before with a space, none past LINE_LIMIT."""
+    joined = [lines[0]]
+    for line in lines[1:]:
+        if _RECORD.match(line.lstrip()) or len(joined[-1]) + len(line) >= LINE_LIMIT:
+            joined.append(line)
+        else:
+            joined[-1] = joined[-1].rstrip() + " " + line.lstrip()
+    return "\n".join(joined)
+
+
+def _joined(lines: list[str]) -> tuple[str, str, bool] | None:
+    """One block's lines re-flowed and cut joined (`unwrapped`), and whether its widest line is alone at its
+    width; None where its widest line is no wrap's."""
+    width = max((len(line.rstrip()) for line in lines), default=0)
+    if width not in WRAP_WIDTHS or len(lines) < 2:
+        return None
     flowed, cut = [lines[0]], [lines[0]]
     for before, line in zip(lines, lines[1:], strict=False):
-        end, first = before.rstrip(), line.split(" ", 1)[0]
+        end, first = before.rstrip(), line.lstrip().split(" ", 1)[0]
         at_space = end != before or not line[:1].strip()
         record = bool(_RECORD.match(line.lstrip()))
         if (not record and len(end) + 1 + len(first) > width and not (end[-1:] in ".!?:" and first[:1].isupper())
@@ -104,8 +145,7 @@ def unwrapped(text: str) -> tuple[tuple[str, bool], ...]:
             cut.append(line)
     # a terminal's cut shows in two lines or more of that width; one alone may be the widest line of any text
     lone = sum(len(line.rstrip()) == width for line in lines) == 1
-    return tuple((candidate, cutting and lone) for cutting, candidate in ((False, "\n".join(flowed)),
-                                                                        (True, "\n".join(cut))) if candidate != text)
+    return "\n".join(flowed), "\n".join(cut), lone
 
 
 @functools.lru_cache(maxsize=1)
