@@ -616,27 +616,31 @@ def _past_the_step(interpreter: str, env: Mapping[str, str], failed: StartupFail
     refused, naming them); and an error for each that says so: that line taken out, where the observation named
     it. In a world where that line is taken out already (a remove-line fix judged), no error: the real start-up
     runs it still, the one judged does not. (None, ()) when it does not start without them either."""
-    deaths: list[StartupFailed] = []
+    deaths: list[tuple[StartupFailed, Step]] = []  # each failure with the step it died in
     while True:
         step = failed.step
         if (failed.why != "died" or step is None or step.kind == "site"
-                or any((step.kind, step.file) == (seen.step.kind, seen.step.file) for seen in deaths if seen.step)):
+                or any((step.kind, step.file) == (seen.kind, seen.file) for _, seen in deaths)):
             return None, ()
-        if len(deaths) == MOST_STEPS:
-            places = [death.step.file or death.step.kind for death in (*deaths, failed) if death.step is not None]
+        deaths.append((failed, step))
+        if len(deaths) > MOST_STEPS:
             raise UsageError(f"not a Python interpreter that answers: it dies in more than {MOST_STEPS} steps of "
-                             f"its start-up; in the first, {deaths[0].reason}", path=interpreter,
-                             fix=f"take out the code that kills it in each of {', '.join(places)}")
-        deaths.append(failed)
+                             f"its start-up; in the first, {deaths[0][0].reason}", path=interpreter,
+                             fix=f"take out the code that kills it in each of {', '.join(_places(deaths))}")
         try:
             started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env),
-                              skip=tuple(death.step for death in deaths if death.step is not None))
+                              skip=tuple(seen for _, seen in deaths))
             break
         except StartupFailed as exc:
             failed = exc
-    places = [death.step.file or death.step.kind for death in deaths if death.step is not None]
-    return started, tuple(finding for death in deaths if death.step is not None
-                          and (finding := _died_in(interpreter, death, death.step, places, unstarted)) is not None)
+    places = _places(deaths)
+    return started, tuple(finding for death, step in deaths
+                          if (finding := _died_in(interpreter, death, step, places, unstarted)) is not None)
+
+
+def _places(deaths: Sequence[tuple[StartupFailed, Step]]) -> list[str]:
+    """The file or module of each step a start-up died in (`_past_the_step`), as its finding names it."""
+    return [step.file or step.kind for _, step in deaths]
 
 
 def _died_in(interpreter: str, failed: StartupFailed, step: Step, places: list[str],

@@ -100,10 +100,10 @@ def unwrapped(text: str) -> tuple[tuple[str, bool], ...]:
             blocks[-1].append(line)
     flowed, cut, lone, hand = [], [], False, []
     for block in filter(None, blocks):
-        joined = _joined(block)
-        flowed.append(joined[0] if joined else "\n".join(block))
-        cut.append(joined[1] if joined else "\n".join(block))
-        lone = lone or (joined is not None and joined[2] and joined[1] != "\n".join(block))
+        reflowed, terminal, alone = _joined(block)
+        flowed.append(reflowed)
+        cut.append(terminal)
+        lone = lone or (alone and terminal != "\n".join(block))
         hand.append(_paragraph(block))
     return tuple((candidate, cutting and lone)
                  for cutting, candidate in ((False, "\n".join(flowed)), (True, "\n".join(cut)),
@@ -123,12 +123,12 @@ def _paragraph(lines: list[str]) -> str:
     return "\n".join(joined)
 
 
-def _joined(lines: list[str]) -> tuple[str, str, bool] | None:
+def _joined(lines: list[str]) -> tuple[str, str, bool]:
     """One block's lines re-flowed and cut joined (`unwrapped`), and whether its widest line is alone at its
-    width; None where its widest line is no wrap's."""
+    width; the block as given, twice, where its widest line is no wrap's."""
     width = max((len(line.rstrip()) for line in lines), default=0)
     if width not in WRAP_WIDTHS or len(lines) < 2:
-        return None
+        return "\n".join(lines), "\n".join(lines), False
     flowed, cut = [lines[0]], [lines[0]]
     for before, line in zip(lines, lines[1:], strict=False):
         end, first = before.rstrip(), line.lstrip().split(" ", 1)[0]
