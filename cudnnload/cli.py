@@ -282,13 +282,13 @@ def make_cli() -> click.Group:
     def explain_command(text: str, here: bool, as_json: bool) -> None:
         """The known causes of a pasted error message, ranked by what the text shows.
 
-        TEXT: the message (quote it), or - to read it from standard input. Exit 1 when --here finds a cause on
-        this machine, 0 otherwise.
+        TEXT: the message (quote it), a file that holds it (a saved log), or - to read it from standard input.
+        Exit 1 when --here finds a cause on this machine, 0 otherwise.
         """
         from cudnnload import report
         from cudnnload.diagnose.explain import explain
 
-        result = explain(_read_stdin() if text == "-" else text, here=here)
+        result = explain(_text_to_explain(text), here=here)
         _echo(report.dumps("explain", result.json()) if as_json else report.explanation_text(report.printable(result)),
               as_json=as_json)
         sys.exit(EXIT_PROBLEMS if result.confirmed else EXIT_OK)
@@ -567,6 +567,27 @@ def _read_stdin() -> str:
     stream = getattr(sys.stdin, "buffer", None)
     read = stream.read if stream is not None else lambda size: sys.stdin.read(size).encode("utf-8", "replace")
     return _head_and_tail(read).decode("utf-8", "replace")
+
+
+def _text_to_explain(text: str) -> str:
+    """What ``explain TEXT`` explains: standard input for ``-``; a saved log's head and tail where TEXT is one line
+    that names a regular file (``cudnnload explain crash.log`` was read as the words "crash.log" and not
+    recognised); otherwise TEXT itself. A FIFO, a device or a folder is never opened: their name is the text. A
+    library named is refused in one line that points to ``inspect``."""
+    if text == "-":
+        return _read_stdin()
+    if not text.strip() or "\n" in text:
+        return text
+    from cudnnload.files import NotRegularFile, open_regular
+
+    try:
+        with open_regular(text) as handle:
+            saved = _head_and_tail(handle.read)
+    except (NotRegularFile, OSError, ValueError):
+        return text
+    if saved.startswith(b"\x7fELF"):
+        raise UsageError("a library, not a saved error message: `cudnnload inspect` reads a library", path=text)
+    return saved.decode("utf-8", "replace")
 
 
 def _head_and_tail(read: Callable[[int], bytes]) -> bytes:

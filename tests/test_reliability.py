@@ -228,6 +228,23 @@ def test_explain_keeps_the_end_of_a_long_log_where_its_failure_is() -> None:
     assert json.loads(done.stdout)["result"]["causes"][0]["family"] == "bad-param-usage"
 
 
+def test_explain_reads_a_saved_log_it_is_given_by_name(tmp_path: Path, wheel: Path) -> None:
+    """`cudnnload explain crash.log` explains what the file holds (it was read as the words "crash.log"); a FIFO
+    or a folder is never opened (its name is the text: no hang), and a library named is one line pointing to
+    inspect."""
+    log = tmp_path / "crash.log"
+    log.write_text("step 10\nRuntimeError: cudnn RNN backward can only be called in training mode\n")
+    done = cli("explain", "--json", str(log))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"]["causes"][0]["family"] == "bad-param-usage"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for name in (fifo, tmp_path):
+        named = cli("explain", "--json", str(name), timeout=30)
+        assert named.returncode == 0 and not json.loads(named.stdout)["result"]["causes"], named.stderr
+    one_line(cli("explain", str(wheel / "libcudnn.so.9")), 2, "libcudnn.so.9", "inspect")
+
+
 # --- 7. fleet -------------------------------------------------------------------------------------------
 
 def test_fleet_never_tells_a_healthy_node_to_copy_a_broken_one(tmp_path: Path, wheel: Path) -> None:
