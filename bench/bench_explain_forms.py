@@ -1,5 +1,7 @@
 """`cudnnload explain` on the corpus's reports pasted the ways people paste them: quoted in a reply, behind a
-logger's time stamps, as a page's HTML source, hard-wrapped by a terminal's copy or re-flowed by a mail. Each
+logger's time stamps or a log collector's prefix (docker compose, journald, `docker logs -t`, Ray's workers),
+escaped as a string (Docker's json-file log, a JSON answer, Python's repr of an exception), as a page's HTML
+source, hard-wrapped by a terminal's copy or re-flowed by a mail. Each
 form is a message as its program printed it, so each should rank as the report as given does.
 
     python bench/bench_explain_forms.py [--reports tuning|held|both]
@@ -12,6 +14,7 @@ totals only.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from collections import Counter
@@ -47,6 +50,13 @@ FORMS: dict[str, Callable[[str], str]] = {
     "reflowed-100": _lines(lambda line: textwrap.fill(line, 100)),
     "terminal-80": _terminal(80),
     "terminal-120": _terminal(120),
+    "compose": _lines(lambda line: "frigate-1  | " + line),
+    "journal": _lines(lambda line: "Dec 05 07:50:05 gpu-node-3 python3[12345]: " + line),
+    "timestamps": _lines(lambda line: "2024-01-01T00:00:00.1234567Z " + line),
+    "ray": _lines(lambda line: "(RayTrainWorker pid=4242, ip=10.0.0.7) " + line),
+    "docker-json": _lines(lambda line: json.dumps({"log": line + "\n", "stream": "stderr"})),
+    "json": lambda text: json.dumps({"error": text}),
+    "repr": lambda text: f"RuntimeError({text!r})",
 }
 
 

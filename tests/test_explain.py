@@ -1850,13 +1850,59 @@ def _reflowed(text: str, width: int) -> str:
     lambda t: t.replace('"', "&quot;").replace("'", "&#39;").replace("<", "&lt;"),  # a page's HTML source
     lambda t: _terminal(t, 80), lambda t: _terminal(t, 120),  # a terminal's copy, cut at its width
     lambda t: _reflowed(t, 72), lambda t: _reflowed(t, 100),  # a mail's or a forum's re-flow
+    lambda t: "\n".join(f"frigate-1  | {line}" for line in t.splitlines()),  # docker compose
+    lambda t: "\n".join(f"Dec 05 07:50:0{i % 10} gpu-node-3 python3[12345]: {line}"  # journald, syslog
+                         for i, line in enumerate(t.splitlines())),
+    lambda t: "\n".join(f"2024-01-01T00:00:00.1234567Z {line}" for line in t.splitlines()),  # docker logs -t
+    lambda t: "\n".join(f"2024-01-01T00:00:00.123456789+00:00 stderr F {line}" for line in t.splitlines()),  # CRI
+    lambda t: "\n".join(f"(RayTrainWorker pid=4242, ip=10.0.0.7) {line}" for line in t.splitlines()),  # Ray
+    lambda t: "\n".join(f"  0: {line}" for line in t.splitlines()),  # srun --label
+    lambda t: "\n".join(f"[1,0]<stderr>:{line}" for line in t.splitlines()),  # mpirun --tag-output
+    lambda t: "\n".join(json.dumps({"log": line + "\n", "stream": "stderr"}) for line in t.splitlines()),
+    lambda t: json.dumps({"error": t}),  # a JSON answer, a notebook's saved output
+    lambda t: f"RayTaskError(RuntimeError({t!r}))",  # Python's repr of an exception
 ], ids=["quoted", "quoted-twice", "loguru", "logging", "html", "terminal-80", "terminal-120", "reflowed-72",
-        "reflowed-100"])
+        "reflowed-100", "compose", "journal", "timestamps", "cri", "ray", "srun", "mpirun", "docker-json", "json",
+        "repr"])
 def test_a_message_quoted_logged_escaped_or_wrapped_is_read_as_the_program_printed_it(text: str, form) -> None:
-    """A reply quotes the paste ("> "), an application's logger puts a time stamp before each line, a page's
-    source holds HTML entities, a terminal's copy cuts each long line at its width and a mail re-flows it: the
-    message is the program's all the same, and is read with the same causes first."""
+    """A reply quotes the paste ("> "), an application's logger puts a time stamp before each line, a log
+    collector or a launcher its own prefix, a log store or a repr escapes it as a string, a page's source holds
+    HTML entities, a terminal's copy cuts each long line at its width and a mail re-flows it: the message is the
+    program's all the same, and is read with the same causes first."""
     assert ranked(form(text))[:2] == ranked(text)[:2]
+
+
+@pytest.mark.parametrize("english, translated", [
+    ("ImportError: DLL load failed while importing _C: The specified module could not be found.",
+     "ImportError: DLL load failed while importing _C: 找不到指定的模块。"),
+    ("ImportError: DLL load failed while importing _C: The specified module could not be found.",
+     "ImportError: DLL load failed while importing _C: Das angegebene Modul wurde nicht gefunden."),
+    ('OSError: [WinError 127] The specified procedure could not be found. Error loading "C:\\venv\\torch\\lib\\'
+     'cudnn_cnn_infer64_8.dll" or one of its dependencies.',
+     'OSError: [WinError 127] 指定されたプロシージャが見つかりません。 Error loading "C:\\venv\\torch\\lib\\'
+     'cudnn_cnn_infer64_8.dll" or one of its dependencies.'),
+    ("OSError: [WinError 193] %1 is not a valid Win32 application",
+     "OSError: [WinError 193] %1 не является приложением Win32"),
+    ("ImportError: DLL load failed while importing onnxruntime_pybind11_state: A dynamic link library (DLL) "
+     "initialization routine failed.",
+     "ImportError: DLL load failed while importing onnxruntime_pybind11_state: DLL 초기화 루틴을 "
+     "실행할 수 없습니다."),
+], ids=["zh_CN-126", "de-126", "ja-127", "ru-193", "ko-1114"])
+def test_windows_messages_in_the_users_language_rank_as_the_english_ones(english: str, translated: str) -> None:
+    """Windows prints its system messages in the user's language; a DLL's load that failed reads the same in
+    each (fixtures/explain/windows_messages.json: the translations seen in real output)."""
+    assert ranked(translated)[:3] == ranked(english)[:3]
+    assert explain(translated, environ={}).note and "English" in explain(translated, environ={}).note
+
+
+def test_a_windows_path_is_not_read_as_a_strings_escapes() -> None:
+    """A path's "\\nvidia" is no line break: a text is read unescaped only where it holds a "\\n" no path
+    holds, and a lone surrogate escape is never printed as one."""
+    path = "C:\\Users\\me\\nvidia\\cudnn\\bin\\cudnn_cnn_infer64_8.dll"
+    text = f"Could not load library cudnn_cnn_infer64_8.dll. Error code 126\nPlease make sure {path} is in PATH"
+    assert explain(text, environ={}).reading.signals == read(text).signals
+    escaped = explain('"bad \\ud800 half\\n" ' + TORCH_VERSION, environ={})
+    assert escaped.causes and "\ud800" not in json.dumps(escaped.json(), ensure_ascii=False)
 
 
 def test_a_loggers_warning_level_stays_a_warning_and_an_unwrapped_text_is_read_as_it_is() -> None:

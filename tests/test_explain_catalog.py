@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.diagnose.explain import catalog as messages
-from cudnnload.diagnose.explain import explain
+from cudnnload.diagnose.explain import explain, pasted
 from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
 from cudnnload.diagnose.explain.reading import read
 from fixtures.explain.corpus import families, loading_families
@@ -491,6 +491,28 @@ def test_the_catalog_holds_glibcs_translations_of_the_loader_words_it_reads_back
                  for language in languages}
     assert {"zh_CN", "de", "ru", "ja"} <= languages
     assert messages.load().translations["无法打开共享对象文件"] == "cannot open shared object file"
+
+
+def test_the_catalog_holds_windows_messages_in_the_languages_they_were_seen_printed_in() -> None:
+    """harvest.windows_translations: the catalog's "windows" table is windows_messages.json's, each translation with
+    a sighting in real output, held under the English text of a catalog entry of Windows' own (or, seen in part,
+    under the start of it), and read back: Python's "[WinError 126]" drops an ASCII full stop, keeps a CJK one."""
+    from fixtures.explain.harvest import WINDOWS_MESSAGES, windows_translations
+
+    data = json.loads(messages.DATA.read_text(encoding="utf-8"))
+    assert data["windows"] == windows_translations()
+    english = {entry.template for entry in messages.load().entries if entry.source == "windows"}
+    for code in json.loads(WINDOWS_MESSAGES.read_text(encoding="utf-8"))["codes"].values():
+        for seen in code["translations"].values():
+            assert seen["sightings"] and seen["text"] != code["en"]
+            assert code["en"].startswith(seen.get("en", code["en"]))
+    # error 5 has no entry of its own: "Access is denied" is read by the rule of a file found but not loadable
+    assert all(any(template.replace("%s", "%1").startswith(text.rstrip(".")) for template in english)
+               for text in data["windows"] if text != "Access is denied.")
+    for text in ("[WinError 126] 找不到指定的模块。", "[WinError 126] Das angegebene Modul wurde nicht gefunden",
+                 "DLL load failed while importing _C: Le module spécifié est introuvable."):
+        assert "The specified module could not be found" in pasted.printed(text)[0]
+    assert pasted.printed("找不到指定的模块。")[0] == "找不到指定的模块。"  # no sign of Windows: left as it is
 
 
 def test_a_gettext_catalog_is_read_entry_by_entry_without_fuzzy_ones() -> None:

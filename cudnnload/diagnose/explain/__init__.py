@@ -113,8 +113,8 @@ def _rejoined(joined: Reading, reading: Reading, text: str, lone: bool) -> bool:
                for key, signal in _messages(joined).items() if key not in had)
 
 
-# Said where a text held glibc's loader words in another language.
-IN_ENGLISH = "glibc's loader words in the text's language were read as the English ones, as shown above"
+# Said where a text held glibc's loader words or Windows' system messages in another language.
+IN_ENGLISH = "the loader's or the system's words in the text's language were read as the English ones, as shown above"
 
 
 def explain(text: str, *, here: bool = False, environ: Mapping[str, str] | None = None,

@@ -321,6 +321,8 @@ class Catalog:
     api: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cuDNN identifier -> headers' versions
     # glibc's loader words in the languages its catalogs translate them to (po/*.po), each -> the English msgid
     translations: dict[str, str] = field(default_factory=dict)
+    # Windows' system messages in the languages they were seen printed in, each -> the English text
+    windows: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def matchable(self) -> tuple[Entry, ...]:
@@ -464,4 +466,5 @@ def load(path: Path = DATA) -> Catalog:
     data = json.loads(path.read_text(encoding="utf-8"))
     api = {name: tuple(releases) for name, releases in data.get("api", {}).items()}
     translations = {text: msgid for msgid, by_text in data.get("translations", {}).items() for text in by_text}
-    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api, translations)
+    windows = {text: english for english, by_text in data.get("windows", {}).items() for text in by_text}
+    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api, translations, windows)

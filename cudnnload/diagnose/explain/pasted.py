@@ -47,12 +47,86 @@ _KEPT_LEVELS = {"WARNING": "[WARNING] ", "WARN": "[WARNING] ", "INFO": "[INFO] "
                 "TRACE": "[INFO] ", "SUCCESS": "[INFO] "}
 
 
+# What a log collector or a launcher puts before each line a program printed: docker compose's service
+# ("frigate-1  | "), journald's and syslog's ("Dec 05 07:50:05 node3 python3[123]: "), an RFC 3339 time stamp
+# (`docker logs -t`, `kubectl logs --timestamps`, GitHub Actions; a CRI log's "stderr F" after it), `kubectl logs
+# --prefix`'s "[pod/NAME/CONTAINER] ", Ray's worker prefix ("(RayTrainWorker pid=123, ip=10.0.0.1) ",
+# "(raylet) "), `srun --label`'s task ("  0: ") and Open MPI's `--tag-output` ("[1,0]<stderr>:"). None is a word
+# of any message; a message that starts a line is read only once it is gone.
+_COLLECTED = re.compile(r"(?m)^(?:[A-Za-z0-9][\w.-]* +\| ?"
+                        r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [^\s:\[]+(?:\[\d+\])?: "
+                        r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:std(?:out|err) [FP] )?"
+                        r"|\[pod/[^\]\s]+\] "
+                        r"|\((?:[\w.]+ )?(?:pid=\d+(?:, ip=[\d.]+)?|raylet(?:, ip=[\d.]+)?|gcs_server)\) "
+                        r"| {0,4}\d{1,4}: "
+                        r"|\[\d+,\d+\]<std(?:out|err)>: ?)")
+
+
 def _undecorated(text: str) -> str:
-    """``text`` without the quote marks and the logger's time stamps before its lines (`_QUOTED`, `_LOGGED`)."""
+    """``text`` without the quote marks, the loggers' time stamps and the collectors' prefixes before its lines
+    (`_QUOTED`, `_LOGGED`, `_COLLECTED`)."""
     if ">" in text:
         text = _QUOTED.sub("", text)
+    text = _COLLECTED.sub("", text)
     return _LOGGED.sub(lambda found: _KEPT_LEVELS.get(found.group("loguru") or found.group("logging") or "", ""),
                        text)
+
+
+# A text escaped as a string by what stored or printed it: Docker's json-file log and a structured logger's record
+# (a JSON object a line), a JSON API's answer, a notebook's saved output, Python's repr of an exception (Ray's and
+# multiprocessing's errors print one). Its line breaks are "\n", a Windows path's backslashes doubled, its quotes
+# and terminal escapes escaped. A line that is JSON is read as the text it holds; another is read unescaped where it
+# holds a "\n" that no path holds (one not before a lowercase letter: "C:\Users\me\nvidia" is a path's) or a
+# drive's doubled backslashes ("C:\\Users"), without the quotes and the calls around the string
+# ("RuntimeError('...\n...')").
+_ESCAPED_BREAK = re.compile(r"\\n(?![a-z])|\b[A-Za-z]:\\\\")
+_STRING_ESCAPE = re.compile(r"\\(?:u(?P<u>[0-9a-fA-F]{4})|x(?P<x>[0-9a-fA-F]{2})|(?P<c>[nrt\"'\\/]))")
+_QUOTING = re.compile(r"^\s*(?:[\w.]+\()*[rbu]?['\"]|['\"]\)*[,;]?\s*$")
+_ESCAPED_AS = {"n": "\n", "r": "", "t": "\t"}
+
+
+def _unstringed(text: str) -> str:
+    """``text`` with each line that a string's escaping made read as the lines it stands for: a JSON line as
+    the text it holds (`_json_text`), another unescaped where it holds an escaped line break (`_ESCAPED_BREAK`)."""
+    if "\\" not in text and '"' not in text:
+        return text
+    return "\n".join(_line_unstringed(line) for line in text.split("\n"))
+
+
+def _line_unstringed(line: str) -> str:
+    stripped = line.strip().rstrip(",")
+    if stripped[:1] in ('{', '[', '"') and stripped[-1:] in ('}', ']', '"'):
+        held = _json_text(stripped)
+        if held is not None:
+            return held
+    if not _ESCAPED_BREAK.search(line):
+        return line
+    return _STRING_ESCAPE.sub(_character, _QUOTING.sub("", line))
+
+
+def _json_text(line: str) -> str | None:
+    """The text a line of JSON holds: a string; an object's longest string (a log record's message: Docker's
+    "log", a logger's "msg"); a list's strings, each with its own line breaks (a notebook's output). None for a
+    line that is no JSON, or holds no text."""
+    import json
+
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict):
+        value = max((held for held in value.values() if isinstance(held, str)), key=len, default=None)
+    elif isinstance(value, list):
+        value = "".join(held for held in value if isinstance(held, str)) or None
+    return value.rstrip("\n") if isinstance(value, str) and value.strip() else None
+
+
+def _character(escape: re.Match[str]) -> str:
+    """The character one escape stands for (half of a surrogate pair, never printable alone, as U+FFFD)."""
+    code = escape.group("u") or escape.group("x")
+    if not code:
+        return _ESCAPED_AS.get(escape.group("c"), escape.group("c"))
+    return "\ufffd" if 0xD800 <= int(code, 16) <= 0xDFFF else chr(int(code, 16))
 
 
 # A page's HTML source, or a feed's text of it, holds the characters a program printed as entities
@@ -172,12 +246,48 @@ def _in_english(text: str) -> str:
                      if ".so" in line and not line.isascii() else line for line in text.split("\n"))
 
 
+# Where a text is Windows' (a DLL, Python's "[WinError N]" and "DLL load failed", LoadLibrary, Rust's "(os error N)",
+# .NET's HRESULT), its system messages are read in English.
+_WINDOWS_CONTEXT = re.compile(r"(?i)\.dll\b|WinError|DLL load failed|LoadLibrary|os error \d|HRESULT|0x8007")
+
+
+def _stem(text: str) -> str:
+    """A Windows message without its end's full stop (Python's "[WinError N]" drops an ASCII one) and its "%1"
+    (the file, which Python leaves as it is: "[WinError 193] %1 is not a valid Win32 application")."""
+    text = text.rstrip(" .。")
+    return text[2:].lstrip() if text.startswith("%1") else text
+
+
+@functools.lru_cache(maxsize=1)
+def _windows_translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """A pattern of every translation of Windows' system messages that the catalog holds (`_stem`, typeset as
+    `_TYPESET` reads it), longest first, each with the full stop after it, and the English of each."""
+    english = {_stem(text.translate(_TYPESET)): _stem(words) for text, words in messages.load().windows.items()}
+    if not english:
+        return None, {}
+    return re.compile("(?:" + "|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))
+                      + ")[.。]?"), english
+
+
+def _windows_in_english(text: str) -> str:
+    """``text`` with Windows' system messages read in English where Windows printed them in its language
+    ("[WinError 126] 找不到指定的模块。" is "[WinError 126] The specified module could not be found."), in a text
+    that is Windows' (`_WINDOWS_CONTEXT`)."""
+    pattern, english = _windows_translated()
+    if pattern is None or not _WINDOWS_CONTEXT.search(text):
+        return text
+    return pattern.sub(lambda found: english[found.group(0).rstrip(".。")] + "." * (found.group(0)[-1:] in ".。"),
+                       text)
+
+
 def printed(text: str) -> tuple[str, bool]:
-    """``text`` with its HTML entities read (`_unescaped`), without escape sequences, control characters read as
+    """``text`` with a string's escapes read (`_unstringed`) and its HTML entities (`_unescaped`), without escape
+    sequences, control characters read as
     spaces, typeset characters read as what the program printed (`_TYPESET`), without quote marks and loggers'
-    time stamps (`_undecorated`), glibc's translated loader words read in English (`_in_english`), each line cut
+    time stamps (`_undecorated`), glibc's translated loader words and Windows' system messages read in English
+    (`_in_english`, `_windows_in_english`), each line cut
     at LINE_LIMIT; and whether any words were read in English."""
-    plain = _undecorated(_CONTROLS.sub(" ", _ESCAPES.sub("", _unescaped(text))).translate(_TYPESET))
+    plain = _undecorated(_CONTROLS.sub(" ", _ESCAPES.sub("", _unescaped(_unstringed(text)))).translate(_TYPESET))
     cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
-    english = _in_english(cut)
+    english = _windows_in_english(_in_english(cut))
     return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
