@@ -1,7 +1,7 @@
 """`cudnnload explain` on the corpus's reports pasted the ways people paste them: quoted in a reply, behind a
 logger's time stamps or a log collector's prefix (docker compose, journald, `docker logs -t`, Ray's workers),
-escaped as a string (Docker's json-file log, a JSON answer, Python's repr of an exception), as a page's HTML
-source, hard-wrapped by a terminal's copy or re-flowed by a mail. Each
+escaped as a string (Docker's json-file log, a JSON answer, Python's repr of an exception), marked up by Markdown
+(bold, a list of inline code), as a page's HTML source, hard-wrapped by a terminal's copy or re-flowed by a mail. Each
 form is a message as its program printed it, so each should rank as the report as given does.
 
     python bench/bench_explain_forms.py [--reports tuning|held|both]
@@ -57,6 +57,8 @@ FORMS: dict[str, Callable[[str], str]] = {
     "docker-json": _lines(lambda line: json.dumps({"log": line + "\n", "stream": "stderr"})),
     "json": lambda text: json.dumps({"error": text}),
     "repr": lambda text: f"RuntimeError({text!r})",
+    "markdown-bold": _lines(lambda line: f"**{line}**" if line.strip() else line),
+    "markdown-code": _lines(lambda line: f"- `{line}`" if line.strip() else line),
 }
 
 

@@ -1861,9 +1861,11 @@ def _reflowed(text: str, width: int) -> str:
     lambda t: "\n".join(json.dumps({"log": line + "\n", "stream": "stderr"}) for line in t.splitlines()),
     lambda t: json.dumps({"error": t}),  # a JSON answer, a notebook's saved output
     lambda t: f"RayTaskError(RuntimeError({t!r}))",  # Python's repr of an exception
+    lambda t: "\n".join(f"**{line}**" for line in t.splitlines()),  # Markdown: bold
+    lambda t: "\n".join(f"- `{line}`" for line in t.splitlines()),  # Markdown: a list of inline code
 ], ids=["quoted", "quoted-twice", "loguru", "logging", "html", "terminal-80", "terminal-120", "reflowed-72",
         "reflowed-100", "compose", "journal", "timestamps", "cri", "ray", "srun", "mpirun", "docker-json", "json",
-        "repr"])
+        "repr", "bold", "bullet-code"])
 def test_a_message_quoted_logged_escaped_or_wrapped_is_read_as_the_program_printed_it(text: str, form) -> None:
     """A reply quotes the paste ("> "), an application's logger puts a time stamp before each line, a log
     collector or a launcher its own prefix, a log store or a repr escapes it as a string, a page's source holds

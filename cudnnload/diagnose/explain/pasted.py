@@ -62,11 +62,19 @@ _COLLECTED = re.compile(r"(?m)^(?:[A-Za-z0-9][\w.-]* +\| ?"
                         r"|\[\d+,\d+\]<std(?:out|err)>: ?)")
 
 
+# What Markdown puts around a line a user pasted into an issue: a list's bullet, and bold or inline code that starts
+# or ends on it ("**OSError: [WinError 1455] ...**", "- `Could not load library ...`"). No program's message starts
+# with either, nor ends with one (glibc's "version `GLIBC_2.38' not found" holds its backtick inside).
+_MARKED = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:[-*+][ \t]+(?:\*\*|`(?!``))?|\*\*|`(?!``))|(?<!`)(?:\*\*|`)[ \t]*$")
+
+
 def _undecorated(text: str) -> str:
-    """``text`` without the quote marks, the loggers' time stamps and the collectors' prefixes before its lines
-    (`_QUOTED`, `_LOGGED`, `_COLLECTED`)."""
+    """``text`` without the quote marks, Markdown's marks, the loggers' time stamps and the collectors' prefixes
+    before its lines (`_QUOTED`, `_MARKED`, `_LOGGED`, `_COLLECTED`)."""
     if ">" in text:
         text = _QUOTED.sub("", text)
+    if "*" in text or "`" in text or "- " in text or "+ " in text:
+        text = _MARKED.sub(lambda found: found.group("indent") or "", text)
     text = _COLLECTED.sub("", text)
     return _LOGGED.sub(lambda found: _KEPT_LEVELS.get(found.group("loguru") or found.group("logging") or "", ""),
                        text)
