@@ -566,7 +566,7 @@ def _read_stdin() -> str:
     """Standard input: its first and last `STDIN_KEPT` bytes, of at most `STDIN_READ_LIMIT` read."""
     stream = getattr(sys.stdin, "buffer", None)
     read = stream.read if stream is not None else lambda size: sys.stdin.read(size).encode("utf-8", "replace")
-    return _head_and_tail(read).decode("utf-8", "replace")
+    return _decoded(_head_and_tail(read))
 
 
 def _text_to_explain(text: str) -> str:
@@ -587,7 +587,32 @@ def _text_to_explain(text: str) -> str:
         return text
     if saved.startswith(b"\x7fELF"):
         raise UsageError("a library, not a saved error message: `cudnnload inspect` reads a library", path=text)
-    return saved.decode("utf-8", "replace")
+    return _decoded(saved)
+
+
+def _decoded(data: bytes) -> str:
+    """A saved log's or a pipe's text in the encoding Windows may have written it in: UTF-8 (its BOM dropped);
+    UTF-16 where a BOM says so or its every other byte is NUL (Windows PowerShell 5.1's `>` writes UTF-16LE); a
+    Chinese Windows console's GBK (read as GB18030) where the bytes are no UTF-8 but read as Chinese in it; else
+    UTF-8 with each byte it cannot read replaced."""
+    import codecs
+
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8):].decode("utf-8", "replace")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", "replace")
+    sample = data[:4096]
+    if len(sample) >= 8 and sample[1::2].count(0) > len(sample) // 4 and sample[0::2].count(0) < len(sample) // 16:
+        return data.decode("utf-16-le", "replace")
+    text = data.decode("utf-8", "replace")
+    if text.count("\ufffd") > 4:  # more than a head's and a tail's cut characters: not UTF-8
+        try:
+            chinese = data.decode("gb18030")
+        except UnicodeDecodeError:
+            return text
+        if any("\u4e00" <= character <= "\u9fff" for character in chinese):
+            return chinese
+    return text
 
 
 def _head_and_tail(read: Callable[[int], bytes]) -> bytes:

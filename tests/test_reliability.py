@@ -245,6 +245,25 @@ def test_explain_reads_a_saved_log_it_is_given_by_name(tmp_path: Path, wheel: Pa
     one_line(cli("explain", str(wheel / "libcudnn.so.9")), 2, "libcudnn.so.9", "inspect")
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "gbk", "utf-8-sig"])
+def test_explain_reads_a_log_in_the_encoding_windows_wrote_it_in(tmp_path: Path, encoding: str) -> None:
+    """Windows PowerShell 5.1's `>` writes UTF-16LE (with its BOM; a pipe's copy may lack it), a Chinese console
+    GBK, Notepad a UTF-8 BOM: each log is read as its text, by file and from standard input."""
+    message = ('OSError: [WinError 126] 找不到指定的模块。 Error loading "C:\\venv\\lib\\site-packages\\torch\\lib\\'
+               'cudnn_cnn_infer64_8.dll" or one of its dependencies.\r\n')
+    log = tmp_path / "err.txt"
+    log.write_bytes(("Traceback (most recent call last):\r\n" + message).encode(encoding))
+    english = json.loads(cli("explain", "--json", message.replace("找不到指定的模块。", "The specified module could "
+                                                                  "not be found.")).stdout)["result"]["causes"]
+    by_file = cli("explain", "--json", str(log))
+    with open(log, "rb") as piped:
+        by_pipe = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", "-"], stdin=piped,
+                                 capture_output=True, text=True, timeout=60, check=False)
+    for done in (by_file, by_pipe):
+        causes = json.loads(done.stdout)["result"]["causes"]
+        assert [c["family"] for c in causes][:3] == [c["family"] for c in english][:3], done.stderr
+
+
 # --- 7. fleet -------------------------------------------------------------------------------------------
 
 def test_fleet_never_tells_a_healthy_node_to_copy_a_broken_one(tmp_path: Path, wheel: Path) -> None:
