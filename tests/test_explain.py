@@ -1897,6 +1897,20 @@ def test_windows_messages_in_the_users_language_rank_as_the_english_ones(english
     assert explain(translated, environ={}).note and "English" in explain(translated, environ={}).note
 
 
+def test_a_notebooks_saved_outputs_are_read_as_the_program_printed_them() -> None:
+    """A notebook (.ipynb) holds its outputs as JSON, pretty-printed a line each: a stream's text as a list of
+    strings, an error's "evalue" and its traceback with the terminal's colours escaped (\\u001b). Each is read as
+    the program printed it, and ranks as the plain text does."""
+    printed = ("Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open shared object file: "
+               "No such file or directory\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": ["import torch\n"], "outputs": [
+        {"name": "stderr", "output_type": "stream", "text": [printed.splitlines()[0] + "\n"]},
+        {"ename": "RuntimeError", "evalue": "cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "output_type": "error",
+         "traceback": ["\x1b[0;31mRuntimeError\x1b[0m: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"]}]}]}, indent=1)
+    assert ranked(notebook)[:3] == ranked(printed)[:3]
+    assert not any('"' in signal.line for signal in explain(notebook, environ={}).reading.signals)
+
+
 def test_a_windows_path_is_not_read_as_a_strings_escapes() -> None:
     """A path's "\\nvidia" is no line break: a text is read unescaped only where it holds a "\\n" no path
     holds, and a lone surrogate escape is never printed as one."""

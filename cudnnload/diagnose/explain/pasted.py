@@ -104,7 +104,8 @@ def _unstringed(text: str) -> str:
 def _line_unstringed(line: str) -> str:
     stripped = line.strip().rstrip(",")
     if stripped[:1] in ('{', '[', '"') and stripped[-1:] in ('}', ']', '"'):
-        held = _json_text(stripped)
+        # a JSON value, or a member of an object pretty-printed a line each ('"evalue": "...",' in a notebook)
+        held = _json_text(stripped) or (_json_text(f"{{{stripped}}}") if stripped[:1] == '"' else None)
         if held is not None:
             return held
     if not _ESCAPED_BREAK.search(line):
