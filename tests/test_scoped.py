@@ -477,3 +477,42 @@ def test_no_doubt_keeps_a_preload_that_stops_every_start_today(tmp_path: Path) -
     new = folder_of(W928, tmp_path / "new", only=("libcudnn.so.9", "libcudnn_graph.so.9"))
     today = {**BASE, "LD_PRELOAD": str(ops), "LD_LIBRARY_PATH": str(new)}
     assert _neither_whole(context(today), {**BASE, "LD_LIBRARY_PATH": str(new)}) is None
+
+
+def test_a_preload_that_masks_a_start_up_lines_cudnn_for_the_shells_framework_stays_for_it(tmp_path: Path) -> None:
+    """The fix differential's 3-13081: a sitecustomize line maps cuDNN 9.0's graph by path, and LD_PRELOAD maps a
+    9.28 graph of the same name first, which answers torch's shim today. A fix that puts torch's wheel back (so
+    the model judges torch only once it is there) and takes the preload from everyone would hand torch the start-up
+    line's 9.0 graph: the change is made for the program alone. Observed on a real start-up (`doctor._masked`), and
+    judged (`scoped`)."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.doctor import _masked
+    from cudnnload.diagnose.scoped import Fared, scoped
+    from cudnnload.resolve.startup import observe
+    from cudnnload.verdicts import Subject, fix, pip_install, remove_entry
+
+    preloaded, old = folder_of(W928, tmp_path / "new"), folder_of(W90, tmp_path / "old")
+    (tmp_path / "site").mkdir()
+    customize = tmp_path / "site" / "sitecustomize.py"
+    customize.write_text(f"import ctypes\nctypes.CDLL({str(old / 'libcudnn_graph.so.9')!r}, mode=ctypes.RTLD_GLOBAL)\n")
+    env = {**BASE, "PYTHONPATH": str(tmp_path / "site"), "LD_PRELOAD": str(preloaded / "libcudnn_graph.so.9")}
+    masked = _masked(observe(None, env))
+    assert [(name, os.path.realpath(path)) for name, path, _ in masked] == [
+        ("libcudnn_graph.so.9", os.path.realpath(old / "libcudnn_graph.so.9"))]
+    assert str(customize) in masked[0][2]
+    assert _masked(observe(None, {k: v for k, v in env.items() if k != "LD_PRELOAD"})) == ()
+
+    reinstall = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=["--force-reinstall"], target="/venv/site",
+                            python="/venv/bin/python")
+    finding = Finding(Code.FOREIGN_ELF, "m", Subject(SubjectKind.FILE, "/venv/site/nvidia/cudnn/lib/libcudnn.so.9"),
+                      fix(reinstall, remove_entry("LD_PRELOAD", env["LD_PRELOAD"])))
+    torch = {"torch 2.14.1": Fared(None, (3, 0), "/venv/site", masked)}
+    [said] = scoped([finding], env, others=lambda world: torch if "LD_PRELOAD" in world else {
+        "torch 2.14.1": Fared("its own shim is another machine's", (0, 0), "/venv/site")})
+    assert [a.json() for a in said.fix.actions] == [reinstall.json(),
+                                                    {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}]
+    assert "its start-up maps it" in said.fix.text and "which the preload answers for it today" in said.fix.text
+    # without a start-up line behind the preload, the site put back is judged once it is there: the fix stays
+    plain = {"torch 2.14.1": Fared(None, (3, 0), "/venv/site")}
+    assert scoped([finding], env, others=lambda world: plain if "LD_PRELOAD" in world else {
+        "torch 2.14.1": Fared("its own shim is another machine's", (0, 0), "/venv/site")}) == (finding,)

@@ -414,11 +414,25 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
             served = _serve(found[1], resolved, found[2], world, None, ())
         except CudnnloadError:
             served = ()
+        masked = _masked(resolved.started)
         judged[key] = {s.route.consumer.label: Fared(None if s.works else next(
-            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site) for s in served}
+            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site, masked)
+            for s in served}
         return judged[key]
 
     return frameworks
+
+
+def _masked(started: Any) -> tuple[tuple[str, str, str], ...]:
+    """The cuDNN files a start-up line of the Python observed maps (a ``.pth`` line, sitecustomize) behind a file
+    of the same name the loader mapped first (LD_PRELOAD's), which answers that name in the process: each as (the
+    name, its path, the line)."""
+    if started is None:
+        return ()
+    first = {os.path.basename(m.path) for m in started.mapped if m.source.kind == "loader"}
+    return tuple((name, m.path, f"{m.source.file}" + (f" line {m.source.line}" if m.source.line else ""))
+                 for m in started.mapped if m.source.kind != "loader" and m.source.file
+                 and (name := os.path.basename(m.path)).startswith("libcudnn") and name in first)
 
 
 def _consumers_of(resolved: Resolved, env: Mapping[str, str], timeout: float,

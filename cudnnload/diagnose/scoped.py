@@ -24,7 +24,10 @@ The same holds for the frameworks of the shell's Python (``others``: the interpr
 sooner: at its version check where its calls run today; a preloaded shim of another release that the removed entry
 used to complete) is made for this program alone, the change for everyone kept as the alternative with the
 framework it would harm. A framework whose site the fix puts a cuDNN wheel back into gets that wheel after it:
-what the model says it would get without it is no harm of the change.
+what the model says it would get without it is no harm of the change; but where its Python's start-up maps a cuDNN
+file behind a preloaded one of the same name (a sitecustomize line's 9.0 graph behind a preloaded 9.24 graph, which
+answers the framework's shim today), a preload taken away hands it that file, and the change is made for the
+program alone too (`Fared.masked`, read from the start-up observed: `doctor._masked`).
 
 And a fix that sets ``LD_LIBRARY_PATH`` for a framework (the JIT wheel's folder, which torch's own search does not
 reach) puts that folder first for every program: before a program's own RUNPATH too (a conda env's program linked
@@ -65,6 +68,9 @@ class Fared(NamedTuple):
     why: str | None
     fare: tuple[int, int]
     site: str | None = None  # the site-packages folder it is installed in
+    # cuDNN files its Python's start-up lines map (a .pth line, sitecustomize) behind a file of the same name that
+    # LD_PRELOAD maps first, which answers that name for it today: each as (name, its path, the line)
+    masked: tuple[tuple[str, str, str], ...] = ()
 
 
 # The frameworks of the shell's Python judged in a world (an environment): each one's label, and how it fares there
@@ -159,13 +165,28 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         harmed = [(label, then.why, today[label].why is None) for label, then in after.items()
                   if label in today and then.fare < today[label].fare
                   and os.path.normpath(then.site or "-") not in refilled]
-        if not harmed:
+        if not harmed and not _unmasked(changes, environ, today):
             out.append(finding)
             continue
         said = "; ".join(f"{label} fail{'' if works else ' sooner than today'} ({why})" for label, why, works in harmed)
-        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, the change would make the "
-                          f"shell's {said}"))
+        unmasked = _unmasked(changes, environ, today)
+        said = "; ".join(filter(None, (said and f"the change would make the shell's {said}", unmasked)))
+        out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {said}"))
     return tuple(out)
+
+
+def _unmasked(changes: Sequence[Action], environ: Mapping[str, str], today: Mapping[str, Fared]) -> str | None:
+    """Where ``changes`` take a preload away from everyone that answers, for a framework of the shell's Python, the
+    name of a cuDNN file its start-up maps as well (`Fared.masked`): that file then answers it, a framework the
+    model judges only once a wheel the fix puts back is there (fix differential 3-13081: a sitecustomize line maps
+    cuDNN 9.0's graph, the preloaded 9.24 graph answers torch's shim today), in words; None where there is none."""
+    taken = {os.path.basename(entry) for a in changes if _unpreloads(a)
+             for entry in (environ.get("LD_PRELOAD", "").replace(":", " ").split() if a.do is ActionKind.ENV_UNSET
+                           else [a.entry or ""])}
+    met = {(label, name, path, line) for label, now in today.items() for name, path, line in now.masked
+           if name in taken}
+    return "; ".join(f"the shell's {label} would get {path} (its start-up maps it: {line}) for {name}, which the "
+                     f"preload answers for it today" for label, name, path, line in sorted(met)) or None
 
 
 def _first_for_all(findings: tuple[Finding, ...], environ: Mapping[str, str], now: Context) -> tuple[Finding, ...]:
