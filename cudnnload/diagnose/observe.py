@@ -359,8 +359,13 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         steps = whole[0].fix.actions if whole else ()
         own = [a for a in first.fix.actions if a.do is not ActionKind.MANUAL]
         more = goes_further(steps, own)  # the first error's change, and what follows
-        if steps and all(a.do is not ActionKind.MANUAL for a in steps) and (
-                more if first in stopped else not own or better or more):
+        # a step for a person in it keeps it behind the run's own change, unless the program stopped for want of a
+        # library and the repair takes that library's change and goes on: then it is the target form's repair,
+        # whose steps after the person's may make that one unneeded (fix differential 3-13221: torch missing cuBLAS,
+        # a partial copy in torch/lib that the repair deletes after "put back the complete cuDNN in torch/lib")
+        made = all(a.do is not ActionKind.MANUAL for a in steps) or (first in stopped and more and any(
+            a.do is not ActionKind.MANUAL for a in steps if a not in own))
+        if steps and made and (more if first in stopped else not own or better or more):
             final = (*whole, *final)
     final = _after_start(final, seen, env, command, timeout, json_out) if again else final
     # what a wheel put back meets, with it; a shared entry's, and a change the shell's frameworks would feel, for it
