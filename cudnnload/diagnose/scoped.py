@@ -54,6 +54,7 @@ from cudnnload.judge.routes import call_fails
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
 from cudnnload.resolve.discovery import Context, context, search_entry, wheel_site
+from cudnnload.resolve.process import preload_entries
 from cudnnload.verdicts import Action, Finding, Fix, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
@@ -165,11 +166,11 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         harmed = [(label, then.why, today[label].why is None) for label, then in after.items()
                   if label in today and then.fare < today[label].fare
                   and os.path.normpath(then.site or "-") not in refilled]
-        if not harmed and not _unmasked(changes, environ, today):
+        unmasked = _unmasked(changes, environ, today)
+        if not harmed and not unmasked:
             out.append(finding)
             continue
         said = "; ".join(f"{label} fail{'' if works else ' sooner than today'} ({why})" for label, why, works in harmed)
-        unmasked = _unmasked(changes, environ, today)
         said = "; ".join(filter(None, (said and f"the change would make the shell's {said}", unmasked)))
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {said}"))
     return tuple(out)
@@ -181,8 +182,7 @@ def _unmasked(changes: Sequence[Action], environ: Mapping[str, str], today: Mapp
     model judges only once a wheel the fix puts back is there (fix differential 3-13081: a sitecustomize line maps
     cuDNN 9.0's graph, the preloaded 9.24 graph answers torch's shim today), in words; None where there is none."""
     taken = {os.path.basename(entry) for a in changes if _unpreloads(a)
-             for entry in (environ.get("LD_PRELOAD", "").replace(":", " ").split() if a.do is ActionKind.ENV_UNSET
-                           else [a.entry or ""])}
+             for entry in (preload_entries(environ) if a.do is ActionKind.ENV_UNSET else [a.entry or ""])}
     met = {(label, name, path, line) for label, now in today.items() for name, path, line in now.masked
            if name in taken}
     return "; ".join(f"the shell's {label} would get {path} (its start-up maps it: {line}) for {name}, which the "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+from collections.abc import Iterable
 
 from cudnnload.diagnose.explain import catalog as messages
 
@@ -236,9 +237,12 @@ def _translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
     """A pattern of every translation of glibc's loader words that the catalog holds (typeset as `_TYPESET`
     reads it), longest first, and the English of each."""
     english = {text.translate(_TYPESET): msgid for text, msgid in messages.load().translations.items()}
-    if not english:
-        return None, {}
-    return re.compile("|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))), english
+    return (re.compile(_longest_first(english)) if english else None), english
+
+
+def _longest_first(texts: Iterable[str]) -> str:
+    """A pattern of any of ``texts``, the longest tried first (a translation that holds another is read whole)."""
+    return "|".join(re.escape(text) for text in sorted(texts, key=len, reverse=True))
 
 
 def _in_english(text: str) -> str:
@@ -272,10 +276,7 @@ def _windows_translated() -> tuple[re.Pattern[str] | None, dict[str, str]]:
     """A pattern of every translation of Windows' system messages that the catalog holds (`_stem`, typeset as
     `_TYPESET` reads it), longest first, each with the full stop after it, and the English of each."""
     english = {_stem(text.translate(_TYPESET)): _stem(words) for text, words in messages.load().windows.items()}
-    if not english:
-        return None, {}
-    return re.compile("(?:" + "|".join(re.escape(text) for text in sorted(english, key=len, reverse=True))
-                      + ")[.。]?"), english
+    return (re.compile(f"(?:{_longest_first(english)})[.。]?") if english else None), english
 
 
 def _windows_in_english(text: str) -> str:
@@ -291,11 +292,10 @@ def _windows_in_english(text: str) -> str:
 
 def printed(text: str) -> tuple[str, bool]:
     """``text`` with a string's escapes read (`_unstringed`) and its HTML entities (`_unescaped`), without escape
-    sequences, control characters read as
-    spaces, typeset characters read as what the program printed (`_TYPESET`), without quote marks and loggers'
-    time stamps (`_undecorated`), glibc's translated loader words and Windows' system messages read in English
-    (`_in_english`, `_windows_in_english`), each line cut
-    at LINE_LIMIT; and whether any words were read in English."""
+    sequences, control characters read as spaces, typeset characters read as what the program printed
+    (`_TYPESET`), without quote marks, Markdown's marks, loggers' time stamps and collectors' prefixes
+    (`_undecorated`), glibc's translated loader words and Windows' system messages read in English (`_in_english`,
+    `_windows_in_english`), each line cut at LINE_LIMIT; and whether any words were read in English."""
     plain = _undecorated(_CONTROLS.sub(" ", _ESCAPES.sub("", _unescaped(_unstringed(text)))).translate(_TYPESET))
     cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
     english = _windows_in_english(_in_english(cut))
