@@ -690,6 +690,35 @@ def test_an_unknown_text_that_names_cudnn_gets_the_usual_causes_of_its_words_nev
     assert all(cause.confidence in ("possible", "unlikely") for cause in result.causes)
 
 
+@pytest.mark.parametrize(("text", "failed"), [
+    ("The app asks for cudnn64_7.dll. I searched the CUDA folder and only found cudnn64_8.dll.", "cudnn64_7.dll"),
+    ("cudnn64_7.dll 依赖问题\n我在cuda的目录下搜索，找到的是cudnn64_8.dll", "cudnn64_7.dll"),
+    ("The image has no libcudnn.so.8, so TensorFlow runs on the CPU", "libcudnn.so.8"),
+])
+def test_an_unknown_text_that_names_a_library_a_program_wants_or_lacks_is_about_that_file(
+        text: str, failed: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and primary.failed == failed
+    assert primary.kind in ("cudnn-not-found", "sublibrary-load")
+    # the line that names the file wanted is no listing of what the machine has
+    assert failed not in read(text).files
+
+
+@pytest.mark.parametrize("text", [
+    "Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!\n"
+    "I only have cudnn_ops64_9.dll from the torch install.",
+    "The app asks for cudnn64_7.dll. I searched the CUDA folder and only found cudnn64_8.dll.",
+])
+def test_a_cudnn_library_of_another_major_named_in_the_text_is_another_major_installed(text: str) -> None:
+    assert ranked(text)[0] == "wrong-cudnn-major"
+    assert explain(text, environ={}).causes[0].confidence in ("possible", "likely")
+
+
+def test_a_library_name_at_the_end_of_a_sentence_is_read_without_its_full_stop() -> None:
+    assert read("It asks for the cudnn_ops_infer64_8.dll instead of cudnn_ops64_9.dll.").named[-1:] == (
+        "cudnn_ops64_9.dll",)
+
+
 def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None:
     text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
             "libcudnn.so.8\nUnimplementedError: DNN library is not found.")

@@ -124,20 +124,20 @@ PRIORS: dict[str, dict[str, int]] = {
     "compile-missing": {"removed-api": 4, "framework-bug": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "compile-missing@linux": {"removed-api": 2},
     "conv-algorithm": {"out-of-memory": 4, "runtime-older-than-build": 2},
-    "cudnn-mentioned": {"framework-bug": 6, "wrong-cudnn-major": 4, "harmless-warning": 2, "removed-api": 2,
-        "unsupported-configuration": 2, "zlib-missing": 2, "cublas-missing-or-wrong": 1, "cudnn-not-installed": 1,
-        "gpu-too-new": 1, "known-bad-release": 1, "libcudart-missing-or-wrong": 1, "missing-runpath": 1,
-        "runtime-older-than-build": 1, "version-mismatch-shadowed": 1},
-    "cudnn-mentioned@linux": {"framework-bug": 2, "cudnn-not-installed": 1, "gpu-too-new": 1,
-        "libcudart-missing-or-wrong": 1, "missing-runpath": 1, "unsupported-configuration": 1},
-    "cudnn-mentioned@windows": {"wrong-cudnn-major": 3, "zlib-missing": 2, "cublas-missing-or-wrong": 1,
-        "framework-bug": 1},
-    "cudnn-not-found": {"wrong-cudnn-major": 13, "cudnn-not-installed": 10, "installed-not-on-search-path": 7,
+    "cudnn-mentioned": {"framework-bug": 6, "harmless-warning": 2, "removed-api": 2, "unsupported-configuration": 2,
+        "wrong-cudnn-major": 2, "zlib-missing": 2, "cublas-missing-or-wrong": 1, "gpu-too-new": 1,
+        "known-bad-release": 1, "libcudart-missing-or-wrong": 1, "missing-runpath": 1, "runtime-older-than-build": 1,
+        "version-mismatch-shadowed": 1},
+    "cudnn-mentioned@linux": {"framework-bug": 2, "gpu-too-new": 1, "libcudart-missing-or-wrong": 1,
+        "missing-runpath": 1, "unsupported-configuration": 1},
+    "cudnn-mentioned@windows": {"zlib-missing": 2, "cublas-missing-or-wrong": 1, "framework-bug": 1,
+        "wrong-cudnn-major": 1},
+    "cudnn-not-found": {"wrong-cudnn-major": 14, "cudnn-not-installed": 11, "installed-not-on-search-path": 7,
         "libcudart-missing-or-wrong": 2, "platlib-purelib-split": 2, "torch-without-nvidia-deps": 2,
         "wheel-not-on-linker-path": 1},
-    "cudnn-not-found@linux": {"cudnn-not-installed": 5, "installed-not-on-search-path": 3, "platlib-purelib-split": 2,
+    "cudnn-not-found@linux": {"cudnn-not-installed": 6, "installed-not-on-search-path": 3, "platlib-purelib-split": 2,
         "torch-without-nvidia-deps": 2, "wrong-cudnn-major": 2, "wheel-not-on-linker-path": 1},
-    "cudnn-not-found@windows": {"wrong-cudnn-major": 10, "cudnn-not-installed": 2, "installed-not-on-search-path": 2,
+    "cudnn-not-found@windows": {"wrong-cudnn-major": 11, "cudnn-not-installed": 2, "installed-not-on-search-path": 2,
         "libcudart-missing-or-wrong": 2},
     "dependency-load:cublas": {"cublas-missing-or-wrong": 8, "platlib-purelib-split": 1, "two-frameworks-conflict": 1,
         "wrong-cudnn-major": 1},
@@ -223,12 +223,12 @@ PRIORS: dict[str, dict[str, int]] = {
     "status:SUBLIBRARY_LOADING_FAILED@linux": {"mixed-release": 1},
     "status:SUBLIBRARY_VERSION_MISMATCH": {"mixed-release": 4, "version-mismatch-shadowed": 1},
     "status:SUBLIBRARY_VERSION_MISMATCH@linux": {"mixed-release": 2},
-    "sublibrary-load": {"wrong-cudnn-major": 11, "cudnn-not-installed": 10, "wheel-not-on-linker-path": 7,
+    "sublibrary-load": {"wrong-cudnn-major": 12, "cudnn-not-installed": 10, "wheel-not-on-linker-path": 7,
         "installed-not-on-search-path": 6, "sublibrary-missing": 3, "zlib-missing": 2, "libcuda-missing": 1,
         "missing-runpath": 1, "unloadable-file": 1},
     "sublibrary-load@linux": {"wheel-not-on-linker-path": 7, "wrong-cudnn-major": 5, "cudnn-not-installed": 4,
         "libcuda-missing": 1, "missing-runpath": 1},
-    "sublibrary-load@windows": {"cudnn-not-installed": 6, "installed-not-on-search-path": 6, "wrong-cudnn-major": 6,
+    "sublibrary-load@windows": {"wrong-cudnn-major": 7, "cudnn-not-installed": 6, "installed-not-on-search-path": 6,
         "sublibrary-missing": 3, "zlib-missing": 2, "unloadable-file": 1},
     "symbol-mismatch": {"mixed-release": 4, "two-frameworks-conflict": 3},
     "symbol-mismatch@linux": {"mixed-release": 2},
@@ -342,6 +342,18 @@ def other_major_there(reading: Reading, signal: Signal) -> str | None:
     if want and want not in shown and signal.kind in ("cudnn-not-found", "sublibrary-load", "framework-no-cudnn"):
         return f"{next(iter(shown.values()))}, cuDNN {want} is wanted"
     return None
+
+
+def other_major_named(reading: Reading, signal: Signal) -> str | None:
+    """The text names, in its own words or a listing, a cuDNN library of another major than the one the messages
+    want ("I only have cudnn64_8.dll", "it asks for cudnn_8.dll instead of cudnn_9.dll"): weaker than a file it
+    shows on the machine (`other_major_there`, which takes precedence), since a name in a sentence may be one
+    the person looked for."""
+    want = reading.wanted
+    if not want or other_major_there(reading, signal):
+        return None
+    other = next((name for name in reading.named if library_major(name) not in (None, want)), None)
+    return f"the text names {other}, cuDNN {want} is wanted" if other else None
 
 
 # A pip wheel's folder: site-packages/nvidia/cudnn/lib (Linux), site-packages\nvidia\cudnn\bin (Windows)
@@ -834,6 +846,8 @@ RULES: tuple[Rule, ...] = (
     # which install: the path, the versions, the program, the package manager
     Rule("wrong-cudnn-major", 2.5, "the text shows a cuDNN of another major than the program wants",
          other_major_there, (*LOADING, "framework-no-cudnn")),
+    Rule("wrong-cudnn-major", 1.5, "the text names a cuDNN library of another major than the program wants",
+         other_major_named, (*LOADING, "framework-no-cudnn")),
     Rule("wrong-cudnn-major", 3, "the file under the cuDNN name lacks that name's version node, which every release "
          "of the major defines: it is another major's", pattern("cudnn-version-node")),
     Rule("wrong-cudnn-major", 1.5, "the CUDA the text names has no cuDNN of the major the program wants",

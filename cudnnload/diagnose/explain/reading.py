@@ -826,6 +826,15 @@ _LOAD_WORDS = re.compile(r"(?i)\b(?:could ?n[o']t|cannot|can't|unable to|failed 
                          # "cudnn64_8.dll が見つかりません", "찾을 수 없습니다")
                          r"|找不到|无法找到|未找到|没有找到|无法加载|加载失败|缺少|缺失|見つかりません|見つからない"
                          r"|読み込めません|ロードできません|찾을 수 없|로드할 수 없")
+# Words of a person about a library file that a program wants or that is not there, beside its name on one line:
+# "it asks for the cudnn_8.dll instead of cudnn_9.dll", "TensorFlow needs libcudnn.so.8", "the image has no
+# libcudnn.so.8", "cudnn64_7.dll 依赖问题" (a dependency problem), "没有cudnn64_8.dll". A text with no known message
+# that names a cuDNN library this way is about that file: where it is, and which one.
+_FILE_WORDS = re.compile(r"(?i)\b(?:asks?|asked|asking|looks?|looked|looking|search(?:es|ed|ing)?)\s+for\b"
+                         r"|\b(?:requires?|required|needs?|needed|wants?|wanted|depends?\s+on|depending\s+on|linked"
+                         r"\s+(?:against|to|with))\b|\b(?:ha(?:ve|s|d)|there\s+(?:is|are|was|were)|contains?|with)\s+no\b"
+                         r"|\b(?:does\s*n[o']t|do\s*n[o']t|did\s*n[o']t)\s+(?:have|contain|ship|include)\b|\bwithout\b"
+                         r"|依赖|需要|没有|不存在")
 # A load verb whose object is not a library: "Failed to find any forward convolution algorithm" (MXNet's
 # cudnn_convolution-inl.h), "could not find a suitable cudnn algorithm", "failed to load the model"; and the CUDA
 # error string "named symbol not found" (cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND), a symbol the runtime or
@@ -856,9 +865,9 @@ _DSO_LOOKUP = re.compile(r"(?i)(?:could not find\s+)?(?<!\w)(?P<name>\w+)\s+(?:i
 def library_file(stem: str) -> re.Pattern[str]:
     """A library named as a file whose name starts with ``stem`` (a pattern), with or without "lib", ending ".so",
     ".so.N..." or ".dll"; only ASCII name characters around it: a CJK sentence runs into it without a space
-    ("找不到cudnn64_8.dll")."""
+    ("找不到cudnn64_8.dll"); a full stop after it ends the sentence ("instead of cudnn64_9.dll.")."""
     return re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:lib)?(?:{stem})[A-Za-z0-9_.-]*?(?:\.so(?:\.\d+)*|\.dll)"
-                      r"(?![A-Za-z0-9_.])")
+                      r"(?![A-Za-z0-9_]|\.[A-Za-z0-9_])")
 
 
 _CUDNN_LIBRARY = library_file("cudnn")
@@ -974,11 +983,13 @@ def _unknown_text(text: str) -> Signal | None:
         return Signal("status-words", entry.kind if entry and entry.kind else "status:OTHER", _line(status),
                       "a cuDNN status in words (a wrapper's message)", f"a cuDNN call failed: {status.group(0)}",
                       status=name, families=entry.families if entry else ())
-    library = _CUDNN_LIBRARY.search(text)
-    if library and _LOAD_WORDS.search(text):
+    library = next((found for found in _CUDNN_LIBRARY.finditer(text) if _FILE_WORDS.search(_line(found))),
+                   None) if not _LOAD_WORDS.search(text) else _CUDNN_LIBRARY.search(text)
+    if library:
         name = library.group(0)
         return Signal("cudnn-named", load_kind(name, "missing"), _line(library), "the text (no known message)",
-                      f"{name} is named next to words of a library that did not load", name, name)
+                      f"{name} is named next to words of a library that did not load, or that a program "
+                      "wants", name, name)
     said = next((line for line in text.splitlines() if re.search(r"(?i)cudnn", line) and _LOAD_WORDS.search(line)
                  and not _NOT_A_LIBRARY.search(line)), None)
     if said is not None:  # "cuDNN not found", "Could not find cuDNN", "cudnn is missing": the library, unnamed
@@ -1328,6 +1339,7 @@ class Reading:
     wheel: tuple[int, ...] | None = None  # the nvidia-cudnn wheel's version that pip's output in the text shows
     files: tuple[str, ...] = ()  # cuDNN libraries the text shows on the machine (a listing, a path), not its messages'
     toolkit: tuple[int, ...] | None = None  # the CUDA the text names, but not nvidia-smi's (the driver's newest)
+    named: tuple[str, ...] = ()  # cuDNN libraries the text names outside its known messages' lines, in any words
 
     @property
     def primary(self) -> Signal | None:
@@ -1744,6 +1756,9 @@ def read(text: str) -> Reading:
     # pip's output and listings on a line of a known message are that message's; a guess's line is the text's own
     messages_lines = {signal.line for signal in unique if signal.pattern not in GUESSES}
     context = "\n".join(line for line in evidence.splitlines() if line.strip()[:400] not in messages_lines)
+    # a guess's line that names the library it is about asks for that file ("cudnn64_7.dll 依赖问题"): not a listing
+    asked = {signal.line for signal in unique if signal.pattern in GUESSES and signal.failed}
+    listed = "\n".join(line for line in context.splitlines() if line.strip()[:400] not in asked)
     wanted = majors[0] if majors else int(ort.group(1)) if ort else None
     major = wanted or (stated[0] if stated and stated[0] in (7, 8, 9) else None)
     frameworks = tuple(sorted((name for name in FRAMEWORKS if name in names),
@@ -1751,7 +1766,8 @@ def read(text: str) -> Reading:
     paths = tuple(dict.fromkeys(found_path.group(0) for found_path in _PATH.finditer(text)))
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
                    stated, paths, wanted=wanted, capability=_capability(evidence), wheel=_wheel_version(context),
-                   files=_files_shown(context), toolkit=_cuda_version(_NVIDIA_SMI_HEADER.sub("", evidence)))
+                   files=_files_shown(listed), toolkit=_cuda_version(_NVIDIA_SMI_HEADER.sub("", evidence)),
+                   named=tuple(dict.fromkeys(found.group(0) for found in _CUDNN_LIBRARY.finditer(context))))
 
 
 # The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
