@@ -755,6 +755,25 @@ def test_a_load_that_failed_is_the_failure_even_when_logged_as_a_warning(text: s
     assert "harmless-warning" not in ranked(text)[:3]
 
 
+_ORT_PROVIDER = ("2024-06-01 10:00:00.000000000 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:899 "
+                 "CreateExecutionProviderInstance] Failed to create {0}ExecutionProvider. Please reference "
+                 "https://onnxruntime.ai/docs/execution-providers/{0}-ExecutionProvider.html#requirements to "
+                 "ensure all dependencies are met.")
+_ORT_LOAD = ("2024-06-01 10:00:00.000000000 [E:onnxruntime:Default, provider_bridge_ort.cc:1745 "
+             "TryGetProviderInfo_{0}] ... [ONNXRuntimeError] : 1 : FAIL : Failed to load library "
+             "libonnxruntime_providers_{1}.so with error: {2}: cannot open shared object file: No such file or "
+             "directory")
+
+
+def test_onnx_runtime_failing_to_create_a_provider_other_than_cudas_is_no_cudnn_failure() -> None:
+    text = _ORT_LOAD.format("TensorRT", "tensorrt", "libnvinfer.so.10") + "\n" + _ORT_PROVIDER.format("Tensorrt")
+    assert ranked(text)[0] == "harmless-warning"
+    assert not set(ranked(text)[:1]) & LOADING
+    both = text + "\n" + _ORT_LOAD.format("CUDA", "cuda", "libcudnn.so.8") + "\n" + _ORT_PROVIDER.format("CUDA")
+    assert read(both).primary is not None and read(both).primary.kind == "cudnn-not-found"
+    assert ranked(both)[0] != "harmless-warning"
+
+
 def test_a_version_warning_followed_by_a_failure_is_read_as_its_cause() -> None:
     text = ("WARNING: The installed Paddle is compiled with CUDNN 8.9, but CUDNN version in your machine is 8.6\n"
             "ExternalError: Cudnn error, CUDNN_STATUS_EXECUTION_FAILED at (conv_op.cu:77)")

@@ -1432,6 +1432,13 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
                                           "marks it as a warning", quote=quote(match.text),
                                           families=("harmless-warning",), warning=True, entry=entry.id)
             continue
+        if entry.kind and (provider := _OTHER_PROVIDER.search(match.text)):
+            yield match.start, Signal(f"catalog:{entry.id}", "warning", _line_at(text, match.start), entry.source,
+                                      f"ONNX Runtime could not create the {provider.group(0)}, not the CUDA one that "
+                                      "cuDNN serves, and goes on with the next provider of the session's list",
+                                      quote=quote(match.text), families=("harmless-warning",), warning=True,
+                                      entry=entry.id)
+            continue
         versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
                     f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
         yield match.start, Signal(
@@ -1445,6 +1452,12 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
 # The kinds of a library that failed to load (load_kind).
 _LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-load:")
 _LIBRARY_NAME = re.compile(r"(?<![\w.+-])[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
+
+
+# An ONNX Runtime execution provider other than CUDA's, as its "Failed to create %s" names it
+# (onnxruntime_pybind_state.cc): TensorRT's, OpenVINO's, DirectML's, ROCm's. The session falls back to the next
+# provider of its list, and cuDNN is only ever loaded for the CUDA one.
+_OTHER_PROVIDER = re.compile(r"\b(?!CUDA)[A-Z]\w*ExecutionProvider\b")
 
 
 def _said_after(text: str, start: int) -> str:
