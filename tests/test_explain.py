@@ -796,6 +796,8 @@ def test_a_version_check_the_catalog_knows_gets_the_numbers_of_its_line() -> Non
     ("pytorch 2.0.1 py3.10_cuda11.8_cudnn8.7.0_0 pytorch", (8, 7, 0)),  # a conda build string
     ("I removed cudnn64_8.dll, and I have cuDNN 9.1", (9, 1)),  # a library's name is no version
     ("cudnn 9.x", (9,)),
+    ("the used cuda version is 13.0 and cudnn is 9.13", (9, 13)),
+    ("My cuDNN version is 8.6.0", (8, 6, 0)),
 ])
 def test_the_cudnn_the_text_says_is_installed_is_read_in_any_spelling_and_from_its_header(
         words: str, stated: tuple[int, ...]) -> None:
