@@ -1343,6 +1343,23 @@ def test_a_windows_program_with_cudnn_8_3_to_8_9_that_ended_without_a_word_lacks
     assert (causes[0] == "zlib-missing") == zlib, causes[:3]
 
 
+@pytest.mark.parametrize("report", [
+    "Faulting application name: python.exe, version: 3.10.11150.1013\n"
+    "Faulting module name: cudnn_ops_infer64_8.dll, version: 6.14.11.8050, time stamp: 0x6442a5e1\n"
+    "Exception code: 0xc0000409\nFaulting module path: C:\\venv\\Lib\\site-packages\\torch\\lib\\"
+    "cudnn_ops_infer64_8.dll",
+    "错误应用程序名称: Buzz.exe\n错误模块名称: cudnn64_8.dll, 版本: 6.14.11.6050\n异常代码: 0xc0000409\n"
+    "错误模块路径: D:\\Buzz\\ctranslate2\\cudnn64_8.dll",
+])
+def test_a_windows_crash_report_that_ended_in_a_cudnn_8_dll_is_a_library_it_could_not_load(report: str) -> None:
+    """Event Viewer's report (in the system's language) of a process that ended in a cuDNN 8 DLL with exception
+    0xc0000409, the code of abort(): cuDNN 8 ends the process where a library it opens at run time does not load,
+    whichever release it is; the crash report names no release."""
+    causes = ranked(report)
+    assert causes[0] == "zlib-missing"
+    assert {"cublas-missing-or-wrong", "sublibrary-missing"} <= set(causes[:3])
+
+
 @pytest.mark.parametrize(("text", "major"), [
     ("torch==1.10.0+cu102", 7), ("torch 1.10.0+cu113", 8), ("torch 1.7.1", 7),
     ("pytorch                   1.10.0          py3.8_cuda10.2_cudnn7.6.5_0    pytorch", 7),

@@ -542,11 +542,13 @@ def package_dll_met_another_copy(reading: Reading, signal: Signal) -> str | None
 
 
 def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | None:
-    """A Windows program with a cuDNN of 8.3 to 8.9 named ended with no message of its own (exit status 0xC0000409,
-    a debugger's "Fatal program exit requested", "crashes without any error"): those releases load zlibwapi.dll when a
-    convolution first needs it, and where it is missing end the process there, after a line on stderr that a GUI or
-    an IDE does not show. A load that failed, shown by how the program ended rather than by a message."""
-    return both(clue("windows"), clue("cudnn-8-zlib"), clue("silent-exit"))(reading, signal)  # type: ignore[arg-type]
+    """A Windows program with a cuDNN of 8.3 to 8.9 named, or a cuDNN 8 DLL named as the module it ended in, ended
+    with no message of its own (exit status 0xC0000409, a debugger's "Fatal program exit requested", "crashes without
+    any error"): cuDNN 8 ends the process where a library it opens at run time does not load (zlibwapi.dll, which
+    8.3 to 8.9 load when a convolution first needs it; a sub-library, or the cuBLAS it needs), after a line on stderr
+    that a GUI or an IDE does not show. A load that failed, shown by how the program ended rather than by a message."""
+    return both(clue("windows"), either(clue("cudnn-8-zlib"), clue("cudnn-8-module")),  # type: ignore[arg-type]
+                clue("silent-exit"))(reading, signal)  # type: ignore[arg-type]
 
 
 def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
@@ -811,6 +813,13 @@ RULES: tuple[Rule, ...] = (
     # ended with no message of its own (exit status 0xC0000409), with one of those releases named
     Rule("zlib-missing", 2.5, "a Windows program with cuDNN 8.3-8.9 ended with no message of its own: those releases "
          "end the process when zlibwapi.dll is missing", ended_at_a_load),
+    # ...and the cuDNN 8 DLL the process ended in: the shim ends it when a sub-library does not load, and those
+    # import cuBLAS and cuBLASLt (a missing or other-CUDA cuBLAS: Windows error 126 or 127 for the sub-library)
+    Rule("cublas-missing-or-wrong", 1.5, "a Windows program ended in a cuDNN 8 DLL with no message of its own: cuDNN 8 "
+         "ends the process when a sub-library does not load, and the sub-libraries import cuBLAS",
+         both(ended_at_a_load, clue("cudnn-8-module"))),
+    Rule("sublibrary-missing", 1, "a Windows program ended in a cuDNN 8 DLL with no message of its own: cuDNN 8 ends "
+         "the process when a sub-library does not load", both(ended_at_a_load, clue("cudnn-8-module"))),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
          "another architecture or word size, a truncated or placeholder copy)", file_not_loadable),
     Rule("unloadable-file", 1.5, "the file was found but a segment of it could not be mapped (a noexec mount; or a "

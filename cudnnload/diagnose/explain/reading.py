@@ -1158,10 +1158,15 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # a Windows program that ended with no message of its own: NTSTATUS 0xC0000409 (a fast fail, which abort() is
     # on Windows; -1073740791 as a signed exit status), a debugger's "Unhandled exception at ... (cudnn64_8.dll):
     # Fatal program exit requested", or the user's "crashes without any error"
-    ("silent-exit", r"0xC0000409|-1073740791|\b3221226505\b|Fatal program exit requested|请求了严重的程序退出|闪退"
+    ("silent-exit", r"(?i:0xC0000409)|-1073740791|\b3221226505\b|Fatal program exit requested|请求了严重的程序退出|闪退"
                     r"|(?i:\bcrash(?:es|ed)?\b[^\n]{0,60}?\b(?:without|no|not)\b[^\n]{0,25}?\b(?:error|exception"
                     r"|message)|\b(?:exits?|exited|quits?|closes?|stops?)\b (?:silently|without (?:any )?(?:error"
                     r"|message|output)))"),
+    # a cuDNN 8 DLL named as the module a Windows process ended in: Event Viewer's "Faulting module name:
+    # cudnn64_8.dll" (in the system's language: "错误模块名称:", "Name des fehlerhaften Moduls:"), a debugger's
+    # "Unhandled exception at 0x00007FFF7138420D (cudnn64_8.dll) in app.exe: Fatal program exit requested"
+    ("cudnn-8-module", r"(?i:(?:modul\w*|模块\w*|モジュール\w*)[^\n:：]{0,24}[:：]\s*(?:lib)?cudnn\w*64_8\.dll"
+                       r"|0x[0-9a-f]{8,16}\s*\(\s*(?:lib)?cudnn\w*64_8\.dll\s*\))"),
     # a cuDNN release from 8.3 to 8.9 named: on Windows, each needs zlibwapi.dll
     ("cudnn-8-zlib", r"(?i:cudnn[\w\s.:=-]{0,25}?(?<![\d.])v?8\.[3-9](?![\d])"
                      r"|cudnn[^\n]{0,30}?(?<![\d.])8\.[3-9]\.\d)"),
