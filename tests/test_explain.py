@@ -719,6 +719,25 @@ def test_a_library_name_at_the_end_of_a_sentence_is_read_without_its_full_stop()
         "cudnn_ops64_9.dll",)
 
 
+@pytest.mark.parametrize(("text", "family"), [
+    ("build error with Cudnn_6021\n\tCMake Error at marian_generated_attention.cu.o.cmake:262 (message):\n"
+     "\t  Error generating file", "removed-api"),
+    ("我使用k40, cuda8.0, cudnn6.0编译不通过，请问你们用的是什么版本的cuda和cudnn？", "removed-api"),
+])
+def test_an_unknown_text_of_a_build_that_failed_with_cudnn_named_is_read_as_a_build_failure(
+        text: str, family: str) -> None:
+    primary = read(text).primary
+    assert primary is not None and primary.kind == "compile-missing"
+    assert ranked(text)[0] == family
+
+
+def test_a_build_that_did_not_find_cudnn_is_about_finding_it() -> None:
+    text = ("CMake Error at cmake/FindCUDNN.cmake:12 (message):\n  Could NOT find CUDNN (missing: CUDNN_LIBRARY "
+            "CUDNN_INCLUDE_DIR)")
+    primary = read(text).primary
+    assert primary is not None and primary.kind == "cudnn-not-found"
+
+
 def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None:
     text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
             "libcudnn.so.8\nUnimplementedError: DNN library is not found.")

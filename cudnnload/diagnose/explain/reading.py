@@ -850,6 +850,13 @@ _VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[
                             r"(?:but|while|whereas|instead|expected|required|needed|wanted)\b|(?:requires?|needs?"
                             r"|expects?|(?:built|compiled) (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
 _CUDNN_FUNCTION = re.compile(r"\b(cudnn[A-Z]\w+)")
+# Words of a build that failed, from its tools or its person: CMake's "CMake Error", make's "make: *** [...] Error 1",
+# nvcc's, the linker's "undefined reference to" and "collect2: error", MSVC's "error C2065:", "build error",
+# "failed to compile", "编译不通过"/"编译失败"/"编译错误" (it does not compile).
+_BUILD_WORDS = re.compile(r"(?i)\bCMake Error\b|\bbuild (?:error|fail\w*)|\bfail(?:s|ed)? to (?:build|compile)"
+                          r"|\bcompil(?:e|ation|ing|er) (?:error|fail\w*)|make(?:\[\d+\])?: \*\*\*|\bnvcc\b[^\n]{0,60}"
+                          r"\berror\b|collect2: error|undefined reference to|\berror C\d{4}\b"
+                          r"|编译(?:不通过|失败|错误|出错|报错)")
 # A program that says which cuDNN versions it does not take: a build's check ("cuDNN version >= 8 is not yet
 # supported", a CMake message) or a runtime one ("cuDNN 9 is not supported by this build"). The program was written
 # for other cuDNN releases: their API, or their major. Read before the status words, whose "not supported" it holds.
@@ -1007,6 +1014,10 @@ def _unknown_text(text: str) -> Signal | None:
     if (version := _VERSION_WORDS.search(text)):
         return Signal("cudnn-named", "version-unclear", _line(version), "the text (no known message)",
                       "the text is about a cuDNN version that does not fit")
+    if (build := _BUILD_WORDS.search(text)):
+        return Signal("cudnn-named", "compile-missing", _line(build), "the text (no known message)",
+                      "a build that names cuDNN failed: the code was written for another cuDNN's API, or the build "
+                      "does not find the cuDNN it was told of", quote=build.group(0))
     named = re.search(r"(?i)cudnn", text)
     assert named is not None
     return Signal("cudnn-named", "cudnn-mentioned", _line(named), "the text (no known message)",
