@@ -546,7 +546,8 @@ def test_the_strings_of_a_binary_paste_are_read_apart_and_a_colour_inside_a_word
 
 # Runs of the characters messages are made of, the kind of line a hostile paste is long in.
 _RUNS = ("1", "a", "A", "libcudnn", "1.", "a.", "a/", "-", "CUDNN_", "sm_", "/", "\\", " ", "cudnn ", "x:", "9.1 ",
-         ".so", "libcudnn.so.8 ", "libcudnn_ops_infer.so.8: ", "cudnn DSO ", "in ", "Error: ")
+         ".so", "libcudnn.so.8 ", "libcudnn_ops_infer.so.8: ", "cudnn DSO ", "in ", "Error: ", "modul", "模块",
+         "Module: cudnn", "0x0", "ExecutionProvider", "asks for ", "nvcc ")
 
 
 def _patterns() -> dict[str, re.Pattern[str]]:
@@ -560,7 +561,9 @@ def _patterns() -> dict[str, re.Pattern[str]]:
                              for m in pkgutil.iter_modules(stage.__path__)]:
         for name, value in vars(module).items():
             held = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else [value]
-            found.update({f"{module.__name__}.{name}": p for p in held if isinstance(p, re.Pattern)})
+            # and one level down: a table of (name, pattern) rows (reading._CLUE_PATTERNS)
+            held = [p for item in held for p in (item if isinstance(item, (tuple, list)) else [item])]
+            found.update({f"{module.__name__}.{name}[{i}]": p for i, p in enumerate(held) if isinstance(p, re.Pattern)})
     return found
 
 
