@@ -1176,8 +1176,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # a cuDNN 8 DLL named as the module a Windows process ended in: Event Viewer's "Faulting module name:
     # cudnn64_8.dll" (in the system's language: "错误模块名称:", "Name des fehlerhaften Moduls:"), a debugger's
     # "Unhandled exception at 0x00007FFF7138420D (cudnn64_8.dll) in app.exe: Fatal program exit requested"
-    ("cudnn-8-module", r"(?i:(?:(?<!\w)modul|模块|モジュール)[^\n:：]{0,24}[:：][ \t]*(?:lib)?cudnn(?:_[a-z]{1,8}){0,2}"
-                       r"64_8\.dll|\b0x[0-9a-f]{8,16}[ \t]*\([ \t]*(?:lib)?cudnn(?:_[a-z]{1,8}){0,2}64_8\.dll[ \t]*\))"),
+    ("cudnn-8-module", r"(?i:(?:(?<!\w)modul|模块|モジュール)[^\n:：]{0,24}[:：][ \t]*(?:lib)?cudnn(?:_[a-z]{1,8})"
+                       r"{0,2}64_8\.dll|\b0x[0-9a-f]{8,16}[ \t]*\([ \t]*(?:lib)?cudnn(?:_[a-z]{1,8}){0,2}64_8\.dll"
+                       r"[ \t]*\))"),
     # a cuDNN release from 8.3 to 8.9 named: on Windows, each needs zlibwapi.dll
     ("cudnn-8-zlib", r"(?i:cudnn[\w\s.:=-]{0,25}?(?<![\d.])v?8\.[3-9](?![\d])"
                      r"|cudnn[^\n]{0,30}?(?<![\d.])8\.[3-9]\.\d)"),
