@@ -185,3 +185,25 @@ def test_a_shim_opened_by_path_that_lacks_the_version_a_library_then_needs_heads
     report = _doctor("--", sys.executable, str(program), env={})
     first = _errors(report)[0]
     assert first["code"] == "dependency-version" and first["consequences"][0]["message"] in real.stderr, first
+
+
+def test_a_shim_a_wheel_bundles_under_auditwheels_name_is_inspected_as_the_shim_it_is(tmp_path: Path) -> None:
+    """CTranslate2's wheels (4.4.0: ctranslate2.libs/libcudnn-463fd6d5.so.8.9.7, 4.5.0: libcudnn-74a4c495.so.9.1.0,
+    resolve/surveyed.py) bundle cuDNN's shim alone under auditwheel's name, its SONAME that name too. `inspect` of
+    that folder said "no cuDNN found" and the file "of no known cuDNN generation"; it is the shim of its release,
+    whose SONAME is auditwheel's by design, and which opens its sub-libraries by name, never from its own folder."""
+    folder = tmp_path / "ctranslate2.libs"
+    folder.mkdir()
+    name = "libcudnn-74a4c495.so.9.28.0"
+    stub_library(folder / name, name, "#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 92800; }\n")
+    run = subprocess.run([sys.executable, "-m", "cudnnload", "inspect", "--json", str(folder)], capture_output=True,
+                         text=True, check=False, env={**os.environ, "LD_LIBRARY_PATH": ""})
+    result = json.loads(run.stdout)["result"]
+    assert not result["findings"] and not result["unknown"], result
+    (install,) = result["installs"]
+    assert (install["major"], install["release"]) == (9, "9.28.0")
+    codes = {f["code"] for f in install["findings"]}
+    assert "soname-mismatch" not in codes and "missing-sublibrary" in codes, codes
+    missing = [f for f in install["findings"] if f["code"] == "missing-sublibrary"]
+    assert all("LD_LIBRARY_PATH" in f["fix"]["actions"][0]["text"] and "put back" not in f["fix"]["actions"][0]["text"]
+               for f in missing)

@@ -33,6 +33,7 @@ from cudnnload.resolve.catalog import (
     Generation,
     Release,
     SubLibrary,
+    bundled_copy,
     classify,
     dependency_folder,
     dependency_requirement,
@@ -401,7 +402,7 @@ def file_findings(cand: Candidate, major: int, host: Host, repair: _Repairs | No
         yield Finding(Code.SONAME_MISMATCH, f"not cuDNN: its SONAME is {info.soname} and it exports no cuDNN "
                       f"function; what asks for {lib.soname} gets it, and no cudnn* call resolves (\"undefined "
                       f"symbol: cudnn...\")", subject, repair.file(cand), severity=ERROR)
-    elif lib and info.soname and info.soname != lib.soname:
+    elif lib and info.soname and info.soname != lib.soname and not bundled_copy(info.soname):
         yield Finding(Code.SONAME_MISMATCH, f"SONAME is {info.soname}, expected {lib.soname}", subject,
                       repair.file(cand))
     what = {"GLIBC_": "glibc", "GLIBCXX_": "libstdc++", "CXXABI_": "libstdc++ (C++ ABI)"}
@@ -474,10 +475,28 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
                       severity=WARNING if gen.major == 9 else ERROR)
     if gen.major == 7:
         return
+    shim = install.file("shim")
+    alone = posixpath.basename(shim.path) if shim is not None and bundled_copy(posixpath.basename(shim.path)) else None
+    # a shim a wheel bundles alone: its release's sub-libraries where it looks them up, for the CUDA it was built for
+    # (cuDNN's own CUDART_VERSION constant in it)
+    cudart = shim.elf.cudart_version if shim is not None and shim.elf is not None else None
+    release = install.release or gen.major
+    wheel = f"nvidia-cudnn-cu{cudart // 1000 if cudart else 'NN'}"
+    by_name = fix(manual(f"install cuDNN {release}'s sub-libraries where the bundled shim looks: `python -m pip "
+                         f"install --no-deps --target DIR '{wheel}=={release}.*'`"
+                         + ("" if cudart else " (NN: the CUDA major of the program's build)")
+                         + " and put DIR/nvidia/cudnn/lib on LD_LIBRARY_PATH"))
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
             unshipped = repair.unshipped(lib)
             graph_only = unshipped and _graph_only(install)
+            if alone:
+                yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing: the shim {alone} is a copy a "
+                              "wheel bundles alone (auditwheel's name), which opens it by that name through "
+                              "LD_LIBRARY_PATH and the loader's cache, never from its own folder",
+                              Subject(SubjectKind.FILE, posixpath.join(install.folder, lib.soname), lib.key),
+                              by_name)
+                continue
             yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing" + (
                 f": {install.distribution} does not ship it (its RECORD lists no such file)" if unshipped else "")
                 + ("; it is cuDNN's JIT configuration, by design the graph API alone: a program that makes only "

@@ -317,6 +317,12 @@ _SONAME = re.compile(r"^(libcudnn(?:_[a-z_]+)?)\.so(?:\.(\d+))?(?:\.\d+)*$")
 _AUDITWHEEL = re.compile(r"^(libcudnn[a-z_]*)-[0-9a-f]{8}(\.so\.\d+(?:\.\d+)*)$")
 
 
+def bundled_copy(name: str) -> bool:
+    """``name`` is auditwheel's name for a cuDNN library it bundled into a wheel (a file name or its SONAME): a copy
+    that opens the rest of its release by the catalog's names, never from its own folder."""
+    return _AUDITWHEEL.match(name) is not None
+
+
 def classify_bundled(name: str) -> SubLibrary | None:
     """The catalog entry a file name or SONAME belongs to, an auditwheel-renamed copy's included
     (``libcudnn-463fd6d5.so.8.9.7`` -> v8 shim)."""

@@ -32,7 +32,6 @@ from cudnnload.resolve.catalog import (
     OpensAtLoad,
     Release,
     SubLibrary,
-    classify,
     classify_bundled,
     distribution_cuda,
     generation,
@@ -381,7 +380,7 @@ def host_facts(env: linker.LinkerEnv, cache: ElfCache, glibc: tuple[int, ...] | 
 
 def inspect_file(path: str, cache: ElfCache) -> Candidate:
     """One file's facts; a file that cannot be read says why (``problem``), never raises."""
-    lib = classify(os.path.basename(path))
+    lib = classify_bundled(os.path.basename(path))
     key = lib.key if lib else None
     try:
         real = os.path.realpath(path, strict=True)
@@ -404,7 +403,7 @@ def inspect_file(path: str, cache: ElfCache) -> Candidate:
         return Candidate(path, real, key, None, exc.code, reason, size)
     except OSError as exc:
         return Candidate(path, real, key, None, Code.UNREADABLE, exc.strerror or str(exc), size)
-    if key is None and info.soname and (named := classify(info.soname)) is not None:
+    if key is None and info.soname and (named := classify_bundled(info.soname)) is not None:
         key = named.key  # a cuDNN file under another name (a shim preloaded as libmyshim.so): its SONAME says
     return Candidate(path, real, key, info, size=size)
 
@@ -433,7 +432,7 @@ def scan(folder: str) -> dict[int, list[str]]:
     for name, path, is_link in _entries(folder):
         if not name.startswith("libcudnn") or ".so" not in name:
             continue
-        lib = classify(name)
+        lib = classify_bundled(name)
         if lib is None and is_link:
             # libcudnn_ops.so -> libcudnn_ops.so.9: a development link (apt's libcudnn9-dev): a
             # name for a file this scan sees anyway, not a library of its own
@@ -441,7 +440,7 @@ def scan(folder: str) -> dict[int, list[str]]:
                 target = os.path.normpath(os.path.join(folder, os.readlink(path)))
             except OSError:
                 target = ""
-            if os.path.dirname(target) == os.path.normpath(folder) and classify(os.path.basename(target)):
+            if os.path.dirname(target) == os.path.normpath(folder) and classify_bundled(os.path.basename(target)):
                 continue
         found.setdefault(lib.major if lib else 0, []).append(path)
     return found
@@ -689,7 +688,7 @@ def not_cudnn(info: ElfInfo) -> bool:
 
 
 def _key(path: str) -> str | None:
-    lib = classify(os.path.basename(path))
+    lib = classify_bundled(os.path.basename(path))
     return lib.key if lib else None
 
 
@@ -697,7 +696,7 @@ def _renamed_shim(paths: Sequence[str], major: int, cache: ElfCache) -> tuple[st
     """(the path, the major its SONAME says) of the shim among ``paths`` named as ``major``'s whose SONAME is the
     shim's of another major; None when there is none, or it cannot be read."""
     for path in paths:
-        named = classify(os.path.basename(path))
+        named = classify_bundled(os.path.basename(path))
         if named is None or named.key != "shim" or named.major != major:
             continue
         try:
@@ -1221,7 +1220,7 @@ def install_of(path: str, ctx: Context, found_via: str, dists: Sequence[Distribu
         return None
     folder = os.path.dirname(os.path.abspath(path))
     scanned = scan(folder).get(lib.major, [])
-    same_key = {p for p in scanned if (other := classify(os.path.basename(p))) and other.key == lib.key}
+    same_key = {p for p in scanned if (other := classify_bundled(os.path.basename(p))) and other.key == lib.key}
     paths = [p for p in scanned if p not in same_key] + [os.path.abspath(path)]
     if not dists and (site := wheel_site(folder)) is not None:  # a wheel's folder: its RECORD and its name
         dists = cudnn_distributions([site])
@@ -1296,7 +1295,7 @@ def gather(paths: Sequence[str] = (), *, ctx: Context, site_paths: Sequence[str]
         if (os.path.realpath(folder), major) in seen:
             continue
         seen.add((os.path.realpath(folder), major))
-        shim = next((path for path in files if (lib := classify(os.path.basename(path))) and lib.key == "shim"),
+        shim = next((path for path in files if (lib := classify_bundled(os.path.basename(path))) and lib.key == "shim"),
                     files[0])
         installs += [install for install in [install_of(shim, ctx, "given on the command line", dists)] if install]
     ctx.cache.save()
@@ -1324,7 +1323,7 @@ def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Given], dict[tup
         elif not os.path.basename(path).startswith("libcudnn"):
             problems.append(Given(path, Code.NO_CUDNN, "not a cuDNN library (its name is not libcudnn*)"))
         else:
-            lib = classify(os.path.basename(path))
+            lib = classify_bundled(os.path.basename(path))
             given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
     return origins, problems, given
 
