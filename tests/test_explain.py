@@ -741,6 +741,18 @@ def test_a_build_that_did_not_find_cudnn_is_about_finding_it() -> None:
     assert primary is not None and primary.kind == "cudnn-not-found"
 
 
+@pytest.mark.parametrize("text", [
+    "Training runs fine for 20 minutes, then:\nRuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+    "It randomly crashes with\nRuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+])
+def test_a_call_that_fails_only_now_and_then_is_no_cause_that_fails_every_call(text: str) -> None:
+    """A configuration cuDNN has no engine for, a bad parameter or a GPU without code fails the first call; a call
+    that ran many times before failing points to a defect of the release, the GPU, or memory running out."""
+    causes = ranked(text)
+    assert causes[0] in ("known-bad-release", "gpu-hardware-fault", "out-of-memory")
+    assert not {"unsupported-configuration", "bad-param-usage"} & set(causes[:3])
+
+
 def test_a_log_that_shows_cudnn_loaded_does_not_blame_finding_the_file() -> None:
     text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library "
             "libcudnn.so.8\nUnimplementedError: DNN library is not found.")

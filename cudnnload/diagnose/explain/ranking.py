@@ -933,6 +933,16 @@ RULES: tuple[Rule, ...] = (
     # they are cuDNN's, else of the program's own
     Rule("known-bad-release", 2, "it worked with an earlier cuDNN release and fails with a later one",
          clue("cudnn-regression"), RUNTIME_KINDS),
+    # a call that failed only now and then, or after the same calls ran for a while: what fails on every call (a
+    # configuration cuDNN has no engine for, a parameter, a GPU the build has no code for) failed the first time; a
+    # defect of the release, the GPU itself, or memory that ran out as it filled, did not
+    Rule("known-bad-release", 1.5, "the call failed only now and then, or after running a while: not on every call",
+         clue("intermittent"), RUNTIME_KINDS),
+    Rule("gpu-hardware-fault", 1, "the call failed only now and then, or after running a while: not on every call",
+         clue("intermittent"), RUNTIME_KINDS),
+    *(Rule(family, -1.5, "the call failed only now and then, or after running a while, and this cause fails every "
+           "call", clue("intermittent"), RUNTIME_KINDS)
+      for family in ("unsupported-configuration", "bad-param-usage", "gpu-too-new", "gpu-too-old")),
     # the same call runs with cuDNN turned off (cuDNN disabled, another engine): the inputs are valid, and what
     # fails is cuDNN's handling of them, a bug of the release (fixed in a later one) more often than a limit
     Rule("known-bad-release", 2, "the same call runs with cuDNN turned off: cuDNN's handling of it fails, not the "

@@ -1228,6 +1228,13 @@ _CLUES: tuple[tuple[str, str], ...] = (
                            r"|\bfixe[sd]\b|\bruns? (?:fine|well|ok)\b)"
                            r"|(?<!n't )(?<!not )\b(?:works?|worked|runs? (?:fine|well|ok))\b[^\n]{0,40}?"
                            r"\b(?:without|disabl\w*)\s+(?:the\s+)?cudnn\b"),
+    # the same call failed only now and then, or after running a while: "randomly", "sometimes", "after a few
+    # hours", "works for some minutes"
+    ("intermittent", r"(?i)\b(?:randomly|intermittent(?:ly)?|sporadic(?:ally)?|occasionally|sometimes|at random"
+                     r"|after (?:a while|some (?:time|minutes|hours|epochs|iterations|steps))|after (?:\d+|several"
+                     r"|many|a few|some) (?:minutes|hours|epochs|iterations|steps|batches|frames)|(?:works?|worked"
+                     r"|running|runs?|ran) (?:fine |well |ok |normally )?for (?:a while|some (?:time|minutes|hours)"
+                     r"|\d+ (?:minutes|hours|epochs|iterations|steps))|not (?:always|every time))"),
     ("regression", _REGRESSION.format(release=r"[^\n]{0,30}?")),
     ("cudnn-regression", _REGRESSION.format(release=r"(?:the )?cudnn\s*v?")),
 )
