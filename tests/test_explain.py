@@ -717,6 +717,17 @@ def test_a_cudnn_library_of_another_major_named_in_the_text_is_another_major_ins
     assert explain(text, environ={}).causes[0].confidence in ("possible", "likely")
 
 
+def test_a_listing_that_shows_the_wanted_major_beside_another_is_no_evidence_of_another_major() -> None:
+    """`ldconfig -p` listing libcudnn.so.9 and libcudnn.so.8: the 9 the program wants is there too, so the 8 named
+    is no sign that only another major is installed."""
+    text = ("Could not load library libcudnn_ops.so.9. Error: libcudnn_ops.so.9: cannot open shared object file: No "
+            "such file or directory\n$ ldconfig -p | grep cudnn\n\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-"
+            "linux-gnu/libcudnn.so.9\n\tlibcudnn.so.8 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.8")
+    first = explain(text, environ={}).causes
+    assert first[0].family != "wrong-cudnn-major"
+    assert not any("names libcudnn.so.8" in said for cause in first for said in cause.evidence)
+
+
 def test_a_library_name_at_the_end_of_a_sentence_is_read_without_its_full_stop() -> None:
     assert read("It asks for the cudnn_ops_infer64_8.dll instead of cudnn_ops64_9.dll.").named[-1:] == (
         "cudnn_ops64_9.dll",)

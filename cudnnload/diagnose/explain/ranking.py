@@ -350,8 +350,8 @@ def other_major_named(reading: Reading, signal: Signal) -> str | None:
     shows on the machine (`other_major_there`, which takes precedence), since a name in a sentence may be one
     the person looked for."""
     want = reading.wanted
-    if not want or other_major_there(reading, signal):
-        return None
+    if not want or other_major_there(reading, signal) or want in majors_shown(reading):
+        return None  # (a listing that shows the wanted major too: both are there)
     other = next((name for name in reading.named if library_major(name) not in (None, want)), None)
     return f"the text names {other}, cuDNN {want} is wanted" if other else None
 
