@@ -25,6 +25,7 @@ from cudnnload.resolve.catalog import (
     nvrtc_soname,
     parse_release,
 )
+from cudnnload.resolve.discovery import Install
 from cudnnload.resolve.process import Preload
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import (
@@ -44,6 +45,19 @@ from cudnnload.verdicts import (
 # cuDNN generation -> CUDA majors it has pip wheels for
 _CUDNN_WHEELS = {8: (11, 12), 9: (11, 12, 13)}
 _NEWEST_CUDA = 13
+
+
+def bundled_sublibraries(install: Install, looks: str = "the bundled shim", python: str | None = None,
+                         instead: str = "") -> Action:
+    """The sub-libraries of ``install``'s release, for a shim a wheel bundles alone (auditwheel's copy), installed
+    where ``looks`` (that shim) finds them: by name, through LD_LIBRARY_PATH. Their wheel is of the CUDA the copy was
+    built for, read from it (cuDNN's own CUDART_VERSION constant); where it says none, the user's NN."""
+    cudart = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
+    wheel = f"nvidia-cudnn-cu{cudart // 1000}" if cudart else "nvidia-cudnn-cuNN"
+    built = "" if cudart else " (NN: the CUDA major of the program's build)"
+    return manual(f"install cuDNN {install.major}'s sub-libraries where {looks} looks: `{python or 'python'} -m pip "
+                  f"install --no-deps --target DIR '{wheel}=={install.release or install.major}.*'`{built} and put "
+                  f"DIR/nvidia/cudnn/lib on LD_LIBRARY_PATH{instead}")
 
 
 def cudnn_requirement(major: int, cuda: int | None, release: Release | None = None) -> str | None:

@@ -475,22 +475,15 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
                       severity=WARNING if gen.major == 9 else ERROR)
     if gen.major == 7:
         return
+    # a shim a wheel bundles alone looks its sub-libraries up by name: they go where it looks, not in its folder
     shim = install.file("shim")
     alone = posixpath.basename(shim.path) if shim is not None and bundled_copy(posixpath.basename(shim.path)) else None
-    # a shim a wheel bundles alone: its release's sub-libraries where it looks them up, for the CUDA it was built for
-    # (cuDNN's own CUDART_VERSION constant in it)
-    cudart = shim.elf.cudart_version if shim is not None and shim.elf is not None else None
-    release = install.release or gen.major
-    wheel = f"nvidia-cudnn-cu{cudart // 1000 if cudart else 'NN'}"
-    by_name = fix(manual(f"install cuDNN {release}'s sub-libraries where the bundled shim looks: `python -m pip "
-                         f"install --no-deps --target DIR '{wheel}=={release}.*'`"
-                         + ("" if cudart else " (NN: the CUDA major of the program's build)")
-                         + " and put DIR/nvidia/cudnn/lib on LD_LIBRARY_PATH"))
+    by_name = fix(fixes.bundled_sublibraries(install)) if alone else None
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
             unshipped = repair.unshipped(lib)
             graph_only = unshipped and _graph_only(install)
-            if alone:
+            if by_name is not None:
                 yield Finding(Code.MISSING_SUBLIBRARY, f"{lib.soname} is missing: the shim {alone} is a copy a "
                               "wheel bundles alone (auditwheel's name), which opens it by that name through "
                               "LD_LIBRARY_PATH and the loader's cache, never from its own folder",

@@ -21,7 +21,14 @@ from dataclasses import dataclass, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, Severity, SubjectKind
 from cudnnload.judge.consequences import Expectation
-from cudnnload.judge.fixes import dependency_into, dependency_manual, project_name, readable_again, reinstall
+from cudnnload.judge.fixes import (
+    bundled_sublibraries,
+    dependency_into,
+    dependency_manual,
+    project_name,
+    readable_again,
+    reinstall,
+)
 from cudnnload.judge.frameworks import consumer_findings, gpu_turned_off, pinned_cudnn, rejects
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
@@ -352,17 +359,10 @@ def _bundled_cure(route: Route, install: Judged, environ: Mapping[str, str], pyt
         value = route.beside + (f":{environ['LD_LIBRARY_PATH']}" if environ.get("LD_LIBRARY_PATH") else "")
         return fix(set_variable("LD_LIBRARY_PATH", value), note=f"{note}: {route.beside} holds cuDNN "
                    f"{install.major}'s")
-    # the CUDA the bundled copy was built for, read from it (cuDNN's own CUDART_VERSION constant): its wheel's suffix
-    cudart = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
-    wheel = f"nvidia-cudnn-cu{cudart // 1000}" if cudart else "nvidia-cudnn-cuNN"
-    built = "" if cudart else " (NN: the CUDA major of the program's build)"
     others = [f"{row.distribution} {row.version} (cuDNN {major})" for major in (9, 8) if major != install.major
               for row in releases_for_major(consumer.distribution, major)[:1]]
     instead = f", or install {' or '.join(others)} to use the cuDNN installed here" if others else ""
-    return fix(manual(f"install cuDNN {install.major}'s sub-libraries where {consumer.framework}'s bundled shim "
-                      f"looks: `{python or 'python'} -m pip install --no-deps --target DIR '{wheel}=="
-                      f"{install.release or install.major}.*'`{built} and put DIR/nvidia/cudnn/lib on "
-                      f"LD_LIBRARY_PATH{instead}"), note=note)
+    return fix(bundled_sublibraries(install, f"{consumer.framework}'s bundled shim", python, instead), note=note)
 
 
 def _program_folder(route: Route) -> str | None:

@@ -551,6 +551,10 @@ def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | Non
                 clue("silent-exit"))(reading, signal)  # type: ignore[arg-type]
 
 
+# ...in a cuDNN 8 DLL, which the crash report names as the module it ended in
+ended_in_cudnn_8 = both(ended_at_a_load, clue("cudnn-8-module"))
+
+
 def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
     """cudnn_cnn_infer64_8.dll itself was found (error 126 is a missing dependency, not "could not locate")."""
     library = signal.failed or ""
@@ -816,10 +820,9 @@ RULES: tuple[Rule, ...] = (
     # ...and the cuDNN 8 DLL the process ended in: the shim ends it when a sub-library does not load, and those
     # import cuBLAS and cuBLASLt (a missing or other-CUDA cuBLAS: Windows error 126 or 127 for the sub-library)
     Rule("cublas-missing-or-wrong", 1.5, "a Windows program ended in a cuDNN 8 DLL with no message of its own: cuDNN 8 "
-         "ends the process when a sub-library does not load, and the sub-libraries import cuBLAS",
-         both(ended_at_a_load, clue("cudnn-8-module"))),
+         "ends the process when a sub-library does not load, and the sub-libraries import cuBLAS", ended_in_cudnn_8),
     Rule("sublibrary-missing", 1, "a Windows program ended in a cuDNN 8 DLL with no message of its own: cuDNN 8 ends "
-         "the process when a sub-library does not load", both(ended_at_a_load, clue("cudnn-8-module"))),
+         "the process when a sub-library does not load", ended_in_cudnn_8),
     Rule("unloadable-file", 3.5, "the file was found but is not a loadable library for this machine (a build for "
          "another architecture or word size, a truncated or placeholder copy)", file_not_loadable),
     Rule("unloadable-file", 1.5, "the file was found but a segment of it could not be mapped (a noexec mount; or a "

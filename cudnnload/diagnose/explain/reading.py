@@ -1449,19 +1449,14 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
         said, named = (match.text, None) if entry.kind else _named_load(entry, _said_after(text, match.start))
         kind = entry.kind or (named[0] if named else None)
         if kind and kind.startswith(_LOAD_KINDS) and _names_only_others(said):
-            line = _line_at(text, match.start)
-            if _WARNING_LINE.search(line):  # logged as a warning, and the program went on without it
-                yield match.start, Signal(f"catalog:{entry.id}", "warning", line, entry.source, "a library that is "
-                                          "not cuDNN's nor one it needs could not be loaded, and the program's log "
-                                          "marks it as a warning", quote=quote(match.text),
-                                          families=("harmless-warning",), warning=True, entry=entry.id)
+            if _WARNING_LINE.search(_line_at(text, match.start)):  # a warning: the program went on without it
+                yield match.start, _gone_past(text, match, "a library that is not cuDNN's nor one it needs could not "
+                                              "be loaded, and the program's log marks it as a warning")
             continue
         if entry.kind and (provider := _OTHER_PROVIDER.search(match.text)):
-            yield match.start, Signal(f"catalog:{entry.id}", "warning", _line_at(text, match.start), entry.source,
-                                      f"ONNX Runtime could not create the {provider.group(0)}, not the CUDA one that "
-                                      "cuDNN serves, and goes on with the next provider of the session's list",
-                                      quote=quote(match.text), families=("harmless-warning",), warning=True,
-                                      entry=entry.id)
+            yield match.start, _gone_past(text, match, f"ONNX Runtime could not create the {provider.group(0)}, not "
+                                          "the CUDA one that cuDNN serves, and goes on with the next provider of the "
+                                          "session's list")
             continue
         versions = (f"{entry.versions[0]}" if len(entry.versions) == 1 else
                     f"{entry.versions[0]} to {entry.versions[-1]}") if entry.versions else "?"
@@ -1476,6 +1471,12 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
 # The kinds of a library that failed to load (load_kind).
 _LOAD_KINDS = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-load:")
 _LIBRARY_NAME = re.compile(r"(?<![\w.+-])[\w.+-]+\.(?:so(?:\.\d+)*|dll)\b", re.IGNORECASE)
+
+
+def _gone_past(text: str, match: messages.Match, meaning: str) -> Signal:
+    """A catalog message about something other than cuDNN that the program went on past: only a warning."""
+    return Signal(f"catalog:{match.entry.id}", "warning", _line_at(text, match.start), match.entry.source, meaning,
+                  quote=quote(match.text), families=("harmless-warning",), warning=True, entry=match.entry.id)
 
 
 # An ONNX Runtime execution provider other than CUDA's, as its "Failed to create %s" names it
