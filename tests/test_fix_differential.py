@@ -1141,3 +1141,13 @@ def test_torchs_interpreter_that_dies_in_a_pth_line_gets_a_repair_in_both_forms(
     `doctor --python` refused it ("not a Python interpreter that answers") and `doctor -- python ...` had no change
     to offer. Both now judge it without that line: the line out, the wheel put back, and torch works."""
     _fixed_without_breaks(2034, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_on_a_graph_from_elsewhere_whose_wheel_was_replaced_under_it_is_restarted() -> None:
+    """A held program on the 9.28 wheel's shim and, through a link by hand, a 9.24 tarball's graph; 9.0 then
+    installed over the wheel (fix differential 3-13672): its later version checks fail (3009). The first error, a
+    library 9.24's graph would dlopen that its own RUNPATH does not reach, had "load the folder's cuDNN before the
+    one already in the process" in words: a restart is the fix, the model proving 9.0 whole for a start afresh."""
+    _fixed_without_breaks(13672, ["app"], lambda j: j.said.form == "pid", seed=3)

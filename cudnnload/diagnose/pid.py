@@ -219,7 +219,8 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     stale = _stale(installs, cudnn, replaced)
     behind = replaced | {folder for _, _, folder in stale}  # folders the process runs another release from
     findings: list[Finding] = list(inventory.findings) + [
-        _and_restart(_on_restart(f, running.pid) if i.folder in replaced else f, i.folder, restarting)
+        _and_restart(_on_restart(f, running.pid) if i.folder in replaced else f, i.folder, restarting,
+                     i.folder in behind)
         if i.folder in behind | shims else _not_its_shim(f, i, running.pid) if shims else f
         for i in inventory.installs for f in i.findings]
     findings += _mixed(cudnn, shims, running, restarting, started)
@@ -521,13 +522,21 @@ def _not_its_shim(finding: Finding, install: Judged, pid: int) -> Finding:
                    f"{pid} runs another folder's, and has only a stray of this one): {finding.message}")
 
 
-def _and_restart(finding: Finding, folder: str, restart: Restart) -> Finding:
+def _and_restart(finding: Finding, folder: str, restart: Restart, behind: bool = False) -> Finding:
     """An error of an install the process runs, whose fix changes only what a start gets (a start-up line, a
     variable) or rewrites the folder's own wheel: the process goes on running what it mapped, so its restart goes
     with the fix, judged with every other thing in the way of a start afresh taken away where the model can
     (`_restart`); else the finding as it is. Seed 3's 3-4877: a record-mismatch's reinstall alone left the held
-    program's later version checks failing; 3-5529: a start-up line's removal alone, an LD_PRELOAD stray left."""
+    program's later version checks failing; 3-5529: a start-up line's removal alone, an LD_PRELOAD stray left.
+
+    In a folder the process runs another release from than the disk now holds (``behind``), an error whose fix is
+    only said in words is of what the process mapped (a file "already loaded" that a restart does not map): the
+    restart is its fix where the model proves a start afresh whole. Seed 3's 3-13672: a process on 9.24's graph, 9.0
+    installed under it, was told to load the folder's cuDNN before the one it had mapped."""
     actions = finding.fix.actions
+    if finding.severity is ERROR and behind and actions and all(a.do is ActionKind.MANUAL for a in actions):
+        then = restart(folder, "to run the files now on disk")
+        return replace(finding, fix=then) if any(a.do is ActionKind.RESTART for a in then.actions) else finding
     if finding.severity is not ERROR or not actions or not (
             _rewrites(actions, folder) or _started_after(actions, {}) is not None):
         return finding
