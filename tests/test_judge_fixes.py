@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from cudnnload.codes import Code
 from cudnnload.diagnose.doctor import doctor
 from cudnnload.judge.fixes import (
@@ -1348,3 +1350,54 @@ def test_no_change_is_a_repair_where_the_model_finds_nothing_wrong_today() -> No
     from cudnnload.diagnose.remedy import least_change
 
     assert least_change({**BASE, "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/"}, lambda world: []) is None
+
+
+def _site_of(tmp_path: Path, *unpacked: str) -> Path:
+    """A site-packages folder holding the libraries of each of ``unpacked`` (folders under the test cache's unpacked/,
+    their nvidia/*/lib files hard-linked) and their .dist-info."""
+    site = tmp_path / "site"
+    for name in unpacked:
+        source = site_folder(W90).parent / name
+        if not source.is_dir():
+            pytest.skip(f"{name} not unpacked under {source.parent}: run `make wheels`")
+        for lib in source.glob("nvidia/*/lib"):
+            folder = site / lib.relative_to(source)
+            folder.mkdir(parents=True, exist_ok=True)
+            for entry in lib.iterdir():
+                if entry.is_file():
+                    os.link(entry, folder / entry.name)
+        info = next(source.glob("*.dist-info"))
+        shutil.copytree(info, site / info.name)
+    return site
+
+
+def test_a_dependency_pip_puts_where_the_runpath_of_cudnn_9_0_does_not_reach_goes_on_the_search_path(
+        tmp_path: Path) -> None:
+    """cuDNN 9.0's wheel names ``$ORIGIN/../../nvrtc/lib`` in its RUNPATH (as does 9.1's for CUDA 11), where
+    nvidia-cuda-nvrtc-cu12 puts libnvrtc.so.12 in ``nvidia/cuda_nvrtc/lib``. With that wheel installed, graph's run-time
+    dlopen of NVRTC finds nothing, and the fix was to install the wheel (the same finding, and fix, after it). The
+    folder goes on LD_LIBRARY_PATH: the finding is gone, and the real loader then opens libnvrtc.so.12 after graph."""
+    site = _site_of(tmp_path, "nvidia-cudnn-cu12-9.0.0.312", "nvidia-cublas-cu12-12.9.1.4",
+                    "nvidia-cuda-nvrtc-cu12-12.9.86")
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    nvrtc = site / "nvidia" / "cuda_nvrtc" / "lib"
+
+    def said(env: dict[str, str]) -> list[object]:
+        report = doctor(env, target=str(shim), timeout=60)
+        return [f for f in report.findings if f.code is Code.MISSING_DEPENDENCY and "libnvrtc.so.12" in f.message]
+
+    [finding] = said(BASE)
+    [setting] = finding.fix.actions  # type: ignore[attr-defined]
+    assert (setting.do, setting.variable, setting.value) == (ActionKind.ENV_SET, "LD_LIBRARY_PATH", str(nvrtc))
+    env = applied(BASE, [a.json() for a in finding.fix.actions])  # type: ignore[attr-defined]
+    assert said(env) == []
+    opens = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); ctypes.CDLL('libnvrtc.so.12')"
+    graph = str(shim.parent / "libcudnn_graph.so.9")
+    assert subprocess.run([sys.executable, "-c", opens, graph], env=env, capture_output=True).returncode == 0
+    assert subprocess.run([sys.executable, "-c", opens, graph], env=BASE, capture_output=True).returncode != 0
+    # without NVRTC installed: the wheel, then the same setting
+    shutil.rmtree(nvrtc.parent)
+    [finding] = said(BASE)
+    install, setting = finding.fix.actions  # type: ignore[attr-defined]
+    assert install.do is ActionKind.PIP_INSTALL and "nvidia-cuda-nvrtc-cu12" in install.requirements
+    assert (setting.do, setting.value) == (ActionKind.ENV_SET, str(nvrtc))

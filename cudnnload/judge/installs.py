@@ -882,7 +882,7 @@ def _dependency_findings(step: Step, install: Install, repair: _Repairs, host: H
                       severity=ERROR if _aborts_on(step.library, install) else WARNING)
         return
     cure = repair.requester_fix(step.requested_by) or _install_dependency(step.library, install, repair,
-                                                                          step.elsewhere)
+                                                                          step.elsewhere, folders)
     if step.library.startswith(("libcublasLt", "libnvrtc")):
         severity = ERROR if step.library.startswith("libcublasLt") else WARNING
         yield Finding(Code.MISSING_DEPENDENCY, f"cuDNN dlopens {step.library} at run time and it would not be found "
@@ -927,15 +927,29 @@ def _version_findings(step: Step, install: Install, repair: _Repairs, host: Host
                   Subject(SubjectKind.FILE, step.path, step.library, variable=step.variable, entry=step.entry), cure)
 
 
-def _install_dependency(library: str, install: Install, repair: _Repairs, elsewhere: str | None = None) -> Fix:
+def _install_dependency(library: str, install: Install, repair: _Repairs, elsewhere: str | None = None,
+                        searched: Sequence[str] = ()) -> Fix:
     """A dependency put where the install finds it: its pip distribution into the install's site-packages; for a
     folder pip does not own, the wheel folder of this environment that holds it (``elsewhere``) put on
     LD_LIBRARY_PATH; else its distribution installed into the site of the shell's active Python environment and
-    the folder pip puts it in added to LD_LIBRARY_PATH; else what to install, in words."""
+    the folder pip puts it in added to LD_LIBRARY_PATH; else what to install, in words.
+
+    Where the folders the requester's search went through (``searched``) do not hold the one pip puts it in, that
+    folder goes on LD_LIBRARY_PATH too (and the install is left out where the file is there already): cuDNN 9.0's
+    and 9.1's wheels name ``$ORIGIN/../../nvrtc/lib`` in their RUNPATH, where nvidia-cuda-nvrtc-cuNN puts its
+    library in ``nvidia/cuda_nvrtc/lib``: installing it alone left the same finding, with the same fix."""
     requirement = dependency_requirement(library)
     if requirement is not None and install.site is not None:
-        return fix(fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python,
-                                         along=install.along))
+        folder = dependency_folder(requirement, install.site)
+        put = fixes.dependency_into(requirement, install.site, install.pip_env, python=repair.python,
+                                    along=install.along)
+        reached = {posixpath.normpath(entry) for entry in searched}
+        if not searched or posixpath.normpath(folder) in reached:
+            return fix(put)
+        there = elsewhere is not None and posixpath.dirname(elsewhere) == folder
+        return fix(*(() if there else (put,)), set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),
+                   note=f"pip puts {library} in {folder}, which this cuDNN's search does not reach (its RUNPATH "
+                        "names another folder): LD_LIBRARY_PATH leads there")
     if elsewhere is not None:
         folder = posixpath.dirname(elsewhere)
         return fix(set_variable("LD_LIBRARY_PATH", ":".join([*repair.search_path, folder])),

@@ -35,6 +35,7 @@ from cudnnload.resolve.catalog import (
     classify_bundled,
     distribution_cuda,
     generation,
+    nvrtc_soname,
     opens_entry,
     parse_release,
 )
@@ -959,7 +960,9 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     engines_req = requester(engines, ctx.cache) if engines else None
     if opener_req is not None and cuda and gen.major >= 8:
         lt_cuda = (cuda_near(engines, ctx.cache) or cuda) if engines and engines_req else cuda
-        dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req), (f"libnvrtc.so.{cuda}", opener_req)]
+        dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req)]
+        versioned = _nvrtc_name(files, plan, gen.major, cuda, ctx)
+        dlopened += [(versioned, opener_req)] if versioned else []
     for soname, asker in dlopened:
         if asker is not None and soname not in steps:
             _dlopened(soname, asker, steps, ctx)
@@ -1065,6 +1068,27 @@ def undefined_versions(info: ElfInfo, needed: str, found: ElfInfo | None) -> tup
         return ()
     wanted = next((need.versions for need in info.version_needs if need.library == needed), ())
     return tuple(version for version in wanted if version not in found.version_defs)
+
+
+# Where cuDNN keeps the name of the NVRTC it dlopens at run time (for its runtime-compiled engines), per major: a
+# printf format, "libnvrtc.so.%d" (the CUDA major: 9.x for CUDA 12 and 13, 8.9's ops_infer) or "libnvrtc.so.%d.%d"
+# (9.1 for CUDA 11: NVRTC's soname there is 11.2 from CUDA 11.2 on). 8.5's files hold neither: it opens only the
+# unversioned libnvrtc.so (`catalog.OPENS_AT_LOAD`).
+_NVRTC_HOLDER = {9: "graph", 8: "ops_infer"}
+
+
+def _nvrtc_name(files: Sequence[Candidate], plan: Sequence[Step], major: int, cuda: int,
+                ctx: Context) -> str | None:
+    """The versioned NVRTC the install dlopens at run time, told by the format its file holds (`_NVRTC_HOLDER`,
+    the one its plan loads, else its own); None where that file holds none (or cannot be read)."""
+    key = _NVRTC_HOLDER.get(major)
+    path = next((step.path for step in plan if step.library == key and step.path and step.error is None), None) or \
+        next((c.path for c in files if c.library == key and c.elf), None)
+    if path is None:
+        return None
+    if holds(path, b"libnvrtc.so.%d.%d", ctx.cache):
+        return nvrtc_soname(cuda)
+    return f"libnvrtc.so.{cuda}" if holds(path, b"libnvrtc.so.%d", ctx.cache) else None
 
 
 def opens_at_load(path: str, info: ElfInfo, ctx: Context) -> tuple[str, ...]:
