@@ -2244,3 +2244,25 @@ def test_here_an_address_space_limit_shows_or_rules_out_its_cause(monkeypatch: p
     assert said.verdict == here.SHOWS and "700 MiB" in said.detail, said
     monkeypatch.setattr(gpu, "address_limit", lambda: None)
     assert here.check("address-space-limit", machine, None).verdict == here.RULES_OUT  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # a framework's own descriptor code, nothing shown of the input: the value it computed
+    ("mxnet.base.MXNetError: src/operator/nn/./cudnn/cudnn_softmax_activation-inl.h:154: Check failed: e == "
+     "CUDNN_STATUS_SUCCESS (3 vs. 0) cuDNN: CUDNN_STATUS_BAD_PARAM", "framework-bug"),
+    ("x = model(batch.cuda())\nRuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM", "framework-bug"),
+    # a shape with a zero dimension in the text: the input the framework did not check
+    ("RuntimeError: Could not set tensorNd descriptor: CUDNN_STATUS_BAD_PARAMdim=4\nInputs shapes: [(0, 5, 6, 8), "
+     "(3, 5, 5, 6)]", "bad-param-usage"),
+    ("input: torch.Size([0, 3, 224, 224])\nRuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM", "bad-param-usage"),
+])
+def test_a_rejected_value_is_the_framework_s_unless_the_text_shows_an_empty_input(text: str, family: str) -> None:
+    """CUDNN_STATUS_BAD_PARAM reaches users through a framework's cuDNN code: the value it computed is its own bug
+    first (the tuning part: 8 such reports against 6 of an input it did not check), the input where the text shows a
+    shape with a zero among its dimensions (Theano's "Inputs shapes: [(0, ...", PyTorch's "torch.Size([0, ...")."""
+    assert ranked(text)[0] == family
+
+
+def test_a_shape_without_a_zero_dimension_is_no_empty_input() -> None:
+    for text in ("padding=(0, 0)", "input shape: (10, 20)", "shape (3, 10, 5)", "torch.Size([10, 3])"):
+        assert not read(text).has("zero-size"), text

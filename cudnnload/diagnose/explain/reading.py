@@ -1155,8 +1155,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("large-tensor", r"2\s*\*\*\s*31|2\^31|\bINT_MAX\b|int32 index|64-bit index|too large|large (?:tensor|input)|"
                      r"works with batch ?size up to|starts failing at"),
     ("groups", r"\bgroups?=\s*\d{3,}|depthwise|group count|parameter group is too big|too many groups"),
+    # ...or a shape printed with a 0 among its dimensions: Theano's "Inputs shapes: [(0, 5, 6, 8), ...]" and
+    # "shapes=0 1 1 1", PyTorch's "torch.Size([0, 3, 224, 224])"
     ("zero-size", r"feature_map_count: 0|\bcount: 0\b|size 0\b|zero (?:channels|batch|size)|empty (?:batch|tensor|"
-                  r"input)|0 channels|shape \[0"),
+                  r"input)|0 channels|shape \[0|\b[Ss]hapes?\W{0,4}(?:\d{1,9}(?:, ?| ))?\b0(?:, ?| |\)|\])"
+                  r"|\bSize\(\[(?:\d{1,9}, ){0,7}0[,\]]"),
     ("bf16", r"\bbf16\b|bfloat16"),
     # a limit a message names on what the call was given: a dimension, a size, an alignment ("hidden_dim should be
     # multiple of 8", "head dim must be at most 256", "only supports NHWC"); not a release ("only supports cuDNN 5.1")
