@@ -25,6 +25,7 @@ from cudnnload.resolve.discovery import context
 from cudnnload.resolve.routes import consumer_load, route
 from cudnnload.resolve.survey import cudnn_load, nearest, surveyed
 from cudnnload.verdicts import ERROR, WARNING
+from fixtures.scenarios.fixes import Folder, apply
 from tests.wheels import cache_root, lib_folder
 
 BASE = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
@@ -258,6 +259,48 @@ def test_ctranslate2_4_4s_bundled_cudnn_8_shim_beside_cudnn_9_is_said_with_both_
     (action,) = finding.fix.actions
     assert action.do.value == "manual" and "put back" not in (action.text or "")
     assert "--target DIR" in (action.text or "") and "ctranslate2 4.5.0 (cuDNN 9)" in (action.text or "")
+
+
+CHECKED_PROGRAM = BUNDLED_PROGRAM + """
+for name in ("cudnnOpsInferVersionCheck", "cudnnCnnInferVersionCheck", "cudnnAdvInferVersionCheck"):
+    print(name, getattr(lib, name)(), flush=True)
+"""
+
+
+def test_ctranslate2_4_4s_bundled_cudnn_8_shim_gets_its_release_where_it_looks_and_then_works(tmp_path: Path) -> None:
+    """The same layout, asked with the environment's interpreter and a home folder: the fix is actions, not words.
+    libctranslate2 names libcublas.so.12 (built with CUDA 12), so the cu12 8.9.7 wheel, with the cuBLAS and NVRTC it
+    requires, goes into ``~/.local/lib/nvidia-cudnn-8.9.7`` (faster-whisper's README recipe, in a folder of its own)
+    and its folders first on LD_LIBRARY_PATH. Applied as pip does it, the model finds ctranslate2's calls pass, and
+    the real bundled shim, which aborted before, passes its three version checks."""
+    site, _, ct2 = _ctranslate2_beside_cudnn_9(tmp_path, "4.4.0")
+    home = tmp_path / "home"
+    env = {**BASE, "HOME": str(home), "LD_LIBRARY_PATH": str(tmp_path / "empty")}
+    got = route(ct2, context(env), [str(site)])
+    assert got.kind == "bundled" and got.shim is not None
+    install = judged_install_of(got.shim, context(env), "ctranslate2's loader")
+    served = serve(got, install, context(env), gpu=False, device_count=0, environ=env, python="/v/bin/python")
+    (finding,) = [f for f in about_cudnn(served.findings) if f.severity is ERROR]
+    put, setting = finding.fix.actions
+    folder = home / ".local" / "lib" / "nvidia-cudnn-8.9.7"
+    assert (put.requirements, put.target, put.python) == (("nvidia-cudnn-cu12==8.9.7.*",), str(folder), "/v/bin/python")
+    libs = [str(folder / "nvidia" / name / "lib") for name in ("cudnn", "cublas", "cuda_nvrtc")]
+    assert (setting.variable, (setting.value or "").split(":")) == ("LD_LIBRARY_PATH", [*libs, str(tmp_path / "empty")])
+    done = apply([a.json() for a in finding.fix.actions], Folder(tmp_path), [], env)
+    assert not done.refused and not done.manual, (done.refused, done.manual)
+    fixed = done.env
+    again = judged_install_of(got.shim, context(fixed), "ctranslate2's loader")
+    assert not [f for f in about_cudnn(serve(route(ct2, context(fixed), [str(site)]), again, context(fixed),
+                                             gpu=False, device_count=0, environ=fixed, python=None).findings)
+                if f.severity is ERROR]
+    before = subprocess.run([sys.executable, "-c", CHECKED_PROGRAM, got.shim], capture_output=True, text=True,
+                            env=env, timeout=60, check=False)
+    after = subprocess.run([sys.executable, "-c", CHECKED_PROGRAM, got.shim], capture_output=True, text=True,
+                           env=fixed, timeout=60, check=False)
+    assert before.returncode != 0 and "libcudnn_ops_infer.so.8" in before.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.split() == ["version", "8907", "cudnnOpsInferVersionCheck", "0", "cudnnCnnInferVersionCheck",
+                                    "0", "cudnnAdvInferVersionCheck", "0"]
 
 
 def test_a_lazy_loader_that_misses_the_wheels_cudnn_is_given_its_folder_or_the_packages_preload(

@@ -34,7 +34,7 @@ from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.resolve.pythons import along_in_target
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import Action, ActionKind, delete
-from fixtures.scenarios.fixes import apply
+from fixtures.scenarios.fixes import Folder, apply
 from tests.wheels import lib_folder, site_folder
 
 W928, W90, CUBLAS = "cu12-9.28.0.42", "cu12-9.0.0.312", "cublas-cu12-12.9.1.4"
@@ -1040,14 +1040,6 @@ def test_no_nvrtc_anywhere_is_its_wheel_installed_by_the_site_interpreter_and_li
         assert [a.do for a in words.actions] == [ActionKind.MANUAL], pip_env
 
 
-class _Copy:
-    def __init__(self, folder: Path) -> None:
-        self._folder = folder
-
-    def folder(self) -> Path:
-        return self._folder
-
-
 def test_into_a_target_folder_a_missing_library_comes_with_the_wheels_its_nvidia_folder_holds(tmp_path: Path) -> None:
     """A folder pip installs into with --target (no interpreter of its own) holding the cuDNN 9.28 wheel and no
     cuBLAS. pip --target keeps an ``nvidia`` folder that is already there and puts nothing into it ("Target directory
@@ -1066,7 +1058,7 @@ def test_into_a_target_folder_a_missing_library_comes_with_the_wheels_its_nvidia
     assert (install.requirements[:2], install.target) == (("nvidia-cudnn-cu12==9.28.0.42", "nvidia-cublas-cu12"),
                                                           str(site))
     assert "--upgrade" in install.options and "--no-deps" in install.options
-    done = apply([a.json() for a in first.fix.actions], _Copy(tmp_path), [], {})
+    done = apply([a.json() for a in first.fix.actions], Folder(tmp_path), [], {})
     assert not done.refused and not done.manual, (done.refused, done.manual)
     assert (site / "nvidia" / "cublas" / "lib" / "libcublasLt.so.12").is_file()
     assert (site / "nvidia" / "cudnn" / "lib" / "libcudnn_engines_precompiled.so.9").is_file()

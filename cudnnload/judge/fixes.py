@@ -12,7 +12,7 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import (
@@ -40,6 +40,7 @@ from cudnnload.verdicts import (
     remove_entry,
     remove_line,
     run,
+    set_variable,
 )
 
 # cuDNN generation -> CUDA majors it has pip wheels for
@@ -48,16 +49,33 @@ _NEWEST_CUDA = 13
 
 
 def bundled_sublibraries(install: Install, looks: str = "the bundled shim", python: str | None = None,
-                         instead: str = "") -> Action:
+                         instead: str = "", cuda: int | None = None, home: str | None = None,
+                         search_path: Sequence[str] = ()) -> Fix:
     """The sub-libraries of ``install``'s release, for a shim a wheel bundles alone (auditwheel's copy), installed
     where ``looks`` (that shim) finds them: by name, through LD_LIBRARY_PATH. Their wheel is of the CUDA the copy was
-    built for, read from it (cuDNN's own CUDART_VERSION constant); where it says none, the user's NN."""
+    built for, read from it (cuDNN's own CUDART_VERSION constant), else ``cuda`` (the CUDA the program that bundles it
+    was built for). With a home folder and the environment's interpreter (``python``), as actions: that wheel, with
+    the cuBLAS and NVRTC it requires, into ``~/.local/lib/nvidia-cudnn-RELEASE`` (the recipe of faster-whisper's
+    README, in a folder of its own), and its cuDNN and cuBLAS folders first on LD_LIBRARY_PATH (``search_path``: the
+    entries there now, kept after them); else in words, the CUDA major the user's NN where nothing says it."""
     cudart = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
-    wheel = f"nvidia-cudnn-cu{cudart // 1000}" if cudart else "nvidia-cudnn-cuNN"
-    built = "" if cudart else " (NN: the CUDA major of the program's build)"
-    return manual(f"install cuDNN {install.major}'s sub-libraries where {looks} looks: `{python or 'python'} -m pip "
-                  f"install --no-deps --target DIR '{wheel}=={install.release or install.major}.*'`{built} and put "
-                  f"DIR/nvidia/cudnn/lib on LD_LIBRARY_PATH{instead}")
+    cuda = cudart // 1000 if cudart else cuda
+    release = install.release or install.major
+    if cuda is not None and home and home.startswith("/") and python:
+        folder = posixpath.join(home, ".local", "lib", f"nvidia-cudnn-{release}")
+        # the folders pip puts cuDNN and what it requires in (cuBLAS and NVRTC: CUDA 13's share nvidia/cu13/lib)
+        needed = (dependency_requirement(f"libcublasLt.so.{cuda}"), dependency_requirement(nvrtc_soname(cuda)))
+        libs = [posixpath.join(folder, WHEEL_LIB), *(dependency_folder(r, folder) for r in needed if r)]
+        value = ":".join(dict.fromkeys([*libs, *search_path]))
+        return fix(pip_install([f"nvidia-cudnn-cu{cuda}=={release}.*"], options=("--upgrade",), target=folder,
+                               python=python), set_variable("LD_LIBRARY_PATH", value),
+                   note=f"the sub-libraries of cuDNN {release} for CUDA {cuda}, with the cuBLAS and NVRTC they need, "
+                        f"in a folder of their own on LD_LIBRARY_PATH, where {looks} looks{instead}")
+    wheel = f"nvidia-cudnn-cu{cuda}" if cuda else "nvidia-cudnn-cuNN"
+    built = "" if cuda else " (NN: the CUDA major of the program's build)"
+    return fix(manual(f"install cuDNN {install.major}'s sub-libraries where {looks} looks: `{python or 'python'} -m "
+                      f"pip install --no-deps --target DIR '{wheel}=={release}.*'`{built} and put DIR/nvidia/cudnn/lib "
+                      f"on LD_LIBRARY_PATH{instead}"))
 
 
 def cudnn_requirement(major: int, cuda: int | None, release: Release | None = None) -> str | None:

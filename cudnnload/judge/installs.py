@@ -478,7 +478,7 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
     # a shim a wheel bundles alone looks its sub-libraries up by name: they go where it looks, not in its folder
     shim = install.file("shim")
     alone = posixpath.basename(shim.path) if shim is not None and bundled_copy(posixpath.basename(shim.path)) else None
-    by_name = fix(fixes.bundled_sublibraries(install)) if alone else None
+    by_name = fixes.bundled_sublibraries(install) if alone else None
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
             unshipped = repair.unshipped(lib)

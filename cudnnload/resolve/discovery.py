@@ -1196,6 +1196,12 @@ def nvrtc_builtins(nvrtc: str, cache: ElfCache | None = None) -> str | None:
     return _read_once(("nvrtc-builtins",), nvrtc, read, cache)
 
 
+def built_for_cuda(path: str, cache: ElfCache | None = None) -> int | None:
+    """The CUDA major a program's library was built for, told by the cuBLAS it names (CTranslate2 dlopens
+    "libcublas.so.12"); None where it names none."""
+    return next((major for major in (13, 12, 11) if holds(path, f"libcublas.so.{major}".encode(), cache)), None)
+
+
 def cuda_near(path: str, cache: ElfCache) -> int | None:
     """The CUDA major a cuDNN engine library was built for. It carries no CUDA runtime constant; its RUNPATH
     tells CUDA 13 (every library of a cu13 wheel searches ``$ORIGIN/../../cu13/lib``, cu12's and cu11's do not),
