@@ -530,12 +530,13 @@ def explanation_text(explanation: Explanation, shown: int = 5) -> str:
     """``cudnnload explain``: the messages recognized, what the text shows, the causes ranked by the text (the
     first ``shown``) with their evidence, how often the corpus saw each, and the fix; then this machine's
     checks, or how to ask for them."""
-    if not explanation.recognized:
+    if not explanation.recognized and not explanation.causes:
         return "\n".join(filter(None, (
             "no cuDNN message cudnnload knows in this text; `cudnnload doctor` checks this machine, "
             "`cudnnload doctor -- YOUR-PROGRAM` runs the program and explains what it does", explanation.note)))
     reading = explanation.reading
-    lines: list[str] = []
+    # a text without a known message whose words still name causes (a program that ended at a load)
+    lines: list[str] = [] if explanation.recognized else ["no cuDNN message cudnnload knows in this text"]
     for signal in reading.signals:
         lines += [signal.line, f"  from: {signal.source}", f"  means: {signal.meaning}"]
     shows = [f"{name} {value}" for name, value in (

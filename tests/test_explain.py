@@ -2266,3 +2266,31 @@ def test_a_rejected_value_is_the_framework_s_unless_the_text_shows_an_empty_inpu
 def test_a_shape_without_a_zero_dimension_is_no_empty_input() -> None:
     for text in ("padding=(0, 0)", "input shape: (10, 20)", "shape (3, 10, 5)", "torch.Size([10, 3])"):
         assert not read(text).has("zero-size"), text
+
+
+FASTER_WHISPER_ABORT = ('from faster_whisper import WhisperModel\nmodel = WhisperModel("large-v3", device="cuda")\n'
+                        'segments, info = model.transcribe("audio.mp3")\n\n'
+                        "Process finished with exit code -1073740791 (0xC0000409)\n")
+
+
+def test_ctranslate2_ending_with_abort_s_status_on_windows_is_a_cudnn_dll_that_did_not_load() -> None:
+    """PyCharm's "Process finished with exit code -1073740791 (0xC0000409)" after a faster-whisper call: cuDNN aborted
+    where a sub-library DLL did not load, after a line the IDE did not show. Read as a load (the major CTranslate2
+    was built for first), on Windows (the status is Windows's); before: "paste the line before it", no cause."""
+    result = explain(FASTER_WHISPER_ABORT, environ={})
+    assert result.reading.platform == "windows"
+    assert [c.family for c in result.causes[:3]] == ["wrong-cudnn-major", "cudnn-not-installed",
+                                                      "installed-not-on-search-path"]
+    assert all(c.confidence == "possible" for c in result.causes)
+    # the same end without CTranslate2 named is no load (nothing says what aborted)
+    assert explain("Process finished with exit code -1073740791 (0xC0000409)", environ={}).causes == ()
+
+
+def test_a_text_without_a_known_message_shows_the_causes_its_words_name() -> None:
+    """The text form printed "no cuDNN message cudnnload knows" and nothing else where the words of a text without a
+    known message still named causes (the JSON listed them)."""
+    from cudnnload.report import explanation_text
+
+    said = explanation_text(explain(FASTER_WHISPER_ABORT, environ={}))
+    assert said.startswith("no cuDNN message cudnnload knows in this text\n")
+    assert "1. the program needs cuDNN, and another major is installed  [possible; wrong-cudnn-major]" in said

@@ -541,7 +541,7 @@ def package_dll_met_another_copy(reading: Reading, signal: Signal) -> str | None
     return shown.group(0) if shown else None
 
 
-def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | None:
+def ended_in_windows_cudnn_8(reading: Reading, signal: Signal | None = None) -> str | None:
     """A Windows program with a cuDNN of 8.3 to 8.9 named, or a cuDNN 8 DLL named as the module it ended in, ended
     with no message of its own (exit status 0xC0000409, a debugger's "Fatal program exit requested", "crashes without
     any error"): cuDNN 8 ends the process where a library it opens at run time does not load (zlibwapi.dll, which
@@ -551,8 +551,31 @@ def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | Non
                 clue("silent-exit"))(reading, signal)  # type: ignore[arg-type]
 
 
+# abort's status as Windows reports it (STATUS_STACK_BUFFER_OVERRUN, which abort() raises there): an IDE's "Process
+# finished with exit code -1073740791 (0xC0000409)", a shell's 3221226505
+_WINDOWS_ABORT = re.compile(r"(?i:0xC0000409)|-1073740791|\b3221226505\b")
+
+
+def ctranslate2_ended(reading: Reading, signal: Signal | None = None) -> str | None:
+    """CTranslate2 (faster-whisper, WhisperX) ended with abort's status on Windows and no message of its own:
+    cuDNN, whose shim CTranslate2 loads when a model first runs on the GPU, aborts where a sub-library DLL does not
+    load, after its "Could not locate cudnn_ops64_9.dll" on a console a GUI or an IDE does not show (CTranslate2's
+    own failure to load cuBLAS is a Python exception, with its message). Not where the text tells more: a cuDNN 8
+    named, or the DLL it ended in (`ended_in_windows_cudnn_8`)."""
+    if "ctranslate2" not in reading.frameworks or ended_in_windows_cudnn_8(reading, signal):
+        return None
+    quote = reading.quote("silent-exit")
+    return quote if quote and (_WINDOWS_ABORT.search(quote) or reading.has("windows")) else None
+
+
+def ended_at_a_load(reading: Reading, signal: Signal | None = None) -> str | None:
+    """A program that ended at a load, shown by how it ended rather than by a message: a Windows cuDNN 8
+    (`ended_in_windows_cudnn_8`), or CTranslate2 on Windows (`ctranslate2_ended`)."""
+    return ended_in_windows_cudnn_8(reading, signal) or ctranslate2_ended(reading, signal)
+
+
 # ...in a cuDNN 8 DLL, which the crash report names as the module it ended in
-ended_in_cudnn_8 = both(ended_at_a_load, clue("cudnn-8-module"))
+ended_in_cudnn_8 = both(ended_in_windows_cudnn_8, clue("cudnn-8-module"))
 
 
 def windows_126_cnn_infer(reading: Reading, signal: Signal) -> str | None:
@@ -816,7 +839,15 @@ RULES: tuple[Rule, ...] = (
     # (after cuDNN's "Could not locate zlibwapi.dll", which a GUI or an IDE does not show): a Windows program that
     # ended with no message of its own (exit status 0xC0000409), with one of those releases named
     Rule("zlib-missing", 2.5, "a Windows program with cuDNN 8.3-8.9 ended with no message of its own: those releases "
-         "end the process when zlibwapi.dll is missing", ended_at_a_load),
+         "end the process when zlibwapi.dll is missing", ended_in_windows_cudnn_8),
+    # ...or CTranslate2 on Windows, whose cuDNN sub-library DLLs are what its users most often lack: those of the
+    # major its release was built for (4.5 moved from cuDNN 8 to 9) where the other is installed, else none
+    Rule("wrong-cudnn-major", 2.5, "CTranslate2 ended on Windows with abort's status and no message of its own: cuDNN "
+         "aborts when a sub-library DLL of the major CTranslate2 was built for does not load", ctranslate2_ended),
+    Rule("cudnn-not-installed", 2.25, "CTranslate2 ended on Windows with abort's status and no message of its own: "
+         "cuDNN aborts when its sub-library DLLs are on no PATH folder", ctranslate2_ended),
+    Rule("installed-not-on-search-path", 2, "CTranslate2 ended on Windows with abort's status and no message of its "
+         "own: cuDNN aborts when its sub-library DLLs are on no PATH folder", ctranslate2_ended),
     # ...and the cuDNN 8 DLL the process ended in: the shim ends it when a sub-library does not load, and those
     # import cuBLAS and cuBLASLt (a missing or other-CUDA cuBLAS: Windows error 126 or 127 for the sub-library)
     Rule("cublas-missing-or-wrong", 1.5, "a Windows program ended in a cuDNN 8 DLL with no message of its own: cuDNN 8 "

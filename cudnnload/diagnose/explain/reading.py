@@ -1064,6 +1064,7 @@ _REGRESSION = (r"(?i)\b(?:used to work|work(?:ed|s))(?: fine| well)? (?:with|in|
 # (name, pattern, flags): the first match is quoted. Names are what ranking.RULES read.
 _CLUES: tuple[tuple[str, str], ...] = (
     ("windows", r"\b\w+\.dll\b|\[WinError \d+\]|\b[A-Z]:\\\w|Error code 12[67]|LoadLibrary|\bWindows\b"
+                r"|(?i:0xC0000409)|-1073740791|\b3221226505\b"
                 r"|\bWIN(?:DOWS|10|11)\b|\bWin ?1[01]\b|[_-]windows[_-]"),
     ("wsl", r"/usr/lib/wsl\b|\bWSL2?\b|microsoft-standard"),
     ("linux", r"\blib\w+\.so\b|/usr/(?:local/)?lib|/home/\w|\b(?:Ubuntu|CentOS|Debian|Fedora|Linux|AlmaLinux|RHEL)"
