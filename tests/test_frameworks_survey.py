@@ -8,6 +8,7 @@ the survey's rows (a dist-info and the nvidia wheel's files where the row's load
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -415,3 +416,41 @@ def test_a_program_that_ran_and_never_reached_cudnn_is_said_so_not_judged_an_err
                                                                        str(tmp_path / "cache")}, timeout=60)
     assert "ran and exited and never reached cuDNN" in report.headline, report.headline
     assert report.healthy
+
+
+def test_a_program_that_aborts_in_a_bundled_shim_is_told_where_its_sub_libraries_go(tmp_path: Path) -> None:
+    """`doctor -- PROGRAM` of a program that loads CTranslate2 4.5's bundled cuDNN 9.1 shim in a venv with no cuDNN 9
+    elsewhere: it aborts ("Invalid handle. Cannot load symbol cudnnGetVersion"). The run's reading took the mapped
+    copy by the plain classifier: no shim seen, no prediction, and the only fixes were "the other findings name the
+    library" with no such finding. Now the copy is the shim it is: each missing sub-library is a finding whose fix
+    is the cu12 9.1.0 wheel (libctranslate2 beside the copy names libcublas.so.12) by the venv's interpreter into
+    ``~/.local/lib/nvidia-cudnn-9.1.0``, the fix the route gives (proven by the test above on 4.4)."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    for entry in real_site("ctranslate2", "4.5.0").iterdir():
+        if entry.name == "ctranslate2.libs":  # its files themselves: a link to the folder would move $ORIGIN
+            shutil.copytree(entry, site / entry.name, copy_function=os.link)
+        else:
+            (site / entry.name).symlink_to(entry)
+    shim = next((site / "ctranslate2.libs").glob("libcudnn-*.so.9.1.0"))
+    env = {**BASE, "HOME": str(tmp_path / "home"), "CUDNNLOAD_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, (str(Path(__file__).resolve().parents[1]),
+                                                       os.environ.get("PYTHONPATH"))))}
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--output", str(report), "--", sys.executable,
+                           "-c", BUNDLED_PROGRAM, str(shim)], env=env, capture_output=True, text=True, timeout=300,
+                          check=False, cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    findings = json.loads(report.read_text())["result"]["findings"]
+    missing = [f for f in findings if f["code"] == "missing-sublibrary"]
+    assert missing and all(f["severity"] == "error" for f in missing)
+    put, setting = missing[0]["fix"]["actions"]
+    folder = tmp_path / "home" / ".local" / "lib" / "nvidia-cudnn-9.1.0"
+    assert (put["requirements"], put["target"], put["python"]) == (["nvidia-cudnn-cu12==9.1.0.*"], str(folder),
+                                                                   str(venv / "bin" / "python"))
+    assert setting["value"].split(":")[0] == str(folder / "nvidia" / "cudnn" / "lib")
+    assert not [f for f in findings if "the prediction's findings name the file" in (f["fix"].get("text") or "")]

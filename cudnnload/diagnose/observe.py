@@ -31,7 +31,8 @@ from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, found_on_path, 
 from cudnnload.diagnose.readonly import writable
 from cudnnload.diagnose.scoped import scoped
 from cudnnload.resolve import linker
-from cudnnload.resolve.catalog import classify, generation
+from cudnnload.resolve.catalog import classify_bundled as classify
+from cudnnload.resolve.catalog import generation
 from cudnnload.resolve.mapped import is_cuda_family
 
 TYPE_CHECKING = False

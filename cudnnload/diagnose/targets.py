@@ -36,7 +36,8 @@ from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.judge.policy import Mapped, search_path_findings, setuid_findings, untrusted_findings
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access, Unreachable
-from cudnnload.resolve.catalog import GENERATIONS, Generation, classify
+from cudnnload.resolve.catalog import GENERATIONS, Generation
+from cudnnload.resolve.catalog import classify_bundled as classify
 from cudnnload.resolve.consumers import site_of
 from cudnnload.resolve.discovery import (
     Context,

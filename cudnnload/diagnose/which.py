@@ -32,7 +32,8 @@ from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findi
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary, classify
+from cudnnload.resolve.catalog import GENERATIONS, Generation, SubLibrary
+from cudnnload.resolve.catalog import classify_bundled as classify
 from cudnnload.resolve.consumers import bundled_folders
 from cudnnload.resolve.discovery import (
     Context,

@@ -39,7 +39,15 @@ from cudnnload.resolve.catalog import (
     dependency_requirement,
     generation,
 )
-from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for, not_cudnn
+from cudnnload.resolve.discovery import (
+    Candidate,
+    Context,
+    Host,
+    Install,
+    Step,
+    asked_for,
+    not_cudnn,
+)
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (
@@ -77,7 +85,7 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     shim = install.file("shim")
     stray_shim = _stray_shim(install, ctx, repair)
     findings: list[Finding] = [*_renamed_shim(shim, install)]
-    findings += _missing(gen, install, repair, ignore_asked=stray_shim is not None)
+    findings += _missing(gen, install, repair, ignore_asked=stray_shim is not None, ctx=ctx)
     findings += _mixed(install, repair)
     if stray_shim is not None:
         findings.append(stray_shim)
@@ -466,7 +474,8 @@ def _expected(gen: Generation, install: Install, ignore_asked: bool) -> tuple[Su
                  or in_engine_chain(lib, install.release))
 
 
-def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: bool) -> Iterable[Finding]:
+def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: bool,
+             ctx: Context) -> Iterable[Finding]:
     # (a sub-library the search finds in the folder the shim's own file is in, the shim a link, is the install's)
     present = {c.library for c in install.files} | {s.library for s in install.plan if s.path and s.inside_install}
     if "shim" not in present:
@@ -478,7 +487,7 @@ def _missing(gen: Generation, install: Install, repair: _Repairs, ignore_asked: 
     # a shim a wheel bundles alone looks its sub-libraries up by name: they go where it looks, not in its folder
     shim = install.file("shim")
     alone = posixpath.basename(shim.path) if shim is not None and bundled_copy(posixpath.basename(shim.path)) else None
-    by_name = fixes.bundled_sublibraries(install) if alone else None
+    by_name = _bundled_fix(install, ctx) if alone else None
     for lib in _expected(gen, install, ignore_asked):
         if lib.key not in present:
             unshipped = repair.unshipped(lib)
@@ -814,6 +823,15 @@ def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
             return whole  # the install itself leaves the path: what it took from elsewhere goes with it
         return fix(*whole.actions, entry, note=whole.note, alternatives=whole.alternatives)
     return repair.put_back()
+
+
+def _bundled_fix(install: Install, ctx: Context) -> Fix:
+    """The sub-libraries of a shim a wheel bundles alone, installed where it looks (`fixes.bundled_sublibraries`):
+    by the interpreter of the site-packages its folder is in, for the CUDA the wheel's own libraries beside it were
+    built for (`Install.bundler`), into the home folder of ``ctx``'s environment."""
+    python, cuda = install.bundler or (None, None)
+    return fixes.bundled_sublibraries(install, python=python, cuda=cuda, home=ctx.environ.get("HOME"),
+                                      search_path=ctx.linker.ld_library_path)
 
 
 def _renamed_shim(shim: Candidate | None, install: Install) -> Iterable[Finding]:

@@ -32,6 +32,7 @@ from cudnnload.resolve.catalog import (
     OpensAtLoad,
     Release,
     SubLibrary,
+    bundled_copy,
     classify_bundled,
     distribution_cuda,
     generation,
@@ -165,6 +166,10 @@ class Install:
     # libcudnn.so.9 links/``): the folder that file is in, as its distribution's install (its pip facts only, no
     # files or plan): the link's target is put back by putting that wheel back
     shim_owner: Install | None = None
+    # a shim a wheel bundles alone (auditwheel's ``<package>.libs/libcudnn-<hash>.so.N``): the interpreter of the
+    # site-packages that folder is in, and the CUDA major the wheel's own libraries beside it were built for (the
+    # cuBLAS they name: `built_for_cuda`), each None where not known (`_bundler`)
+    bundler: tuple[str | None, int | None] | None = None
 
     def file(self, key: str) -> Candidate | None:
         return next((c for c in self.files if c.library == key), None)
@@ -646,7 +651,23 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     return replace(_pip_install(folder, major, dist, release, cuda), release_source=source, found_via=found_via,
                    files=files, plan=steps, dependencies=deps, records=records, opening=opening,
                    shim_owner=_shim_owner(owned, major, ctx) if owned is not None else None,
-                   opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else ())
+                   opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else (),
+                   bundler=_bundler(folder, ctx) if shim is not None and bundled_copy(os.path.basename(shim.path))
+                   else None)
+
+
+def _bundler(folder: str, ctx: Context) -> tuple[str | None, int | None]:
+    """For a shim a wheel bundles alone in ``folder`` (its ``<package>.libs``): the interpreter of the site-packages
+    that folder is in (None where it is in none, or that is no environment's), and the CUDA major the wheel's other
+    libraries there name a cuBLAS of (CTranslate2's ``libctranslate2-<hash>.so`` names ``libcublas.so.12``)."""
+    python = interpreter_of_site(os.path.dirname(folder))[0]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        names = []
+    cuda = next((major for name in names if ".so" in name and classify_bundled(name) is None
+                 for major in (built_for_cuda(os.path.join(folder, name), ctx.cache),) if major), None)
+    return (python if python and os.path.isabs(python) else None), cuda
 
 
 def _pip_install(folder: str, major: int, dist: Distribution | None, release: Release | None,
@@ -1109,17 +1130,18 @@ def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
     def read(data: mmap.mmap) -> str:
         return "yes" if data.find(b"\0" + name + b"\0") >= 0 else "no"
 
-    return _read_once(("holds", name.decode("ascii", "replace")), path, read, cache) == "yes"
+    return _read_once(("holds", name.decode("ascii", "replace")), path, read, cache, ("yes", "no")) == "yes"
 
 
 def _read_once(kind: tuple[str, ...], path: str, read: Callable[[mmap.mmap], str | None],
-               cache: ElfCache | None) -> str | None:
+               cache: ElfCache | None, answers: tuple[str, ...] | None = None) -> str | None:
     """What ``read`` finds in the bytes of the file at ``path`` (mapped, not read whole), remembered in ``cache``
     under ``kind`` and the file's stamp when it finds something; None when it finds nothing or the file cannot be
-    read (a regular file only: a FIFO put in its place would block an open)."""
+    read (a regular file only: a FIFO put in its place would block an open). A remembered answer that is none of
+    ``answers`` (where ``read`` gives only those) is a memo of another shape: read again."""
     key = (*kind, *_stamped(path))
     known = cache.recall(key, "str") if cache is not None else None
-    if isinstance(known, str):
+    if isinstance(known, str) and (answers is None or known in answers):
         return known
     try:
         with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
