@@ -39,15 +39,7 @@ from cudnnload.resolve.catalog import (
     dependency_requirement,
     generation,
 )
-from cudnnload.resolve.discovery import (
-    Candidate,
-    Context,
-    Host,
-    Install,
-    Step,
-    asked_for,
-    not_cudnn,
-)
+from cudnnload.resolve.discovery import Candidate, Context, Host, Install, Step, asked_for, not_cudnn
 from cudnnload.resolve.elf import ElfInfo
 from cudnnload.resolve.process import PRELOAD_FILE
 from cudnnload.verdicts import (

@@ -34,7 +34,7 @@ from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
-from cudnnload.resolve.discovery import Context, Step, built_for_cuda
+from cudnnload.resolve.discovery import Context, Step
 from cudnnload.resolve.routes import Closed, Route
 from cudnnload.resolve.survey import releases_for_major
 from cudnnload.verdicts import (
@@ -362,8 +362,8 @@ def _bundled_cure(route: Route, install: Judged, environ: Mapping[str, str], pyt
     others = [f"{row.distribution} {row.version} (cuDNN {major})" for major in (9, 8) if major != install.major
               for row in releases_for_major(consumer.distribution, major)[:1]]
     instead = f", or install {' or '.join(others)} to use the cuDNN installed here" if others else ""
-    cuda = next((major for need in consumer.needs for major in (built_for_cuda(need.path),) if major), None)
-    cure = bundled_sublibraries(install, f"{consumer.framework}'s bundled shim", python, instead, cuda,
+    cure = bundled_sublibraries(install, f"{consumer.framework}'s bundled shim", python, instead,
+                                (install.bundler or (None, None))[1],
                                 environ.get("HOME"), [e for e in environ.get("LD_LIBRARY_PATH", "").split(":") if e])
     return replace(cure, note=f"{note}; {cure.note}" if cure.note else note)
 
