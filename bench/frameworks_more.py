@@ -157,6 +157,35 @@ def _noexec_mount(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
 
 SCRATCH = Path(tempfile.gettempdir()) / "cudnnload-more"  # the folders a breakage plants, removed after
 
+_TORCH_HOLDER = """
+import sys, time, torch
+keep, blocks = int(sys.argv[1]), []
+while torch.cuda.mem_get_info()[0] - keep >= 2**21:
+    blocks.append(torch.empty(min(torch.cuda.mem_get_info()[0] - keep, 2**30), dtype=torch.uint8, device="cuda"))
+print("ready", flush=True)
+time.sleep(3600)
+"""
+_JAX_HOLDER = """
+import time, jax.numpy as jnp
+jnp.ones(8).block_until_ready()
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def _holder(source: str, *argv: str, environ: dict[str, str] | None = None) -> Change:
+    """Another process holding the GPU's memory while the programs run (ended after): PyTorch's allocations leaving
+    ``argv[0]`` bytes free, or a JAX process as it starts with ``environ``."""
+    def change(m: Machine, kept: list[tuple[Path, Path | None]]) -> None:
+        held = subprocess.Popen([sys.executable, "-c", source, *argv], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, **(environ or {})})
+        def stop() -> None:
+            held.kill()
+            held.wait()
+        UNDO.append(stop)
+        assert held.stdout is not None and held.stdout.readline().strip() == "ready", "the holder did not start"
+    return change
+
 
 def _planted(folder: str, names: tuple[str, ...], source: Callable[[Machine], Path]) -> Change:
     """Copies of ``names`` from ``source`` (the wheel's folder, the system's) in ``SCRATCH/folder``: a shim or a
@@ -311,6 +340,12 @@ MORE: tuple[tuple[Breakage, Change | None], ...] = (
               lambda m: {"LD_PRELOAD": str(SCRATCH / "link" / "libcudnn.so.9")}), _linked("link", "libcudnn.so.9")),
     (Breakage("library-path-system-bare-names", "LD_LIBRARY_PATH",
               lambda m: {"LD_LIBRARY_PATH": str(SCRATCH / "bare")}), _bare_names("bare")),
+    # added 2026-12-05 (session 50), never run before their first run on the GPU machine: another process holding
+    # the GPU's memory (bench/gpu_memory_held.py measured where the frameworks stop)
+    (Breakage("gpu-memory-held", "holds", explained=("out-of-memory",)), _holder(_TORCH_HOLDER, str(256 << 20))),
+    (Breakage("gpu-memory-mostly-held", ""), _holder(_TORCH_HOLDER, str(4 << 30))),
+    (Breakage("gpu-memory-held-by-jax", "XLA_PYTHON_CLIENT_PREALLOCATE", explained=("out-of-memory",)),
+     _holder(_JAX_HOLDER, environ={"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.995"})),
 )
 
 

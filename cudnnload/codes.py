@@ -163,6 +163,9 @@ class Code(_Word):
                  "no NVIDIA hardware, an error where `/dev/nvidia*` exists")
     NO_GPU_VISIBLE = ("no-gpu-visible", ERROR, False, "the driver reports no device (`CUDA_VISIBLE_DEVICES` hides "
                       "them all, or none is there)")
+    GPU_MEMORY_FULL = ("gpu-memory-full", (ERROR, WARNING), False, "other processes hold nearly all of a GPU's "
+                       "memory: a program starting on it gets no CUDA context, or no room for cuDNN's handle (out of "
+                       "memory, CUDNN_STATUS_NOT_INITIALIZED); an error on the GPU programs start on, else a warning")
     DRIVER_ERROR = ("driver-error", ERROR, False, "the driver failed to initialise for another reason (the "
                     "CUresult and a remedy are given)")
     DRIVER_UNCHECKED = ("driver-unchecked", WARNING, False, "cuda-python is not importable: driver and GPUs were "

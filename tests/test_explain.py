@@ -2294,3 +2294,25 @@ def test_a_text_without_a_known_message_shows_the_causes_its_words_name() -> Non
     said = explanation_text(explain(FASTER_WHISPER_ABORT, environ={}))
     assert said.startswith("no cuDNN message cudnnload knows in this text\n")
     assert "1. the program needs cuDNN, and another major is installed  [possible; wrong-cudnn-major]" in said
+
+
+JAX_NO_DEVICE = """jax.errors.JaxRuntimeError: INTERNAL: no supported devices found for platform CUDA
+
+The above exception was the direct cause of the following exception:
+
+RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform CUDA (you may \
+need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu to skip this backend.)"""
+
+
+def test_jax_finding_no_device_it_can_start_on_is_read_as_memory_first_and_its_advice_as_no_evidence() -> None:
+    """JAX 0.12 beside a process holding the GPU's memory (the GPU machine, bench/frameworks_more.py
+    gpu-memory-held): XLA's "no supported devices found for platform CUDA", which JAX's own warning reads as memory
+    preallocated elsewhere. Before, explain knew no message in it."""
+    result = explain(JAX_NO_DEVICE, environ={})
+    assert [c.family for c in result.causes[:3]][:1] == ["out-of-memory"]
+    assert {"no-gpu-or-driver", "driver-too-old"} <= {c.family for c in result.causes[:4]}
+    assert all("uninstall the failing plugin" not in " ".join(c.evidence) for c in result.causes)
+    warned = explain("CUDA backend failed to initialize: no supported devices found for platform CUDA.This may be "
+                     "due to JAX pre-allocating too much device memory, leaving too little for CUDA library "
+                     "initialization.", environ={})
+    assert warned.causes[0].family == "out-of-memory"

@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from cudnnload.judge.gpu import device_findings, driver_findings, gpu_findings, presence_findings
+from cudnnload.judge.gpu import device_findings, driver_findings, gpu_findings, memory_findings, presence_findings
 from cudnnload.loading.gpu import gpu_facts
+from cudnnload.loading.nvml import driver_folder, own_processes
 from cudnnload.loading.probe import probe
 from cudnnload.report import to_jsonable
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.elf import read_elf
 from cudnnload.resolve.fatbin import GpuCode
-from cudnnload.resolve.hardware import Device, GpuFacts, kernel_module_version
+from cudnnload.resolve.hardware import Device, GpuFacts, Holder, holder_framework, kernel_module_version
 from cudnnload.verdicts import ERROR, INFO, WARNING
 from tests._wheels import needs_no_driver
 from tests.gpu import installed_cudnn, require_gpus, run_child
@@ -348,3 +349,130 @@ def test_an_address_space_limit_under_the_libraries_spans_is_an_error_naming_the
     assert "658 MiB" in said.message and "600 MiB" in said.message, said.message
     assert limit_findings(None, spans, None) == () and limit_findings(1 << 30, spans, None) == ()
     assert limit_findings(1, {"/x/unread.so": None}, None) == ()
+
+
+# --- GPU memory other processes hold (`judge.gpu.memory_findings`, `loading.nvml`) -------------------------------
+
+def _held(free_mib: int, *holders: Holder, index: int = 0, uuid: str | None = None) -> Device:
+    return Device(index, "NVIDIA H100 80GB HBM3", (9, 0), 81559 << 20, f"0000:{index:02x}:00.0",
+                  free_memory=free_mib << 20, holders=holders, uuid=uuid)
+
+
+def test_a_gpu_whose_memory_another_process_holds_is_an_error_naming_it_and_what_keeps_it() -> None:
+    """Measured on an H100 (bench/gpu_memory_held.py): with 512 MiB free PyTorch's first convolution and JAX's start
+    fail, from 640 MiB both ran. The JAX holder's own setting is the way out the fix names."""
+    jax = Holder(2098, 80560 << 20, "python serve.py", "JAX")
+    (finding,) = memory_findings(replace(facts((9, 0)), devices=(_held(511, jax),)))
+    assert (finding.code, finding.severity) == ("gpu-memory-full", ERROR)
+    assert "511 MiB free" in finding.message and "PID 2098 (python serve.py) holds 78.7 GiB" in finding.message
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in (finding.fix.text or "")
+    assert [a.do for a in finding.fix.actions] == ["manual"]
+
+
+def test_a_full_gpu_beside_one_with_room_is_fixed_by_pointing_programs_at_that_one() -> None:
+    full, roomy = _held(300, Holder(7, None)), _held(70000, index=1, uuid="GPU-89292303")
+    (finding,) = memory_findings(replace(facts((9, 0), (9, 0)), devices=(full, roomy)))
+    assert finding.severity == ERROR and "another container" in finding.message
+    assert [a.json() for a in finding.fix.actions] == [
+        {"do": "env-set", "variable": "CUDA_VISIBLE_DEVICES", "value": "GPU-89292303"}]
+    assert finding.fix.alternatives and "end the processes" in str(finding.fix.alternatives[0])
+
+
+@pytest.mark.parametrize("free_mib, index, expected", [(700, 0, [("gpu-memory-full", WARNING)]),
+                                                       (300, 1, [("gpu-memory-full", WARNING)]),
+                                                       (700, 1, []), (4096, 0, [])])
+def test_little_room_is_a_warning_and_a_gpu_programs_do_not_start_on_only_warns(
+        free_mib: int, index: int, expected: list[tuple[str, str]]) -> None:
+    devices = (_held(80000), _held(free_mib, index=1)) if index else (_held(free_mib),)
+    assert codes(memory_findings(replace(facts((9, 0)), devices=devices))) == expected
+
+
+def test_without_a_memory_reading_nothing_is_said() -> None:
+    assert memory_findings(facts((9, 0))) == ()
+
+
+@pytest.mark.parametrize("maps, framework", [
+    ("7f00 r-xp 0 0 0 /venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so\n"
+     "7f01 r-xp 0 0 0 /venv/lib/python3.12/site-packages/jaxlib/_jax.so", "JAX"),
+    ("7f00 r-xp 0 0 0 /venv/site-packages/tensorflow/libtensorflow_framework.so.2", "TensorFlow"),
+    ("7f00 r-xp 0 0 0 /venv/site-packages/torch/lib/libtorch_cuda.so", "PyTorch"),
+    ("7f00 r-xp 0 0 0 /usr/bin/ffmpeg", None)])
+def test_the_framework_holding_memory_is_read_from_what_its_process_maps(maps: str, framework: str | None) -> None:
+    assert holder_framework(maps) == framework
+
+
+def test_nvml_is_taken_only_from_the_folder_of_the_driver_this_process_maps(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text("55d0-55d1 r--p 00000000 00:00 0\n"
+                    "7f00-7f01 r-xp 00000000 08:01 42 /usr/local/nvidia/lib64/libcuda.so.580.159.04\n")
+    assert driver_folder(str(maps)) == "/usr/local/nvidia/lib64"
+    maps.write_text("55d0-55d1 r--p 00000000 00:00 0 [heap]\n")
+    assert driver_folder(str(maps)) is None
+
+
+def test_this_process_and_its_children_are_its_own_not_holders() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert {os.getpid(), child.pid} <= own_processes()
+        assert os.getppid() not in own_processes()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_explain_here_shows_a_gpu_held_now_and_cannot_tell_from_a_gpu_with_room() -> None:
+    from cudnnload.diagnose.explain.here import CANNOT_TELL, SHOWS, Machine, memory_held
+
+    held = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(200, Holder(9, 80 << 30, "python a.py")),)))
+    room = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(40000),)))
+    assert memory_held(held, None).verdict == SHOWS  # type: ignore[arg-type]
+    assert memory_held(room, None).verdict == CANNOT_TELL  # type: ignore[arg-type]
+
+
+_HOLDER = """
+import ctypes, sys, time
+cuda = ctypes.CDLL("libcuda.so.1")
+keep, context, free, total = int(sys.argv[1]), ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+assert cuda.cuInit(0) == 0 and cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
+cuda.cuCtxSetCurrent(context)
+while cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)) == 0 and free.value - keep >= 2**21:
+    if cuda.cuMemAlloc_v2(ctypes.byref(ctypes.c_uint64()), ctypes.c_size_t(min(free.value - keep, 2**30))) != 0:
+        break
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+_READ_MEMORY = """
+import json
+from cudnnload.judge.gpu import memory_findings
+from cudnnload.loading.gpu import gpu_facts
+facts = gpu_facts()
+print(json.dumps({"free": facts.devices[0].free_memory, "holders": [h.pid for h in facts.devices[0].holders],
+                  "findings": [[f.code, f.severity, f.message] for f in memory_findings(facts)]}))
+"""
+
+
+@pytest.mark.gpu
+def test_another_process_holding_the_gpus_memory_is_seen_and_cudnn_meets_it() -> None:
+    """A process holding all but 256 MiB of GPU 0 (plain cuMemAlloc): NVML's reading, in a process that is not the
+    holder's parent (a process's own children count as free), names it, the judge says the error, and the truth
+    agrees: cudnnCreate fails in a fresh process. With the holder gone, nothing is said."""
+    require_gpus(1)
+    shim, major = installed_cudnn()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(256 << 20)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        held = run_child(_READ_MEMORY)
+        own = memory_findings(gpu_facts())  # the holder is this process's child: its memory is counted free
+        truth = probe([("shim", shim)], major)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert held["free"] is not None and held["free"] < 600 << 20, held
+    assert holder.pid in held["holders"] and own == ()
+    assert [f[:2] for f in held["findings"]] == [["gpu-memory-full", ERROR]]
+    assert f"PID {holder.pid}" in held["findings"][0][2]
+    create = truth.step("cudnnCreate")
+    assert create is not None and not create.ok, truth.verdict
+    assert run_child(_READ_MEMORY)["findings"] == []

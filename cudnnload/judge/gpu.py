@@ -14,8 +14,9 @@ from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.fatbin import GpuCode
-from cudnnload.resolve.hardware import GpuFacts, cuda_text
+from cudnnload.resolve.hardware import Device, GpuFacts, Holder, cuda_text
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Fix, Subject, fix, manual, pip_install, unset
+from cudnnload.verdicts import set_variable as set_to
 
 # Oldest driver branch per CUDA major under minor-version compatibility
 # (CUDA Compatibility guide, "Minor Version Compatibility", table 1).
@@ -36,6 +37,21 @@ INIT_FIXES = {
     "(cuda-python<13 for drivers older than R580)",
 }
 GENERIC_INIT_FIX = "run nvidia-smi and check `dmesg` for NVRM errors"
+
+# The GPU memory free that a process starting on a GPU needs for its CUDA context and cuDNN's first call, measured
+# with another process holding the rest (bench/gpu_memory_held.py, H100 80 GB, driver 580.159.04, torch 2.11 cu130,
+# JAX with the CUDA 13 plugin): with 512 MiB free PyTorch's first convolution fails ("CUDA error: out of memory")
+# and JAX does not start ("no supported devices found for platform CUDA"); with 640 MiB both run; JAX failed again
+# at 768 MiB ("CUDA_ERROR_OUT_OF_MEMORY" loading a module) and ran from 832 MiB.
+CONTEXT_NEEDS = 600 * 2**20
+ROOMY = 2**30
+# What keeps the memory a framework's process holds, and the setting in that process that leaves room
+_KEEPS = {"JAX": "JAX preallocates 75 % of a GPU's memory as it starts: XLA_PYTHON_CLIENT_PREALLOCATE=false (or a "
+                 "smaller XLA_PYTHON_CLIENT_MEM_FRACTION) in its environment leaves room",
+          "TensorFlow": "TensorFlow takes nearly all of a GPU's memory as it starts: TF_FORCE_GPU_ALLOW_GROWTH=true in "
+                        "its environment leaves room",
+          "PyTorch": "PyTorch's caching allocator keeps what the program freed: torch.cuda.empty_cache() in it gives "
+                     "that back"}
 _DRIVER = Subject(SubjectKind.DRIVER)
 
 # --- checks ---------------------------------------------------------------------------------------
@@ -243,6 +259,52 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
     return tuple(findings)
 
 
+def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
+    """``gpu-memory-full``: a GPU whose free memory (NVML's, less what this process and its children hold) is below
+    what a process starting on it needs (`CONTEXT_NEEDS`). An error for the first visible GPU, the one programs start
+    on; a warning for another, and for the first where it has under `ROOMY` free (JAX failed there once). The fix
+    points the programs at a GPU with room where one is visible, else says what holds the memory."""
+    findings: list[Finding] = []
+    roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY]
+    for device in facts.devices:
+        free = device.free_memory
+        if free is None or free >= ROOMY or (free >= CONTEXT_NEEDS and device.index != 0):
+            continue
+        full = free < CONTEXT_NEEDS
+        held = device.total_memory - free
+        holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
+        unseen = held - sum(h.held or 0 for h in holders)
+        who = "; ".join([h.label for h in holders] + ([f"processes this machine's view does not show (another "
+                                                       f"container) hold {size_words(unseen)}"]
+                                                      if unseen > ROOMY else []))
+        effect = ("a program starting on it gets no CUDA context, or no room for cuDNN's handle: frameworks report "
+                  "\"CUDA error: out of memory\", CUDNN_STATUS_NOT_INITIALIZED or CUDNN_STATUS_ALLOC_FAILED (JAX: "
+                  "\"no supported devices found for platform CUDA\", \"DNN library initialization failed\"), with "
+                  "nothing wrong in what loads") if full else \
+            ("a program starting on it has little room: JAX failed with 768 MiB free (measured on an H100), "
+             "PyTorch's first convolution ran from 640 MiB")
+        findings.append(Finding(
+            Code.GPU_MEMORY_FULL, f"{device.label} has {size_words(free)} free of {size_words(device.total_memory)} "
+            f"({who}): {effect}", Subject(SubjectKind.DRIVER, name=device.label),
+            _room_fix(device, [d for d in roomy if d.index != device.index], holders, facts.visible_devices),
+            severity=ERROR if full and device.index == 0 else WARNING))
+    return tuple(findings)
+
+
+def _room_fix(device: Device, roomy: list[Device], holders: list[Holder], visible: str | None) -> Fix:
+    """Programs pointed at a visible GPU with room (by UUID where NVML gave it, or by index where
+    CUDA_VISIBLE_DEVICES is unset and indexes are the driver's own); else the holders' own settings or an end."""
+    kept = [_KEEPS[h.framework] for h in holders if h.framework in _KEEPS]
+    end = manual(f"end the processes holding GPU {device.index}'s memory, or have them give it back "
+                 f"({', '.join(f'PID {h.pid}' for h in holders) or 'nvidia-smi lists them where it sees them'})")
+    note = "; ".join(dict.fromkeys(kept)) or None
+    other = next((d for d in roomy if d.uuid or visible is None), None)
+    if other is not None:
+        return fix(set_to("CUDA_VISIBLE_DEVICES", other.uuid or str(other.index)),
+                   note=f"{other.label} has {size_words(other.free_memory or 0)} free", alternatives=[end])
+    return fix(end, note=note)
+
+
 def gpu_findings(facts: GpuFacts, *, release: Release | None, cudart_version: int | None,
                  max_device_version: int | None, gpu_code: Mapping[str, GpuCode | None],
                  version_checks_passed: bool = False, python: str | None = None,
@@ -254,5 +316,6 @@ def gpu_findings(facts: GpuFacts, *, release: Release | None, cudart_version: in
     if not facts.driver_found:
         return presence
     driver = driver_findings(facts, cudart_version, release=release, python=python) if cudart_version else ()
-    return presence + driver + device_findings(facts, release=release, max_device_version=max_device_version,
-                                               gpu_code=gpu_code, cudart_version=cudart_version, python=python)
+    return presence + memory_findings(facts) + driver + \
+        device_findings(facts, release=release, max_device_version=max_device_version, gpu_code=gpu_code,
+                        cudart_version=cudart_version, python=python)

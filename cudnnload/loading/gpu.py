@@ -192,8 +192,19 @@ def gpu_facts(environ: Mapping[str, str] | None = None) -> GpuFacts:
     except CudaError as exc:
         return GpuFacts(bindings=bindings, driver_found=True, driver_version=version, devices=(),
                         error=exc.result_name, reason=exc.reason, **base)
-    return GpuFacts(bindings=bindings, driver_found=True, driver_version=version, devices=devices, error=None,
-                    reason=None if devices else "the driver reports no CUDA device", **base)
+    return GpuFacts(bindings=bindings, driver_found=True, driver_version=version, devices=_with_memory(devices),
+                    error=None, reason=None if devices else "the driver reports no CUDA device", **base)
+
+
+def _with_memory(devices: tuple[Device, ...]) -> tuple[Device, ...]:
+    """Each device with what NVML says of its memory now (`loading.nvml`); as it was where NVML gives no answer."""
+    from dataclasses import replace
+
+    from cudnnload.loading.nvml import memory_by_bus_id
+
+    read = memory_by_bus_id([d.pci_bus_id for d in devices])
+    return tuple(replace(d, free_memory=m.free, holders=m.holders, uuid=m.uuid)
+                 if (m := read.get(d.pci_bus_id)) is not None else d for d in devices)
 
 
 def _device(driver: ModuleType, index: int) -> Device:

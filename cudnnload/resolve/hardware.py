@@ -10,6 +10,23 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Holder:
+    """A process holding memory on a GPU (NVML's compute processes): its id, the bytes it holds (None where NVML
+    cannot say, as in a container), its command line and the framework whose allocator it runs (from the files it
+    maps: `holder_framework`), where this process may read them."""
+
+    pid: int
+    held: int | None
+    command: str | None = None
+    framework: str | None = None
+
+    @property
+    def label(self) -> str:
+        what = f" ({' '.join(self.command.split())[:80]})" if self.command else ""  # a -c script on one line
+        return f"PID {self.pid}{what}" + (f" holds {self.held / 2**30:.1f} GiB" if self.held is not None else "")
+
+
+@dataclass(frozen=True)
 class Device:
     """One GPU as the driver numbers it (after CUDA_VISIBLE_DEVICES)."""
 
@@ -18,6 +35,10 @@ class Device:
     capability: tuple[int, int]  # compute capability (major, minor)
     total_memory: int  # bytes
     pci_bus_id: str
+    # what NVML says of its memory now, less what this process and its children hold (None: NVML gave no answer)
+    free_memory: int | None = None
+    holders: tuple[Holder, ...] = ()  # the other processes holding its memory
+    uuid: str | None = None  # "GPU-8929...", as CUDA_VISIBLE_DEVICES takes it
 
     @property
     def sm(self) -> int:
@@ -49,6 +70,17 @@ class GpuFacts:
     def driver_cuda(self) -> str | None:
         """The newest CUDA the driver supports, "13.0"."""
         return None if self.driver_version is None else cuda_text(self.driver_version)
+
+
+# A framework's allocator, from a file its process maps
+_ALLOCATORS = (("JAX", ("xla_extension", "jax_cuda", "jaxlib", "libjax_common")), ("TensorFlow",
+               ("libtensorflow_framework", "_pywrap_tensorflow")), ("PyTorch", ("libtorch_cuda", "libc10_cuda")))
+
+
+def holder_framework(maps: str) -> str | None:
+    """The framework a process holding GPU memory runs, from its /proc/PID/maps text: JAX and TensorFlow take most
+    of a GPU as they start, PyTorch keeps what it freed; None for any other."""
+    return next((name for name, marks in _ALLOCATORS if any(mark in maps for mark in marks)), None)
 
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  <date>" (proprietary module) or

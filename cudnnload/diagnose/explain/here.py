@@ -218,6 +218,21 @@ def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
     return check
 
 
+def memory_held(machine: Machine, reading: Reading) -> Here:
+    """A GPU whose memory other processes hold now (`judge.gpu.memory_findings`); with room, the program's own
+    allocations, gone with it, are not seen: that tells nothing."""
+    from cudnnload.judge.gpu import ROOMY, memory_findings
+
+    full = memory_findings(machine.gpu) if getattr(machine.gpu, "devices", ()) else ()  # type: ignore[arg-type]
+    if full:
+        return Here(SHOWS, full[0].message.split(": a program", 1)[0])
+    known = [d for d in getattr(machine.gpu, "devices", ()) if d.free_memory is not None]
+    if not known:
+        return Here(CANNOT_TELL, "no GPU memory reading here")
+    return Here(CANNOT_TELL, "; ".join(f"GPU {d.index} has {d.free_memory / 2**30:.1f} GiB free now" for d in known)
+                + f" (over {ROOMY >> 20} MiB): what the program itself allocated ended with it")
+
+
 def address_limited(machine: Machine, reading: Reading) -> Here:
     """This process's address-space limit (``ulimit -v``), which the programs it starts inherit."""
     from cudnnload.loading.gpu import address_limit
@@ -249,6 +264,7 @@ CHECKS: dict[str, Check] = {
     "no-gpu-or-driver": driver("missing"),
     # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
     "address-space-limit": address_limited,
+    "out-of-memory": memory_held,
     "gpu-too-old": gpus(lambda cc: cc < (5, 0), "is below every cuDNN 9's minimum (5.0; 7.5 from 9.11)"),
 }
 
