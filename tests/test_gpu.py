@@ -465,7 +465,7 @@ def test_another_process_holding_the_gpus_memory_is_seen_and_cudnn_meets_it() ->
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         held = run_child(_READ_MEMORY)
         own = memory_findings(gpu_facts())  # the holder is this process's child: its memory is counted free
-        truth = probe([("shim", shim)], major)
+        truth = probe([("shim", shim)], major, create=True)
     finally:
         holder.kill()
         holder.wait()
