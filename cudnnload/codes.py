@@ -166,6 +166,9 @@ class Code(_Word):
     GPU_MEMORY_FULL = ("gpu-memory-full", (ERROR, WARNING), False, "other processes hold nearly all of a GPU's "
                        "memory: a program starting on it gets no CUDA context, or no room for cuDNN's handle (out of "
                        "memory, CUDNN_STATUS_NOT_INITIALIZED); an error on the GPU programs start on, else a warning")
+    GPU_UNAVAILABLE = ("gpu-unavailable", (ERROR, WARNING), False, "a GPU's compute mode lets no new process use it "
+                       "(prohibited, or exclusive-process while another process holds it): \"CUDA-capable device(s) "
+                       "is/are busy or unavailable\"; an error on the GPU programs start on, else a warning")
     DRIVER_ERROR = ("driver-error", ERROR, False, "the driver failed to initialise for another reason (the "
                     "CUresult and a remedy are given)")
     DRIVER_UNCHECKED = ("driver-unchecked", WARNING, False, "cuda-python is not importable: driver and GPUs were "

@@ -387,6 +387,27 @@ def test_little_room_is_a_warning_and_a_gpu_programs_do_not_start_on_only_warns(
     assert codes(memory_findings(replace(facts((9, 0)), devices=devices))) == expected
 
 
+@pytest.mark.parametrize("mode, holders, expected", [
+    ("prohibited", (), [("gpu-unavailable", ERROR)]),
+    ("exclusive-process", (Holder(4242, 300 << 20, "python train.py"),), [("gpu-unavailable", ERROR)]),
+    ("exclusive-process", (), []), ("default", (Holder(4242, 300 << 20),), [])])
+def test_a_compute_mode_that_lets_no_new_process_in_is_said_with_the_mode_set_back(
+        mode: str, holders: tuple[Holder, ...], expected: list[tuple[str, str]]) -> None:
+    """nvidia-smi -c PROHIBITED lets no process create a context; EXCLUSIVE_PROCESS one at a time: another process
+    holding the GPU then gives a new one "CUDA-capable device(s) is/are busy or unavailable"."""
+    device = replace(_held(70000, *holders), compute_mode=mode)
+    found = memory_findings(replace(facts((9, 0)), devices=(device,)))
+    assert codes(found) == expected
+    if found:
+        assert "busy or unavailable" in found[0].message and "-c DEFAULT" in (found[0].fix.text or "")
+        assert all(f"PID {h.pid}" in found[0].message for h in holders)
+    # a second GPU with room is where programs go
+    other = _held(70000, index=1, uuid="GPU-1")
+    (moved,) = memory_findings(replace(facts((9, 0), (9, 0)), devices=(replace(device, compute_mode="prohibited"),
+                                                                       other)))
+    assert moved.fix.actions[0].json() == {"do": "env-set", "variable": "CUDA_VISIBLE_DEVICES", "value": "GPU-1"}
+
+
 def test_without_a_memory_reading_nothing_is_said() -> None:
     assert memory_findings(facts((9, 0))) == ()
 

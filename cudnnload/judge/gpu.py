@@ -8,7 +8,7 @@ codes the doctor documents.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement
@@ -260,20 +260,31 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
 
 
 def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
-    """``gpu-memory-full``: a GPU whose free memory (NVML's, less what this process and its children hold) is below
-    what a process starting on it needs (`CONTEXT_NEEDS`). An error for the first visible GPU, the one programs start
-    on; a warning for another, and for the first where it has under `ROOMY` free (JAX failed there once). The fix
-    points the programs at a GPU with room where one is visible, else says what holds the memory."""
+    """Whether a process starting now gets a GPU: ``gpu-unavailable`` where its compute mode lets no new process use
+    it (`_unavailable`), else ``gpu-memory-full`` where its free memory (NVML's, less what this process and its
+    children hold) is below what a process starting on it needs (`CONTEXT_NEEDS`). An error for the first visible
+    GPU, the one programs start on; a warning for another, and for the first where it has under `ROOMY` free (JAX
+    failed there once). The fix points the programs at a usable GPU with room where one is visible, else says what
+    holds the GPU."""
     findings: list[Finding] = []
-    roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY]
+    roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY and not _unavailable(d)]
     for device in facts.devices:
         free = device.free_memory
+        others = [d for d in roomy if d.index != device.index]
+        holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
+        why = _unavailable(device)
+        if why is not None:
+            findings.append(Finding(
+                Code.GPU_UNAVAILABLE, f"{device.label} {why}: a program starting on it gets no CUDA context "
+                "(\"CUDA-capable device(s) is/are busy or unavailable\", cudaErrorDevicesUnavailable)",
+                Subject(SubjectKind.DRIVER, name=device.label),
+                _room_fix(device, others, device.holders, facts.visible_devices, mode=True),
+                severity=ERROR if device.index == 0 else WARNING))
+            continue
         if free is None or free >= ROOMY or (free >= CONTEXT_NEEDS and device.index != 0):
             continue
         full = free < CONTEXT_NEEDS
-        held = device.total_memory - free
-        holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
-        unseen = held - sum(h.held or 0 for h in holders)
+        unseen = device.total_memory - free - sum(h.held or 0 for h in holders)
         who = "; ".join([h.label for h in holders] + ([f"processes this machine's view does not show (another "
                                                        f"container) hold {size_words(unseen)}"]
                                                       if unseen > ROOMY else []))
@@ -286,17 +297,35 @@ def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
         findings.append(Finding(
             Code.GPU_MEMORY_FULL, f"{device.label} has {size_words(free)} free of {size_words(device.total_memory)} "
             f"({who}): {effect}", Subject(SubjectKind.DRIVER, name=device.label),
-            _room_fix(device, [d for d in roomy if d.index != device.index], holders, facts.visible_devices),
+            _room_fix(device, others, holders, facts.visible_devices),
             severity=ERROR if full and device.index == 0 else WARNING))
     return tuple(findings)
 
 
-def _room_fix(device: Device, roomy: list[Device], holders: list[Holder], visible: str | None) -> Fix:
-    """Programs pointed at a visible GPU with room (by UUID where NVML gave it, or by index where
-    CUDA_VISIBLE_DEVICES is unset and indexes are the driver's own); else the holders' own settings or an end."""
-    kept = [_KEEPS[h.framework] for h in holders if h.framework in _KEEPS]
-    end = manual(f"end the processes holding GPU {device.index}'s memory, or have them give it back "
-                 f"({', '.join(f'PID {h.pid}' for h in holders) or 'nvidia-smi lists them where it sees them'})")
+def _unavailable(device: Device) -> str | None:
+    """Why ``device``'s compute mode (nvidia-smi -c) lets no new process use it, or None: prohibited lets none,
+    exclusive-process (and the old exclusive-thread) one at a time, and another holds it."""
+    if device.compute_mode == "prohibited":
+        return "is in the prohibited compute mode (nvidia-smi -c PROHIBITED)"
+    if device.compute_mode in ("exclusive-process", "exclusive-thread") and device.holders:
+        return (f"is in the {device.compute_mode} compute mode and {device.holders[0].label.split(' holds ')[0]} "
+                "has it")
+    return None
+
+
+def _room_fix(device: Device, roomy: list[Device], holders: Sequence[Holder], visible: str | None, *,
+              mode: bool = False) -> Fix:
+    """Programs pointed at a usable visible GPU with room (by UUID where NVML gave it, or by index where
+    CUDA_VISIBLE_DEVICES is unset and indexes are the driver's own); else the holders' own settings or an end, and
+    for a compute mode (``mode``) the mode set back."""
+    kept = [_KEEPS[h.framework] for h in holders if h.framework in _KEEPS and not mode]
+    pids = ', '.join(f'PID {h.pid}' for h in holders)
+    if mode:
+        end = manual(f"set GPU {device.index}'s compute mode back to the default, as root: `nvidia-smi -i "
+                     f"{device.pci_bus_id} -c DEFAULT`" + (f" (or end {pids})" if holders else ""))
+    else:
+        end = manual(f"end the processes holding GPU {device.index}'s memory, or have them give it back "
+                     f"({pids or 'nvidia-smi lists them where it sees them'})")
     note = "; ".join(dict.fromkeys(kept)) or None
     other = next((d for d in roomy if d.uuid or visible is None), None)
     if other is not None:

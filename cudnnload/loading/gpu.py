@@ -203,7 +203,7 @@ def _with_memory(devices: tuple[Device, ...]) -> tuple[Device, ...]:
     from cudnnload.loading.nvml import memory_by_bus_id
 
     read = memory_by_bus_id([d.pci_bus_id for d in devices])
-    return tuple(replace(d, free_memory=m.free, holders=m.holders, uuid=m.uuid)
+    return tuple(replace(d, free_memory=m.free, holders=m.holders, uuid=m.uuid, compute_mode=m.compute_mode)
                  if (m := read.get(d.pci_bus_id)) is not None else d for d in devices)
 
 

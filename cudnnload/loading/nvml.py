@@ -21,6 +21,8 @@ from cudnnload.resolve.hardware import Holder, holder_framework
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
 _NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE: usedGpuMemory a container cannot see
+# nvmlComputeMode_t (NVML_COMPUTEMODE_EXCLUSIVE_THREAD, 1, is no longer supported by drivers)
+_COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
 
 
 class _Memory(ctypes.Structure):  # nvmlMemory_t
@@ -41,6 +43,7 @@ class Memory:
     total: int
     uuid: str | None
     holders: tuple[Holder, ...]
+    compute_mode: str | None = None  # "default", "prohibited", "exclusive-process" (nvidia-smi -c)
 
 
 def driver_folder(maps: str = "/proc/self/maps") -> str | None:
@@ -89,8 +92,10 @@ def _memory(nvml: ctypes.CDLL, bus: str) -> Memory | None:
     holders = _holders(nvml, device)
     own = own_processes()
     mine = sum(h.held or 0 for h in holders if h.pid in own)
+    mode = ctypes.c_int(-1)
+    moded = nvml.nvmlDeviceGetComputeMode(device, ctypes.byref(mode)) == _NVML_SUCCESS
     return Memory(int(memory.free) + mine, int(memory.total), uuid.value.decode(errors="replace") if named else None,
-                  tuple(h for h in holders if h.pid not in own))
+                  tuple(h for h in holders if h.pid not in own), _COMPUTE_MODES.get(mode.value) if moded else None)
 
 
 def own_processes(proc: str = "/proc") -> set[int]:

@@ -39,6 +39,7 @@ class Device:
     free_memory: int | None = None
     holders: tuple[Holder, ...] = ()  # the other processes holding its memory
     uuid: str | None = None  # "GPU-8929...", as CUDA_VISIBLE_DEVICES takes it
+    compute_mode: str | None = None  # NVML's: "default", "prohibited", "exclusive-process" (nvidia-smi -c)
 
     @property
     def sm(self) -> int:
