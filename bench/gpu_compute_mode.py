@@ -55,7 +55,8 @@ def main() -> None:
         print(mode("EXCLUSIVE_PROCESS"), flush=True)
         holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
         try:
-            print("== exclusive-process, holder:", holder.stdout.readline().strip() if holder.stdout else "", flush=True)
+            said = holder.stdout.readline().strip() if holder.stdout else ""
+            print("== exclusive-process, holder:", said, flush=True)
             ask()
         finally:
             holder.kill()
