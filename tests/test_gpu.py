@@ -497,3 +497,12 @@ def test_another_process_holding_the_gpus_memory_is_seen_and_cudnn_meets_it() ->
     create = truth.step("cudnnCreate")
     assert create is not None and not create.ok, truth.verdict
     assert run_child(_READ_MEMORY)["findings"] == []
+
+
+def test_explain_here_reads_a_gpu_no_new_process_may_use_as_no_gpu_for_the_program() -> None:
+    from cudnnload.diagnose.explain.here import RULES_OUT, SHOWS, Machine, driver
+
+    prohibited = replace(facts((9, 0)), devices=(replace(_held(70000), compute_mode="prohibited"),))
+    assert driver("missing")(Machine({}, _gpu=prohibited), None).verdict == SHOWS  # type: ignore[arg-type]
+    shared = replace(facts((9, 0)), devices=(_held(70000),))
+    assert driver("missing")(Machine({}, _gpu=shared), None).verdict == RULES_OUT  # type: ignore[arg-type]

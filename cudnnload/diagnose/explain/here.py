@@ -193,6 +193,12 @@ def driver(want: str) -> Check:
                 return Here(SHOWS, getattr(facts, "reason", None) or "no NVIDIA driver")
             if not devices:
                 return Here(SHOWS, "the driver shows no GPU")
+            from cudnnload.codes import Code
+            from cudnnload.judge.gpu import memory_findings
+
+            shut = [f for f in memory_findings(facts) if f.code is Code.GPU_UNAVAILABLE]  # type: ignore[arg-type]
+            if shut:  # a compute mode that lets no new process in: the programs get no GPU either
+                return Here(SHOWS, shut[0].message.split(": a program", 1)[0])
             return Here(RULES_OUT, f"the driver is there and shows {len(devices)} GPU(s)")
         driver_cuda = getattr(facts, "driver_cuda", None)
         if not found or not driver_cuda:
