@@ -506,3 +506,22 @@ def test_explain_here_reads_a_gpu_no_new_process_may_use_as_no_gpu_for_the_progr
     assert driver("missing")(Machine({}, _gpu=prohibited), None).verdict == SHOWS  # type: ignore[arg-type]
     shared = replace(facts((9, 0)), devices=(_held(70000),))
     assert driver("missing")(Machine({}, _gpu=shared), None).verdict == RULES_OUT  # type: ignore[arg-type]
+
+
+def test_nvml_that_someone_else_can_change_is_never_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's folder as this process mapped it, with a libnvidia-ml.so.1 anyone may write: not run (issue 29);
+    a file that is no library at all gives no answer, never an exception."""
+    import cudnnload.loading.nvml as nvml
+
+    planted = tmp_path / "libnvidia-ml.so.1"
+    planted.write_bytes(b"not a library")
+    monkeypatch.setattr(nvml, "driver_folder", lambda: str(tmp_path))
+    loaded: list[str] = []
+    monkeypatch.setattr(nvml.ctypes, "CDLL", lambda path: loaded.append(path))
+    planted.chmod(0o666)
+    tmp_path.chmod(0o755)
+    assert nvml.memory_by_bus_id(["0000:00:06.0"]) == {} and loaded == []
+    planted.chmod(0o644)
+    monkeypatch.undo()
+    monkeypatch.setattr(nvml, "driver_folder", lambda: str(tmp_path))
+    assert nvml.memory_by_bus_id(["0000:00:06.0"]) == {}  # dlopen refuses it: no answer

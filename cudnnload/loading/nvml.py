@@ -7,7 +7,8 @@ CUDNN_STATUS_ALLOC_FAILED, JAX's "DNN library initialization failed") with nothi
 NVML answers without a context of its own, so asking costs no GPU memory.
 
 NVML is loaded only from the folder of the libcuda.so.1 this process has already mapped (the driver's own
-folder: the driver and NVML come from one package), never by a search another user could plant a file on.
+folder: the driver and NVML come from one package), never by a search another user could plant a file on, and
+only where nobody but root and this user can change the file (`resolve.access`, issue 29).
 Any failure gives no answer, never an exception.
 """
 
@@ -66,6 +67,10 @@ def memory_by_bus_id(bus_ids: list[str]) -> dict[str, Memory]:
     folder = driver_folder()
     path = os.path.join(folder, "libnvidia-ml.so.1") if folder else None
     if not bus_ids or path is None or not os.path.isfile(path):
+        return {}
+    from cudnnload.resolve.access import Access
+
+    if Access().replaceable(path) is not None:  # someone other than root and this user can change it: not run
         return {}
     try:
         nvml = ctypes.CDLL(path)
