@@ -306,3 +306,23 @@ def test_a_folder_holding_only_a_link_to_a_shim_takes_its_cuda_from_the_graph_th
     assert install is not None
     lt = next((s for s in install.dependencies if s.library == "libcublasLt.so.12"), None)
     assert lt is not None and lt.path is None  # the test's wheel folder has no cuBLAS beside it
+
+
+@pytest.mark.parametrize("tag, name", [("cu12-9.28.0.42", "libcublasLt.so.12"),
+                                       ("cu13-9.28.0.42", "libcublasLt.so.13"),
+                                       ("cu12-9.0.0.312", "libcublasLt.so.12")])
+def test_the_cublaslt_an_engine_library_opens_is_read_from_its_own_bytes(tag: str, name: str,
+                                                                          tmp_path: Path) -> None:
+    """The name the engines hold, not one told by their RUNPATH: nvidia-cudnn-cu13 9.13.1.26's engines name
+    libcublasLt.so.13 with a RUNPATH that has no cu13 entry (``$ORIGIN/../../cublas/lib``), and the model asked
+    for libcublasLt.so.12 there (checked by hand on the real wheel, bench/results/2026-12-05-session-50.md). A memo
+    answer of another shape is read again."""
+    from cudnnload.resolve.discovery import cublaslt_name
+
+    engines = str(lib_folder(tag) / "libcudnn_engines_precompiled.so.9")
+    memo = ElfCache(str(tmp_path / "memo.json"))
+    assert cublaslt_name(engines, memo) == name
+    for key in [k for k in memo._facts if "cublasLt" in k]:
+        memo.remember(key, "x")  # a damaged memo
+    assert cublaslt_name(engines, memo) == name
+    assert cublaslt_name(str(lib_folder(tag) / "libcudnn_graph.so.9")) is None

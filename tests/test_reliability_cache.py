@@ -754,3 +754,35 @@ def test_a_proof_made_while_etc_ld_so_preload_named_a_library_is_not_given_again
     assert named != without
     preload.unlink()
     assert cachedir.proven_under({}) == without
+
+
+def test_a_probe_remembered_before_a_fix_put_the_missing_library_in_place_is_run_again(tmp_path: Path) -> None:
+    """nvidia-cudnn-cu11 8.5/8.6 as pip installs them: cuBLASLt 11 dlopens ``libnvrtc.so`` as it loads, no wheel
+    ships that name, and the shim's first call aborts. doctor's fix links NVRTC there. A probe remembered before
+    the fix was given again after it (its mapped files were unchanged; the link is a new file in cuBLAS's folder,
+    which it searched), so doctor kept saying the process dies. Every folder a file it looked for could appear in
+    (each mapped file's own and its RUNPATH's) is now part of what the answer holds under."""
+    from cudnnload.loading.probe import probe
+    from cudnnload.resolve.elfcache import ElfCache
+    from tests.test_opened_at_load import _unpacked
+
+    site = tmp_path / "site" / "nvidia"
+    for source, name in ((lib_folder("cu11-8.5.0.96"), "cudnn"),
+                         (_unpacked("nvidia-cublas-cu11-11.11.3.6", "nvidia/cublas/lib"), "cublas")):
+        (site / name / "lib").mkdir(parents=True)
+        for path in source.iterdir():
+            if path.name.startswith("lib"):
+                os.link(path, site / name / "lib" / path.name)
+    shim = site / "cudnn" / "lib" / "libcudnn.so.8"
+    memo = ElfCache(str(tmp_path / "memo.json"))
+
+    before = probe([("shim", shim)], 8, app=True, memo=memo)
+    assert before.signal == "SIGABRT" and "libnvrtc.so: cannot open shared object file" in before.verdict, before
+    assert probe([("shim", shim)], 8, app=True, memo=memo).remembered  # nothing changed: the answer stands
+
+    nvrtc = _unpacked("nvidia-cuda-nvrtc-cu11-11.8.89", "nvidia/cuda_nvrtc/lib")
+    (site / "cublas" / "lib" / "libnvrtc.so").symlink_to(next(nvrtc.glob("libnvrtc.so.11.*")))
+    after = probe([("shim", shim)], 8, app=True, memo=memo)
+    assert not after.remembered
+    version = after.step("cudnnGetVersion")
+    assert version is not None and version.value == 8500, after.verdict

@@ -29,6 +29,7 @@ re-exports; and it dies with the thread that started it, SIGKILL included
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -36,7 +37,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -220,21 +221,77 @@ def _stamps(paths: Sequence[str]) -> list[list[object]] | None:
         return None
 
 
+# The folders the linker searches after a file's own RUNPATH/RPATH and LD_LIBRARY_PATH (`proven_under` stamps
+# those and the cache): a library put into one is found by name from then on, without ldconfig
+_SYSTEM_FOLDERS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+
+
+def _searched(paths: Sequence[str], memo: ElfCache) -> list[str]:
+    """The folders where a file the child looked for by name could appear and change its answer: each mapped file's
+    folder and the folders its RUNPATH or RPATH names ($ORIGIN as the file's folder, by its path and by its real
+    one), and the system's. A file added there moves the folder's change time; a folder that comes into being (a
+    wheel installed since) is one that was absent."""
+    from cudnnload.errors import ElfError
+
+    folders: list[str] = []
+    for path in paths:
+        origins = dict.fromkeys((os.path.dirname(path), os.path.dirname(os.path.realpath(path))))
+        folders += origins
+        try:
+            info = memo.inspect(os.path.realpath(path))
+        except (OSError, ElfError):
+            continue
+        for entry in info.runpath or info.rpath:
+            folders += [os.path.normpath(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin))
+                        for origin in origins if entry]
+    return list(dict.fromkeys((*folders, *_SYSTEM_FOLDERS)))
+
+
+def _siblings(paths: Iterable[str]) -> list[str]:
+    """The cuDNN libraries beside each requested file: the sub-libraries its shim dlopens by name, which a load that
+    failed unmaps again (their RUNPATH says where what they need is looked for)."""
+    from cudnnload.resolve.catalog import classify_bundled
+
+    found: list[str] = []
+    for folder in dict.fromkeys(os.path.dirname(path) for path in paths):
+        with contextlib.suppress(OSError):
+            found += sorted(os.path.join(folder, name) for name in os.listdir(folder) if classify_bundled(name))
+    return found
+
+
+def _folder_stamps(folders: Sequence[str]) -> list[list[object]]:
+    from cudnnload.cachedir import stamp
+
+    rows: list[list[object]] = []
+    for folder in folders:
+        try:
+            rows.append([folder, *stamp(folder)])
+        except OSError:
+            rows.append([folder, "absent"])
+    return rows
+
+
 def _remember(memo: ElfCache, key: tuple[str, ...], result: ProbeResult, out: bytes, err: bytes) -> None:
     stamps = _stamps([path for _, path in result.files] + list(result.mapped))
     if stamps is not None:
+        folders = _folder_stamps(_searched([path for _, path in result.files] + list(result.mapped)
+                                           + _siblings(path for _, path in result.files), memo))
         memo.remember(key, json.dumps({"out": out.decode("latin-1"), "err": err.decode("latin-1"),
-                                       "rc": result.returncode, "seconds": result.seconds, "stamps": stamps}))
+                                       "rc": result.returncode, "seconds": result.seconds, "stamps": stamps,
+                                       "folders": folders}))
 
 
 def _recalled(memo: ElfCache, key: tuple[str, ...], major: int, files: tuple[tuple[str, str], ...],
               timeout: float) -> ProbeResult | None:
-    """The remembered answer to the same request, while every file it mapped is unchanged (`cachedir.stamp`)."""
+    """The remembered answer to the same request, while every file it mapped is unchanged (`cachedir.stamp`), and
+    every folder where a file it looked for could appear (`_searched`): a fix that puts the missing library there
+    (a link beside cuBLASLt, a wheel installed) is seen at once, never the crash remembered from before it."""
     text = memo.recall(key, "str")
     try:
         known = json.loads(text) if isinstance(text, str) else None
-        if not isinstance(known, dict) or _stamps([str(row[0]) for row in known["stamps"]]) != known["stamps"]:
-            return None
+        if not isinstance(known, dict) or _stamps([str(row[0]) for row in known["stamps"]]) != known["stamps"] or \
+                _folder_stamps([str(row[0]) for row in known["folders"]]) != known["folders"]:
+            return None  # a file it mapped changed, or one it may have looked for came or went
         result = _result(major, files, known["out"].encode("latin-1"), known["err"].encode("latin-1"), known["rc"],
                          False, timeout, float(known["seconds"]))
     except (KeyError, TypeError, ValueError, IndexError):

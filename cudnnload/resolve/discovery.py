@@ -969,9 +969,10 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
     # cuBLASLt is dlopened (not NEEDED) by cuDNN >= 8.9 / 9 (cudnn-facts §1.1); its major is the CUDA major.
     # The library that asks is the graph (cnn_infer in 8.x) the plan loads, wherever it comes from; in 9.x it is
     # the precompiled engine library that opens cuBLASLt (its file names libcublasLt.so.12 or .13; graph's names
-    # none), the one of its own CUDA through its own RUNPATH: cu12's engines in a cu13 folder open
-    # libcublasLt.so.12 (measured: the differential test's cublaslt class); only one graph will use: of graph's
-    # own release (another release's it maps and leaves, `judge`).
+    # none: `cublaslt_name` reads it), the one of its own CUDA through its own RUNPATH: cu12's engines in a cu13
+    # folder open libcublasLt.so.12 (measured: the differential test's cublaslt class); only one graph will use: of
+    # graph's own release (another release's it maps and leaves, `judge`). The 9.13 cu13 wheel's engines name
+    # libcublasLt.so.13 with a RUNPATH that has no cu13 entry, so the name is read, not told by the RUNPATH.
     opener = next((step.path for step in plan if step.library in ("graph", "cnn_infer") and step.path), None) or \
         next((c.path for c in files if c.library in ("graph", "cnn_infer") and c.elf), None)
     opener_req = requester(opener, ctx.cache) if opener else None
@@ -980,8 +981,9 @@ def dependencies(gen: Generation, files: Sequence[Candidate], plan: Sequence[Ste
                     and step.error is None and step.release == graph_release), None) if gen.major >= 9 else None
     engines_req = requester(engines, ctx.cache) if engines else None
     if opener_req is not None and cuda and gen.major >= 8:
+        named = cublaslt_name(engines, ctx.cache) if engines and engines_req else None
         lt_cuda = (cuda_near(engines, ctx.cache) or cuda) if engines and engines_req else cuda
-        dlopened += [(f"libcublasLt.so.{lt_cuda}", engines_req or opener_req)]
+        dlopened += [(named or f"libcublasLt.so.{lt_cuda}", engines_req or opener_req)]
         versioned = _nvrtc_name(files, plan, gen.major, cuda, ctx)
         dlopened += [(versioned, opener_req)] if versioned else []
     for soname, asker in dlopened:
@@ -1124,6 +1126,23 @@ def _opens(path: str, info: ElfInfo, ctx: Context, release: Release | None = Non
     return opens_entry(info.soname or "", info.release or release, partial(holds, path, cache=ctx.cache))
 
 
+def cublaslt_name(path: str, cache: ElfCache | None = None) -> str | None:
+    """The cuBLASLt a cuDNN engine library dlopens, as the file names it ("libcublasLt.so.13"), or None where it
+    names none (read once per file: ``cache``)."""
+    def read(data: mmap.mmap) -> str | None:
+        at = data.find(b"\0libcublasLt.so.")
+        if at < 0:
+            return None
+        end = data.find(b"\0", at + 1, at + 40)
+        name = bytes(data[at + 1:end]).decode("ascii", "replace") if end > 0 else ""
+        return name if _CUBLASLT.fullmatch(name) else None
+
+    return _read_once(("cublasLt",), path, read, cache, _CUBLASLT)
+
+
+_CUBLASLT = re.compile(r"libcublasLt\.so\.\d+")
+
+
 def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
     """Whether the file at ``path`` holds ``name`` as a NUL-terminated string of its own (read once per file and
     name: ``cache``)."""
@@ -1134,14 +1153,16 @@ def holds(path: str, name: bytes, cache: ElfCache | None = None) -> bool:
 
 
 def _read_once(kind: tuple[str, ...], path: str, read: Callable[[mmap.mmap], str | None],
-               cache: ElfCache | None, answers: tuple[str, ...] | None = None) -> str | None:
+               cache: ElfCache | None, answers: tuple[str, ...] | re.Pattern[str] | None = None) -> str | None:
     """What ``read`` finds in the bytes of the file at ``path`` (mapped, not read whole), remembered in ``cache``
     under ``kind`` and the file's stamp when it finds something; None when it finds nothing or the file cannot be
     read (a regular file only: a FIFO put in its place would block an open). A remembered answer that is none of
-    ``answers`` (where ``read`` gives only those) is a memo of another shape: read again."""
+    ``answers`` (where ``read`` gives only those, or only what that pattern matches whole) is a memo of another
+    shape: read again."""
     key = (*kind, *_stamped(path))
     known = cache.recall(key, "str") if cache is not None else None
-    if isinstance(known, str) and (answers is None or known in answers):
+    if isinstance(known, str) and (answers is None or (answers.fullmatch(known) is not None
+                                                       if isinstance(answers, re.Pattern) else known in answers)):
         return known
     try:
         with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
