@@ -156,10 +156,13 @@ def command_line(pid: int) -> str | None:
     return text or None
 
 
+_MAPS_LIMIT = 8 << 20  # a process with millions of mappings is read this far (a framework's libraries come early)
+
+
 def maps_of(pid: int) -> str:
     """The files process ``pid`` maps, one text ("" where /proc does not let this process read them)."""
     try:
         with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+            return handle.read(_MAPS_LIMIT)
     except OSError:
         return ""
