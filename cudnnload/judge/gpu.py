@@ -261,18 +261,18 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
 
 def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
     """Whether a process starting now gets a GPU: ``gpu-unavailable`` where its compute mode lets no new process use
-    it (`_unavailable`), else ``gpu-memory-full`` where its free memory (NVML's, less what this process and its
+    it (`unavailable`), else ``gpu-memory-full`` where its free memory (NVML's, less what this process and its
     children hold) is below what a process starting on it needs (`CONTEXT_NEEDS`). An error for the first visible
     GPU, the one programs start on; a warning for another, and for the first where it has under `ROOMY` free (JAX
     failed there once). The fix points the programs at a usable GPU with room where one is visible, else says what
     holds the GPU."""
     findings: list[Finding] = []
-    roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY and not _unavailable(d)]
+    roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY and not unavailable(d)]
     for device in facts.devices:
         free = device.free_memory
         others = [d for d in roomy if d.index != device.index]
         holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
-        why = _unavailable(device)
+        why = unavailable(device)
         if why is not None:
             findings.append(Finding(
                 Code.GPU_UNAVAILABLE, f"{device.label} {why}: a program starting on it gets no CUDA context "
@@ -284,10 +284,6 @@ def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
         if free is None or free >= ROOMY or (free >= CONTEXT_NEEDS and device.index != 0):
             continue
         full = free < CONTEXT_NEEDS
-        unseen = device.total_memory - free - sum(h.held or 0 for h in holders)
-        who = "; ".join([h.label for h in holders] + ([f"processes this machine's view does not show (another "
-                                                       f"container) hold {size_words(unseen)}"]
-                                                      if unseen > ROOMY else []))
         effect = ("a program starting on it gets no CUDA context, or no room for cuDNN's handle: frameworks report "
                   "\"CUDA error: out of memory\", CUDNN_STATUS_NOT_INITIALIZED or CUDNN_STATUS_ALLOC_FAILED (JAX: "
                   "\"no supported devices found for platform CUDA\", \"DNN library initialization failed\"), with "
@@ -295,14 +291,25 @@ def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
             ("a program starting on it has little room: JAX failed with 768 MiB free (measured on an H100), "
              "PyTorch's first convolution ran from 640 MiB")
         findings.append(Finding(
-            Code.GPU_MEMORY_FULL, f"{device.label} has {size_words(free)} free of {size_words(device.total_memory)} "
-            f"({who}): {effect}", Subject(SubjectKind.DRIVER, name=device.label),
+            Code.GPU_MEMORY_FULL, f"{held_words(device)}: {effect}", Subject(SubjectKind.DRIVER, name=device.label),
             _room_fix(device, others, holders, facts.visible_devices),
             severity=ERROR if full and device.index == 0 else WARNING))
     return tuple(findings)
 
 
-def _unavailable(device: Device) -> str | None:
+def held_words(device: Device) -> str:
+    """"GPU 0 (...) has 255 MiB free of 139.8 GiB (PID 1403 (python serve.py) holds 139.5 GiB)": what a finding
+    about its memory says first, from the facts alone."""
+    free = device.free_memory or 0
+    holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
+    unseen = device.total_memory - free - sum(h.held or 0 for h in holders)
+    who = "; ".join([h.label for h in holders] + ([f"processes this machine's view does not show (another "
+                                                   f"container) hold {size_words(unseen)}"] if unseen > ROOMY else []))
+    return f"{device.label} has {size_words(free)} free of {size_words(device.total_memory)}" + \
+        (f" ({who})" if who else "")
+
+
+def unavailable(device: Device) -> str | None:
     """Why ``device``'s compute mode (nvidia-smi -c) lets no new process use it, or None: prohibited lets none,
     exclusive-process (and the old exclusive-thread) one at a time, and another holds it."""
     if device.compute_mode == "prohibited":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cudnnload.diagnose.explain.reading import Reading, version_of
 from cudnnload.diagnose.inventory import find
@@ -193,12 +194,11 @@ def driver(want: str) -> Check:
                 return Here(SHOWS, getattr(facts, "reason", None) or "no NVIDIA driver")
             if not devices:
                 return Here(SHOWS, "the driver shows no GPU")
-            from cudnnload.codes import Code
-            from cudnnload.judge.gpu import memory_findings
+            from cudnnload.judge.gpu import unavailable
 
-            shut = [f for f in memory_findings(facts) if f.code is Code.GPU_UNAVAILABLE]  # type: ignore[arg-type]
-            if shut:  # a compute mode that lets no new process in: the programs get no GPU either
-                return Here(SHOWS, shut[0].message.split(": a program", 1)[0])
+            shut = next(((d, why) for d in devices if (why := unavailable(d)) is not None), None)
+            if shut is not None:  # a compute mode that lets no new process in: the programs get no GPU either
+                return Here(SHOWS, f"{shut[0].label} {shut[1]}")
             return Here(RULES_OUT, f"the driver is there and shows {len(devices)} GPU(s)")
         driver_cuda = getattr(facts, "driver_cuda", None)
         if not found or not driver_cuda:
@@ -227,12 +227,14 @@ def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
 def memory_held(machine: Machine, reading: Reading) -> Here:
     """A GPU whose memory other processes hold now (`judge.gpu.memory_findings`); with room, the program's own
     allocations, gone with it, are not seen: that tells nothing."""
-    from cudnnload.judge.gpu import ROOMY, memory_findings
+    from cudnnload.judge.gpu import ROOMY, held_words, memory_findings
 
-    full = memory_findings(machine.gpu) if getattr(machine.gpu, "devices", ()) else ()  # type: ignore[arg-type]
-    if full:
-        return Here(SHOWS, full[0].message.split(": a program", 1)[0])
+    facts: Any = machine.gpu
+    full = [f for f in memory_findings(facts) if f.code is Code.GPU_MEMORY_FULL] if getattr(facts, "devices", ()) \
+        else []
     known = [d for d in getattr(machine.gpu, "devices", ()) if d.free_memory is not None]
+    if full:
+        return Here(SHOWS, held_words(next(d for d in known if d.label == full[0].subject.name)))
     if not known:
         return Here(CANNOT_TELL, "no GPU memory reading here")
     return Here(CANNOT_TELL, "; ".join(f"GPU {d.index} has {d.free_memory / 2**30:.1f} GiB free now" for d in known)
