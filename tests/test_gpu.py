@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -525,3 +526,20 @@ def test_nvml_that_someone_else_can_change_is_never_loaded(tmp_path: Path, monke
     monkeypatch.undo()
     monkeypatch.setattr(nvml, "driver_folder", lambda: str(tmp_path))
     assert nvml.memory_by_bus_id(["0000:00:06.0"]) == {}  # dlopen refuses it: no answer
+
+
+def test_a_gpu_split_into_mig_instances_gets_no_memory_answer() -> None:
+    """The whole GPU's memory says nothing of the MIG instance a program gets: no reading, so no finding."""
+    from cudnnload.loading.nvml import _mig
+
+    class Nvml:
+        def __init__(self, mode: int | None) -> None:
+            self.mode = mode
+
+        def nvmlDeviceGetMigMode(self, device: object, current: Any, pending: Any) -> int:  # noqa: N802
+            if self.mode is None:
+                return 3  # NVML_ERROR_NOT_SUPPORTED: a GPU without MIG
+            current._obj.value = self.mode
+            return 0
+
+    assert [_mig(Nvml(mode), None) for mode in (1, 0, None)] == [True, False, False]  # type: ignore[arg-type]

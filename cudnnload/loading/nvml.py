@@ -90,7 +90,7 @@ def _memory(nvml: ctypes.CDLL, bus: str) -> Memory | None:
     device = ctypes.c_void_p()
     memory = _Memory()
     if nvml.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(device)) != _NVML_SUCCESS or \
-            nvml.nvmlDeviceGetMemoryInfo(device, ctypes.byref(memory)) != _NVML_SUCCESS:
+            _mig(nvml, device) or nvml.nvmlDeviceGetMemoryInfo(device, ctypes.byref(memory)) != _NVML_SUCCESS:
         return None
     uuid = ctypes.create_string_buffer(96)
     named = nvml.nvmlDeviceGetUUID(device, uuid, len(uuid)) == _NVML_SUCCESS and uuid.value
@@ -101,6 +101,15 @@ def _memory(nvml: ctypes.CDLL, bus: str) -> Memory | None:
     moded = nvml.nvmlDeviceGetComputeMode(device, ctypes.byref(mode)) == _NVML_SUCCESS
     return Memory(int(memory.free) + mine, int(memory.total), uuid.value.decode(errors="replace") if named else None,
                   tuple(h for h in holders if h.pid not in own), _COMPUTE_MODES.get(mode.value) if moded else None)
+
+
+def _mig(nvml: ctypes.CDLL, device: ctypes.c_void_p) -> bool:
+    """Whether the GPU is split into MIG instances: the whole GPU's memory then says nothing of the instance a
+    program gets (a bus id names the whole GPU), so no answer is given for it."""
+    current, pending = ctypes.c_uint(0), ctypes.c_uint(0)
+    call = getattr(nvml, "nvmlDeviceGetMigMode", None)
+    return call is not None and call(device, ctypes.byref(current), ctypes.byref(pending)) == _NVML_SUCCESS \
+        and current.value == 1
 
 
 def own_processes(proc: str = "/proc") -> set[int]:
