@@ -8,6 +8,7 @@ nvidia-cudnn-cu13 (or -cu12) wheel.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
