@@ -261,17 +261,16 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
 
 def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
     """Whether a process starting now gets a GPU: ``gpu-unavailable`` where its compute mode lets no new process use
-    it (`unavailable`), else ``gpu-memory-full`` where its free memory (NVML's, less what this process and its
-    children hold) is below what a process starting on it needs (`CONTEXT_NEEDS`). An error for the first visible
-    GPU, the one programs start on; a warning for another, and for the first where it has under `ROOMY` free (JAX
-    failed there once). The fix points the programs at a usable GPU with room where one is visible, else says what
-    holds the GPU."""
+    it (`unavailable`), else ``gpu-memory-full`` where its free memory is below what a process starting on it needs
+    (`CONTEXT_NEEDS`). Free is NVML's, with what this process, its children and the processes it descends from hold
+    counted free (`loading.nvml.own_processes`). An error for the first visible GPU, the one programs start on; a
+    warning for another, and for the first where it has under `ROOMY` free (JAX failed there once). The fix points
+    the programs at a usable GPU with room where one is visible, else says what holds the GPU."""
     findings: list[Finding] = []
     roomy = [d for d in facts.devices if d.free_memory is not None and d.free_memory >= ROOMY and not unavailable(d)]
     for device in facts.devices:
         free = device.free_memory
         others = [d for d in roomy if d.index != device.index]
-        holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
         why = unavailable(device)
         if why is not None:
             findings.append(Finding(
@@ -292,7 +291,7 @@ def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
              "PyTorch's first convolution ran from 640 MiB")
         findings.append(Finding(
             Code.GPU_MEMORY_FULL, f"{held_words(device)}: {effect}", Subject(SubjectKind.DRIVER, name=device.label),
-            _room_fix(device, others, holders, facts.visible_devices),
+            _room_fix(device, others, _holding(device), facts.visible_devices),
             severity=ERROR if full and device.index == 0 else WARNING))
     return tuple(findings)
 
@@ -301,12 +300,17 @@ def held_words(device: Device) -> str:
     """"GPU 0 (...) has 255 MiB free of 139.8 GiB (PID 1403 (python serve.py) holds 139.5 GiB)": what a finding
     about its memory says first, from the facts alone."""
     free = device.free_memory or 0
-    holders = [h for h in device.holders if h.held is None or h.held >= 2**26]  # 64 MiB and up
+    holders = _holding(device)
     unseen = device.total_memory - free - sum(h.held or 0 for h in holders)
     who = "; ".join([h.label for h in holders] + ([f"processes this machine's view does not show (another "
                                                    f"container) hold {size_words(unseen)}"] if unseen > ROOMY else []))
     return f"{device.label} has {size_words(free)} free of {size_words(device.total_memory)}" + \
         (f" ({who})" if who else "")
+
+
+def _holding(device: Device) -> list[Holder]:
+    """The processes that hold enough of ``device`` to name: 64 MiB and up, or an amount NVML cannot say."""
+    return [h for h in device.holders if h.held is None or h.held >= 2**26]
 
 
 def unavailable(device: Device) -> str | None:
@@ -315,8 +319,7 @@ def unavailable(device: Device) -> str | None:
     if device.compute_mode == "prohibited":
         return "is in the prohibited compute mode (nvidia-smi -c PROHIBITED)"
     if device.compute_mode in ("exclusive-process", "exclusive-thread") and device.holders:
-        return (f"is in the {device.compute_mode} compute mode and {device.holders[0].label.split(' holds ')[0]} "
-                "has it")
+        return f"is in the {device.compute_mode} compute mode and {device.holders[0].named} has it"
     return None
 
 

@@ -21,9 +21,13 @@ class Holder:
     framework: str | None = None
 
     @property
+    def named(self) -> str:
+        """"PID 1403 (python serve.py)": its command on one line (a ``-c`` script's too), cut at 80 characters."""
+        return f"PID {self.pid}" + (f" ({' '.join(self.command.split())[:80]})" if self.command else "")
+
+    @property
     def label(self) -> str:
-        what = f" ({' '.join(self.command.split())[:80]})" if self.command else ""  # a -c script on one line
-        return f"PID {self.pid}{what}" + (f" holds {self.held / 2**30:.1f} GiB" if self.held is not None else "")
+        return self.named + (f" holds {self.held / 2**30:.1f} GiB" if self.held is not None else "")
 
 
 @dataclass(frozen=True)
