@@ -262,8 +262,10 @@ def device_findings(facts: GpuFacts, *, release: Release | None, max_device_vers
 def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
     """Whether a process starting now gets a GPU: ``gpu-unavailable`` where its compute mode lets no new process use
     it (`unavailable`), else ``gpu-memory-full`` where its free memory is below what a process starting on it needs
-    (`CONTEXT_NEEDS`). Free is NVML's, with what this process, its children and the processes it descends from hold
-    counted free (`loading.nvml.own_processes`). An error for the first visible GPU, the one programs start on; a
+    (`CONTEXT_NEEDS`). Free is NVML's, with what this process and its children hold counted free
+    (`loading.nvml.own_processes`: doctor's probe holds a context while NVML is read); what the process that started
+    doctor holds is not (a notebook's kernel holding the GPU leaves no room for a program started now, doctor's
+    probe among them, and is named as a holder). An error for the first visible GPU, the one programs start on; a
     warning for another, and for the first where it has under `ROOMY` free (JAX failed there once). The fix points
     the programs at a usable GPU with room where one is visible, else says what holds the GPU."""
     findings: list[Finding] = []

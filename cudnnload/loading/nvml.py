@@ -113,9 +113,7 @@ def _mig(nvml: ctypes.CDLL, device: ctypes.c_void_p) -> bool:
 
 
 def own_processes(proc: str = "/proc") -> set[int]:
-    """This process, every process descended from it and the processes it descends from (their parents read from
-    /proc/PID/stat): a probe `doctor` runs holds a context while NVML is read, and a program that runs doctor (a
-    notebook's kernel, a training script) already has the memory it holds; its siblings are others."""
+    """This process and every process descended from it (their parents read from /proc/PID/stat)."""
     parents: dict[int, int] = {}
     try:
         names = os.listdir(proc)
@@ -129,16 +127,11 @@ def own_processes(proc: str = "/proc") -> set[int]:
                 parents[int(name)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-    ancestors: set[int] = set()
-    pid = parents.get(os.getpid(), 0)
-    while pid > 1 and pid not in ancestors:
-        ancestors.add(pid)
-        pid = parents.get(pid, 0)
     own = {os.getpid()}
     while True:
         more = {pid for pid, parent in parents.items() if parent in own} - own
         if not more:
-            return own | ancestors
+            return own
         own |= more
 
 
