@@ -6,7 +6,8 @@ Each breakage changes the installed frameworks or the machine (a sub-library or 
 wheel's folder, a dangling link, an empty file, NVRTC or cuBLAS taken away, /etc/ld.so.preload,
 CUDA_VISIBLE_DEVICES=-1, a shim or a sub-library copied into a folder of its own, or into the folder the program runs
 in, an empty LD_LIBRARY_PATH entry, a copy of the wheel's package holding only the shim first on PYTHONPATH, one
-library's file under another's name, a file cut short or an empty folder in a library's place)
+library's file under another's name, a file cut short or an empty folder in a library's place, another process
+holding the GPU's memory)
 and is undone after, whatever happens (each moved file back where it was, each written file removed). For each,
 the frameworks' own convolution programs run first (the truth); then plain ``doctor``, ``doctor <the framework's
 library>``, ``doctor -- <the program>`` and ``explain`` on the program's last lines are asked exactly as the

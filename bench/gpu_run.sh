@@ -16,7 +16,7 @@
 #   parts       a cold start taken apart                      -> parts.txt
 #   frameworks  the real PyTorch and JAX broken twelve ways, every form of doctor and explain against what they
 #               did (tests/test_frameworks_gpu.py, its first test)  -> frameworks.txt, frameworks.jsonl
-#   more        the real PyTorch and JAX broken fifty-one more ways (bench/frameworks_more.py), asked the same ways
+#   more        the real PyTorch and JAX broken fifty-four more ways (bench/frameworks_more.py), asked the same ways
 #                                                             -> more.txt, frameworks.jsonl
 #   pins        the same breakages under `cudnnload run --for torch` and load(for_="torch") (its second test)
 #                                                             -> pins.txt, frameworks.jsonl
