@@ -423,13 +423,10 @@ def test_the_framework_holding_memory_is_read_from_what_its_process_maps(maps: s
     assert holder_framework(maps) == framework
 
 
-def test_nvml_is_taken_only_from_the_folder_of_the_driver_this_process_maps(tmp_path: Path) -> None:
-    maps = tmp_path / "maps"
-    maps.write_text("55d0-55d1 r--p 00000000 00:00 0\n"
-                    "7f00-7f01 r-xp 00000000 08:01 42 /usr/local/nvidia/lib64/libcuda.so.580.159.04\n")
-    assert driver_folder(str(maps)) == "/usr/local/nvidia/lib64"
-    maps.write_text("55d0-55d1 r--p 00000000 00:00 0 [heap]\n")
-    assert driver_folder(str(maps)) is None
+def test_nvml_is_taken_only_from_the_folder_of_the_driver_this_process_maps() -> None:
+    mapped = ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/local/nvidia/lib64/libcuda.so.580.159.04"]
+    assert driver_folder(mapped) == "/usr/local/nvidia/lib64"
+    assert driver_folder(["/usr/lib/x86_64-linux-gnu/libc.so.6"]) is None
 
 
 def test_this_process_and_its_children_are_its_own_not_holders() -> None:
@@ -516,7 +513,7 @@ def test_nvml_that_someone_else_can_change_is_never_loaded(tmp_path: Path, monke
 
     planted = tmp_path / "libnvidia-ml.so.1"
     planted.write_bytes(b"not a library")
-    monkeypatch.setattr(nvml, "driver_folder", lambda: str(tmp_path))
+    monkeypatch.setattr(nvml, "driver_folder", lambda mapped: str(tmp_path))
     loaded: list[str] = []
     monkeypatch.setattr(nvml.ctypes, "CDLL", lambda path: loaded.append(path))
     planted.chmod(0o666)
@@ -524,7 +521,7 @@ def test_nvml_that_someone_else_can_change_is_never_loaded(tmp_path: Path, monke
     assert nvml.memory_by_bus_id(["0000:00:06.0"]) == {} and loaded == []
     planted.chmod(0o644)
     monkeypatch.undo()
-    monkeypatch.setattr(nvml, "driver_folder", lambda: str(tmp_path))
+    monkeypatch.setattr(nvml, "driver_folder", lambda mapped: str(tmp_path))
     assert nvml.memory_by_bus_id(["0000:00:06.0"]) == {}  # dlopen refuses it: no answer
 
 

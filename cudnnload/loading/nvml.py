@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cudnnload.children import proc_stat
 from cudnnload.resolve.hardware import Holder, holder_framework
+from cudnnload.resolve.mapped import read_maps
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
 _NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE: usedGpuMemory a container cannot see
@@ -47,24 +50,18 @@ class Memory:
     compute_mode: str | None = None  # "default", "prohibited", "exclusive-process" (nvidia-smi -c)
 
 
-def driver_folder(maps: str = "/proc/self/maps") -> str | None:
-    """The folder of the libcuda.so.1 this process has mapped, or None."""
-    try:
-        with open(maps, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                fields = line.split(None, 5)
-                path = fields[5].strip() if len(fields) == 6 else ""
-                if os.path.basename(path).startswith("libcuda.so") and os.path.isabs(path):
-                    return os.path.dirname(path)
-    except OSError:
-        return None
-    return None
+def driver_folder(mapped: Iterable[str]) -> str | None:
+    """The folder of the libcuda.so.1 among the files a process maps (`resolve.mapped.read_maps`), or None."""
+    return next((os.path.dirname(path) for path in mapped if os.path.basename(path).startswith("libcuda.so")), None)
 
 
 def memory_by_bus_id(bus_ids: list[str]) -> dict[str, Memory]:
     """NVML's memory facts for each PCI bus id (as ``cuDeviceGetPCIBusId`` gives it, "0000:18:00.0"); the ids it
     cannot answer for are left out, and all are when NVML cannot be loaded from the driver's folder."""
-    folder = driver_folder()
+    try:
+        folder = driver_folder(mapped.path for mapped in read_maps())
+    except OSError:
+        return {}
     path = os.path.join(folder, "libnvidia-ml.so.1") if folder else None
     if not bus_ids or path is None or not os.path.isfile(path):
         return {}
@@ -78,15 +75,16 @@ def memory_by_bus_id(bus_ids: list[str]) -> dict[str, Memory]:
             return {}
     except (OSError, AttributeError):
         return {}
+    own = own_processes()
     try:
-        return {bus: memory for bus in bus_ids if (memory := _memory(nvml, bus)) is not None}
+        return {bus: memory for bus in bus_ids if (memory := _memory(nvml, bus, own)) is not None}
     except (OSError, AttributeError, ValueError):
         return {}
     finally:
         nvml.nvmlShutdown()
 
 
-def _memory(nvml: ctypes.CDLL, bus: str) -> Memory | None:
+def _memory(nvml: ctypes.CDLL, bus: str, own: set[int]) -> Memory | None:
     device = ctypes.c_void_p()
     memory = _Memory()
     if nvml.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(device)) != _NVML_SUCCESS or \
@@ -95,7 +93,6 @@ def _memory(nvml: ctypes.CDLL, bus: str) -> Memory | None:
     uuid = ctypes.create_string_buffer(96)
     named = nvml.nvmlDeviceGetUUID(device, uuid, len(uuid)) == _NVML_SUCCESS and uuid.value
     holders = _holders(nvml, device)
-    own = own_processes()
     mine = sum(h.held or 0 for h in holders if h.pid in own)
     mode = ctypes.c_int(-1)
     moded = nvml.nvmlDeviceGetComputeMode(device, ctypes.byref(mode)) == _NVML_SUCCESS
@@ -112,21 +109,13 @@ def _mig(nvml: ctypes.CDLL, device: ctypes.c_void_p) -> bool:
         and current.value == 1
 
 
-def own_processes(proc: str = "/proc") -> set[int]:
-    """This process and every process descended from it (their parents read from /proc/PID/stat)."""
-    parents: dict[int, int] = {}
+def own_processes() -> set[int]:
+    """This process and every process descended from it (their parents read by `children.proc_stat`)."""
     try:
-        names = os.listdir(proc)
+        names = os.listdir("/proc")
     except OSError:
         return {os.getpid()}
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(proc, name, "stat"), "rb") as handle:
-                parents[int(name)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
+    parents = {int(name): stat.ppid for name in names if name.isdigit() and (stat := proc_stat(int(name)))}
     own = {os.getpid()}
     while True:
         more = {pid for pid, parent in parents.items() if parent in own} - own

@@ -221,30 +221,28 @@ def _stamps(paths: Sequence[str]) -> list[list[object]] | None:
         return None
 
 
-# The folders the linker searches after a file's own RUNPATH/RPATH and LD_LIBRARY_PATH (`proven_under` stamps
-# those and the cache): a library put into one is found by name from then on, without ldconfig
-_SYSTEM_FOLDERS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
-
-
 def _searched(paths: Sequence[str], memo: ElfCache) -> list[str]:
     """The folders where a file the child looked for by name could appear and change its answer: each mapped file's
-    folder and the folders its RUNPATH or RPATH names ($ORIGIN as the file's folder, by its path and by its real
-    one), and the system's. A file added there moves the folder's change time; a folder that comes into being (a
-    wheel installed since) is one that was absent."""
+    folder and the folders its RUNPATH or RPATH names (expanded as the linker expands them, from the file as given
+    and as resolved), and the system's library folders, which the linker searches after those, without ldconfig.
+    A file added there moves the folder's change time; a folder that comes into being (a wheel installed since) is
+    one that was absent."""
     from cudnnload.errors import ElfError
+    from cudnnload.resolve.discovery import SYSTEM_LIBRARY_FOLDERS
+    from cudnnload.resolve.linker import LinkerDefaults, Requester, expand_all
 
     folders: list[str] = []
     for path in paths:
-        origins = dict.fromkeys((os.path.dirname(path), os.path.dirname(os.path.realpath(path))))
-        folders += origins
+        opened = dict.fromkeys((path, os.path.realpath(path)))
+        folders += [os.path.dirname(name) for name in opened]
         try:
             info = memo.inspect(os.path.realpath(path))
         except (OSError, ElfError):
             continue
-        for entry in info.runpath or info.rpath:
-            folders += [os.path.normpath(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin))
-                        for origin in origins if entry]
-    return list(dict.fromkeys((*folders, *_SYSTEM_FOLDERS)))
+        folders += [os.path.normpath(folder) for name in opened
+                    for folder in expand_all(info.runpath or info.rpath, Requester.from_elf(name, info),
+                                             LinkerDefaults()) if folder]
+    return list(dict.fromkeys((*folders, *SYSTEM_LIBRARY_FOLDERS)))
 
 
 def _siblings(paths: Iterable[str]) -> list[str]:

@@ -524,13 +524,14 @@ def _most_named(constants: Sequence[Candidate]) -> tuple[Release, str]:
     return best, f"{cand.elf.release_symbol if cand.elf else ''} in {os.path.basename(cand.path)}"
 
 
-_SYSTEM_LIBRARY_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
-                           "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+# The system's library folders (the linker's default folders on the distributions cudnnload meets)
+SYSTEM_LIBRARY_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+                          "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
 
 
 def _header_folders(folder: str) -> tuple[str, ...]:
     own = os.path.normpath(os.path.join(folder, "..", "include"))
-    if os.path.normpath(folder) in _SYSTEM_LIBRARY_FOLDERS:  # apt/dnf put the headers here
+    if os.path.normpath(folder) in SYSTEM_LIBRARY_FOLDERS:  # apt/dnf put the headers here
         return own, "/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"
     return (own,)
 
