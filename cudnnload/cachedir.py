@@ -171,6 +171,15 @@ def stamp(path: str) -> tuple[int, int, int, int, int]:
     return info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, info.st_ctime_ns
 
 
+def stamped(path: str) -> str:
+    """``path`` and its `stamp` as text, or "absent" where it cannot be read: a folder stamped so moves when a file
+    in it comes or goes, and one that comes into being (a wheel installed since) was absent."""
+    try:
+        return f"{path} {' '.join(map(str, stamp(path)))}"
+    except OSError:
+        return f"{path} absent"
+
+
 def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
     """What a proof depends on besides its files, as text: the host and its boot (a driver or kernel module
     installed since; a home folder shared over NFS, a cache shared by containers with and without a GPU),
@@ -185,13 +194,6 @@ def proven_under(env: Mapping[str, str]) -> tuple[str, ...]:
     except OSError:
         boot = "?"
     folders = [entry for entry in env.get("LD_LIBRARY_PATH", "").replace(";", ":").split(":") if entry.startswith("/")]
-
-    def stamped(path: str) -> str:
-        try:
-            return f"{path} {' '.join(map(str, stamp(path)))}"
-        except OSError:
-            return f"{path} absent"
-
     return (os.uname().nodename, boot, os.confstr("CS_GNU_LIBC_VERSION") or "?",
             *(stamped(path) for path in dict.fromkeys(("/etc/ld.so.cache", PRELOAD_FILE, *folders))))
 

@@ -756,6 +756,20 @@ def test_a_proof_made_while_etc_ld_so_preload_named_a_library_is_not_given_again
     assert cachedir.proven_under({}) == without
 
 
+def _cudnn_85_with_cublas(tmp_path: Path) -> Path:
+    """``tmp_path/site/nvidia`` as pip lays out nvidia-cudnn-cu11 8.5 and the cuBLAS 11 it requires (hard links)."""
+    from tests.test_opened_at_load import _unpacked
+
+    site = tmp_path / "site" / "nvidia"
+    for source, name in ((lib_folder("cu11-8.5.0.96"), "cudnn"),
+                         (_unpacked("nvidia-cublas-cu11-11.11.3.6", "nvidia/cublas/lib"), "cublas")):
+        (site / name / "lib").mkdir(parents=True)
+        for path in source.iterdir():
+            if path.name.startswith("lib"):
+                os.link(path, site / name / "lib" / path.name)
+    return site
+
+
 def test_a_probe_remembered_before_a_fix_put_the_missing_library_in_place_is_run_again(tmp_path: Path) -> None:
     """nvidia-cudnn-cu11 8.5/8.6 as pip installs them: cuBLASLt 11 dlopens ``libnvrtc.so`` as it loads, no wheel
     ships that name, and the shim's first call aborts. doctor's fix links NVRTC there. A probe remembered before
@@ -766,13 +780,7 @@ def test_a_probe_remembered_before_a_fix_put_the_missing_library_in_place_is_run
     from cudnnload.resolve.elfcache import ElfCache
     from tests.test_opened_at_load import _unpacked
 
-    site = tmp_path / "site" / "nvidia"
-    for source, name in ((lib_folder("cu11-8.5.0.96"), "cudnn"),
-                         (_unpacked("nvidia-cublas-cu11-11.11.3.6", "nvidia/cublas/lib"), "cublas")):
-        (site / name / "lib").mkdir(parents=True)
-        for path in source.iterdir():
-            if path.name.startswith("lib"):
-                os.link(path, site / name / "lib" / path.name)
+    site = _cudnn_85_with_cublas(tmp_path)
     shim = site / "cudnn" / "lib" / "libcudnn.so.8"
     memo = ElfCache(str(tmp_path / "memo.json"))
 
@@ -786,3 +794,28 @@ def test_a_probe_remembered_before_a_fix_put_the_missing_library_in_place_is_run
     assert not after.remembered
     version = after.step("cudnnGetVersion")
     assert version is not None and version.value == 8500, after.verdict
+
+
+def test_a_set_proven_with_cublas_there_is_proven_again_once_its_wheel_is_uninstalled(tmp_path: Path) -> None:
+    """`run` remembered a proven set while its plan held under the set's files and the LD_LIBRARY_PATH folders
+    only: with nvidia-cublas-cu11 uninstalled since (cuDNN 8.5's ops_infer NEEDs libcublas.so.11 through its
+    RUNPATH) the plan was given again, preloaded, and the program could not start (`true`: exit 127, "error while
+    loading shared libraries"). Every folder the set's files look for a library in is now part of the plan: the
+    proof is made again, and fails in one line naming the library."""
+    from tests.test_opened_at_load import _unpacked
+
+    site = _cudnn_85_with_cublas(tmp_path)
+    # cuBLASLt 11 dlopens libnvrtc.so as it loads: doctor's fix, a link beside it
+    nvrtc = _unpacked("nvidia-cuda-nvrtc-cu11-11.8.89", "nvidia/cuda_nvrtc/lib")
+    (site / "cublas" / "lib" / "libnvrtc.so").symlink_to(next(nvrtc.glob("libnvrtc.so.11.*")))
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "cudnnload", "run", "--cudnn", str(site / "cudnn" / "lib"), "--", "true"]
+    for _ in range(2):  # proven, then remembered
+        ran = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert ran.returncode == 0, ran.stderr
+    shutil.rmtree(site / "cublas")  # pip uninstall nvidia-cublas-cu11
+
+    after = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert after.returncode == 2, (after.returncode, after.stderr)
+    lines = after.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudnnload: error:") and "libcublas.so.11" in lines[0], lines

@@ -16,7 +16,9 @@ A proven set is remembered (`PLANS`: the `Plan` under "plans", the notes under "
 a later process checks that each file still has the size, mtime, inode, device and change time it was
 proven on, and that it runs under what the proof was made under (`proven_under`: the host and its boot,
 glibc, the linker's cache, each LD_LIBRARY_PATH folder: a set proven with the driver's libcuda.so.1
-there preloads a library that NEEDs it, and without it no program starts), and does no search, no ELF
+there preloads a library that NEEDs it, and without it no program starts) and that every folder where a library
+the set looks for by name could appear is as it was (its own, its RUNPATH's, the system's: a cuBLAS wheel
+uninstalled since leaves a set that no program starts with preloaded), and does no search, no ELF
 reading and no probe; anything else is proven again. This module imports only lean records on that path (the
 warm ``cudnnload run`` is a few milliseconds of Python); discovery, the judge and the probe are imported
 when a set is chosen and proven.
@@ -28,7 +30,7 @@ import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from cudnnload.cachedir import Layout, plain, proven_under, read_entries, revive_entry, stamp, write_entries
+from cudnnload.cachedir import Layout, plain, proven_under, read_entries, revive_entry, stamp, stamped, write_entries
 from cudnnload.codes import Code
 from cudnnload.errors import LoadError, UsageError
 from cudnnload.resolve.records import record
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     # The program's interpreter and its sys.path, when they are not this process's (`pythons.program_python`)
     Python = tuple[str, tuple[str, ...]]
 
-PLAN_FORMAT = 7  # bump when Plan's fields or the file layout change
+PLAN_FORMAT = 8  # bump when Plan's fields or the file layout change
 # "plans": request key -> Plan; "notes": request key -> the findings load() reports with it
 PLANS = Layout("plans", PLAN_FORMAT, ("plans", "notes"), depth=2, max_entries=512)
 
@@ -70,6 +72,9 @@ class Plan:
     # (size, mtime_ns, inode, device, ctime_ns) of each file and skipped one (`cachedir.stamp`)
     stamps: tuple[tuple[int, int, int, int, int], ...]
     under: tuple[str, ...]  # what else it was proven under (`proven_under`)
+    # (folder, `cachedir.stamped` text) of every folder where a library the set's files look for by name could
+    # appear (`probe.searched_folders`): a cuBLAS wheel uninstalled since, or one put first on a RUNPATH
+    folders: tuple[tuple[str, str], ...]
 
 
 def proven(source: Source, wanted: VersionRange | None, env: dict[str, str], vet: Vet, *,
@@ -222,7 +227,7 @@ def as_mapped(install: Install, ctx: Context, dists: Sequence[Distribution], wit
 
 def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping[str, str], timeout: float,
            under: tuple[str, ...]) -> Plan:
-    from cudnnload.loading.probe import probe
+    from cudnnload.loading.probe import probe, searched_folders
 
     result = probe(files, install.major, environ=env, timeout=timeout)
     if not result.ok:
@@ -240,8 +245,10 @@ def _prove(install: Install, files: Files, choice: tuple[str, ...], env: Mapping
     kept = tuple(f for f in files if f[0] not in {s[0] for s in skipped})
     release = result.release or install.release
     assert release is not None
+    folders = searched_folders([path for _, path in files] + list(result.mapped))
     return Plan(install.folder, install.major, release, kept, skipped, result.verdict, choice,
-                tuple(stamp(path) for _, path in kept) + tuple(stamp(path) for _, path, _ in skipped), under)
+                tuple(stamp(path) for _, path in kept) + tuple(stamp(path) for _, path, _ in skipped), under,
+                tuple((folder, stamped(folder)) for folder in folders))
 
 
 # --- what else the process holds -------------------------------------------------
@@ -303,6 +310,8 @@ def recall(store: str | None, key: str, *, by_key: bool = True, under: tuple[str
             return None  # a file changed since it was proven
     except OSError:
         return None
+    if any(stamped(folder) != was for folder, was in plan.folders):
+        return None  # a library the set's files look for by name came or went where they look
     return plan
 
 

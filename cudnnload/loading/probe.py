@@ -221,22 +221,24 @@ def _stamps(paths: Sequence[str]) -> list[list[object]] | None:
         return None
 
 
-def _searched(paths: Sequence[str], memo: ElfCache) -> list[str]:
-    """The folders where a file the child looked for by name could appear and change its answer: each mapped file's
-    folder and the folders its RUNPATH or RPATH names (expanded as the linker expands them, from the file as given
-    and as resolved), and the system's library folders, which the linker searches after those, without ldconfig.
-    A file added there moves the folder's change time; a folder that comes into being (a wheel installed since) is
-    one that was absent."""
+def searched_folders(paths: Sequence[str], memo: ElfCache | None = None) -> list[str]:
+    """The folders where a file that the libraries at ``paths`` look for by name could appear and change what
+    loading them does: each one's folder and the folders its RUNPATH or RPATH names (expanded as the linker expands
+    them, from the file as given and as resolved), and the system's library folders, which the linker searches after
+    those, without ldconfig. A file added there moves the folder's change time; a folder that comes into being (a
+    wheel installed since) is one that was absent (`cachedir.stamped`)."""
     from cudnnload.errors import ElfError
     from cudnnload.resolve.discovery import SYSTEM_LIBRARY_FOLDERS
+    from cudnnload.resolve.elfcache import ElfCache
     from cudnnload.resolve.linker import LinkerDefaults, Requester, expand_all
 
+    reader = memo if memo is not None else ElfCache(None)
     folders: list[str] = []
     for path in paths:
         opened = dict.fromkeys((path, os.path.realpath(path)))
         folders += [os.path.dirname(name) for name in opened]
         try:
-            info = memo.inspect(os.path.realpath(path))
+            info = reader.inspect(os.path.realpath(path))
         except (OSError, ElfError):
             continue
         folders += [os.path.normpath(folder) for name in opened
@@ -257,22 +259,16 @@ def _siblings(paths: Iterable[str]) -> list[str]:
     return found
 
 
-def _folder_stamps(folders: Sequence[str]) -> list[list[object]]:
-    from cudnnload.cachedir import stamp
+def _folder_stamps(folders: Sequence[str]) -> list[list[str]]:
+    from cudnnload.cachedir import stamped
 
-    rows: list[list[object]] = []
-    for folder in folders:
-        try:
-            rows.append([folder, *stamp(folder)])
-        except OSError:
-            rows.append([folder, "absent"])
-    return rows
+    return [[folder, stamped(folder)] for folder in folders]
 
 
 def _remember(memo: ElfCache, key: tuple[str, ...], result: ProbeResult, out: bytes, err: bytes) -> None:
     stamps = _stamps([path for _, path in result.files] + list(result.mapped))
     if stamps is not None:
-        folders = _folder_stamps(_searched([path for _, path in result.files] + list(result.mapped)
+        folders = _folder_stamps(searched_folders([path for _, path in result.files] + list(result.mapped)
                                            + _siblings(path for _, path in result.files), memo))
         memo.remember(key, json.dumps({"out": out.decode("latin-1"), "err": err.decode("latin-1"),
                                        "rc": result.returncode, "seconds": result.seconds, "stamps": stamps,
@@ -282,7 +278,7 @@ def _remember(memo: ElfCache, key: tuple[str, ...], result: ProbeResult, out: by
 def _recalled(memo: ElfCache, key: tuple[str, ...], major: int, files: tuple[tuple[str, str], ...],
               timeout: float) -> ProbeResult | None:
     """The remembered answer to the same request, while every file it mapped is unchanged (`cachedir.stamp`), and
-    every folder where a file it looked for could appear (`_searched`): a fix that puts the missing library there
+    every folder where a file it looked for could appear (`searched_folders`): a fix that puts the missing library there
     (a link beside cuBLASLt, a wheel installed) is seen at once, never the crash remembered from before it."""
     text = memo.recall(key, "str")
     try:
