@@ -262,6 +262,27 @@ def test_ctranslate2_4_4s_bundled_cudnn_8_shim_beside_cudnn_9_is_said_with_both_
     assert "--target DIR" in (action.text or "") and "ctranslate2 4.5.0 (cuDNN 9)" in (action.text or "")
 
 
+def test_a_bundled_shim_whose_release_has_no_wheel_for_its_cuda_is_told_so_not_given_a_pip_install_that_fails(
+        tmp_path: Path) -> None:
+    """The bundled-shim fix named ``nvidia-cudnn-cuNN==RELEASE.*`` without asking whether PyPI has one: for cuDNN
+    8.9.7 built with CUDA 11 it has none (nvidia-cudnn-cu11 stops at 8.9.6), and pip would end in "No matching
+    distribution found". It now says so, and where that release's sub-libraries are (NVIDIA's archive for that
+    CUDA); with CUDA 12, whose 8.9.7 wheel exists, it stays the install it was."""
+    from cudnnload.judge.fixes import bundled_sublibraries
+
+    site, _, ct2 = _ctranslate2_beside_cudnn_9(tmp_path, "4.4.0")
+    env = {**BASE, "HOME": str(tmp_path / "home"), "LD_LIBRARY_PATH": str(tmp_path / "empty")}
+    got = route(ct2, context(env), [str(site)])
+    assert got.shim is not None
+    install = judged_install_of(got.shim, context(env), "ctranslate2's loader")
+    home = str(tmp_path / "home")
+    (words,) = bundled_sublibraries(install, python="/v/bin/python", cuda=11, home=home).actions
+    assert words.do.value == "manual" and "no pip wheel of cuDNN 8.9.7 for CUDA 11" in (words.text or "")
+    assert "_cuda11-archive.tar.xz" in (words.text or "") and "pip install" not in (words.text or "")
+    put, _ = bundled_sublibraries(install, python="/v/bin/python", cuda=12, home=home).actions
+    assert put.requirements == ("nvidia-cudnn-cu12==8.9.7.*",)
+
+
 CHECKED_PROGRAM = BUNDLED_PROGRAM + """
 for name in ("cudnnOpsInferVersionCheck", "cudnnCnnInferVersionCheck", "cudnnAdvInferVersionCheck"):
     print(name, getattr(lib, name)(), flush=True)

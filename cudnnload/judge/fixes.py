@@ -27,6 +27,7 @@ from cudnnload.resolve.catalog import (
 )
 from cudnnload.resolve.discovery import Install
 from cudnnload.resolve.process import Preload
+from cudnnload.resolve.published import THIS_MACHINE, published
 from cudnnload.resolve.sources import Distribution
 from cudnnload.verdicts import (
     Action,
@@ -61,13 +62,20 @@ def bundled_sublibraries(install: Install, looks: str = "the bundled shim", pyth
     cudart = next((c.elf.cudart_version for c in install.files if c.elf and c.elf.cudart_version), None)
     cuda = cudart // 1000 if cudart else cuda
     release = install.release or install.major
-    if cuda is not None and home and home.startswith("/") and python:
+    requirement = cudnn_requirement(install.major, cuda, install.release) if cuda is not None else None
+    if cuda is not None and requirement is None:  # no wheel of that release for that CUDA installs here
+        return fix(manual(f"no pip wheel of cuDNN {release} for CUDA {cuda} installs on this machine: take its "
+                          f"sub-libraries from NVIDIA's archive of it for CUDA {cuda} (cudnn-linux-{THIS_MACHINE[0]}-"
+                          f"{release}.*_cuda{cuda}-archive.tar.xz, developer.download.nvidia.com/compute/cudnn/redist/"
+                          f"cudnn/) and put its lib folder on LD_LIBRARY_PATH where {looks} looks{instead}; or use a "
+                          "release of the program built for a cuDNN that has wheels"))
+    if cuda is not None and requirement is not None and home and home.startswith("/") and python:
         folder = posixpath.join(home, ".local", "lib", f"nvidia-cudnn-{release}")
         # the folders pip puts cuDNN and what it requires in (cuBLAS and NVRTC: CUDA 13's share nvidia/cu13/lib)
         needed = (dependency_requirement(f"libcublasLt.so.{cuda}"), dependency_requirement(nvrtc_soname(cuda)))
         libs = [posixpath.join(folder, WHEEL_LIB), *(dependency_folder(r, folder) for r in needed if r)]
         value = ":".join(dict.fromkeys([*libs, *search_path]))
-        return fix(pip_install([f"nvidia-cudnn-cu{cuda}=={release}.*"], options=("--upgrade",), target=folder,
+        return fix(pip_install([requirement], options=("--upgrade",), target=folder,
                                python=python), set_variable("LD_LIBRARY_PATH", value),
                    note=f"the sub-libraries of cuDNN {release} for CUDA {cuda}, with the cuBLAS and NVRTC they need, "
                         f"in a folder of their own on LD_LIBRARY_PATH, where {looks} looks{instead}")
@@ -80,13 +88,14 @@ def bundled_sublibraries(install: Install, looks: str = "the bundled shim", pyth
 
 def cudnn_requirement(major: int, cuda: int | None, release: Release | None = None) -> str | None:
     """The pip requirement for cuDNN ``major`` built for CUDA ``cuda`` (the newest CUDA with wheels when
-    unknown), exactly ``release`` when given; None when no wheel exists (cuDNN 7, CUDA 10)."""
+    unknown), exactly ``release`` when given; None when no wheel exists (cuDNN 7, CUDA 10) or none that installs on
+    this machine (`resolve.published`: nvidia-cudnn-cu11 has no 8.9.7, no aarch64 wheels; 9.25.0 was yanked)."""
     majors = _CUDNN_WHEELS.get(major)
     if majors is None:
         return None
     cuda = cuda if cuda is not None else (_NEWEST_CUDA if major >= 9 else 12)
-    if cuda not in majors:
-        return None
+    if cuda not in majors or published(cuda, release, major) is False:
+        return None  # none was made, or none installs here (its architecture, its glibc; yanked)
     name = f"nvidia-cudnn-cu{cuda}"
     if release is not None:  # a wheel's version has a fourth part, its build: 9.28.0.42 is a 9.28.0
         return f"{name}=={release}.*"
@@ -361,8 +370,8 @@ def cudnn_install(major: int, cuda: int | None, python: str | None, site: str | 
     if major == 7:
         return fix(manual("cuDNN 7 has no pip wheel: install it from NVIDIA's archive (cudnn-*-v7.*.tgz), conda "
                           "(conda install cudnn=7) or the distribution's libcudnn7 package"))
-    return fix(manual(f"no pip wheel of cuDNN {major} exists for CUDA {cuda}: install it from NVIDIA's archive "
-                      "or conda"))
+    return fix(manual(f"no pip wheel of cuDNN {release or major} for CUDA {cuda} installs on this machine: install "
+                      "it from NVIDIA's archive (developer.download.nvidia.com/compute/cudnn/redist/cudnn/) or conda"))
 
 
 def folder_of(path: str) -> str:
