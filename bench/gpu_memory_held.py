@@ -6,12 +6,13 @@ run beside it: did each work, and its last line where not. Then the same with a 
 starts (it preallocates a share of the GPU's memory). Each state's NVML reading (`cudnnload.loading.nvml`) is
 printed beside nvidia-smi's, and with ``--doctor`` what `cudnnload doctor --json` says of each framework.
 
-    python bench/gpu_memory_held.py [--doctor] [KEEP ...]     (default: a sweep from 64 MiB to 80 %)
+    python bench/gpu_memory_held.py [--doctor] [--jax-only] [KEEP ...]   (default: a sweep from 64 MiB to 80 %)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -72,15 +73,25 @@ def total_mib() -> int:
     return int(done.stdout.split()[0])
 
 
-def program(source: str, timeout: float = 180) -> tuple[bool, str, float]:
+def program(source: str, timeout: float = 180, environ: dict[str, str] | None = None) -> tuple[bool, str, float]:
+    import os
+
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(environ or {})})
     except subprocess.TimeoutExpired:
         return False, "timed out", time.perf_counter() - start
     ok = done.returncode == 0 and "conv ok" in done.stdout
-    lines = [line for line in done.stderr.strip().splitlines() if "rror" in line or "CUDNN" in line or "DNN" in line]
-    tail = "" if ok else " | ".join(lines[-3:] or done.stderr.strip().splitlines()[-1:])[:600]
+    # JAX's pool backing off from its share by tenths ("Failed to allocate device memory of 59.39GiB", ...): how
+    # many tries failed and the last size refused, then what failed
+    tries = re.findall(r"Failed to allocate device memory of ([\d.]+\w+)", done.stderr)
+    backed = f"[{len(tries)} tries refused, {tries[0]} .. {tries[-1]}] " if tries else ""
+    share = re.search(r"XLA backend (?:allocating|will use up to) (\d+) bytes", done.stderr)
+    backed += f"[asked {int(share[1]) / 2**30:.2f} GiB] " if share else ""
+    lines = [line for line in done.stderr.strip().splitlines()
+             if ("rror" in line or "CUDNN" in line or "DNN" in line) and "Failed to allocate device memory" not in line]
+    tail = backed + ("" if ok else " | ".join(lines[-3:] or done.stderr.strip().splitlines()[-1:])[:600])
     return ok, tail, time.perf_counter() - start
 
 
@@ -97,6 +108,11 @@ def doctor() -> str:
     return f"rc {done.returncode} works {says} {memory}"
 
 
+# --jax-only: JAX's program alone, as it starts and without preallocation (whether what fails is its preallocation
+# taking nearly all that is free, which depends on where its backing-off from 75 % of the GPU lands)
+RUNS = [("torch", TORCH_PROGRAM, {}), ("jax", JAX_PROGRAM, {})]
+
+
 def state(name: str, holder: list[str], ask_doctor: bool) -> None:
     started = subprocess.Popen(holder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -104,9 +120,10 @@ def state(name: str, holder: list[str], ask_doctor: bool) -> None:
         print(f"== {name}: holder says {line!r}", flush=True)
         print("   nvidia-smi", smi(), flush=True)
         print("   nvml      ", nvml(), flush=True)
-        for framework, source in (("torch", TORCH_PROGRAM), ("jax", JAX_PROGRAM)):
-            ok, tail, took = program(source)
-            print(f"   {framework:5} {'works' if ok else 'FAILS'} in {took:.1f} s {tail}", flush=True)
+        for framework, source, environ in RUNS:
+            ok, tail, took = program(source, environ=environ)
+            said = " ".join(f"{k}={v}" for k, v in environ.items())
+            print(f"   {framework:5} {'works' if ok else 'FAILS'} in {took:.1f} s {said} {tail}", flush=True)
         if ask_doctor:
             print("   doctor    ", doctor(), flush=True)
     finally:
@@ -117,7 +134,10 @@ def state(name: str, holder: list[str], ask_doctor: bool) -> None:
 
 def main() -> None:
     ask_doctor = "--doctor" in sys.argv
-    keeps = [a for a in sys.argv[1:] if a != "--doctor"] or list(KEEPS)
+    if "--jax-only" in sys.argv:
+        logged = {"TF_CPP_MIN_LOG_LEVEL": "0"}
+        RUNS[:] = [("jax", JAX_PROGRAM, logged), ("jax", JAX_PROGRAM, {**logged, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})]
+    keeps = [a for a in sys.argv[1:] if not a.startswith("--")] or list(KEEPS)
     total = total_mib()
     print("alone:", smi(), "|", nvml(), flush=True)
     for keep in keeps:
