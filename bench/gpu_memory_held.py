@@ -136,7 +136,8 @@ def main() -> None:
     ask_doctor = "--doctor" in sys.argv
     if "--jax-only" in sys.argv:
         logged = {"TF_CPP_MIN_LOG_LEVEL": "0"}
-        RUNS[:] = [("jax", JAX_PROGRAM, logged), ("jax", JAX_PROGRAM, {**logged, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})]
+        RUNS[:] = [("jax", JAX_PROGRAM, logged),
+                   ("jax", JAX_PROGRAM, {**logged, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})]
     keeps = [a for a in sys.argv[1:] if not a.startswith("--")] or list(KEEPS)
     total = total_mib()
     print("alone:", smi(), "|", nvml(), flush=True)
