@@ -388,6 +388,34 @@ def test_little_room_is_a_warning_and_a_gpu_programs_do_not_start_on_only_warns(
     assert codes(memory_findings(replace(facts((9, 0)), devices=devices))) == expected
 
 
+@pytest.mark.parametrize("free_mib, environ, expected", [
+    (4096, {}, [("gpu-memory-shared", WARNING)]),  # JAX failed so on an H100 (bench/frameworks_more.py)
+    (30000, {}, [("gpu-memory-shared", WARNING)]),
+    (70000, {}, []),  # its 75 % (59.7 GiB) fits beside its context
+    (4096, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, []),
+    (4096, {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}, []),
+    (4096, {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".02"}, []),  # 1.6 GiB: it fits
+    (30000, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"}, []),
+    (30000, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "bad"}, [("gpu-memory-shared", WARNING)]),
+    (300, {}, []),  # too full for any program: gpu-memory-full says it
+])
+def test_jax_beside_processes_holding_more_than_its_pool_leaves_is_warned_with_its_pool_taken_as_needed(
+        free_mib: int, environ: dict[str, str], expected: list[tuple[str, str]]) -> None:
+    """JAX takes XLA_PYTHON_CLIENT_MEM_FRACTION (75 %) of each visible GPU as it starts; where that much is not free,
+    tsl's BFC allocator backs off by tenths to nearly all that is, and cuDNN's handle and the kernels it loads have
+    little room. On an H100 with all but 4 GiB held by another process JAX's convolution failed (out of memory) while
+    doctor said it would work."""
+    from cudnnload.judge.gpu import jax_pool_findings
+
+    holder = Holder(7, (81559 - free_mib) << 20, "python serve.py", "PyTorch")
+    found = jax_pool_findings("jax 0.7.2", environ, (_held(free_mib, holder),))
+    assert codes(found) == expected
+    if found:
+        assert "PID 7 (python serve.py)" in found[0].message and "jax 0.7.2 takes 75 %" in found[0].message
+        assert [a.json() for a in found[0].fix.actions] == [
+            {"do": "env-set", "variable": "XLA_PYTHON_CLIENT_PREALLOCATE", "value": "false"}]
+
+
 @pytest.mark.parametrize("mode, holders, expected", [
     ("prohibited", (), [("gpu-unavailable", ERROR)]),
     ("exclusive-process", (Holder(4242, 300 << 20, "python train.py"),), [("gpu-unavailable", ERROR)]),
@@ -441,11 +469,22 @@ def test_this_process_and_its_children_are_its_own_not_holders() -> None:
 
 def test_explain_here_shows_a_gpu_held_now_and_cannot_tell_from_a_gpu_with_room() -> None:
     from cudnnload.diagnose.explain.here import CANNOT_TELL, SHOWS, Machine, memory_held
+    from cudnnload.diagnose.explain.reading import read
 
     held = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(200, Holder(9, 80 << 30, "python a.py")),)))
-    room = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(40000),)))
-    assert memory_held(held, None).verdict == SHOWS  # type: ignore[arg-type]
-    assert memory_held(room, None).verdict == CANNOT_TELL  # type: ignore[arg-type]
+    room = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(70000),)))
+    torch = read("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\ntorch 2.11.0")
+    assert memory_held(held, torch).verdict == SHOWS
+    assert memory_held(room, torch).verdict == CANNOT_TELL
+    # half the GPU held: room for a PyTorch program, less than the 75 % JAX takes as it starts
+    half = Machine({}, _gpu=replace(facts((9, 0)), devices=(_held(40000, Holder(9, 40 << 30, "python a.py")),)))
+    jax = read("jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed.\n"
+               "import jax")
+    assert "jax" in (jax.framework, *jax.frameworks), jax
+    said = memory_held(half, jax)
+    assert said.verdict == SHOWS and "75 % JAX takes" in said.detail, said
+    assert memory_held(half, torch).verdict == CANNOT_TELL
+    assert memory_held(Machine({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, _gpu=half.gpu), jax).verdict == CANNOT_TELL
 
 
 _HOLDER = """

@@ -478,7 +478,7 @@ def _serve(consumers: Sequence[Any], resolved: Resolved, facts: Any, env: Mappin
             install = by_folder.get(folder) or judged_install_of(way.shim, ctx, f"{consumer.framework}'s loader",
                                                                  python=python)
         judged = serve(way, install, ctx, gpu=bool(facts.devices), device_count=len(facts.devices), environ=env,
-                       python=python, blockers=blockers)
+                       python=python, blockers=blockers, devices=facts.devices)
         served.append(_with_pin(judged, resolved, env) if not judged.works and not blockers else judged)
     return tuple(served)
 

@@ -702,7 +702,7 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
             way = replace(way, source=held.source, path_entry=held.path, copy=copy_under(held.path, shim.path)
                           if held.source.kind == "program" else None)
     return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
-                       device_count=len(devices), environ=env, python=python, blockers=blockers)
+                       device_count=len(devices), environ=env, python=python, blockers=blockers, devices=devices)
                  for consumer in consumers)
 
 

@@ -298,6 +298,46 @@ def memory_findings(facts: GpuFacts) -> tuple[Finding, ...]:
     return tuple(findings)
 
 
+# JAX's pool (XLA's PJRT client, tsl's BFC allocator): XLA_PYTHON_CLIENT_MEM_FRACTION of each visible GPU's memory,
+# taken at once as JAX starts unless XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_ALLOCATOR=platform.
+# Where that much is not free, the allocator's first try fails and it backs off by tenths ("Failed to allocate device
+# memory of 59.39GiB", kBackpedalFactor 0.9) to the largest size that fits: under a tenth of what is free is left.
+JAX_FRACTION = 0.75
+
+
+def jax_pool_findings(label: str, environ: Mapping[str, str], devices: Sequence[Device]) -> tuple[Finding, ...]:
+    """JAX (``label``) started in ``environ`` beside other processes that hold more of a visible GPU than its pool
+    leaves (``gpu-memory-shared``, a warning: it has run so, and failed so): the fix is its pool taken as needed.
+    A GPU too full for any program is `memory_findings`' (``gpu-memory-full``)."""
+    squeezed = jax_squeezed(environ, devices)
+    if squeezed is None:
+        return ()
+    device, fraction = squeezed
+    return (Finding(
+        Code.GPU_MEMORY_SHARED, f"{held_words(device)}: {label} takes {fraction * 100:g} % of it "
+        f"({size_words(int(fraction * device.total_memory))}) as it starts; with that much not free it backs off by "
+        f"tenths to nearly all that is, and cuDNN's handle and the kernels it loads beside its pool have little room "
+        f"(JAX failed so with 4 GiB free on an H100): out of memory, \"DNN library initialization failed\"",
+        Subject(SubjectKind.VARIABLE, variable="XLA_PYTHON_CLIENT_PREALLOCATE"),
+        fix(set_to("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),
+            note="JAX then takes memory as it needs it, and gives cuDNN room"),
+        severity=WARNING),)
+
+
+def jax_squeezed(environ: Mapping[str, str], devices: Sequence[Device]) -> tuple[Device, float] | None:
+    """The first visible GPU where JAX started in ``environ`` would not find its pool free (and a program would find
+    a context: else ``gpu-memory-full``), with the share of it JAX takes; None where it takes memory as it needs."""
+    if environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").strip().lower() in ("false", "0") or \
+            environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower() == "platform":
+        return None
+    try:
+        fraction = float(environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") or JAX_FRACTION)
+    except ValueError:
+        fraction = JAX_FRACTION
+    return next(((d, fraction) for d in devices if d.free_memory is not None and d.free_memory >= CONTEXT_NEEDS
+                 and d.free_memory - CONTEXT_NEEDS < fraction * d.total_memory), None)
+
+
 def held_words(device: Device) -> str:
     """"GPU 0 (...) has 255 MiB free of 139.8 GiB (PID 1403 (python serve.py) holds 139.5 GiB)": what a finding
     about its memory says first, from the facts alone."""

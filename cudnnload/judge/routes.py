@@ -30,11 +30,13 @@ from cudnnload.judge.fixes import (
     reinstall,
 )
 from cudnnload.judge.frameworks import consumer_findings, gpu_turned_off, pinned_cudnn, rejects
+from cudnnload.judge.gpu import jax_pool_findings
 from cudnnload.judge.installs import predict_install
 from cudnnload.judge.judged import Judged
 from cudnnload.resolve.catalog import Release, cudnn_pin, decode_version, dependency_requirement, generation
 from cudnnload.resolve.consumers import Consumer
 from cudnnload.resolve.discovery import Context, Step
+from cudnnload.resolve.hardware import Device
 from cudnnload.resolve.routes import Closed, Route
 from cudnnload.resolve.survey import releases_for_major
 from cudnnload.verdicts import (
@@ -136,9 +138,11 @@ class Served:
 
 
 def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, device_count: int | None,
-          environ: Mapping[str, str], python: str | None, blockers: Sequence[Finding] = ()) -> Served:
+          environ: Mapping[str, str], python: str | None, blockers: Sequence[Finding] = (),
+          devices: Sequence[Device] = ()) -> Served:
     """Judge ``route``'s framework on ``install``, the judged install its shim belongs to. ``blockers``: what
-    stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too."""
+    stops it whatever cuDNN it gets (no GPU visible, a driver that fails): its findings too. ``devices``: the
+    visible GPUs, with what NVML says of their memory (JAX's pool beside other processes: `jax_pool_findings`)."""
     served = _serve(route, install, ctx, gpu=gpu, device_count=device_count, environ=environ, python=python)
     consumer = route.consumer
     # a CUDA library it NEEDs and nothing holds is why its import fails (said first: its reinstall would not help)
@@ -150,6 +154,8 @@ def serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, devi
                                          python=python, along=consumer.sharing))),)
     off = gpu_turned_off(consumer, environ, gpu)
     broken += (off,) if off is not None else ()
+    broken += jax_pool_findings(consumer.label, environ, devices) if consumer.framework == "jax" and off is None \
+        else ()
     return replace(served, findings=broken + served.findings + tuple(blockers)) if broken or blockers else served
 
 

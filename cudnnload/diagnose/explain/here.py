@@ -225,9 +225,10 @@ def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
 
 
 def memory_held(machine: Machine, reading: Reading) -> Here:
-    """A GPU whose memory other processes hold now (`judge.gpu.memory_findings`); with room, the program's own
-    allocations, gone with it, are not seen: that tells nothing."""
-    from cudnnload.judge.gpu import ROOMY, held_words, memory_findings
+    """A GPU whose memory other processes hold now (`judge.gpu.memory_findings`), or, for a JAX program, more of it
+    than JAX's pool leaves them (`judge.gpu.jax_pool_findings`); with room, the program's own allocations, gone with
+    it, are not seen: that tells nothing."""
+    from cudnnload.judge.gpu import ROOMY, held_words, jax_squeezed, memory_findings
 
     facts: Any = machine.gpu
     full = [f for f in memory_findings(facts) if f.code is Code.GPU_MEMORY_FULL] if getattr(facts, "devices", ()) \
@@ -235,6 +236,10 @@ def memory_held(machine: Machine, reading: Reading) -> Here:
     known = [d for d in getattr(machine.gpu, "devices", ()) if d.free_memory is not None]
     if full:
         return Here(SHOWS, held_words(next(d for d in known if d.label == full[0].subject.name)))
+    squeezed = jax_squeezed(machine.environ, known) if "jax" in (reading.framework, *reading.frameworks) else None
+    if squeezed is not None:
+        device, fraction = squeezed
+        return Here(SHOWS, f"{held_words(device)}: less than the {fraction * 100:g} % JAX takes as it starts")
     if not known:
         return Here(CANNOT_TELL, "no GPU memory reading here")
     return Here(CANNOT_TELL, "; ".join(f"GPU {d.index} has {d.free_memory / 2**30:.1f} GiB free now" for d in known)
