@@ -168,8 +168,9 @@ class Code(_Word):
                        "memory, CUDNN_STATUS_NOT_INITIALIZED); an error on the GPU programs start on, else a warning")
     GPU_MEMORY_SHARED = ("gpu-memory-shared", WARNING, False, "(JAX) other processes hold more of a GPU's memory "
                          "than JAX leaves when it starts (it takes XLA_PYTHON_CLIENT_MEM_FRACTION, 75 %, of each "
-                         "visible GPU at once): it backs off to nearly all that is free, and what it runs beside its "
-                         "pool (cuDNN's handle, the kernels it loads) has little room")
+                         "visible GPU at once): it backs off to nearly all that is free, and what it allocates "
+                         "beside its pool (its autotuner's tries, cuDNN's handle, the kernels it loads) has little "
+                         "room")
     GPU_UNAVAILABLE = ("gpu-unavailable", (ERROR, WARNING), False, "a GPU's compute mode lets no new process use it "
                        "(prohibited, or exclusive-process while another process holds it): \"CUDA-capable device(s) "
                        "is/are busy or unavailable\"; an error on the GPU programs start on, else a warning")

@@ -316,8 +316,9 @@ def jax_pool_findings(label: str, environ: Mapping[str, str], devices: Sequence[
     return (Finding(
         Code.GPU_MEMORY_SHARED, f"{held_words(device)}: {label} takes {fraction * 100:g} % of it "
         f"({size_words(int(fraction * device.total_memory))}) as it starts; with that much not free it backs off by "
-        f"tenths to nearly all that is, and cuDNN's handle and the kernels it loads beside its pool have little room "
-        f"(JAX failed so with 4 GiB free on an H100): out of memory, \"DNN library initialization failed\"",
+        f"tenths to nearly all that is, and what it allocates beside its pool (its autotuner's tries, cuDNN's handle, "
+        f"the kernels it loads) has little room: on an H100 with 4 GiB free its first convolution failed with \"All "
+        f"backends failed to find supported configs: - RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY\"",
         Subject(SubjectKind.VARIABLE, variable="XLA_PYTHON_CLIENT_PREALLOCATE"),
         fix(set_to("XLA_PYTHON_CLIENT_PREALLOCATE", "false"),
             note="JAX then takes memory as it needs it, and gives cuDNN room"),
