@@ -397,6 +397,8 @@ def test_little_room_is_a_warning_and_a_gpu_programs_do_not_start_on_only_warns(
     (4096, {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".02"}, []),  # 1.6 GiB: it fits
     (30000, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"}, []),
     (30000, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "bad"}, [("gpu-memory-shared", WARNING)]),
+    *((30000, {"XLA_PYTHON_CLIENT_MEM_FRACTION": value}, [("gpu-memory-shared", WARNING)])
+      for value in ("inf", "nan", "-1", "5", "1e999")),  # taken as the default, never a crash
     (300, {}, []),  # too full for any program: gpu-memory-full says it
 ])
 def test_jax_beside_processes_holding_more_than_its_pool_leaves_is_warned_with_its_pool_taken_as_needed(

@@ -335,6 +335,8 @@ def jax_squeezed(environ: Mapping[str, str], devices: Sequence[Device]) -> tuple
         fraction = float(environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") or JAX_FRACTION)
     except ValueError:
         fraction = JAX_FRACTION
+    if not 0 < fraction <= 1:  # "inf", "nan", "-1", "5": no share of a GPU (int(inf) would raise): the default
+        fraction = JAX_FRACTION
     return next(((d, fraction) for d in devices if d.free_memory is not None and d.free_memory >= CONTEXT_NEEDS
                  and d.free_memory - CONTEXT_NEEDS < fraction * d.total_memory), None)
 
