@@ -21,8 +21,11 @@ _TAG = re.compile(r"^(manylinux1|manylinux2010|manylinux2014|manylinux_(\d+)_(\d
 
 
 def _this_machine() -> tuple[str, tuple[int, int] | None]:
-    found = re.match(r"glibc (\d+)\.(\d+)", os.confstr("CS_GNU_LIBC_VERSION") or "") \
-        if hasattr(os, "confstr") else None
+    try:  # a C library that is not glibc may not know the name (ValueError)
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (AttributeError, ValueError, OSError):
+        text = ""
+    found = re.match(r"glibc (\d+)\.(\d+)", text)
     return platform.machine(), (int(found[1]), int(found[2])) if found else None
 
 
