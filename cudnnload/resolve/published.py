@@ -13,7 +13,8 @@ import os
 import platform
 import re
 
-from cudnnload.resolve.versions import Release
+from cudnnload.resolve.rules import glibc_version
+from cudnnload.resolve.versions import Release, parse_release
 
 # manylinux's legacy tags, as the glibc they ask for (PEP 600)
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -25,8 +26,7 @@ def _this_machine() -> tuple[str, tuple[int, int] | None]:
         text = os.confstr("CS_GNU_LIBC_VERSION") or ""
     except (AttributeError, ValueError, OSError):
         text = ""
-    found = re.match(r"glibc (\d+)\.(\d+)", text)
-    return platform.machine(), (int(found[1]), int(found[2])) if found else None
+    return platform.machine(), glibc_version(text) if text.startswith("glibc ") else None
 
 
 # This machine's architecture and glibc (None where the C library is not glibc), read once, as linker.THIS_GLIBC is:
@@ -56,21 +56,9 @@ def published(cuda: int, release: Release | None = None, major: int | None = Non
     machine, glibc = where or THIS_MACHINE
     fits = {text for text, tags in rows.items() if any(installs_on(tag, machine, glibc) for tag in tags)}
     if release is not None:
-        newest = max(_release(text) for text in rows)
-        if _key(release) > _key(newest):
-            return None
-        return str(release) in fits
+        return None if release > max(parse_release(text) for text in rows) else str(release) in fits
     if major is None:
         return bool(fits)
-    if any(_release(text).major == major for text in fits):
+    if any(parse_release(text).major == major for text in fits):
         return True
-    return None if all(_release(text).major < major for text in rows) else False
-
-
-def _release(text: str) -> Release:
-    major, minor, patch = (int(part) for part in text.split("."))
-    return Release(major, minor, patch)
-
-
-def _key(release: Release) -> tuple[int, int, int]:
-    return release.major, release.minor, release.patch
+    return None if all(parse_release(text).major < major for text in rows) else False
