@@ -226,8 +226,8 @@ def gpus(test: Callable[[tuple[int, int]], bool], says: str) -> Check:
 
 def memory_held(machine: Machine, reading: Reading) -> Here:
     """A GPU whose memory other processes hold now (`judge.gpu.memory_findings`), or, for a JAX program, more of it
-    than JAX's pool leaves them (`judge.gpu.jax_pool_findings`); with room, the program's own allocations, gone with
-    it, are not seen: that tells nothing."""
+    than JAX's pool leaves them (`judge.gpu.jax_squeezed`, which `jax_pool_findings` reads); with room, the program's
+    own allocations, gone with it, are not seen: that tells nothing."""
     from cudnnload.judge.gpu import ROOMY, held_words, jax_squeezed, memory_findings
 
     facts: Any = machine.gpu
