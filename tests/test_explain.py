@@ -2316,3 +2316,67 @@ def test_jax_finding_no_device_it_can_start_on_is_read_as_memory_first_and_its_a
                      "due to JAX pre-allocating too much device memory, leaving too little for CUDA library "
                      "initialization.", environ={})
     assert warned.causes[0].family == "out-of-memory"
+
+
+# XLA's own warnings (nvptx_compiler.cc, conv_algorithm_picker.cc): each is recognised, said to be only a warning,
+# and leaves the run going; a later error in the same text is what is explained
+@pytest.mark.parametrize(("text", "second"), [
+    ("2024-05-28 04:48:02.870689: W external/xla/xla/service/gpu/nvptx_compiler.cc:760] The NVIDIA driver's CUDA "
+     "version is 12.4 which is older than the ptxas CUDA version (12.5.40). Because the driver is older than the "
+     "ptxas version, XLA is disabling parallel compilation, which may slow down compilation.", "driver-too-old"),
+    ("W external/xla/xla/service/gpu/nvptx_compiler.cc:893] The NVIDIA driver's CUDA version is 12.3 which is older "
+     "than the PTX compiler version 12.5.82. Because the driver is older than the PTX compiler version, XLA is "
+     "disabling parallel compilation", "driver-too-old"),
+    ("W tensorflow/compiler/xla/service/gpu/gpu_conv_algorithm_picker.cc:729] None of the algorithms provided by "
+     "cuDNN heuristics worked; trying fallback algorithms.  Conv: (f32[128,256,28,28]{3,2,1,0}, u8[0]{0})",
+     "out-of-memory"),
+    ("E external/local_xla/xla/service/gpu/conv_algorithm_picker.cc:705] Results mismatch between different "
+     "convolution algorithms. This is likely a bug/unexpected loss of precision in cudnn.", "known-bad-release"),
+])
+def test_xla_s_warnings_are_read_as_warnings(text: str, second: str) -> None:
+    signal = read(text).primary
+    assert signal is not None and signal.warning and signal.kind == "warning"
+    assert ranked(text)[:2] == ["harmless-warning", second]
+
+
+@pytest.mark.parametrize("words", ["Results mismatch between two cudnn runs", "shape mismatch in the cudnn conv",
+                                   "size mismatch for conv1.weight (cudnn enabled)"])
+def test_a_mismatch_of_results_or_shapes_is_no_version_that_does_not_fit(words: str) -> None:
+    signal = read(words).primary
+    assert signal is not None and signal.kind != "version-unclear"
+
+
+def test_a_warning_of_xla_beside_the_failure_is_not_what_is_explained() -> None:
+    text = ("W external/xla/xla/service/gpu/nvptx_compiler.cc:760] The NVIDIA driver's CUDA version is 12.4 which is "
+            "older than the ptxas CUDA version (12.5.40). Because the driver is older than the ptxas version, XLA is "
+            "disabling parallel compilation, which may slow down compilation.\n"
+            "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2251] Cannot dlopen some GPU libraries. Please make "
+            "sure the missing libraries mentioned above are installed properly if you would like to use GPU.")
+    assert read(text).primary.kind == "framework-no-cudnn"  # type: ignore[union-attr]
+    assert ranked(text)[0] in LOADING
+
+
+def test_a_gpu_library_that_did_not_open_is_no_version_check() -> None:
+    # TensorFlow's gpu_device.cc says it after tsl's DsoLoader only tried to dlopen: nothing was checked, so an older
+    # or a shadowing cuDNN of the right major (which would have opened) is not what failed
+    text = ("W0000 00:00:1737317404.258825   10111 gpu_device.cc:2344] Cannot dlopen some GPU libraries. Please make "
+            "sure the missing libraries mentioned above are installed properly if you would like to use GPU.")
+    causes = ranked(text)
+    assert set(causes[:4]) <= LOADING | {"libcudart-missing-or-wrong", "cublas-missing-or-wrong"}
+    for family in ("runtime-older-than-build", "version-mismatch-shadowed"):
+        assert causes.index(family) > causes.index("cudnn-not-installed")
+
+
+def test_a_dll_that_torch_found_in_its_own_folder_is_there_and_a_dll_it_needs_is_not() -> None:
+    # torch/__init__.py lists torch\lib's DLLs and loads each: error 126 then names a file that exists
+    text = ('OSError: [WinError 126] The specified module could not be found. Error loading '
+            '"C:\\venv\\Lib\\site-packages\\torch\\lib\\cudnn_adv64_9.dll" or one of its dependencies.')
+    result = explain(text, environ={})
+    top = [cause.family for cause in result.causes][:3]
+    assert top[0] == "sublibrary-missing"
+    assert not {"cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
+                "wrong-cudnn-major"} & set(top)
+    assert "zlib-missing" not in top  # only cuDNN 8.3-8.9 need zlibwapi.dll
+    assert "is there, a DLL it needs is not" in (result.causes[0].fix.text or "")
+    # PyPI's torch for Windows is a CPU build: no pip action that would put it in place of the CUDA one
+    assert all(action["do"] == "manual" for action in actions(result, "sublibrary-missing"))

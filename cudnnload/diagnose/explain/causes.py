@@ -11,7 +11,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, version_of
+from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, listed_by_torch, version_of
 from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, set_variable
 
 
@@ -159,6 +159,12 @@ def _not_on_search_path(reading: Reading, signal: Signal | None) -> Fix:
 
 def _sublibrary_missing(reading: Reading, signal: Signal | None) -> Fix:
     library = _failed(signal, "the missing sub-library")
+    if signal is not None and listed_by_torch(signal):  # the file is torch's own, and a DLL beside it is gone
+        # not a pip action: PyPI's torch for Windows is a CPU build, so the CUDA build must come from its own index
+        return fix(manual(f"reinstall the same CUDA build of torch so that its torch\\lib folder is complete again "
+                          f"(pip install --force-reinstall --no-deps torch==<your version> --index-url "
+                          f"https://download.pytorch.org/whl/cu<your CUDA, e.g. 126>); {library} is there, a DLL it "
+                          "needs is not"))
     if reading.platform == "windows":
         return fix(manual(f"put {library} of the same cuDNN release beside the other cuDNN DLLs (or reinstall the "
                           "package that ships them complete)"))
@@ -336,7 +342,9 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "an archive, conda or installer cuDNN was unpacked into a folder the loader does not search (Windows "
            "searches no subfolders such as cuda\\bin)", "the library exists on disk, outside every folder of "
            "PATH / LD_LIBRARY_PATH and ld.so.cache", _not_on_search_path),
-    Family("sublibrary-missing", lambda r, s: f"{_failed(s, 'a sub-library')} is missing beside the cuDNN shim",
+    Family("sublibrary-missing", lambda r, s: f"a library that {s.failed} needs is missing beside it (PyTorch "
+           "found the file itself in its torch\\lib folder)" if s and s.failed and listed_by_torch(s) else
+           f"{_failed(s, 'a sub-library')} is missing beside the cuDNN shim",
            "the shim was found but opens its sub-libraries at run time, and this one is not in the package",
            "list the cuDNN folder: the shim is there, that sub-library is not", _sublibrary_missing),
     Family("wrong-cudnn-major", lambda r, s: f"the program needs {_major(r, s)}, and another major is installed",

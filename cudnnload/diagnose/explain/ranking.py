@@ -33,6 +33,7 @@ from cudnnload.diagnose.explain.reading import (
     lacks_not_needs,
     library_class,
     library_major,
+    listed_by_torch,
     version_of,
 )
 
@@ -518,6 +519,16 @@ def no_torch(reading: Reading, signal: Signal) -> str | None:
 def located_not_loaded(reading: Reading, signal: Signal) -> str | None:
     """cuDNN 8 on Windows said "Could not locate X": X itself is on no PATH folder (not a DLL X needs)."""
     return signal.line if signal.pattern == "could-not-locate" and signal.kind != "dependency-load:zlib" else None
+
+
+def listed_not_loaded(reading: Reading, signal: Signal) -> str | None:
+    return listed_by_torch(signal)
+
+
+def no_zlib_release(reading: Reading, signal: Signal) -> str | None:
+    """The library that failed is a cuDNN library of a major other than 8: only cuDNN 8.3-8.9 need zlibwapi.dll."""
+    major = library_major(signal.failed) if signal.failed else None
+    return signal.failed if major is not None and major != 8 else None
 
 
 def strict_check(reading: Reading, signal: Signal) -> str | None:
@@ -1031,6 +1042,12 @@ RULES: tuple[Rule, ...] = (
          "cannot be completed stops every program before it runs", ran_before_it_failed),
     Rule("zlib-missing", -2, "zlibwapi.dll is a Windows dependency", not_windows, ("sublibrary-load",)),
     Rule("zlib-missing", -2, "the DLL itself was not located, so no DLL it needs is to blame", located_not_loaded),
+    Rule("zlib-missing", -3, "the library that failed is of a cuDNN major that needs no zlibwapi.dll (only 8.3-8.9 do)",
+         no_zlib_release),
+    *(Rule(family, -4, "PyTorch found the DLL in its own torch\\lib folder (it loads the DLLs the folder holds): "
+           "the file is there, a DLL it needs is what was not found", listed_not_loaded, LOADING)
+      for family in ("cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path",
+                     "wrong-cudnn-major", "torch-without-nvidia-deps", "conda-vs-pip")),
     Rule("torch-without-nvidia-deps", -2, "torch's nvidia-* wheels matter only to torch", loader_is_not_torch),
     Rule("multiple-cudart-or-frontend", -2, "cudnn-frontend's own loading of the CUDA runtime matters only where it "
          "is what loads it", loader_is_not_frontend, ("dependency-load:cudart",)),
@@ -1042,6 +1059,11 @@ RULES: tuple[Rule, ...] = (
     *(Rule(family, -2, "the log shows that cuDNN itself was loaded", clue("cudnn-opened"),
            ("framework-no-cudnn", "conv-algorithm", "status:"))
       for family in ("cudnn-not-installed", "wheel-not-on-linker-path", "installed-not-on-search-path")),
+    # the log says a GPU library did not open (TensorFlow skipped the GPU): a version check runs only on a cuDNN that
+    # opened, so an older or a shadowing copy of the right major is not what failed (it would have opened)
+    *(Rule(family, -3, "the log says a GPU library did not open: a version check runs only on a cuDNN that opened",
+           clue("gpu-libraries-not-opened"), ("framework-no-cudnn",))
+      for family in ("runtime-older-than-build", "version-mismatch-shadowed", "minor-mismatch-strict")),
     # a failure the text names in words that no missing or wrong library brings about (the GPU out of memory, a GPU
     # fault, a driver older than the CUDA in use, no GPU the process may use, no kernel image for the GPU): a load
     # message beside it is not what failed (TensorFlow logs a library it could not open and goes on; the error the

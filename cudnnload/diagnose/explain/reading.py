@@ -54,6 +54,19 @@ def library_class(name: str) -> str | None:
     return next((kind for kind, pattern in _LIBRARY_CLASSES if pattern.search(base)), None)
 
 
+# torch/__init__.py on Windows (_load_dll_libraries) lists the DLLs its torch\\lib folder holds and loads each:
+# "Error loading "<torch\\lib\\X.dll>" or one of its dependencies" names a file that is there
+_TORCH_LISTED = re.compile(r'Error loading "[^"\n]*[\\/]torch[\\/]lib[\\/][^"\\/\n]+\.dll" or one of its '
+                           r'dependencies')
+
+
+def listed_by_torch(signal: Signal) -> str | None:
+    """PyTorch's Windows loader could not load a DLL of its own torch\\lib folder, which it found by listing the
+    folder (error 126): the file is there, so a DLL it needs is what was not found. The words that say so."""
+    found = _TORCH_LISTED.search(signal.line)
+    return found.group(0) if found and signal.error == "error 126" else None
+
+
 def library_major(name: str) -> int | None:
     """The cuDNN major a cuDNN library name belongs to: ``.so.8``, ``64_8.dll``; cuDNN 9's names without a
     number (``libcudnn_graph``, ``libcudnn_cnn.so``) are 9, the ``_infer``/``_train`` ones 8 (catalog)."""
@@ -388,6 +401,30 @@ def _fixed(pattern: str, kind: str, source: str, meaning: str, library: str | No
     return lambda found: Signal(pattern, kind, _line(found), source, meaning, library, library)
 
 
+def _ptxas_newer(found: re.Match[str]) -> Signal:
+    return Signal("xla-ptxas-newer", "warning", _line(found), "XLA (xla/service/gpu/nvptx_compiler.cc)",
+                  f"only a warning: the driver's CUDA ({found.group('driver')}) is older than the ptxas XLA compiles "
+                  f"with ({found.group('ptxas')}), so XLA compiles its kernels one at a time, which is slower, and "
+                  "goes on; a newer driver (or CUDA's forward compatibility package) takes the warning away",
+                  families=("harmless-warning", "driver-too-old"), warning=True)
+
+
+def _xla_autotune(found: re.Match[str]) -> Signal:
+    if found.group(0).startswith("None"):
+        return Signal("xla-autotune", "warning", _line(found), "XLA's convolution autotuner (conv_algorithm_picker.cc)",
+                      "only a warning: every algorithm cuDNN's heuristics offered for one convolution failed (for want "
+                      "of workspace memory, or none fits the shape on this GPU), so XLA tries its fallback algorithms "
+                      "and goes on; compiling is slower, and an error follows only if those fail too",
+                      families=("harmless-warning", "out-of-memory", "unsupported-configuration", "gpu-too-new"),
+                      warning=True)
+    return Signal("xla-autotune", "warning", _line(found), "XLA's convolution autotuner (conv_algorithm_picker.cc)",
+                  "XLA ran one convolution with two cuDNN algorithms and their results differ beyond its tolerance; "
+                  "it drops that algorithm and goes on (logged as an error, but only a warning unless "
+                  "--xla_gpu_crash_on_verification_failures is set): a cuDNN release's bug or loss of precision, or "
+                  "a GPU that computes wrongly",
+                  families=("harmless-warning", "known-bad-release", "gpu-hardware-fault"), warning=True)
+
+
 def _version_signal(pattern: str, source: str, framework: str, built: str | None, found_text: str, strict: bool,
                     found: re.Match[str]) -> Signal | None:
     want, have = version_of(built or ""), version_of(found_text)
@@ -697,6 +734,20 @@ PATTERNS: tuple[Pattern, ...] = (
                                       r"|Found cuDNN version (?P<found2>\d+), but JAX was built against version "
                                       r"(?P<built2>\d+)"), "JAX",
             _jax_version),
+    # openxla/xla xla/service/gpu/nvptx_compiler.cc, LOG_FIRST_N(WARNING): "The NVIDIA driver's CUDA version is %d.%d
+    # which is older than the ptxas CUDA version (%s)" (2023-2024; later "... than the PTX compiler version %s"), then
+    # "XLA is disabling parallel compilation, which may slow down compilation": compiling goes on, one at a time
+    Pattern("xla-ptxas-newer", re.compile(r"The NVIDIA driver's CUDA version is (?P<driver>\d+\.\d+) which is older "
+                                          r"than the (?:ptxas CUDA|PTX compiler) version \(?(?P<ptxas>\d+(?:\.\d+)+)"),
+            "XLA", _ptxas_newer),
+    # XLA's convolution autotuner (xla/service/gpu/conv_algorithm_picker.cc, gpu_conv_algorithm_picker.cc before it):
+    # LOG(WARNING) "None of the algorithms provided by cuDNN [frontend ]heuristics worked; trying fallback
+    # algorithms." and LOG(ERROR) "Results mismatch between different convolution algorithms. This is likely a
+    # bug/unexpected loss of precision in cudnn.", after which it marks that algorithm WRONG_RESULT and goes on (unless
+    # --xla_gpu_crash_on_verification_failures): both leave the run going, with another algorithm
+    Pattern("xla-autotune", re.compile(r"None of the algorithms provided by cuDNN (?:frontend )?heuristics worked"
+                                       r"|Results mismatch between different convolution algorithms"), "XLA",
+            _xla_autotune),
     # jax_plugins/cuda/__init__.py: "Unable to load {name}. Is it installed?"
     Pattern("jax-cannot-load", re.compile(r"Unable to load cuDNN\. Is it installed\?"), "JAX",
             _fixed("jax-cannot-load", "framework-no-cudnn", "JAX, jax_plugins/cuda/__init__.py (cudnnGetVersion "
@@ -845,7 +896,9 @@ _NOT_A_LIBRARY = re.compile(r"(?i)\b(?:find|load|locate|open)\s+(?:a|an|any|the)
 _LINK_WORDS = re.compile(r"(?i)\blink(?:er|ing)?\b|entry point|procedure|\bsymbol\b|undefined|unresolved|dll error")
 # Words that say a version does not fit, not only that there is one (an issue template's "cuDNN version: 8.9" says
 # nothing of a mismatch).
-_VERSION_WORDS = re.compile(r"(?i)mismatch|incompatib|not compatible|(?:does ?n[o']t|not) match|\btoo (?:old|new)\b"
+# (a mismatch of results, shapes, sizes or types is not one of versions)
+_VERSION_WORDS = re.compile(r"(?i)(?<!results )(?<!result )(?<!shape )(?<!size )(?<!type )(?<!dimension )mismatch"
+                            r"|incompatib|not compatible|(?:does ?n[o']t|not) match|\btoo (?:old|new)\b"
                             r"|(?:older|newer|wrong|different|another) (?:cudnn )?version|\bversion\b[^\n]{0,40}?\b"
                             r"(?:but|while|whereas|instead|expected|required|needed|wanted)\b|(?:requires?|needs?"
                             r"|expects?|(?:built|compiled) (?:for|with|against)) (?:cudnn )?(?:version )?v?\d")
@@ -1208,6 +1261,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the log says that cuDNN itself was loaded: TensorFlow 2.x platform/default/dso_loader.cc "Successfully opened
     # dynamic library %s", 1.x stream_executor/dso_loader.cc "successfully opened CUDA library %s locally", XLA
     # cuda_dnn.cc "Loaded cuDNN version %d"
+    # ...and the reverse: the log says a GPU library did not open, and the framework went on without the GPU
+    # (gpu_device.cc "Cannot dlopen some GPU libraries", after tsl's DsoLoader::MaybeTryDlopenGPULibraries, which only
+    # dlopens; 1.x cuda_dnn.cc "Unable to load cuDNN DSO"): nothing was checked, so no version check is what failed
+    ("gpu-libraries-not-opened", r"Cannot dlopen some GPU libraries|Unable to load cuDNN DSO"),
     ("cudnn-opened", r"[Ss]uccessfully opened (?:dynamic|CUDA) library (?:lib)?cudnn(?:\.so|64_)|Loaded cuDNN "
                      r"version \d+"),
     ("known-bad", r"had a binary backward-compatibility issue|known (?:to be )?(?:bad|broken) (?:cuDNN|release)"),
