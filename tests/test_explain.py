@@ -2380,3 +2380,19 @@ def test_a_dll_that_torch_found_in_its_own_folder_is_there_and_a_dll_it_needs_is
     assert "is there, a DLL it needs is not" in (result.causes[0].fix.text or "")
     # PyPI's torch for Windows is a CPU build: no pip action that would put it in place of the CUDA one
     assert all(action["do"] == "manual" for action in actions(result, "sublibrary-missing"))
+
+
+def test_one_of_cuda_s_math_libraries_missing_is_no_missing_cudnn() -> None:
+    text = ("[ONNXRuntimeError] : 1 : FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: "
+            "libcufft.so.11: cannot open shared object file: No such file or directory")
+    result = explain(text, environ={})
+    assert result.causes[0].family == "cublas-missing-or-wrong"
+    assert "libcufft.so.11" in result.causes[0].title and not set(ranked(text)[:3]) & {"cudnn-not-installed"}
+    step, = actions(explain(text + "\nCUDA Version: 12.4", environ={}), "cublas-missing-or-wrong")
+    assert (step["do"], step["requirements"]) == ("pip-install", ["nvidia-cufft-cu12"])
+    # TensorFlow lists every library it could not open: cuDNN's comes first, the math libraries are its siblings
+    listed = ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+              "'libcufft.so.10'; dlerror: libcufft.so.10: cannot open shared object file: No such file or directory\n"
+              "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+              "'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory")
+    assert read(listed).primary.kind == "cudnn-not-found"  # type: ignore[union-attr]

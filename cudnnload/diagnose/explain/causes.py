@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -237,7 +238,31 @@ def _nvrtc_wrong(reading: Reading, signal: Signal | None) -> Fix:
                       "environment module that adds it), so the NVRTC beside cuDNN is found"))
 
 
+# the wheel of each CUDA math library beside cuBLAS, as its name begins ("libcufft.so.11", "cusparse64_12.dll")
+_MATH_WHEELS = {"cufft": "nvidia-cufft", "curand": "nvidia-curand", "cusparse": "nvidia-cusparse",
+                "cusolver": "nvidia-cusolver", "nvjitlink": "nvidia-nvjitlink"}
+
+
+def _math_name(signal: Signal | None) -> str | None:
+    """The CUDA math library other than cuBLAS that failed ("cufft"), or None."""
+    if not signal or not signal.failed or library_class(signal.failed) != "cuda-math":
+        return None
+    base = re.split(r"[\\/]", signal.failed)[-1].lower().removeprefix("lib")
+    return next((name for name in _MATH_WHEELS if base.startswith(name)), None)
+
+
+def _math_library(signal: Signal | None) -> str:
+    name = _math_name(signal)
+    return f"{signal.failed} ({name}, one of CUDA's math libraries)" if name and signal else "cuBLAS/cuBLASLt"
+
+
 def _cublas(reading: Reading, signal: Signal | None) -> Fix:
+    if (name := _math_name(signal)) is not None:
+        cuda = _cuda_major(reading)
+        if cuda in (11, 12):
+            return fix(pip_install([f"{_MATH_WHEELS[name]}-cu{cuda}"]))
+        return fix(manual(f"install {_MATH_WHEELS[name]} of the CUDA major the program was built for "
+                          f"({_MATH_WHEELS[name]}-cu12 for CUDA 12, or the CUDA toolkit's)"))
     wheel = cuda_wheel("cublas", _cuda_major(reading))
     return fix(pip_install([wheel])) if wheel else fix(manual("install cuBLAS of the CUDA major the program was "
                                                               "built for (nvidia-cublas-cuXX, or the toolkit)"))
@@ -392,9 +417,11 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
     Family("nvrtc-wrong", _title("an older NVRTC earlier on the search path is loaded instead of the matching one"),
            "the NVRTC found first lacks a function cuDNN needs (nvrtcGetCUBIN: CUDA 11.1+)",
            "the path in the error is an old CUDA's lib64", _nvrtc_wrong),
-    Family("cublas-missing-or-wrong", _title("cuBLAS/cuBLASLt of the CUDA major needed is missing"),
-           "cuDNN 9 and the frameworks' CUDA providers load cuBLASLt; the one found is absent or of another CUDA "
-           "major", "the Error: part names libcublas; `ldconfig -p | grep cublas`", _cublas),
+    Family("cublas-missing-or-wrong", lambda r, s: f"{_math_library(s)} of the CUDA major needed is missing",
+           "cuDNN 9 and the frameworks' CUDA providers load cuBLASLt (and a framework's GPU build cuFFT, cuRAND, "
+           "cuSPARSE, cuSOLVER); the one found is absent or of another CUDA major",
+           "the Error: part names the library (libcublas, libcufft, ...); `ldconfig -p | grep -E 'cublas|cufft'`",
+           _cublas),
     Family("libcudart-missing-or-wrong", _title("the CUDA runtime (libcudart) needed is missing or of another major"),
            "a library built against a shared CUDA runtime cannot find it", "the Error: part names libcudart",
            _cudart),

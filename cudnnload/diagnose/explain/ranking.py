@@ -55,6 +55,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "dependency-load:libcuda": ("libcuda-missing", "no-gpu-or-driver"),
     "dependency-load:cublas": ("cublas-missing-or-wrong", "platlib-purelib-split", "torch-without-nvidia-deps",
                                "wrong-cudnn-major", "preload-needs-missing"),
+    # cuFFT, cuRAND, cuSPARSE, cuSOLVER: the CUDA math libraries beside cuBLAS that a framework's GPU build needs
+    "dependency-load:cuda-math": ("cublas-missing-or-wrong", "torch-without-nvidia-deps", "platlib-purelib-split",
+                                  "preload-needs-missing"),
     "dependency-load:cudart": ("libcudart-missing-or-wrong", "multiple-cudart-or-frontend", "preload-needs-missing"),
     "dependency-load:zlib": ("zlib-missing",),
     "dependency-load:libstdc++": ("glibc-or-libstdcxx-too-old",),
@@ -833,6 +836,9 @@ RULES: tuple[Rule, ...] = (
          ("dependency-load:zlib",)),
     Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs", line,
          ("dependency-load:glibc", "dependency-load:libstdc++")),
+    Rule("cublas-missing-or-wrong", 3, "the library that failed is one of CUDA's math libraries (cuFFT, cuRAND, "
+         "cuSPARSE, cuSOLVER, nvJitLink), not cuDNN", failed("cufft|curand|cusparse|cusolver|nvjitlink"),
+         ("dependency-load:cuda-math",)),
     Rule("cublas-missing-or-wrong", 1, "the library that failed is cuBLAS", failed("cublas"),
          ("dependency-load:cublas",)),
     Rule("no-gpu-or-driver", 3, "the driver library itself (libcuda.so.1) is missing", clue("no-driver")),

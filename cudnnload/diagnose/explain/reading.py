@@ -36,6 +36,9 @@ _LIBRARY_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("libcuda", re.compile(r"^(?:libcuda\.so\b.*|nvcuda\.dll)$")),
     ("cublas", re.compile(r"^(?:lib)?cublas")),
     ("cudart", re.compile(r"^(?:lib)?cudart")),
+    # the CUDA toolkit's other math libraries a framework's GPU build links (cuFFT, cuRAND, cuSPARSE, cuSOLVER and the
+    # nvJitLink cuSPARSE 12 needs): "libcufft.so.11", "cusparse64_12.dll"
+    ("cuda-math", re.compile(r"^(?:lib)?(?:cufft|curand|cusparse|cusolver|nvjitlink)")),
     ("zlib", re.compile(r"^(?:zlibwapi\.dll|libz\.so\b.*)$")),
     ("libstdc++", re.compile(r"^libstdc\+\+")),
     ("glibc", re.compile(r"^(?:libc|libm|libpthread|libdl|librt)\.so\.6$|^ld-linux")),
@@ -49,7 +52,7 @@ CUDNN_CLASSES = ("cudnn", "cudnn-sub", "cudnn-engine")
 
 def library_class(name: str) -> str | None:
     """``"cudnn"``, ``"cudnn-sub"``, ``"cudnn-engine"``, ``"nvrtc"``, ``"libcuda"``, ``"cublas"``, ``"cudart"``,
-    ``"zlib"``, ``"libstdc++"``, ``"glibc"``, ``"framework"``, or None for a name of none of these."""
+    ``"cuda-math"``, ``"zlib"``, ``"libstdc++"``, ``"glibc"``, ``"framework"``, or None for a name of none of these."""
     base = ntpath.basename(posixpath.basename(name.strip().strip("'\"`"))).lower()
     return next((kind for kind, pattern in _LIBRARY_CLASSES if pattern.search(base)), None)
 
@@ -1079,7 +1082,7 @@ def _unknown_text(text: str) -> Signal | None:
 
 # Any library named as a file; one cuDNN needs is one of `DEPENDENCY_CLASSES` (`library_class`).
 _ANY_LIBRARY = library_file(r"[A-Za-z0-9_]")
-DEPENDENCY_CLASSES = ("nvrtc", "libcuda", "cublas", "cudart", "zlib")
+DEPENDENCY_CLASSES = ("nvrtc", "libcuda", "cublas", "cudart", "cuda-math", "zlib")
 
 
 # a program's own preloading of the libraries it ships (vs-mlrt's "failed to preload X, errno 127")
@@ -1456,9 +1459,11 @@ _OWNER = {
 }
 
 # Which messages are the cause and which the consequence, when a text holds several: a library that failed
-# to load comes before the version check or status that follows from it; the Error: part's library first.
+# to load comes before the version check or status that follows from it; the Error: part's library first. CUDA's
+# math libraries (cuFFT, ...) are no library cuDNN needs: a framework lists them beside cuDNN, which comes first.
 _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
-               "sublibrary-load", "cudnn-not-found", "windows-load", "compile-missing", "version-", "known-bad",
+               "sublibrary-load", "cudnn-not-found", "windows-load", "dependency-load:cuda-math", "compile-missing",
+               "version-", "known-bad",
                "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "misuse", "status:", "cublas-status:",
                "no-engine", "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
 
@@ -1468,8 +1473,8 @@ def _precedence(signal: Signal) -> int:
     version check's: a program warns that the cuDNN it loaded is not the one it was built with because later
     calls may fail (Paddle's gpu_resources.cc: "which may cause serious incompatible bug"), so a failure after it
     is read as its consequence."""
-    place = next((index for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)),
-                 len(_PRECEDENCE))
+    matching = [(len(prefix), index) for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)]
+    place = max(matching)[1] if matching else len(_PRECEDENCE)  # the most specific prefix's place
     return place + (len(_PRECEDENCE) + 1 if signal.warning and not signal.kind.startswith("version-") else 0)
 
 
