@@ -905,7 +905,6 @@ def test_cudnns_initialisation_failing_in_words_is_read_as_not_initialized(text:
 @pytest.mark.parametrize(("text", "family"), [
     ("worker 3: Check failed: error == cudaSuccess (2 vs. 0) out of memory", "out-of-memory"),
     ("render worker 2 stopped: GPU Out of memory", "out-of-memory"),
-    ("cudaMalloc returned cudaErrorMemoryAllocation", "out-of-memory"),
     ("kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", "gpu-hardware-fault"),
 ])
 def test_a_text_without_a_known_message_gets_only_the_runtime_cause_its_words_name(text: str, family: str) -> None:
@@ -2396,3 +2395,22 @@ def test_one_of_cuda_s_math_libraries_missing_is_no_missing_cudnn() -> None:
               "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
               "'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory")
     assert read(listed).primary.kind == "cudnn-not-found"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("cudaMalloc returned cudaErrorMemoryAllocation", "out-of-memory"),
+    ("Unable to initialize backend 'cuda': jaxlib/cuda/versions_helpers.cc:98: operation cuInit(0) failed: "
+     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (you may need to set JAX_PLATFORMS=cpu)", "driver-too-old"),
+    ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: "
+     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-too-old"),
+    ("XlaRuntimeError: INTERNAL: CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "driver-too-old"),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "driver-too-old"),
+])
+def test_a_cuda_error_s_name_means_what_its_text_means(text: str, family: str) -> None:
+    # the catalog's names come from the CUDA runtime wheel itself (cudaGetErrorName, cuda.h's CUresult), each tied to
+    # the text cudaGetErrorString gives for the same code
+    signal = read(text).primary
+    assert signal is not None and signal.entry and signal.entry.startswith("cuda-runtime/")
+    assert ranked(text)[0] == family
+    names = {entry.template for entry in catalog.load().entries if entry.source == "cuda-runtime"}
+    assert {"CUDA_ERROR_NO_DEVICE", "cudaErrorNoDevice", "no CUDA-capable device is detected"} <= names
