@@ -1393,3 +1393,21 @@ def test_a_dependency_pip_puts_where_the_runpath_of_cudnn_9_0_does_not_reach_goe
     install, setting = finding.fix.actions  # type: ignore[attr-defined]
     assert install.do is ActionKind.PIP_INSTALL and "nvidia-cuda-nvrtc-cu12" in install.requirements
     assert (setting.do, setting.value) == (ActionKind.ENV_SET, str(nvrtc))
+
+
+def test_a_shim_of_another_major_in_a_wheel_s_folder_gets_the_wheel_its_site_requires(tmp_path: Path) -> None:
+    """nvidia-cudnn-cu11 8.5 installed in a venv whose torch is built for CUDA 13, and a cuDNN 9.28 shim copied into
+    that wheel's folder (fix differential 3-14377): the cuDNN 9 it lacks comes from the wheel torch requires
+    (nvidia-cudnn-cu13), not from a cuDNN 9 for the CUDA 11 of the folder's distribution (no such wheel serves a
+    CUDA 13 torch)."""
+    venv, site = a_venv(tmp_path / "venv")
+    shutil.copytree(site_folder("cu11-8.5.0.96"), site, dirs_exist_ok=True, copy_function=os.link)
+    lib = site / "nvidia" / "cudnn" / "lib"
+    os.link(lib_folder(W928) / "libcudnn.so.9", lib / "libcudnn.so.9")
+    info = site / "torch-2.9.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\nRequires-Dist: "
+                                   "nvidia-cudnn-cu13==9.19.0.56; platform_system == \"Linux\"\n")
+    report = doctor({**BASE}, target=str(lib / "libcudnn.so.9"), timeout=60)
+    installs = [a for a in actions(report) if a["do"] == "pip-install"]
+    assert installs and all(a["requirements"] == ["nvidia-cudnn-cu13==9.19.0.56"] for a in installs), installs

@@ -342,7 +342,9 @@ class _Repairs:
         lacks it, and the program led to that wheel's folder: the LD_LIBRARY_PATH entry that names this
         install replaced by it, or (opened by path) in words."""
         install = self.install
-        requirement = fixes.cudnn_requirement(install.major, install.cuda_major)
+        # the site's frameworks' pin of this major first (a cuDNN 9 shim in an 8.5 cu11 wheel's folder, beside a torch
+        # built for CUDA 13, is served by torch's nvidia-cudnn-cu13, not by a cu11 cuDNN 9)
+        requirement = install.wanted or fixes.cudnn_requirement(install.major, install.cuda_major)
         if requirement is None or install.site is None:
             return fix(manual(f"install a complete cuDNN {install.major} ({lib.soname} included; "
                               f"{install.distribution} has none) and load it instead"))

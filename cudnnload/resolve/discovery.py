@@ -40,7 +40,7 @@ from cudnnload.resolve.catalog import (
     opens_entry,
     parse_release,
 )
-from cudnnload.resolve.consumers import bundled_folders, site_pins
+from cudnnload.resolve.consumers import bundled_folders, pin_major, site_pins
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
@@ -156,9 +156,11 @@ class Install:
     # (``libcudnn_ops.so.9.24.0``, ``.so.9.24``: the shim's and graph's dlopen names, cudnn-facts): they shadow the
     # distribution's own files whatever is reinstalled
     shadowing: tuple[str, ...] = ()
-    # a pip wheel's folder no installed distribution owns (its wheel uninstalled, another's files copied in):
+    # a pip wheel's folder no installed distribution owns (its wheel uninstalled, another's files copied in), or
+    # one whose distribution is of another major than its shim (a cuDNN 9 shim copied into an 8.5 wheel's folder):
     # ``site`` and ``pip_env`` are then that folder's site's, and this is the cuDNN wheel the distributions
-    # installed there require (`consumers.site_pins`), when they require one
+    # installed there require (`consumers.site_pins`; of the shim's major where a distribution owns the folder), when
+    # they require one
     wanted: str | None = None
     # per sub-library, in load order, what the initializers of its first dlopen dlopen (`opened_while_loading`)
     opened_at_load: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -676,7 +678,10 @@ def _pip_install(folder: str, major: int, dist: Distribution | None, release: Re
     """What pip knows of ``folder``: its distribution, the site it is in and who installs there, what must be
     installed along, the files that would shadow it once put back (no files or plan yet)."""
     site = dist.site if dist else cudnn_wheel_site(folder)
-    wanted = None if dist or site is None else next((pin.requirement for pin in site_pins(site)), None)
+    owned = None if dist is None else int(dist.version.split(".")[0]) if dist.version.split(".")[0].isdigit() \
+        else None
+    wanted = None if site is None or owned == major else next(
+        (pin.requirement for pin in site_pins(site) if dist is None or pin_major(pin) == major), None)
     pip_env = interpreter_of_site(site) if site else (None, ())
     return Install(folder, major, release, None, "", f"{dist.name} {dist.version}" if dist else None, cuda, (), (),
                    (), site=site, pip_env=pip_env, along=along_of(site, pip_env) if site else (),
