@@ -2414,3 +2414,16 @@ def test_a_cuda_error_s_name_means_what_its_text_means(text: str, family: str) -
     assert ranked(text)[0] == family
     names = {entry.template for entry in catalog.load().entries if entry.source == "cuda-runtime"}
     assert {"CUDA_ERROR_NO_DEVICE", "cudaErrorNoDevice", "no CUDA-capable device is detected"} <= names
+
+
+def test_a_traceback_cut_in_torch_s_search_for_its_wheels_is_that_search() -> None:
+    # the frame of torch/__init__.py's _preload_cuda_deps, its ValueError line lost: torch looked on sys.path for its
+    # nvidia-* wheels' libraries; with the ValueError in the text, that line is the message (read once)
+    cut = ('>>> import torch\nTraceback (most recent call last):\n  File ".../torch/__init__.py", line 404, in '
+           '<module>\n    _load_global_deps()\n  File ".../torch/__init__.py", line 362, in _load_global_deps\n'
+           '    _preload_cuda_deps(lib_folder,')
+    signal = read(cut).primary
+    assert signal is not None and (signal.pattern, signal.kind) == ("torch-preload-frame", "cudnn-not-found")
+    assert "torch-without-nvidia-deps" in ranked(cut)[:5]
+    whole = cut + " lib_name)\nValueError: libcudnn.so.*[0-9] not found in the system path ['/app']"
+    assert [s.pattern for s in read(whole).signals if s.pattern.startswith("torch-preload")] == ["torch-preload"]

@@ -138,7 +138,7 @@ PRIORS: dict[str, dict[str, int]] = {
         "libcudart-missing-or-wrong": 1, "wrong-cudnn-major": 1},
     "cudnn-not-found": {"wrong-cudnn-major": 14, "cudnn-not-installed": 11, "installed-not-on-search-path": 7,
         "libcudart-missing-or-wrong": 2, "platlib-purelib-split": 2, "torch-without-nvidia-deps": 2,
-        "wheel-not-on-linker-path": 1},
+        "wheel-not-on-linker-path": 2},
     "cudnn-not-found@linux": {"cudnn-not-installed": 6, "installed-not-on-search-path": 3, "platlib-purelib-split": 2,
         "torch-without-nvidia-deps": 2, "wrong-cudnn-major": 2, "wheel-not-on-linker-path": 1},
     "cudnn-not-found@windows": {"wrong-cudnn-major": 11, "cudnn-not-installed": 2, "installed-not-on-search-path": 2,
@@ -934,7 +934,7 @@ RULES: tuple[Rule, ...] = (
     Rule("torch-without-nvidia-deps", 2, "poetry resolves some torch releases without their nvidia-* dependencies",
          clue("poetry"), FAILED_LOADS),
     Rule("torch-without-nvidia-deps", 1, "torch looked for its nvidia-* wheels on sys.path and found none",
-         pattern("torch-preload")),
+         pattern("torch-preload", "torch-preload-frame")),
     Rule("platlib-purelib-split", 3, "torch is in lib64/.../site-packages: the nvidia wheels went to lib/...",
          clue("lib64-site-packages"), FAILED_LOADS),
     Rule("origin-through-symlink", 2.5, "a bundle of symlinks (PyInstaller, Bazel, Nix): $ORIGIN is the link's "

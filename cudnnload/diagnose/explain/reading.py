@@ -702,6 +702,16 @@ PATTERNS: tuple[Pattern, ...] = (
                              "_preload_cuda_deps: the nvidia-* wheel it looks for on sys.path is missing",
                              f"torch found no {m.group('lib')} in any nvidia/ folder of sys.path", m.group("lib"),
                              m.group("lib"))),
+    # ...and a traceback cut in that function's frame ("_load_global_deps()" then "_preload_cuda_deps(lib_folder,"),
+    # its error line lost: the same search, of an nvidia-* wheel it did not name (its ValueError, else the OSError of
+    # ctypes.CDLL on the file it found)
+    Pattern("torch-preload-frame", re.compile(r"in _load_global_deps\s*\n[^\n]*\n?\s*_preload_cuda_deps\("
+                                              r"(?![\s\S]*not found in the system path)"),
+            "PyTorch",
+            lambda m: Signal("torch-preload-frame", "cudnn-not-found", _line(m), "PyTorch, torch/__init__.py "
+                             "_load_global_deps: a traceback that stops in _preload_cuda_deps",
+                             "torch failed while it searched sys.path for its nvidia-* wheels' libraries (cuDNN, "
+                             "cuBLAS, ...) to load them first; the traceback's own error line is not in the text")),
     # the dynamic linker's own errors come after the loaders that quote them in their Error: part
     # glibc elf/dl-version.c: "%s: version `%s' not found (required by %s)"
     Pattern("version-not-found", re.compile(_VERSION_NOT_FOUND.pattern + r" \(required by (?P<by>[^)]+)\)"), "glibc",
@@ -1451,7 +1461,8 @@ class Reading:
 
 # A pattern only one framework prints says who loaded cuDNN.
 _OWNER = {
-    "pytorch-version": "pytorch", "no-engine": "pytorch", "torch-preload": "pytorch", "jax-version": "jax",
+    "pytorch-version": "pytorch", "no-engine": "pytorch", "torch-preload": "pytorch",
+    "torch-preload-frame": "pytorch", "jax-version": "jax",
     "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "paddle-dynload": "paddle",
