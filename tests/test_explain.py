@@ -2427,3 +2427,15 @@ def test_a_traceback_cut_in_torch_s_search_for_its_wheels_is_that_search() -> No
     assert "torch-without-nvidia-deps" in ranked(cut)[:5]
     whole = cut + " lib_name)\nValueError: libcudnn.so.*[0-9] not found in the system path ['/app']"
     assert [s.pattern for s in read(whole).signals if s.pattern.startswith("torch-preload")] == ["torch-preload"]
+
+
+def test_onnx_runtime_s_loadlibrary_words_cut_before_the_file_are_a_dll_that_did_not_load() -> None:
+    # core/platform/windows/env.cc: 'LoadLibrary failed with error 126 "" when trying to load "X"', here cut (an
+    # issue's title): a load that failed, the file not named; not "no known message"
+    signal = read("FAIL : LoadLibrary failed with error 126").primary
+    assert signal is not None and (signal.pattern, signal.kind, signal.error) == (
+        "ort-load-unnamed", "cudnn-not-found", "error 126")
+    assert ranked("FAIL : LoadLibrary failed with error 126")[0] in LOADING
+    whole = ('LoadLibrary failed with error 126 "" when trying to load '
+             '"C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll"')
+    assert read(whole).primary.pattern == "windows-load"  # type: ignore[union-attr]

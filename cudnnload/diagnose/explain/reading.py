@@ -649,6 +649,17 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|[Ll]oad[Ll]ibrary failed with error (?P<code2>\d+)[^\n]*?when trying to load \"?(?P<lib2>[^\"\s]+)\"?"
         r"|Error loading \"(?P<lib3>[^\"]+)\" which depends on \"(?P<dep>[^\"]+)\" which is missing"),
         "Windows", _windows_load),
+    # ONNX Runtime's words (core/platform/windows/env.cc) cut before the file they name (an issue's title: "FAIL :
+    # LoadLibrary failed with error 126"): a provider library of its own that did not load, the file not named
+    Pattern("ort-load-unnamed", re.compile(r"[Ll]oad[Ll]ibrary failed with error (?P<code>12[67])\b(?![^\n]*when "
+                                           r"trying to load)"), "ONNX Runtime",
+            lambda m: Signal("ort-load-unnamed", "cudnn-not-found" if m.group("code") == "126" else "symbol-mismatch",
+                             _line(m), "ONNX Runtime's library loader on Windows (core/platform/windows/env.cc), its "
+                             "message cut before the file it names", f"a DLL of ONNX Runtime's (its CUDA provider, "
+                             f"most often) could not be loaded (error {m.group('code')}: "
+                             + ("it, or a DLL it needs, is missing)" if m.group("code") == "126" else
+                                "a function it needs is missing: DLLs of two releases)"),
+                             error=f"error {m.group('code')}")),
     Pattern("dll-load-failed", re.compile(r"DLL load failed(?: while importing \w+)?: The specified (?P<what>module|"
                                           r"procedure) could not be found"), "Windows",
             lambda m: Signal("dll-load-failed", "cudnn-not-found" if m.group("what") == "module" else
@@ -1465,7 +1476,8 @@ _OWNER = {
     "torch-preload-frame": "pytorch", "jax-version": "jax",
     "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
-    "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "paddle-dynload": "paddle",
+    "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
+    "paddle-dynload": "paddle",
     "torch-rnn-eval": "pytorch",
 }
 
