@@ -2439,3 +2439,24 @@ def test_onnx_runtime_s_loadlibrary_words_cut_before_the_file_are_a_dll_that_did
     whole = ('LoadLibrary failed with error 126 "" when trying to load '
              '"C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll"')
     assert read(whole).primary.pattern == "windows-load"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("text", "family", "library"), [
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Unable to load cuSPARSE. Is it installed?",
+     "cublas-missing-or-wrong", "libcusparse"),
+    ("RuntimeError: Unable to initialize backend 'cuda': Unable to load cuPTI. Is it installed? (you may need to set "
+     "JAX_PLATFORMS=cpu)", "cublas-missing-or-wrong", "libcupti"),
+    ("Unable to use CUDA because of the following issues with CUDA components:\nOutdated cuSPARSE installation found.\n"
+     "Version JAX was built against: 12200\nMinimum supported: 12100\nInstalled version: 12002",
+     "cublas-missing-or-wrong", "libcusparse"),
+    ("CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020, which is "
+     "newer.", "libcudart-missing-or-wrong", "libcudart"),
+])
+def test_jax_s_checks_of_cuda_s_other_libraries_name_that_library_not_cudnn(text: str, family: str,
+                                                                            library: str) -> None:
+    signal = read(text).primary
+    assert signal is not None and (signal.pattern, signal.failed) == ("jax-component", library)
+    assert ranked(text)[0] == family and "cudnn-not-installed" not in ranked(text)[:2]
+    # JAX's same words about cuDNN stay cuDNN's
+    assert read(text.replace("cuSPARSE", "cuDNN").replace("cuPTI", "cuDNN")).primary.pattern != "jax-component" \
+        or "cuSPARSE" not in text and "cuPTI" not in text  # type: ignore[union-attr]

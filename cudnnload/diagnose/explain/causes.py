@@ -240,7 +240,7 @@ def _nvrtc_wrong(reading: Reading, signal: Signal | None) -> Fix:
 
 # the wheel of each CUDA math library beside cuBLAS, as its name begins ("libcufft.so.11", "cusparse64_12.dll")
 _MATH_WHEELS = {"cufft": "nvidia-cufft", "curand": "nvidia-curand", "cusparse": "nvidia-cusparse",
-                "cusolver": "nvidia-cusolver", "nvjitlink": "nvidia-nvjitlink"}
+                "cusolver": "nvidia-cusolver", "nvjitlink": "nvidia-nvjitlink", "cupti": "nvidia-cuda-cupti"}
 
 
 def _math_name(signal: Signal | None) -> str | None:
@@ -253,7 +253,7 @@ def _math_name(signal: Signal | None) -> str | None:
 
 def _math_library(signal: Signal | None) -> str:
     name = _math_name(signal)
-    return f"{signal.failed} ({name}, one of CUDA's math libraries)" if name and signal else "cuBLAS/cuBLASLt"
+    return f"{signal.failed} ({name}, one of CUDA's libraries)" if name and signal else "cuBLAS/cuBLASLt"
 
 
 def _cublas(reading: Reading, signal: Signal | None) -> Fix:

@@ -836,8 +836,8 @@ RULES: tuple[Rule, ...] = (
          ("dependency-load:zlib",)),
     Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs", line,
          ("dependency-load:glibc", "dependency-load:libstdc++")),
-    Rule("cublas-missing-or-wrong", 3, "the library that failed is one of CUDA's math libraries (cuFFT, cuRAND, "
-         "cuSPARSE, cuSOLVER, nvJitLink), not cuDNN", failed("cufft|curand|cusparse|cusolver|nvjitlink"),
+    Rule("cublas-missing-or-wrong", 3, "the library that failed is one of CUDA's other libraries (cuFFT, cuRAND, "
+         "cuSPARSE, cuSOLVER, nvJitLink, cuPTI), not cuDNN", failed("cufft|curand|cusparse|cusolver|nvjitlink|cupti"),
          ("dependency-load:cuda-math",)),
     Rule("cublas-missing-or-wrong", 1, "the library that failed is cuBLAS", failed("cublas"),
          ("dependency-load:cublas",)),

@@ -36,9 +36,9 @@ _LIBRARY_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("libcuda", re.compile(r"^(?:libcuda\.so\b.*|nvcuda\.dll)$")),
     ("cublas", re.compile(r"^(?:lib)?cublas")),
     ("cudart", re.compile(r"^(?:lib)?cudart")),
-    # the CUDA toolkit's other math libraries a framework's GPU build links (cuFFT, cuRAND, cuSPARSE, cuSOLVER and the
-    # nvJitLink cuSPARSE 12 needs): "libcufft.so.11", "cusparse64_12.dll"
-    ("cuda-math", re.compile(r"^(?:lib)?(?:cufft|curand|cusparse|cusolver|nvjitlink)")),
+    # the CUDA toolkit's other libraries a framework's GPU build links (cuFFT, cuRAND, cuSPARSE, cuSOLVER, the
+    # nvJitLink cuSPARSE 12 needs, and the cuPTI JAX checks): "libcufft.so.11", "cusparse64_12.dll"
+    ("cuda-math", re.compile(r"^(?:lib)?(?:cufft|curand|cusparse|cusolver|nvjitlink|cupti)")),
     ("zlib", re.compile(r"^(?:zlibwapi\.dll|libz\.so\b.*)$")),
     ("libstdc++", re.compile(r"^libstdc\+\+")),
     ("glibc", re.compile(r"^(?:libc|libm|libpthread|libdl|librt)\.so\.6$|^ld-linux")),
@@ -402,6 +402,16 @@ def _dll_directory(found: re.Match[str]) -> Signal:
 def _fixed(pattern: str, kind: str, source: str, meaning: str, library: str | None = None
            ) -> Callable[[re.Match[str]], Signal | None]:
     return lambda found: Signal(pattern, kind, _line(found), source, meaning, library, library)
+
+
+def _jax_component(found: re.Match[str]) -> Signal:
+    name = group(found, "name", "name2", "name3") or "CUDA"
+    library = "libcudart" if name == "CUDA" else f"lib{name.lower()}"
+    kind = load_kind(library, "missing")
+    said = ("could not be loaded" if found.group("name") else "is older than the one JAX was built against")
+    return Signal("jax-component", kind, _line(found), "JAX's check of the CUDA libraries it uses "
+                  "(jax_plugins/cuda/__init__.py)", f"{'the CUDA runtime' if name == 'CUDA' else name} {said}: a "
+                  "library of CUDA's, not cuDNN", library, library)
 
 
 def _ptxas_newer(found: re.Match[str]) -> Signal:
@@ -772,6 +782,14 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("xla-autotune", re.compile(r"None of the algorithms provided by cuDNN (?:frontend )?heuristics worked"
                                        r"|Results mismatch between different convolution algorithms"), "XLA",
             _xla_autotune),
+    # the same checks of JAX for CUDA's other libraries (jax_plugins/cuda/__init__.py `_version_check` of "CUDA",
+    # "cuFFT", "cuSOLVER", "cuPTI", "cuBLAS", "cuSPARSE"; jax/_src/lib/__init__.py before it): "Unable to load
+    # {name}. Is it installed?", "Outdated {name} installation found.", "Found {name} version {version}, but JAX was
+    # built against version {build_version}, which is newer." name the library, which is no cuDNN
+    Pattern("jax-component", re.compile(r"(?:Unable to load (?P<name>{0})\. Is it installed\?|Outdated (?P<name2>{0}) "
+                                        r"installation found|Found (?P<name3>{0}) version \d+, but JAX was built "
+                                        r"against version \d+)".format("CUDA|cuFFT|cuSOLVER|cuPTI|cuBLAS|cuSPARSE")),
+            "JAX", _jax_component),
     # jax_plugins/cuda/__init__.py: "Unable to load {name}. Is it installed?"
     Pattern("jax-cannot-load", re.compile(r"Unable to load cuDNN\. Is it installed\?"), "JAX",
             _fixed("jax-cannot-load", "framework-no-cudnn", "JAX, jax_plugins/cuda/__init__.py (cudnnGetVersion "
@@ -1477,6 +1495,7 @@ _OWNER = {
     "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
+    "jax-component": "jax",
     "paddle-dynload": "paddle",
     "torch-rnn-eval": "pytorch",
 }
