@@ -593,13 +593,6 @@ def installed_names(paths: Sequence[str]) -> frozenset[str]:
     return frozenset(each.name for each in _installed(paths))
 
 
-def pin_major(pin: Pin) -> int | None:
-    """The cuDNN major a pin asks for: its lower bound's or its exact version's ("<10.0,>=9.8": 9), None without."""
-    majors = [int(found.group(2)) for clause in pin.specifier.split(",")
-              if (found := re.match(r"\s*(==|===|~=|>=|>)\s*(\d+)", clause))]
-    return min(majors) if majors else None
-
-
 def site_pins(site: str) -> tuple[Pin, ...]:
     """The cuDNN wheels the distributions installed in ``site`` always require (Requires-Dist on nvidia-cudnn-*
     without an extra, on this platform), each once, in name order: what that environment's frameworks expect in

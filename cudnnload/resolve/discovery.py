@@ -34,13 +34,14 @@ from cudnnload.resolve.catalog import (
     SubLibrary,
     bundled_copy,
     classify_bundled,
+    cudnn_pin,
     distribution_cuda,
     generation,
     nvrtc_soname,
     opens_entry,
     parse_release,
 )
-from cudnnload.resolve.consumers import bundled_folders, pin_major, site_pins
+from cudnnload.resolve.consumers import bundled_folders, site_pins
 from cudnnload.resolve.elf import ElfInfo, max_version, read_dynamic_symbols
 from cudnnload.resolve.elfcache import ElfCache, linker_defaults, open_cache
 from cudnnload.resolve.ldcache import LdCache
@@ -678,10 +679,11 @@ def _pip_install(folder: str, major: int, dist: Distribution | None, release: Re
     """What pip knows of ``folder``: its distribution, the site it is in and who installs there, what must be
     installed along, the files that would shadow it once put back (no files or plan yet)."""
     site = dist.site if dist else cudnn_wheel_site(folder)
-    owned = None if dist is None else int(dist.version.split(".")[0]) if dist.version.split(".")[0].isdigit() \
-        else None
+    head = dist.version.split(".")[0] if dist else ""
+    owned = int(head) if head.isdigit() else None  # the major of the folder's distribution
     wanted = None if site is None or owned == major else next(
-        (pin.requirement for pin in site_pins(site) if dist is None or pin_major(pin) == major), None)
+        (pin.requirement for pin in site_pins(site)
+         if dist is None or (read := cudnn_pin(pin.requirement)) is not None and read.major == major), None)
     pip_env = interpreter_of_site(site) if site else (None, ())
     return Install(folder, major, release, None, "", f"{dist.name} {dist.version}" if dist else None, cuda, (), (),
                    (), site=site, pip_env=pip_env, along=along_of(site, pip_env) if site else (),

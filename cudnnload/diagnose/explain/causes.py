@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -247,7 +246,7 @@ def _math_name(signal: Signal | None) -> str | None:
     """The CUDA math library other than cuBLAS that failed ("cufft"), or None."""
     if not signal or not signal.failed or library_class(signal.failed) != "cuda-math":
         return None
-    base = re.split(r"[\\/]", signal.failed)[-1].lower().removeprefix("lib")
+    base = ntpath.basename(posixpath.basename(signal.failed)).lower().removeprefix("lib")
     return next((name for name in _MATH_WHEELS if base.startswith(name)), None)
 
 
