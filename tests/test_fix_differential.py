@@ -1151,3 +1151,14 @@ def test_a_running_program_on_a_graph_from_elsewhere_whose_wheel_was_replaced_un
     library 9.24's graph would dlopen that its own RUNPATH does not reach, had "load the folder's cuDNN before the
     one already in the process" in words: a restart is the fix, the model proving 9.0 whole for a start afresh."""
     _fixed_without_breaks(13672, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_running_program_behind_a_relative_entry_of_another_release_loses_the_entry_then_restarts() -> None:
+    """A relative ``lib`` entry first on LD_LIBRARY_PATH holding 9.24's adv, then the program's wheel replaced by 9.0
+    under it (fix differential 3-14550): untrusted-library, the first error for the running program, wrote the entry
+    as its absolute folder (what loads stays what loads), and the restart kept 9.24's adv in front of 9.0's shim.
+    Where another error's fix takes that entry away (here mixed-release's), untrusted-library's does too: the entry
+    goes, the program restarts, and it works."""
+    _fixed_without_breaks(14550, ["app"], lambda j: j.said.form == "pid", seed=3)

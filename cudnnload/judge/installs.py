@@ -10,7 +10,7 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from cudnnload.codes import Code, Effect, SubjectKind
+from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.judge import fixes
 from cudnnload.judge.consequences import (
     HANGS,
@@ -112,8 +112,10 @@ def judge_install(install: Install, ctx: Context, access: Access, python: str | 
     said += install_findings(install.folder, install.found_via,
                              [linker.Requester.from_elf(c.path, c.elf) for c in install.files if c.elf],
                              install.plan + install.dependencies, ctx.linker.defaults, access)
+    taken = {a.entry for f in said if f.severity is ERROR for a in f.fix.actions
+             if a.do is ActionKind.ENV_REMOVE_ENTRY and a.variable == "LD_LIBRARY_PATH" and a.entry is not None}
     said += untrusted_findings(_would_map(install, prediction, ctx, access.cwd, repair.entry), access,
-                                ctx.linker.ld_library_path)
+                                ctx.linker.ld_library_path, taken)
     said += tuple(f for f in _unexplained(prediction, said, install, repair) if f.subject.library not in only_asked)
     said = tuple(_aborts_without_driver(f, install.major) for f in said)
     maps = () if shim_fails or shim is None else _with_preloaded(mapped_files(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import posixpath as path_
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -249,13 +249,15 @@ class Mapped:
     entry: str | None = None  # that variable's entry, as written
 
 
-def untrusted_findings(mapped: Iterable[Mapped], access: Access,
-                       search_path: Sequence[str] = ()) -> tuple[Finding, ...]:
+def untrusted_findings(mapped: Iterable[Mapped], access: Access, search_path: Sequence[str] = (),
+                       taken: Collection[str] = ()) -> tuple[Finding, ...]:
     """``untrusted-library`` for each file a program would map that someone other than root and the user
     can change, or that the current folder gives (`Access.replaceable`): an error, since the program would
     run it; cudnnload only reads such a file (its ELF facts), and maps it nowhere (`loading.probe`). The fix
     takes away the entry that gave it (for a relative path with no entry recorded: the entry of
-    ``search_path``, LD_LIBRARY_PATH's entries as written, that names its folder), else makes the folder (or
+    ``search_path``, LD_LIBRARY_PATH's entries as written, that names its folder; written as an absolute folder
+    instead where that keeps what loads, unless the entry is among ``taken``, the LD_LIBRARY_PATH entries another
+    error's fix takes away: what it gives is then part of what fails, seed 3's 3-14550), else makes the folder (or
     file) the user's and root's alone."""
     found = []
     for item in {item.path: item for item in mapped}.values():
@@ -265,8 +267,10 @@ def untrusted_findings(mapped: Iterable[Mapped], access: Access,
         relative = not item.path.startswith("/")
         entry = item.entry if item.variable == "LD_LIBRARY_PATH" else _entry_of(item.path, search_path) \
             if relative and "/" in item.path else None
-        if relative and entry is not None:
+        if relative and entry is not None and entry not in taken:
             repair = _absolute_entry(item.path, entry, search_path, access)
+        elif relative and entry is not None:
+            repair = fix(remove_entry("LD_LIBRARY_PATH", entry))
         elif item.variable is not None and item.entry is not None:
             repair = fix(remove_entry(item.variable, item.entry))
         elif "/" not in item.path:  # a bare file name: the current folder, which only an empty entry stands for
