@@ -2460,3 +2460,57 @@ def test_jax_s_checks_of_cuda_s_other_libraries_name_that_library_not_cudnn(text
     # JAX's same words about cuDNN stay cuDNN's
     assert read(text.replace("cuSPARSE", "cuDNN").replace("cuPTI", "cuDNN")).primary.pattern != "jax-component" \
         or "cuSPARSE" not in text and "cuPTI" not in text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("text", "framework"), [
+    ("AssertionError: Torch not compiled with CUDA enabled", "pytorch"),
+    ("WARNING:2025-06-10 09:01:40,857:jax._src.xla_bridge:966: An NVIDIA GPU may be present on this machine, but a "
+     "CUDA-enabled jaxlib is not installed. Falling back to cpu.", "jax"),
+    ("/venv/lib/python3.11/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py:69: UserWarning: "
+     "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "
+     "'AzureExecutionProvider, CPUExecutionProvider'", "onnxruntime"),
+    ("ValueError: The device should not be 'gpu', since PaddlePaddle is not compiled with CUDA", "paddle"),
+])
+def test_a_framework_s_build_without_cuda_is_said_to_be_one(text: str, framework: str) -> None:
+    # the framework's own words when asked for the GPU (or falling back to the CPU, logged as a warning: running
+    # without the GPU is the failure): nothing of CUDA's was looked for, so no cuDNN, library or driver is blamed
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "cpu-build" and not reading.primary.warning
+    assert reading.framework == framework
+    causes = ranked(text)
+    assert causes[0] == "cpu-only-build" and not set(causes) & LOADING
+
+
+def test_the_fix_of_a_build_without_cuda_is_the_framework_s_cuda_build() -> None:
+    torch = "AssertionError: Torch not compiled with CUDA enabled"
+    step, = actions(explain(torch + "\nNVIDIA-SMI 550.54  Driver Version: 550.54  CUDA Version: 12.4", environ={}),
+                    "cpu-only-build")
+    assert step["do"] == "pip-install" and step["requirements"] == ["torch"]
+    assert "https://download.pytorch.org/whl/cu126" in step["options"]  # type: ignore[operator]
+    assert actions(explain(torch, environ={}), "cpu-only-build")[0]["do"] == "manual"  # no CUDA shown: in words
+    assert "mps" in str(actions(explain(torch + "\nDarwin Kernel Version 23.1.0", environ={}), "cpu-only-build"))
+    ort = "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider names."
+    uninstall, install = actions(explain(ort, environ={}), "cpu-only-build")
+    # both packages write the same onnxruntime folder: the CPU one goes too, or its files stay over the GPU one's
+    assert (uninstall["do"], uninstall["requirements"]) == ("pip-uninstall", ["onnxruntime", "onnxruntime-gpu"])
+    assert (install["do"], install["requirements"]) == ("pip-install", ["onnxruntime-gpu"])
+
+
+def test_jax_s_fallback_after_its_plugin_failed_stays_behind_that_failure() -> None:
+    # JAX prints the same fallback line after a CUDA plugin that failed to start: the failure is the message
+    reading = read(_JAX_SHIM_NOT_ELF)
+    assert reading.primary is not None and reading.primary.kind != "cpu-build"
+    assert ranked(_JAX_SHIM_NOT_ELF)[0] != "cpu-only-build"
+
+
+def test_here_finds_the_framework_installed_without_cuda(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch-2.5.1+cpu.dist-info").mkdir()
+    text = "AssertionError: Torch not compiled with CUDA enabled"
+    cause = explain(text, here=True, environ={}, site_paths=[str(site)]).causes[0]
+    assert (cause.family, cause.here) == ("cpu-only-build", "shows") and "libtorch_cuda.so" in (cause.here_detail or "")
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(b"")
+    cause = explain(text, here=True, environ={}, site_paths=[str(site)]).causes[0]
+    assert cause.here == "rules out"
+    assert explain(text, here=True, environ={}, site_paths=[str(tmp_path)]).causes[0].here == "cannot tell"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, listed_by_torch, version_of
-from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, set_variable
+from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, pip_uninstall, set_variable
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,46 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
 
 # a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
 # be called in training mode")
+# PyTorch's index of CUDA builds per CUDA major (https://download.pytorch.org/whl/cuXYZ): one whose wheels torch's
+# current releases still publish, for a driver of that major
+_TORCH_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
+_FRAMEWORK_NAMES = {"pytorch": "torch", "jax": "jax", "onnxruntime": "onnxruntime", "paddle": "paddlepaddle"}
+
+
+def _cpu_build_title(reading: Reading, signal: Signal | None) -> str:
+    name = _FRAMEWORK_NAMES.get(reading.framework or "", "the framework")
+    return f"the {name} installed is its build without CUDA, so it never uses the GPU"
+
+
+def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
+    """The framework's CUDA build in place of the one without: typed where the package and its index are known
+    from the text (the CUDA major it shows), in words otherwise; none on macOS, which has no CUDA."""
+    framework, cuda = reading.framework, _cuda_major(reading)
+    if reading.platform == "macos":
+        return fix(manual("macOS has no CUDA: run on the 'mps' or 'cpu' device, or on a machine with an NVIDIA GPU"))
+    if framework == "pytorch":
+        index = _TORCH_INDEX.get(cuda or 0)
+        if index is None:
+            return fix(manual("reinstall torch (and torchvision/torchaudio, if installed) from PyTorch's index for "
+                              "the CUDA your driver supports (nvidia-smi's 'CUDA Version'), e.g. pip install "
+                              "--force-reinstall torch --index-url https://download.pytorch.org/whl/cu126"))
+        return fix(pip_install(["torch"], options=["--force-reinstall", "--index-url",
+                                                   f"https://download.pytorch.org/whl/{index}"]),
+                   note="torchvision and torchaudio, if installed, from the same index")
+    if framework == "jax":
+        if reading.platform == "windows":
+            return fix(manual("JAX has no CUDA build for Windows itself: run it under WSL2 and pip install "
+                              "'jax[cuda12]' there"))
+        return fix(pip_install([f"jax[cuda{cuda if cuda in (12, 13) else 12}]"], options=["--upgrade"]))
+    if framework == "onnxruntime":  # both packages share the onnxruntime folder: the CPU one's files win
+        return fix(pip_uninstall(["onnxruntime", "onnxruntime-gpu"]), pip_install(["onnxruntime-gpu"]))
+    if framework == "paddle":
+        return fix(pip_uninstall(["paddlepaddle"]),
+                   manual("install paddlepaddle-gpu for your CUDA from PaddlePaddle's index "
+                          "(https://www.paddlepaddle.org.cn/install/quick)"))
+    return fix(manual("install the framework's CUDA build"))
+
+
 _MISUSE_TITLE = "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)"
 _MISUSE_FIX = ("put the module back in training mode before the backward pass (model.train() after an evaluation "
                "that called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))")
@@ -547,6 +587,12 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dmesg / nvidia-smi -q -d ECC show Xid or ECC errors; the same job runs on another GPU",
            _manual("run the job on another GPU; check dmesg for Xid errors and nvidia-smi -q -d ECC, lower the "
                    "clocks or power limit, reseat or replace the card or its power supply")),
+    Family("cpu-only-build", _cpu_build_title,
+           "a build without CUDA has no GPU code at all: asked for the GPU it says so, or falls back to the CPU; no "
+           "cuDNN, CUDA library or driver was looked for, so none of them is at fault",
+           "the framework's own answer: torch.version.cuda is None, jax.devices() lists only CPUs, "
+           "onnxruntime.get_available_providers() lacks CUDAExecutionProvider, paddle.is_compiled_with_cuda() is "
+           "False", _cpu_build),
     Family("torch-without-nvidia-deps", _title("torch was installed without its nvidia-* dependency wheels"),
            "a package manager (poetry with the torch 2.0.1 metadata) installed the CUDA build of torch but not "
            "nvidia-cudnn/cublas/nvrtc", "`pip list | grep nvidia` shows none of them",

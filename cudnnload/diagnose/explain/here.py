@@ -256,6 +256,31 @@ def address_limited(machine: Machine, reading: Reading) -> Here:
     return Here(SHOWS, f"this shell's programs may use only {limit / 2**20:.0f} MiB of address space (ulimit -v)")
 
 
+# The distribution of each framework whose build without CUDA explain reads (reading.CPU_BUILDS), as
+# resolve.consumers.cpu_builds names the framework
+_CPU_FRAMEWORKS = {"pytorch": ("torch", "torch"), "jax": ("jax", "jaxlib"),
+                   "onnxruntime": ("onnxruntime", "onnxruntime")}
+
+
+def cpu_build(machine: Machine, reading: Reading) -> Here:
+    """The framework of the text installed here as its build without CUDA (`consumers.cpu_builds`)."""
+    import sys
+
+    from cudnnload.resolve.consumers import cpu_builds, installed_names
+
+    named = _CPU_FRAMEWORKS.get(reading.framework or "")
+    if named is None:
+        return Here(CANNOT_TELL, f"cudnnload does not tell {reading.framework or 'the framework'}'s builds apart")
+    framework, distribution = named
+    paths = list(sys.path if machine.site_paths is None else machine.site_paths)
+    build = next((b for b in cpu_builds(paths) if b.framework == framework), None)
+    if build is not None:
+        return Here(SHOWS, f"{build.label} in {build.site} is a build without CUDA: {build.why}")
+    if distribution not in installed_names(paths):
+        return Here(CANNOT_TELL, f"no {distribution} is installed for this Python")
+    return Here(RULES_OUT, f"the {distribution} installed for this Python is a CUDA build")
+
+
 CHECKS: dict[str, Check] = {
     "cudnn-not-installed": not_installed,
     "wheel-not-on-linker-path": only_by_path,
@@ -275,6 +300,7 @@ CHECKS: dict[str, Check] = {
     "glibc-or-libstdcxx-too-old": findings(Code.GLIBC_TOO_OLD, Code.LIBSTDCXX_TOO_OLD),
     "driver-too-old": driver("old"),
     "no-gpu-or-driver": driver("missing"),
+    "cpu-only-build": cpu_build,
     # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
     "address-space-limit": address_limited,
     "out-of-memory": memory_held,

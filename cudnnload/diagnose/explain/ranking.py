@@ -85,6 +85,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # cuDNN. Is it installed?")
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory", "unloadable-file"),
+    # a framework built without CUDA asked for the GPU ("Torch not compiled with CUDA enabled"): nothing of CUDA's
+    # was looked for, so nothing of it is at fault
+    "cpu-build": ("cpu-only-build",),
     "known-bad": ("known-bad-release",),
     "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
     "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),

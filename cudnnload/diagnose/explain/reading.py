@@ -414,6 +414,20 @@ def _jax_component(found: re.Match[str]) -> Signal:
                   "library of CUDA's, not cuDNN", library, library)
 
 
+# Who prints each build-without-CUDA message, and where (the "cpu-build" pattern's groups)
+CPU_BUILDS = {"torch": ("torch", "PyTorch (torch/cuda/__init__.py)"),
+              "jax": ("jaxlib", "JAX (jax/_src/xla_bridge.py)"),
+              "ort": ("onnxruntime", "ONNX Runtime (onnxruntime/capi/onnxruntime_inference_collection.py)"),
+              "paddle": ("paddlepaddle", "PaddlePaddle (python/paddle/device/__init__.py)")}
+
+
+def _cpu_build(found: re.Match[str]) -> Signal:
+    name = next(key for key in CPU_BUILDS if found.group(key))
+    package, source = CPU_BUILDS[name]
+    return Signal(f"cpu-build-{name}", "cpu-build", _line(found), source,
+                  f"the {package} installed is a build without CUDA: it never looks for cuDNN or the GPU")
+
+
 def _ptxas_newer(found: re.Match[str]) -> Signal:
     return Signal("xla-ptxas-newer", "warning", _line(found), "XLA (xla/service/gpu/nvptx_compiler.cc)",
                   f"only a warning: the driver's CUDA ({found.group('driver')}) is older than the ptxas XLA compiles "
@@ -782,6 +796,17 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("xla-autotune", re.compile(r"None of the algorithms provided by cuDNN (?:frontend )?heuristics worked"
                                        r"|Results mismatch between different convolution algorithms"), "XLA",
             _xla_autotune),
+    # a framework's build without CUDA asked for the GPU (no cuDNN is looked for at all): torch/cuda/__init__.py
+    # `_lazy_init` "Torch not compiled with CUDA enabled"; jax/_src/xla_bridge.py "An NVIDIA GPU may be present on
+    # this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu."; onnxruntime/capi/
+    # onnxruntime_inference_collection.py "Specified provider '{}' is not in available provider names." (the
+    # providers compiled in: a CUDA or TensorRT one missing is the CPU package); paddle/device/__init__.py "The device
+    # should not be 'gpu', since PaddlePaddle is not compiled with CUDA"
+    Pattern("cpu-build", re.compile(r"(?P<torch>Torch not compiled with CUDA enabled)"
+                                    r"|(?P<jax>a CUDA-enabled jaxlib is not installed)"
+                                    r"|(?P<ort>Specified provider '(?:CUDA|Tensorrt)ExecutionProvider' is not in "
+                                    r"available provider names)"
+                                    r"|(?P<paddle>PaddlePaddle is not compiled with CUDA)"), "a framework", _cpu_build),
     # the same checks of JAX for CUDA's other libraries (jax_plugins/cuda/__init__.py `_version_check` of "CUDA",
     # "cuFFT", "cuSOLVER", "cuPTI", "cuBLAS", "cuSPARSE"; jax/_src/lib/__init__.py before it): "Unable to load
     # {name}. Is it installed?", "Outdated {name} installation found.", "Found {name} version {version}, but JAX was
@@ -1496,6 +1521,7 @@ _OWNER = {
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
     "jax-component": "jax",
+    "cpu-build-torch": "pytorch", "cpu-build-jax": "jax", "cpu-build-ort": "onnxruntime", "cpu-build-paddle": "paddle",
     "paddle-dynload": "paddle",
     "torch-rnn-eval": "pytorch",
 }
@@ -1934,9 +1960,11 @@ _WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d
 # The kinds of a library that failed to load, or of a framework going on without cuDNN: a program that logs such
 # a failure at warning level carries on without the GPU (TensorFlow's gpu_device.cc: "Cannot dlopen some GPU
 # libraries ... Skipping registering GPU devices"; ONNX Runtime's "Failed to create CUDAExecutionProvider", after
-# which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports.
+# which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports; so
+# is a framework's build without CUDA falling back to the CPU (JAX's "Falling back to cpu", a UserWarning of ONNX
+# Runtime's for the CUDA provider it lacks).
 _DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
-             "framework-no-cudnn")
+             "framework-no-cudnn", "cpu-build")
 
 
 def _logged_as_warning(signal: Signal) -> Signal:
