@@ -263,3 +263,66 @@ def test_the_json_of_a_doctor_run_still_parses_with_colour_forced(tmp_path: Path
     done = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", "CUDNN_STATUS_NOT_INITIALIZED"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert json.loads(done.stdout)["kind"] == "explain"
+
+
+def _wheel(folder: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """A wheel as pip reads one (PEP 427): ``files``, and METADATA, WHEEL and a RECORD with their sha256."""
+    import base64
+    import hashlib
+
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
+    members = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+               f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-any\n"}
+    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+                      f"{len(data)}\n" for path, data in members.items()) + f"{info}/RECORD,,\n"
+    path = folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, data in {**members, f"{info}/RECORD": record.encode()}.items():
+            archive.writestr(member, data)
+    return path
+
+
+def test_onnxruntime_installed_over_onnxruntime_gpu_is_the_cpu_build_and_its_fix_puts_the_gpu_one_back(
+        tmp_path: Path) -> None:
+    """Both packages write the folder onnxruntime/; pip installing the CPU one after the GPU one (a dependency of
+    insightface, rembg, ...) leaves the CPU one's compiled module there: ONNX Runtime has no CUDA provider, though
+    onnxruntime-gpu is listed as installed. doctor says so from RECORD's hashes, and its fix, applied with pip,
+    leaves the GPU build alone in the folder."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    module = "onnxruntime/capi/onnxruntime_pybind11_state.so"
+    _wheel(wheels, "onnxruntime-gpu", "1.20.1", {"onnxruntime/__init__.py": b"", module: b"\x7fELF gpu build",
+                                                 "onnxruntime/capi/libonnxruntime_providers_cuda.so": b"\x7fELF cuda"})
+    _wheel(wheels, "onnxruntime", "1.20.1", {"onnxruntime/__init__.py": b"", module: b"\x7fELF cpu build"})
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    if not _pip_takes_python():
+        pytest.skip("this pip has no --python option to install into a venv without pip")
+    pip = [sys.executable, "-m", "pip", "--python", python]
+    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for name in ("onnxruntime-gpu", "onnxruntime"):  # the GPU one first, then the CPU one over it
+        subprocess.run([*pip, "install", "-q", name], check=True, env=offline)
+
+    (build,) = cpu_builds([str(site)])
+    assert (build.framework, build.over) == ("onnxruntime", "onnxruntime-gpu==1.20.1") and module in build.why
+    report = doctor({"PATH": os.environ["PATH"], "CUDNNLOAD_CACHE": str(tmp_path / "cache")}, site_paths=[str(site)])
+    finding = next(f for f in report.findings if f.code is Code.CPU_ONLY_BUILD)
+    uninstall, install = finding.fix.actions
+    assert (uninstall.do.value, uninstall.requirements) == ("pip-uninstall", ("onnxruntime", "onnxruntime-gpu"))
+    assert (install.do.value, install.requirements) == ("pip-install", ("onnxruntime-gpu==1.20.1",))
+    subprocess.run([*pip, "uninstall", "-y", *uninstall.requirements], check=True, env=offline)
+    subprocess.run([*pip, "install", "-q", *install.requirements], check=True, env=offline)
+    assert cpu_builds([str(site)]) == () and (site / module).read_bytes() == b"\x7fELF gpu build"
+    # the other order: the GPU build's files are the ones there, and nothing is said
+    subprocess.run([*pip, "install", "-q", "--no-deps", "onnxruntime"], check=True, env=offline)
+    subprocess.run([*pip, "install", "-q", "--force-reinstall", "--no-deps", "onnxruntime-gpu"], check=True,
+                   env=offline)
+    assert cpu_builds([str(site)]) == ()
+
+
+def _pip_takes_python() -> bool:
+    """pip 22.3+ installs into another interpreter's environment with its general option --python."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--help"], capture_output=True, text=True)
+    return "--python" in done.stdout

@@ -40,7 +40,7 @@ from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
 from cudnnload.resolve.consumers import CpuBuild, cpu_builds
 from cudnnload.resolve.process import Preload
-from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, unique
+from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, pip_install, pip_uninstall, unique
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
 RELEVANT_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDNN_PATH", "CUDNN_HOME", "CUDA_HOME", "CUDA_PATH",
@@ -185,7 +185,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     pool.shutdown()
     builds = cpu_builds(list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths) \
         if resolved.target.kind in ("environment", "python") else ()
-    findings += [_cpu_only(build, install) for build in builds]
+    findings += [_cpu_only(build, install, resolved.target.python) for build in builds]
     if install is None and builds and not consumers:  # frameworks without CUDA only: nothing here wants a cuDNN
         findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
         checks[0] = Check("installs", "info", f"no cuDNN, and nothing here needs one: {builds[0].label} is a "
@@ -355,13 +355,18 @@ def _no_cudnn(resolved: Resolved) -> Finding:
                    Subject(SubjectKind.TARGET, resolved.target.path), repair)
 
 
-def _cpu_only(build: CpuBuild, install: Judged | None) -> Finding:
-    """A framework built without CUDA: said, with what would put it on the GPU, never a cuDNN to install."""
+def _cpu_only(build: CpuBuild, install: Judged | None, python: str | None = None) -> Finding:
+    """A framework built without CUDA: said, with what would put it on the GPU, never a cuDNN to install. Where its
+    CUDA build is installed too and pip wrote the CPU one over it (``build.over``): both out, the CUDA one back."""
     beside = f"; the cuDNN {install.release or install.major} here is of no use to it" if install else ""
+    repair = fix(manual(f"for the GPU, install a CUDA build of {build.framework} (it brings its cuDNN); nothing needs "
+                        "fixing to run on the CPU"))
+    if build.over is not None:
+        repair = fix(pip_uninstall([build.distribution, build.over.partition("==")[0]], python=python),
+                     pip_install([build.over], python=python))
     return Finding(Code.CPU_ONLY_BUILD, f"{build.label} is a {build.platform} build ({build.why}): it uses no cuDNN "
                    f"and runs on no NVIDIA GPU{beside}", Subject(SubjectKind.CONSUMER, build.site, name=build.label),
-                   fix(manual(f"for the GPU, install a CUDA build of {build.framework} (it brings its cuDNN); "
-                              "nothing needs fixing to run on the CPU")))
+                   repair)
 
 
 def _expected(install: Judged, resolved: Resolved, gpu: bool) -> tuple[Any, ...]:

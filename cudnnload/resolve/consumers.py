@@ -477,6 +477,9 @@ class CpuBuild:
     site: str
     why: str  # what shows it, for people: "torch/lib holds no libtorch_cuda.so"
     platform: str = "CPU"  # "CPU", or "ROCm" for PyTorch's AMD builds
+    # the CUDA build installed beside it into the same folder, whose shared files are this one's (pip wrote this
+    # one last): "onnxruntime-gpu==1.20.1"
+    over: str | None = None
 
     @property
     def label(self) -> str:
@@ -505,7 +508,17 @@ def cpu_builds(site_paths: Sequence[str] | None = None) -> tuple[CpuBuild, ...]:
     found: dict[str, CpuBuild] = {}
     for framework, name, mark, instead in _CUDA_MARKS:
         dist = next((d for d in installed if d.name == name), None)
-        if dist is None or framework in found or any(other in present for other in instead):
+        if dist is None or framework in found:
+            continue
+        cuda = next((d for d in installed if d.name in instead and d.site == dist.site), None)
+        shared = _written_last(dist, cuda) if cuda is not None else None
+        if shared is not None and cuda is not None:
+            found[framework] = CpuBuild(framework, name, dist.version, dist.site,
+                                        f"{cuda.name} {cuda.version} is installed too, into the same folder, but its "
+                                        f"{shared} is {name}'s: pip wrote {name} last, over it", over=
+                                        f"{cuda.name}=={cuda.version}")
+            continue
+        if any(other in present for other in instead):
             continue
         if mark is not None and os.path.exists(os.path.join(dist.site, mark)):
             continue
@@ -515,6 +528,40 @@ def cpu_builds(site_paths: Sequence[str] | None = None) -> tuple[CpuBuild, ...]:
                + (f", and none of {', '.join(instead)} is installed" if instead else ""))
         found[framework] = CpuBuild(framework, name, dist.version, dist.site, why, "ROCm" if rocm else "CPU")
     return tuple(found.values())
+
+
+def _written_last(dist: _Installed, other: _Installed) -> str | None:
+    """A compiled file both distributions' RECORDs list with different hashes (the CPU and the CUDA build of one
+    package, which install into the same folder), where the file on disk is ``dist``'s: its path, relative to the
+    site; None where there is none, or the file is ``other``'s or neither's."""
+    import base64
+    import hashlib
+
+    mine, theirs = _record_hashes(dist), _record_hashes(other)
+    shared = sorted(path for path, digest in mine.items() if path.endswith((".so", ".pyd"))
+                    and theirs.get(path) not in (None, digest))
+    for path in shared[:1]:
+        digest = hashlib.sha256()
+        try:
+            with open(os.path.join(dist.site, path), "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 22), b""):
+                    digest.update(block)
+        except OSError:
+            return None
+        if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() == mine[path]:
+            return path
+    return None
+
+
+def _record_hashes(dist: _Installed) -> dict[str, str]:
+    """RECORD's sha256 of each file it lists (PEP 376/627: "sha256=<urlsafe base64, unpadded>"), by path."""
+    try:
+        text = read_regular(dist.record, _RECORD_BYTES).decode("utf-8")
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except (OSError, NotRegularFile, csv.Error, UnicodeDecodeError):
+        return {}
+    return {row[0]: row[1].removeprefix("sha256=") for row in rows
+            if len(row) > 1 and row[1].startswith("sha256=")}
 
 
 # Files whose presence in a process shows the framework runs there (a program's mapped files, `doctor --`).
