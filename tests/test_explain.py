@@ -2514,3 +2514,22 @@ def test_here_finds_the_framework_installed_without_cuda(tmp_path: Path) -> None
     cause = explain(text, here=True, environ={}, site_paths=[str(site)]).causes[0]
     assert cause.here == "rules out"
     assert explain(text, here=True, environ={}, site_paths=[str(tmp_path)]).causes[0].here == "cannot tell"
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("Failed to initialize NVML: Driver/library version mismatch", "reboot"),
+    ("/venv/lib/python3.10/site-packages/torch/cuda/__init__.py:107: UserWarning: CUDA initialization: CUDA unknown "
+     "error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES "
+     "after program start. Setting the available devices to be zero. (Triggered internally at "
+     "../c10/cuda/CUDAFunctions.cpp:109.)", "modprobe nvidia_uvm"),
+    ("RuntimeError: CUDA error: system not yet initialized", "nvidia-fabricmanager"),
+])
+def test_a_driver_installed_but_not_ready_to_run_cuda_is_its_state_not_an_install(text: str, says: str) -> None:
+    # NVML's, PyTorch's and the CUDA runtime's words for a driver that cannot start CUDA now: what puts it back is what
+    # doctor says for the same cuInit result (judge.gpu.INIT_FIXES), never something to install; PyTorch's warning
+    # is the failure (it sets the devices to zero)
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "driver-state" and not reading.primary.warning
+    result = explain(text, environ={})
+    assert result.causes[0].family == "driver-not-ready" and says in str(actions(result, "driver-not-ready"))
+    assert not {c.family for c in result.causes} & LOADING

@@ -128,6 +128,16 @@ def test_cuinit_failure_other_than_no_device_is_a_driver_error_with_its_remedy()
     assert "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in finding.message and "reboot" in (finding.fix.text or "")
 
 
+@pytest.mark.parametrize(("error", "says"), [
+    ("CUDA_ERROR_UNKNOWN", "modprobe nvidia_uvm"),  # a stale UVM module after a suspend
+    ("CUDA_ERROR_SYSTEM_NOT_READY", "nvidia-fabricmanager"),  # an NVSwitch system's Fabric Manager not running
+])
+def test_a_driver_not_ready_to_run_cuda_gets_what_makes_it_ready(error: str, says: str) -> None:
+    (finding,) = presence_findings(facts(error=error, reason=f"cuInit returned {error}"))
+
+    assert (finding.code, finding.severity) == ("driver-error", ERROR) and says in (finding.fix.text or "")
+
+
 def test_usable_gpus_raise_no_presence_finding() -> None:
     assert presence_findings(facts((9, 0))) == ()
 

@@ -31,6 +31,13 @@ TURING_ONLY_SINCE = Release(9, 11, 0)
 INIT_FIXES = {
     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "libcuda.so.1 and the loaded kernel module come from different driver "
     "versions (typically after a driver upgrade without a reboot): reboot, or reload the nvidia kernel modules",
+    # cuInit's unknown error: the UVM module gone or stale (a suspend and resume leaves it so), or a driver in a bad
+    # state; PyTorch says "CUDA unknown error - this may be due to an incorrectly set up environment"
+    "CUDA_ERROR_UNKNOWN": "reload the NVIDIA UVM module (sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm), which a "
+    "suspend leaves stale, or reboot; in a container, restart it",
+    # an NVSwitch system (HGX, DGX) whose Fabric Manager is not running: "system not yet initialized"
+    "CUDA_ERROR_SYSTEM_NOT_READY": "start the NVIDIA Fabric Manager of the driver's exact version (sudo systemctl "
+    "enable --now nvidia-fabricmanager; install nvidia-fabricmanager-<driver branch> first if it is missing)",
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": "a CUDA forward-compatibility libcuda (cuda-compat) is in use on a "
     "GPU that does not support it: remove its folder from LD_LIBRARY_PATH or /etc/ld.so.conf.d",
     "FunctionNotFoundError": "install the cuda-python built for this driver's CUDA major "

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, listed_by_torch, version_of
+from cudnnload.judge.gpu import GENERIC_INIT_FIX, INIT_FIXES
 from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, pip_uninstall, set_variable
 
 
@@ -321,6 +322,18 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
 
 # a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
 # be called in training mode")
+# The driver API's result for each state a "driver-state" message tells (reading.DRIVER_STATES): its fix is
+# the one doctor gives for that cuInit result (judge.gpu.INIT_FIXES)
+_DRIVER_RESULTS = {"driver-state-mismatch": "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+                   "driver-state-unknown": "CUDA_ERROR_UNKNOWN", "driver-state-fabric": "CUDA_ERROR_SYSTEM_NOT_READY"}
+
+
+def _driver_not_ready(reading: Reading, signal: Signal | None) -> Fix:
+    """What puts the driver back in a state to run CUDA, for what the message says of it."""
+    result = _DRIVER_RESULTS.get(signal.pattern if signal is not None else "", "")
+    return fix(manual(INIT_FIXES.get(result, GENERIC_INIT_FIX)))
+
+
 # PyTorch's index of CUDA builds per CUDA major (https://download.pytorch.org/whl/cuXYZ): one whose wheels torch's
 # current releases still publish, for a driver of that major
 _TORCH_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
@@ -485,6 +498,12 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "nvidia-smi in the same container or shell; CUDA_VISIBLE_DEVICES",
            _manual("install the NVIDIA driver; in a container, start it with the NVIDIA runtime (docker run --gpus "
                    "all); check CUDA_VISIBLE_DEVICES")),
+    Family("driver-not-ready", lambda r, s: "the NVIDIA driver is installed but not ready to run CUDA" + (
+        f": {s.meaning}" if s is not None and s.kind == "driver-state" else ""),
+           "CUDA starts only when the kernel module, its user-space libraries (libcuda, NVML) and, on NVSwitch "
+           "systems, the Fabric Manager run one driver release together; otherwise every program fails before "
+           "cuDNN is reached", "nvidia-smi fails or differs from cat /proc/driver/nvidia/version; dmesg; "
+           "systemctl status nvidia-fabricmanager", _driver_not_ready),
     Family("gpu-too-old", _title("the GPU is older than the cuDNN release supports"),
            "cuDNN (and the framework build) carries no kernels for the GPU's compute capability: "
            "CUDNN_STATUS_ARCH_MISMATCH", "the GPU's compute capability (nvidia-smi --query-gpu=compute_cap) is "

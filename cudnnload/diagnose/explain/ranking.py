@@ -85,6 +85,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # cuDNN. Is it installed?")
     "framework-no-cudnn": ("runtime-older-than-build", "version-mismatch-shadowed", "cudnn-not-installed",
                            "wheel-not-on-linker-path", "wrong-cudnn-major", "out-of-memory", "unloadable-file"),
+    # the driver installed but not ready to run CUDA (NVML's "Driver/library version mismatch", cudaErrorUnknown at
+    # start, cudaErrorSystemNotReady): its state, not what is installed
+    "driver-state": ("driver-not-ready", "no-gpu-or-driver"),
     # a framework built without CUDA asked for the GPU ("Torch not compiled with CUDA enabled"): nothing of CUDA's
     # was looked for, so nothing of it is at fault
     "cpu-build": ("cpu-only-build",),

@@ -414,6 +414,22 @@ def _jax_component(found: re.Match[str]) -> Signal:
                   "library of CUDA's, not cuDNN", library, library)
 
 
+# What each "driver-state" message says of the driver (its group), and who prints it
+DRIVER_STATES = {
+    "mismatch": ("the driver's kernel module and its libraries are of two releases (updated, not yet rebooted)",
+                 "NVML (nvidia-smi, and every program that reads the GPU through it)"),
+    "unknown": ("the CUDA driver failed to start with an unknown error (cudaErrorUnknown): its UVM module is gone or "
+                "stale, as after a suspend, or the driver is in a bad state", "PyTorch (c10/cuda/CUDAFunctions.cpp)"),
+    "fabric": ("the system is not ready for CUDA (cudaErrorSystemNotReady): on an NVSwitch system, the Fabric "
+               "Manager is not running", "the CUDA runtime (cudaGetErrorString)")}
+
+
+def _driver_state(found: re.Match[str]) -> Signal:
+    name = next(key for key in DRIVER_STATES if found.group(key))
+    meaning, source = DRIVER_STATES[name]
+    return Signal(f"driver-state-{name}", "driver-state", _line(found), source, meaning)
+
+
 # Who prints each build-without-CUDA message, and where (the "cpu-build" pattern's groups)
 CPU_BUILDS = {"torch": ("torch", "PyTorch (torch/cuda/__init__.py)"),
               "jax": ("jaxlib", "JAX (jax/_src/xla_bridge.py)"),
@@ -796,6 +812,16 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("xla-autotune", re.compile(r"None of the algorithms provided by cuDNN (?:frontend )?heuristics worked"
                                        r"|Results mismatch between different convolution algorithms"), "XLA",
             _xla_autotune),
+    # the driver there but not ready to run CUDA: NVML's nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH), which
+    # nvidia-smi prints as "Failed to initialize NVML: Driver/library version mismatch"; PyTorch's words for
+    # cudaErrorUnknown from cudaGetDeviceCount (c10/cuda/CUDAFunctions.cpp: "CUDA unknown error - this may be due to
+    # an incorrectly set up environment, ..."); cudaErrorSystemNotReady (802), cudaGetErrorString's "system not yet
+    # initialized", CUDA_ERROR_SYSTEM_NOT_READY in cuda.h
+    Pattern("driver-state", re.compile(r"(?P<mismatch>Driver/library version mismatch)"
+                                       r"|(?P<unknown>CUDA unknown error - this may be due to an incorrectly set up "
+                                       r"environment)"
+                                       r"|(?P<fabric>system not yet initialized|cudaErrorSystemNotReady"
+                                       r"|CUDA_ERROR_SYSTEM_NOT_READY)"), "the NVIDIA driver", _driver_state),
     # a framework's build without CUDA asked for the GPU (no cuDNN is looked for at all): torch/cuda/__init__.py
     # `_lazy_init` "Torch not compiled with CUDA enabled"; jax/_src/xla_bridge.py "An NVIDIA GPU may be present on
     # this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu."; onnxruntime/capi/
@@ -1962,9 +1988,10 @@ _WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d
 # libraries ... Skipping registering GPU devices"; ONNX Runtime's "Failed to create CUDAExecutionProvider", after
 # which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports; so
 # is a framework's build without CUDA falling back to the CPU (JAX's "Falling back to cpu", a UserWarning of ONNX
-# Runtime's for the CUDA provider it lacks).
+# Runtime's for the CUDA provider it lacks), and PyTorch warning that CUDA did not start ("CUDA initialization:
+# CUDA unknown error ... Setting the available devices to be zero").
 _DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
-             "framework-no-cudnn", "cpu-build")
+             "framework-no-cudnn", "cpu-build", "driver-state")
 
 
 def _logged_as_warning(signal: Signal) -> Signal:
