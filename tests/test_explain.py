@@ -2474,11 +2474,17 @@ def test_jax_s_checks_of_cuda_s_other_libraries_name_that_library_not_cudnn(text
 def test_a_framework_s_build_without_cuda_is_said_to_be_one(text: str, framework: str) -> None:
     # the framework's own words when asked for the GPU (or falling back to the CPU, logged as a warning: running
     # without the GPU is the failure): nothing of CUDA's was looked for, so no cuDNN, library or driver is blamed
-    reading = read(text)
-    assert reading.primary is not None and reading.primary.kind == "cpu-build" and not reading.primary.warning
-    assert reading.framework == framework
-    causes = ranked(text)
-    assert causes[0] == "cpu-only-build" and not set(causes) & LOADING
+    assert _the_failure(text, "cpu-build", "cpu-only-build").reading.framework == framework
+
+
+def _the_failure(text: str, kind: str, family: str) -> Explanation:
+    """``text``'s first message is of ``kind`` and the failure, not a warning though a logger may mark it one (the
+    program went on without the GPU); ``family`` is ranked first, and no cause about loading at all."""
+    primary = read(text).primary
+    assert primary is not None and primary.kind == kind and not primary.warning
+    result = explain(text, environ={})
+    assert result.causes[0].family == family and not {c.family for c in result.causes} & LOADING
+    return result
 
 
 def test_the_fix_of_a_build_without_cuda_is_the_framework_s_cuda_build() -> None:
@@ -2528,8 +2534,5 @@ def test_a_driver_installed_but_not_ready_to_run_cuda_is_its_state_not_an_instal
     # NVML's, PyTorch's and the CUDA runtime's words for a driver that cannot start CUDA now: what puts it back is what
     # doctor says for the same cuInit result (judge.gpu.INIT_FIXES), never something to install; PyTorch's warning
     # is the failure (it sets the devices to zero)
-    reading = read(text)
-    assert reading.primary is not None and reading.primary.kind == "driver-state" and not reading.primary.warning
-    result = explain(text, environ={})
-    assert result.causes[0].family == "driver-not-ready" and says in str(actions(result, "driver-not-ready"))
-    assert not {c.family for c in result.causes} & LOADING
+    result = _the_failure(text, "driver-state", "driver-not-ready")
+    assert says in str(actions(result, "driver-not-ready"))
