@@ -186,6 +186,9 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     builds = cpu_builds(list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths) \
         if resolved.target.kind in ("environment", "python") else ()
     findings += [_cpu_only(build, install, resolved.target.python) for build in builds]
+    # a CUDA build whose files a build without CUDA wrote over (onnxruntime over onnxruntime-gpu) loads no cuDNN
+    over = {(b.site, b.over.partition("==")[0]) for b in builds if b.over}
+    consumers = tuple(c for c in consumers if (c.site, c.distribution) not in over)
     if install is None and builds and not consumers:  # frameworks without CUDA only: nothing here wants a cuDNN
         findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
         checks[0] = Check("installs", "info", f"no cuDNN, and nothing here needs one: {builds[0].label} is a "
