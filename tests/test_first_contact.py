@@ -326,3 +326,24 @@ def _pip_takes_python() -> bool:
     """pip 22.3+ installs into another interpreter's environment with its general option --python."""
     done = subprocess.run([sys.executable, "-m", "pip", "--help"], capture_output=True, text=True)
     return "--python" in done.stdout
+
+
+def test_what_a_venvs_pip_counts_as_installed_elsewhere_is_read_from_its_configuration(tmp_path: Path) -> None:
+    """pip says "Requirement already satisfied" for a distribution on any folder its interpreter searches: with the
+    system's site-packages, the user site of HOME and the base installation's; PYTHONPATH always; never the
+    venv's own site-packages, and no user site under PYTHONNOUSERSITE."""
+    from cudnnload.resolve.pythons import seen_elsewhere
+
+    venv, home, base = tmp_path / "venv", tmp_path / "home", tmp_path / "base"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    dist_info(site, "nvidia-cudnn-cu12", "9.0.0.312")
+    dist_info(home / ".local" / "lib" / "python3.11" / "site-packages", "nvidia-cudnn-cu13", "9.28.0.42")
+    dist_info(base / "lib" / "python3.11" / "site-packages", "numpy", "2.1.0")
+    dist_info(tmp_path / "extra", "nvidia-cublas-cu12", "12.9.1.4")
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = true\n")
+    env = {"HOME": str(home), "PYTHONPATH": str(tmp_path / "extra")}
+    assert seen_elsewhere(str(site), env) == {"nvidia-cudnn-cu13", "numpy", "nvidia-cublas-cu12"}
+    assert seen_elsewhere(str(site), {**env, "PYTHONNOUSERSITE": "1"}) == {"numpy", "nvidia-cublas-cu12"}
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n")
+    assert seen_elsewhere(str(site), env) == {"nvidia-cublas-cu12"}
+    assert seen_elsewhere(str(tmp_path / "extra"), env) == frozenset()  # no site-packages of an interpreter

@@ -1162,3 +1162,13 @@ def test_a_running_program_behind_a_relative_entry_of_another_release_loses_the_
     Where another error's fix takes that entry away (here mixed-release's), untrusted-library's does too: the entry
     goes, the program restarts, and it works."""
     _fixed_without_breaks(14550, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_put_back_into_a_venv_that_sees_it_in_the_user_site_is_installed_there_anyway() -> None:
+    """A venv with the system's site-packages (so the user site too) whose cuDNN wheel was uninstalled and a 9.0
+    shim copied into its folder, nvidia-cudnn-cu13 9.28 in the user site (fix differential 3-14662): doctor's
+    `python -m pip install 'nvidia-cudnn-cu13>=9,<10'` was "already satisfied" by the user site's wheel and put
+    nothing into the venv. pip is told to ignore what it finds elsewhere, and the program works."""
+    _fixed_without_breaks(14662, ["app"], lambda j: j.said.form in ("target", "command"), seed=3)

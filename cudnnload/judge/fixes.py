@@ -12,7 +12,7 @@ nvidia-cuda-runtime.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from cudnnload.resolve.access import Unreachable
 from cudnnload.resolve.catalog import (
@@ -181,7 +181,8 @@ def undo(preload: Preload) -> Action | None:
 
 
 def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, options: tuple[str, ...] = (),
-             python: str | None = None, along: tuple[str, ...] | None = ()) -> Action:
+             python: str | None = None, along: tuple[str, ...] | None = (),
+             elsewhere: Collection[str] = ()) -> Action:
     """pip's install of ``requirements`` into the site-packages folder ``site`` by whoever installs there (the
     venv's interpreter, ``pythonX.Y --user``, ``--target``); ``python`` only where the folder has no interpreter
     of its own and the caller knows the program's. An NVIDIA wheel into a ``--target`` folder whose ``nvidia``
@@ -189,8 +190,12 @@ def pip_into(requirements: list[str], site: str | None, pip_env: PipEnv, *, opti
     pip --target puts a wheel's files into a folder that is already there (it replaces it whole); in words where
     that folder holds what no distribution lists (None). Any other distribution into a ``--target`` folder: with
     ``--upgrade`` too, and the distributions ``along`` whose files share its top-level folders
-    (`pythons.sharing_in_target`)."""
+    (`pythons.sharing_in_target`). A requirement the interpreter counts as installed from another of its folders
+    (``elsewhere``: `Install.elsewhere`, a wheel in its user site) gets ``--ignore-installed``: pip would otherwise
+    say it is satisfied and put nothing into ``site`` (fix differential 3-14662)."""
     own, how = pip_env
+    if "--ignore-installed" not in options and any(project_name(r) in elsewhere for r in requirements):
+        options = (*options, "--ignore-installed")
     target = own is None and not how and site is not None
     # an NVIDIA wheel into a --target folder (the names are parsed only there)
     nvidia = target and any(project_name(requirement).startswith("nvidia-") for requirement in requirements)

@@ -319,7 +319,8 @@ class _Repairs:
         requirement = install.wanted or fixes.cudnn_requirement(install.major, install.cuda_major, install.release)
         if requirement is None:
             return None
-        return fixes.pip_into([requirement], install.site, install.pip_env, python=self.python)
+        return fixes.pip_into([requirement], install.site, install.pip_env, python=self.python,
+                              elsewhere=install.elsewhere)
 
     def file(self, cand: Candidate) -> Fix:
         """A damaged, missing or foreign file: put back by its distribution when RECORD lists it; a file of
@@ -352,7 +353,7 @@ class _Repairs:
                               f"{install.distribution} has none) and load it instead"))
         folder = posixpath.join(install.site, fixes.WHEEL_LIB)
         installed = fixes.pip_into([requirement], install.site, install.pip_env, python=self.python,
-                                   along=install.along)
+                                   along=install.along, elsewhere=install.elsewhere)
         shim = posixpath.join(folder, generation(install.major).shim.soname)
         if self.entry is None:
             return fix(installed, manual(f"open {shim} (the full wheel's shim) instead of "

@@ -56,7 +56,7 @@ from cudnnload.resolve.process import (
     read_preload_file,
     without_lines,
 )
-from cudnnload.resolve.pythons import along_of, interpreter_of_site, shell_site
+from cudnnload.resolve.pythons import along_of, interpreter_of_site, seen_elsewhere, shell_site
 from cudnnload.resolve.sources import (
     Distribution,
     Origin,
@@ -163,6 +163,9 @@ class Install:
     # installed there require (`consumers.site_pins`; of the shim's major where a distribution owns the folder), when
     # they require one
     wanted: str | None = None
+    # NVIDIA's wheels the interpreter of ``site`` counts as installed from its other folders (its user site,
+    # PYTHONPATH; `pythons.seen_elsewhere`): pip asked to install one of them into ``site`` puts nothing there
+    elsewhere: tuple[str, ...] = ()
     # per sub-library, in load order, what the initializers of its first dlopen dlopen (`opened_while_loading`)
     opened_at_load: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # a folder no distribution owns whose shim is a link to a pip wheel's file (``ln -s .../nvidia/cudnn/lib/
@@ -652,8 +655,8 @@ def build_install(folder: str, major: int, paths: Sequence[str], found_via: str,
     # the link, and cudnnBackendFinalize returned 1002)
     records = _records(folder, files, dist, ctx) if owned is None else _records(
         owned[1], files, owned[0], ctx, only={os.path.realpath(s.path) for s in steps if s.path})
-    return replace(_pip_install(folder, major, dist, release, cuda), release_source=source, found_via=found_via,
-                   files=files, plan=steps, dependencies=deps, records=records, opening=opening,
+    return replace(_pip_install(folder, major, dist, release, cuda, ctx.environ), release_source=source,
+                   found_via=found_via, files=files, plan=steps, dependencies=deps, records=records, opening=opening,
                    shim_owner=_shim_owner(owned, major, ctx) if owned is not None else None,
                    opened_at_load=opened_while_loading(gen, steps, deps, ctx) if gen.major == 8 else (),
                    bundler=_bundler(folder, ctx) if shim is not None and bundled_copy(os.path.basename(shim.path))
@@ -675,9 +678,10 @@ def _bundler(folder: str, ctx: Context) -> tuple[str | None, int | None]:
 
 
 def _pip_install(folder: str, major: int, dist: Distribution | None, release: Release | None,
-                 cuda: int | None) -> Install:
+                 cuda: int | None, environ: Mapping[str, str]) -> Install:
     """What pip knows of ``folder``: its distribution, the site it is in and who installs there, what must be
-    installed along, the files that would shadow it once put back (no files or plan yet)."""
+    installed along, what that pip counts as installed from its other folders (``environ``: the program's, whose
+    HOME and PYTHONPATH say which), the files that would shadow it once put back (no files or plan yet)."""
     site = dist.site if dist else cudnn_wheel_site(folder)
     head = dist.version.split(".")[0] if dist else ""
     owned = int(head) if head.isdigit() else None  # the major of the folder's distribution
@@ -687,7 +691,9 @@ def _pip_install(folder: str, major: int, dist: Distribution | None, release: Re
     pip_env = interpreter_of_site(site) if site else (None, ())
     return Install(folder, major, release, None, "", f"{dist.name} {dist.version}" if dist else None, cuda, (), (),
                    (), site=site, pip_env=pip_env, along=along_of(site, pip_env) if site else (),
-                   shadowing=_shadowing(folder, dist, release), wanted=wanted)
+                   shadowing=_shadowing(folder, dist, release), wanted=wanted,
+                   elsewhere=tuple(sorted(name for name in seen_elsewhere(site, environ) if name.startswith("nvidia-")))
+                   if site and pip_env[0] else ())
 
 
 def _owner(folder: str, shim: Candidate | None, dists: Sequence[Distribution]) -> tuple[Distribution, str] | None:
@@ -708,7 +714,7 @@ def _shim_owner(owned: tuple[Distribution, str], major: int, ctx: Context) -> In
     """The install of the pip wheel a shim links to (`_owner`)."""
     owner, real = owned
     release, _ = _release_of((), real, major, owner, ctx.cache)
-    return _pip_install(real, major, owner, release, _cuda_major(owner, ()))
+    return _pip_install(real, major, owner, release, _cuda_major(owner, ()), ctx.environ)
 
 
 def not_cudnn(info: ElfInfo) -> bool:

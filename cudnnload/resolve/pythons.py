@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from cudnnload.files import NotRegularFile, read_regular
+
 # pipx: $PIPX_HOME/venvs/NAME (default ~/.local/pipx or ~/.local/share/pipx); uv: $UV_TOOL_DIR/NAME (default
 # ~/.local/share/uv/tools). Read in pipx's `paths.py` and uv's `uv-tool` crate.
 _TOOL_FOLDERS = ("/pipx/venvs/", "/uv/tools/")
@@ -61,6 +63,42 @@ def interpreter_of_site(site: str) -> tuple[str | None, tuple[str, ...]]:
     if os.path.basename(prefix) == ".local" or prefix.endswith("/.local"):
         return version, ("--user",)
     return None, ()
+
+
+def seen_elsewhere(site: str, environ: Mapping[str, str]) -> frozenset[str]:
+    """The distributions the interpreter of the site-packages folder ``site`` counts as installed from its other
+    folders (canonical names): pip then says "Requirement already satisfied" and puts nothing into ``site``. A
+    venv's interpreter searches ``PYTHONPATH``, then, with ``include-system-site-packages = true``, the user site of
+    ``HOME`` (where ``PYTHONNOUSERSITE`` is unset) and its base installation's site-packages; another prefix's
+    interpreter ``PYTHONPATH`` and the user site. Read from the folders' names alone (`_names`)."""
+    lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))
+    if os.path.basename(site) != "site-packages" or not version.startswith("python"):
+        return frozenset()
+    prefix = os.path.dirname(lib)
+    others = [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
+    config = _venv_config(prefix)
+    if config is not None and config.get("include-system-site-packages", "false").lower() != "true":
+        return _others(others, site)
+    home = environ.get("HOME")
+    if home and os.path.isabs(home) and not environ.get("PYTHONNOUSERSITE"):
+        others.append(os.path.join(home, ".local", "lib", version, "site-packages"))
+    if config is not None and os.path.isabs(config.get("home", "")):
+        others += [os.path.join(os.path.dirname(config["home"]), "lib", version, "site-packages")]
+    return _others(others, site)
+
+
+def _others(sites: list[str], site: str) -> frozenset[str]:
+    real = os.path.realpath(site)
+    return frozenset(_names([other for other in sites if os.path.realpath(other) != real]))
+
+
+def _venv_config(prefix: str) -> dict[str, str] | None:
+    """A venv's ``pyvenv.cfg`` as its keys and values; None for a prefix that is no venv."""
+    try:
+        lines = read_regular(os.path.join(prefix, "pyvenv.cfg"), 1 << 16).decode("utf-8", "replace").splitlines()
+    except (OSError, NotRegularFile):
+        return None
+    return {key.strip(): value.strip() for key, sep, value in (line.partition("=") for line in lines) if sep}
 
 
 def system_interpreter_of(site: str) -> str | None:
