@@ -191,7 +191,7 @@ def _run(argv: list[str], env: dict[str, str], stdin: str | None = None,
 
 
 def _program(tmp_path: Path, framework: str, first: str = "") -> Path:
-    script = tmp_path / f"{framework}_conv.py"
+    script = tmp_path / f"{framework}_conv{'_after_load' if first else ''}.py"
     script.write_text(first + (TORCH_PROGRAM if framework == "torch" else JAX_PROGRAM))
     return script
 
