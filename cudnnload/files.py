@@ -116,6 +116,22 @@ def read_regular(path: str, limit: int) -> bytes:
         return handle.read(limit)
 
 
+def record_digest(path: str) -> str | None:
+    """The regular file ``path``'s sha256 as a wheel's RECORD writes it (PEP 376/627: urlsafe base64, unpadded);
+    None where it cannot be read or is no regular file."""
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path) as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    except (OSError, NotRegularFile):
+        return None
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
 def write_atomic(path: str, content: str | Callable[[TextIO], None], *, mode: int | None = None) -> bool:
     """``content`` (text, or a function that writes it to the open file) into ``path`` (its folders made),
     all of it or nothing (a reader, or a process killed mid-write, sees the old file or the new one):

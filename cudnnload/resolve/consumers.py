@@ -39,7 +39,7 @@ from typing import Literal
 from cudnnload.cachedir import stamp
 from cudnnload.children import as_owner, end_group, owner_of_python, tails, untrusted
 from cudnnload.errors import ElfError
-from cudnnload.files import NotRegularFile, read_regular
+from cudnnload.files import NotRegularFile, read_regular, record_digest
 from cudnnload.resolve.catalog import (
     Release,
     classify_bundled,
@@ -534,23 +534,10 @@ def _written_last(dist: _Installed, other: _Installed) -> str | None:
     """A compiled file both distributions' RECORDs list with different hashes (the CPU and the CUDA build of one
     package, which install into the same folder), where the file on disk is ``dist``'s: its path, relative to the
     site; None where there is none, or the file is ``other``'s or neither's."""
-    import base64
-    import hashlib
-
     mine, theirs = _record_hashes(dist), _record_hashes(other)
     shared = sorted(path for path, digest in mine.items() if path.endswith((".so", ".pyd"))
                     and theirs.get(path) not in (None, digest))
-    for path in shared[:1]:
-        digest = hashlib.sha256()
-        try:
-            with open(os.path.join(dist.site, path), "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 22), b""):
-                    digest.update(block)
-        except OSError:
-            return None
-        if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() == mine[path]:
-            return path
-    return None
+    return next((path for path in shared[:1] if record_digest(os.path.join(dist.site, path)) == mine[path]), None)
 
 
 def _record_hashes(dist: _Installed) -> dict[str, str]:

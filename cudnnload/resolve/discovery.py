@@ -24,7 +24,7 @@ from functools import partial
 from cudnnload.cachedir import stamp
 from cudnnload.codes import Code
 from cudnnload.errors import ElfError
-from cudnnload.files import NotRegularFile, open_regular, path_problem, read_regular
+from cudnnload.files import NotRegularFile, open_regular, path_problem, read_regular, record_digest
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import (
     GENERATIONS,
@@ -806,18 +806,9 @@ def _digest(path: str, cache: ElfCache) -> str | None:
     known = cache.recall(key, "str")
     if isinstance(known, str):
         return known
-    import base64
-    import hashlib
-
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:  # a regular file: RECORD listed it and stat found it
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    value = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-    cache.remember(key, value)
+    value = record_digest(path)
+    if value is not None:
+        cache.remember(key, value)
     return value
 
 
