@@ -187,7 +187,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         if resolved.target.kind in ("environment", "python") else ()
     findings += [_cpu_only(build, install, resolved.target.python) for build in builds]
     # a CUDA build whose files a build without CUDA wrote over (onnxruntime over onnxruntime-gpu) loads no cuDNN
-    over = {(b.site, b.over.partition("==")[0]) for b in builds if b.over}
+    over = {(b.site, b.over_distribution) for b in builds if b.over}
     consumers = tuple(c for c in consumers if (c.site, c.distribution) not in over)
     if install is None and builds and not consumers:  # frameworks without CUDA only: nothing here wants a cuDNN
         findings = [f for f in findings if f.code not in (Code.NO_CUDNN, Code.NOT_FOUND)]
@@ -364,8 +364,8 @@ def _cpu_only(build: CpuBuild, install: Judged | None, python: str | None = None
     beside = f"; the cuDNN {install.release or install.major} here is of no use to it" if install else ""
     repair = fix(manual(f"for the GPU, install a CUDA build of {build.framework} (it brings its cuDNN); nothing needs "
                         "fixing to run on the CPU"))
-    if build.over is not None:
-        repair = fix(pip_uninstall([build.distribution, build.over.partition("==")[0]], python=python),
+    if build.over is not None and build.over_distribution is not None:
+        repair = fix(pip_uninstall([build.distribution, build.over_distribution], python=python),
                      pip_install([build.over], python=python))
     return Finding(Code.CPU_ONLY_BUILD, f"{build.label} is a {build.platform} build ({build.why}): it uses no cuDNN "
                    f"and runs on no NVIDIA GPU{beside}", Subject(SubjectKind.CONSUMER, build.site, name=build.label),

@@ -485,6 +485,11 @@ class CpuBuild:
     def label(self) -> str:
         return f"{self.distribution} {self.version}"
 
+    @property
+    def over_distribution(self) -> str | None:
+        """The name of the CUDA build ``over`` names."""
+        return self.over.partition("==")[0] if self.over else None
+
 
 # (framework, distribution, the file a CUDA build of it has, the distributions that make it one instead): a
 # distribution without that file, and without any of those beside it, is a build without CUDA. Read in the
@@ -498,6 +503,10 @@ _CUDA_MARKS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
     ("onnxruntime", "onnxruntime", "onnxruntime/capi/libonnxruntime_providers_cuda.so", ("onnxruntime-gpu",)),
     ("tensorflow", "tensorflow-cpu", None, ("tensorflow",)),
 )
+
+
+# The distributions `cpu_builds` tells a build without CUDA of apart
+TOLD_APART = frozenset(name for _, name, _, _ in _CUDA_MARKS)
 
 
 def cpu_builds(site_paths: Sequence[str] | None = None) -> tuple[CpuBuild, ...]:
@@ -542,12 +551,7 @@ def _written_last(dist: _Installed, other: _Installed) -> str | None:
 
 def _record_hashes(dist: _Installed) -> dict[str, str]:
     """RECORD's sha256 of each file it lists (PEP 376/627: "sha256=<urlsafe base64, unpadded>"), by path."""
-    try:
-        text = read_regular(dist.record, _RECORD_BYTES).decode("utf-8")
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-    except (OSError, NotRegularFile, csv.Error, UnicodeDecodeError):
-        return {}
-    return {row[0]: row[1].removeprefix("sha256=") for row in rows
+    return {row[0]: row[1].removeprefix("sha256=") for row in _record_rows(dist)
             if len(row) > 1 and row[1].startswith("sha256=")}
 
 
@@ -730,9 +734,14 @@ def _key(dist: _Installed, interpreter: str) -> tuple[object, ...] | None:
 def _record_files(dist: _Installed) -> list[str]:
     """The paths RECORD lists (relative to the site folder), read directly: importlib.metadata's
     ``files`` stats each of them (25,000 for torch, ~1 s)."""
+    return [row[0] for row in _record_rows(dist)]
+
+
+def _record_rows(dist: _Installed) -> list[list[str]]:
+    """RECORD's rows (path, hash, size: PEP 376/627), none where it cannot be read."""
     try:
         text = read_regular(dist.record, _RECORD_BYTES).decode("utf-8")
-        return [row[0] for row in csv.reader(io.StringIO(text, newline="")) if row]
+        return [row for row in csv.reader(io.StringIO(text, newline="")) if row]
     except (OSError, NotRegularFile, csv.Error, UnicodeDecodeError):
         return []
 

@@ -49,10 +49,10 @@ def interpreter_of_site(site: str) -> tuple[str | None, tuple[str, ...]]:
     system's, conda's): its ``bin/pythonX.Y``; a user site (``~/.local/lib/pythonX.Y/site-packages``):
     ``pythonX.Y`` with ``--user``; any other folder (a ``--target`` one): (None, ()), the action's ``target``
     says it. Never the interpreter cudnnload happens to run in, unless that is the one whose folder it is."""
-    lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))
-    if os.path.basename(site) != "site-packages" or not version.startswith("python"):
+    parts = _site_parts(site)
+    if parts is None:
         return None, ()
-    prefix = os.path.dirname(lib)
+    prefix, version = parts
     for name in ("python", version, "python3"):
         candidate = os.path.join(prefix, "bin", name)
         if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")) and os.access(candidate, os.X_OK):
@@ -71,12 +71,12 @@ def seen_elsewhere(site: str, environ: Mapping[str, str]) -> frozenset[str]:
     venv's interpreter searches ``PYTHONPATH``, then, with ``include-system-site-packages = true``, the user site of
     ``HOME`` (where ``PYTHONNOUSERSITE`` is unset) and its base installation's site-packages; another prefix's
     interpreter ``PYTHONPATH`` and the user site. Read from the folders' names alone (`_names`)."""
-    lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))
-    if os.path.basename(site) != "site-packages" or not version.startswith("python"):
+    parts = _site_parts(site)
+    if parts is None:
         return frozenset()
-    prefix = os.path.dirname(lib)
+    prefix, version = parts
     others = [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
-    config = _venv_config(prefix)
+    config = venv_config(prefix)
     if config is not None and config.get("include-system-site-packages", "false").lower() != "true":
         return _others(others, site)
     home = environ.get("HOME")
@@ -92,13 +92,22 @@ def _others(sites: list[str], site: str) -> frozenset[str]:
     return frozenset(_names([other for other in sites if os.path.realpath(other) != real]))
 
 
-def _venv_config(prefix: str) -> dict[str, str] | None:
-    """A venv's ``pyvenv.cfg`` as its keys and values; None for a prefix that is no venv."""
+def venv_config(prefix: str) -> dict[str, str] | None:
+    """A venv's ``pyvenv.cfg`` as site.py reads it: each ``key = value`` line, the key lowercased; None for a prefix
+    that is no venv."""
     try:
         lines = read_regular(os.path.join(prefix, "pyvenv.cfg"), 1 << 16).decode("utf-8", "replace").splitlines()
     except (OSError, NotRegularFile):
         return None
-    return {key.strip(): value.strip() for key, sep, value in (line.partition("=") for line in lines) if sep}
+    return {key.strip().lower(): value.strip() for key, sep, value in (line.partition("=") for line in lines) if sep}
+
+
+def _site_parts(site: str) -> tuple[str, str] | None:
+    """(prefix, ``pythonX.Y``) of a ``PREFIX/lib/pythonX.Y/site-packages`` folder; None for another folder."""
+    lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))
+    if os.path.basename(site) != "site-packages" or not version.startswith("python"):
+        return None
+    return os.path.dirname(lib), version
 
 
 def system_interpreter_of(site: str) -> str | None:

@@ -22,7 +22,7 @@ from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.resolve.elf import max_version, read_elf
 from cudnnload.resolve.ldcache import LD_SO_CACHE, CacheEntry, LdCache, read_ld_cache
 from cudnnload.resolve.linker import LinkerDefaults
-from cudnnload.resolve.pythons import python_on_path
+from cudnnload.resolve.pythons import python_on_path, venv_config
 
 LD_SO_CONF = "/etc/ld.so.conf"
 # The PATH a container gets when its image sets none (moby's oci.DefaultPathEnv for Linux).
@@ -303,11 +303,7 @@ def _names_dist_packages(site_py: str) -> bool:
 
 
 def _venv_system_site(cfg: str) -> bool:
-    try:
-        text = read_regular(cfg, 1 << 16).decode("utf-8", "replace")
-    except (OSError, NotRegularFile):
-        return False
-    return bool(re.search(r"(?mi)^\s*include-system-site-packages\s*=\s*true\s*$", text))
+    return (venv_config(os.path.dirname(cfg)) or {}).get("include-system-site-packages", "").lower() == "true"
 
 
 def _pth_folders(site: str) -> list[str]:

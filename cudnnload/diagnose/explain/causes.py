@@ -11,7 +11,15 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudnnload.diagnose.explain.reading import Reading, Signal, library_class, listed_by_torch, version_of
+from cudnnload.diagnose.explain.reading import (
+    DRIVER_STATES,
+    Reading,
+    Signal,
+    cpu_build_package,
+    library_class,
+    listed_by_torch,
+    version_of,
+)
 from cudnnload.judge.gpu import GENERIC_INIT_FIX, INIT_FIXES
 from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, pip_uninstall, set_variable
 
@@ -319,30 +327,21 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("lower the batch size, or free GPU memory held by other processes (nvidia-smi)"))
 
 
-
-# a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
-# be called in training mode")
-# The driver API's result for each state a "driver-state" message tells (reading.DRIVER_STATES): its fix is
-# the one doctor gives for that cuInit result (judge.gpu.INIT_FIXES)
-_DRIVER_RESULTS = {"driver-state-mismatch": "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-                   "driver-state-unknown": "CUDA_ERROR_UNKNOWN", "driver-state-fabric": "CUDA_ERROR_SYSTEM_NOT_READY"}
-
-
 def _driver_not_ready(reading: Reading, signal: Signal | None) -> Fix:
-    """What puts the driver back in a state to run CUDA, for what the message says of it."""
-    result = _DRIVER_RESULTS.get(signal.pattern if signal is not None else "", "")
-    return fix(manual(INIT_FIXES.get(result, GENERIC_INIT_FIX)))
+    """What puts the driver back in a state to run CUDA: what doctor says for the cuInit result of the state the
+    message tells (reading.DRIVER_STATES, judge.gpu.INIT_FIXES)."""
+    state = DRIVER_STATES.get(signal.pattern.removeprefix("driver-state-")) if signal is not None else None
+    return fix(manual(INIT_FIXES.get(state[2], GENERIC_INIT_FIX) if state else GENERIC_INIT_FIX))
 
 
 # PyTorch's index of CUDA builds per CUDA major (https://download.pytorch.org/whl/cuXYZ): one whose wheels torch's
 # current releases still publish, for a driver of that major
 _TORCH_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
-_FRAMEWORK_NAMES = {"pytorch": "torch", "jax": "jax", "onnxruntime": "onnxruntime", "paddle": "paddlepaddle"}
 
 
 def _cpu_build_title(reading: Reading, signal: Signal | None) -> str:
-    name = _FRAMEWORK_NAMES.get(reading.framework or "", "the framework")
-    return f"the {name} installed is its build without CUDA, so it never uses the GPU"
+    return (f"the {cpu_build_package(reading.framework) or 'framework'} installed is its build without CUDA, so it "
+            "never uses the GPU")
 
 
 def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
@@ -374,6 +373,8 @@ def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("install the framework's CUDA build"))
 
 
+# a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
+# be called in training mode")
 _MISUSE_TITLE = "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)"
 _MISUSE_FIX = ("put the module back in training mode before the backward pass (model.train() after an evaluation "
                "that called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))")

@@ -7,11 +7,12 @@ what it saw. Codes and fields are compared, never a finding's message. Nothing i
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudnnload.diagnose.explain.reading import Reading, version_of
+from cudnnload.diagnose.explain.reading import Reading, cpu_build_package, version_of
 from cudnnload.diagnose.inventory import find
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve.linker import split_ld_library_path
@@ -256,24 +257,16 @@ def address_limited(machine: Machine, reading: Reading) -> Here:
     return Here(SHOWS, f"this shell's programs may use only {limit / 2**20:.0f} MiB of address space (ulimit -v)")
 
 
-# The distribution of each framework whose build without CUDA explain reads (reading.CPU_BUILDS), as
-# resolve.consumers.cpu_builds names the framework
-_CPU_FRAMEWORKS = {"pytorch": ("torch", "torch"), "jax": ("jax", "jaxlib"),
-                   "onnxruntime": ("onnxruntime", "onnxruntime")}
-
-
 def cpu_build(machine: Machine, reading: Reading) -> Here:
-    """The framework of the text installed here as its build without CUDA (`consumers.cpu_builds`)."""
-    import sys
+    """The framework of the text installed here as its build without CUDA (`consumers.cpu_builds`, for the
+    distributions it tells apart)."""
+    from cudnnload.resolve.consumers import TOLD_APART, cpu_builds, installed_names
 
-    from cudnnload.resolve.consumers import cpu_builds, installed_names
-
-    named = _CPU_FRAMEWORKS.get(reading.framework or "")
-    if named is None:
+    distribution = cpu_build_package(reading.framework)
+    if distribution not in TOLD_APART:
         return Here(CANNOT_TELL, f"cudnnload does not tell {reading.framework or 'the framework'}'s builds apart")
-    framework, distribution = named
     paths = list(sys.path if machine.site_paths is None else machine.site_paths)
-    build = next((b for b in cpu_builds(paths) if b.framework == framework), None)
+    build = next((b for b in cpu_builds(paths) if b.distribution == distribution), None)
     if build is not None:
         return Here(SHOWS, f"{build.label} in {build.site} is a build without CUDA: {build.why}")
     if distribution not in installed_names(paths):

@@ -414,32 +414,42 @@ def _jax_component(found: re.Match[str]) -> Signal:
                   "library of CUDA's, not cuDNN", library, library)
 
 
-# What each "driver-state" message says of the driver (its group), and who prints it
+# What each "driver-state" message says of the driver (its group), who prints it, and the result cuInit gives in
+# that state (cuda.h's CUresult name)
 DRIVER_STATES = {
     "mismatch": ("the driver's kernel module and its libraries are of two releases (updated, not yet rebooted)",
-                 "NVML (nvidia-smi, and every program that reads the GPU through it)"),
+                 "NVML (nvidia-smi, and every program that reads the GPU through it)",
+                 "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"),
     "unknown": ("the CUDA driver failed to start with an unknown error (cudaErrorUnknown): its UVM module is gone or "
-                "stale, as after a suspend, or the driver is in a bad state", "PyTorch (c10/cuda/CUDAFunctions.cpp)"),
+                "stale, as after a suspend, or the driver is in a bad state", "PyTorch (c10/cuda/CUDAFunctions.cpp)",
+                "CUDA_ERROR_UNKNOWN"),
     "fabric": ("the system is not ready for CUDA (cudaErrorSystemNotReady): on an NVSwitch system, the Fabric "
-               "Manager is not running", "the CUDA runtime (cudaGetErrorString)")}
+               "Manager is not running", "the CUDA runtime (cudaGetErrorString)", "CUDA_ERROR_SYSTEM_NOT_READY")}
 
 
 def _driver_state(found: re.Match[str]) -> Signal:
     name = next(key for key in DRIVER_STATES if found.group(key))
-    meaning, source = DRIVER_STATES[name]
+    meaning, source, _ = DRIVER_STATES[name]
     return Signal(f"driver-state-{name}", "driver-state", _line(found), source, meaning)
 
 
-# Who prints each build-without-CUDA message, and where (the "cpu-build" pattern's groups)
-CPU_BUILDS = {"torch": ("torch", "PyTorch (torch/cuda/__init__.py)"),
-              "jax": ("jaxlib", "JAX (jax/_src/xla_bridge.py)"),
-              "ort": ("onnxruntime", "ONNX Runtime (onnxruntime/capi/onnxruntime_inference_collection.py)"),
-              "paddle": ("paddlepaddle", "PaddlePaddle (python/paddle/device/__init__.py)")}
+# Each build-without-CUDA message (the "cpu-build" pattern's groups): the framework that prints it, the
+# distribution that is then a build without CUDA, and where it prints it
+CPU_BUILDS = {"torch": ("pytorch", "torch", "PyTorch (torch/cuda/__init__.py)"),
+              "jax": ("jax", "jaxlib", "JAX (jax/_src/xla_bridge.py)"),
+              "ort": ("onnxruntime", "onnxruntime",
+                      "ONNX Runtime (onnxruntime/capi/onnxruntime_inference_collection.py)"),
+              "paddle": ("paddle", "paddlepaddle", "PaddlePaddle (python/paddle/device/__init__.py)")}
+
+
+def cpu_build_package(framework: str | None) -> str | None:
+    """The distribution a framework's build without CUDA is (`CPU_BUILDS`): "torch" for "pytorch"."""
+    return next((package for owner, package, _ in CPU_BUILDS.values() if owner == framework), None)
 
 
 def _cpu_build(found: re.Match[str]) -> Signal:
     name = next(key for key in CPU_BUILDS if found.group(key))
-    package, source = CPU_BUILDS[name]
+    _, package, source = CPU_BUILDS[name]
     return Signal(f"cpu-build-{name}", "cpu-build", _line(found), source,
                   f"the {package} installed is a build without CUDA: it never looks for cuDNN or the GPU")
 
@@ -1547,7 +1557,7 @@ _OWNER = {
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
     "jax-component": "jax",
-    "cpu-build-torch": "pytorch", "cpu-build-jax": "jax", "cpu-build-ort": "onnxruntime", "cpu-build-paddle": "paddle",
+    **{f"cpu-build-{name}": owner for name, (owner, _, _) in CPU_BUILDS.items()},
     "paddle-dynload": "paddle",
     "torch-rnn-eval": "pytorch",
 }
