@@ -105,7 +105,9 @@ PROBES: tuple[tuple[str, str], ...] = (
      "cuda capability 3.0.\n    PyTorch no longer supports this GPU because it is too old.\n    "
      "The minimum cuda capability supported by this library is 3.7.\nRuntimeError: CUDA error: "
      "no kernel image is available for execution on the device"),
-    ("runtime-older-than-build",
+    # cuDNN 8.9.7 found, 9.1.0 built against: another major (FAMILIES.md: runtime-older-than-build is the right
+    # major with an older minor), though JAX's words say only "newer"
+    ("wrong-cudnn-major",
      "jaxlib.xla_extension.XlaRuntimeError: Unable to initialize backend 'cuda': Found cuDNN v"
      "ersion 8907, but JAX was built against version 9100, which is newer. The copy of cuDNN t"
      "hat is installed must be at least as new as the version against which JAX was built. (yo"
@@ -200,6 +202,14 @@ PROBES: tuple[tuple[str, str], ...] = (
     ("cudnn-not-installed",
      "E0000 00:00:1717000000.000000 1234 cuda_dnn.cc:522] Unable to load cuDNN. Is it installe"
      "d?\n(pip install jax[cuda12_local])"),
+    # TensorFlow/XLA's stand-in for the driver (tsl/cuda/cuda_stub.cc) answers 303 for libcuda.so.1 not loaded
+    ("no-gpu-or-driver",
+     "W external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: "
+     "UNKNOWN ERROR (303)"),
+    # XLA's "failed call to cuInit: %s" with cuGetErrorName and cuGetErrorString of CUDA_ERROR_UNKNOWN
+    ("driver-not-ready",
+     "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: "
+     "CUDA_ERROR_UNKNOWN: unknown error"),
 )
 
 

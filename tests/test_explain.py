@@ -2402,7 +2402,7 @@ def test_one_of_cuda_s_math_libraries_missing_is_no_missing_cudnn() -> None:
     ("Unable to initialize backend 'cuda': jaxlib/cuda/versions_helpers.cc:98: operation cuInit(0) failed: "
      "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (you may need to set JAX_PLATFORMS=cpu)", "driver-too-old"),
     ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: "
-     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-too-old"),
+     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-not-ready"),
     ("XlaRuntimeError: INTERNAL: CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "driver-too-old"),
     ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "driver-too-old"),
 ])
@@ -2536,3 +2536,40 @@ def test_a_driver_installed_but_not_ready_to_run_cuda_is_its_state_not_an_instal
     # is the failure (it sets the devices to zero)
     result = _the_failure(text, "driver-state", "driver-not-ready")
     assert says in str(actions(result, "driver-not-ready"))
+
+
+@pytest.mark.parametrize(("text", "family", "says"), [
+    # TensorFlow's stand-in for the driver (tsl/cuda/cuda_stub.cc) answers 303 when libcuda.so.1 could not be loaded,
+    # and cannot name it: what follows (cuda_diagnostics.cc) says no kernel driver runs here
+    ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcuda.so.1'; "
+     "dlerror: libcuda.so.1: cannot open shared object file: No such file or directory\n"
+     "W tensorflow/stream_executor/cuda/cuda_driver.cc:269] failed call to cuInit: UNKNOWN ERROR (303)\n"
+     "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:156] kernel driver does not appear to be running on this "
+     "host (devel): /proc/driver/nvidia/version does not exist", "no-gpu-or-driver", "install the NVIDIA driver"),
+    ("E0000 00:00:1776257581.500348 3672657 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: "
+     "Failed call to cuInit: UNKNOWN ERROR (303)", "no-gpu-or-driver", "install the NVIDIA driver"),
+    # the CUDA toolkit's stub libcuda.so in place of the driver's: cuda.h's CUDA_ERROR_STUB_LIBRARY, by number
+    ("E tensorflow/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: UNKNOWN ERROR (34)",
+     "no-gpu-or-driver", "lib64/stubs"),
+    # named: the driver's own state (judge.gpu.INIT_FIXES, as doctor says for the same result)
+    ("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_UNKNOWN: "
+     "unknown error", "driver-not-ready", "modprobe nvidia_uvm"),
+    ("numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: [999] Call to cuInit results in "
+     "CUDA_ERROR_UNKNOWN", "driver-not-ready", "modprobe nvidia_uvm"),
+    ("pycuda._driver.Error: cuInit failed: unknown error", "driver-not-ready", "modprobe nvidia_uvm"),
+    ("failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver "
+     "combination", "driver-not-ready", "reboot"),
+    ("failed call to cuInit: CUDA_ERROR_NOT_PERMITTED: operation not permitted", "driver-not-ready", "dmesg"),
+])
+def test_a_failed_cuinit_is_read_by_its_result_named_or_numbered(text: str, family: str, says: str) -> None:
+    # every framework's words for cuInit failing (TensorFlow/XLA, numba, PyCUDA) name its result or print its number;
+    # the number is named from cuda.h's table in the catalog, and the result decides the cause and its fix
+    loaded = "Could not load dynamic library" in text  # TensorFlow's own line on libcuda.so.1 comes first
+    result = explain(text, environ={}) if loaded else _the_failure(text, "driver-state", family)
+    assert result.causes[0].family == family and says in str(actions(result, family))
+
+
+def test_a_failed_cuinit_that_finds_no_device_stays_the_no_device_fact() -> None:
+    text = "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
+    assert read(text).primary is None or read(text).primary.pattern != "cuinit"  # type: ignore[union-attr]
+    assert ranked(text)[0] == "no-gpu-or-driver"

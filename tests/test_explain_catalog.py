@@ -91,7 +91,8 @@ def test_every_source_prints_entries_at_each_release_read(data: dict[str, object
         assert any(name == source.name for name, _ in seen), source.name
     print_counts(data)
     out = capsys.readouterr().out
-    assert re.search(r"^\d+ entries \(\d+ curated\), \d+ cuDNN identifiers$", out.splitlines()[0])
+    assert re.search(r"^\d+ entries \(\d+ curated\), \d+ cuDNN identifiers, \d+ CUDA driver results$",
+                     out.splitlines()[0])
     assert all(f"  {source.name} " in out for source in SOURCES)
 
 
@@ -523,3 +524,21 @@ def test_a_gettext_catalog_is_read_entry_by_entry_without_fuzzy_ones() -> None:
           '"Shared Libraries"\n\nmsgid "symbol lookup error"\nmsgstr ""\n')
     assert list(po_entries(po)) == [("cannot open shared object file", "无法打开共享对象文件"),
                                     ("error while loading shared libraries", "Fehler beim Laden der Shared Libraries")]
+
+
+def test_the_driver_results_are_cuda_h_s_as_cuda_bindings_declares_them(data: dict[str, object]) -> None:
+    # the table that names a result a framework prints by number ("UNKNOWN ERROR (303)") is cuda.h's CUresult, read
+    # by the harvest from cuda-bindings (a dependency of cudnnload); a newer cuda-bindings may add results, never
+    # renumber one
+    from cuda.bindings import driver
+
+    from fixtures.explain.harvest import driver_results
+
+    table = data["driver"]
+    assert table["303"]["name"] == "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"  # type: ignore[index]
+    assert table["999"]["name"] == "CUDA_ERROR_UNKNOWN"  # type: ignore[index]
+    for number, result in table.items():  # type: ignore[attr-defined]
+        assert int(getattr(driver.CUresult, result["name"])) == int(number)
+        assert result["meaning"] and "py:obj" not in result["meaning"]
+    assert set(table) <= set(driver_results() or {})  # type: ignore[arg-type]
+    assert messages.load().driver[34][0] == "CUDA_ERROR_STUB_LIBRARY"

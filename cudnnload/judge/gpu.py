@@ -40,6 +40,9 @@ INIT_FIXES = {
     "enable --now nvidia-fabricmanager; install nvidia-fabricmanager-<driver branch> first if it is missing)",
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": "a CUDA forward-compatibility libcuda (cuda-compat) is in use on a "
     "GPU that does not support it: remove its folder from LD_LIBRARY_PATH or /etc/ld.so.conf.d",
+    # the CUDA toolkit's stub libcuda.so (lib64/stubs, for linking only) found before the driver's
+    "CUDA_ERROR_STUB_LIBRARY": "the libcuda.so loaded is the CUDA toolkit's stub (its lib64/stubs folder): take "
+    "that folder out of LD_LIBRARY_PATH and /etc/ld.so.conf.d, and install the NVIDIA driver if there is none",
     "FunctionNotFoundError": "install the cuda-python built for this driver's CUDA major "
     "(cuda-python<13 for drivers older than R580)",
 }

@@ -323,6 +323,8 @@ class Catalog:
     translations: dict[str, str] = field(default_factory=dict)
     # Windows' system messages in the languages they were seen printed in, each -> the English text
     windows: dict[str, str] = field(default_factory=dict)
+    # the CUDA driver API's results (cuda.h's CUresult): number -> (name, cuda.h's first sentence on it)
+    driver: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @functools.cached_property
     def matchable(self) -> tuple[Entry, ...]:
@@ -467,4 +469,5 @@ def load(path: Path = DATA) -> Catalog:
     api = {name: tuple(releases) for name, releases in data.get("api", {}).items()}
     translations = {text: msgid for msgid, by_text in data.get("translations", {}).items() for text in by_text}
     windows = {text: english for english, by_text in data.get("windows", {}).items() for text in by_text}
-    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api, translations, windows)
+    driver = {int(number): (result["name"], result["meaning"]) for number, result in data.get("driver", {}).items()}
+    return Catalog(tuple(entry_from_json(entry) for entry in data["entries"]), api, translations, windows, driver)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain.reading import (
-    DRIVER_STATES,
     Reading,
     Signal,
     cpu_build_package,
@@ -328,10 +327,20 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
 
 
 def _driver_not_ready(reading: Reading, signal: Signal | None) -> Fix:
-    """What puts the driver back in a state to run CUDA: what doctor says for the cuInit result of the state the
-    message tells (reading.DRIVER_STATES, judge.gpu.INIT_FIXES)."""
-    state = DRIVER_STATES.get(signal.pattern.removeprefix("driver-state-")) if signal is not None else None
-    return fix(manual(INIT_FIXES.get(state[2], GENERIC_INIT_FIX) if state else GENERIC_INIT_FIX))
+    """What puts the driver back in a state to run CUDA: what doctor says for the cuInit result the message tells,
+    or that of the driver state it tells (reading.DRIVER_STATES, judge.gpu.INIT_FIXES)."""
+    result = signal.error if signal is not None and signal.kind == "driver-state" else None
+    return fix(manual(INIT_FIXES.get(result or "", GENERIC_INIT_FIX)))
+
+
+_NO_DRIVER = ("install the NVIDIA driver; in a container, start it with the NVIDIA runtime (docker run --gpus all); "
+              "check CUDA_VISIBLE_DEVICES")
+
+
+def _no_driver(reading: Reading, signal: Signal | None) -> Fix:
+    """The driver where none is seen; what doctor says where cuInit's result tells more (a stub libcuda loaded)."""
+    result = signal.error if signal is not None and signal.kind == "driver-state" else None
+    return fix(manual(INIT_FIXES.get(result or "", _NO_DRIVER) if result in INIT_FIXES else _NO_DRIVER))
 
 
 # PyTorch's index of CUDA builds per CUDA major (https://download.pytorch.org/whl/cuXYZ): one whose wheels torch's
@@ -496,11 +505,10 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "nvidia-smi's 'CUDA Version' is below the framework build's CUDA", _driver_old),
     Family("no-gpu-or-driver", _title("the process sees no NVIDIA driver or no GPU"),
            "without libcuda.so.1 (a container without the NVIDIA runtime, no driver) cuDNN cannot create a handle",
-           "nvidia-smi in the same container or shell; CUDA_VISIBLE_DEVICES",
-           _manual("install the NVIDIA driver; in a container, start it with the NVIDIA runtime (docker run --gpus "
-                   "all); check CUDA_VISIBLE_DEVICES")),
+           "nvidia-smi in the same container or shell; CUDA_VISIBLE_DEVICES", _no_driver),
     Family("driver-not-ready", lambda r, s: "the NVIDIA driver is installed but not ready to run CUDA" + (
-        f": {s.meaning}" if s is not None and s.kind == "driver-state" else ""),
+        f": {s.meaning}" if s is not None and s.kind == "driver-state" and s.families[:1] in ((), ("driver-not-ready",))
+        else ""),
            "CUDA starts only when the kernel module, its user-space libraries (libcuda, NVML) and, on NVSwitch "
            "systems, the Fabric Manager run one driver release together; otherwise every program fails before "
            "cuDNN is reached", "nvidia-smi fails or differs from cat /proc/driver/nvidia/version; dmesg; "

@@ -850,6 +850,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cublas-missing-or-wrong", 1, "the library that failed is cuBLAS", failed("cublas"),
          ("dependency-load:cublas",)),
     Rule("no-gpu-or-driver", 3, "the driver library itself (libcuda.so.1) is missing", clue("no-driver")),
+    Rule("no-gpu-or-driver", 3, "no NVIDIA kernel driver runs here (no /dev/nvidia0, no /proc/driver/nvidia)",
+         clue("no-kernel-driver")),
     # strong, not decisive: the driver sees no GPU that this process may use (none, or CUDA_VISIBLE_DEVICES hides it)
     Rule("no-gpu-or-driver", 2.5, "the CUDA driver found no GPU this process can use", clue("no-device")),
     Rule("no-gpu-or-driver", 2, "libcudnn_engines_runtime_compiled NEEDs libcuda.so.1 (the driver)",

@@ -429,8 +429,65 @@ DRIVER_STATES = {
 
 def _driver_state(found: re.Match[str]) -> Signal:
     name = next(key for key in DRIVER_STATES if found.group(key))
-    meaning, source, _ = DRIVER_STATES[name]
-    return Signal(f"driver-state-{name}", "driver-state", _line(found), source, meaning)
+    meaning, source, result = DRIVER_STATES[name]
+    return Signal(f"driver-state-{name}", "driver-state", _line(found), source, meaning, error=result)
+
+
+# What a failed cuInit says, by its result (cuda.h's CUresult) where the result says more than cuda.h's own
+# sentence: the causes it points to, most likely first, and what it means. A result of a driver state
+# (`DRIVER_STATES`) means that state; any other result points to the driver not being ready to run CUDA.
+_CUINIT_RESULTS = {
+    # TensorFlow's and XLA's stand-in for the driver (tsl/cuda/cuda_stub.cc, GetSymbolNotFoundError) answers every
+    # call with this result when it could not load libcuda.so.1, and its cuGetErrorName fails too, so they print
+    # the number: "failed call to cuInit: UNKNOWN ERROR (303)", after "Could not load dynamic library
+    # 'libcuda.so.1'" and before "kernel driver does not appear to be running on this host"
+    "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED": (
+        ("no-gpu-or-driver", "driver-not-ready"), "the NVIDIA driver's library (libcuda.so.1) could not be loaded: "
+        "no NVIDIA driver is installed or visible here (a machine or container without one); the program goes on "
+        "without the GPU"),
+    # the CUDA toolkit's stub libcuda.so (lib64/stubs, for linking only) loaded in place of the driver's
+    "CUDA_ERROR_STUB_LIBRARY": (
+        ("no-gpu-or-driver", "driver-not-ready"), "the libcuda.so loaded is the CUDA toolkit's stub (its lib64/stubs "
+        "folder, meant for linking only), not the NVIDIA driver's"),
+    # cuInit reserves address space for the GPU's memory: an address-space limit fails it (judge.gpu)
+    "CUDA_ERROR_OUT_OF_MEMORY": (
+        ("address-space-limit", "out-of-memory"), "the driver could not reserve the memory it starts with: an "
+        "address-space limit (ulimit -v) or no memory left"),
+    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
+        ("driver-too-old", "driver-not-ready"), "a CUDA forward-compatibility libcuda (cuda-compat), used because "
+        "the driver is older than the program's CUDA, runs on a GPU that does not support it"),
+}
+
+
+def _cuinit(found: re.Match[str]) -> Signal | None:
+    """A failed cuInit by its result: named (CUDA_ERROR_UNKNOWN) or numbered (UNKNOWN ERROR (303), numba's
+    "[999] Call to cuInit"), named from cuda.h's table in the catalog (`catalog.Catalog.driver`)."""
+    name = group(found, "name")
+    number = group(found, "number", "code")
+    table = messages.load().driver
+    if name in (None, "UNKNOWN_CUDA_ERROR") and number is not None:
+        name = table.get(int(number), (None, ""))[0]
+    if found.group("words") is not None:
+        name = name or {"unknown error": "CUDA_ERROR_UNKNOWN"}.get(found.group("words").strip().lower())
+    if name in ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INSUFFICIENT_DRIVER"):
+        return None  # the "no-device" and driver-too-old facts read these
+    said = f"{name} ({number})" if name and number else name or (f"result {number}" if number else "an error")
+    state = next((key for key, (_, _, result) in DRIVER_STATES.items() if result == name), None)
+    if state is not None:
+        meaning, _, _ = DRIVER_STATES[state]
+        families: tuple[str, ...] = ("driver-not-ready", "no-gpu-or-driver")
+    elif name in _CUINIT_RESULTS:
+        families, meaning = _CUINIT_RESULTS[name]
+    else:
+        number_of = {result: n for n, (result, _) in table.items()}
+        cuda_h = table.get(number_of.get(name or "", -1) if number is None else int(number), (None, ""))[1]
+        meaning = (f"the CUDA driver did not start ({cuda_h.rstrip('.')[:1].lower() + cuda_h.rstrip('.')[1:]})"
+                   if cuda_h else "the CUDA driver did not start, with a result this driver does not name: no "
+                   "working driver here")
+        families = ("driver-not-ready", "no-gpu-or-driver") if cuda_h else ("no-gpu-or-driver", "driver-not-ready")
+    return Signal("cuinit", "driver-state", _line(found), "the CUDA driver's cuInit, as TensorFlow/XLA, numba or "
+                  f"PyCUDA print its failure: {said}", meaning, error=name, quote=quote(found.group(0), 160),
+                  families=families)
 
 
 # Each build-without-CUDA message (the "cpu-build" pattern's groups): the framework that prints it, the
@@ -832,6 +889,16 @@ PATTERNS: tuple[Pattern, ...] = (
                                        r"environment)"
                                        r"|(?P<fabric>system not yet initialized|cudaErrorSystemNotReady"
                                        r"|CUDA_ERROR_SYSTEM_NOT_READY)"), "the NVIDIA driver", _driver_state),
+    # the CUDA driver failing to start, by cuInit's result: TensorFlow/XLA (stream_executor/cuda/cuda_driver.cc,
+    # cuda_platform.cc) "failed call to cuInit: %s" with cuGetErrorName's name and string ("CUDA_ERROR_UNKNOWN:
+    # unknown error"), or "UNKNOWN ERROR (%d)" where that fails (newer XLA wraps it: "failed call to cuInit:
+    # INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)"); numba (cudadrv/driver.py) "[%d] Call to
+    # cuInit results in %s"; PyCUDA "cuInit failed: %s" with cuGetErrorString's words
+    Pattern("cuinit", re.compile(r"(?:\[(?P<code>-?\d+)\] )?(?:[Ff]ailed call to cuInit|Call to cuInit results in|"
+                                 r"cuInit failed)[:\s]+(?:\w+: CUDA error: [Ff]ailed call to cuInit: )?"
+                                 r"(?:(?P<name>CUDA_ERROR_[A-Z_]+|UNKNOWN_CUDA_ERROR)"
+                                 r"|UNKNOWN ERROR \((?P<number>-?\d+)\)|(?P<words>[a-z][a-z '-]{2,60}))"),
+            "the CUDA driver", _cuinit),
     # a framework's build without CUDA asked for the GPU (no cuDNN is looked for at all): torch/cuda/__init__.py
     # `_lazy_init` "Torch not compiled with CUDA enabled"; jax/_src/xla_bridge.py "An NVIDIA GPU may be present on
     # this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu."; onnxruntime/capi/
@@ -1274,6 +1341,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("no-driver", r"libcuda\.so\.1: cannot open|Couldn't open CUDA library libcuda|was unable to find libcuda\.so"
                   r"|could not open driver version path|no NVIDIA driver|NVIDIA driver (?:is )?not (?:installed|found)"
                   r"|nvidia-smi: command not found|NVIDIA-SMI has failed"),
+    # TensorFlow's and XLA's cuda_diagnostics.cc after a failed cuInit: no NVIDIA kernel module is loaded here
+    ("no-kernel-driver", r"kernel driver does not appear to be running on this host|/proc/driver/nvidia/version "
+                         r"does not exist|/dev/nvidia0 does not exist"),
     # the driver found no GPU this process may use: the CUDA runtime's cudaErrorNoDevice (100, "no CUDA-capable device
     # is detected", the catalog's cuda-runtime entry) and the driver API's CUDA_ERROR_NO_DEVICE (cuda.h), which
     # TensorFlow logs as "failed call to cuInit: CUDA_ERROR_NO_DEVICE"
