@@ -2573,3 +2573,9 @@ def test_a_failed_cuinit_that_finds_no_device_stays_the_no_device_fact() -> None
     text = "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
     assert read(text).primary is None or read(text).primary.pattern != "cuinit"  # type: ignore[union-attr]
     assert ranked(text)[0] == "no-gpu-or-driver"
+
+
+def test_nvrtc_refusing_the_gpu_s_architecture_is_a_cuda_older_than_the_gpu() -> None:
+    # NVRTC's words for nvcc's "Unsupported gpu architecture": CuPy's or a fuser's NVRTC predates the GPU
+    text = "cupy.cuda.compiler.CompileException: nvrtc: error: invalid value for --gpu-architecture (-arch)"
+    assert ranked(text)[0] == "gpu-too-new"

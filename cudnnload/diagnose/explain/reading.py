@@ -1366,7 +1366,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("build-cuda", r"\+cu\d{2,3}\b|CUDA used to build PyTorch: \d+\.\d+|(?:cudatoolkit|pytorch-cuda)[= ]+\d+\.\d+"),
     # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
-                        r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"),
+                        r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"
+                        # NVRTC's words for the same (CuPy, PyTorch's fusers): an NVRTC older than the GPU
+                        r"|invalid value for --gpu-architecture"),
     # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
     # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
     ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
