@@ -2579,3 +2579,18 @@ def test_nvrtc_refusing_the_gpu_s_architecture_is_a_cuda_older_than_the_gpu() ->
     # NVRTC's words for nvcc's "Unsupported gpu architecture": CuPy's or a fuser's NVRTC predates the GPU
     text = "cupy.cuda.compiler.CompileException: nvrtc: error: invalid value for --gpu-architecture (-arch)"
     assert ranked(text)[0] == "gpu-too-new"
+
+
+@pytest.mark.parametrize(("dll", "family"), [("c10.dll", "glibc-or-libstdcxx-too-old"),
+                                              ("cublas64_11.dll", "paging-file-too-small")])
+def test_a_dll_that_failed_its_initialisation_is_its_runtime_or_the_commit_limit(dll: str, family: str) -> None:
+    # Windows error 1114 (DllMain failed), in any language: a framework's core DLL built with a newer MSVC than the
+    # msvcp140.dll loaded (the Visual C++ Redistributable), or one of CUDA's large DLLs past the commit limit
+    for words in ("A dynamic link library (DLL) initialization routine failed.", "动态链接库(DLL)初始化例程失败。"):
+        text = (f'OSError: [WinError 1114] {words} Error loading "C:\\venv\\Lib\\site-packages\\torch\\lib\\{dll}" '
+                "or one of its dependencies.")
+        result = explain(text, environ={})
+        assert result.causes[0].family == family, words
+    if family == "glibc-or-libstdcxx-too-old":
+        assert "vc_redist.x64.exe" in str(actions(result, family))
+        assert "Visual C++" in result.causes[0].title

@@ -296,7 +296,23 @@ def _libcuda(reading: Reading, signal: Signal | None) -> Fix:
                       "libcuda.so.1 in the driver's folder, then ldconfig"))
 
 
+# Windows' C++ runtime: a DLL built with a newer MSVC than the msvcp140.dll/vcruntime140.dll loaded fails its
+# initialisation (error 1114); the Redistributable installs the newest, and a package that loads its own older copy
+# first (PyQt, an application's bundle) keeps it in the process
+_VC_REDIST = ("install the latest Microsoft Visual C++ Redistributable (x64, https://aka.ms/vs/17/release/"
+              "vc_redist.x64.exe) and restart; if a package that bundles its own older msvcp140.dll (PyQt5, an "
+              "application's folder) is imported first, import the framework before it")
+
+
+def _glibc_title(reading: Reading, signal: Signal | None) -> str:
+    if reading.platform == "windows":
+        return "the Visual C++ runtime loaded (msvcp140.dll, vcruntime140.dll) is older than the DLL was built for"
+    return "the system's glibc or libstdc++ is older than the cuDNN binary needs"
+
+
 def _glibc(reading: Reading, signal: Signal | None) -> Fix:
+    if reading.platform == "windows":
+        return fix(manual(_VC_REDIST))
     needed = signal.error.split("`")[1].split("'")[0] if signal and signal.error and "`" in signal.error else None
     if needed and needed.startswith(("GLIBCXX", "CXXABI")):
         return fix(manual(f"load a libstdc++ that has {needed} (a newer distribution or container; in conda: "
@@ -312,9 +328,6 @@ def _frontend(reading: Reading, signal: Signal | None) -> Fix:
 def _driver_old(reading: Reading, signal: Signal | None) -> Fix:
     cuda = f" (one that supports CUDA {'.'.join(map(str, reading.cuda))})" if reading.cuda else ""
     return fix(manual(f"upgrade the NVIDIA driver{cuda}, or install the framework build for an older CUDA"))
-
-
-
 
 
 def _oom(reading: Reading, signal: Signal | None) -> Fix:
@@ -493,9 +506,11 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
     Family("libcuda-missing", _title("the driver's unversioned libcuda.so cannot be resolved"),
            "cuDNN 8 dlopens libcuda.so; a driver that installs only libcuda.so.1 (WSL's /usr/lib/wsl/lib copies, "
            "which ldconfig skips) leaves that name unresolved", "ldconfig -p | grep 'libcuda.so '", _libcuda),
-    Family("glibc-or-libstdcxx-too-old", _title("the system's glibc or libstdc++ is older than the cuDNN binary needs"),
-           "cuDNN's libraries are linked against a newer GLIBC_/GLIBCXX_ version than the system provides",
-           "ldd --version, strings libstdc++.so.6 | grep GLIBCXX", _glibc),
+    Family("glibc-or-libstdcxx-too-old", _glibc_title,
+           "the libraries are linked against a newer C and C++ runtime than the one loaded (GLIBC_/GLIBCXX_ versions "
+           "on Linux; on Windows a DLL built with a newer MSVC fails its initialisation, error 1114)",
+           "ldd --version, strings libstdc++.so.6 | grep GLIBCXX; on Windows the version of msvcp140.dll in "
+           "System32 and in the folders of the packages imported first", _glibc),
     Family("multiple-cudart-or-frontend", _title("cudnn-frontend cannot load the CUDA runtime it wants"),
            "cudnn-frontend loads libcudart at run time; several CUDA runtimes, or a release that looks elsewhere, "
            "make it fail", "the error names libcudart; it goes away with the previous cudnn-frontend release",

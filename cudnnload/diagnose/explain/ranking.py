@@ -680,6 +680,12 @@ def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
     return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
 
 
+def large_dll_init_failed(reading: Reading, signal: Signal) -> str | None:
+    """Windows error 1114 (a DLL's initialisation failed) in one of CUDA's or cuDNN's DLLs."""
+    big = signal.error == "error 1114" and signal.failed_class in (*CUDNN_CLASSES, "cublas", "cuda-math", "nvrtc")
+    return f"{signal.failed}: error 1114" if big else None
+
+
 def segment_without_memory(reading: Reading, signal: Signal) -> str | None:
     """A segment of the found file could not be mapped, and glibc says it was for want of memory (ENOMEM: an
     address-space limit; the file is whole)."""
@@ -1036,6 +1042,10 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-hardware-fault", 1.5, "the text shows an Xid error (the GPU's, or a program's bad access)", clue("xid")),
     Rule("paging-file-too-small", 3, "Windows error 1455: the commit limit (RAM + paging file) ran out",
          clue("paging-file")),
+    # DllMain failing (error 1114) in one of CUDA's or cuDNN's own large DLLs, whose sections commit hundreds of MB;
+    # in a framework's small core DLL (c10.dll) it is the C++ runtime it was built for (the catalog's first cause)
+    Rule("paging-file-too-small", 2, "Windows error 1114 in a large CUDA or cuDNN DLL, whose initialisation commits "
+         "its sections", large_dll_init_failed),
     Rule("address-space-limit", 3, "mapping a found library failed for want of memory (glibc's \"failed to map "
          "segment\" with ENOMEM): an address-space limit, not the file", segment_without_memory),
     Rule("address-space-limit", 2, "the text names an address-space limit (ulimit -v, RLIMIT_AS, a virtual-memory "
@@ -1052,7 +1062,9 @@ RULES: tuple[Rule, ...] = (
     Rule("origin-through-symlink", -3, "Windows has no $ORIGIN", clue("windows")),
     Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", clue("windows")),
     Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", clue("windows")),
-    Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text", clue("windows")),
+    Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text, and no DLL failed its initialisation (the one way an old "
+         "Visual C++ runtime shows)", both(clue("windows"), lambda reading, signal: None if signal.error == "error 1114"
+                                           else "Windows")),
     Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", clue("windows")),
     Rule("preload-needs-missing", -3, "the program ran far enough to report the failure itself: a preload that "
          "cannot be completed stops every program before it runs", ran_before_it_failed),

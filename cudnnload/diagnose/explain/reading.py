@@ -358,12 +358,16 @@ WINDOWS_ERRORS = {
 }
 
 
+_ANY_DLL = ("1114", "1455")
+
+
 def _windows_load(found: re.Match[str]) -> Signal | None:
     library, code = group(found, "lib", "lib2", "lib3"), group(found, "code", "code2")
     dependency = found.group("dep")
     error = f"error {code}" if code else None
     entry = messages.load().by_id.get(WINDOWS_ERRORS.get(int(code or 0), ""))
-    if entry is not None and entry.kind and library_class(library or "") is not None:
+    # a DLL that failed its initialisation or its commit is any DLL's failure (PyTorch's c10.dll is no CUDA library)
+    if entry is not None and entry.kind and (library_class(library or "") is not None or code in _ANY_DLL):
         return Signal("windows-load", entry.kind, _line(found), f"Windows LoadLibrary, error {code} "
                       f"({entry.template.strip()})", f"{library} was found but could not be loaded: {entry.meaning}",
                       library, library, error, quote=found.group(0), families=entry.families, entry=entry.id)
