@@ -2575,10 +2575,27 @@ def test_a_failed_cuinit_that_finds_no_device_stays_the_no_device_fact() -> None
     assert ranked(text)[0] == "no-gpu-or-driver"
 
 
-def test_nvrtc_refusing_the_gpu_s_architecture_is_a_cuda_older_than_the_gpu() -> None:
-    # NVRTC's words for nvcc's "Unsupported gpu architecture": CuPy's or a fuser's NVRTC predates the GPU
-    text = "cupy.cuda.compiler.CompileException: nvrtc: error: invalid value for --gpu-architecture (-arch)"
+@pytest.mark.parametrize("text", [
+    "cupy.cuda.compiler.CompileException: nvrtc: error: invalid value for --gpu-architecture (-arch)",
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: ptxas exited with non-zero error code 65280, output: ptxas fatal"
+    "   : Value 'sm_90a' is not defined for option 'gpu-name'"])
+def test_a_cuda_compiler_refusing_the_gpu_s_architecture_is_a_cuda_older_than_the_gpu(text: str) -> None:
+    # NVRTC's and ptxas's words for nvcc's "Unsupported gpu architecture": the compiler predates the GPU
     assert ranked(text)[0] == "gpu-too-new"
+
+
+def test_onnx_runtime_s_other_provider_library_that_failed_to_load_is_gone_past() -> None:
+    # logged at error level, but the session goes on with the next provider: TensorRT's libnvinfer is no cuDNN
+    tensorrt = ("[E:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_TensorRT] /onnxruntime_src/"
+                "onnxruntime/core/session/provider_bridge_ort.cc:1539 onnxruntime::Provider& onnxruntime::"
+                "ProviderLibrary::Get() [ONNXRuntimeError] : 1 : FAIL : Failed to load library "
+                "libonnxruntime_providers_tensorrt.so with error: libnvinfer.so.10: cannot open shared object file: "
+                "No such file or directory")
+    assert ranked(tensorrt) == ["harmless-warning"]
+    # ...and the CUDA provider's failure after it is the failure
+    cuda = tensorrt.replace("TensorRT", "CUDA").replace("tensorrt", "cuda").replace("libnvinfer.so.10",
+                                                                                    "libcudnn_adv.so.9")
+    assert ranked(tensorrt + "\n" + cuda)[0] in LOADING
 
 
 @pytest.mark.parametrize(("dll", "family"), [("c10.dll", "glibc-or-libstdcxx-too-old"),

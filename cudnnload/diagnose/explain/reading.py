@@ -1371,8 +1371,9 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # nvcc's "Unsupported gpu architecture 'compute_86'": the CUDA that builds the code has no kernels for that GPU
     ("no-kernel-image", r"no kernel image is available|is not compatible with the current PyTorch installation|"
                         r"CUDA capability sm_\d+ is not compatible|Unsupported gpu architecture"
-                        # NVRTC's words for the same (CuPy, PyTorch's fusers): an NVRTC older than the GPU
-                        r"|invalid value for --gpu-architecture"),
+                        # NVRTC's and ptxas's words for the same (CuPy, PyTorch's fusers; XLA's ptxas: "Value
+                        # 'sm_90a' is not defined for option 'gpu-name'"): a CUDA compiler older than the GPU
+                        r"|invalid value for --gpu-architecture|is not defined for option 'gpu-name'"),
     # the architectures a build has kernels for: torch/cuda/__init__.py's "The current PyTorch install supports CUDA
     # capabilities sm_50 sm_60 ...", a build's "arch list: sm_50 sm_60"
     ("arch-list", r"(?i:supports CUDA capabilities|arch(?:itecture)?s?[ _]list:?)(?:\s*(?:sm|compute)_\d+)+"),
@@ -1698,6 +1699,11 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
             if _WARNING_LINE.search(_line_at(text, match.start)):  # a warning: the program went on without it
                 yield match.start, _gone_past(text, match, "a library that is not cuDNN's nor one it needs could not "
                                               "be loaded, and the program's log marks it as a warning")
+            elif (provider := _OTHER_PROVIDER_LIBRARY.search(said)):  # logged as an error, and gone past all the same
+                yield match.start, _gone_past(text, match, f"ONNX Runtime could not load its {provider.group(1)} "
+                                              "provider library (or what that needs, such as TensorRT's libnvinfer), "
+                                              "not the CUDA one that cuDNN serves; the session goes on with the next "
+                                              "provider of its list: install that provider's libraries only to use it")
             continue
         if entry.kind and (provider := _OTHER_PROVIDER.search(match.text)):
             yield match.start, _gone_past(text, match, f"ONNX Runtime could not create the {provider.group(0)}, not "
@@ -1729,6 +1735,9 @@ def _gone_past(text: str, match: messages.Match, meaning: str) -> Signal:
 # (onnxruntime_pybind_state.cc): TensorRT's, OpenVINO's, DirectML's, ROCm's. The session falls back to the next
 # provider of its list, and cuDNN is only ever loaded for the CUDA one.
 _OTHER_PROVIDER = re.compile(r"\b(?!CUDA)[A-Z][A-Za-z]{0,30}ExecutionProvider\b")
+# ...and its library, which ONNX Runtime's provider bridge (provider_bridge_ort.cc) logs at error level when it cannot
+# be loaded, before going on: "Failed to load library libonnxruntime_providers_tensorrt.so with error: libnvinfer.so.10"
+_OTHER_PROVIDER_LIBRARY = re.compile(r"onnxruntime_providers_(?!cuda|shared)([a-z]+)")
 
 
 def _said_after(text: str, start: int) -> str:
