@@ -2611,3 +2611,51 @@ def test_a_dll_that_failed_its_initialisation_is_its_runtime_or_the_commit_limit
     if family == "glibc-or-libstdcxx-too-old":
         assert "vc_redist.x64.exe" in str(actions(result, family))
         assert "Visual C++" in result.causes[0].title
+
+
+@pytest.mark.parametrize(("text", "framework"), [
+    ("RuntimeError: jaxlib version 0.6.0 is newer than and incompatible with jax version 0.4.21. Please update your "
+     "jax and/or jaxlib packages.", "jax"),
+    ("ValueError: jaxlib is version 0.4.30, but this version of jax requires version >= 0.4.31.", "jax"),
+    ("Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()\n"
+     "    options = xla_client.generate_pjrt_gpu_plugin_options()\n"
+     "AttributeError: module 'jaxlib.xla_client' has no attribute 'generate_pjrt_gpu_plugin_options'", "jax"),
+    ("RuntimeError: operator torchvision::nms does not exist", "pytorch"),
+])
+def test_a_framework_whose_own_packages_do_not_go_together(text: str, framework: str) -> None:
+    # JAX's check_jaxlib_version, its CUDA plugin calling another jaxlib, torchvision built for another torch: the
+    # framework's parts, installed together at one release, fix it; nothing of cuDNN's
+    result = _the_failure(text, "parts-mismatch", "framework-parts-mismatch")
+    assert result.reading.framework == framework
+    steps = actions(result, "framework-parts-mismatch")
+    assert ("jax[cuda12]" in str(steps)) == (framework == "jax") and ("torchvision" in str(steps)) == (
+        framework == "pytorch")
+
+
+def test_jax_s_plugin_failing_at_cuinit_is_the_driver_not_its_packages() -> None:
+    text = ("Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()\n"
+            "RuntimeError: jaxlib/cuda/versions_helpers.cc:113: operation cuInit(0) failed: CUDA_ERROR_UNKNOWN")
+    assert ranked(text)[0] == "driver-not-ready"
+
+
+def _dists(site: Path, *names: str) -> list[str]:
+    for name in names:
+        (site / f"{name}.dist-info").mkdir(parents=True)
+    return [str(site)]
+
+
+@pytest.mark.parametrize(("installed", "here"), [
+    (("jax-0.4.30", "jaxlib-0.4.30", "jax_cuda12_plugin-0.4.30", "jax_cuda12_pjrt-0.4.30"), "rules out"),
+    (("jax-0.4.30", "jaxlib-0.4.31", "jax_cuda12_plugin-0.4.31"), "shows"),
+    (("jax-0.4.31", "jaxlib-0.4.31", "jax_cuda12_plugin-0.4.28"), "shows"),
+    (("jax-0.4.31",), "cannot tell"),
+    (("torch-2.5.1+cu121", "torchvision-0.20.1+cu121"), "rules out"),
+    (("torch-2.5.1+cu121", "torchvision-0.19.0+cu121"), "shows"),
+    (("torch-2.5.1+cu121", "torchvision-0.20.1+cu118"), "shows"),
+    (("torch-1.13.1", "torchvision-0.14.1"), "rules out"),
+])
+def test_here_compares_the_framework_s_own_packages(tmp_path: Path, installed: tuple[str, ...], here: str) -> None:
+    text = ("RuntimeError: operator torchvision::nms does not exist" if installed[0].startswith("torch") else
+            "ValueError: jaxlib is version 0.4.30, but this version of jax requires version >= 0.4.31.")
+    cause = explain(text, here=True, environ={}, site_paths=_dists(tmp_path / "site", *installed)).causes[0]
+    assert (cause.family, cause.here) == ("framework-parts-mismatch", here), cause.here_detail

@@ -631,6 +631,14 @@ def installed_names(paths: Sequence[str]) -> frozenset[str]:
     return frozenset(each.name for each in _installed(paths))
 
 
+def installed_versions(paths: Sequence[str]) -> dict[str, str]:
+    """Each distribution's version installed on ``paths``: the first path's, as an import finds it."""
+    found: dict[str, str] = {}
+    for each in _installed(paths):
+        found.setdefault(each.name, each.version)
+    return found
+
+
 def site_pins(site: str) -> tuple[Pin, ...]:
     """The cuDNN wheels the distributions installed in ``site`` always require (Requires-Dist on nvidia-cudnn-*
     without an extra, on this platform), each once, in name order: what that environment's frameworks expect in

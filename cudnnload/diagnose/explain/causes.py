@@ -395,6 +395,25 @@ def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("install the framework's CUDA build"))
 
 
+def _parts_title(reading: Reading, signal: Signal | None) -> str:
+    parts = {"jax": "jax, jaxlib and its CUDA plugin", "pytorch": "torch and torchvision"}.get(reading.framework or "")
+    return f"the framework's own packages ({parts or 'its parts'}) are of releases that do not go together"
+
+
+def _parts(reading: Reading, signal: Signal | None) -> Fix:
+    """The framework's packages installed together, at one release: JAX's extra pins jax, jaxlib and the plugin;
+    torchvision's release follows torch's (torch 2.N: torchvision 0.(N+15), pytorch/vision's table)."""
+    if reading.framework == "jax":
+        cuda = _cuda_major(reading)
+        return fix(pip_install([f"jax[cuda{cuda if cuda in (12, 13) else 12}]"], options=["--upgrade"]),
+                   note="installs jax, jaxlib and the CUDA plugin at one release")
+    if reading.framework == "pytorch":
+        return fix(manual("install the torchvision made for the torch installed (torch 2.N: torchvision 0.(N+15), "
+                          "e.g. torch 2.5 with torchvision 0.20), from the same index as torch "
+                          "(https://download.pytorch.org/whl/cuXYZ for its CUDA build), or reinstall both together"))
+    return fix(manual("reinstall the framework's packages together, at one release"))
+
+
 # a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
 # be called in training mode")
 _MISUSE_TITLE = "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)"
@@ -630,6 +649,11 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dmesg / nvidia-smi -q -d ECC show Xid or ECC errors; the same job runs on another GPU",
            _manual("run the job on another GPU; check dmesg for Xid errors and nvidia-smi -q -d ECC, lower the "
                    "clocks or power limit, reseat or replace the card or its power supply")),
+    Family("framework-parts-mismatch", _parts_title,
+           "a framework ships as several packages built together (jax, jaxlib and jax-cuda12-plugin; torch and "
+           "torchvision): an upgrade or pin of one alone leaves them at releases that do not fit, and the framework "
+           "stops before it reaches the GPU", "pip list shows the packages at different releases (jax and jaxlib "
+           "apart; torchvision not made for the torch installed)", _parts),
     Family("cpu-only-build", _cpu_build_title,
            "a build without CUDA has no GPU code at all: asked for the GPU it says so, or falls back to the CPU; no "
            "cuDNN, CUDA library or driver was looked for, so none of them is at fault",

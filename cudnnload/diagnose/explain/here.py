@@ -274,6 +274,64 @@ def cpu_build(machine: Machine, reading: Reading) -> Here:
     return Here(RULES_OUT, f"the {distribution} installed for this Python is a CUDA build")
 
 
+def _release(version: str | None) -> tuple[int, ...] | None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).release if version else None
+    except InvalidVersion:
+        return None
+
+
+def _torchvision_for(torch: tuple[int, ...]) -> tuple[int, int] | None:
+    """The torchvision release made for a torch release (pytorch/vision's table: torch 1.N with torchvision
+    0.(N+1), torch 2.N with 0.(N+15))."""
+    offset = {1: 1, 2: 15}.get(torch[0]) if len(torch) >= 2 else None
+    return (0, torch[1] + offset) if offset is not None else None
+
+
+def _parts_apart(versions: dict[str, str], framework: str | None) -> tuple[list[str], str] | None:
+    """(the framework's packages installed at releases that do not fit, what was compared), or None where the
+    framework's packages are not installed here."""
+    if framework == "jax":
+        jaxlib = _release(versions.get("jaxlib"))
+        if jaxlib is None:
+            return None
+        jax = _release(versions.get("jax"))
+        apart = [f"jaxlib {versions['jaxlib']} is newer than jax {versions['jax']}"] if jax and jaxlib > jax else []
+        apart += [f"{name} {version} is not jaxlib's release ({versions['jaxlib']})"
+                  for name, version in sorted(versions.items()) if name.startswith(("jax-cuda", "jax-rocm"))
+                  and (_release(version) or ())[:3] != jaxlib[:3]]
+        return apart, "jax, jaxlib and its CUDA plugin"
+    if framework == "pytorch":
+        torch, vision = _release(versions.get("torch")), _release(versions.get("torchvision"))
+        if torch is None or vision is None:
+            return None
+        made_for = _torchvision_for(torch)
+        apart = ([f"torchvision {versions['torchvision']} is not the one made for torch {versions['torch']} "
+                  f"({made_for[0]}.{made_for[1]})"] if made_for and vision[:2] != made_for else [])
+        builds = {name: versions[name].partition("+")[2] for name in ("torch", "torchvision")}
+        if builds["torch"] != builds["torchvision"]:
+            apart.append(f"torch {versions['torch']} and torchvision {versions['torchvision']} are different builds")
+        return apart, "torch and torchvision"
+    return None
+
+
+def parts_apart(machine: Machine, reading: Reading) -> Here:
+    """The framework's own packages installed here at releases that do not fit (`_parts_apart`)."""
+    from cudnnload.resolve.consumers import installed_versions
+
+    paths = list(sys.path if machine.site_paths is None else machine.site_paths)
+    compared = _parts_apart(installed_versions(paths), reading.framework)
+    if compared is None:
+        return Here(CANNOT_TELL, f"{reading.framework or 'the framework'}'s packages are not installed for this "
+                    "Python, or cudnnload does not know which go together")
+    apart, parts = compared
+    if apart:
+        return Here(SHOWS, "; ".join(apart))
+    return Here(RULES_OUT, f"{parts} installed for this Python are of releases that go together")
+
+
 CHECKS: dict[str, Check] = {
     "cudnn-not-installed": not_installed,
     "wheel-not-on-linker-path": only_by_path,
@@ -294,6 +352,7 @@ CHECKS: dict[str, Check] = {
     "driver-too-old": driver("old"),
     "no-gpu-or-driver": driver("missing"),
     "cpu-only-build": cpu_build,
+    "framework-parts-mismatch": parts_apart,
     # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
     "address-space-limit": address_limited,
     "out-of-memory": memory_held,

@@ -91,6 +91,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # a framework built without CUDA asked for the GPU ("Torch not compiled with CUDA enabled"): nothing of CUDA's
     # was looked for, so nothing of it is at fault
     "cpu-build": ("cpu-only-build",),
+    # a framework's own packages of releases that do not go together (jax and jaxlib, jaxlib and its CUDA plugin,
+    # torch and torchvision): nothing of cuDNN's is at fault
+    "parts-mismatch": ("framework-parts-mismatch",),
     "known-bad": ("known-bad-release",),
     "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
     "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),

@@ -515,6 +515,29 @@ def _cpu_build(found: re.Match[str]) -> Signal:
                   f"the {package} installed is a build without CUDA: it never looks for cuDNN or the GPU")
 
 
+# Each message of a framework whose own packages are of releases that do not go together (the "parts-mismatch"
+# pattern's groups): the framework, who prints it, and what it says
+PARTS_MISMATCHES = {
+    "jaxlib_newer": ("jax", "JAX (jax/_src/lib/__init__.py, check_jaxlib_version)",
+                     "the jaxlib installed is newer than the jax installed supports"),
+    "jaxlib_older": ("jax", "JAX (jax/_src/lib/__init__.py, check_jaxlib_version)",
+                     "the jaxlib installed is older than the jax installed needs"),
+    "jax_plugin": ("jax", "JAX's CUDA plugin (jax_plugins/xla_cuda12/__init__.py, initialize)",
+                   "the CUDA plugin installed (jax-cuda12-plugin) calls a jaxlib function the jaxlib installed lacks: "
+                   "the plugin and jaxlib are of different releases"),
+    "torchvision": ("pytorch", "torchvision (torchvision/extension.py, its compiled operators)",
+                    "torchvision's compiled operators do not load into the torch installed: torchvision was built for "
+                    "another torch release (or another CUDA build of it)"),
+}
+
+
+def _parts_mismatch(found: re.Match[str]) -> Signal:
+    name = next(key for key in PARTS_MISMATCHES if found.group(key))
+    _, source, meaning = PARTS_MISMATCHES[name]
+    return Signal(f"parts-mismatch-{name}", "parts-mismatch", _line(found), source, meaning,
+                  quote=quote(found.group(0), 160))
+
+
 def _ptxas_newer(found: re.Match[str]) -> Signal:
     return Signal("xla-ptxas-newer", "warning", _line(found), "XLA (xla/service/gpu/nvptx_compiler.cc)",
                   f"only a warning: the driver's CUDA ({found.group('driver')}) is older than the ptxas XLA compiles "
@@ -893,13 +916,30 @@ PATTERNS: tuple[Pattern, ...] = (
                                        r"environment)"
                                        r"|(?P<fabric>system not yet initialized|cudaErrorSystemNotReady"
                                        r"|CUDA_ERROR_SYSTEM_NOT_READY)"), "the NVIDIA driver", _driver_state),
+    # a framework whose own packages do not go together: JAX's check_jaxlib_version ("jaxlib version %s is newer
+    # than and incompatible with jax version %s. Please update your jax and/or jaxlib packages."; "jaxlib is version
+    # %s, but this version of jax requires version >= %s."), its CUDA plugin calling a jaxlib function of another
+    # release, torchvision's operators built for another torch ("operator torchvision::nms does not exist";
+    # torchvision/extension.py "Couldn't load custom C++ ops. This can happen if your PyTorch and torchvision
+    # versions are incompatible")
+    Pattern("parts-mismatch", re.compile(r"(?P<jaxlib_newer>jaxlib version \S+ is newer than and incompatible with jax "
+                                         r"version \S+?)\.?(?=\s|$)"
+                                         r"|(?P<jaxlib_older>jaxlib is version \S+, but this version of jax requires "
+                                         r"version >= \S+?)\.?(?=\s|$)"
+                                         r"|(?P<jax_plugin>module 'jaxlib\.xla_client' has no attribute "
+                                         r"'generate_pjrt_gpu_plugin_options')"
+                                         r"|(?P<torchvision>operator torchvision::\w+ does not exist|Couldn't load "
+                                         r"custom C\+\+ ops\. This can happen if your PyTorch and torchvision "
+                                         r"versions are incompatible)"), "a framework", _parts_mismatch),
     # the CUDA driver failing to start, by cuInit's result: TensorFlow/XLA (stream_executor/cuda/cuda_driver.cc,
     # cuda_platform.cc) "failed call to cuInit: %s" with cuGetErrorName's name and string ("CUDA_ERROR_UNKNOWN:
     # unknown error"), or "UNKNOWN ERROR (%d)" where that fails (newer XLA wraps it: "failed call to cuInit:
     # INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)"); numba (cudadrv/driver.py) "[%d] Call to
-    # cuInit results in %s"; PyCUDA "cuInit failed: %s" with cuGetErrorString's words
+    # cuInit results in %s"; PyCUDA "cuInit failed: %s" with cuGetErrorString's words; JAX's CUDA plugin
+    # (jaxlib/cuda/versions_helpers.cc) "operation cuInit(0) failed: %s"
     Pattern("cuinit", re.compile(r"(?:\[(?P<code>-?\d+)\] )?(?:[Ff]ailed call to cuInit|Call to cuInit results in|"
-                                 r"cuInit failed)[:\s]+(?:\w+: CUDA error: [Ff]ailed call to cuInit: )?"
+                                 r"cuInit failed|operation cuInit\(0\) failed)[:\s]+"
+                                 r"(?:\w+: CUDA error: [Ff]ailed call to cuInit: )?"
                                  r"(?:(?P<name>CUDA_ERROR_[A-Z_]+|UNKNOWN_CUDA_ERROR)"
                                  r"|UNKNOWN ERROR \((?P<number>-?\d+)\)|(?P<words>[a-z][a-z '-]{2,60}))"),
             "the CUDA driver", _cuinit),
@@ -1635,6 +1675,7 @@ _OWNER = {
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
     "jax-component": "jax",
     **{f"cpu-build-{name}": owner for name, (owner, _, _) in CPU_BUILDS.items()},
+    **{f"parts-mismatch-{name}": owner for name, (owner, _, _) in PARTS_MISMATCHES.items()},
     "paddle-dynload": "paddle",
     "torch-rnn-eval": "pytorch",
 }
