@@ -11,6 +11,7 @@ each with ``ld-preload-other``. Session 20 found its breaks here (7-7, 7-41, 7-6
 before seed 2 ran again. Seed 9 pairs a start-up load (a ``.pth`` or ``sitecustomize`` that maps a cuDNN) with a
 preload, and adds one or two of ``STARTUP_THIRD`` (the verbs of seed 2's last breaking case, 2-927, at de54f64).
 Seed 10 pairs ``copy-into-torch-lib`` with a breakage of the venv's cuDNN (`TORCH_LIB`), on the torch base.
+Seed 11 pairs ``pythonpath-other-site`` (added in session 54) with another verb (`PYTHONPATH`), on the drawn base.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ STARTUP_THIRD = ["pip-install-other-release", "unreadable-sublibrary", "pip-inst
 TORCH_LIB = [("copy-into-torch-lib", other) for other in (
     "pip-uninstall-cudnn", "delete-sublibrary", "truncate-file", "copy-shim-other-release", "pip-install-other-release",
     "unreadable-sublibrary", "pip-uninstall-partial", "ldlp-other-release")]
+# seed 11 (session 54): PYTHONPATH naming a folder that holds another cuDNN, with a breakage or another route of the
+# venv's own cuDNN
+PYTHONPATH = [("pythonpath-other-site", other) for other in (
+    "pip-uninstall-cudnn", "pip-install-other-release", "ldlp-other-release", "delete-sublibrary", "pip-install-user",
+    "copy-into-torch-lib", "pth-sys-path-first", "ld-preload-other", "pip-install-other-cuda", "truncate-file")]
 _drawn = grammar.draw
 
 
@@ -49,8 +55,8 @@ def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[gramm
     if seed < FIRST_CHOSEN:
         return rng, base, verbs
     by_name = {v.name: v for v in grammar.GRAMMAR}
-    pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP, FIRST_CHOSEN + 3: TORCH_LIB}.get(seed,
-                                                                                                       COMBOS)
+    pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP, FIRST_CHOSEN + 3: TORCH_LIB,
+             FIRST_CHOSEN + 4: PYTHONPATH}.get(seed, COMBOS)
     if seed == FIRST_CHOSEN + 3:
         base = bases.by_name("torch")
     combo = pairs[index % len(pairs)]
