@@ -2659,3 +2659,16 @@ def test_here_compares_the_framework_s_own_packages(tmp_path: Path, installed: t
             "ValueError: jaxlib is version 0.4.30, but this version of jax requires version >= 0.4.31.")
     cause = explain(text, here=True, environ={}, site_paths=_dists(tmp_path / "site", *installed)).causes[0]
     assert (cause.family, cause.here) == ("framework-parts-mismatch", here), cause.here_detail
+
+
+@pytest.mark.parametrize(("status", "first", "listed"), [
+    ("INTERNAL_ERROR_COMPILATION_FAILED", "gpu-too-new", "nvrtc-wrong"),
+    ("EXECUTION_FAILED_CUBLAS", "gpu-too-new", "cublas-missing-or-wrong"),
+    ("INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED", "out-of-memory", "out-of-memory"),
+    ("INTERNAL_ERROR_HOST_ALLOCATION_FAILED", "out-of-memory", "out-of-memory"),
+])
+def test_cudnn_9_s_finer_codes_name_what_failed_inside_it(status: str, first: str, listed: str) -> None:
+    # run-time compilation (NVRTC), a cuBLAS call, an allocation of cuDNN's own: a status at run time puts the GPU and
+    # the release first, never a load, and still lists the library that may be another release's
+    causes = ranked(f"RuntimeError: cuDNN error: CUDNN_STATUS_{status}")
+    assert causes[0] == first and listed in causes and causes[0] not in LOADING

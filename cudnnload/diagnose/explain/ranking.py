@@ -103,6 +103,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "status:EXECUTION_FAILED": ("gpu-too-new", "out-of-memory", "execution-failed-kernel", "driver-too-old"),
     "status:EXECUTION_FAILED_CUDA_DRIVER": ("driver-too-old", "out-of-memory", "execution-failed-kernel",
                                             "gpu-hardware-fault"),
+    "status:INTERNAL_ERROR_COMPILATION_FAILED": ("gpu-too-new", "known-bad-release", "nvrtc-wrong"),
+    "status:EXECUTION_FAILED_CUBLAS": ("gpu-too-new", "out-of-memory", "execution-failed-kernel",
+                                       "cublas-missing-or-wrong"),
     "status:BAD_PARAM": ("bad-param-usage", "unsupported-configuration"),
     # a framework refusing a call as the program made it, before cuDNN runs (PyTorch's "cudnn RNN backward can only
     # be called in training mode"): the program's use of the API, else the framework's own check
