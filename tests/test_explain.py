@@ -2672,3 +2672,16 @@ def test_cudnn_9_s_finer_codes_name_what_failed_inside_it(status: str, first: st
     # the release first, never a load, and still lists the library that may be another release's
     causes = ranked(f"RuntimeError: cuDNN error: CUDNN_STATUS_{status}")
     assert causes[0] == first and listed in causes and causes[0] not in LOADING
+
+
+@pytest.mark.parametrize(("dll", "says"), [("fbgemm.dll", "libomp140.x86_64.dll"), ("c10.dll", "vc_redist.x64.exe")])
+def test_a_dll_of_pytorch_s_own_that_needs_no_cuda_is_the_c_runtime_it_needs(dll: str, says: str) -> None:
+    # error 126 "or one of its dependencies" at a DLL torch found in its own torch\lib and that needs no CUDA library:
+    # a runtime of the system is missing (torch 2.4.0's fbgemm.dll: libomp140.x86_64.dll), never a cuDNN
+    text = (f'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\\\venv\\\\Lib\\\\'
+            f'site-packages\\\\torch\\\\lib\\\\{dll}" or one of its dependencies.')
+    result = explain(text, environ={})
+    assert [c.family for c in result.causes] == ["glibc-or-libstdcxx-too-old"]
+    assert says in str(actions(result, "glibc-or-libstdcxx-too-old"))
+    # ...while a cuDNN DLL of torch\lib stays a cuDNN matter
+    assert ranked(text.replace(dll, "cudnn_adv64_9.dll"))[0] != "glibc-or-libstdcxx-too-old"

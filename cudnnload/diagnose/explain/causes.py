@@ -306,12 +306,17 @@ _VC_REDIST = ("install the latest Microsoft Visual C++ Redistributable (x64, htt
 
 def _glibc_title(reading: Reading, signal: Signal | None) -> str:
     if reading.platform == "windows":
-        return "the Visual C++ runtime loaded (msvcp140.dll, vcruntime140.dll) is older than the DLL was built for"
+        return ("the Visual C++ runtime a DLL needs (msvcp140.dll, vcruntime140_1.dll) is missing or older than the "
+                "DLL was built for")
     return "the system's glibc or libstdc++ is older than the cuDNN binary needs"
 
 
 def _glibc(reading: Reading, signal: Signal | None) -> Fix:
     if reading.platform == "windows":
+        if signal is not None and "fbgemm.dll" in (signal.library or "").lower():
+            return fix(manual("torch 2.4.0's fbgemm.dll needs libomp140.x86_64.dll, which no Visual C++ "
+                              "Redistributable installs: upgrade torch (2.4.1 and later do not need it), or install "
+                              "Visual Studio's C++ build tools (MSVC v143), which put it in System32"))
         return fix(manual(_VC_REDIST))
     needed = signal.error.split("`")[1].split("'")[0] if signal and signal.error and "`" in signal.error else None
     if needed and needed.startswith(("GLIBCXX", "CXXABI")):
@@ -527,7 +532,8 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "which ldconfig skips) leaves that name unresolved", "ldconfig -p | grep 'libcuda.so '", _libcuda),
     Family("glibc-or-libstdcxx-too-old", _glibc_title,
            "the libraries are linked against a newer C and C++ runtime than the one loaded (GLIBC_/GLIBCXX_ versions "
-           "on Linux; on Windows a DLL built with a newer MSVC fails its initialisation, error 1114)",
+           "on Linux; on Windows a DLL built with a newer MSVC fails its initialisation, error 1114, and one whose "
+           "runtime DLL is not installed at all fails to load, error 126)",
            "ldd --version, strings libstdc++.so.6 | grep GLIBCXX; on Windows the version of msvcp140.dll in "
            "System32 and in the folders of the packages imported first", _glibc),
     Family("multiple-cudart-or-frontend", _title("cudnn-frontend cannot load the CUDA runtime it wants"),

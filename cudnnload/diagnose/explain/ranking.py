@@ -854,8 +854,12 @@ RULES: tuple[Rule, ...] = (
          ("dependency-symbol:nvrtc",)),
     Rule("zlib-missing", 3, "the library that failed is zlib (zlibwapi.dll)", failed("zlib|libz"),
          ("dependency-load:zlib",)),
-    Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs", line,
+    Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs",
+         lambda reading, signal: None if signal.pattern == "windows-load" else line(reading, signal),
          ("dependency-load:glibc", "dependency-load:libstdc++")),
+    Rule("glibc-or-libstdcxx-too-old", 3, "a DLL of PyTorch's own that needs no CUDA library is there, and a DLL it "
+         "needs from the system is not: the C++ runtime's", lambda reading, signal: signal.line if signal.pattern ==
+         "windows-load" else None, ("dependency-load:libstdc++",)),
     Rule("cublas-missing-or-wrong", 3, "the library that failed is one of CUDA's other libraries (cuFFT, cuRAND, "
          "cuSPARSE, cuSOLVER, nvJitLink, cuPTI), not cuDNN", failed("cufft|curand|cusparse|cusolver|nvjitlink|cupti"),
          ("dependency-load:cuda-math",)),
@@ -1068,9 +1072,10 @@ RULES: tuple[Rule, ...] = (
     Rule("origin-through-symlink", -3, "Windows has no $ORIGIN", clue("windows")),
     Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", clue("windows")),
     Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", clue("windows")),
-    Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text, and no DLL failed its initialisation (the one way an old "
-         "Visual C++ runtime shows)", both(clue("windows"), lambda reading, signal: None if signal.error == "error 1114"
-                                           else "Windows")),
+    Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text, and no DLL shows a Visual C++ runtime missing or too old "
+         "(error 1114; error 126 at a DLL of PyTorch's that needs no CUDA)",
+         both(clue("windows"), lambda reading, signal: None if signal.error == "error 1114" or (
+             signal.pattern == "windows-load" and signal.kind == "dependency-load:libstdc++") else "Windows")),
     Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", clue("windows")),
     Rule("preload-needs-missing", -3, "the program ran far enough to report the failure itself: a preload that "
          "cannot be completed stops every program before it runs", ran_before_it_failed),

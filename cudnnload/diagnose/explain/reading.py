@@ -359,11 +359,23 @@ WINDOWS_ERRORS = {
 
 
 _ANY_DLL = ("1114", "1455")
+# PyTorch's own DLLs that need no CUDA library, only Windows' and the Visual C++ runtime (vcruntime140_1.dll,
+# msvcp140.dll; torch 2.4.0's fbgemm.dll also libomp140.x86_64.dll, which no Redistributable installs); not
+# torch_python.dll, which needs torch.dll and through it torch_cuda.dll and its CUDA and cuDNN DLLs, nor shm.dll,
+# which may need torch.dll too
+_TORCH_OWN_DLL = re.compile(r"(?i)(?:^|[\\/])(?:c10|fbgemm|torch_cpu|asmjit|uv|libiomp5md)\.dll$")
 
 
 def _windows_load(found: re.Match[str]) -> Signal | None:
     library, code = group(found, "lib", "lib2", "lib3"), group(found, "code", "code2")
     dependency = found.group("dep")
+    if code == "126" and library and _TORCH_OWN_DLL.search(library) and not dependency:
+        # a DLL of PyTorch's that is there (it lists its torch\lib folder) and needs no CUDA: a runtime of the system
+        return Signal("windows-load", "dependency-load:libstdc++", _line(found), "Windows LoadLibrary, error 126, "
+                      "from PyTorch's loader (torch/__init__.py, _load_dll_libraries)", f"{library} is there, but a "
+                      "DLL it needs from the system is not: the Visual C++ runtime (vcruntime140_1.dll, msvcp140.dll),"
+                      " or for torch 2.4.0's fbgemm.dll the OpenMP runtime libomp140.x86_64.dll", library, library,
+                      "error 126", quote=found.group(0), families=("glibc-or-libstdcxx-too-old",))
     error = f"error {code}" if code else None
     entry = messages.load().by_id.get(WINDOWS_ERRORS.get(int(code or 0), ""))
     # a DLL that failed its initialisation or its commit is any DLL's failure (PyTorch's c10.dll is no CUDA library)
