@@ -692,6 +692,13 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     entry = next((p.entry for p in ctx.preloads if p.path and p.entry and _same_file(p.path, shim.path)), None)
     how = f"LD_PRELOAD entry {entry}" if entry else \
         f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
+    if entry is not None and _own_anyway(consumers[0], ctx, program):
+        # the preload maps the very file, from the very folder, the framework's own loader opens: it changes
+        # nothing for the framework, and taking it away fixes nothing (fix differential 3-15160: LD_PRELOAD=
+        # libcudnn.so.9 found through LD_LIBRARY_PATH in torch's own wheel folder, which another release had
+        # overwritten; removing the entry was the command form's whole fix)
+        how = f"LD_PRELOAD entry {entry}, the file {consumers[0].framework}'s own loader opens anyway"
+        entry = None
     devices = gpu_facts(env).devices
     python = _interpreter(seen.command)
     way = Route(consumer=consumers[0], shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
@@ -704,6 +711,15 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
                        device_count=len(devices), environ=env, python=python, blockers=blockers, devices=devices)
                  for consumer in consumers)
+
+
+def _own_anyway(consumer: Consumer, ctx: Context, program: Startup | None) -> bool:
+    """Whether ``consumer``'s own loader, in the process's environment and on its sys.path, gets the preloaded shim
+    anyway: the same file from the same folder (`resolve.routes.route` then names no LD_PRELOAD)."""
+    from cudnnload.resolve.routes import route
+
+    paths = [e.path for e in program.path if e.usable] if program is not None else [consumer.site]
+    return route(consumer, ctx, paths).variable != "LD_PRELOAD"
 
 
 def _gpu_findings(installs: Mapping[str, Judged], env: Mapping[str, str]) -> list[Finding]:
