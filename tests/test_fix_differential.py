@@ -1172,3 +1172,13 @@ def test_a_wheel_put_back_into_a_venv_that_sees_it_in_the_user_site_is_installed
     `python -m pip install 'nvidia-cudnn-cu13>=9,<10'` was "already satisfied" by the user site's wheel and put
     nothing into the venv. pip is told to ignore what it finds elsewhere, and the program works."""
     _fixed_without_breaks(14662, ["app"], lambda j: j.said.form in ("target", "command"), seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preload_of_the_framework_s_own_file_is_not_what_gave_it_the_wrong_release() -> None:
+    """LD_PRELOAD=libcudnn.so.9, found through LD_LIBRARY_PATH in torch's own wheel folder, which
+    nvidia-cudnn-cu12 9.0 had overwritten (fix differential 3-15160): `doctor -- PROGRAM` judged torch's older
+    runtime as the preload's and fixed it by running without the entry, which changed nothing. The preload is the
+    very file torch's loader opens; the pinned wheel put back is the fix, and torch works."""
+    _fixed_without_breaks(15160, ["torch"], lambda j: j.said.form == "command" and j.said.consumer == "torch", seed=3)

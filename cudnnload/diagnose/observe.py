@@ -692,7 +692,7 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
     entry = next((p.entry for p in ctx.preloads if p.path and p.entry and _same_file(p.path, shim.path)), None)
     how = f"LD_PRELOAD entry {entry}" if entry else \
         f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
-    if entry is not None and _own_anyway(consumers[0], ctx, program):
+    if entry is not None and _own_anyway(consumers[0], env, ctx, program, shim.path):
         # the preload maps the very file, from the very folder, the framework's own loader opens: it changes
         # nothing for the framework, and taking it away fixes nothing (fix differential 3-15160: LD_PRELOAD=
         # libcudnn.so.9 found through LD_LIBRARY_PATH in torch's own wheel folder, which another release had
@@ -713,13 +713,19 @@ def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[
                  for consumer in consumers)
 
 
-def _own_anyway(consumer: Consumer, ctx: Context, program: Startup | None) -> bool:
-    """Whether ``consumer``'s own loader, in the process's environment and on its sys.path, gets the preloaded shim
-    anyway: the same file from the same folder (`resolve.routes.route` then names no LD_PRELOAD)."""
+def _own_anyway(consumer: Consumer, env: Mapping[str, str], ctx: Context, program: Startup | None,
+                preloaded: str) -> bool:
+    """Whether ``consumer``'s own loader, in the process's environment without LD_PRELOAD and on its sys.path, opens
+    the ``preloaded`` shim anyway: the same file from the same folder (`resolve.routes.route`)."""
+    from cudnnload.resolve.discovery import context
     from cudnnload.resolve.routes import route
 
+    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=ctx.cache,
+                    defaults=ctx.linker.defaults, ld_cache=ctx.linker.ld_cache, glibc=ctx.host.glibc)
     paths = [e.path for e in program.path if e.usable] if program is not None else [consumer.site]
-    return route(consumer, ctx, paths).variable != "LD_PRELOAD"
+    found = route(consumer, clean, paths).shim
+    return found is not None and _same_file(found, preloaded) and \
+        os.path.dirname(os.path.normpath(found)) == os.path.dirname(os.path.normpath(preloaded))
 
 
 def _gpu_findings(installs: Mapping[str, Judged], env: Mapping[str, str]) -> list[Finding]:
