@@ -2685,3 +2685,21 @@ def test_a_dll_of_pytorch_s_own_that_needs_no_cuda_is_the_c_runtime_it_needs(dll
     assert says in str(actions(result, "glibc-or-libstdcxx-too-old"))
     # ...while a cuDNN DLL of torch\lib stays a cuDNN matter
     assert ranked(text.replace(dll, "cudnn_adv64_9.dll"))[0] != "glibc-or-libstdcxx-too-old"
+
+
+def test_pytorch_s_driver_initialisation_failure_is_no_driver_or_gpu_here() -> None:
+    # c10/cuda/CUDAFunctions.cpp's words for cudaErrorInitializationError, a warning after which torch has no GPU
+    text = ("UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu. "
+            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+    _the_failure(text, "driver-state", "no-gpu-or-driver")
+    assert ranked("failed call to cuInit: CUDA_ERROR_NOT_INITIALIZED: initialization error")[0] == "no-gpu-or-driver"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: CUDA error: invalid device ordinal",
+    "torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < "
+    "num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. "
+    "device=1, num_gpus=1"])
+def test_a_gpu_index_the_process_does_not_have_is_the_program_s_choice(text: str) -> None:
+    result = _the_failure(text, "device-index", "bad-param-usage")
+    assert "device_count" in str(actions(result, "bad-param-usage")) and "GPU index" in result.causes[0].title

@@ -430,6 +430,16 @@ def _misuse(signal: Signal | None) -> bool:
     return signal is not None and signal.kind == "misuse"
 
 
+# a GPU index the process does not have (reading's "device-index" kind)
+_DEVICE_TITLE = "the program asks for a GPU index this process does not have (cuda:1 where one GPU is visible)"
+_DEVICE_FIX = ("use a device index below the count the process sees (torch.cuda.device_count(); cuda:0 where one GPU "
+               "is visible: CUDA_VISIBLE_DEVICES renumbers the GPUs it shows from 0), or show that GPU to the process")
+
+
+def _device(signal: Signal | None) -> bool:
+    return signal is not None and signal.kind == "device-index"
+
+
 def _title(text: str) -> Callable[[Reading, Signal | None], str]:
     return lambda reading, signal: text
 
@@ -573,12 +583,12 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
            _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
                    "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if _misuse(s) else
+    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if _misuse(s) else _DEVICE_TITLE if _device(s) else
            "the program passes values cuDNN rejects (an empty or zero-sized tensor)",
            "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
            "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
            "print the shapes reaching the layer: one has a 0; or the module's .training is False",
-           lambda r, s: fix(manual(_MISUSE_FIX if _misuse(s) else
+           lambda r, s: fix(manual(_MISUSE_FIX if _misuse(s) else _DEVICE_FIX if _device(s) else
                                    "fix the shapes reaching the layer: no zero-sized batch or channel dimension "
                                    "(check data_format)"))),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),

@@ -94,6 +94,8 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # a framework's own packages of releases that do not go together (jax and jaxlib, jaxlib and its CUDA plugin,
     # torch and torchvision): nothing of cuDNN's is at fault
     "parts-mismatch": ("framework-parts-mismatch",),
+    # a GPU index the process does not have: the program's choice of device, else what CUDA_VISIBLE_DEVICES hides
+    "device-index": ("bad-param-usage", "no-gpu-or-driver"),
     "known-bad": ("known-bad-release",),
     "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
     "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),

@@ -472,7 +472,28 @@ _CUINIT_RESULTS = {
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
         ("driver-too-old", "driver-not-ready"), "a CUDA forward-compatibility libcuda (cuda-compat), used because "
         "the driver is older than the program's CUDA, runs on a GPU that does not support it"),
+    # cudaErrorInitializationError at the runtime's first call: the driver could not start at all (no NVIDIA kernel
+    # module loaded, no GPU, a container without the device files); PyTorch says "you might not have a CUDA gpu"
+    "CUDA_ERROR_NOT_INITIALIZED": (
+        ("no-gpu-or-driver", "driver-not-ready"), "the CUDA driver could not start: no NVIDIA kernel module is loaded, "
+        "no GPU is present, or a container was started without the GPU's device files"),
 }
+
+
+def _torch_init(found: re.Match[str]) -> Signal:
+    """PyTorch's words for cudaErrorInitializationError at its first CUDA call: `_CUINIT_RESULTS`'s reading of
+    CUDA_ERROR_NOT_INITIALIZED, the result cuInit gives then."""
+    families, meaning = _CUINIT_RESULTS["CUDA_ERROR_NOT_INITIALIZED"]
+    return Signal("torch-cuda-init", "driver-state", _line(found), "PyTorch (c10/cuda/CUDAFunctions.cpp), for "
+                  "cudaErrorInitializationError", meaning, error="CUDA_ERROR_NOT_INITIALIZED",
+                  quote=quote(found.group(0), 160), families=families)
+
+
+def _no_such_device(found: re.Match[str]) -> Signal:
+    return Signal("device-index", "device-index", _line(found), "the CUDA runtime (cudaErrorInvalidDevice) or "
+                  "PyTorch's check of a device index", "the program asks for a GPU index this process does not have: "
+                  "cuda:1 on a machine (or a CUDA_VISIBLE_DEVICES) that shows one GPU",
+                  quote=quote(found.group(0), 160))
 
 
 def _cuinit(found: re.Match[str]) -> Signal | None:
@@ -943,6 +964,15 @@ PATTERNS: tuple[Pattern, ...] = (
                                          r"|(?P<torchvision>operator torchvision::\w+ does not exist|Couldn't load "
                                          r"custom C\+\+ ops\. This can happen if your PyTorch and torchvision "
                                          r"versions are incompatible)"), "a framework", _parts_mismatch),
+    # PyTorch's warning for cudaErrorInitializationError (c10/cuda/CUDAFunctions.cpp): "CUDA driver initialization
+    # failed, you might not have a CUDA gpu." (after which it has no devices: the failure, not a warning)
+    Pattern("torch-cuda-init", re.compile(r"CUDA driver initialization failed, you might not have a CUDA gpu"),
+            "PyTorch", _torch_init),
+    # a GPU index the process does not have: the CUDA runtime's cudaErrorInvalidDevice ("invalid device ordinal");
+    # PyTorch's lazy initialisation "device >= 0 && device < num_gpus INTERNAL ASSERT FAILED" (aten/src/ATen/cuda/
+    # CUDAContext.cpp)
+    Pattern("device-index", re.compile(r"invalid device ordinal|device >= 0 && device < num_gpus INTERNAL ASSERT "
+                                       r"FAILED"), "the CUDA runtime", _no_such_device),
     # the CUDA driver failing to start, by cuInit's result: TensorFlow/XLA (stream_executor/cuda/cuda_driver.cc,
     # cuda_platform.cc) "failed call to cuInit: %s" with cuGetErrorName's name and string ("CUDA_ERROR_UNKNOWN:
     # unknown error"), or "UNKNOWN ERROR (%d)" where that fails (newer XLA wraps it: "failed call to cuInit:
