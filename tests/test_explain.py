@@ -2703,3 +2703,14 @@ def test_pytorch_s_driver_initialisation_failure_is_no_driver_or_gpu_here() -> N
 def test_a_gpu_index_the_process_does_not_have_is_the_program_s_choice(text: str) -> None:
     result = _the_failure(text, "device-index", "bad-param-usage")
     assert "device_count" in str(actions(result, "bad-param-usage")) and "GPU index" in result.causes[0].title
+
+
+def test_wsl_s_libcuda_out_of_the_search_is_its_folder_not_a_missing_driver() -> None:
+    # WSL's driver is Windows': its Linux libraries only in /usr/lib/wsl/lib; a WSL text that names Windows is no
+    # Windows text (its loader is Linux's)
+    text = ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+            "'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object file: No such file or directory\n"
+            "(Ubuntu 22.04 under WSL2, nvidia-smi works in Windows)")
+    result = explain(text, environ={})
+    assert result.causes[0].family == "libcuda-missing" and "/usr/lib/wsl/lib" in result.causes[0].title
+    assert "/usr/lib/wsl/lib" in str(actions(result, "libcuda-missing"))

@@ -537,7 +537,9 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
     Family("zlib-missing", _title("zlibwapi.dll (zlib) is missing: cuDNN 8.3-8.9 on Windows needs it"),
            "cudnn_cnn_infer64_8.dll needs zlibwapi.dll; without it LoadLibrary fails with error 126 although the "
            "cuDNN DLL itself is there", "the cuDNN DLL is on PATH and zlibwapi.dll is in no PATH folder", _zlib),
-    Family("libcuda-missing", _title("the driver's unversioned libcuda.so cannot be resolved"),
+    Family("libcuda-missing", lambda r, s: "the driver's libcuda.so.1 is installed, in a folder this process's "
+           "search does not reach (WSL's /usr/lib/wsl/lib)" if s is not None and (s.failed or "").endswith(".so.1")
+           else "the driver's unversioned libcuda.so cannot be resolved",
            "cuDNN 8 dlopens libcuda.so; a driver that installs only libcuda.so.1 (WSL's /usr/lib/wsl/lib copies, "
            "which ldconfig skips) leaves that name unresolved", "ldconfig -p | grep 'libcuda.so '", _libcuda),
     Family("glibc-or-libstdcxx-too-old", _glibc_title,

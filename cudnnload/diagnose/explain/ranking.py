@@ -301,6 +301,12 @@ def clue(name: str) -> Test:
     return lambda reading, signal: reading.quote(name) or None
 
 
+def on_windows(reading: Reading, signal: Signal) -> str | None:
+    """The text's words for Windows, where its platform is Windows: a WSL text names Windows too ("nvidia-smi
+    works in Windows"), and runs Linux's loader."""
+    return reading.quote("windows") or None if reading.platform != "wsl" else None
+
+
 def both(*tests: Test) -> Test:
     def test(reading: Reading, signal: Signal) -> str | None:
         quotes = [t(reading, signal) for t in tests]
@@ -878,6 +884,10 @@ RULES: tuple[Rule, ...] = (
          failed(r"libcuda\.so$")),
     Rule("libcuda-missing", 2, "WSL: the driver's libcuda.so is in /usr/lib/wsl/lib, which ldconfig skips",
          clue("wsl"), ("sublibrary-load", "dependency-load:libcuda")),
+    # ...and its libcuda.so.1 too: WSL's driver is Windows', its Linux libraries only in /usr/lib/wsl/lib, which a
+    # process reaches through ld.so.conf.d/ld.wsl.conf or LD_LIBRARY_PATH (a container, a chroot, a cleared cache)
+    Rule("libcuda-missing", 2, "WSL: the driver's libcuda.so.1 is in /usr/lib/wsl/lib, which this process's search "
+         "did not reach", both(clue("wsl"), failed(r"libcuda\.so\.1$"))),
     Rule("zlib-missing", 2.5, "cudnn_cnn_infer64_8.dll was found but a DLL it needs was not: cuDNN 8.3-8.9 on "
          "Windows needs zlibwapi.dll", windows_126_cnn_infer),
     # cuDNN 8.3-8.9 loads zlibwapi.dll when a convolution first needs it; where it is missing, the process ends there
@@ -1070,15 +1080,15 @@ RULES: tuple[Rule, ...] = (
          "space ran out, not the GPU's memory", both(clue("address-limit"), clue("out-of-memory"))),
     # what cannot be on the text's platform: $ORIGIN, RUNPATH, ldconfig and glibc are Linux's; zlibwapi.dll is
     # Windows's; a file that was not located is not missing a dependency; torch's layouts need torch
-    Rule("missing-runpath", -3, "Windows has no RUNPATH", clue("windows")),
-    Rule("origin-through-symlink", -3, "Windows has no $ORIGIN", clue("windows")),
-    Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", clue("windows")),
-    Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", clue("windows")),
+    Rule("missing-runpath", -3, "Windows has no RUNPATH", on_windows),
+    Rule("origin-through-symlink", -3, "Windows has no $ORIGIN", on_windows),
+    Rule("platlib-purelib-split", -3, "a Windows text (the lib/lib64 split is Red Hat's)", on_windows),
+    Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", on_windows),
     Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text, and no DLL shows a Visual C++ runtime missing or too old "
          "(error 1114; error 126 at a DLL of PyTorch's that needs no CUDA)",
-         both(clue("windows"), lambda reading, signal: None if signal.error == "error 1114" or (
+         both(on_windows, lambda reading, signal: None if signal.error == "error 1114" or (
              signal.pattern == "windows-load" and signal.kind == "dependency-load:libstdc++") else "Windows")),
-    Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", clue("windows")),
+    Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", on_windows),
     Rule("preload-needs-missing", -3, "the program ran far enough to report the failure itself: a preload that "
          "cannot be completed stops every program before it runs", ran_before_it_failed),
     Rule("zlib-missing", -2, "zlibwapi.dll is a Windows dependency", not_windows, ("sublibrary-load",)),
