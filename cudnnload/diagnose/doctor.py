@@ -498,13 +498,10 @@ def _with_pin(served: Served, resolved: Resolved, env: Mapping[str, str]) -> Ser
     from cudnnload.judge.choose import choose_for
     from cudnnload.judge.fixes import pin_for
     from cudnnload.loading.plans import as_mapped
-    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.discovery import without_preload
 
     preloaded = bool(resolved.ctx.preloads)
-    linking = resolved.ctx.linker
-    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=resolved.ctx.cache,
-                    defaults=linking.defaults, ld_cache=linking.ld_cache, glibc=resolved.ctx.host.glibc) \
-        if preloaded else resolved.ctx
+    clean = without_preload(env, resolved.ctx) if preloaded else resolved.ctx
     candidates = [as_mapped(i, clean, resolved.inventory.distributions) for i in resolved.inventory.installs]
     consumer = served.route.consumer
     if choose_for(candidates, consumers=(consumer,)).install is None:

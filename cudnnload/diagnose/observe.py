@@ -717,11 +717,10 @@ def _own_anyway(consumer: Consumer, env: Mapping[str, str], ctx: Context, progra
                 preloaded: str) -> bool:
     """Whether ``consumer``'s own loader, in the process's environment without LD_PRELOAD and on its sys.path, opens
     the ``preloaded`` shim anyway: the same file from the same folder (`resolve.routes.route`)."""
-    from cudnnload.resolve.discovery import context
+    from cudnnload.resolve.discovery import without_preload
     from cudnnload.resolve.routes import route
 
-    clean = context({k: v for k, v in env.items() if k != "LD_PRELOAD"}, cache=ctx.cache,
-                    defaults=ctx.linker.defaults, ld_cache=ctx.linker.ld_cache, glibc=ctx.host.glibc)
+    clean = without_preload(env, ctx)
     paths = [e.path for e in program.path if e.usable] if program is not None else [consumer.site]
     found = route(consumer, clean, paths).shim
     return found is not None and _same_file(found, preloaded) and \

@@ -335,6 +335,13 @@ def context(environ: Mapping[str, str] | None = None, *, use_cache: bool = True,
     return _mapping_first(facts, mapped, loaded, started, unstarted)
 
 
+def without_preload(environ: Mapping[str, str], ctx: Context) -> Context:
+    """The process of ``environ`` started without LD_PRELOAD, on ``ctx``'s ELF memo, linker, cache and C library
+    (what a framework's own search gives, the preload left out)."""
+    return context({k: v for k, v in environ.items() if k != "LD_PRELOAD"}, cache=ctx.cache,
+                   defaults=ctx.linker.defaults, ld_cache=ctx.linker.ld_cache, glibc=ctx.host.glibc)
+
+
 def _mapping_first(facts: Context, mapped: Sequence[str], loaded: Mapping[str, str] | None,
                    started: Mapping[str, Source] | None,
                    unstarted: frozenset[tuple[str, str]] = frozenset()) -> Context:

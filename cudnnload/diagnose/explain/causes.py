@@ -344,11 +344,16 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("lower the batch size, or free GPU memory held by other processes (nvidia-smi)"))
 
 
-def _driver_not_ready(reading: Reading, signal: Signal | None) -> Fix:
-    """What puts the driver back in a state to run CUDA: what doctor says for the cuInit result the message tells,
-    or that of the driver state it tells (reading.DRIVER_STATES, judge.gpu.INIT_FIXES)."""
+def _init_fix(signal: Signal | None, otherwise: str) -> Fix:
+    """What doctor says for the cuInit result a "driver-state" message tells, or that of the driver state it tells
+    (reading.DRIVER_STATES, judge.gpu.INIT_FIXES); ``otherwise`` where it tells none that has a fix of its own."""
     result = signal.error if signal is not None and signal.kind == "driver-state" else None
-    return fix(manual(INIT_FIXES.get(result or "", GENERIC_INIT_FIX)))
+    return fix(manual(INIT_FIXES.get(result or "", otherwise)))
+
+
+def _driver_not_ready(reading: Reading, signal: Signal | None) -> Fix:
+    """What puts the driver back in a state to run CUDA."""
+    return _init_fix(signal, GENERIC_INIT_FIX)
 
 
 _NO_DRIVER = ("install the NVIDIA driver; in a container, start it with the NVIDIA runtime (docker run --gpus all); "
@@ -357,8 +362,7 @@ _NO_DRIVER = ("install the NVIDIA driver; in a container, start it with the NVID
 
 def _no_driver(reading: Reading, signal: Signal | None) -> Fix:
     """The driver where none is seen; what doctor says where cuInit's result tells more (a stub libcuda loaded)."""
-    result = signal.error if signal is not None and signal.kind == "driver-state" else None
-    return fix(manual(INIT_FIXES.get(result or "", _NO_DRIVER) if result in INIT_FIXES else _NO_DRIVER))
+    return _init_fix(signal, _NO_DRIVER)
 
 
 # PyTorch's index of CUDA builds per CUDA major (https://download.pytorch.org/whl/cuXYZ): one whose wheels torch's
@@ -369,6 +373,12 @@ _TORCH_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
 def _cpu_build_title(reading: Reading, signal: Signal | None) -> str:
     return (f"the {cpu_build_package(reading.framework) or 'framework'} installed is its build without CUDA, so it "
             "never uses the GPU")
+
+
+def _jax_cuda(reading: Reading) -> str:
+    """JAX with its CUDA plugin, for the CUDA major the text shows (12 where it shows none JAX publishes)."""
+    cuda = _cuda_major(reading)
+    return f"jax[cuda{cuda if cuda in (12, 13) else 12}]"
 
 
 def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
@@ -390,7 +400,7 @@ def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
         if reading.platform == "windows":
             return fix(manual("JAX has no CUDA build for Windows itself: run it under WSL2 and pip install "
                               "'jax[cuda12]' there"))
-        return fix(pip_install([f"jax[cuda{cuda if cuda in (12, 13) else 12}]"], options=["--upgrade"]))
+        return fix(pip_install([_jax_cuda(reading)], options=["--upgrade"]))
     if framework == "onnxruntime":  # both packages share the onnxruntime folder: the CPU one's files win
         return fix(pip_uninstall(["onnxruntime", "onnxruntime-gpu"]), pip_install(["onnxruntime-gpu"]))
     if framework == "paddle":
@@ -409,8 +419,7 @@ def _parts(reading: Reading, signal: Signal | None) -> Fix:
     """The framework's packages installed together, at one release: JAX's extra pins jax, jaxlib and the plugin;
     torchvision's release follows torch's (torch 2.N: torchvision 0.(N+15), pytorch/vision's table)."""
     if reading.framework == "jax":
-        cuda = _cuda_major(reading)
-        return fix(pip_install([f"jax[cuda{cuda if cuda in (12, 13) else 12}]"], options=["--upgrade"]),
+        return fix(pip_install([_jax_cuda(reading)], options=["--upgrade"]),
                    note="installs jax, jaxlib and the CUDA plugin at one release")
     if reading.framework == "pytorch":
         return fix(manual("install the torchvision made for the torch installed (torch 2.N: torchvision 0.(N+15), "

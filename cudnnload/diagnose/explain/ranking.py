@@ -694,6 +694,15 @@ def segment_not_mapped(reading: Reading, signal: Signal) -> str | None:
     return f"{signal.failed or signal.library or 'the library'}: {mapped.group(0)}"
 
 
+def windows_runtime(reading: Reading, signal: Signal) -> str | None:
+    """A Windows DLL that failed as a C++ runtime missing or too old shows it: its initialisation failed (error
+    1114), or a DLL of PyTorch's own that needs no CUDA found no runtime DLL (error 126, read as libstdc++'s load by
+    `reading._windows_load`). Its line."""
+    shows = signal.error == "error 1114" or (signal.pattern == "windows-load"
+                                              and signal.kind == "dependency-load:libstdc++")
+    return signal.line if shows else None
+
+
 def large_dll_init_failed(reading: Reading, signal: Signal) -> str | None:
     """Windows error 1114 (a DLL's initialisation failed) in one of CUDA's or cuDNN's DLLs."""
     big = signal.error == "error 1114" and signal.failed_class in (*CUDNN_CLASSES, "cublas", "cuda-math", "nvrtc")
@@ -863,11 +872,10 @@ RULES: tuple[Rule, ...] = (
     Rule("zlib-missing", 3, "the library that failed is zlib (zlibwapi.dll)", failed("zlib|libz"),
          ("dependency-load:zlib",)),
     Rule("glibc-or-libstdcxx-too-old", 3, "the system's glibc/libstdc++ lacks the version cuDNN needs",
-         lambda reading, signal: None if signal.pattern == "windows-load" else line(reading, signal),
+         lambda reading, signal: None if windows_runtime(reading, signal) else line(reading, signal),
          ("dependency-load:glibc", "dependency-load:libstdc++")),
     Rule("glibc-or-libstdcxx-too-old", 3, "a DLL of PyTorch's own that needs no CUDA library is there, and a DLL it "
-         "needs from the system is not: the C++ runtime's", lambda reading, signal: signal.line if signal.pattern ==
-         "windows-load" else None, ("dependency-load:libstdc++",)),
+         "needs from the system is not: the C++ runtime's", windows_runtime, ("dependency-load:libstdc++",)),
     Rule("cublas-missing-or-wrong", 3, "the library that failed is one of CUDA's other libraries (cuFFT, cuRAND, "
          "cuSPARSE, cuSOLVER, nvJitLink, cuPTI), not cuDNN", failed("cufft|curand|cusparse|cusolver|nvjitlink|cupti"),
          ("dependency-load:cuda-math",)),
@@ -1086,8 +1094,7 @@ RULES: tuple[Rule, ...] = (
     Rule("libcuda-missing", -3, "a Windows text (libcuda.so is Linux's)", on_windows),
     Rule("glibc-or-libstdcxx-too-old", -3, "a Windows text, and no DLL shows a Visual C++ runtime missing or too old "
          "(error 1114; error 126 at a DLL of PyTorch's that needs no CUDA)",
-         both(on_windows, lambda reading, signal: None if signal.error == "error 1114" or (
-             signal.pattern == "windows-load" and signal.kind == "dependency-load:libstdc++") else "Windows")),
+         both(on_windows, lambda reading, signal: None if windows_runtime(reading, signal) else "Windows")),
     Rule("preload-needs-missing", -3, "Windows has no LD_PRELOAD", on_windows),
     Rule("preload-needs-missing", -3, "the program ran far enough to report the failure itself: a preload that "
          "cannot be completed stops every program before it runs", ran_before_it_failed),
