@@ -210,6 +210,14 @@ PROBES: tuple[tuple[str, str], ...] = (
     ("driver-not-ready",
      "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: "
      "CUDA_ERROR_UNKNOWN: unknown error"),
+    # JAX's CUDA plugin (jax_plugins/xla_cuda12/__init__.py) whose compiled part (jax-cuda12-plugin) did not import,
+    # logged by jax/_src/xla_bridge.py discover_pjrt_plugins, then JAX's fallback to the CPU
+    ("framework-parts-mismatch",
+     "ERROR:jax._src.xla_bridge:Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initia"
+     "lize()\nTraceback (most recent call last):\n  File \"/venv/lib/python3.11/site-packages/jax_plugins/xla_cuda12/"
+     "__init__.py\", line 281, in _check_cuda_versions\n    assert cuda_versions is not None\nAssertionError\nWARNING:"
+     "jax._src.xla_bridge:An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. "
+     "Falling back to cpu."),
 )
 
 

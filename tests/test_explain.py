@@ -2621,6 +2621,13 @@ def test_a_dll_that_failed_its_initialisation_is_its_runtime_or_the_commit_limit
      "    options = xla_client.generate_pjrt_gpu_plugin_options()\n"
      "AttributeError: module 'jaxlib.xla_client' has no attribute 'generate_pjrt_gpu_plugin_options'", "jax"),
     ("RuntimeError: operator torchvision::nms does not exist", "pytorch"),
+    # the plugin's compiled part did not import (jax_plugins/xla_cuda12/__init__.py, _check_cuda_versions)
+    ("Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()\n"
+     '  File "/v/site-packages/jax_plugins/xla_cuda12/__init__.py", line 281, in _check_cuda_versions\n'
+     "    assert cuda_versions is not None\nAssertionError", "jax"),
+    # jax/_src/xla_bridge.py discover_pjrt_plugins, logged as a warning: JAX goes on without the GPU
+    ("WARNING:jax._src.xla_bridge:Jax plugin configuration error: Plugin module jax_plugins.xla_cuda12 does not "
+     "exist", "jax"),
 ])
 def test_a_framework_whose_own_packages_do_not_go_together(text: str, framework: str) -> None:
     # JAX's check_jaxlib_version, its CUDA plugin calling another jaxlib, torchvision built for another torch: the
@@ -2630,6 +2637,31 @@ def test_a_framework_whose_own_packages_do_not_go_together(text: str, framework:
     steps = actions(result, "framework-parts-mismatch")
     assert ("jax[cuda12]" in str(steps)) == (framework == "jax") and ("torchvision" in str(steps)) == (
         framework == "pytorch")
+
+
+_JAX_PLUGIN_RAISED = ("ERROR:2026-10-07 11:03:13,410:jax._src.xla_bridge:444: Jax plugin configuration error: "
+                      "Exception when calling jax_plugins.xla_cuda13.initialize()")
+_JAX_FELL_BACK = ("WARNING:2026-10-07 11:03:13,500:jax._src.xla_bridge:969: An NVIDIA GPU may be present on this "
+                  "machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.")
+
+
+@pytest.mark.parametrize("text", [_JAX_PLUGIN_RAISED, f"{_JAX_PLUGIN_RAISED}\n{_JAX_FELL_BACK}"])
+def test_jax_s_plugin_that_raised_at_start_is_read_without_its_exception(text: str) -> None:
+    # JAX logs the plugin's failure (logger.exception) and goes on on the CPU, then says a CUDA-enabled jaxlib is
+    # not installed, which it is: the plugin's failure is the message, its causes the version check's, cuInit's
+    # and the packages' (a paste cut off before the exception)
+    reading = read(text)
+    assert reading.primary is not None and reading.primary.kind == "gpu-plugin" and not reading.primary.warning
+    families = ranked(text)
+    assert "cpu-only-build" not in families[:3]
+    assert {"runtime-older-than-build", "no-gpu-or-driver", "framework-parts-mismatch"} <= set(families[:4])
+
+
+def test_jax_s_fix_follows_the_cuda_of_the_plugin_the_text_names() -> None:
+    text = _JAX_PLUGIN_RAISED + "\n    assert cuda_versions is not None\nAssertionError"
+    assert "jax[cuda13]" in str(actions(explain(text, environ={}), "framework-parts-mismatch"))
+    assert "jax[cuda12]" in str(actions(explain(text.replace("cuda13", "cuda12"), environ={}),
+                                        "framework-parts-mismatch"))
 
 
 def test_jax_s_plugin_failing_at_cuinit_is_the_driver_not_its_packages() -> None:

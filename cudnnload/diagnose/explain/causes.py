@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -375,9 +376,17 @@ def _cpu_build_title(reading: Reading, signal: Signal | None) -> str:
             "never uses the GPU")
 
 
+# JAX's CUDA plugin named by its module or package (jax_plugins.xla_cuda13, jax_cuda12_plugin, jax-cuda13-pjrt)
+_JAX_PLUGIN_CUDA = re.compile(r"(?:xla_cuda|jax[_-]cuda)(1[23])\b|(?:xla_cuda|jax[_-]cuda)(1[23])[_-]")
+
+
 def _jax_cuda(reading: Reading) -> str:
-    """JAX with its CUDA plugin, for the CUDA major the text shows (12 where it shows none JAX publishes)."""
-    cuda = _cuda_major(reading)
+    """JAX with its CUDA plugin, for the CUDA major of the plugin the text names, else the CUDA the text shows (12
+    where it shows none JAX publishes)."""
+    shown = (found for text in (*(s.line for s in reading.signals), *reading.paths)
+             if (found := _JAX_PLUGIN_CUDA.search(text)))
+    plugin = next((int(found.group(1) or found.group(2)) for found in shown), None)
+    cuda = plugin or _cuda_major(reading)
     return f"jax[cuda{cuda if cuda in (12, 13) else 12}]"
 
 

@@ -25,6 +25,7 @@ from cudnnload.diagnose.explain import catalog as messages
 from cudnnload.diagnose.explain import gpus
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
+    CONSEQUENCES,
     CUDNN_CLASSES,
     PROCEDURE_MISSING,
     Reading,
@@ -94,6 +95,10 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # a framework's own packages of releases that do not go together (jax and jaxlib, jaxlib and its CUDA plugin,
     # torch and torchvision): nothing of cuDNN's is at fault
     "parts-mismatch": ("framework-parts-mismatch",),
+    # JAX's CUDA plugin raising while it starts, its exception cut off: a CUDA library older than JAX was built
+    # with (its version check), no GPU or driver (cuInit), JAX's own packages of two releases, an old driver
+    "gpu-plugin": ("runtime-older-than-build", "no-gpu-or-driver", "version-mismatch-shadowed",
+                   "framework-parts-mismatch", "driver-too-old", "cublas-missing-or-wrong"),
     # a GPU index the process does not have: the program's choice of device, else what CUDA_VISIBLE_DEVICES hides
     "device-index": ("bad-param-usage", "no-gpu-or-driver"),
     "known-bad": ("known-bad-release",),
@@ -1430,8 +1435,9 @@ def by_score(reading: Reading, priors: Priors, nearest: Sequence[messages.Near])
     families = list(candidates(primary))
     # the causes the tuning reports of this kind of message had, where the catalog's meaning of it leaves them out
     families += [f for f in priors.get(primary.kind, {}) if f not in families]
-    for signal in reading.signals[1:]:
-        families += [f for f in candidates(signal) if f not in families]
+    for signal in reading.signals[1:]:  # a framework's words for the primary's consequence add no cause
+        if signal.kind not in CONSEQUENCES:
+            families += [f for f in candidates(signal) if f not in families]
     for rule in RULES:  # evidence in the text brings its cause in, whatever the message
         if rule.weight > 0 and rule.family not in families and rule.quote(reading, primary):
             families.append(rule.family)

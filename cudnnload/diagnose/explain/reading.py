@@ -558,6 +558,16 @@ PARTS_MISMATCHES = {
     "jax_plugin": ("jax", "JAX's CUDA plugin (jax_plugins/xla_cuda12/__init__.py, initialize)",
                    "the CUDA plugin installed (jax-cuda12-plugin) calls a jaxlib function the jaxlib installed lacks: "
                    "the plugin and jaxlib are of different releases"),
+    # the plugin's own compiled part (jax-cudaNN-plugin: cuda_plugin_extension, _versions) did not import, so its
+    # version check asserts: that package missing beside jax-cudaNN-pjrt, or of another release
+    "jax_extension": ("jax", "JAX's CUDA plugin (jax_plugins/xla_cudaNN/__init__.py, _check_cuda_versions)",
+                      "the CUDA plugin's compiled part (the jax-cuda12-plugin or jax-cuda13-plugin package) did not "
+                      "import: it is missing beside jax-cudaNN-pjrt, or of another release than it and jaxlib"),
+    # jax/_src/xla_bridge.py discover_pjrt_plugins: an entry point whose module is gone (an uninstall that left
+    # another package's entry point, a half-removed plugin) or that does not import (another jax's plugin)
+    "jax_plugin_module": ("jax", "JAX (jax/_src/xla_bridge.py, discover_pjrt_plugins)",
+                          "a JAX plugin package is registered but its module is missing or does not import: a "
+                          "plugin half removed, or of another release than the jax installed"),
     "torchvision": ("pytorch", "torchvision (torchvision/extension.py, its compiled operators)",
                     "torchvision's compiled operators do not load into the torch installed: torchvision was built for "
                     "another torch release (or another CUDA build of it)"),
@@ -569,6 +579,13 @@ def _parts_mismatch(found: re.Match[str]) -> Signal:
     _, source, meaning = PARTS_MISMATCHES[name]
     return Signal(f"parts-mismatch-{name}", "parts-mismatch", _line(found), source, meaning,
                   quote=quote(found.group(0), 160))
+
+
+def _gpu_plugin(found: re.Match[str]) -> Signal:
+    return Signal("gpu-plugin", "gpu-plugin", _line(found), "JAX (jax/_src/xla_bridge.py, discover_pjrt_plugins)",
+                  f"JAX's CUDA plugin ({found.group('module')}) raised while starting, so JAX goes on without the GPU "
+                  "(on the CPU); the exception printed after this line says why (JAX_PLATFORMS=cuda makes JAX stop "
+                  "on it instead of falling back)", quote=quote(found.group(0), 160))
 
 
 def _ptxas_newer(found: re.Match[str]) -> Signal:
@@ -961,9 +978,17 @@ PATTERNS: tuple[Pattern, ...] = (
                                          r"version >= \S+?)\.?(?=\s|$)"
                                          r"|(?P<jax_plugin>module 'jaxlib\.xla_client' has no attribute "
                                          r"'generate_pjrt_gpu_plugin_options')"
+                                         r"|(?P<jax_extension>assert cuda_versions is not None)"
+                                         r"|(?P<jax_plugin_module>Jax plugin configuration error: Plugin module "
+                                         r"\S+ (?:could not be loaded|does not exist))"
                                          r"|(?P<torchvision>operator torchvision::\w+ does not exist|Couldn't load "
                                          r"custom C\+\+ ops\. This can happen if your PyTorch and torchvision "
                                          r"versions are incompatible)"), "a framework", _parts_mismatch),
+    # JAX's CUDA plugin raising while it starts (jax/_src/xla_bridge.py discover_pjrt_plugins, logger.exception:
+    # "Jax plugin configuration error: Exception when calling %s.initialize()", the exception's traceback after it):
+    # JAX goes on without the GPU, and later prints that "a CUDA-enabled jaxlib is not installed", which it is
+    Pattern("gpu-plugin", re.compile(r"Jax plugin configuration error: Exception when calling "
+                                     r"(?P<module>[\w.]+)\.initialize\(\)"), "JAX", _gpu_plugin),
     # PyTorch's warning for cudaErrorInitializationError (c10/cuda/CUDAFunctions.cpp): "CUDA driver initialization
     # failed, you might not have a CUDA gpu." (after which it has no devices: the failure, not a warning)
     Pattern("torch-cuda-init", re.compile(r"CUDA driver initialization failed, you might not have a CUDA gpu"),
@@ -1715,7 +1740,7 @@ _OWNER = {
     "jax-cannot-load": "jax", "jax-known-bad": "jax", "tf-dso": "tensorflow", "tf-no-dso": "tensorflow",
     "tf-no-gpu": "tensorflow", "tf-self-check": "tensorflow", "tf-dnn-not-found": "tensorflow",
     "conv-algorithm": "tensorflow", "ort-require": "onnxruntime", "ort-load-unnamed": "onnxruntime",
-    "jax-component": "jax",
+    "jax-component": "jax", "gpu-plugin": "jax",
     **{f"cpu-build-{name}": owner for name, (owner, _, _) in CPU_BUILDS.items()},
     **{f"parts-mismatch-{name}": owner for name, (owner, _, _) in PARTS_MISMATCHES.items()},
     "paddle-dynload": "paddle",
@@ -1730,6 +1755,11 @@ _PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbo
                "version-", "known-bad",
                "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "misuse", "status:", "cublas-status:",
                "no-engine", "conv-algorithm", "framework-no-cudnn", "driver", "gpu", "catalog")
+# ...and after every other kind: a framework's message that it could not start its GPU part or goes on without the
+# GPU, which it prints after (or instead of) the message that says why: JAX's CUDA plugin raising at start, then
+# JAX's "a CUDA-enabled jaxlib is not installed. Falling back to cpu.", which it prints after that failure too.
+# Behind another message they are its consequence, and bring no causes of their own (ranking.by_score).
+CONSEQUENCES = ("gpu-plugin", "cpu-build")
 
 
 def _precedence(signal: Signal) -> int:
@@ -1739,7 +1769,10 @@ def _precedence(signal: Signal) -> int:
     is read as its consequence."""
     matching = [(len(prefix), index) for index, prefix in enumerate(_PRECEDENCE) if signal.kind.startswith(prefix)]
     place = max(matching)[1] if matching else len(_PRECEDENCE)  # the most specific prefix's place
-    return place + (len(_PRECEDENCE) + 1 if signal.warning and not signal.kind.startswith("version-") else 0)
+    if signal.kind in CONSEQUENCES:
+        place = len(_PRECEDENCE) + 1 + CONSEQUENCES.index(signal.kind)
+    after_errors = signal.warning and not signal.kind.startswith("version-")
+    return place + (len(_PRECEDENCE) + len(CONSEQUENCES) + 1 if after_errors else 0)
 
 
 # A log that repeats one error thousands of times says no more than its first few.
@@ -2167,9 +2200,10 @@ _WARNING_LINE = re.compile(r"\[[WI]\] |\[[WI]:|\[(?:WARN(?:ING)?|INFO)\]|^[WI]\d
 # which the session runs on the CPUExecutionProvider), and running without it is the failure the user reports; so
 # is a framework's build without CUDA falling back to the CPU (JAX's "Falling back to cpu", a UserWarning of ONNX
 # Runtime's for the CUDA provider it lacks), and PyTorch warning that CUDA did not start ("CUDA initialization:
-# CUDA unknown error ... Setting the available devices to be zero").
+# CUDA unknown error ... Setting the available devices to be zero"), and JAX going on without a plugin that did not
+# start or whose module is gone ("Jax plugin configuration error: Plugin module %s does not exist", a warning).
 _DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-", "symbol-mismatch",
-             "framework-no-cudnn", "cpu-build", "driver-state")
+             "framework-no-cudnn", "cpu-build", "driver-state", "gpu-plugin", "parts-mismatch")
 
 
 def _logged_as_warning(signal: Signal) -> Signal:
