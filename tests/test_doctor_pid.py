@@ -278,6 +278,30 @@ def test_sub_libraries_not_loaded_yet_from_a_folder_now_of_another_release_are_m
         {"do": "restart", "pid": running.pid, "argv": list(read_process(running.pid).command)}]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the shim's search paths are read through map_files (root)")
+def test_the_later_loads_of_a_replaced_shim_are_searched_as_the_shim_it_runs_searches(
+        child: Callable[..., Child], tmp_path: Path) -> None:
+    """Fix differential 3-15475 (it was "no error found"): the process runs the cu12 9.28 wheel's shim with a cu13
+    9.28 folder on LD_LIBRARY_PATH, and the wheel is replaced by 9.0's under it. 9.28's shim carries DT_RPATH
+    $ORIGIN, searched before LD_LIBRARY_PATH, so its later dlopen of ops gets the 9.0 file in its own folder (the
+    real process: "Invalid handle. Cannot load symbol cudnnOpsVersionCheck"); 9.0's shim, now on disk, carries
+    DT_RUNPATH, searched after it, and the judge of the disk alone saw the other folder's 9.28 ops: no mix."""
+    lib = _copy(lib_folder(W928), tmp_path / "lib")
+    other = _copy(lib_folder("cu13-9.28.0.42"), tmp_path / "other")
+    running = child(lib / "libcudnn.so.9", {**BASE, "LD_LIBRARY_PATH": f"{other}:{lib_folder(CUBLAS)}"})
+    for path in lib.iterdir():
+        path.unlink()
+    for path in lib_folder(W90).iterdir():
+        os.link(path, lib / path.name)
+    report = diagnose_pid(running.pid)
+    stale = [f for f in report.findings if f.code is Code.MIXED_RELEASE and f.severity is Severity.ERROR]
+    assert {"ops", "cnn", "adv"} <= {f.subject.library for f in stale}, [f.message for f in report.findings]
+    assert all(f.subject.path.startswith(str(lib)) and "9.0.0" in f.message for f in stale)
+    assert [a.json() for a in stale[0].fix.actions][0]["do"] == "restart"
+    after = running.call("cudnnOpsVersionCheck")  # the real loader: 9.0's ops, from the shim's own folder
+    assert str(lib / "libcudnn_ops.so.9") in after or not any("libcudnn_ops" in m for m in after), after
+
+
 @pytest.mark.parametrize("release", [W90, W928])
 def test_a_wheel_replaced_under_a_process_whose_release_this_user_cannot_read_is_told_by_its_build(
         child: Callable[..., Child], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, release: str) -> None:

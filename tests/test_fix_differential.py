@@ -582,6 +582,16 @@ def test_a_running_program_whose_wheel_another_cuda_majors_wheel_took_away_gets_
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_replaced_shim_s_later_loads_are_found_where_the_shim_it_runs_looks_first() -> None:
+    """A held program on the cu12 9.28 wheel with a cu13 9.28 folder on LD_LIBRARY_PATH, the wheel downgraded to
+    9.0 under it (fix differential 3-15475, "no error found"): the shim it runs (DT_RPATH $ORIGIN) gets 9.0's ops
+    from its own folder first; the judge of the disk (9.0's shim, DT_RUNPATH) saw the other folder's. Restarted as
+    doctor says, it works."""
+    _fixed_without_breaks(15475, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

@@ -41,7 +41,7 @@ from cudnnload.judge.inventory import judge_inventory
 from cudnnload.judge.judged import Judged, JudgedInventory
 from cudnnload.resolve import linker
 from cudnnload.resolve.access import Access
-from cudnnload.resolve.catalog import GENERATIONS, Release, classify
+from cudnnload.resolve.catalog import GENERATIONS, Release, SubLibrary, classify
 from cudnnload.resolve.discovery import Context, Inventory, Step, context, gather, python_requester, started_context
 from cudnnload.resolve.elf import ElfInfo, read_elf
 from cudnnload.resolve.elfcache import ElfCache, open_cache
@@ -216,7 +216,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     replaced = {os.path.dirname(lib.path) for lib in cudnn if lib.library == "shim" and lib.state in CHANGED}
     shell = _shell_environ(running.environ, os.environ if environ is None else environ)
     restarting = _restart(running, inventory, _afresh(observed, cache, program), shell)
-    stale = _stale(installs, cudnn, replaced)
+    stale = _stale(installs, cudnn, replaced, ctx)
     behind = replaced | {folder for _, _, folder in stale}  # folders the process runs another release from
     findings: list[Finding] = list(inventory.findings) + [
         _and_restart(_on_restart(f, running.pid) if i.folder in replaced else f, i.folder, restarting,
@@ -667,7 +667,7 @@ def _on_restart(finding: Finding, pid: int) -> Finding:
                    f"disk since it mapped it, and it runs the one it mapped): {finding.message}")
 
 
-def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced: set[str]
+def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced: set[str], ctx: Context
            ) -> list[tuple[Step, Release | None, str]]:
     """Sub-libraries not loaded yet from a folder whose files were replaced by another release since the
     process mapped its own, with the release it runs: the shim's later dlopen would mix the two (the judge,
@@ -677,7 +677,10 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced:
     restart maps afresh (the sub-library may come from another folder the search reaches first). Where no file it
     mapped tells its release (this user may not read /proc/PID/map_files, which is root's) but a file it mapped from
     the folder was replaced by another build (`MappedLibrary.other_build`), it runs a release not known (None) that
-    is not the disk's: every sub-library not loaded yet from there would mix with it."""
+    is not the disk's: every sub-library not loaded yet from there would mix with it. What the shim itself opens
+    is searched as the shim it runs searches (`_shim_gets`: the mapped file's DT_RPATH, not the DT_RUNPATH of the
+    release on disk now: cuDNN 9.28's shim carries DT_RPATH $ORIGIN, which comes before LD_LIBRARY_PATH, 9.0's
+    DT_RUNPATH, which comes after it)."""
     stale: list[tuple[Step, Release | None, str]] = []
     for install in installs:
         here = [lib for lib in cudnn if os.path.dirname(lib.path) == install.folder and lib.major == install.major]
@@ -690,8 +693,19 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced:
             continue
         if len(mine) != 1 or mine[0] == install.release:
             continue
+        shim = next((lib for lib in cudnn if lib.library == "shim" and os.path.dirname(lib.path) == install.folder
+                     and lib.state in CHANGED and lib.elf is not None), None)
+        asked = _shim_gets(shim, cudnn, ctx) if shim is not None else []
+        for lib, found, release in asked:
+            path = found.path if found is not None else None
+            inside = path is not None and os.path.dirname(path) == install.folder
+            release = install.release if release is None and inside else release  # cnn, engines: the folder's
+            if shim is not None and found is not None and path and release not in (None, mine[0]):
+                stale.append((Step(lib.key, shim.path, (found.name,), path, found.by, inside, release), mine[0],
+                              install.folder))
+        by_shim = {lib.key for lib, _, _ in asked}
         stale += [(step, mine[0], install.folder) for step in install.plan if step.rule != "already-loaded"
-                  and step.path and step.release not in (None, mine[0])]
+                  and step.path and step.release not in (None, mine[0]) and step.library not in by_shim]
     return stale
 
 
@@ -729,19 +743,10 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
         gen = GENERATIONS.get(shim.major) if shim.major is not None else None
         if folder in judged or gen is None or (info := shim.elf) is None:
             continue
-        opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
-        here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
         asked = info.names_release or shim.release  # the names of its own build (`ElfInfo.names_release`)
-        wrong = []
-        for lib in gen.sublibraries:
-            if lib.opened_by != "shim" or not lib.required or lib.key in here:
-                continue
-            found = next((r for r in (linker.resolve(name, linker.Chain((opener,)), ctx.linker)
-                                      for name in lib.names_tried(asked)) if r.path), None)
-            found_info = ctx.elf(found.path) if found is not None and found.path else None
-            release = found_info.release if found_info is not None else None
-            if found is None or (release is not None and asked is not None and release != asked):
-                wrong.append(f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none"))
+        wrong = [f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none")
+                 for lib, found, release in _shim_gets(shim, cudnn, ctx)
+                 if found is None or (release is not None and asked is not None and release != asked)]
         if not wrong:
             continue
         cuda = next((lib.elf.cudart_version for lib in cudnn if os.path.dirname(lib.path) == folder
@@ -753,6 +758,30 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
             Subject(SubjectKind.FILE, shim.path, "shim"),
             _started_others(_put_back(folder, shim, cuda // 1000 if cuda else None), shim, running, ctx, observed)))
     return findings
+
+
+def _shim_gets(shim: MappedLibrary, cudnn: Sequence[MappedLibrary], ctx: Context
+               ) -> list[tuple[SubLibrary, linker.Resolution | None, Release | None]]:
+    """What the shim the process runs (``shim.elf``: the file as mapped, whatever is at its path now) gets when it
+    first dlopens each required sub-library it has not loaded yet: searched as its dlopen searches, from the path it
+    was opened at (``$ORIGIN``), its own DT_RPATH or DT_RUNPATH, the process's search path, by the names of its own
+    build. Each as (the sub-library, where its first name found leads or None, that file's release)."""
+    info, gen = shim.elf, GENERATIONS.get(shim.major) if shim.major is not None else None
+    if info is None or gen is None:
+        return []
+    folder = os.path.dirname(shim.path)
+    opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
+    here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
+    asked = info.names_release or shim.release
+    gets = []
+    for lib in gen.sublibraries:
+        if lib.opened_by != "shim" or not lib.required or lib.key in here:
+            continue
+        found = next((r for r in (linker.resolve(name, linker.Chain((opener,)), ctx.linker)
+                                  for name in lib.names_tried(asked)) if r.path), None)
+        found_info = ctx.elf(found.path) if found is not None and found.path else None
+        gets.append((lib, found, found_info.release if found_info is not None else None))
+    return gets
 
 
 def _started_others(put_back: Fix, shim: MappedLibrary, running: RunningProcess, ctx: Context, observed: Observed
