@@ -210,6 +210,15 @@ PROBES: tuple[tuple[str, str], ...] = (
     ("driver-not-ready",
      "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: "
      "CUDA_ERROR_UNKNOWN: unknown error"),
+    # PyTorch's warning for cudaGetDeviceCount failing (c10/cuda/CUDAFunctions.cpp) with cudaErrorSystemDriverMismatch
+    ("driver-not-ready",
+     "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+     "before calling NumCudaDevices() that might have already set an error? Error 803: system has unsupported display "
+     "driver / cuda driver combination (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)"),
+    # cudaErrorDevicesUnavailable (46): the GPU's compute mode lets no new process use it
+    ("gpu-unavailable",
+     "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\nCUDA kernel errors might be "
+     "asynchronously reported at some other API call, so the stacktrace below might be incorrect."),
     # JAX's CUDA plugin (jax_plugins/xla_cuda12/__init__.py) whose compiled part (jax-cuda12-plugin) did not import,
     # logged by jax/_src/xla_bridge.py discover_pjrt_plugins, then JAX's fallback to the CPU
     ("framework-parts-mismatch",

@@ -2664,6 +2664,58 @@ def test_jax_s_fix_follows_the_cuda_of_the_plugin_the_text_names() -> None:
                                         "framework-parts-mismatch"))
 
 
+_DEVICE_COUNT = ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                 "functions before calling NumCudaDevices() that might have already set an error? Error {}: {} "
+                 "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+
+
+@pytest.mark.parametrize(("number", "words", "family"), [
+    (803, "system has unsupported display driver / cuda driver combination", "driver-not-ready"),
+    (804, "forward compatibility was attempted on non supported HW", "driver-too-old"),
+    (999, "unknown error", "driver-not-ready"),
+    (46, "CUDA-capable device(s) is/are busy or unavailable", "gpu-unavailable"),
+])
+def test_pytorch_s_first_cuda_call_failing_is_read_by_its_result_though_logged_as_a_warning(
+        number: int, words: str, family: str) -> None:
+    # c10/cuda/CUDAFunctions.cpp warns, and torch then has no GPU: the runtime's error number is cuInit's result
+    # (was "only a warning" first for 803)
+    text = _DEVICE_COUNT.format(number, words)
+    assert _the_failure(text, "driver-state", family).reading.primary.pattern == "device-count"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+    "failed call to cuInit: CUDA_ERROR_DEVICE_UNAVAILABLE: CUDA-capable device(s) is/are busy or unavailable",
+])
+def test_a_gpu_no_new_process_may_use_is_its_compute_mode(text: str) -> None:
+    # cudaErrorDevicesUnavailable (46): EXCLUSIVE_PROCESS held by another process, or PROHIBITED; its fix names the
+    # holder, another GPU and the default compute mode
+    result = explain(text, environ={})
+    assert result.causes[0].family == "gpu-unavailable" and not {c.family for c in result.causes} & LOADING
+    assert "nvidia-smi -i <GPU> -c DEFAULT" in str(actions(result, "gpu-unavailable"))
+
+
+def test_here_tells_a_gpu_held_in_an_exclusive_compute_mode() -> None:
+    from dataclasses import replace
+
+    from cudnnload.diagnose.explain import here
+    from cudnnload.resolve.hardware import Device, GpuFacts, Holder
+
+    text = "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"
+    held = Device(0, "NVIDIA H100", (9, 0), 80 << 30, "00000000:01:00.0", free_memory=70 << 30,
+                  holders=(Holder(4242, 2 << 30, "python3 train.py"),), uuid="GPU-1",
+                  compute_mode="exclusive-process")
+
+    def machine(device: Device) -> here.Machine:
+        facts = GpuFacts("13.0", True, 13000, (device,), None, None, None, "580.0", ())
+        return here.Machine({}, [], _gpu=facts)
+
+    found = here.check("gpu-unavailable", machine(held), read(text))
+    assert found.verdict == here.SHOWS and "exclusive-process" in found.detail and "4242" in found.detail
+    free = here.check("gpu-unavailable", machine(replace(held, compute_mode="default")), read(text))
+    assert free.verdict == here.RULES_OUT
+
+
 def test_jax_s_plugin_failing_at_cuinit_is_the_driver_not_its_packages() -> None:
     text = ("Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()\n"
             "RuntimeError: jaxlib/cuda/versions_helpers.cc:113: operation cuInit(0) failed: CUDA_ERROR_UNKNOWN")

@@ -583,6 +583,13 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "systems, the Fabric Manager run one driver release together; otherwise every program fails before "
            "cuDNN is reached", "nvidia-smi fails or differs from cat /proc/driver/nvidia/version; dmesg; "
            "systemctl status nvidia-fabricmanager", _driver_not_ready),
+    Family("gpu-unavailable", _title("the GPU's compute mode lets no new process use it (another process holds it)"),
+           "a GPU in the EXCLUSIVE_PROCESS compute mode serves one process at a time, and one in PROHIBITED none: "
+           "a program starting while another holds it gets no CUDA context", "nvidia-smi shows the compute mode "
+           "(nvidia-smi -q -d COMPUTE) and the process that holds the GPU",
+           _manual("end or wait for the process that holds the GPU (nvidia-smi lists it), point the program at "
+                   "another GPU (CUDA_VISIBLE_DEVICES), or, as root, set the default compute mode back: "
+                   "nvidia-smi -i <GPU> -c DEFAULT")),
     Family("gpu-too-old", _title("the GPU is older than the cuDNN release supports"),
            "cuDNN (and the framework build) carries no kernels for the GPU's compute capability: "
            "CUDNN_STATUS_ARCH_MISMATCH", "the GPU's compute capability (nvidia-smi --query-gpu=compute_cap) is "

@@ -247,6 +247,20 @@ def memory_held(machine: Machine, reading: Reading) -> Here:
                 + f" (over {ROOMY >> 20} MiB): what the program itself allocated ended with it")
 
 
+def mode_held(machine: Machine, reading: Reading) -> Here:
+    """A GPU whose compute mode lets no new process use it now (`judge.gpu.memory_findings`' gpu-unavailable)."""
+    from cudnnload.judge.gpu import memory_findings
+
+    facts: Any = machine.gpu
+    devices = getattr(facts, "devices", ())
+    if not devices:
+        return Here(CANNOT_TELL, "no GPU reading here")
+    taken = [f for f in memory_findings(facts) if f.code is Code.GPU_UNAVAILABLE]
+    if taken:
+        return Here(SHOWS, taken[0].message)
+    return Here(RULES_OUT, "every GPU here lets a new process use it (its compute mode, and who holds it)")
+
+
 def address_limited(machine: Machine, reading: Reading) -> Here:
     """This process's address-space limit (``ulimit -v``), which the programs it starts inherit."""
     from cudnnload.loading.gpu import address_limit
@@ -356,6 +370,7 @@ CHECKS: dict[str, Check] = {
     # cuDNN 9.0-9.10 supports compute capability 5.0 and newer, 9.11+ 7.5 (cudnn-facts; PyTorch's check too)
     "address-space-limit": address_limited,
     "out-of-memory": memory_held,
+    "gpu-unavailable": mode_held,
     "gpu-too-old": gpus(lambda cc: cc < (5, 0), "is below every cuDNN 9's minimum (5.0; 7.5 from 9.11)"),
 }
 

@@ -89,6 +89,8 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # the driver installed but not ready to run CUDA (NVML's "Driver/library version mismatch", cudaErrorUnknown at
     # start, cudaErrorSystemNotReady): its state, not what is installed
     "driver-state": ("driver-not-ready", "no-gpu-or-driver"),
+    # the GPU there, but its compute mode lets no new process use it (exclusive and held, or prohibited)
+    "gpu-unavailable": ("gpu-unavailable", "gpu-hardware-fault", "no-gpu-or-driver"),
     # a framework built without CUDA asked for the GPU ("Torch not compiled with CUDA enabled"): nothing of CUDA's
     # was looked for, so nothing of it is at fault
     "cpu-build": ("cpu-only-build",),

@@ -472,6 +472,11 @@ _CUINIT_RESULTS = {
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
         ("driver-too-old", "driver-not-ready"), "a CUDA forward-compatibility libcuda (cuda-compat), used because "
         "the driver is older than the program's CUDA, runs on a GPU that does not support it"),
+    # the GPU's compute mode lets no new process use it (EXCLUSIVE_PROCESS and held, or PROHIBITED): cuInit's
+    # CUDA_ERROR_DEVICE_UNAVAILABLE, cudaErrorDevicesUnavailable's "CUDA-capable device(s) is/are busy or unavailable"
+    "CUDA_ERROR_DEVICE_UNAVAILABLE": (
+        ("gpu-unavailable", "driver-not-ready"), "the GPU's compute mode lets no new process use it: EXCLUSIVE_PROCESS "
+        "with another process holding it, or PROHIBITED"),
     # cudaErrorInitializationError at the runtime's first call: the driver could not start at all (no NVIDIA kernel
     # module loaded, no GPU, a container without the device files); PyTorch says "you might not have a CUDA gpu"
     "CUDA_ERROR_NOT_INITIALIZED": (
@@ -499,13 +504,27 @@ def _no_such_device(found: re.Match[str]) -> Signal:
 def _cuinit(found: re.Match[str]) -> Signal | None:
     """A failed cuInit by its result: named (CUDA_ERROR_UNKNOWN) or numbered (UNKNOWN ERROR (303), numba's
     "[999] Call to cuInit"), named from cuda.h's table in the catalog (`catalog.Catalog.driver`)."""
-    name = group(found, "name")
-    number = group(found, "number", "code")
+    return _driver_result("cuinit", found, group(found, "name"), group(found, "number", "code"), found.group("words"),
+                          "the CUDA driver's cuInit, as TensorFlow/XLA, numba or PyCUDA print its failure")
+
+
+def _device_count(found: re.Match[str]) -> Signal | None:
+    """PyTorch's warning for the CUDA runtime failing at its first call (c10/cuda/CUDAFunctions.cpp, "CUDA
+    initialization: Unexpected error from cudaGetDeviceCount(). ... Error %d: %s"), after which torch has no GPU: the
+    runtime's cudaError_t, whose numbers for the driver's start are cuda.h's CUresult numbers (35, 100, 802-804,
+    999), read as cuInit's result."""
+    return _driver_result("device-count", found, None, found.group("number"), found.group("words"),
+                          "PyTorch's first CUDA call (cudaGetDeviceCount), as c10/cuda/CUDAFunctions.cpp prints it")
+
+
+def _driver_result(pattern: str, found: re.Match[str], name: str | None, number: str | None, words: str | None,
+                   source: str) -> Signal | None:
+    """The driver's start failed with ``name`` or ``number`` (named from cuda.h's table) or ``words``."""
     table = messages.load().driver
     if name in (None, "UNKNOWN_CUDA_ERROR") and number is not None:
         name = table.get(int(number), (None, ""))[0]
-    if found.group("words") is not None:
-        name = name or {"unknown error": "CUDA_ERROR_UNKNOWN"}.get(found.group("words").strip().lower())
+    if words is not None:
+        name = name or {"unknown error": "CUDA_ERROR_UNKNOWN"}.get(words.strip().lower())
     if name in ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INSUFFICIENT_DRIVER"):
         return None  # the "no-device" and driver-too-old facts read these
     said = f"{name} ({number})" if name and number else name or (f"result {number}" if number else "an error")
@@ -522,9 +541,8 @@ def _cuinit(found: re.Match[str]) -> Signal | None:
                    if cuda_h else "the CUDA driver did not start, with a result this driver does not name: no "
                    "working driver here")
         families = ("driver-not-ready", "no-gpu-or-driver") if cuda_h else ("no-gpu-or-driver", "driver-not-ready")
-    return Signal("cuinit", "driver-state", _line(found), "the CUDA driver's cuInit, as TensorFlow/XLA, numba or "
-                  f"PyCUDA print its failure: {said}", meaning, error=name, quote=quote(found.group(0), 160),
-                  families=families)
+    return Signal(pattern, "driver-state", _line(found), f"{source}: {said}", meaning, error=name,
+                  quote=quote(found.group(0), 160), families=families)
 
 
 # Each build-without-CUDA message (the "cpu-build" pattern's groups): the framework that prints it, the
@@ -1010,6 +1028,11 @@ PATTERNS: tuple[Pattern, ...] = (
                                  r"(?:(?P<name>CUDA_ERROR_[A-Z_]+|UNKNOWN_CUDA_ERROR)"
                                  r"|UNKNOWN ERROR \((?P<number>-?\d+)\)|(?P<words>[a-z][a-z '-]{2,60}))"),
             "the CUDA driver", _cuinit),
+    # PyTorch's warning for the CUDA runtime failing at its first call, with cudaGetErrorString's words after the
+    # number (c10/cuda/CUDAFunctions.cpp): torch has no GPU after it, whatever its logger calls it
+    Pattern("device-count", re.compile(r"Unexpected error from cudaGetDeviceCount\(\)[^\n]{0,160}? Error "
+                                       r"(?P<number>\d+): (?P<words>[A-Za-z][\w /'-]{2,80})"), "PyTorch",
+            _device_count),
     # a framework's build without CUDA asked for the GPU (no cuDNN is looked for at all): torch/cuda/__init__.py
     # `_lazy_init` "Torch not compiled with CUDA enabled"; jax/_src/xla_bridge.py "An NVIDIA GPU may be present on
     # this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu."; onnxruntime/capi/
