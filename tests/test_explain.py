@@ -2664,6 +2664,17 @@ def test_jax_s_fix_follows_the_cuda_of_the_plugin_the_text_names() -> None:
                                         "framework-parts-mismatch"))
 
 
+def test_onnx_runtime_s_provider_that_did_not_load_is_a_library_not_found_not_a_version_check() -> None:
+    # onnxruntime_pybind_state.cc checks no version: "Require cuDNN 9.* and CUDA 12.*" follows any failure to load
+    # the provider library (was runtime-older-than-build first, from the kind's priors)
+    text = ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create "
+            "CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*. Please install all dependencies as mentioned in "
+            "the GPU requirements page")
+    families = ranked(text)
+    assert families[0] == "cudnn-not-installed" and "runtime-older-than-build" not in families[:4]
+    assert {"libcudart-missing-or-wrong", "wrong-cudnn-major"} <= set(families[:4])
+
+
 _DEVICE_COUNT = ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
                  "functions before calling NumCudaDevices() that might have already set an error? Error {}: {} "
                  "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")

@@ -415,6 +415,12 @@ def _dll_directory(found: re.Match[str]) -> Signal:
                   error=error, quote=error)
 
 
+# ONNX Runtime's CUDA provider library that did not load, without the loader's reason: ONNX Runtime checks no
+# version, it only loads the provider, which needs cuDNN, cuBLAS and the CUDA runtime of the majors it was built for
+_ORT_PROVIDER = ("cudnn-not-installed", "wheel-not-on-linker-path", "wrong-cudnn-major", "libcudart-missing-or-wrong",
+                 "cublas-missing-or-wrong", "installed-not-on-search-path")
+
+
 def _fixed(pattern: str, kind: str, source: str, meaning: str, library: str | None = None
            ) -> Callable[[re.Match[str]], Signal | None]:
     return lambda found: Signal(pattern, kind, _line(found), source, meaning, library, library)
@@ -1097,7 +1103,8 @@ PATTERNS: tuple[Pattern, ...] = (
             lambda m: Signal("ort-require", "framework-no-cudnn", _line(m), "ONNX Runtime "
                              "(onnxruntime_pybind_state.cc): its CUDA provider library failed to load",
                              f"ONNX Runtime's CUDA provider needs cuDNN {m.group('major')} and CUDA "
-                             f"{m.group('cuda')}; one of them, or a library they need, did not load")),
+                             f"{m.group('cuda')}; one of them, or a library they need, did not load",
+                             families=_ORT_PROVIDER)),
     # onnxruntime_pybind_state.cc (Windows, CUDA_PATH set): "CUDA_PATH is set but CUDA wasnt able to be loaded. Please
     # install the correct version of CUDA and cuDNN as mentioned in the GPU requirements page"
     Pattern("ort-cuda-path", re.compile(r"CUDA_PATH is set but CUDA wasn'?t able to be loaded"), "ONNX Runtime",
