@@ -12,6 +12,8 @@ before seed 2 ran again. Seed 9 pairs a start-up load (a ``.pth`` or ``sitecusto
 preload, and adds one or two of ``STARTUP_THIRD`` (the verbs of seed 2's last breaking case, 2-927, at de54f64).
 Seed 10 pairs ``copy-into-torch-lib`` with a breakage of the venv's cuDNN (`TORCH_LIB`), on the torch base.
 Seed 11 pairs ``pythonpath-other-site`` (added in session 54) with another verb (`PYTHONPATH`), on the drawn base.
+Seed 12 pairs ``upgrade-under-running-process`` (the held program ``doctor --pid`` is asked about) with a route or a
+breakage of the venv's cuDNN (`HELD`), on the drawn base.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ TORCH_LIB = [("copy-into-torch-lib", other) for other in (
 PYTHONPATH = [("pythonpath-other-site", other) for other in (
     "pip-uninstall-cudnn", "pip-install-other-release", "ldlp-other-release", "delete-sublibrary", "pip-install-user",
     "copy-into-torch-lib", "pth-sys-path-first", "ld-preload-other", "pip-install-other-cuda", "truncate-file")]
+# seed 12 (session 55): a program started, then another cuDNN installed under it (``doctor --pid``), with a route
+# or a breakage of the venv's cuDNN before or after it (the shuffle decides which its environment holds)
+HELD = [("upgrade-under-running-process", other) for other in (
+    "ldlp-other-release", "ld-preload-other", "ld-preload-by-name", "ldlp-system-like", "partial-copy-on-path",
+    "pip-install-other-cuda", "copy-shim-other-release", "delete-sublibrary", "pip-uninstall-cudnn", "conda-ldlp",
+    "symlink-shim-elsewhere", "copy-sublibrary-other-release")]
 _drawn = grammar.draw
 
 
@@ -56,7 +64,7 @@ def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[gramm
         return rng, base, verbs
     by_name = {v.name: v for v in grammar.GRAMMAR}
     pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP, FIRST_CHOSEN + 3: TORCH_LIB,
-             FIRST_CHOSEN + 4: PYTHONPATH}.get(seed, COMBOS)
+             FIRST_CHOSEN + 4: PYTHONPATH, FIRST_CHOSEN + 5: HELD}.get(seed, COMBOS)
     if seed == FIRST_CHOSEN + 3:
         base = bases.by_name("torch")
     combo = pairs[index % len(pairs)]
