@@ -2675,6 +2675,28 @@ def test_onnx_runtime_s_provider_that_did_not_load_is_a_library_not_found_not_a_
     assert {"libcudart-missing-or-wrong", "wrong-cudnn-major"} <= set(families[:4])
 
 
+_ORT_CALL = ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : CUDA failure {}: {} ; "
+             "GPU=0 ; hostname=x ; file=/onnxruntime_src/onnxruntime/core/providers/cuda/cuda_execution_provider.cc ; "
+             "line=282 ; expr={}")
+
+
+@pytest.mark.parametrize(("number", "words", "expr", "family"), [
+    (100, "no CUDA-capable device is detected", "cudaSetDevice(info_.device_id);", "no-gpu-or-driver"),
+    (999, "unknown error", "cudaSetDevice(info_.device_id);", "driver-not-ready"),
+    (46, "CUDA-capable device(s) is/are busy or unavailable", "cudaSetDevice(info_.device_id);", "gpu-unavailable"),
+    (35, "CUDA driver version is insufficient for CUDA runtime version", "cudaSetDevice(info_.device_id);",
+     "driver-too-old"),
+    # a later call's failure is the kernel's, not the driver's start
+    (700, "an illegal memory access was encountered", "cudaMemcpyAsync(dst_data, src_data, bytes);",
+     "execution-failed-kernel"),
+])
+def test_onnx_runtime_s_cuda_call_that_starts_the_driver_is_read_by_its_result(number: int, words: str, expr: str,
+                                                                              family: str) -> None:
+    # core/providers/cuda/cuda_call.cc: "CUDA failure %d: %s ; GPU=%d ; ... expr=%s" (100 and 999 at cudaSetDevice
+    # were execution-failed-kernel first)
+    assert ranked(_ORT_CALL.format(number, words, expr))[0] == family
+
+
 _DEVICE_COUNT = ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
                  "functions before calling NumCudaDevices() that might have already set an error? Error {}: {} "
                  "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")

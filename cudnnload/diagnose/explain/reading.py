@@ -523,14 +523,39 @@ def _device_count(found: re.Match[str]) -> Signal | None:
                           "PyTorch's first CUDA call (cudaGetDeviceCount), as c10/cuda/CUDAFunctions.cpp prints it")
 
 
+# The CUDA runtime calls a program makes first, which start the driver: their failure is cuInit's result
+_DEVICE_START = ("cudaSetDevice", "cudaGetDeviceCount", "cudaGetDevice", "cudaFree", "cudaGetDeviceProperties",
+                 "cudaDriverGetVersion", "cudaRuntimeGetVersion")
+
+
+def _ort_cuda_call(found: re.Match[str]) -> Signal | None:
+    """ONNX Runtime's check of a CUDA runtime call (core/providers/cuda/cuda_call.cc: "CUDA failure %d: %s ;
+    GPU=%d ; hostname=%s ; file=%s ; line=%d ; expr=%s;"), where the call is one that starts the driver
+    (cudaSetDevice as its provider starts): the runtime's number read as cuInit's result, no GPU said as such (a
+    driver too old is the catalog's, whose rule reads it). A failure of a later call (a kernel's, a copy's) is the
+    catalog's too."""
+    if found.group("expr") not in _DEVICE_START:
+        return None
+    number = found.group("number")
+    name = messages.load().driver.get(int(number), (None, ""))[0]
+    source = f"ONNX Runtime's CUDA provider (cuda_call.cc), at {found.group('expr')}"
+    if name == "CUDA_ERROR_NO_DEVICE":
+        return Signal("ort-cuda-call", "driver", _line(found), source, "the process sees no GPU (no driver, "
+                      "CUDA_VISIBLE_DEVICES, a container without the NVIDIA runtime)", error=name,
+                      quote=quote(found.group(0), 160), families=("no-gpu-or-driver",))
+    return _driver_result("ort-cuda-call", found, None, number, found.group("words"), source)
+
+
 def _driver_result(pattern: str, found: re.Match[str], name: str | None, number: str | None, words: str | None,
                    source: str) -> Signal | None:
     """The driver's start failed with ``name`` or ``number`` (named from cuda.h's table) or ``words``."""
     table = messages.load().driver
     if name in (None, "UNKNOWN_CUDA_ERROR") and number is not None:
-        name = table.get(int(number), (None, ""))[0]
+        # the runtime's numbers are cuda.h's for the driver's own results; cudaErrorInsufficientDriver (35) has none
+        name = table.get(int(number), (None, ""))[0] or ("CUDA_ERROR_INSUFFICIENT_DRIVER" if number == "35" else None)
     if words is not None:
-        name = name or {"unknown error": "CUDA_ERROR_UNKNOWN"}.get(words.strip().lower())
+        name = name or {"unknown error": "CUDA_ERROR_UNKNOWN", "cuda driver version is insufficient for cuda runtime "
+                        "version": "CUDA_ERROR_INSUFFICIENT_DRIVER"}.get(words.strip().lower())
     if name in ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INSUFFICIENT_DRIVER"):
         return None  # the "no-device" and driver-too-old facts read these
     said = f"{name} ({number})" if name and number else name or (f"result {number}" if number else "an error")
@@ -1034,6 +1059,9 @@ PATTERNS: tuple[Pattern, ...] = (
                                  r"(?:(?P<name>CUDA_ERROR_[A-Z_]+|UNKNOWN_CUDA_ERROR)"
                                  r"|UNKNOWN ERROR \((?P<number>-?\d+)\)|(?P<words>[a-z][a-z '-]{2,60}))"),
             "the CUDA driver", _cuinit),
+    # ONNX Runtime's CUDA provider failing at the call that starts the driver (core/providers/cuda/cuda_call.cc)
+    Pattern("ort-cuda-call", re.compile(r"\bCUDA failure (?P<number>\d+): (?P<words>[^;\n]{3,120}?) ; GPU=-?\d+ ;"
+                                        r"[^\n]{0,400}?expr=(?P<expr>\w+)"), "ONNX Runtime", _ort_cuda_call),
     # PyTorch's warning for the CUDA runtime failing at its first call, with cudaGetErrorString's words after the
     # number (c10/cuda/CUDAFunctions.cpp): torch has no GPU after it, whatever its logger calls it
     Pattern("device-count", re.compile(r"Unexpected error from cudaGetDeviceCount\(\)[^\n]{0,160}? Error "
