@@ -2675,6 +2675,19 @@ def test_onnx_runtime_s_provider_that_did_not_load_is_a_library_not_found_not_a_
     assert {"libcudart-missing-or-wrong", "wrong-cudnn-major"} <= set(families[:4])
 
 
+@pytest.mark.parametrize("text", ["RuntimeError: CUDA error: unknown error\nCUDA kernel errors might be asynchronously "
+                                  "reported at some other API call, so the stacktrace below might be incorrect.",
+                                  "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorUnknown: unknown error"])
+def test_cuda_s_unknown_error_is_the_driver_s_state_or_the_gpu(text: str) -> None:
+    # cudaErrorUnknown as PyTorch and CuPy print it (was "not recognised", or the driver too old): the UVM module's
+    # state at the first call (doctor's fix for that result), a GPU that faulted later; an Xid in the text decides
+    result = _the_failure(text, "driver-state", "driver-not-ready")
+    assert "nvidia_uvm" in str(actions(result, "driver-not-ready"))
+    assert ranked(text)[:2] == ["driver-not-ready", "gpu-hardware-fault"]
+    assert ranked(text + "\nNVRM: Xid (PCI:0000:01:00): 79, pid=1234, GPU has fallen off the bus.")[0] == \
+        "gpu-hardware-fault"
+
+
 _ORT_CALL = ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : CUDA failure {}: {} ; "
              "GPU=0 ; hostname=x ; file=/onnxruntime_src/onnxruntime/core/providers/cuda/cuda_execution_provider.cc ; "
              "line=282 ; expr={}")

@@ -449,6 +449,17 @@ DRIVER_STATES = {
                "Manager is not running", "the CUDA runtime (cudaGetErrorString)", "CUDA_ERROR_SYSTEM_NOT_READY")}
 
 
+def _unknown_error(found: re.Match[str]) -> Signal:
+    """cudaErrorUnknown as a framework prints a runtime call's failure (PyTorch's C10_CUDA_CHECK "CUDA error: unknown
+    error", CuPy's "cudaErrorUnknown: unknown error"): at the first call, the driver's UVM module gone or stale (a
+    suspend); later in a run, a GPU that fell off the bus or faulted."""
+    meaning, _, result = DRIVER_STATES["unknown"]
+    return Signal("cuda-unknown-error", "driver-state", _line(found), "the CUDA runtime (cudaErrorUnknown, 999), as "
+                  "PyTorch or CuPy print a call's failure", f"{meaning}; or, later in a run, the GPU fell off the bus "
+                  "or faulted (dmesg: Xid 79, 48)", error=result, quote=quote(found.group(0), 160),
+                  families=("driver-not-ready", "gpu-hardware-fault", "no-gpu-or-driver"))
+
+
 def _driver_state(found: re.Match[str]) -> Signal:
     name = next(key for key in DRIVER_STATES if found.group(key))
     meaning, source, result = DRIVER_STATES[name]
@@ -1059,6 +1070,10 @@ PATTERNS: tuple[Pattern, ...] = (
                                  r"(?:(?P<name>CUDA_ERROR_[A-Z_]+|UNKNOWN_CUDA_ERROR)"
                                  r"|UNKNOWN ERROR \((?P<number>-?\d+)\)|(?P<words>[a-z][a-z '-]{2,60}))"),
             "the CUDA driver", _cuinit),
+    # cudaErrorUnknown as PyTorch (c10/cuda/CUDAException.cpp, "CUDA error: %s") and CuPy ("cudaErrorUnknown: %s")
+    # print a runtime call's failure
+    Pattern("cuda-unknown-error", re.compile(r"\bCUDA error: unknown error\b|\bcudaErrorUnknown: unknown error\b"),
+            "the CUDA runtime", _unknown_error),
     # ONNX Runtime's CUDA provider failing at the call that starts the driver (core/providers/cuda/cuda_call.cc)
     Pattern("ort-cuda-call", re.compile(r"\bCUDA failure (?P<number>\d+): (?P<words>[^;\n]{3,120}?) ; GPU=-?\d+ ;"
                                         r"[^\n]{0,400}?expr=(?P<expr>\w+)"), "ONNX Runtime", _ort_cuda_call),
