@@ -697,12 +697,13 @@ def _stale(installs: Sequence[Judged], cudnn: Sequence[MappedLibrary], replaced:
                      and lib.state in CHANGED and lib.elf is not None), None)
         asked = _shim_gets(shim, cudnn, ctx) if shim is not None else []
         for lib, found, release in asked:
-            path = found.path if found is not None else None
-            inside = path is not None and os.path.dirname(path) == install.folder
+            if shim is None or found is None or not found.path:  # (no shim: nothing asked)
+                continue
+            inside = os.path.dirname(found.path) == install.folder
             release = install.release if release is None and inside else release  # cnn, engines: the folder's
-            if shim is not None and found is not None and path and release not in (None, mine[0]):
-                stale.append((Step(lib.key, shim.path, (found.name,), path, found.by, inside, release), mine[0],
-                              install.folder))
+            if release not in (None, mine[0]):
+                stale.append((Step(lib.key, shim.path, (found.name,), found.path, found.by, inside, release),
+                              mine[0], install.folder))
         by_shim = {lib.key for lib, _, _ in asked}
         stale += [(step, mine[0], install.folder) for step in install.plan if step.rule != "already-loaded"
                   and step.path and step.release not in (None, mine[0]) and step.library not in by_shim]
@@ -740,8 +741,7 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     judged = {i.folder for i in installs}
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state in CHANGED):
         folder = os.path.dirname(shim.path)
-        gen = GENERATIONS.get(shim.major) if shim.major is not None else None
-        if folder in judged or gen is None or (info := shim.elf) is None:
+        if folder in judged or (info := shim.elf) is None:  # (a generation not known: `_shim_gets` finds none)
             continue
         asked = info.names_release or shim.release  # the names of its own build (`ElfInfo.names_release`)
         wrong = [f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none")
