@@ -474,6 +474,38 @@ def test_words_that_only_name_loading_give_no_loading_cause(template: str) -> No
     assert not set(_derived(template)[0]) & loading_families()
 
 
+@pytest.mark.parametrize(("template", "first"), [
+    # the checks a framework's cuDNN code makes of the call, in its words (torch's aten/src/ATen/native/cudnn and
+    # its SDPA): the GPU, the cuDNN release, the call's arguments, what cuDNN cannot do, its own bug
+    ("cudnn SDPA operation requires Ampere and above", "gpu-too-old"),
+    ("cuDNN version {} is not compatible with devices with SM < 7.5. Please install a version of PyTorch with a "
+     "compatible cuDNN version.", "gpu-too-old"),
+    ("Max sequence length for unified SDPA node cannot be set in cuDNN < 9.15.0", "unsupported-configuration"),
+    ("CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR is only available starting 9.4.", "unsupported-configuration"),
+    ("cudnn RNN backward can only be called in training mode", "bad-param-usage"),
+    ("cuDNN filters (a.k.a. weights) must be contiguous in desired memory_format", "bad-param-usage"),
+    ("set_allow_tf32_cublas expects a bool, but got %s", "bad-param-usage"),
+    ("cuDNN attention only supports float16 and bfloat16, got", "unsupported-configuration"),
+    ("attn_bias not yet supported with cuDNN Attention and NestedTensor", "unsupported-configuration"),
+    ("cudnn SDPA does not support sequence length 1.", "unsupported-configuration"),
+    ('false INTERNAL ASSERT FAILED at "../aten/src/ATen/native/cudnn/Conv_v7.cpp":682, please report a bug to '
+     "PyTorch.", "framework-bug"),
+])
+def test_a_frameworks_own_check_gives_the_cause_its_words_say(template: str, first: str) -> None:
+    families_ = _derived(template)[0]
+    assert families_ and families_[0] == first, families_  # a cause that is not about loading, first
+
+
+def test_a_frameworks_own_checks_are_in_the_catalog_and_read_as_they_say() -> None:
+    """The harvest keeps the strings of a framework's cuDNN code that say what its own check found (they were
+    dropped while no word of theirs gave a cause): explain puts that cause first."""
+    cases = {"RuntimeError: cudnn SDPA operation requires Ampere and above": "gpu-too-old",
+             "RuntimeError: cuDNN attention only supports float16 and bfloat16, got Float": "unsupported-configuration",
+             'RuntimeError: false INTERNAL ASSERT FAILED at "../aten/src/ATen/native/cudnn/Conv_v7.cpp":682, please '
+             "report a bug to PyTorch.": "framework-bug"}
+    assert {text: ranked(text)[0] for text in cases} == cases
+
+
 def test_a_symbol_a_library_lacks_is_not_a_library_not_found() -> None:
     families = _derived("cudnnGetErrorString symbol not found.")[0]
     assert families and families[0] == "mixed-release" and "cudnn-not-installed" not in families
