@@ -489,7 +489,8 @@ def test_words_that_only_name_loading_give_no_loading_cause(template: str) -> No
     ("attn_bias not yet supported with cuDNN Attention and NestedTensor", "unsupported-configuration"),
     ("cudnn SDPA does not support sequence length 1.", "unsupported-configuration"),
     ('false INTERNAL ASSERT FAILED at "../aten/src/ATen/native/cudnn/Conv_v7.cpp":682, please report a bug to '
-     "PyTorch.", "framework-bug"),
+     "PyTorch.", "framework-bug"),    # the stream executor's name for cuDNN (TensorFlow, XLA's cuda_dnn.cc)
+    ("Invalid DNN data type: %d", "unsupported-configuration"),
 ])
 def test_a_frameworks_own_check_gives_the_cause_its_words_say(template: str, first: str) -> None:
     families_ = _derived(template)[0]
@@ -502,8 +503,23 @@ def test_a_frameworks_own_checks_are_in_the_catalog_and_read_as_they_say() -> No
     cases = {"RuntimeError: cudnn SDPA operation requires Ampere and above": "gpu-too-old",
              "RuntimeError: cuDNN attention only supports float16 and bfloat16, got Float": "unsupported-configuration",
              'RuntimeError: false INTERNAL ASSERT FAILED at "../aten/src/ATen/native/cudnn/Conv_v7.cpp":682, please '
-             "report a bug to PyTorch.": "framework-bug"}
+             "report a bug to PyTorch.": "framework-bug",
+             "F external/xla/xla/stream_executor/cuda/cuda_dnn.cc:1011] Invalid DNN data type: 7":
+             "unsupported-configuration"}
     assert {text: ranked(text)[0] for text in cases} == cases
+
+
+def test_the_harvest_keeps_the_stream_executors_dnn_words_not_the_cpus_nor_opencvs() -> None:
+    """XLA and TensorFlow call cuDNN "DNN" in their own words; MKL-DNN (oneDNN) and OpenCV's DNN module are CPU
+    code with no cuDNN in them."""
+    from fixtures.explain.messages import BULK
+
+    assert BULK.search("Invalid DNN data type: %d")
+    assert BULK.search("No DNN support for stream")
+    assert not BULK.search("Using Eigen instead of MKL-DNN for single-threaded convolution.")
+    assert not BULK.search("MKL version of Relu operator. Uses MKL DNN APIs to implement Relu operator.")
+    assert not BULK.search("DNN/Reduce: Unsupported type.")
+    assert not BULK.search("DNN: OpenCL target is not supported with current OpenCL device")
 
 
 def test_a_symbol_a_library_lacks_is_not_a_library_not_found() -> None:

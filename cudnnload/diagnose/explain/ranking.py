@@ -145,7 +145,8 @@ Priors = Mapping[str, Mapping[str, int]]
 PRIORS: dict[str, dict[str, int]] = {
     "api-missing": {"runtime-older-than-build": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
     "api-missing@windows": {"runtime-older-than-build": 1},
-    "catalog": {"out-of-memory": 2, "driver-too-old": 1, "gpu-too-old": 1, "minor-mismatch-strict": 1},
+    "catalog": {"out-of-memory": 2, "driver-too-old": 1, "gpu-too-old": 1, "minor-mismatch-strict": 1,
+        "unsupported-configuration": 1},
     "catalog@linux": {"driver-too-old": 1},
     "catalog@windows": {"out-of-memory": 1},
     "compile-missing": {"removed-api": 6, "framework-bug": 1, "version-mismatch-shadowed": 1, "wrong-cudnn-major": 1},
