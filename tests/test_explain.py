@@ -2844,3 +2844,17 @@ def test_wsl_s_libcuda_out_of_the_search_is_its_folder_not_a_missing_driver() ->
     result = explain(text, environ={})
     assert result.causes[0].family == "libcuda-missing" and "/usr/lib/wsl/lib" in result.causes[0].title
     assert "/usr/lib/wsl/lib" in str(actions(result, "libcuda-missing"))
+
+
+def test_pytorchs_check_of_every_visible_gpu_names_the_old_one_to_hide() -> None:
+    """torch/backends/cudnn/__init__.py raises "cuDNN version N is not compatible with devices with SM < 7.5" when its
+    cuDNN is 9.11 or later and any GPU the process can see is older than Turing: the GPU is too old, and where
+    another GPU is newer, hiding the old one is the fix (the check reads every visible GPU)."""
+    text = ("RuntimeError: cuDNN version 91900 is not compatible with devices with SM < 7.5. Please install a version "
+            "of PyTorch with a compatible cuDNN version. https://github.com/pytorch/pytorch/blob/main/RELEASE.md"
+            "#release-compatibility-matrix")
+    first = explain(text, environ={}).causes[0]
+    assert first.family == "gpu-too-old"
+    assert "CUDA_VISIBLE_DEVICES" in first.fix.json()["text"]
+    assert "CUDA_VISIBLE_DEVICES" not in explain("CUDNN_STATUS_ARCH_MISMATCH", environ={}).causes[0].fix.json()[
+        "text"]

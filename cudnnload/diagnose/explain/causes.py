@@ -345,6 +345,23 @@ def _oom(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("lower the batch size, or free GPU memory held by other processes (nvidia-smi)"))
 
 
+# PyTorch's own check at the first cuDNN call (torch/backends/cudnn/__init__.py; 2.14 of the releases the catalog
+# reads, not 2.8): "cuDNN version %d is not compatible with devices with SM < 7.5", raised when its cuDNN is 9.11 or
+# later (which has no kernels below Turing) and the oldest GPU the process can see is below compute capability 7.5:
+# every visible GPU counts, not only the one the tensors are on.
+_TORCH_SM_CHECK = re.compile(r"(?i)devices with SM\s*<\s*7\.5")
+
+
+def _gpu_old(reading: Reading, signal: Signal | None) -> Fix:
+    if signal is not None and _TORCH_SM_CHECK.search(f"{signal.quote} {signal.line}"):
+        return fix(manual("PyTorch refuses its cuDNN (9.11 or later) while any GPU the process can see is below "
+                          "compute capability 7.5: where another GPU is newer, hide the old one "
+                          "(CUDA_VISIBLE_DEVICES=<the newer GPUs' indices>); otherwise install a PyTorch build whose "
+                          "cuDNN is older than 9.11, or run on the CPU"))
+    return fix(manual("use a GPU the cuDNN release supports (cuDNN 9.11+: compute capability 7.5), a framework build "
+                      "with an older cuDNN that still supports this GPU, or run on the CPU"))
+
+
 def _init_fix(signal: Signal | None, otherwise: str) -> Fix:
     """What doctor says for the cuInit result a "driver-state" message tells, or that of the driver state it tells
     (reading.DRIVER_STATES, judge.gpu.INIT_FIXES); ``otherwise`` where it tells none that has a fix of its own."""
@@ -594,8 +611,7 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "cuDNN (and the framework build) carries no kernels for the GPU's compute capability: "
            "CUDNN_STATUS_ARCH_MISMATCH", "the GPU's compute capability (nvidia-smi --query-gpu=compute_cap) is "
            "below the release's minimum",
-           _manual("use a GPU the cuDNN release supports (cuDNN 9.11+: compute capability 7.5), a framework build "
-                   "with an older cuDNN that still supports this GPU, or run on the CPU")),
+           _gpu_old),
     Family("gpu-too-new", _title("the framework build has no kernels for this newer GPU"),
            "a build for an older CUDA cannot run on a newer architecture (CUDA 10 builds on Ampere)",
            "the GPU's architecture is newer than the build's CUDA knows",
