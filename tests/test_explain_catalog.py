@@ -489,7 +489,8 @@ def test_words_that_only_name_loading_give_no_loading_cause(template: str) -> No
     ("attn_bias not yet supported with cuDNN Attention and NestedTensor", "unsupported-configuration"),
     ("cudnn SDPA does not support sequence length 1.", "unsupported-configuration"),
     ('false INTERNAL ASSERT FAILED at "../aten/src/ATen/native/cudnn/Conv_v7.cpp":682, please report a bug to '
-     "PyTorch.", "framework-bug"),    # the stream executor's name for cuDNN (TensorFlow, XLA's cuda_dnn.cc)
+     "PyTorch.", "framework-bug"),
+    # the stream executor's name for cuDNN (TensorFlow, XLA's cuda_dnn.cc)
     ("Invalid DNN data type: %d", "unsupported-configuration"),
 ])
 def test_a_frameworks_own_check_gives_the_cause_its_words_say(template: str, first: str) -> None:
