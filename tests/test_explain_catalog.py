@@ -21,13 +21,22 @@ from cudnnload.diagnose.explain import explain, pasted
 from cudnnload.diagnose.explain.catalog import compile_template, render_example, split_template
 from cudnnload.diagnose.explain.reading import read
 from fixtures.explain.corpus import families, loading_families
-from fixtures.explain.harvest import _derived, c_strings, mc_strings, po_entries, print_counts, python_strings
+from fixtures.explain.harvest import (
+    _derived,
+    c_strings,
+    derived_causes,
+    mc_strings,
+    po_entries,
+    print_counts,
+    python_strings,
+)
 from fixtures.explain.messages import TRANSLATED
 from fixtures.explain.sources import SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"id", "source", "file", "versions", "template", "style", "example", "meaning", "families", "kind",
         "warning", "boilerplate", "curated"}
+OPTIONAL = {"as_error"}  # present (true) only on an error code's words, found only printed as an error's
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +58,7 @@ def test_every_entry_is_well_formed_and_names_known_causes(data: dict[str, objec
     ids = [entry["id"] for entry in entries]
     assert len(ids) == len(set(ids))
     for entry in entries:
-        assert set(entry) == KEYS, entry["id"]
+        assert KEYS <= set(entry) <= KEYS | OPTIONAL, entry["id"]
         assert entry["style"] in ("printf", "format", "literal"), entry["id"]
         assert entry["versions"] and set(entry["versions"]) <= labels[entry["source"]], entry["id"]
         assert set(entry["families"]) <= known, entry["id"]
@@ -462,7 +471,7 @@ def test_every_derived_entry_has_the_causes_its_words_give_now(data: dict[str, o
     """A change of messages.DERIVED reaches the committed catalog (`harvest --rederive`, or a full harvest)."""
     for entry in data["entries"]:  # type: ignore[attr-defined]
         if not entry["curated"]:
-            assert list(_derived(entry["template"])[0]) == entry["families"], entry["id"]
+            assert list(derived_causes(entry)) == entry["families"], entry["id"]
 
 
 @pytest.mark.parametrize("template", [
@@ -591,3 +600,69 @@ def test_the_driver_results_are_cuda_h_s_as_cuda_bindings_declares_them(data: di
         assert result["meaning"] and "py:obj" not in result["meaning"]
     assert set(table) <= set(driver_results() or {})  # type: ignore[arg-type]
     assert messages.load().driver[34][0] == "CUDA_ERROR_STUB_LIBRARY"
+
+
+# --- the CUDA runtime's every error ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("RuntimeError: CUDA error: device kernel image is invalid", "gpu-too-new"),
+    ("RuntimeError: cuda runtime error (8) : invalid device function at /pytorch/aten/src/THC/generic/THCTensor.cu:7",
+     "gpu-too-new"),
+    ("ExternalError: CUDA error(98), invalid device function.", "gpu-too-new"),
+    ("InternalError: CUDA runtime implicit initialization on GPU:0 failed. Status: device kernel image is invalid",
+     "gpu-too-new"),
+    ("F1203 12:00:01 math_functions.cu:79] Check failed: error == cudaSuccess (8 vs. 0)  invalid device function",
+     "gpu-too-new"),
+    ("RuntimeError: CUDA error: initialization error", "no-gpu-or-driver"),
+    ("RuntimeError: CUDA failed with error invalid argument", "framework-bug"),
+    ("onnxruntime CUDA failure 701: too many resources requested for launch ; GPU=0", "unsupported-configuration"),
+    ("RuntimeError: CUDA error: the launch timed out and was terminated", "unsupported-configuration"),
+    ("torch.AcceleratorError: CUDA error: misaligned address", "framework-bug"),
+    ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorStubLibrary: CUDA driver is a stub library",
+     "no-gpu-or-driver"),
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_IMAGE", "gpu-too-new"),
+])
+def test_every_error_of_the_cuda_runtime_is_known_by_its_words_and_its_names(text: str, family: str) -> None:
+    result = explain(text, environ={})
+    assert result.recognized and result.causes[0].family == family, [c.family for c in result.causes]
+
+
+@pytest.mark.parametrize("text", [
+    "OSError: [Errno 22] Invalid argument: 'C:\\\\data\\\\model.pt'",
+    "RuntimeError: invalid argument 0: Sizes of tensors must match except in dimension 0",
+    "the docs list 'invalid device function' among the errors a kernel launch returns",
+])
+def test_a_cuda_errors_common_words_are_known_only_printed_as_an_errors(text: str) -> None:
+    matched = [m.entry.id for m in messages.load().matches(text) if m.entry.source == "cuda-runtime"]
+    assert not matched
+
+
+def test_a_cuda_errors_causes_are_derived_from_cudas_documentation_of_it(data: dict[str, object]) -> None:
+    from fixtures.explain.harvest import documentation, documented_causes
+    header = """
+    /**
+     * The requested device function does not exist or is not compiled for the
+     * proper device architecture.
+     */
+    cudaErrorInvalidDeviceFunction        =      98,
+    /**
+     * This indicates that the device kernel took too long to execute. This can
+     * only occur if timeouts are enabled - see the device property
+     * \\ref ::cudaDeviceProp::kernelExecTimeoutEnabled "kernelExecTimeoutEnabled"
+     */
+    cudaErrorLaunchTimeout                =      702,
+    """
+    docs = documentation(header)
+    assert docs["cudaErrorInvalidDeviceFunction"] == ("The requested device function does not exist or is not compiled "
+                                                      "for the proper device architecture.")
+    assert docs["cudaErrorLaunchTimeout"].endswith("only occur if timeouts are enabled - see the device property")
+    assert documented_causes("cudaErrorInvalidDeviceFunction", "invalid device function",
+                             docs["cudaErrorInvalidDeviceFunction"])[0][0] == "gpu-too-new"
+    # the committed catalog: every code's words, and both names of each code
+    templates = {entry["template"]: entry for entry in data["entries"]}  # type: ignore[attr-defined]
+    for words, name in (("invalid device function", "cudaErrorInvalidDeviceFunction"),
+                        ("device kernel image is invalid", "CUDA_ERROR_INVALID_IMAGE"),
+                        ("invalid argument", "cudaErrorInvalidValue"),
+                        ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS")):
+        assert templates[words].get("as_error") and templates[words]["source"] == "cuda-runtime", words
+        assert templates[name]["families"] == templates[words]["families"] and not templates[name].get("as_error")

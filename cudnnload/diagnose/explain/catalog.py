@@ -233,6 +233,8 @@ class Entry:
     warning: bool = False  # only a warning or information: not the failure
     boilerplate: bool = False  # generic advice: stripped before the text is read for evidence
     curated: bool = False  # meaning and causes written for it (else derived from its words)
+    # an error code's words (the CUDA runtime's "invalid argument"): found only where printed as an error's words
+    as_error: bool = False
 
     @functools.cached_property
     def line(self) -> str:
@@ -309,10 +311,13 @@ class Near:
 # unrelated text ("%s: %s").
 MIN_LETTERS = 12
 # ... except a short literal a library returns as the words of an error code (the CUDA runtime's cudaGetErrorString
-# "out of memory"), where the text prints it as such: after an error's name and a colon, as the frameworks print
-# it (PyTorch's c10 "CUDA error: %s", ONNX Runtime's "CUDA failure %d: %s", TensorFlow's "CUDA_ERROR_OUT_OF_MEMORY:
-# out of memory", MXNet's "cudaMalloc retry failed: %s"); never in a sentence ("the GPU ran out of memory").
-_AS_AN_ERROR = r"(?:\berror|\bfailure(?: \d+)?|\bfailed|\bCUDA_ERROR_\w+|\bcudaError\w*)\s*:\s*"
+# "out of memory", "invalid argument"), where the text prints it as such: after an error's name or number, as the
+# frameworks print it (PyTorch's c10 "CUDA error: %s" and its TH "cuda runtime error (%d) : %s", ONNX Runtime's
+# "CUDA failure %d: %s", Paddle's "CUDA error(%d), %s", CTranslate2's "CUDA failed with error %s", TensorFlow's
+# "CUDA_ERROR_OUT_OF_MEMORY: out of memory" and "Status: %s", Caffe's "Check failed: error == cudaSuccess (%d vs.
+# 0)  %s", MXNet's "cudaMalloc retry failed: %s"); never in a sentence ("the GPU ran out of memory").
+_AS_AN_ERROR = (r"(?:\b(?:error|failure|failed|status)(?:\s*\(?-?\d+\)?)?\s*[:,]|\bfailed with error|"
+                r"\bcudaSuccess \(-?\d+ vs\. 0\)|\bCUDA_ERROR_\w+\s*:|\bcudaError\w*\s*:)\s*")
 
 
 @dataclass(frozen=True)
@@ -328,14 +333,16 @@ class Catalog:
 
     @functools.cached_property
     def matchable(self) -> tuple[Entry, ...]:
-        return tuple(e for e in self.entries if sum(c.isalpha() for c in "".join(e.parts)) >= MIN_LETTERS)
+        return tuple(e for e in self.entries
+                     if not e.as_error and sum(c.isalpha() for c in "".join(e.parts)) >= MIN_LETTERS)
 
     @functools.cached_property
     def short_literals(self) -> tuple[tuple[Entry, re.Pattern[str]], ...]:
-        """The literal entries too short to be matchable, with what finds them printed as an error's words
-        (`_AS_AN_ERROR`)."""
-        return tuple((e, re.compile(f"(?i){_AS_AN_ERROR}({re.escape(e.template)})(?![\\w-])"))
-                     for e in self.entries if e.style == "literal" and e.kind and e.curated and e not in self.matchable)
+        """The literal entries found only printed as an error's words (`_AS_AN_ERROR`): an error code's words
+        (``as_error``), and a curated one too short to be matchable."""
+        return tuple((e, re.compile(f"(?i){_AS_AN_ERROR}({_literal_regex(e.template).pattern})(?![\\w-])"))
+                     for e in self.entries if e.style == "literal" and (
+                         e.as_error or (e.kind and e.curated and e not in self.matchable)))
 
     @functools.cached_property
     def by_id(self) -> dict[str, Entry]:
@@ -459,7 +466,7 @@ def entry_from_json(data: dict[str, object]) -> Entry:
         meaning=str(data["meaning"]), families=tuple(data["families"]),  # type: ignore[arg-type]
         kind=data.get("kind"),  # type: ignore[arg-type]
         warning=bool(data.get("warning")), boilerplate=bool(data.get("boilerplate")),
-        curated=bool(data.get("curated")))
+        curated=bool(data.get("curated")), as_error=bool(data.get("as_error")))
 
 
 @functools.lru_cache(maxsize=4)
