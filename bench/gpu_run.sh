@@ -18,6 +18,8 @@
 #               did (tests/test_frameworks_gpu.py, its first test)  -> frameworks.txt, frameworks.jsonl
 #   more        the real PyTorch and JAX broken fifty-four more ways (bench/frameworks_more.py), asked the same ways
 #                                                             -> more.txt, frameworks.jsonl
+#   cudaerrors  CUDA errors provoked for real in PyTorch and CuPy, and what explain makes of each
+#               (bench/gpu_cuda_errors.py)                    -> cuda_errors.txt, cuda_errors.jsonl
 #   pins        the same breakages under `cudnnload run --for torch` and load(for_="torch") (its second test)
 #                                                             -> pins.txt, frameworks.jsonl
 #   readme      the README's first section: doctor, doctor -- a PyTorch program and run --for torch on the real
@@ -69,6 +71,9 @@ fi
 if want more; then
   python3 bench/frameworks_more.py ${MORE:-} > "$OUT/more.txt" 2>&1  # MORE="NAME ...": only those
   tail -12 "$OUT/more.txt"
+fi
+if want cudaerrors; then
+  python3 bench/gpu_cuda_errors.py --out "$OUT" > "$OUT/cuda_errors.txt" 2>&1; tail -3 "$OUT/cuda_errors.txt"
 fi
 if want pins; then
   python3 -m pytest -q -rs -p no:cacheprovider tests/test_frameworks_gpu.py -k pin > "$OUT/pins.txt" 2>&1
