@@ -72,7 +72,7 @@ CASES: list[tuple[str, str | None, dict[str, str], str]] = [
     """),
     ("cupy more registers than a block of 1024 gets", "unsupported-configuration", {}, f"""
         import cupy, numpy
-        k = cupy.RawKernel(r'''{HEAVY}''', "heavy")
+        k = cupy.RawKernel({HEAVY!r}, "heavy")
         print("registers", k.num_regs, "most threads", k.max_threads_per_block, flush=True)
         if k.max_threads_per_block >= 1024:
             raise SystemExit("not provoked: the kernel fits 1024 threads")
@@ -131,6 +131,8 @@ CASES: list[tuple[str, str | None, dict[str, str], str]] = [
         if pid == 0:
             try:
                 cupy.zeros(1) + 1; cupy.cuda.Device().synchronize()
+            except Exception:
+                import traceback; traceback.print_exc()
             finally:
                 sys.stderr.flush(); os._exit(1)
         os.waitpid(pid, 0)

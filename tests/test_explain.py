@@ -2859,3 +2859,21 @@ def test_pytorchs_check_of_every_visible_gpu_names_the_old_one_to_hide() -> None
     assert "CUDA_VISIBLE_DEVICES" in first.fix.json()["text"]
     assert "CUDA_VISIBLE_DEVICES" not in explain("CUDNN_STATUS_ARCH_MISMATCH", environ={}).causes[0].fix.json()[
         "text"]
+
+
+def test_cuda_asked_for_in_a_forked_child_is_the_programs_use_with_its_own_why_and_fix() -> None:
+    """PyTorch's torch/cuda/__init__.py refuses CUDA in a child forked after the parent started it (a DataLoader
+    worker): the program's use, with the spawn start method as the fix, and its own why and check (not the zero-sized
+    tensor of the family's words)."""
+    result = explain("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                     "multiprocessing, you must use the 'spawn' start method", environ={})
+    first = result.causes[0]
+    assert first.family == "bad-param-usage" and "forked" in first.title
+    assert "spawn" in first.fix.actions[0].text and "fork()" in first.why and "num_workers" in first.tell
+    assert "zero" not in first.why + first.tell
+
+
+def test_a_programs_misuse_without_words_of_its_own_keeps_the_familys() -> None:
+    causes = explain("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM", environ={}).causes
+    misuse = next(cause for cause in causes if cause.family == "bad-param-usage")
+    assert "zero" in misuse.why and "zero-sized" in misuse.title

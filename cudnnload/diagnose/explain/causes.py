@@ -31,6 +31,12 @@ class Family:
     why: str  # how this cause produces the message
     tell: str  # the check that tells it apart from the other causes of the same message
     fix: Callable[[Reading, Signal | None], Fix]
+    # where a message says more than the family's words do: its own (why, tell) for the reading's signal
+    told: Callable[[Signal | None], tuple[str, str] | None] = lambda signal: None
+
+    def words(self, signal: Signal | None) -> tuple[str, str]:
+        """How this cause produces the message, and the check that tells it apart, for ``signal``."""
+        return self.told(signal) or (self.why, self.tell)
 
 
 # --- wheels and packages ------------------------------------------------------------------------------
@@ -454,25 +460,48 @@ def _parts(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("reinstall the framework's packages together, at one release"))
 
 
-# a framework refusing a call as the program made it (reading's "misuse" kind: PyTorch's "cudnn RNN backward can only
-# be called in training mode")
-_MISUSE_TITLE = "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)"
-_MISUSE_FIX = ("put the module back in training mode before the backward pass (model.train() after an evaluation "
-               "that called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))")
+# What the program did that its framework or CUDA refuses, by the reading's signal (its pattern): the title, how
+# it produces the message, the check that tells it apart and the fix of bad-param-usage for it, in place of the
+# family's own (a zero-sized tensor).
+_MISUSES: dict[str, tuple[str, str, str, str]] = {
+    # PyTorch's "cudnn RNN backward can only be called in training mode"
+    "torch-rnn-eval": (
+        "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)",
+        "PyTorch refuses a backward pass through a cuDNN RNN of a module in eval mode before cuDNN runs",
+        "the module's .training is False where the backward pass runs",
+        "put the module back in training mode before the backward pass (model.train() after an evaluation that "
+        "called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))"),
+    # PyTorch's "Cannot re-initialize CUDA in forked subprocess"
+    "cuda-in-fork": (
+        "the program uses CUDA in a child process forked after the parent had started CUDA (a DataLoader worker, "
+        "a multiprocessing pool)",
+        "a child made by fork() inherits the parent's CUDA state but cannot use it, and PyTorch refuses to start "
+        "CUDA again there",
+        "the failing code runs in a worker (a DataLoader with num_workers > 0, a Pool, a Process) and the parent "
+        "touched the GPU before starting it; with num_workers=0 it runs",
+        "start the child processes with the 'spawn' (or 'forkserver') start method "
+        "(multiprocessing.set_start_method('spawn') under `if __name__ == \"__main__\":`, "
+        "DataLoader(..., multiprocessing_context='spawn')), or keep CUDA out of the parent until its workers are "
+        "started and out of the workers (load to the GPU in the main process)"),
+    # a GPU index the process does not have (the CUDA runtime's "invalid device ordinal")
+    "device-index": (
+        "the program asks for a GPU index this process does not have (cuda:1 where one GPU is visible)",
+        "CUDA numbers the GPUs a process sees from 0; an index at or above their count is refused",
+        "torch.cuda.device_count() (or nvidia-smi -L with CUDA_VISIBLE_DEVICES) in the same environment: the "
+        "index the program uses is not below it",
+        "use a device index below the count the process sees (torch.cuda.device_count(); cuda:0 where one GPU is "
+        "visible: CUDA_VISIBLE_DEVICES renumbers the GPUs it shows from 0), or show that GPU to the process"),
+}
 
 
-def _misuse(signal: Signal | None) -> bool:
-    return signal is not None and signal.kind == "misuse"
+def _misused(signal: Signal | None) -> tuple[str, str, str, str] | None:
+    """What the program did wrong (title, why, tell, fix), where the reading's signal says what."""
+    return _MISUSES.get(signal.pattern) if signal is not None else None
 
 
-# a GPU index the process does not have (reading's "device-index" kind)
-_DEVICE_TITLE = "the program asks for a GPU index this process does not have (cuda:1 where one GPU is visible)"
-_DEVICE_FIX = ("use a device index below the count the process sees (torch.cuda.device_count(); cuda:0 where one GPU "
-               "is visible: CUDA_VISIBLE_DEVICES renumbers the GPUs it shows from 0), or show that GPU to the process")
-
-
-def _device(signal: Signal | None) -> bool:
-    return signal is not None and signal.kind == "device-index"
+def _misuse_words(signal: Signal | None) -> tuple[str, str] | None:
+    found = _misused(signal)
+    return (found[1], found[2]) if found else None
 
 
 def _title(text: str) -> Callable[[Reading, Signal | None], str]:
@@ -626,14 +655,14 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
            _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
                    "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", lambda r, s: _MISUSE_TITLE if _misuse(s) else _DEVICE_TITLE if _device(s) else
-           "the program passes values cuDNN rejects (an empty or zero-sized tensor)",
+    Family("bad-param-usage", lambda r, s: (_misused(s) or ("the program passes values cuDNN rejects (an empty or "
+                                                            "zero-sized tensor)",))[0],
            "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
            "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
            "print the shapes reaching the layer: one has a 0; or the module's .training is False",
-           lambda r, s: fix(manual(_MISUSE_FIX if _misuse(s) else _DEVICE_FIX if _device(s) else
-                                   "fix the shapes reaching the layer: no zero-sized batch or channel dimension "
-                                   "(check data_format)"))),
+           lambda r, s: fix(manual((_misused(s) or (None, None, None, "fix the shapes reaching the layer: no "
+                                                     "zero-sized batch or channel dimension (check data_format)"))[3])),
+           _misuse_words),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),
            "the kernel launch or its run failed for a reason other than a missing architecture",
            "CUDA_LAUNCH_BLOCKING=1 shows the first failing kernel", lambda r, s: NO_FIX),

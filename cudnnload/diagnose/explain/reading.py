@@ -1124,6 +1124,13 @@ PATTERNS: tuple[Pattern, ...] = (
             _fixed("torch-rnn-eval", "misuse", "PyTorch, aten/src/ATen/native/cudnn/RNN.cpp",
                    "a backward pass through a cuDNN RNN of a module in eval mode: PyTorch refuses it before cuDNN "
                    "runs")),
+    # torch/cuda/__init__.py (_lazy_init): "Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+    # multiprocessing, you must use the 'spawn' start method": CUDA started in the parent, then asked for in a child
+    # made by fork(), which CUDA cannot run in
+    Pattern("cuda-in-fork", re.compile(r"Cannot re-initialize CUDA in forked subprocess"), "PyTorch",
+            _fixed("cuda-in-fork", "misuse", "PyTorch, torch/cuda/__init__.py (_lazy_init)",
+                   "CUDA was started in the parent process and then asked for in a child it forked (a DataLoader "
+                   "worker, a multiprocessing pool): CUDA cannot run in a forked child")),
     # tensorflow stream_executor: errors::Unimplemented("DNN library is not found.") when no DNN support loaded
     Pattern("tf-dnn-not-found", re.compile(r"DNN library is not found"), "TensorFlow",
             _fixed("tf-dnn-not-found", "framework-no-cudnn", "TensorFlow's stream executor "
