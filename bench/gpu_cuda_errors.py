@@ -8,7 +8,8 @@ kernel, a launch larger than the GPU gives, a kernel image built for another GPU
 damaged image, memory beyond the GPU's, no GPU visible, CUDA in a forked child), keeps what the program printed,
 and asks `explain` about it, with the cause that provoked it: "ok" where that cause is first, "top3", "MISS", or
 "report" where no cause of the corpus's families is the provoked one (a damaged image, PTX that does not compile,
-CuPy's bare "initialization error" in a forked child: shown, not scored). Prints one line a case and the totals; writes cuda_errors.jsonl under --out.
+CuPy's bare "initialization error" in a forked child: shown, not scored). Prints one line a case and the totals;
+writes cuda_errors.jsonl under --out.
 """
 
 from __future__ import annotations

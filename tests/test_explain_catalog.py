@@ -621,6 +621,11 @@ def test_the_driver_results_are_cuda_h_s_as_cuda_bindings_declares_them(data: di
     ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorStubLibrary: CUDA driver is a stub library",
      "no-gpu-or-driver"),
     ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_IMAGE", "gpu-too-new"),
+    # NCCL's "Cuda failure '%s'" (and "Cuda failure %d '%s'")
+    ("host:1234:1234 [0] NCCL WARN Cuda failure 'initialization error'", "no-gpu-or-driver"),
+    ("NCCL WARN Cuda failure 1 'invalid argument'", "framework-bug"),
+    # a framework's derived words before the error's ("CUDA driver error: %s"): the error's words are read
+    ("RuntimeError: CUDA driver error: invalid device context", "framework-bug"),
 ])
 def test_every_error_of_the_cuda_runtime_is_known_by_its_words_and_its_names(text: str, family: str) -> None:
     result = explain(text, environ={})

@@ -315,9 +315,11 @@ MIN_LETTERS = 12
 # frameworks print it (PyTorch's c10 "CUDA error: %s" and its TH "cuda runtime error (%d) : %s", ONNX Runtime's
 # "CUDA failure %d: %s", Paddle's "CUDA error(%d), %s", CTranslate2's "CUDA failed with error %s", TensorFlow's
 # "CUDA_ERROR_OUT_OF_MEMORY: out of memory" and "Status: %s", Caffe's "Check failed: error == cudaSuccess (%d vs.
-# 0)  %s", MXNet's "cudaMalloc retry failed: %s"); never in a sentence ("the GPU ran out of memory").
-_AS_AN_ERROR = (r"(?:\b(?:error|failure|failed|status)(?:\s*\(?-?\d+\)?)?\s*[:,]|\bfailed with error|"
-                r"\bcudaSuccess \(-?\d+ vs\. 0\)|\bCUDA_ERROR_\w+\s*:|\bcudaError\w*\s*:)\s*")
+# 0)  %s", MXNet's "cudaMalloc retry failed: %s", NCCL's "Cuda failure 'out of memory'"); never in a sentence ("the
+# GPU ran out of memory").
+_AS_AN_ERROR = (r"(?:\b(?:error|failure|failed|status)(?:\s*\(?-?\d+\)?)?\s*(?:[:,]\s*['\"]?|['\"])|"
+                r"\bfailed with error\s*|\bcudaSuccess \(-?\d+ vs\. 0\)\s*|\bCUDA_ERROR_\w+\s*:\s*|"
+                r"\bcudaError\w*\s*:\s*)")
 
 
 @dataclass(frozen=True)

@@ -1878,15 +1878,30 @@ def quote(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def _wraps_an_error(text: str, match: messages.Match, errors: list[messages.Match]) -> bool:
+    """A derived entry's words that print an error code's words after them on its line (PyTorch's "CUDA driver
+    error: %s" before "invalid device context"): what failed is the error's, which is read in its place."""
+    return not match.entry.curated and not match.entry.as_error and any(
+        match.start <= error.start and error.start - match.end <= _WRAPPED and "\n" not in text[match.start:error.start]
+        for error in errors)
+
+
+# the most characters between a message's words and the error code's words it prints after them (": ", " (8) : ")
+_WRAPPED = 12
+
+
 def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple[int, int]]
                      ) -> Iterator[tuple[int, Signal]]:
     """A message for each catalog entry the text holds that no pattern above already read (a pattern reads the
     names and versions in it; the catalog knows every other message its sources print)."""
+    errors = [m for m in matches if m.entry.as_error]
     for match in matches:
         entry = match.entry
         if entry.boilerplate or not (entry.families or entry.warning):
             continue
         if any(start < match.end and match.start < end for start, end in taken):
+            continue
+        if _wraps_an_error(text, match, errors):
             continue
         # a derived entry's load, read by the library the text names after its words
         said, named = (match.text, None) if entry.kind else _named_load(entry, _said_after(text, match.start))
