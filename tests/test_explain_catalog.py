@@ -671,3 +671,17 @@ def test_a_cuda_errors_causes_are_derived_from_cudas_documentation_of_it(data: d
                         ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS")):
         assert templates[words].get("as_error") and templates[words]["source"] == "cuda-runtime", words
         assert templates[name]["families"] == templates[words]["families"] and not templates[name].get("as_error")
+
+
+def test_an_error_codes_words_are_looked_for_in_one_pass_of_the_text() -> None:
+    """Every error code's words (the CUDA runtime's 127 and cuDNN's short ones) are found by one pattern: a long
+    paste of error frames costs one pass, not one a code."""
+    import time
+
+    book = messages.load()
+    literals, _ = book.short_literals
+    assert len(literals) > 80
+    text = "CUDA error: no such thing here\n" * 20000 + "RuntimeError: CUDA error: misaligned address\n"
+    started = time.monotonic()
+    found = [m.entry.id for m in book.matches(text) if m.entry.as_error]
+    assert time.monotonic() - started < 5 and found == ["cuda-runtime/misaligned-address"]

@@ -153,6 +153,11 @@ CUT_SHARE = 0.5  # of all its literal letters
 _CUT_END = re.compile(r"\s*(?:\.\.\.+|…|\[truncated\]|\(truncated\))?\s*$")
 
 
+def _squeezed(text: str) -> str:
+    """``text`` in lower case with each run of spaces one space: how a literal's words are looked up."""
+    return re.sub(r" +", " ", text.lower())
+
+
 def _letters(text: str) -> int:
     return sum(c.isalpha() for c in text)
 
@@ -339,12 +344,15 @@ class Catalog:
                      if not e.as_error and sum(c.isalpha() for c in "".join(e.parts)) >= MIN_LETTERS)
 
     @functools.cached_property
-    def short_literals(self) -> tuple[tuple[Entry, re.Pattern[str]], ...]:
+    def short_literals(self) -> tuple[dict[str, Entry], re.Pattern[str]]:
         """The literal entries found only printed as an error's words (`_AS_AN_ERROR`): an error code's words
-        (``as_error``), and a curated one too short to be matchable."""
-        return tuple((e, re.compile(f"(?i){_AS_AN_ERROR}({_literal_regex(e.template).pattern})(?![\\w-])"))
-                     for e in self.entries if e.style == "literal" and (
-                         e.as_error or (e.kind and e.curated and e not in self.matchable)))
+        (``as_error``), and a curated one too short to be matchable; by their words (lower case, single-spaced),
+        with the one pattern that finds any of them (the longest first), so a text is read once for all."""
+        entries = {_squeezed(e.template): e for e in self.entries if e.style == "literal" and (
+            e.as_error or (e.kind and e.curated and e not in self.matchable))}
+        words = "|".join(_literal_regex(e.template).pattern for e in sorted(
+            entries.values(), key=lambda e: -len(e.template)))
+        return entries, re.compile(f"(?i){_AS_AN_ERROR}({words})(?![\\w-])")
 
     @functools.cached_property
     def by_id(self) -> dict[str, Entry]:
@@ -374,9 +382,13 @@ class Catalog:
                 hit = entry.regex.search(line)
                 if hit:
                     found.append(Match(entry, start + hit.start(), start + hit.end(), hit.group(0)))
-        for entry, regex in self.short_literals:
-            found += [Match(entry, hit.start(1), hit.end(1), hit.group(1))
-                      for hit in itertools.islice(regex.finditer(text), STARTS)]
+        literals, regex = self.short_literals
+        seen: dict[str, int] = {}
+        for said in regex.finditer(text):
+            entry = literals[_squeezed(said.group(1))]
+            seen[entry.id] = seen.get(entry.id, 0) + 1
+            if seen[entry.id] <= STARTS:
+                found.append(Match(entry, said.start(1), said.end(1), said.group(1)))
         found.sort(key=lambda m: (m.start, -(m.end - m.start), not m.entry.curated))
         kept: list[Match] = []
         for match in found:
