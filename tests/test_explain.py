@@ -2877,3 +2877,47 @@ def test_a_programs_misuse_without_words_of_its_own_keeps_the_familys() -> None:
     causes = explain("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM", environ={}).causes
     misuse = next(cause for cause in causes if cause.family == "bad-param-usage")
     assert "zero" in misuse.why and "zero-sized" in misuse.title
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+    "RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by the triton GPU compiler, which "
+    "is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
+    "capability 6.1",
+    "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has "
+    "compute capability 7.5.",
+])
+def test_a_programs_own_requirement_of_a_newer_gpu_is_the_gpu_too_old(text: str) -> None:
+    """A program (flash-attn, Triton, transformers' bfloat16 check) that requires a newer architecture or compute
+    capability than the GPU it runs on: the GPU too old (or a configuration it cannot do), never one too new, and no
+    limit on the call's values (its "only supports" names a GPU, not a size)."""
+    causes = ranked(text)
+    assert causes[0] == "gpu-too-old" and causes[1] == "unsupported-configuration", causes
+
+
+@pytest.mark.parametrize(("text", "framework"), [
+    ("ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+     "undefined symbol: _ZN3c104cuda9SetDeviceEi", "PyTorch"),
+    ("OSError: /x/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: _ZNK5torch8autograd4Node4nameEv",
+     "PyTorch"),
+    ("tensorflow.python.framework.errors_impl.NotFoundError: /x/_my_op.so: undefined symbol: "
+     "_ZN10tensorflow8internal21CheckOpMessageBuilder9NewStringEv", "TensorFlow"),
+])
+def test_an_extension_needing_a_symbol_of_its_frameworks_own_was_built_for_another_release(text: str,
+                                                                                           framework: str) -> None:
+    """A compiled extension that needs a C++ symbol of its framework's namespaces (c10::, at::, torch::,
+    tensorflow::) that the framework installed lacks was built against another release: the framework's parts do not
+    go together, not two cuDNN releases mixed."""
+    result = explain(text, environ={})
+    first = result.causes[0]
+    assert first.family == "framework-parts-mismatch" and f"another {framework} release" in first.title
+    assert "built from source" in first.tell and first.fix.actions
+
+
+def test_a_cuda_runtime_that_did_not_load_is_not_cudnn_frontends_own_loading() -> None:
+    """glibc's "libcudart.so.11.0: cannot open shared object file" is the CUDA runtime missing; only cudnn-frontend's
+    own "Unable to load any libcudart.so.* library" is the frontend's loading (its own kind of message)."""
+    assert ranked("RuntimeError: Failed to import transformers.models.llama because of the following error: "
+                  "libcudart.so.11.0: cannot open shared object file: No such file or directory")[0] == \
+        "libcudart-missing-or-wrong"
+    assert ranked("RuntimeError: Unable to load any libcudart.so.* library.")[0] == "multiple-cudart-or-frontend"

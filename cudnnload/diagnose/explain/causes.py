@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudnnload.diagnose.explain.reading import (
+    FRAMEWORK_NAMES,
     Reading,
     Signal,
     cpu_build_package,
@@ -442,14 +443,45 @@ def _cpu_build(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("install the framework's CUDA build"))
 
 
+def _extension(signal: Signal | None) -> str | None:
+    """The compiled extension a framework's C++ symbol is missing for (reading's "extension-abi-*" patterns)."""
+    if signal is None or not signal.pattern.startswith("extension-abi-"):
+        return None
+    return posixpath.basename(ntpath.basename(signal.library or "")) or None
+
+
+def _framework_name(reading: Reading) -> str:
+    return FRAMEWORK_NAMES.get(reading.framework or "", "framework")
+
+
+def _extension_words(signal: Signal | None) -> tuple[str, str] | None:
+    """How an extension built for another release fails, and the check that shows it."""
+    if _extension(signal) is None:
+        return None
+    return ("a compiled extension binds to the C++ functions of the framework release it was built against; another "
+            "release renames, changes or drops some of them, so the extension no longer loads",
+            "the extension's release or wheel name names another framework release (or CUDA, or C++ ABI) than `pip "
+            "list` shows installed; built from source against the framework installed, it loads")
+
+
 def _parts_title(reading: Reading, signal: Signal | None) -> str:
+    if (extension := _extension(signal)) is not None:
+        return (f"{extension} was built against another {_framework_name(reading)} release (or build) than the one "
+                "installed")
     parts = {"jax": "jax, jaxlib and its CUDA plugin", "pytorch": "torch and torchvision"}.get(reading.framework or "")
     return f"the framework's own packages ({parts or 'its parts'}) are of releases that do not go together"
 
 
 def _parts(reading: Reading, signal: Signal | None) -> Fix:
     """The framework's packages installed together, at one release: JAX's extra pins jax, jaxlib and the plugin;
-    torchvision's release follows torch's (torch 2.N: torchvision 0.(N+15), pytorch/vision's table)."""
+    torchvision's release follows torch's (torch 2.N: torchvision 0.(N+15), pytorch/vision's table); a compiled
+    extension (flash-attn, xformers, a custom op) built again, or in the build made for the framework installed."""
+    if (extension := _extension(signal)) is not None:
+        return fix(manual(f"install the build of the package that ships {extension} made for the "
+                          f"{_framework_name(reading)} installed (its release, its CUDA and, for PyTorch, its C++ ABI: "
+                          "a wheel named for them, or a build from source against it: pip install "
+                          "--no-build-isolation --no-cache-dir --force-reinstall <package>), or install the "
+                          f"{_framework_name(reading)} release it was built for"))
     if reading.framework == "jax":
         return fix(pip_install([_jax_cuda(reading)], options=["--upgrade"]),
                    note="installs jax, jaxlib and the CUDA plugin at one release")
@@ -741,7 +773,7 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "a framework ships as several packages built together (jax, jaxlib and jax-cuda12-plugin; torch and "
            "torchvision): an upgrade or pin of one alone leaves them at releases that do not fit, and the framework "
            "stops before it reaches the GPU", "pip list shows the packages at different releases (jax and jaxlib "
-           "apart; torchvision not made for the torch installed)", _parts),
+           "apart; torchvision not made for the torch installed)", _parts, _extension_words),
     Family("cpu-only-build", _cpu_build_title,
            "a build without CUDA has no GPU code at all: asked for the GPU it says so, or falls back to the CPU; no "
            "cuDNN, CUDA library or driver was looked for, so none of them is at fault",

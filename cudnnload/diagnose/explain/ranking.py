@@ -60,6 +60,9 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "dependency-load:cuda-math": ("cublas-missing-or-wrong", "torch-without-nvidia-deps", "platlib-purelib-split",
                                   "preload-needs-missing"),
     "dependency-load:cudart": ("libcudart-missing-or-wrong", "multiple-cudart-or-frontend", "preload-needs-missing"),
+    # cudnn-frontend's own loading of the CUDA runtime ("Unable to load any libcudart.so.* library"): a message of
+    # its own, whose causes are not those of every libcudart that did not load
+    "dependency-load:cudart-frontend": ("multiple-cudart-or-frontend", "libcudart-missing-or-wrong"),
     "dependency-load:zlib": ("zlib-missing",),
     "dependency-load:libstdc++": ("glibc-or-libstdcxx-too-old",),
     "dependency-load:glibc": ("glibc-or-libstdcxx-too-old",),
@@ -172,8 +175,8 @@ PRIORS: dict[str, dict[str, int]] = {
     "dependency-load:cublas@linux": {"cublas-missing-or-wrong": 6, "platlib-purelib-split": 1},
     "dependency-load:cublas@windows": {"cublas-missing-or-wrong": 2, "two-frameworks-conflict": 1,
         "wrong-cudnn-major": 1},
-    "dependency-load:cudart": {"multiple-cudart-or-frontend": 1},
-    "dependency-load:cudart@linux": {"multiple-cudart-or-frontend": 1},
+    "dependency-load:cudart-frontend": {"multiple-cudart-or-frontend": 1},
+    "dependency-load:cudart-frontend@linux": {"multiple-cudart-or-frontend": 1},
     "dependency-load:glibc": {"glibc-or-libstdcxx-too-old": 2},
     "dependency-load:glibc@linux": {"glibc-or-libstdcxx-too-old": 2},
     "dependency-load:libcuda": {"libcuda-missing": 2, "no-gpu-or-driver": 1},

@@ -248,8 +248,8 @@ def _could_not_locate(found: re.Match[str]) -> Signal | None:
 
 def _unable_to_load_any(found: re.Match[str]) -> Signal | None:
     if found.group("cudart"):
-        return Signal("unable-to-load-any", "dependency-load:cudart", _line(found), "cudnn-frontend's run-time "
-                      "loading of the CUDA runtime", "no CUDA runtime library could be loaded", "libcudart.so",
+        return Signal("unable-to-load-any", "dependency-load:cudart-frontend", _line(found), "cudnn-frontend's "
+                      "run-time loading of the CUDA runtime", "no CUDA runtime library could be loaded", "libcudart.so",
                       "libcudart.so")
     names = [name.strip() for name in (found.group("names") or "").split(",") if name.strip()]
     if not names:
@@ -311,8 +311,37 @@ def lacks_not_needs(name: str) -> bool:
     return library_class(name) == "cudnn" and major is not None and major <= 7
 
 
+# A C++ symbol of a framework's own namespaces, as the compiler mangles it (a function, a const method, a vtable or
+# type info): c10::cuda::SetDevice is _ZN3c104cuda9SetDeviceEi. A library that needs one the framework loaded lacks
+# is an extension (flash-attn, xformers, torchvision, a custom op) built against another release of that framework.
+_FRAMEWORK_SYMBOL = re.compile(r"^_Z(?:T[VIS])?N?K?(?P<space>3c10|2at|5torch|6caffe2|10tensorflow|3tsl|3xla|6paddle|"
+                               r"5phi)(?=\d)")
+_SYMBOL_OWNER = {"3c10": "pytorch", "2at": "pytorch", "5torch": "pytorch", "6caffe2": "pytorch",
+                 "10tensorflow": "tensorflow", "3tsl": "tensorflow", "3xla": "jax", "6paddle": "paddle",
+                 "5phi": "paddle"}
+# how the text names each framework (reading's own ids are lower case)
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "paddle": "Paddle"}
+
+
+def _extension_abi(found: re.Match[str], library: str, symbol: str) -> Signal | None:
+    """A library that needs a C++ symbol of a framework's own (PyTorch's c10::, at::, torch::; TensorFlow's; Paddle's)
+    that the framework loaded does not have: it was built against another release (or build) of that framework."""
+    space = _FRAMEWORK_SYMBOL.match(symbol)
+    if space is None or library_class(library) not in (None, "framework"):  # a framework's own library, or another's
+        return None
+    owner = _SYMBOL_OWNER[space.group("space")]
+    name = FRAMEWORK_NAMES[owner]
+    return Signal(f"extension-abi-{owner}", "parts-mismatch", _line(found), "glibc's dynamic linker (elf/dl-lookup.c), "
+                  f"loading a compiled extension of {name}", f"{library.rsplit('/', 1)[-1]} needs {symbol}, a C++ "
+                  f"symbol of {name}'s own that the {name} installed does not have: the extension was built against "
+                  f"another {name} release (or another build of it)", library, library, found.group(0),
+                  quote=quote(found.group(0), 160))
+
+
 def _undefined_symbol(found: re.Match[str]) -> Signal | None:
     library, symbol, version = found.group("lib"), found.group("symbol"), found.group("version")
+    if (extension := _extension_abi(found, library, symbol)) is not None:
+        return extension
     # a program (not a cuDNN library: their own calls between them are sub-library versions, internal names), or a
     # lookup into a cuDNN that is one library, needing a cuDNN function that no header of the newest release
     # declares: an API that release removed
@@ -632,6 +661,32 @@ PARTS_MISMATCHES = {
                     "torchvision's compiled operators do not load into the torch installed: torchvision was built for "
                     "another torch release (or another CUDA build of it)"),
 }
+
+
+# A program's own requirement of a newer GPU than the one it runs on, in its words: flash-attn's "FlashAttention only
+# supports Ampere GPUs or newer", Triton's "Triton only supports devices of CUDA Capability >= 7.0", transformers'
+# "Bfloat16 is only supported on GPUs with compute capability of at least 8.0", PyTorch's "requires Ampere and
+# above": a requirement (only supports, requires, needs) of an architecture or capability at least some value.
+_ARCHITECTURES = r"(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell)"
+# what "only supports" is followed by where it is no limit on the call's values but a release or a GPU: "only supports
+# cuDNN 5.1", "only supports Ampere GPUs or newer", "only supports devices of CUDA Capability >= 7.0"
+_NOT_A_LIMIT = (rf"\s+(?:cu(?:dnn|da)|version|v?\d|devices?\b|GPUs?\b|(?:compute|CUDA) capabilit|sm_?\d|"
+                rf"(?-i:{_ARCHITECTURES}))")
+_NEEDS_NEWER_GPU = re.compile(
+    r"(?i)\b(?:only supports?|(?:is|are) only supported (?:on|by|for)|supported only (?:on|by|for)|requires?|needs?)\b"
+    r"[^.\n]{0,60}?(?:"
+    r"(?:compute capability|CUDA capability|\bSM|\bsm_?|\bcc)\s*(?:of\s*)?(?:at least|>=|≥|\+)\s*\d+(?:\.\d)?|"
+    r"(?:compute capability|CUDA capability)\s*\d+(?:\.\d)?\s*(?:or (?:higher|newer|later|above)|and "
+    r"(?:above|up|newer))|"
+    rf"(?-i:{_ARCHITECTURES})(?:[ -](?:GPUs?|architecture|cards?))?\s*(?:or (?:newer|later|higher|above)|and "
+    r"(?:above|newer|later|up)|\+))")
+
+
+def _gpu_requirement(found: re.Match[str]) -> Signal:
+    return Signal("gpu-requirement", "gpu", _line(found), "the program's own check of the GPU it runs on",
+                  "the program (or a library it uses: flash-attn, Triton, a data type such as bfloat16) needs a newer "
+                  "GPU architecture than the one it runs on", quote=quote(found.group(0), 160),
+                  families=("gpu-too-old", "unsupported-configuration"))
 
 
 def _parts_mismatch(found: re.Match[str]) -> Signal:
@@ -1120,6 +1175,8 @@ PATTERNS: tuple[Pattern, ...] = (
                            "or one too old), or a broken install")),
     # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
     # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
+    # a program's own requirement of a newer GPU architecture or compute capability than this one's
+    Pattern("gpu-requirement", _NEEDS_NEWER_GPU, "the program", _gpu_requirement),
     Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
             _fixed("torch-rnn-eval", "misuse", "PyTorch, aten/src/ATen/native/cudnn/RNN.cpp",
                    "a backward pass through a cuDNN RNN of a module in eval mode: PyTorch refuses it before cuDNN "
@@ -1549,7 +1606,7 @@ _CLUES: tuple[tuple[str, str], ...] = (
                   r"|No CUDA GPUs are available|No visible GPU devices"
                   r"|\bCUDA_VISIBLE_DEVICES=(?:-1\b|[\"']{2}|(?![\"']?(?:\d|GPU-|MIG-|[$%{<]))[\"']?[^\s\"',;]+)"),
     # the GPU itself too old, not its driver ("your GPU driver is too old" is the driver's)
-    ("gpu-too-old", r"(?:GPU|this GPU)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
+    ("gpu-too-old", r"(?:GPU|GeForce|Quadro|Tesla|TITAN)(?:(?!driver)[^\n]){0,40}too old|no longer supports this GPU"),
     # the GPU generations a text names (gpus.GENERATIONS): gpu-new, gpu-turing, gpu-before-volta, gpu-old-name
     *gpus.clues(),
     # the CUDA a build is for (ranking.gpu_newer_than_cuda): torch's "+cu113", collect_env's "CUDA used to build
@@ -1586,9 +1643,8 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # multiple of 8", "head dim must be at most 256", "only supports NHWC"); not a release ("only supports cuDNN 5.1")
     ("limit", r"(?i)\b(?:should|must|has to|needs? to) be (?:less|smaller|greater|larger|at most|at least|no "
               r"(?:more|larger|greater) than|(?:a )?multiples? of|divisible by|aligned)(?![^\n]{0,30}?\b(?:as new|as "
-              r"old|newer|older|version|release|cu(?:dnn|da))\b)|\bonly supports?\b"
-              r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))|\bis only supported (?:for|with|when)\b"
-              r"(?!\s+(?:cu(?:dnn|da)|version|v?\d))"),
+              r"old|newer|older|version|release|cu(?:dnn|da))\b)|\bonly supports?\b(?!" + _NOT_A_LIMIT + ")|"
+              r"\bis only supported (?:for|with|when)\b(?!" + _NOT_A_LIMIT + ")"),
     ("aborted", r"Aborted(?: \(core dumped\))?|IOT instruction|core dumped|0xC0000409"),
     # a Windows program that ended with no message of its own: NTSTATUS 0xC0000409 (a fast fail, which abort() is
     # on Windows; -1073740791 as a signed exit status), a debugger's "Unhandled exception at ... (cudnn64_8.dll):
@@ -1824,7 +1880,8 @@ _OWNER = {
     **{f"cpu-build-{name}": owner for name, (owner, _, _) in CPU_BUILDS.items()},
     **{f"parts-mismatch-{name}": owner for name, (owner, _, _) in PARTS_MISMATCHES.items()},
     "paddle-dynload": "paddle",
-    "torch-rnn-eval": "pytorch",
+    "torch-rnn-eval": "pytorch", "cuda-in-fork": "pytorch",
+    **{f"extension-abi-{owner}": owner for owner in set(_SYMBOL_OWNER.values())},
 }
 
 # Which messages are the cause and which the consequence, when a text holds several: a library that failed
