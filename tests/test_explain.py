@@ -2921,3 +2921,15 @@ def test_a_cuda_runtime_that_did_not_load_is_not_cudnn_frontends_own_loading() -
                   "libcudart.so.11.0: cannot open shared object file: No such file or directory")[0] == \
         "libcudart-missing-or-wrong"
     assert ranked("RuntimeError: Unable to load any libcudart.so.* library.")[0] == "multiple-cudart-or-frontend"
+
+
+@pytest.mark.parametrize(("text", "title"), [
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+     "    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu121)", "xformers was built against another PyTorch"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch "
+     "has CUDA Version=11.8 and torchvision has CUDA Version=12.1. Please reinstall the torchvision that matches your "
+     "PyTorch install.", "torch and torchvision"),
+])
+def test_a_torch_companion_built_for_another_torch_is_the_frameworks_parts_apart(text: str, title: str) -> None:
+    first = explain(text, environ={}).causes[0]
+    assert first.family == "framework-parts-mismatch" and title in first.title

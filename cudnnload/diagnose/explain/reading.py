@@ -657,6 +657,10 @@ PARTS_MISMATCHES = {
     "jax_plugin_module": ("jax", "JAX (jax/_src/xla_bridge.py, discover_pjrt_plugins)",
                           "a JAX plugin package is registered but its module is missing or does not import: a "
                           "plugin half removed, or of another release than the jax installed"),
+    # torchvision/extension.py _check_cuda_version: the CUDA major torchvision was built with is not torch's
+    "torchvision_cuda": ("pytorch", "torchvision (torchvision/extension.py, _check_cuda_version)",
+                         "torchvision was built for another CUDA major than the torch installed (from another index "
+                         "than torch's)"),
     "torchvision": ("pytorch", "torchvision (torchvision/extension.py, its compiled operators)",
                     "torchvision's compiled operators do not load into the torch installed: torchvision was built for "
                     "another torch release (or another CUDA build of it)"),
@@ -1096,6 +1100,8 @@ PATTERNS: tuple[Pattern, ...] = (
                                          r"|(?P<jax_extension>assert cuda_versions is not None)"
                                          r"|(?P<jax_plugin_module>Jax plugin configuration error: Plugin module "
                                          r"\S+ (?:could not be loaded|does not exist))"
+                                         r"|(?P<torchvision_cuda>Detected that PyTorch and torchvision were "
+                                         r"compiled with different CUDA (?:major )?versions)"
                                          r"|(?P<torchvision>operator torchvision::\w+ does not exist|Couldn't load "
                                          r"custom C\+\+ ops\. This can happen if your PyTorch and torchvision "
                                          r"versions are incompatible)"), "a framework", _parts_mismatch),
@@ -1175,6 +1181,13 @@ PATTERNS: tuple[Pattern, ...] = (
                            "or one too old), or a broken install")),
     # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
     # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
+    # xformers/_cpp_lib.py: "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:
+    # PyTorch %s with CUDA %s (you have %s)": its compiled part made for another torch (or Python, or CUDA)
+    Pattern("xformers-build", re.compile(r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for"),
+            "xFormers", lambda found: Signal("extension-abi-pytorch", "parts-mismatch", _line(found), "xFormers "
+                                             "(xformers/_cpp_lib.py)", "xFormers' C++/CUDA extensions were built for "
+                                             "another PyTorch (or Python, or CUDA) than the one installed", "xformers",
+                                             "xformers", quote=quote(found.group(0), 160))),
     # a program's own requirement of a newer GPU architecture or compute capability than this one's
     Pattern("gpu-requirement", _NEEDS_NEWER_GPU, "the program", _gpu_requirement),
     Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
