@@ -271,6 +271,31 @@ def test_strings_added_as_std_strings_in_a_macro_are_read_as_one_message() -> No
     assert "CUDA failed with error %s" in {f.text for f in c_strings(macro)}
 
 
+def test_a_fmt_message_with_braces_and_a_semicolon_inside_its_literals_is_read_whole() -> None:
+    """A statement ends at ";", "{" or "}" outside string literals only: CTranslate2's spdlog warning ("... is {},
+    but ... efficient {} computation ...") and cudnn-frontend's "(int64_t; in bytes)" stay one message, and a fmt
+    field makes the template's style "format"."""
+    warn = ('spdlog::warn("The compute type inferred from the saved model is {}, "\n'
+            '             "but the target device or backend do not support efficient {} computation.",\n'
+            '             compute_type_to_str(a), compute_type_to_str(b));')
+    found = {(f.text, f.style, f.warning) for f in c_strings(warn)}
+    assert ("The compute type inferred from the saved model is {}, but the target device or backend do not support "
+            "efficient {} computation.", "format", True) in found
+    limit = 'return {error_code_t::ATTRIBUTE_NOT_SET, "Invalid argument for LIMIT (int64_t; in bytes)"};'
+    assert "Invalid argument for LIMIT (int64_t; in bytes)" in {f.text for f in c_strings(limit)}
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    ("ValueError: Requested float16 compute type, but the target device or backend do not support efficient float16 "
+     "computation.", "gpu-too-old"),
+    ("[ctranslate2] [warning] The compute type inferred from the saved model is float16, but the target device or "
+     "backend do not support efficient float16 computation. The model weights have been automatically converted to "
+     "use the float32 compute type instead.", "harmless-warning"),
+])
+def test_ctranslate2s_compute_type_checks_are_known(text: str, first: str) -> None:
+    assert ranked(text)[0] == first
+
+
 def test_python_f_strings_and_windows_message_files_are_read_as_templates() -> None:
     found = {(f.text, f.style, f.warning) for f in python_strings(
         'import warnings\nwarnings.warn(f"Found {n} but {{x}}")\nraise RuntimeError("plain text here")')}

@@ -153,6 +153,15 @@ CUT_SHARE = 0.5  # of all its literal letters
 _CUT_END = re.compile(r"\s*(?:\.\.\.+|…|\[truncated\]|\(truncated\))?\s*$")
 
 
+def _holds(outer: Match, inner: Match) -> bool:
+    """``outer``'s place holds ``inner``'s, and ``inner`` is no message of its own there: not an error code's words in
+    the last field of a message that prints them (CTranslate2's "CUDA failed with error %s" holding "device kernel
+    image is invalid", which says what failed)."""
+    if not (outer.start <= inner.start and inner.end <= outer.end and outer.entry.id != inner.entry.id):
+        return False
+    return not (inner.entry.as_error and not split_template(outer.entry.template, outer.entry.style)[-1].strip())
+
+
 def _squeezed(text: str) -> str:
     """``text`` in lower case with each run of spaces one space: how a literal's words are looked up."""
     return re.sub(r" +", " ", text.lower())
@@ -392,13 +401,11 @@ class Catalog:
         found.sort(key=lambda m: (m.start, -(m.end - m.start), not m.entry.curated))
         kept: list[Match] = []
         for match in found:
-            if not any(k.start <= match.start and match.end <= k.end and k.entry.id != match.entry.id
-                       and ((k.end - k.start) > (match.end - match.start) or k.entry.curated
-                            or not match.entry.curated) for k in kept):
+            if not any(_holds(k, match) and ((k.end - k.start) > (match.end - match.start) or k.entry.curated
+                                             or not match.entry.curated) for k in kept):
                 kept.append(match)
         # a derived match inside a curated one's place (the curated one started earlier or is shorter)
-        return [m for m in kept if m.entry.curated or not any(
-            k.entry.curated and k.start <= m.start and m.end <= k.end for k in kept)]
+        return [m for m in kept if m.entry.curated or not any(k.entry.curated and _holds(k, m) for k in kept)]
 
     @functools.cached_property
     def _by_kind(self) -> dict[str, list[Entry]]:

@@ -1949,11 +1949,15 @@ def quote(text: str, limit: int = 200) -> str:
 
 
 def _wraps_an_error(text: str, match: messages.Match, errors: list[messages.Match]) -> bool:
-    """A derived entry's words that print an error code's words after them on its line (PyTorch's "CUDA driver
-    error: %s" before "invalid device context"): what failed is the error's, which is read in its place."""
-    return not match.entry.curated and not match.entry.as_error and any(
-        match.start <= error.start and error.start - match.end <= _WRAPPED and "\n" not in text[match.start:error.start]
-        for error in errors)
+    """A message that prints an error code's words in its last field (CTranslate2's curated "CUDA failed with error
+    %s") or a derived entry's words that print them right after (PyTorch's "CUDA driver error: %s" before "invalid
+    device context"): what failed is the error's, which is read in its place."""
+    entry = match.entry
+    last_a_field = not messages.split_template(entry.template, entry.style)[-1].strip()
+    if entry.as_error or (entry.curated and not last_a_field):
+        return False
+    return any(match.start <= error.start and error.start - match.end <= _WRAPPED
+               and "\n" not in text[match.start:error.start] for error in errors)
 
 
 # the most characters between a message's words and the error code's words it prints after them (": ", " (8) : ")
