@@ -7,8 +7,8 @@ Each case provokes one CUDA error for real on this machine's GPU, in a child pro
 kernel, a launch larger than the GPU gives, a kernel image built for another GPU, PTX newer than the driver, a
 damaged image, memory beyond the GPU's, no GPU visible, CUDA in a forked child), keeps what the program printed,
 and asks `explain` about it, with the cause that provoked it: "ok" where that cause is first, "top3", "MISS", or
-"report" where no cause of the corpus's families is the provoked one (a damaged image, PTX that does not compile,
-CuPy's bare "initialization error" in a forked child: shown, not scored). Prints one line a case and the totals;
+"report" where no cause of the corpus's families is the provoked one (a damaged image, PTX that does not compile:
+shown, not scored). Prints one line a case and the totals;
 writes cuda_errors.jsonl under --out.
 """
 
@@ -125,7 +125,7 @@ CASES: list[tuple[str, str | None, dict[str, str], str]] = [
         import torch
         torch.zeros(1, device="cuda")
     """),
-    ("cupy CUDA in a child forked after the parent used it", None, {}, """
+    ("cupy CUDA in a child forked after the parent used it", "bad-param-usage", {}, """
         import os, sys, cupy
         cupy.zeros(1); cupy.cuda.Device().synchronize()
         pid = os.fork()

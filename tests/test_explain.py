@@ -2933,3 +2933,19 @@ def test_a_cuda_runtime_that_did_not_load_is_not_cudnn_frontends_own_loading() -
 def test_a_torch_companion_built_for_another_torch_is_the_frameworks_parts_apart(text: str, title: str) -> None:
     first = explain(text, environ={}).causes[0]
     assert first.family == "framework-parts-mismatch" and title in first.title
+
+
+@pytest.mark.parametrize("text", [
+    "<string>:4: DeprecationWarning: This process (pid=6911) is multi-threaded, use of fork() may lead to deadlocks in "
+    "the child.\ncupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorInitializationError: initialization error",
+    '  File "/usr/lib/python3.10/multiprocessing/popen_fork.py", line 71, in _launch\n'
+    "tensorflow.python.framework.errors_impl.InternalError: CUDA runtime implicit initialization on GPU:0 failed. "
+    "Status: initialization error",
+])
+def test_cuda_that_could_not_start_in_a_forked_child_is_the_programs_use_of_fork(text: str) -> None:
+    """The CUDA runtime's bare "initialization error" where the text shows a child made by fork() (Python's warning,
+    multiprocessing's fork start method): the program's use, with the spawn start method as the fix; without that,
+    a driver that could not start."""
+    first = explain(text, environ={}).causes[0]
+    assert first.family == "bad-param-usage" and "forked" in first.title and "spawn" in first.fix.actions[0].text
+    assert ranked(text.splitlines()[-1])[0] == "no-gpu-or-driver"

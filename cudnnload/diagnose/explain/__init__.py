@@ -173,5 +173,5 @@ def _cause(reading: Reading, ranked: tuple[Scored, ...], index: int, seen: Here 
     if guessed:
         sure = _CONFIDENCES[max(_CONFIDENCES.index(sure), _CONFIDENCES.index("possible"))]
     return Cause(family.title(reading, primary), scored.family, sure, evidence, scored.prior,
-                 *family.words(primary), family.fix(reading, primary), seen.verdict if seen else None,
+                 *family.words(reading, primary), family.fix(reading, primary), seen.verdict if seen else None,
                  seen.detail if seen else None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from cudnnload.diagnose.explain.reading import (
     FRAMEWORK_NAMES,
+    NOT_STARTED,
     Reading,
     Signal,
     cpu_build_package,
@@ -33,11 +34,11 @@ class Family:
     tell: str  # the check that tells it apart from the other causes of the same message
     fix: Callable[[Reading, Signal | None], Fix]
     # where a message says more than the family's words do: its own (why, tell) for the reading's signal
-    told: Callable[[Signal | None], tuple[str, str] | None] = lambda signal: None
+    told: Callable[[Reading, Signal | None], tuple[str, str] | None] = lambda reading, signal: None
 
-    def words(self, signal: Signal | None) -> tuple[str, str]:
+    def words(self, reading: Reading, signal: Signal | None) -> tuple[str, str]:
         """How this cause produces the message, and the check that tells it apart, for ``signal``."""
-        return self.told(signal) or (self.why, self.tell)
+        return self.told(reading, signal) or (self.why, self.tell)
 
 
 # --- wheels and packages ------------------------------------------------------------------------------
@@ -454,7 +455,7 @@ def _framework_name(reading: Reading) -> str:
     return FRAMEWORK_NAMES.get(reading.framework or "", "framework")
 
 
-def _extension_words(signal: Signal | None) -> tuple[str, str] | None:
+def _extension_words(reading: Reading, signal: Signal | None) -> tuple[str, str] | None:
     """How an extension built for another release fails, and the check that shows it."""
     if _extension(signal) is None:
         return None
@@ -507,8 +508,9 @@ _MISUSES: dict[str, tuple[str, str, str, str]] = {
     "cuda-in-fork": (
         "the program uses CUDA in a child process forked after the parent had started CUDA (a DataLoader worker, "
         "a multiprocessing pool)",
-        "a child made by fork() inherits the parent's CUDA state but cannot use it, and PyTorch refuses to start "
-        "CUDA again there",
+        "a child made by fork() inherits the parent's CUDA state but cannot use it, and CUDA cannot start again "
+        "there: PyTorch refuses it in words of its own, CuPy, numba and TensorFlow get the runtime's "
+        "\"initialization error\"",
         "the failing code runs in a worker (a DataLoader with num_workers > 0, a Pool, a Process) and the parent "
         "touched the GPU before starting it; with num_workers=0 it runs",
         "start the child processes with the 'spawn' (or 'forkserver') start method "
@@ -526,13 +528,19 @@ _MISUSES: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def _misused(signal: Signal | None) -> tuple[str, str, str, str] | None:
-    """What the program did wrong (title, why, tell, fix), where the reading's signal says what."""
-    return _MISUSES.get(signal.pattern) if signal is not None else None
+def _misused(reading: Reading, signal: Signal | None) -> tuple[str, str, str, str] | None:
+    """What the program did wrong (title, why, tell, fix), where the reading's signal says what: its own message, or
+    CUDA that could not start in a child the text shows was made by fork() (CuPy's, numba's and TensorFlow's bare
+    "initialization error" there)."""
+    if signal is None:
+        return None
+    if signal.pattern not in _MISUSES and reading.has("forked-child") and NOT_STARTED.search(signal.line):
+        return _MISUSES["cuda-in-fork"]
+    return _MISUSES.get(signal.pattern)
 
 
-def _misuse_words(signal: Signal | None) -> tuple[str, str] | None:
-    found = _misused(signal)
+def _misuse_words(reading: Reading, signal: Signal | None) -> tuple[str, str] | None:
+    found = _misused(reading, signal)
     return (found[1], found[2]) if found else None
 
 
@@ -687,12 +695,12 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
            _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
                    "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", lambda r, s: (_misused(s) or ("the program passes values cuDNN rejects (an empty or "
-                                                            "zero-sized tensor)",))[0],
+    Family("bad-param-usage", lambda r, s: (_misused(r, s) or ("the program passes values cuDNN rejects (an empty "
+                                                               "or zero-sized tensor)",))[0],
            "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
            "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
            "print the shapes reaching the layer: one has a 0; or the module's .training is False",
-           lambda r, s: fix(manual((_misused(s) or (None, None, None, "fix the shapes reaching the layer: no "
+           lambda r, s: fix(manual((_misused(r, s) or (None, None, None, "fix the shapes reaching the layer: no "
                                                      "zero-sized batch or channel dimension (check data_format)"))[3])),
            _misuse_words),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),

@@ -27,6 +27,7 @@ from cudnnload.diagnose.explain.causes import ABOUT_LOADING
 from cudnnload.diagnose.explain.reading import (
     CONSEQUENCES,
     CUDNN_CLASSES,
+    NOT_STARTED,
     PROCEDURE_MISSING,
     Reading,
     Signal,
@@ -337,6 +338,11 @@ def failed(pattern: str) -> Test:
 
 def line(reading: Reading, signal: Signal) -> str | None:
     return signal.line
+
+
+def cuda_not_started(reading: Reading, signal: Signal) -> str | None:
+    """The message is CUDA failing to start in this process (an initialisation error)."""
+    return signal.line if NOT_STARTED.search(signal.line) else None
 
 
 def pattern(*ids: str) -> Test:
@@ -1197,6 +1203,14 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported-configuration", 1.5, "the text names a limit on what the call was given (a dimension, a size, "
          "an alignment)", clue("limit")),
     Rule("bad-param-usage", 2.5, "a tensor with a zero-sized dimension", clue("zero-size")),
+    # CUDA could not start in a child process forked after the parent started it: its initialisation error is the
+    # program's use of fork, not the driver (CuPy, numba and TensorFlow print only the runtime's "initialization
+    # error"; PyTorch says so itself)
+    Rule("bad-param-usage", 3, "CUDA failed to start in a child process made by fork()",
+         both(clue("forked-child"), cuda_not_started)),
+    *(Rule(family, -1.5, "CUDA failed to start in a forked child, where the driver is not what failed",
+           both(clue("forked-child"), cuda_not_started)) for family in ("no-gpu-or-driver", "driver-not-ready",
+                                                                         "driver-too-old")),
     # a kernel's assertion (CUDA's cudaErrorAssert): values out of range (labels, indices) that the caller passed, or
     # the program computed; a cuDNN status after it is its consequence, not a GPU out of memory
     Rule("bad-param-usage", 2, "a kernel's own assertion failed: values out of range (labels, indices)",

@@ -667,6 +667,12 @@ PARTS_MISMATCHES = {
 }
 
 
+# the CUDA runtime's and driver's words for CUDA that could not start in this process (cudaErrorInitializationError 3,
+# CUDA_ERROR_NOT_INITIALIZED 3), and PyTorch's for it
+NOT_STARTED = re.compile(r"(?i)\binitialization error\b|cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED|"
+                         r"CUDA driver initialization failed")
+
+
 # A program's own requirement of a newer GPU than the one it runs on, in its words: flash-attn's "FlashAttention only
 # supports Ampere GPUs or newer", Triton's "Triton only supports devices of CUDA Capability >= 7.0", transformers'
 # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0", PyTorch's "requires Ampere and
@@ -1691,6 +1697,12 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # the CUDA runtime's cudaErrorAssert ("device-side assert triggered"): a kernel's own assertion failed (an index
     # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
     ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
+    # a child process made by fork(): Python 3.12's warning on forking a threaded process, multiprocessing's fork
+    # start method in a traceback, a DataLoader worker, a pool's forked worker; CUDA started in the parent cannot
+    # run there (PyTorch refuses it in words of its own: "Cannot re-initialize CUDA in forked subprocess")
+    ("forked-child", r"use of fork\(\) may lead to deadlocks|popen_fork\.py|multiprocessing[/\\](?:process|pool)\.py"
+                     r"|\bForkPoolWorker\b|\bForkProcess\b|DataLoader worker \(pid|\bforked (?:sub)?process"
+                     r"|\bos\.fork\(\)"),
     # TensorFlow 1.0-1.4 "could not create cudnn handle: %s", 1.15-2.x and XLA "Could not create cudnn handle: %s"
     # (stream_executor/cuda/cuda_dnn.cc; the catalog holds both releases' templates)
     ("handle-create", r"[Cc]ould not create cudnn handle|cudnnCreate\b"),
