@@ -2949,3 +2949,13 @@ def test_cuda_that_could_not_start_in_a_forked_child_is_the_programs_use_of_fork
     first = explain(text, environ={}).causes[0]
     assert first.family == "bad-param-usage" and "forked" in first.title and "spawn" in first.fix.actions[0].text
     assert ranked(text.splitlines()[-1])[0] == "no-gpu-or-driver"
+
+
+def test_a_triton_kernel_needing_more_shared_memory_than_the_gpu_has_is_a_configuration_it_cannot_do() -> None:
+    """Triton's OutOfResources (torch.compile's, vLLM's kernels): the kernel's configuration, in Triton's own words
+    and fix, not cuDNN's."""
+    first = explain("torch._inductor.exc.InductorError: OutOfResources: out of resource: shared memory, Required: "
+                    "98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may help.",
+                    environ={}).causes[0]
+    assert first.family == "unsupported-configuration" and "Triton" in first.title and "cuDNN" not in first.title
+    assert "num_stages" in first.fix.actions[0].text and "Hardware limit" in first.tell

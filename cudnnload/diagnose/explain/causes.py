@@ -493,19 +493,20 @@ def _parts(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("reinstall the framework's packages together, at one release"))
 
 
-# What the program did that its framework or CUDA refuses, by the reading's signal (its pattern): the title, how
-# it produces the message, the check that tells it apart and the fix of bad-param-usage for it, in place of the
-# family's own (a zero-sized tensor).
-_MISUSES: dict[str, tuple[str, str, str, str]] = {
+# What a message says of its cause in words of its own, where the family's are about something else (bad-param-usage
+# speaks of a zero-sized tensor, unsupported-configuration of what cuDNN has no engine for): by the family and the
+# reading's signal (its pattern), the title, how it produces the message, the check that tells it apart and the fix.
+_OWN_WORDS: dict[tuple[str, str], tuple[str, str, str, str]] = {
     # PyTorch's "cudnn RNN backward can only be called in training mode"
-    "torch-rnn-eval": (
+    ("bad-param-usage", "torch-rnn-eval"): (
         "the program calls cuDNN in a way the framework refuses (a cuDNN RNN's backward pass in eval mode)",
         "PyTorch refuses a backward pass through a cuDNN RNN of a module in eval mode before cuDNN runs",
         "the module's .training is False where the backward pass runs",
         "put the module back in training mode before the backward pass (model.train() after an evaluation that "
         "called model.eval()), or run that pass without cuDNN (torch.backends.cudnn.flags(enabled=False))"),
-    # PyTorch's "Cannot re-initialize CUDA in forked subprocess"
-    "cuda-in-fork": (
+    # PyTorch's "Cannot re-initialize CUDA in forked subprocess", and the runtime's "initialization error" in a child
+    # the text shows was made by fork() (`_own_words`)
+    ("bad-param-usage", "cuda-in-fork"): (
         "the program uses CUDA in a child process forked after the parent had started CUDA (a DataLoader worker, "
         "a multiprocessing pool)",
         "a child made by fork() inherits the parent's CUDA state but cannot use it, and CUDA cannot start again "
@@ -518,30 +519,48 @@ _MISUSES: dict[str, tuple[str, str, str, str]] = {
         "DataLoader(..., multiprocessing_context='spawn')), or keep CUDA out of the parent until its workers are "
         "started and out of the workers (load to the GPU in the main process)"),
     # a GPU index the process does not have (the CUDA runtime's "invalid device ordinal")
-    "device-index": (
+    ("bad-param-usage", "device-index"): (
         "the program asks for a GPU index this process does not have (cuda:1 where one GPU is visible)",
         "CUDA numbers the GPUs a process sees from 0; an index at or above their count is refused",
         "torch.cuda.device_count() (or nvidia-smi -L with CUDA_VISIBLE_DEVICES) in the same environment: the "
         "index the program uses is not below it",
         "use a device index below the count the process sees (torch.cuda.device_count(); cuda:0 where one GPU is "
         "visible: CUDA_VISIBLE_DEVICES renumbers the GPUs it shows from 0), or show that GPU to the process"),
+    # Triton's OutOfResources: a kernel configuration tuned for a GPU with more shared memory (or registers)
+    ("unsupported-configuration", "triton-resources"): (
+        "a Triton kernel's configuration needs more shared memory (or registers) than this GPU has",
+        "Triton kernels (torch.compile's, vLLM's, a library's) carry block sizes and pipeline stages tuned for a GPU "
+        "with more shared memory per block (an A100 or H100); a smaller GPU cannot launch them",
+        "the message's Required is above its Hardware limit; the same program runs on a GPU with more shared memory",
+        "use smaller block sizes or fewer num_stages for that kernel (torch.compile: mode='default' rather than "
+        "'max-autotune'; a library: its release or option for this GPU), or run on a GPU with more shared memory"),
 }
 
 
-def _misused(reading: Reading, signal: Signal | None) -> tuple[str, str, str, str] | None:
-    """What the program did wrong (title, why, tell, fix), where the reading's signal says what: its own message, or
-    CUDA that could not start in a child the text shows was made by fork() (CuPy's, numba's and TensorFlow's bare
-    "initialization error" there)."""
+def _own_words(family: str, reading: Reading, signal: Signal | None) -> tuple[str, str, str, str] | None:
+    """What the message says of ``family`` in its own words (`_OWN_WORDS`): by its pattern, or, for the runtime's
+    "initialization error" in a child the text shows was made by fork(), CUDA used in a forked child."""
     if signal is None:
         return None
-    if signal.pattern not in _MISUSES and reading.has("forked-child") and NOT_STARTED.search(signal.line):
-        return _MISUSES["cuda-in-fork"]
-    return _MISUSES.get(signal.pattern)
+    pattern = signal.pattern
+    if (family, pattern) not in _OWN_WORDS and reading.has("forked-child") and NOT_STARTED.search(signal.line):
+        pattern = "cuda-in-fork"
+    return _OWN_WORDS.get((family, pattern))
 
 
-def _misuse_words(reading: Reading, signal: Signal | None) -> tuple[str, str] | None:
-    found = _misused(reading, signal)
-    return (found[1], found[2]) if found else None
+def _own_title(family: str, default: str) -> Callable[[Reading, Signal | None], str]:
+    return lambda reading, signal: (_own_words(family, reading, signal) or (default,))[0]
+
+
+def _own_fix(family: str, default: str) -> Callable[[Reading, Signal | None], Fix]:
+    return lambda reading, signal: fix(manual((_own_words(family, reading, signal) or (None, None, None, default))[3]))
+
+
+def _own_told(family: str) -> Callable[[Reading, Signal | None], tuple[str, str] | None]:
+    def told(reading: Reading, signal: Signal | None) -> tuple[str, str] | None:
+        found = _own_words(family, reading, signal)
+        return (found[1], found[2]) if found else None
+    return told
 
 
 def _title(text: str) -> Callable[[Reading, Signal | None], str]:
@@ -690,19 +709,20 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "cuDNN allocates its handle and workspace on the device; when that fails it reports NOT_INITIALIZED, "
            "INTERNAL_ERROR or no engine instead of out-of-memory", "retry with batch size 1, or watch nvidia-smi: "
            "it works when memory was the cause", _oom),
-    Family("unsupported-configuration", _title("cuDNN does not support this shape, layout, dtype or group count"),
+    Family("unsupported-configuration",
+           _own_title("unsupported-configuration", "cuDNN does not support this shape, layout, dtype or group count"),
            "the call asks for something cuDNN has no engine for (tensors of 2**31+ elements, huge group counts, a "
            "dtype the GPU lacks); loading is fine", "a smaller batch or another dtype works on the same machine",
-           _manual("change the call cuDNN cannot do: keep every tensor below 2**31 elements (split the batch), use "
-                   "a supported dtype/layout, or disable cuDNN for that layer (torch.backends.cudnn.enabled = False)")),
-    Family("bad-param-usage", lambda r, s: (_misused(r, s) or ("the program passes values cuDNN rejects (an empty "
-                                                               "or zero-sized tensor)",))[0],
+           _own_fix("unsupported-configuration", "change the call cuDNN cannot do: keep every tensor below 2**31 "
+                    "elements (split the batch), use a supported dtype/layout, or disable cuDNN for that layer "
+                    "(torch.backends.cudnn.enabled = False)"), _own_told("unsupported-configuration")),
+    Family("bad-param-usage",
+           _own_title("bad-param-usage", "the program passes values cuDNN rejects (an empty or zero-sized tensor)"),
            "descriptors with a zero dimension or inconsistent sizes are refused with CUDNN_STATUS_BAD_PARAM; a "
            "framework refuses some calls itself (a cuDNN RNN's backward pass in eval mode)",
            "print the shapes reaching the layer: one has a 0; or the module's .training is False",
-           lambda r, s: fix(manual((_misused(r, s) or (None, None, None, "fix the shapes reaching the layer: no "
-                                                     "zero-sized batch or channel dimension (check data_format)"))[3])),
-           _misuse_words),
+           _own_fix("bad-param-usage", "fix the shapes reaching the layer: no zero-sized batch or channel dimension "
+                    "(check data_format)"), _own_told("bad-param-usage")),
     Family("execution-failed-kernel", _title("a cuDNN kernel failed on the GPU (a bug or an earlier illegal access)"),
            "the kernel launch or its run failed for a reason other than a missing architecture",
            "CUDA_LAUNCH_BLOCKING=1 shows the first failing kernel", lambda r, s: NO_FIX),

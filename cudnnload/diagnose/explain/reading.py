@@ -1194,6 +1194,16 @@ PATTERNS: tuple[Pattern, ...] = (
                                              "(xformers/_cpp_lib.py)", "xFormers' C++/CUDA extensions were built for "
                                              "another PyTorch (or Python, or CUDA) than the one installed", "xformers",
                                              "xformers", quote=quote(found.group(0), 160))),
+    # Triton (python/triton/runtime/errors.py OutOfResources, raised by its compiler's launcher): a kernel's
+    # configuration (block sizes, num_stages) asks for more shared memory or registers than this GPU has ("out of
+    # resource: shared memory, Required: 131072, Hardware limit: 101376"): torch.compile's, vLLM's, a library's kernel
+    Pattern("triton-resources", re.compile(r"out of resource: (?P<what>shared memory|registers|\w+), Required: \d+, "
+                                           r"Hardware limit: \d+"), "Triton",
+            lambda found: Signal("triton-resources", "catalog", _line(found), "Triton (triton/runtime/errors.py, "
+                                 "OutOfResources)", f"a Triton kernel's configuration needs more {found.group('what')} "
+                                 "than this GPU has (its block sizes or num_stages were tuned for a GPU with more): "
+                                 "smaller blocks or fewer stages fit, or a GPU with more", quote=quote(found.group(0)),
+                                 families=("unsupported-configuration", "gpu-too-old"))),
     # a program's own requirement of a newer GPU architecture or compute capability than this one's
     Pattern("gpu-requirement", _NEEDS_NEWER_GPU, "the program", _gpu_requirement),
     Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
