@@ -1708,11 +1708,11 @@ _CLUES: tuple[tuple[str, str], ...] = (
     # or a label out of range); the context is lost, and every later error (a cuDNN status) follows from it
     ("device-assert", r"device-side assert(?:ion)? triggered|cudaErrorAssert|Assertion `[^`\n]{1,200}` failed"),
     # a child process made by fork(): Python 3.12's warning on forking a threaded process, multiprocessing's fork
-    # start method in a traceback, a DataLoader worker, a pool's forked worker; CUDA started in the parent cannot
-    # run there (PyTorch refuses it in words of its own: "Cannot re-initialize CUDA in forked subprocess")
-    ("forked-child", r"use of fork\(\) may lead to deadlocks|popen_fork\.py|multiprocessing[/\\](?:process|pool)\.py"
-                     r"|\bForkPoolWorker\b|\bForkProcess\b|DataLoader worker \(pid|\bforked (?:sub)?process"
-                     r"|\bos\.fork\(\)"),
+    # start method in a traceback (popen_fork.py; not process.py, which spawn's children show too), a pool's forked
+    # worker, a DataLoader worker (fork is its default on Linux); CUDA started in the parent cannot run there
+    # (PyTorch refuses it in words of its own: "Cannot re-initialize CUDA in forked subprocess")
+    ("forked-child", r"use of fork\(\) may lead to deadlocks|popen_fork\.py|\bForkPoolWorker\b|\bForkProcess\b"
+                     r"|DataLoader worker \(pid|\bforked (?:sub)?process|\bos\.fork\(\)"),
     # TensorFlow 1.0-1.4 "could not create cudnn handle: %s", 1.15-2.x and XLA "Could not create cudnn handle: %s"
     # (stream_executor/cuda/cuda_dnn.cc; the catalog holds both releases' templates)
     ("handle-create", r"[Cc]ould not create cudnn handle|cudnnCreate\b"),
