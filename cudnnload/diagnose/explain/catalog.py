@@ -159,7 +159,7 @@ def _holds(outer: Match, inner: Match) -> bool:
     image is invalid", which says what failed)."""
     if not (outer.start <= inner.start and inner.end <= outer.end and outer.entry.id != inner.entry.id):
         return False
-    return not (inner.entry.as_error and not split_template(outer.entry.template, outer.entry.style)[-1].strip())
+    return not (inner.entry.as_error and outer.entry.ends_in_field)
 
 
 def _squeezed(text: str) -> str:
@@ -260,6 +260,12 @@ class Entry:
         searched for: explain takes them out of the text first."""
         lines = _COLOUR.sub("", self.template).split("\n")
         return next((line for line in lines if sum(c.isalpha() for c in line) >= MIN_LETTERS), self.template)
+
+    @functools.cached_property
+    def ends_in_field(self) -> bool:
+        """Its template's last part is a field: it prints another message's words there (CTranslate2's "CUDA failed
+        with error %s")."""
+        return not split_template(self.template, self.style)[-1].strip()
 
     @functools.cached_property
     def regex(self) -> TemplatePattern:

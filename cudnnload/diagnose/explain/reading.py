@@ -1185,8 +1185,6 @@ PATTERNS: tuple[Pattern, ...] = (
                            "build against the cuDNN found)", "dlib found a cuDNN but its test program did not compile "
                            "against it: a cuDNN release dlib's code does not fit (one that removed calls dlib makes, "
                            "or one too old), or a broken install")),
-    # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
-    # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
     # xformers/_cpp_lib.py: "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:
     # PyTorch %s with CUDA %s (you have %s)": its compiled part made for another torch (or Python, or CUDA)
     Pattern("xformers-build", re.compile(r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for"),
@@ -1206,6 +1204,8 @@ PATTERNS: tuple[Pattern, ...] = (
                                  families=("unsupported-configuration", "gpu-too-old"))),
     # a program's own requirement of a newer GPU architecture or compute capability than this one's
     Pattern("gpu-requirement", _NEEDS_NEWER_GPU, "the program", _gpu_requirement),
+    # aten/src/ATen/native/cudnn/RNN.cpp: TORCH_CHECK(fn_train, "cudnn RNN backward can only be called in training
+    # mode"): a backward pass through a cuDNN RNN in eval mode (model.eval() left on), refused before cuDNN is called
     Pattern("torch-rnn-eval", re.compile(r"cudnn RNN backward can only be called in training mode"), "PyTorch",
             _fixed("torch-rnn-eval", "misuse", "PyTorch, aten/src/ATen/native/cudnn/RNN.cpp",
                    "a backward pass through a cuDNN RNN of a module in eval mode: PyTorch refuses it before cuDNN "
@@ -1975,8 +1975,7 @@ def _wraps_an_error(text: str, match: messages.Match, errors: list[messages.Matc
     %s") or a derived entry's words that print them right after (PyTorch's "CUDA driver error: %s" before "invalid
     device context"): what failed is the error's, which is read in its place."""
     entry = match.entry
-    last_a_field = not messages.split_template(entry.template, entry.style)[-1].strip()
-    if entry.as_error or (entry.curated and not last_a_field):
+    if entry.as_error or (entry.curated and not entry.ends_in_field):
         return False
     return any(match.start <= error.start and error.start - match.end <= _WRAPPED
                and "\n" not in text[match.start:error.start] for error in errors)
