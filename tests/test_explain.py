@@ -17,7 +17,7 @@ import pytest
 
 from cudnnload.diagnose.explain import Explanation, catalog, explain, gpus, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
-from cudnnload.diagnose.explain.reading import Signal, library_major, read
+from cudnnload.diagnose.explain.reading import Signal, cuda_major_of, library_major, read
 from cudnnload.errors import UsageError
 from cudnnload.resolve.survey import SurveyedWheel, surveyed
 from fixtures.explain.corpus import families, loading_families
@@ -378,6 +378,39 @@ def test_the_fix_follows_the_cuda_version_in_the_text() -> None:
     steps = actions(explain(text, environ={}), "runtime-older-than-build")
     assert steps == [{"do": "pip-install", "requirements": ["nvidia-cudnn-cu11>=8.6.0,<9"], "options": [],
                       "target": None, "python": None}]
+
+
+@pytest.mark.parametrize(("name", "cuda"), [
+    ("libcublas.so.12", 12), ("libcublasLt.so.11", 11), ("libcublas.so.13", 13), ("libcudart.so.11.0", 11),
+    ("libnvrtc.so.11.2", 11), ("/opt/x/libnvrtc.so.12", 12), ("cublas64_12.dll", 12), ("cublasLt64_11.dll", 11),
+    ("cudart64_110.dll", 11), ("cudart64_101.dll", 10), ("cudart64_90.dll", 9), ("nvrtc64_120_0.dll", 12),
+    ("nvrtc64_112_0.dll", 11), ("libnvrtc.so", None), ("libcufft.so.11", None), ("libcudnn.so.9", None),
+])
+def test_the_cuda_major_a_cuda_library_name_carries(name: str, cuda: int | None) -> None:
+    assert cuda_major_of(name) == cuda
+
+
+@pytest.mark.wheels
+def test_the_cuda_major_of_the_real_cublas_wheel_s_files_is_its_own() -> None:
+    names = [path.name for path in lib_folder("cublas-cu12-12.9.1.4").glob("libcublas*.so.*")]
+    assert names and {cuda_major_of(name) for name in names} == {12}
+
+
+@pytest.mark.parametrize(("text", "wheel"), [
+    # the library asked for names its CUDA major; the text's other CUDA (what nvidia-smi says the driver takes, what
+    # the user has) is not the one to install for
+    ("ERROR:root:General error in transcription: Library cublas64_12.dll is not found or cannot be loaded\n"
+     "I have cuda version 11.8.", "nvidia-cublas-cu12"),
+    ("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n"
+     "| NVIDIA-SMI 535.104.05    Driver Version: 535.104.05   CUDA Version: 12.2 |", "nvidia-cuda-runtime-cu11"),
+    ("OSError: libcublasLt.so.12: cannot open shared object file: No such file or directory (CUDA 11.8)",
+     "nvidia-cublas-cu12"),
+])
+def test_a_cuda_library_s_fix_is_for_the_cuda_major_its_name_carries(text: str, wheel: str) -> None:
+    result = explain(text, environ={})
+    first = result.causes[0]
+    assert first.family in ("cublas-missing-or-wrong", "libcudart-missing-or-wrong")
+    assert first.fix.json()["actions"][0]["requirements"] == [wheel]
 
 
 def test_a_conda_path_gets_conda_advice_and_windows_gets_windows_steps() -> None:

@@ -18,6 +18,7 @@ from cudnnload.diagnose.explain.reading import (
     Reading,
     Signal,
     cpu_build_package,
+    cuda_major_of,
     library_class,
     listed_by_torch,
     version_of,
@@ -77,8 +78,12 @@ def cudnn_wheel(major: int | None, cuda: int | None, at_least: str | None = None
     return f"nvidia-cudnn-cu{cuda}>={lower},<{major + 1}"
 
 
-def _cuda_major(reading: Reading) -> int | None:
-    return reading.cuda[0] if reading.cuda else None
+def _cuda_major(reading: Reading, signal: Signal | None = None) -> int | None:
+    """The CUDA major to install for: the one the failed library's own name carries (a program asking for
+    libcublas.so.12 needs CUDA 12's cuBLAS, whatever nvidia-smi's "CUDA Version" says), else the text's."""
+    asked = signal and (signal.failed or signal.library)
+    named = cuda_major_of(asked) if asked else None
+    return named or (reading.cuda[0] if reading.cuda else None)
 
 
 def _dll(major: int | None) -> str:
@@ -235,7 +240,7 @@ def _mixed(reading: Reading, signal: Signal | None) -> Fix:
 
 
 def _nvrtc_missing(reading: Reading, signal: Signal | None) -> Fix:
-    wheel = cuda_wheel("nvrtc", _cuda_major(reading))
+    wheel = cuda_wheel("nvrtc", _cuda_major(reading, signal))
     if reading.has("conda"):
         return fix(manual("conda install -c conda-forge cuda-nvrtc (in the environment), which brings libnvrtc.so"))
     if wheel:
@@ -279,13 +284,13 @@ def _cublas(reading: Reading, signal: Signal | None) -> Fix:
             return fix(pip_install([f"{_MATH_WHEELS[name]}-cu{cuda}"]))
         return fix(manual(f"install {_MATH_WHEELS[name]} of the CUDA major the program was built for "
                           f"({_MATH_WHEELS[name]}-cu12 for CUDA 12, or the CUDA toolkit's)"))
-    wheel = cuda_wheel("cublas", _cuda_major(reading))
+    wheel = cuda_wheel("cublas", _cuda_major(reading, signal))
     return fix(pip_install([wheel])) if wheel else fix(manual("install cuBLAS of the CUDA major the program was "
                                                               "built for (nvidia-cublas-cuXX, or the toolkit)"))
 
 
 def _cudart(reading: Reading, signal: Signal | None) -> Fix:
-    wheel = cuda_wheel("cudart", _cuda_major(reading))
+    wheel = cuda_wheel("cudart", _cuda_major(reading, signal))
     return fix(pip_install([wheel])) if wheel else NO_FIX
 
 

@@ -86,6 +86,26 @@ def library_major(name: str) -> int | None:
     return None
 
 
+# CUDA's own libraries whose file name carries the CUDA major they belong to: libcublas.so.12, libcudart.so.11.0,
+# libnvrtc.so.11.2 (every 11.2+), cublas64_12.dll, cudart64_110.dll (11.x), nvrtc64_120_0.dll (12.x); the math
+# libraries' numbers are their own (nvidia-cufft-cu12 ships libcufft.so.11)
+_CUDA_NAMED = ("cublas", "cudart", "nvrtc")
+
+
+def cuda_major_of(name: str) -> int | None:
+    """The CUDA major a cuBLAS, CUDA runtime or NVRTC file name belongs to (``.so.12``; on Windows ``64_12``, and
+    ``64_110``/``64_112_0``/``64_90``: the release's digits, the last being its minor), else None."""
+    base = ntpath.basename(posixpath.basename(name)).lower()
+    if library_class(base) not in _CUDA_NAMED:
+        return None
+    found = re.search(r"\.so\.(\d+)|64_(\d+)(?:_\d+)?\.dll$", base)
+    if not found:
+        return None
+    number = int(found.group(1) or found.group(2))
+    major = number // 10 if found.group(2) and number >= 20 else number
+    return major if 7 <= major <= 13 else None
+
+
 def serving(function: str) -> SubLibrary | None:
     """The cuDNN 9 (or 8) library whose calls include ``function``: the catalog's examples and calls, then
     the C API table (who owns each prototype in cuDNN 9)."""
@@ -2001,6 +2021,7 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
         # a derived entry's load, read by the library the text names after its words
         said, named = (match.text, None) if entry.kind else _named_load(entry, _said_after(text, match.start))
         kind = entry.kind or (named[0] if named else None)
+        failed = named[1] if named else None
         if kind and kind.startswith(_LOAD_KINDS) and _names_only_others(said):
             if _WARNING_LINE.search(_line_at(text, match.start)):  # a warning: the program went on without it
                 yield match.start, _gone_past(text, match, "a library that is not cuDNN's nor one it needs could not "
@@ -2021,7 +2042,7 @@ def _catalog_signals(text: str, matches: list[messages.Match], taken: list[tuple
         yield match.start, Signal(
             f"catalog:{entry.id}", kind or ("warning" if entry.warning else "catalog"),
             _line_at(text, match.start), f"{entry.source}, {entry.file} ({versions})", entry.meaning,
-            library=named[1] if named else None, failed=named[1] if named else None,
+            library=failed or _own_load(entry, match.text), failed=failed,
             quote=quote(match.text), families=() if named else entry.families, warning=entry.warning,
             entry=entry.id)
 
@@ -2061,6 +2082,16 @@ def _named_load(entry: messages.Entry, said: str) -> tuple[str, tuple[str, str] 
         return said, None
     found = _LIBRARY_NAME.search(said)
     return said, (load_kind(found.group(0), "missing"), found.group(0)) if found else None
+
+
+def _own_load(entry: messages.Entry, said: str) -> str | None:
+    """The library a load message of the catalog names where it is of the kind the entry is about (CTranslate2's
+    "Library cublas64_12.dll is not found or cannot be loaded"): the file it asked for, whose name tells the major
+    it wants (the fix's); None otherwise. Not what failed: its causes stay the curated entry's."""
+    if not entry.kind or not entry.kind.startswith(_LOAD_KINDS):
+        return None
+    found = _LIBRARY_NAME.search(said)
+    return found.group(0) if found and load_kind(found.group(0), "missing") == entry.kind else None
 
 
 def _names_only_others(said: str) -> bool:
