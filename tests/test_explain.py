@@ -2992,3 +2992,44 @@ def test_a_triton_kernel_needing_more_shared_memory_than_the_gpu_has_is_a_config
                     environ={}).causes[0]
     assert first.family == "unsupported-configuration" and "Triton" in first.title and "cuDNN" not in first.title
     assert "num_stages" in first.fix.actions[0].text and "Hardware limit" in first.tell
+
+
+# --- building an extension: the CUDA toolkit (torch's cpp_extension, DeepSpeed's op builder) ---------------
+
+@pytest.mark.parametrize(("text", "family", "versions"), [
+    # torch 2.5's message over two lines, the unformatted tuple torch 2.10+ raises, DeepSpeed's
+    ("RuntimeError:\nThe detected CUDA version (12.1) mismatches the version that was used to compile\n"
+     "PyTorch (11.8). Please make sure to use the same CUDA versions.", "cuda-toolkit-mismatch", ("12.1", "11.8")),
+    ("RuntimeError: ('The detected CUDA version (%s) mismatches the version that was used to compilePyTorch (%s). "
+     "Please make sure to use the same CUDA versions.', '13.0', '12.8')", "cuda-toolkit-mismatch", ("13.0", "12.8")),
+    ("op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 12.4 does not match "
+     "the version torch was compiled with 12.1, unable to compile cuda/cpp extensions without a matching cuda "
+     "version.", "cuda-toolkit-mismatch", ("12.4", "12.1")),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+     "cuda-toolkit-missing", None),
+    ("op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+     "cuda-toolkit-missing", None),
+])
+def test_a_toolkit_check_before_building_an_extension_is_the_toolkit_not_cudnn(
+        text: str, family: str, versions: tuple[str, str] | None) -> None:
+    result = explain(text, environ={})
+    assert [c.family for c in result.causes] == [family]
+    assert read(text).toolkit_check == versions
+    step = str(actions(result, family)[0]["text"])
+    assert "CUDA_HOME" in step and "cuda-toolkit" in step
+    if versions:  # the toolkit of the framework's CUDA, not the one the build found
+        assert f"cuda-toolkit={versions[1]}" in step and versions[0] in result.causes[0].title
+
+
+@pytest.mark.parametrize("text", [
+    "UserWarning: The detected CUDA version (12.2) has a minor version mismatch with the version that was used to "
+    "compile PyTorch (12.1). Most likely this shouldn't be a problem.",
+    "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+    "Installed CUDA version 12.2 does not match the version torch was compiled with 12.1 but since the APIs are "
+    "compatible, accepting this combination",
+    "/usr/lib/python3/dist-packages/torch/autograd/graph.py:744: UserWarning: Attempting to run cuBLAS, but there was "
+    "no current CUDA context! Attempting to set the primary context... (Triggered internally at "
+    "../aten/src/ATen/cuda/CublasHandlePool.cpp:135.)",
+])
+def test_what_torch_and_deepspeed_accept_or_mend_themselves_is_only_a_warning(text: str) -> None:
+    assert [c.family for c in explain(text, environ={}).causes] == ["harmless-warning"]

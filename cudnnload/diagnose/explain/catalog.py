@@ -188,16 +188,22 @@ def _cut_start(tail: str, part: str) -> int | None:
 # title, followed by its own text: "... support the graph" of "... support the graph."), so a template's last
 # part is found without it.
 _END = re.compile(r"[\s.!;:,]+$")
+# ...and the decoration a template's first part may start with, which a paste (or `pasted`'s reading of a Markdown
+# quote or list) drops at a line's start: DeepSpeed's ">- DeepSpeed Op Builder: ...", dlib's "*** Dlib requires",
+# the ". " or ") " of a part that follows a field in its source
+_START = re.compile(r"^[\s>*.!;:,)\]-]+")
 
 
 def literal_parts(template: str, style: str) -> list[str]:
     """The literal parts of ``template`` that a text must hold, in order: the first and the last without the
-    spaces around them, and the last, where the template ends in it (no field after it), without the punctuation
-    that ends its sentence."""
+    spaces around them; the first, where the template starts with it, without the decoration before its words;
+    the last, where the template ends in it (no field after it), without the punctuation that ends its sentence."""
     parts = split_template(template, style)
     literal = [part for part in parts if part.strip()]
     if literal:
         literal[0], literal[-1] = literal[0].strip(), literal[-1].strip()
+        if parts[0].strip():
+            literal[0] = _START.sub("", literal[0])
         if parts[-1].strip():
             literal[-1] = _END.sub("", literal[-1])
     return [part for part in literal if part]

@@ -498,6 +498,38 @@ def _parts(reading: Reading, signal: Signal | None) -> Fix:
     return fix(manual("reinstall the framework's packages together, at one release"))
 
 
+def _toolkit_setup(want: str, version: str) -> str:
+    """Installing the CUDA toolkit ``want`` (words) of version ``version`` ("12.4", or "X.Y") and building with it."""
+    return (f"install the CUDA toolkit {want} (nvcc and the headers: NVIDIA's installer or apt's cuda-toolkit-"
+            f"{version.replace('.', '-')}; in a conda environment conda install -c nvidia cuda-toolkit={version}) and "
+            f"point CUDA_HOME at it before building (export CUDA_HOME=/usr/local/cuda-{version}); pip's nvidia-* "
+            "wheels bring CUDA's libraries, never nvcc")
+
+
+def _toolkit_missing(reading: Reading, signal: Signal | None) -> Fix:
+    return fix(manual(_toolkit_setup("of the CUDA torch was built with (python -c 'import torch; "
+                                     "print(torch.version.cuda)' prints X.Y)", "X.Y")),
+               note="or install a prebuilt wheel of the extension made for your torch and CUDA, which needs no "
+                    "toolkit")
+
+
+def _toolkit_mismatch(reading: Reading, signal: Signal | None) -> Fix:
+    if reading.toolkit_check is None:
+        return _toolkit_missing(reading, signal)
+    toolkit, framework = reading.toolkit_check
+    index = _TORCH_INDEX.get(int(toolkit.split(".")[0]))
+    return fix(manual(_toolkit_setup(framework, framework)),
+               note=f"or build with the toolkit {toolkit} you have against a torch made for it"
+                    + (f" (pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index})"
+                       if index else "") + ", or install a prebuilt wheel of the extension")
+
+
+def _toolkit_title(reading: Reading, signal: Signal | None) -> str:
+    versions = reading.toolkit_check
+    return ("the CUDA toolkit that builds the extension" + (f" ({versions[0]})" if versions else "") + " is not "
+            "the CUDA the framework was built with" + (f" ({versions[1]})" if versions else ""))
+
+
 # What a message says of its cause in words of its own, where the family's are about something else (bad-param-usage
 # speaks of a zero-sized tensor, unsupported-configuration of what cuDNN has no engine for): by the family and the
 # reading's signal (its pattern), the title, how it produces the message, the check that tells it apart and the fix.
@@ -813,6 +845,18 @@ FAMILIES: dict[str, Family] = {family.id: family for family in (
            "the framework's own answer: torch.version.cuda is None, jax.devices() lists only CPUs, "
            "onnxruntime.get_available_providers() lacks CUDAExecutionProvider, paddle.is_compiled_with_cuda() is "
            "False", _cpu_build),
+    Family("cuda-toolkit-missing", _title("no CUDA toolkit (nvcc) to build the extension: CUDA_HOME is not set or "
+                                          "names no toolkit"),
+           "building a CUDA extension (torch.utils.cpp_extension: flash-attn, apex, xFormers, DeepSpeed's ops, a "
+           "project's own kernels, from source) runs nvcc from CUDA_HOME, else the nvcc on PATH, else /usr/local/"
+           "cuda; pip's nvidia-* wheels and the frameworks bring CUDA's libraries, not nvcc or its headers",
+           "`nvcc --version` fails, and `echo $CUDA_HOME` is empty or names a folder without bin/nvcc",
+           _toolkit_missing),
+    Family("cuda-toolkit-mismatch", _toolkit_title,
+           "PyTorch refuses to build an extension with a toolkit of another CUDA major than torch.version.cuda "
+           "(DeepSpeed any other major.minor outside its list): the extension would need another CUDA runtime "
+           "than the one torch loads", "`$CUDA_HOME/bin/nvcc --version` and `python -c 'import torch; "
+           "print(torch.version.cuda)'` differ", _toolkit_mismatch),
     Family("torch-without-nvidia-deps", _title("torch was installed without its nvidia-* dependency wheels"),
            "a package manager (poetry with the torch 2.0.1 metadata) installed the CUDA build of torch but not "
            "nvidia-cudnn/cublas/nvrtc", "`pip list | grep nvidia` shows none of them",

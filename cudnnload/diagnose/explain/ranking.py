@@ -108,6 +108,10 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     # a GPU index the process does not have: the program's choice of device, else what CUDA_VISIBLE_DEVICES hides
     "device-index": ("bad-param-usage", "no-gpu-or-driver"),
     "known-bad": ("known-bad-release",),
+    # building a CUDA extension against the framework (torch's cpp_extension, DeepSpeed's op builder): the CUDA
+    # toolkit it needs is absent, or of another CUDA than the framework's build; nothing at run time is at fault
+    "toolkit-missing": ("cuda-toolkit-missing",),
+    "toolkit-mismatch": ("cuda-toolkit-mismatch",),
     "no-engine": ("out-of-memory", "driver-too-old", "unsupported-configuration", "gpu-too-new", "gpu-too-old"),
     "conv-algorithm": ("out-of-memory", "runtime-older-than-build", "driver-too-old", "version-mismatch-shadowed"),
     "status:NOT_INITIALIZED": ("out-of-memory", "driver-too-old", "no-gpu-or-driver", "gpu-too-new"),

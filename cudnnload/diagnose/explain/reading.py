@@ -1903,6 +1903,7 @@ class Reading:
     files: tuple[str, ...] = ()  # cuDNN libraries the text shows on the machine (a listing, a path), not its messages'
     toolkit: tuple[int, ...] | None = None  # the CUDA the text names, but not nvidia-smi's (the driver's newest)
     named: tuple[str, ...] = ()  # cuDNN libraries the text names outside its known messages' lines, in any words
+    toolkit_check: tuple[str, str] | None = None  # (the CUDA toolkit's, the framework's build's) of a toolkit check
 
     @property
     def primary(self) -> Signal | None:
@@ -1942,7 +1943,7 @@ _OWNER = {
 # Which messages are the cause and which the consequence, when a text holds several: a library that failed
 # to load comes before the version check or status that follows from it; the Error: part's library first. CUDA's
 # math libraries (cuFFT, ...) are no library cuDNN needs: a framework lists them beside cuDNN, which comes first.
-_PRECEDENCE = ("removed-api", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
+_PRECEDENCE = ("removed-api", "toolkit-", "dependency-", "unloadable", "paging-file", "symbol-mismatch", "engine-load",
                "sublibrary-load", "cudnn-not-found", "windows-load", "dependency-load:cuda-math", "compile-missing",
                "version-", "known-bad",
                "status:ARCH_MISMATCH", "status:SUBLIBRARY", "hardware", "oom", "misuse", "status:", "cublas-status:",
@@ -2341,6 +2342,26 @@ def _capability(text: str) -> tuple[int, int] | None:
     return (int(major), int(minor or 0)) if 1 <= int(major) <= 12 else None
 
 
+# The two CUDA versions a check before building an extension printed: the toolkit's and the framework's, as
+# torch's cpp_extension says them ("The detected CUDA version (12.1) mismatches the version that was used to compile
+# PyTorch (11.8)", over two lines before torch 2.6; torch 2.10+ raises the message unformatted with them after it:
+# "', '12.1', '11.8')") and DeepSpeed's op builder ("Installed CUDA version 12.1 does not match the version torch was
+# compiled with 11.8")
+_TOOLKIT_CHECK = re.compile(r"detected CUDA version \((?P<toolkit>\d+\.\d+)\)\s+(?:has a minor version mismatch|"
+                            r"mismatches) the version that was used to compile\s*PyTorch \((?P<torch>\d+\.\d+)"
+                            r"|Installed CUDA version (?P<toolkit2>\d+\.\d+) does not match the version torch was "
+                            r"compiled with (?P<torch2>\d+\.\d+)"
+                            r"|mismatches the version[^\n]*?['\"], ['\"](?P<toolkit3>\d+\.\d+)['\"], "
+                            r"['\"](?P<torch3>\d+\.\d+)")
+
+
+def _toolkit_check(text: str) -> tuple[str, str] | None:
+    if (found := _TOOLKIT_CHECK.search(text)) is None:
+        return None
+    toolkit, framework = (g for g in found.groups() if g)
+    return toolkit, framework
+
+
 # A library's path: /x/y/libcudnn_ops.so.9, C:\\x\\cudnn_ops64_9.dll
 _PATH = re.compile(r"(?<![\w.+@~/-])(?:/[\w.+@~-]+)+?/lib[\w+-][\w.+-]*?\.so(?:\.\d+)*(?![\w.])"
                    r"|(?<![\w\\])[A-Za-z]:\\(?:[^\\\"'\n<>|]+\\)+?[\w.-]+?\.dll\b")
@@ -2399,7 +2420,8 @@ def read(text: str) -> Reading:
     return Reading(tuple(unique), clues, platform, major, _cuda_version(evidence), frameworks, _builds(evidence),
                    stated, paths, wanted=wanted, capability=_capability(evidence), wheel=_wheel_version(context),
                    files=_files_shown(listed), toolkit=_cuda_version(_NVIDIA_SMI_HEADER.sub("", evidence)),
-                   named=tuple(dict.fromkeys(found.group(0) for found in _CUDNN_LIBRARY.finditer(context))))
+                   named=tuple(dict.fromkeys(found.group(0) for found in _CUDNN_LIBRARY.finditer(context))),
+                   toolkit_check=_toolkit_check(text))
 
 
 # The severity a logger writes at the start of a line (a warning's or information's: W or I), or a warning's own
