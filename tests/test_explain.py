@@ -17,11 +17,11 @@ import pytest
 
 from cudnnload.diagnose.explain import Explanation, catalog, explain, gpus, ranking
 from cudnnload.diagnose.explain.causes import ABOUT_LOADING, FAMILIES, cudnn_wheel
-from cudnnload.diagnose.explain.reading import Signal, cuda_major_of, library_major, read
+from cudnnload.diagnose.explain.reading import Signal, cuda_major_of, library_class, library_major, read
 from cudnnload.errors import UsageError
 from cudnnload.resolve.survey import SurveyedWheel, surveyed
 from fixtures.explain.corpus import families, loading_families
-from tests.wheels import lib_folder, python_path
+from tests.wheels import cache_root, lib_folder, python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -394,6 +394,26 @@ def test_the_cuda_major_a_cuda_library_name_carries(name: str, cuda: int | None)
 def test_the_cuda_major_of_the_real_cublas_wheel_s_files_is_its_own() -> None:
     names = [path.name for path in lib_folder("cublas-cu12-12.9.1.4").glob("libcublas*.so.*")]
     assert names and {cuda_major_of(name) for name in names} == {12}
+
+
+@pytest.mark.wheels
+def test_a_cuda_library_s_fix_puts_the_real_wheel_s_folder_on_the_path() -> None:
+    # every CUDA wheel the tests unpacked (cuBLAS and NVRTC of CUDA 11, 12, 13): for a program that asks the loader
+    # by name, the fix installs that wheel and puts the folder that holds the library asked for on the search path
+    seen = 0
+    for site in sorted((cache_root() / "unpacked").glob("nvidia-c*")):
+        for path in site.rglob("lib*.so.*"):
+            cuda, kind = cuda_major_of(path.name), library_class(path.name)
+            if cuda is None or kind not in ("cublas", "nvrtc") or "builtins" in path.name or ".alt." in path.name:
+                continue
+            text = f"OSError: {path.name}: cannot open shared object file: No such file or directory"
+            install, on_path = actions(explain(text, environ={}), "cublas-missing-or-wrong" if kind == "cublas"
+                                       else "nvrtc-missing")
+            assert site.name.startswith(install["requirements"][0].split(">")[0])  # type: ignore[index]
+            folder = re.search(r"LD_LIBRARY_PATH=(\S+):", str(on_path["text"]))
+            assert folder and Path(folder.group(1).replace("<site-packages>", str(site)), path.name).is_file()
+            seen += 1
+    assert seen >= 2
 
 
 @pytest.mark.parametrize(("text", "wheel"), [

@@ -24,6 +24,7 @@ from cudnnload.diagnose.explain.reading import (
     version_of,
 )
 from cudnnload.judge.gpu import GENERIC_INIT_FIX, INIT_FIXES
+from cudnnload.resolve.catalog import dependency_folder, dependency_requirement
 from cudnnload.verdicts import NO_FIX, Action, Fix, fix, manual, pip_install, pip_uninstall, set_variable
 
 
@@ -52,17 +53,15 @@ NEWEST_CUDNN_WHEEL: dict[tuple[int, int], tuple[int, ...]] = {
     (9, 13): (9, 28, 1, 4),
 }
 
-# CUDA's own wheels: -cu11 and -cu12 suffixes; CUDA 13's have none (nvidia-cublas-cu13 on PyPI: "DEPRECATED:
-# Use nvidia-cublas instead"), so they are pinned to the major.
-_CUDA_WHEELS = {"cublas": "nvidia-cublas", "nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime"}
-
-
 def cuda_wheel(library: str, cuda: int | None) -> str | None:
-    if cuda in (11, 12):
-        return f"{_CUDA_WHEELS[library]}-cu{cuda}"
-    if cuda == 13:
-        return f"{_CUDA_WHEELS[library]}>=13,<14"
-    return None
+    """The requirement of CUDA's wheel of ``library`` ("cublas", "nvrtc", "cudart") for CUDA ``cuda``: the one
+    table of what pip ships (`resolve.catalog.dependency_requirement`); None where pip has none."""
+    return dependency_requirement(f"lib{library}.so.{cuda}") if cuda else None
+
+
+# the frameworks that find CUDA's wheels themselves (their RPATH or their own search of site-packages); every other
+# program asks the loader by name, which searches no site-packages
+_FINDS_CUDA_WHEELS = ("pytorch", "tensorflow", "jax")
 
 
 def cudnn_wheel(major: int | None, cuda: int | None, at_least: str | None = None) -> str | None:
@@ -239,13 +238,27 @@ def _mixed(reading: Reading, signal: Signal | None) -> Fix:
                       ", or reinstall the complete cuDNN"))
 
 
+def _cuda_wheel_steps(reading: Reading, library: str, cuda: int | None) -> list[Action]:
+    """Install CUDA's wheel of ``library`` for ``cuda``, and, for a program that asks the loader for it by name,
+    put the wheel's folder on the library path; none where PyPI has no such wheel."""
+    wheel = cuda_wheel(library, cuda)
+    if wheel is None:
+        return []
+    if reading.framework in _FINDS_CUDA_WHEELS:
+        return [pip_install([wheel])]
+    where = dependency_folder(wheel, "<site-packages>")
+    if reading.platform == "windows":  # the DLLs are in bin; CUDA 13's wheels nest them one deeper, bin\x86_64
+        where = where.replace("/", "\\").removesuffix("\\lib") + ("\\bin\\x86_64" if cuda == 13 else "\\bin")
+    return [pip_install([wheel]), _library_path_step(reading, where)]
+
+
 def _nvrtc_missing(reading: Reading, signal: Signal | None) -> Fix:
-    wheel = cuda_wheel("nvrtc", _cuda_major(reading, signal))
+    steps = _cuda_wheel_steps(reading, "nvrtc", _cuda_major(reading, signal))
     if reading.has("conda"):
         return fix(manual("conda install -c conda-forge cuda-nvrtc (in the environment), which brings libnvrtc.so"))
-    if wheel:
-        return fix(pip_install([wheel]), note="cuDNN 8.x also dlopens the unversioned libnvrtc.so: link it to "
-                                              "libnvrtc.so.N in the same folder if only the versioned name exists")
+    if steps:
+        return fix(*steps, note="cuDNN 8.x also dlopens the unversioned libnvrtc.so: link it to "
+                                "libnvrtc.so.N in the same folder if only the versioned name exists")
     return fix(manual("install NVRTC of the CUDA major cuDNN was built for (nvidia-cuda-nvrtc-cuXX, or the "
                       "toolkit) and make libnvrtc.so resolvable: the wheel ships libnvrtc.so.XX.Y alone, so for the "
                       "unversioned name link it beside cuBLASLt (ln -s .../nvidia/cuda_nvrtc/lib/libnvrtc.so.XX.Y "
@@ -284,14 +297,14 @@ def _cublas(reading: Reading, signal: Signal | None) -> Fix:
             return fix(pip_install([f"{_MATH_WHEELS[name]}-cu{cuda}"]))
         return fix(manual(f"install {_MATH_WHEELS[name]} of the CUDA major the program was built for "
                           f"({_MATH_WHEELS[name]}-cu12 for CUDA 12, or the CUDA toolkit's)"))
-    wheel = cuda_wheel("cublas", _cuda_major(reading, signal))
-    return fix(pip_install([wheel])) if wheel else fix(manual("install cuBLAS of the CUDA major the program was "
-                                                              "built for (nvidia-cublas-cuXX, or the toolkit)"))
+    steps = _cuda_wheel_steps(reading, "cublas", _cuda_major(reading, signal))
+    return fix(*steps) if steps else fix(manual("install cuBLAS of the CUDA major the program was built for "
+                                                "(nvidia-cublas-cuXX, or the toolkit)"))
 
 
 def _cudart(reading: Reading, signal: Signal | None) -> Fix:
-    wheel = cuda_wheel("cudart", _cuda_major(reading, signal))
-    return fix(pip_install([wheel])) if wheel else NO_FIX
+    steps = _cuda_wheel_steps(reading, "cudart", _cuda_major(reading, signal))
+    return fix(*steps) if steps else NO_FIX
 
 
 def _zlib(reading: Reading, signal: Signal | None) -> Fix:
