@@ -77,7 +77,7 @@ def test_the_split_places_every_report_once_and_holds_out_each_part(reports: lis
         and len(parts["held_out_19"]) >= 3 and len(parts["held_out_20"]) >= 8 and len(parts["held_out_21"]) >= 9 \
         and len(parts["held_out_22"]) >= 5 and len(parts["held_out_23"]) >= 7 and len(parts["held_out_24"]) >= 2 \
         and len(parts["held_out_25"]) >= 5 and len(parts["held_out_26"]) >= 3 \
-        and len(parts["held_out_27"]) >= 3
+        and len(parts["held_out_27"]) >= 3 and len(parts["held_out_28"]) >= 5
     assert sum(len(part) for part in parts.values()) == len(reports)
     assert len({r["id"] for part in parts.values() for r in part}) == len(reports)
 
@@ -90,7 +90,7 @@ def test_the_split_places_every_report_once_and_holds_out_each_part(reports: lis
                           ("held_out_17", 8), ("held_out_18", 8), ("held_out_19", 8),
                           ("held_out_20", 8), ("held_out_21", 8), ("held_out_22", 8), ("held_out_23", 8),
                           ("held_out_24", 8), ("held_out_25", 8), ("held_out_26", 8),
-                          ("held_out_27", 8)])
+                          ("held_out_27", 8), ("held_out_28", 8)])
 def test_a_hash_split_held_out_part_holds_only_ids_its_rule_holds_out(part: str, first_held_digit: int) -> None:
     """split.json's hash rules: sha1(id) starting with 8-f is held out, 0-7 went to tuning (held_out_2, _3, _4, _8
     to _10); b-f held out, 0-a to tuning (held_out_6)."""
@@ -104,12 +104,12 @@ def test_the_doubtful_reports_of_a_round_are_its_own_each_with_a_reason(reports:
     assert set(doubtful) == {"held_out_5", "held_out_8", "held_out_9", "held_out_10", "held_out_11", "held_out_12",
                             "held_out_13", "held_out_14", "held_out_15", "held_out_16", "held_out_17", "held_out_18",
                             "held_out_19", "held_out_20", "held_out_21", "held_out_22", "held_out_23", "held_out_24",
-                            "held_out_25", "held_out_26", "held_out_27"}
+                            "held_out_25", "held_out_26", "held_out_27", "held_out_28"}
     assert {part: len(listed) for part, listed in doubtful.items()} == {
         "held_out_5": 15, "held_out_8": 9, "held_out_9": 23, "held_out_10": 18, "held_out_11": 17, "held_out_12": 16,
         "held_out_13": 21, "held_out_14": 9, "held_out_15": 15, "held_out_16": 8, "held_out_17": 3,
         "held_out_18": 2, "held_out_19": 2, "held_out_20": 3, "held_out_21": 6, "held_out_22": 5, "held_out_23": 5,
-        "held_out_24": 2, "held_out_25": 5, "held_out_26": 3, "held_out_27": 3}
+        "held_out_24": 2, "held_out_25": 5, "held_out_26": 3, "held_out_27": 3, "held_out_28": 4}
     for part, listed in doubtful.items():  # held_out_13's, _14's and _15's harvests doubted all theirs
         assert set(listed) <= {r["id"] for r in split(reports)[part]} and all(listed.values())
 
