@@ -1192,3 +1192,15 @@ def test_a_preload_of_the_framework_s_own_file_is_not_what_gave_it_the_wrong_rel
     runtime as the preload's and fixed it by running without the entry, which changed nothing. The preload is the
     very file torch's loader opens; the pinned wheel put back is the fix, and torch works."""
     _fixed_without_breaks(15160, ["torch"], lambda j: j.said.form == "command" and j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preload_kept_for_everyone_never_meets_the_wheel_the_fix_puts_back_on_ld_library_path() -> None:
+    """LD_PRELOAD of 9.0's ops, the venv's cuDNN folder on LD_LIBRARY_PATH with its graph a dangling link, 9.0 in a
+    folder on PYTHONPATH (fix differential 3-16229): torch's repair put the venv's 9.24 back into that folder and
+    kept the preload and the folder for everyone, each taken away for torch alone (`env -u LD_PRELOAD`, `env -u
+    LD_LIBRARY_PATH`). The preloaded ops then bound 9.24's graph first: every program stopped at start, `env`
+    too. The preload now goes for everyone where the fix puts a wheel back into an entry kept for everyone; torch
+    and both apps work, in both forms, and nothing breaks."""
+    _fixed_without_breaks(16229, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

@@ -102,37 +102,61 @@ def scoped(findings: Iterable[Finding], environ: Mapping[str, str], ctx: Context
     now = context(environ, executable=plain, cache=ctx.cache if ctx is not None else None,
                   verify=ctx.verify if ctx is not None else False)
     findings = _first_for_all(findings, environ, now) if settings else findings
+    unkept = findings
     findings = _preloads_kept(findings, environ, now) if preloads else findings
     if not any(_removed(f.fix, environ) for f in findings):
         return findings
-    serves: dict[tuple[frozenset[str], bool, frozenset[tuple[str, str]]], str | None] = {}
-    out = []
-    for finding in findings:
-        # an entry a setting leaves out is taken away as well, and put in its place what the setting gives: that
-        # is harm only where programs by name are left no cuDNN at all (a setting that puts the full wheel where
-        # the JIT wheel was is their fix too), and none where the setting names a folder the fix fills, which the
-        # model cannot see yet
-        removals = frozenset(entry for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
-                             for entry in _dropped(a, environ))
-        replaced = not removals
-        taken = removals or (frozenset() if _refilled(finding.fix) else _removed(finding.fix, environ))
-        gone = frozenset(entry for entry in taken if not _inert(entry))
-        # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
-        # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
-        # folder and a link's, which gives them a whole cuDNN again)
-        world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
-        key = (gone, replaced, frozenset(world.items()))
-        # a fix that takes a preload away from everyone (`_preloads_kept`: it would be mixed with what the fix gives
-        # back) and gives back an entry that answers first once it is done (a wheel put back into it, a folder
-        # opened): programs by name get that cuDNN, whole, whatever the preload and the entries taken gave them (the
-        # fix differential's 3-8971: a folder of links before the venv's taken away, the venv's wheel put back)
-        unloads = any(_unpreloads(a) for a in finding.fix.actions)
-        gone = frozenset() if gone and unloads and _opens_for_them(finding.fix, now, environ) else gone
-        if gone and key not in serves:
-            serves[key] = _serves_others(gone, now, world, replaced)
-        why = serves.get(key) if gone else None
-        out.append(_for_the_program(finding, environ, gone, why) if why else finding)
-    return tuple(out)
+    serves: Serves = {}
+    out = [_entries_for_the_program(finding, environ, now, serves) for finding in findings]
+    # a preload kept for everyone must not meet what the fix puts back into an entry kept for everyone: the fix
+    # differential's 3-16229, the venv's cuDNN 9.24 put back into a folder on LD_LIBRARY_PATH that the entries' own
+    # judgement kept for everyone, and a preloaded 9.0 ops whose graph that folder answers first: every program's
+    # start stops, `env -u LD_PRELOAD` too. Those go as the fix had them, the preload taken away for everyone
+    return tuple(_entries_for_the_program(first, environ, now, serves)
+                 if _preload_wrapped(kept.fix) and not _preload_wrapped(first.fix)
+                 and _opens_for_them(kept.fix, now, environ) else kept
+                 for first, kept in zip(unkept, out, strict=True))
+
+
+def _preload_wrapped(repair: Fix) -> bool:
+    """Whether ``repair`` runs the program with LD_PRELOAD changed for it alone (``env -u LD_PRELOAD``)."""
+    return any(a.do is ActionKind.RUN and any(word == "LD_PRELOAD" or word.startswith("LD_PRELOAD=")
+                                              for word in a.argv) for a in repair.actions)
+
+
+# What taking LD_LIBRARY_PATH entries away leaves programs by name, per (entries taken, whether a setting replaces
+# them, the environment after the fix): the reason to make it for the program alone, or None
+Serves = dict[tuple[frozenset[str], bool, frozenset[tuple[str, str]]], "str | None"]
+
+
+def _entries_for_the_program(finding: Finding, environ: Mapping[str, str], now: Context,
+                             serves: Serves) -> Finding:
+    """``finding`` with its fix's removals of LD_LIBRARY_PATH entries made for the program alone where programs by
+    name get a working cuDNN through them (`scoped`)."""
+    # an entry a setting leaves out is taken away as well, and put in its place what the setting gives: that
+    # is harm only where programs by name are left no cuDNN at all (a setting that puts the full wheel where
+    # the JIT wheel was is their fix too), and none where the setting names a folder the fix fills, which the
+    # model cannot see yet
+    removals = frozenset(entry for a in finding.fix.actions if a.do is ActionKind.ENV_REMOVE_ENTRY
+                         for entry in _dropped(a, environ))
+    replaced = not removals
+    taken = removals or (frozenset() if _refilled(finding.fix) else _removed(finding.fix, environ))
+    gone = frozenset(entry for entry in taken if not _inert(entry))
+    # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
+    # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
+    # folder and a link's, which gives them a whole cuDNN again)
+    world = World(environ).after(*(a for a in finding.fix.actions if a.do in _ENVIRONMENT)).environ
+    key = (gone, replaced, frozenset(world.items()))
+    # a fix that takes a preload away from everyone (`_preloads_kept`: it would be mixed with what the fix gives
+    # back) and gives back an entry that answers first once it is done (a wheel put back into it, a folder
+    # opened): programs by name get that cuDNN, whole, whatever the preload and the entries taken gave them (the
+    # fix differential's 3-8971: a folder of links before the venv's taken away, the venv's wheel put back)
+    unloads = any(_unpreloads(a) for a in finding.fix.actions)
+    gone = frozenset() if gone and unloads and _opens_for_them(finding.fix, now, environ) else gone
+    if gone and key not in serves:
+        serves[key] = _serves_others(gone, now, world, replaced)
+    why = serves.get(key) if gone else None
+    return _for_the_program(finding, environ, gone, why) if why else finding
 
 
 def _inert(entry: str) -> bool:
