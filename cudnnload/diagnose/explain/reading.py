@@ -2081,8 +2081,13 @@ def _named_load(entry: messages.Entry, said: str) -> tuple[str, tuple[str, str] 
     None in place of the pair where no library is named or the entry is not such a message."""
     if entry.curated or "cudnn-not-installed" not in entry.families:
         return said, None
+    return said, _first_load(said)
+
+
+def _first_load(said: str) -> tuple[str, str] | None:
+    """(the load kind of the first library ``said`` names, that library), or None where it names none."""
     found = _LIBRARY_NAME.search(said)
-    return said, (load_kind(found.group(0), "missing"), found.group(0)) if found else None
+    return (load_kind(found.group(0), "missing"), found.group(0)) if found else None
 
 
 def _own_load(entry: messages.Entry, said: str) -> str | None:
@@ -2091,8 +2096,8 @@ def _own_load(entry: messages.Entry, said: str) -> str | None:
     it wants (the fix's); None otherwise. Not what failed: its causes stay the curated entry's."""
     if not entry.kind or not entry.kind.startswith(_LOAD_KINDS):
         return None
-    found = _LIBRARY_NAME.search(said)
-    return found.group(0) if found and load_kind(found.group(0), "missing") == entry.kind else None
+    load = _first_load(said)
+    return load[1] if load is not None and load[0] == entry.kind else None
 
 
 def _names_only_others(said: str) -> bool:
