@@ -60,8 +60,9 @@ def cuda_wheel(library: str, cuda: int | None) -> str | None:
 
 
 # the frameworks that find CUDA's wheels themselves (their RPATH or their own search of site-packages); every other
-# program asks the loader by name, which searches no site-packages
-_FINDS_CUDA_WHEELS = ("pytorch", "tensorflow", "jax")
+# program asks the loader by name, which searches no site-packages: TensorFlow too, whose 2.16 found none of the
+# wheels `tensorflow[and-cuda]` installs (wheel-not-on-linker-path's words say so)
+_FINDS_CUDA_WHEELS = ("pytorch", "jax")
 
 
 def cudnn_wheel(major: int | None, cuda: int | None, at_least: str | None = None) -> str | None:
