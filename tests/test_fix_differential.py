@@ -1204,3 +1204,14 @@ def test_a_preload_kept_for_everyone_never_meets_the_wheel_the_fix_puts_back_on_
     too. The preload now goes for everyone where the fix puts a wheel back into an entry kept for everyone; torch
     and both apps work, in both forms, and nothing breaks."""
     _fixed_without_breaks(16229, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_the_shim_s_graph_is_the_first_one_mapped_not_the_last_of_its_name() -> None:
+    """LD_PRELOAD of libcudnn_graph.so.9 found through LD_LIBRARY_PATH in a venv whose cu13 9.24 wheel a cu12 9.0 one
+    overwrote, then a .pth line loading 9.28's graph by path (fix differential 3-16231): the shim got the preloaded
+    9.0 graph (glibc hands out the first object of a name in the link map) and torch stopped on 9.0.0. `doctor --
+    PROGRAM` took the last one mapped for the name, judged 9.28, and its repair left the cuDNN torch was built for
+    out; it now judges what the linker gave, and its first fix puts the 9.24 wheel back."""
+    _fixed_without_breaks(16231, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

@@ -928,8 +928,13 @@ def _compare(shim: lddebug.Opened, seen: Observation, env: Mapping[str, str], ct
     from cudnnload.resolve.discovery import context
     from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual
 
-    before = {os.path.basename(o.path): o.path for o in seen.libraries[:seen.libraries.index(shim)]
-              if os.path.basename(o.path).startswith("libcudnn")}
+    # what the process had mapped when the shim came, by the name each answers: the first object of a name keeps it
+    # (dl-load.c hands out the first in the link map; fix differential 3-16231: a preloaded 9.0 graph, then a .pth's
+    # 9.28 one by path, and the shim got the 9.0 one)
+    before: dict[str, str] = {}
+    for o in seen.libraries[:seen.libraries.index(shim)]:
+        if os.path.basename(o.path).startswith("libcudnn"):
+            before.setdefault(os.path.basename(o.path), o.path)
     opened = (shim.path, shim.requested_by)
     alone = ahead[opened] if opened in ahead else _predict(shim, ctx)  # made while it ran, or now
     as_run = (judged_install_of(shim.path, context(env, loaded=before, cache=ctx.cache), "as the program loaded it")
