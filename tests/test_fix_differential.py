@@ -1215,3 +1215,13 @@ def test_the_shim_s_graph_is_the_first_one_mapped_not_the_last_of_its_name() -> 
     PROGRAM` took the last one mapped for the name, judged 9.28, and its repair left the cuDNN torch was built for
     out; it now judges what the linker gave, and its first fix puts the 9.24 wheel back."""
     _fixed_without_breaks(16231, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_put_back_that_torch_refuses_never_takes_away_the_preload_it_works_through() -> None:
+    """cuDNN 9.0's cu12 wheel installed over the cu13 9.24 one torch pins, a 9.28 shim preloaded from /opt, the
+    venv's ops a dangling link (fix differential 3-16043): the app by path aborts, torch works through the preload.
+    The app's repair reinstalled 9.0 and took the preload away for everyone, excused for torch because a wheel went
+    back into its site: the wheel torch's pin excludes, and torch failed. The preload now goes for the app alone."""
+    _fixed_without_breaks(16043, ["app", "torch"], lambda j: j.said.consumer == "app-path", seed=3)

@@ -337,6 +337,51 @@ def test_a_preload_goes_for_everyone_where_the_fix_puts_a_wheel_back_into_their_
     assert "the preloaded shim answers the name" in alone.fix.text
 
 
+def test_a_wheel_put_back_that_the_framework_refuses_keeps_the_preload_for_it(tmp_path: Path) -> None:
+    """The same, where the wheel the fix puts back into the framework's site is one it refuses: cuDNN 9.0's cu12
+    wheel over the cu13 9.24 one torch pins (fix differential 3-16043: torch worked through a preloaded 9.28 shim,
+    and the preload taken away for everyone with the reinstall left it 9.0). The preload goes for the failing
+    program alone, with the pin that refuses the wheel as the reason; a wheel it takes, or one of a release the
+    model cannot tell, keeps the change for everyone."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import Fared, scoped
+    from cudnnload.resolve.consumers import Pin
+    from cudnnload.resolve.versions import Release
+    from cudnnload.verdicts import Finding, Subject, fix, pip_install, remove_entry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    gone = site / "nvidia" / "cudnn" / "lib"
+    shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
+    env = {**BASE, "LD_LIBRARY_PATH": str(gone), "LD_PRELOAD": str(shim)}
+    pin = Pin("nvidia-cudnn-cu13", "==9.24.0.43", (), "9.24.0.43")
+    torch = {"torch 2.14.1": Fared(None, (3, 0), str(site), (), (pin,), Release(9, 24, 0))}
+    after = {"torch 2.14.1": Fared("gets 9.0.0", (1, 0), str(site), (), (pin,), Release(9, 24, 0))}
+
+    def fixed(requirement: str) -> Finding:
+        reinstall = pip_install([requirement], options=["--force-reinstall", "--no-deps"], target=str(site),
+                                python=str(tmp_path / "venv" / "bin" / "python"))
+        return Finding(Code.MISSING_FILE, "m", Subject(SubjectKind.FILE, str(gone / "libcudnn.so.9")),
+                       fix(reinstall, remove_entry("LD_PRELOAD", str(shim))))
+
+    def others(world: dict[str, str]) -> dict[str, Fared]:
+        return torch if "LD_PRELOAD" in world else after
+
+    [alone] = scoped([fixed("nvidia-cudnn-cu12==9.0.0.312")], env, others=others)
+    assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}
+    assert "its pin nvidia-cudnn-cu13==9.24.0.43 excludes" in alone.fix.text
+    for taken in ("nvidia-cudnn-cu13==9.24.0.43", "nvidia-cudnn-cu12>=9,<10"):
+        assert scoped([fixed(taken)], env, others=others) == (fixed(taken),)
+    # no pin, only the release it was built with: an older minor is refused, a newer one taken
+    built = {label: f._replace(pins=()) for label, f in torch.items()}
+    unpinned = {label: f._replace(pins=()) for label, f in after.items()}
+    [alone] = scoped([fixed("nvidia-cudnn-cu13==9.0.0.312")], env,
+                     others=lambda world: built if "LD_PRELOAD" in world else unpinned)
+    assert "it was built with cuDNN 9.24.0: its version check refuses it" in alone.fix.text
+    assert scoped([fixed("nvidia-cudnn-cu13==9.28.0.42")], env, others=lambda world: built if "LD_PRELOAD" in world
+                  else unpinned) == (fixed("nvidia-cudnn-cu13==9.28.0.42"),)
+
+
 def test_a_wheel_put_back_behind_a_copy_that_answers_first_keeps_the_preload_for_them(tmp_path: Path) -> None:
     """The same, with a partial copy (the shim and a graph cut to 40 bytes) in an app's lib/ before the venv's folder
     on LD_LIBRARY_PATH: a program asking by name gets the copy's shim once the preload is gone, whatever is put back

@@ -424,7 +424,8 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
             served = ()
         masked = _masked(resolved.started)
         judged[key] = {s.route.consumer.label: Fared(None if s.works else next(
-            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site, masked)
+            (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site, masked,
+            s.route.consumer.pins, s.route.consumer.build)
             for s in served}
         return judged[key]
 

@@ -53,8 +53,10 @@ from cudnnload.judge.judged import Judged
 from cudnnload.judge.routes import call_fails
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import GENERATIONS
+from cudnnload.resolve.consumers import Pin
 from cudnnload.resolve.discovery import Context, context, search_entry, wheel_site
 from cudnnload.resolve.process import preload_entries
+from cudnnload.resolve.versions import Release, parse_release
 from cudnnload.verdicts import Action, Finding, Fix, run
 
 _VARIABLE = "LD_LIBRARY_PATH"
@@ -72,6 +74,10 @@ class Fared(NamedTuple):
     # cuDNN files its Python's start-up lines map (a .pth line, sitecustomize) behind a file of the same name that
     # LD_PRELOAD maps first, which answers that name for it today: each as (name, its path, the line)
     masked: tuple[tuple[str, str, str], ...] = ()
+    # what it accepts of a cuDNN wheel put back into its site: its pins on nvidia-cudnn-* (`consumers.Pin`), and the
+    # release it was built with (none older of that major passes its version check)
+    pins: tuple[Pin, ...] = ()
+    build: Release | None = None
 
 
 # The frameworks of the shell's Python judged in a world (an environment): each one's label, and how it fares there
@@ -186,10 +192,12 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         # a framework whose site the fix puts a cuDNN wheel back into gets that wheel after it, which the model
         # cannot judge before it is there: what it would get without it is no harm of the change (fix
         # differential 8-11: torch's wheel put back, a preload of another release taken away with it)
+        # unless the wheel put back is one it refuses (fix differential 3-16043: cuDNN 9.0's cu12 wheel reinstalled
+        # over the cu13 9.24 one torch pins, a preloaded 9.28 shim it works through today taken away)
         refilled = _refilled(finding.fix)
-        harmed = [(label, then.why, today[label].why is None) for label, then in after.items()
-                  if label in today and then.fare < today[label].fare
-                  and os.path.normpath(then.site or "-") not in refilled]
+        harmed = [(label, _refuses(then, finding.fix) or then.why, today[label].why is None)
+                  for label, then in after.items() if label in today and then.fare < today[label].fare
+                  and (os.path.normpath(then.site or "-") not in refilled or _refuses(then, finding.fix))]
         unmasked = _unmasked(changes, environ, today)
         if not harmed and not unmasked:
             out.append(finding)
@@ -498,6 +506,32 @@ def _refilled(repair: Fix) -> frozenset[str]:
     """The site-packages folders ``repair`` puts a cuDNN wheel back into (``pip install nvidia-cudnn-...``)."""
     return frozenset(os.path.normpath(a.target) for a in repair.actions if a.do is ActionKind.PIP_INSTALL
                      and a.target and any(r.startswith("nvidia-cudnn") for r in a.requirements))
+
+
+def _refuses(fared: Fared, repair: Fix) -> str | None:
+    """What a framework (``fared``) would refuse of a cuDNN wheel ``repair`` puts back into its site, an exact release
+    (``nvidia-cudnn-cu12==9.0.0.312``): one its pins exclude, or older than the release it was built with, or of
+    another major; in words. None where it takes each, or the release is not exact (the model cannot tell)."""
+    site = os.path.normpath(fared.site or "-")
+    for action in repair.actions:
+        if action.do is not ActionKind.PIP_INSTALL or not action.target or os.path.normpath(action.target) != site:
+            continue
+        for requirement in action.requirements:
+            name, _, version = requirement.partition("==")
+            if not name.startswith("nvidia-cudnn") or "-jit" in name or not version:
+                continue
+            try:
+                release = parse_release(".".join(version.split(".")[:3]))
+            except ValueError:
+                continue
+            excluded = next((pin for pin in fared.pins if not pin.allows(release)), None)
+            built = fared.build
+            if excluded is not None:
+                return f"it would get the {requirement} the fix installs, which its pin {excluded.requirement} excludes"
+            if built is not None and (release.major != built.major or release.minor < built.minor):
+                return (f"it would get the {requirement} the fix installs, and it was built with cuDNN {built}: its "
+                        "version check refuses it")
+    return None
 
 
 def _filled(entry: str, requirements: Iterable[str], site: str) -> bool:
