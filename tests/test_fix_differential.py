@@ -1225,3 +1225,16 @@ def test_a_wheel_put_back_that_torch_refuses_never_takes_away_the_preload_it_wor
     The app's repair reinstalled 9.0 and took the preload away for everyone, excused for torch because a wheel went
     back into its site: the wheel torch's pin excludes, and torch failed. The preload now goes for the app alone."""
     _fixed_without_breaks(16043, ["app", "torch"], lambda j: j.said.consumer == "app-path", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_folder_that_keeps_a_preloaded_graph_from_the_venv_s_other_cuda_stays_for_everyone() -> None:
+    """A cu12 9.28 shim preloaded, a 9.0 folder first on LD_LIBRARY_PATH, the venv's cu13 wheel upgraded to 9.28 (fix
+    differential 3-14433): the app by name gets the preloaded shim, whose graph takes nothing that loads from the
+    9.0 folder. torch's fix took that folder away for everyone, and the graph mapped the venv's cu13 engines beside
+    it: the app failed. Mixed today and mixed after, which is better the model cannot say: the folder goes for
+    torch alone, and nothing breaks."""
+    verdict = _nothing_breaks(3, 14433, ["app", "torch"])
+    [torch] = [j for j in verdict.judged if j.said.consumer == "torch" and j.said.form == "target"]
+    assert torch.said.actions and torch.said.actions[0].get("do") == "run", torch.said

@@ -332,7 +332,11 @@ def _serves_others(entries: frozenset[str], ctx: Context, without: Mapping[str, 
     # name and answers them: without the entries, the shim that loads whole today would not, or another would answer
     if replaced:
         return None
-    return _loses_by_name(ctx, without, f"it, or what it loads beside it, comes through {', '.join(sorted(entries))}")
+    # and where what a preloaded shim loads beside it is mixed today and after (fix differential 3-14433: a 9.0
+    # folder first on LD_LIBRARY_PATH kept a preloaded cu12 9.28 graph from the venv's cu13 engines, which loaded
+    # once it was taken away), which is better the model cannot say: the entry stays for them, as a preload does
+    return _loses_by_name(ctx, without, f"it, or what it loads beside it, comes through {', '.join(sorted(entries))}") \
+        or _neither_whole(ctx, without, preloaded=True)
 
 
 def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | None:
@@ -353,14 +357,18 @@ def _loses_by_name(ctx: Context, world: Mapping[str, str], how: str) -> str | No
     return None
 
 
-def _neither_whole(ctx: Context, world: Mapping[str, str]) -> str | None:
+def _neither_whole(ctx: Context, world: Mapping[str, str], preloaded: bool = False) -> str | None:
     """Whether a program asking for a shim by name gets a cuDNN that does not load whole from one folder today,
     through a preload, and another that does not either in ``world`` (every change of the environment a fix makes
     for everyone): which is better, the model cannot say for certain (a mixed set whose calls fail later, against a
     partial copy's one release from two folders: the fix differential's 7-41), and the preload is the user's own
     setting, so it is taken away for the failing program alone; in words, else None. Not where the preload stops
-    every program today: the program's own wrapper (``env``) would not start either (seed 2's 2-220)."""
+    every program today: the program's own wrapper (``env``) would not start either (seed 2's 2-220). ``preloaded``:
+    only a shim that a preload maps answers them today."""
+    mapped = {p.path for p in ctx.preloads if p.path}
     for name, found, today, instead, then in _by_name(ctx, world, lambda today: not today.whole):
+        if preloaded and found not in mapped:
+            continue
         if then is not None and not then.whole:
             return (f"programs that load {name} by name get {found} today, which does not load whole "
                     f"({today.broken}), and after it {instead}, which does not either ({then.broken}): which is "
