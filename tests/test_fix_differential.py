@@ -1238,3 +1238,14 @@ def test_a_folder_that_keeps_a_preloaded_graph_from_the_venv_s_other_cuda_stays_
     verdict = _nothing_breaks(3, 14433, ["app", "torch"])
     [torch] = [j for j in verdict.judged if j.said.consumer == "torch" and j.said.form == "target"]
     assert torch.said.actions and torch.said.actions[0].get("do") == "run", torch.said
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_wheel_s_shim_cut_short_kills_torch_s_preload_by_path_whatever_is_already_mapped() -> None:
+    """A sitecustomize line maps cuDNN 9.28's shim from /opt, the venv's shim is cut to 4096 bytes, and a partial copy
+    sits first on LD_LIBRARY_PATH (fix differential 3-14309): torch's preload by path maps the venv's shim anew
+    (another file, whatever answers its name) and dies of SIGBUS. Both forms said the shim in the process answered
+    torch and took a folder off LD_LIBRARY_PATH; now the target form says torch stops there, the command form takes
+    the fix of the file it died mapping, and each puts the wheel back: torch and both apps work."""
+    _fixed_without_breaks(14309, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

@@ -473,6 +473,47 @@ def test_a_wheel_shim_cut_inside_a_segment_stops_torch_at_its_preload_and_is_put
     assert "SIGBUS" in torch_check(report) or not report.healthy
 
 
+def test_a_wheel_shim_cut_short_stops_torch_s_preload_even_behind_a_preloaded_shim(site: Path, tmp_path: Path) -> None:
+    """The same, with another release's whole shim preloaded (fix differential 3-14309: a sitecustomize line's 9.28
+    shim): that shim answers torch's calls, but torch's preload by path still maps the wheel's file anew (another
+    file, whatever answers its name) and the process dies of SIGBUS. The model said the preloaded shim served torch
+    and left the wheel alone; now torch stops as it starts, and its fix puts the wheel back."""
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    data = shim.read_bytes()
+    shim.unlink()
+    shim.write_bytes(data[:len(data) // 2])
+    other = lib_folder(OLD) / "libcudnn.so.9"
+    crash = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(shim)!r})"], check=False,
+                           capture_output=True, env={**BASE, "LD_PRELOAD": str(other)})
+    assert crash.returncode == -7, crash  # SIGBUS, the preloaded shim notwithstanding
+    report = run(site, tmp_path, LD_PRELOAD=str(other))
+    stopped = next(f for f in report.findings if f.code is Code.CONSUMER_BROKEN)
+    assert "SIGBUS" in stopped.message and f"its load by path opens {shim}" in stopped.message, stopped
+    assert stopped.fix.actions[0].do is ActionKind.PIP_INSTALL, stopped.fix
+    assert "nvidia-cudnn-cu12==9.28.0.42" in stopped.fix.actions[0].requirements, stopped.fix
+
+
+def test_a_program_that_dies_mapping_a_wheel_s_cut_shim_is_told_to_put_the_wheel_back(site: Path,
+                                                                                    tmp_path: Path) -> None:
+    """`doctor -- PROGRAM` where the program dies of SIGBUS mapping the wheel's shim, cut inside a segment: the death
+    takes the fix the prediction gives that file (its wheel reinstalled), and comes first (fix differential 3-14309:
+    it said only "reinstall the package it is from", after mixed-release findings whose fix did nothing for it)."""
+    from cudnnload.diagnose.observe import diagnose_program
+
+    shim = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    data = shim.read_bytes()
+    shim.unlink()
+    shim.write_bytes(data[:len(data) // 2])
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = diagnose_program([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(shim)!r})"], environ=env,
+                              timeout=120)
+    assert report.observation.signal == "SIGBUS" and report.observation.cut_on == str(shim), report.observation
+    first = next(f for f in report.findings if f.severity == "error")
+    assert first.code in (Code.PROGRAM_DIED, Code.REPAIR), first
+    assert first.fix.actions[0].do is ActionKind.PIP_INSTALL, first.fix
+    assert "nvidia-cudnn-cu12==9.28.0.42" in first.fix.actions[0].requirements, first.fix
+
+
 @pytest.mark.parametrize(("site", "interpreter"), [
     ("/usr/local/lib/python3.10/dist-packages", "/usr/bin/python3.10"),  # an NGC framework container's pip installs
     ("/usr/lib/python3.12/dist-packages", "/usr/bin/python3.12"),

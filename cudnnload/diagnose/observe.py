@@ -156,6 +156,7 @@ class Observation:
     logs_lost: str | None = None  # why the linker's and cuDNN's logs may be cut short: then they prove nothing
     address_limit: int | None = None  # the address-space limit it ran under (ulimit -v); None: none
     unmapped: tuple[str, ...] = ()  # the files its dlopen failed to map under that limit (`_beyond_limit`)
+    cut_on: str | None = None  # the file it died mapping (SIGBUS, SIGSEGV: a file cut inside a segment)
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -211,7 +212,13 @@ def observation(ran: Run) -> Observation:
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
                        messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
                        ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail, ran.logs_lost,
-                       ran.address_limit, tuple(o.path for o in limited))
+                       ran.address_limit, tuple(o.path for o in limited), _cut_on(ran, main))
+
+
+def _cut_on(ran: Run, log: lddebug.LinkerLog | None) -> str | None:
+    """The file the process died mapping (SIGBUS or SIGSEGV before its initializer ran); None otherwise."""
+    dying = log.dying_in if log is not None and ran.signal in ("SIGBUS", "SIGSEGV") else None
+    return dying.path if dying is not None and not dying.initialized else None
 
 
 def _beyond_limit(opened: lddebug.Opened, ran: Run, asked: set[str]) -> bool:
@@ -341,8 +348,10 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     def changes(f: Finding) -> bool:
         return f.severity == "error" and any(a.do is not ActionKind.MANUAL for a in f.fix.actions)
 
-    stopped = tuple(f for f in final if not seen.ok and f.code is Code.LOAD_FAILED and changes(f)
-                    and f.subject.path and classify(os.path.basename(f.subject.path)) is None)
+    # (and where it died mapping a file the prediction has a fix for: that fix)
+    stopped = tuple(f for f in final if not seen.ok and changes(f) and (
+        f.code is Code.LOAD_FAILED and f.subject.path and classify(os.path.basename(f.subject.path)) is None
+        or f.code is Code.PROGRAM_DIED and seen.cut_on is not None))
     framework = tuple(f for f in final if changes(f) and f not in stopped and any(f in s.findings for s in served))
     stopped = _each_asked(stopped, seen)
     final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
@@ -1039,8 +1048,12 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                     fix(note=f"`cudnnload doctor {path}` predicts what it loads")))
     if seen.signal and seen.signal != seen.interrupted and seen.pid not in {k.process.pid for k in seen.killed}:
         where = f" in {seen.died_in}" if seen.died_in else ""
+        # the prediction's fix for the file it died mapping (a wheel's file cut short: put its wheel back) is the
+        # death's too (fix differential 3-14309: torch's preload by path of the venv's shim, cut to 4096 bytes)
+        known = next((f.fix for f in said if seen.cut_on and f.severity is ERROR and f.fix and f.fix.actions
+                      and _same_file(f.subject.path, seen.cut_on)), None)
         findings.append(Finding(Code.PROGRAM_DIED, f"{program} died of {seen.signal}{where}", about,
-                                fix(note=_death_note(seen))))
+                                known or fix(note=_death_note(seen))))
     from cudnnload.judge.gpu import address_limit_fix, beyond_limit_words
 
     for stem, looked in _failed_lookups(seen).items():

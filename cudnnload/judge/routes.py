@@ -188,12 +188,18 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
                           subject, _unreached(route, environ, python), severity=WARNING if route.lazy else ERROR)
         return Served(route, install, None, (), (finding,), frozenset())
     if route.stops is not None:  # its load by path ends the process there: the file's own fix is the framework's
+        # (the file it opens by path, also where a shim already in the process answers its calls)
+        killer = route.opened or route.shim
         about = next((f for f in install.findings if f.severity is ERROR and f.fix.actions
-                      and posixpath.normpath(f.subject.path or "") == posixpath.normpath(route.shim)), None)
-        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} stops as it starts: {route.how}, and "
+                      and posixpath.normpath(f.subject.path or "") == posixpath.normpath(killer)), None)
+        opens = f"; its load by path opens {killer}" if killer != route.shim else ""
+        holder = route.opened_holder if killer != route.shim else None
+        finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} stops as it starts: {route.how}{opens}, and "
                           f"{route.stops}", subject, about.fix if about is not None else
-                          fix(manual(f"put back {route.shim}: its distribution's file, whole")))
-        return Served(route, install, None, (), (finding,), frozenset({posixpath.normpath(route.shim)}))
+                          fix(reinstall(holder[0], holder[1], holder[2], consumer.pip_env, python=python))
+                          if holder is not None else
+                          fix(manual(f"put back {killer}: its distribution's file, whole")))
+        return Served(route, install, None, (), (finding,), frozenset({posixpath.normpath(killer)}))
     # only the calls the framework makes, in their order: a call of the exercise it never makes neither loads what it
     # serves nor ends the process before the ones it does make (JAX on the H200 with the wheel's ops cut to 4 KiB died
     # of SIGBUS at its cudnnCreateTensorDescriptor; the exercise, killed at cudnnOpsVersionCheck before it, had JAX

@@ -68,6 +68,9 @@ class Route:
     shim: str | None  # the shim whose functions the framework's calls reach; None: it finds none
     how: str  # in words: "by path: torch's _preload_cuda_deps() (the first nvidia/cudnn/lib on sys.path)"
     opened: str | None = None  # the file the framework's own code opened, when a preloaded shim wins over it
+    # where that file stops the process (`stops`): the distribution whose wheel folder holds it, (name, version, the
+    # site-packages folder), to put it back whole; None for a file of no wheel's
+    opened_holder: tuple[str, str, str] | None = None
     variable: str | None = None  # "LD_PRELOAD" when the shim comes from it
     entry: str | None = None  # that variable's entry
     error: str | None = None  # why no shim loads for it
@@ -204,8 +207,21 @@ def route(consumer: Consumer, ctx: Context, site_paths: Sequence[str],
                   + (" (the same file, mapped from another folder: glibc hands that object back for either path, "
                      "and its $ORIGIN is the folder it was mapped from)" if same else ""),
                   opened=found.shim, variable="LD_PRELOAD" if preloaded.entry else None, entry=preloaded.entry,
-                  survey=found.survey, kind=found.kind)
+                  survey=found.survey, kind=found.kind,
+                  # another file opened by path is mapped anew, whatever answers its name: one that kills the
+                  # process still does (fix differential 3-14309: a sitecustomize line's 9.28 shim in the process,
+                  # torch's preload by path of the venv's shim, cut to 4096 bytes: SIGBUS)
+                  stops=None if same else found.stops,
+                  opened_holder=_site_holder(found.shim) if found.stops is not None and not same and found.shim
+                  else None)
     return _versions_unmet(bound, ctx, soname)
+
+
+def _site_holder(path: str) -> tuple[str, str, str] | None:
+    """(name, version, site-packages folder) of the installed distribution whose wheel folder holds ``path``."""
+    folder = os.path.dirname(path)
+    holder, site = _holder_of(folder), wheel_site(folder)
+    return (*holder, site) if holder is not None and site is not None else None
 
 
 def _versions_unmet(found: Route, ctx: Context, soname: str) -> Route:
