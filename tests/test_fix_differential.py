@@ -1249,3 +1249,13 @@ def test_a_wheel_s_shim_cut_short_kills_torch_s_preload_by_path_whatever_is_alre
     torch and took a folder off LD_LIBRARY_PATH; now the target form says torch stops there, the command form takes
     the fix of the file it died mapping, and each puts the wheel back: torch and both apps work."""
     _fixed_without_breaks(14309, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_run_whose_own_change_is_a_person_s_takes_the_repair_that_has_it_and_goes_on() -> None:
+    """Four of cuDNN 9.28's files copied into torch/lib and the venv's nvidia/cudnn closed to others (fix differential
+    3-14272): torch aborts at cudnnGetVersion. `doctor -- PROGRAM` said only "put back the complete cuDNN 9.28.0 in
+    torch/lib", a person's step; the target form's repair, which has that step and opens the folder and puts the
+    wheel back, fixed it. The command form now gives that repair first, and torch works."""
+    _fixed_without_breaks(14272, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

@@ -372,9 +372,12 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         # a step for a person in it keeps it behind the run's own change, unless the program stopped for want of a
         # library and the repair takes that library's change and goes on: then it is the target form's repair,
         # whose steps after the person's may make that one unneeded (fix differential 3-13221: torch missing cuBLAS,
-        # a partial copy in torch/lib that the repair deletes after "put back the complete cuDNN in torch/lib")
+        # a partial copy in torch/lib that the repair deletes after "put back the complete cuDNN in torch/lib"); nor
+        # where the run's own change is only a person's, and the repair has that and changes of its own (3-14272: a
+        # partial copy in torch/lib, the venv's cuDNN folder closed: "put back the complete cuDNN", then open it)
         made = all(a.do is not ActionKind.MANUAL for a in steps) or (first in stopped and more and any(
-            a.do is not ActionKind.MANUAL for a in steps if a not in own))
+            a.do is not ActionKind.MANUAL for a in steps if a not in own)) or (not own and any(
+                a.do is not ActionKind.MANUAL for a in steps) and all(a in steps for a in first.fix.actions))
         if steps and made and (more if first in stopped else not own or better or more):
             final = (*whole, *final)
     final = _after_start(final, seen, env, command, timeout, json_out) if again else final
