@@ -215,6 +215,14 @@ def observation(ran: Run) -> Observation:
                        ran.address_limit, tuple(o.path for o in limited), _cut_on(ran, main))
 
 
+def _goes_on_without(name: str) -> bool:
+    """Whether the cuDNN library ``name`` names is one its opener goes on without (graph without an engine library,
+    `catalog.SubLibrary.optional`): a program that ended well lost engines, not a call (fix differential 3-16585: an
+    engine library closed to the program's user, no prediction of it, and an error for a program that worked)."""
+    lib = classify(os.path.basename(name))
+    return lib is not None and lib.optional
+
+
 def _cut_on(ran: Run, log: lddebug.LinkerLog | None) -> str | None:
     """The file the process died mapping (SIGBUS or SIGSEGV before its initializer ran); None otherwise."""
     dying = log.dying_in if log is not None and ran.signal in ("SIGBUS", "SIGSEGV") else None
@@ -1092,7 +1100,8 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                 cure or (predicted.fix if predicted is not None else
                                          fix(note="the prediction's findings name the file you need and where it "
                                                   "goes")),
-                                severity=predicted.severity if predicted is not None and seen.ok else ERROR))
+                                severity=predicted.severity if predicted is not None and seen.ok else
+                                WARNING if seen.ok and _goes_on_without(misses[0].name) else ERROR))
     folders: dict[int, set[str]] = {}
     for opened in seen.libraries:
         lib = classify(os.path.basename(opened.path))
