@@ -896,6 +896,7 @@ def test_a_version_check_the_catalog_knows_gets_the_numbers_of_its_line() -> Non
     ("cudnn 9.x", (9,)),
     ("the used cuda version is 13.0 and cudnn is 9.13", (9, 13)),
     ("My cuDNN version is 8.6.0", (8, 6, 0)),
+    ("a warning that `cudnn8_compat` is missing; cuDNN 9.1 here", (9, 1)),  # an app's folder is no version
 ])
 def test_the_cudnn_the_text_says_is_installed_is_read_in_any_spelling_and_from_its_header(
         words: str, stated: tuple[int, ...]) -> None:

@@ -2255,9 +2255,9 @@ _HEADER_VERSION = re.compile(r"#define CUDNN_MAJOR\s+(\d+)\s+#define CUDNN_MINOR
 # "cudnn v5.1", "cudnn9", Docker's "CUDNN_VERSION=8.9.0.131" and "NV_CUDNN_VERSION 8.9.0.131", a conda build string
 # "py3.10_cuda11.8_cudnn8.7.0_0", "libcudnn8" (Debian's package), the folder of NVIDIA's cuDNN 9 Windows installer,
 # C:\Program Files\NVIDIA\CUDNN\v9.1 (cuDNN installation guide, Windows), a module's "cudnn/v8.9"; not a library's
-# name (cudnn64_8.dll, libcudnn_ops.so.9).
+# name (cudnn64_8.dll, libcudnn_ops.so.9), nor an identifier (an app's folder "cudnn8_compat", which may be missing).
 _STATED = re.compile(r"(?i)(?<![a-z])cudnn(?:[_\s]*(?:ver(?:sion)?|v)\.?|[/\\]v)?(?:\s+(?:is|was))?[:：= /-]*"
-                     r"(\d+(?:\.\d+)*)(?![\d.]*\*)"
+                     r"(\d+(?:\.\d+)*)(?![\d.]*\*)(?!_[a-z])"
                      r"(?!\w*\.(?:dll|so)\b)|\blibcudnn(\d)\b|\blibcudnn\d?[ \t]+v?(\d+\.\d+(?:\.\d+)*)")
 
 
