@@ -342,7 +342,8 @@ def test_a_wheel_put_back_that_the_framework_refuses_keeps_the_preload_for_it(tm
     wheel over the cu13 9.24 one torch pins (fix differential 3-16043: torch worked through a preloaded 9.28 shim,
     and the preload taken away for everyone with the reinstall left it 9.0). The preload goes for the failing
     program alone, with the pin that refuses the wheel as the reason; a wheel it takes, or one of a release the
-    model cannot tell, keeps the change for everyone."""
+    model cannot tell, keeps the change for everyone; where the release it was built with is known, its version check
+    decides (a newer minor its exact pin excludes passes it)."""
     from cudnnload.codes import Code, SubjectKind
     from cudnnload.diagnose.scoped import Fared, scoped
     from cudnnload.resolve.consumers import Pin
@@ -355,8 +356,8 @@ def test_a_wheel_put_back_that_the_framework_refuses_keeps_the_preload_for_it(tm
     shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
     env = {**BASE, "LD_LIBRARY_PATH": str(gone), "LD_PRELOAD": str(shim)}
     pin = Pin("nvidia-cudnn-cu13", "==9.24.0.43", (), "9.24.0.43")
-    torch = {"torch 2.14.1": Fared(None, (3, 0), str(site), (), (pin,), Release(9, 24, 0))}
-    after = {"torch 2.14.1": Fared("gets 9.0.0", (1, 0), str(site), (), (pin,), Release(9, 24, 0))}
+    torch = {"torch 2.14.1": Fared(None, (3, 0), str(site), (), (pin,), None)}
+    after = {"torch 2.14.1": Fared("gets 9.0.0", (1, 0), str(site), (), (pin,), None)}
 
     def fixed(requirement: str) -> Finding:
         reinstall = pip_install([requirement], options=["--force-reinstall", "--no-deps"], target=str(site),
@@ -372,9 +373,10 @@ def test_a_wheel_put_back_that_the_framework_refuses_keeps_the_preload_for_it(tm
     assert "its pin nvidia-cudnn-cu13==9.24.0.43 excludes" in alone.fix.text
     for taken in ("nvidia-cudnn-cu13==9.24.0.43", "nvidia-cudnn-cu12>=9,<10"):
         assert scoped([fixed(taken)], env, others=others) == (fixed(taken),)
-    # no pin, only the release it was built with: an older minor is refused, a newer one taken
-    built = {label: f._replace(pins=()) for label, f in torch.items()}
-    unpinned = {label: f._replace(pins=()) for label, f in after.items()}
+    # the release it was built with known: its version check decides, whatever the pin (an older minor is refused,
+    # a newer one taken)
+    built = {label: f._replace(build=Release(9, 24, 0)) for label, f in torch.items()}
+    unpinned = {label: f._replace(build=Release(9, 24, 0)) for label, f in after.items()}
     [alone] = scoped([fixed("nvidia-cudnn-cu13==9.0.0.312")], env,
                      others=lambda world: built if "LD_PRELOAD" in world else unpinned)
     assert "it was built with cuDNN 9.24.0: its version check refuses it" in alone.fix.text

@@ -518,8 +518,9 @@ def _refilled(repair: Fix) -> frozenset[str]:
 
 def _refuses(fared: Fared, repair: Fix) -> str | None:
     """What a framework (``fared``) would refuse of a cuDNN wheel ``repair`` puts back into its site, an exact release
-    (``nvidia-cudnn-cu12==9.0.0.312``): one its pins exclude, or older than the release it was built with, or of
-    another major; in words. None where it takes each, or the release is not exact (the model cannot tell)."""
+    (``nvidia-cudnn-cu12==9.0.0.312``): one of another major or older than the release it was built with (its version
+    check: a newer minor passes, whatever its pin says); where that release is unknown, one its pins exclude; in
+    words. None where it takes each, or the release is not exact (the model cannot tell)."""
     site = os.path.normpath(fared.site or "-")
     for action in repair.actions:
         if action.do is not ActionKind.PIP_INSTALL or not action.target or os.path.normpath(action.target) != site:
@@ -532,13 +533,13 @@ def _refuses(fared: Fared, repair: Fix) -> str | None:
                 release = parse_release(".".join(version.split(".")[:3]))
             except ValueError:
                 continue
-            excluded = next((pin for pin in fared.pins if not pin.allows(release)), None)
             built = fared.build
-            if excluded is not None:
-                return f"it would get the {requirement} the fix installs, which its pin {excluded.requirement} excludes"
             if built is not None and (release.major != built.major or release.minor < built.minor):
                 return (f"it would get the {requirement} the fix installs, and it was built with cuDNN {built}: its "
                         "version check refuses it")
+            excluded = next((pin for pin in fared.pins if not pin.allows(release)), None) if built is None else None
+            if excluded is not None:
+                return f"it would get the {requirement} the fix installs, which its pin {excluded.requirement} excludes"
     return None
 
 
