@@ -1272,3 +1272,14 @@ def test_an_engine_library_a_working_program_did_without_is_no_error() -> None:
     verdict = runner.differential(3, 16585, ["app", "torch"])
     assert verdict.error is None, verdict.error
     assert not any(j.outcome == runner.FALSE_ALARM or j.broke for j in verdict.judged), verdict.judged
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_run_s_own_change_the_model_shows_insufficient_gives_way_to_the_repair() -> None:
+    """Part of the venv's cuDNN 9.24 copied into torch/lib, a conda folder of 9.0 on LD_LIBRARY_PATH, cuDNN 9.0's cu12
+    wheel installed with --no-deps over the cu13 9.24 one (fix differential 3-16836): torch stops at its version
+    check. `doctor -- PROGRAM` ran torch with LD_LIBRARY_PATH set to the venv's folder, which holds 9.0 now; the
+    model showed that change insufficient, but the repair, with a person's step in it, stayed behind it. Where the
+    model shows the run's own change insufficient, the repair comes first, and torch works."""
+    _fixed_without_breaks(16836, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

@@ -385,7 +385,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         # partial copy in torch/lib, the venv's cuDNN folder closed: "put back the complete cuDNN", then open it)
         made = all(a.do is not ActionKind.MANUAL for a in steps) or (first in stopped and more and any(
             a.do is not ActionKind.MANUAL for a in steps if a not in own)) or (not own and any(
-                a.do is not ActionKind.MANUAL for a in steps) and all(a in steps for a in first.fix.actions))
+                a.do is not ActionKind.MANUAL for a in steps) and all(a in steps for a in first.fix.actions)) or (
+            better and any(a.do is not ActionKind.MANUAL for a in steps if a not in own))
         if steps and made and (more if first in stopped else not own or better or more):
             final = (*whole, *final)
     final = _after_start(final, seen, env, command, timeout, json_out) if again else final
