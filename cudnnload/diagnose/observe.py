@@ -217,10 +217,12 @@ def observation(ran: Run) -> Observation:
 
 def _goes_on_without(name: str) -> bool:
     """Whether the cuDNN library ``name`` names is one its opener goes on without (graph without an engine library,
-    `catalog.SubLibrary.optional`): a program that ended well lost engines, not a call (fix differential 3-16585: an
+    `installs.optional_engines`): a program that ended well lost engines, not a call (fix differential 3-16585: an
     engine library closed to the program's user, no prediction of it, and an error for a program that worked)."""
+    from cudnnload.judge.installs import optional_engines
+
     lib = classify(os.path.basename(name))
-    return lib is not None and lib.optional
+    return lib is not None and optional_engines(lib.major, lib.key)
 
 
 def _cut_on(ran: Run, log: lddebug.LinkerLog | None) -> str | None:

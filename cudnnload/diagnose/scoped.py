@@ -195,9 +195,10 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         # unless the wheel put back is one it refuses (fix differential 3-16043: cuDNN 9.0's cu12 wheel reinstalled
         # over the cu13 9.24 one torch pins, a preloaded 9.28 shim it works through today taken away)
         refilled = _refilled(finding.fix)
-        harmed = [(label, _refuses(then, finding.fix) or then.why, today[label].why is None)
+        harmed = [(label, refused or then.why, today[label].why is None)
                   for label, then in after.items() if label in today and then.fare < today[label].fare
-                  and (os.path.normpath(then.site or "-") not in refilled or _refuses(then, finding.fix))]
+                  for refused in (_refuses(then, finding.fix),)
+                  if os.path.normpath(then.site or "-") not in refilled or refused]
         unmasked = _unmasked(changes, environ, today)
         if not harmed and not unmasked:
             out.append(finding)

@@ -193,7 +193,7 @@ def _serve(route: Route, install: Judged | None, ctx: Context, *, gpu: bool, dev
         about = next((f for f in install.findings if f.severity is ERROR and f.fix.actions
                       and posixpath.normpath(f.subject.path or "") == posixpath.normpath(killer)), None)
         opens = f"; its load by path opens {killer}" if killer != route.shim else ""
-        holder = route.opened_holder if killer != route.shim else None
+        holder = route.opened_holder  # set only where that file is not the shim
         finding = Finding(Code.CONSUMER_BROKEN, f"{consumer.label} stops as it starts: {route.how}{opens}, and "
                           f"{route.stops}", subject, about.fix if about is not None else
                           fix(reinstall(holder[0], holder[1], holder[2], consumer.pip_env, python=python))
