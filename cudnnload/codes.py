@@ -235,6 +235,9 @@ class Code(_Word):
                  "while the program ran: the linker's and cuDNN's logs may be cut short, so no verdict is made on them")
     UNLOGGED_LOAD = ("unlogged-load", INFO, False, "(`doctor --`) a shim mapped where the linker kept no log "
                      "(secure-execution mode): its rule cannot be shown")
+    PROGRAM_UNWATCHED = ("program-unwatched", WARNING, False, "(`doctor --`) the program replaced itself with one "
+                         "started without the linker's log switches (`env -i`, sudo, su clear them): what it loaded "
+                         "after is not known, so its run proves nothing about cuDNN")
     SHADOWED_RELEASE = ("shadowed-release", (ERROR, WARNING), False, "(`doctor PROGRAM`) a program's own cuDNN (the "
                         "one its RPATH/RUNPATH or search would find) loses to an `LD_LIBRARY_PATH` entry holding "
                         "another release: the program runs that release (a warning when it is a later minor release "

@@ -475,7 +475,8 @@ def program_report_text(report: ProgramReport) -> str:
             lines.append(f"    {os.path.basename(opened.path):<40} {opened.path}  [{opened.rule}{via}, "
                          f"{opened.how} by {os.path.basename(opened.requested_by)}]{dying}{times}")
     elif not seen.unlogged:
-        lines.append("  no cuDNN, cuBLAS, NVRTC or driver library was mapped")
+        lines.append("  no cuDNN, cuBLAS, NVRTC or driver library was seen mapped" if seen.unwatched else
+                     "  no cuDNN, cuBLAS, NVRTC or driver library was mapped")
     if seen.unlogged:
         lines.append("  also mapped (seen in /proc/PID/maps; the linker's log does not say how):")
         lines += [f"    {os.path.basename(path):<40} {path}" for path in seen.unlogged]

@@ -163,6 +163,27 @@ def test_a_library_the_linker_log_cannot_show_is_still_seen_in_the_maps() -> Non
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "also mapped (seen in /proc/PID/maps" in done.stdout and "unlogged-load" in done.stdout
     assert os.path.realpath(shim) in done.stdout and "was mapped" not in done.stdout
+    assert f"ran with cuDNN from {os.path.dirname(os.path.realpath(shim))} (seen in its maps" in done.stdout
+
+
+@pytest.mark.wheels
+def test_a_program_run_through_a_wrapper_that_clears_the_environment_is_said_to_be_unseen() -> None:
+    """``doctor -- env -i python3 ...`` (sudo and su clear the environment too): the program that loads cuDNN keeps
+    no linker log, and a short run leaves nothing in the sampled maps. Its run proves nothing about cuDNN: said so,
+    not "it never reached cuDNN". A program that runs to its end under the log is not flagged."""
+    shim = lib_folder("cu12-9.28.0.42") / "libcudnn.so.9"
+    program = f"import ctypes; ctypes.CDLL({str(shim)!r})"
+    done = cli("doctor", "--", "env", "-i", sys.executable, "-c", program)
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert "never reached cuDNN" not in done.stdout, done.stdout
+    # (the maps' sampler may catch the short run's shim all the same: then that is said)
+    assert "program-unwatched" in done.stdout and "env ran and exited; what it loaded is not known" in done.stdout \
+        or "env ran with cuDNN from" in done.stdout and "(seen in its maps" in done.stdout, done.stdout
+    quiet = cli("doctor", "--", "env", "-i", sys.executable, "-c", "pass")  # nothing for the sampler to catch
+    assert "env ran and exited; what it loaded is not known" in quiet.stdout and "program-unwatched" in quiet.stdout
+    assert "no cuDNN, cuBLAS, NVRTC or driver library was seen mapped" in quiet.stdout, quiet.stdout
+    plain = cli("doctor", "--", sys.executable, "-c", "pass")
+    assert "never reached cuDNN" in plain.stdout and "program-unwatched" not in plain.stdout, plain.stdout
 
 
 # --- doctor -- COMMAND starts the program before its own imports (launch.early) ------------------------------

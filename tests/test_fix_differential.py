@@ -1283,3 +1283,15 @@ def test_a_run_s_own_change_the_model_shows_insufficient_gives_way_to_the_repair
     model showed that change insufficient, but the repair, with a person's step in it, stayed behind it. Where the
     model shows the run's own change insufficient, the repair comes first, and torch works."""
     _fixed_without_breaks(16836, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_torch_is_judged_on_the_shim_of_its_own_major_when_its_preload_maps_another() -> None:
+    """A PYTHONPATH folder holding cuDNN 8.9.7 (pip --target), cuDNN 9.0's cu12 wheel installed over the venv's cu13
+    9.24 one (fix differential 3-16990): torch's preload by path globs libcudnn.so.* and maps the folder's
+    libcudnn.so.8, which answers no libcudnn.so.9; its NEEDED takes the venv's 9.0 and torch stops at its version
+    check. `doctor -- PROGRAM` judged torch on the first shim of the process, the 8.9.7 one, and told to take the
+    folder off PYTHONPATH, which fixed nothing. It now judges torch on the shim of its own major, and puts the 9.24
+    wheel back: torch works."""
+    _fixed_without_breaks(16990, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)

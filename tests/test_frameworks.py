@@ -254,6 +254,26 @@ def run_program(site: Path, tmp_path: Path, workers: int = 0, **environ: str) ->
                             timeout=60)
 
 
+def test_a_framework_is_judged_on_the_shim_of_its_own_major_not_the_first_one_mapped(site: Path,
+                                                                                    tmp_path: Path) -> None:
+    """The program maps a cuDNN 8 shim by path first (torch's preload glob takes a PYTHONPATH folder's
+    libcudnn.so.8: fix differential 3-16990), then libtorch_cuda.so, whose NEEDED libcudnn.so.9 the cuDNN 8 shim
+    does not answer: torch runs on its own 9.28. It is judged on that one, not on the first shim of the process."""
+    eight = lib_folder("cu12-8.9.7.29") / "libcudnn.so.8"
+    script = tmp_path / "train.py"
+    script.write_text(f"import ctypes\nctypes.CDLL({str(eight)!r})\n" + PROGRAM)
+    from cudnnload.diagnose.observe import diagnose_program
+
+    env = {**BASE, "CUDNNLOAD_CACHE": str(tmp_path / "cache")}
+    report = diagnose_program([sys.executable, str(script), str(site / "torch/lib/libtorch_cuda.so")], environ=env,
+                              timeout=60)
+    assert report.observation.ok, report.observation
+    used = next(u for u in report.frameworks if u.framework == "torch")
+    assert os.path.normpath(used.shim or "") == str(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"), used
+    assert used.release is not None and used.release[:2] == (9, 28), used
+    assert Code.CONSUMER_NEEDS_OTHER_MAJOR not in {f.code for f in report.findings}, report.findings
+
+
 def test_a_failing_run_says_the_framework_the_cause_and_the_variable_first(site: Path, tmp_path: Path) -> None:
     entry = str(lib_folder(OLD) / "libcudnn_graph.so.9")
     report = run_program(site, tmp_path, LD_PRELOAD=entry)

@@ -739,6 +739,12 @@ def test_a_program_that_asked_for_several_libraries_in_vain_gets_one_repair_that
     whole, *rest = _each_asked(misses, seen)  # type: ignore[arg-type]
     assert whole.code is C.REPAIR and list(whole.fix.actions) == [cublas, cudnn] and tuple(rest) == misses
     assert _each_asked(misses[:1], seen) == misses[:1]  # type: ignore[arg-type]
+    # a death while mapping a cut shim beside a library asked for in vain: the shim is named, not the program
+    died = Finding(C.PROGRAM_DIED, "it died", Subject(SubjectKind.PROGRAM, "/venv/bin/python"), fix(cudnn))
+    cut = SimpleNamespace(command=["/venv/bin/python", "-c", "import torch"],
+                          cut_on="/s/nvidia/cudnn/lib/libcudnn.so.9")
+    whole, *_ = _each_asked((misses[0], died), cut)  # type: ignore[arg-type]
+    assert "(libcublas.so.13, libcudnn.so.9;" in whole.message and "python" not in whole.message.split("(")[1]
 
 
 def test_a_cuda_library_a_cudnn_outside_pip_lacks_goes_into_the_shell_s_environment_and_onto_its_path(

@@ -80,6 +80,15 @@ class LinkerLog:
     # and cannot use, "file too short", and a program's start then exits 127); one killed hung there
     unfinished: Missed | None = None
 
+    @property
+    def handed_over(self) -> str | None:
+        """The program whose start the log ends at ("transferring control: NAME" and no line after, not even its
+        exit's "calling fini"): the process replaced itself (exec) with a program that keeps no log (its
+        environment cleared: ``env -i``, sudo, su; a set-user-ID program), or left through _exit before it loaded
+        anything, or was killed; None where the log goes on."""
+        head, _, name = self.last.partition("transferring control:")
+        return name.strip() or None if not head else None
+
     def opened_named(self, prefix: str) -> tuple[Opened, ...]:
         return tuple(o for o in self.opened if os.path.basename(o.path).startswith(prefix))
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from cudnnload.judge.routes import Served, Use
     from cudnnload.resolve.consumers import Consumer
     from cudnnload.resolve.discovery import Context
+    from cudnnload.resolve.routes import Route
     from cudnnload.resolve.startup import Startup
     from cudnnload.verdicts import Action, Finding, Fix, Subject
 
@@ -73,6 +74,7 @@ class Run:
     survivors: tuple[Survivor, ...] = ()  # those it could not end
     logs_lost: str | None = None  # why the witnesses' logs may be cut short (their file system filled up)
     address_limit: int | None = None  # its address-space limit (ulimit -v), inherited from cudnnload's own
+    linker_logged: bool = True  # the linker's log was asked for (LD_DEBUG)
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -101,7 +103,7 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
                logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
-               tuple(launched.family.survivors), lost, address_limit())
+               tuple(launched.family.survivors), lost, address_limit(), launched.prefix is not None)
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -157,6 +159,9 @@ class Observation:
     address_limit: int | None = None  # the address-space limit it ran under (ulimit -v); None: none
     unmapped: tuple[str, ...] = ()  # the files its dlopen failed to map under that limit (`_beyond_limit`)
     cut_on: str | None = None  # the file it died mapping (SIGBUS, SIGSEGV: a file cut inside a segment)
+    # why what the program loaded after it started is not known (it replaced itself with a program started without
+    # the linker's log switches: env -i, sudo, su), or None
+    unwatched: str | None = None
 
     @property
     def shims(self) -> tuple[lddebug.Opened, ...]:
@@ -212,7 +217,24 @@ def observation(ran: Run) -> Observation:
     return Observation(ran.command, ran.returncode, ran.signal, ran.timed_out, ran.seconds, libraries, missed, reused,
                        messages, errors, _died_in(ran, main, messages), len(logs), unlogged, fifo, ran.interrupted,
                        ran.pid, ran.killed, ran.survivors, frameworks, ran.stderr_tail, ran.logs_lost,
-                       ran.address_limit, tuple(o.path for o in limited), _cut_on(ran, main))
+                       ran.address_limit, tuple(o.path for o in limited), _cut_on(ran, main), _unwatched(ran, main))
+
+
+def _unwatched(ran: Run, main: lddebug.LinkerLog | None) -> str | None:
+    """Why the linker's log cannot show what the program loaded, where it ended by itself: its log ends as it
+    starts, the process having replaced itself (exec) with a program started without the log's switches (``env
+    -i``, sudo, su clear the environment; a set-user-ID program ignores them), or there is no log of it at all.
+    None where the log covers the run (a process killed or timed out ends its log wherever it was)."""
+    if not ran.linker_logged or ran.returncode is None or ran.signal or ran.timed_out or ran.interrupted:
+        return None
+    if main is None:
+        return None if ran.logs else ("the dynamic linker kept no log of it (a set-user-ID program such as sudo "
+                                      "ignores the log's switches, and so does what it starts)")
+    if main.handed_over is None:
+        return None
+    return (f"the dynamic linker's log of it ends as {os.path.basename(main.handed_over)} starts: it replaced itself "
+            "(exec) with a program started without the log's switches (env -i, sudo and su clear the environment), "
+            "or left through _exit before it loaded anything")
 
 
 def _goes_on_without(name: str) -> bool:
@@ -439,15 +461,17 @@ def _after_start(final: tuple[Finding, ...], seen: Observation, env: Mapping[str
 
 
 def _each_asked(stopped: tuple[Finding, ...], seen: Observation) -> tuple[Finding, ...]:
-    """The libraries the program asked for in vain, more than one (torch's import wants cuBLAS and cuDNN, both
-    uninstalled): one repair that gives each, first, so that following the first fix starts it; else as they
-    are."""
+    """The libraries the program asked for in vain (or died mapping), more than one (torch's import wants cuBLAS and
+    cuDNN, both uninstalled): one repair that gives each, first, so that following the first fix starts it; else as
+    they are."""
     from cudnnload.verdicts import Finding, Subject, fix
 
     actions = list(dict.fromkeys(a for f in stopped for a in f.fix.actions if a.do is not ActionKind.MANUAL))
     if len(stopped) < 2 or len(actions) < 2:
         return stopped
-    asked = ", ".join(dict.fromkeys(os.path.basename(f.subject.path or "") for f in stopped))
+    # (a death while mapping a file names that file, not the program)
+    asked = ", ".join(dict.fromkeys(os.path.basename(
+        (seen.cut_on if f.code is Code.PROGRAM_DIED else None) or f.subject.path or "") for f in stopped))
     return (Finding(Code.REPAIR, f"what makes {os.path.basename(seen.command[0])} start: {len(actions)} changes, "
                     f"one for each library it asked for in vain ({asked}; the errors below say why)",
                     Subject(SubjectKind.PROGRAM, seen.command[0]), fix(*actions)), *stopped)
@@ -701,39 +725,50 @@ def _python_start(command: Sequence[str], env: Mapping[str, str]) -> tuple[Start
 
 def _frameworks(seen: Observation, installs: Mapping[str, Judged], env: Mapping[str, str],
                 ctx: Context, blockers: Sequence[Finding], program: Startup | None = None) -> tuple[Served, ...]:
-    """Each framework the program ran, judged on the cuDNN it mapped (the first shim of the process; one
-    LD_PRELOAD put there is named so), and on ``blockers`` (no GPU visible)."""
+    """Each framework the program ran, judged on the cuDNN it mapped (`_way`), and on ``blockers`` (no GPU
+    visible)."""
     from cudnnload.judge.routes import serve
     from cudnnload.loading.gpu import gpu_facts
     from cudnnload.resolve.consumers import consumers_mapped
-    from cudnnload.resolve.routes import Route, copy_under, entry_holding
 
     consumers = consumers_mapped(seen.frameworks, environ=env)
     if not consumers:
         return ()
-    shim = seen.shims[0]
+    devices = gpu_facts(env).devices
+    python = _interpreter(seen.command)
+    return tuple(serve(way, installs.get(way.shim or ""), ctx, gpu=bool(devices), device_count=len(devices),
+                       environ=env, python=python, blockers=blockers, devices=devices)
+                 for way in (_way(consumer, seen, env, ctx, program) for consumer in consumers))
+
+
+def _way(consumer: Consumer, seen: Observation, env: Mapping[str, str], ctx: Context,
+         program: Startup | None) -> Route:
+    """The cuDNN ``consumer`` got in the run: the first shim mapped of the major it loads (one of another major, a
+    preload by path of torch's glob taking a PYTHONPATH folder's libcudnn.so.8, is mapped beside under its own
+    SONAME and does not answer its libcudnn.so.9: fix differential 3-16990), else the first shim of the process;
+    one LD_PRELOAD put there is named so."""
+    from cudnnload.resolve.routes import Route, copy_under, entry_holding
+
+    shim = next((s for s in seen.shims if (lib := classify(os.path.basename(s.path))) is not None
+                 and lib.major == consumer.cudnn_major), seen.shims[0])
     entry = next((p.entry for p in ctx.preloads if p.path and p.entry and _same_file(p.path, shim.path)), None)
     how = f"LD_PRELOAD entry {entry}" if entry else \
         f"mapped by the program: {shim.rule} ({shim.how} by {os.path.basename(shim.requested_by)})"
-    if entry is not None and _own_anyway(consumers[0], env, ctx, program, shim.path):
+    if entry is not None and _own_anyway(consumer, env, ctx, program, shim.path):
         # the preload maps the very file, from the very folder, the framework's own loader opens: it changes
         # nothing for the framework, and taking it away fixes nothing (fix differential 3-15160: LD_PRELOAD=
         # libcudnn.so.9 found through LD_LIBRARY_PATH in torch's own wheel folder, which another release had
         # overwritten; removing the entry was the command form's whole fix)
-        how = f"LD_PRELOAD entry {entry}, the file {consumers[0].framework}'s own loader opens anyway"
+        how = f"LD_PRELOAD entry {entry}, the file {consumer.framework}'s own loader opens anyway"
         entry = None
-    devices = gpu_facts(env).devices
-    python = _interpreter(seen.command)
-    way = Route(consumer=consumers[0], shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
+    way = Route(consumer=consumer, shim=shim.path, how=how, variable="LD_PRELOAD" if entry else None, entry=entry)
     if program is not None:  # the sys.path entry the shim lies in, and what put it there
-        entry = entry_holding(shim.path, (e.path for e in program.path if e.usable))
-        held = next((e for e in program.path if e.path == entry), None) if entry is not None else None
+        held_at = entry_holding(shim.path, (e.path for e in program.path if e.usable))
+        held = next((e for e in program.path if e.path == held_at), None) if held_at is not None else None
         if held is not None:  # what takes a copy in the program's own folder away there (`judge.routes`)
             way = replace(way, source=held.source, path_entry=held.path, copy=copy_under(held.path, shim.path)
                           if held.source.kind == "program" else None)
-    return tuple(serve(replace(way, consumer=consumer), installs.get(shim.path), ctx, gpu=bool(devices),
-                       device_count=len(devices), environ=env, python=python, blockers=blockers, devices=devices)
-                 for consumer in consumers)
+    return way
 
 
 def _own_anyway(consumer: Consumer, env: Mapping[str, str], ctx: Context, program: Startup | None,
@@ -808,9 +843,15 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
         return f"{program}: what it loaded is not known: {seen.logs_lost}"
     shim = seen.shims[0].path if seen.shims else None
     install = installs.get(shim or "")
-    used = (_used(install, seen) if install else f"cuDNN from {os.path.dirname(shim)}" if shim else "no cuDNN")
+    sampled = next((path for path in seen.unlogged if _is_shim(path)), None) or next(
+        (path for path in seen.unlogged if "libcudnn" in os.path.basename(path)), None)
+    used = (_used(install, seen) if install else f"cuDNN from {os.path.dirname(shim)}" if shim else
+            f"cuDNN from {os.path.dirname(sampled)} (seen in its maps; the linker kept no log of it)" if sampled else
+            "no cuDNN")
     workers = f" ({seen.processes} processes)" if seen.processes > 1 else ""
-    cudnn_mapped = shim is not None or any("libcudnn" in os.path.basename(path) for path in seen.unlogged)
+    cudnn_mapped = shim is not None or sampled is not None
+    if seen.ok and not cudnn_mapped and seen.unwatched:
+        return f"{program} ran and exited; what it loaded is not known: {seen.unwatched}"
     if seen.ok and not cudnn_mapped:  # not an error of the setup: a loader by name on first use maps none until then
         ran = f" (it ran {', '.join(dict.fromkeys(os.path.basename(f) for f in seen.frameworks))})" \
             if seen.frameworks else ""
@@ -1047,6 +1088,10 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         findings.append(Finding(Code.LOGS_LOST, f"the linker's and cuDNN's logs of {program}'s run may be cut short: "
                                 f"{seen.logs_lost}; what it loaded is known only from its sampled maps", about,
                                 fix(note="free space there, or set TMPDIR to a folder with room, and run it again")))
+    if seen.unwatched and not seen.shims and not any(_is_shim(path) for path in seen.unlogged):
+        findings.append(Finding(Code.PROGRAM_UNWATCHED, f"what it loaded is not known: {seen.unwatched}",
+                                about, fix(note="put `cudnnload doctor --` inside that step, before the program "
+                                           "it starts (`sudo cudnnload doctor -- python3 train.py`)")))
     preloaded: set[str] = set()  # the files of the preloads said to stop every start: what they NEED is theirs
     if not seen.ok and not seen.shims:  # stopped before it opened cuDNN: an LD_PRELOAD entry may stop every start
         from cudnnload.judge.preload import preload_findings
