@@ -557,9 +557,15 @@ def _run_now(command: tuple[str, ...], cudnn: str | None, frameworks: tuple[str,
 
 # An error message and the lines around it: a log pasted whole is some KB; /dev/zero never ends. Of a longer text
 # the first and the last STDIN_KEPT bytes are kept (a log's failure is at its end, the message that caused it often
-# near its start), and no more than STDIN_READ_LIMIT bytes are read.
+# near its start), and of the rest between them the lines that may tell (`_TELLING`: a library, a loader's or a
+# status's words), up to MIDDLE_KEPT bytes, the first half and the last half of them (a 5 MB training log with the
+# cuDNN message in its middle was "not recognised"); no more than STDIN_READ_LIMIT bytes are read.
 STDIN_KEPT = 1 << 19
+MIDDLE_KEPT = 1 << 18
 STDIN_READ_LIMIT = 1 << 26
+_TELLING = (rb"(?i)cudnn|cuda|cublas|nvrtc|nvidia|driver|\.so\b|\.dll\b|error|fail|abort|fault|traceback|"
+            rb"exception|cannot|could not|unable|status_|out of memory")
+_LINE_KEPT = 2000  # of a telling line in the middle, its first bytes (explain reads no more of a line)
 
 
 def _read_stdin() -> str:
@@ -616,18 +622,65 @@ def _decoded(data: bytes) -> str:
 
 
 def _head_and_tail(read: Callable[[int], bytes]) -> bytes:
-    """What ``read`` gives: its first and last `STDIN_KEPT` bytes, a line break between them where some were left
-    out, reading at most `STDIN_READ_LIMIT`."""
+    """What ``read`` gives: its first and last `STDIN_KEPT` bytes and, between them, the telling lines of what was
+    left out (`_Middle`), a line break between the parts where some were left out; reading at most
+    `STDIN_READ_LIMIT`."""
     head = read(STDIN_KEPT)
-    tail, total, skipped = b"", len(head), False
+    tail, total, middle = b"", len(head), _Middle()
     while total < STDIN_READ_LIMIT:
         chunk = read(min(STDIN_KEPT, STDIN_READ_LIMIT - total))
         if not chunk:
             break
         total += len(chunk)
-        skipped = skipped or len(tail) + len(chunk) > STDIN_KEPT
-        tail = (tail + chunk)[-STDIN_KEPT:]
-    return head + b"\n" * skipped + tail
+        tail += chunk
+        if len(tail) > STDIN_KEPT:  # what falls out of the tail's window, in whole lines where it has them
+            cut = len(tail) - STDIN_KEPT
+            line_end = tail.find(b"\n", cut)
+            cut = line_end + 1 if 0 <= line_end < cut + _LINE_KEPT else cut
+            middle.add(tail[:cut])
+            tail = tail[cut:]
+    return head + middle.kept() + tail
+
+
+class _Middle:
+    """The telling lines (`_TELLING`) of the bytes between a long text's head and tail: the first and the last
+    MIDDLE_KEPT / 2 bytes of them, each line cut at `_LINE_KEPT`."""
+
+    def __init__(self) -> None:
+        import re
+        from collections import deque
+
+        self.telling = re.compile(_TELLING)
+        self.first: list[bytes] = []
+        self.last: deque[bytes] = deque()
+        self.first_size = self.last_size = 0
+        self.skipped = False
+        self.partial = b""  # a line cut between two calls
+
+    def add(self, data: bytes) -> None:
+        self.skipped = True
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()[-_LINE_KEPT:]
+        for line in lines:
+            if self.telling.search(line[:_LINE_KEPT]):
+                self._keep(line[:_LINE_KEPT] + b"\n")
+
+    def _keep(self, line: bytes) -> None:
+        if self.first_size + len(line) <= MIDDLE_KEPT // 2:
+            self.first.append(line)
+            self.first_size += len(line)
+            return
+        self.last.append(line)
+        self.last_size += len(line)
+        while self.last_size > MIDDLE_KEPT // 2:
+            self.last_size -= len(self.last.popleft())
+
+    def kept(self) -> bytes:
+        if not self.skipped:
+            return b""
+        if self.partial and self.telling.search(self.partial):
+            self._keep(self.partial + b"\n")
+        return b"\n" + b"".join(self.first) + b"".join(self.last)
 
 
 def _seconds(shortest: float | None = None) -> click.ParamType:

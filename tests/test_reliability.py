@@ -228,6 +228,25 @@ def test_explain_keeps_the_end_of_a_long_log_where_its_failure_is() -> None:
     assert json.loads(done.stdout)["result"]["causes"][0]["family"] == "bad-param-usage"
 
 
+def test_explain_finds_a_message_in_the_middle_of_a_long_log(tmp_path: Path) -> None:
+    """A 5 MB training log with cuDNN's message half-way through, on standard input and saved to a file: between the
+    first and last 512 KB the lines that may tell are kept, so the message is read (it was "not recognised")."""
+    filler = "".join(f"2024-01-01 12:00:00 INFO step {i} loss 0.{i} lr 1e-4 /home/u/proj/train.py:123\n"
+                     for i in range(30000))
+    message = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared "
+               "object file: No such file or directory\n")
+    text = filler + message + filler
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    for args, given in ((("-",), text.encode()), ((str(log),), None)):
+        done = subprocess.run([sys.executable, "-m", "cudnnload", "explain", "--json", *args], input=given,
+                              capture_output=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        result = json.loads(done.stdout)["result"]
+        assert result["causes"], result
+        assert any("libcudnn_cnn_infer.so.8" in (m.get("line") or "") for m in result["messages"]), result["messages"]
+
+
 def test_explain_reads_a_saved_log_it_is_given_by_name(tmp_path: Path, wheel: Path) -> None:
     """`cudnnload explain crash.log` explains what the file holds (it was read as the words "crash.log"); a FIFO
     or a folder is never opened (its name is the text: no hang), and a library named is one line pointing to
