@@ -1295,3 +1295,43 @@ def test_torch_is_judged_on_the_shim_of_its_own_major_when_its_preload_maps_anot
     folder off PYTHONPATH, which fixed nothing. It now judges torch on the shim of its own major, and puts the 9.24
     wheel back: torch works."""
     _fixed_without_breaks(16990, ["app", "torch"], lambda j: j.said.consumer == "torch", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_file_opened_behind_an_app_s_copy_of_the_shim_keeps_the_preload_for_programs_by_name() -> None:
+    """cuBLAS uninstalled, another release's shim preloaded, the venv's ops closed to the user, a copy of the shim
+    first on LD_LIBRARY_PATH (fix differential 3-17083): the app by path's repair opens ops and took the preload away
+    for everyone, since what it opens would answer programs by name; but the copy answers them first, and the app by
+    soname, which worked through the preload, met the copy with the venv's sub-libraries. The preload now goes for
+    the app alone; nothing breaks."""
+    _base(_drawn(3, 17083).name)
+    verdict = runner.differential(3, 17083, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert not any(j.broke for j in verdict.judged), [(j.said.consumer, j.said.form, j.broke) for j in verdict.judged]
+    assert all(j.outcome == runner.FIXED for j in verdict.judged if j.failing), verdict.judged
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preload_by_name_a_program_finds_through_its_rpath_is_probed_as_it_finds_it() -> None:
+    """``LD_PRELOAD=libcudnn_graph.so.9`` and a conda program linked with RPATH ``$ORIGIN/../lib`` (fix differential
+    3-17029): the program maps its own graph and works; `doctor PROGRAM`'s probe child, with no such RPATH, took the
+    venv's and died, and doctor said an error for a program that works. No form of doctor does now."""
+    _base(_drawn(3, 17029).name)
+    verdict = runner.differential(3, 17029, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert not any(j.outcome == runner.FALSE_ALARM or j.broke for j in verdict.judged), verdict.judged
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_program_printing_bytes_of_no_encoding_is_judged() -> None:
+    """Three releases mixed in the app's process (fix differential 3-17043): cuDNN printed a cut message with bytes of
+    no encoding ("viceCount(&countP-..."), and the harness's reading of the app's output stopped the case. It is
+    read with those bytes replaced, and every failing program is fixed."""
+    _base(_drawn(3, 17043).name)
+    verdict = runner.differential(3, 17043, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    assert all(j.outcome == runner.FIXED for j in verdict.judged if j.failing), verdict.judged
+    assert not any(j.broke for j in verdict.judged), verdict.judged

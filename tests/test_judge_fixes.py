@@ -373,6 +373,35 @@ def test_a_program_that_asks_by_name_never_gets_this_pythons_pip_wheel(tmp_path:
     assert found.fix.actions and found.fix.actions[0].do is ActionKind.ENV_SET
 
 
+def test_a_preload_by_name_is_probed_as_the_program_finds_it_through_its_own_rpath(tmp_path: Path) -> None:
+    """A program with RPATH ``$ORIGIN/../lib`` holding a cuDNN, ``LD_PRELOAD=libcudnn_graph.so.9`` and another
+    release on LD_LIBRARY_PATH (the fix differential's 3-17029): ld.so looks the preload up with the program's RPATH
+    first and maps its own graph, and the program works. The probe's child, which has no such RPATH, mapped the
+    other release's graph and died mixing it with the program's shim: "probe-crashed", a false alarm. The probe now
+    preloads the file the program maps."""
+    import pytest
+
+    from fixtures.scenarios.layouts import linked_program
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc builds the program")
+    (tmp_path / "bin").mkdir()
+    program = tmp_path / "bin" / "program"
+    os.link(linked_program(False), program)  # RPATH $ORIGIN/../lib
+    folder_of(W928, tmp_path / "lib")
+    other = folder_of(W90, tmp_path / "other")
+    env = {**BASE, "LD_LIBRARY_PATH": str(other), "LD_PRELOAD": "libcudnn_graph.so.9"}
+    from cudnnload.resolve.catalog import generation
+
+    steps = [str(call) for call in generation(9).exercise]
+    truth = subprocess.run([str(program), "-", *steps], env=env, capture_output=True, text=True, timeout=60,
+                           check=False)
+    assert truth.returncode == 0 and "Cannot load symbol" not in truth.stdout + truth.stderr, truth
+    report = doctor(env, target=str(program), timeout=60)
+    codes = {f.code.value for f in report.findings}
+    assert not codes & {"probe-crashed", "prediction-disagrees"}, report.findings
+
+
 def test_a_program_by_name_with_no_cudnn_anywhere_gets_the_wheel_in_the_active_venv_and_its_folder(
         tmp_path: Path) -> None:
     """``libcudnn.so.9`` by name, no cuDNN anywhere, a venv active in the shell: the wheel goes into the venv's site

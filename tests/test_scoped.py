@@ -412,6 +412,29 @@ def test_a_wheel_put_back_behind_a_copy_that_answers_first_keeps_the_preload_for
     assert f"after it they would get {copy}/libcudnn.so.9" in alone.fix.text
 
 
+def test_a_file_opened_behind_a_copy_that_answers_first_keeps_the_preload_for_them(tmp_path: Path) -> None:
+    """The same with a fix that opens a sub-library closed to the user (``chmod``) in the folder after the copy: a
+    program by name gets the copy's shim once the preload is gone, whatever the fix opens after it (the fix
+    differential's 3-17083: the preload taken away for everyone, the app by soname met an app's copy of the shim
+    with sub-libraries from the venv); with no copy before that folder, what it opens answers them, and the preload
+    goes with the rest of the fix."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.scoped import scoped
+    from cudnnload.verdicts import Finding, Subject, chmod, fix, remove_entry
+
+    venv = folder_of(W928, tmp_path / "venv" / "lib")
+    copy = folder_of(W928, tmp_path / "app" / "lib", only=("libcudnn.so.9",))
+    shim = folder_of(W90, tmp_path / "opt") / "libcudnn.so.9"
+    opened = chmod(str(venv / "libcudnn_ops.so.9"), 0o644)
+    finding = Finding(Code.UNREADABLE, "m", Subject(SubjectKind.FILE, str(venv / "libcudnn_ops.so.9")),
+                      fix(opened, remove_entry("LD_PRELOAD", str(shim))))
+    behind = {**BASE, "LD_LIBRARY_PATH": f"{copy}:{venv}", "LD_PRELOAD": str(shim)}
+    [alone] = scoped([finding], behind)
+    assert [a.json() for a in alone.fix.actions][-1] == {"do": "run", "argv": ["env", "-u", "LD_PRELOAD"]}, alone.fix
+    first = {**BASE, "LD_LIBRARY_PATH": str(venv), "LD_PRELOAD": str(shim)}
+    assert scoped([finding], first) == (finding,)
+
+
 def test_a_wheel_put_back_behind_an_entry_the_same_fix_takes_away_answers_them_and_the_preload_goes(
         tmp_path: Path) -> None:
     """The layout above, but the fix takes the copy's entry away too (the fix differential's 3-8971: a folder of

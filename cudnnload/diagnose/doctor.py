@@ -39,7 +39,8 @@ from cudnnload.judge.which import Which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
 from cudnnload.resolve.consumers import CpuBuild, cpu_builds
-from cudnnload.resolve.process import Preload
+from cudnnload.resolve.discovery import Context
+from cudnnload.resolve.process import Preload, preload_entries
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, pip_install, pip_uninstall, unique
 
 # Variables that change what loads or how cuDNN behaves; a report records them for `diff`.
@@ -93,6 +94,20 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     return diagnose(resolved, env, site_paths=site_paths, timeout=timeout, asked=(target, python, verify))
 
 
+def _preloads_as_resolved(env: Mapping[str, str], ctx: Context) -> Mapping[str, str]:
+    """``env`` for the probe's child, with each LD_PRELOAD entry of a bare name replaced by the file the target's
+    process maps for it: ld.so looks such an entry up with the program's own RPATH and RUNPATH first, which the
+    child lacks (the fix differential's 3-17029: ``LD_PRELOAD=libcudnn_graph.so.9`` is a conda program's own 9.0
+    graph through its ``$ORIGIN/../lib``, in the child the venv's 9.24 one on LD_LIBRARY_PATH, which died mixing
+    it with the 9.0 shim; the program works)."""
+    entries = preload_entries(env)
+    found = {p.entry: p.path for p in ctx.preloads
+             if p.source == "LD_PRELOAD" and p.entry is not None and p.name == p.entry and p.path}
+    if not any("/" not in e and e in found for e in entries):
+        return env
+    return {**env, "LD_PRELOAD": " ".join(found.get(e, e) if "/" not in e else e for e in entries)}
+
+
 def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str] | None = None,
              timeout: float = 60.0, gpu: Any = None,
              asked: tuple[str | None, str | None, bool] | None = None) -> Report:
@@ -124,8 +139,8 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     # the answer of an earlier run is given again while every file it mapped, the host, its boot and the environment
     # are as they were; --verify runs it again whatever is remembered
     memo = None if resolved.ctx.verify else resolved.ctx.cache
-    probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True, environ=env, timeout=timeout,
-                          memo=memo) \
+    probing = pool.submit(probe, [("shim", shim.path)], install.major, app=True,
+                          environ=_preloads_as_resolved(env, resolved.ctx), timeout=timeout, memo=memo) \
         if install is not None and shim is not None and hangs is None and not stops and planted is None and running \
         else None
     resolved_which = which(site_paths=site_paths, ctx=resolved.ctx, python=resolved.target.python or sys.executable) \

@@ -478,8 +478,9 @@ def _unpreloads(action: Action) -> bool:
 def _opens_for_them(repair: Fix, now: Context, environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``repair`` gives back what programs asking for a shim by name search on ``LD_LIBRARY_PATH``: opens
     (``chmod``) a file or folder on an entry, or a folder above one; or puts a cuDNN wheel back (``pip install``)
-    into the site whose ``nvidia/cudnn/lib`` is an entry. What they get there after the fix, the model cannot see
-    today (the folder is closed to this user, or empty: the wheel was uninstalled), so today's judgement of how
+    into the site whose ``nvidia/cudnn/lib`` is an entry; where no entry before it holds a shim. What they get
+    there after the fix, the model cannot see today (the folder is closed to this user, or empty: the wheel was
+    uninstalled), so today's judgement of how
     they fare without the preload does not hold. What the fix gives back answers them after it, whole, and a
     preload kept for them would only be mixed with it (its sub-libraries come from LD_LIBRARY_PATH before its own
     RUNPATH): it goes for everyone, as an entry that nobody can map today does (`_inert`; the fix differential's
@@ -490,9 +491,12 @@ def _opens_for_them(repair: Fix, now: Context, environ: Mapping[str, str] | None
     entries = [os.path.normpath(e) for e in now.linker.ld_library_path
                if os.path.isabs(e) and os.path.normpath(e) not in dropped]
     for action in repair.actions:
+        # (what it opens answers them only where no entry before it holds a shim: the fix differential's 3-17083,
+        # the venv's ops opened behind an app's partial copy of the shim first on the path)
         if action.do is ActionKind.CHMOD and action.path:
             opened = os.path.normpath(action.path)
-            if any(opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep) for e in entries):
+            if any((opened == e or e.startswith(opened + os.sep) or opened.startswith(e + os.sep))
+                   and not _answered_before(entries[:index], now) for index, e in enumerate(entries)):
                 return True
         if os.path.normpath(action.target or "-") in _refilled(Fix((action,))) and any(
                 _filled(e, action.requirements, os.path.normpath(action.target or ""))
