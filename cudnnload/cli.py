@@ -643,14 +643,16 @@ def _head_and_tail(read: Callable[[int], bytes]) -> bytes:
 
 
 class _Middle:
-    """The telling lines (`_TELLING`) of the bytes between a long text's head and tail: the first and the last
-    MIDDLE_KEPT / 2 bytes of them, each line cut at `_LINE_KEPT`."""
+    """The telling lines (`_TELLING`) of the bytes between a long text's head and tail, each once (numbers aside):
+    the first and the last MIDDLE_KEPT / 2 bytes of them, each line cut at `_LINE_KEPT`."""
 
     def __init__(self) -> None:
         import re
         from collections import deque
 
         self.telling = re.compile(_TELLING)
+        self.digits = re.compile(rb"\d+")
+        self.seen: set[bytes] = set()  # each kept line with its numbers blanked: a log repeats its errors
         self.first: list[bytes] = []
         self.last: deque[bytes] = deque()
         self.first_size = self.last_size = 0
@@ -666,6 +668,12 @@ class _Middle:
                 self._keep(line[:_LINE_KEPT] + b"\n")
 
     def _keep(self, line: bytes) -> None:
+        shape = self.digits.sub(b"0", line)
+        if shape in self.seen:
+            return
+        if len(self.seen) > 65536:  # (a text of none the same: the memory of them bounded)
+            self.seen.clear()
+        self.seen.add(shape)
         if self.first_size + len(line) <= MIDDLE_KEPT // 2:
             self.first.append(line)
             self.first_size += len(line)
