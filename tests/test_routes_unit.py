@@ -551,6 +551,21 @@ def test_the_headline_of_a_healthy_run_names_the_cudnn_and_the_workers() -> None
     assert _headline(seen, [], [], {}) == "app ran with cuDNN from /w (3 processes)"  # type: ignore[arg-type]
 
 
+def test_a_run_out_of_the_logs_sight_is_named_by_what_its_maps_showed_in_the_headline_and_the_finding() -> None:
+    """A program that replaced itself with one started without the log's switches (``env -i``): where the maps'
+    sampler caught only a cuDNN sub-library, the headline names its folder, and the run is then not said to be
+    wholly unseen (session 60's note: the headline took any cuDNN file, the finding a shim only)."""
+    from cudnnload.diagnose.observe import _headline, _run_findings
+
+    unseen = replace(_seen(0), unwatched="its log ends as python3 starts")  # type: ignore[type-var]
+    caught = replace(unseen, unlogged=("/w/libcudnn_graph.so.9",))  # type: ignore[type-var]
+    ctx = context(environ={})
+    assert _headline(caught, [], [], {}).startswith("app ran with cuDNN from /w (seen in its maps")  # type: ignore
+    assert Code.PROGRAM_UNWATCHED not in {f.code for f in _run_findings(caught, {}, [], ctx)}  # type: ignore
+    assert "what it loaded is not known" in _headline(unseen, [], [], {})  # type: ignore[arg-type]
+    assert Code.PROGRAM_UNWATCHED in {f.code for f in _run_findings(unseen, {}, [], ctx)}  # type: ignore
+
+
 def test_the_headline_of_a_failing_run_puts_the_cause_and_the_variable_first() -> None:
     from cudnnload.diagnose.observe import _headline
     from cudnnload.verdicts import fix, remove_entry

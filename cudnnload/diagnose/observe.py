@@ -833,6 +833,13 @@ def _used(install: Judged, seen: Observation) -> str:
     return f"cuDNN {install.release or install.major} from {install.folder}"
 
 
+def _sampled_cudnn(seen: Observation) -> str | None:
+    """A cuDNN file the maps' sampler caught that the linker's log does not show (its shim first, else any of its
+    libraries): what the headline names and what makes a run whose log was cut short not wholly unseen."""
+    return next((path for path in seen.unlogged if _is_shim(path)), None) or next(
+        (path for path in seen.unlogged if "libcudnn" in os.path.basename(path)), None)
+
+
 def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[Served],
               installs: Mapping[str, Judged]) -> str:
     """One line first: the cuDNN a healthy run used, or why the program stopped and the cause found."""
@@ -843,8 +850,7 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
         return f"{program}: what it loaded is not known: {seen.logs_lost}"
     shim = seen.shims[0].path if seen.shims else None
     install = installs.get(shim or "")
-    sampled = next((path for path in seen.unlogged if _is_shim(path)), None) or next(
-        (path for path in seen.unlogged if "libcudnn" in os.path.basename(path)), None)
+    sampled = _sampled_cudnn(seen)
     used = (_used(install, seen) if install else f"cuDNN from {os.path.dirname(shim)}" if shim else
             f"cuDNN from {os.path.dirname(sampled)} (seen in its maps; the linker kept no log of it)" if sampled else
             "no cuDNN")
@@ -1088,7 +1094,7 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
         findings.append(Finding(Code.LOGS_LOST, f"the linker's and cuDNN's logs of {program}'s run may be cut short: "
                                 f"{seen.logs_lost}; what it loaded is known only from its sampled maps", about,
                                 fix(note="free space there, or set TMPDIR to a folder with room, and run it again")))
-    if seen.unwatched and not seen.shims and not any(_is_shim(path) for path in seen.unlogged):
+    if seen.unwatched and not seen.shims and _sampled_cudnn(seen) is None:
         findings.append(Finding(Code.PROGRAM_UNWATCHED, f"what it loaded is not known: {seen.unwatched}",
                                 about, fix(note="put `cudnnload doctor --` inside that step, before the program "
                                            "it starts (`sudo cudnnload doctor -- python3 train.py`)")))
