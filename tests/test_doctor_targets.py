@@ -186,6 +186,24 @@ def test_a_program_run_through_a_wrapper_that_clears_the_environment_is_said_to_
     assert "never reached cuDNN" in plain.stdout and "program-unwatched" not in plain.stdout, plain.stdout
 
 
+def test_a_program_with_no_dynamic_linker_is_not_said_to_be_unseen(tmp_path: Path) -> None:
+    """A statically linked program (Go without cgo, a static-pie such as Debian's ldconfig) starts with no ld.so, so
+    it keeps no linker's log and can map no cuDNN by name: "never reached cuDNN", not program-unwatched's "what it
+    loaded is not known ... a set-user-ID program such as sudo" (found by hand, session 61)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build a static program")
+    source, program = tmp_path / "static.c", tmp_path / "static"
+    source.write_text("int main(void) { return 0; }\n")
+    built = subprocess.run(["gcc", "-static", str(source), "-o", str(program)], capture_output=True, text=True,
+                           check=False)
+    if built.returncode != 0:
+        pytest.skip(f"no static C library to link with: {built.stderr.strip()[-200:]}")
+    done = cli("doctor", "--", str(program))
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert "static ran and exited and never reached cuDNN" in done.stdout, done.stdout
+    assert "program-unwatched" not in done.stdout, done.stdout
+
+
 # --- doctor -- COMMAND starts the program before its own imports (launch.early) ------------------------------
 
 @pytest.mark.parametrize("argv", [

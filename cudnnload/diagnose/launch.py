@@ -44,6 +44,7 @@ class Launched:
                  own_log: bool, linker_log: bool, timeout: float | None, sample_s: float,
                  json_out: bool = False) -> None:
         self.command = command
+        self.program = program  # the file run, as execvp found it
         self.json_out = json_out
         self.environ = dict(env)  # as asked for, before the witnesses' switches
         self.scratch, box = _scratch_folder()

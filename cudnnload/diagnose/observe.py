@@ -75,6 +75,7 @@ class Run:
     logs_lost: str | None = None  # why the witnesses' logs may be cut short (their file system filled up)
     address_limit: int | None = None  # its address-space limit (ulimit -v), inherited from cudnnload's own
     linker_logged: bool = True  # the linker's log was asked for (LD_DEBUG)
+    static: bool = False  # the program run has no dynamic linker (no PT_INTERP: Go without cgo, static-pie): no log
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -103,7 +104,22 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
     sig = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
                logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
-               tuple(launched.family.survivors), lost, address_limit(), launched.prefix is not None)
+               tuple(launched.family.survivors), lost, address_limit(), launched.prefix is not None,
+               not logs and _static(launched.program))
+
+
+def _static(program: str) -> bool:
+    """Whether ``program`` is an ELF program that names no dynamic linker (PT_INTERP): the kernel starts it
+    itself, no ld.so runs, so it keeps no linker's log and maps no library by name (a script or a file that is no
+    ELF: False)."""
+    from cudnnload.errors import ElfError
+    from cudnnload.resolve.elf import read_elf
+
+    try:
+        info = read_elf(program)
+    except (ElfError, OSError):
+        return False
+    return info.elf_type in ("ET_EXEC", "ET_DYN") and info.interpreter is None and not info.soname
 
 
 def _log_paths(destination: str, logs: Mapping[int, lddebug.LinkerLog]) -> tuple[str, ...]:
@@ -228,8 +244,9 @@ def _unwatched(ran: Run, main: lddebug.LinkerLog | None) -> str | None:
     if not ran.linker_logged or ran.returncode is None or ran.signal or ran.timed_out or ran.interrupted:
         return None
     if main is None:
-        return None if ran.logs else ("the dynamic linker kept no log of it (a set-user-ID program such as sudo "
-                                      "ignores the log's switches, and so does what it starts)")
+        return None if ran.logs or ran.static else (
+            "the dynamic linker kept no log of it (a set-user-ID program such as sudo ignores the log's switches, "
+            "and so does what it starts)")
     if main.handed_over is None:
         return None
     return (f"the dynamic linker's log of it ends as {os.path.basename(main.handed_over)} starts: it replaced itself "
