@@ -3054,3 +3054,24 @@ def test_a_toolkit_check_before_building_an_extension_is_the_toolkit_not_cudnn(
 ])
 def test_what_torch_and_deepspeed_accept_or_mend_themselves_is_only_a_warning(text: str) -> None:
     assert [c.family for c in explain(text, environ={}).causes] == ["harmless-warning"]
+
+
+TF_CUDART_WARNING = (
+    "2021-03-01 10:00:00.123456: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load "
+    "dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file "
+    "or directory\n2021-03-01 10:00:00.123456: I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above "
+    "cudart dlerror if you do not have a GPU set up on your machine.\n")
+
+
+def test_a_load_logged_as_a_warning_before_a_cudnn_calls_status_is_not_what_stopped_the_program() -> None:
+    """TensorFlow's cudart stub warns at import that libcudart did not load; a cuDNN status later in the paste
+    shows that a cuDNN call was made, so the runtime and cuDNN were found after all (another attempt, another
+    process): the status's causes come first (session 60's note: the missing runtime ranked first). Without a
+    call after it, the warning is still the failure: TensorFlow went on without the GPU."""
+    text = TF_CUDART_WARNING + (
+        "Epoch 1/10\n2021-03-01 10:00:05.123456: E tensorflow/stream_executor/cuda/cuda_dnn.cc:336] Could not create "
+        "cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n")
+    assert ranked(text)[0] not in LOADING, ranked(text)
+    assert ranked(TF_CUDART_WARNING)[0] == "libcudart-missing-or-wrong", ranked(TF_CUDART_WARNING)
+    # a status before the load (an earlier run of the paste) proves nothing about it
+    assert ranked(text.split("Epoch")[1] + TF_CUDART_WARNING)[0] == "libcudart-missing-or-wrong"

@@ -2388,7 +2388,8 @@ def read(text: str) -> Reading:
               if _line(pair) not in lines]
     if not known and (guess := _unknown_text(text)) is not None:
         known.append((0, guess))
-    found = sorted(((at, _logged_as_warning(signal)) for at, signal in known),
+    later_calls = [at for at, signal in known if signal.kind.startswith("status:")]
+    found = sorted(((at, _logged_as_warning(signal, any(call > at for call in later_calls))) for at, signal in known),
                    key=lambda item: (_precedence(item[1]), item[0]))
     unique = list({(s.kind, s.failed, s.status, s.line): s for _, s in reversed(found)}.values())[::-1]
     evidence = _blank(text, [(m.start, m.end) for m in matches if m.entry.boilerplate])
@@ -2454,10 +2455,21 @@ _DEGRADED = ("cudnn-not-found", "sublibrary-load", "engine-load", "dependency-",
              "framework-no-cudnn", "cpu-build", "driver-state", "gpu-plugin", "parts-mismatch")
 
 
-def _logged_as_warning(signal: Signal) -> Signal:
+# The loads without which no cuDNN call can be made: cuDNN's own shim, and the CUDA runtime a framework loads
+# before it (TensorFlow's cudart stub: "Could not load dynamic library 'libcudart.so.11.0' ... Ignore above cudart
+# dlerror if you do not have a GPU set up").
+_BEFORE_ANY_CALL = ("cudnn-not-found", "dependency-load:cudart")
+
+
+def _logged_as_warning(signal: Signal, call_after: bool = False) -> Signal:
     """A message on a line that its logger marks as a warning or information is only that, whatever it says,
-    except a load that failed (`_DEGRADED`): the program went on without what it could not load."""
-    if signal.kind.startswith(_DEGRADED) or not _WARNING_LINE.search(signal.line):
+    except a load that failed (`_DEGRADED`): the program went on without what it could not load. Where a cuDNN
+    call's status follows it in the text (``call_after``), the program did not go on without cuDNN: a load that
+    every cuDNN call needs first (`_BEFORE_ANY_CALL`), logged as a warning, was then found after all (another
+    attempt, another process of the paste) and is not what stopped it."""
+    if not _WARNING_LINE.search(signal.line):
+        return signal
+    if signal.kind.startswith(_DEGRADED) and not (call_after and signal.kind.startswith(_BEFORE_ANY_CALL)):
         return signal
     return replace(signal, warning=True)
 
