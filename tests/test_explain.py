@@ -3075,3 +3075,14 @@ def test_a_load_logged_as_a_warning_before_a_cudnn_calls_status_is_not_what_stop
     assert ranked(TF_CUDART_WARNING)[0] == "libcudart-missing-or-wrong", ranked(TF_CUDART_WARNING)
     # a status before the load (an earlier run of the paste) proves nothing about it
     assert ranked(text.split("Epoch")[1] + TF_CUDART_WARNING)[0] == "libcudart-missing-or-wrong"
+
+
+@pytest.mark.parametrize("shown", ["torch.__version__ 2.3.0+cpu", "CUDA used to build PyTorch: None",
+                                   "conda install pytorch torchvision cpuonly -c pytorch"])
+def test_a_cuda_library_missing_beside_a_framework_built_without_cuda_is_that_build(shown: str) -> None:
+    """A package asks for libcudart.so.12 where the text shows PyTorch's build without CUDA: that build brought no
+    CUDA libraries (no nvidia-* wheels), so the CUDA build is the fix, not the runtime alone (found by hand,
+    session 61: the missing runtime ranked first)."""
+    text = f"OSError: libcudart.so.12: cannot open shared object file: No such file or directory\n{shown}\n"
+    assert ranked(text)[0] == "cpu-only-build", ranked(text)
+    assert ranked(text.splitlines()[0])[0] == "libcudart-missing-or-wrong"

@@ -997,6 +997,9 @@ RULES: tuple[Rule, ...] = (
          "ships all the sub-libraries of its release", wanted_wheel_shown, LOADING),
     Rule("cudnn-not-installed", -1, "the text shows a cuDNN of the major wanted on the machine", wanted_major_shown,
          LOADING),
+    # a CUDA library the program asked for beside a framework built without CUDA: that build brought none (a CPU
+    # torch has no nvidia-* wheels); the CUDA build is the fix, not the library
+    Rule("cpu-only-build", 3, "the text shows a framework build without CUDA", clue("cpu-wheel"), FAILED_LOADS),
     # poetry named is a way torch comes without its nvidia-* wheels (torch 2.0.1's metadata), not proof that it did
     Rule("torch-without-nvidia-deps", 2, "poetry resolves some torch releases without their nvidia-* dependencies",
          clue("poetry"), FAILED_LOADS),

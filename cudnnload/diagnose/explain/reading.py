@@ -1674,6 +1674,10 @@ _CLUES: tuple[tuple[str, str], ...] = (
     ("cuda-old", r"\bCUDA(?: version)?[:= ]+(?:[1-9]|10)\.\d\b|\bcuda ?(?:[89]|10)\.\d\b|\bcu(?:9\d|10\d)\b|"
                  r"cudatoolkit=(?:9|10)|built for a CUDA older"),
     ("poetry", r"\bpoetry\b"),
+    # a framework's build without CUDA shown by its version or its build facts: a PyTorch wheel's local version
+    # "+cpu", torch.utils.collect_env's "CUDA used to build PyTorch: None", conda's cpuonly package, tensorflow-cpu
+    ("cpu-wheel", r"\b\d+\.\d+(?:\.\d+)?\+cpu\b|CUDA used to build PyTorch: None|torch\.version\.cuda\W{1,6}None\b"
+                  r"|\bcpuonly\b|\btensorflow-cpu\b"),
     ("lib64-site-packages", r"lib64/python[\d.]+/site-packages"),
     # a frozen app's traceback names torch's modules by relative path (PyInstaller); symlink farms
     ("bundled-symlink", r"[Pp]y[Ii]nstaller|_MEIPASS|/_internal/|\bbazel\b|runfiles|/nix/store|symlink farm|"
