@@ -77,6 +77,9 @@ class Action:
     line: str | None = None  # remove-line's, exactly as in the file
     owner: str | None = None  # chmod's: who must run it, when the path is not the user's (its owner, or root)
     pid: int | None = None  # restart's: the running process
+    # pip-install's and pip-uninstall's: whose pip runs it: "pip" (``python -m pip``), or "uv" (``uv pip --python``)
+    # for an environment uv made without pip in it (`diagnose.installer`)
+    installer: str = "pip"
     # delete's, when given: the names in the folder ``path`` to delete where they are there (the folder stays)
     names: tuple[str, ...] = ()
 
@@ -95,6 +98,8 @@ class Action:
             if name == "names" and not value:  # a delete of ``path`` itself
                 continue
             out[name] = list(value) if isinstance(value, tuple) else value
+        if self.do in (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL) and self.installer != "pip":
+            out["installer"] = self.installer
         return out
 
     def __str__(self) -> str:
@@ -112,10 +117,16 @@ class Action:
             # a target that is not the interpreter's own site-packages is pip's --target (README "Fixes")
             place = ["--target", self.target] if self.target and "--user" not in self.options and \
                 not _owns(self.python, self.target) else []
+            if self.installer == "uv":
+                return shlex.join(["uv", "pip", "install", "--python", self.python or "python",
+                                   *dict.fromkeys(_UV_OPTIONS.get(o, o) for o in self.options), *place,
+                                   *self.requirements])
             return shlex.join([self.python or "python", "-m", "pip", "install", *self.options, *place,
                                *self.requirements])
         if self.do is ActionKind.PIP_UNINSTALL:  # pip uninstall has no --target: the files of its RECORD go
-            return shlex.join([self.python or "python", "-m", "pip", "uninstall", "-y", *self.requirements]) + (
+            pip = ["uv", "pip", "uninstall", "--python", self.python or "python"] if self.installer == "uv" else \
+                [self.python or "python", "-m", "pip", "uninstall", "-y"]
+            return shlex.join([*pip, *self.requirements]) + (
                 f" (from {shlex.quote(self.target)})" if self.target and not _owns(self.python, self.target) else "")
         if self.do is ActionKind.RELINK:
             return f"ln -sfn {shlex.quote(self.target or '')} {shlex.quote(self.path or '')}"
@@ -145,6 +156,11 @@ def _names(names: tuple[str, ...]) -> str:
     endings = ends[0][len(common):] if len(ends) == 1 else "{" + ",".join(e[len(common):] for e in ends) + "}"
     prefix = os.path.commonprefix(stems)
     return f"{prefix}{{{','.join(stem[len(prefix):] for stem in stems)}}}.so.{common}{endings}"
+
+
+# pip's options as uv's pip interface spells them: uv installs into the one environment it is given and sees no
+# other site folder, so pip's --ignore-installed (install though another folder of sys.path has it) is its --reinstall
+_UV_OPTIONS = {"--force-reinstall": "--reinstall", "--ignore-installed": "--reinstall"}
 
 
 def _owns(python: str | None, site: str) -> bool:

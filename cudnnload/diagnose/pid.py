@@ -30,6 +30,7 @@ from cudnnload.children import ProcStat, owner_of_python, proc_stat
 from cudnnload.codes import ActionKind, Code, SubjectKind
 from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
+from cudnnload.diagnose.installer import by_installer
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.readonly import writable
 from cudnnload.diagnose.scoped import scoped
@@ -235,7 +236,8 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     return ProcessReport(pid, running.executable, running.command,
                          tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
                          libraries, inventory, pending, frameworks, checks,
-                         unique(writable(scoped(ahead(findings, running.environ, ctx), running.environ, ctx))))
+                         unique(by_installer(writable(scoped(ahead(findings, running.environ, ctx), running.environ,
+                                                             ctx)))))
 
 
 def _installs(running: RunningProcess, ctx: Context) -> JudgedInventory:

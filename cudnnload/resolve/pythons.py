@@ -102,6 +102,31 @@ def venv_config(prefix: str) -> dict[str, str] | None:
     return {key.strip().lower(): value.strip() for key, sep, value in (line.partition("=") for line in lines) if sep}
 
 
+def installer_of(python: str | None) -> str:
+    """Whose pip installs for the interpreter ``python`` (a ``PREFIX/bin/python`` path): "uv" for a venv that uv
+    made (its ``pyvenv.cfg`` has uv's ``uv = VERSION`` line, uv's ``uv-virtualenv`` crate) and that holds no pip of
+    its own (uv makes none: ``python -m pip`` there answers "No module named pip"), and whose base pip it does not
+    see (``include-system-site-packages = false``); "pip" for every other (``python -m pip``)."""
+    if python is None or not os.path.isabs(python):
+        return "pip"
+    prefix = os.path.dirname(os.path.dirname(python))
+    config = _venv_config(prefix)
+    if "uv" not in config or config.get("include-system-site-packages", "false").lower() == "true":
+        return "pip"
+    has_pip = any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
+    return "pip" if has_pip else "uv"
+
+
+def _venv_config(prefix: str) -> dict[str, str]:
+    """A venv's ``pyvenv.cfg`` as keys and values ({} where there is none, or it cannot be read)."""
+    try:
+        text = read_regular(os.path.join(prefix, "pyvenv.cfg"), limit=64 << 10).decode("utf-8", "replace")
+    except (OSError, NotRegularFile):
+        return {}
+    pairs = (line.partition("=") for line in text.splitlines())
+    return {key.strip().lower(): value.strip() for key, eq, value in pairs if eq}
+
+
 def _site_parts(site: str) -> tuple[str, str] | None:
     """(prefix, ``pythonX.Y``) of a ``PREFIX/lib/pythonX.Y/site-packages`` folder; None for another folder."""
     lib, version = os.path.split(os.path.dirname(os.path.normpath(site)))

@@ -1,0 +1,109 @@
+"""Whose pip a fix runs (`diagnose.installer`): an environment uv made holds no pip, and ``python -m pip install``
+stops there ("No module named pip"); its fixes are said with uv's pip interface (``uv pip install --python ...``),
+and applied as said they make the program work (a real uv venv, the real cuDNN wheel)."""
+
+from __future__ import annotations
+
+import ctypes  # noqa: F401  (the program below uses it in its own process)
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cudnnload.codes import ActionKind
+from cudnnload.resolve.pythons import installer_of
+from cudnnload.verdicts import pip_install, pip_uninstall
+from tests.wheels import cache_root, python_path
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEEL = "nvidia-cudnn-cu12==9.28.0.42"
+PROGRAM = ("import ctypes, glob, sys; lib = ctypes.CDLL(glob.glob(sys.prefix + '/lib/python*/site-packages/nvidia/"
+           "cudnn/lib/libcudnn.so.9')[0]); d = ctypes.c_void_p(); "
+           "sys.exit(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)))")
+
+
+def _venv(folder: Path, config: str, pip: bool) -> str:
+    """A venv's skeleton: its pyvenv.cfg, a bin/python, and pip in its site-packages where ``pip``."""
+    (folder / "bin").mkdir(parents=True)
+    (folder / "pyvenv.cfg").write_text(config)
+    python = folder / "bin" / "python"
+    python.symlink_to(sys.executable)
+    site = folder / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    if pip:
+        (site / "pip").mkdir()
+        (site / "pip" / "__init__.py").write_text("")
+    return str(python)
+
+
+@pytest.mark.parametrize(("config", "pip", "expected"), [
+    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = false\n", False, "uv"),
+    ("home = /usr/bin\nuv = 0.13.9\n", True, "pip"),  # `uv venv --seed` puts pip in
+    ("home = /usr/bin\ninclude-system-site-packages = false\n", False, "pip"),  # `python -m venv --without-pip`
+    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = true\n", False, "pip"),  # the base's pip
+])
+def test_the_installer_of_an_environment_is_read_off_its_venv(tmp_path: Path, config: str, pip: bool,
+                                                              expected: str) -> None:
+    assert installer_of(_venv(tmp_path / "v", config, pip)) == expected
+    assert installer_of(None) == "pip" and installer_of("python3.11") == "pip"
+
+
+def test_a_pip_action_said_with_uv_keeps_its_meaning() -> None:
+    install = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=("--force-reinstall", "--no-deps"),
+                          target="/v/lib/python3.11/site-packages", python="/v/bin/python")
+    assert str(install) == "/v/bin/python -m pip install --force-reinstall --no-deps nvidia-cudnn-cu12==9.28.0.42"
+    assert "installer" not in install.json()
+    uv = replace(install, installer="uv")
+    assert str(uv) == "uv pip install --python /v/bin/python --reinstall --no-deps nvidia-cudnn-cu12==9.28.0.42"
+    assert uv.json()["installer"] == "uv" and uv.json()["options"] == ["--force-reinstall", "--no-deps"]
+    both = pip_install(["x"], options=("--ignore-installed", "--force-reinstall"), python="/v/bin/python")
+    assert str(replace(both, installer="uv")) == "uv pip install --python /v/bin/python " \
+        "--reinstall x"
+    gone = pip_uninstall(["nvidia-cudnn-cu13"], python="/v/bin/python")
+    assert str(replace(gone, installer="uv")) == \
+        "uv pip uninstall --python /v/bin/python nvidia-cudnn-cu13"
+
+
+@pytest.mark.wheels
+def test_a_uv_environment_gets_fixes_uv_runs_and_they_make_the_program_work(tmp_path: Path) -> None:
+    """A venv made by ``uv venv`` (no pip in it), the cuDNN wheel installed by ``uv pip install``, a sub-library
+    deleted: doctor's fix is ``uv pip install --python .../bin/python --reinstall --no-deps nvidia-cudnn-cu12==...``
+    (it was ``.../bin/python -m pip install ...``, which answers "No module named pip"); run as said (with the
+    wheel taken from the test cache, not the network), the program's cudnnCreateTensorDescriptor works again."""
+    uv = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
+    if uv is None:
+        pytest.skip("uv is not installed (the test extra installs it)")
+    local = ["--no-index", "--find-links", str(cache_root() / "wheels")]
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_NO_CONFIG": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    venv = tmp_path / "v"
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "pip", "install", "-q", "--python", python, *local, WHEEL], env=env, check=True)
+    assert subprocess.run([python, "-m", "pip", "--version"], capture_output=True, env=env).returncode != 0
+    ops = next(venv.glob("lib/python*/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9"))
+    ops.unlink()
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode != 0
+
+    def doctor() -> dict:
+        done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--python", python],
+                              capture_output=True, text=True, timeout=300, check=False,
+                              env={**env, "PYTHONPATH": python_path(ROOT),
+                                   "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
+        assert "Traceback" not in done.stderr, done.stderr
+        return json.loads(done.stdout)["result"]
+
+    first = next(f for f in doctor()["findings"] if f["severity"] == "error")
+    action = first["fix"]["actions"][0]
+    assert action["do"] == ActionKind.PIP_INSTALL.value and action["installer"] == "uv", first
+    assert first["fix"]["text"].startswith(f"uv pip install --python {python} "), first["fix"]["text"]
+    words = shlex.split(first["fix"]["text"])
+    subprocess.run([uv, *words[1:], *local], env=env, check=True, capture_output=True)
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0
+    assert not any(f["severity"] == "error" for f in doctor()["findings"])
