@@ -200,6 +200,9 @@ class Code(_Word):
     CONSUMER_KNOWN_BAD = ("consumer-known-bad", (ERROR, WARNING), False, "a cuDNN release the framework lists as "
                           "broken")
     CONSUMER_BROKEN = ("consumer-broken", ERROR, False, "a framework is installed but cannot be imported or read")
+    LINKS_GONE = ("links-gone", ERROR, False, "distributions installed here as symbolic links into an installer's "
+                  "cache that is gone (`uv pip install --link-mode=symlink`, then `uv cache clean`): every file of "
+                  "theirs, their metadata too, points at nothing; installed again, they are whole")
     FRAMEWORK_GPU_OFF = ("framework-gpu-off", (ERROR, WARNING), False, "a framework's own setting keeps it off the "
                          "GPU (`JAX_PLATFORMS` without `cuda`): it never loads cuDNN; a warning where no GPU is seen")
     FRAMEWORK_CALLS_FAIL = ("framework-calls-fail", ERROR, False, "a call a framework makes for its first convolution "

@@ -70,40 +70,99 @@ def test_a_pip_action_said_with_uv_keeps_its_meaning() -> None:
         "uv pip uninstall --python /v/bin/python nvidia-cudnn-cu13"
 
 
+def _uv() -> str:
+    uv = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
+    if uv is None:
+        pytest.skip("uv is not installed (the test extra installs it)")
+    return uv
+
+
+def _uv_env(tmp_path: Path, cache: str = "uv-cache") -> dict[str, str]:
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / cache), "UV_NO_CONFIG": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("UV_LINK_MODE", None)
+    return env
+
+
+def _local() -> list[str]:
+    """uv's options that take the wheels from the test cache, never the network."""
+    return ["--no-index", "--find-links", str(cache_root() / "wheels")]
+
+
+def _uv_venv(tmp_path: Path, *how: str) -> tuple[str, dict[str, str], Path, str]:
+    """A venv ``uv venv`` made, the cuDNN wheel installed into it by ``uv pip install`` (with ``how``): uv, its
+    environment, the venv and its interpreter."""
+    uv, env, venv = _uv(), _uv_env(tmp_path), tmp_path / "v"
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "pip", "install", "-q", "--python", python, *how, *_local(), WHEEL], env=env, check=True)
+    return uv, env, venv, python
+
+
+def _doctor(python: str, env: dict[str, str], tmp_path: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--python", python],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**env, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
+    assert "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout)["result"]
+
+
+@pytest.mark.wheels
+def test_an_environment_whose_links_into_uvs_cache_are_gone_is_installed_again(tmp_path: Path) -> None:
+    """``uv pip install --link-mode=symlink`` links every file of a wheel from uv's cache; ``uv cache clean`` then
+    leaves links to nothing, METADATA included. doctor said "no cuDNN (none found)" and to install cuDNN (already
+    installed: nothing happens); now the first error names the links and the folder gone, and its fix (every such
+    distribution installed again, nothing else changed), run as said, makes the program work."""
+    uv, env, venv, python = _uv_venv(tmp_path, "--link-mode=symlink")
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0
+    shutil.rmtree(tmp_path / "uv-cache")  # what `uv cache clean` does
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode != 0
+    findings = _doctor(python, env, tmp_path)["findings"]
+    first = findings[0]
+    assert first["code"] == "links-gone" and str(tmp_path / "uv-cache") in first["message"], first
+    assert "nvidia-cudnn-cu12 9.28.0.42" in first["message"] and "no-cudnn" not in {f["code"] for f in findings}
+    assert first["fix"]["text"].startswith(f"uv pip install --python {python} --reinstall --no-deps "), first["fix"]
+    words = shlex.split(first["fix"]["text"].split(" (")[0])
+    subprocess.run([uv, *words[1:], *_local()], env=_uv_env(tmp_path, "uv-cache-2"), check=True, capture_output=True)
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0
+    assert not any(f["severity"] == "error" for f in _doctor(python, env, tmp_path)["findings"])
+
+
 @pytest.mark.wheels
 def test_a_uv_environment_gets_fixes_uv_runs_and_they_make_the_program_work(tmp_path: Path) -> None:
     """A venv made by ``uv venv`` (no pip in it), the cuDNN wheel installed by ``uv pip install``, a sub-library
     deleted: doctor's fix is ``uv pip install --python .../bin/python --reinstall --no-deps nvidia-cudnn-cu12==...``
     (it was ``.../bin/python -m pip install ...``, which answers "No module named pip"); run as said (with the
     wheel taken from the test cache, not the network), the program's cudnnCreateTensorDescriptor works again."""
-    uv = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
-    if uv is None:
-        pytest.skip("uv is not installed (the test extra installs it)")
-    local = ["--no-index", "--find-links", str(cache_root() / "wheels")]
-    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_NO_CONFIG": "1"}
-    env.pop("VIRTUAL_ENV", None)
-    venv = tmp_path / "v"
-    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run([uv, "pip", "install", "-q", "--python", python, *local, WHEEL], env=env, check=True)
+    uv, env, venv, python = _uv_venv(tmp_path)
     assert subprocess.run([python, "-m", "pip", "--version"], capture_output=True, env=env).returncode != 0
     ops = next(venv.glob("lib/python*/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9"))
     ops.unlink()
     assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode != 0
 
-    def doctor() -> dict:
-        done = subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--python", python],
-                              capture_output=True, text=True, timeout=300, check=False,
-                              env={**env, "PYTHONPATH": python_path(ROOT),
-                                   "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
-        assert "Traceback" not in done.stderr, done.stderr
-        return json.loads(done.stdout)["result"]
-
-    first = next(f for f in doctor()["findings"] if f["severity"] == "error")
+    first = next(f for f in _doctor(python, env, tmp_path)["findings"] if f["severity"] == "error")
     action = first["fix"]["actions"][0]
     assert action["do"] == ActionKind.PIP_INSTALL.value and action["installer"] == "uv", first
     assert first["fix"]["text"].startswith(f"uv pip install --python {python} "), first["fix"]["text"]
     words = shlex.split(first["fix"]["text"])
-    subprocess.run([uv, *words[1:], *local], env=env, check=True, capture_output=True)
+    subprocess.run([uv, *words[1:], *_local()], env=env, check=True, capture_output=True)
     assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0
-    assert not any(f["severity"] == "error" for f in doctor()["findings"])
+    assert not any(f["severity"] == "error" for f in _doctor(python, env, tmp_path)["findings"])
+
+
+def test_a_cuda_build_whose_files_are_links_to_nothing_is_not_called_a_cpu_build(tmp_path: Path) -> None:
+    """torch's CUDA build in such an environment: its libtorch_cuda.so is a link to nothing, not absent. It was said
+    to be "a CPU build (torch/lib holds no libtorch_cuda.so)"; the links gone are the finding."""
+    from cudnnload.resolve.consumers import cpu_builds, links_gone
+
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "lib" / "libtorch_cuda.so").symlink_to(tmp_path / "cache" / "libtorch_cuda.so")
+    info = site / "torch-2.14.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").symlink_to(tmp_path / "cache" / "archive-v0" / "x" / "torch-2.14.1.dist-info" / "METADATA")
+    (info / "INSTALLER").write_text("uv\n")
+    assert cpu_builds([str(site)]) == ()
+    (gone,) = links_gone([str(site)])
+    assert gone.requirements == ("torch==2.14.1",) and gone.installer == "uv"
+    assert gone.into == str(tmp_path / "cache" / "archive-v0" / "x")

@@ -31,6 +31,7 @@ from cudnnload.diagnose.which import not_found_fix, which
 from cudnnload.errors import UsageError
 from cudnnload.judge.consequences import disagreements
 from cudnnload.judge.fixes import cudnn_install
+from cudnnload.judge.frameworks import links_gone as links_gone_finding
 from cudnnload.judge.installs import aborts_without_driver, predict_install
 from cudnnload.judge.installs import whole as whole_install
 from cudnnload.judge.judged import Judged, JudgedInventory
@@ -39,7 +40,7 @@ from cudnnload.judge.routes import Served, Use, scope, serve
 from cudnnload.judge.which import Which
 from cudnnload.loading.probe import ProbeResult, probe
 from cudnnload.resolve.catalog import decode_version, generation
-from cudnnload.resolve.consumers import CpuBuild, cpu_builds
+from cudnnload.resolve.consumers import CpuBuild, cpu_builds, links_gone
 from cudnnload.resolve.discovery import Context
 from cudnnload.resolve.process import Preload, preload_entries
 from cudnnload.verdicts import ERROR, INFO, WARNING, Finding, Subject, fix, manual, pip_install, pip_uninstall, unique
@@ -202,6 +203,13 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     builds = cpu_builds(list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths) \
         if resolved.target.kind in ("environment", "python") else ()
     findings += [_cpu_only(build, install, resolved.target.python) for build in builds]
+    # distributions whose files are links into a cache that is gone: nothing else about them can be judged until
+    # they are installed again, which comes first and alone (no repair is planned on files that are not there)
+    gone_installs = links_gone(list(resolved.target.site_paths) if resolved.target.site_paths is not None
+                               else site_paths) if resolved.target.kind in ("environment", "python") else ()
+    gone = [links_gone_finding(each, resolved.target.python) for each in gone_installs]
+    # a cuDNN wheel among them is installed, not missing: installing one would change nothing
+    cudnn_gone = any(name.startswith("nvidia-cudnn") for each in gone_installs for name, _ in each.distributions)
     # a CUDA build whose files a build without CUDA wrote over (onnxruntime over onnxruntime-gpu) loads no cuDNN
     over = {(b.site, b.over_distribution) for b in builds if b.over}
     consumers = tuple(c for c in consumers if (c.site, c.distribution) not in over)
@@ -236,8 +244,9 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
                    resolved.target.description,
                    resolved.target.path, keep=resolved.target.kind not in ("environment", "python") or not served,
                    served=served) \
-        if asked is not None and running else ()
-    findings = [*whole, *findings]
+        if asked is not None and running and not gone else ()
+    findings = [*gone, *whole, *(f for f in findings if not cudnn_gone or f.code not in (Code.NO_CUDNN,
+                                                                                      Code.NOT_FOUND))]
     # what a wheel put back will meet, with it; a shared entry's removal, for this target alone; a change that the
     # shell's frameworks would feel, for it alone
     others = shell_frameworks(bare, timeout, facts) \

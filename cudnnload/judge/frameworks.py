@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from cudnnload.codes import Code, SubjectKind
 from cudnnload.judge.fixes import cudnn_requirement, pip_into
 from cudnnload.resolve.catalog import Release
-from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, Pin
+from cudnnload.resolve.consumers import FRAMEWORKS, Consumer, Framework, LinksGone, Pin
 from cudnnload.verdicts import ERROR, WARNING, Action, Finding, Fix, Subject, fix, manual, unset
 
 _KnownBad = Callable[[Consumer, Release, int | None, str | None], Finding | None]
@@ -204,3 +204,25 @@ def _older_than_build(consumer: Consumer, framework: Framework, release: Release
     if framework.rule == "release" and (release.major, release.minor) < (build.major, build.minor):
         return f"needs at least {build.major}.{build.minor} (the patch level may differ)"
     return None
+
+
+def links_gone(gone: LinksGone, python: str | None) -> Finding:
+    """Distributions whose every file is a link to nothing (`resolve.consumers.LinksGone`): nothing of theirs
+    imports or loads, a framework's CUDA build reads as absent and its cuDNN as not installed; each installed
+    again (every file rewritten, no dependency changed) is whole, the others being put back beside it."""
+    shown = ", ".join(f"{name} {version}" for name, version in gone.distributions[:5])
+    more = len(gone.distributions) - 5
+    listed = shown + (f" and {more} more" if more > 0 else "")
+    count = len(gone.distributions) + len(gone.by_url)
+    by = "uv" if gone.installer == "uv" else f"the installer ({gone.installer})"
+    message = (f"{count} distributions installed here are symbolic links into {gone.into}, which is gone ({by} "
+               f"linked them from its cache, and the cache was cleaned since: `uv cache clean`, `uv cache prune`): "
+               f"{listed or ', '.join(gone.by_url)}; nothing of theirs can be imported or loaded")
+    note = ("installed again they are files of their own unless links are asked for again (uv's --link-mode "
+            "symlink, UV_LINK_MODE)")
+    if gone.by_url:
+        note += f"; install again from where they came from (no index has them): {', '.join(gone.by_url)}"
+    actions = (pip_into(list(gone.requirements), gone.site, gone.pip_env, options=("--force-reinstall", "--no-deps"),
+                        python=python),) if gone.distributions else ()
+    return Finding(Code.LINKS_GONE, message, Subject(SubjectKind.TARGET, gone.site),
+                   fix(*actions, note=note) if actions else fix(manual(note)))

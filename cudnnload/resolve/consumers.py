@@ -529,14 +529,64 @@ def cpu_builds(site_paths: Sequence[str] | None = None) -> tuple[CpuBuild, ...]:
             continue
         if any(other in present for other in instead):
             continue
-        if mark is not None and os.path.exists(os.path.join(dist.site, mark)):
+        # a CUDA build's file that is a link to nothing is still there (its installer's cache cleaned: `LinksGone`)
+        if mark is not None and os.path.lexists(os.path.join(dist.site, mark)):
             continue
-        rocm = framework == "torch" and os.path.exists(os.path.join(dist.site, "torch/lib/libtorch_hip.so"))
+        rocm = framework == "torch" and os.path.lexists(os.path.join(dist.site, "torch/lib/libtorch_hip.so"))
         why = (f"the distribution {name} is TensorFlow without CUDA" if mark is None else
                f"{os.path.dirname(mark)} holds no {os.path.basename(mark)}"
                + (f", and none of {', '.join(instead)} is installed" if instead else ""))
         found[framework] = CpuBuild(framework, name, dist.version, dist.site, why, "ROCm" if rocm else "CPU")
     return tuple(found.values())
+
+
+@dataclass(frozen=True)
+class LinksGone:
+    """Distributions installed as symbolic links into a folder that is gone: an installer that links its cache's
+    files into the environment (``uv pip install --link-mode=symlink``, ``UV_LINK_MODE=symlink``), then its cache
+    cleaned (``uv cache clean``, ``uv cache prune``): every file of theirs, their metadata too, points at nothing."""
+
+    site: str
+    into: str  # the folder the links point into (their targets' common folder), not there
+    distributions: tuple[tuple[str, str], ...]  # (name, version) from an index: each can be installed again
+    by_url: tuple[str, ...]  # "name version" of those installed from a path or a URL (direct_url.json): no index has
+    installer: str  # who installed them (their INSTALLER file: "uv", "pip")
+    pip_env: tuple[str | None, tuple[str, ...]] = (None, ())  # who installs into ``site`` (`interpreter_of_site`)
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return tuple(f"{name}=={version}" for name, version in self.distributions)
+
+
+def links_gone(site_paths: Sequence[str] | None = None) -> tuple[LinksGone, ...]:
+    """Per folder of ``site_paths`` (default ``sys.path``), its distributions whose METADATA is a symbolic link to a
+    file that is not there (`LinksGone`); none where no distribution's is."""
+    from packaging.utils import canonicalize_name
+
+    by_site: dict[str, list[tuple[_Installed, str]]] = {}
+    for dist in _installed(list(sys.path if site_paths is None else site_paths)):
+        metadata = os.path.join(dist.info, "METADATA")
+        if os.path.islink(metadata) and not os.path.exists(metadata):
+            try:
+                by_site.setdefault(dist.site, []).append((dist, os.path.join(dist.info, os.readlink(metadata))))
+            except OSError:
+                continue
+    found = []
+    for site, gone in by_site.items():
+        into = os.path.commonpath([os.path.dirname(os.path.dirname(os.path.normpath(target))) for _, target in gone])
+        from_index = [d for d, _ in gone if not os.path.isfile(os.path.join(d.info, "direct_url.json"))]
+        installers = {_installer_file(d) for d, _ in gone} - {""}
+        found.append(LinksGone(site, into, tuple((str(canonicalize_name(d.name)), d.version) for d in from_index),
+                               tuple(f"{d.name} {d.version}" for d, _ in gone if d not in from_index),
+                               installers.pop() if len(installers) == 1 else "pip", interpreter_of_site(site)))
+    return tuple(found)
+
+
+def _installer_file(dist: _Installed) -> str:
+    try:
+        return read_regular(os.path.join(dist.info, "INSTALLER"), 256).decode("utf-8", "replace").strip()
+    except (OSError, NotRegularFile):
+        return ""
 
 
 def _written_last(dist: _Installed, other: _Installed) -> str | None:
