@@ -576,6 +576,9 @@ def links_gone(site_paths: Sequence[str] | None = None) -> tuple[LinksGone, ...]
         into = os.path.commonpath([os.path.dirname(os.path.dirname(os.path.normpath(target))) for _, target in gone])
         from_index = [d for d, _ in gone if not os.path.isfile(os.path.join(d.info, "direct_url.json"))]
         installers = {_installer_file(d) for d, _ in gone} - {""}
+        # the frameworks and the cuDNN first (what the message names), then the other NVIDIA wheels, then the rest
+        from_index.sort(key=lambda d: (d.name not in FRAMEWORKS, not d.name.startswith("nvidia-cudnn"),
+                                       not d.name.startswith("nvidia-"), d.name))
         found.append(LinksGone(site, into, tuple((str(canonicalize_name(d.name)), d.version) for d in from_index),
                                tuple(f"{d.name} {d.version}" for d, _ in gone if d not in from_index),
                                installers.pop() if len(installers) == 1 else "pip", interpreter_of_site(site)))
