@@ -84,6 +84,15 @@ class Action:
     names: tuple[str, ...] = ()
 
     @property
+    def target_folder(self) -> str | None:
+        """A pip-install's ``--target`` folder: its ``target`` where that is not the interpreter's own site-packages
+        (nor its user site); None otherwise."""
+        if self.do is not ActionKind.PIP_INSTALL or not self.target or "--user" in self.options \
+                or _owns(self.python, self.target):
+            return None
+        return self.target
+
+    @property
     def deletes(self) -> tuple[str, ...]:
         """The paths a delete takes away (where they are there, for ``names``)."""
         if self.do is not ActionKind.DELETE or self.path is None:
@@ -100,6 +109,8 @@ class Action:
             out[name] = list(value) if isinstance(value, tuple) else value
         if self.do in (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL) and self.installer != "pip":
             out["installer"] = self.installer
+        if self.do is ActionKind.PIP_UNINSTALL and self.options:  # pip's --break-system-packages (PEP 668)
+            out["options"] = list(self.options)
         return out
 
     def __str__(self) -> str:
@@ -115,8 +126,7 @@ class Action:
             return f"delete {shlex.quote(self.path or '')}"
         if self.do is ActionKind.PIP_INSTALL:
             # a target that is not the interpreter's own site-packages is pip's --target (README "Fixes")
-            place = ["--target", self.target] if self.target and "--user" not in self.options and \
-                not _owns(self.python, self.target) else []
+            place = ["--target", self.target_folder] if self.target_folder else []
             if self.installer == "uv":
                 return shlex.join(["uv", "pip", "install", "--python", self.python or "python",
                                    *dict.fromkeys(_UV_OPTIONS.get(o, o) for o in self.options), *place,
@@ -125,7 +135,7 @@ class Action:
                                *self.requirements])
         if self.do is ActionKind.PIP_UNINSTALL:  # pip uninstall has no --target: the files of its RECORD go
             pip = ["uv", "pip", "uninstall", "--python", self.python or "python"] if self.installer == "uv" else \
-                [self.python or "python", "-m", "pip", "uninstall", "-y"]
+                [self.python or "python", "-m", "pip", "uninstall", "-y", *self.options]
             return shlex.join([*pip, *self.requirements]) + (
                 f" (from {shlex.quote(self.target)})" if self.target and not _owns(self.python, self.target) else "")
         if self.do is ActionKind.RELINK:

@@ -166,3 +166,39 @@ def test_a_cuda_build_whose_files_are_links_to_nothing_is_not_called_a_cpu_build
     (gone,) = links_gone([str(site)])
     assert gone.requirements == ("torch==2.14.1",) and gone.installer == "uv"
     assert gone.into == str(tmp_path / "cache" / "archive-v0" / "x")
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+USER_PROGRAM = ("import ctypes, glob, site, sys; lib = ctypes.CDLL(glob.glob(site.getusersitepackages() + '/nvidia/"
+                "cudnn/lib/libcudnn.so.9')[0]); d = ctypes.c_void_p(); "
+                "sys.exit(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)))")
+
+
+@pytest.mark.wheels
+def test_a_python_marked_externally_managed_gets_fixes_its_pip_accepts(tmp_path: Path) -> None:
+    """Debian's own Python (PEP 668's EXTERNALLY-MANAGED beside its standard library): the cuDNN wheel installed into
+    the user site (``pip install --user --break-system-packages``, as it only can be), a sub-library deleted. doctor's
+    fix, ``python3.X -m pip install --force-reinstall --no-deps --user ...``, answered "error:
+    externally-managed-environment"; it now carries ``--break-system-packages``, and run as said the program works."""
+    from cudnnload.resolve.pythons import externally_managed
+
+    if not externally_managed(SYSTEM_PYTHON) or subprocess.run([SYSTEM_PYTHON, "-m", "pip", "--version"],
+                                                               capture_output=True).returncode:
+        pytest.skip(f"{SYSTEM_PYTHON} is not a Python marked externally managed with pip (PEP 668)")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PIP_BREAK_SYSTEM_PACKAGES", "PYTHONUSERBASE"):
+        env.pop(name, None)
+    subprocess.run([SYSTEM_PYTHON, "-m", "pip", "install", "-q", "--user", "--break-system-packages", *_local(),
+                    WHEEL], env=env, check=True, capture_output=True)
+    ops = next((tmp_path / "home").glob(".local/lib/python*/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9"))
+    ops.unlink()
+    assert subprocess.run([SYSTEM_PYTHON, "-c", USER_PROGRAM], capture_output=True, env=env).returncode != 0
+    first = next(f for f in _doctor(os.path.realpath(SYSTEM_PYTHON), env, tmp_path)["findings"]
+                 if f["severity"] == "error")
+    words = shlex.split(first["fix"]["text"])
+    assert "--break-system-packages" in words and "--user" in words, first["fix"]
+    refused = subprocess.run([w for w in words if w != "--break-system-packages"] + _local(), env=env,
+                             capture_output=True, text=True)
+    assert "externally-managed-environment" in refused.stderr, refused.stderr  # as it was said before
+    subprocess.run([*words, *_local()], env=env, check=True, capture_output=True)
+    assert subprocess.run([SYSTEM_PYTHON, "-c", USER_PROGRAM], capture_output=True, env=env).returncode == 0

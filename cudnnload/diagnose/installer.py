@@ -1,7 +1,12 @@
-"""Whose pip a fix runs: an environment made by uv holds no pip (``uv venv`` installs none), and there ``python -m
-pip install ...`` stops at once ("No module named pip"); uv's own pip interface installs into it (``uv pip install
---python PREFIX/bin/python ...``). The judge says what to install where (a pip action naming the interpreter);
-this stage reads which installer that environment has (`resolve.pythons.installer_of`) and says the action with it.
+"""Whose pip a fix runs, and what it must be told: an environment made by uv holds no pip (``uv venv`` installs
+none), and there ``python -m pip install ...`` stops at once ("No module named pip"); uv's own pip interface installs
+into it (``uv pip install --python PREFIX/bin/python ...``). A Python marked externally managed (PEP 668: Debian's
+and Ubuntu's own) refuses pip's installs and uninstalls into its site folders and its user site
+("error: externally-managed-environment") unless told ``--break-system-packages``; the distributions a fix puts back
+there were put there that way before (by pip, with that option or ``PIP_BREAK_SYSTEM_PACKAGES``), since no
+system package ships them. The judge says what to install where (a pip action naming the interpreter); this stage
+reads which installer that environment has and whether it is so marked (`resolve.pythons.installer_of`,
+`externally_managed`) and says the action accordingly.
 """
 
 from __future__ import annotations
@@ -29,8 +34,16 @@ def _said(finding: Finding) -> Finding:
     return replace(finding, fix=replace(finding.fix, actions=actions, alternatives=alternatives))
 
 
+_BREAK = "--break-system-packages"
+
+
 def _with(action: Action) -> Action:
-    if action.do not in _PIP or "--user" in action.options:  # uv's pip has no user site
+    if action.do not in _PIP:
+        return action
+    if _managed(action.python) and _BREAK not in action.options and (
+            action.do is ActionKind.PIP_UNINSTALL or action.target_folder is None):  # all but a --target install
+        return replace(action, options=(*action.options, _BREAK))
+    if "--user" in action.options:  # uv's pip has no user site
         return action
     installer = _installer(action.python)
     return action if installer == action.installer else replace(action, installer=installer)
@@ -41,3 +54,10 @@ def _installer(python: str | None) -> str:
     from cudnnload.resolve.pythons import installer_of
 
     return installer_of(python)
+
+
+@lru_cache(maxsize=64)
+def _managed(python: str | None) -> bool:
+    from cudnnload.resolve.pythons import externally_managed
+
+    return externally_managed(python)

@@ -117,6 +117,27 @@ def installer_of(python: str | None) -> str:
     return "pip" if has_pip else "uv"
 
 
+def externally_managed(python: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether pip refuses to install for the interpreter ``python`` (a path, or a name looked up on ``environ``'s
+    PATH) into its own environment or its user site: a Python marked ``EXTERNALLY-MANAGED`` in its standard
+    library's folder (PEP 668: Debian 12, Ubuntu 23.04 and later, Fedora 38), outside a venv (pip ignores the mark
+    there), answers "error: externally-managed-environment" unless told ``--break-system-packages``."""
+    import re
+    import shutil
+
+    env = os.environ if environ is None else environ
+    path = python if python and os.path.isabs(python) else \
+        shutil.which(python, path=env.get("PATH", os.defpath)) if python else None
+    if path is None or os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg")):
+        return False
+    real = os.path.realpath(path)
+    found = re.match(r"python(\d+\.\d+)$", os.path.basename(real))
+    if found is None:
+        return False
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(real)), "lib", f"python{found.group(1)}",
+                                       "EXTERNALLY-MANAGED"))
+
+
 def _venv_config(prefix: str) -> dict[str, str]:
     """A venv's ``pyvenv.cfg`` as keys and values ({} where there is none, or it cannot be read)."""
     try:
