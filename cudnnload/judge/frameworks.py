@@ -215,8 +215,9 @@ def links_gone(gone: LinksGone, python: str | None) -> Finding:
     listed = shown + (f" and {more} more" if more > 0 else "")
     count = len(gone.distributions) + len(gone.by_url)
     by = "uv" if gone.installer == "uv" else f"the installer ({gone.installer})"
-    message = (f"{count} distributions installed here are symbolic links into {gone.into}, which is gone ({by} "
-               f"linked them from its cache, and the cache was cleaned since: `uv cache clean`, `uv cache prune`): "
+    where = f"into {gone.into}, which is gone" if gone.into_gone else f"to files under {gone.into} that are not there"
+    message = (f"{count} distributions installed here are symbolic links {where} ({by} linked them from its cache, "
+               f"and the cache was cleaned since: `uv cache clean`, `uv cache prune`): "
                f"{listed or ', '.join(gone.by_url)}; nothing of theirs can be imported or loaded")
     note = ("installed again they are files of their own unless links are asked for again (uv's --link-mode "
             "symlink, UV_LINK_MODE)")

@@ -552,6 +552,7 @@ class LinksGone:
     by_url: tuple[str, ...]  # "name version" of those installed from a path or a URL (direct_url.json): no index has
     installer: str  # who installed them (their INSTALLER file: "uv", "pip")
     pip_env: tuple[str | None, tuple[str, ...]] = (None, ())  # who installs into ``site`` (`interpreter_of_site`)
+    into_gone: bool = True  # ``into`` itself is not there (else only the files it should hold are not)
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -568,7 +569,8 @@ def links_gone(site_paths: Sequence[str] | None = None) -> tuple[LinksGone, ...]
         metadata = os.path.join(dist.info, "METADATA")
         if os.path.islink(metadata) and not os.path.exists(metadata):
             try:
-                by_site.setdefault(dist.site, []).append((dist, os.path.join(dist.info, os.readlink(metadata))))
+                target = os.path.abspath(os.path.join(dist.info, os.readlink(metadata)))
+                by_site.setdefault(dist.site, []).append((dist, target))
             except OSError:
                 continue
     found = []
@@ -581,7 +583,8 @@ def links_gone(site_paths: Sequence[str] | None = None) -> tuple[LinksGone, ...]
                                        not d.name.startswith("nvidia-"), d.name))
         found.append(LinksGone(site, into, tuple((str(canonicalize_name(d.name)), d.version) for d in from_index),
                                tuple(f"{d.name} {d.version}" for d, _ in gone if d not in from_index),
-                               installers.pop() if len(installers) == 1 else "pip", interpreter_of_site(site)))
+                               installers.pop() if len(installers) == 1 else "pip", interpreter_of_site(site),
+                               not os.path.lexists(into)))
     return tuple(found)
 
 
