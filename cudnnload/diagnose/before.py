@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cudnnload.codes import Code
+from cudnnload.diagnose.installer import by_installer
 from cudnnload.errors import CannotRun, UsageError
 from cudnnload.judge.before import driver_needs, failing, overwrite_findings, way_findings
 from cudnnload.resolve.catalog import Release
@@ -104,7 +105,7 @@ def predict(files: Sequence[str], pip_args: str = "", *, python: str | None = No
         tuple(os.path.abspath(f) for f in files), interpreter, pip_set.pip, pip_set.command, pip_set.order_note,
         tuple(p.label for p in pip_set.planned), site, tuple(_read(f) for f in facts.values()), now.overwrites,
         tuple(_expected(way, judged[way.consumer.label]) for way in found),
-        _driver_text(facts_now, given is not None), unique(findings))
+        _driver_text(facts_now, given is not None), unique(by_installer(findings)))
 
 
 def driver_option(text: str | None) -> GpuFacts | None:

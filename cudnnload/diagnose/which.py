@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
+from cudnnload.diagnose.installer import by_installer
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.errors import UsageError
 from cudnnload.judge.fixes import (
@@ -134,7 +135,7 @@ def which(
                                    ctx.linker.ld_library_path)
     if own:
         ctx.cache.save()
-    return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(findings))
+    return Which(consumer_path, tuple(sorted(loaded.values())), tuple(steps), tuple(by_installer(findings)))
 
 
 def shim_for(gen: Generation, consumer: str | None, consumer_req: linker.Requester | None, ctx: Context,
