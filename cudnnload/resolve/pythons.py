@@ -110,7 +110,7 @@ def installer_of(python: str | None) -> str:
     if python is None or not os.path.isabs(python):
         return "pip"
     prefix = os.path.dirname(os.path.dirname(python))
-    config = _venv_config(prefix)
+    config = venv_config(prefix) or {}
     if "uv" not in config or config.get("include-system-site-packages", "false").lower() == "true":
         return "pip"
     has_pip = any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
@@ -128,7 +128,7 @@ def externally_managed(python: str | None, environ: Mapping[str, str] | None = N
     env = os.environ if environ is None else environ
     path = python if python and os.path.isabs(python) else \
         shutil.which(python, path=env.get("PATH", os.defpath)) if python else None
-    if path is None or os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg")):
+    if path is None or venv_config(os.path.dirname(os.path.dirname(path))) is not None:
         return False
     real = os.path.realpath(path)
     found = re.match(r"python(\d+\.\d+)$", os.path.basename(real))
@@ -136,16 +136,6 @@ def externally_managed(python: str | None, environ: Mapping[str, str] | None = N
         return False
     return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(real)), "lib", f"python{found.group(1)}",
                                        "EXTERNALLY-MANAGED"))
-
-
-def _venv_config(prefix: str) -> dict[str, str]:
-    """A venv's ``pyvenv.cfg`` as keys and values ({} where there is none, or it cannot be read)."""
-    try:
-        text = read_regular(os.path.join(prefix, "pyvenv.cfg"), limit=64 << 10).decode("utf-8", "replace")
-    except (OSError, NotRegularFile):
-        return {}
-    pairs = (line.partition("=") for line in text.splitlines())
-    return {key.strip().lower(): value.strip() for key, eq, value in pairs if eq}
 
 
 def _site_parts(site: str) -> tuple[str, str] | None:
