@@ -547,7 +547,7 @@ class LinksGone:
     cleaned (``uv cache clean``, ``uv cache prune``): every file of theirs, their metadata too, points at nothing."""
 
     site: str
-    into: str  # the folder the links point into (their targets' common folder), not there
+    into: str  # the folder the links point into (their targets' common folder)
     distributions: tuple[tuple[str, str], ...]  # (name, version) from an index: each can be installed again
     by_url: tuple[str, ...]  # "name version" of those installed from a path or a URL (direct_url.json): no index has
     installer: str  # who installed them (their INSTALLER file: "uv", "pip")
