@@ -122,6 +122,13 @@ def test_an_environment_whose_links_into_uvs_cache_are_gone_is_installed_again(t
     assert first["code"] == "links-gone" and str(tmp_path / "uv-cache") in first["message"], first
     assert "nvidia-cudnn-cu12 9.28.0.42" in first["message"] and "no-cudnn" not in {f["code"] for f in findings}
     assert first["fix"]["text"].startswith(f"uv pip install --python {python} --reinstall --no-deps "), first["fix"]
+    # the command form: the program's run, the same first error and fix
+    report = tmp_path / "report.json"
+    subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--output", str(report), "--", python, "-c",
+                    PROGRAM], capture_output=True, text=True, timeout=300, check=False,
+                   env={**env, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
+    run_first = json.loads(report.read_text())["result"]["findings"][0]
+    assert run_first["code"] == "links-gone" and run_first["fix"] == first["fix"], run_first
     words = shlex.split(first["fix"]["text"].split(" (")[0])
     subprocess.run([uv, *words[1:], *_local()], env=_uv_env(tmp_path, "uv-cache-2"), check=True, capture_output=True)
     assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0

@@ -405,7 +405,11 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     framework = tuple(f for f in final if changes(f) and f not in stopped and any(f in s.findings for s in served))
     stopped = _each_asked(stopped, seen)
     final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
-    first = next((f for f in final if f.severity == "error"), None)
+    # the program's Python environment installed as links into a cache that is gone: that first and alone, as in the
+    # target form (`doctor._links_gone`): what else the run shows follows from it
+    gone = _links_gone(program)
+    final = (*gone, *final)
+    first = next((f for f in final if f.severity == "error"), None) if not gone else None
     # the model's whole repair, first, where it has a change to make: where what the run showed has none of its
     # own (none, or only words for a person), or where the repair takes the first error's own change and goes on
     # (the next cause it reveals), or where the first error's own change, applied to the model, leaves it failing
@@ -441,6 +445,17 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
                                                                        besides=_interpreter(seen.command))))))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
+
+
+def _links_gone(program: Startup | None) -> tuple[Finding, ...]:
+    """The links-gone findings of the folders on the program's Python's sys.path (`resolve.consumers.links_gone`)."""
+    if program is None:
+        return ()
+    from cudnnload.judge.frameworks import links_gone as finding
+    from cudnnload.resolve.consumers import links_gone
+
+    return tuple(finding(each, program.interpreter) for each in links_gone(
+        [entry.path for entry in program.path if entry.usable and os.path.isabs(entry.path)]))
 
 
 def _started_context(program: Startup | None, ctx: Context) -> Context:
@@ -890,7 +905,8 @@ def _headline(seen: Observation, findings: Sequence[Finding], served: Sequence[S
     errors = [f for f in findings if f.severity is ERROR]
     # a framework's own finding; else one whose words the program printed as it stopped (the loader's "version `X'
     # not found (required by Y)"); else the run's, then a file's
-    first = (next((f for f in errors if f.code in _FRAMEWORK_CODES), None) or
+    first = (next((f for f in errors if f.code is Code.LINKS_GONE), None) or  # what the rest follows from
+             next((f for f in errors if f.code in _FRAMEWORK_CODES), None) or
              next((f for f in errors if _printed(f, seen.stderr_tail)), None) or
              next((f for f in errors if f.code in _OF_THE_RUN), None) or
              next((f for f in errors if f.subject.kind in (SubjectKind.FILE, SubjectKind.INSTALL,
