@@ -127,6 +127,8 @@ def test_an_environment_whose_links_into_uvs_cache_are_gone_is_installed_again(t
     subprocess.run([sys.executable, "-m", "cudnnload", "doctor", "--json", "--output", str(report), "--", python, "-c",
                     PROGRAM], capture_output=True, text=True, timeout=300, check=False,
                    env={**env, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(tmp_path / "cache")})
+    checks = {c["name"]: c for c in _doctor(python, env, tmp_path)["checks"]}
+    assert "links-gone" in checks["installs"]["summary"], checks["installs"]
     run_first = json.loads(report.read_text())["result"]["findings"][0]
     assert run_first["code"] == "links-gone" and run_first["fix"] == first["fix"], run_first
     words = shlex.split(first["fix"]["text"].split(" (")[0])

@@ -234,6 +234,9 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
         checks[0] = Check("installs", "info", "no cuDNN this Python finds by itself; "
                           + "; ".join(f"{s.route.consumer.label} uses the one in {s.install.folder}"
                                       for s in own if s.install is not None))
+    if install is None and cudnn_gone:
+        checks[0] = Check("installs", "fail", "the cuDNN wheel installed here is links to files that are gone "
+                          "(links-gone)")
     checks += [Check(b.framework, "warn", f"{b.label} is a {b.platform} build without CUDA: it uses no cuDNN")
                for b in builds]
     checks += [] if served or builds else [Check("consumers", "skip", consumer_summary)]
