@@ -200,13 +200,15 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     checks.append(_handle_check(result, facts))
     consumers, consumer_summary = pending.result()
     pool.shutdown()
-    builds = cpu_builds(list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths) \
-        if resolved.target.kind in ("environment", "python") else ()
+    # a Python environment's own folders: what its frameworks were built as, and how its distributions stand
+    # (None: sys.path, this Python's own)
+    environment = resolved.target.kind in ("environment", "python")
+    sites = list(resolved.target.site_paths) if resolved.target.site_paths is not None else site_paths
+    builds = cpu_builds(sites) if environment else ()
     findings += [_cpu_only(build, install, resolved.target.python) for build in builds]
     # distributions whose files are links into a cache that is gone: nothing else about them can be judged until
     # they are installed again, which comes first and alone (no repair is planned on files that are not there)
-    gone_installs = links_gone(list(resolved.target.site_paths) if resolved.target.site_paths is not None
-                               else site_paths) if resolved.target.kind in ("environment", "python") else ()
+    gone_installs = links_gone(sites) if environment else ()
     gone = [links_gone_finding(each, resolved.target.python) for each in gone_installs]
     # a cuDNN wheel among them is installed, not missing: installing one would change nothing
     cudnn_gone = any(name.startswith("nvidia-cudnn") for each in gone_installs for name, _ in each.distributions)

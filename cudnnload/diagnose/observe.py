@@ -406,7 +406,7 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     stopped = _each_asked(stopped, seen)
     final = (*stopped, *framework, *(f for f in final if f not in stopped and f not in framework))
     # the program's Python environment installed as links into a cache that is gone: that first and alone, as in the
-    # target form (`doctor._links_gone`): what else the run shows follows from it
+    # target form (`doctor.diagnose`): what else the run shows follows from it
     gone = _links_gone(program)
     final = (*gone, *final)
     first = next((f for f in final if f.severity == "error"), None) if not gone else None
