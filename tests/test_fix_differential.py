@@ -592,6 +592,18 @@ def test_a_replaced_shim_s_later_loads_are_found_where_the_shim_it_runs_looks_fi
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_an_engine_that_needs_the_driver_goes_on_to_a_later_name_that_another_folder_answers() -> None:
+    """conda's cu12 9.28 folder first on LD_LIBRARY_PATH before a cu13 9.28 venv whose folder holds
+    ``libcudnn_engines_runtime_compiled.so.9.28``, a link to its precompiled engines (fix differential 3-17745, "no
+    error found" for the program by name): on this machine without a driver conda's runtime_compiled fails for want
+    of libcuda.so.1, graph tries its next name, and the venv's link answers: the process maps the venv's file under
+    that name. doctor TARGET says so (``sublibrary-unloadable``); the venv's entry taken off LD_LIBRARY_PATH, the
+    program gets one folder's cuDNN."""
+    _fixed_without_breaks(17745, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

@@ -115,6 +115,7 @@ class Load:
     # later names then gave (`discovery.Step.fallback`)
     instead_of: str | None = None
     instead_error: str | None = None
+    instead_cause: str | None = None  # what made that file fail: its own key (the file), or a dependency's soname
     # another sub-library's object that dlopen gave for this one's name (its SONAME says which), in which the
     # shim then looks for this library's functions
     answered_by: str | None = None
@@ -167,11 +168,13 @@ def plan_loads(gen: Generation, release: Release | None, planned: Mapping[str, P
         if load.fails == UNLOADABLE and not load.stays_mapped and step.fallback is not None and \
                 step.fallback.path is not None:
             # dlopen failed: the opener's next name (the bare X.so of a -dev package): it loads, or kills the
-            # process, or the first file's failure stands (its cause is what is wrong); one that dlopen gave (it
-            # stays mapped) is what the opener keeps
+            # process, or dlopen gives it and the look-up of the library's functions in it fails (another
+            # sub-library's file under that name: it stays mapped, fix differential 3-17745, the cu12 conda
+            # runtime_compiled failing for want of libcuda.so.1 and the next name, X.so.9.28, a venv's link to
+            # its precompiled engines); else the first file's failure stands (its cause is what is wrong)
             other = _load_of(lib, step.fallback, gen, release, loads, missing_dependencies, facts, present or {})
-            if other.fails in (None, KILLS, HANGS):
-                load = replace(other, instead_of=load.path, instead_error=load.error)
+            if other.fails in (None, KILLS, HANGS) or other.stays_mapped:
+                load = replace(other, instead_of=load.path, instead_error=load.error, instead_cause=load.cause)
         loads[lib.key] = load
     graph = loads.get("graph")
     for lib in gen.sublibraries:  # 9.0's graph asks for the engines of its chain whatever the plan says
@@ -219,13 +222,21 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
             # its ops, and the shim took the system's 9.14 graph through the bare libcudnn_graph.so)
             return Load(lib.key, path, own, UNLOADABLE, f"{path}: version `{lacks[0]}' not found (required by "
                         f"{path})", lib.key)
-        # the object glibc names is the one of that SONAME the process has already, else this file
+        # the object glibc names is the one of that SONAME the process has already where it is this very file
+        # (glibc finds an object mapped already by its file, a link to it in the same folder); another file of that
+        # SONAME is mapped anew (fix differential 3-17745: another CUDA's precompiled engines under this name)
         holder = next((load.path for key, load in loads.items() if load.path and load.fails is None and
-                       gen.library(key).soname == info.soname), path)
+                       gen.library(key).soname == info.soname and _same_file(facts, load.path, path)), path)
         return Load(lib.key, path, own, UNLOADABLE, f"{holder}: undefined symbol: {function}", lib.key,
                     stays_mapped=True, answered_by=holder)
     return _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts, present),
                     loads.get("graph"))
+
+
+def _same_file(facts: FileFacts, one: str, other: str) -> bool:
+    """Whether two paths lead to one file (the ELF memo reads each at its real path)."""
+    first, second = facts.elf(one), facts.elf(other)
+    return first is not None and second is not None and first.path == second.path
 
 
 def _binds_itself(info: ElfInfo, name: str) -> tuple[str, ...]:
@@ -560,8 +571,10 @@ def _failed_call(gen: Generation, release: Release | None, call: Call, lib: SubL
         by = graph or release
         status = 1008 if by is None or by >= FIRST_9_WITHOUT_9_0_BEHAVIOUR else 1001
         names = ", ".join(lib.names_tried(by))
-        return Expectation(call, STATUS, status=status, message=f"Unable to load any of {{{names}}}",
-                           cause=load.cause)
+        # a name dlopen answered (another library's file: it stays mapped) ends graph's search, and graph says
+        # nothing (measured, fix differential 3-17745: 1008 and no "Unable to load any of")
+        return Expectation(call, STATUS, status=status, message=None if load.stays_mapped else
+                           f"Unable to load any of {{{names}}}", cause=load.cause)
     if gen.major == 9 and lib.key != "graph" and not aborts:
         said = f"Could not load symbol {call.function}. Error: {load.answered_by}: undefined symbol: " \
             f"{call.function}" if load.answered_by else f"Invalid handle. Cannot load symbol {call.function}"

@@ -769,8 +769,11 @@ def _versioned_name(step: Step, install: Install, repair: _Repairs, opener: str,
 
 def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> Iterable[Finding]:
     """``sublibrary-unloadable`` for a file of the install whose load fails where a later name of its opener then
-    gets another file (`Load.instead_of`): a warning where that file is of the install's release (the program
-    runs, on a file from elsewhere), an error where it is not (what its calls then do is said with it)."""
+    gets another file (`Load.instead_of`): a warning where that file is of the install's release and loads (the
+    program runs, on a file from elsewhere), an error where it is of another release or is another library's file
+    (it stays mapped and its functions are not there; what its calls then do is said with it). The fix is the
+    file's own where the file is what fails; where a library it needs is missing (a machine without the driver's
+    libcuda.so.1: nothing of the install to mend), what leads the later name elsewhere goes (`_stray_fix`)."""
     for key, load in prediction.loads.items():
         if load.instead_of is None or load.path is None:
             continue
@@ -780,12 +783,16 @@ def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> It
         same = load.release is None or install.release is None or load.release == install.release
         rule = step.fallback.rule if step is not None and step.fallback is not None else "the search"
         release = f"cuDNN {load.release}, " if load.release else ""
+        wrong = f"; {load.error}" if load.fails is not None and load.stays_mapped else ""
+        cure = _stray_fix(step.fallback, own, repair) if load.instead_cause not in (None, key) and \
+            step is not None and step.fallback is not None else \
+            repair.file(own) if own is not None else repair.put_back()
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} cannot load {key} from {load.instead_of} "
                       f"({load.instead_error}); it goes on to its next name, {posixpath.basename(load.path)}, and gets "
                       f"{load.path} ({release}via {rule}), outside this install"
-                      + ("" if same else f", not its {install.release}"),
+                      + ("" if same else f", not its {install.release}") + wrong,
                       Subject(SubjectKind.FILE, load.instead_of, key),
-                      repair.file(own) if own is not None else repair.put_back(), severity=WARNING if same else ERROR)
+                      cure, severity=WARNING if same and not wrong else ERROR)
 
 
 def _stray_fix(step: Step, own: Candidate | None, repair: _Repairs) -> Fix:
