@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cudnnload.codes import ActionKind
-from cudnnload.resolve.pythons import installer_of
+from cudnnload.resolve.pythons import installer_of, lacks_pip
 from cudnnload.verdicts import pip_install, pip_uninstall
 from tests.wheels import cache_root, python_path
 
@@ -42,16 +42,24 @@ def _venv(folder: Path, config: str, pip: bool) -> str:
     return str(python)
 
 
-@pytest.mark.parametrize(("config", "pip", "expected"), [
-    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = false\n", False, "uv"),
-    ("home = /usr/bin\nuv = 0.13.9\n", True, "pip"),  # `uv venv --seed` puts pip in
-    ("home = /usr/bin\ninclude-system-site-packages = false\n", False, "pip"),  # `python -m venv --without-pip`
-    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = true\n", False, "pip"),  # the base's pip
+@pytest.mark.parametrize(("config", "pip", "expected", "with_uv"), [
+    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = false\n", False, "uv", "uv"),
+    ("home = /usr/bin\nuv = 0.13.9\n", True, "pip", "pip"),  # `uv venv --seed` puts pip in
+    # `python -m venv --without-pip`: uv's where uv is on PATH, else pip's (its fix says to put pip in first)
+    ("home = /usr/bin\ninclude-system-site-packages = false\n", False, "pip", "uv"),
+    ("home = /usr/bin\nuv = 0.13.9\ninclude-system-site-packages = true\n", False, "pip", "pip"),  # the base's pip
 ])
 def test_the_installer_of_an_environment_is_read_off_its_venv(tmp_path: Path, config: str, pip: bool,
-                                                              expected: str) -> None:
-    assert installer_of(_venv(tmp_path / "v", config, pip)) == expected
-    assert installer_of(None) == "pip" and installer_of("python3.11") == "pip"
+                                                              expected: str, with_uv: str) -> None:
+    python = _venv(tmp_path / "v", config, pip)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "uv").write_text("#!/bin/sh\n")
+    (tools / "uv").chmod(0o755)
+    assert installer_of(python, {"PATH": str(tmp_path / "none")}) == expected
+    assert installer_of(python, {"PATH": str(tools)}) == with_uv
+    assert lacks_pip(python) == (not pip and "= true" not in config)
+    assert installer_of(None) == "pip" and installer_of("python3.11") == "pip" and not lacks_pip("python3.11")
 
 
 def test_a_pip_action_said_with_uv_keeps_its_meaning() -> None:
@@ -184,6 +192,38 @@ USER_PROGRAM = ("import ctypes, glob, site, sys; lib = ctypes.CDLL(glob.glob(sit
 
 
 @pytest.mark.wheels
+@pytest.mark.wheels
+def test_a_venv_made_without_pip_gets_uv_where_uv_is_at_hand_and_else_pip_put_in_first(tmp_path: Path) -> None:
+    """``python -m venv --without-pip`` (no uv mark in its pyvenv.cfg), the cuDNN wheel installed into it by uv, a
+    sub-library deleted. doctor's fix was ``.../bin/python -m pip install ...``, "No module named pip" there. With uv
+    on PATH it is uv's; without, it says to put pip in first (``-m ensurepip``); either, run as said, makes the
+    program work."""
+    uv, env = _uv(), _uv_env(tmp_path)
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], env=env, check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "pip", "install", "-q", "--python", python, *_local(), WHEEL], env=env, check=True)
+    ops = next(venv.glob("lib/python*/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9"))
+    ops.unlink()
+    assert subprocess.run([python, "-m", "pip", "--version"], capture_output=True, env=env).returncode != 0
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode != 0
+
+    without = {**env, "PATH": "/usr/bin:/bin"}
+    first = next(f for f in _doctor(python, without, tmp_path)["findings"] if f["severity"] == "error")
+    assert f"{python} has no pip: run {python} -m ensurepip first" in first["fix"]["text"], first["fix"]
+    action = first["fix"]["actions"][0]
+    assert action["do"] == ActionKind.PIP_INSTALL.value and "installer" not in action, action
+    with_uv = {**env, "PATH": f"{os.path.dirname(uv)}:/usr/bin:/bin"}
+    said = next(f for f in _doctor(python, with_uv, tmp_path)["findings"] if f["severity"] == "error")
+    assert said["fix"]["text"].startswith(f"uv pip install --python {python} "), said["fix"]["text"]
+    assert "ensurepip" not in said["fix"]["text"]
+
+    subprocess.run([python, "-m", "ensurepip"], env=without, check=True, capture_output=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", *action["options"], *action["requirements"], *_local()],
+                   env={**without, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}, check=True, capture_output=True)
+    assert subprocess.run([python, "-c", PROGRAM], capture_output=True, env=env).returncode == 0
+
+
 def test_a_python_marked_externally_managed_gets_fixes_its_pip_accepts(tmp_path: Path) -> None:
     """Debian's own Python (PEP 668's EXTERNALLY-MANAGED beside its standard library): the cuDNN wheel installed into
     the user site (``pip install --user --break-system-packages``, as it only can be), a sub-library deleted. doctor's

@@ -21,11 +21,9 @@ from typing import Any
 
 from cudnnload import __version__
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
-from cudnnload.diagnose.ahead import ahead
-from cudnnload.diagnose.installer import by_installer
-from cudnnload.diagnose.readonly import writable
+from cudnnload.diagnose.finishing import finished
 from cudnnload.diagnose.remedy import Judge, World, plan
-from cudnnload.diagnose.scoped import Fared, scoped
+from cudnnload.diagnose.scoped import Fared
 from cudnnload.diagnose.targets import Resolved, Target, resolve_target
 from cudnnload.diagnose.which import not_found_fix, which
 from cudnnload.errors import UsageError
@@ -256,7 +254,7 @@ def diagnose(resolved: Resolved, env: Mapping[str, str], *, site_paths: list[str
     # shell's frameworks would feel, for it alone
     others = shell_frameworks(bare, timeout, facts) \
         if running and resolved.target.kind not in ("environment", "python") else None
-    findings = by_installer(writable(scoped(ahead(findings, env, resolved.ctx), env, resolved.ctx, others)))
+    findings = finished(findings, env, resolved.ctx, others)
     resolved.ctx.cache.save()  # once, what judging read (the symbols two files of a load share), for the next run
     return Report(
         cudnnload=__version__, python=sys.version.split()[0], machine=f"{platform.system()} {platform.machine()}",

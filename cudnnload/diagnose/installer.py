@@ -6,11 +6,13 @@ and Ubuntu's own) refuses pip's installs and uninstalls into its site folders an
 there were put there that way before (by pip, with that option or ``PIP_BREAK_SYSTEM_PACKAGES``), since no
 system package ships them. The judge says what to install where (a pip action naming the interpreter); this stage
 reads which installer that environment has and whether it is so marked (`resolve.pythons.installer_of`,
-`externally_managed`) and says the action accordingly.
+`externally_managed`) and says the action accordingly. A venv made without pip by another tool (``python -m venv
+--without-pip``) is given uv's where ``uv`` is on PATH, else its fix says to put pip in first (``ensurepip``).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -29,9 +31,15 @@ def by_installer(findings: Iterable[Finding]) -> list[Finding]:
 
 def _said(finding: Finding) -> Finding:
     actions, alternatives = tuple(map(_with, finding.fix.actions)), tuple(map(_with, finding.fix.alternatives))
-    if actions == finding.fix.actions and alternatives == finding.fix.alternatives:
+    # a venv without pip where no uv is at hand: pip is put in first (the standard library's ensurepip)
+    bare = next((a.python for a in actions if a.do in _PIP and a.installer == "pip" and _lacks_pip(a.python)), None)
+    note = finding.fix.note
+    if bare is not None:
+        first = f"{bare} has no pip: run {shlex.join([bare, '-m', 'ensurepip'])} first"
+        note = f"{first}; {note}" if note else first
+    if actions == finding.fix.actions and alternatives == finding.fix.alternatives and note == finding.fix.note:
         return finding
-    return replace(finding, fix=replace(finding.fix, actions=actions, alternatives=alternatives))
+    return replace(finding, fix=replace(finding.fix, actions=actions, alternatives=alternatives, note=note))
 
 
 _BREAK = "--break-system-packages"
@@ -61,3 +69,10 @@ def _managed(python: str | None) -> bool:
     from cudnnload.resolve.pythons import externally_managed
 
     return externally_managed(python)
+
+
+@lru_cache(maxsize=64)
+def _lacks_pip(python: str | None) -> bool:
+    from cudnnload.resolve.pythons import lacks_pip
+
+    return lacks_pip(python)

@@ -24,13 +24,10 @@ from dataclasses import dataclass, field, replace
 
 from cudnnload.codes import ActionKind, Code, Effect, SubjectKind
 from cudnnload.diagnose import lddebug
-from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.apilog import ApiCall, parse
 from cudnnload.diagnose.family import LEFT_RUNNING, Killed, Process, Survivor
-from cudnnload.diagnose.installer import by_installer
+from cudnnload.diagnose.finishing import finished
 from cudnnload.diagnose.launch import DOCTOR_SAMPLE_S, Launched, found_on_path, launch, take
-from cudnnload.diagnose.readonly import writable
-from cudnnload.diagnose.scoped import scoped
 from cudnnload.resolve import linker
 from cudnnload.resolve.catalog import classify_bundled as classify
 from cudnnload.resolve.catalog import generation
@@ -440,9 +437,8 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
     # alone
     from cudnnload.diagnose.doctor import shell_frameworks
 
-    final = tuple(by_installer(writable(scoped(ahead(final, env, _started_context(program, preparing.result())), env,
-                                               others=shell_frameworks(env, timeout or 60.0,
-                                                                       besides=_interpreter(seen.command))))))
+    final = tuple(finished(final, env, _started_context(program, preparing.result()),
+                           shell_frameworks(env, timeout or 60.0, besides=_interpreter(seen.command))))
     return ProgramReport(seen, tuple(comparisons.values()), final, _headline(seen, final, served, installs),
                          tuple(s.use for s in served))
 

@@ -28,12 +28,9 @@ from dataclasses import dataclass, field, replace
 
 from cudnnload.children import ProcStat, owner_of_python, proc_stat
 from cudnnload.codes import ActionKind, Code, SubjectKind
-from cudnnload.diagnose.ahead import ahead
 from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
-from cudnnload.diagnose.installer import by_installer
+from cudnnload.diagnose.finishing import finished
 from cudnnload.diagnose.inventory import judged_install_of
-from cudnnload.diagnose.readonly import writable
-from cudnnload.diagnose.scoped import scoped
 from cudnnload.diagnose.targets import started_cuda, unreachable_fix
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
@@ -236,8 +233,7 @@ def diagnose_pid(pid: int, *, environ: Mapping[str, str] | None = None) -> Proce
     return ProcessReport(pid, running.executable, running.command,
                          tuple((name, running.environ[name]) for name in RELEVANT_VARIABLES if name in running.environ),
                          libraries, inventory, pending, frameworks, checks,
-                         unique(by_installer(writable(scoped(ahead(findings, running.environ, ctx), running.environ,
-                                                             ctx)))))
+                         unique(finished(findings, running.environ, ctx)))
 
 
 def _installs(running: RunningProcess, ctx: Context) -> JudgedInventory:

@@ -102,19 +102,33 @@ def venv_config(prefix: str) -> dict[str, str] | None:
     return {key.strip().lower(): value.strip() for key, sep, value in (line.partition("=") for line in lines) if sep}
 
 
-def installer_of(python: str | None) -> str:
-    """Whose pip installs for the interpreter ``python`` (a ``PREFIX/bin/python`` path): "uv" for a venv that uv
-    made (its ``pyvenv.cfg`` has uv's ``uv = VERSION`` line, uv's ``uv-virtualenv`` crate) and that holds no pip of
-    its own (uv makes none: ``python -m pip`` there answers "No module named pip"), and whose base pip it does not
-    see (``include-system-site-packages = false``); "pip" for every other (``python -m pip``)."""
+def installer_of(python: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Whose pip installs for the interpreter ``python`` (a ``PREFIX/bin/python`` path): "uv" for a venv without pip
+    (`lacks_pip`) that uv made (its ``pyvenv.cfg`` has uv's ``uv = VERSION`` line, uv's ``uv-virtualenv`` crate), or
+    that another tool made without one (``python -m venv --without-pip``, ``virtualenv --no-pip``) where ``uv`` is on
+    ``environ``'s PATH (``uv pip install --python`` installs into any interpreter's environment); "pip" for every
+    other (``python -m pip``)."""
+    import shutil
+
+    if not lacks_pip(python) or python is None:
+        return "pip"
+    config = venv_config(os.path.dirname(os.path.dirname(python))) or {}
+    env = os.environ if environ is None else environ
+    return "uv" if "uv" in config or shutil.which("uv", path=env.get("PATH", os.defpath)) else "pip"
+
+
+def lacks_pip(python: str | None) -> bool:
+    """Whether ``python -m pip`` answers "No module named pip" for the interpreter ``python`` (a ``PREFIX/bin/python``
+    path): a venv that holds no pip of its own (uv makes none; ``python -m venv --without-pip``) and does not see its
+    base's (``include-system-site-packages = false``). Not said of a base interpreter (its pip may be anywhere on its
+    path)."""
     if python is None or not os.path.isabs(python):
-        return "pip"
+        return False
     prefix = os.path.dirname(os.path.dirname(python))
-    config = venv_config(prefix) or {}
-    if "uv" not in config or config.get("include-system-site-packages", "false").lower() == "true":
-        return "pip"
-    has_pip = any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
-    return "pip" if has_pip else "uv"
+    config = venv_config(prefix)
+    if config is None or config.get("include-system-site-packages", "false").lower() == "true":
+        return False
+    return not any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
 
 
 def externally_managed(python: str | None, environ: Mapping[str, str] | None = None) -> bool:
