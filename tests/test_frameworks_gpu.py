@@ -14,6 +14,7 @@ bench/results/. Run only through bench/gpu_run.sh: it breaks the machine's insta
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -117,6 +118,16 @@ def _truncate(name: str) -> Callable[[Machine, Path], None]:
     return cut
 
 
+def _versioned_link(stem: str, to: str) -> Callable[[Machine, Path], None]:
+    """``STEM.so.9.MINOR`` in the wheel's folder, a link to another sub-library's file: the shim and graph try that
+    name before ``STEM.so.9`` (the advice of many a thread, a name linked to "make it find" a library). `broken`
+    takes away every name the breakage added."""
+    def link(m: Machine, aside: Path) -> None:
+        version = ctypes.CDLL(str(m.wheel / "libcudnn.so.9")).cudnnGetVersion()
+        (m.wheel / f"{stem}.so.{version // 10000}.{version // 100 % 100}").symlink_to(to)
+    return link
+
+
 def _wheel_gone(m: Machine, aside: Path) -> None:
     shutil.move(m.wheel.parent, aside / "cudnn")
 
@@ -152,6 +163,11 @@ BREAKAGES = (
     Breakage("truncated-cnn", "libcudnn_cnn", files=_truncate("libcudnn_cnn.so.9")),
     Breakage("truncated-graph", "libcudnn_graph", files=_truncate("libcudnn_graph.so.9")),
     Breakage("wheel-gone", "9.19", files=_wheel_gone, explained=SHADOWED),
+    # on a machine with a driver (the fix differential's have none): graph's runtime-compiled engines and the shim's
+    # cnn each answered by another library's file
+    Breakage("runtime-compiled-named-to-precompiled", "runtime_compiled",
+             files=_versioned_link("libcudnn_engines_runtime_compiled", "libcudnn_engines_precompiled.so.9")),
+    Breakage("cnn-named-to-ops", "libcudnn_cnn", files=_versioned_link("libcudnn_cnn", "libcudnn_ops.so.9")),
     Breakage("preload-system-engines", "LD_PRELOAD",
              lambda m: {"LD_PRELOAD": str(m.system / "libcudnn_engines_precompiled.so.9")}, run_pin="fixes",
              run_options=("--replace-preload",)),
@@ -177,6 +193,9 @@ def broken(m: Machine, breakage: Breakage) -> Iterator[dict[str, str]]:
             shutil.move(aside / "cudnn", m.wheel.parent)
         for kept in aside.iterdir():
             os.replace(kept, m.wheel / kept.name)
+        for added in m.wheel.iterdir():
+            if added.name not in before:
+                added.unlink()
         shutil.rmtree(aside, ignore_errors=True)
         shutil.rmtree(LONELY, ignore_errors=True)
         assert sorted(p.name for p in m.wheel.iterdir()) == before

@@ -199,6 +199,20 @@ def test_a_set_user_id_program_is_refused_as_ld_preload_would_not_reach_it(tmp_p
             "secure-execution mode")
 
 
+def test_a_program_started_by_env_that_clears_ld_preload_is_refused_before_it_runs(tmp_path: Path) -> None:
+    """``cudnnload run -- env -i PROGRAM`` (or ``-u LD_PRELOAD``, or env's own ``LD_PRELOAD=``): env takes the pin
+    away and PROGRAM ran without it, with nothing said. Now refused in one line naming env's option, before anything
+    runs; env's other uses run pinned as before."""
+    folder = str(lib_folder(W928))
+    mark = tmp_path / "ran"
+    for options in (["-i"], ["-u", "LD_PRELOAD"], ["--unset=LD_PRELOAD"], ["LD_PRELOAD="], ["-"]):
+        refused(cudnnload_run("--cudnn", folder, "--", "env", *options, "/usr/bin/touch", str(mark)), "env's",
+                "takes LD_PRELOAD away")
+        assert not mark.exists()
+    done = cudnnload_run("--cudnn", folder, "--", "env", "-u", "HOME", "A=1", "/bin/sh", "-c", 'echo "$LD_PRELOAD"')
+    assert done.returncode == 0 and folder in done.stdout, done
+
+
 def test_a_missing_program_or_none_is_one_line_and_exit_2() -> None:
     refused(cudnnload_run("--cudnn", str(lib_folder(W928)), "--", "no-such-program-here"), "no-such-program-here",
             "not found")

@@ -33,6 +33,7 @@ no ELF reading, no probe (bench/bench_preload.py).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 
 from cudnnload.errors import LoadError, UsageError
@@ -152,6 +153,14 @@ def execute(command: Sequence[str], environ: Mapping[str, str], *, closed: Seque
         raise UsageError(f"{secure}: it runs in secure-execution mode, where glibc ignores every LD_PRELOAD entry "
                          "with a '/', so the pinned cuDNN would not be loaded", path=path,
                          fix="pin cuDNN in a program of your own that it starts, or use cudnnload.load() inside it")
+    cleared = _env_clearing(command) if pinning and os.path.basename(path) == "env" else None
+    if cleared is not None:
+        import shlex
+
+        raise UsageError(f"env's {cleared} takes LD_PRELOAD away from the program it starts, so the pinned cuDNN "
+                         "would not be loaded", path=path,
+                         fix="put cudnnload after env's part: env [OPTIONS] [NAME=VALUE...] "
+                             f"{shlex.quote(sys.executable)} -m cudnnload run [OPTIONS] -- PROGRAM [ARGS...]")
     import signal
 
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across execve: the program
@@ -167,6 +176,40 @@ def execute(command: Sequence[str], environ: Mapping[str, str], *, closed: Seque
         for fd, copy in held.items():
             os.dup2(copy, fd)
         raise UsageError(f"cannot run it: {exc.strerror or exc}", path=path) from None
+
+
+def _env_clearing(command: Sequence[str]) -> str | None:
+    """The part of an ``env`` command line (GNU coreutils' and busybox's options) that takes LD_PRELOAD away from
+    the program it runs: ``-i`` (``--ignore-environment``, a lone ``-``), ``-u LD_PRELOAD`` (``--unset``), or an
+    ``LD_PRELOAD=...`` of its own; None when there is none (the part before the program only)."""
+    words = list(command[1:])
+    while words:
+        word = words.pop(0)
+        if word in ("-", "--ignore-environment"):
+            return word
+        if word in ("--unset", "--chdir", "--split-string"):
+            word = f"{word}={words.pop(0) if words else ''}"
+        if word.startswith("--"):
+            if word == "--":
+                break
+            if word == "--unset=LD_PRELOAD":
+                return word
+            continue
+        if word.startswith("-"):
+            for at, flag in enumerate(word[1:], 1):
+                if flag == "i":
+                    return word
+                if flag in "uCS":  # the rest of the word, else the next, is its argument
+                    argument = word[at + 1:] or (words.pop(0) if words else "")
+                    if flag == "u" and argument == "LD_PRELOAD":
+                        return f"{word} LD_PRELOAD" if word[at + 1:] == "" else word
+                    break
+            continue
+        if word.partition("=")[0] == "LD_PRELOAD":
+            return word
+        if "=" not in word:
+            break
+    return None
 
 
 def _program(name: str, env: Mapping[str, str]) -> str:
