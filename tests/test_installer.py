@@ -78,6 +78,34 @@ def test_a_pip_action_said_with_uv_keeps_its_meaning() -> None:
         "uv pip uninstall --python /v/bin/python nvidia-cudnn-cu13"
 
 
+@pytest.mark.parametrize(("lock", "environment", "add"), [
+    ("uv.lock", ".venv", "uv add"), ("poetry.lock", ".venv", "poetry add"),
+    ("pixi.lock", ".pixi/envs/default", "pixi add --pypi"),
+])
+def test_a_version_put_into_a_locked_projects_environment_is_said_with_its_tools_add(
+        tmp_path: Path, lock: str, environment: str, add: str) -> None:
+    """A uv, Poetry or pixi project's environment (``PROJECT/.venv``, ``PROJECT/.pixi/envs/NAME``) beside its lock
+    file: ``uv pip install X==V`` there is undone by the next ``uv sync`` where the lock pins another version. The
+    fix says so, with the tool's own command; a reinstall of the same version (which sync keeps) and an environment
+    with no lock beside it say nothing more."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.installer import by_installer
+    from cudnnload.verdicts import Finding, Subject, fix
+
+    project = tmp_path / "project"
+    python = _venv(project / environment, "home = /usr/bin\n", True)
+    (project / lock).write_text("")
+    change = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], python=python)
+    same = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=("--force-reinstall", "--no-deps"), python=python)
+    said = [by_installer([Finding(Code.SUBLIBRARY_UNLOADABLE, "m", Subject(SubjectKind.FILE, "/x"), fix(action))])[0]
+            for action in (change, same)]
+    assert f"run {add} nvidia-cudnn-cu12==9.28.0.42 there" in (said[0].fix.note or ""), said[0].fix
+    assert str(project) in (said[0].fix.note or "") and said[1].fix.note is None
+    (project / lock).unlink()
+    assert by_installer([Finding(Code.SUBLIBRARY_UNLOADABLE, "m", Subject(SubjectKind.FILE, "/x"),
+                                 fix(change))])[0].fix.note is None
+
+
 def _uv() -> str:
     uv = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
     if uv is None:

@@ -7,7 +7,9 @@ there were put there that way before (by pip, with that option or ``PIP_BREAK_SY
 system package ships them. The judge says what to install where (a pip action naming the interpreter); this stage
 reads which installer that environment has and whether it is so marked (`resolve.pythons.installer_of`,
 `externally_managed`) and says the action accordingly. A venv made without pip by another tool (``python -m venv
---without-pip``) is given uv's where ``uv`` is on PATH, else its fix says to put pip in first (``ensurepip``).
+--without-pip``) is given uv's where ``uv`` is on PATH, else its fix says to put pip in first (``ensurepip``). An
+environment a project's tool made beside its lock file (``uv.lock``, ``poetry.lock``, ``pdm.lock``, ``pixi.lock``)
+gets its version changes said with the tool's own command too: that tool's sync would undo them.
 """
 
 from __future__ import annotations
@@ -37,12 +39,43 @@ def _said(finding: Finding) -> Finding:
     if bare is not None:
         first = f"{bare} has no pip: run {shlex.join([bare, '-m', 'ensurepip'])} first"
         note = f"{first}; {note}" if note else first
+    kept = _locked(actions)
+    if kept is not None:
+        note = f"{note}; {kept}" if note else kept
     if actions == finding.fix.actions and alternatives == finding.fix.alternatives and note == finding.fix.note:
         return finding
     return replace(finding, fix=replace(finding.fix, actions=actions, alternatives=alternatives, note=note))
 
 
 _BREAK = "--break-system-packages"
+# a project's lock file beside the environment its tool made for it, and how that tool pins a requirement: its sync
+# puts back what the lock says, undoing a version pip or uv's pip put in (a reinstall of the same version stays)
+_LOCKS = (("uv.lock", ".venv", "uv add"), ("poetry.lock", ".venv", "poetry add"), ("pdm.lock", ".venv", "pdm add"),
+          ("pixi.lock", ".pixi/envs/*", "pixi add --pypi"))
+_SAME_VERSION = frozenset({"--force-reinstall", "--ignore-installed", "--reinstall"})
+
+
+def _locked(actions: tuple[Action, ...]) -> str | None:
+    """What to say where an install changes what a project's lock pins (`_LOCKS`): the environment is that
+    project's, and its tool's sync would undo the change; None where no install of ``actions`` is such."""
+    import fnmatch
+    import os
+
+    for action in actions:
+        if action.do is not ActionKind.PIP_INSTALL or _SAME_VERSION & set(action.options) or not action.python or \
+                action.target_folder is not None or not os.path.isabs(action.python):
+            continue
+        prefix = os.path.dirname(os.path.dirname(action.python))
+        for lock, environment, add in _LOCKS:
+            depth = environment.count("/") + 1
+            project = prefix
+            for _ in range(depth):
+                project = os.path.dirname(project)
+            if fnmatch.fnmatch(os.path.relpath(prefix, project), environment) and \
+                    os.path.isfile(os.path.join(project, lock)):
+                return (f"{prefix} is the environment of the project {project} ({lock}): its sync puts back what "
+                        f"{lock} pins; to keep the change, run {add} {shlex.join(action.requirements)} there")
+    return None
 
 
 def _with(action: Action) -> Action:
