@@ -62,6 +62,25 @@ def test_the_installer_of_an_environment_is_read_off_its_venv(tmp_path: Path, co
     assert installer_of(None) == "pip" and installer_of("python3.11") == "pip" and not lacks_pip("python3.11")
 
 
+def test_a_conda_prefix_without_pip_is_one_pip_cannot_install_into(tmp_path: Path) -> None:
+    """pixi's environments (a conda prefix, its PyPI packages installed by uv, conda-forge's python bringing no pip):
+    ``python -m pip`` there answers "No module named pip"; with pip in it, or without ``conda-meta``, it is pip's."""
+    python = _venv(tmp_path / "env", "", False)
+    (tmp_path / "env" / "pyvenv.cfg").unlink()
+    assert not lacks_pip(python)  # a base interpreter: its pip may be anywhere
+    (tmp_path / "env" / "conda-meta").mkdir()
+    assert lacks_pip(python)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "uv").write_text("#!/bin/sh\n")
+    (tools / "uv").chmod(0o755)
+    assert installer_of(python, {"PATH": str(tools)}) == "uv" and installer_of(python, {"PATH": ""}) == "pip"
+    site = next((tmp_path / "env").glob("lib/python*/site-packages"))
+    (site / "pip").mkdir()
+    (site / "pip" / "__init__.py").write_text("")
+    assert not lacks_pip(python)
+
+
 def test_a_pip_action_said_with_uv_keeps_its_meaning() -> None:
     install = pip_install(["nvidia-cudnn-cu12==9.28.0.42"], options=("--force-reinstall", "--no-deps"),
                           target="/v/lib/python3.11/site-packages", python="/v/bin/python")

@@ -120,13 +120,15 @@ def installer_of(python: str | None, environ: Mapping[str, str] | None = None) -
 def lacks_pip(python: str | None) -> bool:
     """Whether ``python -m pip`` answers "No module named pip" for the interpreter ``python`` (a ``PREFIX/bin/python``
     path): a venv that holds no pip of its own (uv makes none; ``python -m venv --without-pip``) and does not see its
-    base's (``include-system-site-packages = false``). Not said of a base interpreter (its pip may be anywhere on its
-    path)."""
+    base's (``include-system-site-packages = false``), or a conda prefix (``conda-meta``) without pip (pixi's: its
+    PyPI packages are uv's, and conda-forge's python does not bring pip). Not said of another base interpreter (its
+    pip may be anywhere on its path)."""
     if python is None or not os.path.isabs(python):
         return False
     prefix = os.path.dirname(os.path.dirname(python))
     config = venv_config(prefix)
-    if config is None or config.get("include-system-site-packages", "false").lower() == "true":
+    conda = config is None and os.path.isdir(os.path.join(prefix, "conda-meta"))
+    if (config is None and not conda) or (config or {}).get("include-system-site-packages", "false").lower() == "true":
         return False
     return not any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
 
