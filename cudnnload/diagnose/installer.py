@@ -67,9 +67,8 @@ def _locked(actions: tuple[Action, ...]) -> str | None:
             continue
         prefix = os.path.dirname(os.path.dirname(action.python))
         for lock, environment, add in _LOCKS:
-            depth = environment.count("/") + 1
             project = prefix
-            for _ in range(depth):
+            for _ in environment.split("/"):  # the project folder holds the environment's folders
                 project = os.path.dirname(project)
             if fnmatch.fnmatch(os.path.relpath(prefix, project), environment) and \
                     os.path.isfile(os.path.join(project, lock)):

@@ -781,12 +781,12 @@ def _fallbacks(prediction: Prediction, install: Install, repair: _Repairs) -> It
         opener = posixpath.basename(step.requested_by) if step is not None and step.requested_by else "the shim"
         own = install.file(key)
         same = load.release is None or install.release is None or load.release == install.release
-        rule = step.fallback.rule if step is not None and step.fallback is not None else "the search"
+        fallback = step.fallback if step is not None else None
+        rule = fallback.rule if fallback is not None else "the search"
         release = f"cuDNN {load.release}, " if load.release else ""
         wrong = f"; {load.error}" if load.fails is not None and load.stays_mapped else ""
-        cure = _stray_fix(step.fallback, own, repair) if load.instead_cause not in (None, key) and \
-            step is not None and step.fallback is not None else \
-            repair.file(own) if own is not None else repair.put_back()
+        cure = _stray_fix(fallback, own, repair) if load.instead_cause not in (None, key) and fallback is not None \
+            else repair.file(own) if own is not None else repair.put_back()
         yield Finding(Code.SUBLIBRARY_UNLOADABLE, f"{opener} cannot load {key} from {load.instead_of} "
                       f"({load.instead_error}); it goes on to its next name, {posixpath.basename(load.path)}, and gets "
                       f"{load.path} ({release}via {rule}), outside this install"

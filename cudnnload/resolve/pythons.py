@@ -110,11 +110,14 @@ def installer_of(python: str | None, environ: Mapping[str, str] | None = None) -
     other (``python -m pip``)."""
     import shutil
 
-    if not lacks_pip(python) or python is None:
+    if python is None or not os.path.isabs(python):
         return "pip"
-    config = venv_config(os.path.dirname(os.path.dirname(python))) or {}
+    prefix = os.path.dirname(os.path.dirname(python))
+    config = venv_config(prefix)
+    if not _without_pip(prefix, config):
+        return "pip"
     env = os.environ if environ is None else environ
-    return "uv" if "uv" in config or shutil.which("uv", path=env.get("PATH", os.defpath)) else "pip"
+    return "uv" if "uv" in (config or {}) or shutil.which("uv", path=env.get("PATH", os.defpath)) else "pip"
 
 
 def lacks_pip(python: str | None) -> bool:
@@ -126,7 +129,11 @@ def lacks_pip(python: str | None) -> bool:
     if python is None or not os.path.isabs(python):
         return False
     prefix = os.path.dirname(os.path.dirname(python))
-    config = venv_config(prefix)
+    return _without_pip(prefix, venv_config(prefix))
+
+
+def _without_pip(prefix: str, config: dict[str, str] | None) -> bool:
+    """`lacks_pip` of the environment at ``prefix``, its ``pyvenv.cfg`` read (None: no venv)."""
     conda = config is None and os.path.isdir(os.path.join(prefix, "conda-meta"))
     if (config is None and not conda) or (config or {}).get("include-system-site-packages", "false").lower() == "true":
         return False
