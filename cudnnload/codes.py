@@ -123,7 +123,10 @@ class Code(_Word):
                             "outside its own folder: two folders' cuDNN in one process")
     SUBLIBRARY_UNLOADABLE = ("sublibrary-unloadable", (ERROR, WARNING), False, "a sub-library the shim would get "
                              "cannot load "
-                             "(a dependency or a symbol of another release missing), with what calls then do")
+                             "(a dependency or a symbol of another release missing), with what calls then do; "
+                             "where its opener's next name then gets a file from elsewhere, a warning when that file "
+                             "is of the install's release and loads, an error when it is of another release or another "
+                             "library's file (it stays mapped)")
     ORIGIN_THROUGH_SYMLINK = ("origin-through-symlink", ERROR, True, "the shim is reached through a "
                               "symlink; "
                               "`$ORIGIN` is the link's folder, where the sub-libraries are not")
