@@ -604,6 +604,17 @@ def test_an_engine_that_needs_the_driver_goes_on_to_a_later_name_that_another_fo
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_torch_missing_its_cudnn_9_after_its_preload_glob_failed_on_a_cudnn_8_is_fixed_for_the_9() -> None:
+    """cuDNN 8.5 for CUDA 11 installed, torch's cu13 wheel uninstalled, the ``libcudnn.so.8`` made a file of another
+    machine (fix differential 3-18279): torch's preload glob fails on that ``.so.8`` by path, then
+    ``libtorch_python.so`` misses the ``libcudnn.so.9`` its ImportError names. The command form grouped both misses
+    as one and gave the ``.so.8``'s fix (its wheel reinstalled); now each major is its own, the one the program
+    printed first, and torch works once its fix is applied."""
+    _fixed_without_breaks(18279, ["torch"], lambda j: j.said.consumer == "torch" and j.said.form == "command", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

@@ -607,6 +607,26 @@ def test_a_miss_of_another_major_than_the_library_that_loaded_is_a_miss() -> Non
     assert _stem_major("libcublas.so.13") == ("libcublas", "13") and _stem_major("libcudnn.so") == ("libcudnn", "")
 
 
+def test_misses_are_grouped_by_major_and_the_one_the_program_printed_comes_first() -> None:
+    """torch's preload glob failing on a ``libcudnn.so.8`` by path, then ``libtorch_python.so`` missing the
+    ``libcudnn.so.9`` its ImportError names (fix differential 3-18279): two groups, the printed one first; a bare
+    name joins its asker's last versioned miss (the v9 shim's X.so.9 then X.so)."""
+    from types import SimpleNamespace
+
+    from cudnnload.diagnose.lddebug import Missed
+    from cudnnload.diagnose.observe import _failed_lookups
+
+    missed = (Missed("/v/nvidia/cudnn/lib/libcudnn.so.8", "/p/_ctypes.so", "dlopen", ()),
+              Missed("libcudnn.so.9", "/v/torch/lib/libtorch_python.so", "needed", ("/v/torch/lib/libcudnn.so.9",)),
+              Missed("libcudnn_graph.so.9", "/s/libcudnn.so.9", "dlopen", ()),
+              Missed("libcudnn_graph.so", "/s/libcudnn.so.9", "dlopen", ()))
+    seen = SimpleNamespace(libraries=(), reused=(), missed=missed, stderr_tail=(
+        "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",))
+    groups = _failed_lookups(seen)  # type: ignore[arg-type]
+    assert list(groups) == [("libcudnn", "9"), ("libcudnn", "8"), ("libcudnn_graph", "9")]
+    assert [m.name for m in groups["libcudnn_graph", "9"]] == ["libcudnn_graph.so.9", "libcudnn_graph.so"]
+
+
 def test_a_folder_whose_sublibraries_the_repair_takes_away_is_no_place_to_point_a_framework(tmp_path: Path) -> None:
     """`_shim_on_path` in a world where the repair has uninstalled a distribution: its shim may stay (another
     distribution's record lists it too) while its ops goes; that folder no longer holds what a framework's calls

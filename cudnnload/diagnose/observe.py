@@ -558,7 +558,8 @@ def _whole_repair(seen: Observation, env: Mapping[str, str], program: Startup | 
         except CudnnloadError:
             pass  # an interpreter the model cannot ask: the cuDNN the program opened, below
 
-    misses = _own_first(_failed_lookups(seen).get("libcudnn", []), ctx)
+    misses = _own_first([m for (stem, _), looked in _failed_lookups(seen).items() if stem == "libcudnn"
+                         for m in looked], ctx)
     # the shim the program itself asked for, not one an LD_PRELOAD entry put there before it
     from cudnnload.resolve.process import preload_entries
 
@@ -1152,7 +1153,7 @@ def _run_findings(seen: Observation, explained: Mapping[str, str], said: Sequenc
                                 known or fix(note=_death_note(seen))))
     from cudnnload.judge.gpu import address_limit_fix, beyond_limit_words
 
-    for stem, looked in _failed_lookups(seen).items():
+    for (stem, _), looked in _failed_lookups(seen).items():
         if all(m.requested_by and os.path.realpath(m.requested_by) in preloaded for m in looked):
             continue
         misses = _own_first(looked, ctx)
@@ -1308,12 +1309,16 @@ def _unopened_fix(miss: lddebug.Missed, ctx: Context) -> Fix | None:
     return unopened_fix(miss.name, chain(asker), ctx)
 
 
-def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
+def _failed_lookups(seen: Observation) -> dict[tuple[str, str], list[lddebug.Missed]]:
     """cuDNN libraries, and the CUDA libraries beside them (cuBLAS, NVRTC: `mapped.is_cuda_family`),
     looked up in vain under every name tried (the v9 shim tries X.so.9.28.0, X.so.9.28, X.so.9, X.so: a name that
-    fails before one that works is no failure), by library stem."""
+    fails before one that works is no failure), by library stem and major (a bare name joins its asker's last
+    versioned one). Those whose names the program printed come first: torch's preload glob failing on a
+    `libcudnn.so.8` of another machine before `libtorch_cuda.so` misses the `libcudnn.so.9` its ImportError names
+    is that `.so.9`'s failure (fix differential 3-18279: the fix reinstalled the `.so.8`'s wheel)."""
     found = {_stem_major(o.path) for o in seen.libraries} | {_stem_major(r.path) for r in seen.reused}
-    failed: dict[str, list[lddebug.Missed]] = {}
+    failed: dict[tuple[str, str], list[lddebug.Missed]] = {}
+    last: dict[tuple[str, str], str] = {}  # (stem, asker) -> the major its last versioned miss asked for
     for miss in seen.missed:
         stem, major = _stem_major(miss.name)
         # the driver's libcuda missing is the no-driver finding's, said once there; a name of another major than
@@ -1322,8 +1327,12 @@ def _failed_lookups(seen: Observation) -> dict[str, list[lddebug.Missed]]:
         served = any(os.path.realpath(o.path) == os.path.realpath(miss.name) for o in seen.libraries) \
             if "/" in miss.name else any(s == stem and (m == major or not m or not major) for s, m in found)
         if is_cuda_family(miss.name) and stem != "libcuda" and not served:
-            failed.setdefault(stem, []).append(miss)
-    return failed
+            major = major or last.get((stem, miss.requested_by), "")
+            last[stem, miss.requested_by] = major
+            failed.setdefault((stem, major), []).append(miss)
+    printed = {key for key, misses in failed.items()
+               if any(os.path.basename(m.name) + ":" in line for m in misses for line in seen.stderr_tail)}
+    return dict(sorted(failed.items(), key=lambda item: item[0] not in printed))
 
 
 def _own_first(misses: Sequence[lddebug.Missed], ctx: Context) -> list[lddebug.Missed]:
