@@ -615,6 +615,17 @@ def test_torch_missing_its_cudnn_9_after_its_preload_glob_failed_on_a_cudnn_8_is
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_framework_that_failed_as_predicted_gets_the_repair_the_target_form_gives() -> None:
+    """conda's and a system-like cuDNN 9.0 folder on LD_LIBRARY_PATH, torch's cu13 wheel uninstalled, 9.0's shim and
+    adv copied into torch/lib (fix differential 3-18293): torch fails as predicted ("compiled against (9, 24, 0) but
+    found runtime version (9, 0, 0)"). The command form's first error, torch's own finding, put 9.0 back whole in
+    torch/lib, which torch still refuses; the repair judged on torch (the target form's, which installs its wheel)
+    comes first now, and torch works once it is applied."""
+    _fixed_without_breaks(18293, ["torch"], lambda j: j.said.consumer == "torch" and j.said.form == "command", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

@@ -426,11 +426,18 @@ def diagnose_program(command: Sequence[str], *, environ: Mapping[str, str] | Non
         # a partial copy in torch/lib that the repair deletes after "put back the complete cuDNN in torch/lib"); nor
         # where the run's own change is only a person's, and the repair has that and changes of its own (3-14272: a
         # partial copy in torch/lib, the venv's cuDNN folder closed: "put back the complete cuDNN", then open it)
-        made = all(a.do is not ActionKind.MANUAL for a in steps) or (first in stopped and more and any(
+        # a framework's own finding first, where the run did as predicted: the program failed as the model judged
+        # that framework, and the repair judged on it is the target form's (`doctor --python`), said first there
+        # (fix differential 3-18293: torch's partial 9.0 copy in torch/lib, its own wheel uninstalled; the finding's
+        # fix put 9.0 back whole, which torch still refuses, where the repair installs its wheel too)
+        theirs = first in framework and first.code in _FRAMEWORK_CODES and not any(
+            f.code is Code.PREDICTION_DISAGREES for f in final) and any(
+            a.do is not ActionKind.MANUAL for a in steps if a not in own)
+        made = theirs or all(a.do is not ActionKind.MANUAL for a in steps) or (first in stopped and more and any(
             a.do is not ActionKind.MANUAL for a in steps if a not in own)) or (not own and any(
                 a.do is not ActionKind.MANUAL for a in steps) and all(a in steps for a in first.fix.actions)) or (
             better and any(a.do is not ActionKind.MANUAL for a in steps if a not in own))
-        if steps and made and (more if first in stopped else not own or better or more):
+        if steps and made and (more if first in stopped else not own or better or more or theirs):
             final = (*whole, *final)
     final = _after_start(final, seen, env, command, timeout, json_out) if again else final
     # what a wheel put back meets, with it; a shared entry's, and a change the shell's frameworks would feel, for it
