@@ -125,6 +125,42 @@ def test_a_version_put_into_a_locked_projects_environment_is_said_with_its_tools
                                  fix(change))])[0].fix.note is None
 
 
+def test_a_venv_without_pip_whose_python_has_no_ensurepip_says_which_package_brings_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian's and Ubuntu's system Python keeps ensurepip in the python3.X-venv package: without it, a venv made
+    ``--without-pip`` cannot be given pip with ``-m ensurepip`` ("No module named ensurepip"); the fix names the
+    package. Its Python's standard library is found through the interpreter's links, or ``pyvenv.cfg``'s ``home``
+    (a venv made ``--copies``); where it is not found at all, the usual words stay."""
+    from cudnnload.codes import Code, SubjectKind
+    from cudnnload.diagnose.installer import by_installer
+    from cudnnload.resolve.pythons import without_ensurepip
+    from cudnnload.verdicts import Finding, Subject, fix
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-uv"))
+    base = tmp_path / "usr"
+    (base / "bin").mkdir(parents=True)
+    (base / "bin" / "python3.11").write_text("")
+    (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "lib" / "python3.11" / "os.py").write_text("")
+    venv = tmp_path / "v"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n")
+    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(base / "bin" / "python3.11")
+    copied = tmp_path / "copies"
+    shutil.copytree(venv, copied, symlinks=False)  # `python -m venv --copies`: its own python3.11 file
+    (copied / "bin" / "python").rename(copied / "bin" / "python3.11")
+    for python in (str(venv / "bin" / "python"), str(copied / "bin" / "python3.11")):
+        assert lacks_pip(python) and without_ensurepip(python) == "3.11", python
+        said = by_installer([Finding(Code.SUBLIBRARY_UNLOADABLE, "m", Subject(SubjectKind.FILE, "/x"),
+                                     fix(pip_install(["nvidia-cudnn-cu12==9.28.0.42"], python=python)))])[0]
+        assert "the python3.11-venv package): install that, then run" in (said.fix.note or ""), said.fix
+    (base / "lib" / "python3.11" / "ensurepip").mkdir()
+    (base / "lib" / "python3.11" / "ensurepip" / "__init__.py").write_text("")
+    assert without_ensurepip(str(venv / "bin" / "python")) is None
+    assert without_ensurepip(str(tmp_path / "nowhere" / "bin" / "python")) is None  # no standard library found
+
+
 def _uv() -> str:
     uv = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
     if uv is None:

@@ -37,7 +37,10 @@ def _said(finding: Finding) -> Finding:
     bare = next((a.python for a in actions if a.do in _PIP and a.installer == "pip" and _lacks_pip(a.python)), None)
     note = finding.fix.note
     if bare is not None:
-        first = f"{bare} has no pip: run {shlex.join([bare, '-m', 'ensurepip'])} first"
+        version = _without_ensurepip(bare)
+        first = f"{bare} has no pip: run {shlex.join([bare, '-m', 'ensurepip'])} first" if version is None else \
+            f"{bare} has no pip, and its Python's standard library has no ensurepip (Debian and Ubuntu ship it in " \
+            f"the python{version}-venv package): install that, then run {shlex.join([bare, '-m', 'ensurepip'])} first"
         note = f"{first}; {note}" if note else first
     kept = _locked(actions)
     if kept is not None:
@@ -108,3 +111,10 @@ def _lacks_pip(python: str | None) -> bool:
     from cudnnload.resolve.pythons import lacks_pip
 
     return lacks_pip(python)
+
+
+@lru_cache(maxsize=64)
+def _without_ensurepip(python: str) -> str | None:
+    from cudnnload.resolve.pythons import without_ensurepip
+
+    return without_ensurepip(python)

@@ -140,6 +140,27 @@ def _without_pip(prefix: str, config: dict[str, str] | None) -> bool:
     return not any(os.path.isfile(os.path.join(site, "pip", "__init__.py")) for site in _site_packages(prefix))
 
 
+def without_ensurepip(python: str) -> str | None:
+    """The ``X.Y`` of the interpreter ``python`` (a ``PREFIX/bin/python`` path) where its standard library has no
+    ``ensurepip``, so that ``python -m ensurepip`` cannot put pip in (Debian and Ubuntu ship it apart, in the
+    ``pythonX.Y-venv`` package: a venv of their system Python made ``--without-pip`` is the usual way there without
+    it); None where it has one, or where its standard library is not found (nothing to say). The standard library is
+    its base's: the interpreter's real file (a venv's links lead there), or its ``pyvenv.cfg``'s ``home`` (a venv
+    made ``--copies``)."""
+    import re
+
+    prefix = os.path.dirname(os.path.dirname(python))
+    real = os.path.realpath(python)
+    homes = [os.path.dirname(os.path.dirname(real)), os.path.dirname((venv_config(prefix) or {}).get("home", "/"))]
+    for version in dict.fromkeys(re.findall(r"python(\d+\.\d+)$", os.path.basename(real))
+                                 or [f"{sys.version_info[0]}.{sys.version_info[1]}"]):
+        for home in dict.fromkeys(homes):
+            stdlib = os.path.join(home, "lib", f"python{version}")
+            if os.path.isfile(os.path.join(stdlib, "os.py")):
+                return None if os.path.isfile(os.path.join(stdlib, "ensurepip", "__init__.py")) else version
+    return None
+
+
 def externally_managed(python: str | None, environ: Mapping[str, str] | None = None) -> bool:
     """Whether pip refuses to install for the interpreter ``python`` (a path, or a name looked up on ``environ``'s
     PATH) into its own environment or its user site: a Python marked ``EXTERNALLY-MANAGED`` in its standard
