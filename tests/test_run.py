@@ -213,6 +213,31 @@ def test_a_program_started_by_env_that_clears_ld_preload_is_refused_before_it_ru
     assert done.returncode == 0 and folder in done.stdout, done
 
 
+def test_a_launcher_that_starts_the_program_elsewhere_is_refused_before_it_runs(tmp_path: Path) -> None:
+    """``cudnnload run -- ssh HOST PROGRAM`` (``docker run``/``exec``, ``podman``, ``kubectl exec``, ``systemd-run``
+    without ``--scope``): the program starts on another machine, in a container or under the service manager, whose
+    environment this process's LD_PRELOAD never reaches; it ran unpinned, with nothing said. Refused in one line
+    before anything runs; their other uses (``docker ps``, ``systemd-run --scope``, ``-E``) run pinned."""
+    folder = str(lib_folder(W928))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("ssh", "docker", "podman", "kubectl", "systemd-run"):
+        (tools / name).write_text('#!/bin/sh\necho "$LD_PRELOAD"\n')
+        (tools / name).chmod(0o755)
+    path = {"PATH": f"{tools}:{os.environ.get('PATH', os.defpath)}"}
+    for launcher, where in ((["ssh", "gpu1", "python", "train.py"], "on another machine"),
+                            (["docker", "run", "--gpus", "all", "img", "python"], "in a container"),
+                            (["docker", "container", "exec", "c", "python"], "in a container"),
+                            (["podman", "exec", "c", "python"], "in a container"),
+                            (["kubectl", "exec", "pod", "--", "python"], "in a pod"),
+                            (["systemd-run", "--user", "python", "train.py"], "service manager")):
+        refused(cudnnload_run("--cudnn", folder, "--", *launcher, env=path), launcher[0], where, "LD_PRELOAD")
+    for kept in (["docker", "ps"], ["systemd-run", "--user", "--scope", "python"],
+                 ["systemd-run", "-E", "LD_PRELOAD", "python"]):
+        done = cudnnload_run("--cudnn", folder, "--", *kept, env=path)
+        assert done.returncode == 0 and folder in done.stdout, done
+
+
 def test_a_missing_program_or_none_is_one_line_and_exit_2() -> None:
     refused(cudnnload_run("--cudnn", str(lib_folder(W928)), "--", "no-such-program-here"), "no-such-program-here",
             "not found")

@@ -161,6 +161,12 @@ def execute(command: Sequence[str], environ: Mapping[str, str], *, closed: Seque
                          "would not be loaded", path=path,
                          fix="put cudnnload after env's part: env [OPTIONS] [NAME=VALUE...] "
                              f"{shlex.quote(sys.executable)} -m cudnnload run [OPTIONS] -- PROGRAM [ARGS...]")
+    away = _elsewhere(command, os.path.basename(path)) if pinning else None
+    if away is not None:
+        raise UsageError(f"it starts the program {away}, where this process's LD_PRELOAD does not reach, so the "
+                         "pinned cuDNN would not be loaded", path=path,
+                         fix="run cudnnload where the program runs: LAUNCHER ... -- cudnnload run [OPTIONS] -- "
+                             "PROGRAM [ARGS...]")
     import signal
 
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across execve: the program
@@ -210,6 +216,31 @@ def _env_clearing(command: Sequence[str]) -> str | None:
         if "=" not in word:
             break
     return None
+
+
+# launchers whose program is started by another process than this one's children, in an environment of its own:
+# (the verb after which, where any, "" for every use; the options that keep it here, or pass LD_PRELOAD on)
+_ELSEWHERE = {
+    "ssh": ("", "on another machine", ()),
+    "docker": ("run exec", "in a container", ()), "podman": ("run exec", "in a container", ()),
+    "kubectl": ("run exec", "in a pod", ()),
+    # systemd-run's service gets the manager's environment; --scope runs it from here; -E passes a variable on
+    "systemd-run": ("", "as a service of the service manager", ("--scope", "-E", "--setenv")),
+}
+
+
+def _elsewhere(command: Sequence[str], name: str) -> str | None:
+    """Where a launcher in ``command`` (named ``name``) starts the program, when that is not this process's child
+    in its environment (`_ELSEWHERE`); None for every other program."""
+    verbs, where, kept = _ELSEWHERE.get(name, ("-", "", ()))
+    if not where:
+        return None
+    words = list(command[1:])
+    if any(word == option or word.startswith(f"{option}=") or (option == "-E" and word.startswith("-E"))
+           for word in words for option in kept):
+        return None
+    # (its verb among its first words: ``docker run``, ``docker container run``)
+    return where if not verbs or set(verbs.split()) & set([w for w in words if not w.startswith("-")][:2]) else None
 
 
 def _program(name: str, env: Mapping[str, str]) -> str:
