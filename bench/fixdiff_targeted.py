@@ -14,6 +14,8 @@ Seed 10 pairs ``copy-into-torch-lib`` with a breakage of the venv's cuDNN (`TORC
 Seed 11 pairs ``pythonpath-other-site`` (added in session 54) with another verb (`PYTHONPATH`), on the drawn base.
 Seed 12 pairs ``upgrade-under-running-process`` (the held program ``doctor --pid`` is asked about) with a route or a
 breakage of the venv's cuDNN (`HELD`), on the drawn base.
+Seed 13 pairs ``ldlp-none`` (added in session 63: no LD_LIBRARY_PATH for the venv's cuDNN) with a breakage or another
+route of it (`NO_LDLP`), on the drawn base.
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ HELD = [("upgrade-under-running-process", other) for other in (
     "ldlp-other-release", "ld-preload-other", "ld-preload-by-name", "ldlp-system-like", "partial-copy-on-path",
     "pip-install-other-cuda", "copy-shim-other-release", "delete-sublibrary", "pip-uninstall-cudnn", "conda-ldlp",
     "symlink-shim-elsewhere", "copy-sublibrary-other-release")]
+# seed 13 (session 63): no LD_LIBRARY_PATH for the venv's cuDNN (``ldlp-none``, most users' shells), with a breakage
+# or another route of it
+NO_LDLP = [("ldlp-none", other) for other in (
+    "pip-uninstall-cudnn", "pip-install-other-release", "pip-install-other-cuda", "delete-sublibrary", "truncate-file",
+    "copy-into-torch-lib", "pip-install-user", "pip-install-target", "ld-preload-other", "conda-ldlp",
+    "pth-ctypes-load", "partial-copy-on-path", "versioned-name-wrong", "pip-install-jit", "pip-uninstall-cublas",
+    "symlink-shim-elsewhere")]
 _drawn = grammar.draw
 
 
@@ -64,7 +73,7 @@ def draw(seed: int, index: int) -> tuple[random.Random, grammar.Base, list[gramm
         return rng, base, verbs
     by_name = {v.name: v for v in grammar.GRAMMAR}
     pairs = {FIRST_CHOSEN + 1: [COMBOS[0][::-1]], FIRST_CHOSEN + 2: STARTUP, FIRST_CHOSEN + 3: TORCH_LIB,
-             FIRST_CHOSEN + 4: PYTHONPATH, FIRST_CHOSEN + 5: HELD}.get(seed, COMBOS)
+             FIRST_CHOSEN + 4: PYTHONPATH, FIRST_CHOSEN + 5: HELD, FIRST_CHOSEN + 6: NO_LDLP}.get(seed, COMBOS)
     if seed == FIRST_CHOSEN + 3:
         base = bases.by_name("torch")
     combo = pairs[index % len(pairs)]

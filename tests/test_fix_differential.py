@@ -1168,6 +1168,33 @@ def test_torch_on_a_partial_copy_in_torch_lib_after_its_wheel_went_gets_its_pinn
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_torch_without_ld_library_path_and_its_wheel_gets_it_installed_into_its_venv(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LD_LIBRARY_PATH (``ldlp-none``, most users' shells) and torch's cuDNN wheel uninstalled: its import stops at
+    ``libcudnn.so.9``, which ``libtorch_python.so`` looked for in vain through its RUNPATH into the venv. The command
+    form said "a program that is no Python's": install the wheel into a folder of its own with another Python and
+    put it on LD_LIBRARY_PATH; the venv whose site-packages that search looks in gets it now (its ``pip install``),
+    and applied, torch runs."""
+    import fixtures.fixdiff.grammar as grammar
+
+    _base("torch")
+    drawn = grammar.draw
+
+    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
+        return drawn(seed, index)[0], bases.by_name("torch"), [verb("ldlp-none"), verb("pip-uninstall-cudnn")]
+
+    monkeypatch.setattr(grammar, "draw", chosen)
+    monkeypatch.setattr(runner, "draw", chosen)
+    verdict = runner.differential(13, 0, ["torch"])
+    assert verdict.error is None, verdict.error
+    assert not verdict.runs["torch"].works
+    [command] = [j for j in verdict.judged if j.said.consumer == "torch" and j.said.form == "command"]
+    assert command.outcome == runner.FIXED, command
+    assert "--target" not in command.said.text and "LD_LIBRARY_PATH" not in command.said.text, command.said.text
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_program_that_needs_the_shim_a_preload_answers_is_judged_as_the_program() -> None:
     """A conda program (RPATH $ORIGIN/../lib) whose NEEDED libcudnn.so.9 a preloaded wheel shim answers (fix
     differential 3-12341): the shim has an RPATH of its own, so glibc searches the program's RPATH for its

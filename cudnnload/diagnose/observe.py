@@ -1313,7 +1313,22 @@ def _unopened_fix(miss: lddebug.Missed, ctx: Context) -> Fix | None:
     from cudnnload.resolve.discovery import chain, requester
 
     asker = requester(miss.requested_by, ctx.cache) if miss.requested_by else None
-    return unopened_fix(miss.name, chain(asker), ctx)
+    return unopened_fix(miss.name, chain(asker), ctx, _searching_venv(miss))
+
+
+def _searching_venv(miss: lddebug.Missed) -> str | None:
+    """The Python of the venv whose site-packages hold the library that asked in vain and that its search looked in
+    (torch's ``libtorch_python.so``, its RUNPATH ``$ORIGIN/../../nvidia/cudnn/lib``): a wheel installed into that venv
+    answers it, where one installed elsewhere and put on LD_LIBRARY_PATH was said before (torch's cu13 wheel
+    uninstalled, no LD_LIBRARY_PATH: "a program that is no Python's ... pip install --target"); None for another."""
+    from cudnnload.resolve.consumers import site_of
+    from cudnnload.resolve.pythons import interpreter_of_site, venv_sites
+
+    site = site_of(miss.requested_by) if miss.requested_by else None
+    python = interpreter_of_site(site)[0] if site is not None else None
+    sites = [os.path.realpath(s) for s in venv_sites(python) or ()] if python is not None else []
+    searched = {os.path.realpath(os.path.dirname(path)) for path in miss.tried}
+    return python if any(folder == s or folder.startswith(s + os.sep) for folder in searched for s in sites) else None
 
 
 def _failed_lookups(seen: Observation) -> dict[tuple[str, str], list[lddebug.Missed]]:

@@ -423,10 +423,12 @@ def _opening(gen: Generation, res: linker.Resolution, error: str) -> Consequence
     return shim_cannot_load(gen, error)
 
 
-def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: linker.Resolution) -> Fix:
+def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: linker.Resolution,
+                  program: str | None = None) -> Fix:
     """A shim name whose search (``res``) gets nothing that loads: the file that stops it put right where its
     install's finding has a change for it (a wheel's emptied shim: the wheel put back); else that file's
-    LD_LIBRARY_PATH entry removed, where the search then gets a whole cuDNN; else as for a name not found."""
+    LD_LIBRARY_PATH entry removed, where the search then gets a whole cuDNN; else as for a name not found (by
+    ``program``, a venv's Python whose site-packages the search looks in: installed there)."""
     lib = classify(os.path.basename(name))
     own = _installed_path_fix(res.path, ctx) if res.path and res.error and os.path.lexists(res.path) else None
     if own is not None and res.path and any(a.do is not ActionKind.MANUAL for a in own.actions):
@@ -434,17 +436,18 @@ def _unloaded_fix(name: str, chain: linker.Chain | None, ctx: Context, res: link
         # through the link, whose $ORIGIN holds no sub-library: its own folder goes first (fix differential 3-6243)
         return beside_its_libraries(own, res.path, GENERATIONS[lib.major if lib else 9], ctx)
     repair = _shadow_fix(name, chain, ctx, res.path, res.rule) if res.path else None
-    return repair or own or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx)
+    return repair or own or _missing_fix(name, GENERATIONS[lib.major if lib else 9], ctx, program)
 
 
-def unopened_fix(name: str, chain: linker.Chain | None, ctx: Context) -> Fix | None:
+def unopened_fix(name: str, chain: linker.Chain | None, ctx: Context, program: str | None = None) -> Fix | None:
     """The fix for a shim a program asked for and did not get (`doctor -- COMMAND`): opened by path, the fix
     of the finding about that file in the install it belongs to (a wheel's file gone: its distribution put
-    back); by name, what `doctor NAME` gives. None when the model finds it loads."""
+    back); by name, what `doctor NAME` gives (``program``: the venv's Python whose site-packages the search looks
+    in, which a wheel installed there answers). None when the model finds it loads."""
     if "/" in name:
         return _missing_path(name, ctx)[1] if not os.path.lexists(name) else _installed_path_fix(name, ctx)
     res = linker.resolve(name, chain, ctx.linker)
-    return None if res.path is not None and res.error is None else _unloaded_fix(name, chain, ctx, res)
+    return None if res.path is not None and res.error is None else _unloaded_fix(name, chain, ctx, res, program)
 
 
 def _installed_path_fix(path: str, ctx: Context) -> Fix | None:
