@@ -1195,6 +1195,33 @@ def test_torch_without_ld_library_path_and_its_wheel_gets_it_installed_into_its_
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_folder_put_on_the_path_for_a_program_by_name_spares_another_wheel_loaded_by_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LD_LIBRARY_PATH, torch's cu13 9.24 wheel in the venv and 9.28 installed with ``pip install --target`` on
+    PYTHONPATH (`bench/fixdiff_targeted.py --seed 13`, case 13-7): the app by name finds no shim, and its fix put the
+    9.28 folder on LD_LIBRARY_PATH for everyone, which hands its sub-libraries to the venv's 9.24 shim the app by path
+    opens (LD_LIBRARY_PATH comes before the shim's own folder): that app broke. The setting is made for the program by
+    name alone (``env LD_LIBRARY_PATH=...``), the setting for everyone the alternative: the app by name works, and
+    nothing breaks."""
+    import fixtures.fixdiff.grammar as grammar
+
+    _base("torch")
+    drawn = grammar.draw
+
+    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
+        return drawn(seed, index)[0], bases.by_name("torch"), [verb("ldlp-none"), verb("pip-install-target")]
+
+    monkeypatch.setattr(grammar, "draw", chosen)
+    monkeypatch.setattr(runner, "draw", chosen)
+    verdict = runner.differential(13, 7, ["app", "torch"])
+    assert verdict.error is None, verdict.error
+    judged = [j for j in verdict.judged if j.said.consumer == "app-soname"]
+    assert judged and all(j.failing and j.outcome == runner.FIXED and not j.broke for j in judged), judged
+    assert not any(j.broke for j in verdict.judged), verdict.judged
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_program_that_needs_the_shim_a_preload_answers_is_judged_as_the_program() -> None:
     """A conda program (RPATH $ORIGIN/../lib) whose NEEDED libcudnn.so.9 a preloaded wheel shim answers (fix
     differential 3-12341): the shim has an RPATH of its own, so glibc searches the program's RPATH for its

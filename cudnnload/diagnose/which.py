@@ -29,6 +29,7 @@ from cudnnload.judge.fixes import (
     reinstall,
     undo,
 )
+from cudnnload.judge.installs import whole
 from cudnnload.judge.policy import Mapped, search_path_findings, untrusted_findings
 from cudnnload.judge.which import Which, about, not_found, only_by_path, requested_names
 from cudnnload.resolve import linker
@@ -48,7 +49,7 @@ from cudnnload.resolve.discovery import (
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.pythons import along_of, interpreter_of_site
 from cudnnload.resolve.sources import Distribution, cudnn_distributions
-from cudnnload.verdicts import Action, Finding, Fix, fix, pip_install, set_variable
+from cudnnload.verdicts import Action, Finding, Fix, fix, pip_install, run, set_variable
 
 
 def _unreadable(path: str, ctx: Context) -> str:
@@ -220,6 +221,30 @@ def beside_its_libraries(repair: Fix, path: str, gen: Generation, ctx: Context) 
     return fix(*actions, note="; ".join(notes), alternatives=repair.alternatives)
 
 
+def _hands_over(folder: str, value: str, gen: Generation, dists: Sequence[Distribution], ctx: Context) -> str | None:
+    """Where ``LD_LIBRARY_PATH`` set to ``value`` (``folder`` first) for everyone would give the shim of another
+    installed wheel of this generation, whole today when loaded by path, sub-libraries of ``folder`` (a shim's
+    RUNPATH ``$ORIGIN`` comes after LD_LIBRARY_PATH: the fix differential's 13-7, torch's 9.24 wheel and a ``pip
+    install --target`` 9.28 one, the app by path on the venv's shim broken by 9.28's folder put first for the app by
+    name), that shim, in words; None where there is none. The model judges each such shim in both worlds."""
+    world: Context | None = None
+    for other in dists:
+        for lib in other.lib_folders:
+            shim = os.path.join(lib, gen.shim.soname)
+            if os.path.realpath(lib) == os.path.realpath(folder) or not os.path.exists(shim):
+                continue
+            today = judged_install_of(shim, ctx, "loaded by path")
+            if today is None or not whole(today):
+                continue
+            world = world or context({**ctx.environ, "LD_LIBRARY_PATH": value}, executable=ctx.linker.executable,
+                                     cache=ctx.cache, verify=ctx.verify)
+            then = judged_install_of(shim, world, "loaded by path")
+            if then is not None and not whole(then):
+                return (f"made for everyone, it would give programs that load {shim} ({other.name} {other.version}) "
+                        f"by path sub-libraries from {folder} (LD_LIBRARY_PATH comes before its own folder)")
+    return None
+
+
 def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | None, python: str | None = None) -> Fix:
     """A shim no search finds. An installed wheel of this generation whose RECORD lists the shim but the file is
     gone (a partial uninstall, a deleted file) or is one the loader passes over (another machine's), on
@@ -273,8 +298,14 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         for folder in dist.lib_folders:
             if os.path.exists(os.path.join(folder, gen.shim.soname)):
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
-                return fix(set_variable("LD_LIBRARY_PATH", value),
-                           note=f"the folder of {dist.name} {dist.version}, which no search reaches")
+                note = f"the folder of {dist.name} {dist.version}, which no search reaches"
+                # (the wheels of the shell's Python too: its programs load them by path)
+                shell = tuple(site for site in (ctx.shell_site,) if site is not None and site not in sites)
+                handed = _hands_over(folder, value, gen, [*dists, *cudnn_distributions(shell)], ctx)
+                if handed is not None:  # for the program alone, the setting for everyone the alternative
+                    return fix(run(["env", f"LD_LIBRARY_PATH={value}"]), note=f"{note}; for this program only: "
+                               f"{handed}", alternatives=(set_variable("LD_LIBRARY_PATH", value),))
+                return fix(set_variable("LD_LIBRARY_PATH", value), note=note)
     if python is None:  # a program of no Python: a wheel's folder it is pointed at is where its cuDNN goes back
         for entry in ctx.linker.ld_library_path:
             site = cudnn_wheel_site(entry) if entry.startswith("/") else None
