@@ -80,6 +80,21 @@ def _drawn(seed: int, index: int) -> bases.Base:
     return base
 
 
+def _chosen_verbs(monkeypatch: pytest.MonkeyPatch, base: str, *names: str) -> None:
+    """Every case drawn from now on (in this test) is on ``base`` with the verbs ``names``, in order, and keeps its
+    drawn generator: a family studied as `bench/fixdiff_targeted.py` composes it."""
+    import fixtures.fixdiff.grammar as grammar
+
+    _base(base)
+    drawn = grammar.draw
+
+    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
+        return drawn(seed, index)[0], bases.by_name(base), [verb(name) for name in names]
+
+    monkeypatch.setattr(grammar, "draw", chosen)
+    monkeypatch.setattr(runner, "draw", chosen)
+
+
 def _others_can_run_cudnnload() -> None:
     """Skip where another user (the harness's nobody) cannot run this cudnnload: a folder above its venv or its
     source that others may not search (a clone in a 0700 folder of ``mktemp -d``; /root the harness opens to them,
@@ -1145,17 +1160,7 @@ def test_torch_on_a_partial_copy_in_torch_lib_after_its_wheel_went_gets_its_pinn
     so torch takes that shim and dies ("Invalid handle. Cannot load symbol cudnnGetVersion"). The copy's own fix is
     a person's ("put back the complete cuDNN 9 in torch/lib"); the wheel torch pins, which its RPATH finds first,
     is the fix now, and applied, torch runs (before: only manual, in both forms)."""
-    import fixtures.fixdiff.grammar as grammar
-
-    _base("torch")
-    drawn = grammar.draw
-
-    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
-        return drawn(seed, index)[0], bases.by_name("torch"), [verb("pip-uninstall-cudnn"),
-                                                               verb("copy-into-torch-lib")]
-
-    monkeypatch.setattr(grammar, "draw", chosen)
-    monkeypatch.setattr(runner, "draw", chosen)
+    _chosen_verbs(monkeypatch, "torch", "pip-uninstall-cudnn", "copy-into-torch-lib")
     verdict = runner.differential(10, 32, ["torch"])
     assert verdict.error is None, verdict.error
     assert not verdict.runs["torch"].works
@@ -1175,16 +1180,7 @@ def test_torch_without_ld_library_path_and_its_wheel_gets_it_installed_into_its_
     form said "a program that is no Python's": install the wheel into a folder of its own with another Python and
     put it on LD_LIBRARY_PATH; the venv whose site-packages that search looks in gets it now (its ``pip install``),
     and applied, torch runs."""
-    import fixtures.fixdiff.grammar as grammar
-
-    _base("torch")
-    drawn = grammar.draw
-
-    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
-        return drawn(seed, index)[0], bases.by_name("torch"), [verb("ldlp-none"), verb("pip-uninstall-cudnn")]
-
-    monkeypatch.setattr(grammar, "draw", chosen)
-    monkeypatch.setattr(runner, "draw", chosen)
+    _chosen_verbs(monkeypatch, "torch", "ldlp-none", "pip-uninstall-cudnn")
     verdict = runner.differential(13, 0, ["torch"])
     assert verdict.error is None, verdict.error
     assert not verdict.runs["torch"].works
@@ -1203,16 +1199,7 @@ def test_a_folder_put_on_the_path_for_a_program_by_name_spares_another_wheel_loa
     opens (LD_LIBRARY_PATH comes before the shim's own folder): that app broke. The setting is made for the program by
     name alone (``env LD_LIBRARY_PATH=...``), the setting for everyone the alternative: the app by name works, and
     nothing breaks."""
-    import fixtures.fixdiff.grammar as grammar
-
-    _base("torch")
-    drawn = grammar.draw
-
-    def chosen(seed: int, index: int) -> tuple[random.Random, bases.Base, list[grammar.Verb]]:
-        return drawn(seed, index)[0], bases.by_name("torch"), [verb("ldlp-none"), verb("pip-install-target")]
-
-    monkeypatch.setattr(grammar, "draw", chosen)
-    monkeypatch.setattr(runner, "draw", chosen)
+    _chosen_verbs(monkeypatch, "torch", "ldlp-none", "pip-install-target")
     verdict = runner.differential(13, 7, ["app", "torch"])
     assert verdict.error is None, verdict.error
     judged = [j for j in verdict.judged if j.said.consumer == "app-soname"]
