@@ -641,6 +641,16 @@ def test_a_framework_that_failed_as_predicted_gets_the_repair_the_target_form_gi
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_program_by_name_without_ld_library_path_gets_a_whole_wheel_on_its_path_not_an_unsearched_put_back() -> None:
+    """No LD_LIBRARY_PATH (``ldlp-none``), cuBLAS uninstalled, cuDNN 8.9.7 and 9.24 installed into one ``--target``
+    folder, the second install taking the first's ``libcudnn.so.9`` (fix differential 3-18637): the app by name
+    finds no shim. Its fix put that folder's wheel back, a folder no search of the app's reaches; now the venv's
+    whole wheel's folder goes on its path (and cuBLAS back, the repair's next step), and the app works."""
+    _fixed_without_breaks(18637, ["app"], lambda j: j.said.consumer == "app-soname", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_whose_wheel_was_replaced_under_it_is_restarted_where_the_disk_is_whole() -> None:
     """A held ctypes program's wheel replaced by another release while it runs (fix differential 1-801): the
     sub-libraries it loads later would be of the release now on disk. That release is whole there for a start

@@ -278,11 +278,12 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
         # not reach it while a wheel folder it is pointed at has lost its wheel (that one is put back, below), and
         # a wheel on its search path comes before one only a Python's sys.path holds (a PYTHONPATH folder's: fix
         # differential 3-8534, where the wheel on LD_LIBRARY_PATH held another machine's shim)
+        # (and a wheel on no folder it searches is none of its business: put back, it would still not be found
+        # there; fix differential 3-18637, no LD_LIBRARY_PATH, a --target folder whose shim another --target install
+        # took: a whole wheel's folder is put on its path, below)
         searched = {os.path.realpath(folder) for folder in [*ctx.linker.ld_library_path, *linked]
                     if folder.startswith("/")}
-        listed = [(dist, path) for dist, path in listed if os.path.realpath(os.path.dirname(path)) in searched] \
-            if _searched_wheel_gone(gen, ctx) else \
-            sorted(listed, key=lambda item: os.path.realpath(os.path.dirname(item[1])) not in searched)
+        listed = [(dist, path) for dist, path in listed if os.path.realpath(os.path.dirname(path)) in searched]
     for dist, path in listed:
         why = f"{dist.name} {dist.version} lists {gen.shim.soname} in its RECORD, and it is gone" \
             if path in dist.missing else None
@@ -294,13 +295,15 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     # only a wheel that ships every sub-library its shim needs: the JIT wheel (no ops, cnn or adv) answers a program
     # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)
     needed = {lib.soname for lib in gen.sublibraries if lib.required}
-    for dist in (d for d in dists if needed <= {os.path.basename(p) for p in d.files}):
+    # (for a program of no Python, the wheels of the shell's Python too: it finds any only on its search path)
+    shell = tuple(site for site in (ctx.shell_site,) if site is not None and site not in sites)
+    wheels = [*dists, *(cudnn_distributions(shell) if python is None else ())]
+    for dist in (d for d in wheels if needed <= {os.path.basename(p) for p in d.files}):
         for folder in dist.lib_folders:
             if os.path.exists(os.path.join(folder, gen.shim.soname)):
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
                 note = f"the folder of {dist.name} {dist.version}, which no search reaches"
                 # (the wheels of the shell's Python too: its programs load them by path)
-                shell = tuple(site for site in (ctx.shell_site,) if site is not None and site not in sites)
                 handed = _hands_over(folder, value, gen, [*dists, *cudnn_distributions(shell)], ctx)
                 if handed is not None:  # for the program alone, the setting for everyone the alternative
                     return fix(run(["env", f"LD_LIBRARY_PATH={value}"]), note=f"{note}; for this program only: "
@@ -331,13 +334,6 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
                             "installed into a folder of its own, and its library folder put on LD_LIBRARY_PATH "
                             "for this program (or in the shell profile that starts it)")
     return cudnn_install(gen.major, None, python)
-
-
-def _searched_wheel_gone(gen: Generation, ctx: Context) -> bool:
-    """Whether an LD_LIBRARY_PATH entry is the library folder of a pip site whose cuDNN wheel is gone (the folder
-    has no shim of ``gen``)."""
-    return any(entry.startswith("/") and cudnn_wheel_site(entry) is not None
-               and not os.path.exists(os.path.join(entry, gen.shim.soname)) for entry in ctx.linker.ld_library_path)
 
 
 def wheel_put_back(site: str, major: int, note: str) -> Fix | None:
