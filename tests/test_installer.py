@@ -144,13 +144,13 @@ def test_a_venv_without_pip_whose_python_has_no_ensurepip_says_which_package_bri
     (base / "lib" / "python3.11" / "os.py").write_text("")
     venv = tmp_path / "v"
     (venv / "bin").mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n")
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n"
+                                     "version = 3.11.2\n")
     (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(base / "bin" / "python3.11")
     copied = tmp_path / "copies"
-    shutil.copytree(venv, copied, symlinks=False)  # `python -m venv --copies`: its own python3.11 file
-    (copied / "bin" / "python").rename(copied / "bin" / "python3.11")
-    for python in (str(venv / "bin" / "python"), str(copied / "bin" / "python3.11")):
+    shutil.copytree(venv, copied, symlinks=False)  # `python -m venv --copies`: its own file, its version in the cfg
+    for python in (str(venv / "bin" / "python"), str(copied / "bin" / "python")):
         assert lacks_pip(python) and without_ensurepip(python) == "3.11", python
         said = by_installer([Finding(Code.SUBLIBRARY_UNLOADABLE, "m", Subject(SubjectKind.FILE, "/x"),
                                      fix(pip_install(["nvidia-cudnn-cu12==9.28.0.42"], python=python)))])[0]

@@ -146,14 +146,17 @@ def without_ensurepip(python: str) -> str | None:
     ``pythonX.Y-venv`` package: a venv of their system Python made ``--without-pip`` is the usual way there without
     it); None where it has one, or where its standard library is not found (nothing to say). The standard library is
     its base's: the interpreter's real file (a venv's links lead there), or its ``pyvenv.cfg``'s ``home`` (a venv
-    made ``--copies``)."""
+    made ``--copies``); its version, the real file's name's or ``pyvenv.cfg``'s (``version``, uv's
+    ``version_info``)."""
     import re
 
     prefix = os.path.dirname(os.path.dirname(python))
     real = os.path.realpath(python)
-    homes = [os.path.dirname(os.path.dirname(real)), os.path.dirname((venv_config(prefix) or {}).get("home", "/"))]
-    for version in dict.fromkeys(re.findall(r"python(\d+\.\d+)$", os.path.basename(real))
-                                 or [f"{sys.version_info[0]}.{sys.version_info[1]}"]):
+    config = venv_config(prefix) or {}
+    homes = [os.path.dirname(os.path.dirname(real)), os.path.dirname(config.get("home", "/"))]
+    said = config.get("version") or config.get("version_info") or ""
+    for version in dict.fromkeys([*re.findall(r"python(\d+\.\d+)$", os.path.basename(real)),
+                                  *re.findall(r"^(\d+\.\d+)", said)]):
         for home in dict.fromkeys(homes):
             stdlib = os.path.join(home, "lib", f"python{version}")
             if os.path.isfile(os.path.join(stdlib, "os.py")):
