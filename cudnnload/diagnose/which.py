@@ -296,15 +296,15 @@ def not_found_fix(gen: Generation, ctx: Context, site_paths: Sequence[str] | Non
     # by name with a cuDNN whose legacy calls all fail; the full wheel is then installed instead (below)
     needed = {lib.soname for lib in gen.sublibraries if lib.required}
     # (for a program of no Python, the wheels of the shell's Python too: it finds any only on its search path)
-    shell = tuple(site for site in (ctx.shell_site,) if site is not None and site not in sites)
-    wheels = [*dists, *(cudnn_distributions(shell) if python is None else ())]
+    shell = cudnn_distributions(tuple(site for site in (ctx.shell_site,) if site is not None and site not in sites))
+    wheels = [*dists, *(shell if python is None else ())]
     for dist in (d for d in wheels if needed <= {os.path.basename(p) for p in d.files}):
         for folder in dist.lib_folders:
             if os.path.exists(os.path.join(folder, gen.shim.soname)):
                 value = ":".join([folder, *ctx.linker.ld_library_path]) if ctx.linker.ld_library_path else folder
                 note = f"the folder of {dist.name} {dist.version}, which no search reaches"
                 # (the wheels of the shell's Python too: its programs load them by path)
-                handed = _hands_over(folder, value, gen, [*dists, *cudnn_distributions(shell)], ctx)
+                handed = _hands_over(folder, value, gen, [*dists, *shell], ctx)
                 if handed is not None:  # for the program alone, the setting for everyone the alternative
                     return fix(run(["env", f"LD_LIBRARY_PATH={value}"]), note=f"{note}; for this program only: "
                                f"{handed}", alternatives=(set_variable("LD_LIBRARY_PATH", value),))
