@@ -759,7 +759,7 @@ def _plot_problem(path: str | None) -> None:
         raise UsageError(f"--plot: {problem}", path=path, fix="give a new file name ending .png or .svg, in a "
                          "folder of yours")
     if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'")
+        raise CannotRun("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'")
 
 
 def _say(output: str | None, as_json: bool, document: Callable[[], str], text: Callable[[], str],

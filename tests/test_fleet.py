@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cudnnload.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from cudnnload.cli import EXIT_CANNOT_RUN, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from tests.test_doctor_targets import cli, one_line_error
 from tests.wheels import cache_root, lib_folder, python_path
 
@@ -78,6 +78,7 @@ def test_the_folder_shows_the_two_odd_nodes_with_their_difference_and_fix(report
     assert f"  fix: export LD_LIBRARY_PATH={search_path(NEW)} (on node-c, as on the reference group)" in out
     assert "    + 9.0.0 in" in out[older:missing] and "    + none" in out[missing:]
     assert "  error   not-found                on node-d" in out
+    assert "None" not in out  # a fact the report holds as null is "none" or "not found", never Python's word
 
 
 @pytest.mark.wheels
@@ -120,6 +121,29 @@ def test_an_empty_folder_or_no_folder_is_a_usage_error(tmp_path: Path) -> None:
     one_line_error(cli("fleet", str(tmp_path)), EXIT_USAGE, str(tmp_path), "no reports here")
     one_line_error(cli("fleet", str(tmp_path / "nope")), EXIT_USAGE, "not a folder")
     one_line_error(cli("fleet"), EXIT_USAGE, "give a FOLDER of reports, or --ray")
+
+
+def without(tmp_path: Path, *packages: str) -> dict[str, str]:
+    """An environment in which importing each of ``packages`` fails as it does where it is not installed."""
+    for package in packages:
+        (tmp_path / "hidden" / package).mkdir(parents=True)
+        missing = f"raise ImportError(\"No module named {package!r}\")\n"
+        (tmp_path / "hidden" / package / "__init__.py").write_text(missing)
+    return {"PYTHONPATH": os.pathsep.join((str(tmp_path / "hidden"), python_path(ROOT)))}
+
+
+def test_a_package_it_needs_missing_is_exit_3_naming_the_extra(tmp_path: Path) -> None:
+    """README, exit codes: 3 where cudnnload could not do its work, a package it needs missing among the reasons
+    (2 is the caller's mistake, which this is not)."""
+    one_line_error(cli("fleet", "--ray", env=without(tmp_path, "ray")), EXIT_CANNOT_RUN, "Ray is not installed",
+                   "cudnnload[ray]")
+
+
+@pytest.mark.wheels
+def test_a_plot_without_matplotlib_is_exit_3_naming_the_extra(tmp_path: Path) -> None:
+    one_line_error(cli("trace", "--lazy", "--runs", "1", "--plot", str(tmp_path / "t.png"), str(lib_folder(NEW)),
+                       env=without(tmp_path, "matplotlib")), EXIT_CANNOT_RUN, "--plot needs matplotlib",
+                   "cudnnload[plot]")
 
 
 @pytest.mark.wheels

@@ -122,3 +122,17 @@ def test_the_readme_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     else:
         assert done.returncode in (0, 1), said
         assert "cudnnload: error:" not in done.stderr, said
+
+
+def test_the_cache_files_named_are_those_of_todays_formats() -> None:
+    """Each cache file the README names (`elf-vN.json`, ...) is at the format this code writes: a format bump
+    renames the file, and the README's name of it would point at nothing."""
+    from cudnnload import recall
+    from cudnnload.dispatch import algos
+    from cudnnload.loading import plans
+    from cudnnload.resolve import elfcache
+
+    formats = {"elf": elfcache.FORMAT, "plans": plans.PLAN_FORMAT, "algos": algos.FORMAT, "answers": recall.FORMAT}
+    named = re.findall(r"\b(elf|plans|algos|answers)-v(\d+)\b", README.read_text(encoding="utf-8"))
+    assert {name for name, _ in named} == set(formats)
+    assert [(name, int(number)) for name, number in named if int(number) != formats[name]] == []

@@ -812,24 +812,24 @@ def decisive_facts(doc: Mapping[str, Any]) -> dict[Fact, str]:
     of `REPORT_SCHEMA` (`report_problem`). A library's load is two facts: the path, and the rule that found it."""
     result = doc.get("result", doc)
     out: dict[Fact, str] = {
-        Fact("python"): str(result.get("python")), Fact("machine"): str(result.get("machine")),
+        Fact("python"): _said(result.get("python")), Fact("machine"): _said(result.get("machine")),
         Fact("chosen"): f"{result.get('release')} in {result.get('chosen')}" if result.get("chosen") else "none",
-        Fact("distribution"): str(result.get("distribution")),
+        Fact("distribution"): _said(result.get("distribution")),
     }
     for name, value in result.get("environment", []):
         out[Fact("variable", name)] = value
     host = (result.get("inventory") or {}).get("host") or {}
     out[Fact("glibc")] = ".".join(map(str, host.get("glibc") or [])) or "?"
     for step in loads(result):
-        out[Fact("loads", step["library"])] = str(step.get("path"))
-        out[Fact("found-by", step["library"])] = str(step.get("rule"))
+        out[Fact("loads", step["library"])] = _said(step.get("path"), "not found")
+        out[Fact("found-by", step["library"])] = _said(step.get("rule"))
     for step in (result.get("probe") or {}).get("steps", []):
         value = step.get("value") if step.get("value") is not None else step.get("status_name") or step.get("ok")
         out[Fact("probe", step["name"])] = str(value)
     if result.get("probe"):
-        out[Fact("probe-verdict")] = str(result["probe"].get("verdict"))
+        out[Fact("probe-verdict")] = _said(result["probe"].get("verdict"))
     gpu = result.get("gpu") or {}
-    out[Fact("driver")] = str(gpu.get("driver_version"))
+    out[Fact("driver")] = _said(gpu.get("driver_version"))
     for device in gpu.get("devices", []):
         major, minor = device["capability"]
         out[Fact("gpu", str(device["index"]))] = f"{device['name']} sm_{major}{minor}"
@@ -839,6 +839,11 @@ def decisive_facts(doc: Mapping[str, Any]) -> dict[Fact, str]:
     for f in result.get("findings", []):
         out[Fact("finding", f"{f['code']} {f.get('path') or ''}".rstrip())] = f["severity"]
     return out
+
+
+def _said(value: object, none: str = "none") -> str:
+    """A fact's value in words: ``none`` where the report holds null (never Python's "None")."""
+    return none if value is None else str(value)
 
 
 def loads(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -28,7 +28,7 @@ from typing import Any
 from cudnnload.children import isolated
 from cudnnload.codes import Severity
 from cudnnload.diagnose.doctor import Difference, decisive_facts, diff_reports, report_problem
-from cudnnload.errors import UsageError
+from cudnnload.errors import CannotRun, UsageError
 from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.verdicts import Action, Fix, fix, manual, pip_install, set_variable, unset
 
@@ -151,12 +151,12 @@ def node_doctor(args: Sequence[str], timeout: float) -> tuple[int | None, str, s
 def collect_ray(address: str | None, args: Sequence[str], *, timeout: float = 120.0,
                 init_timeout: float = 30.0) -> list[NodeReport]:
     """One doctor per alive node of the Ray cluster at ``address`` (None: ``auto``, the cluster this
-    machine belongs to). UsageError when Ray is missing or the cluster cannot be reached."""
+    machine belongs to). CannotRun when Ray is missing, UsageError when the cluster cannot be reached."""
     try:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
     except ImportError:
-        raise UsageError("Ray is not installed here", fix="pip install 'cudnnload[ray]'") from None
+        raise CannotRun("Ray is not installed here", fix="pip install 'cudnnload[ray]'") from None
     _connect(ray, address or "auto", init_timeout)
     try:
         nodes = [node for node in ray.nodes() if node.get("Alive")]

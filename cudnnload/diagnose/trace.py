@@ -379,9 +379,9 @@ def plot(traces: Sequence[LoaderTrace], path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from cudnnload.errors import UsageError
+        from cudnnload.errors import CannotRun
 
-        raise UsageError("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'") from None
+        raise CannotRun("--plot needs matplotlib", fix="pip install 'cudnnload[plot]'") from None
     figure, axes = plt.subplots(len(traces), 1, figsize=(10, 0.35 * sum(len(t.stages) for t in traces) + 1.5),
                                 squeeze=False)
     for ax, trace in zip(axes[:, 0], traces, strict=True):
