@@ -226,11 +226,12 @@ def _load(path: str, limit: int = MAX_BYTES) -> tuple[Any, str | None]:
         return None, None  # nothing remembered yet
     except OSError as exc:
         return None, "it is a symbolic link" if exc.errno == errno.ELOOP else f"it cannot be opened ({exc.strerror})"
+    info = os.fstat(fd)
+    problem = _file_problem(info, limit)
+    if problem is not None:  # (a folder opens read-only too, and file objects refuse it: checked on the descriptor)
+        os.close(fd)
+        return None, problem
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        problem = _file_problem(info, limit)
-        if problem is not None:
-            return None, problem
         try:
             data = handle.read(info.st_size + 1)
         except OSError as exc:

@@ -7,6 +7,7 @@ failure prints one line naming the path and the reason; no traceback reaches the
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -578,8 +579,10 @@ def _read_stdin() -> str:
 def _text_to_explain(text: str) -> str:
     """What ``explain TEXT`` explains: standard input for ``-``; a saved log's head and tail where TEXT is one line
     that names a regular file (``cudnnload explain crash.log`` was read as the words "crash.log" and not
-    recognised); otherwise TEXT itself. A FIFO, a device or a folder is never opened: their name is the text. A
-    library named is refused in one line that points to ``inspect``."""
+    recognised); otherwise TEXT itself. A path that is there but gives no text (a folder, a FIFO or a device, which
+    is never opened; a file this user cannot read; a link to nothing) is refused in one line naming it: explained as
+    words, it said "no cuDNN message" of a log it never read. A library named is refused in one line that points
+    to ``inspect``."""
     if text == "-":
         return _read_stdin()
     if not text.strip() or "\n" in text:
@@ -589,7 +592,15 @@ def _text_to_explain(text: str) -> str:
     try:
         with open_regular(text) as handle:
             saved = _head_and_tail(handle.read)
-    except (NotRegularFile, OSError, ValueError):
+    except NotRegularFile as exc:
+        raise UsageError(f"{exc.reason}, not a saved error message", path=text,
+                         fix="give the log file, or quote the message itself") from None
+    except OSError as exc:
+        if not os.path.lexists(text):
+            return text
+        reason = "a symbolic link to nothing" if exc.errno == errno.ENOENT else f"cannot be read ({exc.strerror})"
+        raise UsageError(reason, path=text, fix="give a log file you can read, or quote the message itself") from None
+    except ValueError:
         return text
     if saved.startswith(b"\x7fELF"):
         raise UsageError("a library, not a saved error message: `cudnnload inspect` reads a library", path=text)

@@ -500,3 +500,17 @@ def test_a_program_that_ran_out_of_address_space_is_said_to_under_a_limit(tmp_pa
         assert "ulimit -v unlimited" in said[0]["fix"]["text"]
     else:
         assert not said and [f["code"] for f in findings if f["code"] == "program-failed"], findings
+
+
+def test_python_naming_a_script_or_another_program_is_refused_before_it_runs(tmp_path: Path) -> None:
+    """`--python` runs what it names to observe its start-up: a training script (or a pyenv shim) ran, and so did
+    `/bin/ls`. Read from the file first: a script, or an executable that neither exports Python's entry point nor
+    links libpython, is one line; an interpreter and a venv's folder are judged as before."""
+    ran = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"#!{sys.executable}\nopen({str(ran)!r}, 'a').write('ran')\n")
+    script.chmod(0o755)
+    one_line_error(cli("doctor", "--python", str(script)), EXIT_USAGE, str(script), "a script")
+    assert not ran.exists()
+    one_line_error(cli("doctor", "--python", "/bin/true"), EXIT_USAGE, "/bin/true", "no Python interpreter")
+    assert cli("doctor", "--python", sys.executable).stdout.startswith("cudnnload doctor: the Python ")

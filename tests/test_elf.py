@@ -205,6 +205,8 @@ def test_the_names_a_shim_or_graph_dlopens_are_those_strings_finds(wheel: str) -
 
 @pytest.mark.parametrize("field, value, code, loader", [
     (56, 0x7FFF, "truncated", "cannot read file data"),  # e_phnum: the table past the end of the file
+    # e_phnum PN_XNUM (0xffff): the loader reads no extended numbering and takes it as the count (a hostile user's)
+    (56, 0xFFFF, "truncated", "cannot read file data"),
     (54, 48, "damaged-elf", "ELF file's phentsize not the expected size"),  # e_phentsize
 ])
 def test_program_headers_the_loader_refuses_are_refused_as_it_refuses_them(
@@ -226,3 +228,35 @@ def test_program_headers_the_loader_refuses_are_refused_as_it_refuses_them(
     assert refused.value.code.value == code
     with pytest.raises(OSError, match=re.escape(loader)):
         ctypes.CDLL(str(copy))
+
+
+@pytest.mark.wheels
+def test_a_first_call_the_model_says_dies_is_an_error_where_no_file_finding_says_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge's invariant: where the prediction's first call dies (the application's dlopen of the shim fails)
+    and no error names a cause, that death is an error finding of its own, never "healthy" (a hostile user's shim
+    with program headers the ELF reader took and the loader refuses was "healthy", exit 0)."""
+    from dataclasses import replace
+
+    from cudnnload.codes import Code
+    from cudnnload.diagnose.inventory import inspect
+    from cudnnload.judge import installs
+    from cudnnload.judge.consequences import Effect
+
+    real = installs.predict_install
+
+    def dying(install, ctx):  # type: ignore[no-untyped-def]
+        predicted = real(install, ctx)
+        first = replace(predicted.expectations[0], outcome=Effect.NO_START, cause="shim",
+                        message="libcudnn.so.9: cannot read file data")
+        return replace(predicted, expectations=(first, *predicted.expectations[1:]))
+
+    monkeypatch.setattr(installs, "predict_install", dying)
+    judged = inspect([str(lib_folder("cu12-9.28.0.42"))], use_cache=False,
+                     environ={"LD_LIBRARY_PATH": str(lib_folder("cublas-cu12-12.9.1.4"))}).installs[0]
+    assert not judged.healthy
+    assert (Code.DAMAGED_ELF, "shim") in [(f.code, f.subject.library) for f in judged.findings
+                                          if f.severity.value == "error"]
+    monkeypatch.setattr(installs, "predict_install", real)  # the same install, as the model predicts it: whole
+    assert inspect([str(lib_folder("cu12-9.28.0.42"))], use_cache=False,
+                   environ={"LD_LIBRARY_PATH": str(lib_folder("cublas-cu12-12.9.1.4"))}).installs[0].healthy

@@ -249,8 +249,9 @@ def test_explain_finds_a_message_in_the_middle_of_a_long_log(tmp_path: Path) -> 
 
 def test_explain_reads_a_saved_log_it_is_given_by_name(tmp_path: Path, wheel: Path) -> None:
     """`cudnnload explain crash.log` explains what the file holds (it was read as the words "crash.log"); a FIFO
-    or a folder is never opened (its name is the text: no hang), and a library named is one line pointing to
-    inspect."""
+    or a folder is never opened (no hang) and, like a file this user cannot read or a link to nothing, is one line
+    naming it (its name explained as words said "no cuDNN message" of a log never read); a library named is one
+    line pointing to inspect."""
     log = tmp_path / "crash.log"
     log.write_text("step 10\nRuntimeError: cudnn RNN backward can only be called in training mode\n")
     done = cli("explain", "--json", str(log))
@@ -258,9 +259,9 @@ def test_explain_reads_a_saved_log_it_is_given_by_name(tmp_path: Path, wheel: Pa
     assert json.loads(done.stdout)["result"]["causes"][0]["family"] == "bad-param-usage"
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    for name in (fifo, tmp_path):
-        named = cli("explain", "--json", str(name), timeout=30)
-        assert named.returncode == 0 and not json.loads(named.stdout)["result"]["causes"], named.stderr
+    (tmp_path / "gone.log").symlink_to(tmp_path / "nowhere")
+    for name, reason in ((fifo, "a FIFO"), (tmp_path, "a folder"), (tmp_path / "gone.log", "link to nothing")):
+        one_line(cli("explain", "--json", str(name), timeout=30), 2, str(name), reason)
     one_line(cli("explain", str(wheel / "libcudnn.so.9")), 2, "libcudnn.so.9", "inspect")
 
 

@@ -177,6 +177,23 @@ def test_a_memo_nested_deeper_than_json_can_parse_gives_each_command_one_warning
         assert not _warnings(again.stderr) and again.returncode == usual[name][0], again.stderr[-3000:]
 
 
+def test_a_folder_in_place_of_a_memo_gives_each_command_one_warning_and_its_usual_answer(
+        cache: Path, usual_in_child: dict[str, tuple[int, str]]) -> None:
+    """A folder where a memo belongs opens read-only like a file (a hostile user's: it was an internal error, exit 3):
+    checked on the descriptor, it is one warning and nothing read; the memo is not written there either."""
+    for kind in ("elf", "plans"):
+        memo = _file(cache, kind)
+        for name, args in _commands().items():
+            if memo.is_file():
+                memo.unlink()
+            memo.mkdir(exist_ok=True)
+            done = _cli(args, cache)
+            assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-3000:]
+            assert done.returncode == usual_in_child[name][0], done.stderr[-3000:]
+            assert all(str(memo) in line and "not a regular file" in line for line in _warnings(done.stderr))
+        memo.rmdir()
+
+
 def _records(value: object, change: Callable[[dict[str, object]], None]) -> object:
     """``value`` with ``change`` applied to every record (``{"@": kind, "f": [fields]}``) in it."""
     if isinstance(value, dict):

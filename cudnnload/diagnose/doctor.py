@@ -90,7 +90,7 @@ def doctor(environ: Mapping[str, str] | None = None, *, target: str | None = Non
     env = dict(os.environ if environ is None else environ)
     # --timeout bounds every child, the observed start-up of --python too (its own limit: 20 s)
     resolved = resolve_target(target, python=python, environ=env, site_paths=site_paths, verify=verify,
-                              observed=started, startup_timeout=min(timeout, 20.0))
+                              observed=started, startup_timeout=min(timeout, 20.0), asked=True)
     return diagnose(resolved, env, site_paths=site_paths, timeout=timeout, asked=(target, python, verify))
 
 
@@ -448,9 +448,9 @@ def shell_frameworks(env: Mapping[str, str], timeout: float, facts: Any = None,
             if len(found) == 1:
                 found.extend([_consumers_of(resolved, env, timeout)[0], facts or gpu_facts(env)])
             served = _serve(found[1], resolved, found[2], world, None, ())
+            masked = _masked(resolved.started)
         except CudnnloadError:
-            served = ()
-        masked = _masked(resolved.started)
+            served, masked = (), ()
         judged[key] = {s.route.consumer.label: Fared(None if s.works else next(
             (f.message for f in s.findings if f.severity is ERROR), ""), s.fare, s.route.consumer.site, masked,
             s.route.consumer.pins, s.route.consumer.build)

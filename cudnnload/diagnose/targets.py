@@ -53,6 +53,7 @@ from cudnnload.resolve.mapped import is_cuda_family
 from cudnnload.resolve.process import preload_entries
 from cudnnload.resolve.pythons import (
     interpreter_of_site,
+    not_an_interpreter,
     python_on_path,
     system_interpreter_of,
     tool_environment,
@@ -97,7 +98,7 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
                    site_paths: Sequence[str] | None = None, verify: bool = False,
                    unstarted: frozenset[tuple[str, str]] = frozenset(), program: Startup | None = None,
                    observed: Callable[[], Startup | None] | None = None, gone: frozenset[str] = frozenset(),
-                   startup_timeout: float = 20.0) -> Resolved:
+                   startup_timeout: float = 20.0, asked: bool = False) -> Resolved:
     """Read TARGET (or ``--python``); UsageError, naming it and the reason, when it cannot be one. ``verify``:
     check each RECORD-listed file's sha256 too (remembered under the file's size, mtime and inode).
     ``unstarted``: start-up lines (``.pth`` file, line) taken as gone: what they map is not in the process.
@@ -105,12 +106,13 @@ def resolve_target(given: str | None, *, python: str | None = None, environ: Map
     it maps is in the process first. ``observed``: gives this interpreter's start-up, observed already (plain
     doctor starts that while its modules load). ``gone``: files taken away in the world judged (a distribution
     uninstalled: `remedy.applied`). ``startup_timeout``: the longest ``--python``'s start-up may take to be
-    observed."""
+    observed. ``asked``: ``python`` is the user's ``--python``, checked to be an interpreter before it runs (the
+    shell's python3 or a program's own interpreter, a pyenv shim among them, runs as the shell runs it)."""
     env = dict(os.environ if environ is None else environ)
     if python is not None:
         if given is not None:
             raise UsageError("give a TARGET or --python, not both", fix="cudnnload doctor --python PATH")
-        return _python(python, env, verify, unstarted, gone, startup_timeout)
+        return _python(python, env, verify, unstarted, gone, startup_timeout, asked=asked)
     if given is None and site_paths is None and (tool := tool_environment(env)) is not None:
         return _for_the_user(tool, env, verify)
     if given is None:
@@ -567,15 +569,19 @@ def _with_entry_fix(install: Judged, name: str, found: tuple[str, str, Judged] |
 
 def _python(python: str, env: Mapping[str, str], verify: bool = False,
             unstarted: frozenset[tuple[str, str]] = frozenset(), gone: frozenset[str] = frozenset(),
-            timeout: float = 20.0) -> Resolved:
+            timeout: float = 20.0, asked: bool = False) -> Resolved:
     """Another interpreter (or a venv's folder): its start-up observed (`startup.observe`: sys.path as it builds
-    it, what its start-up files map), its executable, its frameworks."""
+    it, what its start-up files map), its executable, its frameworks. ``asked``: named by the user (``--python``),
+    so checked to be an interpreter before it runs (`pythons.not_an_interpreter`)."""
     candidates = [python] if not os.path.isdir(python) else [
         os.path.join(python, "bin", name) for name in ("python", "python3")]
     interpreter = next((path for path in candidates if os.path.isfile(path) and os.access(path, os.X_OK)), None)
     if interpreter is None:
         raise UsageError("no Python interpreter there", path=python, fix="give a python executable or a venv folder")
     interpreter = os.path.abspath(interpreter)  # as given from here (a venv's link kept); its start-up runs in /
+    if asked and (wrong := not_an_interpreter(interpreter)) is not None:
+        raise UsageError(wrong, path=python, fix="give a python executable or a venv folder (for a pyenv shim: "
+                         "`pyenv which python`)")
     stops: tuple[Finding, ...] = ()
     try:
         started = observe(interpreter, env, cwd="/", timeout=timeout, user=_owner(interpreter, env))

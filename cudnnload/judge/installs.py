@@ -1023,7 +1023,15 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
     said = {c.library for f in findings for c in f.consequences}
     first = prediction.expectations[0] if prediction.expectations else None
     if first is not None and first.outcome in (Effect.ABORT, Effect.SIGBUS, Effect.NO_START):
-        return ()  # the first call already dies of a cause a finding names: nothing else is reached
+        # the first call dies: nothing else is reached, and where no error names its cause (the loader refuses a
+        # file whose structures the ELF reader took), that death is the finding
+        if first.cause in said or any(f.severity is ERROR for f in findings):
+            return ()
+        cause = first.cause or "shim"
+        file = install.file(cause)
+        return (Finding(Code.DAMAGED_ELF, f"{cause} would not load: {first.message or first.outcome}",
+                        Subject(SubjectKind.FILE, file.path if file is not None else install.folder, cause),
+                        repair.put_back(), prediction.consequences.get(cause, ())),)
     extra = []
     for cause, consequences in prediction.consequences.items():
         load = prediction.loads.get(cause)

@@ -224,8 +224,10 @@ class _Reader:
 def _loadable_headers(e_type: int, phoff: int, phentsize: int, phnum: int, wide: bool, size: int) -> None:
     """What glibc's loader checks of a shared object's or program's program headers before it maps anything
     (``dl-load.c``, ``_dl_map_object_from_fd``): an entry size other than its class's ("ELF file's phentsize not the
-    expected size"), and a table past the end of the file ("cannot read file data"). Raises for either."""
-    if e_type not in (ET_EXEC, ET_DYN) or not phnum or phnum == PN_XNUM:  # (PN_XNUM: the count is elsewhere)
+    expected size"), and a table past the end of the file ("cannot read file data"). Raises for either. The loader
+    takes e_phnum as the count even where it is PN_XNUM (it reads no extended numbering: a real count of 65535 headers
+    or more is a core file's, never a loadable object's)."""
+    if e_type not in (ET_EXEC, ET_DYN) or not phnum:
         return
     expected = 56 if wide else 32
     if phentsize != expected:

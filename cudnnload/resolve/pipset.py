@@ -70,6 +70,18 @@ if _resolver is not None:
         return result
 
     _resolver.Resolver.resolve = resolve
+# a distribution pip has only as source (an sdist, a local folder, a VCS link) gives its metadata only by running
+# its code (setup.py, its build backend): refused, so that nothing of the requirements runs before it is installed
+try:
+    from pip._internal.distributions import sdist as _sdist
+    from pip._internal.exceptions import InstallationError as _Refused
+
+    def _from_source(self, *args, **kwargs):
+        raise _Refused(f"cudnnload-source-only: {self.req}")
+
+    _sdist.SourceDistribution.prepare_distribution_metadata = _from_source
+except (ImportError, AttributeError):
+    pass
 from pip._internal.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -203,6 +215,13 @@ def resolve_requirements(files: Sequence[str], pip_args: str = "", *, python: st
                             fix="raise --timeout")
         if child.returncode:
             said = (err or out).decode(errors="replace")
+            source = re.search(r"cudnnload-source-only: (.+)", said)
+            if source is not None:
+                raise UsageError(f"{source.group(1).strip()[:200]} is at hand only as its source, and its metadata "
+                                 "comes only from running its code (setup.py or its build backend): refused, as "
+                                 "nothing runs before it is installed", path=", ".join(files),
+                                 fix="give a wheel of it (pip wheel, then --pip-args '--find-links DIR'), or "
+                                 "install it first and ask doctor --python")
             raise UsageError(f"pip cannot resolve the requirements: {_pip_error(said)}",
                              path=", ".join(files), fix="fix the requirements until `pip install --dry-run -r FILE` "
                              "succeeds")

@@ -427,3 +427,34 @@ def _closure(root: str, sites: list[str], names: Mapping[str, str]) -> set[str]:
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 todo.append(str(canonicalize_name(requirement.name)))
     return seen
+
+
+# what a Python interpreter's executable holds: the interpreter's entry point (exported so that C extensions bind
+# to it: Py_BytesMain from 3.8, Py_Main before), or libpython, which holds it, among its NEEDED
+_ENTRY_POINTS = frozenset({"Py_BytesMain", "Py_Main"})
+
+
+def not_an_interpreter(path: str) -> str | None:
+    """Why the executable ``path`` is no Python interpreter, read from the file without running it; None where it is
+    one. ``--python`` runs what it names to observe its start-up: a script (a training script, a pyenv shim) or
+    another program would run instead."""
+    from cudnnload.errors import ElfError
+    from cudnnload.resolve.elf import read_dynamic_symbols, read_elf
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if head.startswith(b"#!"):
+        return "a script, not a Python interpreter: --python would run it"
+    if head != b"\x7fELF":
+        return "not an executable file that is a Python interpreter (no ELF header): --python would run it"
+    try:
+        needs_libpython = any(name.startswith("libpython") for name in read_elf(path).needed)
+        if needs_libpython or _ENTRY_POINTS & read_dynamic_symbols(path).defined:
+            return None
+    except ElfError as exc:
+        return f"not a loadable executable ({exc.reason})"
+    return "an executable that is no Python interpreter (it neither exports Py_BytesMain nor links libpython): " \
+           "--python would run it"
