@@ -386,8 +386,8 @@ def make_cli() -> click.Group:
             _echo(report.dumps("trace-program", result) if as_json else trace.program_text(report.printable(result)),
                   as_json=as_json)
             sys.exit(EXIT_OK if result.returncode == 0 else EXIT_PROBLEMS)
+        conv = None if no_conv else {"backend": _backend_name(backend), "dtype": dtype, **_conv_shape(shape)}
         where, major = _trace_target(target or folder)
-        conv = None if no_conv else {"backend": backend, "dtype": dtype, **_conv_shape(shape)}
         traces = [trace.trace_loader(where, major, mode=mode, runs=runs, conv=conv)
                   for mode in (modes or ("lazy", "preload"))]
         _echo(report.dumps("trace", traces) if as_json else trace.loader_text(report.printable(traces)),
@@ -726,7 +726,22 @@ def _conv_shape(text: str) -> dict[str, int]:
         n, c, k, size = (int(part) for part in text.split(","))
     except ValueError:
         raise UsageError(f"--shape wants N,C,K,HW (four integers), not {text!r}") from None
+    if min(n, c, k, size) < 1:
+        raise UsageError(f"--shape wants N,C,K,HW of 1 or more each, not {text!r}")
     return {"n": n, "c": c, "k": k, "size": size}
+
+
+def _backend_name(name: str) -> str:
+    """``--backend``: "auto" or a backend installed here (`cudnnload backends` lists them), else UsageError."""
+    if name == "auto":
+        return name
+    from cudnnload.dispatch.backends import load_registry
+
+    known = load_registry().names
+    if name not in known:
+        raise UsageError(f"--backend: no backend named {name!r} (installed: auto, {', '.join(known)})",
+                         fix="cudnnload backends")
+    return name
 
 
 def _looks_like_address(text: str) -> bool:
@@ -744,7 +759,7 @@ def _output_path(output: str | None) -> str | None:
     from cudnnload.files import output_problem
 
     path = output.replace("%N", socket.gethostname().split(".")[0]).replace("%%", "%")
-    problem = output_problem(path)
+    problem = "an empty name is no file" if not path else output_problem(path)
     if problem is not None:
         raise UsageError(f"--output: {problem}", path=path, fix="give a new file name, or a file of your own")
     return path

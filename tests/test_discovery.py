@@ -238,6 +238,19 @@ def test_development_links_are_names_for_the_library_not_unknown_files(tmp_path:
     assert not inv.findings and len(_only(inv).files) == 10
 
 
+def test_a_development_link_given_is_the_library_it_links_to_and_an_unknown_libcudnn_file_is_no_cudnn(
+        tmp_path: Path) -> None:
+    """`inspect /usr/lib/x86_64-linux-gnu/libcudnn.so` (the unversioned link of a -dev package) said "no cuDNN
+    found", exit 0; so did a libcudnn file of no known generation, given alone (a folder of them was an error)."""
+    lib = _farm(tmp_path, lib_folder("cu12-9.28.0.42"))
+    (lib / "libcudnn.so").symlink_to("libcudnn.so.9")
+    install = _only(find([str(lib / "libcudnn.so")], environ=ENV))
+    assert install.major == 9 and install.release == Release(9, 28, 0)
+    (tmp_path / "libcudnn.so.9.empty").write_bytes(b"")
+    inv = find([str(tmp_path / "libcudnn.so.9.empty")], environ=ENV)
+    assert not inv.installs and [f.code for f in inv.findings] == ["no-cudnn"] and not inv.healthy
+
+
 def test_cudnn7_is_one_monolithic_install_with_its_release_from_the_file_name(synthetic_dir: Path) -> None:
     install = _only(find([str(synthetic_dir / "cudnn7")], environ=ENV))
     assert install.major == 7 and install.release == Release(7, 6, 5) and install.plan == ()

@@ -106,6 +106,21 @@ def test_diff_shows_the_variable_and_the_files_that_changed(tmp_path: Path) -> N
     assert diff_reports(good, good) == ()
 
 
+def test_diff_shows_how_the_probe_ended_and_whether_the_report_was_healthy(tmp_path: Path) -> None:
+    """A probe that completed against one that died of SIGABRT, a report healthy against one that is not: both were
+    "no difference that matters" where the verdict's words were alike (a hostile user's edited report)."""
+    import copy
+
+    good = {"kind": "doctor", "result": _fresh(tmp_path, site_folder("cu12-9.28.0.42"))}
+    good["result"]["probe"].update(outcome="completed", signal=None, returncode=0)
+    died = copy.deepcopy(good)
+    died["result"]["probe"].update(outcome="signal", signal="SIGABRT", returncode=-6)
+    died["result"]["healthy"] = not good["result"]["healthy"]
+    changed = {d.what: (d.left, d.right) for d in diff_reports(good, died)}
+    assert changed["probe outcome"][1] == "signal SIGABRT"
+    assert set(changed) == {"probe outcome", "healthy"}
+
+
 def test_diff_of_a_file_that_is_not_a_report_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text("{}")
     (tmp_path / "b.json").write_text("not json")

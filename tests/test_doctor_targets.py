@@ -514,3 +514,15 @@ def test_python_naming_a_script_or_another_program_is_refused_before_it_runs(tmp
     assert not ran.exists()
     one_line_error(cli("doctor", "--python", "/bin/true"), EXIT_USAGE, "/bin/true", "no Python interpreter")
     assert cli("doctor", "--python", sys.executable).stdout.startswith("cudnnload doctor: the Python ")
+
+
+def test_which_of_a_relative_target_is_that_file_and_an_empty_output_name_is_refused_first(tmp_path: Path) -> None:
+    """`which g9/libcudnn.so.9` took the relative name for a search-path entry's (untrusted-library, a fix for an
+    LD_LIBRARY_PATH that was not set); `doctor --output ''` ran the whole diagnosis and then failed, exit 3."""
+    folder = tmp_path / "g9"
+    folder.symlink_to(lib_folder("cu12-9.28.0.42"))
+    done = subprocess.run([sys.executable, "-m", "cudnnload", "which", "g9/libcudnn.so.9"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())})
+    assert "untrusted-library" not in done.stdout and done.stdout.startswith(f"as loaded by: {folder}/"), done.stdout
+    one_line_error(cli("doctor", "--output", ""), EXIT_USAGE, "--output", "empty")

@@ -770,7 +770,8 @@ REPORT_SCHEMA = _object({"schema": _INT, "kind": _TEXT, "result": _object({"find
         "host": _either(_object({}, {"glibc": _either(_list(_INT), _null)}), _null),
         "installs": _list(_object({}, {"folder": _MAYBE_TEXT, "plan": _list(_STEP), "dependencies": _list(_STEP)}))}),
         _null),
-    "probe": _either(_object({}, {"verdict": _MAYBE_TEXT, "steps": _list(_object(
+    "probe": _either(_object({}, {"verdict": _MAYBE_TEXT, "outcome": _MAYBE_TEXT, "signal": _either(_TEXT, _INT, _null),
+                                  "returncode": _either(_INT, _null), "steps": _list(_object(
         {"name": _TEXT}, {"ok": _BOOL, "value": _either(_INT, _null), "status_name": _MAYBE_TEXT}))}), _null),
     "gpu": _either(_object({}, {"driver_version": _either(_INT, _null), "devices": _list(_object(
         {"index": _INT, "name": _TEXT, "capability": _pair(_INT, _INT)}))}), _null),
@@ -803,7 +804,7 @@ FACT_LABELS = {  # in the order differences are shown
     "variable": "${name}", "chosen": "cuDNN chosen", "distribution": "distribution", "loads": "loads {name}",
     "found-by": "{name} found by", "python": "python", "machine": "machine", "glibc": "glibc", "driver": "driver",
     "gpu": "GPU {name}", "consumer": "consumer {name}", "probe": "probe {name}", "probe-verdict": "probe verdict",
-    "finding": "finding {name}",
+    "probe-outcome": "probe outcome", "finding": "finding {name}", "healthy": "healthy",
 }
 
 
@@ -827,7 +828,12 @@ def decisive_facts(doc: Mapping[str, Any]) -> dict[Fact, str]:
         value = step.get("value") if step.get("value") is not None else step.get("status_name") or step.get("ok")
         out[Fact("probe", step["name"])] = str(value)
     if result.get("probe"):
-        out[Fact("probe-verdict")] = _said(result["probe"].get("verdict"))
+        probe = result["probe"]
+        out[Fact("probe-verdict")] = _said(probe.get("verdict"))
+        # how the probe's child ended: its verdict says so in words, which a report may not agree with
+        signal, code = probe.get("signal"), probe.get("returncode")
+        out[Fact("probe-outcome")] = _said(probe.get("outcome")) + (
+            f" {signal}" if signal is not None else f", exit {code}" if code is not None else "")
     gpu = result.get("gpu") or {}
     out[Fact("driver")] = _said(gpu.get("driver_version"))
     for device in gpu.get("devices", []):
@@ -838,6 +844,8 @@ def decisive_facts(doc: Mapping[str, Any]) -> dict[Fact, str]:
             f"{consumer.get('version')} (built with cuDNN {consumer.get('build')})"
     for f in result.get("findings", []):
         out[Fact("finding", f"{f['code']} {f.get('path') or ''}".rstrip())] = f["severity"]
+    if "healthy" in result:
+        out[Fact("healthy")] = "yes" if result["healthy"] else "no"
     return out
 
 

@@ -96,7 +96,13 @@ def which(
     """Resolve cuDNN names (default: the newest generation's shim and every sub-library) as the consumer would.
     ``ctx``: the command's context, when it has one (`doctor`); else a process started now in ``environ`` that
     holds what this one has mapped of cuDNN (for no ``consumer``). ``python``: the interpreter whose environment a
-    pip fix installs into (none: the fix names no interpreter)."""
+    pip fix installs into (none: the fix names no interpreter). A ``consumer`` given relative is the file it names
+    from the current folder (as `doctor` takes it): its $ORIGIN and its paths are that file's, not a search-path
+    entry's."""
+    if consumer is not None and "/" in consumer:
+        consumer = os.path.abspath(consumer)
+    if isinstance(names, str):  # one name, not its characters
+        names = (names,)
     own = ctx is None  # a context made here is saved here; the command's own, by the command
     if ctx is None:
         mapped = mapped_libraries() if consumer is None else ()

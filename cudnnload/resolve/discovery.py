@@ -1407,9 +1407,13 @@ def _explicit(paths: Sequence[str]) -> tuple[list[Origin], list[Given], dict[tup
             origins.append(Origin(path, "given on the command line"))
         elif not os.path.basename(path).startswith("libcudnn"):
             problems.append(Given(path, Code.NO_CUDNN, "not a cuDNN library (its name is not libcudnn*)"))
-        else:
-            lib = classify_bundled(os.path.basename(path))
-            given.setdefault((os.path.dirname(path), lib.major if lib else 0), []).append(path)
+        else:  # by its name, else by the name of the file it links to (the unversioned libcudnn.so of a -dev package)
+            lib = classify_bundled(os.path.basename(path)) or classify_bundled(os.path.basename(os.path.realpath(path)))
+            if lib is None:
+                problems.append(Given(path, Code.NO_CUDNN, "no cuDNN library: a libcudnn file of no known cuDNN "
+                                      "generation (7, 8, 9), nor a link to one"))
+                continue
+            given.setdefault((os.path.dirname(path), lib.major), []).append(path)
     return origins, problems, given
 
 

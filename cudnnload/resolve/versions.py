@@ -65,6 +65,11 @@ class VersionRange:
 
     @classmethod
     def parse(cls, text: str) -> VersionRange:
+        if not isinstance(text, str):  # a caller's 9 or 9.28: a range is text, as pip writes one
+            from cudnnload.errors import UsageError
+
+            raise UsageError(f"a version range is text, not {type(text).__name__} {text!r}",
+                             fix="write it like '>=9.1,<10' or '9.28'")
         clauses = []
         for part in filter(None, (p.strip() for p in text.split(","))):
             op = next((o for o in _OPERATORS if part.startswith(o)), "==")
