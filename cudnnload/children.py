@@ -56,8 +56,9 @@ class ProcStat:
         return self.state not in "ZX"  # a zombie has ended; only its exit status is left to collect
 
 
-def proc_stat(pid: int) -> ProcStat | None:
-    """``/proc/PID/stat`` read (the one reader of it); None when there is no such process (or it was reaped)."""
+def proc_stat(pid: int | str) -> ProcStat | None:
+    """``/proc/PID/stat`` read (the one reader of it); None when there is no such process (or it was reaped).
+    ``pid`` may name a thread of it too: ``"PID/task/TID"``."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()

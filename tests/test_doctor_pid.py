@@ -482,6 +482,29 @@ def test_a_zombie_is_one_line() -> None:
         ended.wait()
 
 
+@pytest.mark.wheels
+def test_a_process_whose_first_thread_ended_is_read_through_a_thread_that_lives() -> None:
+    """pthread_exit in main leaves the process running in its other threads, its first thread a zombie whose
+    /proc files are empty: it was "has ended: a zombie maps nothing", with cuDNN mapped in the threads that ran."""
+    graph = lib_folder("cu12-9.28.0.42") / "libcudnn_graph.so.9"
+    code = ("import ctypes, threading, time\n"
+            f"ctypes.CDLL({str(graph)!r})\n"
+            "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+            "time.sleep(0.2)\n"
+            "ctypes.CDLL(None).pthread_exit(None)\n")
+    running = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 30
+        while _state(running.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done = cli("doctor", "--pid", str(running.pid))
+        assert done.returncode != EXIT_USAGE, done.stderr
+        assert f"libcudnn_graph.so.9              cuDNN 9.28.0  {graph}" in done.stdout, done.stdout
+    finally:
+        running.kill()
+        running.wait()
+
+
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat", "rb") as handle:
         return handle.read().rpartition(b")")[2].split()[0].decode()

@@ -136,12 +136,18 @@ def read_process(pid: int) -> RunningProcess:
         raise UsageError(f"no process with PID {pid}", fix="give the PID of a running process (pgrep -f NAME)")
     if before.flags & _PF_KTHREAD:
         raise UsageError(f"PID {pid} is a kernel thread ({before.name}): it runs no program and maps no library")
+    # a process whose first thread has ended (pthread_exit in main) lives on in its other threads: its own files
+    # are empty then, a live thread's are the process's
+    task: int | str = pid
     if before.state in "ZX":
-        raise UsageError(f"process {pid} ({before.name}) has ended: a zombie maps nothing")
-    where = f"/proc/{pid}"
+        alive = _live_thread(pid)
+        if alive is None:
+            raise UsageError(f"process {pid} ({before.name}) has ended: a zombie maps nothing")
+        task = f"{pid}/task/{alive}"
+    where = f"/proc/{task}"
     try:
-        files = read_maps(pid)
-        _same_root(pid)
+        files = read_maps(task)
+        _same_root(task)
         with open(f"{where}/environ", "rb") as handle:
             environ = _environ(handle.read())
         with open(f"{where}/cmdline", "rb") as handle:
@@ -171,10 +177,20 @@ def read_process(pid: int) -> RunningProcess:
 
 def _ended(pid: int, before: ProcStat) -> bool:
     after = proc_stat(pid)
-    return after is None or after.started != before.started or after.state in "ZX"
+    return after is None or after.started != before.started or (after.state in "ZX" and _live_thread(pid) is None)
 
 
-def _same_root(pid: int) -> None:
+def _live_thread(pid: int) -> int | None:
+    """A thread of process ``pid`` that has not ended, or None."""
+    try:
+        threads = sorted(int(name) for name in os.listdir(f"/proc/{pid}/task") if name.isdigit())
+    except OSError:
+        return None
+    return next((tid for tid in threads if (state := proc_stat(f"{pid}/task/{tid}")) is not None
+                 and state.state not in "ZX"), None)
+
+
+def _same_root(pid: int | str) -> None:
     """A process in another mount namespace or chroot (a container) names files this one cannot see, or sees
     as others: refused rather than judged on the wrong files."""
     theirs, ours = os.stat(f"/proc/{pid}/root/"), os.stat("/")
