@@ -138,7 +138,7 @@ def make_cli() -> click.Group:
         sys.exit(code)
 
     @cli.command("inspect")
-    @click.argument("paths", nargs=-1, type=click.Path())
+    @click.argument("paths", nargs=-1, type=_path())
     @click.option("-v", "--verbose", is_flag=True, help="Also list soname, build-id, VersionChecks and needs.")
     @click.option("--no-cache", is_flag=True, help="Re-read every file instead of using the on-disk memo.")
     @_verify_option
@@ -157,9 +157,9 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_OK if inventory.healthy else EXIT_PROBLEMS)
 
     @cli.command("doctor", cls=_command_after_dashes())
-    @click.argument("target", required=False)
-    @click.option("--python", "python", metavar="PATH", help="Diagnose another interpreter or venv and the "
-                  "frameworks installed there.")
+    @click.argument("target", required=False, type=_path())
+    @click.option("--python", "python", metavar="PATH", type=_path(), help="Diagnose another interpreter or venv "
+                  "and the frameworks installed there.")
     @click.option("--pid", type=click.IntRange(min=1), metavar="PID", help="Diagnose a running process from "
                   "/proc/PID, read-only: the cuDNN it has mapped, and where what it has not loaded yet would come "
                   "from.")
@@ -170,16 +170,16 @@ def make_cli() -> click.Group:
     @click.option("--env", "assignments", metavar="NAME=VALUE", multiple=True, help="Judge (and run the COMMAND) "
                   "with NAME set to VALUE: for an environment cudnnload itself cannot start in, e.g. "
                   "`LD_PRELOAD= cudnnload doctor --env LD_PRELOAD=\"$LD_PRELOAD\"`. Repeatable.")
-    @click.option("--requirements", "requirements", metavar="FILE", multiple=True, help="Predict, before "
+    @click.option("--requirements", "requirements", metavar="FILE", multiple=True, type=_path(), help="Predict, before "
                   "anything is installed, what `pip install -r FILE` would give each framework (pip's own resolver "
                   "and order; a pinned requirements file, or pylock.toml for pip >= 26.1). With --python: that "
                   "interpreter's pip. Repeatable.")
     @click.option("--pip-args", default="", metavar="ARGS", help="With --requirements: more arguments for pip "
                   "(\"--index-url URL --python-version 3.12 --platform manylinux_2_28_x86_64\").")
-    @click.option("--root", metavar="DIR", help="Judge an unpacked container image or chroot without running it: "
-                  "its ld.so.cache, ld.so.conf, Python and site-packages, seen from inside it.")
-    @click.option("--env-file", metavar="FILE", help="With --root: the image's environment, NAME=VALUE lines or "
-                  "an OCI/docker config.json (its Env).")
+    @click.option("--root", metavar="DIR", type=_path(), help="Judge an unpacked container image or chroot without "
+                  "running it: its ld.so.cache, ld.so.conf, Python and site-packages, seen from inside it.")
+    @click.option("--env-file", metavar="FILE", type=_path(), help="With --root: the image's environment, "
+                  "NAME=VALUE lines or an OCI/docker config.json (its Env).")
     @click.option("--driver", metavar="VERSION", help="With --requirements or --root: judge against this NVIDIA "
                   "driver (535.104.05) or CUDA version (12.2) instead of this machine's (--root: none unless given).")
     @_verify_option
@@ -311,10 +311,11 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_PROBLEMS if differences else EXIT_OK)
 
     @cli.command("fleet")
-    @click.argument("where", required=False, metavar="FOLDER|TARGET")
+    @click.argument("where", required=False, metavar="FOLDER|TARGET", type=_path())
     @click.option("--ray", "ray_address", is_flag=False, flag_value="auto", metavar="[ADDRESS]",
                   help="Collect through the Ray cluster at ADDRESS (host:port; default auto): one doctor per node.")
-    @click.option("--python", "python", metavar="PATH", help="With --ray: the interpreter each node diagnoses.")
+    @click.option("--python", "python", metavar="PATH", type=_path(),
+                  help="With --ray: the interpreter each node diagnoses.")
     @click.option("--timeout", type=_seconds(1), default=120.0, show_default=True,
                   help="With --ray: seconds for each node's doctor.")
     @click.option("--connect-timeout", type=_seconds(1), default=30.0, show_default=True,
@@ -365,7 +366,7 @@ def make_cli() -> click.Group:
     @click.option("--dtype", type=click.Choice(["float32", "float16"]), default="float16", show_default=True)
     @click.option("--no-conv", is_flag=True, help="Stop after cudnnCreate.")
     @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Also draw the waterfall (PNG/SVG).")
-    @click.argument("target", required=False)
+    @click.argument("target", required=False, type=_path())
     @_json_option
     @_friendly
     def trace_command(modes: tuple[str, ...], runs: int, folder: str | None, backend: str, shape: str, dtype: str,
@@ -397,8 +398,8 @@ def make_cli() -> click.Group:
         sys.exit(EXIT_OK if all(t.runs for t in traces) else EXIT_PROBLEMS)
 
     @cli.command("run", cls=_command_after_dashes(), options_metavar="[OPTIONS] -- COMMAND [ARGS...]")
-    @click.option("--cudnn", metavar="PATH", help="The cuDNN to pin: its folder, or a file of it (default: the "
-                  "install load() takes).")
+    @click.option("--cudnn", metavar="PATH", type=_path(), help="The cuDNN to pin: its folder, or a file of it "
+                  "(default: the install load() takes).")
     @click.option("--for", "frameworks", metavar="FRAMEWORK", multiple=True, help="The framework the program uses "
                   "(torch, jax, ...): the install is chosen for it.")
     @click.option("--replace-preload", is_flag=True, help="Leave out your LD_PRELOAD entries that map another "
@@ -535,6 +536,8 @@ def _run_args(args: list[str]) -> tuple[tuple[str, ...], str | None, tuple[str, 
         elif name in ("--cudnn", "--for") and (equals or options):
             value = value if equals else options.pop(0)
             if name == "--cudnn":
+                if not value:  # click's type says why (`_path`)
+                    return None
                 cudnn = value  # the last one given, as click takes it
             else:
                 frameworks.append(value)
@@ -700,6 +703,21 @@ class _Middle:
         if self.partial and self.telling.search(self.partial):
             self._keep(self.partial + b"\n")
         return b"\n" + b"".join(self.first) + b"".join(self.last)
+
+
+def _path() -> click.ParamType:
+    """A path given on the command line; an empty one refused (every call would read it as the current folder)."""
+    import click
+
+    class GivenPath(click.ParamType):
+        name = "path"
+
+        def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+            if value == "":
+                self.fail("an empty name is no path (it would be read as the current folder)", param, ctx)
+            return value
+
+    return GivenPath()
 
 
 def _seconds(shortest: float | None = None) -> click.ParamType:

@@ -77,6 +77,15 @@ def test_unknown_name_is_a_usage_error() -> None:
         "cudnnload: error: not a cuDNN library name: 'libfoo.so' (try libcudnn_ops.so.9, ops, or cnn_infer)")
 
 
+@pytest.mark.parametrize("args", [("doctor", ""), ("doctor", "--root", ""), ("doctor", "--python", ""),
+                                  ("doctor", "--requirements", ""), ("inspect", ""), ("trace", ""), ("fleet", ""),
+                                  ("run", "--cudnn", "", "--", "/bin/true")])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(args: tuple[str, ...]) -> None:
+    """A hostile user's `--root ''`, `run --cudnn ''`: read as the current folder, judged or pinned from there."""
+    code, _, err = _run(*args)
+    assert code == EXIT_USAGE and "an empty name is no path" in err, err
+
+
 def test_unknown_option_is_a_usage_error() -> None:
     assert _run("inspect", "--bogus")[0] == EXIT_USAGE
 

@@ -171,6 +171,9 @@ def _enter(root: str) -> None:
                 handle.write(text)
     try:
         os.chroot(root)
+    except PermissionError as exc:  # a root this user may not enter: the caller's to fix, not cudnnload's
+        raise UsageError(f"this user cannot enter it ({exc.strerror})", path=root,
+                         fix="give a root you can read, or run as its owner") from None
     except OSError as exc:
         raise CannotRun(f"cannot confine the reader to the root: chroot failed ({exc.strerror})",
                         path=root) from None
