@@ -369,6 +369,24 @@ def test_permission_denied_says_so_and_names_the_file(as_nobody: tuple[str, dict
     one_line(done, 2, target, "permission denied")
 
 
+def test_a_folder_or_root_this_user_cannot_open_is_one_line_with_the_reason(
+        as_nobody: tuple[str, dict[str, str], Path]) -> None:
+    """`fleet CLOSED` said "no reports here" (os.walk is silent on a folder it cannot list); `doctor --root CLOSED`
+    was exit 3, "cannot confine the reader to the root: chroot failed"."""
+    python, env, scratch = as_nobody
+    closed = scratch / "closed-reports"
+    closed.mkdir()
+    closed.chmod(0o700)
+    try:
+        for args, words in ((("fleet", str(closed)), "cannot list it"), (("doctor", "--root", str(closed)),
+                                                                         "cannot enter it")):
+            done = subprocess.run([*nobody.prefix(), python, "-m", "cudnnload", *args], capture_output=True,
+                                  text=True, env=env, cwd="/tmp", timeout=60, check=False)
+            one_line(done, 2, str(closed), words)
+    finally:
+        closed.chmod(0o755)
+
+
 # --- the corpus, sampled --------------------------------------------------------------------------------
 
 @pytest.mark.slow

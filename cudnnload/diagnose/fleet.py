@@ -87,6 +87,8 @@ def read_folder(folder: str) -> Iterator[NodeReport]:
     ``.json`` relative to the folder. UsageError when the folder holds none."""
     if not os.path.isdir(folder):
         raise UsageError("not a folder", path=folder)
+    if not os.access(folder, os.R_OK | os.X_OK):  # os.walk says nothing of a folder it cannot list
+        raise UsageError("this user cannot list it (permission denied)", path=folder)
     paths = sorted(os.path.join(root, name) for root, _, names in os.walk(folder) for name in names
                    if name.endswith(".json") and not name.startswith("."))
     if not paths:
