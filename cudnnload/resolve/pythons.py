@@ -430,7 +430,7 @@ def _closure(root: str, sites: list[str], names: Mapping[str, str]) -> set[str]:
 
 
 # what a Python interpreter's executable holds: the interpreter's entry point (exported so that C extensions bind
-# to it: Py_BytesMain from 3.8, Py_Main before), or libpython, which holds it, among its NEEDED
+# to it: Py_BytesMain from 3.8, Py_Main before), or libpython (PyPy's libpypy), which holds it, among its NEEDED
 _ENTRY_POINTS = frozenset({"Py_BytesMain", "Py_Main"})
 
 
@@ -451,7 +451,7 @@ def not_an_interpreter(path: str) -> str | None:
     if head != b"\x7fELF":
         return "not an executable file that is a Python interpreter (no ELF header): --python would run it"
     try:
-        needs_libpython = any(name.startswith("libpython") for name in read_elf(path).needed)
+        needs_libpython = any(name.startswith(("libpython", "libpypy")) for name in read_elf(path).needed)
         if needs_libpython or _ENTRY_POINTS & read_dynamic_symbols(path).defined:
             return None
     except ElfError as exc:
