@@ -135,6 +135,19 @@ def test_an_interrupted_doctor_leaves_no_process_and_dies_of_the_signal(
     assert "Aborted!" not in err and "cudnnload/" not in err  # (the program's own may print a KeyboardInterrupt)
 
 
+def test_a_program_that_signals_its_own_group_is_reported_not_taken_for_the_users_interrupt(tmp_path: Path) -> None:
+    """`trap 'kill 0' EXIT`, a shell idiom, sends SIGTERM to the program's process group, which holds cudnnload:
+    the report said "cudnnload was interrupted by SIGTERM", blaming the user, and doctor died of it (exit 143).
+    The sender is the program's own: its end is reported, and doctor exits as it would."""
+    script = tmp_path / "cleanup.sh"
+    script.write_text("#!/bin/sh\ntrap 'kill 0' EXIT\necho done\n")
+    script.chmod(0o755)
+    running = start("doctor", "--", str(script), start_new_session=True)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 1, (out, err)
+    assert "program-interrupted" not in out and "died of SIGTERM" in out, out
+
+
 def test_a_second_interrupt_kills_a_program_that_ignores_the_first_and_names_it(tmp_path: Path, mark: str) -> None:
     ready = tmp_path / "ready"
     running = start("doctor", "--", *sleeper(mark, ready, "signal.signal(signal.SIGTERM, signal.SIG_IGN)"))
