@@ -66,7 +66,8 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str | None:
     if given is None and xdg is None and not os.path.isdir(home):
         # a home is nobody's to make: HOME=/nonexistent/x made /nonexistent/x/.cache as root, and Debian gives
         # its system users the home /nonexistent, which must stay absent
-        warn_once(home, f"not making the cache folder {folder}: the home folder {home} does not exist")
+        what = "is not a folder" if os.path.lexists(home) else "does not exist"
+        warn_once(home, f"not making the cache folder {folder}: the home folder {home} {what}")
         return None
     if given is None and (theirs := _creation_problem(folder)) is not None:
         mine = os.path.join(_own_home(), ".cache", "cudnnload")

@@ -647,3 +647,14 @@ def test_the_views_key_takes_every_argument_and_the_arrays(fake_views: Any) -> N
     assert len(backend.calls) == 5
     dispatcher.reload()
     assert dispatcher._express == {}
+
+
+@pytest.mark.parametrize("padding", [1 << 40, 1 << 16])
+def test_an_output_larger_than_the_machines_memory_is_a_shape_error_before_anything_is_allocated(padding: int) -> None:
+    """A padding of 2**40 was numpy's "array is too big", 2**16 its MemoryError for 64 GiB (and an output just
+    under the memory would have been allocated and filled): a ShapeError naming the output, before any backend."""
+    import cudnnload
+
+    x, w = np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 1, 1, 1), np.float32)
+    with pytest.raises(ShapeError, match="more than this machine's"):
+        cudnnload.conv(x, w, padding=padding, backend="numpy")

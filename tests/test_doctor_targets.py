@@ -526,3 +526,17 @@ def test_which_of_a_relative_target_is_that_file_and_an_empty_output_name_is_ref
                           env={**os.environ, "PYTHONPATH": python_path(ROOT), "CUDNNLOAD_CACHE": str(cache_root())})
     assert "untrusted-library" not in done.stdout and done.stdout.startswith(f"as loaded by: {folder}/"), done.stdout
     one_line_error(cli("doctor", "--output", ""), EXIT_USAGE, "--output", "empty")
+
+
+@pytest.mark.wheels
+def test_a_users_cudnn_log_file_is_left_as_it_was_by_doctor_and_trace(tmp_path: Path) -> None:
+    """cuDNN opens CUDNN_LOGDEST_DBG's file for writing in every process that loads it: doctor's probe and trace's
+    children emptied the user's log (a hostile user's 'yesterday' was gone). cudnnload's own children run without
+    cuDNN's log switches; the user's program (`doctor -- COMMAND`) keeps them, as README says."""
+    log = tmp_path / "my.log"
+    log.write_text("yesterday\n")
+    env = {"CUDNN_LOGDEST_DBG": str(log), "CUDNN_LOGLEVEL_DBG": "2"}
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    cli("doctor", folder, env=env)
+    cli("trace", folder, "--runs", "1", "--no-conv", env=env)
+    assert log.read_text() == "yesterday\n"

@@ -236,6 +236,27 @@ def test_a_failed_start_is_raised_by_wait_and_a_later_load_still_works(tmp_path:
     assert str(missing) in out["error"] and out["release"] == "9.28.0"
 
 
+def test_a_later_start_asking_for_another_source_or_range_is_answered_as_load_answers_it(tmp_path: Path) -> None:
+    """start(version='<9') after a 9.28 start returned 9.28 silently, and a start that failed made every later start
+    fail ("refusing to load a second one from /", naming no path asked for). Each is answered as load() answers."""
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    code = f"""
+    import json, cudnnload
+    first = cudnnload.start({folder!r}).wait(60)
+    def said(**asked):
+        try:
+            return str(cudnnload.start(**asked).wait(60).release)
+        except cudnnload.LoadError as exc:
+            return exc.message
+    print(json.dumps({{"range": said(version="<9"), "missing": said(source="/nonexistent"),
+                      "again": said(source={folder!r}), "plain": said()}}))
+    """
+    out = _child(code, tmp_path)
+    assert "already loaded" in out["range"] and "<9" in out["range"], out
+    assert out["missing"] == "/nonexistent: no such file or folder", out
+    assert (out["again"], out["plain"]) == ("9.28.0", "9.28.0"), out
+
+
 def test_a_warmup_with_an_activation_without_a_gpu_reports_why(tmp_path: Path) -> None:
     if os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
         pytest.skip("this machine has an NVIDIA driver: the warm-up would run")

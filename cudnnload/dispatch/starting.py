@@ -84,6 +84,10 @@ class Starting:
         """Whether the load and the warm-up are over."""
         return self._done.is_set()
 
+    def failed(self) -> bool:
+        """Whether it is over and raised."""
+        return self._done.is_set() and self._error is not None
+
     def wait(self, timeout: float | None = None) -> Loaded:
         """The `Loaded` (warm-up included) once it is over; raises what the load raised, or TimeoutError."""
         if not self._done.wait(timeout):
@@ -116,13 +120,16 @@ def start(source: str | os.PathLike[str] | Install | None = None, *, version: st
     """Begin `cudnnload.load` (same arguments) and then the ``warmup`` problems in a background thread,
     and return at once. Any cudnnload call that needs cuDNN waits for the load part;
     ``Starting.wait()`` returns the `Loaded` once the warm-up is over too (its result in
-    ``Loaded.warmup``), or raises the load's error. A second call returns the first one's `Starting`.
+    ``Loaded.warmup``), or raises the load's error. A second call returns the first one's `Starting`, unless that
+    one failed (it is tried again, as `load` is) or the second asks for a source or a version: then it is a start of
+    its own, whose `load` gives what is loaded already only where it is that source and in that range (else its
+    `LoadError`, as `load`'s).
     ``blas_idle_spin=True`` leaves numpy's OpenBLAS threads spinning when idle, as OpenBLAS has them by
     default (see the module docstring).
     """
     global _current
     with _lock:
-        if _current is not None:
+        if _current is not None and not _current.failed() and source is None and version is None:
             return _current
         from cudnnload.loading.cudadriver import INITIALIZED, prepare_context
 

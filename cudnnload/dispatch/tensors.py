@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import math
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, UnsupportedError
+from cudnnload.dispatch.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedError
 from cudnnload.errors import LoadError
 from cudnnload.resolve.records import record
 
@@ -453,6 +455,11 @@ def _numpy_allocator(shape: tuple[int, ...], strides: tuple[int, ...], dtype: st
     order, axes = _layout_of(strides)
     physical = tuple(shape[axis] for axis in order)
     numpy_dtype = np.dtype(_ml_bfloat16() if dtype == "bfloat16" else dtype)
+    size = math.prod(physical) * numpy_dtype.itemsize
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if size > memory:  # (numpy's "array is too big" or MemoryError, or an allocation that takes the machine)
+        raise ShapeError("y", f"the output {'x'.join(map(str, shape))} of {dtype} would take {size / 2**30:.0f} GiB, "
+                         f"more than this machine's {memory / 2**30:.0f} GiB of memory")
 
     def make() -> tuple[object, int]:
         array = np.empty(physical, numpy_dtype).transpose(axes)

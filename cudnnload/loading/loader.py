@@ -153,11 +153,13 @@ def _check_same(current: Loaded, source: object, wanted: VersionRange | None) ->
                         f"outside the requested range {wanted.text}",
                         fix="request the range before anything loads cuDNN, or restart the process")
     if isinstance(source, (str, os.PathLike)):
-        folder = os.fspath(source)
-        folder = folder if os.path.isdir(folder) else os.path.dirname(folder)
+        given = os.fspath(source)
+        if not os.path.lexists(given):
+            raise LoadError("no such file or folder", path=given)
+        folder = given if os.path.isdir(given) else os.path.dirname(os.path.abspath(given))
         if os.path.realpath(folder) != os.path.realpath(current.folder):
             raise LoadError(f"cuDNN {current.release} from {current.folder} is already loaded in this process; "
-                            f"refusing to load a second one from {folder}",
+                            f"refusing to load a second one from {given}",
                             fix="load one cuDNN per process")
 
 

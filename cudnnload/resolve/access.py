@@ -285,7 +285,8 @@ def guarded_environment(environ: Mapping[str, str], access: Access | None = None
     """``environ`` for a process of cudnnload's own (the probe, a trace's child): without the entries of the
     linker's variables that could give it a library someone other than root and this user put there (a
     search folder `Access.untrusted_entry` refuses; a preloaded path `Access.replaceable` refuses). What the
-    program itself would map from them, the judge says (`judge.policy.untrusted_findings`)."""
+    program itself would map from them, the judge says (`judge.policy.untrusted_findings`); and without cuDNN's
+    log switches (``CUDNN_LOG*``), so that a user's log file is never overwritten by a process of cudnnload's."""
     import re
 
     access = access or Access()
@@ -305,6 +306,10 @@ def guarded_environment(environ: Mapping[str, str], access: Access | None = None
             env[name] = ":".join(kept)
         else:
             del env[name]
+    # cuDNN's own log switches are the user's, for their programs: cuDNN opens CUDNN_LOGDEST_DBG's file for writing
+    # (truncating it) in every process that loads it, and cudnnload's own children would overwrite it
+    for name in [name for name in env if name.startswith("CUDNN_LOG")]:
+        del env[name]
     return env
 
 
