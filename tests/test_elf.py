@@ -248,7 +248,7 @@ def test_a_first_call_the_model_says_dies_is_an_error_where_no_file_finding_says
     def dying(install, ctx):  # type: ignore[no-untyped-def]
         predicted = real(install, ctx)
         first = replace(predicted.expectations[0], outcome=Effect.NO_START, cause="shim",
-                        message="libcudnn.so.9: cannot read file data")
+                        message=f"{install.file('shim').path}: cannot read file data")
         return replace(predicted, expectations=(first, *predicted.expectations[1:]))
 
     monkeypatch.setattr(installs, "predict_install", dying)

@@ -147,7 +147,11 @@ def _entries_for_the_program(finding: Finding, environ: Mapping[str, str], now: 
                          for entry in _dropped(a, environ))
     replaced = not removals
     taken = removals or (frozenset() if _refilled(finding.fix) else _removed(finding.fix, environ))
-    gone = frozenset(entry for entry in taken if not _inert(entry))
+    # an entry that names no folder gives no program anything: taking it away is no one's loss (5000 missing
+    # entries, each a finding whose removal was judged by resolving every name again: minutes)
+    gone = frozenset(entry for entry in taken if not _inert(entry) and os.path.isdir(entry or "."))
+    if not gone:
+        return finding
     # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
     # not what programs by name meet (seed 3's 3-19: an entry removed, then the variable set to the wheel's
     # folder and a link's, which gives them a whole cuDNN again)
@@ -183,7 +187,7 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
-        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions):
+        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions) or all(map(_of_no_folder, changes)):
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
@@ -207,6 +211,12 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
         said = "; ".join(filter(None, (said and f"the change would make the shell's {said}", unmasked)))
         out.append(_alone(finding, changes, run_in(environ, world), f"made for everyone, {said}"))
     return tuple(out)
+
+
+def _of_no_folder(action: Action) -> bool:
+    """Whether ``action`` takes away an LD_LIBRARY_PATH entry that names no folder: it changes no program's loads."""
+    return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE and bool(action.entry) \
+        and not os.path.isdir(action.entry or ".")
 
 
 def _unmasked(changes: Sequence[Action], environ: Mapping[str, str], today: Mapping[str, Fared]) -> str | None:

@@ -1025,13 +1025,16 @@ def _unexplained(prediction: Prediction, findings: Sequence[Finding], install: I
     if first is not None and first.outcome in (Effect.ABORT, Effect.SIGBUS, Effect.NO_START):
         # the first call dies: nothing else is reached, and where no error names its cause (the loader refuses a
         # file whose structures the ELF reader took), that death is the finding
-        if first.cause in said or any(f.severity is ERROR for f in findings):
-            return ()
         cause = first.cause or "shim"
         file = install.file(cause)
+        # only a death in a file of this install's own (a preload of another folder that stops every program is
+        # the preload's finding, said where the process's environment is judged)
+        if first.cause in said or any(f.severity is ERROR for f in findings) or file is None \
+                or file.path not in (first.message or ""):
+            return ()
         return (Finding(Code.DAMAGED_ELF, f"{cause} would not load: {first.message or first.outcome}",
-                        Subject(SubjectKind.FILE, file.path if file is not None else install.folder, cause),
-                        repair.put_back(), prediction.consequences.get(cause, ())),)
+                        Subject(SubjectKind.FILE, file.path, cause), repair.put_back(),
+                        prediction.consequences.get(cause, ())),)
     extra = []
     for cause, consequences in prediction.consequences.items():
         load = prediction.loads.get(cause)
