@@ -147,9 +147,12 @@ def _entries_for_the_program(finding: Finding, environ: Mapping[str, str], now: 
                          for entry in _dropped(a, environ))
     replaced = not removals
     taken = removals or (frozenset() if _refilled(finding.fix) else _removed(finding.fix, environ))
-    # an entry that names no folder gives no program anything: taking it away is no one's loss (5000 missing
-    # entries, each a finding whose removal was judged by resolving every name again: minutes)
-    gone = frozenset(entry for entry in taken if not _inert(entry) and os.path.isdir(entry or "."))
+    # an entry that names no folder gives no program anything, and where the fix only changes the environment
+    # nothing will make it one: taking it away is no one's loss (5000 missing entries, each a finding whose removal
+    # was judged by resolving every name again: minutes)
+    only_environment = all(a.do in _ENVIRONMENT for a in finding.fix.actions)
+    gone = frozenset(entry for entry in taken if not _inert(entry)
+                     and not (only_environment and not os.path.isdir(entry or ".")))
     if not gone:
         return finding
     # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
@@ -187,7 +190,8 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
     out = []
     for finding in findings:
         changes = [a for a in finding.fix.actions if a.do in _ENVIRONMENT]
-        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions) or all(map(_of_no_folder, changes)):
+        if not changes or any(a.do is ActionKind.RUN for a in finding.fix.actions) or \
+                (len(changes) == len(finding.fix.actions) and all(map(_of_no_folder, changes))):
             out.append(finding)
             continue
         world = World(environ).after(*changes).environ
@@ -214,7 +218,8 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
 
 
 def _of_no_folder(action: Action) -> bool:
-    """Whether ``action`` takes away an LD_LIBRARY_PATH entry that names no folder: it changes no program's loads."""
+    """Whether ``action`` takes away an LD_LIBRARY_PATH entry that names no folder: in a fix that only changes the
+    environment (nothing it does makes the folder), it changes no program's loads."""
     return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE and bool(action.entry) \
         and not os.path.isdir(action.entry or ".")
 
