@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Container
 from dataclasses import dataclass
 
 from cudnnload.children import ProcStat, environ_of, proc_stat
@@ -102,6 +103,21 @@ def _children(pid: int) -> set[int]:
     return {child for tid in threads for child in _thread_children(pid, int(tid)) or ()}
 
 
+def descends(pid: int, members: Container[int] = ()) -> bool:
+    """Whether ``pid`` is this process, one of ``members``, or a process whose PPid chain reaches one of them (a
+    program that has ended is a zombie of its parent's until reaped, its chain still readable)."""
+    for _ in range(4096):  # a chain longer than any real one: a loop read mid-change
+        if pid <= 1:
+            return False
+        if pid == os.getpid() or pid in members:
+            return True
+        stat = proc_stat(pid)
+        if stat is None:
+            return False
+        pid = stat.ppid
+    return False
+
+
 class Family:
     """The program (pid ``pid``) and its descendants, found as the module docstring says. ``tag``: a
     string only the program's environment holds ("": none); ``reaper``: this process is a child
@@ -125,16 +141,7 @@ class Family:
     def includes(self, pid: int) -> bool:
         """Whether ``pid`` is one of the program's processes, or of this one's: its PPid chain reaches a
         member or this process (the sender of a signal, say)."""
-        for _ in range(4096):  # a chain longer than any real one: a loop read mid-change
-            if pid <= 1:
-                return False
-            if pid == os.getpid() or pid in self.members:
-                return True
-            stat = proc_stat(pid)
-            if stat is None:
-                return False
-            pid = stat.ppid
-        return False
+        return descends(pid, self.members)
 
     def hurry(self) -> None:
         """From now on, `stop` sends SIGKILL at once (a second interrupt)."""

@@ -318,14 +318,16 @@ class _Owner:
     def _on(self, signo: int, code: int, sender: int) -> None:
         import signal
 
+        from cudnnload.diagnose.family import descends
+
         with self._lock:
             launched = self._launched
             # the program signalled its own process group, which holds cudnnload (`trap 'kill 0' EXIT`): not
             # the user's interruption of cudnnload, whose report of the program's end stands (as sudo(8) takes
             # a signal its command sent to the group: not relayed, not its own); told by the sender's parents,
             # which reach this process (a program that has ended is a zombie of ours until it is reaped)
-            if code != _SI_KERNEL and sender != os.getpid() and (
-                    _descends(sender) or (launched is not None and launched.family.includes(sender))):
+            if code != _SI_KERNEL and sender != os.getpid() and descends(
+                    sender, launched.family.members if launched is not None else ()):
                 return
             first = self.received is None
             if first:
@@ -351,20 +353,6 @@ class _Owner:
         launched.family.stop(INTERRUPTED)
         if not running:
             _die(self.received or signo)
-
-
-def _descends(pid: int) -> bool:
-    """Whether process ``pid``'s parents reach this process."""
-    from cudnnload.children import proc_stat
-
-    for _ in range(4096):
-        stat = proc_stat(pid) if pid > 1 else None
-        if stat is None:
-            return False
-        if stat.ppid == os.getpid():
-            return True
-        pid = stat.ppid
-    return False
 
 
 def _pass_on(launched: Launched, signo: int) -> None:
