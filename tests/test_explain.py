@@ -3086,3 +3086,16 @@ def test_a_cuda_library_missing_beside_a_framework_built_without_cuda_is_that_bu
     text = f"OSError: libcudart.so.12: cannot open shared object file: No such file or directory\n{shown}\n"
     assert ranked(text)[0] == "cpu-only-build", ranked(text)
     assert ranked(text.splitlines()[0])[0] == "libcudart-missing-or-wrong"
+
+
+def test_a_message_far_along_one_long_line_is_read_wherever_it_stands() -> None:
+    """A log collector's JSON record or a notebook's output saved as one line holds the message thousands of
+    characters in: each line was cut at its first 2 000 characters, and the message was never read. A long line is
+    read in overlapping pieces, so a message is whole in one of them wherever it stands."""
+    message = "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared " \
+              "object file: No such file or directory"
+    for before in (0, 1480, 1990, 3000, 12_345):
+        text = '{"log": "' + "step=1 loss=0.25 " * (before // 17) + message + ' "}'
+        answer = explain(text, environ={})
+        assert answer.recognized and any(s.library == "libcudnn_cnn_infer.so.8" for s in answer.reading.signals), \
+            before

@@ -1250,6 +1250,17 @@ def test_a_running_program_on_a_graph_from_elsewhere_whose_wheel_was_replaced_un
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_running_program_upgraded_to_a_cudnn_whose_cublas_never_came_gets_it_installed_then_restarts() -> None:
+    """A program held on the 9.28 wheel, the wheel replaced under it by 9.0, then by cu13 9.24 with ``--no-deps`` (so
+    no cuBLAS 13), a sitecustomize line loading 9.28's graph by path (fix differential 3-18899): its later version
+    checks fail. `--pid` said "restart the process, once cuDNN dlopens libcublasLt.so.13 and it would not be found",
+    in words only: the restart alone would stop there. The missing library's wheel is what pip writes into the
+    site, the line is taken out of the start, and the restart follows: the program works."""
+    _fixed_without_breaks(18899, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_behind_a_relative_entry_of_another_release_loses_the_entry_then_restarts() -> None:
     """A relative ``lib`` entry first on LD_LIBRARY_PATH holding 9.24's adv, then the program's wheel replaced by 9.0
     under it (fix differential 3-14550): untrusted-library, the first error for the running program, wrote the entry

@@ -485,11 +485,12 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
             judged, error, environ, first, unstarted = mended, again, after[0], actions, after[1]
         if judged is not None and (error is not None or not whole(judged)) and \
                 (rewritten := rewritten_then(folder, judged, first)) is not None:
-            # the folder's own wheel rewritten as released, with what the model applies to a start: then the restart
+            # the wheels pip writes into the folder's site, with what the model applies to a start: then the restart
+            written = ", ".join(r for a in rewritten if a.do is ActionKind.PIP_INSTALL for r in a.requirements)
             return fix(*rewritten, restart(running.pid, running.command),
-                       note=f"{why}: once the wheel of {folder} is rewritten as released, the model finds nothing "
-                            f"else that keeps cuDNN {judged.release or judged.major} there from loading whole for a "
-                            "start afresh")
+                       note=f"{why}: once pip has written {written} into the site of {folder} as released, the model "
+                            f"finds nothing else that keeps cuDNN {judged.release or judged.major} there from loading "
+                            "whole for a start afresh")
         if judged is None or not whole(judged) or error is not None:
             return fix(manual(f"restart process {running.pid} {why}" + (f", once {error.message}" if error else "")))
         note = f"{why}: the model finds cuDNN {judged.release or judged.major} in {folder} whole for a start afresh"
@@ -504,23 +505,24 @@ def _restart(running: RunningProcess, inventory: JudgedInventory, fresh: Fresh,
         return fix(*first, restart(running.pid, running.command), note=note)
 
     def rewritten_then(folder: str, judged: Judged, first: tuple[Action, ...]) -> tuple[Action, ...] | None:
-        """What a start afresh of the folder's install needs where one of the things in its way is its own wheel
-        rewritten (`_rewrites`), which the model cannot apply to a start (the files are not there yet): that, and
-        ``first`` (what was applied to the start already) with the fixes of the others where the model applies them
-        to the start (`_started_after`) and finds nothing left in the way but the rewrite; None otherwise."""
+        """What a start afresh of the folder's install needs where what is in its way includes wheels pip writes
+        into its site (`_installs_for`: its own wheel rewritten, a library it needs installed), which the model
+        cannot apply to a start (the files are not there yet): those, and ``first`` (what was applied to the start
+        already) with the fixes of the others where the model applies them to the start (`_started_after`) and finds
+        nothing left in the way but such installs; None otherwise. Seed 3's 3-18899: a process held under an
+        upgrade to a cuDNN whose cuBLAS was never installed (``--no-deps``) was told only to restart."""
         standing = [f for f in judged.findings if f.severity is ERROR or unwhole(f)]
-        rewrite = next((f.fix.actions for f in standing if _rewrites(f.fix.actions, folder)), None)
-        if rewrite is None:
+        installs = [f for f in standing if _installs_for(f, folder)]
+        if not installs:
             return None
-        others = tuple(dict.fromkeys((*first, *(a for f in standing if f.fix.actions != rewrite
-                                                for a in f.fix.actions))))
+        others = tuple(dict.fromkeys((*first, *(a for f in standing if f not in installs for a in f.fix.actions))))
         if others != first:
             after = _started_after(others, running.environ)
             mended = verdict(folder, *after)[0] if after is not None else None
-            if mended is None or any(f.fix.actions != rewrite for f in mended.findings
+            if mended is None or any(not _installs_for(f, folder) for f in mended.findings
                                      if f.severity is ERROR or unwhole(f)):
                 return None
-        return (*rewrite, *others)
+        return (*dict.fromkeys(a for f in installs for a in f.fix.actions), *others)
 
     return cure
 
@@ -552,7 +554,7 @@ def _and_restart(finding: Finding, folder: str, restart: Restart, behind: bool =
         then = restart(folder, "to run the files now on disk")
         return replace(finding, fix=then) if any(a.do is ActionKind.RESTART for a in then.actions) else finding
     if finding.severity is not ERROR or not actions or not (
-            _rewrites(actions, folder) or _started_after(actions, {}) is not None):
+            _installs_for(finding, folder) or _started_after(actions, {}) is not None):
         return finding
     then = restart(folder, "so that it starts with the fix")
     if not any(a.do is ActionKind.RESTART for a in then.actions) or not set(actions) <= set(then.actions):
@@ -560,12 +562,14 @@ def _and_restart(finding: Finding, folder: str, restart: Restart, behind: bool =
     return replace(finding, fix=then)
 
 
-def _rewrites(actions: Sequence[Action], folder: str) -> bool:
-    """Whether ``actions`` are pip's rewriting (``--force-reinstall``) of wheels into the site that holds
-    ``folder``, and nothing else: the folder's own files put back as released."""
+def _installs_for(finding: Finding, folder: str) -> bool:
+    """Whether ``finding``'s fix is pip writing wheels into the site that holds ``folder``, and nothing else: the
+    folder's own files put back as released (``--force-reinstall``), or, for a library cuDNN needs that would not
+    be found, the wheel that brings it (the judge's fix of a missing dependency)."""
+    actions = finding.fix.actions
     return bool(actions) and all(
-        a.do is ActionKind.PIP_INSTALL and "--force-reinstall" in a.options and a.target is not None
-        and folder.startswith(a.target.rstrip("/") + "/") for a in actions)
+        a.do is ActionKind.PIP_INSTALL and a.target is not None and folder.startswith(a.target.rstrip("/") + "/")
+        and ("--force-reinstall" in a.options or finding.code is Code.MISSING_DEPENDENCY) for a in actions)
 
 
 def _started_after(actions: Sequence[Action], environ: Mapping[str, str]

@@ -11,9 +11,20 @@ from collections.abc import Iterable
 
 from cudnnload.diagnose.explain import catalog as messages
 
-# Longer lines are cut before matching: a log line is shorter, and every pattern then runs in bounded time
-# on any input (a 1 MB paste of one line, binary junk).
+# Longer lines are read in pieces of this length: every pattern then runs in bounded time on any input (a 1 MB paste
+# of one line, binary junk). Each piece begins OVERLAP characters before the one before it ends, so a message of up to
+# that length is whole in one of them wherever it stands on a long line (a log collector's JSON record, a notebook's
+# output saved as one line).
 LINE_LIMIT = 2000
+OVERLAP = 500
+
+
+def _pieces(line: str) -> str:
+    """``line`` as lines of at most LINE_LIMIT characters, each overlapping the one before by OVERLAP."""
+    if len(line) <= LINE_LIMIT:
+        return line
+    step = LINE_LIMIT - OVERLAP
+    return "\n".join(line[start:start + LINE_LIMIT] for start in range(0, len(line) - OVERLAP, step))
 
 
 # A terminal's escape sequences (colours, titles, cursor moves: CSI, OSC, and the two-character ones): they are
@@ -295,8 +306,9 @@ def printed(text: str) -> tuple[str, bool]:
     sequences, control characters read as spaces, typeset characters read as what the program printed
     (`_TYPESET`), without quote marks, Markdown's marks, loggers' time stamps and collectors' prefixes
     (`_undecorated`), glibc's translated loader words and Windows' system messages read in English (`_in_english`,
-    `_windows_in_english`), each line cut at LINE_LIMIT; and whether any words were read in English."""
+    `_windows_in_english`), each line longer than LINE_LIMIT read in pieces (`_pieces`); and whether any words were
+    read in English."""
     plain = _undecorated(_CONTROLS.sub(" ", _ESCAPES.sub("", _unescaped(_unstringed(text)))).translate(_TYPESET))
-    cut = "\n".join(line[:LINE_LIMIT] for line in plain.splitlines())
+    cut = "\n".join(_pieces(line) for line in plain.splitlines())
     english = _windows_in_english(_in_english(cut))
-    return "\n".join(line[:LINE_LIMIT] for line in english.split("\n")), english != cut
+    return "\n".join(_pieces(line) for line in english.split("\n")), english != cut
