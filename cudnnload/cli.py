@@ -616,11 +616,15 @@ def _decoded(data: bytes) -> str:
     Chinese Windows console's GBK (read as GB18030) where the bytes are no UTF-8 but read as Chinese in it; else
     UTF-8 with each byte it cannot read replaced."""
     import codecs
+    import re
 
     if data.startswith(codecs.BOM_UTF8):
         return data[len(codecs.BOM_UTF8):].decode("utf-8", "replace")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16", "replace")
+    appended = re.search(_UTF16_RUN, data)
+    if appended is not None and _lines_of_utf8(data[:appended.start()]):
+        return _mixed(data)  # UTF-16LE appended to UTF-8 lines (PowerShell 5.1's `>>` to a log another program wrote)
     sample = data[:4096]
     if len(sample) >= 8 and sample[1::2].count(0) > len(sample) // 4 and sample[0::2].count(0) < len(sample) // 16:
         return data.decode("utf-16-le", "replace")
@@ -633,6 +637,32 @@ def _decoded(data: bytes) -> str:
         if any("\u4e00" <= character <= "\u9fff" for character in chinese):
             return chinese
     return text
+
+
+# A run of UTF-16LE text: characters of the first 256 (ASCII and Latin-1: every message's words), each a byte then a
+# NUL, long enough (16 characters) that no UTF-8 text or binary junk is read as one by chance
+_UTF16_RUN = rb"(?:\xff\xfe)?(?:[\x01-\xff]\x00){16,}"
+
+
+def _lines_of_utf8(head: bytes) -> bool:
+    """Whether ``head`` is whole lines of UTF-8 (a line break in it, no NUL): no UTF-16 text starts that way."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\n" in head and b"\x00" not in head
+
+
+def _mixed(data: bytes) -> str:
+    """``data`` read as UTF-8 but for its runs of UTF-16LE (`_UTF16_RUN`, a BOM before one dropped)."""
+    import re
+
+    parts, at = [], 0
+    for run in re.finditer(_UTF16_RUN, data):
+        parts += [data[at:run.start()].decode("utf-8", "replace"),
+                  run.group().removeprefix(b"\xff\xfe").decode("utf-16-le", "replace")]
+        at = run.end()
+    return "".join([*parts, data[at:].decode("utf-8", "replace")])
 
 
 def _head_and_tail(read: Callable[[int], bytes]) -> bytes:

@@ -186,6 +186,20 @@ def test_a_program_run_through_a_wrapper_that_clears_the_environment_is_said_to_
     assert "never reached cuDNN" in plain.stdout and "program-unwatched" not in plain.stdout, plain.stdout
 
 
+def test_a_shell_that_leaves_through_exit_is_not_unseen_and_one_that_replaced_itself_is_named() -> None:
+    """dash (Debian's and Ubuntu's sh) leaves through _exit, so its linker's log ends at its own start, as the log
+    of a process that replaced itself (exec) with a program started without the log's switches does: `doctor -- sh
+    train.sh` warned program-unwatched on every run. The name a process ended as (read before it is reaped) tells
+    them apart: the shell that ended as itself is watched whole; one that executed `env -i true` is said to have
+    become ``true``."""
+    plain = cli("doctor", "--", "sh", "-c", "echo started; /bin/true; echo done")
+    assert plain.returncode == EXIT_OK and "program-unwatched" not in plain.stdout, plain.stdout
+    assert "never reached cuDNN" in plain.stdout, plain.stdout
+    replaced = cli("doctor", "--", "sh", "-c", "exec env -i /bin/true")
+    assert "program-unwatched" in replaced.stdout, replaced.stdout
+    assert "it ended as true: it replaced itself (exec) with true" in replaced.stdout, replaced.stdout
+
+
 def test_a_program_with_no_dynamic_linker_is_not_said_to_be_unseen(tmp_path: Path) -> None:
     """A statically linked program (Go without cgo, a static-pie such as Debian's ldconfig) starts with no ld.so, so
     it keeps no linker's log and can map no cuDNN by name: "never reached cuDNN", not program-unwatched's "what it

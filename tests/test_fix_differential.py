@@ -1250,6 +1250,28 @@ def test_a_running_program_on_a_graph_from_elsewhere_whose_wheel_was_replaced_un
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_sitecustomize_line_that_no_longer_maps_its_stray_still_goes_before_the_restart() -> None:
+    """A program held on the 9.28 wheel with 9.28 cu13's ops mapped by a sitecustomize line, then 9.0 installed
+    under it (fix differential 3-18975): the line now fails (the ops needs a graph the disk no longer holds), so the
+    start-up maps nothing of it, and `--pid` said "restart the process" in words only. A sitecustomize line that
+    names the stray by its path goes, as a .pth line that names it does, then the restart: the program works."""
+    _fixed_without_breaks(18975, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
+def test_a_preloaded_ops_bound_to_another_graph_returns_1002_and_is_an_error_of_the_run() -> None:
+    """9.0 installed over the wheel with ``--no-deps``, 9.24's ops in LD_PRELOAD, bound at start to 9.0's graph
+    through LD_LIBRARY_PATH (fix differential 3-18920): the model failed that ops' load on the symbols 9.0's graph
+    lacks, and predicted an abort at cudnnOpsVersionCheck; the program ran to its end, its checks returning 1002,
+    and `doctor -- PROGRAM`, seeing no abort, made every finding a warning "not hit by this run". An object already
+    in the process loaded when it was mapped: its checks return 1002, the run shows no contradiction, and the fix
+    (the preload gone) makes the program work, in both forms."""
+    _fixed_without_breaks(18920, ["app"], lambda j: j.said.consumer == "app-path", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_running_program_upgraded_to_a_cudnn_whose_cublas_never_came_gets_it_installed_then_restarts() -> None:
     """A program held on the 9.28 wheel, the wheel replaced under it by 9.0, then by cu13 9.24 with ``--no-deps`` (so
     no cuBLAS 13), a sitecustomize line loading 9.28's graph by path (fix differential 3-18899): its later version

@@ -257,6 +257,27 @@ def test_a_later_start_asking_for_another_source_or_range_is_answered_as_load_an
     assert (out["again"], out["plain"]) == ("9.28.0", "9.28.0"), out
 
 
+def test_a_later_load_for_frameworks_is_answered_as_the_first_load_answers_it(tmp_path: Path) -> None:
+    """load(for_="nonexist") after a load returned the cuDNN loaded, as if it suited a framework nobody knows; a
+    framework named after a load is held to its rules as the first load holds it: a name cudnnload does not know,
+    or a framework not installed, is a UsageError naming it."""
+    folder = str(lib_folder("cu12-9.28.0.42"))
+    code = f"""
+    import json, cudnnload
+    cudnnload.load({folder!r})
+    def said(**asked):
+        try:
+            return str(cudnnload.load(**asked).release)
+        except Exception as exc:
+            return type(exc).__name__ + ": " + exc.message
+    print(json.dumps({{"unknown": said(for_="nonexist"), "absent": said(for_="tensorflow"), "none": said()}}))
+    """
+    out = _child(code, tmp_path)
+    assert out["unknown"].startswith("UsageError: unknown framework 'nonexist'"), out
+    assert out["absent"].startswith("UsageError: tensorflow is not installed"), out
+    assert out["none"] == "9.28.0", out
+
+
 def test_a_warmup_with_an_activation_without_a_gpu_reports_why(tmp_path: Path) -> None:
     if os.path.exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1"):
         pytest.skip("this machine has an NVIDIA driver: the warm-up would run")

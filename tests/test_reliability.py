@@ -284,6 +284,18 @@ def test_explain_reads_a_log_in_the_encoding_windows_wrote_it_in(tmp_path: Path,
         assert [c["family"] for c in causes][:3] == [c["family"] for c in english][:3], done.stderr
 
 
+def test_explain_reads_a_log_that_powershell_appended_utf_16_to(tmp_path: Path) -> None:
+    """A log a program wrote in UTF-8, then PowerShell 5.1's `>>` appended its own lines in UTF-16LE: read as UTF-8
+    alone, the appended message was a NUL between every letter, not recognised."""
+    message = ('OSError: [WinError 126] The specified module could not be found. Error loading "C:\\venv\\lib\\'
+               'site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.\r\n')
+    log = tmp_path / "err.txt"
+    log.write_bytes(b"Loading the model...\r\nstep 1\r\n\xff\xfe" + message.encode("utf-16-le"))
+    alone = json.loads(cli("explain", "--json", message).stdout)["result"]["causes"]
+    causes = json.loads(cli("explain", "--json", str(log)).stdout)["result"]["causes"]
+    assert causes and [c["family"] for c in causes][:3] == [c["family"] for c in alone][:3]
+
+
 # --- 7. fleet -------------------------------------------------------------------------------------------
 
 def test_fleet_never_tells_a_healthy_node_to_copy_a_broken_one(tmp_path: Path, wheel: Path) -> None:

@@ -478,6 +478,7 @@ class Child:
         self.stderr = read
         self.returncode: int | None = None
         self.ended_at = 0.0  # time.monotonic() when it was reaped
+        self.ended_as: str | None = None  # its name (/proc/PID/stat's, 15 characters at most) when it ended
         self.reaped = threading.Event()
 
     def reap_when_it_ends(self) -> None:
@@ -488,6 +489,16 @@ class Child:
         threading.Thread(target=self._reap, name="cudnnload-waitpid", daemon=True).start()
 
     def _reap(self) -> None:
+        # its name as it ended, read while it is a zombie (not yet reaped): the program it last executed, which tells
+        # a program that left through _exit from one that replaced itself (exec) where the linker's log cannot
+        from cudnnload.children import proc_stat
+
+        try:
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            ended = proc_stat(self.pid)
+            self.ended_as = ended.name if ended is not None else None
+        except OSError:
+            pass
         _, status = os.waitpid(self.pid, 0)
         self.returncode = os.waitstatus_to_exitcode(status)
         self.ended_at = time.monotonic()

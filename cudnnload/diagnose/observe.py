@@ -74,6 +74,7 @@ class Run:
     address_limit: int | None = None  # its address-space limit (ulimit -v), inherited from cudnnload's own
     linker_logged: bool = True  # the linker's log was asked for (LD_DEBUG)
     static: bool = False  # the program run has no dynamic linker (no PT_INTERP: Go without cgo, static-pie): no log
+    ended_as: str | None = None  # the process's name as it ended (/proc/PID/stat's): the program it last executed
 
 
 def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -103,7 +104,7 @@ def run(command: Sequence[str], *, environ: Mapping[str, str] | None = None, tim
     return Run(launched.command, launched.child.pid, returncode, sig, timed_out, seconds, launched.tail.lines(),
                logs, api, launched.arrivals, launched.interrupted, tuple(launched.family.killed),
                tuple(launched.family.survivors), lost, address_limit(), launched.prefix is not None,
-               not logs and _static(launched.program))
+               not logs and _static(launched.program), launched.child.ended_as)
 
 
 def _static(program: str) -> bool:
@@ -247,9 +248,22 @@ def _unwatched(ran: Run, main: lddebug.LinkerLog | None) -> str | None:
             "and so does what it starts)")
     if main.handed_over is None:
         return None
-    return (f"the dynamic linker's log of it ends as {os.path.basename(main.handed_over)} starts: it replaced itself "
+    started = os.path.basename(main.handed_over)
+    if ran.ended_as == started[:_NAME_KEPT]:
+        # it ended as the program whose start the log ends at: it executed nothing after, it left through _exit
+        # (dash does, always), and the log holds all it loaded
+        return None
+    if ran.ended_as is not None:
+        return (f"the dynamic linker's log of it ends as {started} starts, and it ended as {ran.ended_as}: it "
+                f"replaced itself (exec) with {ran.ended_as}, started without the log's switches (env -i, sudo and su "
+                "clear the environment)")
+    return (f"the dynamic linker's log of it ends as {started} starts: it replaced itself "
             "(exec) with a program started without the log's switches (env -i, sudo and su clear the environment), "
             "or left through _exit before it loaded anything")
+
+
+# The length of the name the kernel keeps for a process (TASK_COMM_LEN less its NUL): the file name it executed, cut
+_NAME_KEPT = 15
 
 
 def _goes_on_without(name: str) -> bool:

@@ -650,15 +650,25 @@ def _started_here(running: RunningProcess, observed: Observed) -> dict[str, Sour
     if started is None:
         return None
     found = {path: source for path, source in started_cuda(started).items() if path in mapped}
-    # a .pth import line that names the file by its path, though it no longer maps it (the file needs a library
-    # of a release the disk no longer holds: the line fails now, Python says so and goes on)
-    named = [(pth, line) for pth in started.pth_files for line in pth.lines if line.kind == "import"]
+    # a .pth import line or a line of sitecustomize (usercustomize) that names the file by its path, though it no
+    # longer maps it (the file needs a library of a release the disk no longer holds: the line fails now, Python says
+    # so and goes on; fix differential 3-18975, a sitecustomize line)
+    named = [Source("pth-import", pth.path, line.number, line.text)
+             for pth in started.pth_files for line in pth.lines if line.kind == "import"]
+    named += [Source(custom.name, custom.file, number, text) for custom in started.customize if custom.file
+              for number, text in _lines_of(custom.file)]
     for path in sorted(mapped - set(found)):
-        for pth, line in named:
-            if path in line.text:
-                found[path] = Source("pth-import", pth.path, line.number, line.text)
-                break
+        found.update(next(({path: source} for source in named if path in (source.text or "")), {}))
     return found
+
+
+def _lines_of(path: str) -> list[tuple[int, str]]:
+    """The lines of a start-up module (numbered from 1, without their line breaks); none where it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            return [(number, line.rstrip("\r\n")) for number, line in enumerate(handle, 1)]
+    except (OSError, ValueError):
+        return []
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:

@@ -229,8 +229,27 @@ def _load_of(lib: SubLibrary, step: Planned, gen: Generation, release: Release |
                        gen.library(key).soname == info.soname and _same_file(facts, load.path, path)), path)
         return Load(lib.key, path, own, UNLOADABLE, f"{holder}: undefined symbol: {function}", lib.key,
                     stays_mapped=True, answered_by=holder)
+    if outcome == "already-loaded" and any(_same_file(facts, path, there) for there in present.values()):
+        return _refused(lib, _mapped(lib, path, own, facts, present), loads.get("graph"))
     return _refused(lib, _needs(lib, path, own, release, loads, missing_dependencies, facts, present),
                     loads.get("graph"))
+
+
+def _mapped(lib: SubLibrary, path: str, release: Release | None, facts: FileFacts, present: Mapping[str, str]
+            ) -> Load:
+    """The load of a sub-library whose object is in the process already (LD_PRELOAD's, a start-up line's): it
+    loaded when it was mapped, its DT_NEEDED bound then to the objects of those names the process holds, and dlopen
+    hands it out again without a check of its symbols (bound lazily: a function the other release lacks fails only
+    once called). Bound to a library of another release, its check says so (`_expect`). Fix differential 3-18920:
+    9.24's ops preloaded and bound to 9.0's graph from LD_LIBRARY_PATH, under the 9.0 shim: the model had its
+    symbols missing from 9.0's graph fail its load, and predicted an abort at cudnnOpsVersionCheck; the program
+    ran, its checks returning 1002."""
+    for key in lib.needs:
+        bound = present.get(need_lib_soname(lib, key))
+        info = facts.elf(bound) if bound is not None else None
+        if info is not None and info.release is not None and release is not None and info.release != release:
+            return Load(lib.key, path, release, None, f"{bound} is cuDNN {info.release}'s", key, bound_to=bound)
+    return Load(lib.key, path, release, None, None, None)
 
 
 def _same_file(facts: FileFacts, one: str, other: str) -> bool:

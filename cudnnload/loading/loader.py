@@ -32,7 +32,7 @@ from cudnnload.loading.status import check
 from cudnnload.resolve.catalog import Release
 from cudnnload.resolve.mapped import mapped_libraries
 from cudnnload.resolve.versions import VersionRange
-from cudnnload.verdicts import Finding
+from cudnnload.verdicts import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ def load(
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
+            _check_fits(_loaded, (for_,) if isinstance(for_, str) else tuple(for_), source is not None,
+                        dict(os.environ if environ is None else environ))
         else:
             env = dict(os.environ if environ is None else environ)
             start = time.perf_counter()
@@ -161,6 +163,25 @@ def _check_same(current: Loaded, source: object, wanted: VersionRange | None) ->
             raise LoadError(f"cuDNN {current.release} from {current.folder} is already loaded in this process; "
                             f"refusing to load a second one from {given}",
                             fix="load one cuDNN per process")
+
+
+def _check_fits(current: Loaded, frameworks: Sequence[str], given: bool, env: Mapping[str, str]) -> None:
+    """A request for frameworks (``for_``) after a load is answered as the first load answers it: a name it does not
+    know, or a framework not installed, refused (UsageError); the cuDNN already loaded refused where a framework's
+    own rule refuses it (LoadError naming what it needs)."""
+    if not frameworks:
+        return
+    from cudnnload.judge.choose import need
+    from cudnnload.judge.frameworks import consumer_findings
+    from cudnnload.loading.plans import frameworks_named
+
+    for consumer in frameworks_named(frameworks, given, env):
+        refused = [f for f in consumer_findings(consumer, current.release, current.major)
+                   if f.severity is Severity.ERROR]
+        if refused:
+            raise LoadError(f"cuDNN {current.release or current.major} from {current.folder} is already loaded in "
+                            f"this process, and {need(consumer)}: {refused[0].message}",
+                            fix="name the frameworks before anything loads cuDNN, or restart the process")
 
 
 # --- loading here ---------------------------------------------------------------

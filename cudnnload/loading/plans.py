@@ -159,7 +159,7 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
                             fix="give the folder that holds libcudnn.so.N, or a file of it")
     mapped = [as_mapped(install, ctx, dists) for install in installs]
     given = source is not None
-    consumers = _frameworks(frameworks, given, env, python)
+    consumers = frameworks_named(frameworks, given, env, python)
     choice = choose_for(mapped, wanted, given=given, consumers=consumers)
     if choice.install is None:
         where = f" in {os.fspath(source)}" if isinstance(source, (str, os.PathLike)) else ""
@@ -178,8 +178,8 @@ def _choose(source: Source, wanted: VersionRange | None, env: dict[str, str], fr
     return chosen, choice.notes, notes, ctx, dists
 
 
-def _frameworks(named: Sequence[str], given: bool, env: Mapping[str, str], python: Python | None = None
-                ) -> tuple[Consumer, ...]:
+def frameworks_named(named: Sequence[str], given: bool, env: Mapping[str, str], python: Python | None = None
+                     ) -> tuple[Consumer, ...]:
     """The frameworks whose rules the choice follows: those ``named`` (``for_``, ``--for``), else, when no
     install was given, every one installed on this Python's path (``python``'s, when given). LoadError for a
     name not installed."""
