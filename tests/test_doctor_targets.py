@@ -186,7 +186,7 @@ def test_a_program_run_through_a_wrapper_that_clears_the_environment_is_said_to_
     assert "never reached cuDNN" in plain.stdout and "program-unwatched" not in plain.stdout, plain.stdout
 
 
-def test_a_shell_that_leaves_through_exit_is_not_unseen_and_one_that_replaced_itself_is_named() -> None:
+def test_a_shell_that_leaves_through_exit_is_not_unseen_and_one_that_replaced_itself_is_named(tmp_path: Path) -> None:
     """dash (Debian's and Ubuntu's sh) leaves through _exit, so its linker's log ends at its own start, as the log
     of a process that replaced itself (exec) with a program started without the log's switches does: `doctor -- sh
     train.sh` warned program-unwatched on every run. The name a process ended as (read before it is reaped) tells
@@ -198,6 +198,12 @@ def test_a_shell_that_leaves_through_exit_is_not_unseen_and_one_that_replaced_it
     replaced = cli("doctor", "--", "sh", "-c", "exec env -i /bin/true")
     assert "program-unwatched" in replaced.stdout, replaced.stdout
     assert "it ended as true: it replaced itself (exec) with true" in replaced.stdout, replaced.stdout
+    # a script: the kernel names the process after the script, the linker's log after its interpreter
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\necho started\n/bin/true\n")
+    script.chmod(0o755)
+    run = cli("doctor", "--", str(script))
+    assert run.returncode == EXIT_OK and "program-unwatched" not in run.stdout, run.stdout
 
 
 def test_a_program_with_no_dynamic_linker_is_not_said_to_be_unseen(tmp_path: Path) -> None:

@@ -249,9 +249,11 @@ def _unwatched(ran: Run, main: lddebug.LinkerLog | None) -> str | None:
     if main.handed_over is None:
         return None
     started = os.path.basename(main.handed_over)
-    if ran.ended_as == started[:_NAME_KEPT]:
-        # it ended as the program whose start the log ends at: it executed nothing after, it left through _exit
-        # (dash does, always), and the log holds all it loaded
+    run = os.path.basename(ran.command[0]) if ran.command else started
+    if ran.ended_as in (started[:_NAME_KEPT], run[:_NAME_KEPT]):
+        # it ended as the program whose start the log ends at, or as the command run (a script: the kernel names the
+        # process after it, the log after its interpreter): it executed nothing after, it left through _exit (dash
+        # does, always), and the log holds all it loaded
         return None
     if ran.ended_as is not None:
         return (f"the dynamic linker's log of it ends as {started} starts, and it ended as {ran.ended_as}: it "
