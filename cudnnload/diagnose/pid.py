@@ -662,13 +662,25 @@ def _started_here(running: RunningProcess, observed: Observed) -> dict[str, Sour
     return found
 
 
-def _lines_of(path: str) -> list[tuple[int, str]]:
-    """The lines of a start-up module (numbered from 1, without their line breaks); none where it cannot be read."""
+def _lines_of(path: str, limit: int = 1 << 20) -> list[tuple[int, str]]:
+    """The lines of a start-up module (numbered from 1, without their line breaks), of its first ``limit`` bytes;
+    none where it is no regular file (a FIFO is never waited on) or cannot be read."""
+    import stat
+
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            return [(number, line.rstrip("\r\n")) for number, line in enumerate(handle, 1)]
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        data = os.read(fd, limit)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", "surrogateescape")
+    return [(number, line.rstrip("\r")) for number, line in enumerate(text.split("\n"), 1)]
 
 
 def _changed(libraries: Sequence[MappedLibrary], running: RunningProcess, restart: Restart) -> list[Finding]:
