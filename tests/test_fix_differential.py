@@ -1250,6 +1250,17 @@ def test_a_running_program_on_a_graph_from_elsewhere_whose_wheel_was_replaced_un
 
 @pytest.mark.slow
 @pytest.mark.timeout_s(900)
+def test_a_program_of_nobody_whose_wheel_was_replaced_by_another_major_gets_it_back_then_restarts() -> None:
+    """A program held as nobody on the 9.28 wheel, the wheel replaced under it by 9.0, then by 8.9.7 (fix
+    differential 3-30102): its shim and graph are gone from disk, and their maps are readable by root alone, so
+    `--pid` judged nothing ("no error found") though its later version checks return 3009. A wheel's shim searches
+    as every cuDNN wheel's does ($ORIGIN), so its sub-libraries are found nowhere: the wheel of its major is put back
+    for the CUDA of its site, the relative entry goes, and the program, whose release nobody can read, restarts."""
+    _fixed_without_breaks(30102, ["app"], lambda j: j.said.form == "pid", seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout_s(900)
 def test_a_sitecustomize_line_that_no_longer_maps_its_stray_still_goes_before_the_restart() -> None:
     """A program held on the 9.28 wheel with 9.28 cu13's ops mapped by a sitecustomize line, then 9.0 installed
     under it (fix differential 3-18975): the line now fails (the ops needs a graph the disk no longer holds), so the

@@ -203,4 +203,10 @@ def _of_cuda(requirement: str, distribution: str) -> str:
 
 
 def _with(finding: Finding, added: tuple[Action, ...]) -> Finding:
-    return replace(finding, fix=replace(finding.fix, actions=(*finding.fix.actions, *added))) if added else finding
+    """``finding`` with ``added`` after its actions, but before a restart among them: a running program is started
+    again once its environment and its files are as the fix leaves them."""
+    if not added:
+        return finding
+    actions = finding.fix.actions
+    at = next((i for i, a in enumerate(actions) if a.do is ActionKind.RESTART), len(actions))
+    return replace(finding, fix=replace(finding.fix, actions=(*actions[:at], *added, *actions[at:])))

@@ -32,6 +32,7 @@ from cudnnload.diagnose.doctor import RELEVANT_VARIABLES, Check
 from cudnnload.diagnose.finishing import finished
 from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.targets import started_cuda, unreachable_fix
+from cudnnload.diagnose.which import site_cuda
 from cudnnload.errors import ElfError, UsageError
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
 from cudnnload.judge.installs import unwhole, whole
@@ -781,9 +782,10 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     judged = {i.folder for i in installs}
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state in CHANGED):
         folder = os.path.dirname(shim.path)
-        if folder in judged or (info := shim.elf) is None:  # (a generation not known: `_shim_gets` finds none)
-            continue
-        asked = info.names_release or shim.release  # the names of its own build (`ElfInfo.names_release`)
+        info = shim.elf
+        if folder in judged or (info is None and not folder.endswith("/" + WHEEL_LIB)):
+            continue  # (a generation not known: `_shim_gets` finds none)
+        asked = (info.names_release if info else None) or shim.release  # its own build's names
         wrong = [f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none")
                  for lib, found, release in _shim_gets(shim, cudnn, ctx)
                  if found is None or (release is not None and asked is not None and release != asked)]
@@ -791,12 +793,20 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
             continue
         cuda = next((lib.elf.cudart_version for lib in cudnn if os.path.dirname(lib.path) == folder
                      and lib.elf is not None and lib.elf.cudart_version), None)
+        put_back = _put_back(folder, shim, cuda // 1000 if cuda else None)
+        if shim.release is None and any(a.do is not ActionKind.MANUAL for a in put_back.actions):
+            # the release it runs is not known (its file is gone, and its map is readable by root alone): what is
+            # put back may be another, which its later loads would mix with the one it runs; a start afresh maps the
+            # one put back whole (fix differential 3-30102: its wheel replaced by 9.0, then by 8.9.7, as nobody)
+            put_back = replace(put_back, actions=(*put_back.actions, restart(running.pid, running.command)),
+                               note=f"{put_back.note}; the release it runs cannot be read as this user (its file is "
+                                    "gone, and only root reads its map), so it is started again on the one put back")
         findings.append(Finding(
             Code.MISSING_SUBLIBRARY if all(w.endswith(": none") for w in wrong) else Code.MIXED_RELEASE,
             f"process {running.pid} runs cuDNN {shim.release or shim.major} from {folder}, whose shim is gone from "
             f"disk: when it first needs them, its shim gets {'; '.join(wrong)}, and the calls they serve fail",
             Subject(SubjectKind.FILE, shim.path, "shim"),
-            _started_others(_put_back(folder, shim, cuda // 1000 if cuda else None), shim, running, ctx, observed)))
+            _started_others(put_back, shim, running, ctx, observed)))
     return findings
 
 
@@ -807,12 +817,15 @@ def _shim_gets(shim: MappedLibrary, cudnn: Sequence[MappedLibrary], ctx: Context
     was opened at (``$ORIGIN``), its own DT_RPATH or DT_RUNPATH, the process's search path, by the names of its own
     build. Each as (the sub-library, where its first name found leads or None, that file's release)."""
     info, gen = shim.elf, GENERATIONS.get(shim.major) if shim.major is not None else None
-    if info is None or gen is None:
-        return []
     folder = os.path.dirname(shim.path)
-    opener = linker.Requester(shim.path, rpath=info.rpath, runpath=info.runpath)
+    if gen is None or (info is None and not folder.endswith("/" + WHEEL_LIB)):
+        return []
+    # a wheel's shim that cannot be read (gone from disk, its map root's alone) searches as every cuDNN wheel's
+    # does: its RUNPATH is $ORIGIN
+    opener = linker.Requester(shim.path, rpath=info.rpath if info else (), runpath=info.runpath if info else
+                              ("$ORIGIN",))
     here = {lib.library for lib in cudnn if os.path.dirname(lib.path) == folder}
-    asked = info.names_release or shim.release
+    asked = (info.names_release if info else None) or shim.release
     gets = []
     for lib in gen.sublibraries:
         if lib.opened_by != "shim" or not lib.required or lib.key in here:
@@ -856,9 +869,10 @@ def _put_back(folder: str, shim: MappedLibrary, cuda: int | None) -> Fix:
     (``--force-reinstall``), into its site, by whoever installs there; another folder, in words."""
     marker = "/" + WHEEL_LIB
     wanted = f"cuDNN {shim.release or shim.major}"
+    site = folder[:-len(marker)] if folder.endswith(marker) else None
+    cuda = cuda if cuda is not None or site is None else site_cuda(site)  # else the CUDA its site's wheels are for
     requirement = cudnn_requirement(shim.major, cuda, shim.release) if shim.major is not None else None
-    if folder.endswith(marker) and requirement is not None:
-        site = folder[:-len(marker)]
+    if site is not None and requirement is not None:
         pip_env = interpreter_of_site(site)
         # rewritten whatever pip's metadata says: a wheel of another CUDA major in the same folder (-cu12 over
         # -cu13) or another release's uninstall takes the files and leaves this one listed as installed, and a

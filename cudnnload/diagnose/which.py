@@ -350,15 +350,24 @@ def wheel_put_back(site: str, major: int, note: str) -> Fix | None:
     wheel or no interpreter is known."""
     if not os.path.isdir(site):
         return None
-    names = os.listdir(site)
-    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
-                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
-    requirement = cudnn_requirement(major, cudas[-1] if cudas else None)
+    requirement = cudnn_requirement(major, site_cuda(site))
     pip_env = interpreter_of_site(site)
     if requirement is None or pip_env[0] is None:
         return None
     return fix(pip_into([requirement], site, pip_env, options=("--force-reinstall",), along=along_of(site, pip_env)),
                note=note)
+
+
+def site_cuda(site: str) -> int | None:
+    """The CUDA major the NVIDIA wheels installed in the pip site ``site`` are built for (the newest where several:
+    their dist-info names, ``nvidia_cudnn_cu12-...``, ``nvidia_cublas-13....``); None where none says."""
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return None
+    cudas = sorted({int(m.group(1)) for name in names if (m := re.match(r"nvidia_\w+?_cu(\d+)-", name))} |
+                   {13 for name in names if re.match(r"nvidia_cublas-13\.", name)})
+    return cudas[-1] if cudas else None
 
 
 def _own_folder(gen: Generation, environ: Mapping[str, str]) -> tuple[str, str] | None:
