@@ -34,6 +34,7 @@ from cudnnload.diagnose.inventory import judged_install_of
 from cudnnload.diagnose.targets import started_cuda, unreachable_fix
 from cudnnload.diagnose.which import site_cuda
 from cudnnload.errors import ElfError, UsageError
+from cudnnload.files import NotRegularFile, read_regular
 from cudnnload.judge.fixes import WHEEL_LIB, cudnn_requirement, pip_into
 from cudnnload.judge.installs import unwhole, whole
 from cudnnload.judge.inventory import judge_inventory
@@ -666,20 +667,10 @@ def _started_here(running: RunningProcess, observed: Observed) -> dict[str, Sour
 def _lines_of(path: str, limit: int = 1 << 20) -> list[tuple[int, str]]:
     """The lines of a start-up module (numbered from 1, without their line breaks), of its first ``limit`` bytes;
     none where it is no regular file (a FIFO is never waited on) or cannot be read."""
-    import stat
-
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        data = read_regular(path, limit)
+    except (OSError, NotRegularFile):
         return []
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return []
-        data = os.read(fd, limit)
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     text = data.decode("utf-8", "surrogateescape")
     return [(number, line.rstrip("\r")) for number, line in enumerate(text.split("\n"), 1)]
 
@@ -782,9 +773,9 @@ def _orphaned(cudnn: Sequence[MappedLibrary], installs: Sequence[Judged], runnin
     judged = {i.folder for i in installs}
     for shim in (lib for lib in cudnn if lib.library == "shim" and lib.state in CHANGED):
         folder = os.path.dirname(shim.path)
-        info = shim.elf
-        if folder in judged or (info is None and not folder.endswith("/" + WHEEL_LIB)):
-            continue  # (a generation not known: `_shim_gets` finds none)
+        if folder in judged:
+            continue
+        info = shim.elf  # (unreadable, or a generation not known: `_shim_gets` says what it can, or nothing)
         asked = (info.names_release if info else None) or shim.release  # its own build's names
         wrong = [f"{lib.soname}: " + (f"{found.path} (cuDNN {release})" if found else "none")
                  for lib, found, release in _shim_gets(shim, cudnn, ctx)

@@ -115,22 +115,22 @@ def load(
     """
     global _loaded
     wanted = VersionRange.parse(version) if version else None
+    frameworks = (for_,) if isinstance(for_, str) else tuple(for_)
+    env = dict(os.environ if environ is None else environ)
     if _loaded is None and not pending.wait(timeout):  # start() loading on another thread: use its result
         raise LoadError(f"cudnnload.start()'s load on another thread did not end within {timeout:g} s",
                         fix="see where it waits: `python -X faulthandler`, or `cudnnload doctor` for the install")
     with _lock:
         if _loaded is not None:
             _check_same(_loaded, source, wanted)
-            _check_fits(_loaded, (for_,) if isinstance(for_, str) else tuple(for_), source is not None,
-                        dict(os.environ if environ is None else environ))
+            _check_fits(_loaded, frameworks, source is not None, env)
         else:
-            env = dict(os.environ if environ is None else environ)
             start = time.perf_counter()
             from cudnnload.loading.cudadriver import prepare_context
 
             prepare_context()  # the context (~230 ms) grows while the files are found and opened
             plan, _, notes, cached = proven(source, wanted, env, lambda files, release, folder: _vet(
-                files, release, folder, env), frameworks=(for_,) if isinstance(for_, str) else tuple(for_),
+                files, release, folder, env), frameworks=frameworks,
                 use_cache=use_cache, timeout=timeout, notes=True)
             if observer is not None:
                 observer("resolve")
