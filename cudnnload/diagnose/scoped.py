@@ -151,8 +151,7 @@ def _entries_for_the_program(finding: Finding, environ: Mapping[str, str], now: 
     # nothing will make it one: taking it away is no one's loss (5000 missing entries, each a finding whose removal
     # was judged by resolving every name again: minutes)
     only_environment = all(a.do in _ENVIRONMENT for a in finding.fix.actions)
-    gone = frozenset(entry for entry in taken if not _inert(entry)
-                     and not (only_environment and not os.path.isdir(entry or ".")))
+    gone = frozenset(entry for entry in taken if not _inert(entry) and not (only_environment and _no_folder(entry)))
     if not gone:
         return finding
     # judged in the world the whole fix makes: a removal that a later setting of the variable writes over is
@@ -220,8 +219,12 @@ def _sparing(findings: tuple[Finding, ...], environ: Mapping[str, str], others: 
 def _of_no_folder(action: Action) -> bool:
     """Whether ``action`` takes away an LD_LIBRARY_PATH entry that names no folder: in a fix that only changes the
     environment (nothing it does makes the folder), it changes no program's loads."""
-    return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE and bool(action.entry) \
-        and not os.path.isdir(action.entry or ".")
+    return action.do is ActionKind.ENV_REMOVE_ENTRY and action.variable == _VARIABLE and _no_folder(action.entry)
+
+
+def _no_folder(entry: str | None) -> bool:
+    """Whether a search-path entry names no folder (an empty one is the current folder, which is one)."""
+    return not os.path.isdir(entry or ".")
 
 
 def _unmasked(changes: Sequence[Action], environ: Mapping[str, str], today: Mapping[str, Fared]) -> str | None:
